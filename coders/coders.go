@@ -1,0 +1,214 @@
+package coders
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/model"
+)
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf((*model.Record)(nil)).Elem(), EncodeRecord, DecodeRecord)
+	beam.RegisterCoder(reflect.TypeOf((*model.Event)(nil)).Elem(), EncodeEvent, DecodeEvent)
+	beam.RegisterCoder(reflect.TypeOf((*model.EventBatch)(nil)).Elem(), EncodeEventBatch, DecodeEventBatch)
+	beam.RegisterCoder(reflect.TypeOf((*model.Delta)(nil)).Elem(), EncodeDelta, DecodeDelta)
+	beam.RegisterCoder(reflect.TypeOf((*model.Row)(nil)).Elem(), EncodeRow, DecodeRow)
+	beam.RegisterCoder(reflect.TypeOf((*model.TooLate)(nil)).Elem(), EncodeTooLate, DecodeTooLate)
+	beam.RegisterCoder(reflect.TypeOf((*model.Conflict)(nil)).Elem(), EncodeConflict, DecodeConflict)
+	beam.RegisterCoder(reflect.TypeOf((*model.Quarantined)(nil)).Elem(), EncodeQuarantined, DecodeQuarantined)
+}
+
+func done[T any](v T, r *Reader, what string) (T, error) {
+	if r.Err != nil {
+		var zero T
+		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
+	}
+	if len(r.B) != 0 {
+		var zero T
+		return zero, fmt.Errorf("decode %s: %d trailing bytes", what, len(r.B))
+	}
+	return v, nil
+}
+
+// EncodeRecord encodes a raw record.
+func EncodeRecord(v model.Record) []byte {
+	w := Writer{B: make([]byte, 0, len(v.Line)+len(v.Position)+len(v.Partition)+24)}
+	w.String(v.Partition)
+	w.String(v.Position)
+	w.Bytes(v.Line)
+	w.Bool(v.Oversized)
+	w.Varint(v.ReadAt)
+	w.Varint(v.WatermarkBefore)
+	return w.B
+}
+
+// DecodeRecord is the inverse of EncodeRecord.
+func DecodeRecord(b []byte) (model.Record, error) {
+	r := Reader{B: b}
+	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
+	return done(v, &r, "record")
+}
+
+func writeEvent(w *Writer, v *model.Event) {
+	w.String(v.EventID)
+	w.Varint(v.EventTime)
+	w.String(v.UserID)
+	w.Varint(v.AmountMicros)
+	w.String(v.Dims)
+	w.Fixed64(v.Fingerprint)
+	w.String(v.Partition)
+	w.String(v.Position)
+	w.Bytes(v.Payload)
+	w.Varint(v.ReadAt)
+	w.Varint(v.WatermarkBefore)
+	w.Bool(v.AfterEnd)
+}
+
+func readEvent(r *Reader) model.Event {
+	return model.Event{
+		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
+		Dims: r.String(), Fingerprint: r.Fixed64(), Partition: r.String(), Position: r.String(),
+		Payload: r.Bytes(), ReadAt: r.Varint(), WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
+	}
+}
+
+// EncodeEvent encodes a validated event.
+func EncodeEvent(v model.Event) []byte {
+	w := Writer{B: make([]byte, 0, 64+len(v.Payload))}
+	writeEvent(&w, &v)
+	return w.B
+}
+
+// DecodeEvent is the inverse of EncodeEvent.
+func DecodeEvent(b []byte) (model.Event, error) {
+	r := Reader{B: b}
+	return done(readEvent(&r), &r, "event")
+}
+
+// EncodeEventBatch encodes a shard batch.
+func EncodeEventBatch(v model.EventBatch) []byte {
+	w := Writer{B: make([]byte, 0, 128*len(v.Events))}
+	w.Uvarint(uint64(len(v.Events)))
+	for i := range v.Events {
+		writeEvent(&w, &v.Events[i])
+	}
+	return w.B
+}
+
+// DecodeEventBatch is the inverse of EncodeEventBatch.
+func DecodeEventBatch(b []byte) (model.EventBatch, error) {
+	r := Reader{B: b}
+	n := r.Uvarint()
+	if n > uint64(len(b)) {
+		return model.EventBatch{}, fmt.Errorf("decode event batch: implausible length %d", n)
+	}
+	v := model.EventBatch{Events: make([]model.Event, 0, n)}
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		v.Events = append(v.Events, readEvent(&r))
+	}
+	return done(v, &r, "event batch")
+}
+
+// EncodeDelta encodes a partial aggregate.
+func EncodeDelta(v model.Delta) []byte {
+	w := Writer{B: make([]byte, 0, 20)}
+	w.Varint(v.RevenueMicros)
+	w.Varint(v.Count)
+	w.Bool(v.AfterEnd)
+	w.Bool(v.Tick)
+	return w.B
+}
+
+// DecodeDelta is the inverse of EncodeDelta.
+func DecodeDelta(b []byte) (model.Delta, error) {
+	r := Reader{B: b}
+	v := model.Delta{RevenueMicros: r.Varint(), Count: r.Varint(), AfterEnd: r.Bool(), Tick: r.Bool()}
+	return done(v, &r, "delta")
+}
+
+// WriteRow appends a row (also used for revision state).
+func WriteRow(w *Writer, v *model.Row) {
+	w.Varint(v.WindowStart)
+	w.Varint(v.WindowEnd)
+	w.String(v.Dims)
+	w.Varint(v.RevenueMicros)
+	w.Varint(v.EventCount)
+	w.Varint(v.Revision)
+	w.Uvarint(uint64(v.State))
+	w.String(v.Writer)
+}
+
+// ReadRow reads what WriteRow wrote.
+func ReadRow(r *Reader) model.Row {
+	return model.Row{
+		WindowStart: r.Varint(), WindowEnd: r.Varint(), Dims: r.String(), RevenueMicros: r.Varint(),
+		EventCount: r.Varint(), Revision: r.Varint(), State: model.ResultState(r.Uvarint()), Writer: r.String(),
+	}
+}
+
+// EncodeRow encodes a snapshot row.
+func EncodeRow(v model.Row) []byte {
+	w := Writer{B: make([]byte, 0, 48+len(v.Dims))}
+	WriteRow(&w, &v)
+	return w.B
+}
+
+// DecodeRow is the inverse of EncodeRow.
+func DecodeRow(b []byte) (model.Row, error) {
+	r := Reader{B: b}
+	return done(ReadRow(&r), &r, "row")
+}
+
+// EncodeTooLate encodes a too-late audit record.
+func EncodeTooLate(v model.TooLate) []byte {
+	w := Writer{}
+	w.String(v.Position)
+	w.String(v.EventID)
+	w.Varint(v.EventTime)
+	w.Bytes(v.Payload)
+	w.String(v.Reason)
+	return w.B
+}
+
+// DecodeTooLate is the inverse of EncodeTooLate.
+func DecodeTooLate(b []byte) (model.TooLate, error) {
+	r := Reader{B: b}
+	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String()}
+	return done(v, &r, "too-late record")
+}
+
+// EncodeConflict encodes a conflict audit record.
+func EncodeConflict(v model.Conflict) []byte {
+	w := Writer{}
+	w.String(v.Position)
+	w.String(v.EventID)
+	w.Fixed64(v.FirstFingerprint)
+	w.Fixed64(v.ConflictingFingerprint)
+	w.Bytes(v.Payload)
+	return w.B
+}
+
+// DecodeConflict is the inverse of EncodeConflict.
+func DecodeConflict(b []byte) (model.Conflict, error) {
+	r := Reader{B: b}
+	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes()}
+	return done(v, &r, "conflict record")
+}
+
+// EncodeQuarantined encodes a quarantined record.
+func EncodeQuarantined(v model.Quarantined) []byte {
+	w := Writer{}
+	w.String(v.Position)
+	w.Bytes(v.Payload)
+	w.String(v.Reason)
+	w.String(v.Detail)
+	return w.B
+}
+
+// DecodeQuarantined is the inverse of EncodeQuarantined.
+func DecodeQuarantined(b []byte) (model.Quarantined, error) {
+	r := Reader{B: b}
+	v := model.Quarantined{Position: r.String(), Payload: r.Bytes(), Reason: r.String(), Detail: r.String()}
+	return done(v, &r, "quarantined record")
+}

@@ -1,0 +1,124 @@
+// Package coders holds compact binary coders for the pipeline's element types.
+// Beam's default for Go structs is a schema row coder built by reflection;
+// these hand-written ones are smaller on the wire and cheaper to run, and they
+// are the format dedup and revision state is stored in.
+package coders
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrShort is returned when an encoded value ends early.
+var ErrShort = errors.New("coders: truncated value")
+
+// Writer appends primitive values to a byte slice.
+type Writer struct{ B []byte }
+
+// Varint appends a zig-zag varint.
+func (w *Writer) Varint(v int64) { w.B = binary.AppendVarint(w.B, v) }
+
+// Uvarint appends an unsigned varint.
+func (w *Writer) Uvarint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
+
+// Fixed64 appends 8 bytes little endian (for hashes, which varints would grow).
+func (w *Writer) Fixed64(v uint64) { w.B = binary.LittleEndian.AppendUint64(w.B, v) }
+
+// Bytes appends a length-prefixed byte slice.
+func (w *Writer) Bytes(b []byte) { w.Uvarint(uint64(len(b))); w.B = append(w.B, b...) }
+
+// String appends a length-prefixed string.
+func (w *Writer) String(s string) { w.Uvarint(uint64(len(s))); w.B = append(w.B, s...) }
+
+// Bool appends one byte.
+func (w *Writer) Bool(b bool) {
+	if b {
+		w.B = append(w.B, 1)
+	} else {
+		w.B = append(w.B, 0)
+	}
+}
+
+// Reader consumes what Writer produced. The first error sticks; callers check
+// Err once at the end.
+type Reader struct {
+	B   []byte
+	Err error
+}
+
+func (r *Reader) fail(what string) {
+	if r.Err == nil {
+		r.Err = fmt.Errorf("%w: reading %s", ErrShort, what)
+	}
+}
+
+// Varint reads a zig-zag varint.
+func (r *Reader) Varint() int64 {
+	v, n := binary.Varint(r.B)
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.B = r.B[n:]
+	return v
+}
+
+// Uvarint reads an unsigned varint.
+func (r *Reader) Uvarint() uint64 {
+	v, n := binary.Uvarint(r.B)
+	if n <= 0 {
+		r.fail("uvarint")
+		return 0
+	}
+	r.B = r.B[n:]
+	return v
+}
+
+// Fixed64 reads 8 bytes.
+func (r *Reader) Fixed64() uint64 {
+	if len(r.B) < 8 {
+		r.fail("fixed64")
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.B)
+	r.B = r.B[8:]
+	return v
+}
+
+// Bytes reads a length-prefixed slice, copying it out so the result does not
+// alias the (reused) input buffer.
+func (r *Reader) Bytes() []byte {
+	n := r.Uvarint()
+	if r.Err != nil || uint64(len(r.B)) < n {
+		r.fail("bytes")
+		return nil
+	}
+	out := make([]byte, n)
+	copy(out, r.B[:n])
+	r.B = r.B[n:]
+	return out
+}
+
+// String reads a length-prefixed string.
+func (r *Reader) String() string {
+	n := r.Uvarint()
+	if r.Err != nil || uint64(len(r.B)) < n {
+		r.fail("string")
+		return ""
+	}
+	s := string(r.B[:n])
+	r.B = r.B[n:]
+	return s
+}
+
+// Bool reads one byte.
+func (r *Reader) Bool() bool {
+	if len(r.B) < 1 {
+		r.fail("bool")
+		return false
+	}
+	v := r.B[0] != 0
+	r.B = r.B[1:]
+	return v
+}

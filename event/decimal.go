@@ -1,0 +1,275 @@
+package event
+
+import (
+	"errors"
+	"strconv"
+)
+
+// maxExp saturates decimal exponents. Anything near it is far out of range for
+// amounts and times; canonical numbers keep their original text instead.
+const maxExp = 1 << 40
+
+// scanNumber checks the RFC 8259 number grammar
+//
+//	-? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
+//
+// from data[i] and returns the index just past the number. ok is false when
+// the grammar fails; end then points at the offending byte. The caller checks
+// what follows the number.
+func scanNumber(data []byte, i int) (end int, ok bool) {
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(data):
+		return i, false
+	case data[i] == '0':
+		i++
+	case data[i] >= '1' && data[i] <= '9':
+		i = skipDigits(data, i+1)
+	default:
+		return i, false
+	}
+	if i < len(data) && data[i] == '.' {
+		j := skipDigits(data, i+1)
+		if j == i+1 {
+			return j, false
+		}
+		i = j
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		j := skipDigits(data, i)
+		if j == i {
+			return j, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func skipDigits(data []byte, i int) int {
+	for i < len(data) && data[i] >= '0' && data[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// decimal is the exact value of a JSON number literal,
+//
+//	(-1)^neg × sig × 10^exp
+//
+// where sig is the digit string from the first to the last non-zero digit
+// (empty for zero) and exp is the power of ten of sig's last digit. Keeping
+// the digits as text is what lets money be exact and numbers of any length be
+// compared by value.
+type decimal struct {
+	neg bool
+	// sig is whole followed by frac (the digits before and after the
+	// point), trimmed of leading and trailing zeros; two slices of the
+	// token rather than one copied string.
+	whole, frac []byte
+	exp         int64
+	// overflow is set when the exponent saturated at ±maxExp.
+	overflow bool
+}
+
+// k returns the number of significant digits.
+func (d *decimal) k() int { return len(d.whole) + len(d.frac) }
+
+// digit returns significant digit i (0 = most significant).
+func (d *decimal) digit(i int) byte {
+	if i < len(d.whole) {
+		return d.whole[i]
+	}
+	return d.frac[i-len(d.whole)]
+}
+
+func (d *decimal) isZero() bool { return d.k() == 0 }
+
+// parseDecimal reads tok, which must be exactly one JSON number literal.
+func parseDecimal(tok []byte) (decimal, bool) {
+	end, ok := scanNumber(tok, 0)
+	if !ok || end != len(tok) || len(tok) == 0 {
+		return decimal{}, false
+	}
+	var d decimal
+	i := 0
+	if tok[0] == '-' {
+		d.neg = true
+		i = 1
+	}
+	j := skipDigits(tok, i)
+	whole := tok[i:j]
+	var frac []byte
+	if j < len(tok) && tok[j] == '.' {
+		k := skipDigits(tok, j+1)
+		frac = tok[j+1 : k]
+		j = k
+	}
+	var e int64
+	if j < len(tok) { // exponent
+		j++
+		eneg := false
+		if tok[j] == '+' || tok[j] == '-' {
+			eneg = tok[j] == '-'
+			j++
+		}
+		for ; j < len(tok); j++ {
+			if e < maxExp {
+				e = e*10 + int64(tok[j]-'0')
+			}
+		}
+		if e >= maxExp {
+			e = maxExp
+			d.overflow = true
+		}
+		if eneg {
+			e = -e
+		}
+	}
+	// Value = whole.frac × 10^e. Drop leading zeros (across the point) and
+	// trailing zeros (adjusting the exponent of the last digit).
+	lastExp := e - int64(len(frac)) // power of ten of the last written digit
+	for len(whole) > 0 && whole[0] == '0' {
+		whole = whole[1:]
+	}
+	if len(whole) == 0 {
+		for len(frac) > 0 && frac[0] == '0' {
+			frac = frac[1:]
+		}
+	}
+	for len(frac) > 0 && frac[len(frac)-1] == '0' {
+		frac = frac[:len(frac)-1]
+		lastExp++
+	}
+	if len(frac) == 0 {
+		for len(whole) > 0 && whole[len(whole)-1] == '0' {
+			whole = whole[:len(whole)-1]
+			lastExp++
+		}
+	}
+	d.whole, d.frac, d.exp = whole, frac, lastExp
+	if d.isZero() {
+		d.neg = false // -0 is 0
+		d.exp = 0
+	}
+	return d, true
+}
+
+var (
+	errTooLarge   = errors.New("out of range")
+	errTooPrecise = errors.New("too many fractional digits")
+)
+
+// scaled returns the magnitude of d × 10^scale as an integer, which must not
+// exceed limit. With floor false, the result must be exact (errTooPrecise
+// otherwise). With floor true, digits below the unit are dropped towards
+// negative infinity, so for a negative value the magnitude rounds up.
+func (d *decimal) scaled(scale int64, floor bool, limit uint64) (uint64, error) {
+	if d.isZero() {
+		return 0, nil
+	}
+	k := int64(d.k())
+	e := d.exp + scale // power of ten of the last significant digit
+	if e >= 0 {
+		if k+e > 20 { // at least 10^20 > any uint64 limit
+			return 0, errTooLarge
+		}
+		var m uint64
+		for i := 0; i < int(k); i++ {
+			m = m*10 + uint64(d.digit(i)-'0')
+			if m > limit {
+				return 0, errTooLarge
+			}
+		}
+		for ; e > 0; e-- {
+			if m > limit/10 {
+				return 0, errTooLarge
+			}
+			m *= 10
+		}
+		return m, nil
+	}
+	// e < 0: the last significant digit, which is non-zero, lies below the
+	// unit, so the value is not an integer at this scale.
+	if !floor {
+		return 0, errTooPrecise
+	}
+	keep := k + e // digits at or above the unit
+	var m uint64
+	if keep > 20 {
+		return 0, errTooLarge
+	}
+	for i := 0; i < int(keep); i++ {
+		m = m*10 + uint64(d.digit(i)-'0')
+		if m > limit {
+			return 0, errTooLarge
+		}
+	}
+	if d.neg {
+		m++ // floor: -1.5 -> -2
+	}
+	if m > limit {
+		return 0, errTooLarge
+	}
+	return m, nil
+}
+
+// appendCanonicalNumber appends the canonical text of a JSON number literal:
+// its exact value in the ECMAScript Number-to-String layout (the one RFC 8785
+// uses), without going through float64. tok must be a valid number literal.
+func appendCanonicalNumber(dst, tok []byte) []byte {
+	d, ok := parseDecimal(tok)
+	if !ok || d.overflow {
+		// Cannot happen for validated input without an absurd exponent;
+		// keep the text, which is at least deterministic.
+		return append(dst, tok...)
+	}
+	if d.isZero() {
+		return append(dst, '0')
+	}
+	if d.neg {
+		dst = append(dst, '-')
+	}
+	k := int64(d.k())
+	n := d.exp + k // value = 0.sig × 10^n
+	appendSig := func(dst []byte, from, to int64) []byte {
+		for i := from; i < to; i++ {
+			dst = append(dst, d.digit(int(i)))
+		}
+		return dst
+	}
+	switch {
+	case k <= n && n <= 21:
+		dst = appendSig(dst, 0, k)
+		for i := k; i < n; i++ {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = appendSig(dst, 0, n)
+		dst = append(dst, '.')
+		dst = appendSig(dst, n, k)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for i := n; i < 0; i++ {
+			dst = append(dst, '0')
+		}
+		dst = appendSig(dst, 0, k)
+	default:
+		dst = append(dst, d.digit(0))
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = appendSig(dst, 1, k)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, n-1, 10)
+	}
+	return dst
+}

@@ -1,0 +1,210 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+)
+
+// NoDims is the canonical dims of an event when no dimensions are configured.
+const NoDims = "{}"
+
+// CanonicalDims renders the named fields as a canonical JSON object: keys
+// sorted by their UTF-8 bytes, values re-encoded canonically (see the package
+// doc), null for a missing field, no whitespace, "{}" when names is empty. It
+// is the dims column of the output tables and part of the fingerprint, so two
+// spellings of one value ("\u00e9" and "é", 1.0 and 1) must give one key.
+func CanonicalDims(fields map[string]json.RawMessage, names []string) (string, error) {
+	if len(names) == 0 {
+		return NoDims, nil
+	}
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	vals := make([][]byte, len(sorted))
+	for i, name := range sorted {
+		if name == "" || !utf8.ValidString(name) {
+			return "", fmt.Errorf("dimension name %q: must be non-empty UTF-8", name)
+		}
+		if i > 0 && sorted[i-1] == name {
+			return "", fmt.Errorf("dimension %q listed twice", name)
+		}
+		if raw, ok := fields[name]; ok {
+			raw = trimWS(raw)
+			if err := scanValue(raw); err != nil {
+				return "", fmt.Errorf("dimension %q: %w", name, err)
+			}
+			vals[i] = raw
+		}
+	}
+	return string(appendDims(nil, sorted, vals)), nil
+}
+
+// appendDims appends the canonical dims object. names must be sorted and
+// unique; vals[i] is the validated raw value of names[i], nil when missing.
+func appendDims(dst []byte, names []string, vals [][]byte) []byte {
+	dst = append(dst, '{')
+	for i, name := range names {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendQuoted(dst, name)
+		dst = append(dst, ':')
+		if vals[i] == nil {
+			dst = append(dst, "null"...)
+			continue
+		}
+		dst, _ = appendCanonical(dst, vals[i], 0)
+	}
+	return append(dst, '}')
+}
+
+// appendCanonical appends the canonical encoding of the validated JSON value
+// starting at data[i] (no leading whitespace) and returns the index past it.
+func appendCanonical(dst, data []byte, i int) ([]byte, int) {
+	switch c := data[i]; {
+	case c == '"':
+		end, esc, _ := scanString(data, i)
+		if !esc {
+			// Without escapes the raw token is already canonical: a
+			// valid string holds no raw '"' or control character.
+			return append(dst, data[i:end]...), end
+		}
+		var tmp [64]byte
+		return appendQuoted(dst, unescape(tmp[:0], data[i+1:end-1])), end
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, _ := scanNumber(data, i)
+		return appendCanonicalNumber(dst, data[i:end]), end
+	case c == 't':
+		return append(dst, "true"...), i + 4
+	case c == 'f':
+		return append(dst, "false"...), i + 5
+	case c == 'n':
+		return append(dst, "null"...), i + 4
+	case c == '[':
+		dst = append(dst, '[')
+		i = skipWSAt(data, i+1)
+		if data[i] == ']' {
+			return append(dst, ']'), i + 1
+		}
+		for {
+			dst, i = appendCanonical(dst, data, i)
+			i = skipWSAt(data, i)
+			if data[i] == ']' {
+				return append(dst, ']'), i + 1
+			}
+			dst = append(dst, ',')
+			i = skipWSAt(data, i+1) // past ','
+		}
+	default: // '{'
+		type kv struct {
+			key        []byte
+			start, end int
+		}
+		var kvs []kv
+		i = skipWSAt(data, i+1)
+		for data[i] != '}' {
+			end, esc, _ := scanString(data, i)
+			key := data[i+1 : end-1]
+			if esc {
+				key = unescape(nil, key)
+			}
+			i = skipWSAt(data, end)
+			i = skipWSAt(data, i+1) // past ':'
+			vend := skipValue(data, i)
+			kvs = append(kvs, kv{key, i, vend})
+			i = skipWSAt(data, vend)
+			if data[i] == ',' {
+				i = skipWSAt(data, i+1)
+			}
+		}
+		slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+		dst = append(dst, '{')
+		for j, m := range kvs {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendQuoted(dst, m.key)
+			dst = append(dst, ':')
+			dst, _ = appendCanonical(dst, data, m.start)
+		}
+		return append(dst, '}'), i + 1
+	}
+}
+
+func skipWSAt(data []byte, i int) int {
+	for i < len(data) && isWS(data[i]) {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index past the validated JSON value at data[i].
+func skipValue(data []byte, i int) int {
+	switch c := data[i]; {
+	case c == '"':
+		end, _, _ := scanString(data, i)
+		return end
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, _ := scanNumber(data, i)
+		return end
+	case c == 't' || c == 'n':
+		return i + 4
+	case c == 'f':
+		return i + 5
+	}
+	// Object or array: track depth, skipping strings whole so brackets
+	// inside them do not count.
+	depth := 0
+	for i < len(data) {
+		switch data[i] {
+		case '"':
+			i, _, _ = scanString(data, i)
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return i
+}
+
+// appendQuoted appends s as a canonical JSON string (RFC 8785 escaping): only
+// '"', '\\' and control characters are escaped. s must be valid UTF-8.
+func appendQuoted[T string | []byte](dst []byte, s T) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

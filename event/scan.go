@@ -1,0 +1,497 @@
+package event
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// maxDepth bounds object/array nesting so a hostile line ("[[[[...") cannot
+// grow the stack without limit. Real payloads are a few levels deep.
+const maxDepth = 128
+
+// dupMapThreshold is the key count from which an object's duplicate check
+// switches from a linear scan (fast for the handful of keys of a real event)
+// to a map (so a line with 100,000 keys is not quadratic).
+const dupMapThreshold = 32
+
+// member is one key of an object being scanned, with the raw text of its
+// value (no surrounding whitespace).
+type member struct {
+	key []byte // unescaped; aliases the input unless the key had escapes
+	val []byte
+}
+
+// syntaxError locates a JSON error in the line. It is only built on the
+// failure path.
+type syntaxError struct {
+	off int
+	msg string
+}
+
+func (e *syntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.off, e.msg)
+}
+
+// scanner is a strict, allocation-light JSON validator. It checks a whole
+// value (RFC 8259 plus the rules in the package doc: no duplicate keys, valid
+// UTF-8, no lone surrogates, bounded depth) in one pass and, for the
+// outermost object, records each member's key and raw value so that Parse
+// can pick its fields without a second decode.
+type scanner struct {
+	data  []byte
+	pos   int
+	depth int
+	// members is a stack: the outermost object's members first, then those
+	// of the nested object being scanned (popped when it ends).
+	members []member
+}
+
+// scanners recycles scanners and their member stacks: Parse is on the hot
+// path, and a fresh member stack per line would be the bulk of its garbage
+// (Go's escape analysis moves it to the heap whatever the declaration).
+var scanners = sync.Pool{New: func() any { return &scanner{members: make([]member, 0, 16)} }}
+
+// maxPooledMembers keeps one huge line from parking a huge stack in the pool.
+const maxPooledMembers = 256
+
+func getScanner() *scanner { return scanners.Get().(*scanner) }
+
+// putScanner returns s to the pool without references into the line, so a
+// pooled scanner never keeps a (possibly 1 MiB) line alive.
+func putScanner(s *scanner) {
+	if cap(s.members) > maxPooledMembers {
+		return
+	}
+	clear(s.members[:cap(s.members)])
+	s.members = s.members[:0]
+	s.data = nil
+	scanners.Put(s)
+}
+
+// bomUTF8 is ignored at the start of a line (RFC 8259 §8.1).
+var bomUTF8 = []byte{0xEF, 0xBB, 0xBF}
+
+// scanLine validates line as exactly one JSON value surrounded by optional
+// whitespace. It reports whether that value is an object; if so,
+// s.members holds its members in input order.
+func (s *scanner) scanLine(line []byte) (isObject bool, err error) {
+	s.data = line
+	s.pos = 0
+	s.depth = 0
+	s.members = s.members[:0]
+	if bytes.HasPrefix(line, bomUTF8) {
+		s.pos = len(bomUTF8)
+	}
+	s.skipWS()
+	if s.pos == len(s.data) {
+		return false, &syntaxError{s.pos, "empty line"}
+	}
+	isObject = s.data[s.pos] == '{'
+	if err := s.value(); err != nil {
+		return false, err
+	}
+	s.skipWS()
+	if s.pos != len(s.data) {
+		return false, s.errorf("unexpected %s after the JSON value", s.found())
+	}
+	return isObject, nil
+}
+
+// scanValue validates raw as exactly one JSON value with optional surrounding
+// whitespace, for functions that take an unvalidated token.
+func scanValue(raw []byte) error {
+	var s scanner
+	s.data = raw
+	s.skipWS()
+	if s.pos == len(raw) {
+		return &syntaxError{0, "empty value"}
+	}
+	if err := s.value(); err != nil {
+		return err
+	}
+	s.skipWS()
+	if s.pos != len(raw) {
+		return s.errorf("unexpected %s after the JSON value", s.found())
+	}
+	return nil
+}
+
+func (s *scanner) errorf(format string, args ...any) error {
+	return &syntaxError{s.pos, fmt.Sprintf(format, args...)}
+}
+
+// found describes the byte at the current position for error messages.
+func (s *scanner) found() string {
+	if s.pos >= len(s.data) {
+		return "end of line"
+	}
+	c := s.data[s.pos]
+	if c >= 0x20 && c < 0x7f {
+		return fmt.Sprintf("%q", rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *scanner) skipWS() {
+	for s.pos < len(s.data) && isWS(s.data[s.pos]) {
+		s.pos++
+	}
+}
+
+func (s *scanner) value() error {
+	if s.pos >= len(s.data) {
+		return s.errorf("unexpected end of line, expected a value")
+	}
+	switch c := s.data[s.pos]; {
+	case c == '{':
+		return s.object()
+	case c == '[':
+		return s.array()
+	case c == '"':
+		end, _, err := scanString(s.data, s.pos)
+		if err != nil {
+			return err
+		}
+		s.pos = end
+		return nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, ok := scanNumber(s.data, s.pos)
+		if !ok {
+			s.pos = end
+			return s.errorf("invalid number: unexpected %s", s.found())
+		}
+		s.pos = end
+		return nil
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	}
+	return s.errorf("unexpected %s, expected a value", s.found())
+}
+
+func (s *scanner) literal(lit string) error {
+	if !bytes.HasPrefix(s.data[s.pos:], []byte(lit)) {
+		return s.errorf("invalid literal, expected %s", lit)
+	}
+	s.pos += len(lit)
+	return nil
+}
+
+func (s *scanner) enter() error {
+	s.depth++
+	if s.depth > maxDepth {
+		return s.errorf("nesting deeper than %d", maxDepth)
+	}
+	return nil
+}
+
+func (s *scanner) array() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.pos++ // '['
+	s.skipWS()
+	if s.pos < len(s.data) && s.data[s.pos] == ']' {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := s.value(); err != nil {
+			return err
+		}
+		s.skipWS()
+		if s.pos >= len(s.data) {
+			return s.errorf("unexpected end of line in array")
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+			s.skipWS()
+		case ']':
+			s.pos++
+			s.depth--
+			return nil
+		default:
+			return s.errorf("unexpected %s in array, expected ',' or ']'", s.found())
+		}
+	}
+}
+
+func (s *scanner) object() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	outermost := s.depth == 1
+	base := len(s.members)
+	var seen map[string]struct{} // only for objects with many keys
+	s.pos++                      // '{'
+	s.skipWS()
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+			return s.errorf("unexpected %s, expected a string key", s.found())
+		}
+		keyAt := s.pos
+		end, esc, err := scanString(s.data, s.pos)
+		if err != nil {
+			return err
+		}
+		key := s.data[keyAt+1 : end-1]
+		if esc {
+			key = unescape(nil, key)
+		}
+		n := len(s.members) - base
+		switch {
+		case seen != nil:
+			if _, dup := seen[string(key)]; dup {
+				return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
+			}
+			seen[string(key)] = struct{}{}
+		case n < dupMapThreshold:
+			for _, m := range s.members[base:] {
+				if bytes.Equal(m.key, key) {
+					return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
+				}
+			}
+		default:
+			seen = make(map[string]struct{}, 2*n)
+			for _, m := range s.members[base:] {
+				seen[string(m.key)] = struct{}{}
+			}
+			if _, dup := seen[string(key)]; dup {
+				return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
+			}
+			seen[string(key)] = struct{}{}
+		}
+		idx := len(s.members)
+		s.members = append(s.members, member{key: key})
+		s.pos = end
+		s.skipWS()
+		if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+			return s.errorf("unexpected %s after object key, expected ':'", s.found())
+		}
+		s.pos++
+		s.skipWS()
+		valAt := s.pos
+		if err := s.value(); err != nil {
+			return err
+		}
+		// By index: nested objects may have grown (and moved) the stack.
+		s.members[idx].val = s.data[valAt:s.pos]
+		s.skipWS()
+		if s.pos >= len(s.data) {
+			return s.errorf("unexpected end of line in object")
+		}
+		switch s.data[s.pos] {
+		case ',':
+			s.pos++
+			s.skipWS()
+		case '}':
+			s.pos++
+			s.depth--
+			if !outermost {
+				s.members = s.members[:base]
+			}
+			return nil
+		default:
+			return s.errorf("unexpected %s in object, expected ',' or '}'", s.found())
+		}
+	}
+}
+
+// scanString validates the JSON string starting at data[i] (a '"') and
+// returns the index just past its closing quote and whether it contains
+// escapes.
+func scanString(data []byte, i int) (end int, escaped bool, err error) {
+	start := i
+	i++
+	for {
+		// Fast path over plain ASCII.
+		for i < len(data) {
+			c := data[i]
+			if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+				break
+			}
+			i++
+		}
+		if i >= len(data) {
+			return i, escaped, &syntaxError{start, "unterminated string"}
+		}
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i+1 >= len(data) {
+				return i, escaped, &syntaxError{start, "unterminated string"}
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				r, ok := hex4(data, i+2)
+				if !ok {
+					return i, escaped, &syntaxError{i, `invalid \u escape`}
+				}
+				switch {
+				case r >= 0xDC00 && r <= 0xDFFF:
+					return i, escaped, &syntaxError{i, fmt.Sprintf(`lone surrogate \u%04x`, r)}
+				case r >= 0xD800 && r <= 0xDBFF:
+					lo, ok := -1, false
+					if i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
+						lo, ok = hex4(data, i+8)
+					}
+					if !ok || lo < 0xDC00 || lo > 0xDFFF {
+						return i, escaped, &syntaxError{i, fmt.Sprintf(`lone surrogate \u%04x`, r)}
+					}
+					i += 12
+				default:
+					i += 6
+				}
+			default:
+				return i, escaped, &syntaxError{i, "invalid escape " + strconv.Quote(string(data[i:i+2]))}
+			}
+		case c < 0x20:
+			return i, escaped, &syntaxError{i, fmt.Sprintf("control character 0x%02x in string", c)}
+		default: // c >= 0x80
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return i, escaped, &syntaxError{i, "invalid UTF-8 in string"}
+			}
+			i += size
+		}
+	}
+}
+
+// hex4 reads the four hex digits of a \u escape at data[i:i+4].
+func hex4(data []byte, i int) (int, bool) {
+	if i+4 > len(data) {
+		return 0, false
+	}
+	v := 0
+	for _, c := range data[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// unescape appends the unescaped content of a validated JSON string body (the
+// bytes between the quotes) to dst.
+func unescape(dst, body []byte) []byte {
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '\\' {
+			j := bytes.IndexByte(body[i:], '\\')
+			if j < 0 {
+				return append(dst, body[i:]...)
+			}
+			dst = append(dst, body[i:i+j]...)
+			i += j
+			continue
+		}
+		switch e := body[i+1]; e {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(body, i+2)
+			if r >= 0xD800 && r <= 0xDBFF {
+				lo, _ := hex4(body, i+8)
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				i += 6
+			}
+			dst = utf8.AppendRune(dst, rune(r))
+			i += 6
+			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, e)
+		}
+		i += 2
+	}
+	return dst
+}
+
+// stringToken validates raw as one complete JSON string token and returns its
+// unescaped content. The content aliases raw unless it had escapes.
+func stringToken(raw []byte) ([]byte, error) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return nil, fmt.Errorf("not a JSON string")
+	}
+	end, esc, err := scanString(raw, 0)
+	if err != nil {
+		return nil, err
+	}
+	if end != len(raw) {
+		return nil, fmt.Errorf("unexpected data after the JSON string")
+	}
+	body := raw[1 : end-1]
+	if esc {
+		return unescape(nil, body), nil
+	}
+	return body, nil
+}
+
+// trimWS removes JSON whitespace around a token.
+func trimWS(b []byte) []byte {
+	for len(b) > 0 && isWS(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isWS(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// kind names the JSON type of a raw value for error messages.
+func kind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		return "a string"
+	case c == '{':
+		return "an object"
+	case c == '[':
+		return "an array"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '-' || (c >= '0' && c <= '9'):
+		return "a number"
+	}
+	return "an invalid value"
+}
+
+// isNull reports whether a raw (whitespace-free) value is the null literal.
+func isNull(raw []byte) bool { return string(raw) == "null" }

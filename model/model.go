@@ -1,0 +1,213 @@
+// Package model holds the data types that flow through the pipeline and into
+// the sinks: raw records, validated events, audit records and versioned
+// snapshot rows. It has no behaviour beyond small helpers, so every other
+// package (plain-Go rules, Beam transforms, sinks, reconcile) shares one
+// vocabulary.
+package model
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// NoWatermark marks a record whose partition watermark is unknown (no valid
+// event seen yet, or a source that does not track one).
+const NoWatermark int64 = math.MinInt64
+
+// Record is one raw input line as read from a source, before validation.
+type Record struct {
+	// Partition names the source partition (a subfolder, or "pubsub").
+	Partition string
+	// Position is the stable source position: "<partition>/<file>:<line>" or
+	// "pubsub:<message_id>". Audit rows are keyed by it.
+	Position string
+	// Line is the raw payload. For an oversized line it holds a prefix only.
+	Line []byte
+	// Oversized is set by the source when the line exceeded --max-line; Line
+	// then holds only a prefix and the record is quarantined.
+	Oversized bool
+	// ReadAt is the processing time (epoch ms) at which the source read it.
+	ReadAt int64
+	// WatermarkBefore is the partition watermark (epoch ms) just before this
+	// record, or NoWatermark. It decides rule (a) of the too-late gate.
+	WatermarkBefore int64
+}
+
+// Event is a validated purchase event.
+type Event struct {
+	EventID string
+	// EventTime is epoch milliseconds, UTC (finer digits truncated).
+	EventTime int64
+	UserID    string
+	// AmountMicros is the exact amount in millionths of the currency unit.
+	AmountMicros int64
+	// Dims is the canonical JSON object of the configured dimensions
+	// (sorted keys, "{}" when none).
+	Dims string
+	// Fingerprint is the canonical business-content fingerprint.
+	Fingerprint uint64
+	Partition   string
+	Position    string
+	// Payload is the raw line, kept for audit outputs.
+	Payload         []byte
+	ReadAt          int64
+	WatermarkBefore int64
+	// AfterEnd is set by the dedup stage when the event was judged after the
+	// pipeline watermark had passed its window_end: it is late data.
+	AfterEnd bool
+}
+
+// FingerprintHex renders a fingerprint the way audit tables store it.
+func FingerprintHex(fp uint64) string { return fmt.Sprintf("%016x", fp) }
+
+// Quarantine reasons (SPEC §3).
+const (
+	ReasonMalformedJSON   = "malformed_json"
+	ReasonNotAnObject     = "not_an_object"
+	ReasonMissingField    = "missing_field"
+	ReasonBadEventID      = "bad_event_id"
+	ReasonBadUserID       = "bad_user_id"
+	ReasonBadAmount       = "bad_amount"
+	ReasonBadEventTime    = "bad_event_time"
+	ReasonFutureEventTime = "future_event_time"
+	ReasonTooOld          = "too_old"
+	ReasonOversized       = "oversized"
+)
+
+// QuarantineReasons lists every reason, in SPEC order.
+var QuarantineReasons = []string{
+	ReasonMalformedJSON, ReasonNotAnObject, ReasonMissingField, ReasonBadEventID,
+	ReasonBadUserID, ReasonBadAmount, ReasonBadEventTime, ReasonFutureEventTime,
+	ReasonTooOld, ReasonOversized,
+}
+
+// Quarantined is a record rejected by validation.
+type Quarantined struct {
+	Position string
+	Payload  []byte
+	Reason   string
+	// Detail is a human-readable explanation (not part of the key).
+	Detail string
+}
+
+// ReasonWindowClosed is the only too-late reason.
+const ReasonWindowClosed = "window_closed"
+
+// TooLate is a valid event whose window had closed when it was judged.
+type TooLate struct {
+	Position  string
+	EventID   string
+	EventTime int64
+	Payload   []byte
+	Reason    string
+}
+
+// Conflict is a copy of an event_id whose payload fingerprint differs from the
+// first counted copy.
+type Conflict struct {
+	Position               string
+	EventID                string
+	FirstFingerprint       uint64
+	ConflictingFingerprint uint64
+	Payload                []byte
+}
+
+// ResultState is the finality of a snapshot row.
+type ResultState uint8
+
+const (
+	StateUnknown ResultState = iota
+	Early
+	OnTime
+	Late
+	Final
+)
+
+func (s ResultState) String() string {
+	switch s {
+	case Early:
+		return "EARLY"
+	case OnTime:
+		return "ON_TIME"
+	case Late:
+		return "LATE"
+	case Final:
+		return "FINAL"
+	}
+	return "UNKNOWN"
+}
+
+// ParseResultState is the inverse of String.
+func ParseResultState(s string) (ResultState, error) {
+	switch s {
+	case "EARLY":
+		return Early, nil
+	case "ON_TIME":
+		return OnTime, nil
+	case "LATE":
+		return Late, nil
+	case "FINAL":
+		return Final, nil
+	}
+	return StateUnknown, fmt.Errorf("unknown result_state %q", s)
+}
+
+// Row is one versioned snapshot of a window and dimension key: always a
+// complete total, never a delta.
+type Row struct {
+	WindowStart   int64 // epoch ms
+	WindowEnd     int64 // epoch ms
+	Dims          string
+	RevenueMicros int64
+	EventCount    int64
+	Revision      int64
+	State         ResultState
+	// Writer is "stream" or "reconcile:<run_id>".
+	Writer string
+}
+
+// Key identifies the row's key in the tables.
+func (r Row) Key() string { return FormatTime(r.WindowStart) + " " + r.Dims }
+
+// FormatTime renders epoch milliseconds as RFC 3339 UTC, with milliseconds only
+// when they are not zero (window bounds render as 2026-11-04T10:00:00Z).
+func FormatTime(ms int64) string {
+	t := time.UnixMilli(ms).UTC()
+	if ms%1000 == 0 {
+		return t.Format(time.RFC3339)
+	}
+	return t.Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// FormatMicros renders an exact amount with six fractional digits.
+func FormatMicros(m int64) string {
+	neg := m < 0
+	u := uint64(m)
+	if neg {
+		u = uint64(-m) // also right for MinInt64 through two's complement
+	}
+	s := fmt.Sprintf("%d.%06d", u/1_000_000, u%1_000_000)
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// EventBatch is a bundle's worth of events for one dedup shard: the dedup
+// stage reads and writes its state once per batch rather than once per event.
+type EventBatch struct {
+	Events []Event
+}
+
+// Delta is a partial aggregate of one (window, dims) key, pre-combined per
+// bundle before the revision step, or an EARLY tick (Tick set, zero sums).
+type Delta struct {
+	RevenueMicros int64
+	Count         int64
+	// AfterEnd is set when every event in it was judged after the watermark
+	// had passed its window_end.
+	AfterEnd bool
+	// Tick marks an early-refresh signal rather than data.
+	Tick bool
+}

@@ -1,0 +1,105 @@
+// Package pipeline builds the streaming revenue graph from a typed options
+// struct. It parses no flags and opens no sources or sinks: cmd/launch and the
+// tests wire those around Build.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/transforms"
+	"github.com/revenue-stream/hourly/triggers"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// DefaultShards is the number of dedup state keys: enough to spread dedup
+// over a cluster's workers, few enough that each batch carries many ids.
+const DefaultShards = 64
+
+// Options are the settings of SPEC §2 and §3, validated together.
+type Options struct {
+	Event     event.Config
+	Watermark watermark.Policy
+	Triggers  triggers.Policy
+	// DedupRetention defaults to window + allowed lateness; shorter is refused.
+	DedupRetention time.Duration
+	DedupShards    int
+	// StartWatermark seeds rule (b) of the too-late gate after a restart.
+	StartWatermark int64
+	// Published seeds the revision step with rows the sink already holds,
+	// keyed by transforms.WindowKey.
+	Published map[string]model.Row
+}
+
+// Defaults returns the documented defaults (SPEC §2, §6).
+func Defaults() Options {
+	return Options{
+		Event:          event.DefaultConfig(),
+		Watermark:      watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
+		Triggers:       triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
+		DedupShards:    DefaultShards,
+		StartWatermark: model.NoWatermark,
+	}
+}
+
+// WithDefaults fills the derived settings.
+func (o Options) WithDefaults() Options {
+	if o.DedupRetention == 0 {
+		o.DedupRetention = o.Triggers.Window + o.Triggers.AllowedLateness
+	}
+	if o.DedupShards == 0 {
+		o.DedupShards = DefaultShards
+	}
+	return o
+}
+
+// Validate checks every setting, each error naming its flag.
+func (o Options) Validate() error {
+	o = o.WithDefaults()
+	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate())
+}
+
+func (o Options) dedup() transforms.DedupOptions {
+	return transforms.DedupOptions{
+		Policy:         o.Triggers,
+		Retention:      o.DedupRetention.Milliseconds(),
+		Shards:         o.DedupShards,
+		StartWatermark: o.StartWatermark,
+	}
+}
+
+// Outputs are the four streams a sink persists.
+type Outputs struct {
+	Rows        beam.PCollection // model.Row
+	TooLate     beam.PCollection // model.TooLate
+	Conflicts   beam.PCollection // model.Conflict
+	Quarantined beam.PCollection // model.Quarantined
+}
+
+// Build reads like the design card: validate, gate too-late records, dedup,
+// combine per window and dims, assign revisions.
+func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return Outputs{}, fmt.Errorf("pipeline options: %w", err)
+	}
+	s = s.Scope("HourlyRevenue")
+	events, quarantined := transforms.Validate(s, records, o.Event)
+	open, lateA := transforms.TooLate(s, events, o.Triggers)
+	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
+	deltas := transforms.PreAggregate(s, counted, o.Triggers)
+	if o.Triggers.Early > 0 {
+		deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
+	}
+	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published)
+	return Outputs{
+		Rows:        rows,
+		TooLate:     beam.Flatten(s, lateA, lateB),
+		Conflicts:   conflicts,
+		Quarantined: quarantined,
+	}, nil
+}

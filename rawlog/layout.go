@@ -1,0 +1,171 @@
+package rawlog
+
+import (
+	"cmp"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// RootPartition names the partition of the files directly inside a source
+// folder (see the package doc).
+const RootPartition = "."
+
+// Position is the stable source position of a line: "<partition>/<file>:<line>",
+// or "<file>:<line>" in the root partition. Audit rows are keyed by it, so it
+// must not depend on where the folder is mounted.
+func Position(partition, file string, line int) string {
+	if partition == RootPartition || partition == "" {
+		return file + ":" + strconv.Itoa(line)
+	}
+	return partition + "/" + file + ":" + strconv.Itoa(line)
+}
+
+// ParsePosition splits a file position made by Position. ok is false for
+// anything else (a "pubsub:<message_id>" position, say).
+func ParsePosition(pos string) (partition, file string, line int, ok bool) {
+	if strings.HasPrefix(pos, "pubsub:") {
+		return "", "", 0, false
+	}
+	i := strings.LastIndexByte(pos, ':')
+	if i <= 0 {
+		return "", "", 0, false
+	}
+	n, err := strconv.Atoi(pos[i+1:])
+	if err != nil || n < 1 {
+		return "", "", 0, false
+	}
+	path := pos[:i]
+	partition, file = RootPartition, path
+	if j := strings.IndexByte(path, '/'); j >= 0 {
+		partition, file = path[:j], path[j+1:]
+	}
+	if file == "" || partition == "" {
+		return "", "", 0, false
+	}
+	return partition, file, n, true
+}
+
+// ComparePositions orders positions the way a replay reads them: by
+// partition name, then file name, then line number (numerically, so
+// "f:9" < "f:10"). Within one partition this is arrival order; across
+// partitions it is the deterministic "lowest source_position" that reconcile
+// uses to pick between payloads. Non-file positions sort after file
+// positions, by their text.
+func ComparePositions(a, b string) int {
+	pa, fa, la, oka := ParsePosition(a)
+	pb, fb, lb, okb := ParsePosition(b)
+	switch {
+	case oka && okb:
+		if c := cmp.Compare(pa, pb); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(fa, fb); c != 0 {
+			return c
+		}
+		return cmp.Compare(la, lb)
+	case oka:
+		return -1
+	case okb:
+		return 1
+	}
+	return cmp.Compare(a, b)
+}
+
+// Ignored reports whether a file or folder name is skipped: hidden and
+// temporary names that producers write before renaming a file in, and
+// bookkeeping names starting with '_'.
+func Ignored(name string) bool {
+	return name == "" ||
+		strings.HasPrefix(name, ".") ||
+		strings.HasPrefix(name, "_") ||
+		strings.HasSuffix(name, ".tmp") ||
+		strings.HasSuffix(name, "~")
+}
+
+// PartitionDir is the folder holding a partition's files.
+func PartitionDir(dir, partition string) string {
+	if partition == RootPartition {
+		return dir
+	}
+	return filepath.Join(dir, partition)
+}
+
+// ListPartitions returns the partitions of a source folder in sorted order:
+// its non-ignored subfolders, plus RootPartition when files lie directly
+// inside it. An empty folder has no partitions (not an error: a follower may
+// be waiting for the first file).
+func ListPartitions(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("rawlog: list partitions of %s: %w", dir, err)
+	}
+	var parts []string
+	root := false
+	for _, e := range entries {
+		if Ignored(e.Name()) {
+			continue
+		}
+		mode, err := resolve(dir, e)
+		if err != nil {
+			return nil, fmt.Errorf("rawlog: list partitions of %s: %w", dir, err)
+		}
+		switch {
+		case mode.IsDir():
+			parts = append(parts, e.Name())
+		case mode.IsRegular():
+			root = true
+		}
+	}
+	if root {
+		parts = append(parts, RootPartition)
+	}
+	// os.ReadDir sorts by name; "." must still be put in its place.
+	slices.Sort(parts)
+	return parts, nil
+}
+
+// ListFiles returns a partition's readable files in lexical order, which is
+// arrival order.
+func ListFiles(dir, partition string) ([]string, error) {
+	pdir := PartitionDir(dir, partition)
+	entries, err := os.ReadDir(pdir)
+	if err != nil {
+		return nil, fmt.Errorf("rawlog: list files of partition %q: %w", partition, err)
+	}
+	var files []string
+	for _, e := range entries {
+		if Ignored(e.Name()) {
+			continue
+		}
+		mode, err := resolve(pdir, e)
+		if err != nil {
+			return nil, fmt.Errorf("rawlog: list files of partition %q: %w", partition, err)
+		}
+		if mode.IsRegular() {
+			files = append(files, e.Name())
+		}
+	}
+	return files, nil // os.ReadDir already sorted them by name
+}
+
+// resolve returns an entry's type, following a symbolic link so that a
+// linked-in file or partition is read like any other. A dangling link is
+// skipped, as if it were not there yet.
+func resolve(dir string, e fs.DirEntry) (fs.FileMode, error) {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return e.Type(), nil
+	}
+	fi, err := os.Stat(filepath.Join(dir, e.Name()))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return fi.Mode().Type(), nil
+}

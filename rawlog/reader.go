@@ -1,0 +1,143 @@
+package rawlog
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/revenue-stream/hourly/event"
+)
+
+// DefaultMaxLine is the default --max-line (1 MiB).
+const DefaultMaxLine = event.DefaultMaxLine
+
+// PrefixLimit is how much of an oversized line a reader keeps: the quarantine
+// row needs a prefix to be recognisable, never the whole line.
+const PrefixLimit = event.MaxPayloadPrefix
+
+// Line is one complete, non-blank line.
+type Line struct {
+	// No is the 1-based line number in the file, blank lines included.
+	No int
+	// Bytes is the content without "\n" and a trailing "\r"; for an oversized
+	// line, its first PrefixLimit bytes at most. It is only valid until the
+	// next call to Next.
+	Bytes []byte
+	// Oversized says the content was longer than maxLine.
+	Oversized bool
+	// End is the byte offset just after this line's "\n" (a Mark.Offset).
+	End int64
+}
+
+// Mark is how far a Reader has consumed complete lines: a follower that
+// stores it can reopen the file, seek to Offset and continue with
+// NewReaderAt, and line numbers carry on from Line.
+type Mark struct {
+	Offset int64 // bytes through the last complete line's "\n"
+	Line   int   // number of complete lines consumed, blank ones included
+}
+
+// Reader yields the complete lines of one file with the rules of the package
+// doc. It holds at most maxLine+2 bytes of a line, however long the line is.
+type Reader struct {
+	br      *bufio.Reader
+	maxLine int
+	mark    Mark
+
+	// The line being assembled. It survives io.EOF so that a follower can
+	// call Next again after the file has grown and get the rest of a line
+	// whose newline had not been written yet.
+	buf  []byte
+	n    int64 // bytes of the current line consumed from br
+	over bool  // the current line is already known to be oversized
+}
+
+// NewReader reads r from its start. maxLine <= 0 means DefaultMaxLine.
+func NewReader(r io.Reader, maxLine int) *Reader {
+	return NewReaderAt(r, maxLine, Mark{})
+}
+
+// NewReaderAt reads r, which the caller has positioned at m.Offset, as the
+// continuation of a file of which m.Line lines were already consumed.
+func NewReaderAt(r io.Reader, maxLine int, m Mark) *Reader {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 64<<10), maxLine: maxLine, mark: m}
+}
+
+// Mark reports how far complete lines have been consumed.
+func (r *Reader) Mark() Mark { return r.mark }
+
+// Pending is the number of bytes read past Mark: a last line still waiting
+// for its newline. After io.EOF a non-zero value means the file ended in an
+// unterminated line, which was not yielded.
+func (r *Reader) Pending() int64 { return r.n }
+
+// Next returns the next complete, non-blank line. It returns io.EOF when the
+// input is exhausted, including when it ends in a line without a newline; if
+// the input grows later, Next may be called again and continues where it
+// stopped. Other errors are the underlying reader's.
+func (r *Reader) Next() (Line, error) {
+	for {
+		for {
+			chunk, err := r.br.ReadSlice('\n')
+			r.n += int64(len(chunk))
+			if !r.over {
+				// Keep content + "\r\n" at most; anything beyond is oversized
+				// and only the prefix matters.
+				if len(r.buf)+len(chunk) <= r.maxLine+2 {
+					r.buf = append(r.buf, chunk...)
+				} else {
+					r.over = true
+					if len(r.buf) < PrefixLimit {
+						r.buf = append(r.buf, chunk[:min(len(chunk), PrefixLimit-len(r.buf))]...)
+					}
+				}
+			}
+			if err == nil {
+				break // chunk ends in '\n'
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if errors.Is(err, io.EOF) {
+				return Line{}, io.EOF
+			}
+			return Line{}, fmt.Errorf("rawlog: read line %d: %w", r.mark.Line+1, err)
+		}
+
+		line := Line{No: r.mark.Line + 1, End: r.mark.Offset + r.n}
+		r.mark = Mark{Offset: line.End, Line: line.No}
+		content, over := r.buf, r.over
+		if int64(len(content)) == r.n { // the whole line, newline included
+			content = content[:len(content)-1]
+			if k := len(content); k > 0 && content[k-1] == '\r' {
+				content = content[:k-1]
+			}
+			over = over || len(content) > r.maxLine
+		}
+		r.buf, r.n, r.over = r.buf[:0], 0, false
+
+		if over {
+			line.Bytes, line.Oversized = content[:min(len(content), PrefixLimit)], true
+			return line, nil
+		}
+		if Blank(content) {
+			continue
+		}
+		line.Bytes = content
+		return line, nil
+	}
+}
+
+// Blank reports whether a line is skipped: empty or only JSON whitespace.
+func Blank(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return false
+		}
+	}
+	return true
+}

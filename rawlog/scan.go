@@ -1,0 +1,109 @@
+package rawlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// ScanInfo summarises one Scan.
+type ScanInfo struct {
+	Files int
+	// Lines counts the records handed to fn (non-blank complete lines).
+	Lines int
+	// Blank counts the skipped blank lines.
+	Blank int
+	// Unterminated lists the files that ended in a line without a newline.
+	// A bounded replay does not read such a line (SPEC §6); callers should
+	// say so rather than lose it quietly.
+	Unterminated []string
+}
+
+// Scan reads one partition of a source folder in arrival order and calls fn
+// for each record, stamped with its Partition, Position, Oversized flag and
+// ReadAt (epoch ms). WatermarkBefore is left at model.NoWatermark: it depends
+// on validation, which is the Stamper's job. rec.Line is only valid during
+// the call; fn must copy what it keeps. An error from fn stops the scan and
+// is returned as is.
+func Scan(dir, partition string, maxLine int, readAt int64, fn func(rec model.Record) error) (ScanInfo, error) {
+	var info ScanInfo
+	files, err := ListFiles(dir, partition)
+	if err != nil {
+		return info, err
+	}
+	for _, name := range files {
+		if err := scanFile(dir, partition, name, maxLine, readAt, &info, fn); err != nil {
+			return info, err
+		}
+	}
+	return info, nil
+}
+
+func scanFile(dir, partition, name string, maxLine int, readAt int64, info *ScanInfo, fn func(model.Record) error) error {
+	path := filepath.Join(PartitionDir(dir, partition), name)
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("rawlog: open %s: %w", path, err)
+	}
+	defer f.Close()
+	info.Files++
+	r := NewReader(f, maxLine)
+	yielded := 0
+	for {
+		l, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("rawlog: %s: %w", path, err)
+		}
+		yielded++
+		rec := model.Record{
+			Partition:       partition,
+			Position:        Position(partition, name, l.No),
+			Line:            l.Bytes,
+			Oversized:       l.Oversized,
+			ReadAt:          readAt,
+			WatermarkBefore: model.NoWatermark,
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	info.Lines += yielded
+	info.Blank += r.Mark().Line - yielded
+	if r.Pending() > 0 {
+		info.Unterminated = append(info.Unterminated, Position(partition, name, r.Mark().Line+1))
+	}
+	return nil
+}
+
+// ReadPartitions reads every partition of a source folder into memory, each
+// in arrival order, with readAt = now for every record. Records are stamped
+// as by Scan (no WatermarkBefore yet). Meant for tests and small logs; the
+// replay and reconcile paths stream with Scan.
+func ReadPartitions(dir string, maxLine int, now time.Time) (map[string][]model.Record, error) {
+	parts, err := ListPartitions(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]model.Record, len(parts))
+	for _, p := range parts {
+		var recs []model.Record
+		if _, err := Scan(dir, p, maxLine, now.UnixMilli(), func(rec model.Record) error {
+			rec.Line = bytes.Clone(rec.Line)
+			recs = append(recs, rec)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		out[p] = recs
+	}
+	return out, nil
+}

@@ -1,0 +1,396 @@
+// Package sinks writes the pipeline's outputs — versioned snapshot rows and
+// the three audit streams — to the places SPEC §5 names: an embedded SQLite
+// file (the default), JSONL files and the console for debugging, and later
+// BigQuery.
+//
+// It is plain Go with no Beam dependency: a DoFn (or reconcile, or a test)
+// hands it a Batch and the sink decides, transactionally, which rows win. The
+// revision rules of SPEC §4 live here as the last line of defence, because
+// a replayed bundle, a restarted job or a second writer can always deliver an
+// older snapshot after a newer one.
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Batch is everything one firing (or one reconcile step) wants written. A
+// sink applies a whole Batch atomically where it can (SQLite), so a crash
+// never leaves half of a firing behind.
+type Batch struct {
+	Rows        []model.Row
+	TooLate     []model.TooLate
+	Conflicts   []model.Conflict
+	Quarantined []model.Quarantined
+	// Progress maps a source partition to the last source position whose
+	// effects are in this batch. SQLite stores it in the same transaction as
+	// the rows, so a restart resumes exactly where the committed output ends.
+	// The jsonl and console sinks ignore it.
+	Progress map[string]string
+}
+
+// Result says what a Write did.
+type Result struct {
+	// Accepted counts rows that became the current snapshot of their key.
+	Accepted int
+	// Stale counts rows rejected because the stored revision is >= theirs,
+	// or (stream rows only) because they would make a key's state go back or
+	// its count fall.
+	Stale int
+	// AuditInserted counts audit rows actually added; a replayed position
+	// adds nothing.
+	AuditInserted int
+}
+
+// Sink is an output for pipeline batches. Write is safe for concurrent use.
+type Sink interface {
+	Write(ctx context.Context, b Batch) (Result, error)
+	Close() error
+}
+
+// ConfigChecker is implemented by sinks that persist the settings their rows
+// were computed with (SPEC §5 run_config), so a run with a different window
+// or different dimensions is refused before it writes colliding keys.
+type ConfigChecker interface {
+	CheckRunConfig(ctx context.Context, cfg map[string]string) error
+}
+
+// Sink schemes accepted by ParseSpec.
+const (
+	SchemeSQLite   = "sqlite"
+	SchemeJSONL    = "jsonl"
+	SchemeConsole  = "console"
+	SchemeBigQuery = "bigquery"
+)
+
+const specForms = "sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"
+
+// Spec is a parsed --sink value.
+type Spec struct {
+	Scheme string // sqlite|jsonl|console|bigquery
+	// Path is the SQLite file or the JSONL directory.
+	Path string
+	// Project and Dataset are set for bigquery.
+	Project, Dataset string
+}
+
+// String renders the spec in the form ParseSpec accepts.
+func (s Spec) String() string {
+	switch s.Scheme {
+	case SchemeConsole:
+		return SchemeConsole
+	case SchemeBigQuery:
+		return SchemeBigQuery + ":" + s.Project + "." + s.Dataset
+	}
+	return s.Scheme + ":" + s.Path
+}
+
+var (
+	// Google Cloud project ids: 6-30 characters, lowercase letters, digits and
+	// hyphens, starting with a letter and not ending with a hyphen; legacy
+	// domain-scoped ids carry a "domain.tld:" prefix.
+	projectRE = regexp.MustCompile(`^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
+	// BigQuery dataset names: letters, digits and underscores, up to 1024
+	// (the length is checked apart: Go's regexp caps repeats at 1000).
+	datasetRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+)
+
+// ParseSpec parses a --sink value: "sqlite:PATH", "jsonl:DIR", "console" or
+// "bigquery:PROJECT.DATASET". Errors are one line and name the bad part, since
+// SPEC §6 wants a bad sink string refused before any work starts.
+func ParseSpec(s string) (Spec, error) {
+	if s == "" {
+		return Spec{}, fmt.Errorf("sink is empty: want %s", specForms)
+	}
+	scheme, rest, hasArg := strings.Cut(s, ":")
+	switch scheme {
+	case SchemeSQLite:
+		if rest == "" {
+			return Spec{}, fmt.Errorf("sink %q: empty path: want sqlite:PATH", s)
+		}
+		// The driver reads everything after '?' as connection parameters.
+		if strings.ContainsRune(rest, '?') {
+			return Spec{}, fmt.Errorf("sink %q: the path may not contain '?'", s)
+		}
+		return Spec{Scheme: SchemeSQLite, Path: rest}, nil
+	case SchemeJSONL:
+		if rest == "" {
+			return Spec{}, fmt.Errorf("sink %q: empty directory: want jsonl:DIR", s)
+		}
+		return Spec{Scheme: SchemeJSONL, Path: rest}, nil
+	case SchemeConsole:
+		if hasArg {
+			return Spec{}, fmt.Errorf("sink %q: console takes no argument: want console", s)
+		}
+		return Spec{Scheme: SchemeConsole}, nil
+	case SchemeBigQuery:
+		// A dataset name has no '.', a domain-scoped project may: split on
+		// the last one.
+		i := strings.LastIndexByte(rest, '.')
+		if rest == "" || i < 0 {
+			return Spec{}, fmt.Errorf("sink %q: want bigquery:PROJECT.DATASET", s)
+		}
+		project, dataset := rest[:i], rest[i+1:]
+		if !projectRE.MatchString(project) {
+			return Spec{}, fmt.Errorf("sink %q: bad project id %q: want 6-30 lowercase letters, digits or hyphens, starting with a letter", s, project)
+		}
+		if len(dataset) > 1024 || !datasetRE.MatchString(dataset) {
+			return Spec{}, fmt.Errorf("sink %q: bad dataset %q: want 1-1024 letters, digits or underscores", s, dataset)
+		}
+		return Spec{Scheme: SchemeBigQuery, Project: project, Dataset: dataset}, nil
+	}
+	return Spec{}, fmt.Errorf("sink %q: unknown scheme %q: want %s", s, scheme, specForms)
+}
+
+// Open opens the sink a Spec names. The console sink writes to os.Stdout.
+func Open(ctx context.Context, spec Spec) (Sink, error) {
+	switch spec.Scheme {
+	case SchemeSQLite:
+		s, err := openSQLite(ctx, spec.Path)
+		if err != nil {
+			return nil, err // never a typed nil inside the interface
+		}
+		return s, nil
+	case SchemeJSONL:
+		s, err := OpenJSONL(spec.Path)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case SchemeConsole:
+		return NewConsole(os.Stdout), nil
+	case SchemeBigQuery:
+		return nil, fmt.Errorf("sink %s: the BigQuery sink is not available in this build yet: use sqlite:PATH, jsonl:DIR or console", spec)
+	}
+	return nil, fmt.Errorf("sink %q: unknown scheme: want %s", spec.Scheme, specForms)
+}
+
+// writerStream is the Writer of rows the streaming job produces.
+const writerStream = "stream"
+
+// writerOf returns the row's writer, "stream" when unset.
+func writerOf(r model.Row) string {
+	if r.Writer == "" {
+		return writerStream
+	}
+	return r.Writer
+}
+
+// isReconcile reports whether the row is a reconcile correction, the one
+// writer SPEC §4 allows to lower a count.
+func isReconcile(r model.Row) bool { return strings.HasPrefix(r.Writer, "reconcile:") }
+
+// stored is what the admission rule needs to know about a key's current row.
+type stored struct {
+	revision int64
+	state    model.ResultState
+	count    int64
+}
+
+// verdict is the outcome of admit.
+type verdict uint8
+
+const (
+	accept verdict = iota
+	// staleRevision: the stored revision is >= the row's (an ordinary replay).
+	staleRevision
+	// regression: a higher revision that would make the key's state go back
+	// or its count fall. The stream should never produce one, so sinks log it.
+	regression
+)
+
+// admit applies SPEC §4 to one row against the key's stored row: only a
+// strictly higher revision may replace it, and a stream row may not move the
+// state back (EARLY < ON_TIME < LATE < FINAL, so FINAL stays FINAL) nor lower
+// the event count (no dip while a restarted job catches up). A reconcile
+// correction may lower the count a stream got wrong, but it may not un-final
+// a window either: the spec's exception is for counts only.
+func admit(prev stored, have bool, r model.Row) verdict {
+	if !have {
+		return accept
+	}
+	if r.Revision <= prev.revision {
+		return staleRevision
+	}
+	if r.State < prev.state {
+		return regression
+	}
+	if !isReconcile(r) && r.EventCount < prev.count {
+		return regression
+	}
+	return accept
+}
+
+// validateBatch refuses rows and audit records no table can key correctly,
+// before any of the batch is written.
+func validateBatch(b Batch) error {
+	for _, r := range b.Rows {
+		if r.State < model.Early || r.State > model.Final {
+			return fmt.Errorf("row %s revision %d: result_state %v is not writable", r.Key(), r.Revision, r.State)
+		}
+	}
+	for _, t := range b.TooLate {
+		if t.Position == "" {
+			return fmt.Errorf("too_late event %q: empty source_position", t.EventID)
+		}
+	}
+	for _, c := range b.Conflicts {
+		if c.Position == "" {
+			return fmt.Errorf("conflict event %q: empty source_position", c.EventID)
+		}
+	}
+	for _, q := range b.Quarantined {
+		if q.Position == "" {
+			return fmt.Errorf("quarantined record (%s): empty source_position", q.Reason)
+		}
+	}
+	return nil
+}
+
+// sortedRows returns a copy of rows ordered by key, then revision, so that
+// several snapshots of one key in a batch are applied oldest first.
+func sortedRows(rows []model.Row) []model.Row {
+	out := append([]model.Row(nil), rows...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.WindowStart != b.WindowStart {
+			return a.WindowStart < b.WindowStart
+		}
+		if a.Dims != b.Dims {
+			return a.Dims < b.Dims
+		}
+		return a.Revision < b.Revision
+	})
+	return out
+}
+
+// tooLateReason defaults the reason: window_closed is the only one (SPEC §5).
+func tooLateReason(t model.TooLate) string {
+	if t.Reason == "" {
+		return model.ReasonWindowClosed
+	}
+	return t.Reason
+}
+
+// rowKey identifies a key without building a string for it.
+type rowKey struct {
+	windowStart int64
+	dims        string
+}
+
+// memGuard is the in-process version of the SQLite rules for sinks that have
+// no database to ask (jsonl, console): the highest stored snapshot per key and
+// the audit positions already written. It is not safe for concurrent use; its
+// owner holds a lock. Decisions are staged and only committed once the output
+// is written, so a failed write does not make the guard run ahead of it.
+type memGuard struct {
+	latest map[rowKey]stored
+	audit  map[string]struct{} // "<table>\x00<source_position>"
+}
+
+func newMemGuard() *memGuard {
+	return &memGuard{latest: map[rowKey]stored{}, audit: map[string]struct{}{}}
+}
+
+// guardStage is one batch's staged decisions.
+type guardStage struct {
+	g           *memGuard
+	latest      map[rowKey]stored
+	audit       map[string]struct{}
+	stale       int
+	regressions int
+}
+
+func (g *memGuard) stage() *guardStage {
+	return &guardStage{g: g, latest: map[rowKey]stored{}, audit: map[string]struct{}{}}
+}
+
+// admitRows returns the accepted rows in application order, counting stale
+// and regressing ones.
+func (st *guardStage) admitRows(rows []model.Row) []model.Row {
+	var accepted []model.Row
+	for _, r := range sortedRows(rows) {
+		k := rowKey{r.WindowStart, r.Dims}
+		prev, have := st.latest[k]
+		if !have {
+			prev, have = st.g.latest[k]
+		}
+		switch admit(prev, have, r) {
+		case accept:
+			st.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
+			accepted = append(accepted, r)
+		case regression:
+			st.regressions++
+			st.stale++
+		default:
+			st.stale++
+		}
+	}
+	return accepted
+}
+
+// newAudit reports whether position is new under table, staging it if so.
+func (st *guardStage) newAudit(table, position string) bool {
+	k := table + "\x00" + position
+	if _, seen := st.g.audit[k]; seen {
+		return false
+	}
+	if _, seen := st.audit[k]; seen {
+		return false
+	}
+	st.audit[k] = struct{}{}
+	return true
+}
+
+// commit makes the staged decisions permanent.
+func (st *guardStage) commit() {
+	for k, v := range st.latest {
+		st.g.latest[k] = v
+	}
+	for k := range st.audit {
+		st.g.audit[k] = struct{}{}
+	}
+}
+
+// observe records a row already present in durable output (a reopened JSONL
+// changelog), keeping the highest revision per key.
+func (g *memGuard) observe(r model.Row) {
+	k := rowKey{r.WindowStart, r.Dims}
+	if prev, ok := g.latest[k]; ok && prev.revision >= r.Revision {
+		return
+	}
+	g.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
+}
+
+// compareRunConfig checks requested settings against stored ones (see
+// SQLite.CheckRunConfig) and returns, sorted, the keys to add.
+func compareRunConfig(sinkName string, have, want map[string]string) ([]string, error) {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var had, asked, added []string
+	for _, k := range keys {
+		v, ok := have[k]
+		switch {
+		case !ok:
+			added = append(added, k)
+		case v != want[k]:
+			had = append(had, k+"="+v)
+			asked = append(asked, k+"="+want[k])
+		}
+	}
+	if len(had) > 0 {
+		return nil, fmt.Errorf("sink %s was written with %s; this run has %s: its window_start keys would collide; use another sink",
+			sinkName, strings.Join(had, ", "), strings.Join(asked, ", "))
+	}
+	return added, nil
+}

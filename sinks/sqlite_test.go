@@ -1,0 +1,652 @@
+package sinks
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// ms parses an RFC 3339 time into epoch milliseconds.
+func ms(t testing.TB, s string) int64 {
+	t.Helper()
+	v, err := parseTime(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+const hour = int64(time.Hour / time.Millisecond)
+
+// snap builds a snapshot row for the window starting at start.
+func snap(t testing.TB, start, dims string, rev int64, state model.ResultState, count, micros int64) model.Row {
+	ws := ms(t, start)
+	return model.Row{WindowStart: ws, WindowEnd: ws + hour, Dims: dims, RevenueMicros: micros,
+		EventCount: count, Revision: rev, State: state}
+}
+
+func reconcileRow(r model.Row) model.Row { r.Writer = "reconcile:run1"; return r }
+
+func openTestSQLite(t testing.TB, path string) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func write(t testing.TB, s Sink, b Batch) Result {
+	t.Helper()
+	res, err := s.Write(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func wantResult(t *testing.T, got, want Result) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("result = %+v, want %+v", got, want)
+	}
+}
+
+func currentRows(t *testing.T, s *SQLite) []model.Row {
+	t.Helper()
+	rows, err := s.CurrentRows(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func changelog(t *testing.T, s *SQLite) []model.Row {
+	t.Helper()
+	rows, err := s.Changelog(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+func withWriter(rows []model.Row, w string) []model.Row {
+	out := append([]model.Row(nil), rows...)
+	for i := range out {
+		if out[i].Writer == "" {
+			out[i].Writer = w
+		}
+	}
+	return out
+}
+
+func wantRows(t *testing.T, what string, got, want []model.Row) {
+	t.Helper()
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
+	}
+}
+
+func countRows(t *testing.T, s *SQLite, table string) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSQLiteSchemaMatchesSpec(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	want := map[string][]string{
+		"hourly_revenue": {"window_start", "window_end", "dims", "revenue", "revenue_micros", "event_count", "revision", "result_state"},
+		"hourly_revenue_changelog": {"window_start", "window_end", "dims", "revenue", "revenue_micros", "event_count",
+			"revision", "result_state", "written_at", "writer"},
+		"too_late_events":    {"source_position", "event_id", "event_time", "payload", "reason"},
+		"conflict_events":    {"source_position", "event_id", "first_fingerprint", "conflicting_fingerprint", "payload"},
+		"quarantined_events": {"source_position", "payload", "reason"},
+		"reconcile_diffs": {"run_id", "window_start", "dims", "streamed_revenue_micros", "recomputed_revenue_micros",
+			"delta_micros", "streamed_count", "recomputed_count", "classification", "applied_revision"},
+		"run_config":      {"key", "value"},
+		"source_progress": {"partition", "position", "updated_at"},
+	}
+	for table, cols := range want {
+		rs, err := s.db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rs.Next() {
+			var c string
+			if err := rs.Scan(&c); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, c)
+		}
+		rs.Close()
+		if !reflect.DeepEqual(got, cols) {
+			t.Errorf("%s columns = %v, want %v", table, got, cols)
+		}
+	}
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+}
+
+func TestSQLiteStoredFormats(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{
+		snap(t, "2026-11-04T10:00:00Z", `{"country":"DE"}`, 1, model.OnTime, 2, 137_500_000),
+	}}), Result{Accepted: 1})
+
+	var ws, we, dims, revenue, state string
+	var micros, count, rev int64
+	err := s.db.QueryRow(`SELECT window_start, window_end, dims, revenue, revenue_micros, event_count, revision, result_state
+		FROM hourly_revenue`).Scan(&ws, &we, &dims, &revenue, &micros, &count, &rev, &state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{ws, we, dims, revenue, micros, count, rev, state}
+	want := []any{"2026-11-04T10:00:00Z", "2026-11-04T11:00:00Z", `{"country":"DE"}`, "137.500000", int64(137_500_000), int64(2), int64(1), "ON_TIME"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("hourly_revenue row = %v, want %v", got, want)
+	}
+	var writtenAt, writer string
+	if err := s.db.QueryRow(`SELECT written_at, writer FROM hourly_revenue_changelog`).Scan(&writtenAt, &writer); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(writtenAt) {
+		t.Errorf("written_at = %q, want RFC 3339 UTC with milliseconds", writtenAt)
+	}
+	if writer != "stream" {
+		t.Errorf("writer = %q, want stream", writer)
+	}
+}
+
+func TestSQLiteRejectsLowerAndEqualRevisions(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	r5 := snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Late, 3, 170_000_000)
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{r5}}), Result{Accepted: 1})
+
+	lower := snap(t, "2026-11-04T10:00:00Z", "{}", 4, model.Late, 9, 999_000_000)
+	equal := snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Late, 9, 999_000_000)
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{lower}}), Result{Stale: 1})
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{equal}}), Result{Stale: 1})
+
+	wantRows(t, "current", currentRows(t, s), withWriter([]model.Row{r5}, "stream"))
+	wantRows(t, "changelog", changelog(t, s), withWriter([]model.Row{r5}, "stream"))
+}
+
+func TestSQLiteOutOfOrderRevisions(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	rev := func(n int64) model.Row {
+		return snap(t, "2026-11-04T10:00:00Z", "{}", n, model.Late, n, n*1_000_000)
+	}
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(3)}}), Result{Accepted: 1})
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(2)}}), Result{Stale: 1})
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(4)}}), Result{Accepted: 1})
+
+	wantRows(t, "current", currentRows(t, s), withWriter([]model.Row{rev(4)}, "stream"))
+	wantRows(t, "changelog", changelog(t, s), withWriter([]model.Row{rev(3), rev(4)}, "stream"))
+}
+
+func TestSQLiteAppliesOneBatchInRevisionOrder(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	a := func(n int64) model.Row { return snap(t, "2026-11-04T10:00:00Z", "{}", n, model.Late, n, n) }
+	b := func(n int64) model.Row { return snap(t, "2026-11-04T09:00:00Z", `{"c":"FR"}`, n, model.Late, n, n) }
+	// Shuffled, two keys, and a duplicate of revision 3 for key a.
+	res := write(t, s, Batch{Rows: []model.Row{a(4), b(2), a(2), a(3), b(1), a(3)}})
+	wantResult(t, res, Result{Accepted: 5, Stale: 1})
+	wantRows(t, "current", currentRows(t, s), withWriter([]model.Row{b(2), a(4)}, "stream"))
+	wantRows(t, "changelog", changelog(t, s), withWriter([]model.Row{b(1), b(2), a(2), a(3), a(4)}, "stream"))
+}
+
+func auditBatch(t testing.TB) Batch {
+	return Batch{
+		TooLate: []model.TooLate{
+			{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms(t, "2026-11-04T10:10:00Z"),
+				Payload: []byte(`{"event_id":"d1","event_time":"2026-11-04T10:10:00Z","user_id":"u1","amount":"5"}`)},
+			{Position: "p1/g.jsonl:9", EventID: "d2", EventTime: ms(t, "2026-11-04T10:10:00.250Z"),
+				Payload: []byte(`{"event_id":"d2"}`), Reason: model.ReasonWindowClosed},
+		},
+		Conflicts: []model.Conflict{{Position: "p0/f.jsonl:5", EventID: "a1",
+			FirstFingerprint: 0x0123456789abcdef, ConflictingFingerprint: 0xfedcba9876543210,
+			Payload: []byte(`{"event_id":"a1","amount":"120"}`)}},
+		Quarantined: []model.Quarantined{{Position: "p0/f.jsonl:7", Payload: []byte(`{not json`),
+			Reason: model.ReasonMalformedJSON, Detail: "invalid character 'n'"}},
+	}
+}
+
+func TestSQLiteAuditRoundTrip(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	b := auditBatch(t)
+	wantResult(t, write(t, s, b), Result{AuditInserted: 4})
+	ctx := context.Background()
+
+	tl, err := s.TooLate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTL := append([]model.TooLate(nil), b.TooLate...)
+	wantTL[0].Reason = model.ReasonWindowClosed // defaulted
+	if !reflect.DeepEqual(tl, wantTL) {
+		t.Errorf("too_late = %+v\nwant %+v", tl, wantTL)
+	}
+	var et string
+	if err := s.db.QueryRow(`SELECT event_time FROM too_late_events WHERE source_position = 'p1/g.jsonl:9'`).Scan(&et); err != nil || et != "2026-11-04T10:10:00.250Z" {
+		t.Errorf("event_time = %q, %v; want 2026-11-04T10:10:00.250Z", et, err)
+	}
+
+	cf, err := s.Conflicts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cf, b.Conflicts) {
+		t.Errorf("conflicts = %+v\nwant %+v", cf, b.Conflicts)
+	}
+	var first, confl string
+	if err := s.db.QueryRow(`SELECT first_fingerprint, conflicting_fingerprint FROM conflict_events`).Scan(&first, &confl); err != nil {
+		t.Fatal(err)
+	}
+	if first != "0123456789abcdef" || confl != "fedcba9876543210" {
+		t.Errorf("fingerprints = %s, %s", first, confl)
+	}
+
+	q, err := s.Quarantined(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantQ := []model.Quarantined{{Position: "p0/f.jsonl:7", Payload: []byte(`{not json`), Reason: model.ReasonMalformedJSON}}
+	if !reflect.DeepEqual(q, wantQ) {
+		t.Errorf("quarantined = %+v\nwant %+v", q, wantQ)
+	}
+}
+
+func TestSQLiteReplayIsNoOp(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	b := auditBatch(t)
+	b.Rows = []model.Row{
+		snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 2, 150_000_000),
+		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000),
+		snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.OnTime, 1, 20_000_000),
+	}
+	b.Progress = map[string]string{"p0": "p0/f.jsonl:7"}
+	wantResult(t, write(t, s, b), Result{Accepted: 3, AuditInserted: 4})
+	cur, log := currentRows(t, s), changelog(t, s)
+
+	wantResult(t, write(t, s, b), Result{Stale: 3})
+	wantRows(t, "current after replay", currentRows(t, s), cur)
+	wantRows(t, "changelog after replay", changelog(t, s), log)
+	for table, n := range map[string]int{"hourly_revenue_changelog": 3, "too_late_events": 2, "conflict_events": 1, "quarantined_events": 1} {
+		if got := countRows(t, s, table); got != n {
+			t.Errorf("%s has %d rows after replay, want %d", table, got, n)
+		}
+	}
+}
+
+func TestSQLiteNoDip(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	at := func(rev int64, state model.ResultState, count int64) model.Row {
+		return snap(t, "2026-11-04T10:00:00Z", "{}", rev, state, count, count*10_000_000)
+	}
+	steps := []struct {
+		name string
+		row  model.Row
+		want Result
+	}{
+		{"first LATE", at(5, model.Late, 3), Result{Accepted: 1}},
+		{"stream state goes back", at(6, model.OnTime, 4), Result{Stale: 1}},
+		{"stream count falls", at(6, model.Late, 2), Result{Stale: 1}},
+		{"stream FINAL", at(6, model.Final, 3), Result{Accepted: 1}},
+		{"FINAL stays FINAL", at(7, model.Late, 3), Result{Stale: 1}},
+		{"reconcile lowers the count", reconcileRow(at(7, model.Final, 2)), Result{Accepted: 1}},
+		{"reconcile cannot un-final", reconcileRow(at(8, model.Late, 2)), Result{Stale: 1}},
+		{"stream equal count after reconcile", at(8, model.Final, 2), Result{Accepted: 1}},
+	}
+	for _, st := range steps {
+		res, err := s.Write(context.Background(), Batch{Rows: []model.Row{st.row}})
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if res != st.want {
+			t.Fatalf("%s: result = %+v, want %+v", st.name, res, st.want)
+		}
+	}
+	want := []model.Row{at(5, model.Late, 3), at(6, model.Final, 3), reconcileRow(at(7, model.Final, 2)), at(8, model.Final, 2)}
+	wantRows(t, "changelog", changelog(t, s), withWriter(want, "stream"))
+	// Along the changelog, state never goes back and the count only falls at
+	// the reconcile row.
+	log := changelog(t, s)
+	for i := 1; i < len(log); i++ {
+		if log[i].State < log[i-1].State {
+			t.Errorf("state went back at revision %d", log[i].Revision)
+		}
+		if log[i].EventCount < log[i-1].EventCount && !isReconcile(log[i]) {
+			t.Errorf("count fell at stream revision %d", log[i].Revision)
+		}
+	}
+}
+
+func TestSQLiteRejectsUnwritableBatch(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	good := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 1)
+	bad := snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.StateUnknown, 1, 1)
+	if _, err := s.Write(context.Background(), Batch{Rows: []model.Row{good, bad}}); err == nil {
+		t.Fatal("a row with an unknown state was accepted")
+	}
+	if n := countRows(t, s, "hourly_revenue"); n != 0 {
+		t.Fatalf("a refused batch wrote %d rows", n)
+	}
+}
+
+func TestSQLiteRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "revenue.db")
+	s := openTestSQLite(t, path)
+	ctx := context.Background()
+	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": ""}); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "", "allowed_lateness": "24h"}); err != nil {
+		t.Fatalf("same settings plus a new key: %v", err)
+	}
+	err := s.CheckRunConfig(ctx, map[string]string{"window": "30m", "dimensions": ""})
+	want := "sink " + path + " was written with window=1h; this run has window=30m: its window_start keys would collide; use another sink"
+	if err == nil || err.Error() != want {
+		t.Fatalf("different window: err = %v\nwant %s", err, want)
+	}
+	cfg, err := s.RunConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantCfg := map[string]string{"window": "1h", "dimensions": "", "allowed_lateness": "24h"}; !reflect.DeepEqual(cfg, wantCfg) {
+		t.Fatalf("run_config = %v, want %v", cfg, wantCfg)
+	}
+	// A second handle (a later run) sees the same settings.
+	s2 := openTestSQLite(t, path)
+	if err := s2.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "country"}); err == nil {
+		t.Fatal("different dimensions accepted by a later run")
+	}
+}
+
+func TestSQLiteProgressAndReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "revenue.db")
+	s, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000)
+	write(t, s, Batch{Rows: []model.Row{r}, Progress: map[string]string{"p0": "p0/a.jsonl:10", "p1": "p1/a.jsonl:3"}})
+	write(t, s, Batch{Progress: map[string]string{"p0": "p0/b.jsonl:1"}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openTestSQLite(t, path)
+	p, err := s.Progress(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"p0": "p0/b.jsonl:1", "p1": "p1/a.jsonl:3"}; !reflect.DeepEqual(p, want) {
+		t.Fatalf("progress = %v, want %v", p, want)
+	}
+	// The revision rule survives the restart.
+	wantResult(t, write(t, s, Batch{Rows: []model.Row{r}}), Result{Stale: 1})
+}
+
+func TestSQLiteFinalHorizon(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	ctx := context.Background()
+	if _, ok, err := s.FinalHorizon(ctx); err != nil || ok {
+		t.Fatalf("empty sink: ok=%v err=%v", ok, err)
+	}
+	write(t, s, Batch{Rows: []model.Row{
+		snap(t, "2026-11-04T08:00:00Z", "{}", 3, model.Final, 1, 1),
+		snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 3, model.Final, 1, 1),
+		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 1, 1),
+		// A sub-second window end, which TEXT order would misplace.
+		{WindowStart: ms(t, "2026-11-04T09:00:00Z"), WindowEnd: ms(t, "2026-11-04T10:00:00.500Z"), Dims: "{}", Revision: 1, State: model.Final},
+	}})
+	end, ok, err := s.FinalHorizon(ctx)
+	if err != nil || !ok || end != ms(t, "2026-11-04T10:00:00.500Z") {
+		t.Fatalf("FinalHorizon = %s, %v, %v; want 2026-11-04T10:00:00.500Z", model.FormatTime(end), ok, err)
+	}
+}
+
+func TestSQLiteDiffs(t *testing.T) {
+	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
+	ctx := context.Background()
+	rev := int64(7)
+	diffs := []Diff{
+		{RunID: "r1", WindowStart: ms(t, "2026-11-04T10:00:00Z"), Dims: "{}", StreamedRevenueMicros: 170, RecomputedRevenueMicros: 175,
+			DeltaMicros: 5, StreamedCount: 3, RecomputedCount: 4, Classification: "too_late"},
+		{RunID: "r1", WindowStart: ms(t, "2026-11-04T11:00:00Z"), Dims: "{}", RecomputedRevenueMicros: 9, DeltaMicros: 9,
+			RecomputedCount: 1, Classification: "missing_window", AppliedRevision: &rev},
+	}
+	if err := s.WriteDiffs(ctx, diffs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteDiffs(ctx, diffs); err != nil { // a retried run
+		t.Fatal(err)
+	}
+	got, err := s.Diffs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, diffs) {
+		t.Fatalf("diffs = %+v\nwant %+v", got, diffs)
+	}
+	var nulls int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM reconcile_diffs WHERE applied_revision IS NULL`).Scan(&nulls); err != nil || nulls != 1 {
+		t.Fatalf("NULL applied_revision rows = %d, %v; want 1", nulls, err)
+	}
+}
+
+// concurrentBatch is batch i of writer w: rows for keys no other writer uses,
+// one revision-increasing row for a key both writers share, audit rows and
+// progress.
+func concurrentBatch(t testing.TB, w, i int) Batch {
+	const rowsPerBatch = 5
+	b := Batch{Progress: map[string]string{fmt.Sprintf("w%d", w): strconv.Itoa(i)}}
+	base := ms(t, "2026-01-01T00:00:00Z")
+	for k := range rowsPerBatch {
+		ws := base + int64(i*rowsPerBatch+k)*hour
+		b.Rows = append(b.Rows, model.Row{WindowStart: ws, WindowEnd: ws + hour, Dims: fmt.Sprintf(`{"w":"%d"}`, w),
+			RevenueMicros: int64(k), EventCount: 1, Revision: 1, State: model.OnTime})
+	}
+	b.Rows = append(b.Rows, model.Row{WindowStart: base, WindowEnd: base + hour, Dims: `{"shared":true}`,
+		RevenueMicros: int64(i), EventCount: int64(i), Revision: int64(i*2 + w + 1), State: model.Late})
+	b.TooLate = []model.TooLate{{Position: fmt.Sprintf("w%d/f.jsonl:%d", w, i), EventID: "x", EventTime: base}}
+	b.Quarantined = []model.Quarantined{{Position: fmt.Sprintf("w%d/q.jsonl:%d", w, i), Reason: model.ReasonBadAmount}}
+	return b
+}
+
+// checkConcurrent verifies that every row and audit row of writers × batches
+// made it into the file.
+func checkConcurrent(t *testing.T, path string, writers, batches int) {
+	t.Helper()
+	s := openTestSQLite(t, path)
+	const rowsPerBatch = 5
+	if got, want := countRows(t, s, "hourly_revenue"), writers*batches*rowsPerBatch+1; got != want {
+		t.Errorf("hourly_revenue has %d rows, want %d", got, want)
+	}
+	if got, want := countRows(t, s, "too_late_events"), writers*batches; got != want {
+		t.Errorf("too_late_events has %d rows, want %d", got, want)
+	}
+	if got, want := countRows(t, s, "quarantined_events"), writers*batches; got != want {
+		t.Errorf("quarantined_events has %d rows, want %d", got, want)
+	}
+	// The shared key ends at the highest revision anyone sent, and its
+	// changelog strictly increases.
+	var maxRev int64
+	if err := s.db.QueryRow(`SELECT revision FROM hourly_revenue WHERE dims = '{"shared":true}'`).Scan(&maxRev); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64((batches-1)*2 + (writers - 1) + 1); maxRev != want {
+		t.Errorf("shared key revision = %d, want %d", maxRev, want)
+	}
+	p, err := s.Progress(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := range writers {
+		if got := p[fmt.Sprintf("w%d", w)]; got != strconv.Itoa(batches-1) {
+			t.Errorf("progress of w%d = %q, want %d", w, got, batches-1)
+		}
+	}
+}
+
+func TestSQLiteConcurrentHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "revenue.db")
+	const writers, batches = 2, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		s := openTestSQLite(t, path)
+		wg.Go(func() {
+			for i := range batches {
+				if _, err := s.Write(context.Background(), concurrentBatch(t, w, i)); err != nil {
+					errs <- fmt.Errorf("writer %d batch %d: %w", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	checkConcurrent(t, path, writers, batches)
+}
+
+// TestSQLiteConcurrentProcesses runs two copies of the test binary writing
+// the same file, to exercise the file lock rather than an in-process pool.
+func TestSQLiteConcurrentProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	path := filepath.Join(t.TempDir(), "revenue.db")
+	const writers, batches = 2, 100
+	cmds := make([]*exec.Cmd, writers)
+	for w := range writers {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSQLiteWriter$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "SINKS_HELPER_WRITER="+strconv.Itoa(w),
+			"SINKS_HELPER_PATH="+path, "SINKS_HELPER_BATCHES="+strconv.Itoa(batches))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[w] = cmd
+	}
+	for w, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("writer process %d: %v", w, err)
+		}
+	}
+	checkConcurrent(t, path, writers, batches)
+}
+
+func TestHelperSQLiteWriter(t *testing.T) {
+	ws := os.Getenv("SINKS_HELPER_WRITER")
+	if ws == "" {
+		t.Skip("helper process for TestSQLiteConcurrentProcesses")
+	}
+	w, _ := strconv.Atoi(ws)
+	batches, _ := strconv.Atoi(os.Getenv("SINKS_HELPER_BATCHES"))
+	s, err := OpenSQLite(os.Getenv("SINKS_HELPER_PATH"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range batches {
+		if _, err := s.Write(context.Background(), concurrentBatch(t, w, i)); err != nil {
+			t.Fatalf("writer %d batch %d: %v", w, i, err)
+		}
+	}
+}
+
+func TestIsBusy(t *testing.T) {
+	// Hold the write lock from a raw connection and check that a second
+	// handle with a short wait reports a busy error that isBusy recognises.
+	path := filepath.Join(t.TempDir(), "revenue.db")
+	s := openTestSQLite(t, path)
+	db, err := sql.Open("sqlite", path+"?_busy_timeout=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Write(ctx, Batch{Rows: []model.Row{snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 1)}})
+	if err == nil {
+		t.Fatal("write succeeded while another connection held the lock")
+	}
+	if !isBusy(err) {
+		t.Fatalf("isBusy(%v) = false", err)
+	}
+}
+
+// BenchmarkSQLiteWrite writes batches of 10,000 snapshot rows (the same keys
+// at a new revision each time, so every row updates) plus 10,000 new audit
+// rows.
+func BenchmarkSQLiteWrite(b *testing.B) {
+	s := openTestSQLite(b, filepath.Join(b.TempDir(), "revenue.db"))
+	const n = 10_000
+	base := ms(b, "2026-01-01T00:00:00Z")
+	batch := Batch{Rows: make([]model.Row, n), TooLate: make([]model.TooLate, n)}
+	for i := range n {
+		ws := base + int64(i/10)*hour
+		batch.Rows[i] = model.Row{WindowStart: ws, WindowEnd: ws + hour, Dims: fmt.Sprintf(`{"country":"C%d"}`, i%10),
+			RevenueMicros: int64(i) * 1_000_000, EventCount: int64(i), State: model.Late}
+		batch.TooLate[i] = model.TooLate{EventID: fmt.Sprintf("e%d", i), EventTime: ws,
+			Payload: []byte(`{"event_id":"e","event_time":"2026-01-01T00:00:00Z","user_id":"u","amount":"1.00"}`)}
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for it := 0; it < b.N; it++ {
+		b.StopTimer()
+		for i := range n {
+			batch.Rows[i].Revision = int64(it + 1)
+			batch.TooLate[i].Position = fmt.Sprintf("p%d/f.jsonl:%d", it, i)
+		}
+		b.StartTimer()
+		res, err := s.Write(ctx, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Accepted != n || res.AuditInserted != n {
+			b.Fatalf("result %+v", res)
+		}
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(n*b.N)/sec, "rows/s")
+	b.ReportMetric(float64(2*n*b.N)/sec, "rows+audit/s")
+}

@@ -1,0 +1,220 @@
+// Package gen writes realistic raw logs of mobile purchase events (SPEC §6
+// layout): a folder of partitions p0, p1, ... each holding JSONL files in
+// arrival order. The logs carry everything the job must survive — identical
+// and conflicting retries, out-of-order arrival, offline uploads hours late,
+// events beyond the correction period, malformed lines of every quarantine
+// kind, a partition that goes silent and comes back with a backlog — in
+// proportions set by a Config, deterministically from a seed.
+//
+// The generator also knows what it put in: Stats classifies every line and
+// carries the exact hourly totals a correct job must end with (without
+// dimensions). That prediction is independent of the oracle, so the two
+// check each other.
+//
+// Classification is exact for any out-of-order bound between 0 and
+// TooLateDelay[0] - Window - Lateness (1h for Demo and Bench; the default
+// bound is 10m), because events are placed so that no watermark in that
+// range changes their verdict:
+//   - every valid line's event_time is at most its arrival instant, so a
+//     partition watermark never passes a line's own arrival;
+//   - a retry of a counted event arrives before its window closes, so it is
+//     a duplicate or a conflict, never too late;
+//   - a too-late event is placed TooLateDelay behind the largest event time
+//     its partition has already shown, so its window has closed for every
+//     bound in the range.
+package gen
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config shapes a generated log. Rates are fractions of Events.
+type Config struct {
+	Seed int64
+	// Start is the first arrival instant (UTC) and Span the arrival period.
+	// Span must exceed Window + Lateness for too-late events to exist.
+	Start time.Time
+	Span  time.Duration
+
+	Partitions        int
+	Events            int // distinct purchases, before retries
+	FilesPerPartition int
+
+	// DupRate: identical retries (same content; a few re-serialised, e.g.
+	// "5.00" vs 5). ConflictRate: retries with a different amount or user_id.
+	// LateRate: offline uploads, LateDelay behind their arrival.
+	// TooLateRate: events beyond the correction period, TooLateDelay behind.
+	// MalformedRate: lines for quarantine, cycling through every kind.
+	DupRate, ConflictRate, LateRate, TooLateRate, MalformedRate float64
+
+	// Disorder is the normal jitter of event_time behind arrival; keep it
+	// within the out-of-order bound.
+	Disorder time.Duration
+	// LateDelay is how far behind its arrival an offline upload's event_time
+	// lies; LateDelay[1] must not exceed Lateness.
+	LateDelay [2]time.Duration
+	// TooLateDelay is how far behind its partition's progress a too-late
+	// event lies; TooLateDelay[0] must exceed Window + Lateness.
+	TooLateDelay [2]time.Duration
+
+	// IdlePartition (or -1) goes silent for IdleGap in the middle of the
+	// span; what its devices sent meanwhile arrives as a burst when it comes
+	// back (in event-time order, so its own watermark stays sane while the
+	// pipeline watermark has moved on).
+	IdlePartition int
+	IdleGap       time.Duration
+
+	// Window and Lateness are the job's settings, used only to place events
+	// relative to window closing.
+	Window, Lateness time.Duration
+
+	// MaxLine is the reader's --max-line, so that the oversized line exceeds
+	// it. 0 means the 1 MiB default.
+	MaxLine int
+}
+
+// demoStart is a fixed, past instant: a log must not depend on when it is
+// generated, and its event times must not be in the future when replayed.
+var demoStart = time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)
+
+// Demo is the log `go run ./cmd/launch` replays: about 41,000 lines over 30
+// hours in 4 partitions, one of which goes silent for 90 minutes.
+func Demo() Config {
+	return Config{
+		Seed:              20261104,
+		Start:             demoStart,
+		Span:              30 * time.Hour,
+		Partitions:        4,
+		Events:            40_000,
+		FilesPerPartition: 15,
+		DupRate:           0.03,
+		ConflictRate:      0.003,
+		LateRate:          0.02,
+		TooLateRate:       0.002,
+		MalformedRate:     0.001,
+		Disorder:          5 * time.Minute,
+		LateDelay:         [2]time.Duration{30 * time.Minute, 20 * time.Hour},
+		TooLateDelay:      [2]time.Duration{26 * time.Hour, 29 * time.Hour},
+		IdlePartition:     3,
+		IdleGap:           90 * time.Minute,
+		Window:            time.Hour,
+		Lateness:          24 * time.Hour,
+	}
+}
+
+// Bench is the benchmark shape: n events in 4 partitions over 30 hours, 5%
+// identical retries, 0.5% conflicts, 1% late, 0.1% too late, 0.01%
+// malformed, no idle partition.
+func Bench(n int) Config {
+	c := Demo()
+	c.Seed = 1_000_000
+	c.Events = n
+	c.FilesPerPartition = 10
+	c.DupRate, c.ConflictRate, c.LateRate, c.TooLateRate, c.MalformedRate = 0.05, 0.005, 0.01, 0.001, 0.0001
+	c.IdlePartition, c.IdleGap = -1, 0
+	return c
+}
+
+// Validate refuses a Config whose promises (see the package doc) cannot hold.
+func (c Config) Validate() error {
+	rate := func(name string, r float64) error {
+		if !(r >= 0 && r <= 1) {
+			return fmt.Errorf("gen: %s must be in [0, 1], got %v", name, r)
+		}
+		return nil
+	}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"DupRate", c.DupRate}, {"ConflictRate", c.ConflictRate}, {"LateRate", c.LateRate},
+		{"TooLateRate", c.TooLateRate}, {"MalformedRate", c.MalformedRate}} {
+		if err := rate(r.name, r.v); err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Partitions < 1:
+		return fmt.Errorf("gen: Partitions must be at least 1, got %d", c.Partitions)
+	case c.Events < 0:
+		return fmt.Errorf("gen: Events must not be negative, got %d", c.Events)
+	case c.FilesPerPartition < 1:
+		return fmt.Errorf("gen: FilesPerPartition must be at least 1, got %d", c.FilesPerPartition)
+	case c.Span <= 0:
+		return fmt.Errorf("gen: Span must be positive, got %v", c.Span)
+	case c.Window <= 0 || (24*time.Hour)%c.Window != 0:
+		return fmt.Errorf("gen: Window must divide 24h, got %v", c.Window)
+	case c.Lateness < 0:
+		return fmt.Errorf("gen: Lateness must not be negative, got %v", c.Lateness)
+	case c.LateRate+c.TooLateRate > 1:
+		return fmt.Errorf("gen: LateRate + TooLateRate must not exceed 1, got %v", c.LateRate+c.TooLateRate)
+	case c.Disorder < 0:
+		return fmt.Errorf("gen: Disorder must not be negative, got %v", c.Disorder)
+	case c.LateRate > 0 && (c.LateDelay[0] < 0 || c.LateDelay[0] > c.LateDelay[1]):
+		return fmt.Errorf("gen: LateDelay must be an interval [lo, hi] with 0 <= lo <= hi, got %v", c.LateDelay)
+	case c.LateRate > 0 && c.LateDelay[1] > c.Lateness:
+		// Otherwise a "late" event could be too late and the Stats would lie.
+		return fmt.Errorf("gen: LateDelay[1] (%v) must not exceed Lateness (%v)", c.LateDelay[1], c.Lateness)
+	case c.TooLateRate > 0 && c.TooLateDelay[0] > c.TooLateDelay[1]:
+		return fmt.Errorf("gen: TooLateDelay must be an interval [lo, hi] with lo <= hi, got %v", c.TooLateDelay)
+	case c.TooLateRate > 0 && c.TooLateDelay[0] <= c.Window+c.Lateness:
+		return fmt.Errorf("gen: TooLateDelay[0] (%v) must exceed Window + Lateness (%v)", c.TooLateDelay[0], c.Window+c.Lateness)
+	case c.IdlePartition < -1 || c.IdlePartition >= c.Partitions:
+		return fmt.Errorf("gen: IdlePartition must be -1 or a partition index below %d, got %d", c.Partitions, c.IdlePartition)
+	case c.IdlePartition >= 0 && (c.IdleGap <= 0 || c.IdleGap >= c.Span):
+		return fmt.Errorf("gen: IdleGap must be positive and shorter than Span, got %v", c.IdleGap)
+	case c.MaxLine < 0:
+		return fmt.Errorf("gen: MaxLine must not be negative, got %d", c.MaxLine)
+	}
+	return nil
+}
+
+// Margin is the largest out-of-order bound for which the Stats' verdicts
+// hold (see the package doc).
+func (c Config) Margin() time.Duration {
+	if c.TooLateRate == 0 {
+		return c.Lateness // no too-late events: any bound up to the lateness works
+	}
+	return c.TooLateDelay[0] - c.Window - c.Lateness
+}
+
+// Total is an exact window total.
+type Total struct {
+	RevenueMicros int64
+	Count         int64
+}
+
+// Stats says what Write put in the log. Line kinds add up:
+// Lines = Blank + Malformed + Events + Duplicates + Conflicts + (TooLate - TooLateEvents),
+// and the job must read Lines - Blank records of which Events - TooLateEvents
+// are counted.
+type Stats struct {
+	// Lines counts every line written, blank ones included; Blank the blank
+	// ones (skipped by readers, not counted as read).
+	Lines, Blank int
+	// Events counts distinct purchases (originals).
+	Events int
+	// Duplicates and Conflicts count identical and conflicting retries of
+	// counted events; copies of too-late events are in TooLate instead.
+	Duplicates, Conflicts int
+	// Late counts offline uploads (counted, with old event times); Backlog
+	// the idle partition's events delivered after its silence.
+	Late, Backlog int
+	// TooLate counts too-late lines (originals and their copies);
+	// TooLateEvents the distinct too-late purchases.
+	TooLate, TooLateEvents int
+	// Malformed counts quarantined lines; MalformedKinds by expected reason.
+	Malformed      int
+	MalformedKinds map[string]int
+	// MissingWindows are window starts (epoch ms) that hold only too-late
+	// events: the stream never sees them, reconcile must find them.
+	MissingWindows []int64
+
+	Partitions []string
+	Files      int
+
+	// Counted is the expected FINAL total per window start (epoch ms), with
+	// no dimensions; All also includes too-late events (what reconcile
+	// --apply converges to).
+	Counted, All map[int64]Total
+}

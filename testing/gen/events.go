@@ -1,0 +1,383 @@
+package gen
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// purchase is the business content of one event.
+type purchase struct {
+	id        string
+	eventTime int64 // ms
+	user      string
+	cents     int64
+	country   int // index into countries
+	platform  string
+}
+
+// countries are weighted roughly like a global app's revenue, with the
+// November UTC offsets their devices report times in.
+var countries = []struct {
+	code   string
+	weight int
+	zone   *time.Location
+}{
+	{"US", 28, time.FixedZone("", -5*3600)},
+	{"IN", 12, time.FixedZone("", 5*3600+1800)},
+	{"DE", 9, time.FixedZone("", 3600)},
+	{"GB", 8, time.FixedZone("", 0)},
+	{"BR", 8, time.FixedZone("", -3*3600)},
+	{"JP", 7, time.FixedZone("", 9*3600)},
+	{"FR", 6, time.FixedZone("", 3600)},
+	{"ID", 6, time.FixedZone("", 7*3600)},
+	{"MX", 5, time.FixedZone("", -6*3600)},
+	{"CA", 4, time.FixedZone("", -5*3600)},
+	{"AU", 4, time.FixedZone("", 11*3600)},
+	{"KR", 3, time.FixedZone("", 9*3600)},
+}
+
+// prices are the store's price points, in cents.
+var prices = []int64{99, 199, 299, 499, 999, 1499, 1999, 4999, 9999}
+
+// kinds of originals.
+const (
+	kindNormal = iota
+	kindLate
+	kindTooLate
+	kindBacklog
+)
+
+// original generates purchase i arriving at instant at, with its retries.
+func (g *generator) original(i int, at int64) {
+	p := g.rng.IntN(len(g.parts))
+	part := g.parts[p]
+	key := g.deliver(p, at)
+	ev := purchase{id: g.eventID(i), user: g.user(), cents: g.price(), country: g.country(), platform: g.platform()}
+
+	kind, forced := kindNormal, 0
+	margin := g.c.Margin().Milliseconds()
+	r := g.rng.Float64()
+	switch {
+	case key != at:
+		kind = kindBacklog // its devices were cut off: keep it ordinary
+	case g.forcedLeft > 0 && i >= g.c.Events/2 && part.maxSeen != model.NoWatermark &&
+		part.maxSeen-margin >= g.closeTime(g.missing):
+		kind, forced = kindTooLate, 4-g.forcedLeft
+		g.forcedLeft--
+	case r < g.c.LateRate:
+		kind = kindLate
+	case r < g.c.LateRate+g.c.TooLateRate && part.maxSeen != model.NoWatermark:
+		kind = kindTooLate
+	}
+
+	switch {
+	case forced > 0:
+		// A whole window reached only by too-late events: the stream never
+		// sees it, reconcile must report it as a missing window.
+		ev.eventTime = g.missing + g.rng.Int64N(g.window)
+		if forced == 1 {
+			g.stats.MissingWindows = append(g.stats.MissingWindows, g.missing)
+		}
+	case kind == kindLate:
+		lo, hi := g.c.LateDelay[0].Milliseconds(), g.c.LateDelay[1].Milliseconds()
+		ev.eventTime = at - lo - g.rng.Int64N(hi-lo+1)
+		g.stats.Late++
+	case kind == kindTooLate:
+		// Behind the partition's own progress, not its arrival: the window
+		// has then closed for every bound up to the margin.
+		lo, hi := g.c.TooLateDelay[0].Milliseconds(), g.c.TooLateDelay[1].Milliseconds()
+		ev.eventTime = part.maxSeen - lo - g.rng.Int64N(hi-lo+1)
+	default:
+		ev.eventTime = at - g.rng.Int64N(g.c.Disorder.Milliseconds()+1)
+		if kind == kindBacklog {
+			g.stats.Backlog++
+		}
+	}
+	counted := kind != kindTooLate
+	if !counted {
+		g.stats.TooLate++
+		g.stats.TooLateEvents++
+	}
+	g.tally(counted, ev)
+
+	st := g.style()
+	line := g.render(&ev, st)
+	g.push(p, key, line, true, ev.eventTime)
+
+	dups, conflict := 0, false
+	switch forced {
+	case 0:
+		if g.rng.Float64() < g.c.DupRate/1.125 {
+			dups = 1
+			if g.rng.IntN(8) == 0 {
+				dups = 2 // a device that retried twice
+			}
+		}
+		conflict = g.rng.Float64() < g.c.ConflictRate
+	case 1:
+		dups = 1
+	case 2:
+		conflict = true
+	}
+	for range dups {
+		at := g.retryAt(p, key, ev, counted)
+		if at < 0 {
+			continue
+		}
+		copyLine := line
+		if g.rng.IntN(5) == 0 {
+			// Re-serialised by another client library: same content, other
+			// bytes ("5.00" vs 5, Z vs +05:30), so only a canonical
+			// fingerprint sees that it is the same event.
+			copyLine = g.render(&ev, g.otherStyle(st))
+		}
+		g.push(p, at, copyLine, true, ev.eventTime)
+		if counted {
+			g.stats.Duplicates++
+		} else {
+			g.stats.TooLate++
+		}
+	}
+	if conflict {
+		at := g.retryAt(p, key, ev, counted)
+		if at >= 0 {
+			bad := ev
+			if g.rng.IntN(5) == 0 {
+				bad.user = ev.user + "0"
+			} else {
+				bad.cents = ev.cents + 1 + g.rng.Int64N(ev.cents) // never the same amount
+			}
+			g.push(p, at, g.render(&bad, g.style()), true, ev.eventTime)
+			if counted {
+				g.stats.Conflicts++
+			} else {
+				g.stats.TooLate++
+			}
+		}
+	}
+}
+
+// retryAt picks when a retry of an event delivered at key arrives in its
+// partition: usually seconds later, sometimes hours. A retry of a counted
+// event must arrive before its window closes (else it would be too late and
+// the Stats would lie); -1 means there is no such instant.
+func (g *generator) retryAt(p int, key int64, ev purchase, counted bool) int64 {
+	var d int64
+	if g.rng.IntN(100) < 85 {
+		d = 1 + int64(g.rng.ExpFloat64()*20_000)
+	} else {
+		d = (5 * time.Minute).Milliseconds() + g.rng.Int64N((6*time.Hour - 5*time.Minute).Milliseconds())
+	}
+	at := g.deliver(p, key+d)
+	if counted && at >= g.closeTime(ev.eventTime) {
+		return -1
+	}
+	return at
+}
+
+func (g *generator) tally(counted bool, ev purchase) {
+	w := windowStart(ev.eventTime, g.window)
+	micros := ev.cents * 10_000
+	t := g.stats.All[w]
+	g.stats.All[w] = Total{t.RevenueMicros + micros, t.Count + 1}
+	if counted {
+		t := g.stats.Counted[w]
+		g.stats.Counted[w] = Total{t.RevenueMicros + micros, t.Count + 1}
+	}
+}
+
+// eventID is unique per index: the mixer is a bijection on uint64.
+func (g *generator) eventID(i int) string {
+	z := uint64(i) ^ (uint64(g.c.Seed) * 0x9e3779b97f4a7c15)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	const hex = "0123456789abcdef"
+	b := [20]byte{'e', 'v', 't', '_'}
+	for k := 19; k >= 4; k-- {
+		b[k] = hex[z&15]
+		z >>= 4
+	}
+	return string(b[:])
+}
+
+func (g *generator) user() string {
+	return "u" + strconv.FormatUint(g.zipf.Uint64()+1, 10)
+}
+
+func (g *generator) price() int64 {
+	if g.rng.IntN(10) < 7 {
+		return prices[g.rng.IntN(len(prices))]
+	}
+	return 50 + g.rng.Int64N(25_000)
+}
+
+var countryTotal = func() int {
+	n := 0
+	for _, c := range countries {
+		n += c.weight
+	}
+	return n
+}()
+
+func (g *generator) country() int {
+	r := g.rng.IntN(countryTotal)
+	for i, c := range countries {
+		if r < c.weight {
+			return i
+		}
+		r -= c.weight
+	}
+	return 0
+}
+
+func (g *generator) platform() string {
+	switch r := g.rng.IntN(100); {
+	case r < 44:
+		return "ios"
+	case r < 95:
+		return "android"
+	}
+	return "web"
+}
+
+// style is how a client library serialises an event.
+type style struct {
+	order  uint8 // 0: canonical field order, 1: another SDK's order
+	time   uint8 // see appendTime
+	amount uint8 // see appendAmount
+}
+
+func (g *generator) style() style {
+	var s style
+	if g.rng.IntN(20) == 0 {
+		s.order = 1
+	}
+	switch r := g.rng.IntN(100); {
+	case r < 84:
+		s.time = 0
+	case r < 90:
+		s.time = 1
+	case r < 95:
+		s.time = 2
+	case r < 98:
+		s.time = 3
+	default:
+		s.time = 4
+	}
+	switch r := g.rng.IntN(100); {
+	case r < 80:
+		s.amount = 0
+	case r < 88:
+		s.amount = 1
+	default:
+		s.amount = 2
+	}
+	return s
+}
+
+func (g *generator) otherStyle(s style) style {
+	o := g.style()
+	if o == s {
+		o.amount = (s.amount + 1) % 3
+	}
+	return o
+}
+
+// render serialises an event as one JSON line.
+func (g *generator) render(ev *purchase, st style) []byte {
+	b := g.buf[:0]
+	field := func(name string) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+	}
+	str := func(v string) {
+		b = append(b, '"')
+		b = append(b, v...)
+		b = append(b, '"')
+	}
+	b = append(b, '{')
+	id := func() { field("event_id"); str(ev.id) }
+	ts := func() { field("event_time"); b = g.appendTime(b, ev, st.time) }
+	user := func() { field("user_id"); str(ev.user) }
+	amount := func() { field("amount"); b = appendAmount(b, ev.cents, st.amount) }
+	country := func() { field("country"); str(countries[ev.country].code) }
+	platform := func() { field("platform"); str(ev.platform) }
+	if st.order == 0 {
+		id()
+		ts()
+		user()
+		amount()
+		country()
+		platform()
+	} else {
+		amount()
+		platform()
+		country()
+		user()
+		ts()
+		id()
+	}
+	b = append(b, '}')
+	g.buf = b
+	return append([]byte(nil), b...)
+}
+
+// appendTime writes event_time as: 0 RFC 3339 UTC with milliseconds, 1 the
+// device's local offset (+05:30), 2 epoch milliseconds (a JSON number),
+// 3 microseconds (finer digits the job truncates), 4 whole seconds when the
+// milliseconds are zero.
+func (g *generator) appendTime(b []byte, ev *purchase, kind uint8) []byte {
+	t := time.UnixMilli(ev.eventTime).UTC()
+	switch kind {
+	case 1:
+		b = append(b, '"')
+		b = t.In(countries[ev.country].zone).AppendFormat(b, "2006-01-02T15:04:05.000-07:00")
+		return append(b, '"')
+	case 2:
+		return strconv.AppendInt(b, ev.eventTime, 10)
+	case 3:
+		b = append(b, '"')
+		b = t.AppendFormat(b, "2006-01-02T15:04:05.000")
+		b = strconv.AppendInt(b, 100+g.rng.Int64N(900), 10)
+		return append(b, 'Z', '"')
+	case 4:
+		if ev.eventTime%1000 == 0 {
+			b = append(b, '"')
+			b = t.AppendFormat(b, time.RFC3339)
+			return append(b, '"')
+		}
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	return append(b, '"')
+}
+
+// appendAmount writes cents as: 0 a decimal string with 0-2 decimals
+// ("5", "5.5", "4.99"), 1 a string with two decimals ("5.00"), 2 a JSON
+// number with 0-2 decimals.
+func appendAmount(b []byte, cents int64, kind uint8) []byte {
+	if kind != 2 {
+		b = append(b, '"')
+	}
+	b = strconv.AppendInt(b, cents/100, 10)
+	switch frac := cents % 100; {
+	case kind == 1:
+		b = append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
+	case frac == 0:
+	case frac%10 == 0:
+		b = append(b, '.', byte('0'+frac/10))
+	default:
+		b = append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
+	}
+	if kind != 2 {
+		b = append(b, '"')
+	}
+	return b
+}

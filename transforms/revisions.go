@@ -1,0 +1,176 @@
+package transforms
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+func init() {
+	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, model.Delta, func(model.Row), error](&revisionsFn{})
+	register.Emitter1[model.Row]()
+}
+
+// Revisions turns per-key deltas (and early ticks) into versioned snapshot
+// rows: EARLY on ticks before the window end, ON_TIME from an event-time
+// timer at window_end, LATE on new data after it, FINAL from a timer at
+// window_end + allowed lateness, after which the window's aggregation state is
+// released and only a small closed marker stays. The rules themselves are
+// triggers.WindowState's.
+//
+// published seeds each key with the row a sink already holds (after a
+// restart), so revisions continue from there and nothing dips.
+func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published map[string]model.Row) beam.PCollection {
+	s = s.Scope("Revisions")
+	return beam.ParDo(s, &revisionsFn{
+		Policy:    p,
+		Published: published,
+		State:     state.MakeValueState[[]byte]("window"),
+		OnTime:    timers.InEventTime("on_time"),
+		Final:     timers.InEventTime("final"),
+	}, deltas)
+}
+
+type revisionsFn struct {
+	Policy    triggers.Policy
+	Published map[string]model.Row
+
+	State  state.Value[[]byte]
+	OnTime timers.EventTime
+	Final  timers.EventTime
+
+	rows        map[model.ResultState]beam.Counter
+	afterFinal  beam.Counter
+	rowRevenues map[model.ResultState]beam.Distribution
+}
+
+func (f *revisionsFn) Setup() {
+	f.rows = map[model.ResultState]beam.Counter{}
+	f.rowRevenues = map[model.ResultState]beam.Distribution{}
+	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+		f.rows[st] = beam.NewCounter(Namespace, "rows_"+st.String())
+		f.rowRevenues[st] = beam.NewDistribution(Namespace, "row_revenue_micros_"+st.String())
+	}
+	f.afterFinal = beam.NewCounter(Namespace, "invariant_data_after_final")
+}
+
+func encodeWindow(w *triggers.WindowState) []byte {
+	b := coders.Writer{}
+	b.Varint(w.Start)
+	b.Varint(w.End)
+	b.String(w.Dims)
+	b.Varint(w.RevenueMicros)
+	b.Varint(w.Count)
+	coders.WriteRow(&b, &w.Published)
+	b.Bool(w.OnTimeDone)
+	b.Bool(w.Final)
+	return b.B
+}
+
+func decodeWindow(b []byte) (*triggers.WindowState, error) {
+	r := coders.Reader{B: b}
+	w := &triggers.WindowState{Start: r.Varint(), End: r.Varint(), Dims: r.String(), RevenueMicros: r.Varint(), Count: r.Varint()}
+	w.Published = coders.ReadRow(&r)
+	w.OnTimeDone = r.Bool()
+	w.Final = r.Bool()
+	if r.Err != nil {
+		return nil, fmt.Errorf("revisions: decode window state: %w", r.Err)
+	}
+	return w, nil
+}
+
+func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Row) {
+	f.rows[r.State].Inc(ctx, 1)
+	f.rowRevenues[r.State].Update(ctx, r.RevenueMicros)
+	emit(r)
+}
+
+func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta, emit func(model.Row)) error {
+	b, ok, err := f.State.Read(sp)
+	if err != nil {
+		return fmt.Errorf("revisions %s: read state: %w", key, err)
+	}
+	var w *triggers.WindowState
+	if ok {
+		if w, err = decodeWindow(b); err != nil {
+			return err
+		}
+	} else {
+		if d.Tick {
+			return nil
+		}
+		start, dims, err := ParseWindowKey(key)
+		if err != nil {
+			return err
+		}
+		w = &triggers.WindowState{Start: start, End: f.Policy.WindowEnd(start), Dims: dims}
+		if p, ok := f.Published[key]; ok {
+			w.Published = p
+			w.Final = p.State == model.Final
+			w.OnTimeDone = p.State >= model.OnTime
+		}
+		if !d.AfterEnd && !w.OnTimeDone {
+			f.OnTime.Set(tp, timeOf(w.End))
+		}
+		f.Final.Set(tp, timeOf(f.Policy.CloseTime(start)))
+	}
+	switch {
+	case w.Final:
+		if !d.Tick && d.Count > 0 {
+			// The dedup gate closes a window before this step's FINAL can
+			// fire (its boundary timer holds our watermark), so this means
+			// an invariant broke: say so loudly rather than change a FINAL.
+			f.afterFinal.Inc(ctx, d.Count)
+			slog.Error("data reached a window after its FINAL row; not applied", "key", key, "events", d.Count, "revenue_micros", d.RevenueMicros)
+		}
+		return nil
+	case d.Tick:
+		if r, ok := w.Tick(); ok {
+			f.emit(ctx, emit, r)
+		}
+	default:
+		r, ok, err := w.Add(d.RevenueMicros, d.Count, d.AfterEnd)
+		if err != nil {
+			return fmt.Errorf("revisions %s: %w", key, err)
+		}
+		if ok {
+			f.emit(ctx, emit, r)
+		}
+	}
+	return f.State.Write(sp, encodeWindow(w))
+}
+
+func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context, emit func(model.Row)) error {
+	b, ok, err := f.State.Read(sp)
+	if err != nil {
+		return fmt.Errorf("revisions %s: read state: %w", key, err)
+	}
+	if !ok {
+		return nil
+	}
+	w, err := decodeWindow(b)
+	if err != nil {
+		return err
+	}
+	switch t.Family {
+	case f.OnTime.Family:
+		if r, ok := w.OnTime(); ok {
+			f.emit(ctx, emit, r)
+		}
+	case f.Final.Family:
+		if r, ok := w.Close(); ok {
+			f.emit(ctx, emit, r)
+		}
+		// Release the aggregation: keep the closed marker only.
+		w.RevenueMicros, w.Count = 0, 0
+	}
+	return f.State.Write(sp, encodeWindow(w))
+}

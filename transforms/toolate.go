@@ -1,0 +1,54 @@
+package transforms
+
+import (
+	"context"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+func init() {
+	register.DoFn4x0[context.Context, model.Event, func(model.Event), func(model.TooLate)](&tooLateFn{})
+	register.Emitter1[model.TooLate]()
+}
+
+// TooLate is rule (a) of the too-late gate (SPEC §4): an event whose window
+// closed before its own partition's watermark (just before the record) goes to
+// the too-late output. The verdict depends on the partition's records alone,
+// so a replay gives the same verdicts however the runner bundles it. Rule (b),
+// the pipeline watermark, needs state and is judged in Dedup, still before
+// any dedup verdict.
+func TooLate(s beam.Scope, events beam.PCollection, p triggers.Policy) (open, tooLate beam.PCollection) {
+	s = s.Scope("TooLate")
+	return beam.ParDo2(s, &tooLateFn{Policy: p}, events)
+}
+
+type tooLateFn struct {
+	Policy triggers.Policy
+
+	tooLate beam.Counter
+}
+
+func (f *tooLateFn) Setup() { f.tooLate = beam.NewCounter(Namespace, "too_late") }
+
+func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func(model.Event), late func(model.TooLate)) {
+	if f.Policy.Closed(f.Policy.WindowStart(e.EventTime), e.WatermarkBefore) {
+		f.tooLate.Inc(ctx, 1)
+		late(TooLateRecord(e))
+		return
+	}
+	open(e)
+}
+
+// TooLateRecord is the audit row of an event routed to too-late.
+func TooLateRecord(e model.Event) model.TooLate {
+	return model.TooLate{
+		Position:  e.Position,
+		EventID:   e.EventID,
+		EventTime: e.EventTime,
+		Payload:   e.Payload,
+		Reason:    model.ReasonWindowClosed,
+	}
+}

@@ -1,0 +1,172 @@
+package triggers
+
+import (
+	"errors"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Firing is why a snapshot row is being considered.
+type Firing uint8
+
+const (
+	// FiringEarly is a processing-time refresh before the window end.
+	FiringEarly Firing = iota + 1
+	// FiringOnTime is the watermark passing window_end.
+	FiringOnTime
+	// FiringLate is new data after the on-time firing, within lateness.
+	FiringLate
+	// FiringFinal is the watermark passing window_end + allowed lateness.
+	FiringFinal
+)
+
+// State maps a firing to the row's result state.
+func (f Firing) State() model.ResultState {
+	switch f {
+	case FiringEarly:
+		return model.Early
+	case FiringOnTime:
+		return model.OnTime
+	case FiringLate:
+		return model.Late
+	case FiringFinal:
+		return model.Final
+	}
+	return model.StateUnknown
+}
+
+// ErrOverflow is returned when a window total leaves the int64 micros range
+// (about 9.2e12 currency units): exactness is never traded for a wrap-around.
+var ErrOverflow = errors.New("revenue total overflows int64 micros")
+
+// WindowState is the accumulating snapshot and revision bookkeeping of one
+// (window_start, dims) key. It is the rule book of SPEC §4 for when each
+// state is written; the Revisions DoFn stores it and calls these methods.
+//
+// Published holds the last row written for the key, by this run or (after a
+// restart) by an earlier one: along a key's changelog, revisions strictly
+// increase, event_count never falls and result_state never goes back, so a
+// restarted job catching up stays silent until it has more to say.
+type WindowState struct {
+	Start, End int64
+	Dims       string
+
+	RevenueMicros, Count int64
+
+	Published model.Row // Revision 0 = nothing published yet
+
+	// OnTimeDone is set once the ON_TIME moment has passed, whether or not an
+	// ON_TIME row was written (a window whose first data comes after the
+	// watermark passed its end starts with a LATE row).
+	OnTimeDone bool
+	// Final is set once the FINAL row has been written: the window is closed.
+	Final bool
+}
+
+// Add accumulates a delta. afterEnd says the data was judged after the
+// watermark passed window_end (so it is late data, not on-time data).
+// It returns the LATE row to write, if any.
+func (w *WindowState) Add(revenueMicros, count int64, afterEnd bool) (model.Row, bool, error) {
+	s, err := AddMicros(w.RevenueMicros, revenueMicros)
+	if err != nil {
+		return model.Row{}, false, err
+	}
+	w.RevenueMicros = s
+	w.Count += count
+	if afterEnd && !w.OnTimeDone && w.Published.Revision == 0 {
+		// First data arrived after the ON_TIME moment: no ON_TIME row.
+		w.OnTimeDone = true
+	}
+	if !w.OnTimeDone || count == 0 {
+		return model.Row{}, false, nil
+	}
+	r, ok := w.fire(FiringLate)
+	return r, ok, nil
+}
+
+// Tick is an EARLY refresh: a row only before the on-time firing and only
+// when the snapshot changed since the last row.
+func (w *WindowState) Tick() (model.Row, bool) {
+	if w.OnTimeDone || w.Final {
+		return model.Row{}, false
+	}
+	return w.fire(FiringEarly)
+}
+
+// OnTime is the watermark passing window_end.
+func (w *WindowState) OnTime() (model.Row, bool) {
+	if w.OnTimeDone {
+		return model.Row{}, false
+	}
+	w.OnTimeDone = true
+	if w.Count == 0 {
+		return model.Row{}, false
+	}
+	return w.fire(FiringOnTime)
+}
+
+// Close is the watermark passing window_end + allowed lateness: the FINAL row,
+// always its own revision, even when nothing changed.
+func (w *WindowState) Close() (model.Row, bool) {
+	if w.Final {
+		return model.Row{}, false
+	}
+	w.OnTimeDone = true
+	r, ok := w.fire(FiringFinal)
+	w.Final = true
+	return r, ok
+}
+
+// fire decides whether a firing writes a row and builds it.
+func (w *WindowState) fire(f Firing) (model.Row, bool) {
+	st := f.State()
+	p := w.Published
+	if p.Revision > 0 {
+		if p.State == model.Final {
+			return model.Row{}, false // FINAL stays FINAL
+		}
+		// No dip: never fewer events, never an earlier state. FINAL is exempt:
+		// it seals the key (see below).
+		if f != FiringFinal && (w.Count < p.EventCount || st < p.State) {
+			return model.Row{}, false
+		}
+		// Nothing new to say: same snapshot, same state.
+		if f != FiringFinal && st == p.State && w.Count == p.EventCount && w.RevenueMicros == p.RevenueMicros {
+			return model.Row{}, false
+		}
+		// An EARLY refresh only when the snapshot changed.
+		if f == FiringEarly && w.Count == p.EventCount && w.RevenueMicros == p.RevenueMicros {
+			return model.Row{}, false
+		}
+	}
+	if f == FiringFinal && w.Count == 0 && p.Revision == 0 {
+		return model.Row{}, false // a window that never had data has no rows
+	}
+	r := model.Row{
+		WindowStart:   w.Start,
+		WindowEnd:     w.End,
+		Dims:          w.Dims,
+		RevenueMicros: w.RevenueMicros,
+		EventCount:    w.Count,
+		Revision:      p.Revision + 1,
+		State:         st,
+		Writer:        "stream",
+	}
+	if f == FiringFinal && w.Count < p.EventCount {
+		// After a restart the replay may not have rebuilt the whole window
+		// (its oldest records were behind the replay horizon): FINAL then
+		// seals what was already published rather than dipping.
+		r.RevenueMicros, r.EventCount = p.RevenueMicros, p.EventCount
+	}
+	w.Published = r
+	return r, true
+}
+
+// AddMicros adds two exact amounts, refusing to wrap around.
+func AddMicros(a, b int64) (int64, error) {
+	s := a + b
+	if (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0) {
+		return 0, ErrOverflow
+	}
+	return s, nil
+}

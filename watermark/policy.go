@@ -1,0 +1,168 @@
+// Package watermark is the event-time progress policy of SPEC §2, in plain Go:
+// per-partition bounded out-of-orderness, idleness, and the pipeline watermark
+// as the minimum over active partitions. Sources run it; tests and the offline
+// oracle run the very same code without a runner.
+package watermark
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Policy holds the two watermark settings. Allowed lateness and dedup
+// retention are separate settings on purpose (SPEC §2) and live elsewhere.
+type Policy struct {
+	// OutOfOrderBound is how far behind the largest valid event time a
+	// partition's watermark trails: partition_watermark = max_valid - bound.
+	OutOfOrderBound time.Duration
+	// IdleTimeout is the processing time after which a partition that produced
+	// nothing leaves the pipeline minimum.
+	IdleTimeout time.Duration
+}
+
+// Validate refuses settings that cannot work.
+func (p Policy) Validate() error {
+	if p.OutOfOrderBound < 0 {
+		return fmt.Errorf("--ooo-bound must not be negative, got %v", p.OutOfOrderBound)
+	}
+	if p.IdleTimeout <= 0 {
+		return fmt.Errorf("--idle-timeout must be positive, got %v", p.IdleTimeout)
+	}
+	return nil
+}
+
+// Partition tracks one source partition. The zero value is not usable; use
+// NewPartition.
+type Partition struct {
+	bound, idle int64 // ms
+	// maxValid is the largest valid event time seen (ms), or NoWatermark.
+	maxValid int64
+	// lastActive is the processing time (ms) of the last record, or 0.
+	lastActive int64
+	// reported is the last watermark handed to a runner; it never decreases.
+	reported int64
+}
+
+// NewPartition starts a partition that has seen nothing. now is the processing
+// time (ms) it starts at: idleness is measured from there.
+func NewPartition(p Policy, now int64) *Partition {
+	return &Partition{
+		bound:      p.OutOfOrderBound.Milliseconds(),
+		idle:       p.IdleTimeout.Milliseconds(),
+		maxValid:   model.NoWatermark,
+		lastActive: now,
+		reported:   model.NoWatermark,
+	}
+}
+
+// Watermark is the partition's event-time watermark: max valid event time
+// minus the bound, or NoWatermark before the first valid event. It depends on
+// the partition's records alone, never on processing time, so the too-late
+// verdict of rule (a) is the same however a replay is bundled.
+func (p *Partition) Watermark() int64 {
+	if p.maxValid == model.NoWatermark {
+		return model.NoWatermark
+	}
+	return p.maxValid - p.bound
+}
+
+// Observe records one record read at processing time now. valid says whether
+// validation accepted it: only valid event times move the watermark, so a
+// future or malformed timestamp never advances it (such records are
+// quarantined before they get here). It returns the watermark just before the
+// record, which rule (a) of the too-late gate judges it against.
+func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int64) {
+	before = p.Watermark()
+	p.lastActive = max(p.lastActive, now)
+	if valid && (p.maxValid == model.NoWatermark || eventTime > p.maxValid) {
+		p.maxValid = eventTime
+	}
+	return before
+}
+
+// Idle reports whether the partition produced nothing for the idle timeout.
+func (p *Partition) Idle(now int64) bool { return now-p.lastActive >= p.idle }
+
+// Reported is the watermark a source hands to the runner for this partition.
+// While active it is the event-time watermark. Once idle it advances with
+// processing time (now - bound), as Beam's KafkaIO does for an empty
+// partition, so that the partition stops holding the pipeline minimum; its
+// returning records are then judged late or too late downstream, never lost.
+// The value never decreases.
+func (p *Partition) Reported(now int64) int64 {
+	w := p.Watermark()
+	if p.Idle(now) {
+		w = max(w, now-p.bound)
+	}
+	p.reported = max(p.reported, w)
+	return p.reported
+}
+
+// Tracker is the pipeline view over several partitions: the minimum over the
+// active ones. Runners compute this themselves from per-partition estimators;
+// Tracker is the same rule for tests, the oracle and single-reader sources.
+type Tracker struct {
+	policy Policy
+	parts  map[string]*Partition
+	last   int64
+	// IdleTransitions counts active→idle changes seen by Watermark.
+	IdleTransitions int
+	idle            map[string]bool
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker(p Policy) *Tracker {
+	return &Tracker{policy: p, parts: map[string]*Partition{}, last: model.NoWatermark, idle: map[string]bool{}}
+}
+
+// Partition returns the named partition, creating it at processing time now.
+func (t *Tracker) Partition(name string, now int64) *Partition {
+	p, ok := t.parts[name]
+	if !ok {
+		p = NewPartition(t.policy, now)
+		t.parts[name] = p
+	}
+	return p
+}
+
+// Observe forwards to the partition and returns its watermark before the record.
+func (t *Tracker) Observe(partition string, eventTime int64, valid bool, now int64) int64 {
+	return t.Partition(partition, now).Observe(eventTime, valid, now)
+}
+
+// Idle lists whether each partition is idle at now.
+func (t *Tracker) Idle(name string, now int64) bool {
+	p, ok := t.parts[name]
+	return ok && p.Idle(now)
+}
+
+// Watermark is the minimum over active partitions at processing time now. With
+// every partition idle it is the largest partition watermark. It never
+// decreases.
+func (t *Tracker) Watermark(now int64) int64 {
+	minActive, maxAll := int64(0), model.NoWatermark
+	anyActive := false
+	for name, p := range t.parts {
+		w := p.Watermark()
+		maxAll = max(maxAll, w)
+		idle := p.Idle(now)
+		if idle && !t.idle[name] {
+			t.IdleTransitions++
+		}
+		t.idle[name] = idle
+		if idle {
+			continue
+		}
+		if !anyActive || w < minActive {
+			minActive, anyActive = w, true
+		}
+	}
+	w := maxAll
+	if anyActive {
+		w = minActive
+	}
+	t.last = max(t.last, w)
+	return t.last
+}
