@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -16,7 +17,13 @@ import (
 	"github.com/revenue-stream/hourly/testing/scenario"
 )
 
-func TestMain(m *testing.M) { os.Exit(ptest.MainRet(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv("DEBUG_PRISM") != "" {
+		beamlog.LogLevel, beamlog.LogKind = "debug", "text"
+		beamlog.SetupLoggingWithDefault()
+	}
+	os.Exit(ptest.MainRet(m))
+}
 
 var readAt = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -130,8 +137,8 @@ func TestMinimalSequence(t *testing.T) {
 		row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 2, model.Final),
 	})
 	late := res.tooLate.Values()
-	if len(late) != 1 || late[0].EventID != "D" || late[0].Position != "p0/events.jsonl:9" || late[0].Reason != model.ReasonWindowClosed {
-		t.Errorf("too-late = %+v, want D at p0/events.jsonl:9", late)
+	if len(late) != 1 || late[0].EventID != "D" || late[0].Position != "p0/events.jsonl:8" || late[0].Reason != model.ReasonWindowClosed {
+		t.Errorf("too-late = %+v, want D at p0/events.jsonl:8", late)
 	}
 	conflicts := res.conflicts.Values()
 	if len(conflicts) != 1 || conflicts[0].EventID != "A" || conflicts[0].Position != "p0/events.jsonl:6" {

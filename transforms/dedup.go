@@ -3,7 +3,7 @@ package transforms
 import (
 	"context"
 	"fmt"
-	"math"
+	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -52,12 +52,14 @@ func (o DedupOptions) Validate() error {
 // fingerprint goes to the conflict output and is never counted.
 //
 // Before any dedup verdict it applies rule (b) of the too-late gate: a DoFn
-// cannot read its watermark, so each shard keeps one event-time timer chained
-// along the window boundaries (triggers.Policy.NextBoundary). A fired timer at
-// T proves the pipeline watermark reached T; windows whose close time is <= T
-// are closed, and windows whose end is <= T take late data. Because that
-// timer also holds the shard's output watermark, the revision step downstream
-// cannot fire FINAL at T before every event this shard let through is counted.
+// cannot read its watermark, so each shard sets event-time timers at the end,
+// close and expiry of every window it holds ids of. A fired timer at T proves
+// the pipeline watermark reached T; windows whose close time is <= T are
+// closed, and windows whose end is <= T take late data. Every event let
+// through carries a timestamp below its window's close time (the partition
+// watermark before it, which rule (a) checked), and that timestamp holds the
+// revision step's watermark until the event is counted: FINAL cannot overtake
+// it.
 //
 // The counted events carry AfterEnd; conflicts and rule-(b) too-late records
 // come out separately.
@@ -108,19 +110,23 @@ type shardState struct {
 	// known is the largest boundary timer that fired: the pipeline watermark
 	// is at least this.
 	known int64
-	// timerAt is the pending boundary timer, 0 when the chain is stopped.
-	timerAt int64
-	ids     map[string]idEntry
+	// armed lists the windows (by start) whose end, close and expiry timers
+	// are set, so a batch sets each window's timers once.
+	armed map[int64]bool
+	ids   map[string]idEntry
 }
 
 func decodeShard(b []byte, start int64) (*shardState, error) {
-	st := &shardState{known: start, ids: map[string]idEntry{}}
+	st := &shardState{known: start, armed: map[int64]bool{}, ids: map[string]idEntry{}}
 	if len(b) == 0 {
 		return st, nil
 	}
 	r := coders.Reader{B: b}
 	st.known = max(r.Varint(), start)
-	st.timerAt = r.Varint()
+	na := r.Uvarint()
+	for i := uint64(0); i < na && r.Err == nil; i++ {
+		st.armed[r.Varint()] = true
+	}
 	n := r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		id := r.String()
@@ -135,7 +141,10 @@ func decodeShard(b []byte, start int64) (*shardState, error) {
 func (st *shardState) encode() []byte {
 	w := coders.Writer{B: make([]byte, 0, 16+len(st.ids)*40)}
 	w.Varint(st.known)
-	w.Varint(st.timerAt)
+	w.Uvarint(uint64(len(st.armed)))
+	for start := range st.armed {
+		w.Varint(start)
+	}
 	w.Uvarint(uint64(len(st.ids)))
 	for id, e := range st.ids {
 		w.String(id)
@@ -153,24 +162,33 @@ func (f *dedupFn) load(sp state.Provider) (*shardState, error) {
 	return decodeShard(b, f.StartWatermark)
 }
 
-// armTimer keeps the boundary chain running while the shard remembers ids.
-// The chain steps along every boundary after what the shard knows, so its
-// knowledge of the watermark stays exact at the instants that matter. A shard
-// that knows nothing yet starts just before its earliest event: boundaries
-// before that concern none of its events.
-func (f *dedupFn) armTimer(tp timers.Provider, st *shardState, base int64) {
-	if len(st.ids) == 0 {
-		st.timerAt = 0
+// Timer tags: one timer per window and kind, named by the window start.
+const (
+	tagEnd    = 'e' // window_end: ON_TIME is due, later data is late
+	tagClose  = 'c' // window_end + allowed lateness: the window is closed
+	tagExpire = 'x' // window_end + retention: its ids can be forgotten
+)
+
+// arm sets a window's three timers the first time the shard sees it. Each
+// fired timer at T proves the watermark reached T.
+//
+// (A single timer chained along the boundaries would be smaller, but prism
+// v2.77.0 stalls on an event-time timer set from OnTimer once the watermark
+// has passed it.)
+func (f *dedupFn) arm(tp timers.Provider, st *shardState, start int64) {
+	if st.armed[start] {
 		return
 	}
-	if st.timerAt != 0 {
-		return
+	st.armed[start] = true
+	end := f.Policy.WindowEnd(start)
+	for _, t := range []struct {
+		tag byte
+		at  int64
+	}{{tagEnd, end}, {tagClose, f.Policy.CloseTime(start)}, {tagExpire, end + f.RetentionMs}} {
+		if t.at > st.known || t.tag == tagExpire {
+			f.Boundary.Set(tp, timeOf(t.at), timers.WithTag(string(t.tag)+strconv.FormatInt(start, 10)))
+		}
 	}
-	if st.known != model.NoWatermark {
-		base = st.known
-	}
-	st.timerAt = f.Policy.NextBoundary(base)
-	f.Boundary.Set(tp, timeOf(st.timerAt))
 }
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, _ int, batch model.EventBatch,
@@ -179,9 +197,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return err
 	}
-	earliest := int64(math.MaxInt64)
 	for _, e := range batch.Events {
-		earliest = min(earliest, e.EventTime)
 		start := f.Policy.WindowStart(e.EventTime)
 		// Rule (b): the window's FINAL moment has passed where it is judged.
 		if f.Policy.Closed(start, st.known) {
@@ -205,11 +221,11 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 			continue
 		}
 		st.ids[e.EventID] = idEntry{eventTime: e.EventTime, fingerprint: e.Fingerprint}
+		f.arm(tp, st, start)
 		e.AfterEnd = st.known != model.NoWatermark && f.Policy.WindowEnd(start) <= st.known
 		f.counted.Inc(ctx, 1)
 		emit(e)
 	}
-	f.armTimer(tp, st, earliest-1)
 	f.entries.Update(ctx, int64(len(st.ids)))
 	if err := f.State.Write(sp, st.encode()); err != nil {
 		return fmt.Errorf("dedup: write state: %w", err)
@@ -217,29 +233,39 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	return nil
 }
 
-func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, _ int, t timers.Context,
+func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, _ int, t timers.Context,
 	_ func(model.Event), _ func(model.Conflict), _ func(model.TooLate)) error {
+	if len(t.Tag) < 2 {
+		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
+	}
+	start, err := strconv.ParseInt(t.Tag[1:], 10, 64)
+	if err != nil {
+		return fmt.Errorf("dedup: timer tag %q: %w", t.Tag, err)
+	}
 	st, err := f.load(sp)
 	if err != nil {
 		return err
 	}
-	if st.timerAt != 0 {
-		st.known = max(st.known, st.timerAt)
-	}
-	st.timerAt = 0
-	// Expire ids past their retention: their windows are closed by now, so a
-	// later copy is judged too late before dedup ever looks it up.
-	for id, e := range st.ids {
-		if e.eventTime+f.RetentionMs <= st.known {
-			delete(st.ids, id)
+	end := f.Policy.WindowEnd(start)
+	switch t.Tag[0] {
+	case tagEnd:
+		st.known = max(st.known, end)
+	case tagClose:
+		st.known = max(st.known, f.Policy.CloseTime(start))
+	case tagExpire:
+		st.known = max(st.known, end+f.RetentionMs)
+		// Forget ids past their retention: their windows are closed, so a
+		// later copy is judged too late before dedup ever looks it up.
+		for id, e := range st.ids {
+			if e.eventTime+f.RetentionMs <= st.known {
+				delete(st.ids, id)
+			}
 		}
+		delete(st.armed, start)
+	default:
+		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	f.armTimer(tp, st, st.known)
 	f.entries.Update(ctx, int64(len(st.ids)))
-	if len(st.ids) == 0 && st.timerAt == 0 {
-		// Keep only the watermark knowledge: a few bytes, not the whole map.
-		st.ids = nil
-	}
 	if err := f.State.Write(sp, st.encode()); err != nil {
 		return fmt.Errorf("dedup: write state: %w", err)
 	}

@@ -34,18 +34,24 @@ func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, publish
 		Policy:    p,
 		Published: published,
 		State:     state.MakeValueState[[]byte]("window"),
-		OnTime:    timers.InEventTime("on_time"),
-		Final:     timers.InEventTime("final"),
+		Firing:    timers.InEventTime("firing"),
 	}, deltas)
 }
+
+// Timer tags of the revision step.
+const (
+	tagOnTime = "on_time" // at window_end
+	tagFinal  = "final"   // at window_end + allowed lateness
+)
 
 type revisionsFn struct {
 	Policy    triggers.Policy
 	Published map[string]model.Row
 
-	State  state.Value[[]byte]
-	OnTime timers.EventTime
-	Final  timers.EventTime
+	State state.Value[[]byte]
+	// Firing carries both event-time firings as tags of one timer family:
+	// prism v2.77.0 never ends a bundle of a DoFn with two timer families.
+	Firing timers.EventTime
 
 	rows        map[model.ResultState]beam.Counter
 	afterFinal  beam.Counter
@@ -118,9 +124,9 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			w.OnTimeDone = p.State >= model.OnTime
 		}
 		if !d.AfterEnd && !w.OnTimeDone {
-			f.OnTime.Set(tp, timeOf(w.End))
+			f.Firing.Set(tp, timeOf(w.End), timers.WithTag(tagOnTime))
 		}
-		f.Final.Set(tp, timeOf(f.Policy.CloseTime(start)))
+		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
 	}
 	switch {
 	case w.Final:
@@ -160,12 +166,12 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 	if err != nil {
 		return err
 	}
-	switch t.Family {
-	case f.OnTime.Family:
+	switch t.Tag {
+	case tagOnTime:
 		if r, ok := w.OnTime(); ok {
 			f.emit(ctx, emit, r)
 		}
-	case f.Final.Family:
+	case tagFinal:
 		if r, ok := w.Close(); ok {
 			f.emit(ctx, emit, r)
 		}
