@@ -90,6 +90,7 @@ type result struct {
 	tooLate     collect.Handle[model.TooLate]
 	conflicts   collect.Handle[model.Conflict]
 	quarantined collect.Handle[model.Quarantined]
+	counts      pipeline.Counts
 }
 
 func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
@@ -105,8 +106,17 @@ func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 		conflicts:   collect.Into[model.Conflict](s, out.Conflicts, "conflicts"),
 		quarantined: collect.Into[model.Quarantined](s, out.Quarantined, "quarantined"),
 	}
-	if err := ptest.Run(p); err != nil {
+	pr, err := ptest.RunWithMetrics(p)
+	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
+	}
+	// Every run checks the conservation identity of SPEC §4.
+	res.counts = pipeline.CountsFrom(pr)
+	if err := res.counts.Check(); err != nil {
+		t.Errorf("%v", err)
+	}
+	if got := int64(len(sc.Records)); res.counts.Read != got {
+		t.Errorf("read counter = %d, want %d records", res.counts.Read, got)
 	}
 	return res
 }
@@ -146,5 +156,127 @@ func TestMinimalSequence(t *testing.T) {
 	}
 	if q := res.quarantined.Values(); len(q) != 0 {
 		t.Errorf("quarantined = %+v, want none", q)
+	}
+}
+
+// Spark's watermark demo (SPEC §7, seed 000): window 5 m, bound 10 m,
+// lateness 0, one partition. Spark drops 07:40 silently; we audit it.
+func TestSparkWatermarkDemo(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Window = 5 * time.Minute
+	o.Triggers.AllowedLateness = 0
+	o.Triggers.Early = 0
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "e1", "2026-11-04T08:01:10Z", "u1", "1").
+		Purchase("p0", "e2", "2026-11-04T08:01:40Z", "u2", "1").
+		AdvanceWatermark()
+	if w := sc.Watermark(); w != ms("2026-11-04T07:51:40Z") {
+		t.Fatalf("watermark = %s, want 07:51:40", model.FormatTime(w))
+	}
+	sc.Purchase("p0", "e3", "2026-11-04T07:58:00Z", "u3", "1").
+		Purchase("p0", "e4", "2026-11-04T07:40:00Z", "u4", "1")
+	res := run(t, sc, o)
+	w := 5 * time.Minute
+	assertRows(t, res.rows.Values(), []model.Row{
+		row("2026-11-04T07:55:00Z", w, "1", 1, 1, model.OnTime),
+		row("2026-11-04T07:55:00Z", w, "1", 1, 2, model.Final),
+		row("2026-11-04T08:00:00Z", w, "2", 2, 1, model.OnTime),
+		row("2026-11-04T08:00:00Z", w, "2", 2, 2, model.Final),
+	})
+	late := res.tooLate.Values()
+	if len(late) != 1 || late[0].EventID != "e4" || late[0].EventTime != ms("2026-11-04T07:40:00Z") {
+		t.Fatalf("too-late = %+v, want e4 at 07:40", late)
+	}
+	if res.counts.TooLate != 1 || res.counts.Counted != 3 {
+		t.Errorf("counts %v", res.counts)
+	}
+}
+
+// EARLY rows on processing time: each a complete snapshot, only when it
+// changed, never after ON_TIME.
+func TestEarlyFirings(t *testing.T) {
+	o := pipeline.Defaults() // --early 1m
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	// Prism schedules a stateful stage of a TestStream pipeline only when its
+	// watermark moves, so each step advances it (as a source would).
+	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+		AdvanceWatermark().
+		AdvanceProcessingTime(2*time.Minute).
+		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
+		AdvanceWatermark().
+		AdvanceProcessingTime(2*time.Minute).
+		AdvanceProcessingTime(2*time.Minute). // nothing changed: no row
+		Purchase("p0", "X", "2026-11-04T11:20:00Z", "u3", "1").
+		AdvanceWatermark().
+		AdvanceProcessingTime(2 * time.Minute)
+	res := run(t, sc, o)
+	assertRows(t, res.rows.Values(), []model.Row{
+		row("2026-11-04T10:00:00Z", time.Hour, "100", 1, 1, model.Early),
+		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 2, model.Early),
+		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 3, model.OnTime),
+		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 4, model.Final),
+		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.Early),
+		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.OnTime),
+		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 3, model.Final),
+	})
+}
+
+// Every quarantine class of SPEC §3 gets its row, and nothing else happens.
+func TestQuarantineEveryReason(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	o.Event.MaxLine = 300
+	o.Event.MaxAge = 48 * time.Hour
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "ok", "2026-12-31T10:00:00Z", "u", "1") // sets the partition watermark for too_old
+	cases := []struct{ line, reason string }{
+		{`{"event_id":"a"`, model.ReasonMalformedJSON},
+		{`[1,2]`, model.ReasonNotAnObject},
+		{`{"event_id":"a","event_time":"2026-12-31T10:00:00Z","user_id":"u"}`, model.ReasonMissingField},
+		{`{"event_id":"","event_time":"2026-12-31T10:00:00Z","user_id":"u","amount":"1"}`, model.ReasonBadEventID},
+		{`{"event_id":"a","event_time":"2026-12-31T10:00:00Z","user_id":7,"amount":"1"}`, model.ReasonBadUserID},
+		{`{"event_id":"a","event_time":"2026-12-31T10:00:00Z","user_id":"u","amount":"1.0000001"}`, model.ReasonBadAmount},
+		{`{"event_id":"a","event_time":"yesterday","user_id":"u","amount":"1"}`, model.ReasonBadEventTime},
+		{`{"event_id":"a","event_time":"2027-01-01T00:10:00.001Z","user_id":"u","amount":"1"}`, model.ReasonFutureEventTime},
+		{`{"event_id":"a","event_time":"2026-12-29T09:49:59Z","user_id":"u","amount":"1"}`, model.ReasonTooOld},
+		{`{"event_id":"a","event_time":"2026-12-31T10:00:00Z","user_id":"u","amount":"1","pad":"` + strings.Repeat("x", 300) + `"}`, model.ReasonOversized},
+	}
+	for _, c := range cases {
+		sc.Line("p0", c.line)
+	}
+	res := run(t, sc, o)
+	got := map[string]string{}
+	for _, q := range res.quarantined.Values() {
+		got[q.Position] = q.Reason
+	}
+	for i, c := range cases {
+		pos := fmt.Sprintf("p0/events.jsonl:%d", i+2)
+		if got[pos] != c.reason {
+			t.Errorf("%s (%s): quarantined as %q, want %q", pos, c.line[:min(len(c.line), 60)], got[pos], c.reason)
+		}
+		if res.counts.QuarantinedBy[c.reason] != 1 {
+			t.Errorf("counter quarantined_%s = %d, want 1", c.reason, res.counts.QuarantinedBy[c.reason])
+		}
+	}
+	if len(got) != len(cases) || res.counts.Counted != 1 {
+		t.Errorf("quarantined %d records and counted %d, want %d and 1", len(got), res.counts.Counted, len(cases))
+	}
+}
+
+// Dedup state is released once each id's retention has passed.
+func TestDedupRetentionExpiry(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	o.DedupRetention = 30 * time.Hour
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100")
+	res := run(t, sc, o)
+	if got := res.counts.Counters["dedup_expired"]; got != 2 {
+		t.Errorf("dedup_expired = %d, want 2 (every remembered id released)", got)
+	}
+	if res.counts.Duplicates != 1 {
+		t.Errorf("duplicates = %d, want 1", res.counts.Duplicates)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -86,8 +85,8 @@ type dedupFn struct {
 	State    state.Value[[]byte]
 	Boundary timers.EventTime
 
-	counted, duplicates, conflicts, tooLate beam.Counter
-	entries                                 beam.Distribution
+	counted, duplicates, conflicts, tooLate, expired beam.Counter
+	entries                                          beam.Distribution
 }
 
 func (f *dedupFn) Setup() {
@@ -95,63 +94,8 @@ func (f *dedupFn) Setup() {
 	f.duplicates = beam.NewCounter(Namespace, "duplicates")
 	f.conflicts = beam.NewCounter(Namespace, "conflicts")
 	f.tooLate = beam.NewCounter(Namespace, "too_late")
+	f.expired = beam.NewCounter(Namespace, "dedup_expired")
 	f.entries = beam.NewDistribution(Namespace, "dedup_state_entries")
-}
-
-// idEntry is what a shard remembers per event_id (SPEC §4: event_time and
-// payload fingerprint).
-type idEntry struct {
-	eventTime   int64
-	fingerprint uint64
-}
-
-// shardState is the whole state of one dedup shard, stored as one value.
-type shardState struct {
-	// known is the largest boundary timer that fired: the pipeline watermark
-	// is at least this.
-	known int64
-	// armed lists the windows (by start) whose end, close and expiry timers
-	// are set, so a batch sets each window's timers once.
-	armed map[int64]bool
-	ids   map[string]idEntry
-}
-
-func decodeShard(b []byte, start int64) (*shardState, error) {
-	st := &shardState{known: start, armed: map[int64]bool{}, ids: map[string]idEntry{}}
-	if len(b) == 0 {
-		return st, nil
-	}
-	r := coders.Reader{B: b}
-	st.known = max(r.Varint(), start)
-	na := r.Uvarint()
-	for i := uint64(0); i < na && r.Err == nil; i++ {
-		st.armed[r.Varint()] = true
-	}
-	n := r.Uvarint()
-	for i := uint64(0); i < n && r.Err == nil; i++ {
-		id := r.String()
-		st.ids[id] = idEntry{eventTime: r.Varint(), fingerprint: r.Fixed64()}
-	}
-	if r.Err != nil {
-		return nil, fmt.Errorf("dedup: decode shard state: %w", r.Err)
-	}
-	return st, nil
-}
-
-func (st *shardState) encode() []byte {
-	w := coders.Writer{B: make([]byte, 0, 16+len(st.ids)*40)}
-	w.Varint(st.known)
-	w.Uvarint(uint64(len(st.armed)))
-	for start := range st.armed {
-		w.Varint(start)
-	}
-	w.Uvarint(uint64(len(st.ids)))
-	for id, e := range st.ids {
-		w.String(id)
-		w.Varint(e.eventTime)
-		w.Fixed64(e.fingerprint)
-	}
-	return w.B
 }
 
 func (f *dedupFn) load(sp state.Provider) (*shardState, error) {
@@ -198,33 +142,26 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 		return err
 	}
 	for _, e := range batch.Events {
-		start := f.Policy.WindowStart(e.EventTime)
-		// Rule (b): the window's FINAL moment has passed where it is judged.
-		if f.Policy.Closed(start, st.known) {
+		switch v := st.Judge(&e, f.Policy); v.Verdict {
+		case TooLateVerdict:
 			f.tooLate.Inc(ctx, 1)
 			late(TooLateRecord(e))
-			continue
-		}
-		if prev, ok := st.ids[e.EventID]; ok {
-			if prev.fingerprint == e.Fingerprint {
-				f.duplicates.Inc(ctx, 1)
-				continue
-			}
+		case DuplicateVerdict:
+			f.duplicates.Inc(ctx, 1)
+		case ConflictVerdict:
 			f.conflicts.Inc(ctx, 1)
 			conflict(model.Conflict{
 				Position:               e.Position,
 				EventID:                e.EventID,
-				FirstFingerprint:       prev.fingerprint,
+				FirstFingerprint:       v.First,
 				ConflictingFingerprint: e.Fingerprint,
 				Payload:                e.Payload,
 			})
-			continue
+		case CountVerdict:
+			f.arm(tp, st, f.Policy.WindowStart(e.EventTime))
+			f.counted.Inc(ctx, 1)
+			emit(e)
 		}
-		st.ids[e.EventID] = idEntry{eventTime: e.EventTime, fingerprint: e.Fingerprint}
-		f.arm(tp, st, start)
-		e.AfterEnd = st.known != model.NoWatermark && f.Policy.WindowEnd(start) <= st.known
-		f.counted.Inc(ctx, 1)
-		emit(e)
 	}
 	f.entries.Update(ctx, int64(len(st.ids)))
 	if err := f.State.Write(sp, st.encode()); err != nil {
@@ -254,13 +191,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 		st.known = max(st.known, f.Policy.CloseTime(start))
 	case tagExpire:
 		st.known = max(st.known, end+f.RetentionMs)
-		// Forget ids past their retention: their windows are closed, so a
-		// later copy is judged too late before dedup ever looks it up.
-		for id, e := range st.ids {
-			if e.eventTime+f.RetentionMs <= st.known {
-				delete(st.ids, id)
-			}
-		}
+		f.expired.Inc(ctx, int64(st.Expire(f.RetentionMs)))
 		delete(st.armed, start)
 	default:
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, model.Delta, func(string, model.Delta), error](&earlyTickFn{})
+	register.DoFn7x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, model.Delta, func(string, model.Delta), error](&earlyTickFn{})
 	register.Emitter2[string, model.Delta]()
 }
 
@@ -39,7 +39,7 @@ type earlyTickFn struct {
 	Refresh timers.ProcessingTime
 }
 
-func (f *earlyTickFn) ProcessElement(_ context.Context, sp state.Provider, tp timers.Provider, key string, _ model.Delta, _ func(string, model.Delta)) error {
+func (f *earlyTickFn) ProcessElement(_ context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, _ model.Delta, _ func(string, model.Delta)) error {
 	armed, _, err := f.Armed.Read(sp)
 	if err != nil {
 		return fmt.Errorf("early ticks: read state: %w", err)
@@ -47,15 +47,14 @@ func (f *earlyTickFn) ProcessElement(_ context.Context, sp state.Provider, tp ti
 	if armed {
 		return nil
 	}
-	start, _, err := ParseWindowKey(key)
-	if err != nil {
-		return err
-	}
-	// The tick holds this step's output watermark just below the window's
-	// close time: it never delays ON_TIME (unless lateness is zero), and a
-	// tick is always seen before FINAL.
-	hold := f.Policy.CloseTime(start) - 1
-	f.Refresh.Set(tp, time.Now().Add(f.Policy.Early), timers.WithOutputTimestamp(timeOf(hold)))
+	// The tick carries (and holds the watermark at) the timestamp of the
+	// data that armed it, as Beam does for processing-time timers: the
+	// revision step sees it before the watermark can pass that data, so an
+	// EARLY row is never overtaken by ON_TIME. The price is that ON_TIME
+	// waits for a pending tick, at most --early. (A later hold would not
+	// delay ON_TIME, but prism runs a stateful stage's element only once
+	// the watermark reaches its timestamp, so the tick would arrive late.)
+	f.Refresh.Set(tp, time.Now().Add(f.Policy.Early), timers.WithOutputTimestamp(ts.ToTime()))
 	return f.Armed.Write(sp, true)
 }
 

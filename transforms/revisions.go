@@ -172,6 +172,12 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 			f.emit(ctx, emit, r)
 		}
 	case tagFinal:
+		// The watermark passed window_end too: with zero lateness both timers
+		// are due together and may fire in either order, and ON_TIME must
+		// still come first, as its own revision.
+		if r, ok := w.OnTime(); ok {
+			f.emit(ctx, emit, r)
+		}
 		if r, ok := w.Close(); ok {
 			f.emit(ctx, emit, r)
 		}

@@ -103,9 +103,19 @@ func (b *Builder) Watermark() int64 { return b.watermark }
 
 // AdvanceProcessingTime moves processing time (EARLY firings) and the read
 // time of later records.
+//
+// Prism schedules a stateful stage of a TestStream pipeline only when its
+// input watermark moves (with a real source, self-checkpointing readers lift
+// that rule), so the watermark is then nudged by one millisecond: the early
+// ticks that the processing-time advance released get processed before the
+// next scenario step, as they would be in a streaming run.
 func (b *Builder) AdvanceProcessingTime(d time.Duration) *Builder {
 	b.cfg.AdvanceProcessingTime(d.Milliseconds())
 	b.now += d.Milliseconds()
+	b.watermark = max(b.watermark, int64(mtime.MinTimestamp)) + 1
+	if err := b.cfg.AdvanceWatermark(b.watermark); err != nil {
+		panic(err)
+	}
 	return b
 }
 

@@ -1,0 +1,111 @@
+package watermark
+
+import (
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+func ms(s string) int64 {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t.UnixMilli()
+}
+
+var policy = Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute}
+
+func TestPartitionBoundedDisorder(t *testing.T) {
+	now := ms("2026-11-04T12:00:00Z")
+	p := NewPartition(policy, now)
+	if w := p.Watermark(); w != model.NoWatermark {
+		t.Fatalf("watermark before any event = %d, want NoWatermark", w)
+	}
+	steps := []struct {
+		event      string
+		valid      bool
+		wantBefore int64
+		wantAfter  string
+	}{
+		{"2026-11-04T10:15:00Z", true, model.NoWatermark, "2026-11-04T10:05:00Z"},
+		// Disorder inside the bound: an older event does not move it.
+		{"2026-11-04T10:06:00Z", true, ms("2026-11-04T10:05:00Z"), "2026-11-04T10:05:00Z"},
+		// Exactly at the bound: equal to the watermark, still not moving it.
+		{"2026-11-04T10:05:00Z", true, ms("2026-11-04T10:05:00Z"), "2026-11-04T10:05:00Z"},
+		{"2026-11-04T10:20:00Z", true, ms("2026-11-04T10:05:00Z"), "2026-11-04T10:10:00Z"},
+		// A quarantined (e.g. future) timestamp never advances it.
+		{"2027-01-01T00:00:00Z", false, ms("2026-11-04T10:10:00Z"), "2026-11-04T10:10:00Z"},
+	}
+	for i, s := range steps {
+		before := p.Observe(ms(s.event), s.valid, now)
+		if before != s.wantBefore || p.Watermark() != ms(s.wantAfter) {
+			t.Errorf("step %d (%s): before=%d after=%s, want before=%d after=%s", i, s.event, before, model.FormatTime(p.Watermark()), s.wantBefore, s.wantAfter)
+		}
+	}
+}
+
+func TestIdlePartitionLeavesMinimumAndComesBack(t *testing.T) {
+	start := ms("2026-11-04T12:00:00Z")
+	tr := NewTracker(policy)
+	tr.Observe("fast", ms("2026-11-04T11:00:00Z"), true, start)
+	tr.Observe("slow", ms("2026-11-04T10:00:00Z"), true, start)
+	if w := tr.Watermark(start); w != ms("2026-11-04T09:50:00Z") {
+		t.Fatalf("pipeline watermark = %s, want the slow partition's 09:50", model.FormatTime(w))
+	}
+	// The fast partition keeps producing; the slow one goes quiet.
+	now := start + (5 * time.Minute).Milliseconds() - 1
+	tr.Observe("fast", ms("2026-11-04T11:05:00Z"), true, now)
+	if w := tr.Watermark(now); w != ms("2026-11-04T09:50:00Z") {
+		t.Fatalf("1 ms before the idle timeout the slow partition still holds: got %s", model.FormatTime(w))
+	}
+	now++
+	if !tr.Idle("slow", now) {
+		t.Fatal("slow partition not idle at the timeout")
+	}
+	if w := tr.Watermark(now); w != ms("2026-11-04T10:55:00Z") {
+		t.Fatalf("idle partition still holds the minimum: %s", model.FormatTime(w))
+	}
+	if tr.IdleTransitions != 1 {
+		t.Fatalf("idle transitions = %d, want 1", tr.IdleTransitions)
+	}
+	// It comes back with an old record: judged against its own watermark
+	// (rule (a)), and the pipeline watermark never goes back.
+	before := tr.Observe("slow", ms("2026-11-04T10:01:00Z"), true, now+1)
+	if before != ms("2026-11-04T09:50:00Z") {
+		t.Fatalf("returning record's partition watermark = %s, want 09:50", model.FormatTime(before))
+	}
+	if w := tr.Watermark(now + 1); w != ms("2026-11-04T10:55:00Z") {
+		t.Fatalf("pipeline watermark went back to %s", model.FormatTime(w))
+	}
+}
+
+func TestReportedAdvancesWhileIdleAndNeverDecreases(t *testing.T) {
+	start := ms("2026-11-04T12:00:00Z")
+	p := NewPartition(policy, start)
+	p.Observe(ms("2026-11-04T11:00:00Z"), true, start)
+	if r := p.Reported(start); r != ms("2026-11-04T10:50:00Z") {
+		t.Fatalf("reported while active = %s", model.FormatTime(r))
+	}
+	idleAt := start + policy.IdleTimeout.Milliseconds()
+	if r := p.Reported(idleAt); r != idleAt-policy.OutOfOrderBound.Milliseconds() {
+		t.Fatalf("reported while idle = %s, want now - bound", model.FormatTime(r))
+	}
+	p.Observe(ms("2026-11-04T11:01:00Z"), true, idleAt+1)
+	if r := p.Reported(idleAt + 1); r != idleAt-policy.OutOfOrderBound.Milliseconds() {
+		t.Fatalf("reported decreased to %s after the partition came back", model.FormatTime(r))
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	if err := (Policy{OutOfOrderBound: -time.Second, IdleTimeout: time.Minute}).Validate(); err == nil {
+		t.Error("negative bound accepted")
+	}
+	if err := (Policy{OutOfOrderBound: time.Second}).Validate(); err == nil {
+		t.Error("zero idle timeout accepted")
+	}
+	if err := policy.Validate(); err != nil {
+		t.Error(err)
+	}
+}
