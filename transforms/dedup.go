@@ -2,7 +2,10 @@ package transforms
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -72,7 +75,9 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		Policy:         o.Policy,
 		RetentionMs:    o.Retention,
 		StartWatermark: o.StartWatermark,
-		State:          state.MakeValueState[[]byte]("ids"),
+		CacheID:        newCacheID(),
+		Meta:           state.MakeValueState[[]byte]("meta"),
+		IDs:            state.MakeBagState[[]byte]("ids"),
 		Boundary:       timers.InEventTime("boundary"),
 	}, batches)
 }
@@ -82,11 +87,14 @@ type dedupFn struct {
 	RetentionMs    int64
 	StartWatermark int64
 
-	State    state.Value[[]byte]
+	// CacheID names this pipeline's entries in the process-wide shard cache.
+	CacheID  string
+	Meta     state.Value[[]byte]
+	IDs      state.Bag[[]byte]
 	Boundary timers.EventTime
 
-	counted, duplicates, conflicts, tooLate, expired beam.Counter
-	entries                                          beam.Distribution
+	counted, duplicates, conflicts, tooLate, expired, reloads beam.Counter
+	entries                                                   beam.Distribution
 }
 
 func (f *dedupFn) Setup() {
@@ -95,15 +103,48 @@ func (f *dedupFn) Setup() {
 	f.conflicts = beam.NewCounter(Namespace, "conflicts")
 	f.tooLate = beam.NewCounter(Namespace, "too_late")
 	f.expired = beam.NewCounter(Namespace, "dedup_expired")
+	f.reloads = beam.NewCounter(Namespace, "dedup_state_reloads")
 	f.entries = beam.NewDistribution(Namespace, "dedup_state_entries")
 }
 
-func (f *dedupFn) load(sp state.Provider) (*shardState, error) {
-	b, _, err := f.State.Read(sp)
+// load returns the shard's state, from the cache when its token matches the
+// stored one, else decoded from the bag. The cache entry is dropped while the
+// caller mutates the state: a failure half-way leaves no stale entry.
+func (f *dedupFn) load(sp state.Provider, shard int) (*shardState, error) {
+	b, _, err := f.Meta.Read(sp)
 	if err != nil {
-		return nil, fmt.Errorf("dedup: read state: %w", err)
+		return nil, fmt.Errorf("dedup: read meta: %w", err)
 	}
-	return decodeShard(b, f.StartWatermark)
+	m, err := decodeMeta(b, f.StartWatermark)
+	if err != nil {
+		return nil, err
+	}
+	key := cacheKey{pipeline: f.CacheID, shard: shard}
+	if c, ok := shardCache.LoadAndDelete(key); ok && m.token != 0 && c.(cachedShard).token == m.token {
+		st := c.(cachedShard).st
+		st.known = max(st.known, m.known)
+		return st, nil
+	}
+	f.reloads.Inc(context.Background(), 1)
+	st := newShardState(m)
+	if m.token == 0 {
+		return st, nil
+	}
+	blobs, _, err := f.IDs.Read(sp)
+	if err != nil {
+		return nil, fmt.Errorf("dedup: read ids: %w", err)
+	}
+	return st, decodeIDs(blobs, st.ids)
+}
+
+// save writes the meta with a fresh token and refreshes the cache.
+func (f *dedupFn) save(sp state.Provider, shard int, st *shardState) error {
+	token := mrand.Uint64() | 1
+	if err := f.Meta.Write(sp, encodeMeta(token, st)); err != nil {
+		return fmt.Errorf("dedup: write meta: %w", err)
+	}
+	shardCache.Store(cacheKey{pipeline: f.CacheID, shard: shard}, cachedShard{token: token, st: st})
+	return nil
 }
 
 // Timer tags: one timer per window and kind, named by the window start.
@@ -135,12 +176,13 @@ func (f *dedupFn) arm(tp timers.Provider, st *shardState, start int64) {
 	}
 }
 
-func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, _ int, batch model.EventBatch,
+func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
-	st, err := f.load(sp)
+	st, err := f.load(sp, shard)
 	if err != nil {
 		return err
 	}
+	var added idBlob
 	for _, e := range batch.Events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
 		case TooLateVerdict:
@@ -158,19 +200,17 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 				Payload:                e.Payload,
 			})
 		case CountVerdict:
+			added.add(e.EventID, st.ids[e.EventID])
 			f.arm(tp, st, f.Policy.WindowStart(e.EventTime))
 			f.counted.Inc(ctx, 1)
 			emit(e)
 		}
 	}
 	f.entries.Update(ctx, int64(len(st.ids)))
-	if err := f.State.Write(sp, st.encode()); err != nil {
-		return fmt.Errorf("dedup: write state: %w", err)
-	}
-	return nil
+	return f.save(sp, shard, st)
 }
 
-func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, _ int, t timers.Context,
+func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, shard int, t timers.Context,
 	_ func(model.Event), _ func(model.Conflict), _ func(model.TooLate)) error {
 	if len(t.Tag) < 2 {
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
@@ -179,7 +219,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 	if err != nil {
 		return fmt.Errorf("dedup: timer tag %q: %w", t.Tag, err)
 	}
-	st, err := f.load(sp)
+	st, err := f.load(sp, shard)
 	if err != nil {
 		return err
 	}
@@ -191,14 +231,28 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 		st.known = max(st.known, f.Policy.CloseTime(start))
 	case tagExpire:
 		st.known = max(st.known, end+f.RetentionMs)
-		f.expired.Inc(ctx, int64(st.Expire(f.RetentionMs)))
+		if n := st.Expire(f.RetentionMs); n > 0 {
+			f.expired.Inc(ctx, int64(n))
+			// Compact the bag: rewrite what is left as one blob.
+			if err := f.IDs.Clear(sp); err != nil {
+				return fmt.Errorf("dedup: clear ids: %w", err)
+			}
+			if len(st.ids) > 0 {
+				if err := f.IDs.Add(sp, st.encodeIDs()); err != nil {
+					return fmt.Errorf("dedup: rewrite ids: %w", err)
+				}
+			}
+		}
 		delete(st.armed, start)
 	default:
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
 	f.entries.Update(ctx, int64(len(st.ids)))
-	if err := f.State.Write(sp, st.encode()); err != nil {
-		return fmt.Errorf("dedup: write state: %w", err)
-	}
-	return nil
+	return f.save(sp, shard, st)
+}
+
+func newCacheID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

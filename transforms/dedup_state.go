@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
@@ -81,40 +82,104 @@ func (st *shardState) Expire(retentionMs int64) int {
 	return n
 }
 
-func decodeShard(b []byte, start int64) (*shardState, error) {
-	st := &shardState{known: start, armed: map[int64]bool{}, ids: map[string]idEntry{}}
-	if len(b) == 0 {
-		return st, nil
-	}
-	r := coders.Reader{B: b}
-	st.known = max(r.Varint(), start)
-	na := r.Uvarint()
-	for i := uint64(0); i < na && r.Err == nil; i++ {
-		st.armed[r.Varint()] = true
-	}
-	n := r.Uvarint()
-	for i := uint64(0); i < n && r.Err == nil; i++ {
-		id := r.String()
-		st.ids[id] = idEntry{eventTime: r.Varint(), fingerprint: r.Fixed64()}
-	}
-	if r.Err != nil {
-		return nil, fmt.Errorf("dedup: decode shard state: %w", r.Err)
-	}
-	return st, nil
+// The shard is stored in two parts so that a batch costs a few State API
+// calls whatever the shard holds (the Go SDK makes a round trip per access):
+//
+//   - meta, one small value: a token that changes on every write, the known
+//     watermark, and the armed windows;
+//   - ids, a bag of blobs, each holding the ids one batch added; a batch
+//     appends without reading (a blind write), and expiry rewrites it whole.
+//
+// A process-wide cache keeps the decoded ids between bundles, keyed by the
+// shard and checked against the token, so it is only trusted when nothing
+// else wrote the shard since (a retried bundle, a key that moved to another
+// worker, a restore from a checkpoint all change or roll back the token).
+
+type shardMeta struct {
+	token uint64
+	known int64
+	armed map[int64]bool
 }
 
-func (st *shardState) encode() []byte {
-	w := coders.Writer{B: make([]byte, 0, 16+len(st.ids)*40)}
+func decodeMeta(b []byte, start int64) (shardMeta, error) {
+	m := shardMeta{known: start, armed: map[int64]bool{}}
+	if len(b) == 0 {
+		return m, nil
+	}
+	r := coders.Reader{B: b}
+	m.token = r.Fixed64()
+	m.known = max(r.Varint(), start)
+	n := r.Uvarint()
+	for i := uint64(0); i < n && r.Err == nil; i++ {
+		m.armed[r.Varint()] = true
+	}
+	if r.Err != nil {
+		return shardMeta{}, fmt.Errorf("dedup: decode shard meta: %w", r.Err)
+	}
+	return m, nil
+}
+
+func encodeMeta(token uint64, st *shardState) []byte {
+	w := coders.Writer{B: make([]byte, 0, 20+8*len(st.armed))}
+	w.Fixed64(token)
 	w.Varint(st.known)
 	w.Uvarint(uint64(len(st.armed)))
 	for start := range st.armed {
 		w.Varint(start)
 	}
-	w.Uvarint(uint64(len(st.ids)))
-	for id, e := range st.ids {
-		w.String(id)
-		w.Varint(e.eventTime)
-		w.Fixed64(e.fingerprint)
-	}
 	return w.B
+}
+
+// idBlob accumulates ids for one bag entry.
+type idBlob struct{ w coders.Writer }
+
+func (b *idBlob) add(id string, e idEntry) {
+	b.w.String(id)
+	b.w.Varint(e.eventTime)
+	b.w.Fixed64(e.fingerprint)
+}
+
+func (b *idBlob) empty() bool { return len(b.w.B) == 0 }
+
+// decodeIDs loads every bag entry into ids; later entries win (they cannot
+// disagree: an id is added once).
+func decodeIDs(blobs [][]byte, ids map[string]idEntry) error {
+	for _, blob := range blobs {
+		r := coders.Reader{B: blob}
+		for len(r.B) > 0 && r.Err == nil {
+			id := r.String()
+			ids[id] = idEntry{eventTime: r.Varint(), fingerprint: r.Fixed64()}
+		}
+		if r.Err != nil {
+			return fmt.Errorf("dedup: decode shard ids: %w", r.Err)
+		}
+	}
+	return nil
+}
+
+// encodeIDs writes every id as one blob (expiry's compaction).
+func (st *shardState) encodeIDs() []byte {
+	var b idBlob
+	b.w.B = make([]byte, 0, len(st.ids)*40)
+	for id, e := range st.ids {
+		b.add(id, e)
+	}
+	return b.w.B
+}
+
+func newShardState(m shardMeta) *shardState {
+	return &shardState{known: m.known, armed: m.armed, ids: map[string]idEntry{}}
+}
+
+// shardCache is the process-wide cache of decoded shards.
+var shardCache sync.Map // cacheKey -> cachedShard
+
+type cacheKey struct {
+	pipeline string // distinguishes pipelines (and tests) in one process
+	shard    int
+}
+
+type cachedShard struct {
+	token uint64
+	st    *shardState
 }

@@ -1,6 +1,8 @@
 package transforms
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -18,10 +20,7 @@ func at(s string) int64 {
 
 func TestJudgeOrderAndVerdicts(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
-	st, err := decodeShard(nil, model.NoWatermark)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := fresh()
 	ev := func(id, ts string, fp uint64) *model.Event {
 		return &model.Event{EventID: id, EventTime: at(ts), Fingerprint: fp}
 	}
@@ -50,7 +49,7 @@ func TestJudgeOrderAndVerdicts(t *testing.T) {
 
 func TestExpireAndStateRoundTrip(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
-	st, _ := decodeShard(nil, model.NoWatermark)
+	st := fresh()
 	for _, e := range []*model.Event{
 		{EventID: "old", EventTime: at("2026-11-04T10:15:00Z"), Fingerprint: 1},
 		{EventID: "new", EventTime: at("2026-11-04T12:15:00Z"), Fingerprint: 2},
@@ -67,15 +66,21 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	if n := st.Expire(retention); n != 1 {
 		t.Fatalf("expired %d ids at retention end, want 1", n)
 	}
-	back, err := decodeShard(st.encode(), model.NoWatermark)
+	m, err := decodeMeta(encodeMeta(42, st), model.NoWatermark)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.known != st.known || len(back.ids) != 1 || back.ids["new"] != st.ids["new"] || !back.armed[at("2026-11-04T10:00:00Z")] {
+	back := newShardState(m)
+	var extra idBlob
+	extra.add("late-added", idEntry{eventTime: 7, fingerprint: 9})
+	if err := decodeIDs([][]byte{st.encodeIDs(), extra.w.B}, back.ids); err != nil {
+		t.Fatal(err)
+	}
+	if m.token != 42 || back.known != st.known || len(back.ids) != 2 || back.ids["new"] != st.ids["new"] || !back.armed[at("2026-11-04T10:00:00Z")] {
 		t.Fatalf("round trip lost state: %+v vs %+v", back, st)
 	}
 	// A restart seed never lowers what the shard knows.
-	if seeded, _ := decodeShard(st.encode(), at("2026-11-06T00:00:00Z")); seeded.known != at("2026-11-06T00:00:00Z") {
+	if seeded, _ := decodeMeta(encodeMeta(1, st), at("2026-11-06T00:00:00Z")); seeded.known != at("2026-11-06T00:00:00Z") {
 		t.Fatalf("seed not applied: %d", seeded.known)
 	}
 }
@@ -89,5 +94,36 @@ func TestDedupOptionsRefuseShortRetention(t *testing.T) {
 	o.Retention = (25 * time.Hour).Milliseconds()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func fresh() *shardState {
+	return newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}})
+}
+
+// BenchmarkStateBytesPerID measures what one remembered event_id costs: in
+// the runner's state (encoded blob bytes) and in the SDK's decoded map.
+func BenchmarkStateBytesPerID(b *testing.B) {
+	const n = 100_000
+	st := fresh()
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
+	base := at("2026-11-04T10:00:00Z")
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	for i := 0; i < n; i++ {
+		e := model.Event{EventID: fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", i, i%65536, i%4096, i%4096, i), EventTime: base + int64(i)*36, Fingerprint: uint64(i) * 0x9e3779b97f4a7c15}
+		st.Judge(&e, p)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	blob := st.encodeIDs()
+	b.ReportMetric(float64(len(blob))/n, "state-bytes/id")
+	b.ReportMetric(float64(ms1.HeapAlloc-ms0.HeapAlloc)/n, "heap-bytes/id")
+	for i := 0; i < b.N; i++ {
+		ids := map[string]idEntry{}
+		if err := decodeIDs([][]byte{blob}, ids); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
