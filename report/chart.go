@@ -1,0 +1,327 @@
+package report
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// The charts are drawn here as geometry (positions and labels, all
+// strings) and rendered by the HTML template, so that every label coming
+// from the data is escaped by html/template like the rest of the page.
+// Colours live in the page's style sheet, keyed by class.
+
+// frame is a chart's canvas and plot area, in SVG user units.
+type frame struct {
+	Width, Height            float64
+	Left, Top, Right, Bottom float64 // plot area edges
+}
+
+func (f frame) PlotW() float64 { return f.Right - f.Left }
+func (f frame) PlotH() float64 { return f.Bottom - f.Top }
+
+// Coordinates are rendered with one decimal: sub-pixel precision is
+// invisible and would only make the file bigger.
+func num(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+
+type tick struct {
+	Pos   string // x or y of the tick
+	Label string
+}
+
+type dot struct{ X, Y string }
+
+// traceChart is one partition's event times (dots) and watermark (line)
+// over the record index.
+type traceChart struct {
+	frame
+	XTicks, YTicks []tick
+	Dots, Behind   []dot
+	// Line is the watermark polyline's points attribute.
+	Line string
+}
+
+func newTraceChart(tr PartitionTrace) *traceChart {
+	c := &traceChart{frame: frame{Width: 560, Height: 236, Left: 92, Top: 26, Right: 548, Bottom: 202}}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, p := range tr.Points {
+		lo, hi = min(lo, p.EventTime), max(hi, p.EventTime)
+		if p.Watermark != model.NoWatermark {
+			lo, hi = min(lo, p.Watermark), max(hi, p.Watermark)
+		}
+	}
+	if hi == lo {
+		lo, hi = lo-time.Minute.Milliseconds(), hi+time.Minute.Milliseconds()
+	}
+	pad := (hi - lo) / 25
+	lo, hi = lo-pad, hi+pad
+	records := max(tr.Read, 1)
+	x := func(rec int) float64 { return c.Left + c.PlotW()*float64(rec)/float64(records) }
+	y := func(ms int64) float64 { return c.Bottom - c.PlotH()*float64(ms-lo)/float64(hi-lo) }
+
+	for _, v := range niceInts(records, 5) {
+		c.XTicks = append(c.XTicks, tick{num(x(v)), fmtCount(int64(v))})
+	}
+	c.YTicks = timeTicks(lo, hi, 5, func(ms int64) string { return num(y(ms)) })
+
+	var line strings.Builder
+	for _, p := range tr.Points {
+		d := dot{num(x(p.Record)), num(y(p.EventTime))}
+		if p.Behind() {
+			c.Behind = append(c.Behind, d)
+		} else {
+			c.Dots = append(c.Dots, d)
+		}
+		if p.Watermark != model.NoWatermark {
+			if line.Len() > 0 {
+				line.WriteByte(' ')
+			}
+			line.WriteString(num(x(p.Record)) + "," + num(y(p.Watermark)))
+		}
+	}
+	// The watermark holds after the last record: extend it to the edge.
+	if tr.Watermark != model.NoWatermark && line.Len() > 0 {
+		line.WriteString(" " + num(x(records)) + "," + num(y(tr.Watermark)))
+	}
+	c.Line = line.String()
+	return c
+}
+
+// niceInts returns round values from 0 to top, at most about n+1 of them,
+// 1, 2 or 5 times a power of ten apart.
+func niceInts(top, n int) []int {
+	step := niceStep(top, n)
+	var out []int
+	for v := 0; v <= top; v += step {
+		out = append(out, v)
+	}
+	return out
+}
+
+func niceStep(top, n int) int {
+	for p := 1; ; p *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			if top/(m*p) <= n {
+				return m * p
+			}
+		}
+	}
+}
+
+// timeSteps are the tick spacings an event-time axis may use.
+var timeSteps = []time.Duration{
+	time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second,
+	time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
+	time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour,
+	24 * time.Hour, 2 * 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour,
+	365 * 24 * time.Hour,
+}
+
+// timeTicks places at most about n ticks on UTC-aligned round instants in
+// [lo, hi] (epoch multiples of the step are UTC-aligned: the epoch is a UTC
+// midnight).
+func timeTicks(lo, hi int64, n int, pos func(int64) string) []tick {
+	step := timeSteps[len(timeSteps)-1].Milliseconds()
+	for _, s := range timeSteps {
+		if (hi-lo)/s.Milliseconds() <= int64(n) {
+			step = s.Milliseconds()
+			break
+		}
+	}
+	layout := "Jan 02 15:04"
+	switch {
+	case step >= 24*time.Hour.Milliseconds():
+		layout = "2006-01-02"
+	case step < time.Minute.Milliseconds():
+		layout = "Jan 02 15:04:05"
+	}
+	var out []tick
+	first := lo - mod(lo, step)
+	if first < lo {
+		first += step
+	}
+	for t := first; t <= hi; t += step {
+		out = append(out, tick{pos(t), time.UnixMilli(t).UTC().Format(layout)})
+	}
+	return out
+}
+
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// histChart is the arrival delay histogram on a logarithmic count axis, so
+// the rare long delays, which are the interesting ones, stay visible next
+// to the bulk of in-order events.
+type histChart struct {
+	frame
+	Bars    []bar
+	YTicks  []tick
+	Markers []marker
+}
+
+type bar struct {
+	X, Y, W, H  string
+	CX, LabelY  string // centre and the count label's baseline
+	Name, Count string
+	Share       string
+}
+
+type marker struct {
+	X, Top, Bottom string
+	LabelY, Label  string
+	// Anchor and DX put the label left of the line near the right edge,
+	// where it would otherwise be cut off.
+	Anchor, DX string
+}
+
+func newHistChart(h Histogram) *histChart {
+	c := &histChart{frame: frame{Width: 1120, Height: 300, Left: 110, Top: 70, Right: 1104, Bottom: 262}}
+	var top int64 = 1
+	for _, b := range h.Buckets {
+		top = max(top, b.Count)
+	}
+	decades := math.Ceil(math.Log10(float64(top + 1)))
+	y := func(v int64) float64 { return c.Bottom - c.PlotH()*math.Log10(float64(v+1))/decades }
+	for p := int64(1); float64(p) <= math.Pow(10, decades); p *= 10 {
+		c.YTicks = append(c.YTicks, tick{num(y(p)), fmtCount(p)})
+	}
+	total := h.Total()
+	slot := c.PlotW() / float64(max(len(h.Buckets), 1))
+	lower := int64(0)
+	for i, b := range h.Buckets {
+		x0 := c.Left + slot*float64(i)
+		top := y(b.Count)
+		c.Bars = append(c.Bars, bar{
+			X: num(x0 + slot*0.12), W: num(slot * 0.76),
+			Y: num(top), H: num(c.Bottom - top),
+			CX: num(x0 + slot/2), LabelY: num(top - 6),
+			Name: bucketLabel(lower, b.Upper), Count: fmtCount(b.Count), Share: share(b.Count, total),
+		})
+		if b.Count == 0 {
+			c.Bars[len(c.Bars)-1].Share = "" // "0", not "0 · 0.0%"
+		}
+		lower = b.Upper
+	}
+	if total == 0 {
+		return c
+	}
+	// Each percentile sits in its bucket, linearly within the bucket's
+	// bounds, and its label on its own row so that close ones do not collide.
+	for row, p := range []struct {
+		name string
+		v    int64
+	}{{"p50", h.P50}, {"p95", h.P95}, {"p99", h.P99}} {
+		x := c.Left
+		lower := int64(0)
+		for i, b := range h.Buckets {
+			if p.v < b.Upper || i == len(h.Buckets)-1 {
+				frac := 0.5
+				if b.Upper != Unbounded {
+					frac = float64(p.v-lower) / float64(b.Upper-lower)
+				}
+				x = c.Left + slot*(float64(i)+0.12+0.76*frac)
+				break
+			}
+			lower = b.Upper
+		}
+		labelY := c.Top - 50 + float64(row)*17
+		m := marker{
+			X: num(x), Top: num(labelY + 4), Bottom: num(c.Bottom),
+			LabelY: num(labelY), Label: p.name + " " + fmtDelay(p.v),
+			Anchor: "start", DX: "4",
+		}
+		if x > c.Right-120 {
+			m.Anchor, m.DX = "end", "-4"
+		}
+		c.Markers = append(c.Markers, m)
+	}
+	return c
+}
+
+// revenueChart shows the latest revenue of each window shown, coloured by
+// its latest state: the shape of the day at a glance.
+type revenueChart struct {
+	frame
+	Bars   []revenueBar
+	XTicks []tick
+	YTicks []tick
+	Zero   string
+}
+
+type revenueBar struct {
+	X, Y, W, H string
+	Class      string
+	Title      string
+}
+
+func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
+	if len(hs) == 0 {
+		return nil
+	}
+	c := &revenueChart{frame: frame{Width: 1120, Height: 210, Left: 110, Top: 26, Right: 1104, Bottom: 182}}
+	var lo, hi int64
+	for _, h := range hs {
+		last := h.Revisions[len(h.Revisions)-1]
+		lo, hi = min(lo, last.RevenueMicros), max(hi, last.RevenueMicros)
+	}
+	if hi == lo {
+		hi = lo + 1_000_000
+	}
+	y := func(v int64) float64 { return c.Bottom - c.PlotH()*float64(v-lo)/float64(hi-lo) }
+	for _, v := range niceMoney(lo, hi, 4) {
+		c.YTicks = append(c.YTicks, tick{num(y(v)), fmtCount(v / 1_000_000)})
+	}
+	c.Zero = num(y(0))
+	slot := c.PlotW() / float64(len(hs))
+	every := max(1, int(math.Ceil(float64(len(hs))/16)))
+	for i, h := range hs {
+		last := h.Revisions[len(h.Revisions)-1]
+		x0 := c.Left + slot*float64(i)
+		y0, y1 := y(0), y(last.RevenueMicros)
+		// A few windows must not make slabs: bars stay at most 36 wide.
+		w := min(max(slot*0.8, 1), 36)
+		c.Bars = append(c.Bars, revenueBar{
+			X: num(x0 + (slot-w)/2), W: num(w),
+			Y: num(min(y0, y1)), H: num(math.Abs(y0 - y1)),
+			Class: stateClass(last.State),
+			Title: ws[i].Window + " " + ws[i].Dims + ": " + model.FormatMicros(last.RevenueMicros) + " " + last.State.String(),
+		})
+		if i%every == 0 {
+			t := time.UnixMilli(h.WindowStart).UTC()
+			label := t.Format("15:04")
+			if i == 0 || t.Hour() == 0 && t.Minute() == 0 {
+				label = t.Format("Jan 02 15:04")
+			}
+			c.XTicks = append(c.XTicks, tick{num(x0 + slot/2), label})
+		}
+	}
+	return c
+}
+
+// niceMoney returns round amounts (micros) from lo to hi, about n of them.
+func niceMoney(lo, hi int64, n int64) []int64 {
+	span := float64(hi-lo) / 1e6
+	step := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(m*step) <= float64(n) {
+			step *= m
+			break
+		}
+	}
+	stepMicros := int64(math.Max(step, 1) * 1e6)
+	var out []int64
+	for v := lo - mod(lo, stepMicros); v <= hi; v += stepMicros {
+		if v >= lo {
+			out = append(out, v)
+		}
+	}
+	return out
+}

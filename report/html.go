@@ -1,0 +1,47 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+)
+
+//go:embed report.html.tmpl
+var htmlSource string
+
+// htmlTemplate is parsed once; html/template escapes every value by its
+// context (text, attribute, SVG title), so data never becomes markup.
+var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"count": fmtCount,
+	"int64": func(v int) int64 { return int64(v) },
+	// plus and minus offset a coordinate: {{.Bottom | plus 16}}.
+	"plus":  func(d, v float64) string { return num(v + d) },
+	"minus": func(d, v float64) string { return num(v - d) },
+}).Parse(htmlSource))
+
+// htmlPage is what the template renders: the shared view plus the charts,
+// which only the HTML form draws.
+type htmlPage struct {
+	view
+	Delay   *histChart
+	Revenue *revenueChart
+}
+
+// MaxPoints and LatestWindows let the page state the caps it applies.
+func (htmlPage) MaxPoints() int     { return MaxTracePoints }
+func (htmlPage) LatestWindows() int { return LatestWindows }
+
+func writeHTML(w io.Writer, r Run) error {
+	v := newView(r)
+	p := htmlPage{view: v}
+	if v.DelayTotal > 0 {
+		p.Delay = newHistChart(r.Delays)
+	}
+	shown, _ := selectWindows(r.Windows)
+	p.Revenue = newRevenueChart(v.Windows, shown)
+	if err := htmlTemplate.Execute(w, p); err != nil {
+		return fmt.Errorf("render html: %w", err)
+	}
+	return nil
+}

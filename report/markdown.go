@@ -1,0 +1,197 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+func writeMarkdown(w io.Writer, r Run) error {
+	v := newView(r)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s\n\n", mdText(v.Title))
+	var meta []string
+	if v.Started != "" {
+		meta = append(meta, "started "+v.Started)
+	}
+	if v.Finished != "" {
+		meta = append(meta, "finished "+v.Finished)
+	}
+	if v.Duration != "" {
+		meta = append(meta, "took "+v.Duration)
+	}
+	if len(meta) > 0 {
+		b.WriteString(strings.Join(meta, " · ") + "\n\n")
+	}
+	if len(v.Settings) > 0 {
+		b.WriteString("| setting | value |\n|---|---|\n")
+		for _, s := range v.Settings {
+			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(s.Name), mdCell(s.Value))
+		}
+		b.WriteString("\n")
+	}
+
+	c := v.Conservation
+	b.WriteString("## Conservation\n\n")
+	b.WriteString("| figure | records | share |\n|---|---:|---:|\n")
+	for _, t := range c.Terms {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Name, fmtCount(t.Value), t.Share)
+	}
+	fmt.Fprintf(&b, "| **sum** | **%s** | |\n", fmtCount(c.Sum))
+	fmt.Fprintf(&b, "| **read** | **%s** | %s |\n", fmtCount(c.Read), mark(c.Holds))
+	if c.AfterFinal != 0 {
+		fmt.Fprintf(&b, "| data after FINAL (must be 0) | %s | ✗ |\n", fmtCount(c.AfterFinal))
+	}
+	terms := make([]string, len(c.Terms))
+	for i, t := range c.Terms {
+		terms[i] = fmt.Sprintf("%s %d", t.Name, t.Value)
+	}
+	eq := "="
+	if c.Read != c.Sum {
+		eq = "≠"
+	}
+	fmt.Fprintf(&b, "\nread %d %s %s: %s", c.Read, eq, strings.Join(terms, " + "), mark(c.Holds))
+	if !c.Holds {
+		fmt.Fprintf(&b, " %s", mdText(c.Problem))
+	}
+	b.WriteString("\n\n| quarantine reason | records |\n|---|---:|\n")
+	for _, q := range v.Reasons {
+		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(q.Reason), fmtCount(q.Count))
+	}
+	b.WriteString("\n| rows emitted by state | rows |\n|---|---:|\n")
+	for _, s := range v.RowsByState {
+		fmt.Fprintf(&b, "| %s | %s |\n", s.State, fmtCount(s.Count))
+	}
+	fmt.Fprintf(&b, "\nThe sink's audit tables (all runs) hold too_late_events %d, conflict_events %d, quarantined_events %d.\n",
+		r.TooLate, r.Conflicts, r.Quarantined)
+
+	if len(v.Partitions) > 0 {
+		b.WriteString("\n## Watermark vs event time, per partition\n\n")
+		b.WriteString("Partition watermark = largest valid event time seen - out-of-order bound. " +
+			"\"Behind\" counts valid events whose event time lay below the watermark just before them.\n\n")
+		b.WriteString("| partition | records | valid | behind the watermark | final watermark |\n|---|---:|---:|---:|---|\n")
+		for _, p := range v.Partitions {
+			behind := fmtCount(int64(p.Trace.Behind))
+			if p.BehindPct != "" {
+				behind += " (" + p.BehindPct + ")"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(p.Trace.Partition),
+				fmtCount(int64(p.Trace.Read)), fmtCount(int64(p.Trace.Valid)), behind, p.Watermark)
+		}
+	}
+
+	if len(v.Delays) > 0 {
+		b.WriteString("\n## Arrival delay\n\n")
+		b.WriteString("How far behind the largest event time its partition had already shown each valid event arrived " +
+			"(event-time lateness; for a replayed history the wall-clock delay would only say when the replay ran).\n\n")
+		b.WriteString("| delay | events | share | |\n|---|---:|---:|---|\n")
+		var top int64
+		for _, d := range v.Delays {
+			top = max(top, d.Count)
+		}
+		for _, d := range v.Delays {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.Label, fmtCount(d.Count), d.Share, textBar(d.Count, top, 30))
+		}
+		if len(v.Percentile) > 0 {
+			parts := make([]string, len(v.Percentile))
+			for i, p := range v.Percentile {
+				parts[i] = p.Name + " " + p.Value
+			}
+			fmt.Fprintf(&b, "\n%s events: %s\n", fmtCount(v.DelayTotal), strings.Join(parts, ", "))
+		}
+	}
+
+	b.WriteString("\n## Revisions per window\n\n")
+	if v.WindowsOmitted > 0 {
+		fmt.Fprintf(&b, "Showing %d of %d keys: the latest %d and older ones with LATE revisions; %d omitted (the sink's changelog has them all).\n\n",
+			len(v.Windows), v.WindowsTotal, LatestWindows, v.WindowsOmitted)
+	}
+	if len(v.Windows) == 0 {
+		b.WriteString("No revisions.\n")
+	} else {
+		b.WriteString("| window (UTC) | dims | revisions |\n|---|---|---|\n")
+		for _, w := range v.Windows {
+			revs := make([]string, len(w.Revisions))
+			for i, r := range w.Revisions {
+				if r.Gap > 0 {
+					revs[i] = fmt.Sprintf("… %d more …", r.Gap)
+					continue
+				}
+				revs[i] = fmt.Sprintf("r%d %s %s (%d)", r.Revision, r.State, r.Revenue, r.Count)
+				if r.Writer != "" {
+					revs[i] += " " + r.Writer
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", w.Window, mdCell("`"+w.Dims+"`"), mdCell(strings.Join(revs, " → ")))
+		}
+	}
+
+	if rc := v.Reconcile; rc != nil {
+		b.WriteString("\n## Reconcile\n\n")
+		fmt.Fprintf(&b, "Run %s", mdText(rc.RunID))
+		if rc.Checked > 0 {
+			fmt.Fprintf(&b, " compared %d keys", rc.Checked)
+		}
+		if rc.Tolerance != "" {
+			fmt.Fprintf(&b, " with tolerance %s", mdText(rc.Tolerance))
+		}
+		fmt.Fprintf(&b, ": %d differ", len(rc.Diffs))
+		if rc.Applied {
+			b.WriteString(", corrections applied")
+		}
+		b.WriteString(".\n")
+		if len(rc.Diffs) > 0 {
+			b.WriteString("\n| run | window | dims | streamed | recomputed | delta | count streamed → recomputed | classification | applied |\n")
+			b.WriteString("|---|---|---|---:|---:|---:|---:|---|---|\n")
+			for _, d := range rc.Diffs {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d → %d | %s | %s |\n",
+					mdCell(d.RunID), d.Window, mdCell("`"+d.Dims+"`"), d.Streamed, d.Recomputed, d.Delta,
+					d.StreamedCount, d.RecomputedCount, mdCell(d.Classification), d.Applied)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
+}
+
+// textBar draws a proportional bar for a Markdown table.
+func textBar(v, top int64, width int) string {
+	if top == 0 || v == 0 {
+		return ""
+	}
+	n := max(1, int(int64(width)*v/top))
+	return strings.Repeat("█", n)
+}
+
+// mdText neutralises what would turn data into Markdown or HTML markup (a
+// Markdown renderer passes inline HTML through). "_" is left alone: inside a
+// word (too_late, ON_TIME) it never starts emphasis.
+var mdReplacer = strings.NewReplacer(
+	"\\", "\\\\", "`", "\\`", "*", "\\*", "[", "\\[", "]", "\\]",
+	"<", "&lt;", ">", "&gt;", "&", "&amp;", "|", "\\|",
+	"\r\n", " ", "\n", " ", "\r", " ",
+)
+
+func mdText(s string) string { return mdReplacer.Replace(s) }
+
+// mdCell escapes a table cell. Code spans (dims) keep their backticks but
+// may hold neither a pipe nor a newline, which would break the table.
+var mdCodeReplacer = strings.NewReplacer("|", "\\|", "\r\n", " ", "\n", " ", "\r", " ")
+
+func mdCell(s string) string {
+	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' && !strings.Contains(s[1:len(s)-1], "`") {
+		return mdCodeReplacer.Replace(s)
+	}
+	if len(s) >= 2 && s[0] == '`' && s[len(s)-1] == '`' {
+		// A backtick inside: fall back to escaped text.
+		return mdText(s[1 : len(s)-1])
+	}
+	return mdText(s)
+}
