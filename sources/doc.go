@@ -1,0 +1,111 @@
+// Package sources reads raw input into the pipeline: [ReadFolder] reads a
+// raw-log folder (SPEC §6 "Files") as a PCollection of model.Record, once
+// (replay) or following it for new files (--follow).
+//
+// # Shape
+//
+// Impulse → one element per partition → a splittable DoFn with exactly one
+// restriction per partition, never split further: a partition is a sequence
+// (arrival order), and its watermark and its rule-(a) verdicts only mean
+// something if one reader reads it in order.
+//
+// The partitions are listed when the pipeline is constructed
+// ([rawlog.ListPartitions]) and are fixed from then on: a subfolder (or a
+// first file directly in the folder) that appears later is not read by this
+// job. Create the partition folders before starting a follower.
+//
+// The restriction is the partition's whole reading state, so a checkpoint
+// resumes exactly: the file being read, its byte offset and line number
+// ([rawlog.Mark]), which files are already read, and the partition's
+// watermark-policy state (largest valid event time, last activity, idleness,
+// the watermark last reported). The reader re-derives a [rawlog.Stamper] from
+// it on every call, so every record gets the same WatermarkBefore however
+// the runner bundles or checkpoints the partition.
+//
+// # Records and timestamps
+//
+// Each record carries Partition, Position, Line (a prefix and Oversized for
+// a line longer than --max-line), ReadAt (processing time) and
+// WatermarkBefore (the partition watermark just before it, from the
+// Stamper). Its element timestamp is WatermarkBefore (or the minimum
+// timestamp before the first valid event), never its event time: a record
+// is late in the runner's eyes exactly when rule (a) of the too-late gate
+// says its partition had already passed it, and the timestamp holds the
+// downstream watermark until the record is counted (see transforms/dedup.go).
+//
+// # Watermark
+//
+// Each restriction has its own watermark estimator whose value is the
+// partition's reported watermark ([watermark.Partition.Reported]): the
+// event-time watermark (largest valid event time - bound) while the
+// partition is active; once it produced nothing for --idle-timeout
+// (processing time) it advances with now - bound so it leaves the pipeline
+// minimum. Active→idle and idle→active transitions are logged, and counted
+// (active→idle, like [watermark.Tracker.IdleTransitions]) in the counter
+// revenue/idle_transitions_<partition>; the gauge
+// revenue/watermark_lag_ms_<partition> is processing time minus the reported
+// watermark.
+//
+// A runner only reads an estimator when ProcessElement returns, so a call
+// reads at most MaxPerCall records or about 200 ms worth and then checkpoints
+// (ResumeProcessingIn(0)): the watermark advances during a replay rather
+// than jumping from the start to the end of time.
+//
+// Prism (v2.77.0) keeps one estimated output watermark per stage and
+// overwrites it with the minimum over the residuals of the last bundle only.
+// When partitions end up in different bundles (different resume delays, or
+// a split of the bundle's element list), a bundle holding only a fast
+// partition would move the stage watermark past a slow partition. So every
+// estimator reports min(own, every other partition of the same source in
+// this process): a process-wide board that each call updates. On a runner
+// that computes the minimum itself this only lowers an estimate to what the
+// runner computes anyway; entries not refreshed for a while (a partition
+// processed on another worker) stop counting, so they cannot hold the
+// watermark forever.
+//
+// # Replay and follow
+//
+// Replay (Follow false) reads what is there and ends: at the end of a
+// partition the restriction is finished, the runner moves that partition's
+// watermark to the end of time, and once every partition is finished every
+// window gets its ON_TIME and FINAL rows. A last line without a newline is
+// not read (SPEC §6), and is logged.
+//
+// Follow re-lists the partition's files when it runs out of data and polls
+// every PollInterval. Files are read in lexical order, each once it appears,
+// and are immutable from then on; a file whose last line has no newline yet
+// is waited on (and the line read once it gets one) while it is the
+// partition's newest file. Once a later file exists, the reader reads the
+// file to its end one more time and moves on; a line still unterminated then
+// is logged and not read, as reconcile does not read it either.
+//
+// An I/O error fails a replay; a follower logs it and tries again at the
+// next poll, so a transient error does not end a long-running job.
+//
+// A file that appears with a name sorting before a file already read breaks
+// the producer contract (lexical order is arrival order) but holds real
+// data: it is logged as a warning and read next, after the current file.
+// To know which names are new, the restriction remembers the last 256 file
+// names it read; names below that window count as read.
+// A file appearing that far behind is logged as an error and not read by the
+// stream (reconcile reads the whole log and reports it).
+//
+// # Stopping
+//
+// [RequestStop] is a graceful stop for a process that runs the SDK harness
+// itself (prism in loopback mode, as cmd/launch and the tests do): readers
+// stop reading but never finish their restrictions, because a finished
+// restriction moves the watermark to the end of time and would write FINAL
+// rows for windows whose correction period has not passed. The job is then
+// cancelled by the launcher; a restarted job resumes where FolderOptions.Start
+// says. On a remote runner the flag does not reach the workers, and stopping
+// is the runner's business: a drain truncates a follower's restriction (the
+// SDK's default drops an unbounded remainder), which ends it and so moves the
+// watermark to the end of time, as drain semantics say; cancel and restart
+// instead when FINAL rows must not be written early.
+//
+// # Remote folders
+//
+// Only local folders are read by this build; gs:// is refused by [Validate]
+// with a one-line error.
+package sources
