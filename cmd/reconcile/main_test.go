@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/testing/gen"
+	"github.com/revenue-stream/hourly/testing/oracle"
+)
+
+// The exit codes are the command's contract, so the tests run the real
+// binary: this test binary re-executed with RECONCILE_MAIN=1 is main.
+func TestMain(m *testing.M) {
+	if os.Getenv("RECONCILE_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func reconcileCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RECONCILE_MAIN=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+// streamedSink replays a generated log with the oracle and writes its FINAL
+// rows and audit rows as the stream would.
+func streamedSink(t *testing.T) (logDir, sinkPath string) {
+	t.Helper()
+	c := gen.Demo()
+	c.Events = 1500
+	c.MaxLine = 4096
+	logDir = filepath.Join(t.TempDir(), "log")
+	if _, err := gen.Write(logDir, c); err != nil {
+		t.Fatal(err)
+	}
+	s := oracle.DefaultSettings(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
+	s.Event.MaxLine = c.MaxLine
+	res, err := oracle.Replay(logDir, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkPath = filepath.Join(t.TempDir(), "revenue.db")
+	sink, err := sinks.OpenSQLite(sinkPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	ctx := context.Background()
+	if err := sink.CheckRunConfig(ctx, map[string]string{"window": "1h0m0s", "dimensions": "", "allowed_lateness": "24h0m0s"}); err != nil {
+		t.Fatal(err)
+	}
+	b := sinks.Batch{TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined}
+	for k, v := range res.Final {
+		b.Rows = append(b.Rows, model.Row{WindowStart: k.WindowStart, WindowEnd: k.WindowStart + time.Hour.Milliseconds(), Dims: k.Dims,
+			RevenueMicros: v.RevenueMicros, EventCount: v.Count, Revision: 1, State: model.Final, Writer: "stream"})
+	}
+	if _, err := sink.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	return logDir, sinkPath
+}
+
+func TestExitCodes(t *testing.T) {
+	logDir, sinkPath := streamedSink(t)
+	report := filepath.Join(t.TempDir(), "r.html")
+	args := []string{"--source=" + logDir, "--sink=sqlite:" + sinkPath, "--max-line=4096", "--log-level=warn"}
+
+	// Material differences (the too-late events), written with --apply: 1.
+	code, stdout, stderr := reconcileCmd(t, append(args, "--apply", "--run-id=first", "--report="+report)...)
+	if code != 1 || !strings.Contains(stdout, "reconcile first: --apply") || !strings.Contains(stdout, "missing_window") {
+		t.Fatalf("first run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(report); err != nil {
+		t.Errorf("report: %v", err)
+	}
+	// Nothing left to correct: 0, and nothing written.
+	code, stdout, stderr = reconcileCmd(t, append(args, "--apply", "--run-id=second")...)
+	if code != 0 || !strings.Contains(stdout, "0 differing") {
+		t.Fatalf("second run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("second run:\n%s", stdout)
+
+	// Errors: 2, one line on stderr, nothing on stdout, before any work.
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	for _, bad := range [][]string{
+		{"--bogus"},
+		{"--source=" + logDir, "--sink=sqlite:" + sinkPath, "--from=tomorrow"},
+		{"--source=" + filepath.Join(t.TempDir(), "nope"), "--sink=sqlite:" + sinkPath},
+		{"--source=" + logDir, "--sink=sqlite:" + missing},
+		{"--source=" + logDir, "--sink=bigquery:proj-123.ds"},
+		{"--source=" + logDir, "--sink=sqlite:" + sinkPath, "--report=out.pdf"},
+		{"--source=" + logDir, "--sink=sqlite:" + sinkPath, "--window=30m"}, // run_config mismatch
+		{"--source=" + logDir, "--sink=sqlite:" + sinkPath, "extra"},
+	} {
+		code, stdout, stderr := reconcileCmd(t, bad...)
+		if code != 2 || stdout != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "reconcile: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and one line on stderr", bad, code, stdout, stderr)
+		}
+		if _, err := os.Stat(missing); err == nil {
+			t.Fatalf("%v created the missing sink", bad)
+		}
+	}
+	if code, _, stderr := reconcileCmd(t, "--help"); code != 0 || !strings.Contains(stderr, "--source") && !strings.Contains(stderr, "-source") {
+		t.Errorf("--help: exit %d, stderr %q", code, stderr)
+	}
+}

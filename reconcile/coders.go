@@ -1,0 +1,154 @@
+package reconcile
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/coders"
+)
+
+// Hand-written coders, as in package coders: Beam's default schema coder
+// builds rows by reflection, and copy batches are most of what the
+// recomputation shuffles.
+func init() {
+	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
+	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
+	beam.RegisterCoder(reflect.TypeOf((*Totals)(nil)).Elem(), encodeTotals, decodeTotals)
+	// Stats is one small element per partition and per shard: JSON keeps it
+	// readable and lets it grow fields without a coder change.
+	beam.RegisterCoder(reflect.TypeOf((*Stats)(nil)).Elem(), encodeStats, decodeStats)
+}
+
+// copyBatch carries one shard's copies from a partition read to the choice.
+type copyBatch struct {
+	Copies []Copy
+}
+
+// evidenceBatch carries the stream's verdicts about one shard's ids.
+type evidenceBatch struct {
+	Shard     int
+	Conflicts []streamConflict
+	// TooLate holds positions of too_late_events rows.
+	TooLate []string
+}
+
+// streamConflict is the part of a conflict_events row the choice needs.
+type streamConflict struct {
+	EventID, Position string
+	FirstFingerprint  uint64
+}
+
+func finish[T any](v T, r *coders.Reader, what string) (T, error) {
+	var zero T
+	if r.Err != nil {
+		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
+	}
+	if len(r.B) != 0 {
+		return zero, fmt.Errorf("decode %s: %d trailing bytes", what, len(r.B))
+	}
+	return v, nil
+}
+
+// count reads a length and bounds it by the bytes left, so a corrupt length
+// cannot allocate gigabytes before the decode fails.
+func count(r *coders.Reader, minBytes int) int {
+	n := r.Uvarint()
+	if r.Err == nil && n > uint64(len(r.B)/minBytes) {
+		r.Err = fmt.Errorf("%w: length %d exceeds the encoded data", coders.ErrShort, n)
+		return 0
+	}
+	return int(n)
+}
+
+func encodeCopyBatch(b copyBatch) []byte {
+	w := coders.Writer{B: make([]byte, 0, 64*len(b.Copies)+4)}
+	w.Uvarint(uint64(len(b.Copies)))
+	for i := range b.Copies {
+		c := &b.Copies[i]
+		w.String(c.EventID)
+		w.String(c.Position)
+		w.Fixed64(c.Fingerprint)
+		w.Varint(c.WindowStart)
+		w.String(c.Dims)
+		w.Varint(c.AmountMicros)
+	}
+	return w.B
+}
+
+func decodeCopyBatch(data []byte) (copyBatch, error) {
+	r := coders.Reader{B: data}
+	n := count(&r, 13)
+	b := copyBatch{Copies: make([]Copy, 0, n)}
+	// Dims repeat across a batch: share one string per distinct value.
+	dims := map[string]string{}
+	for i := 0; i < n && r.Err == nil; i++ {
+		c := Copy{EventID: r.String(), Position: r.String(), Fingerprint: r.Fixed64(), WindowStart: r.Varint()}
+		d := r.String()
+		if v, ok := dims[d]; ok {
+			d = v
+		} else {
+			dims[d] = d
+		}
+		c.Dims = d
+		c.AmountMicros = r.Varint()
+		b.Copies = append(b.Copies, c)
+	}
+	return finish(b, &r, "copy batch")
+}
+
+func encodeEvidenceBatch(b evidenceBatch) []byte {
+	w := coders.Writer{}
+	w.Varint(int64(b.Shard))
+	w.Uvarint(uint64(len(b.Conflicts)))
+	for _, c := range b.Conflicts {
+		w.String(c.EventID)
+		w.String(c.Position)
+		w.Fixed64(c.FirstFingerprint)
+	}
+	w.Uvarint(uint64(len(b.TooLate)))
+	for _, p := range b.TooLate {
+		w.String(p)
+	}
+	return w.B
+}
+
+func decodeEvidenceBatch(data []byte) (evidenceBatch, error) {
+	r := coders.Reader{B: data}
+	b := evidenceBatch{Shard: int(r.Varint())}
+	n := count(&r, 10)
+	for i := 0; i < n && r.Err == nil; i++ {
+		b.Conflicts = append(b.Conflicts, streamConflict{EventID: r.String(), Position: r.String(), FirstFingerprint: r.Fixed64()})
+	}
+	n = count(&r, 1)
+	for i := 0; i < n && r.Err == nil; i++ {
+		b.TooLate = append(b.TooLate, r.String())
+	}
+	return finish(b, &r, "evidence batch")
+}
+
+func encodeTotals(t Totals) []byte {
+	w := coders.Writer{B: make([]byte, 0, 24)}
+	w.Varint(t.RevenueMicros)
+	w.Varint(t.Count)
+	w.Varint(t.TooLateRevenueMicros)
+	w.Varint(t.TooLateCount)
+	return w.B
+}
+
+func decodeTotals(data []byte) (Totals, error) {
+	r := coders.Reader{B: data}
+	t := Totals{RevenueMicros: r.Varint(), Count: r.Varint(), TooLateRevenueMicros: r.Varint(), TooLateCount: r.Varint()}
+	return finish(t, &r, "totals")
+}
+
+func encodeStats(s Stats) ([]byte, error) { return json.Marshal(s) }
+
+func decodeStats(data []byte) (Stats, error) {
+	var s Stats
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Stats{}, fmt.Errorf("decode stats: %w", err)
+	}
+	return s, nil
+}

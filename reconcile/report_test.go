@@ -1,0 +1,88 @@
+package reconcile_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/reconcile"
+)
+
+// A revenue difference within --tolerance is recorded but not material and
+// not applied; the reports say so in every format.
+func TestToleranceAndReports(t *testing.T) {
+	dir := writeLog(t, map[string][]string{"p0": {
+		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
+		purchase("B", "2026-11-04T11:15:00Z", "u2", "5"),
+		purchase("C", "2026-11-04T12:15:00Z", "u3", "3"),
+		purchase("D", "2026-11-04T13:15:00Z", "u4", "1"),
+	}})
+	sink, path := openSink(t)
+	if _, err := sink.Write(context.Background(), batch([]model.Row{
+		row(t, "2026-11-04T10:00:00Z", "99.99", 1, 2, model.Final), // rounding noise
+		row(t, "2026-11-04T11:00:00Z", "5", 1, 2, model.Final),
+		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final), // 12:00 is lost
+	}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, ext := range []string{".md", ".json", ".html"} {
+		o := options(dir, path, "tol"+strings.TrimPrefix(ext, "."))
+		o.ToleranceMicros = 10_000
+		o.Report = filepath.Join(out, "report"+ext)
+		res := run(t, o)
+		if res.ExitCode() != reconcile.ExitMaterial || len(res.Diffs) != 2 || len(res.Material()) != 1 {
+			t.Fatalf("exit %d, diffs %v (%d material); want 1, two diffs, one material", res.ExitCode(), keysOf(res.Diffs), len(res.Material()))
+		}
+		data, err := os.ReadFile(o.Report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		switch ext {
+		case ".json":
+			var r reconcile.Report
+			if err := json.Unmarshal(data, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.RunID != "toljson" || r.WindowsChecked != 4 || r.WindowsDiffering != 2 || r.Material != 1 ||
+				r.ByClass[reconcile.ClassMissingWindow] != 1 || r.TotalDelta != "+3.010000" || r.Diffs[0].Delta != "+3.000000" ||
+				r.Diffs[0].Classification != reconcile.ClassMissingWindow || r.Diffs[1].Material || r.Tolerance != "0.010000" {
+				t.Errorf("json report: %s", data)
+			}
+		case ".html":
+			for _, bad := range []string{"<script", "<link", "http://", "https://", "src="} {
+				if strings.Contains(text, bad) {
+					t.Errorf("html report is not self-contained: has %q", bad)
+				}
+			}
+			for _, want := range []string{"<!DOCTYPE html>", "Reconcile tolhtml", "missing_window", "within tolerance", "<style>"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("html report lacks %q", want)
+				}
+			}
+		case ".md":
+			for _, want := range []string{"# Reconcile tolmd", "| window_start |", "missing_window", "| 2026-11-04T10:00:00Z | `{}` | FINAL | 99.990000 | 100.000000 | +0.010000 |"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("markdown report lacks %q:\n%s", want, text)
+				}
+			}
+		}
+	}
+
+	o := options(dir, path, "apply")
+	o.ToleranceMicros = 10_000
+	o.Apply = true
+	if res := run(t, o); res.Applied != 1 {
+		t.Errorf("applied %d corrections, want 1 (the material one)", res.Applied)
+	}
+	o.RunID = "after"
+	res := run(t, o)
+	if res.ExitCode() != reconcile.ExitClean || len(res.Diffs) != 1 || res.Diffs[0].Material || res.Applied != 0 {
+		t.Errorf("after --apply: exit %d, diffs %v, applied %d; want 0, the immaterial one, 0", res.ExitCode(), keysOf(res.Diffs), res.Applied)
+	}
+}

@@ -1,0 +1,137 @@
+package reconcile
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Stats account for what the recomputation read and chose. The read side
+// mirrors SPEC §4's conservation: Read = Valid + the quarantined ones; on the
+// choice side Valid = IDs + Duplicates + ConflictingCopies.
+type Stats struct {
+	Partitions int64 `json:"partitions"`
+	Files      int64 `json:"files"`
+	// Read counts records (non-blank complete lines); Blank the skipped
+	// blank lines.
+	Read  int64 `json:"read"`
+	Blank int64 `json:"blank"`
+	// Unterminated lists final lines without a newline, which a bounded read
+	// does not take (SPEC §6): said out loud rather than lost quietly.
+	Unterminated []string `json:"unterminated,omitempty"`
+	// Quarantined counts rejected records by reason.
+	Quarantined map[string]int64 `json:"quarantined,omitempty"`
+	// StreamFuture counts records that the stream quarantined as
+	// future_event_time and reconcile therefore leaves out, even if their
+	// time has passed since (they are included in Quarantined): that verdict
+	// depends on the processing time of the stream's read, which no
+	// recomputation can replay.
+	StreamFuture int64 `json:"stream_future"`
+	// Valid counts valid copies.
+	Valid int64 `json:"valid"`
+
+	// IDs counts distinct event ids, each counted once.
+	IDs int64 `json:"ids"`
+	// Duplicates counts extra copies identical to the chosen one.
+	Duplicates int64 `json:"duplicates"`
+	// ConflictingIDs counts ids with several payloads; ConflictingCopies the
+	// copies whose payload was not chosen: reported, never summed.
+	ConflictingIDs    int64 `json:"conflicting_ids"`
+	ConflictingCopies int64 `json:"conflicting_copies"`
+	// By* count, among ConflictingIDs, which SPEC §6 clause chose.
+	ByStreamFingerprint int64 `json:"by_stream_fingerprint"`
+	ByStreamCounted     int64 `json:"by_stream_counted"`
+	ByLowestPosition    int64 `json:"by_lowest_position"`
+	// StreamFingerprintMissing counts ids whose counted fingerprint (from
+	// conflict_events) matches no copy in the raw log.
+	StreamFingerprintMissing int64 `json:"stream_fingerprint_missing"`
+	// TooLateIDs counts ids the stream never counted because every copy of
+	// their chosen payload was too late.
+	TooLateIDs int64 `json:"too_late_ids"`
+
+	// LogWatermark is the lowest partition watermark at the end of the log
+	// (partitions without a valid event aside), and HasLogWatermark whether
+	// there is one: how far the raw log reaches, for the report. A stream
+	// that has read the whole log has a watermark at least this high.
+	LogWatermark    int64 `json:"log_watermark"`
+	HasLogWatermark bool  `json:"has_log_watermark"`
+}
+
+// Merge adds two partial Stats.
+func (s Stats) Merge(o Stats) Stats {
+	s.Partitions += o.Partitions
+	s.Files += o.Files
+	s.Read += o.Read
+	s.Blank += o.Blank
+	if len(o.Unterminated) > 0 {
+		s.Unterminated = append(slices.Clip(s.Unterminated), o.Unterminated...)
+		slices.Sort(s.Unterminated)
+	}
+	if len(o.Quarantined) > 0 {
+		q := make(map[string]int64, len(s.Quarantined)+len(o.Quarantined))
+		maps.Copy(q, s.Quarantined)
+		for k, v := range o.Quarantined {
+			q[k] += v
+		}
+		s.Quarantined = q
+	}
+	s.StreamFuture += o.StreamFuture
+	s.Valid += o.Valid
+	s.IDs += o.IDs
+	s.Duplicates += o.Duplicates
+	s.ConflictingIDs += o.ConflictingIDs
+	s.ConflictingCopies += o.ConflictingCopies
+	s.ByStreamFingerprint += o.ByStreamFingerprint
+	s.ByStreamCounted += o.ByStreamCounted
+	s.ByLowestPosition += o.ByLowestPosition
+	s.StreamFingerprintMissing += o.StreamFingerprintMissing
+	s.TooLateIDs += o.TooLateIDs
+	switch {
+	case !o.HasLogWatermark:
+	case !s.HasLogWatermark || o.LogWatermark < s.LogWatermark:
+		s.LogWatermark, s.HasLogWatermark = o.LogWatermark, true
+	}
+	return s
+}
+
+// QuarantinedTotal sums Quarantined over reasons.
+func (s Stats) QuarantinedTotal() int64 {
+	var n int64
+	for _, v := range s.Quarantined {
+		n += v
+	}
+	return n
+}
+
+// count tallies one choice.
+func (s *Stats) count(ch Choice) {
+	s.IDs++
+	s.Duplicates += int64(ch.Duplicates())
+	if ch.Payloads() > 1 {
+		s.ConflictingIDs++
+		s.ConflictingCopies += int64(ch.Conflicting())
+	}
+	switch ch.Rule() {
+	case RuleStreamFingerprint:
+		s.ByStreamFingerprint++
+	case RuleCounted:
+		s.ByStreamCounted++
+	case RuleLowestPosition:
+		s.ByLowestPosition++
+	}
+	if ch.StreamFingerprintMissing() {
+		s.StreamFingerprintMissing++
+	}
+	if ch.TooLate() {
+		s.TooLateIDs++
+	}
+}
+
+// logWatermark renders the log watermark for reports.
+func (s Stats) logWatermark() string {
+	if !s.HasLogWatermark || s.LogWatermark == model.NoWatermark {
+		return "none"
+	}
+	return model.FormatTime(s.LogWatermark)
+}
