@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 		beamlog.LogLevel, beamlog.LogKind = "debug", "text"
 		beamlog.SetupLoggingWithDefault()
 	}
+	pipeline.UseSafePrismOptions()
 	os.Exit(ptest.MainRet(m))
 }
 

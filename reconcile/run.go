@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/rawlog"
 	"github.com/revenue-stream/hourly/sinks"
 )
@@ -226,6 +227,7 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 	}
 	WriteResult(s, totals, stats, path)
 	start := time.Now()
+	pipeline.UseSafePrismOptions()
 	if err := beamx.Run(ctx, p); err != nil {
 		return Result{}, fmt.Errorf("reconcile: pipeline: %w", err)
 	}

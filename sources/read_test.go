@@ -23,7 +23,10 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-func TestMain(m *testing.M) { os.Exit(ptest.MainRet(m)) }
+func TestMain(m *testing.M) {
+	pipeline.UseSafePrismOptions()
+	os.Exit(ptest.MainRet(m))
+}
 
 // --- helpers -------------------------------------------------------------
 

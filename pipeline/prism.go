@@ -1,0 +1,29 @@
+package pipeline
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+)
+
+// PrismExperiment turns off prism's runner-initiated bundle splits.
+//
+// Prism v2.77.0 splits any bundle that makes no visible progress for a while,
+// stateful ones included; a split of a bundle holding timers is "unexpected"
+// (apache/beam#35771) and was measured here to replay elements the SDK had
+// already processed: the conservation identity broke by 5,465 records in a
+// 1,000,000-event run. The source self-checkpoints (ResumeProcessingIn), so
+// it needs no runner-initiated split.
+const PrismExperiment = "prism_disable_sdf_split"
+
+// UseSafePrismOptions adds PrismExperiment to Beam's --experiments flag,
+// keeping what the user set. Call it before beam.Run (or ptest.Run).
+func UseSafePrismOptions() {
+	exps := jobopts.GetExperiments()
+	if slices.Contains(exps, PrismExperiment) {
+		return
+	}
+	v := strings.Join(append(exps, PrismExperiment), ",")
+	*jobopts.Experiments = v
+}
