@@ -135,10 +135,11 @@
 //
 // # The alternative: Dataflow's native Pub/Sub source
 //
-// On Dataflow, the native pubsubio source (the Java/Python PubsubIO that
-// Dataflow runs for Go's pubsubio.Read) is faster and scales across workers,
-// and Dataflow checkpoints its acknowledgements with the pipeline's state,
-// so a message is acked only once the runner durably holds it. Its trade-off
+// On Dataflow, the Pub/Sub source built into the service (what Go's
+// pkg/beam/io/pubsubio.Read asks for; it runs on Dataflow only) is faster
+// and scales across workers, and Dataflow acknowledges a message only once
+// its first stage has durably committed it, so it needs no archive for
+// recovery. Its trade-off
 // for this job: the element timestamp is the publish time, or a message
 // attribute named by timestamp_attribute, never a field of the payload; its
 // watermark is Dataflow's estimate over the subscription's backlog, not our

@@ -141,9 +141,17 @@ func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt 
 		// the record is counted (see transforms/dedup.go).
 		emit(beam.EventTime(toMtime(rec.WatermarkBefore)), rec)
 	}
-	testHooks.Lock()
-	r.afterAck = testHooks.afterAck
-	testHooks.Unlock()
+	r.afterAck = func(recs []model.Record) error {
+		// Looked up per batch, not per call: a test installs the hook while
+		// a call may already be pulling.
+		testHooks.Lock()
+		hook := testHooks.afterAck
+		testHooks.Unlock()
+		if hook == nil {
+			return nil
+		}
+		return hook(recs)
+	}
 
 	out, err := r.run(ctx)
 	f.count(ctx, r)
