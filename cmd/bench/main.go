@@ -1,0 +1,248 @@
+// Command bench measures the streaming pipeline end to end on prism against a
+// plain-Go single-process baseline with the same semantics, over the same
+// generated raw log, in the same run (issue: throughput and state cost).
+//
+//	go run ./cmd/bench                      # 1,000,000 events, 5 runs of each
+//	go run ./cmd/bench --events=200000 --runs=3
+//
+// Each measurement runs in a child process of its own, so its peak RSS
+// (VmHWM) and allocations are its own. Medians are printed, with the ratio
+// pipeline/baseline: the baseline is the machine's limit to aim at.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/launch"
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/testing/gen"
+	"github.com/revenue-stream/hourly/testing/oracle"
+)
+
+// result is one measurement, printed by a child as JSON.
+type result struct {
+	Mode       string  `json:"mode"`
+	Events     int64   `json:"events"`
+	Seconds    float64 `json:"seconds"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	AllocMiB   float64 `json:"alloc_mib"`
+	Mallocs    uint64  `json:"mallocs"`
+	Counted    int64   `json:"counted"`
+}
+
+func main() {
+	events := flag.Int("events", 1_000_000, "distinct purchases in the generated log (before retries)")
+	runs := flag.Int("runs", 5, "measurements of each mode")
+	dir := flag.String("dir", "", "raw-log folder to use (generated there if empty or missing)")
+	mode := flag.String("mode", "both", "both | pipeline | baseline (pipeline and baseline run one measurement in this process)")
+	cpuProfile := flag.String("cpuprofile", "", "with --mode=pipeline|baseline: write a CPU profile (SDK harness and prism run in this process)")
+	flag.Parse()
+	beam.Init() // the pipeline runs on prism in this process (loopback workers)
+	pipeline.UseSafePrismOptions()
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+
+	switch *mode {
+	case "pipeline", "baseline":
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench: --cpuprofile:", err)
+				os.Exit(2)
+			}
+			defer pprof.StopCPUProfile()
+		}
+		r, err := measure(*mode, *dir)
+		if p := os.Getenv("BENCH_MEMPROFILE"); p != "" {
+			if f, err := os.Create(p); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		_ = json.NewEncoder(os.Stdout).Encode(r)
+		pprof.StopCPUProfile()
+		return
+	case "both":
+	default:
+		fmt.Fprintf(os.Stderr, "bench: --mode: want both, pipeline or baseline, got %q\n", *mode)
+		os.Exit(2)
+	}
+
+	work, err := os.MkdirTemp("", "revenue-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(work)
+	logDir := *dir
+	if logDir == "" {
+		logDir = filepath.Join(work, "log")
+	}
+	if _, err := os.Stat(logDir); os.IsNotExist(err) {
+		start := time.Now()
+		st, err := gen.Write(logDir, gen.Bench(*events))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: generate:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("generated %d lines (%d events, %d partitions) in %v into %s\n", st.Lines, st.Events, len(st.Partitions), time.Since(start).Round(time.Millisecond), logDir)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	byMode := map[string][]result{}
+	for i := 0; i < *runs; i++ {
+		// Alternate the modes so that machine noise hits both alike.
+		for _, m := range []string{"baseline", "pipeline"} {
+			r, err := child(self, m, logDir)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s run %d: %v\n", m, i+1, err)
+				os.Exit(1)
+			}
+			fmt.Printf("run %d %-8s %9d events %7.2fs %9.0f ev/s  peak RSS %6.0f MiB  alloc %7.0f MiB\n",
+				i+1, m, r.Events, r.Seconds, float64(r.Events)/r.Seconds, r.PeakRSSMiB, r.AllocMiB)
+			byMode[m] = append(byMode[m], r)
+		}
+	}
+	b, p := median(byMode["baseline"]), median(byMode["pipeline"])
+	if b.Counted != p.Counted {
+		fmt.Fprintf(os.Stderr, "bench: pipeline counted %d events, baseline %d: the two disagree\n", p.Counted, b.Counted)
+		os.Exit(1)
+	}
+	fmt.Printf("\nmedians of %d runs, %d records read, %d counted (GOMAXPROCS=%d, %s)\n", *runs, p.Events, p.Counted, runtime.GOMAXPROCS(0), cpuModel())
+	fmt.Println("| mode | ev/s | seconds | peak RSS | allocated |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range []result{p, b} {
+		fmt.Printf("| %s | %.0f | %.2f | %.0f MiB | %.0f MiB |\n", r.Mode, float64(r.Events)/r.Seconds, r.Seconds, r.PeakRSSMiB, r.AllocMiB)
+	}
+	fmt.Printf("\npipeline / baseline throughput: %.2f\n", (float64(p.Events)/p.Seconds)/(float64(b.Events)/b.Seconds))
+}
+
+func child(self, mode, dir string) (result, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.Command(self, "--mode="+mode, "--dir="+dir)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return result{}, fmt.Errorf("%v: %s", err, lastLines(errb.String(), 5))
+	}
+	var r result
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return result{}, fmt.Errorf("decode %q: %w", out.String(), err)
+	}
+	return r, nil
+}
+
+// measure runs one mode over dir in this process.
+func measure(mode, dir string) (result, error) {
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r := result{Mode: mode}
+	switch mode {
+	case "baseline":
+		// Map dedup + hourly sums in one goroutine: the same parsing,
+		// validation, watermark and too-late rules, no Beam.
+		res, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
+		if err != nil {
+			return r, err
+		}
+		r.Events, r.Counted = int64(res.Read), int64(res.Counted)
+	case "pipeline":
+		work, err := os.MkdirTemp("", "revenue-bench-sink-")
+		if err != nil {
+			return r, err
+		}
+		defer os.RemoveAll(work)
+		o := launch.Defaults()
+		o.Source = dir
+		spec, err := sinks.ParseSpec("sqlite:" + filepath.Join(work, "revenue.db"))
+		if err != nil {
+			return r, err
+		}
+		o.Sink = spec
+		o.LogLevel = slog.LevelWarn
+		if v := os.Getenv("BENCH_MAX_PER_CALL"); v != "" {
+			o.MaxPerCall, _ = strconv.Atoi(v)
+		}
+		sum, err := launch.Run(context.Background(), o, io.Discard)
+		if err != nil {
+			return r, err
+		}
+		r.Events, r.Counted = sum.Counts.Read, sum.Counts.Counted
+	}
+	r.Seconds = time.Since(start).Seconds()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	r.AllocMiB = float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20)
+	r.Mallocs = after.Mallocs - before.Mallocs
+	r.PeakRSSMiB = peakRSSMiB()
+	return r, nil
+}
+
+func median(rs []result) result {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Seconds < rs[j].Seconds })
+	return rs[len(rs)/2]
+}
+
+// peakRSSMiB reads VmHWM from /proc (Linux), 0 elsewhere.
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "model name") {
+			if _, v, ok := strings.Cut(line, ":"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return runtime.GOARCH
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

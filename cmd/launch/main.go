@@ -1,0 +1,18 @@
+// Command launch runs the hourly revenue job (SPEC §6):
+//
+//	go run ./cmd/launch                              # the demo: generate ./demo-data once, replay it into revenue.db
+//	go run ./cmd/launch --source=PATH                # replay a raw-log folder, then stop
+//	go run ./cmd/launch --source=PATH --follow       # keep watching the folder (streaming)
+//
+// Everything it does lives in package launch; see launch.Usage for the flags.
+package main
+
+import (
+	"os"
+
+	"github.com/revenue-stream/hourly/launch"
+)
+
+func main() {
+	os.Exit(launch.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

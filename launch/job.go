@@ -1,0 +1,80 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/metricsx"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
+	"google.golang.org/grpc"
+)
+
+// job talks to the job service of a running job, for what beam.Run cannot
+// offer while it blocks: live counters and cancellation. Cancelling through
+// the job service, rather than the context given to beam.Run, lets the job
+// reach CANCELLED and Run return with the job's final metrics; a cancelled
+// context only breaks Run's connection, losing the metrics, and leaves the
+// job running in the job server.
+type job struct {
+	conn   *grpc.ClientConn
+	client jobpb.JobServiceClient
+	id     string
+}
+
+// findJob connects to endpoint and finds the job named name (launch gives
+// every run a unique name) in a non-terminal state.
+func findJob(ctx context.Context, endpoint, name string) (*job, error) {
+	if endpoint == "" {
+		return nil, fmt.Errorf("no job service endpoint")
+	}
+	conn, err := grpcx.Dial(ctx, endpoint, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("connect to job service %s: %w", endpoint, err)
+	}
+	client := jobpb.NewJobServiceClient(conn)
+	jobs, err := client.GetJobs(ctx, &jobpb.GetJobsRequest{})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("list jobs at %s: %w", endpoint, err)
+	}
+	for _, info := range jobs.GetJobInfo() {
+		if info.GetJobName() == name && !terminal(info.GetState()) {
+			return &job{conn: conn, client: client, id: info.GetJobId()}, nil
+		}
+	}
+	conn.Close()
+	return nil, fmt.Errorf("job %q is not running at %s", name, endpoint)
+}
+
+func terminal(s jobpb.JobState_Enum) bool {
+	switch s {
+	case jobpb.JobState_DONE, jobpb.JobState_FAILED, jobpb.JobState_CANCELLED,
+		jobpb.JobState_DRAINED, jobpb.JobState_UPDATED:
+		return true
+	}
+	return false
+}
+
+// metrics returns the job's counters so far.
+func (j *job) metrics(ctx context.Context) (*metrics.Results, error) {
+	resp, err := j.client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: j.id})
+	if err != nil {
+		return nil, fmt.Errorf("job %s: metrics: %w", j.id, err)
+	}
+	m := resp.GetMetrics()
+	// User counters need no pipeline proto: it only names PCollections.
+	return metricsx.FromMonitoringInfos(nil, m.GetAttempted(), m.GetCommitted()), nil
+}
+
+// cancel asks the job service to cancel the job.
+func (j *job) cancel(ctx context.Context) error {
+	if _, err := j.client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: j.id}); err != nil {
+		return fmt.Errorf("job %s: cancel: %w", j.id, err)
+	}
+	return nil
+}
+
+func (j *job) close() { j.conn.Close() }

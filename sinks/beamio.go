@@ -1,0 +1,262 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/model"
+
+	_ "github.com/revenue-stream/hourly/coders" // element coders of the four streams
+)
+
+// Metric names of the write path, in the pipeline's "revenue" namespace (the
+// transforms package's Namespace; not imported, to keep sinks free of the
+// pipeline's packages).
+const (
+	metricNamespace     = "revenue"
+	MetricRowsAccepted  = "sink_rows_accepted"
+	MetricRowsStale     = "sink_rows_stale"
+	MetricAuditInserted = "sink_audit_inserted"
+	MetricRetries       = "sink_retries"
+)
+
+// Retries of a failed batch: a few attempts over a few seconds ride out a
+// briefly locked or unavailable sink (SQLite already retries SQLITE_BUSY
+// inside each attempt); anything longer is an outage the job must report.
+const (
+	writeAttempts       = 4
+	writeBackoff        = 200 * time.Millisecond
+	writeBackoffCeiling = 2 * time.Second
+)
+
+func init() {
+	register.DoFn1x0[model.Row](&writeFn[model.Row]{})
+	register.DoFn1x0[model.TooLate](&writeFn[model.TooLate]{})
+	register.DoFn1x0[model.Conflict](&writeFn[model.Conflict]{})
+	register.DoFn1x0[model.Quarantined](&writeFn[model.Quarantined]{})
+}
+
+// Write persists the pipeline's four outputs to the sink spec names: one
+// DoFn per stream, each writing a bundle's elements as one Batch (one
+// transaction for SQLite) when the bundle finishes.
+//
+// The Spec is the DoFns' serialised configuration: the sink is opened in
+// Setup on the worker, never here, so the graph carries no handles. Workers
+// of one process share one handle per spec (see acquire), which the jsonl and
+// console sinks need: their revision guard lives in the handle.
+//
+// Write panics on a spec ParseSpec would refuse, as beam.ParDo does on a bad
+// DoFn: callers validate --sink before building the graph.
+func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.PCollection) {
+	if _, err := ParseSpec(spec.String()); err != nil {
+		panic(fmt.Errorf("sinks.Write: %w", err))
+	}
+	s = s.Scope("sinks.Write")
+	beam.ParDo0(s.Scope("Rows"), &writeFn[model.Row]{Spec: spec}, rows)
+	beam.ParDo0(s.Scope("TooLate"), &writeFn[model.TooLate]{Spec: spec}, tooLate)
+	beam.ParDo0(s.Scope("Conflicts"), &writeFn[model.Conflict]{Spec: spec}, conflicts)
+	beam.ParDo0(s.Scope("Quarantined"), &writeFn[model.Quarantined]{Spec: spec}, quarantined)
+}
+
+// writeFn buffers one bundle of a stream and writes it as one Batch.
+type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined] struct {
+	Spec Spec
+
+	sink                            Sink
+	buf                             []T
+	accepted, stale, audit, retries beam.Counter
+	attempts                        int
+	backoff, backoffCeiling         time.Duration
+}
+
+func (f *writeFn[T]) Setup(ctx context.Context) error {
+	sink, err := acquire(ctx, f.Spec)
+	if err != nil {
+		return fmt.Errorf("sinks.Write: %w", err)
+	}
+	f.sink = sink
+	f.accepted = beam.NewCounter(metricNamespace, MetricRowsAccepted)
+	f.stale = beam.NewCounter(metricNamespace, MetricRowsStale)
+	f.audit = beam.NewCounter(metricNamespace, MetricAuditInserted)
+	f.retries = beam.NewCounter(metricNamespace, MetricRetries)
+	if f.attempts == 0 {
+		f.attempts, f.backoff, f.backoffCeiling = writeAttempts, writeBackoff, writeBackoffCeiling
+	}
+	return nil
+}
+
+func (f *writeFn[T]) StartBundle() { f.buf = f.buf[:0] }
+
+func (f *writeFn[T]) ProcessElement(v T) { f.buf = append(f.buf, v) }
+
+// FinishBundle writes the bundle. An error fails the bundle, and so the job:
+// output that cannot be written must stop the job loudly rather than be
+// acknowledged and lost.
+func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
+	if len(f.buf) == 0 {
+		return nil // no empty transactions, no empty console tables
+	}
+	b := batchOf(f.buf)
+	// Clear before writing: the elements must not leak into the next bundle
+	// even if this one fails and the runner reuses the DoFn instance.
+	f.buf = f.buf[:0]
+	res, err := f.write(ctx, b)
+	if err != nil {
+		return err
+	}
+	f.accepted.Inc(ctx, int64(res.Accepted))
+	f.stale.Inc(ctx, int64(res.Stale))
+	f.audit.Inc(ctx, int64(res.AuditInserted))
+	return nil
+}
+
+// write applies the batch, retrying with exponential backoff. Retrying a whole
+// batch is safe: the revision rules turn rows already written into stale ones
+// and audit rows are keyed by source position. A batch no table can key is
+// refused before the first attempt: retrying it could never succeed.
+func (f *writeFn[T]) write(ctx context.Context, b Batch) (Result, error) {
+	if err := validateBatch(b); err != nil {
+		return Result{}, fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
+	}
+	wait := f.backoff
+	for attempt := 1; ; attempt++ {
+		res, err := f.sink.Write(ctx, b)
+		if err == nil {
+			noteWrite()
+			return res, nil
+		}
+		if attempt >= f.attempts || ctx.Err() != nil {
+			return Result{}, fmt.Errorf("sinks.Write %s: %d rows, %d audit records: giving up after %d attempts: %w",
+				f.Spec, len(b.Rows), len(b.TooLate)+len(b.Conflicts)+len(b.Quarantined), attempt, err)
+		}
+		f.retries.Inc(ctx, 1)
+		slog.Warn("sink write failed, retrying", "sink", f.Spec.String(), "attempt", attempt, "wait", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Result{}, fmt.Errorf("sinks.Write %s: %w (after %w)", f.Spec, ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(wait*2, f.backoffCeiling)
+	}
+}
+
+func (f *writeFn[T]) Teardown() error {
+	if f.sink == nil {
+		return nil
+	}
+	f.sink = nil
+	return release(f.Spec)
+}
+
+// batchOf puts a bundle's elements into the Batch field of their type.
+func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined](vs []T) Batch {
+	var b Batch
+	switch vs := any(vs).(type) {
+	case []model.Row:
+		b.Rows = append([]model.Row(nil), vs...)
+	case []model.TooLate:
+		b.TooLate = append([]model.TooLate(nil), vs...)
+	case []model.Conflict:
+		b.Conflicts = append([]model.Conflict(nil), vs...)
+	case []model.Quarantined:
+		b.Quarantined = append([]model.Quarantined(nil), vs...)
+	}
+	return b
+}
+
+// shared holds the sinks opened by this process's workers, one per spec. A
+// runner may run several instances of a DoFn, and four DoFns write each spec:
+// SQLite would cope with one handle each, but the jsonl and console sinks
+// keep their revision guard and batch numbers in the handle, so two handles
+// on one directory would each let through rows the other already wrote.
+var shared = struct {
+	mu    sync.Mutex
+	sinks map[string]*sharedSink
+}{sinks: map[string]*sharedSink{}}
+
+type sharedSink struct {
+	sink Sink
+	refs int
+}
+
+// acquire returns the process's handle on spec, opening it on first use.
+func acquire(ctx context.Context, spec Spec) (Sink, error) {
+	key := spec.String()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if s, ok := shared.sinks[key]; ok {
+		s.refs++
+		return s.sink, nil
+	}
+	sink, err := Open(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	shared.sinks[key] = &sharedSink{sink: sink, refs: 1}
+	return sink, nil
+}
+
+// release drops one reference and closes the handle with the last one.
+func release(spec Spec) error {
+	key := spec.String()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	s, ok := shared.sinks[key]
+	if !ok {
+		return nil
+	}
+	if s.refs--; s.refs > 0 {
+		return nil
+	}
+	delete(shared.sinks, key)
+	if err := s.sink.Close(); err != nil {
+		return fmt.Errorf("sinks.Write: %w", err)
+	}
+	return nil
+}
+
+// CloseShared closes every handle the write path still holds in this
+// process. Runners do not promise to call Teardown (prism's loopback worker
+// keeps its bundle processors until the process ends), so a launcher that
+// runs in the worker's process calls this once the job is over, before it
+// reads the sink back or exits. Writers of a job still running get a closed
+// sink: call it only after the run returned.
+func CloseShared() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	var errs []error
+	for key, s := range shared.sinks {
+		if err := s.sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("sinks: close %s: %w", key, err))
+		}
+		delete(shared.sinks, key)
+	}
+	return errors.Join(errs...)
+}
+
+// lastWrite is when this process last committed a batch (Unix ns, 0 before
+// the first).
+var lastWrite atomic.Int64
+
+func noteWrite() { lastWrite.Store(time.Now().UnixNano()) }
+
+// LastWrite reports when a write DoFn in this process last committed a
+// batch, the zero time if none has. A launcher whose workers run in its own
+// process (prism's loopback environment) uses it to wait for the output to
+// settle before it cancels a job; it sees nothing of remote workers.
+func LastWrite() time.Time {
+	ns := lastWrite.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
