@@ -53,9 +53,12 @@ type revisionsFn struct {
 	// prism v2.77.0 never ends a bundle of a DoFn with two timer families.
 	Firing timers.EventTime
 
-	rows        map[model.ResultState]beam.Counter
-	afterFinal  beam.Counter
-	rowRevenues map[model.ResultState]beam.Distribution
+	rows       map[model.ResultState]beam.Counter
+	afterFinal beam.Counter
+	// replayedFinal counts events a replay re-counted into a window the sink
+	// held as FINAL before this run started.
+	replayedFinal beam.Counter
+	rowRevenues   map[model.ResultState]beam.Distribution
 }
 
 func (f *revisionsFn) Setup() {
@@ -66,6 +69,7 @@ func (f *revisionsFn) Setup() {
 		f.rowRevenues[st] = beam.NewDistribution(Namespace, "row_revenue_micros_"+st.String())
 	}
 	f.afterFinal = beam.NewCounter(Namespace, "invariant_data_after_final")
+	f.replayedFinal = beam.NewCounter(Namespace, "replayed_into_final")
 }
 
 func encodeWindow(w *triggers.WindowState) []byte {
@@ -130,6 +134,13 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	}
 	switch {
 	case w.Final:
+		if !d.Tick && d.Count > 0 && f.Published[key].State == model.Final {
+			// A replay (restart, or the same log again) re-counts the
+			// events of a window the sink already holds as FINAL: its value
+			// is settled, and reconcile owns any later correction.
+			f.replayedFinal.Inc(ctx, d.Count)
+			return nil
+		}
 		if !d.Tick && d.Count > 0 {
 			// The dedup gate closes a window before this step's FINAL can
 			// fire (its boundary timer holds our watermark), so this means
