@@ -291,10 +291,7 @@ func (o Options) Validate() error {
 	}
 	if o.Report != "" {
 		ext := strings.ToLower(filepath.Ext(o.Report))
-		if _, ok := reportFormats[ext]; !ok {
-			if ext == ".html" {
-				return usagef("--report: HTML reports are not available in this build yet: use a .md or .json path")
-			}
+		if _, ok := reportFormats[ext]; !ok && ext != ".html" {
 			return usagef("--report: %q: want a path ending in %s", o.Report, strings.Join(reportExtensions(), ", "))
 		}
 	}
@@ -333,6 +330,7 @@ func (o Options) runConfig() map[string]string {
 
 func reportExtensions() []string {
 	var exts []string
+	exts = append(exts, ".html") // rendered by package report (report_html.go)
 	for ext := range reportFormats {
 		exts = append(exts, ext)
 	}

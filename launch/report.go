@@ -14,9 +14,8 @@ import (
 // reportFormats maps a --report extension to its renderer. Every renderer
 // gets the same Report; adding a format is one entry here (and one file).
 //
-// HTML is the one SPEC §6 format not here yet: write renderHTML(w, r) in
-// report_html.go and add ".html": renderHTML. Until then --report=x.html is
-// refused before any work, with a one-line error.
+// HTML is rendered by package report instead (report_html.go): it needs the
+// raw log's watermark trace as well as the summary.
 var reportFormats = map[string]func(io.Writer, *Report) error{
 	".json": renderJSON,
 	".md":   renderMarkdown,

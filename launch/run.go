@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -124,7 +125,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		slog.Error("printing the summary", "err", err)
 	}
 	if o.Report != "" {
-		if err := writeReport(o.Report, sum); err != nil {
+		write := func() error { return writeReport(o.Report, sum) }
+		if strings.EqualFold(filepath.Ext(o.Report), ".html") {
+			write = func() error { return writeHTMLReport(o.Report, sum, po) }
+		}
+		if err := write(); err != nil {
 			slog.Error("writing the run report", "err", err)
 		} else {
 			slog.Info("run report written", "path", o.Report)

@@ -1,0 +1,39 @@
+package launch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/report"
+)
+
+// writeHTMLReport renders the self-contained HTML run report (package
+// report): the watermark against event time per partition, traced from the
+// raw log with the same policy the source ran, the arrival-delay histogram,
+// every window's revisions from the sink, and the conservation table.
+func writeHTMLReport(path string, s *Summary, po pipeline.Options) error {
+	run := report.Run{
+		Title:    "Hourly revenue: " + s.Source,
+		Started:  s.Started,
+		Finished: s.Started.Add(s.Duration),
+		Settings: s.Settings,
+		Counts: pipeline.Counts{
+			Read: s.Counts.Read, Counted: s.Counts.Counted, Duplicates: s.Counts.Duplicates,
+			Conflicts: s.Counts.Conflicts, Quarantined: s.Counts.Quarantined, TooLate: s.Counts.TooLate,
+			QuarantinedBy: s.Counts.QuarantinedBy, Rows: s.Counts.Rows, AfterFinal: s.Counts.AfterFinal,
+		},
+		Windows:     report.WindowsFromChangelog(s.view.Changelog),
+		TooLate:     s.view.Audit["too_late_events"],
+		Conflicts:   s.view.Audit["conflict_events"],
+		Quarantined: s.view.Audit["quarantined_events"],
+	}
+	if s.Source != "" {
+		parts, delays, err := report.TraceFolder(s.Source, po.Watermark, po.Event, time.Now())
+		if err != nil {
+			return fmt.Errorf("report %s: trace %s: %w", path, s.Source, err)
+		}
+		run.Partitions, run.Delays = parts, delays
+	}
+	return report.Write(path, run)
+}
