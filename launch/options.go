@@ -140,7 +140,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
 	add("max-line", sizeValue{&p.Event.MaxLine}, "longest accepted line: bytes or a size like 512KiB, 1MiB")
 	add("dimensions", listValue{&p.Event.Dimensions}, "comma-separated payload fields to report by")
-	add("report", stringValue{&o.Report}, "write a run report to PATH (.md or .json, by extension)")
+	add("report", stringValue{&o.Report}, "write a run report to PATH (.html, .md or .json, by extension)")
 	add("log-level", levelValue{&o.LogLevel}, "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)")
 
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
