@@ -382,6 +382,12 @@ func TestFollowAndStop(t *testing.T) {
 		return ok
 	})
 
+	put(t, dir, "p0", "000002a.jsonl", purchase("C", "2026-11-04T10:50:00Z", "20")) // late, within lateness
+	waitFor(t, 20*time.Second, "LATE [10:00, 11:00) with 170", func() bool {
+		r, ok := findRow(rows.Values(), "2026-11-04T10:00:00Z", model.Late)
+		return ok && r.EventCount == 3 && r.RevenueMicros == 170_000_000
+	})
+
 	put(t, dir, "p0", "000003.jsonl", purchase("Z", "2026-11-04T12:30:00Z", "3")) // watermark 12:20 > 12:00 = close of [10:00)
 	waitFor(t, 20*time.Second, "FINAL [10:00, 11:00)", func() bool {
 		_, ok := findRow(rows.Values(), "2026-11-04T10:00:00Z", model.Final)
@@ -412,7 +418,7 @@ func TestFollowAndStop(t *testing.T) {
 			t.Errorf("FINAL for a window whose close the watermark did not pass:\n%s", table(got))
 		}
 	}
-	if r, ok := findRow(got, "2026-11-04T10:00:00Z", model.Final); !ok || r.EventCount != 2 || r.RevenueMicros != 150_000_000 {
+	if r, ok := findRow(got, "2026-11-04T10:00:00Z", model.Final); !ok || r.EventCount != 3 || r.RevenueMicros != 170_000_000 {
 		t.Errorf("FINAL [10:00) = %+v\n%s", r, table(got))
 	}
 }
