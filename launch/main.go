@@ -1,6 +1,6 @@
 // Package launch is the streaming job's command, cmd/launch, as a library:
 // flags parsed into a typed Options, validated before any work, the job
-// wired (sources.ReadFolder → pipeline.Build → sinks.Write), run on a Beam
+// wired (sources.ReadFolder or pubsub.Read → pipeline.Build → sinks.Write), run on a Beam
 // runner (prism by default), stopped gracefully on SIGINT/SIGTERM, and
 // summarised. cmd/launch only calls Main, so tests can do everything the
 // command does.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/sources/pubsub"
 
 	// Every runner the SDK ships registers itself and its flags (--runner,
 	// --endpoint, --environment_type, Dataflow's --project, --region,
@@ -37,14 +39,20 @@ const (
 // Options is everything cmd/launch accepts, parsed and typed. Parse builds it
 // from flags; tests build it from Defaults.
 type Options struct {
-	// Source is the raw-log folder to read. Empty means the demo: a log
+	// Source is the raw-log folder to read, or a Pub/Sub subscription
+	// "pubsub:projects/P/subscriptions/S". Empty means the demo: a log
 	// generated once into DemoDir, then replayed.
 	Source  string
 	DemoDir string
 	// Follow keeps watching the folder for new files (streaming); without
-	// it the folder is replayed and the job ends.
+	// it the folder is replayed and the job ends. A Pub/Sub source is
+	// always streaming (Follow is then implied).
 	Follow bool
-	Sink   sinks.Spec
+	// PubSubArchive is the raw-log folder a Pub/Sub source archives every
+	// payload to before acknowledging it (--pubsub-archive). Empty takes
+	// the pubsub package's default, ./pubsub-log/<subscription id>.
+	PubSubArchive string
+	Sink          sinks.Spec
 	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
 	// the requested value: a replay without Follow runs with 0.
 	Pipeline pipeline.Options
@@ -56,11 +64,39 @@ type Options struct {
 	Runner string
 
 	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
-	// the folder is read (zero values take the sources package defaults;
-	// tests read one record per call to make the watermark step).
-	QuietPeriod, StopTimeout time.Duration
-	PollInterval             time.Duration
-	MaxPerCall               int
+	// the source is read (zero values take the sources or pubsub package
+	// defaults; tests read one record per call to make the watermark step).
+	// PullTimeout bounds one Pub/Sub pull.
+	QuietPeriod, StopTimeout  time.Duration
+	PollInterval, PullTimeout time.Duration
+	MaxPerCall                int
+}
+
+// IsPubSub reports whether the source is a Pub/Sub subscription.
+func (o Options) IsPubSub() bool { return isPubSub(o.Source) }
+
+func isPubSub(source string) bool { return strings.HasPrefix(source, "pubsub:") }
+
+// Streaming reports whether the source is unbounded: a followed folder or a
+// Pub/Sub subscription. A streaming run keeps its EARLY firings and ends
+// only when stopped.
+func (o Options) Streaming() bool { return o.Follow || o.IsPubSub() }
+
+// ArchiveDir is the Pub/Sub source's archive folder, --pubsub-archive or the
+// pubsub package's default for the subscription ("" for other sources or an
+// unparsable subscription).
+func (o Options) ArchiveDir() string {
+	if !o.IsPubSub() {
+		return ""
+	}
+	if o.PubSubArchive != "" {
+		return o.PubSubArchive
+	}
+	_, id, err := pubsub.ParseSource(o.Source)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(pubsub.DefaultArchiveRoot, id)
 }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
@@ -127,8 +163,9 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add := func(name string, v flag.Value, usage string) { fs.Var(capture(name, v, ferr), name, usage) }
 	p := &o.Pipeline
 
-	add("source", stringValue{&o.Source}, "raw-log folder to read (default: the demo, generated once into ./"+DefaultDemoDir+")")
+	add("source", stringValue{&o.Source}, "raw-log folder to read, or pubsub:projects/P/subscriptions/S (default: the demo, generated once into ./"+DefaultDemoDir+")")
 	add("follow", boolValue{&o.Follow}, "keep watching the folder for new files (streaming) instead of replaying it once")
+	add("pubsub-archive", stringValue{&o.PubSubArchive}, "local folder a Pub/Sub source archives every message to before acknowledging it; the recovery log (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
 	add("sink", sinkValue{&o.Sink}, "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET")
 	add("window", durationValue{&p.Triggers.Window}, "window size; must divide 24h")
 	add("early", durationValue{&p.Triggers.Early}, "EARLY refresh period in processing time; 0s turns it off (a replay has none)")
@@ -234,10 +271,14 @@ func Usage(w io.Writer) {
 	fs := newFlagSet(&o, &ferr)
 	fmt.Fprintf(w, `Usage: launch [flags]
 
-Computes hourly revenue by event time from a raw-log folder (SPEC §6):
+Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
   launch                              the demo: generate ./%s once, replay it into revenue.db
   launch --source=PATH                replay the folder's JSONL files, then stop
   launch --source=PATH --follow       keep watching the folder for new files
+  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
+                                      read the subscription (streaming) until SIGINT/SIGTERM;
+                                      every message is archived in DIR before it is acknowledged
+                                      (PUBSUB_EMULATOR_HOST selects an emulator)
 
 Flags:
 `, DefaultDemoDir)
@@ -270,15 +311,21 @@ Flags:
 }
 
 // ownFlags lists this command's flags in the order of SPEC §6.
-var ownFlags = []string{"source", "follow", "sink", "window", "early", "ooo-bound", "idle-timeout",
+var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
 	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
 // exist) but creates nothing.
 func (o Options) Validate() error {
-	if strings.HasPrefix(o.Source, "pubsub:") {
-		return usagef("--source: Pub/Sub sources are not available in this build yet: use a folder")
+	if o.IsPubSub() {
+		// The subscription string first: a malformed one is the error to
+		// report, whatever else is wrong.
+		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
+			return &ConfigError{Err: err}
+		}
+	} else if o.PubSubArchive != "" {
+		return usagef("--pubsub-archive applies to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
 	if o.Sink.Scheme == sinks.SchemeBigQuery {
 		return usagef("--sink: the BigQuery sink is not available in this build yet: use sqlite:PATH, jsonl:DIR or console")
@@ -298,12 +345,37 @@ func (o Options) Validate() error {
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
 		return usagef("stop timing must not be negative")
 	}
-	if o.Source != "" {
+	switch {
+	case o.IsPubSub():
+		// pubsub.Validate checks the archive too; the flag's own checks
+		// first, so that the error names it.
+		if a := o.PubSubArchive; strings.Contains(a, "://") {
+			return usagef("--pubsub-archive=%s: only a local (or mounted) folder can hold the archive: it is appended to and fsynced", a)
+		} else if fi, err := os.Stat(o.ArchiveDir()); err == nil && !fi.IsDir() {
+			return usagef("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
+		}
+		if err := pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline)); err != nil {
+			return &ConfigError{Err: err}
+		}
+	case o.Source != "":
 		if err := sources.Validate(o.Source, o.folderOptions(o.Pipeline)); err != nil {
 			return &ConfigError{Err: err}
 		}
 	}
 	return nil
+}
+
+// pubsubOptions are the Pub/Sub reader settings of a run with pipeline
+// options po.
+func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
+	return pubsub.Options{
+		ArchiveDir:   o.PubSubArchive,
+		Watermark:    po.Watermark,
+		Event:        po.Event,
+		MaxPerCall:   o.MaxPerCall,
+		PullTimeout:  o.PullTimeout,
+		PollInterval: o.PollInterval,
+	}
 }
 
 // folderOptions are the reader settings of a run with pipeline options po.

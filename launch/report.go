@@ -105,6 +105,9 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	s := r.Summary
 	fmt.Fprintf(&b, "# Hourly revenue run report\n\n")
 	fmt.Fprintf(&b, "- source: `%s`%s\n", s.Source, map[bool]string{true: " (demo)"}[s.Demo])
+	if s.Archive != "" {
+		fmt.Fprintf(&b, "- archive: `%s` (every message acknowledged is here; `cmd/reconcile --source=` it)\n", s.Archive)
+	}
 	fmt.Fprintf(&b, "- sink: `%s`\n- runner: %s, job %s: **%s** in %s\n", s.Sink, s.Runner, orDash(s.JobID), s.State, s.Duration.Round(1e8))
 	if s.Interrupted {
 		b.WriteString("- interrupted: readers stopped and the job was cancelled; no window was made FINAL early\n")

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/revenue-stream/hourly/pipeline"
@@ -10,8 +11,9 @@ import (
 
 // writeHTMLReport renders the self-contained HTML run report (package
 // report): the watermark against event time per partition, traced from the
-// raw log with the same policy the source ran, the arrival-delay histogram,
-// every window's revisions from the sink, and the conservation table.
+// raw log (the folder, or a Pub/Sub source's archive) with the same policy
+// the source ran, the arrival-delay histogram, every window's revisions from
+// the sink, and the conservation table.
 func writeHTMLReport(path string, s *Summary, po pipeline.Options) error {
 	run := report.Run{
 		Title:    "Hourly revenue: " + s.Source,
@@ -28,10 +30,20 @@ func writeHTMLReport(path string, s *Summary, po pipeline.Options) error {
 		Conflicts:   s.view.Audit["conflict_events"],
 		Quarantined: s.view.Audit["quarantined_events"],
 	}
-	if s.Source != "" {
-		parts, delays, err := report.TraceFolder(s.Source, po.Watermark, po.Event, time.Now())
+	// The raw log to trace: the folder read, or the archive a Pub/Sub
+	// source wrote (the same lines in arrival order, with the same policy).
+	// An archive that does not exist (nothing was ever pulled) has no trace.
+	dir := s.Source
+	if s.Archive != "" {
+		dir = s.Archive
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			dir = ""
+		}
+	}
+	if dir != "" {
+		parts, delays, err := report.TraceFolder(dir, po.Watermark, po.Event, time.Now())
 		if err != nil {
-			return fmt.Errorf("report %s: trace %s: %w", path, s.Source, err)
+			return fmt.Errorf("report %s: trace %s: %w", path, dir, err)
 		}
 		run.Partitions, run.Delays = parts, delays
 	}

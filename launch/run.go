@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/sources/pubsub"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
@@ -29,7 +30,8 @@ import (
 // but never finish, so no window gets a FINAL row before its correction
 // period has passed; once the sink has seen no write for o.QuietPeriod (at
 // most o.StopTimeout) the job is cancelled, and the summary is still
-// printed. A replay that runs to its end is DONE.
+// printed. A replay that runs to its end is DONE; a followed folder and a
+// Pub/Sub subscription are unbounded and end only so.
 //
 // Errors before the job starts are *ConfigError (exit 2). A run that failed,
 // or whose figures break the conservation identity, returns an error along
@@ -39,8 +41,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		return nil, err
 	}
 	started := time.Now()
-	sum := &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Follow, Sink: o.Sink.String(),
-		Runner: o.Runner, Started: started}
+	sum := &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Streaming(), Archive: o.ArchiveDir(),
+		Sink: o.Sink.String(), Runner: o.Runner, Started: started}
 
 	// Everything up to the job's start is set-up: a failure is a one-line
 	// error and exit 2, as for a bad flag.
@@ -51,7 +53,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}
 	}
 	po := o.Pipeline.WithDefaults()
-	if !o.Follow && po.Triggers.Early > 0 {
+	if !o.Streaming() && po.Triggers.Early > 0 {
 		slog.Info("replay: EARLY firings off: a bounded replay has no EARLY rows (processing time says nothing about history)",
 			"early", po.Triggers.Early)
 		po.Triggers.Early = 0
@@ -77,12 +79,21 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		return nil, &ConfigError{Err: err}
 	}
 	po.Published = published
-	p, err := build(sum.Source, fo, po, o.Sink)
+	read := func(s beam.Scope) beam.PCollection { return sources.ReadFolder(s, sum.Source, fo) }
+	if o.IsPubSub() {
+		pso := o.pubsubOptions(po)
+		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
+	}
+	p, err := build(read, po, o.Sink)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
 
-	slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
+	if o.IsPubSub() {
+		slog.Info("running", "source", sum.Source, "archive", sum.Archive, "sink", sum.Sink, "runner", o.Runner)
+	} else {
+		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
+	}
 	res := execute(ctx, o, p)
 	sum.Duration = time.Since(started)
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
@@ -145,8 +156,9 @@ type ConfigError struct{ Err error }
 func (e *ConfigError) Error() string { return oneLine(e.Err) }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
-// build is the design card's shape: read the folder, compute, write.
-func build(dir string, fo sources.FolderOptions, po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
+// build is the design card's shape: read the source (the folder or the
+// subscription), compute, write.
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking (beam.ParDo on a bad
 	// DoFn, a source that cannot list its partitions): turn that into the
 	// one-line error a command owes its user.
@@ -156,7 +168,7 @@ func build(dir string, fo sources.FolderOptions, po pipeline.Options, spec sinks
 		}
 	}()
 	p, s := beam.NewPipelineWithRoot()
-	records := sources.ReadFolder(s, dir, fo)
+	records := read(s)
 	out, err := pipeline.Build(s, records, po)
 	if err != nil {
 		return nil, err
@@ -309,7 +321,10 @@ func ensureJobService(ctx context.Context, runner string) error {
 // cancelled through the job service; the job's context is cancelled only if
 // that fails or the job does not end in time.
 func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCancel context.CancelFunc) R {
+	// Both sources' readers: whichever this job runs stops pulling or
+	// listing, and never finishes its restriction.
 	sources.RequestStop()
+	pubsub.RequestStop()
 	stopAt := time.Now()
 	slog.Info("stopping: readers stopped; waiting for the output to settle before cancelling the job (Ctrl-C again to quit at once)",
 		"quiet", o.QuietPeriod, "at_most", o.StopTimeout)

@@ -26,10 +26,13 @@ const (
 type Summary struct {
 	Source string `json:"source"`
 	Demo   bool   `json:"demo"`
-	Follow bool   `json:"follow"`
-	Sink   string `json:"sink"`
-	Runner string `json:"runner"`
-	JobID  string `json:"job_id,omitempty"`
+	// Follow says the source was read as a stream (a followed folder, or a
+	// Pub/Sub subscription, whose archive folder is Archive).
+	Follow  bool   `json:"follow"`
+	Archive string `json:"archive,omitempty"`
+	Sink    string `json:"sink"`
+	Runner  string `json:"runner"`
+	JobID   string `json:"job_id,omitempty"`
 	// State is DONE, CANCELLED (after a graceful stop) or FAILED.
 	State       string        `json:"state"`
 	Interrupted bool          `json:"interrupted"`
@@ -61,7 +64,10 @@ const latestRows = 12
 func (s *Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
 	what := "replay of " + s.Source
-	if s.Follow {
+	switch {
+	case s.Archive != "":
+		what = "stream of " + s.Source + " (archive " + s.Archive + ")"
+	case s.Follow:
 		what = "follow of " + s.Source
 	}
 	if s.Demo {

@@ -3,6 +3,8 @@
 //	go run ./cmd/launch                              # the demo: generate ./demo-data once, replay it into revenue.db
 //	go run ./cmd/launch --source=PATH                # replay a raw-log folder, then stop
 //	go run ./cmd/launch --source=PATH --follow       # keep watching the folder (streaming)
+//	go run ./cmd/launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
+//	                                                 # read a subscription (streaming) until SIGINT/SIGTERM
 //
 // Everything it does lives in package launch; see launch.Usage for the flags.
 package main
