@@ -3,9 +3,8 @@ package launch
 import (
 	"flag"
 	"fmt"
+	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -37,30 +36,8 @@ func (v durationValue) Set(s string) error {
 // binary (KiB, MiB, GiB) or decimal (kB, MB, GB) unit.
 type sizeValue struct{ n *int }
 
-func (v sizeValue) String() string {
-	if v.n == nil {
-		return ""
-	}
-	return formatSize(*v.n)
-}
-
-// maxLineLimit caps --max-line: a reader holds a whole line in memory, and a
-// line of more than 1 GiB is not an event.
-const maxLineLimit = 1 << 30
-
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	// Longest suffixes first, so "KiB" is not read as "B".
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
-	{"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000},
-	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
-	{"b", 1},
-}
-
 func (v sizeValue) Set(s string) error {
-	n, err := parseSize(s)
+	n, err := cli.ParseSize(s)
 	if err != nil {
 		return err
 	}
@@ -68,37 +45,11 @@ func (v sizeValue) Set(s string) error {
 	return nil
 }
 
-func parseSize(s string) (int, error) {
-	text := strings.TrimSpace(s)
-	lower := strings.ToLower(text)
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(lower, u.suffix) {
-			lower, mult = strings.TrimSpace(strings.TrimSuffix(lower, u.suffix)), u.mult
-			break
-		}
+func (v sizeValue) String() string {
+	if v.n == nil {
+		return ""
 	}
-	n, err := strconv.ParseInt(lower, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid size %q: want bytes or a size like 512KiB or 1MiB", s)
-	}
-	if n > math.MaxInt64/mult || n*mult > maxLineLimit {
-		return 0, fmt.Errorf("size %q is too large: at most 1GiB", s)
-	}
-	return int(n * mult), nil
-}
-
-// formatSize renders a byte count in the largest binary unit that divides it.
-func formatSize(n int) string {
-	switch {
-	case n > 0 && n%(1<<30) == 0:
-		return strconv.Itoa(n>>30) + "GiB"
-	case n > 0 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + "MiB"
-	case n > 0 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + "KiB"
-	}
-	return strconv.Itoa(n)
+	return cli.FormatSize(*v.n)
 }
 
 // listValue is a comma-separated list. The empty string is the empty list;

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DEBUG_PRISM") != "" {
 		level = slog.LevelDebug
 	}
-	slog.SetDefault(newLogger(os.Stderr, level))
+	slog.SetDefault(cli.NewLogger(os.Stderr, level))
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -559,25 +560,25 @@ func TestParse(t *testing.T) {
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int{"1048576": 1 << 20, "1MiB": 1 << 20, "512KiB": 512 << 10, "512kib": 512 << 10,
 		"2 MiB": 2 << 20, "1MB": 1_000_000, "64kB": 64_000, "100B": 100, "1GiB": 1 << 30, "1m": 1 << 20} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := cli.ParseSize(in); err != nil || got != want {
+			t.Errorf("cli.ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "x", "-1", "1.5MiB", "1TiB", "2GiB", "MiB"} {
-		if got, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) = %d, want an error", in, got)
+		if got, err := cli.ParseSize(in); err == nil {
+			t.Errorf("cli.ParseSize(%q) = %d, want an error", in, got)
 		}
 	}
 	for n, want := range map[int]string{1 << 20: "1MiB", 512 << 10: "512KiB", 1000: "1000", 0: "0"} {
-		if got := formatSize(n); got != want {
-			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		if got := cli.FormatSize(n); got != want {
+			t.Errorf("cli.FormatSize(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
 
 func TestLoggerQuietsBeam(t *testing.T) {
 	var buf bytes.Buffer
-	l := newLogger(&buf, slog.LevelInfo)
+	l := cli.NewLogger(&buf, slog.LevelInfo)
 	l.Info("ours")
 	// A record without a caller comes through the standard log package,
 	// which is what the SDK's fallback loggers use.

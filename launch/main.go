@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/revenue-stream/hourly/cli"
 	"io"
 	"log/slog"
 	"os"
@@ -47,7 +48,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	// beam.Init installed Beam's default logger; ours replaces it.
-	slog.SetDefault(newLogger(stderr, o.LogLevel))
+	slog.SetDefault(cli.NewLogger(stderr, o.LogLevel))
 
 	// The first signal stops the job gracefully; NotifyContext then restores
 	// the default handling, so a second one ends the process at once.

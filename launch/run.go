@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/cli"
 	"io"
 	"log/slog"
 	"net"
@@ -191,7 +192,7 @@ func settings(po pipeline.Options) map[string]string {
 		"dedup-retention":  po.DedupRetention.String(),
 		"max-future":       po.Event.MaxFuture.String(),
 		"max-age":          po.Event.MaxAge.String(),
-		"max-line":         formatSize(po.Event.MaxLine),
+		"max-line":         cli.FormatSize(po.Event.MaxLine),
 		"dimensions":       strings.Join(po.Event.Dimensions, ","),
 	}
 }

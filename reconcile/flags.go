@@ -4,9 +4,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -101,43 +100,17 @@ func (f *Flags) LogLevel() (slog.Level, error) {
 	return l, nil
 }
 
-// sizeFlag reads --max-line as cmd/launch does: bytes, or a number with a
-// unit (KiB, MiB, GiB; KB, MB, GB; k, m, g; b), at most 1GiB, so one flag
+// sizeFlag reads --max-line as cmd/launch does (cli.ParseSize), so one flag
 // file serves both commands.
 type sizeFlag int
 
-// maxLineLimit caps --max-line: a reader holds a whole line in memory.
-const maxLineLimit = 1 << 30
-
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	// Longest suffixes first, so "KiB" is not read as "B".
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
-	{"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000},
-	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
-	{"b", 1},
-}
-
-func (v *sizeFlag) String() string { return strconv.Itoa(int(*v)) }
+func (v *sizeFlag) String() string { return cli.FormatSize(int(*v)) }
 
 func (v *sizeFlag) Set(s string) error {
-	text := strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(text, u.suffix) {
-			text, mult = strings.TrimSpace(strings.TrimSuffix(text, u.suffix)), u.mult
-			break
-		}
+	n, err := cli.ParseSize(s)
+	if err != nil {
+		return err
 	}
-	n, err := strconv.ParseInt(text, 10, 64)
-	if err != nil || n < 0 {
-		return fmt.Errorf("invalid size %q: want bytes or a size like 512KiB or 1MiB", s)
-	}
-	if n > math.MaxInt64/mult || n*mult > maxLineLimit {
-		return fmt.Errorf("size %q is too large: at most 1GiB", s)
-	}
-	*v = sizeFlag(n * mult)
+	*v = sizeFlag(n)
 	return nil
 }

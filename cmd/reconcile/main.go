@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/revenue-stream/hourly/cli"
 	"io"
 	"log/slog"
 	"os"
@@ -59,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, err)
 	}
 	level, _ := flags.LogLevel() // validated by Options
-	slog.SetDefault(newLogger(stderr, level))
+	slog.SetDefault(cli.NewLogger(stderr, level))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

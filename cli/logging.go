@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	"strings"
 )
 
-// beamPrefix is the package path prefix of Beam's own code (prism, harness).
+// beamPrefix is the package path prefix of the SDK and prism. In loopback
+// mode prism, its job service and the SDK harness run in this process and
+// log through the default slog logger, at info, several lines per job and
+// stage: useful when debugging the runner, noise in a command's output.
 const beamPrefix = "github.com/apache/beam/"
 
-// newLogger logs ours at level and Beam's (prism's job chatter, the
-// harness's) from warn, or everything at debug: the same split cmd/launch
-// makes, so the two commands read alike. (launch/logging.go has the same
-// filter; a shared package for both commands' plumbing would hold one.)
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+// NewLogger returns a text logger to w that applies level to this project's
+// records and max(level, warn) to Beam's, unless level is debug, which shows
+// everything.
+func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	beam := max(level, slog.LevelWarn)
 	if level <= slog.LevelDebug {
 		beam = level
@@ -25,19 +27,19 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 }
 
 // originFilter applies a separate level to records logged from Beam's
-// packages, told apart by the caller's program counter: prism's records
-// carry no attribute that would identify them.
+// packages, told apart by the caller's program counter: prism's records carry
+// no attribute that would identify them.
 type originFilter struct {
 	slog.Handler
 	ours, beam slog.Level
 }
 
 func (f *originFilter) Handle(ctx context.Context, r slog.Record) error {
-	floor := f.ours
+	min := f.ours
 	if fromBeam(r.PC) {
-		floor = f.beam
+		min = f.beam
 	}
-	if r.Level < floor {
+	if r.Level < min {
 		return nil
 	}
 	return f.Handler.Handle(ctx, r)
@@ -52,8 +54,10 @@ func (f *originFilter) WithGroup(name string) slog.Handler {
 }
 
 // fromBeam reports whether a record comes from Beam. A record without a
-// program counter comes through the standard log package, which the SDK's
-// fallback loggers use; this project logs through slog only.
+// program counter comes through the standard log package, which slog
+// redirects to the default handler: the SDK's fallback loggers use it (the
+// harness logs "stopping worker" there when its log stream closes). This
+// project logs through slog only, so such records count as Beam's.
 func fromBeam(pc uintptr) bool {
 	if pc == 0 {
 		return true

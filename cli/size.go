@@ -1,0 +1,61 @@
+// Package cli holds what both commands (cmd/launch, cmd/reconcile) share on
+// the command line: size flags and the logger that keeps Beam's own logs
+// quiet.
+package cli
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// maxLineLimit caps --max-line: a reader holds a whole line in memory, and a
+// line of more than 1 GiB is not an event.
+const maxLineLimit = 1 << 30
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	// Longest suffixes first, so "KiB" is not read as "B".
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30},
+	{"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30},
+	{"b", 1},
+}
+
+// ParseSize reads a byte count: plain bytes or a number with a unit
+// (KiB, MiB, GiB, KB, MB, GB, K, M, G, B; case-insensitive), at most 1 GiB.
+func ParseSize(s string) (int, error) {
+	text := strings.TrimSpace(s)
+	lower := strings.ToLower(text)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(lower, u.suffix) {
+			lower, mult = strings.TrimSpace(strings.TrimSuffix(lower, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(lower, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid size %q: want bytes or a size like 512KiB or 1MiB", s)
+	}
+	if n > math.MaxInt64/mult || n*mult > maxLineLimit {
+		return 0, fmt.Errorf("size %q is too large: at most 1GiB", s)
+	}
+	return int(n * mult), nil
+}
+
+// FormatSize renders a byte count in the largest binary unit that divides it.
+func FormatSize(n int) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return strconv.Itoa(n>>30) + "GiB"
+	case n > 0 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "MiB"
+	case n > 0 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "KiB"
+	}
+	return strconv.Itoa(n)
+}
