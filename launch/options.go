@@ -67,7 +67,10 @@ type Options struct {
 	// the source is read (zero values take the sources or pubsub package
 	// defaults; tests read one record per call to make the watermark step).
 	// PullTimeout bounds one Pub/Sub pull.
-	QuietPeriod, StopTimeout  time.Duration
+	QuietPeriod, StopTimeout time.Duration
+	// ProgressEvery is the period of progress reports while a job runs (0:
+	// none).
+	ProgressEvery             time.Duration
 	PollInterval, PullTimeout time.Duration
 	MaxPerCall                int
 }
@@ -106,13 +109,14 @@ func Defaults() Options {
 		panic(err) // a constant
 	}
 	return Options{
-		DemoDir:     DefaultDemoDir,
-		Sink:        spec,
-		Pipeline:    pipeline.Defaults(),
-		LogLevel:    slog.LevelInfo,
-		Runner:      DefaultRunner,
-		QuietPeriod: DefaultQuietPeriod,
-		StopTimeout: DefaultStopTimeout,
+		DemoDir:       DefaultDemoDir,
+		Sink:          spec,
+		Pipeline:      pipeline.Defaults(),
+		LogLevel:      slog.LevelInfo,
+		Runner:        DefaultRunner,
+		QuietPeriod:   DefaultQuietPeriod,
+		ProgressEvery: DefaultProgressEvery,
+		StopTimeout:   DefaultStopTimeout,
 	}
 }
 

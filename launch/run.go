@@ -254,12 +254,31 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline) outcome {
 		r           result
 		interrupted bool
 	)
-	select {
-	case r = <-done:
-	case <-ctx.Done():
-		interrupted = true
-		r = stop(o, name, loopback, done, hardCancel)
+	// Progress comes from the counters this process's workers reported
+	// (loopback); a remote runner shows its own.
+	var tick <-chan time.Time
+	prog := newProgress(os.Stdout)
+	if loopback && o.ProgressEvery > 0 {
+		t := time.NewTicker(o.ProgressEvery)
+		defer t.Stop()
+		tick = t.C
 	}
+wait:
+	for {
+		select {
+		case r = <-done:
+			break wait
+		case <-ctx.Done():
+			interrupted = true
+			r = stop(o, name, loopback, done, hardCancel)
+			break wait
+		case <-tick:
+			if counters, ok := tallied(name, false); ok {
+				prog.report(countsOf(counters))
+			}
+		}
+	}
+	prog.done()
 	res := outcome{interrupted: interrupted, err: r.err}
 	var reported *Counts
 	if r.pr != nil {

@@ -1,0 +1,58 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// DefaultProgressEvery is how often a running job reports progress.
+const DefaultProgressEvery = 2 * time.Second
+
+// progress reports a long run's figures while it runs: one line rewritten in
+// place when stdout is a terminal, a plain log line every period otherwise
+// (so a log file or CI output stays readable).
+type progress struct {
+	w        io.Writer
+	terminal bool
+	started  time.Time
+	last     time.Time
+	lastRead int64
+	wrote    bool
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w, started: time.Now(), last: time.Now()}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.terminal = true
+		}
+	}
+	return p
+}
+
+// report shows the figures the job's workers have reported so far.
+func (p *progress) report(c Counts) {
+	now := time.Now()
+	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
+	p.last, p.lastRead = now, c.Read
+	rows := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
+	if p.terminal {
+		fmt.Fprintf(p.w, "\r%-100s", fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
+			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"]))
+		p.wrote = true
+		return
+	}
+	slog.Info("progress", "elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
+		"counted", c.Counted, "duplicates", c.Duplicates, "conflicts", c.Conflicts, "quarantined", c.Quarantined,
+		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"])
+}
+
+// done ends the updating line so the summary starts on its own line.
+func (p *progress) done() {
+	if p.terminal && p.wrote {
+		fmt.Fprintln(p.w)
+	}
+}
