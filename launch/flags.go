@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,6 +30,25 @@ func (v durationValue) Set(s string) error {
 		return fmt.Errorf("invalid duration %q", s)
 	}
 	*v.d = d
+	return nil
+}
+
+// countValue is a positive integer flag.
+type countValue struct{ n *int }
+
+func (v countValue) String() string {
+	if v.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.n)
+}
+
+func (v countValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("invalid count %q: want a positive integer", s)
+	}
+	*v.n = n
 	return nil
 }
 

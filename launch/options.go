@@ -177,6 +177,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("idle-timeout", durationValue{&p.Watermark.IdleTimeout}, "processing time after which a silent partition leaves the watermark minimum")
 	add("allowed-lateness", durationValue{&p.Triggers.AllowedLateness}, "how long after window_end a window takes corrections (then FINAL)")
 	add("dedup-retention", durationValue{&p.DedupRetention}, "how long an event_id is remembered (default window + allowed lateness; shorter is refused)")
+	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys: 8 suits one machine (prism); use at least the parallelism on Flink or Dataflow")
 	add("max-future", durationValue{&p.Event.MaxFuture}, "quarantine events further than this ahead of processing time")
 	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
 	add("max-line", sizeValue{&p.Event.MaxLine}, "longest accepted line: bytes or a size like 512KiB, 1MiB")

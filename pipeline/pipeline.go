@@ -16,9 +16,13 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// DefaultShards is the number of dedup state keys: enough to spread dedup
-// over a cluster's workers, few enough that each batch carries many ids.
-const DefaultShards = 64
+// DefaultShards is the number of dedup state keys. Each shard costs a state
+// key, three timers per window and a bundle slot, so on one machine fewer is
+// faster (measured on prism, 211,150 records: 2 shards 2.7 s, 8 shards
+// 2.9 s, 16 shards 3.2 s, 64 shards 4.2 s, 256 shards 8.9 s); on Flink or
+// Dataflow use at least the parallelism (--dedup-shards) so dedup spreads
+// over the workers.
+const DefaultShards = 8
 
 // Options are the settings of SPEC §2 and §3, validated together.
 type Options struct {

@@ -186,6 +186,9 @@ func measure(mode, dir string) (result, error) {
 		}
 		o.Sink = spec
 		o.LogLevel = slog.LevelWarn
+		if v := os.Getenv("BENCH_SHARDS"); v != "" {
+			o.Pipeline.DedupShards, _ = strconv.Atoi(v)
+		}
 		if v := os.Getenv("BENCH_MAX_PER_CALL"); v != "" {
 			o.MaxPerCall, _ = strconv.Atoi(v)
 		}
