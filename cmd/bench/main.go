@@ -45,6 +45,10 @@ type result struct {
 	AllocMiB   float64 `json:"alloc_mib"`
 	Mallocs    uint64  `json:"mallocs"`
 	Counted    int64   `json:"counted"`
+	// HeapMiB samples the live heap every half second during the run (the
+	// SDK harness and prism share this process): flat means no growth
+	// beyond the retained state.
+	HeapMiB []float64 `json:"heap_mib,omitempty"`
 }
 
 func main() {
@@ -141,6 +145,7 @@ func main() {
 		fmt.Printf("| %s | %.0f | %.2f | %.0f MiB | %.0f MiB |\n", r.Mode, float64(r.Events)/r.Seconds, r.Seconds, r.PeakRSSMiB, r.AllocMiB)
 	}
 	fmt.Printf("\npipeline / baseline throughput: %.2f\n", (float64(p.Events)/p.Seconds)/(float64(b.Events)/b.Seconds))
+	fmt.Printf("pipeline live heap over the median run (MiB, every 0.5 s): %s\n", heapLine(p.HeapMiB))
 }
 
 func child(self, mode, dir string) (result, error) {
@@ -158,11 +163,11 @@ func child(self, mode, dir string) (result, error) {
 }
 
 // measure runs one mode over dir in this process.
-func measure(mode, dir string) (result, error) {
+func measure(mode, dir string) (r result, err error) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
-	r := result{Mode: mode}
+	r = result{Mode: mode}
 	switch mode {
 	case "baseline":
 		// Map dedup + hourly sums in one goroutine: the same parsing,
@@ -173,6 +178,25 @@ func measure(mode, dir string) (result, error) {
 		}
 		r.Events, r.Counted = int64(res.Read), int64(res.Counted)
 	case "pipeline":
+		stop := make(chan struct{})
+		samples := make(chan []float64, 1)
+		go func() {
+			var out []float64
+			t := time.NewTicker(500 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					samples <- out
+					return
+				case <-t.C:
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					out = append(out, float64(ms.HeapInuse)/(1<<20))
+				}
+			}
+		}()
+		defer func() { close(stop); r.HeapMiB = <-samples }()
 		work, err := os.MkdirTemp("", "revenue-bench-sink-")
 		if err != nil {
 			return r, err
@@ -248,4 +272,17 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// heapLine prints the heap samples, thinned to about 30 values.
+func heapLine(h []float64) string {
+	if len(h) == 0 {
+		return "no samples"
+	}
+	step := max(1, len(h)/30)
+	var parts []string
+	for i := 0; i < len(h); i += step {
+		parts = append(parts, strconv.FormatFloat(h[i], 'f', 0, 64))
+	}
+	return strings.Join(parts, " ")
 }
