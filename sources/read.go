@@ -18,7 +18,7 @@ const namespace = "revenue"
 
 func init() {
 	register.DoFn5x2[
-		context.Context, *watermarkEstimator, *sdf.LockRTracker, string,
+		context.Context, *WatermarkEstimator, *sdf.LockRTracker, string,
 		func(beam.EventTime, model.Record), sdf.ProcessContinuation, error,
 	](&readFn{})
 	register.Emitter2[beam.EventTime, model.Record]()
@@ -86,15 +86,15 @@ func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction,
 	return model.NoWatermark
 }
 
-func (f *readFn) CreateWatermarkEstimator(state int64) *watermarkEstimator {
-	return newWatermarkEstimator(state)
+func (f *readFn) CreateWatermarkEstimator(state int64) *WatermarkEstimator {
+	return NewWatermarkEstimator(state)
 }
 
-func (f *readFn) WatermarkEstimatorState(e *watermarkEstimator) int64 {
-	return e.value()
+func (f *readFn) WatermarkEstimatorState(e *WatermarkEstimator) int64 {
+	return e.Value()
 }
 
-func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt *sdf.LockRTracker, partition string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
+func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt *sdf.LockRTracker, partition string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("source partition %q: restriction of type %T", partition, rt.GetRestriction())
@@ -114,7 +114,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt 
 	r.stop = func() bool { return stopRequested(f.StopGen) }
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
-		emit(beam.EventTime(toMtime(rec.WatermarkBefore)), rec)
+		emit(beam.EventTime(ToMtime(rec.WatermarkBefore)), rec)
 	}
 	out, err := r.run()
 	if err != nil {
@@ -147,7 +147,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt 
 	if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
 		w = min(w, m)
 	}
-	we.advance(w)
+	we.Advance(w)
 	if own != model.NoWatermark {
 		beam.NewGauge(namespace, "watermark_lag_ms_"+partition).Set(ctx, now-own)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -21,7 +22,7 @@ const namespace = "revenue"
 
 func init() {
 	register.DoFn5x2[
-		context.Context, *watermarkEstimator, *sdf.LockRTracker, string,
+		context.Context, *sources.WatermarkEstimator, *sdf.LockRTracker, string,
 		func(beam.EventTime, model.Record), sdf.ProcessContinuation, error,
 	](&readFn{})
 	register.Emitter2[beam.EventTime, model.Record]()
@@ -107,13 +108,13 @@ func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction,
 	return model.NoWatermark
 }
 
-func (f *readFn) CreateWatermarkEstimator(state int64) *watermarkEstimator {
-	return newWatermarkEstimator(state)
+func (f *readFn) CreateWatermarkEstimator(state int64) *sources.WatermarkEstimator {
+	return sources.NewWatermarkEstimator(state)
 }
 
-func (f *readFn) WatermarkEstimatorState(e *watermarkEstimator) int64 { return e.value() }
+func (f *readFn) WatermarkEstimatorState(e *sources.WatermarkEstimator) int64 { return e.Value() }
 
-func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt *sdf.LockRTracker, subscription string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
+func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstimator, rt *sdf.LockRTracker, subscription string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("pubsub source %s: restriction of type %T", subscription, rt.GetRestriction())
@@ -139,7 +140,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt 
 		// time): the runner sees it as late exactly when rule (a) of the
 		// too-late gate does, and it holds the downstream watermark until
 		// the record is counted (see transforms/dedup.go).
-		emit(beam.EventTime(toMtime(rec.WatermarkBefore)), rec)
+		emit(beam.EventTime(sources.ToMtime(rec.WatermarkBefore)), rec)
 	}
 	r.afterAck = func(recs []model.Record) error {
 		// Looked up per batch, not per call: a test installs the hook while
@@ -172,7 +173,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *watermarkEstimator, rt 
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
 	}
-	we.advance(r.rest.Reported)
+	we.Advance(r.rest.Reported)
 	if r.rest.Reported != model.NoWatermark {
 		beam.NewGauge(namespace, "watermark_lag_ms_"+Partition).Set(ctx, now-r.rest.Reported)
 	}
