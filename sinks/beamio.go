@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/faults"
 
 	_ "github.com/revenue-stream/hourly/coders" // element coders of the four streams
 )
@@ -107,9 +108,15 @@ func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 	// Clear before writing: the elements must not leak into the next bundle
 	// even if this one fails and the runner reuses the DoFn instance.
 	f.buf = f.buf[:0]
+	if faults.Fire(faults.FailBeforeSinkWrite) {
+		return fmt.Errorf("sinks.Write %s: injected permanent failure (%s) before writing %d rows", f.Spec, faults.FailBeforeSinkWrite, len(b.Rows))
+	}
 	res, err := f.write(ctx, b)
 	if err != nil {
 		return err
+	}
+	if faults.Fire(faults.CrashAfterSinkWrite) {
+		faults.Crash(faults.CrashAfterSinkWrite)
 	}
 	f.accepted.Inc(ctx, int64(res.Accepted))
 	f.stale.Inc(ctx, int64(res.Stale))

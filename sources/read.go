@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/faults"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -115,6 +116,9 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
 		emit(beam.EventTime(ToMtime(rec.WatermarkBefore)), rec)
+		if faults.Fire(faults.CrashAfterRead) {
+			faults.Crash(faults.CrashAfterRead)
+		}
 	}
 	out, err := r.run()
 	if err != nil {
