@@ -75,13 +75,7 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		log:  slog.Default().With("source", "folder", "partition", partition),
 		rest: rest.clone(),
 	}
-	// Re-derive the partition's watermark policy from the restriction: the
-	// last activity seeds its idleness clock, the largest valid event time
-	// its watermark.
-	r.stamper = rawlog.NewStamper(policy, cfg, rest.LastActive)
-	if rest.MaxValid != model.NoWatermark {
-		r.stamper.Partition().Observe(rest.MaxValid, true, rest.LastActive)
-	}
+	r.stamper = rest.Stamper(policy, cfg)
 	return r
 }
 
@@ -208,12 +202,8 @@ func (r *reader) record(l rawlog.Line) bool {
 		Oversized: l.Oversized,
 		ReadAt:    now,
 	}
-	r.stamper.Stamp(&rec)
+	r.rest.Stamp(r.stamper, &rec, r.policy.OutOfOrderBound)
 	r.rest.Offset, r.rest.Line = l.End, l.No
-	r.rest.LastActive = max(r.rest.LastActive, now)
-	if w := r.stamper.Watermark(); w != model.NoWatermark {
-		r.rest.MaxValid = w + r.policy.OutOfOrderBound.Milliseconds()
-	}
 	if !r.claim(r.rest) {
 		return false
 	}
@@ -265,20 +255,17 @@ func (r *reader) nextFile(current string) (string, error) {
 // to the restriction: idleness, and the reported watermark, which never
 // decreases. It logs a change of idleness and reports whether the partition
 // just went idle.
-func (r *reader) watermarkState(now int64) (wentIdle bool) {
+func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
-	idle := p.Idle(now)
-	r.rest.Reported = max(r.rest.Reported, p.Reported(now))
+	wentIdle, cameBack := r.rest.Update(p, now)
 	switch {
-	case idle && !r.rest.Idle:
+	case wentIdle:
 		r.log.Info("source partition idle: it leaves the watermark minimum",
 			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
 			"reported_watermark", fmtMs(r.rest.Reported))
-		wentIdle = true
-	case !idle && r.rest.Idle:
+	case cameBack:
 		r.log.Info("source partition active again: its old records are late or too late",
 			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
 	}
-	r.rest.Idle = idle
 	return wentIdle
 }

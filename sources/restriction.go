@@ -40,14 +40,8 @@ type restriction struct {
 	FloorFiles int
 	Read       []string
 
-	// The watermark-policy state: the largest valid event time (ms, or
-	// model.NoWatermark), the processing time of the last record (ms),
-	// whether the partition was idle at the last call, and the watermark
-	// last reported for it (never decreasing).
-	MaxValid   int64
-	LastActive int64
-	Idle       bool
-	Reported   int64
+	// PolicyState is the watermark-policy state (see PolicyState).
+	PolicyState
 
 	// Closed marks a restriction with no work left: a replay that reached
 	// the end, or the primary of a checkpoint.
@@ -57,7 +51,7 @@ type restriction struct {
 // newRestriction is a partition that has read nothing, started at
 // processing time now (idleness is measured from there).
 func newRestriction(now int64) restriction {
-	return restriction{FloorFiles: 0, MaxValid: model.NoWatermark, LastActive: now, Reported: model.NoWatermark}
+	return restriction{FloorFiles: 0, PolicyState: NewPolicyState(now)}
 }
 
 // clone copies r so that a split's halves never share the Read slice.
@@ -150,10 +144,7 @@ func encodeRestriction(r restriction) []byte {
 	for _, name := range r.Read {
 		w.String(name)
 	}
-	w.Varint(r.MaxValid)
-	w.Varint(r.LastActive)
-	w.Bool(r.Idle)
-	w.Varint(r.Reported)
+	r.PolicyState.Encode(&w)
 	w.Bool(r.Closed)
 	return w.B
 }
@@ -176,10 +167,7 @@ func decodeRestriction(b []byte) (restriction, error) {
 	for i := uint64(0); i < n && rd.Err == nil; i++ {
 		r.Read = append(r.Read, rd.String())
 	}
-	r.MaxValid = rd.Varint()
-	r.LastActive = rd.Varint()
-	r.Idle = rd.Bool()
-	r.Reported = rd.Varint()
+	r.PolicyState = DecodePolicyState(&rd)
 	r.Closed = rd.Bool()
 	if rd.Err != nil {
 		return restriction{}, fmt.Errorf("decode source restriction: %w", rd.Err)

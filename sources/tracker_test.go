@@ -89,8 +89,8 @@ func TestTrackerBadClaim(t *testing.T) {
 func TestRestrictionCoder(t *testing.T) {
 	r := restriction{
 		File: "000007.jsonl", Offset: 1 << 40, Line: 123456, Floor: "000001.jsonl", FloorFiles: -1,
-		Read: []string{"000002.jsonl", "000005.jsonl"}, MaxValid: model.NoWatermark, LastActive: 1_800_000_000_000,
-		Idle: true, Reported: -5, Closed: true,
+		Read: []string{"000002.jsonl", "000005.jsonl"}, PolicyState: PolicyState{MaxValid: model.NoWatermark, LastActive: 1_800_000_000_000,
+			Idle: true, Reported: -5}, Closed: true,
 	}
 	got, err := decodeRestriction(encodeRestriction(r))
 	if err != nil {

@@ -108,13 +108,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 		log:  slog.Default().With("source", "pubsub"),
 		rest: rest,
 	}
-	// Re-derive the partition's watermark policy from the restriction, as
-	// the folder source does: the last activity seeds its idleness clock, the
-	// largest valid event time its watermark.
-	r.stamper = rawlog.NewStamper(policy, cfg, rest.LastActive)
-	if rest.MaxValid != model.NoWatermark {
-		r.stamper.Partition().Observe(rest.MaxValid, true, rest.LastActive)
-	}
+	r.stamper = rest.Stamper(policy, cfg)
 	return r
 }
 
@@ -231,11 +225,7 @@ func (r *reader) record(line []byte, position string, now time.Time) model.Recor
 		// As rawlog does for a file: the record carries a prefix only.
 		rec.Line, rec.Oversized = line[:min(len(line), rawlog.PrefixLimit)], true
 	}
-	r.stamper.Stamp(&rec)
-	r.rest.LastActive = max(r.rest.LastActive, rec.ReadAt)
-	if w := r.stamper.Watermark(); w != model.NoWatermark {
-		r.rest.MaxValid = w + r.policy.OutOfOrderBound.Milliseconds()
-	}
+	r.rest.Stamp(r.stamper, &rec, r.policy.OutOfOrderBound)
 	return rec
 }
 
@@ -407,8 +397,7 @@ func (r *reader) replayFile(start time.Time) (out outcome, done bool, err error)
 		if l.Oversized {
 			// rawlog kept a prefix only; record() must not re-cut it.
 			rec = model.Record{Partition: Partition, Position: pos, Line: clone(l.Bytes), Oversized: true, ReadAt: now.UnixMilli()}
-			r.stamper.Stamp(&rec)
-			r.rest.LastActive = max(r.rest.LastActive, rec.ReadAt)
+			r.rest.Stamp(r.stamper, &rec, r.policy.OutOfOrderBound)
 		} else {
 			rec = r.record(clone(l.Bytes), pos, now)
 		}
@@ -466,20 +455,17 @@ func (s *sidecar) close() {
 // restriction: idleness and the reported watermark, which never decreases.
 // It logs a change of idleness and reports whether the partition just went
 // idle.
-func (r *reader) watermarkState(now int64) (wentIdle bool) {
+func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
-	idle := p.Idle(now)
-	r.rest.Reported = max(r.rest.Reported, p.Reported(now))
+	wentIdle, cameBack := r.rest.Update(p, now)
 	switch {
-	case idle && !r.rest.Idle:
+	case wentIdle:
 		r.log.Info("pubsub source idle: its watermark now advances with processing time",
 			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
 			"reported_watermark", fmtMs(r.rest.Reported))
-		wentIdle = true
-	case !idle && r.rest.Idle:
+	case cameBack:
 		r.log.Info("pubsub source active again: records older than its watermark are late or too late",
 			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
 	}
-	r.rest.Idle = idle
 	return wentIdle
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources"
 )
 
 func init() {
@@ -43,14 +44,8 @@ type restriction struct {
 	IdsOffset                            int64
 	IdsLine                              int
 
-	// The watermark-policy state: the largest valid event time (ms, or
-	// model.NoWatermark), the processing time of the last record (ms),
-	// whether the partition was idle at the last call, and the watermark
-	// last reported (never decreasing).
-	MaxValid   int64
-	LastActive int64
-	Idle       bool
-	Reported   int64
+	// PolicyState is the watermark-policy state, as in the folder source.
+	sources.PolicyState
 
 	// Closed marks a restriction with no work left: the primary of a
 	// checkpoint, or a truncated one.
@@ -58,7 +53,7 @@ type restriction struct {
 }
 
 func newRestriction(now int64, replay bool) restriction {
-	r := restriction{Replay: replayDone, MaxValid: model.NoWatermark, LastActive: now, Reported: model.NoWatermark}
+	r := restriction{Replay: replayDone, PolicyState: sources.NewPolicyState(now)}
 	if replay {
 		r.Replay = replayPending
 	}
@@ -90,10 +85,7 @@ func encodeRestriction(r restriction) []byte {
 	w.Varint(int64(r.Line))
 	w.Varint(r.IdsOffset)
 	w.Varint(int64(r.IdsLine))
-	w.Varint(r.MaxValid)
-	w.Varint(r.LastActive)
-	w.Bool(r.Idle)
-	w.Varint(r.Reported)
+	r.PolicyState.Encode(&w)
 	w.Bool(r.Closed)
 	return w.B
 }
@@ -112,10 +104,7 @@ func decodeRestriction(b []byte) (restriction, error) {
 	r.Line = int(rd.Varint())
 	r.IdsOffset = rd.Varint()
 	r.IdsLine = int(rd.Varint())
-	r.MaxValid = rd.Varint()
-	r.LastActive = rd.Varint()
-	r.Idle = rd.Bool()
-	r.Reported = rd.Varint()
+	r.PolicyState = sources.DecodePolicyState(&rd)
 	r.Closed = rd.Bool()
 	if rd.Err != nil {
 		return restriction{}, fmt.Errorf("decode pubsub restriction: %w", rd.Err)
