@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"fmt"
+	"hash/fnv"
 	"runtime"
 	"testing"
 	"time"
@@ -124,6 +125,17 @@ func BenchmarkStateBytesPerID(b *testing.B) {
 		ids := map[string]idEntry{}
 		if err := decodeIDs([][]byte{blob}, ids); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestShardOfIsFNV1a(t *testing.T) {
+	// Reconcile groups ids with the same function: its values must not drift.
+	for _, id := range []string{"", "a1", "8f14e45f-ceea-467e-a2d4-f1a7e2c1b3d5"} {
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		if got, want := ShardOf(id, 64), int(h.Sum32()%64); got != want {
+			t.Errorf("ShardOf(%q) = %d, want %d", id, got, want)
 		}
 	}
 }

@@ -36,16 +36,25 @@ type validateFn struct {
 	Config event.Config
 
 	read, quarantined beam.Counter
+	// byPartition caches the per-partition counters: building one per
+	// record (name concatenation, lookup) would sit on the hot path.
+	byPartition map[string]beam.Counter
 }
 
 func (f *validateFn) Setup() {
 	f.read = beam.NewCounter(Namespace, "read")
 	f.quarantined = beam.NewCounter(Namespace, "quarantined")
+	f.byPartition = map[string]beam.Counter{}
 }
 
 func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit func(model.Event), quarantine func(model.Quarantined)) {
 	f.read.Inc(ctx, 1)
-	beam.NewCounter(Namespace, "read_partition_"+r.Partition).Inc(ctx, 1)
+	c, ok := f.byPartition[r.Partition]
+	if !ok {
+		c = beam.NewCounter(Namespace, "read_partition_"+r.Partition)
+		f.byPartition[r.Partition] = c
+	}
+	c.Inc(ctx, 1)
 	ev, q := event.Parse(r, f.Config)
 	if q != nil {
 		f.quarantined.Inc(ctx, 1)
