@@ -3,11 +3,12 @@ package launch
 import (
 	"flag"
 	"fmt"
-	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/revenue-stream/hourly/cli"
 )
 
 // The flag values below refuse bad input in Set with a message that does not

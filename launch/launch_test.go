@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -19,10 +18,12 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/cli"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 )
 
 func TestMain(m *testing.M) {
@@ -80,23 +81,10 @@ func run(t *testing.T, o Options) (*Summary, string) {
 	return sum, out.String()
 }
 
-func ms(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
-
-func row(start string, window time.Duration, revenue string, count, rev int64, st model.ResultState) model.Row {
-	s := ms(start)
-	var units, frac int64
-	i, f, _ := strings.Cut(revenue, ".")
-	fmt.Sscan(i, &units)
-	fmt.Sscan((f + "000000")[:6], &frac)
-	return model.Row{WindowStart: s, WindowEnd: s + window.Milliseconds(), Dims: "{}", RevenueMicros: units*1_000_000 + frac,
-		EventCount: count, Revision: rev, State: st, Writer: "stream"}
-}
+var (
+	ms  = rowtest.MS
+	row = rowtest.Row
+)
 
 func table(rows []model.Row) string {
 	var b bytes.Buffer

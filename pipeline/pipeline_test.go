@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/scenario"
 )
 
@@ -26,44 +27,15 @@ func TestMain(m *testing.M) {
 	os.Exit(ptest.MainRet(m))
 }
 
+var (
+	ms    = rowtest.MS
+	row   = rowtest.Row
+	table = rowtest.Table
+)
+
 var readAt = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func ms(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
-
 // row builds an expected row in a line.
-func row(start string, window time.Duration, revenue string, count, rev int64, st model.ResultState) model.Row {
-	s := ms(start)
-	return model.Row{WindowStart: s, WindowEnd: s + window.Milliseconds(), Dims: "{}", RevenueMicros: micros(revenue), EventCount: count, Revision: rev, State: st, Writer: "stream"}
-}
-
-func micros(s string) int64 {
-	var units, frac int64
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	intPart, fracPart, _ := strings.Cut(s, ".")
-	fmt.Sscan(intPart, &units)
-	fracPart = (fracPart + "000000")[:6]
-	fmt.Sscan(fracPart, &frac)
-	v := units*1_000_000 + frac
-	if neg {
-		return -v
-	}
-	return v
-}
-
-func table(rows []model.Row) string {
-	var b strings.Builder
-	for _, r := range rows {
-		fmt.Fprintf(&b, "  %s %s %-10s %s n=%d rev=%d %s\n", model.FormatTime(r.WindowStart), r.Dims, model.FormatMicros(r.RevenueMicros), model.FormatTime(r.WindowEnd), r.EventCount, r.Revision, r.State)
-	}
-	return b.String()
-}
 
 func sortRows(rows []model.Row) {
 	slices.SortFunc(rows, func(a, b model.Row) int {

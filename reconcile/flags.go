@@ -4,11 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/revenue-stream/hourly/cli"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/cli"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/sinks"
 )

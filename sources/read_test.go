@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/testing/collect"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -30,13 +31,10 @@ func TestMain(m *testing.M) {
 
 // --- helpers -------------------------------------------------------------
 
-func ms(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
+var (
+	ms    = rowtest.MS
+	table = rowtest.Table
+)
 
 func purchase(id, eventTime, amount string) string {
 	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":"u-%s","amount":%q}`, id, eventTime, id, amount)
@@ -120,14 +118,6 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func table(rows []model.Row) string {
-	var b strings.Builder
-	for _, r := range rows {
-		fmt.Fprintf(&b, "  %s %s n=%d rev=%d %s\n", model.FormatTime(r.WindowStart), model.FormatMicros(r.RevenueMicros), r.EventCount, r.Revision, r.State)
-	}
-	return b.String()
 }
 
 func findRow(rows []model.Row, start string, st model.ResultState) (model.Row, bool) {

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/revenue-stream/hourly/cli"
 	"io"
 	"log/slog"
 	"os"
@@ -28,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/cli"
 	"github.com/revenue-stream/hourly/reconcile" // registers, through beamx, every runner and filesystem
 )
 
