@@ -16,15 +16,11 @@ import (
 // the sink, and the conservation table.
 func writeHTMLReport(path string, s *Summary, po pipeline.Options) error {
 	run := report.Run{
-		Title:    "Hourly revenue: " + s.Source,
-		Started:  s.Started,
-		Finished: s.Started.Add(s.Duration),
-		Settings: s.Settings,
-		Counts: pipeline.Counts{
-			Read: s.Counts.Read, Counted: s.Counts.Counted, Duplicates: s.Counts.Duplicates,
-			Conflicts: s.Counts.Conflicts, Quarantined: s.Counts.Quarantined, TooLate: s.Counts.TooLate,
-			QuarantinedBy: s.Counts.QuarantinedBy, Rows: s.Counts.Rows, AfterFinal: s.Counts.AfterFinal,
-		},
+		Title:       "Hourly revenue: " + s.Source,
+		Started:     s.Started,
+		Finished:    s.Started.Add(s.Duration),
+		Settings:    s.Settings,
+		Counts:      s.Counts,
 		Windows:     report.WindowsFromChangelog(s.view.Changelog),
 		TooLate:     s.view.Audit["too_late_events"],
 		Conflicts:   s.view.Audit["conflict_events"],

@@ -9,54 +9,84 @@ import (
 	"github.com/revenue-stream/hourly/transforms"
 )
 
-// Counts are the conservation figures of SPEC §4 for one run.
+// Counts are the conservation figures of SPEC §4 for one run, and what the
+// sink made of its rows (cmd/launch fills the Sink fields from sinks.Write's
+// counters).
 type Counts struct {
-	Read, Counted, Duplicates, Conflicts, Quarantined, TooLate int64
+	Read        int64 `json:"read"`
+	Counted     int64 `json:"counted"`
+	Duplicates  int64 `json:"duplicates"`
+	Conflicts   int64 `json:"conflicts"`
+	Quarantined int64 `json:"quarantined"`
+	TooLate     int64 `json:"too_late"`
 	// QuarantinedBy splits Quarantined by reason.
-	QuarantinedBy map[string]int64
+	QuarantinedBy map[string]int64 `json:"quarantined_by_reason"`
+	// ReadBy splits Read by source partition.
+	ReadBy map[string]int64 `json:"read_by_partition"`
 	// Rows counts snapshot rows by result state (EARLY, ON_TIME, LATE, FINAL).
-	Rows map[string]int64
+	Rows map[string]int64 `json:"rows_by_state"`
 	// AfterFinal counts events that reached a window after its FINAL row;
 	// it must stay zero.
-	AfterFinal int64
+	AfterFinal int64 `json:"invariant_data_after_final"`
+	// What the sink made of the rows and audit records.
+	SinkAccepted int64 `json:"sink_rows_accepted"`
+	SinkStale    int64 `json:"sink_rows_stale"`
+	SinkAudit    int64 `json:"sink_audit_inserted"`
+	SinkRetries  int64 `json:"sink_retries"`
 	// Counters holds every counter of the revenue namespace by name.
-	Counters map[string]int64
+	Counters map[string]int64 `json:"-"`
+}
+
+// Verdicts is the right-hand side of the conservation identity.
+func (c Counts) Verdicts() int64 {
+	return c.Counted + c.Duplicates + c.Conflicts + c.Quarantined + c.TooLate
 }
 
 // Check verifies read = counted + duplicates + conflicts + quarantined +
-// too_late.
+// too_late, and that no event reached a window after its FINAL row.
 func (c Counts) Check() error {
-	sum := c.Counted + c.Duplicates + c.Conflicts + c.Quarantined + c.TooLate
-	if c.Read != sum {
+	if c.Read != c.Verdicts() {
 		return fmt.Errorf("conservation violated: read %d != counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d (= %d)",
-			c.Read, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, sum)
+			c.Read, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, c.Verdicts())
 	}
 	if c.AfterFinal != 0 {
-		return fmt.Errorf("%d events reached a window after its FINAL row", c.AfterFinal)
+		return fmt.Errorf("%d events reached a window after its FINAL row (invariant_data_after_final)", c.AfterFinal)
 	}
 	return nil
 }
 
-// String renders the identity as one line.
-func (c Counts) String() string {
-	return fmt.Sprintf("read %d = counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d",
-		c.Read, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate)
+// Identity renders the conservation identity with this run's figures.
+func (c Counts) Identity() string {
+	op := "="
+	if c.Read != c.Verdicts() {
+		op = "!="
+	}
+	return fmt.Sprintf("read %d %s counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d",
+		c.Read, op, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate)
 }
+
+// String renders the identity as one line.
+func (c Counts) String() string { return c.Identity() }
 
 // CountsFrom sums the pipeline's counters (committed values where the runner
 // reports them, attempted otherwise) across steps.
 func CountsFrom(pr beam.PipelineResult) Counts {
-	c := Counts{QuarantinedBy: map[string]int64{}, Rows: map[string]int64{}, Counters: map[string]int64{}}
-	if pr == nil {
-		return c
-	}
-	for _, r := range pr.Metrics().AllMetrics().Counters() {
-		if r.Namespace() != transforms.Namespace {
-			continue
+	named := map[string]int64{}
+	if pr != nil {
+		for _, r := range pr.Metrics().AllMetrics().Counters() {
+			if r.Namespace() == transforms.Namespace {
+				named[r.Name()] += r.Result()
+			}
 		}
-		c.Counters[r.Name()] += r.Result()
 	}
-	for name, v := range c.Counters {
+	return CountsOf(named)
+}
+
+// CountsOf reads the figures from the revenue namespace's counters, summed
+// by name.
+func CountsOf(named map[string]int64) Counts {
+	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
+	for name, v := range named {
 		switch {
 		case name == "read":
 			c.Read = v
@@ -74,6 +104,8 @@ func CountsFrom(pr beam.PipelineResult) Counts {
 			c.AfterFinal = v
 		case strings.HasPrefix(name, "quarantined_"):
 			c.QuarantinedBy[strings.TrimPrefix(name, "quarantined_")] = v
+		case strings.HasPrefix(name, "read_partition_"):
+			c.ReadBy[strings.TrimPrefix(name, "read_partition_")] = v
 		case strings.HasPrefix(name, "rows_"):
 			c.Rows[strings.TrimPrefix(name, "rows_")] = v
 		}
