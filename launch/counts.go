@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/transforms"
@@ -65,6 +66,14 @@ func diffCounts(a, b Counts) []string {
 	cmp("sink_rows_stale", a.SinkStale, b.SinkStale)
 	cmp("sink_audit_inserted", a.SinkAudit, b.SinkAudit)
 	cmp("sink_retries", a.SinkRetries, b.SinkRetries)
+	for _, h := range []struct {
+		metric string
+		x, y   []int64
+	}{{transforms.MetricLateness, a.Lateness.Counts(), b.Lateness.Counts()}, {transforms.MetricArrival, a.Arrival.Counts(), b.Arrival.Counts()}} {
+		for i := range delay.Buckets {
+			cmp(delay.CounterName(h.metric, i), at(h.x, i), at(h.y, i))
+		}
+	}
 	for _, m := range []struct {
 		prefix string
 		x, y   map[string]int64
@@ -81,4 +90,12 @@ func diffCounts(a, b Counts) []string {
 		}
 	}
 	return d
+}
+
+// at is xs[i], 0 past its end (a Counts built by hand has no buckets).
+func at(xs []int64, i int) int64 {
+	if i < len(xs) {
+		return xs[i]
+	}
+	return 0
 }

@@ -53,6 +53,25 @@ func (v countValue) Set(s string) error {
 	return nil
 }
 
+// portValue is a TCP port, 1 to 65535.
+type portValue struct{ n *int }
+
+func (v portValue) String() string {
+	if v.n == nil || *v.n == 0 {
+		return ""
+	}
+	return strconv.Itoa(*v.n)
+}
+
+func (v portValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("invalid port %q: want 1 to 65535", s)
+	}
+	*v.n = n
+	return nil
+}
+
 // sizeValue is a byte count: a plain number of bytes or a number with a
 // binary (KiB, MiB, GiB) or decimal (kB, MB, GB) unit.
 type sizeValue struct{ n *int }

@@ -19,8 +19,10 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/cli"
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/report"
 	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
@@ -198,6 +200,12 @@ func TestMinimalSequence(t *testing.T) {
 		"now holds 3 windows (FINAL 3) and 7 revisions",
 		"2026-11-04T10:00:00Z  2026-11-04T11:00:00Z  {}    170.000000  3       3         FINAL",
 		"query: sqlite3 " + shellQuote(o.Sink.Path) + " 'select * from hourly_revenue'",
+		// Lateness behind the partition's largest event time so far: A, B,
+		// X, Y 0; A's copy 5m; C 30m; A's third payload 1h05m; D 25h10m.
+		// The wall clock is weeks past the events: every arrival >24h.
+		"delays of 8 valid events (bucket counters; a percentile is below its bucket's upper bound):\n" +
+			"  event lateness  p50 <1m, p95 >=24h, p99 >=24h  (<1m 4, 5-10m 1, 30m-1h 1, 1-6h 1, >24h 1)\n" +
+			"  arrival delay   p50 >=24h, p95 >=24h, p99 >=24h  (>24h 8)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
@@ -224,6 +232,24 @@ func TestMinimalSequence(t *testing.T) {
 		rep.Windows[0].Revenue != "170.000000" || rep.Windows[0].ResultState != "FINAL" || rep.Audit["too_late_events"] != 1 {
 		t.Errorf("JSON report:\n%s", data)
 	}
+	if l, a := rep.Counts.Lateness, rep.Counts.Arrival; !slices.Equal(l.Counts(), []int64{4, 0, 1, 0, 1, 1, 0, 1}) ||
+		l.P50 != time.Minute.Milliseconds() || l.P95 != delay.Unbounded || l.P99 != delay.Unbounded ||
+		!slices.Equal(a.Counts(), []int64{0, 0, 0, 0, 0, 0, 0, 8}) || a.P50 != delay.Unbounded {
+		t.Errorf("JSON report delays: event_lateness %+v, arrival_delay %+v", l, a)
+	}
+	// The bucket counters measure what the HTML report's trace of the raw
+	// log measures.
+	_, trace, err := report.TraceFolder(o.Source, o.Pipeline.Watermark, o.Pipeline.Event, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var traced []int64
+	for _, b := range trace.Buckets {
+		traced = append(traced, b.Count)
+	}
+	if !slices.Equal(traced, sum.Counts.Lateness.Counts()) {
+		t.Errorf("event_lateness counters %v, the raw log's trace %v", sum.Counts.Lateness.Counts(), traced)
+	}
 }
 
 // TestSparkWatermarkDemo is the watermark example of Spark's guide (seed
@@ -248,7 +274,10 @@ func TestSparkWatermarkDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| read | 4 |", "| too_late | 1 |", "| --window | 5m0s |", "| --allowed-lateness | 0s |",
-		"## Revisions (4)", "| 2026-11-04T08:00:00Z | 2026-11-04T08:05:00Z | `{}` | 30.000000 | 2 | 2 | FINAL | stream |"} {
+		"## Revisions (4)", "| 2026-11-04T08:00:00Z | 2026-11-04T08:05:00Z | `{}` | 30.000000 | 2 | 2 | FINAL | stream |",
+		// e3 arrives 3m40s behind e2, e4 21m40s: ranks 2, 4, 4 of 4.
+		"| event lateness | 4 | <1m | <30m | <30m | 2 | 1 | 0 | 1 | 0 | 0 | 0 | 0 |",
+		"| arrival delay | 4 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 4 |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("Markdown report lacks %q:\n%s", want, md)
 		}

@@ -62,6 +62,10 @@ type Options struct {
 	LogLevel slog.Level
 	// Runner is Beam's --runner (prism unless set).
 	Runner string
+	// PrismUIPort, when positive, serves prism's web UI (jobs, their state
+	// and metrics) on localhost:PrismUIPort while this process runs
+	// (--prism-ui-port; prism runner only).
+	PrismUIPort int
 
 	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
 	// the source is read (zero values take the sources or pubsub package
@@ -184,6 +188,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("dimensions", listValue{&p.Event.Dimensions}, "comma-separated payload fields to report by")
 	add("report", stringValue{&o.Report}, "write a run report to PATH (.html, .md or .json, by extension)")
 	add("log-level", levelValue{&o.LogLevel}, "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)")
+	add("prism-ui-port", portValue{&o.PrismUIPort}, "serve prism's web UI (jobs, state, metrics) on localhost:PORT while the process runs (prism runner only)")
 
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
 		if fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
@@ -317,7 +322,7 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
-	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level"}
+	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
@@ -346,6 +351,9 @@ func (o Options) Validate() error {
 		if _, ok := reportFormats[ext]; !ok && ext != ".html" {
 			return usagef("--report: %q: want a path ending in %s", o.Report, strings.Join(reportExtensions(), ", "))
 		}
+	}
+	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
+		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
 	}
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
 		return usagef("stop timing must not be negative")

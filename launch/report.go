@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -141,6 +142,24 @@ func renderMarkdown(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "\nRows emitted: %s; the sink accepted %d revisions, %d stale; %d audit rows inserted.\n",
 		stateCounts(c.Rows), c.SinkAccepted, c.SinkStale, c.SinkAudit)
+	if c.Lateness.Total > 0 || c.Arrival.Total > 0 {
+		fmt.Fprintf(&b, "\n## Delays\n\nThe valid events' delays, from the job's bucket counters: a percentile is below "+
+			"the upper bound of the bucket that holds it. Event lateness is how far behind its partition's largest event "+
+			"time so far an event arrived; arrival delay is read time - event time (for a replay, when the replay ran).\n\n")
+		b.WriteString("| delay | events | p50 | p95 | p99 |")
+		for _, bk := range c.Lateness.Buckets {
+			fmt.Fprintf(&b, " %s |", bk.Label)
+		}
+		b.WriteString("\n|---|---:|---:|---:|---:|" + strings.Repeat("---:|", len(c.Lateness.Buckets)) + "\n")
+		for _, m := range delayMetrics(c) {
+			h := m.H
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |", m.Name, h.Total, pct(h, h.P50), pct(h, h.P95), pct(h, h.P99))
+			for _, bk := range h.Buckets {
+				fmt.Fprintf(&b, " %d |", bk.Count)
+			}
+			b.WriteString("\n")
+		}
+	}
 
 	if s.view.Readable {
 		fmt.Fprintf(&b, "\n## Windows (%d)\n\nThe current row of every window and dims in the sink.\n\n", len(r.Windows))
@@ -180,6 +199,14 @@ func mdRows(b *strings.Builder, rows []ReportRow, writer bool) {
 // mdCell keeps a value inside its table cell.
 func mdCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// pct renders a percentile's bound, "-" for an empty histogram.
+func pct(h delay.Histogram, upper int64) string {
+	if h.Total == 0 {
+		return "-"
+	}
+	return delay.Below(upper)
 }
 
 func orDash(s string) string {

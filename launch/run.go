@@ -89,6 +89,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
+	if o.PrismUIPort > 0 {
+		// The UI needs the job service's address: start that first.
+		if err := ensureJobService(ctx, o.Runner); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		if err := startPrismUI(o.PrismUIPort); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	}
 
 	if o.IsPubSub() {
 		slog.Info("running", "source", sum.Source, "archive", sum.Archive, "sink", sum.Sink, "runner", o.Runner)

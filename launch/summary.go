@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -106,6 +107,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "; %d write retries", c.SinkRetries)
 	}
 	b.WriteString("\n")
+	writeDelays(&b, c)
 
 	v := s.view
 	if v.Readable {
@@ -127,6 +129,38 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// delayMetrics lists the delay histograms in the order the summaries show
+// them, with their names and what they measure.
+func delayMetrics(c Counts) []struct {
+	Name, What string
+	H          delay.Histogram
+} {
+	return []struct {
+		Name, What string
+		H          delay.Histogram
+	}{
+		{"event lateness", "behind the partition's largest event time so far", c.Lateness},
+		{"arrival delay", "read time - event time (for a replay: when the replay ran)", c.Arrival},
+	}
+}
+
+// writeDelays prints the delay percentiles and the non-empty buckets.
+func writeDelays(b *strings.Builder, c Counts) {
+	if c.Lateness.Total == 0 && c.Arrival.Total == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\ndelays of %d valid events (bucket counters; a percentile is below its bucket's upper bound):\n", c.Lateness.Total)
+	for _, m := range delayMetrics(c) {
+		var parts []string
+		for _, bk := range m.H.Buckets {
+			if bk.Count > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", bk.Label, bk.Count))
+			}
+		}
+		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.Name, m.H.Percentiles(), strings.Join(parts, ", "))
+	}
 }
 
 // writeRows prints rows as an aligned table.

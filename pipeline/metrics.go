@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
@@ -28,6 +29,11 @@ type Counts struct {
 	// AfterFinal counts events that reached a window after its FINAL row;
 	// it must stay zero.
 	AfterFinal int64 `json:"invariant_data_after_final"`
+	// Lateness and Arrival are the valid events' delays, from their bucket
+	// counters (transforms.MetricLateness, transforms.MetricArrival), with
+	// p50, p95 and p99.
+	Lateness delay.Histogram `json:"event_lateness"`
+	Arrival  delay.Histogram `json:"arrival_delay"`
 	// What the sink made of the rows and audit records.
 	SinkAccepted int64 `json:"sink_rows_accepted"`
 	SinkStale    int64 `json:"sink_rows_stale"`
@@ -86,7 +92,17 @@ func CountsFrom(pr beam.PipelineResult) Counts {
 // by name.
 func CountsOf(named map[string]int64) Counts {
 	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
+	lateness := make([]int64, len(delay.Buckets))
+	arrival := make([]int64, len(delay.Buckets))
 	for name, v := range named {
+		if b, ok := delayCounters[name]; ok {
+			if b.arrival {
+				arrival[b.index] += v
+			} else {
+				lateness[b.index] += v
+			}
+			continue
+		}
 		switch {
 		case name == "read":
 			c.Read = v
@@ -110,7 +126,23 @@ func CountsOf(named map[string]int64) Counts {
 			c.Rows[strings.TrimPrefix(name, "rows_")] = v
 		}
 	}
+	c.Lateness, c.Arrival = delay.NewHistogram(lateness), delay.NewHistogram(arrival)
 	return c
+}
+
+// delayCounters maps the delay bucket counters' names to their buckets.
+var delayCounters = func() map[string]delayBucket {
+	m := map[string]delayBucket{}
+	for i := range delay.Buckets {
+		m[delay.CounterName(transforms.MetricLateness, i)] = delayBucket{index: i}
+		m[delay.CounterName(transforms.MetricArrival, i)] = delayBucket{index: i, arrival: true}
+	}
+	return m
+}()
+
+type delayBucket struct {
+	index   int
+	arrival bool
 }
 
 // Names lists the counters seen, sorted (for summaries).

@@ -92,7 +92,7 @@ func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 		return Outputs{}, fmt.Errorf("pipeline options: %w", err)
 	}
 	s = s.Scope("HourlyRevenue")
-	events, quarantined := transforms.Validate(s, records, o.Event)
+	events, quarantined := transforms.Validate(s, records, o.Event, o.Watermark.OutOfOrderBound)
 	open, lateA := transforms.TooLate(s, events, o.Triggers)
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)

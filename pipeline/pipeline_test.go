@@ -9,13 +9,16 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/scenario"
+	"github.com/revenue-stream/hourly/transforms"
 )
 
 func TestMain(m *testing.M) {
@@ -64,6 +67,8 @@ type result struct {
 	conflicts   collect.Handle[model.Conflict]
 	quarantined collect.Handle[model.Quarantined]
 	counts      pipeline.Counts
+	// dists are the revenue namespace's distributions, merged by name.
+	dists map[string]metrics.DistributionValue
 }
 
 func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
@@ -85,6 +90,18 @@ func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 	}
 	// Every run checks the conservation identity of SPEC §4.
 	res.counts = pipeline.CountsFrom(pr)
+	res.dists = map[string]metrics.DistributionValue{}
+	for _, d := range pr.Metrics().AllMetrics().Distributions() {
+		if d.Namespace() != transforms.Namespace {
+			continue
+		}
+		v, ok := res.dists[d.Name()]
+		r := d.Result()
+		if ok {
+			r = metrics.DistributionValue{Count: v.Count + r.Count, Sum: v.Sum + r.Sum, Min: min(v.Min, r.Min), Max: max(v.Max, r.Max)}
+		}
+		res.dists[d.Name()] = r
+	}
 	if err := res.counts.Check(); err != nil {
 		t.Errorf("%v", err)
 	}
@@ -251,5 +268,73 @@ func TestDedupRetentionExpiry(t *testing.T) {
 	}
 	if res.counts.Duplicates != 1 {
 		t.Errorf("duplicates = %d, want 1", res.counts.Duplicates)
+	}
+}
+
+// Every valid event's delays are counted into the delay buckets, and the
+// percentiles come back exactly from the bucket counters. Event lateness is
+// measured against the largest event time the partition had shown before
+// the event (bound 10m: WatermarkBefore + 10m); arrival delay is the read
+// time (12:00) minus the event time.
+func TestDelayMetrics(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	sc := scenario.New(o.Watermark, o.Event, time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC))
+	for _, e := range []struct{ id, at string }{ // lateness, arrival
+		{"A", "2026-11-04T11:59:30Z"}, // 0 (first), 30s
+		{"B", "2026-11-04T11:58:00Z"}, // 1m30s, 2m
+		{"C", "2026-11-04T11:52:00Z"}, // 7m30s, 8m
+		{"D", "2026-11-04T11:30:00Z"}, // 29m30s, 30m
+		{"E", "2026-11-04T11:00:00Z"}, // 59m30s, 1h
+		{"F", "2026-11-04T08:00:00Z"}, // 3h59m30s, 4h
+		{"G", "2026-11-03T20:00:00Z"}, // 15h59m30s, 16h
+		{"K", "2026-11-03T13:00:00Z"}, // 22h59m30s, 23h
+		{"H", "2026-11-02T12:00:00Z"}, // 47h59m30s, 48h (too late: still measured)
+		{"", ""},                      // a malformed line: quarantined, not measured
+		{"A", "2026-11-04T11:59:30Z"}, // 0, 30s (a duplicate is a valid event)
+	} {
+		if e.id == "" {
+			sc.Line("p0", `{"event_id":`)
+			continue
+		}
+		sc.Purchase("p0", e.id, e.at, "u", "1")
+	}
+	for i := range 10 { // in order: 0, and 55s, 50s, ... 10s
+		sc.Purchase("p1", fmt.Sprintf("P%d", i), fmt.Sprintf("2026-11-04T11:59:%02dZ", 5+5*i), "u", "1")
+	}
+	res := run(t, sc, o)
+
+	if got, want := res.counts.Lateness.Counts(), []int64{12, 1, 1, 1, 1, 1, 2, 1}; !slices.Equal(got, want) {
+		t.Errorf("event_lateness buckets = %v, want %v", got, want)
+	}
+	if got, want := res.counts.Arrival.Counts(), []int64{12, 1, 1, 0, 1, 2, 2, 1}; !slices.Equal(got, want) {
+		t.Errorf("arrival_delay buckets = %v, want %v", got, want)
+	}
+	if c := res.counts.Counters; c["event_lateness_6h_24h"] != 2 || c["arrival_delay_1h_6h"] != 2 || c["arrival_delay_10m_30m"] != 0 {
+		t.Errorf("counters event_lateness_6h_24h %d, arrival_delay_1h_6h %d, arrival_delay_10m_30m %d; want 2, 2, 0",
+			c["event_lateness_6h_24h"], c["arrival_delay_1h_6h"], c["arrival_delay_10m_30m"])
+	}
+	// 20 valid events: nearest ranks 10, 19 and 20.
+	day := 24 * time.Hour.Milliseconds()
+	for _, h := range []struct {
+		name string
+		got  delay.Histogram
+	}{{"event_lateness", res.counts.Lateness}, {"arrival_delay", res.counts.Arrival}} {
+		if g := h.got; g.Total != 20 || g.P50 != time.Minute.Milliseconds() || g.P95 != day || g.P99 != delay.Unbounded {
+			t.Errorf("%s: total %d, p50 %d, p95 %d, p99 %d; want 20, <1m, <24h, >=24h", h.name, g.Total, g.P50, g.P95, g.P99)
+		}
+		if got, want := h.got.Percentiles(), "p50 <1m, p95 <24h, p99 >=24h"; got != want {
+			t.Errorf("%s: %q, want %q", h.name, got, want)
+		}
+	}
+	// The distributions carry what the buckets cannot: exact sums and bounds.
+	if got, want := res.dists["event_lateness_ms"], (metrics.DistributionValue{Count: 20, Sum: 333_360_000, Min: 0, Max: 172_770_000}); got != want {
+		t.Errorf("event_lateness_ms = %+v, want %+v", got, want)
+	}
+	if got, want := res.dists["arrival_delay_ms"], (metrics.DistributionValue{Count: 20, Sum: 333_985_000, Min: 10_000, Max: 172_800_000}); got != want {
+		t.Errorf("arrival_delay_ms = %+v, want %+v", got, want)
+	}
+	if res.counts.Quarantined != 1 || res.counts.TooLate != 1 || res.counts.Duplicates != 1 {
+		t.Errorf("quarantined %d, too_late %d, duplicates %d; want 1 each", res.counts.Quarantined, res.counts.TooLate, res.counts.Duplicates)
 	}
 }

@@ -106,6 +106,64 @@ func (c Comparison) Material() []Diff {
 	return out
 }
 
+// Metrics of a comparison, in Namespace and named like the pipeline's
+// counters (SPEC §6's summary figures; see Comparison.Metrics).
+const (
+	// MetricWindowsCompared counts the closed keys compared (Checked).
+	MetricWindowsCompared = "windows_compared"
+	// MetricWindowsDiffering counts the closed keys that differ, and
+	// MetricWindowsDiffering + "_" + a classification those of each class.
+	MetricWindowsDiffering = "windows_differing"
+	// MetricWindowsMaterial counts the material differences.
+	MetricWindowsMaterial = "windows_material"
+	// MetricDeltaMicrosAbs sums |delta_micros| over the differing closed
+	// keys, MetricDeltaCountAbs |recomputed_count - streamed_count|: a gain
+	// in one window does not hide a loss in another.
+	MetricDeltaMicrosAbs = "delta_micros_abs"
+	MetricDeltaCountAbs  = "delta_count_abs"
+	// MetricOpenCompared and MetricOpenDiffering count the open keys
+	// (reported only).
+	MetricOpenCompared  = "open_windows_compared"
+	MetricOpenDiffering = "open_windows_differing"
+)
+
+// Classes lists the classifications in SPEC §5's order.
+var Classes = []string{ClassTooLate, ClassMissingWindow, ClassUnexplained}
+
+// MetricNames lists the comparison's metrics in the order summaries show
+// them.
+var MetricNames = []string{
+	MetricWindowsCompared, MetricWindowsDiffering,
+	MetricWindowsDiffering + "_" + ClassTooLate, MetricWindowsDiffering + "_" + ClassMissingWindow,
+	MetricWindowsDiffering + "_" + ClassUnexplained,
+	MetricWindowsMaterial, MetricDeltaMicrosAbs, MetricDeltaCountAbs, MetricOpenCompared, MetricOpenDiffering,
+}
+
+// Metrics returns the comparison's figures by metric name (every one of
+// MetricNames, zeros included). The comparison runs in the driver after the
+// recomputation pipeline, on the sink's rows read as late as possible, so
+// these are not Beam metrics of that pipeline: they are computed here and
+// reported beside its figures under the same scheme.
+func (c Comparison) Metrics() map[string]int64 {
+	m := make(map[string]int64, len(MetricNames))
+	for _, n := range MetricNames {
+		m[n] = 0
+	}
+	m[MetricWindowsCompared] = int64(c.Checked)
+	m[MetricWindowsDiffering] = int64(len(c.Diffs))
+	for _, d := range c.Diffs {
+		m[MetricWindowsDiffering+"_"+d.Classification]++
+		if d.Material {
+			m[MetricWindowsMaterial]++
+		}
+		m[MetricDeltaMicrosAbs] += abs(d.DeltaMicros())
+		m[MetricDeltaCountAbs] += abs(d.DeltaCount())
+	}
+	m[MetricOpenCompared] = int64(c.OpenChecked)
+	m[MetricOpenDiffering] = int64(len(c.Open))
+	return m
+}
+
 // CompareInput is what Compare needs besides the totals.
 type CompareInput struct {
 	// Recomputed is the raw log's total per key (Result.Totals).

@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -59,6 +60,15 @@ func TestCompare(t *testing.T) {
 	}
 	if c.Checked != 7 || c.OpenChecked != 2 || len(c.Open) != 2 || len(c.Material()) != 5 {
 		t.Errorf("checked %d, open %d (%d differing), material %d; want 7, 2 (2), 5", c.Checked, c.OpenChecked, len(c.Open), len(c.Material()))
+	}
+	// |delta_micros| 1 + 50 + 50 + 30 + 5 + 70, |delta count| 1 + 1 + 1 + 1 + 0 + 2.
+	wantMetrics := map[string]int64{
+		"windows_compared": 7, "windows_differing": 6, "windows_differing_too_late": 2, "windows_differing_missing_window": 2,
+		"windows_differing_unexplained": 2, "windows_material": 5, "delta_micros_abs": 206, "delta_count_abs": 6,
+		"open_windows_compared": 2, "open_windows_differing": 2,
+	}
+	if got := c.Metrics(); !maps.Equal(got, wantMetrics) {
+		t.Errorf("metrics:\n got %v\nwant %v", got, wantMetrics)
 	}
 
 	// Without a FINAL row the stream has closed nothing: a missing row is

@@ -42,7 +42,10 @@ type Report struct {
 	TotalDelta       string         `json:"total_delta"`
 	TotalDeltaMicros int64          `json:"total_delta_micros"`
 	TotalDeltaCount  int64          `json:"total_delta_count"`
-	Diffs            []ReportDiff   `json:"diffs"`
+	// Metrics are the comparison's figures by metric name, in Namespace
+	// (Comparison.Metrics).
+	Metrics map[string]int64 `json:"metrics"`
+	Diffs   []ReportDiff     `json:"diffs"`
 
 	OpenChecked   int          `json:"open_windows_checked"`
 	OpenDiffering int          `json:"open_windows_differing"`
@@ -98,6 +101,7 @@ func NewReport(o Outcome) Report {
 		ByClass:          map[string]int{ClassTooLate: 0, ClassMissingWindow: 0, ClassUnexplained: 0},
 		OpenChecked:      o.OpenChecked,
 		OpenDiffering:    len(o.Open),
+		Metrics:          o.Comparison.Metrics(),
 		Diffs:            []ReportDiff{},
 		Open:             []ReportDiff{},
 	}
@@ -185,6 +189,7 @@ func WriteSummary(w io.Writer, o Outcome) error {
 	fmt.Fprintf(&b, "delta    %s revenue, %s events\n", r.TotalDelta, signedCount(r.TotalDeltaCount))
 	fmt.Fprintf(&b, "open     %d windows not yet FINAL checked, %d differing (reported only: the stream still corrects them)\n",
 		r.OpenChecked, r.OpenDiffering)
+	fmt.Fprintf(&b, "metrics  %s\n", metricsLine(r.Metrics))
 	if r.Held > 0 {
 		fmt.Fprintf(&b, "held     %d material differences are in windows without any event in the raw log: --apply does not empty them (is --source complete?)\n", r.Held)
 	}
@@ -201,6 +206,16 @@ func WriteSummary(w io.Writer, o Outcome) error {
 		fmt.Fprintf(w, "report   %s\n", o.Options.Report)
 	}
 	return nil
+}
+
+// metricsLine renders the metrics as "reconcile.name=value ..." in
+// MetricNames order.
+func metricsLine(m map[string]int64) string {
+	parts := make([]string, len(MetricNames))
+	for i, n := range MetricNames {
+		parts[i] = fmt.Sprintf("%s.%s=%d", Namespace, n, m[n])
+	}
+	return strings.Join(parts, " ")
 }
 
 func diffTable(w io.Writer, diffs []ReportDiff, indent string) error {

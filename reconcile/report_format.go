@@ -38,6 +38,11 @@ func markdown(r Report) ([]byte, error) {
 		r.WindowsChecked, r.WindowsDiffering, r.Material, r.ByClass[ClassTooLate], r.ByClass[ClassMissingWindow],
 		r.ByClass[ClassUnexplained], r.TotalDelta, signedCount(r.TotalDeltaCount))
 	mdDiffs(&b, r.Diffs)
+	p("\n## Metrics\n\nThe comparison's figures, in the `%s` namespace (computed in the driver after the recomputation).\n\n", Namespace)
+	p("| metric | value |\n|---|--:|\n")
+	for _, n := range MetricNames {
+		p("| %s | %d |\n", n, r.Metrics[n])
+	}
 	p("\n## Open windows (not yet FINAL)\n\n")
 	p("%d checked, %d differing. Reported only: the stream may still correct them, so they are neither material nor applied.\n\n",
 		r.OpenChecked, r.OpenDiffering)
@@ -127,10 +132,16 @@ func statsRows(s Stats) [][2]string {
 // external resources, so it can be mailed or archived as one file.
 func htmlReport(r Report) ([]byte, error) {
 	var b bytes.Buffer
+	var metrics [][2]string
+	for _, n := range MetricNames {
+		metrics = append(metrics, [2]string{n, fmt.Sprint(r.Metrics[n])})
+	}
 	err := htmlTemplate.Execute(&b, struct {
 		Report
-		Stats [][2]string
-	}{r, statsRows(r.Stats)})
+		Stats     [][2]string
+		Namespace string
+		Metrics   [][2]string
+	}{r, statsRows(r.Stats), Namespace, metrics})
 	return b.Bytes(), err
 }
 
@@ -181,6 +192,12 @@ tr.immaterial td { color: #777; }
 {{index .ByClass "too_late"}} too_late, {{index .ByClass "missing_window"}} missing_window, {{index .ByClass "unexplained"}} unexplained.
 Total delta {{.TotalDelta}} revenue, {{signed .TotalDeltaCount}} events.</p>
 {{template "diffs" .Diffs}}
+
+<h2>Metrics</h2>
+<p>The comparison's figures, in the <code>{{.Namespace}}</code> namespace (computed in the driver after the recomputation).</p>
+<table>
+{{range .Metrics}}<tr><th>{{index . 0}}</th><td class="n">{{index . 1}}</td></tr>
+{{end}}</table>
 
 <h2>Open windows (not yet FINAL)</h2>
 <p>{{.OpenChecked}} checked, {{.OpenDiffering}} differing. Reported only: the stream may still correct them, so they are neither material nor applied.</p>

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -38,6 +39,9 @@ type jsonCounts struct {
 	QuarantinedBy map[string]int64 `json:"quarantined_by_reason"`
 	RowsByState   map[string]int64 `json:"rows_by_state"`
 	AfterFinal    int64            `json:"invariant_data_after_final"`
+	// The job's delay metrics (bucket counters, with p50, p95 and p99).
+	Lateness delay.Histogram `json:"event_lateness"`
+	Arrival  delay.Histogram `json:"arrival_delay"`
 }
 
 type jsonConservation struct {
@@ -135,6 +139,7 @@ func writeJSON(w io.Writer, r Run) error {
 			Read: c.Read, Counted: c.Counted, Duplicates: c.Duplicates, Conflicts: c.Conflicts,
 			Quarantined: c.Quarantined, TooLate: c.TooLate,
 			QuarantinedBy: nonNil(c.QuarantinedBy), RowsByState: nonNil(c.Rows), AfterFinal: c.AfterFinal,
+			Lateness: nonEmpty(c.Lateness), Arrival: nonEmpty(c.Arrival),
 		},
 		Conservation: jsonConservation{Holds: cons.Holds, Identity: c.String(), Problem: cons.Problem},
 		AuditTables: map[string]int{
@@ -218,4 +223,13 @@ func nonNil[V any](m map[string]V) map[string]V {
 		return map[string]V{}
 	}
 	return m
+}
+
+// nonEmpty gives a Counts built by hand (no buckets) the empty histogram's
+// buckets, so the JSON always lists them.
+func nonEmpty(h delay.Histogram) delay.Histogram {
+	if len(h.Buckets) == 0 {
+		return delay.NewHistogram(nil)
+	}
+	return h
 }

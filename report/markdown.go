@@ -101,6 +101,24 @@ func writeMarkdown(w io.Writer, r Run) error {
 		}
 	}
 
+	if len(v.MetricDelays) > 0 {
+		b.WriteString("\n## Delay metrics of the job\n\n")
+		b.WriteString("From the job's bucket counters; a percentile is below the upper bound of the bucket that holds it. " +
+			"Arrival delay is read time - event time (for a replayed history, when the replay ran).\n\n")
+		b.WriteString("| metric | events | p50 | p95 | p99 |")
+		for _, d := range v.MetricDelays[0].Buckets {
+			fmt.Fprintf(&b, " %s |", d.Label)
+		}
+		b.WriteString("\n|---|---:|---:|---:|---:|" + strings.Repeat("---:|", len(v.MetricDelays[0].Buckets)) + "\n")
+		for _, m := range v.MetricDelays {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", m.Name, fmtCount(m.Total), m.P50, m.P95, m.P99)
+			for _, d := range m.Buckets {
+				fmt.Fprintf(&b, " %s |", fmtCount(d.Count))
+			}
+			b.WriteString("\n")
+		}
+	}
+
 	b.WriteString("\n## Revisions per window\n\n")
 	if v.WindowsOmitted > 0 {
 		fmt.Fprintf(&b, "Showing %d of %d keys: the latest %d and older ones with LATE revisions; %d omitted (the sink's changelog has them all).\n\n",

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks"
@@ -55,6 +56,9 @@ func knownRun() Run {
 			Read: 8, Counted: 4, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1,
 			QuarantinedBy: map[string]int64{model.ReasonMalformedJSON: 1},
 			Rows:          map[string]int64{"EARLY": 1, "ON_TIME": 2, "LATE": 1, "FINAL": 2},
+			// The job's bucket counters for the 7 valid events.
+			Lateness: delay.NewHistogram([]int64{4, 0, 0, 1, 1, 0, 0, 1}),
+			Arrival:  delay.NewHistogram([]int64{0, 0, 0, 0, 0, 0, 0, 7}),
 		},
 		Partitions: []PartitionTrace{{
 			Partition: "p0", Read: 8, Valid: 7, Behind: 2, Watermark: ms("2026-11-05T11:20:00Z"),
@@ -152,6 +156,10 @@ func TestWriteHTML(t *testing.T) {
 		// with its percentiles, the reconcile diff.
 		`<polyline class="wm"`, `<circle class="behind"`, "p95 25h00m", ">24h",
 		"too_late", "170.000000", "180.000000", "10.000000", "r4",
+		// The job's delay metrics: 7 events, ranks 4, 7, 7.
+		"Delay metrics of the job",
+		`>event lateness</td><td class="n">7</td><td class="n">&lt;1m</td><td class="n">&gt;=24h</td><td class="n">&gt;=24h</td><td class="n">4</td>`,
+		`>arrival delay</td><td class="n">7</td><td class="n">&gt;=24h</td>`,
 	)
 	checkHTML(t, got, true)
 }
@@ -237,6 +245,9 @@ func TestWriteMarkdown(t *testing.T) {
 		"| p0 | 8 | 7 | 2 (28.6%) | 2026-11-05T11:20:00Z |",
 		"p50 0s, p95 25h00m, p99 25h00m",
 		"| 170.000000 | 180.000000 | 10.000000 | 3 → 4 | too_late | r4 |",
+		"## Delay metrics of the job",
+		"| event lateness | 7 | <1m | >=24h | >=24h | 4 | 0 | 0 | 1 | 1 | 0 | 0 | 1 |",
+		"| arrival delay | 7 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 7 |",
 	)
 }
 
@@ -247,6 +258,12 @@ func TestWriteJSON(t *testing.T) {
 			Read, Counted, Duplicates, Conflicts, Quarantined int64
 			TooLate                                           int64            `json:"too_late"`
 			By                                                map[string]int64 `json:"quarantined_by_reason"`
+			Lateness                                          struct {
+				Total   int64
+				P50     int64 `json:"p50_below_ms"`
+				P99     int64 `json:"p99_below_ms"`
+				Buckets []struct{ Count int64 }
+			} `json:"event_lateness"`
 		}
 		Conservation struct {
 			Holds    bool
@@ -280,6 +297,9 @@ func TestWriteJSON(t *testing.T) {
 	c := doc.Counts
 	if c.Read != 8 || c.Counted != 4 || c.Duplicates != 1 || c.Conflicts != 1 || c.Quarantined != 1 || c.TooLate != 1 || c.By["malformed_json"] != 1 {
 		t.Errorf("counts = %+v", c)
+	}
+	if l := c.Lateness; l.Total != 7 || l.P50 != time.Minute.Milliseconds() || l.P99 != delay.Unbounded || len(l.Buckets) != 8 || l.Buckets[4].Count != 1 {
+		t.Errorf("counts.event_lateness = %+v", l)
 	}
 	if !doc.Conservation.Holds || doc.Conservation.Identity != "read 8 = counted 4 + duplicates 1 + conflicts 1 + quarantined 1 + too_late 1" {
 		t.Errorf("conservation = %+v", doc.Conservation)

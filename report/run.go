@@ -1,9 +1,9 @@
 package report
 
 import (
-	"math"
 	"time"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks"
@@ -90,7 +90,7 @@ type Bucket struct {
 }
 
 // Unbounded is the Upper of a histogram's last, open bucket.
-const Unbounded int64 = math.MaxInt64
+const Unbounded = delay.Unbounded
 
 // Total is the number of values in the histogram.
 func (h Histogram) Total() int64 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/rawlog"
@@ -17,19 +18,9 @@ import (
 // hundred kilobytes.
 const MaxTracePoints = 400
 
-// DelayBuckets are the upper bounds (ms, exclusive) of the delay histogram:
-// roughly logarithmic, because delays span from milliseconds (in-order
-// arrival) to days (devices that were offline).
-var DelayBuckets = []int64{
-	time.Minute.Milliseconds(),
-	5 * time.Minute.Milliseconds(),
-	10 * time.Minute.Milliseconds(),
-	30 * time.Minute.Milliseconds(),
-	time.Hour.Milliseconds(),
-	6 * time.Hour.Milliseconds(),
-	24 * time.Hour.Milliseconds(),
-	Unbounded,
-}
+// DelayBuckets are the upper bounds (ms, exclusive) of the delay histogram,
+// the same ones the pipeline's delay counters use (package delay).
+var DelayBuckets = delay.Buckets
 
 // TraceFolder replays every partition of a raw-log folder the way the file
 // source reads it — rawlog.Scan in arrival order, each record stamped by a
@@ -74,7 +65,6 @@ func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time
 		tr := PartitionTrace{Partition: p, Watermark: model.NoWatermark}
 		st := rawlog.NewStamper(policy, cfg, at)
 		smp := newSampler(MaxTracePoints)
-		maxSeen := model.NoWatermark
 		_, err := rawlog.Scan(dir, p, cfg.MaxLine, at, func(rec model.Record) error {
 			tr.Read++
 			ev, q := st.Stamp(&rec)
@@ -87,12 +77,7 @@ func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time
 				tr.Behind++
 			}
 			smp.add(pt)
-			var d int64
-			if maxSeen != model.NoWatermark && ev.EventTime < maxSeen {
-				d = maxSeen - ev.EventTime
-			}
-			delays.add(d)
-			maxSeen = max(maxSeen, ev.EventTime)
+			delays.add(delay.Lateness(ev.EventTime, rec.WatermarkBefore, policy.OutOfOrderBound))
 			return nil
 		})
 		if err != nil {

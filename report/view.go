@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // view is a Run prepared for display: the figures the HTML and Markdown
@@ -30,6 +32,9 @@ type view struct {
 	Delays     []delayBucket
 	DelayTotal int64
 	Percentile []percentile
+	// MetricDelays are the job's own delay metrics (pipeline.Counts'
+	// bucket counters), when it reported any.
+	MetricDelays []metricDelay
 
 	Windows        []windowView
 	WindowsTotal   int
@@ -85,6 +90,15 @@ type delayBucket struct {
 type percentile struct {
 	Name  string
 	Value string
+}
+
+// metricDelay is one delay metric of the job: its percentiles (bounds of
+// the buckets holding them) and bucket counts.
+type metricDelay struct {
+	Name, What    string
+	Total         int64
+	P50, P95, P99 string
+	Buckets       []delayBucket
 }
 
 type windowView struct {
@@ -158,6 +172,7 @@ func newView(r Run) view {
 			{"p99", fmtDelay(r.Delays.P99)},
 		}
 	}
+	v.MetricDelays = metricDelays(r.Counts)
 	shown, omitted := selectWindows(r.Windows)
 	v.WindowsTotal, v.WindowsOmitted = len(r.Windows), omitted
 	for _, w := range shown {
@@ -167,6 +182,30 @@ func newView(r Run) view {
 		v.Reconcile = newReconcileView(*r.Reconcile)
 	}
 	return v
+}
+
+// metricDelays lists the job's delay metrics, none when it counted no
+// valid event.
+func metricDelays(c pipeline.Counts) []metricDelay {
+	var out []metricDelay
+	for _, m := range []struct {
+		name, what string
+		h          delay.Histogram
+	}{
+		{"event lateness", "behind the partition's largest event time so far", c.Lateness},
+		{"arrival delay", "read time − event time", c.Arrival},
+	} {
+		if m.h.Total == 0 {
+			continue
+		}
+		md := metricDelay{Name: m.name, What: m.what, Total: m.h.Total,
+			P50: delay.Below(m.h.P50), P95: delay.Below(m.h.P95), P99: delay.Below(m.h.P99)}
+		for _, b := range m.h.Buckets {
+			md.Buckets = append(md.Buckets, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, m.h.Total)})
+		}
+		out = append(out, md)
+	}
+	return out
 }
 
 func newConservation(r Run) conservation {
@@ -325,35 +364,8 @@ func fmtDelay(ms int64) string {
 	return fmt.Sprintf("%dd%02dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
 }
 
-// fmtSpan renders a bucket bound: 1m, 30m, 1h, 24h.
-func fmtSpan(ms int64) string {
-	d := time.Duration(ms) * time.Millisecond
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", int64(d/time.Hour))
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", int64(d/time.Minute))
-	case d%time.Second == 0:
-		return fmt.Sprintf("%ds", int64(d/time.Second))
-	}
-	return fmt.Sprintf("%dms", ms)
-}
-
 // bucketLabel names [lower, upper): "<1m", "1-5m", "30m-1h", ">24h".
-func bucketLabel(lower, upper int64) string {
-	switch {
-	case upper == Unbounded:
-		return ">" + fmtSpan(lower)
-	case lower == 0:
-		return "<" + fmtSpan(upper)
-	}
-	lo, hi := fmtSpan(lower), fmtSpan(upper)
-	// "1-5m" rather than "1m-5m" when both share the unit.
-	if u := lo[len(lo)-1]; u == hi[len(hi)-1] && u != 's' {
-		lo = lo[:len(lo)-1]
-	}
-	return lo + "-" + hi
-}
+func bucketLabel(lower, upper int64) string { return delay.LabelOf(lower, upper) }
 
 // share is part/whole in percent with one decimal, "" for an empty whole.
 func share(part, whole int64) string {

@@ -6,9 +6,11 @@ package transforms
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 
@@ -17,6 +19,18 @@ import (
 
 // Metric namespace shared by every counter of the pipeline.
 const Namespace = "revenue"
+
+// The delay metrics of every valid event (package delay): a distribution
+// in ms under the metric's name, and one counter per delay.Buckets bucket
+// (delay.CounterName) from which the run summary reads p50, p95 and p99.
+const (
+	// MetricLateness is event-time lateness: how far behind the largest
+	// event time its partition had shown before it an event arrived.
+	MetricLateness = "event_lateness"
+	// MetricArrival is the arrival delay: the processing time the source
+	// read the record at minus its event time.
+	MetricArrival = "arrival_delay"
+)
 
 func init() {
 	register.DoFn4x0[context.Context, model.Record, func(model.Event), func(model.Quarantined)](&validateFn{})
@@ -27,24 +41,41 @@ func init() {
 // Validate parses raw records into events; rejected records come out in the
 // second collection with their quarantine reason. Nothing is dropped: every
 // record read ends in exactly one of the two.
-func Validate(s beam.Scope, records beam.PCollection, cfg event.Config) (events, quarantined beam.PCollection) {
+//
+// Each valid event's delays are recorded (MetricLateness, MetricArrival):
+// bound is the out-of-order bound the source stamped the records with, so
+// that WatermarkBefore + bound is the largest event time the partition had
+// shown before the record.
+func Validate(s beam.Scope, records beam.PCollection, cfg event.Config, bound time.Duration) (events, quarantined beam.PCollection) {
 	s = s.Scope("Validate")
-	return beam.ParDo2(s, &validateFn{Config: cfg}, records)
+	return beam.ParDo2(s, &validateFn{Config: cfg, Bound: bound}, records)
 }
 
 type validateFn struct {
 	Config event.Config
+	Bound  time.Duration
 
 	read, quarantined beam.Counter
 	// byPartition caches the per-partition counters: building one per
 	// record (name concatenation, lookup) would sit on the hot path.
 	byPartition map[string]beam.Counter
+	// The delay metrics, bucket counters by delay.Buckets index.
+	lateness, arrival     []beam.Counter
+	latenessMs, arrivalMs beam.Distribution
 }
 
 func (f *validateFn) Setup() {
 	f.read = beam.NewCounter(Namespace, "read")
 	f.quarantined = beam.NewCounter(Namespace, "quarantined")
 	f.byPartition = map[string]beam.Counter{}
+	f.lateness = make([]beam.Counter, len(delay.Buckets))
+	f.arrival = make([]beam.Counter, len(delay.Buckets))
+	for i := range delay.Buckets {
+		f.lateness[i] = beam.NewCounter(Namespace, delay.CounterName(MetricLateness, i))
+		f.arrival[i] = beam.NewCounter(Namespace, delay.CounterName(MetricArrival, i))
+	}
+	f.latenessMs = beam.NewDistribution(Namespace, MetricLateness+"_ms")
+	f.arrivalMs = beam.NewDistribution(Namespace, MetricArrival+"_ms")
 }
 
 func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit func(model.Event), quarantine func(model.Quarantined)) {
@@ -62,5 +93,11 @@ func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit fu
 		quarantine(*q)
 		return
 	}
+	late := delay.Lateness(ev.EventTime, r.WatermarkBefore, f.Bound)
+	f.lateness[delay.Index(late)].Inc(ctx, 1)
+	f.latenessMs.Update(ctx, late)
+	arrival := delay.Arrival(ev.EventTime, r.ReadAt)
+	f.arrival[delay.Index(arrival)].Inc(ctx, 1)
+	f.arrivalMs.Update(ctx, arrival)
 	emit(ev)
 }

@@ -1,0 +1,214 @@
+// Package delay is the delay histogram shared by the pipeline's metrics and
+// the run report, in plain Go: the bucket bounds, the two delays an event is
+// measured by, and exact percentiles from bucket counts.
+//
+// Two delays are measured per valid event:
+//
+//   - event-time lateness: how far behind the largest event time its
+//     partition had shown before it the event arrived, 0 for an event that
+//     moved the partition forward. It decides whether an event lands
+//     ON_TIME, LATE or too late, and it is the same however and whenever the
+//     partition is read.
+//   - arrival delay (SPEC: processing time - event time): when the source
+//     read the record minus its event time. For a replayed history it
+//     measures when the replay ran, not how the events travelled.
+//
+// Beam distributions carry only min, max, sum and count, so the pipeline
+// also counts each delay into the buckets below, one counter per bucket;
+// Percentile turns the counts back into p50, p95 and p99.
+package delay
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Unbounded is the upper bound of the last, open bucket.
+const Unbounded int64 = math.MaxInt64
+
+// Buckets are the upper bounds (ms, exclusive) of the delay histogram:
+// bucket i counts delays in [Buckets[i-1], Buckets[i]), from 0 for the first.
+// Roughly logarithmic, because delays span from milliseconds (in-order
+// arrival) to days (devices that were offline). The last is Unbounded.
+var Buckets = []int64{
+	time.Minute.Milliseconds(),
+	5 * time.Minute.Milliseconds(),
+	10 * time.Minute.Milliseconds(),
+	30 * time.Minute.Milliseconds(),
+	time.Hour.Milliseconds(),
+	6 * time.Hour.Milliseconds(),
+	24 * time.Hour.Milliseconds(),
+	Unbounded,
+}
+
+// Index is the bucket of a delay in ms (a negative delay counts as 0).
+func Index(ms int64) int {
+	for i, u := range Buckets {
+		if ms < u {
+			return i
+		}
+	}
+	return len(Buckets) - 1
+}
+
+// Lateness is an event's event-time lateness (ms): the largest valid event
+// time its partition had shown before it minus its own event time, 0 when it
+// is the partition's first valid event or moves the partition forward.
+// watermarkBefore is the partition watermark just before the event
+// (model.Record.WatermarkBefore, the largest valid event time minus the
+// out-of-order bound), or model.NoWatermark.
+func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
+	if watermarkBefore == model.NoWatermark {
+		return 0
+	}
+	return max(0, watermarkBefore+bound.Milliseconds()-eventTime)
+}
+
+// Arrival is an event's arrival delay (ms): the processing time the source
+// read it at minus its event time, 0 for an event stamped ahead of the
+// reader's clock (allowed up to --max-future).
+func Arrival(eventTime, readAt int64) int64 { return max(0, readAt-eventTime) }
+
+// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the
+// delays counts holds (counts[i] for Buckets[i]), as the upper bound of the
+// bucket that holds it: the percentile is below that bound (Unbounded: at
+// least the last finite bound). ok is false when counts holds nothing.
+func Percentile(counts []int64, p int) (upper int64, ok bool) {
+	if p <= 0 || p > 100 {
+		panic(fmt.Sprintf("delay: percentile %d out of (0, 100]", p))
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	if n == 0 {
+		return 0, false
+	}
+	rank := (n*int64(p) + 99) / 100 // ceil(n * p / 100), at least 1
+	var seen int64
+	for i, c := range counts {
+		seen += c
+		if seen >= rank {
+			return Buckets[min(i, len(Buckets)-1)], true
+		}
+	}
+	return Unbounded, true // not reached: seen ends at n >= rank
+}
+
+// Histogram is one delay metric read back from its bucket counters.
+type Histogram struct {
+	Buckets []Bucket `json:"buckets"`
+	Total   int64    `json:"total"`
+	// P50, P95 and P99 are Percentile's upper bounds (ms; Unbounded,
+	// 9223372036854775807, for the last bucket), 0 when Total is 0.
+	P50 int64 `json:"p50_below_ms"`
+	P95 int64 `json:"p95_below_ms"`
+	P99 int64 `json:"p99_below_ms"`
+}
+
+// Bucket is one bar of a Histogram: Count delays in [previous Upper, Upper).
+type Bucket struct {
+	Label string `json:"label"`
+	Upper int64  `json:"upper_ms"`
+	Count int64  `json:"count"`
+}
+
+// NewHistogram builds the histogram of counts (counts[i] for Buckets[i];
+// missing entries are 0).
+func NewHistogram(counts []int64) Histogram {
+	h := Histogram{Buckets: make([]Bucket, len(Buckets))}
+	for i, u := range Buckets {
+		h.Buckets[i] = Bucket{Label: Label(i), Upper: u}
+		if i < len(counts) {
+			h.Buckets[i].Count = counts[i]
+			h.Total += counts[i]
+		}
+	}
+	h.P50, _ = Percentile(counts, 50)
+	h.P95, _ = Percentile(counts, 95)
+	h.P99, _ = Percentile(counts, 99)
+	return h
+}
+
+// Counts returns the bucket counts.
+func (h Histogram) Counts() []int64 {
+	out := make([]int64, len(h.Buckets))
+	for i, b := range h.Buckets {
+		out[i] = b.Count
+	}
+	return out
+}
+
+// Percentiles renders the percentiles for a summary: "p50 <1m, p95 <6h,
+// p99 >=24h", or "none" for an empty histogram.
+func (h Histogram) Percentiles() string {
+	if h.Total == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("p50 %s, p95 %s, p99 %s", Below(h.P50), Below(h.P95), Below(h.P99))
+}
+
+// Below renders a percentile's upper bound: "<5m", or ">=24h" for Unbounded.
+func Below(upper int64) string {
+	if upper == Unbounded {
+		return ">=" + Span(Buckets[len(Buckets)-2])
+	}
+	return "<" + Span(upper)
+}
+
+// Label names bucket i: "<1m", "1-5m", "30m-1h", ">24h".
+func Label(i int) string { return LabelOf(lowerOf(i), Buckets[i]) }
+
+// LabelOf names the bucket [lower, upper): "<1m", "1-5m", "30m-1h", ">24h"
+// (upper Unbounded).
+func LabelOf(lower, upper int64) string {
+	switch {
+	case upper == Unbounded:
+		return ">" + Span(lower)
+	case lower == 0:
+		return "<" + Span(upper)
+	}
+	lo, hi := Span(lower), Span(upper)
+	// "1-5m" rather than "1m-5m" when both share the unit.
+	if u := lo[len(lo)-1]; u == hi[len(hi)-1] && u != 's' {
+		lo = lo[:len(lo)-1]
+	}
+	return lo + "-" + hi
+}
+
+// CounterName is the counter of bucket i of a delay metric: metric_0_1m,
+// metric_1m_5m, ..., metric_24h_inf.
+func CounterName(metric string, i int) string {
+	lower, upper := "0", "inf"
+	if i > 0 {
+		lower = Span(lowerOf(i))
+	}
+	if Buckets[i] != Unbounded {
+		upper = Span(Buckets[i])
+	}
+	return metric + "_" + lower + "_" + upper
+}
+
+func lowerOf(i int) int64 {
+	if i == 0 {
+		return 0
+	}
+	return Buckets[i-1]
+}
+
+// Span renders a duration in ms compactly: "90s", "5m", "24h", "250ms".
+func Span(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", int64(d/time.Hour))
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", int64(d/time.Minute))
+	case d%time.Second == 0:
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	}
+	return fmt.Sprintf("%dms", ms)
+}
