@@ -148,26 +148,23 @@ func stepping(o Options) Options {
 	return o
 }
 
-func TestMinimalSequence(t *testing.T) {
-	o := stepping(options(t, writeLog(t, minimalLog...)))
-	o.Report = filepath.Join(t.TempDir(), "run.json")
-	sum, out := run(t, o)
+// minimalChangelog is what the minimal sequence, read one record per call,
+// leaves in the changelog.
+var minimalChangelog = []model.Row{
+	row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 1, model.OnTime),
+	row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 2, model.Late),
+	row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 3, model.Final),
+	row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.OnTime),
+	row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.Final),
+	row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 1, model.OnTime),
+	row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 2, model.Final),
+}
 
-	wantCounts(t, sum, 8, 5, 1, 1, 0, 1)
-	changelog := []model.Row{
-		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 1, model.OnTime),
-		row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 2, model.Late),
-		row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 3, model.Final),
-		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.OnTime),
-		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.Final),
-		row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 1, model.OnTime),
-		row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 2, model.Final),
-	}
-	assertRows(t, "hourly_revenue_changelog", sum.Changelog(), changelog)
-	assertRows(t, "hourly_revenue", sum.Current(), []model.Row{changelog[2], changelog[4], changelog[6]})
-
+// wantMinimalAudit checks the audit tables the minimal sequence leaves: D
+// too late, A's second payload a conflict, nothing quarantined.
+func wantMinimalAudit(t *testing.T, db sinks.Reader) {
+	t.Helper()
 	ctx := context.Background()
-	db := sqliteOf(t, o)
 	late, err := db.TooLate(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +189,19 @@ func TestMinimalSequence(t *testing.T) {
 	if q, err := db.Quarantined(ctx); err != nil || len(q) != 0 {
 		t.Errorf("quarantined_events = %+v, %v; want none", q, err)
 	}
+}
+
+func TestMinimalSequence(t *testing.T) {
+	o := stepping(options(t, writeLog(t, minimalLog...)))
+	o.Report = filepath.Join(t.TempDir(), "run.json")
+	sum, out := run(t, o)
+
+	wantCounts(t, sum, 8, 5, 1, 1, 0, 1)
+	changelog := minimalChangelog
+	assertRows(t, "hourly_revenue_changelog", sum.Changelog(), changelog)
+	assertRows(t, "hourly_revenue", sum.Current(), []model.Row{changelog[2], changelog[4], changelog[6]})
+
+	wantMinimalAudit(t, sqliteOf(t, o))
 
 	// The summary says what happened and where the rows are.
 	for _, want := range []string{
@@ -522,7 +532,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--dimensions=country,,platform"}, `launch: --dimensions: field 2: empty field name`},
 		{[]string{"--dimensions=amount"}, `launch: --dimensions: field 1: field "amount" is a required input field, not a dimension`},
 		{[]string{"--sink=nope:x"}, `launch: --sink: sink "nope:x": unknown scheme "nope": want sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET`},
-		{[]string{"--sink=bigquery:my-project.revenue"}, `launch: --sink: the BigQuery sink is not available in this build yet: use sqlite:PATH, jsonl:DIR or console`},
+		{[]string{"--sink=bigquery:my-project.hourly-revenue"}, `launch: --sink: sink "bigquery:my-project.hourly-revenue": bad dataset "hourly-revenue": want 1-1024 letters, digits or underscores`},
 		{[]string{"--source=" + missing}, `launch: --source=` + missing + `: folder does not exist`},
 		{[]string{"--source=pubsub:projects/p/topics/events"}, `launch: --source=pubsub:projects/p/topics/events: want pubsub:projects/PROJECT/subscriptions/SUBSCRIPTION`},
 		{[]string{"--source=pubsub:projects/p/subscriptions/s"}, `launch: --source=pubsub:projects/p/subscriptions/s: "s" is not a valid subscription id (3-255 of A-Z a-z 0-9 - _ . ~ + %, a letter first, not "goog...")`},

@@ -337,9 +337,6 @@ func (o Options) Validate() error {
 	} else if o.PubSubArchive != "" {
 		return usagef("--pubsub-archive applies to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
-	if o.Sink.Scheme == sinks.SchemeBigQuery {
-		return usagef("--sink: the BigQuery sink is not available in this build yet: use sqlite:PATH, jsonl:DIR or console")
-	}
 	if o.Source == "" && o.Follow {
 		return usagef("--follow needs --source: the demo log is complete, there is nothing to follow")
 	}

@@ -429,18 +429,15 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// publishedRows reads the current row of every key from a SQLite sink, keyed
-// as the revision step keys its state (other sinks start empty).
+// publishedRows reads the current row of every key from a SQLite or BigQuery
+// sink, keyed as the revision step keys its state (other sinks start empty).
 func publishedRows(ctx context.Context, spec sinks.Spec) (map[string]model.Row, error) {
-	if spec.Scheme != sinks.SchemeSQLite {
-		return nil, nil
-	}
-	if _, err := os.Stat(spec.Path); os.IsNotExist(err) {
-		return nil, nil
-	}
-	db, err := sinks.OpenSQLite(spec.Path)
+	db, ok, err := sinks.OpenReader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", spec, err)
+	}
+	if !ok {
+		return nil, nil
 	}
 	defer db.Close()
 	rows, err := db.CurrentRows(ctx)

@@ -50,21 +50,25 @@ func checkSink(ctx context.Context, spec sinks.Spec, cfg map[string]string) erro
 func readSink(ctx context.Context, spec sinks.Spec) (sinkView, error) {
 	switch spec.Scheme {
 	case sinks.SchemeSQLite:
-		return readSQLite(ctx, spec.Path)
+		return readTables(ctx, spec, fmt.Sprintf("sqlite3 %s 'select * from hourly_revenue'", shellQuote(spec.Path)))
+	case sinks.SchemeBigQuery:
+		return readTables(ctx, spec, fmt.Sprintf("bq query --nouse_legacy_sql 'select * from `%s.%s.hourly_revenue`'",
+			spec.Project, spec.Dataset))
 	case sinks.SchemeJSONL:
 		return readJSONL(spec.Path)
 	}
 	return sinkView{Query: "the console sink printed every firing above"}, nil
 }
 
-func readSQLite(ctx context.Context, path string) (sinkView, error) {
-	db, err := sinks.OpenSQLite(path)
-	if err != nil {
-		return sinkView{}, err
+// readTables reads a SQLite or BigQuery sink back.
+func readTables(ctx context.Context, spec sinks.Spec, query string) (sinkView, error) {
+	v := sinkView{Audit: map[string]int{}, Query: query}
+	db, ok, err := sinks.OpenReader(ctx, spec)
+	if err != nil || !ok {
+		return v, err
 	}
 	defer db.Close()
-	v := sinkView{Readable: true, Audit: map[string]int{},
-		Query: fmt.Sprintf("sqlite3 %s 'select * from hourly_revenue'", shellQuote(path))}
+	v.Readable = true
 	if v.Current, err = db.CurrentRows(ctx); err != nil {
 		return v, err
 	}

@@ -11,7 +11,7 @@ import (
 
 // Store is what reconcile needs of a versioned sink: its current rows and
 // audit tables to compare with, the versioned Write for corrections, and
-// reconcile_diffs. *sinks.SQLite is one.
+// reconcile_diffs. *sinks.SQLite and *sinks.BigQuery are.
 type Store interface {
 	sinks.Sink
 	sinks.ConfigChecker
@@ -23,7 +23,10 @@ type Store interface {
 	WriteDiffs(ctx context.Context, diffs []sinks.Diff) error
 }
 
-var _ Store = (*sinks.SQLite)(nil)
+var (
+	_ Store = (*sinks.SQLite)(nil)
+	_ Store = (*sinks.BigQuery)(nil)
+)
 
 // Writer is the changelog writer of a run's corrections.
 func Writer(runID string) string { return "reconcile:" + runID }

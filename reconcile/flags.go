@@ -32,7 +32,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	d := Defaults()
 	f := &Flags{}
 	fs.StringVar(&f.source, "source", "", "raw-log folder to recompute from (required)")
-	fs.StringVar(&f.sink, "sink", d.Sink.String(), "sink to compare with and correct: sqlite:PATH")
+	fs.StringVar(&f.sink, "sink", d.Sink.String(), "sink to compare with and correct: sqlite:PATH or bigquery:PROJECT.DATASET")
 	fs.StringVar(&f.from, "from", "", "first window start to check, an RFC 3339 whole hour (inclusive)")
 	fs.StringVar(&f.to, "to", "", "window start to stop before, an RFC 3339 whole hour (exclusive)")
 	fs.StringVar(&f.date, "date", "", "check the windows of one UTC day, YYYY-MM-DD (instead of --from/--to)")

@@ -50,7 +50,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		want string
 	}{
 		{[]string{}, "--source is required"},
-		{[]string{"--source=l", "--sink=jsonl:out"}, "sqlite:PATH sinks only"},
+		{[]string{"--source=l", "--sink=jsonl:out"}, "sqlite:PATH and bigquery:PROJECT.DATASET sinks only"},
 		{[]string{"--source=l", "--sink=mysql:x"}, "--sink"},
 		{[]string{"--source=l", "--tolerance=-0.5"}, "--tolerance must not be negative"},
 		{[]string{"--source=l", "--tolerance=1e-7"}, "--tolerance"},

@@ -78,8 +78,8 @@ func (o Options) Validate() error {
 	if o.Source == "" {
 		errs = append(errs, errors.New("--source is required (the raw-log folder)"))
 	}
-	if o.Sink.Scheme != sinks.SchemeSQLite {
-		errs = append(errs, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH sinks only in this build", o.Sink))
+	if o.Sink.Scheme != sinks.SchemeSQLite && o.Sink.Scheme != sinks.SchemeBigQuery {
+		errs = append(errs, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", o.Sink))
 	}
 	if o.ToleranceMicros < 0 {
 		errs = append(errs, fmt.Errorf("--tolerance must not be negative"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
@@ -167,24 +166,26 @@ func checkSource(dir string) ([]string, error) {
 	return parts, nil
 }
 
-// OpenStore opens the sink a spec names for reconciling. The sink must
-// exist: reconciling against a file that is not there is a typo, and
-// opening would create an empty one.
+// OpenStore opens the sink a spec names for reconciling: a SQLite file or a
+// BigQuery dataset. The SQLite file must exist: reconciling against a file
+// that is not there is a typo, and opening would create an empty one.
 func OpenStore(ctx context.Context, spec sinks.Spec) (Store, error) {
-	if spec.Scheme != sinks.SchemeSQLite {
-		return nil, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH sinks only in this build", spec)
+	if spec.Scheme != sinks.SchemeSQLite && spec.Scheme != sinks.SchemeBigQuery {
+		return nil, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", spec)
 	}
-	if _, err := os.Stat(spec.Path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("--sink %s: no such file", spec)
-		}
-		return nil, fmt.Errorf("--sink %s: %w", spec, err)
-	}
-	s, err := sinks.OpenSQLite(spec.Path)
+	r, ok, err := sinks.OpenReader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("--sink %s: %w", spec, err)
 	}
-	return s, nil
+	if !ok {
+		return nil, fmt.Errorf("--sink %s: no such file", spec)
+	}
+	st, isStore := r.(Store)
+	if !isStore {
+		r.Close()
+		return nil, fmt.Errorf("--sink %s: cannot store reconcile_diffs", spec)
+	}
+	return st, nil
 }
 
 // streamFuture returns the positions the stream quarantined as

@@ -1,7 +1,6 @@
 // Package sinks writes the pipeline's outputs — versioned snapshot rows and
 // the three audit streams — to the places SPEC §5 names: an embedded SQLite
-// file (the default), JSONL files and the console for debugging, and later
-// BigQuery.
+// file (the default), JSONL files and the console for debugging, and BigQuery.
 //
 // It is plain Go with no Beam dependency: a DoFn (or reconcile, or a test)
 // hands it a Batch and the sink decides, transactionally, which rows win. The
@@ -60,6 +59,51 @@ type Sink interface {
 // or different dimensions is refused before it writes colliding keys.
 type ConfigChecker interface {
 	CheckRunConfig(ctx context.Context, cfg map[string]string) error
+}
+
+// Reader is a sink whose tables can be read back: SQLite and BigQuery. The
+// run summary and report, a restarted job's seeds and reconcile read through
+// it.
+type Reader interface {
+	Sink
+	CurrentRows(ctx context.Context) ([]model.Row, error)
+	Changelog(ctx context.Context) ([]model.Row, error)
+	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
+	TooLate(ctx context.Context) ([]model.TooLate, error)
+	Conflicts(ctx context.Context) ([]model.Conflict, error)
+	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+}
+
+var (
+	_ Reader = (*SQLite)(nil)
+	_ Reader = (*BigQuery)(nil)
+)
+
+// OpenReader opens an existing readable sink. ok is false for a sink that
+// keeps nothing to read back (console, jsonl) or a SQLite file that does not
+// exist yet: opening would create an empty one.
+func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
+	switch spec.Scheme {
+	case SchemeSQLite:
+		if _, err := os.Stat(spec.Path); err != nil {
+			if os.IsNotExist(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("sink %s: %w", spec, err)
+		}
+		s, err := openSQLite(ctx, spec.Path)
+		if err != nil {
+			return nil, false, err
+		}
+		return s, true, nil
+	case SchemeBigQuery:
+		s, err := OpenBigQuery(ctx, spec)
+		if err != nil {
+			return nil, false, err
+		}
+		return s, true, nil
+	}
+	return nil, false, nil
 }
 
 // Sink schemes accepted by ParseSpec.
@@ -167,7 +211,11 @@ func Open(ctx context.Context, spec Spec) (Sink, error) {
 	case SchemeConsole:
 		return NewConsole(os.Stdout), nil
 	case SchemeBigQuery:
-		return nil, fmt.Errorf("sink %s: the BigQuery sink is not available in this build yet: use sqlite:PATH, jsonl:DIR or console", spec)
+		s, err := OpenBigQuery(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("sink %q: unknown scheme: want %s", spec.Scheme, specForms)
 }
@@ -393,4 +441,18 @@ func compareRunConfig(sinkName string, have, want map[string]string) ([]string, 
 			sinkName, strings.Join(had, ", "), strings.Join(asked, ", "))
 	}
 	return added, nil
+}
+
+// sortDiffs orders reconcile diffs by run, window and dims.
+func sortDiffs(out []Diff) {
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.RunID != b.RunID {
+			return a.RunID < b.RunID
+		}
+		if a.WindowStart != b.WindowStart {
+			return a.WindowStart < b.WindowStart
+		}
+		return a.Dims < b.Dims
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -93,9 +94,14 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(ctx, spec)
-	if s != nil || err == nil || !strings.Contains(err.Error(), "not available in this build yet") {
-		t.Fatalf("Open(bigquery) = %v, %v; want a not-available error", s, err)
+	// Nothing listens on port 1: the open fails (within the context's
+	// deadline) and returns no sink.
+	t.Setenv(EmulatorHostEnv, "127.0.0.1:1")
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := Open(bctx, spec)
+	if s != nil || err == nil || !strings.Contains(err.Error(), "bigquery sink bigquery:my-project.revenue") {
+		t.Fatalf("Open(bigquery, unreachable) = %v, %v; want an error naming the sink", s, err)
 	}
 
 	// A failed open returns a nil interface, not a typed nil.

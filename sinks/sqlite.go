@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -721,16 +720,7 @@ func (s *SQLite) Diffs(ctx context.Context) ([]Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.RunID != b.RunID {
-			return a.RunID < b.RunID
-		}
-		if a.WindowStart != b.WindowStart {
-			return a.WindowStart < b.WindowStart
-		}
-		return a.Dims < b.Dims
-	})
+	sortDiffs(out)
 	return out, nil
 }
 

@@ -64,24 +64,6 @@ func wantResult(t *testing.T, got, want Result) {
 	}
 }
 
-func currentRows(t *testing.T, s *SQLite) []model.Row {
-	t.Helper()
-	rows, err := s.CurrentRows(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
-func changelog(t *testing.T, s *SQLite) []model.Row {
-	t.Helper()
-	rows, err := s.Changelog(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 func withWriter(rows []model.Row, w string) []model.Row {
 	out := append([]model.Row(nil), rows...)
 	for i := range out {
@@ -179,170 +161,6 @@ func TestSQLiteStoredFormats(t *testing.T) {
 	}
 }
 
-func TestSQLiteRejectsLowerAndEqualRevisions(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	r5 := snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Late, 3, 170_000_000)
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{r5}}), Result{Accepted: 1})
-
-	lower := snap(t, "2026-11-04T10:00:00Z", "{}", 4, model.Late, 9, 999_000_000)
-	equal := snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Late, 9, 999_000_000)
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{lower}}), Result{Stale: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{equal}}), Result{Stale: 1})
-
-	wantRows(t, "current", currentRows(t, s), withWriter([]model.Row{r5}, "stream"))
-	wantRows(t, "changelog", changelog(t, s), withWriter([]model.Row{r5}, "stream"))
-}
-
-func TestSQLiteOutOfOrderRevisions(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	rev := func(n int64) model.Row {
-		return snap(t, "2026-11-04T10:00:00Z", "{}", n, model.Late, n, n*1_000_000)
-	}
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(3)}}), Result{Accepted: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(2)}}), Result{Stale: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(4)}}), Result{Accepted: 1})
-
-	wantRows(t, "current", currentRows(t, s), withWriter([]model.Row{rev(4)}, "stream"))
-	wantRows(t, "changelog", changelog(t, s), withWriter([]model.Row{rev(3), rev(4)}, "stream"))
-}
-
-func TestSQLiteAppliesOneBatchInRevisionOrder(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	a := func(n int64) model.Row { return snap(t, "2026-11-04T10:00:00Z", "{}", n, model.Late, n, n) }
-	b := func(n int64) model.Row { return snap(t, "2026-11-04T09:00:00Z", `{"c":"FR"}`, n, model.Late, n, n) }
-	// Shuffled, two keys, and a duplicate of revision 3 for key a.
-	res := write(t, s, Batch{Rows: []model.Row{a(4), b(2), a(2), a(3), b(1), a(3)}})
-	wantResult(t, res, Result{Accepted: 5, Stale: 1})
-	wantRows(t, "current", currentRows(t, s), withWriter([]model.Row{b(2), a(4)}, "stream"))
-	wantRows(t, "changelog", changelog(t, s), withWriter([]model.Row{b(1), b(2), a(2), a(3), a(4)}, "stream"))
-}
-
-func auditBatch(t testing.TB) Batch {
-	return Batch{
-		TooLate: []model.TooLate{
-			{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms(t, "2026-11-04T10:10:00Z"),
-				Payload: []byte(`{"event_id":"d1","event_time":"2026-11-04T10:10:00Z","user_id":"u1","amount":"5"}`)},
-			{Position: "p1/g.jsonl:9", EventID: "d2", EventTime: ms(t, "2026-11-04T10:10:00.250Z"),
-				Payload: []byte(`{"event_id":"d2"}`), Reason: model.ReasonWindowClosed},
-		},
-		Conflicts: []model.Conflict{{Position: "p0/f.jsonl:5", EventID: "a1",
-			FirstFingerprint: 0x0123456789abcdef, ConflictingFingerprint: 0xfedcba9876543210,
-			Payload: []byte(`{"event_id":"a1","amount":"120"}`)}},
-		Quarantined: []model.Quarantined{{Position: "p0/f.jsonl:7", Payload: []byte(`{not json`),
-			Reason: model.ReasonMalformedJSON, Detail: "invalid character 'n'"}},
-	}
-}
-
-func TestSQLiteAuditRoundTrip(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	b := auditBatch(t)
-	wantResult(t, write(t, s, b), Result{AuditInserted: 4})
-	ctx := context.Background()
-
-	tl, err := s.TooLate(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantTL := append([]model.TooLate(nil), b.TooLate...)
-	wantTL[0].Reason = model.ReasonWindowClosed // defaulted
-	if !reflect.DeepEqual(tl, wantTL) {
-		t.Errorf("too_late = %+v\nwant %+v", tl, wantTL)
-	}
-	var et string
-	if err := s.db.QueryRow(`SELECT event_time FROM too_late_events WHERE source_position = 'p1/g.jsonl:9'`).Scan(&et); err != nil || et != "2026-11-04T10:10:00.250Z" {
-		t.Errorf("event_time = %q, %v; want 2026-11-04T10:10:00.250Z", et, err)
-	}
-
-	cf, err := s.Conflicts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(cf, b.Conflicts) {
-		t.Errorf("conflicts = %+v\nwant %+v", cf, b.Conflicts)
-	}
-	var first, confl string
-	if err := s.db.QueryRow(`SELECT first_fingerprint, conflicting_fingerprint FROM conflict_events`).Scan(&first, &confl); err != nil {
-		t.Fatal(err)
-	}
-	if first != "0123456789abcdef" || confl != "fedcba9876543210" {
-		t.Errorf("fingerprints = %s, %s", first, confl)
-	}
-
-	q, err := s.Quarantined(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantQ := []model.Quarantined{{Position: "p0/f.jsonl:7", Payload: []byte(`{not json`), Reason: model.ReasonMalformedJSON}}
-	if !reflect.DeepEqual(q, wantQ) {
-		t.Errorf("quarantined = %+v\nwant %+v", q, wantQ)
-	}
-}
-
-func TestSQLiteReplayIsNoOp(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	b := auditBatch(t)
-	b.Rows = []model.Row{
-		snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 2, 150_000_000),
-		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000),
-		snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.OnTime, 1, 20_000_000),
-	}
-	b.Progress = map[string]string{"p0": "p0/f.jsonl:7"}
-	wantResult(t, write(t, s, b), Result{Accepted: 3, AuditInserted: 4})
-	cur, log := currentRows(t, s), changelog(t, s)
-
-	wantResult(t, write(t, s, b), Result{Stale: 3})
-	wantRows(t, "current after replay", currentRows(t, s), cur)
-	wantRows(t, "changelog after replay", changelog(t, s), log)
-	for table, n := range map[string]int{"hourly_revenue_changelog": 3, "too_late_events": 2, "conflict_events": 1, "quarantined_events": 1} {
-		if got := countRows(t, s, table); got != n {
-			t.Errorf("%s has %d rows after replay, want %d", table, got, n)
-		}
-	}
-}
-
-func TestSQLiteNoDip(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	at := func(rev int64, state model.ResultState, count int64) model.Row {
-		return snap(t, "2026-11-04T10:00:00Z", "{}", rev, state, count, count*10_000_000)
-	}
-	steps := []struct {
-		name string
-		row  model.Row
-		want Result
-	}{
-		{"first LATE", at(5, model.Late, 3), Result{Accepted: 1}},
-		{"stream state goes back", at(6, model.OnTime, 4), Result{Stale: 1}},
-		{"stream count falls", at(6, model.Late, 2), Result{Stale: 1}},
-		{"stream FINAL", at(6, model.Final, 3), Result{Accepted: 1}},
-		{"FINAL stays FINAL", at(7, model.Late, 3), Result{Stale: 1}},
-		{"reconcile lowers the count", reconcileRow(at(7, model.Final, 2)), Result{Accepted: 1}},
-		{"reconcile cannot un-final", reconcileRow(at(8, model.Late, 2)), Result{Stale: 1}},
-		{"stream equal count after reconcile", at(8, model.Final, 2), Result{Accepted: 1}},
-	}
-	for _, st := range steps {
-		res, err := s.Write(context.Background(), Batch{Rows: []model.Row{st.row}})
-		if err != nil {
-			t.Fatalf("%s: %v", st.name, err)
-		}
-		if res != st.want {
-			t.Fatalf("%s: result = %+v, want %+v", st.name, res, st.want)
-		}
-	}
-	want := []model.Row{at(5, model.Late, 3), at(6, model.Final, 3), reconcileRow(at(7, model.Final, 2)), at(8, model.Final, 2)}
-	wantRows(t, "changelog", changelog(t, s), withWriter(want, "stream"))
-	// Along the changelog, state never goes back and the count only falls at
-	// the reconcile row.
-	log := changelog(t, s)
-	for i := 1; i < len(log); i++ {
-		if log[i].State < log[i-1].State {
-			t.Errorf("state went back at revision %d", log[i].Revision)
-		}
-		if log[i].EventCount < log[i-1].EventCount && !isReconcile(log[i]) {
-			t.Errorf("count fell at stream revision %d", log[i].Revision)
-		}
-	}
-}
-
 func TestSQLiteRejectsUnwritableBatch(t *testing.T) {
 	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
 	good := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 1)
@@ -352,36 +170,6 @@ func TestSQLiteRejectsUnwritableBatch(t *testing.T) {
 	}
 	if n := countRows(t, s, "hourly_revenue"); n != 0 {
 		t.Fatalf("a refused batch wrote %d rows", n)
-	}
-}
-
-func TestSQLiteRunConfig(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "revenue.db")
-	s := openTestSQLite(t, path)
-	ctx := context.Background()
-	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": ""}); err != nil {
-		t.Fatalf("first run: %v", err)
-	}
-	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "", "allowed_lateness": "24h"}); err != nil {
-		t.Fatalf("same settings plus a new key: %v", err)
-	}
-	err := s.CheckRunConfig(ctx, map[string]string{"window": "30m", "dimensions": ""})
-	want := "sink " + path + " was written with window=1h; this run has window=30m: its window_start keys would collide; use another sink"
-	if err == nil || err.Error() != want {
-		t.Fatalf("different window: err = %v\nwant %s", err, want)
-	}
-	cfg, err := s.RunConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if wantCfg := map[string]string{"window": "1h", "dimensions": "", "allowed_lateness": "24h"}; !reflect.DeepEqual(cfg, wantCfg) {
-		t.Fatalf("run_config = %v, want %v", cfg, wantCfg)
-	}
-	// A second handle (a later run) sees the same settings.
-	s2 := openTestSQLite(t, path)
-	if err := s2.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "country"}); err == nil {
-		t.Fatal("different dimensions accepted by a later run")
 	}
 }
 
@@ -408,54 +196,6 @@ func TestSQLiteProgressAndReopen(t *testing.T) {
 	}
 	// The revision rule survives the restart.
 	wantResult(t, write(t, s, Batch{Rows: []model.Row{r}}), Result{Stale: 1})
-}
-
-func TestSQLiteFinalHorizon(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	ctx := context.Background()
-	if _, ok, err := s.FinalHorizon(ctx); err != nil || ok {
-		t.Fatalf("empty sink: ok=%v err=%v", ok, err)
-	}
-	write(t, s, Batch{Rows: []model.Row{
-		snap(t, "2026-11-04T08:00:00Z", "{}", 3, model.Final, 1, 1),
-		snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 3, model.Final, 1, 1),
-		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 1, 1),
-		// A sub-second window end, which TEXT order would misplace.
-		{WindowStart: ms(t, "2026-11-04T09:00:00Z"), WindowEnd: ms(t, "2026-11-04T10:00:00.500Z"), Dims: "{}", Revision: 1, State: model.Final},
-	}})
-	end, ok, err := s.FinalHorizon(ctx)
-	if err != nil || !ok || end != ms(t, "2026-11-04T10:00:00.500Z") {
-		t.Fatalf("FinalHorizon = %s, %v, %v; want 2026-11-04T10:00:00.500Z", model.FormatTime(end), ok, err)
-	}
-}
-
-func TestSQLiteDiffs(t *testing.T) {
-	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	ctx := context.Background()
-	rev := int64(7)
-	diffs := []Diff{
-		{RunID: "r1", WindowStart: ms(t, "2026-11-04T10:00:00Z"), Dims: "{}", StreamedRevenueMicros: 170, RecomputedRevenueMicros: 175,
-			DeltaMicros: 5, StreamedCount: 3, RecomputedCount: 4, Classification: "too_late"},
-		{RunID: "r1", WindowStart: ms(t, "2026-11-04T11:00:00Z"), Dims: "{}", RecomputedRevenueMicros: 9, DeltaMicros: 9,
-			RecomputedCount: 1, Classification: "missing_window", AppliedRevision: &rev},
-	}
-	if err := s.WriteDiffs(ctx, diffs); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.WriteDiffs(ctx, diffs); err != nil { // a retried run
-		t.Fatal(err)
-	}
-	got, err := s.Diffs(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, diffs) {
-		t.Fatalf("diffs = %+v\nwant %+v", got, diffs)
-	}
-	var nulls int
-	if err := s.db.QueryRow(`SELECT COUNT(*) FROM reconcile_diffs WHERE applied_revision IS NULL`).Scan(&nulls); err != nil || nulls != 1 {
-		t.Fatalf("NULL applied_revision rows = %d, %v; want 1", nulls, err)
-	}
 }
 
 // concurrentBatch is batch i of writer w: rows for keys no other writer uses,
@@ -512,13 +252,13 @@ func checkConcurrent(t *testing.T, path string, writers, batches int) {
 	}
 }
 
-func TestSQLiteConcurrentHandles(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "revenue.db")
-	const writers, batches = 2, 200
+// writeConcurrently runs writers goroutines, each writing batches
+// concurrentBatch batches through its own handle from open.
+func writeConcurrently(t *testing.T, writers, batches int, open func(w int) Sink) {
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
-		s := openTestSQLite(t, path)
+		s := open(w)
 		wg.Go(func() {
 			for i := range batches {
 				if _, err := s.Write(context.Background(), concurrentBatch(t, w, i)); err != nil {
@@ -533,6 +273,12 @@ func TestSQLiteConcurrentHandles(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+func TestSQLiteConcurrentHandles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "revenue.db")
+	const writers, batches = 2, 200
+	writeConcurrently(t, writers, batches, func(int) Sink { return openTestSQLite(t, path) })
 	checkConcurrent(t, path, writers, batches)
 }
 
