@@ -37,6 +37,10 @@ type Options struct {
 	// Published seeds the revision step with rows the sink already holds,
 	// keyed by transforms.WindowKey.
 	Published map[string]model.Row
+	// NoDedupCache makes the dedup step reload its shards from the runner's
+	// state for every batch instead of trusting its process cache, as on a
+	// runner that moves keys between workers (tests, diagnosis).
+	NoDedupCache bool
 }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
@@ -73,6 +77,7 @@ func (o Options) dedup() transforms.DedupOptions {
 		Retention:      o.DedupRetention.Milliseconds(),
 		Shards:         o.DedupShards,
 		StartWatermark: o.StartWatermark,
+		NoCache:        o.NoDedupCache,
 	}
 }
 

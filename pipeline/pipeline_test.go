@@ -112,8 +112,18 @@ func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 }
 
 func TestMinimalSequence(t *testing.T) {
+	t.Run("cached", func(t *testing.T) { testMinimalSequence(t, false) })
+	// Without the process cache every batch reads the shard back from the
+	// runner's state: what a runner that moves keys between workers (or a
+	// retried bundle) sees. The duplicate and the conflict must still be
+	// found, so the ids must be in the state, not only in the cache.
+	t.Run("reloaded", func(t *testing.T) { testMinimalSequence(t, true) })
+}
+
+func testMinimalSequence(t *testing.T, noCache bool) {
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
+	o.NoDedupCache = noCache
 	sc := scenario.New(o.Watermark, o.Event, readAt)
 	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
 		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
@@ -146,6 +156,9 @@ func TestMinimalSequence(t *testing.T) {
 	}
 	if q := res.quarantined.Values(); len(q) != 0 {
 		t.Errorf("quarantined = %+v, want none", q)
+	}
+	if got, wantAtLeast := res.counts.Counters["dedup_state_reloads"], int64(5); noCache && got < wantAtLeast {
+		t.Errorf("dedup_state_reloads = %d, want every batch and timer to reload (at least %d)", got, wantAtLeast)
 	}
 }
 

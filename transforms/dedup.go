@@ -34,6 +34,9 @@ type DedupOptions struct {
 	// (after a restart: the close time of the latest window the sink holds as
 	// FINAL), or model.NoWatermark.
 	StartWatermark int64
+	// NoCache makes every batch reload its shard from the runner's state, as
+	// on a runner that moves keys between workers: for tests and diagnosis.
+	NoCache bool
 }
 
 // Validate checks the options against SPEC §2.
@@ -76,6 +79,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		RetentionMs:    o.Retention,
 		StartWatermark: o.StartWatermark,
 		CacheID:        newCacheID(),
+		NoCache:        o.NoCache,
 		Meta:           state.MakeValueState[[]byte]("meta"),
 		IDs:            state.MakeBagState[[]byte]("ids"),
 		Boundary:       timers.InEventTime("boundary"),
@@ -89,6 +93,7 @@ type dedupFn struct {
 
 	// CacheID names this pipeline's entries in the process-wide shard cache.
 	CacheID  string
+	NoCache  bool
 	Meta     state.Value[[]byte]
 	IDs      state.Bag[[]byte]
 	Boundary timers.EventTime
@@ -110,7 +115,7 @@ func (f *dedupFn) Setup() {
 // load returns the shard's state, from the cache when its token matches the
 // stored one, else decoded from the bag. The cache entry is dropped while the
 // caller mutates the state: a failure half-way leaves no stale entry.
-func (f *dedupFn) load(sp state.Provider, shard int) (*shardState, error) {
+func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shardState, error) {
 	b, _, err := f.Meta.Read(sp)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: read meta: %w", err)
@@ -120,12 +125,12 @@ func (f *dedupFn) load(sp state.Provider, shard int) (*shardState, error) {
 		return nil, err
 	}
 	key := cacheKey{pipeline: f.CacheID, shard: shard}
-	if c, ok := shardCache.LoadAndDelete(key); ok && m.token != 0 && c.(cachedShard).token == m.token {
+	if c, ok := shardCache.LoadAndDelete(key); ok && !f.NoCache && m.token != 0 && c.(cachedShard).token == m.token {
 		st := c.(cachedShard).st
 		st.known = max(st.known, m.known)
 		return st, nil
 	}
-	f.reloads.Inc(context.Background(), 1)
+	f.reloads.Inc(ctx, 1)
 	st := newShardState(m)
 	if m.token == 0 {
 		return st, nil
@@ -143,7 +148,9 @@ func (f *dedupFn) save(sp state.Provider, shard int, st *shardState) error {
 	if err := f.Meta.Write(sp, encodeMeta(token, st)); err != nil {
 		return fmt.Errorf("dedup: write meta: %w", err)
 	}
-	shardCache.Store(cacheKey{pipeline: f.CacheID, shard: shard}, cachedShard{token: token, st: st})
+	if !f.NoCache {
+		shardCache.Store(cacheKey{pipeline: f.CacheID, shard: shard}, cachedShard{token: token, st: st})
+	}
 	return nil
 }
 
@@ -178,7 +185,7 @@ func (f *dedupFn) arm(tp timers.Provider, st *shardState, start int64) {
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
-	st, err := f.load(sp, shard)
+	st, err := f.load(ctx, sp, shard)
 	if err != nil {
 		return err
 	}
@@ -206,6 +213,13 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 			emit(e)
 		}
 	}
+	// The ids this batch remembered, appended without reading the bag: the
+	// cache is only an optimisation, the bag is the state.
+	if !added.empty() {
+		if err := f.IDs.Add(sp, added.w.B); err != nil {
+			return fmt.Errorf("dedup: append ids: %w", err)
+		}
+	}
 	f.entries.Update(ctx, int64(len(st.ids)))
 	return f.save(sp, shard, st)
 }
@@ -219,7 +233,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 	if err != nil {
 		return fmt.Errorf("dedup: timer tag %q: %w", t.Tag, err)
 	}
-	st, err := f.load(sp, shard)
+	st, err := f.load(ctx, sp, shard)
 	if err != nil {
 		return err
 	}
