@@ -139,7 +139,7 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 	if err != nil {
 		return nil, fmt.Errorf("dedup: read ids: %w", err)
 	}
-	return st, decodeIDs(blobs, st.ids)
+	return st, st.loadIDs(blobs, f.Policy, f.RetentionMs)
 }
 
 // save writes the meta with a fresh token and refreshes the cache.
@@ -219,6 +219,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 		if err := f.IDs.Add(sp, added.w.B); err != nil {
 			return fmt.Errorf("dedup: append ids: %w", err)
 		}
+		st.stored += added.n
 	}
 	f.entries.Update(ctx, int64(len(st.ids)))
 	return f.save(sp, shard, st)
@@ -245,9 +246,12 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 		st.known = max(st.known, f.Policy.CloseTime(start))
 	case tagExpire:
 		st.known = max(st.known, end+f.RetentionMs)
-		if n := st.Expire(f.RetentionMs); n > 0 {
+		if n := st.Expire(f.RetentionMs, f.Policy); n > 0 {
 			f.expired.Inc(ctx, int64(n))
+		}
+		if st.NeedsCompaction() {
 			// Compact the bag: rewrite what is left as one blob.
+			st.stored = len(st.ids)
 			if err := f.IDs.Clear(sp); err != nil {
 				return fmt.Errorf("dedup: clear ids: %w", err)
 			}

@@ -25,6 +25,12 @@ type shardState struct {
 	// are set, so a batch sets each window's timers once.
 	armed map[int64]bool
 	ids   map[string]idEntry
+	// byWindow lists the remembered ids by window start, so that expiry
+	// touches only the ids it forgets rather than the whole shard.
+	byWindow map[int64][]string
+	// stored counts the entries the state bag holds, live or expired: expiry
+	// rewrites the bag only once most of it is dead (see Compact).
+	stored int
 }
 
 // Verdict is what dedup decides for one event.
@@ -62,25 +68,53 @@ func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 		}
 		return Judgement{Verdict: ConflictVerdict, First: prev.fingerprint}
 	}
-	st.ids[e.EventID] = idEntry{eventTime: e.EventTime, fingerprint: e.Fingerprint}
+	st.remember(e.EventID, idEntry{eventTime: e.EventTime, fingerprint: e.Fingerprint}, start)
 	e.AfterEnd = st.known != model.NoWatermark && p.WindowEnd(start) <= st.known
 	return Judgement{Verdict: CountVerdict}
+}
+
+func (st *shardState) remember(id string, e idEntry, windowStart int64) {
+	st.ids[id] = e
+	st.byWindow[windowStart] = append(st.byWindow[windowStart], id)
 }
 
 // Expire forgets ids whose retention (event time + retention) the known
 // watermark has passed, returning how many. Their windows are closed by then
 // (retention >= window + lateness), so a later copy is judged too late
-// before dedup ever looks it up.
-func (st *shardState) Expire(retentionMs int64) int {
+// before dedup ever looks it up. Only the windows that can hold such ids are
+// visited.
+func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 	n := 0
-	for id, e := range st.ids {
-		if e.eventTime+retentionMs <= st.known {
-			delete(st.ids, id)
-			n++
+	for start, ids := range st.byWindow {
+		if start+retentionMs > st.known {
+			continue // its earliest id is still remembered
 		}
+		if p.WindowEnd(start)-1+retentionMs <= st.known {
+			for _, id := range ids {
+				delete(st.ids, id)
+			}
+			n += len(ids)
+			delete(st.byWindow, start)
+			continue
+		}
+		keep := ids[:0]
+		for _, id := range ids {
+			if st.ids[id].eventTime+retentionMs <= st.known {
+				delete(st.ids, id)
+				n++
+			} else {
+				keep = append(keep, id)
+			}
+		}
+		st.byWindow[start] = keep
 	}
 	return n
 }
+
+// NeedsCompaction reports whether most of the bag's entries are expired
+// ids: rewriting it then costs about as much as the appends that made it,
+// so the cost of compaction stays proportional to the ids added.
+func (st *shardState) NeedsCompaction() bool { return st.stored > 2*len(st.ids) }
 
 // The shard is stored in two parts so that a batch costs a few State API
 // calls whatever the shard holds (the Go SDK makes a round trip per access):
@@ -131,9 +165,13 @@ func encodeMeta(token uint64, st *shardState) []byte {
 }
 
 // idBlob accumulates ids for one bag entry.
-type idBlob struct{ w coders.Writer }
+type idBlob struct {
+	w coders.Writer
+	n int // entries
+}
 
 func (b *idBlob) add(id string, e idEntry) {
+	b.n++
 	b.w.String(id)
 	b.w.Varint(e.eventTime)
 	b.w.Fixed64(e.fingerprint)
@@ -141,14 +179,27 @@ func (b *idBlob) add(id string, e idEntry) {
 
 func (b *idBlob) empty() bool { return len(b.w.B) == 0 }
 
-// decodeIDs loads every bag entry into ids; later entries win (they cannot
-// disagree: an id is added once).
-func decodeIDs(blobs [][]byte, ids map[string]idEntry) error {
+// loadIDs loads every bag entry, counting it in stored and remembering the
+// ids whose retention has not passed (a bag may hold expired ids until it is
+// compacted); later entries win (they cannot disagree: an id is added once).
+func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int64) error {
 	for _, blob := range blobs {
 		r := coders.Reader{B: blob}
 		for len(r.B) > 0 && r.Err == nil {
 			id := r.String()
-			ids[id] = idEntry{eventTime: r.Varint(), fingerprint: r.Fixed64()}
+			e := idEntry{eventTime: r.Varint(), fingerprint: r.Fixed64()}
+			if r.Err != nil {
+				break
+			}
+			st.stored++
+			if e.eventTime+retentionMs <= st.known {
+				continue
+			}
+			if _, dup := st.ids[id]; !dup {
+				st.remember(id, e, p.WindowStart(e.eventTime))
+			} else {
+				st.ids[id] = e
+			}
 		}
 		if r.Err != nil {
 			return fmt.Errorf("dedup: decode shard ids: %w", r.Err)
@@ -168,7 +219,7 @@ func (st *shardState) encodeIDs() []byte {
 }
 
 func newShardState(m shardMeta) *shardState {
-	return &shardState{known: m.known, armed: m.armed, ids: map[string]idEntry{}}
+	return &shardState{known: m.known, armed: m.armed, ids: map[string]idEntry{}, byWindow: map[int64][]string{}}
 }
 
 // shardCache is the process-wide cache of decoded shards.

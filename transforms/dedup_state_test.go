@@ -60,11 +60,11 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	st.armed[at("2026-11-04T10:00:00Z")] = true
 	retention := (25 * time.Hour).Milliseconds()
 	st.known = at("2026-11-05T11:14:59.999Z")
-	if n := st.Expire(retention); n != 0 {
+	if n := st.Expire(retention, p); n != 0 {
 		t.Fatalf("expired %d ids 1 ms before retention ends, want 0", n)
 	}
 	st.known = at("2026-11-05T11:15:00Z")
-	if n := st.Expire(retention); n != 1 {
+	if n := st.Expire(retention, p); n != 1 {
 		t.Fatalf("expired %d ids at retention end, want 1", n)
 	}
 	m, err := decodeMeta(encodeMeta(42, st), model.NoWatermark)
@@ -73,9 +73,16 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	}
 	back := newShardState(m)
 	var extra idBlob
-	extra.add("late-added", idEntry{eventTime: 7, fingerprint: 9})
-	if err := decodeIDs([][]byte{st.encodeIDs(), extra.w.B}, back.ids); err != nil {
+	// An expired entry still in the bag (compaction is lazy) is counted in
+	// stored but not remembered.
+	var expired idBlob
+	expired.add("old", idEntry{eventTime: at("2026-11-04T10:15:00Z"), fingerprint: 1})
+	extra.add("late-added", idEntry{eventTime: at("2026-11-05T01:00:00Z"), fingerprint: 9})
+	if err := back.loadIDs([][]byte{expired.w.B, st.encodeIDs(), extra.w.B}, p, retention); err != nil {
 		t.Fatal(err)
+	}
+	if back.stored != 3 || back.ids["old"] != (idEntry{}) || len(back.byWindow[at("2026-11-05T01:00:00Z")]) != 1 {
+		t.Fatalf("loaded stored=%d ids=%v byWindow=%v; want 3 entries, old not remembered, late-added indexed", back.stored, back.ids, back.byWindow)
 	}
 	if m.token != 42 || back.known != st.known || len(back.ids) != 2 || back.ids["new"] != st.ids["new"] || !back.armed[at("2026-11-04T10:00:00Z")] {
 		t.Fatalf("round trip lost state: %+v vs %+v", back, st)
@@ -122,8 +129,8 @@ func BenchmarkStateBytesPerID(b *testing.B) {
 	b.ReportMetric(float64(len(blob))/n, "state-bytes/id")
 	b.ReportMetric(float64(ms1.HeapAlloc-ms0.HeapAlloc)/n, "heap-bytes/id")
 	for i := 0; i < b.N; i++ {
-		ids := map[string]idEntry{}
-		if err := decodeIDs([][]byte{blob}, ids); err != nil {
+		back := fresh()
+		if err := back.loadIDs([][]byte{blob}, p, (25 * time.Hour).Milliseconds()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -137,5 +144,31 @@ func TestShardOfIsFNV1a(t *testing.T) {
 		if got, want := ShardOf(id, 64), int(h.Sum32()%64); got != want {
 			t.Errorf("ShardOf(%q) = %d, want %d", id, got, want)
 		}
+	}
+}
+
+func TestExpireByWindowAndLazyCompaction(t *testing.T) {
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
+	retention := (25 * time.Hour).Milliseconds()
+	st := fresh()
+	for i, ts := range []string{"2026-11-04T10:00:00Z", "2026-11-04T10:20:00Z", "2026-11-04T10:40:00Z", "2026-11-04T10:59:59.999Z", "2026-11-04T11:30:00Z"} {
+		st.Judge(&model.Event{EventID: fmt.Sprint("id", i), EventTime: at(ts)}, p)
+	}
+	st.stored = 5 // as appended to the bag
+	// Part of the 10:00 window: the ids of 10:00 and 10:20 only.
+	st.known = at("2026-11-05T11:20:00Z")
+	if n := st.Expire(retention, p); n != 2 || len(st.byWindow[at("2026-11-04T10:00:00Z")]) != 2 {
+		t.Fatalf("expired %d, window keeps %v; want 2 expired, 2 kept", n, st.byWindow)
+	}
+	if st.NeedsCompaction() {
+		t.Fatal("compaction with 3 of 5 entries live")
+	}
+	// The whole window.
+	st.known = at("2026-11-05T12:00:00Z")
+	if n := st.Expire(retention, p); n != 2 || len(st.ids) != 1 || len(st.byWindow) != 1 {
+		t.Fatalf("expired %d, left ids %v windows %v; want 2 expired, one id in one window", n, st.ids, st.byWindow)
+	}
+	if !st.NeedsCompaction() {
+		t.Fatal("no compaction with 1 of 5 entries live")
 	}
 }
