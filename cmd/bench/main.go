@@ -53,6 +53,7 @@ type result struct {
 
 func main() {
 	events := flag.Int("events", 1_000_000, "distinct purchases in the generated log (before retries)")
+	span := flag.Duration("span", 30*time.Hour, "event-time span of the generated log: several times window + allowed lateness shows the dedup state levelling off")
 	runs := flag.Int("runs", 5, "measurements of each mode")
 	dir := flag.String("dir", "", "raw-log folder to use (generated there if empty or missing)")
 	mode := flag.String("mode", "both", "both | pipeline | baseline (pipeline and baseline run one measurement in this process)")
@@ -107,7 +108,9 @@ func main() {
 	}
 	if _, err := os.Stat(logDir); os.IsNotExist(err) {
 		start := time.Now()
-		st, err := gen.Write(logDir, gen.Bench(*events))
+		c := gen.Bench(*events)
+		c.Span = *span
+		st, err := gen.Write(logDir, c)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench: generate:", err)
 			os.Exit(1)
