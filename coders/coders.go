@@ -90,13 +90,42 @@ func DecodeEvent(b []byte) (model.Event, error) {
 func EncodeEventBatch(v model.EventBatch) []byte {
 	w := Writer{B: make([]byte, 0, 128*len(v.Events))}
 	w.Uvarint(uint64(len(v.Events)))
+	var prev model.Event
 	for i := range v.Events {
-		writeEvent(&w, &v.Events[i])
+		writeBatchEvent(&w, &v.Events[i], &prev)
+		prev = v.Events[i]
 	}
 	return w.B
 }
 
-// DecodeEventBatch is the inverse of EncodeEventBatch.
+// writeBatchEvent writes an event of a batch: as writeEvent, with the
+// partition, position and dims front-coded against the previous event's
+// (a batch holds one partition's events in read order, so they share long
+// prefixes).
+func writeBatchEvent(w *Writer, v, prev *model.Event) {
+	w.String(v.EventID)
+	w.Varint(v.EventTime)
+	w.String(v.UserID)
+	w.Varint(v.AmountMicros)
+	w.FrontString(prev.Dims, v.Dims)
+	w.Fixed64(v.Fingerprint)
+	w.FrontString(prev.Partition, v.Partition)
+	w.FrontString(prev.Position, v.Position)
+	w.Bytes(v.Payload)
+	w.Varint(v.ReadAt)
+	w.Varint(v.WatermarkBefore)
+	w.Bool(v.AfterEnd)
+}
+
+func readBatchEvent(r *Reader, prev *model.Event) model.Event {
+	return model.Event{
+		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
+		Dims: r.FrontString(prev.Dims), Fingerprint: r.Fixed64(), Partition: r.FrontString(prev.Partition),
+		Position: r.FrontString(prev.Position), Payload: r.Bytes(), ReadAt: r.Varint(),
+		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
+	}
+}
+
 func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	r := Reader{B: b}
 	n := r.Uvarint()
@@ -104,13 +133,14 @@ func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 		return model.EventBatch{}, fmt.Errorf("decode event batch: implausible length %d", n)
 	}
 	v := model.EventBatch{Events: make([]model.Event, 0, n)}
+	var prev model.Event
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		v.Events = append(v.Events, readEvent(&r))
+		prev = readBatchEvent(&r, &prev)
+		v.Events = append(v.Events, prev)
 	}
 	return done(v, &r, "event batch")
 }
 
-// EncodeDelta encodes a partial aggregate.
 func EncodeDelta(v model.Delta) []byte {
 	w := Writer{B: make([]byte, 0, 20)}
 	w.Varint(v.RevenueMicros)

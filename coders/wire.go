@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrShort is returned when an encoded value ends early.
@@ -30,6 +31,20 @@ func (w *Writer) Bytes(b []byte) { w.Uvarint(uint64(len(b))); w.B = append(w.B, 
 
 // String appends a length-prefixed string.
 func (w *Writer) String(s string) { w.Uvarint(uint64(len(s))); w.B = append(w.B, s...) }
+
+// FrontString writes s front-coded against prev, the same field of the
+// previous element: the length of their common prefix, then the rest. In a
+// batch of one partition's events, "p0/000123.jsonl:4567" after
+// "p0/000123.jsonl:4566" costs 4 bytes instead of 21, and a repeated
+// partition or dims 2.
+func (w *Writer) FrontString(prev, s string) {
+	n := 0
+	for n < len(prev) && n < len(s) && prev[n] == s[n] {
+		n++
+	}
+	w.Uvarint(uint64(n))
+	w.String(s[n:])
+}
 
 // Bool appends one byte.
 func (w *Writer) Bool(b bool) {
@@ -110,6 +125,26 @@ func (r *Reader) String() string {
 	s := string(r.B[:n])
 	r.B = r.B[n:]
 	return s
+}
+
+// FrontString reads a string written by Writer.FrontString after prev.
+func (r *Reader) FrontString(prev string) string {
+	n := r.Uvarint()
+	m := r.Uvarint()
+	if r.Err != nil || n > uint64(len(prev)) || uint64(len(r.B)) < m {
+		r.fail("front-coded string")
+		return ""
+	}
+	suffix := r.B[:m]
+	r.B = r.B[m:]
+	if m == 0 && n == uint64(len(prev)) {
+		return prev // a repeat shares the previous string: no allocation
+	}
+	var b strings.Builder
+	b.Grow(int(n) + len(suffix))
+	b.WriteString(prev[:n])
+	b.Write(suffix)
+	return b.String()
 }
 
 // Bool reads one byte.

@@ -1,0 +1,97 @@
+package coders
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+func event(i int, partition string) model.Event {
+	return model.Event{
+		EventID: fmt.Sprintf("evt_%016x", i*7919), EventTime: 1793750215086 + int64(i), UserID: fmt.Sprint("u", i%97),
+		AmountMicros: int64(i) * 10_000, Dims: `{"country":"JP"}`, Fingerprint: uint64(i) * 0x9e3779b97f4a7c15,
+		Partition: partition, Position: fmt.Sprintf("%s/%06d.jsonl:%d", partition, 1+i/1000, 1+i%1000),
+		Payload: []byte(fmt.Sprintf(`{"event_id":"evt_%016x","amount":"%d"}`, i*7919, i)), ReadAt: 1793800000000 + int64(i),
+		WatermarkBefore: model.NoWatermark + int64(i%2), AfterEnd: i%3 == 0,
+	}
+}
+
+// roundTrip checks decode(encode(v)) == v, then that every strict prefix of
+// the encoding and the encoding with a trailing byte are refused with an
+// error, never a panic or a wrong value.
+func roundTrip[T any](t *testing.T, name string, v T, enc func(T) []byte, dec func([]byte) (T, error)) {
+	t.Helper()
+	b := enc(v)
+	got, err := dec(b)
+	if err != nil {
+		t.Fatalf("%s: decode: %v", name, err)
+	}
+	if !reflect.DeepEqual(got, v) {
+		t.Fatalf("%s: round trip\n got  %+v\n want %+v", name, got, v)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := dec(b[:n]); err == nil {
+			t.Fatalf("%s: a %d-byte prefix of %d decoded without error", name, n, len(b))
+		}
+	}
+	if _, err := dec(append(append([]byte(nil), b...), 0)); err == nil {
+		t.Fatalf("%s: a trailing byte decoded without error", name)
+	}
+}
+
+func TestRoundTrips(t *testing.T) {
+	roundTrip(t, "record", model.Record{Partition: "p1", Position: "p1/a.jsonl:3", Line: []byte(`{"x":1}`),
+		Oversized: true, ReadAt: 17, WatermarkBefore: model.NoWatermark}, EncodeRecord, DecodeRecord)
+	roundTrip(t, "event", event(42, "p0"), EncodeEvent, DecodeEvent)
+	roundTrip(t, "delta", model.Delta{RevenueMicros: -5, Count: 3, AfterEnd: true, Tick: true}, EncodeDelta, DecodeDelta)
+	roundTrip(t, "row", model.Row{WindowStart: 1, WindowEnd: 3_600_001, Dims: "{}", RevenueMicros: 170_000_000,
+		EventCount: 3, Revision: 4, State: model.Final, Writer: "reconcile:r1"}, EncodeRow, DecodeRow)
+	roundTrip(t, "too late", model.TooLate{Position: "p0/f:8", EventID: "D", EventTime: 9, Payload: []byte("{}"),
+		Reason: model.ReasonWindowClosed}, EncodeTooLate, DecodeTooLate)
+	roundTrip(t, "conflict", model.Conflict{Position: "p0/f:6", EventID: "A", FirstFingerprint: 1,
+		ConflictingFingerprint: 1 << 63, Payload: []byte("{}")}, EncodeConflict, DecodeConflict)
+	roundTrip(t, "quarantined", model.Quarantined{Position: "p0/f:2", Payload: []byte("{"), Reason: model.ReasonMalformedJSON,
+		Detail: "unexpected end"}, EncodeQuarantined, DecodeQuarantined)
+}
+
+func TestEventBatchFrontCoding(t *testing.T) {
+	// Mixed partitions and files, an empty dims and a repeated event: every
+	// front-coded field must survive whatever the previous event was.
+	var b model.EventBatch
+	for i := range 50 {
+		b.Events = append(b.Events, event(i*37, fmt.Sprint("p", i%3)))
+	}
+	b.Events[7].Dims, b.Events[8].Dims = "{}", ""
+	b.Events[9] = b.Events[8]
+	roundTrip(t, "mixed batch", b, EncodeEventBatch, DecodeEventBatch)
+	roundTrip(t, "empty batch", model.EventBatch{Events: []model.Event{}}, EncodeEventBatch, DecodeEventBatch)
+
+	// One partition in read order, as BatchByShard builds them: the shared
+	// prefixes cost a few bytes instead of the whole strings.
+	var one model.EventBatch
+	plain := 0
+	for i := range 100 {
+		e := event(1000+i, "p2")
+		one.Events = append(one.Events, e)
+		plain += len(EncodeEvent(e))
+	}
+	coded := len(EncodeEventBatch(one))
+	if saved := plain - coded; saved < 100*(len(one.Events[1].Position)+len(one.Events[1].Dims)-8) {
+		t.Errorf("front coding saved %d bytes over 100 events (%d -> %d), want most of the position and dims", saved, plain, coded)
+	}
+}
+
+func TestFrontStringRefusesAPrefixLongerThanThePrevious(t *testing.T) {
+	w := Writer{}
+	w.FrontString("abcdef", "abcxyz")
+	r := Reader{B: w.B}
+	if got := r.FrontString("abc"); got != "abcxyz" || r.Err != nil {
+		t.Fatalf("decoded %q, %v", got, r.Err)
+	}
+	r = Reader{B: w.B}
+	if got := r.FrontString("ab"); r.Err == nil {
+		t.Fatalf("prefix 3 of a 2-byte previous string decoded as %q", got)
+	}
+}
