@@ -9,14 +9,14 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// Store is what reconcile needs of a versioned sink: its current rows and
-// audit tables to compare with, the versioned Write for corrections, and
-// reconcile_diffs. *sinks.SQLite and *sinks.BigQuery are.
+// Store is what the driver needs of a versioned sink: its run_config, the
+// audit tables the recomputation takes as evidence, the versioned Write for
+// corrections, and reconcile_diffs. *sinks.SQLite and *sinks.BigQuery are.
+// The current rows and the final horizon are read by the pipeline's
+// comparison step (CompareWithSink), not through the driver's Store.
 type Store interface {
 	sinks.Sink
 	sinks.ConfigChecker
-	CurrentRows(ctx context.Context) ([]model.Row, error)
-	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
 	Conflicts(ctx context.Context) ([]model.Conflict, error)
 	TooLate(ctx context.Context) ([]model.TooLate, error)
 	Quarantined(ctx context.Context) ([]model.Quarantined, error)

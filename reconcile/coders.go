@@ -19,6 +19,8 @@ func init() {
 	// Stats is one small element per partition and per shard: JSON keeps it
 	// readable and lets it grow fields without a coder change.
 	beam.RegisterCoder(reflect.TypeOf((*Stats)(nil)).Elem(), encodeStats, decodeStats)
+	// Comparison is one element per run (CompareWithSink's): JSON as well.
+	beam.RegisterCoder(reflect.TypeOf((*Comparison)(nil)).Elem(), encodeComparison, decodeComparison)
 }
 
 // copyBatch carries one shard's copies from a partition read to the choice.
@@ -151,4 +153,14 @@ func decodeStats(data []byte) (Stats, error) {
 		return Stats{}, fmt.Errorf("decode stats: %w", err)
 	}
 	return s, nil
+}
+
+func encodeComparison(c Comparison) ([]byte, error) { return json.Marshal(c) }
+
+func decodeComparison(data []byte) (Comparison, error) {
+	var c Comparison
+	if err := json.Unmarshal(data, &c); err != nil {
+		return Comparison{}, fmt.Errorf("decode comparison: %w", err)
+	}
+	return c, nil
 }

@@ -106,8 +106,9 @@ func (c Comparison) Material() []Diff {
 	return out
 }
 
-// Metrics of a comparison, in Namespace and named like the pipeline's
-// counters (SPEC §6's summary figures; see Comparison.Metrics).
+// Metrics of a comparison: Beam counters in Namespace, incremented by the
+// pipeline's comparison step (SPEC §6's summary figures; see
+// Comparison.Metrics).
 const (
 	// MetricWindowsCompared counts the closed keys compared (Checked).
 	MetricWindowsCompared = "windows_compared"
@@ -140,10 +141,10 @@ var MetricNames = []string{
 }
 
 // Metrics returns the comparison's figures by metric name (every one of
-// MetricNames, zeros included). The comparison runs in the driver after the
-// recomputation pipeline, on the sink's rows read as late as possible, so
-// these are not Beam metrics of that pipeline: they are computed here and
-// reported beside its figures under the same scheme.
+// MetricNames, zeros included). The pipeline's comparison step
+// (CompareWithSink) increments a Beam counter in Namespace by each of them;
+// the summary and the report show those counters as the runner reports
+// them (Outcome.Counters), and these figures only when it reports none.
 func (c Comparison) Metrics() map[string]int64 {
 	m := make(map[string]int64, len(MetricNames))
 	for _, n := range MetricNames {

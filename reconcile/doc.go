@@ -1,17 +1,18 @@
 // Package reconcile is the daily batch check of the streaming result (SPEC
 // §6): it recomputes revenue and event count per window and dims from the
-// raw log in a Beam batch pipeline, compares them with the sink's rows,
-// writes one reconcile_diffs row per differing window, and with --apply
-// writes each material correction as a strictly higher FINAL revision
-// through the same versioned sink (writer reconcile:<run_id>). A second run
-// then finds nothing and writes nothing. cmd/reconcile is a thin shell
-// around [BindFlags] and [Run].
+// raw log in a Beam batch pipeline, compares them with the sink's rows as
+// that pipeline's last step, writes one reconcile_diffs row per differing
+// window, and with --apply writes each material correction as a strictly
+// higher FINAL revision through the same versioned sink (writer
+// reconcile:<run_id>). A second run then finds nothing and writes nothing.
+// cmd/reconcile is a thin shell around [BindFlags] and [Run].
 //
 // # The pipeline
 //
 //	partitions ─ Reshuffle ─ scan (rawlog.Scan, rawlog.Stamper, event.Parse) ─┐
 //	stream evidence (conflict_events, too_late_events) ───────────────────────┴─ CoGroupByKey(shard)
-//	  ─ choose one payload per event_id ─ CombinePerKey(window, dims) ─ textio ─ driver
+//	  ─ choose one payload per event_id ─ CombinePerKey(window, dims) ─ totals ─┬─ textio ─ driver
+//	Impulse ─ compare with the sink's rows (totals: a side input) ─ Comparison ─┘
 //
 // One element per partition: its records are stamped in arrival order, with
 // the very Stamper the file source and the oracle use, so --max-age verdicts
@@ -21,14 +22,29 @@
 // never the id's copies. Windows are triggers.Policy.WindowStart and keys
 // transforms.WindowKey: the stream's rules, called, not copied.
 //
-// The recomputed totals (one line per window and dims key) come back to the
-// driver through a file that textio writes under --work-dir. A process-wide
-// collector would only work where the runner executes DoFns in the driver's
-// process (prism's loopback mode), and a DoFn writing to SQLite only where
-// workers share the driver's disk; Beam's filesystem layer serves a local
-// folder on prism and gs:// on Dataflow. On Flink or Dataflow set
-// --work-dir to a location the workers and the driver both reach, and give
-// --source as a path the workers can read.
+// The last step ([CompareWithSink]) runs once, when every total is
+// complete: it reads the sink's current rows and final horizon then — after
+// the recomputation, as late as possible, so a window the stream finalised
+// meanwhile is compared as FINAL — runs [Compare], and increments a Beam
+// counter in [Namespace] by each figure of [Comparison.Metrics]
+// (windows_compared, windows_differing, ...), with the distribution
+// [MetricWindowDeltaMicros]. They are the job's own metrics, so a runner's
+// UI shows them; read back from the pipeline result, they are the
+// summary's and the report's metrics ([Outcome.Counters]).
+//
+// The recomputed totals (one line per window and dims key) and the
+// comparison (one line per differing key) come back to the driver through
+// a file that textio writes under --work-dir; the driver compares nothing
+// itself, and uses that comparison for reconcile_diffs, --apply and the
+// report. A process-wide collector would only work where the runner
+// executes DoFns in the driver's process (prism's loopback mode), and a
+// DoFn writing to SQLite only where workers share the driver's disk;
+// Beam's filesystem layer serves a local folder on prism and gs:// on
+// Dataflow. On Flink or Dataflow set --work-dir to a location the workers
+// and the driver both reach, and give --source as a path the workers can
+// read; the comparison step opens --sink on a worker too (a BigQuery
+// dataset is reachable from anywhere, a SQLite file only where the workers
+// share the driver's disk).
 //
 // # Which payload counts
 //

@@ -211,3 +211,44 @@ func batch(rows []model.Row, conflicts []model.Conflict) sinks.Batch {
 func batchQ(rows []model.Row, q []model.Quarantined) sinks.Batch {
 	return sinks.Batch{Rows: rows, Quarantined: q}
 }
+
+// toleranceScenario is a raw log of four hourly events and a sink whose
+// 10:00 row is short by 0.01 (rounding noise) and which lost 12:00.
+func toleranceScenario(t *testing.T) (dir, path string) {
+	t.Helper()
+	dir = writeLog(t, map[string][]string{"p0": {
+		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
+		purchase("B", "2026-11-04T11:15:00Z", "u2", "5"),
+		purchase("C", "2026-11-04T12:15:00Z", "u3", "3"),
+		purchase("D", "2026-11-04T13:15:00Z", "u4", "1"),
+	}})
+	sink, path := openSink(t)
+	if _, err := sink.Write(context.Background(), batch([]model.Row{
+		row(t, "2026-11-04T10:00:00Z", "99.99", 1, 2, model.Final), // rounding noise
+		row(t, "2026-11-04T11:00:00Z", "5", 1, 2, model.Final),
+		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final), // 12:00 is lost
+	}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+// openScenario is a raw log of three hourly events and a sink where 10:00
+// agrees, 11:00 is LATE and short (the stream is still on it) and 12:00 has
+// no row and is not closed.
+func openScenario(t *testing.T) (dir, path string, sink *sinks.SQLite) {
+	t.Helper()
+	dir = writeLog(t, map[string][]string{"p0": {
+		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
+		purchase("B", "2026-11-04T11:15:00Z", "u2", "5"),
+		purchase("C", "2026-11-04T12:15:00Z", "u3", "1"),
+	}})
+	sink, path = openSink(t)
+	if _, err := sink.Write(context.Background(), batch([]model.Row{
+		row(t, "2026-11-04T10:00:00Z", "100", 1, 2, model.Final),
+		row(t, "2026-11-04T11:00:00Z", "4", 1, 1, model.Late),
+	}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path, sink
+}

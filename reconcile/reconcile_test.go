@@ -287,18 +287,7 @@ func TestConflictsReportedNotSummed(t *testing.T) {
 // Rows not yet FINAL, and missing rows of windows the stream has not closed,
 // are reported apart: never material, never written, never applied.
 func TestOpenWindowsReportedSeparately(t *testing.T) {
-	dir := writeLog(t, map[string][]string{"p0": {
-		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
-		purchase("B", "2026-11-04T11:15:00Z", "u2", "5"),
-		purchase("C", "2026-11-04T12:15:00Z", "u3", "1"),
-	}})
-	sink, path := openSink(t)
-	if _, err := sink.Write(context.Background(), batch([]model.Row{
-		row(t, "2026-11-04T10:00:00Z", "100", 1, 2, model.Final),
-		row(t, "2026-11-04T11:00:00Z", "4", 1, 1, model.Late), // the stream is still on it
-	}, nil)); err != nil {
-		t.Fatal(err)
-	}
+	dir, path, sink := openScenario(t)
 	o := options(dir, path, "open")
 	o.Apply = true
 	before := len(changelog(t, sink))

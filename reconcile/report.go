@@ -42,15 +42,28 @@ type Report struct {
 	TotalDelta       string         `json:"total_delta"`
 	TotalDeltaMicros int64          `json:"total_delta_micros"`
 	TotalDeltaCount  int64          `json:"total_delta_count"`
-	// Metrics are the comparison's figures by metric name, in Namespace
-	// (Comparison.Metrics).
-	Metrics map[string]int64 `json:"metrics"`
-	Diffs   []ReportDiff     `json:"diffs"`
+	// Metrics are the comparison's figures by metric name, in Namespace:
+	// the pipeline's Beam counters (Outcome.Counters). MetricsSource says
+	// where they come from: MetricsFromCounters, or MetricsFromComparison
+	// when the runner reported no counters.
+	Metrics       map[string]int64 `json:"metrics"`
+	MetricsSource string           `json:"metrics_source"`
+	Diffs         []ReportDiff     `json:"diffs"`
 
 	OpenChecked   int          `json:"open_windows_checked"`
 	OpenDiffering int          `json:"open_windows_differing"`
 	Open          []ReportDiff `json:"open_windows"`
 }
+
+// Report.MetricsSource values.
+const (
+	// MetricsFromCounters: the Beam counters of the pipeline's comparison
+	// step, as the runner reported them.
+	MetricsFromCounters = "beam_counters"
+	// MetricsFromComparison: Comparison.Metrics(), the runner having
+	// reported none of those counters.
+	MetricsFromComparison = "comparison"
+)
 
 // ReportDiff is one differing key.
 type ReportDiff struct {
@@ -101,9 +114,16 @@ func NewReport(o Outcome) Report {
 		ByClass:          map[string]int{ClassTooLate: 0, ClassMissingWindow: 0, ClassUnexplained: 0},
 		OpenChecked:      o.OpenChecked,
 		OpenDiffering:    len(o.Open),
-		Metrics:          o.Comparison.Metrics(),
+		Metrics:          o.Counters,
+		MetricsSource:    MetricsFromCounters,
 		Diffs:            []ReportDiff{},
 		Open:             []ReportDiff{},
+	}
+	if !o.CountersFromRunner {
+		r.MetricsSource = MetricsFromComparison
+		if r.Metrics == nil { // an Outcome Run did not make
+			r.Metrics = o.Comparison.Metrics()
+		}
 	}
 	for _, d := range bySize(o.Diffs) {
 		r.ByClass[d.Classification]++
@@ -206,6 +226,14 @@ func WriteSummary(w io.Writer, o Outcome) error {
 		fmt.Fprintf(w, "report   %s\n", o.Options.Report)
 	}
 	return nil
+}
+
+// metricsNote says where a report's metrics come from.
+func metricsNote(r Report) string {
+	if r.MetricsSource == MetricsFromCounters {
+		return "Beam counters of the pipeline's comparison step, as the runner reported them"
+	}
+	return "computed from the comparison: the runner reported no counters"
 }
 
 // metricsLine renders the metrics as "reconcile.name=value ..." in

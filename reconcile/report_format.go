@@ -38,7 +38,7 @@ func markdown(r Report) ([]byte, error) {
 		r.WindowsChecked, r.WindowsDiffering, r.Material, r.ByClass[ClassTooLate], r.ByClass[ClassMissingWindow],
 		r.ByClass[ClassUnexplained], r.TotalDelta, signedCount(r.TotalDeltaCount))
 	mdDiffs(&b, r.Diffs)
-	p("\n## Metrics\n\nThe comparison's figures, in the `%s` namespace (computed in the driver after the recomputation).\n\n", Namespace)
+	p("\n## Metrics\n\nThe comparison's figures, in the `%s` namespace: %s.\n\n", Namespace, metricsNote(r))
 	p("| metric | value |\n|---|--:|\n")
 	for _, n := range MetricNames {
 		p("| %s | %d |\n", n, r.Metrics[n])
@@ -138,10 +138,11 @@ func htmlReport(r Report) ([]byte, error) {
 	}
 	err := htmlTemplate.Execute(&b, struct {
 		Report
-		Stats     [][2]string
-		Namespace string
-		Metrics   [][2]string
-	}{r, statsRows(r.Stats), Namespace, metrics})
+		Stats       [][2]string
+		Namespace   string
+		Metrics     [][2]string
+		MetricsNote string
+	}{r, statsRows(r.Stats), Namespace, metrics, metricsNote(r)})
 	return b.Bytes(), err
 }
 
@@ -194,7 +195,7 @@ Total delta {{.TotalDelta}} revenue, {{signed .TotalDeltaCount}} events.</p>
 {{template "diffs" .Diffs}}
 
 <h2>Metrics</h2>
-<p>The comparison's figures, in the <code>{{.Namespace}}</code> namespace (computed in the driver after the recomputation).</p>
+<p>The comparison's figures, in the <code>{{.Namespace}}</code> namespace: {{.MetricsNote}}.</p>
 <table>
 {{range .Metrics}}<tr><th>{{index . 0}}</th><td class="n">{{index . 1}}</td></tr>
 {{end}}</table>

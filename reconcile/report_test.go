@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"context"
 	"encoding/json"
 	"maps"
 	"os"
@@ -9,27 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/reconcile"
 )
 
 // A revenue difference within --tolerance is recorded but not material and
 // not applied; the reports say so in every format.
 func TestToleranceAndReports(t *testing.T) {
-	dir := writeLog(t, map[string][]string{"p0": {
-		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
-		purchase("B", "2026-11-04T11:15:00Z", "u2", "5"),
-		purchase("C", "2026-11-04T12:15:00Z", "u3", "3"),
-		purchase("D", "2026-11-04T13:15:00Z", "u4", "1"),
-	}})
-	sink, path := openSink(t)
-	if _, err := sink.Write(context.Background(), batch([]model.Row{
-		row(t, "2026-11-04T10:00:00Z", "99.99", 1, 2, model.Final), // rounding noise
-		row(t, "2026-11-04T11:00:00Z", "5", 1, 2, model.Final),
-		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final), // 12:00 is lost
-	}, nil)); err != nil {
-		t.Fatal(err)
-	}
+	dir, path := toleranceScenario(t)
 	out := t.TempDir()
 	for _, ext := range []string{".md", ".json", ".html"} {
 		o := options(dir, path, "tol"+strings.TrimPrefix(ext, "."))

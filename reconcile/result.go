@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
@@ -19,33 +20,55 @@ import (
 func init() {
 	register.Function2x2[string, Totals, string, error](formatTotal)
 	register.Function1x2[Stats, string, error](formatStats)
+	register.Function2x1[Comparison, func(string), error](formatComparison)
+	register.Emitter1[string]()
 }
 
-// Why a file: the recomputed totals are small (one line per window and dims
-// key), but the driver must get them back from workers that may run
-// anywhere. A process-wide collector only works where the runner executes
-// the DoFns in the driver's process (prism's loopback mode), and a DoFn
-// writing to the SQLite sink only where workers share the driver's disk.
-// textio writes one file through Beam's filesystem layer, so a work
-// directory on gs:// serves Dataflow and a local one serves prism, and the
-// file is rewritten whole if the runner retries the write.
+// Why a file: the recomputed totals and the comparison are small (a line
+// per window and dims key, and per differing one), but the driver must get
+// them back from workers that may run anywhere. A process-wide collector
+// only works where the runner executes the DoFns in the driver's process
+// (prism's loopback mode), and a DoFn writing them to the SQLite sink only
+// where workers share the driver's disk. textio writes one file through
+// Beam's filesystem layer, so a work directory on gs:// serves Dataflow and
+// a local one serves prism, and the file is rewritten whole if the runner
+// retries the write.
 
-// resultLine is one line of the result file: a window key's totals, or the
-// run's Stats (exactly one).
+// resultLine is one line of the result file: a window key's totals, the
+// run's Stats (exactly one), or part of the comparison: one "comparison"
+// line with its counts, then one "diff" line per differing closed key and
+// one "open" line per differing open key.
 type resultLine struct {
-	Kind        string  `json:"kind"` // "total" or "stats"
-	WindowStart int64   `json:"window_start_ms,omitempty"`
-	Dims        string  `json:"dims,omitempty"`
-	Totals      *Totals `json:"totals,omitempty"`
-	Stats       *Stats  `json:"stats,omitempty"`
+	Kind        string          `json:"kind"` // "total", "stats", "comparison", "diff" or "open"
+	WindowStart int64           `json:"window_start_ms,omitempty"`
+	Dims        string          `json:"dims,omitempty"`
+	Totals      *Totals         `json:"totals,omitempty"`
+	Stats       *Stats          `json:"stats,omitempty"`
+	Comparison  *comparisonHead `json:"comparison,omitempty"`
+	Diff        *Diff           `json:"diff,omitempty"`
 }
 
-// WriteResult writes Recompute's outputs to one JSON-lines file at path
-// (any Beam filesystem: a local path, gs://...).
-func WriteResult(s beam.Scope, totals, stats beam.PCollection, path string) {
+// comparisonHead is the "comparison" line: Comparison without its diffs,
+// which follow one a line (a single line could outgrow the reader's
+// buffer), and how many of them there are, so a missing one is noticed.
+type comparisonHead struct {
+	Checked     int `json:"windows_compared"`
+	OpenChecked int `json:"open_windows_compared"`
+	Diffs       int `json:"diff_lines"`
+	Open        int `json:"open_lines"`
+}
+
+// WriteResult writes Recompute's outputs, and the Comparison
+// CompareWithSink returns, to one JSON-lines file at path (any Beam
+// filesystem: a local path, gs://...). comparison may be a zero
+// PCollection: the file then holds the recomputation only.
+func WriteResult(s beam.Scope, totals, stats, comparison beam.PCollection, path string) {
 	s = s.Scope("WriteResult")
-	lines := beam.Flatten(s, beam.ParDo(s, formatTotal, totals), beam.ParDo(s, formatStats, stats))
-	textio.Write(s, path, lines)
+	parts := []beam.PCollection{beam.ParDo(s, formatTotal, totals), beam.ParDo(s, formatStats, stats)}
+	if comparison.IsValid() {
+		parts = append(parts, beam.ParDo(s, formatComparison, comparison))
+	}
+	textio.Write(s, path, beam.Flatten(s, parts...))
 }
 
 func formatTotal(key string, t Totals) (string, error) {
@@ -62,10 +85,31 @@ func formatStats(st Stats) (string, error) {
 	return string(b), err
 }
 
-// Result is what the recomputation found.
+func formatComparison(c Comparison, emit func(string)) error {
+	lines := []resultLine{{Kind: "comparison", Comparison: &comparisonHead{
+		Checked: c.Checked, OpenChecked: c.OpenChecked, Diffs: len(c.Diffs), Open: len(c.Open)}}}
+	for i := range c.Diffs {
+		lines = append(lines, resultLine{Kind: "diff", Diff: &c.Diffs[i]})
+	}
+	for i := range c.Open {
+		lines = append(lines, resultLine{Kind: "open", Diff: &c.Open[i]})
+	}
+	for _, l := range lines {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return fmt.Errorf("reconcile: comparison: %w", err)
+		}
+		emit(string(b))
+	}
+	return nil
+}
+
+// Result is what the pipeline found.
 type Result struct {
 	Totals map[Key]Totals
 	Stats  Stats
+	// Comparison is CompareWithSink's, nil when the file has none.
+	Comparison *Comparison
 }
 
 // ReadResult reads a file written by WriteResult.
@@ -82,6 +126,11 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 	defer f.Close()
 	res := Result{Totals: map[Key]Totals{}}
 	stats := 0
+	var (
+		head         *comparisonHead
+		heads        int
+		diffs, opens []Diff
+	)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -99,6 +148,13 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 		case l.Kind == "stats" && l.Stats != nil:
 			res.Stats = *l.Stats
 			stats++
+		case l.Kind == "comparison" && l.Comparison != nil:
+			head = l.Comparison
+			heads++
+		case l.Kind == "diff" && l.Diff != nil:
+			diffs = append(diffs, *l.Diff)
+		case l.Kind == "open" && l.Diff != nil:
+			opens = append(opens, *l.Diff)
 		default:
 			return Result{}, fmt.Errorf("reconcile: read result %s:%d: unknown line kind %q", path, n, l.Kind)
 		}
@@ -110,6 +166,22 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 		// The stats line is always written: without it the file is not a
 		// complete result.
 		return Result{}, fmt.Errorf("reconcile: read result %s: %d stats lines, want 1 (incomplete result?)", path, stats)
+	}
+	switch {
+	case heads > 1:
+		return Result{}, fmt.Errorf("reconcile: read result %s: %d comparison lines, want at most 1", path, heads)
+	case head == nil && len(diffs)+len(opens) > 0:
+		return Result{}, fmt.Errorf("reconcile: read result %s: diff lines without a comparison line (incomplete result?)", path)
+	case head != nil && (len(diffs) != head.Diffs || len(opens) != head.Open):
+		return Result{}, fmt.Errorf("reconcile: read result %s: %d diff and %d open lines, the comparison line says %d and %d (incomplete result?)",
+			path, len(diffs), len(opens), head.Diffs, head.Open)
+	}
+	if head != nil {
+		// textio writes lines in no particular order; Compare's is by key.
+		byKey := func(a, b Diff) int { return compareKeys(a.Key, b.Key) }
+		slices.SortFunc(diffs, byKey)
+		slices.SortFunc(opens, byKey)
+		res.Comparison = &Comparison{Checked: head.Checked, Diffs: diffs, OpenChecked: head.OpenChecked, Open: opens}
 	}
 	return res, nil
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,9 +36,25 @@ type Outcome struct {
 	// Partitions are the raw log's partitions.
 	Partitions []string
 	Stats      Stats
+	// Comparison is the pipeline's (CompareWithSink): the driver does not
+	// compare again.
 	Comparison
+	// Counters are the comparison's figures by metric name (every one of
+	// MetricNames): the Beam counters of the pipeline's comparison step, as
+	// the runner reported them when CountersFromRunner, else
+	// Comparison.Metrics() (the runner reported none of them).
+	Counters           map[string]int64
+	CountersFromRunner bool
+	// WindowDelta is the MetricWindowDeltaMicros distribution as the runner
+	// reported it; zero when nothing differed or the runner reported none.
+	WindowDelta Distribution
 	// Applied counts corrections written (--apply).
 	Applied int
+}
+
+// Distribution is a Beam distribution's value.
+type Distribution struct {
+	Count, Sum, Min, Max int64
 }
 
 // ExitCode maps the outcome to SPEC §6's exit codes.
@@ -47,10 +66,11 @@ func (o Outcome) ExitCode() int {
 }
 
 // Run reconciles: it checks the source and the sink, recomputes the raw log
-// in a Beam batch pipeline (on the runner the --runner flag names, prism by
-// default), compares with the sink's rows, writes reconcile_diffs, applies
-// material corrections with --apply, and writes the report. Any error means
-// exit code 2; errors before the pipeline starts come before any work.
+// and compares it with the sink's rows in a Beam batch pipeline (on the
+// runner the --runner flag names, prism by default), writes
+// reconcile_diffs, applies material corrections with --apply, and writes
+// the report. Any error means exit code 2; errors before the pipeline
+// starts come before any work.
 func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := o.Validate(); err != nil {
 		return Outcome{}, err
@@ -90,7 +110,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		return Outcome{}, err
 	}
 
-	res, err := recompute(ctx, o, out.RunID, parts, o.settings(readAt, future), conflicts, tooLate)
+	res, figures, err := recompute(ctx, o, out.RunID, parts, o.settings(readAt, future), conflicts, tooLate)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -99,26 +119,22 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		slog.Warn("reconcile: files end in a line without a newline; those lines were not read",
 			"count", len(res.Stats.Unterminated), "first", res.Stats.Unterminated[0])
 	}
-
-	// The rows are read after the recomputation, as late as possible: a
-	// window the stream finalised meanwhile is then compared as FINAL.
-	rows, err := st.CurrentRows(ctx)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
+	// The pipeline's last step compared (CompareWithSink), reading the
+	// sink's rows after the recomputation, as late as possible.
+	out.Comparison = *res.Comparison
+	out.Counters, out.CountersFromRunner, out.WindowDelta = figures.counters, figures.ok, figures.windowDelta
+	if want := out.Comparison.Metrics(); !figures.ok {
+		// The fallback, and the only one: the runner reported none of the
+		// comparison's counters (a runner without metrics, or metrics it
+		// could not deliver). The figures are then computed from the
+		// Comparison the same step wrote, which is what those counters
+		// count.
+		slog.Warn("reconcile: the runner reported no comparison counters; the metrics are computed from the comparison instead")
+		out.Counters = want
+	} else if !maps.Equal(out.Counters, want) {
+		slog.Warn("reconcile: the runner's comparison counters differ from the comparison the pipeline wrote (lost or repeated counter updates?)",
+			"counters", metricsLine(out.Counters), "comparison", metricsLine(want))
 	}
-	horizon, hasHorizon, err := st.FinalHorizon(ctx)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
-	}
-	out.Comparison = Compare(CompareInput{
-		Recomputed:      res.Totals,
-		Rows:            rows,
-		Range:           o.Range,
-		Triggers:        o.Triggers,
-		FinalHorizon:    horizon,
-		HasHorizon:      hasHorizon,
-		ToleranceMicros: o.ToleranceMicros,
-	})
 
 	// The diffs are recorded before the corrections, then again with their
 	// revisions: a crash in between leaves diffs saying "not applied" next
@@ -204,39 +220,112 @@ func streamFuture(ctx context.Context, st Store) ([]string, error) {
 	return out, nil
 }
 
-// recompute builds and runs the batch pipeline and reads its result back.
+// runnerFigures are the comparison's metrics as the runner reported them.
+type runnerFigures struct {
+	counters    map[string]int64
+	windowDelta Distribution
+	// ok: the runner reported at least one of the comparison's counters.
+	ok bool
+}
+
+// recompute builds and runs the batch pipeline, recomputation and
+// comparison, and reads its result and the comparison's metrics back.
 func recompute(ctx context.Context, o Options, runID string, parts []string, set Settings,
-	conflicts []model.Conflict, tooLate []model.TooLate) (Result, error) {
+	conflicts []model.Conflict, tooLate []model.TooLate) (Result, runnerFigures, error) {
 	dir := o.WorkDir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "reconcile-")
 		if err != nil {
-			return Result{}, fmt.Errorf("reconcile: work dir: %w", err)
+			return Result{}, runnerFigures{}, fmt.Errorf("reconcile: work dir: %w", err)
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
 	// "/" also for gs:// paths, which filepath.Join would mangle.
 	path := strings.TrimSuffix(dir, "/") + "/" + runID + "/recomputed.jsonl"
+	sink := o.Sink
+	if sink.Scheme == sinks.SchemeSQLite {
+		// The comparison step opens the file on a worker, whose working
+		// directory need not be the driver's.
+		abs, err := filepath.Abs(sink.Path)
+		if err != nil {
+			return Result{}, runnerFigures{}, fmt.Errorf("--sink %s: %w", sink, err)
+		}
+		sink.Path = abs
+	}
 
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
 	totals, stats, err := Recompute(s, partitions, evidence, set)
 	if err != nil {
-		return Result{}, err
+		return Result{}, runnerFigures{}, err
 	}
-	WriteResult(s, totals, stats, path)
+	comparison := CompareWithSink(s, totals, CompareSettings{
+		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
+	})
+	WriteResult(s, totals, stats, comparison, path)
 	start := time.Now()
 	pipeline.UseSafePrismOptions()
-	if err := beamx.Run(ctx, p); err != nil {
-		return Result{}, fmt.Errorf("reconcile: pipeline: %w", err)
+	pr, err := beamx.RunWithMetrics(ctx, p)
+	if err != nil {
+		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: pipeline: %w", err)
 	}
+	figures := comparisonFigures(pr)
 	res, err := ReadResult(ctx, path)
 	if err != nil {
-		return Result{}, err
+		return Result{}, runnerFigures{}, err
 	}
-	slog.Info("reconcile: recomputed", "records", res.Stats.Read, "ids", res.Stats.IDs,
-		"keys", len(res.Totals), "took", time.Since(start).Round(time.Millisecond))
-	return res, nil
+	if res.Comparison == nil {
+		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: read result %s: no comparison line (incomplete result?)", path)
+	}
+	slog.Info("reconcile: recomputed and compared", "records", res.Stats.Read, "ids", res.Stats.IDs,
+		"keys", len(res.Totals), "compared", res.Comparison.Checked, "differing", len(res.Comparison.Diffs),
+		"took", time.Since(start).Round(time.Millisecond))
+	return res, figures, nil
+}
+
+// comparisonFigures reads the comparison's counters and distribution from
+// a pipeline result, summed over steps (there is one).
+func comparisonFigures(pr beam.PipelineResult) (f runnerFigures) {
+	if pr == nil {
+		return runnerFigures{}
+	}
+	defer func() {
+		// A result whose metrics could not be fetched panics on Metrics()
+		// (the runners dereference a nil pointer).
+		if p := recover(); p != nil {
+			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
+			f = runnerFigures{}
+		}
+	}()
+	all := pr.Metrics().AllMetrics()
+	for _, c := range all.Counters() {
+		if c.Namespace() != Namespace || !slices.Contains(MetricNames, c.Name()) {
+			continue
+		}
+		if f.counters == nil {
+			f.counters = make(map[string]int64, len(MetricNames))
+			for _, n := range MetricNames {
+				f.counters[n] = 0 // a counter left at zero may not be reported
+			}
+		}
+		f.counters[c.Name()] += c.Result()
+		f.ok = true
+	}
+	for _, d := range all.Distributions() {
+		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
+			continue
+		}
+		v := d.Result()
+		if v.Count == 0 {
+			continue
+		}
+		w := &f.windowDelta
+		if w.Count == 0 {
+			w.Min, w.Max = v.Min, v.Max
+		}
+		w.Count, w.Sum, w.Min, w.Max = w.Count+v.Count, w.Sum+v.Sum, min(w.Min, v.Min), max(w.Max, v.Max)
+	}
+	return f
 }
