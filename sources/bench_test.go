@@ -32,7 +32,7 @@ func BenchmarkReader(b *testing.B) {
 	for range b.N {
 		rest := newRestriction(time.Now().UnixMilli())
 		for {
-			rt := sdf.NewLockRTracker(newTracker(rest, true))
+			rt := sdf.NewLockRTracker(NewCheckpointTracker("source", rest, true))
 			r := newReader(dir, "p0", rest, false, testPolicy, testConfig())
 			r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 			r.emit = func(model.Record) { records++ }

@@ -80,7 +80,7 @@ func (f *readFn) RestrictionSize(_ string, rest restriction) float64 {
 }
 
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(newTracker(rest, !f.Follow))
+	return sdf.NewLockRTracker(NewCheckpointTracker("source", rest, !f.Follow))
 }
 
 func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction, _ string) int64 {

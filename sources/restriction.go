@@ -61,6 +61,17 @@ func (r restriction) clone() restriction {
 	return r
 }
 
+// Clone, Closing and IsClosed make restriction Checkpointable.
+func (r restriction) Clone() restriction { return r.clone() }
+
+func (r restriction) Closing() restriction {
+	c := r.clone()
+	c.Closed = true
+	return c
+}
+
+func (r restriction) IsClosed() bool { return r.Closed }
+
 // isRead reports whether a file was read completely.
 func (r *restriction) isRead(name string) bool {
 	if name < r.Floor {

@@ -10,7 +10,7 @@ import (
 func TestTrackerClaimAndCheckpoint(t *testing.T) {
 	start := newRestriction(1000)
 	start.Read = []string{"a"}
-	tr := newTracker(start, false)
+	tr := NewCheckpointTracker("source", start, false)
 	if tr.IsDone() || tr.IsBounded() {
 		t.Fatalf("new tracker done=%v bounded=%v", tr.IsDone(), tr.IsBounded())
 	}
@@ -62,7 +62,7 @@ func TestTrackerClaimAndCheckpoint(t *testing.T) {
 }
 
 func TestTrackerClose(t *testing.T) {
-	tr := newTracker(newRestriction(0), true)
+	tr := NewCheckpointTracker("source", newRestriction(0), true)
 	end := newRestriction(0)
 	end.Closed = true
 	if !tr.TryClaim(end) || !tr.IsDone() || !tr.IsBounded() {
@@ -77,7 +77,7 @@ func TestTrackerClose(t *testing.T) {
 }
 
 func TestTrackerBadClaim(t *testing.T) {
-	tr := newTracker(newRestriction(0), true)
+	tr := NewCheckpointTracker("source", newRestriction(0), true)
 	if tr.TryClaim(int64(3)) || tr.GetError() == nil {
 		t.Fatal("claim of a wrong type accepted")
 	}

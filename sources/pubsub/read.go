@@ -101,7 +101,7 @@ func (f *readFn) RestrictionSize(_ string, rest restriction) float64 {
 }
 
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(&tracker{cur: rest})
+	return sdf.NewLockRTracker(sources.NewCheckpointTracker("pubsub", rest, false))
 }
 
 func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction, _ string) int64 {

@@ -5,7 +5,6 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources"
@@ -118,85 +117,14 @@ func decodeRestriction(b []byte) (restriction, error) {
 	return r, nil
 }
 
-// tracker is the RTracker of the one restriction. A claim is the restriction
-// as it stands after the claimed block (a record replayed, a pulled batch
-// archived and stamped, the watermark state updated); the tracker holds the
-// last state claimed, which is where a checkpoint resumes.
-//
-// The restriction is never split for parallelism: Pub/Sub has no partitions
-// to split by, and one reader keeps one arrival order and one watermark.
-// TrySplit honours fraction 0 only, the self-checkpoint: the primary is the
-// work claimed so far (closed), the residual the rest.
-type tracker struct {
-	cur     restriction
-	claims  int64
-	stopped bool
-	err     error
-}
+// Clone, Closing and IsClosed make restriction sources.Checkpointable (the
+// reader is tracked by sources.CheckpointTracker, unbounded: a subscription
+// never ends). The restriction holds no slices: a copy is a clone.
+func (r restriction) Clone() restriction { return r }
 
-var _ sdf.BoundableRTracker = (*tracker)(nil)
-
-// TryClaim accepts the state after the claimed block. It fails once a
-// checkpoint took the rest, or after the restriction was closed.
-func (t *tracker) TryClaim(pos any) bool {
-	if t.stopped || t.cur.Closed || t.err != nil {
-		return false
-	}
-	next, ok := pos.(restriction)
-	if !ok {
-		t.err = fmt.Errorf("pubsub tracker: claim of %T, want a restriction", pos)
-		return false
-	}
-	t.cur = next
-	t.claims++
-	return true
-}
-
-// GetError returns the error that made a claim fail, if any.
-func (t *tracker) GetError() error { return t.err }
-
-// TrySplit checkpoints at fraction 0 and refuses any other split.
-func (t *tracker) TrySplit(fraction float64) (primary, residual any, err error) {
-	if t.err != nil {
-		return nil, nil, t.err
-	}
-	if fraction < 0 || fraction > 1 {
-		return nil, nil, fmt.Errorf("pubsub tracker: split fraction %v outside [0, 1]", fraction)
-	}
-	if t.stopped || t.cur.Closed || fraction > 0 {
-		return t.cur, nil, nil
-	}
-	t.stopped = true
-	prim := t.cur
-	prim.Closed = true
-	return prim, t.cur, nil
-}
-
-// GetProgress reports the claims made and one unit remaining: a
-// subscription never ends.
-func (t *tracker) GetProgress() (done, remaining float64) {
-	done = float64(t.claims)
-	if !t.IsDone() {
-		remaining = 1
-	}
-	return done, remaining
-}
-
-// IsDone reports whether a checkpoint took the rest or the restriction was
-// closed.
-func (t *tracker) IsDone() bool { return t.stopped || t.cur.Closed }
-
-// GetRestriction returns the last claimed state (after a checkpoint: the
-// primary's).
-func (t *tracker) GetRestriction() any {
-	r := t.cur
-	if t.stopped {
-		r.Closed = true
-	}
+func (r restriction) Closing() restriction {
+	r.Closed = true
 	return r
 }
 
-// IsBounded is false: a subscription is unbounded. A runner's drain
-// therefore truncates the restriction (the SDK's default for unbounded
-// ones) rather than waiting for it to end.
-func (t *tracker) IsBounded() bool { return false }
+func (r restriction) IsClosed() bool { return r.Closed }
