@@ -49,9 +49,10 @@ func Bin() string {
 // Server is a running emulator.
 type Server struct {
 	// Host is host:port of its REST API, the value BIGQUERY_EMULATOR_HOST takes.
-	Host string
-	cmd  *exec.Cmd
-	out  *syncBuffer
+	Host   string
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{} // closed when the process has exited
 }
 
 type syncBuffer struct {
@@ -84,45 +85,81 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip(msg)
 	}
-	httpPort, grpcPort := freePort(t), freePort(t)
-	s := &Server{Host: "127.0.0.1:" + strconv.Itoa(httpPort), out: &syncBuffer{}}
-	s.cmd = exec.Command(bin, "--project="+Project, "--host=127.0.0.1",
-		"--port="+strconv.Itoa(httpPort), "--grpc-port="+strconv.Itoa(grpcPort), "--log-level=error")
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start BigQuery emulator: %v", err)
+	// A port picked free can be taken by someone else before the emulator
+	// binds it: a start that fails to bind is retried on new ports.
+	var s *Server
+	for attempt := 1; ; attempt++ {
+		var err error
+		if s, err = start(bin); err == nil {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("start BigQuery emulator: %v", err)
+		}
+		t.Logf("BigQuery emulator start %d failed, retrying on other ports: %v", attempt, err)
 	}
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
+		<-s.exited
 		if t.Failed() {
 			t.Logf("BigQuery emulator output:\n%s", s.out.String())
 		}
 	})
+	t.Setenv("BIGQUERY_EMULATOR_HOST", s.Host)
+	return s
+}
+
+// twoFreePorts returns two distinct free ports: both listeners are held
+// until both are chosen, so the kernel cannot hand out the same one twice.
+func twoFreePorts() (int, int, error) {
+	a, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer a.Close()
+	b, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.Close()
+	return a.Addr().(*net.TCPAddr).Port, b.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs the emulator on two free ports and waits until its REST API
+// answers; it fails if the process exits first (a port taken meanwhile) or
+// does not answer within 30 s.
+func start(bin string) (*Server, error) {
+	httpPort, grpcPort, err := twoFreePorts()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Host: "127.0.0.1:" + strconv.Itoa(httpPort), out: &syncBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, "--project="+Project, "--host=127.0.0.1",
+		"--port="+strconv.Itoa(httpPort), "--grpc-port="+strconv.Itoa(grpcPort), "--log-level=error")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + s.Host + "/bigquery/v2/projects/" + Project + "/datasets")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return s, nil
 			}
 		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("emulator exited: %s", s.out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("BigQuery emulator did not answer on %s within 30s: %v\n%s", s.Host, err, s.out.String())
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+			return nil, fmt.Errorf("no answer on %s within 30s: %v\n%s", s.Host, err, s.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Setenv("BIGQUERY_EMULATOR_HOST", s.Host)
-	return s
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
