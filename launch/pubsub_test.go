@@ -14,6 +14,7 @@ import (
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/reconcile"
 	"github.com/revenue-stream/hourly/sinks"
 )
 
@@ -196,5 +197,20 @@ func TestPubSubSource(t *testing.T) {
 	}
 	if !slices.Equal(lines, messages) {
 		t.Errorf("archive lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(messages, "\n"))
+	}
+
+	// Reconcile reads the archive as the raw log. The stream's audit rows
+	// name messages ("pubsub:<id>"), the archive names lines; the id
+	// sidecars join them, so D is recognised as the event the stream judged
+	// too late: one too_late difference of 7.00 for [10:00, 11:00).
+	ro := reconcile.Defaults()
+	ro.Source, ro.Sink, ro.RunID = archive, o.Sink, "pubsub1"
+	res, err := reconcile.Run(context.Background(), ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Diffs) != 1 || res.Diffs[0].WindowStart != ws || res.Diffs[0].Classification != reconcile.ClassTooLate ||
+		res.Diffs[0].Recomputed.RevenueMicros != 177_000_000 {
+		t.Errorf("reconcile of the archive: diffs %+v (class %q); want one too_late diff for 10:00, recomputed 177.000000", res.Diffs, res.Diffs[0].Classification)
 	}
 }

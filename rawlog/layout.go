@@ -28,7 +28,7 @@ func Position(partition, file string, line int) string {
 // ParsePosition splits a file position made by Position. ok is false for
 // anything else (a "pubsub:<message_id>" position, say).
 func ParsePosition(pos string) (partition, file string, line int, ok bool) {
-	if strings.HasPrefix(pos, "pubsub:") {
+	if _, named := ParseIDPosition(pos); named {
 		return "", "", 0, false
 	}
 	i := strings.LastIndexByte(pos, ':')

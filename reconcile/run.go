@@ -109,6 +109,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if err := resolveNamed(o.Source, conflicts, tooLate, future); err != nil {
+		return Outcome{}, err
+	}
 
 	res, figures, err := recompute(ctx, o, out.RunID, parts, o.settings(readAt, future), conflicts, tooLate)
 	if err != nil {
@@ -160,6 +163,47 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// resolveNamed rewrites, in place, the audit positions the stream gave
+// records their source names (Pub/Sub: "pubsub:<message id>") to the raw
+// log's file positions ("pubsub/<file>:<line>"), through the archive's id
+// sidecars: reconcile reads the archive by file and line, and matches the
+// stream's verdicts by position. A position no sidecar names stays as it is
+// (and matches nothing, as before).
+func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLate, future []string) error {
+	var positions []string
+	for _, c := range conflicts {
+		positions = append(positions, c.Position)
+	}
+	for _, t := range tooLate {
+		positions = append(positions, t.Position)
+	}
+	positions = append(positions, future...)
+	resolved, err := rawlog.ResolveIDPositions(dir, positions)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	if len(resolved) == 0 {
+		return nil
+	}
+	at := func(p string) string {
+		if f, ok := resolved[p]; ok {
+			return f
+		}
+		return p
+	}
+	for i := range conflicts {
+		conflicts[i].Position = at(conflicts[i].Position)
+	}
+	for i := range tooLate {
+		tooLate[i].Position = at(tooLate[i].Position)
+	}
+	for i := range future {
+		future[i] = at(future[i])
+	}
+	slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
+	return nil
 }
 
 // checkSource lists the raw log's partitions, refusing a folder without any:

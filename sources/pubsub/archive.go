@@ -19,7 +19,7 @@ import (
 // Partition is the one partition of a Pub/Sub source, and the subfolder of
 // the archive folder that holds its files: `cmd/reconcile --source=<archive>`
 // then reads the archive like any raw-log folder.
-const Partition = "pubsub"
+const Partition = rawlog.NamedPartition
 
 // DefaultMaxFileLines rotates an archive file before the hour ends when it
 // gets this long, so that one file (and its id sidecar) stays a size that a
@@ -93,7 +93,7 @@ var archiveName = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}T\d{2})-(\d{6,})\.jsonl
 const hourLayout = "2006-01-02T15"
 
 // idsName is the sidecar of an archive file.
-func idsName(file string) string { return "." + file + ".ids" }
+func idsName(file string) string { return rawlog.SidecarName(file) }
 
 // archives holds one writer per archive folder in this process: a DoFn
 // instance that the runner replaces, or a job restarted in the same process,

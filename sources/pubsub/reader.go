@@ -192,7 +192,7 @@ func (r *reader) pullOnce(ctx context.Context, max int) (out outcome, more bool,
 	// replay would see it twice: dedup's business).
 	recs := make([]model.Record, len(lines))
 	for i, line := range lines {
-		recs[i] = r.record(line, "pubsub:"+ids[i], now)
+		recs[i] = r.record(line, rawlog.IDPosition(ids[i]), now)
 	}
 	if !r.claim(r.rest) {
 		r.nack(ctx, ackIDs)
@@ -389,7 +389,7 @@ func (r *reader) replayFile(start time.Time) (out outcome, done bool, err error)
 			r.rest.IdsLine++
 			r.rest.IdsOffset += n
 			if r.rest.IdsLine == l.No && id != "" {
-				pos = "pubsub:" + id
+				pos = rawlog.IDPosition(id)
 			}
 		}
 		now := r.now()

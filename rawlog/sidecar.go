@@ -1,0 +1,87 @@
+package rawlog
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NamedPartition is the partition of a raw log whose records their source
+// names: the Pub/Sub archive's. The stream gives such a record the position
+// "pubsub:<message id>", and the archive keeps the ids in sidecars.
+const NamedPartition = "pubsub"
+
+// SidecarName is the hidden file beside a raw-log file that holds, on its
+// line N, the source's id of the file's line N (the Pub/Sub archive writes
+// one per file: the message ids). Hidden, it is never read as raw data.
+func SidecarName(file string) string { return "." + file + ".ids" }
+
+// IDPosition is the position of a record its source names by id.
+func IDPosition(id string) string { return NamedPartition + ":" + id }
+
+// ParseIDPosition returns the id of an IDPosition.
+func ParseIDPosition(pos string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(pos, NamedPartition+":")
+	return id, ok && id != ""
+}
+
+// ResolveIDPositions maps the IDPositions among positions (as the stream
+// wrote them into its audit tables) to the file positions of the raw log in
+// dir ("pubsub/<file>:<line>", as reconcile and the offline tools read it),
+// through the id sidecars. Positions of another form, and ids no sidecar
+// names (an archive that lost them), are absent from the result. Only the
+// ids asked for are kept in memory, however large the archive.
+func ResolveIDPositions(dir string, positions []string) (map[string]string, error) {
+	want := map[string]string{} // id -> position asked for
+	for _, p := range positions {
+		if id, ok := ParseIDPosition(p); ok {
+			want[id] = p
+		}
+	}
+	out := map[string]string{}
+	if len(want) == 0 {
+		return out, nil
+	}
+	files, err := ListFiles(dir, NamedPartition)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil // no archive partition: nothing to resolve
+	}
+	if err != nil {
+		return nil, err
+	}
+	pdir := PartitionDir(dir, NamedPartition)
+	for _, name := range files {
+		if err := resolveFile(filepath.Join(pdir, SidecarName(name)), name, want, out); err != nil {
+			return nil, err
+		}
+		if len(out) == len(want) {
+			break
+		}
+	}
+	return out, nil
+}
+
+func resolveFile(path, name string, want, out map[string]string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // a file without a sidecar names no ids
+	}
+	if err != nil {
+		return fmt.Errorf("rawlog: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	for line := 1; ; line++ {
+		id, err := br.ReadString('\n')
+		if err != nil {
+			return nil // the end, or a torn last line: its archive line was never acknowledged
+		}
+		if pos, ok := want[strings.TrimSuffix(id, "\n")]; ok {
+			out[pos] = Position(NamedPartition, name, line)
+		}
+	}
+}
