@@ -148,6 +148,72 @@ func stepping(o Options) Options {
 	return o
 }
 
+// backgroundRun is a Run going on in a goroutine, as a streaming job runs.
+type backgroundRun struct {
+	stop func()
+	done chan runResult
+	out  *bytes.Buffer // Run's output; read it once Run has returned
+}
+
+type runResult struct {
+	sum *Summary
+	err error
+}
+
+// runInBackground starts Run; the test's end cancels it if it still runs.
+func runInBackground(t *testing.T, o Options) *backgroundRun {
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	j := &backgroundRun{stop: stop, done: make(chan runResult, 1), out: &bytes.Buffer{}}
+	go func() {
+		sum, err := Run(ctx, o, j.out)
+		j.done <- runResult{sum, err}
+	}()
+	return j
+}
+
+// ended reports whether Run has returned, without waiting.
+func (j *backgroundRun) ended() bool {
+	select {
+	case r := <-j.done:
+		j.done <- r
+		return true
+	default:
+		return false
+	}
+}
+
+// fail stops the job, waits for it and fails the test with msg, Run's error
+// and output.
+func (j *backgroundRun) fail(t *testing.T, msg string) {
+	t.Helper()
+	j.stop()
+	r := <-j.done
+	t.Fatalf("%s (run ended with err %v)\n%s", msg, r.err, j.out.String())
+}
+
+// stopAndWait stops the job as SIGINT does (the sources' RequestStop, a
+// quiet period, cancel), waits at most limit for Run to return, and fails
+// the test on a timeout or an error. It returns the summary and how long
+// Run took to return after the stop.
+func (j *backgroundRun) stopAndWait(t *testing.T, limit time.Duration) (*Summary, time.Duration) {
+	t.Helper()
+	j.stop()
+	stopped := time.Now()
+	var r runResult
+	select {
+	case r = <-j.done:
+	case <-time.After(limit):
+		t.Fatalf("Run did not return within %v of the stop", limit)
+	}
+	took := time.Since(stopped)
+	t.Logf("Run returned %v after the stop", took)
+	if r.err != nil {
+		t.Fatalf("Run: %v\n%s", r.err, j.out.String())
+	}
+	return r.sum, took
+}
+
 // minimalChangelog is what the minimal sequence, read one record per call,
 // leaves in the changelog.
 var minimalChangelog = []model.Row{
@@ -459,40 +525,17 @@ func TestInterruptedFollow(t *testing.T) {
 	o.PollInterval = 100 * time.Millisecond
 	o.QuietPeriod = 500 * time.Millisecond
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	type result struct {
-		sum *Summary
-		err error
-	}
-	done := make(chan result, 1)
-	var out bytes.Buffer
-	go func() {
-		sum, err := Run(ctx, o, &out)
-		done <- result{sum, err}
-	}()
+	job := runInBackground(t, o)
 
 	ws := ms("2026-11-04T10:00:00Z")
 	waitForRow(t, o.Sink.Path, "ON_TIME", func(r model.Row) bool { return r.WindowStart == ws && r.State == model.OnTime })
 	appendFile(t, dir, "000002.jsonl", purchase("C", "2026-11-04T10:50:00Z", "u4", "20")) // late, within lateness
 	waitForRow(t, o.Sink.Path, "LATE", func(r model.Row) bool { return r.WindowStart == ws && r.State == model.Late })
 
-	stop()
-	stopped := time.Now()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return within 30s of the stop")
+	sum, took := job.stopAndWait(t, 30*time.Second)
+	if took > 15*time.Second {
+		t.Errorf("Run returned %v after the stop, want seconds", took)
 	}
-	t.Logf("Run returned %v after the stop", time.Since(stopped))
-	if d := time.Since(stopped); d > 15*time.Second {
-		t.Errorf("Run returned %v after the stop, want seconds", d)
-	}
-	if r.err != nil {
-		t.Fatalf("Run: %v\n%s", r.err, out.String())
-	}
-	sum := r.sum
 	if sum.State != StateCancelled || !sum.Interrupted {
 		t.Errorf("state %s, interrupted %v; want CANCELLED, interrupted", sum.State, sum.Interrupted)
 	}
@@ -506,8 +549,8 @@ func TestInterruptedFollow(t *testing.T) {
 	if len(current) == 0 || current[0].WindowStart != ws || current[0].State != model.Late || current[0].RevenueMicros != 170_000_000 {
 		t.Errorf("current rows:\n%s\nwant [10:00, 11:00) LATE 170 first", table(current))
 	}
-	if !strings.Contains(out.String(), "CANCELLED") || !strings.Contains(out.String(), ": holds") {
-		t.Errorf("summary after the interruption:\n%s", out.String())
+	if out := job.out.String(); !strings.Contains(out, "CANCELLED") || !strings.Contains(out, ": holds") {
+		t.Errorf("summary after the interruption:\n%s", out)
 	}
 }
 

@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -87,27 +88,7 @@ func TestPubSubSource(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	type result struct {
-		sum *Summary
-		err error
-	}
-	done := make(chan result, 1)
-	var out bytes.Buffer
-	go func() {
-		sum, err := Run(ctx, o, &out)
-		done <- result{sum, err}
-	}()
-	ended := func() bool {
-		select {
-		case r := <-done:
-			done <- r
-			return true
-		default:
-			return false
-		}
-	}
+	job := runInBackground(t, o)
 
 	// pstest delivers the unacknowledged messages of a subscription in no
 	// particular order, so each message is published only once the one
@@ -119,10 +100,8 @@ func TestPubSubSource(t *testing.T) {
 		id := srv.Publish(testTopic, []byte(m), nil)
 		ids = append(ids, id)
 		for !acked(srv, id) {
-			if ended() || time.Now().After(deadline) {
-				stop()
-				r := <-done
-				t.Fatalf("message %d (%s) not acknowledged (run ended: %v, err %v)\n%s", i+1, m, r.sum != nil, r.err, out.String())
+			if job.ended() || time.Now().After(deadline) {
+				job.fail(t, fmt.Sprintf("message %d (%s) not acknowledged", i+1, m))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -139,28 +118,14 @@ func TestPubSubSource(t *testing.T) {
 			found = err == nil && slices.ContainsFunc(rows, final)
 		}
 		if !found {
-			if ended() || time.Now().After(deadline) {
-				stop()
-				r := <-done
-				t.Fatalf("no FINAL 170 (3 events) row for [10:00, 11:00) in %s (err %v)\n%s", o.Sink.Path, r.err, out.String())
+			if job.ended() || time.Now().After(deadline) {
+				job.fail(t, fmt.Sprintf("no FINAL 170 (3 events) row for [10:00, 11:00) in %s", o.Sink.Path))
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
 
-	stop() // what SIGINT does: RequestStop for both sources, settle, cancel
-	stopped := time.Now()
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("Run did not return within 60s of the stop")
-	}
-	t.Logf("Run returned %v after the stop", time.Since(stopped))
-	if r.err != nil {
-		t.Fatalf("Run: %v\n%s", r.err, out.String())
-	}
-	sum := r.sum
+	sum, _ := job.stopAndWait(t, 60*time.Second) // what SIGINT does
 	if sum.State != StateCancelled || !sum.Interrupted || !sum.Follow || sum.Archive != archive {
 		t.Errorf("state %s, interrupted %v, follow %v, archive %q; want CANCELLED, interrupted, streaming, %q",
 			sum.State, sum.Interrupted, sum.Follow, sum.Archive, archive)
@@ -171,8 +136,8 @@ func TestPubSubSource(t *testing.T) {
 	// A, B, X, C, Y, Z counted; the copy of A a duplicate; A=120 a conflict;
 	// D too late.
 	wantCounts(t, sum, 9, 6, 1, 1, 0, 1)
-	if !strings.Contains(out.String(), "stream of pubsub:"+testSub) || !strings.Contains(out.String(), ": holds") {
-		t.Errorf("summary:\n%s", out.String())
+	if out := job.out.String(); !strings.Contains(out, "stream of pubsub:"+testSub) || !strings.Contains(out, ": holds") {
+		t.Errorf("summary:\n%s", out)
 	}
 
 	if html, err := os.ReadFile(o.Report); err != nil || !bytes.Contains(html, []byte("partition pubsub</h3>")) {
