@@ -291,7 +291,7 @@ func isAlreadyExists(err error) bool { return httpCode(err) == http.StatusConfli
 // rate limits, backend errors, and BigQuery's "could not serialize access to
 // table ... due to concurrent update" when two writers' DML overlap.
 func transient(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errPartialRead) {
 		return false
 	}
 	switch httpCode(err) {
@@ -319,22 +319,33 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// retry runs try until it succeeds, fails for good, or bqAttempts tries
+// failed transiently, backing off between tries.
+func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		if attempt == bqAttempts || !transient(err) {
+			return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
+		}
+		slog.Debug("bigquery sink: retrying", "what", what, "attempt", attempt, "err", err)
+		if serr := b.sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
+			return fmt.Errorf("bigquery sink %s: %s: %w (after %v)", b, what, serr, err)
+		}
+	}
+}
+
 // exec runs one DML statement, retrying transient failures, and returns the
 // rows it inserted, changed or deleted; known is false when the server did
 // not say (BigQuery always does; the emulator never does).
 func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) (n int64, known bool, err error) {
-	for attempt := 1; ; attempt++ {
-		if n, known, err = b.execOnce(ctx, sql, params); err == nil {
-			return n, known, nil
-		}
-		if attempt == bqAttempts || !transient(err) {
-			return 0, false, fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
-		}
-		slog.Debug("bigquery sink: retrying", "what", what, "attempt", attempt, "err", err)
-		if serr := b.sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
-			return 0, false, fmt.Errorf("bigquery sink %s: %s: %w (after %v)", b, what, serr, err)
-		}
-	}
+	err = b.retry(ctx, what, func() (err error) {
+		n, known, err = b.execOnce(ctx, sql, params)
+		return err
+	})
+	return n, known, err
 }
 
 func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.QueryParameter) (int64, bool, error) {
@@ -357,39 +368,38 @@ func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.Q
 	return 0, false, nil
 }
 
-// read runs a query, retrying transient failures, and calls scan on each
-// row; scan fills a fresh value per row.
+// read runs a query and calls next for each row (next reads one row with
+// it.Next and returns its error). A transient failure is retried only while
+// no row has been handed to next: the callers accumulate rows, and a retry
+// after some would hand them over twice.
 func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
-	var err error
-	for attempt := 1; ; attempt++ {
-		if err = b.readOnce(ctx, sql, params, next); err == nil {
-			return nil
+	delivered := false
+	return b.retry(ctx, what, func() error {
+		q := b.client.Query(sql)
+		q.Parameters = params
+		it, err := q.Read(ctx)
+		if err != nil {
+			return err
 		}
-		if attempt == bqAttempts || !transient(err) {
-			return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
-		}
-		if serr := b.sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
-			return fmt.Errorf("bigquery sink %s: %s: %w (after %v)", b, what, serr, err)
-		}
-	}
-}
-
-func (b *BigQuery) readOnce(ctx context.Context, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
-	q := b.client.Query(sql)
-	q.Parameters = params
-	it, err := q.Read(ctx)
-	if err != nil {
-		return err
-	}
-	for {
-		if err := next(it); err != nil {
+		for {
+			err := next(it)
 			if errors.Is(err, iterator.Done) {
 				return nil
 			}
-			return err
+			if err != nil {
+				if delivered {
+					return fmt.Errorf("%w: %w", errPartialRead, err)
+				}
+				return err
+			}
+			delivered = true
 		}
-	}
+	})
 }
+
+// errPartialRead marks a read that failed after rows were delivered: it is
+// not retried (transient reports false for it).
+var errPartialRead = errors.New("read failed after delivering rows")
 
 // bqSnapshot is a changelog row as a query parameter and as a result row.
 type bqSnapshot struct {

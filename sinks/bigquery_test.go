@@ -2,11 +2,14 @@ package sinks
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 
 	"github.com/revenue-stream/hourly/model"
@@ -220,5 +223,36 @@ func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
 		if !reflect.DeepEqual(fields, cols) {
 			t.Errorf("%s: parameter fields %v, columns %v", table, fields, cols)
 		}
+	}
+}
+
+// Transient failures are retried up to bqAttempts times; others, and a read
+// that already handed rows over, are not.
+func TestBigQueryRetryPolicy(t *testing.T) {
+	b := &BigQuery{project: "p", dataset: "d", sleep: func(context.Context, time.Duration) error { return nil }}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		tries int
+	}{
+		{"backend error", &googleapi.Error{Code: 503}, bqAttempts},
+		{"concurrent DML", errors.New("Could not serialize access to table due to concurrent update"), bqAttempts},
+		{"bad query", &googleapi.Error{Code: 400}, 1},
+		{"read after rows", fmt.Errorf("%w: %w", errPartialRead, &googleapi.Error{Code: 503}), 1},
+	} {
+		tries := 0
+		err := b.retry(context.Background(), tc.name, func() error { tries++; return tc.err })
+		if err == nil || tries != tc.tries {
+			t.Errorf("%s: %d tries, err %v; want %d tries and an error", tc.name, tries, err, tc.tries)
+		}
+	}
+	tries := 0
+	if err := b.retry(context.Background(), "flaky", func() error {
+		if tries++; tries < 3 {
+			return &googleapi.Error{Code: 429}
+		}
+		return nil
+	}); err != nil || tries != 3 {
+		t.Errorf("flaky: %d tries, err %v; want success on the 3rd", tries, err)
 	}
 }
