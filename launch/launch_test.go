@@ -216,15 +216,7 @@ func (j *backgroundRun) stopAndWait(t *testing.T, limit time.Duration) (*Summary
 
 // minimalChangelog is what the minimal sequence, read one record per call,
 // leaves in the changelog.
-var minimalChangelog = []model.Row{
-	row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 1, model.OnTime),
-	row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 2, model.Late),
-	row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 3, model.Final),
-	row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.OnTime),
-	row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.Final),
-	row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 1, model.OnTime),
-	row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 2, model.Final),
-}
+var minimalChangelog = rowtest.MinimalChangelog()
 
 // wantMinimalAudit checks the audit tables the minimal sequence leaves: D
 // too late, A's second payload a conflict, nothing quarantined.

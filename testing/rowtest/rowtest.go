@@ -58,3 +58,19 @@ func Table(rows []model.Row) string {
 	}
 	return b.String()
 }
+
+// MinimalChangelog is what SPEC §7's minimal sequence leaves in the
+// changelog when the runner sees the watermark between records (one record
+// per reader call): ON_TIME 150, LATE 170, FINAL 170 for [10:00, 11:00) and
+// ON_TIME and FINAL rows for the windows of X and Y. A fresh slice per call.
+func MinimalChangelog() []model.Row {
+	return []model.Row{
+		Row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 1, model.OnTime),
+		Row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 2, model.Late),
+		Row("2026-11-04T10:00:00Z", time.Hour, "170", 3, 3, model.Final),
+		Row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.OnTime),
+		Row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.Final),
+		Row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 1, model.OnTime),
+		Row("2026-11-05T11:00:00Z", time.Hour, "2", 1, 2, model.Final),
+	}
+}
