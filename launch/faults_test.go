@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/testing/faults"
-	"github.com/revenue-stream/hourly/testing/gen"
 )
 
 // TestFaultsAtCommitBoundaries injects a failure at each commit boundary of
@@ -25,12 +24,7 @@ func TestFaultsAtCommitBoundaries(t *testing.T) {
 		t.Skip("runs the real binary several times")
 	}
 	bin := buildBinary(t)
-	logDir := filepath.Join(t.TempDir(), "log")
-	c := gen.Demo()
-	c.Events = 60_000
-	if _, err := gen.Write(logDir, c); err != nil {
-		t.Fatal(err)
-	}
+	logDir := demoLog(t, 60_000)
 	clean := filepath.Join(t.TempDir(), "clean.db")
 	if out, code := runWithEnv(t, bin, logDir, clean, ""); code != 0 {
 		t.Fatalf("clean run exited %d:\n%s", code, out)

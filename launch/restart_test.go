@@ -16,6 +16,19 @@ import (
 	"github.com/revenue-stream/hourly/testing/gen"
 )
 
+// demoLog writes a generated demo log of events purchases into a new
+// folder.
+func demoLog(t *testing.T, events int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "log")
+	c := gen.Demo()
+	c.Events = events
+	if _, err := gen.Write(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestRestartAfterKillConverges kills the real binary with SIGKILL at
 // several points of a replay (some of them inside SQLite transactions), then
 // runs it again to completion on the same sink, and checks SPEC §8's
@@ -26,12 +39,7 @@ func TestRestartAfterKillConverges(t *testing.T) {
 		t.Skip("kills and restarts the real binary several times")
 	}
 	bin := buildBinary(t)
-	logDir := filepath.Join(t.TempDir(), "log")
-	c := gen.Demo()
-	c.Events = 100_000 // enough for the watermark to advance in steps (5,000 records per reader call)
-	if _, err := gen.Write(logDir, c); err != nil {
-		t.Fatal(err)
-	}
+	logDir := demoLog(t, 100_000) // enough for the watermark to advance in steps (5,000 records per reader call)
 	clean := filepath.Join(t.TempDir(), "clean.db")
 	began := time.Now()
 	runBinary(t, bin, logDir, clean, 0)
