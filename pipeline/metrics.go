@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/revenue-stream/hourly/delay"
+	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/transforms"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/delay"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
 
 	_ "github.com/revenue-stream/hourly/coders" // element coders

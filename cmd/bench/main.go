@@ -29,10 +29,10 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/revenue-stream/hourly/launch"
+	"github.com/revenue-stream/hourly/app/launch"
+	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
-	"github.com/revenue-stream/hourly/testing/gen"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 

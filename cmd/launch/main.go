@@ -12,7 +12,7 @@ package main
 import (
 	"os"
 
-	"github.com/revenue-stream/hourly/launch"
+	"github.com/revenue-stream/hourly/app/launch"
 )
 
 func main() {

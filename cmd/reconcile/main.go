@@ -27,8 +27,8 @@ import (
 	"syscall"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/revenue-stream/hourly/cli"
-	"github.com/revenue-stream/hourly/reconcile" // registers, through beamx, every runner and filesystem
+	"github.com/revenue-stream/hourly/app/reconcile" // registers, through beamx, every runner and filesystem
+	"github.com/revenue-stream/hourly/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

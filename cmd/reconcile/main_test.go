@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
-	"github.com/revenue-stream/hourly/testing/gen"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/revenue-stream/hourly/testing/gen"
+	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 

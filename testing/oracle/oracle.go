@@ -9,7 +9,7 @@
 // Partitions are processed one after another in sorted order. That is a
 // valid schedule of the stream, and the only one that matters when every
 // copy of an id stays in its partition (as producers' retries do, and as
-// testing/gen writes them): the first copy and every verdict are then fixed
+// internal/gen writes them): the first copy and every verdict are then fixed
 // by each partition's own order.
 //
 // What the oracle does not model, because a bounded replay cannot show it:
@@ -34,8 +34,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/rawlog"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
 )

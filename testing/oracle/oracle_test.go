@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/rawlog"
-	"github.com/revenue-stream/hourly/testing/gen"
 	"github.com/revenue-stream/hourly/triggers"
 )
 

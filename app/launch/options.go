@@ -1,0 +1,421 @@
+package launch
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/pipeline"
+
+	// Every runner the SDK ships registers itself and its flags (--runner,
+	// --endpoint, --environment_type, Dataflow's --project, --region,
+	// --temp_location, ...), with the local and GCS filesystems.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+)
+
+// Defaults of the settings that are not pipeline settings.
+const (
+	DefaultSink    = "sqlite:revenue.db"
+	DefaultDemoDir = "demo-data"
+	DefaultRunner  = "prism"
+	// DefaultQuietPeriod and DefaultStopTimeout shape a graceful stop: after
+	// the readers stop, the job is cancelled once the sink has seen no write
+	// for the quiet period, or at the timeout whatever happens.
+	DefaultQuietPeriod = 2 * time.Second
+	DefaultStopTimeout = 10 * time.Second
+)
+
+// Options is everything cmd/launch accepts, parsed and typed. Parse builds it
+// from flags; tests build it from Defaults.
+type Options struct {
+	// Source is the raw-log folder to read, or a Pub/Sub subscription
+	// "pubsub:projects/P/subscriptions/S". Empty means the demo: a log
+	// generated once into DemoDir, then replayed.
+	Source  string
+	DemoDir string
+	// Follow keeps watching the folder for new files (streaming); without
+	// it the folder is replayed and the job ends. A Pub/Sub source is
+	// always streaming (Follow is then implied).
+	Follow bool
+	// PubSubArchive is the raw-log folder a Pub/Sub source archives every
+	// payload to before acknowledging it (--pubsub-archive). Empty takes
+	// the pubsub package's default, ./pubsub-log/<subscription id>.
+	PubSubArchive string
+	Sink          sinks.Spec
+	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
+	// the requested value: a replay without Follow runs with 0.
+	Pipeline pipeline.Options
+	// Report is the run report's path; its extension picks the format
+	// (see reportFormats). Empty writes none.
+	Report   string
+	LogLevel slog.Level
+	// Runner is Beam's --runner (prism unless set).
+	Runner string
+	// PrismUIPort, when positive, serves prism's web UI (jobs, their state
+	// and metrics) on localhost:PrismUIPort while this process runs
+	// (--prism-ui-port; prism runner only).
+	PrismUIPort int
+
+	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
+	// the source is read (zero values take the sources or pubsub package
+	// defaults; tests read one record per call to make the watermark step).
+	// PullTimeout bounds one Pub/Sub pull.
+	QuietPeriod, StopTimeout time.Duration
+	// ProgressEvery is the period of progress reports while a job runs (0:
+	// none).
+	ProgressEvery             time.Duration
+	PollInterval, PullTimeout time.Duration
+	MaxPerCall                int
+}
+
+// IsPubSub reports whether the source is a Pub/Sub subscription.
+func (o Options) IsPubSub() bool { return isPubSub(o.Source) }
+
+func isPubSub(source string) bool { return strings.HasPrefix(source, "pubsub:") }
+
+// Streaming reports whether the source is unbounded: a followed folder or a
+// Pub/Sub subscription. A streaming run keeps its EARLY firings and ends
+// only when stopped.
+func (o Options) Streaming() bool { return o.Follow || o.IsPubSub() }
+
+// ArchiveDir is the Pub/Sub source's archive folder, --pubsub-archive or the
+// pubsub package's default for the subscription ("" for other sources or an
+// unparsable subscription).
+func (o Options) ArchiveDir() string {
+	if !o.IsPubSub() {
+		return ""
+	}
+	if o.PubSubArchive != "" {
+		return o.PubSubArchive
+	}
+	_, id, err := pubsub.ParseSource(o.Source)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(pubsub.DefaultArchiveRoot, id)
+}
+
+// Defaults returns the documented defaults (SPEC §2, §6).
+func Defaults() Options {
+	spec, err := sinks.ParseSpec(DefaultSink)
+	if err != nil {
+		panic(err) // a constant
+	}
+	return Options{
+		DemoDir:       DefaultDemoDir,
+		Sink:          spec,
+		Pipeline:      pipeline.Defaults(),
+		LogLevel:      slog.LevelInfo,
+		Runner:        DefaultRunner,
+		QuietPeriod:   DefaultQuietPeriod,
+		ProgressEvery: DefaultProgressEvery,
+		StopTimeout:   DefaultStopTimeout,
+	}
+}
+
+func usagef(format string, args ...any) error {
+	return &ConfigError{Err: fmt.Errorf(format, args...)}
+}
+
+// oneLine renders an error on one line: the first of joined errors (the
+// pipeline validates every setting and joins the failures), newlines folded.
+func oneLine(err error) string {
+	for {
+		j, ok := err.(interface{ Unwrap() []error })
+		if !ok || len(j.Unwrap()) == 0 {
+			break
+		}
+		err = j.Unwrap()[0]
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// sinkValue is a --sink flag, parsed when set so that an unknown scheme is
+// refused with the flags.
+type sinkValue struct{ spec *sinks.Spec }
+
+func (v sinkValue) String() string {
+	if v.spec == nil || v.spec.Scheme == "" {
+		return ""
+	}
+	return v.spec.String()
+}
+
+func (v sinkValue) Set(s string) error {
+	spec, err := sinks.ParseSpec(s)
+	if err != nil {
+		return err
+	}
+	*v.spec = spec
+	return nil
+}
+
+// newFlagSet declares the flags of SPEC §6 over o, plus every flag the Beam
+// SDK registered on the process's flag set (runner flags). Beam reads its
+// flags from their global variables, so they are declared here with the very
+// same Values: setting them through this set sets what Beam reads.
+func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
+	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by Main, in one line
+	add := func(name string, v flag.Value, usage string) { fs.Var(capture(name, v, ferr), name, usage) }
+	p := &o.Pipeline
+
+	add("source", stringValue{&o.Source}, "raw-log folder to read, or pubsub:projects/P/subscriptions/S (default: the demo, generated once into ./"+DefaultDemoDir+")")
+	add("follow", boolValue{&o.Follow}, "keep watching the folder for new files (streaming) instead of replaying it once")
+	add("pubsub-archive", stringValue{&o.PubSubArchive}, "local folder a Pub/Sub source archives every message to before acknowledging it; the recovery log (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
+	add("sink", sinkValue{&o.Sink}, "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET")
+	add("window", durationValue{&p.Triggers.Window}, "window size; must divide 24h")
+	add("early", durationValue{&p.Triggers.Early}, "EARLY refresh period in processing time; 0s turns it off (a replay has none)")
+	add("ooo-bound", durationValue{&p.Watermark.OutOfOrderBound}, "out-of-order bound: partition watermark = max event time - bound")
+	add("idle-timeout", durationValue{&p.Watermark.IdleTimeout}, "processing time after which a silent partition leaves the watermark minimum")
+	add("allowed-lateness", durationValue{&p.Triggers.AllowedLateness}, "how long after window_end a window takes corrections (then FINAL)")
+	add("dedup-retention", durationValue{&p.DedupRetention}, "how long an event_id is remembered (default window + allowed lateness; shorter is refused)")
+	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys: 8 suits one machine (prism); use at least the parallelism on Flink or Dataflow")
+	add("max-future", durationValue{&p.Event.MaxFuture}, "quarantine events further than this ahead of processing time")
+	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
+	add("max-line", sizeValue{&p.Event.MaxLine}, "longest accepted line: bytes or a size like 512KiB, 1MiB")
+	add("dimensions", listValue{&p.Event.Dimensions}, "comma-separated payload fields to report by")
+	add("report", stringValue{&o.Report}, "write a run report to PATH (.html, .md or .json, by extension)")
+	add("log-level", levelValue{&o.LogLevel}, "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)")
+	add("prism-ui-port", portValue{&o.PrismUIPort}, "serve prism's web UI (jobs, state, metrics) on localhost:PORT while the process runs (prism runner only)")
+
+	flag.CommandLine.VisitAll(func(f *flag.Flag) {
+		if fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
+			return // ours wins; go test's flags are not the job's
+		}
+		add(f.Name, f.Value, f.Usage)
+	})
+	return fs
+}
+
+// stringValue and boolValue are the flag package's string and bool flags
+// over a field (flag.StringVar would also write the default into it).
+type stringValue struct{ s *string }
+
+func (v stringValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return *v.s
+}
+func (v stringValue) Set(s string) error { *v.s = s; return nil }
+
+type boolValue struct{ b *bool }
+
+func (v boolValue) String() string {
+	if v.b == nil || !*v.b {
+		return "false"
+	}
+	return "true"
+}
+func (v boolValue) IsBoolFlag() bool { return true }
+func (v boolValue) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "true", "1", "t", "yes":
+		*v.b = true
+	case "false", "0", "f", "no":
+		*v.b = false
+	default:
+		return fmt.Errorf("invalid boolean %q", s)
+	}
+	return nil
+}
+
+// Parse reads a command line (without the program name) into Options. It
+// checks syntax only: a value that is not a duration, a size, a level or a
+// sink string. Validate checks the settings together. An error is a
+// *ConfigError, or flag.ErrHelp for -h/--help.
+func Parse(args []string) (Options, error) {
+	o := Defaults()
+	var ferr error
+	fs := newFlagSet(&o, &ferr)
+	if err := fs.Parse(args); err != nil {
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			return o, flag.ErrHelp
+		case ferr != nil:
+			return o, &ConfigError{Err: ferr}
+		}
+		return o, &ConfigError{Err: flagError(err)}
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return o, usagef("unexpected argument %q: flags take the form --name=value", rest[0])
+	}
+	o.Runner = *runners.Runner
+	if o.Runner == "" {
+		o.Runner = DefaultRunner
+	}
+	return o, nil
+}
+
+// flagError rewrites the flag package's messages in the --name form.
+func flagError(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s (see --help)", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s: missing value", name)
+	}
+	if strings.HasPrefix(msg, "bad flag syntax: ") {
+		return fmt.Errorf("bad flag syntax %q", strings.TrimPrefix(msg, "bad flag syntax: "))
+	}
+	return err
+}
+
+// Usage writes the flags and their defaults.
+func Usage(w io.Writer) {
+	o := Defaults()
+	var ferr error
+	fs := newFlagSet(&o, &ferr)
+	fmt.Fprintf(w, `Usage: launch [flags]
+
+Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
+  launch                              the demo: generate ./%s once, replay it into revenue.db
+  launch --source=PATH                replay the folder's JSONL files, then stop
+  launch --source=PATH --follow       keep watching the folder for new files
+  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
+                                      read the subscription (streaming) until SIGINT/SIGTERM;
+                                      every message is archived in DIR before it is acknowledged
+                                      (PUBSUB_EMULATOR_HOST selects an emulator)
+
+Flags:
+`, DefaultDemoDir)
+	ours := map[string]bool{}
+	for _, name := range ownFlags {
+		ours[name] = true
+		f := fs.Lookup(name)
+		fmt.Fprintf(w, "  --%-18s %s", name, f.Usage)
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	}
+	var beamFlags []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if !ours[f.Name] {
+			beamFlags = append(beamFlags, "--"+f.Name)
+		}
+	})
+	fmt.Fprintf(w, "\nBeam runner flags (--runner defaults to %s):\n", DefaultRunner)
+	line := " "
+	for _, f := range beamFlags {
+		if len(line)+1+len(f) > 100 {
+			fmt.Fprintln(w, line)
+			line = " "
+		}
+		line += " " + f
+	}
+	fmt.Fprintln(w, line)
+}
+
+// ownFlags lists this command's flags in the order of SPEC §6.
+var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
+	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
+
+// Validate checks the settings together, before any work: every failure is
+// a *ConfigError naming its flag. It looks at the source folder (it must
+// exist) but creates nothing.
+func (o Options) Validate() error {
+	if o.IsPubSub() {
+		// The subscription string first: a malformed one is the error to
+		// report, whatever else is wrong.
+		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
+			return &ConfigError{Err: err}
+		}
+	} else if o.PubSubArchive != "" {
+		return usagef("--pubsub-archive applies to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
+	}
+	if o.Source == "" && o.Follow {
+		return usagef("--follow needs --source: the demo log is complete, there is nothing to follow")
+	}
+	if err := o.Pipeline.Validate(); err != nil {
+		return &ConfigError{Err: err}
+	}
+	if o.Report != "" {
+		ext := strings.ToLower(filepath.Ext(o.Report))
+		if _, ok := reportFormats[ext]; !ok && ext != ".html" {
+			return usagef("--report: %q: want a path ending in %s", o.Report, strings.Join(reportExtensions(), ", "))
+		}
+	}
+	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
+		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
+	}
+	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
+		return usagef("stop timing must not be negative")
+	}
+	switch {
+	case o.IsPubSub():
+		// pubsub.Validate checks the archive too; the flag's own checks
+		// first, so that the error names it.
+		if a := o.PubSubArchive; strings.Contains(a, "://") {
+			return usagef("--pubsub-archive=%s: only a local (or mounted) folder can hold the archive: it is appended to and fsynced", a)
+		} else if fi, err := os.Stat(o.ArchiveDir()); err == nil && !fi.IsDir() {
+			return usagef("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
+		}
+		if err := pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline)); err != nil {
+			return &ConfigError{Err: err}
+		}
+	case o.Source != "":
+		if err := sources.Validate(o.Source, o.folderOptions(o.Pipeline)); err != nil {
+			return &ConfigError{Err: err}
+		}
+	}
+	return nil
+}
+
+// pubsubOptions are the Pub/Sub reader settings of a run with pipeline
+// options po.
+func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
+	return pubsub.Options{
+		ArchiveDir:   o.PubSubArchive,
+		Watermark:    po.Watermark,
+		Event:        po.Event,
+		MaxPerCall:   o.MaxPerCall,
+		PullTimeout:  o.PullTimeout,
+		PollInterval: o.PollInterval,
+	}
+}
+
+// folderOptions are the reader settings of a run with pipeline options po.
+func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
+	return sources.FolderOptions{
+		Follow:       o.Follow,
+		Watermark:    po.Watermark,
+		Event:        po.Event,
+		PollInterval: o.PollInterval,
+		MaxPerCall:   o.MaxPerCall,
+	}
+}
+
+// runConfig is what the sink stores in run_config: the settings that shape
+// window_start keys and which events a key holds (SPEC §5).
+func (o Options) runConfig() map[string]string {
+	po := o.Pipeline.WithDefaults()
+	return map[string]string{
+		"window":           po.Triggers.Window.String(),
+		"dimensions":       strings.Join(po.Event.Dimensions, ","),
+		"allowed_lateness": po.Triggers.AllowedLateness.String(),
+	}
+}
+
+func reportExtensions() []string {
+	var exts []string
+	exts = append(exts, ".html") // rendered by package report (report_html.go)
+	for ext := range reportFormats {
+		exts = append(exts, ext)
+	}
+	slices.Sort(exts)
+	return exts
+}

@@ -1,0 +1,452 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/transforms"
+)
+
+// Run runs the job o describes, prints its summary to out and returns it.
+//
+// ctx ending is a graceful stop (SIGINT, SIGTERM): the readers stop reading
+// but never finish, so no window gets a FINAL row before its correction
+// period has passed; once the sink has seen no write for o.QuietPeriod (at
+// most o.StopTimeout) the job is cancelled, and the summary is still
+// printed. A replay that runs to its end is DONE; a followed folder and a
+// Pub/Sub subscription are unbounded and end only so.
+//
+// Errors before the job starts are *ConfigError (exit 2). A run that failed,
+// or whose figures break the conservation identity, returns an error along
+// with its summary (exit 1).
+func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	sum := &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Streaming(), Archive: o.ArchiveDir(),
+		Sink: o.Sink.String(), Runner: o.Runner, Started: started}
+
+	// Everything up to the job's start is set-up: a failure is a one-line
+	// error and exit 2, as for a bad flag.
+	if sum.Demo {
+		sum.Source = o.DemoDir
+		if _, err := ensureDemo(o.DemoDir); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	}
+	po := o.Pipeline.WithDefaults()
+	if !o.Streaming() && po.Triggers.Early > 0 {
+		slog.Info("replay: EARLY firings off: a bounded replay has no EARLY rows (processing time says nothing about history)",
+			"early", po.Triggers.Early)
+		po.Triggers.Early = 0
+	}
+	sum.Settings = settings(po)
+	fo := o.folderOptions(po)
+	if sum.Demo {
+		if err := sources.Validate(sum.Source, fo); err != nil {
+			return nil, &ConfigError{Err: fmt.Errorf("demo: %w", err)}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("interrupted before the job started: %w", err)}
+	}
+	if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	// A restart or a second replay continues each key's changelog where the
+	// sink left it: revisions go on from the stored one, nothing dips, and a
+	// window the sink holds as FINAL stays as it is.
+	published, err := publishedRows(ctx, o.Sink)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	po.Published = published
+	read := func(s beam.Scope) beam.PCollection { return sources.ReadFolder(s, sum.Source, fo) }
+	if o.IsPubSub() {
+		pso := o.pubsubOptions(po)
+		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
+	}
+	p, err := build(read, po, o.Sink)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	if o.PrismUIPort > 0 {
+		// The UI needs the job service's address: start that first.
+		if err := ensureJobService(ctx, o.Runner); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		if err := startPrismUI(o.PrismUIPort); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	}
+
+	if o.IsPubSub() {
+		slog.Info("running", "source", sum.Source, "archive", sum.Archive, "sink", sum.Sink, "runner", o.Runner)
+	} else {
+		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
+	}
+	res := execute(ctx, o, p)
+	sum.Duration = time.Since(started)
+	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
+	if res.metrics != nil {
+		sum.Counts = *res.metrics
+	}
+	switch {
+	case res.err != nil:
+		sum.State, sum.Error = StateFailed, oneLine(res.err)
+	case res.interrupted:
+		sum.State = StateCancelled
+	default:
+		sum.State = StateDone
+	}
+
+	// The job is over: release the loopback workers' handles (runners do
+	// not promise Teardown) before reading the sink back. The context may
+	// have ended with the interruption; the read-back must still happen.
+	bg := context.WithoutCancel(ctx)
+	if err := sinks.CloseShared(); err != nil {
+		slog.Warn("closing the sink after the job", "err", err)
+	}
+	view, viewErr := readSink(bg, o.Sink)
+	if viewErr != nil {
+		slog.Error("reading the sink back", "sink", sum.Sink, "err", viewErr)
+	}
+	sum.view = view
+
+	check := sum.Counts.Check()
+	sum.Conserved, sum.Identity = check == nil, sum.Counts.Identity()
+	if res.metrics == nil {
+		check = errors.New("the job reported no metrics: the conservation identity cannot be checked")
+		sum.Conserved = false
+	}
+	if check != nil && res.err == nil {
+		slog.Error("conservation check failed", "err", check)
+	}
+
+	if err := sum.WriteText(out); err != nil {
+		slog.Error("printing the summary", "err", err)
+	}
+	if o.Report != "" {
+		write := func() error { return writeReport(o.Report, sum) }
+		if strings.EqualFold(filepath.Ext(o.Report), ".html") {
+			write = func() error { return writeHTMLReport(o.Report, sum, po) }
+		}
+		if err := write(); err != nil {
+			slog.Error("writing the run report", "err", err)
+		} else {
+			slog.Info("run report written", "path", o.Report)
+		}
+	}
+	return sum, errors.Join(res.err, check, viewErr)
+}
+
+// ConfigError is a bad command line, setting, source or sink, found before
+// any work: one line, exit 2 (SPEC §6).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return oneLine(e.Err) }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// build is the design card's shape: read the source (the folder or the
+// subscription), compute, write.
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
+	// Graph construction reports misuse by panicking (beam.ParDo on a bad
+	// DoFn, a source that cannot list its partitions): turn that into the
+	// one-line error a command owes its user.
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("building the pipeline: %v", r)
+		}
+	}()
+	p, s := beam.NewPipelineWithRoot()
+	records := read(s)
+	out, err := pipeline.Build(s, records, po)
+	if err != nil {
+		return nil, err
+	}
+	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined)
+	return p, nil
+}
+
+// settingOrder lists Summary.Settings in the order of SPEC §6.
+var settingOrder = []string{"window", "early", "ooo-bound", "idle-timeout", "allowed-lateness",
+	"dedup-retention", "max-future", "max-age", "max-line", "dimensions"}
+
+func settings(po pipeline.Options) map[string]string {
+	return map[string]string{
+		"window":           po.Triggers.Window.String(),
+		"early":            po.Triggers.Early.String(),
+		"ooo-bound":        po.Watermark.OutOfOrderBound.String(),
+		"idle-timeout":     po.Watermark.IdleTimeout.String(),
+		"allowed-lateness": po.Triggers.AllowedLateness.String(),
+		"dedup-retention":  po.DedupRetention.String(),
+		"max-future":       po.Event.MaxFuture.String(),
+		"max-age":          po.Event.MaxAge.String(),
+		"max-line":         cli.FormatSize(po.Event.MaxLine),
+		"dimensions":       strings.Join(po.Event.Dimensions, ","),
+	}
+}
+
+// outcome is how a job ended.
+type outcome struct {
+	jobID       string
+	metrics     *Counts
+	interrupted bool
+	err         error
+}
+
+// jobSeq makes job names unique within the process.
+var jobSeq atomic.Int64
+
+// execute runs p and supervises it: when ctx ends it stops the job
+// gracefully (see Run).
+func execute(ctx context.Context, o Options, p *beam.Pipeline) outcome {
+	if err := ensureJobService(ctx, o.Runner); err != nil {
+		return outcome{err: err}
+	}
+	if isPrism(o.Runner) {
+		// Prism's runner-initiated splits replay elements of bundles with
+		// timers: counts double (see pipeline.PrismExperiment).
+		pipeline.UseSafePrismOptions()
+	}
+	// With the SDK harness in this process, tally its counters here too
+	// (see tally.go).
+	loopback := jobopts.IsLoopback()
+	if loopback {
+		if err := enableTally(); err != nil {
+			return outcome{err: fmt.Errorf("counter tally: %w", err)}
+		}
+	}
+	// A unique job name is how the stop path finds this job in the job
+	// service (beam.Run does not hand out the id before the job ends).
+	name := *jobopts.JobName
+	if name == "" {
+		name = fmt.Sprintf("revenue-hourly-%d-%d-%d", os.Getpid(), jobSeq.Add(1), time.Now().UnixNano())
+		*jobopts.JobName = name
+		defer func() { *jobopts.JobName = "" }()
+	}
+
+	// The job's own context ends only as a last resort (see stop): ending it
+	// loses the job's metrics.
+	jobCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+	type result struct {
+		pr  beam.PipelineResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pr, err := beam.Run(jobCtx, o.Runner, p)
+		done <- result{pr, err}
+	}()
+
+	var (
+		r           result
+		interrupted bool
+	)
+	// Progress comes from the counters this process's workers reported
+	// (loopback); a remote runner shows its own.
+	var tick <-chan time.Time
+	prog := newProgress(os.Stdout)
+	if loopback && o.ProgressEvery > 0 {
+		t := time.NewTicker(o.ProgressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+wait:
+	for {
+		select {
+		case r = <-done:
+			break wait
+		case <-ctx.Done():
+			interrupted = true
+			r = stop(o, name, loopback, done, hardCancel)
+			break wait
+		case <-tick:
+			if counters, ok := tallied(name, false); ok {
+				prog.report(countsOf(counters))
+			}
+		}
+	}
+	prog.done()
+	res := outcome{interrupted: interrupted, err: r.err}
+	var reported *Counts
+	if r.pr != nil {
+		res.jobID = r.pr.JobID()
+		func() {
+			// A result whose metrics could not be fetched panics on Metrics().
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Warn("the job's metrics are not available", "panic", p)
+				}
+			}()
+			c := countsOf(countersOf(r.pr.Metrics()))
+			reported = &c
+		}()
+	}
+	res.metrics = reported
+	if loopback {
+		if counters, ok := tallied(name, true); ok {
+			c := countsOf(counters)
+			if reported != nil {
+				if d := diffCounts(*reported, c); len(d) > 0 {
+					slog.Warn("the runner's counters missed updates its workers reported (a known prism v2.77.0 defect); "+
+						"using the counts tallied in this process", "differences", strings.Join(d, "; "))
+				}
+			}
+			res.metrics = &c
+		}
+	}
+	if interrupted && r.err != nil && errors.Is(r.err, context.Canceled) {
+		// The hard cancel: the job was stopped, not failed.
+		res.err = nil
+	}
+	return res
+}
+
+// ensureJobService starts prism's job service in this process before the
+// job, as prism's runner would inside beam.Run, so that its address is known
+// to the stop path without racing beam.Run for the flag that holds it.
+func ensureJobService(ctx context.Context, runner string) error {
+	if *jobopts.Endpoint != "" || !isPrism(runner) {
+		return nil
+	}
+	l, err := net.Listen("tcp", "localhost:0")
+	if err != nil {
+		return fmt.Errorf("prism: pick a port for the job service: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	if _, err := prism.CreateJobServer(ctx, prism.Options{Port: port}); err != nil {
+		return fmt.Errorf("prism: start the job service: %w", err)
+	}
+	*jobopts.Endpoint = fmt.Sprintf("localhost:%d", port)
+	if *jobopts.EnvironmentType == "" {
+		*jobopts.EnvironmentType = "loopback" // as prism's runner defaults it
+	}
+	return nil
+}
+
+// stop is the graceful stop: readers stop, the output settles, the job is
+// cancelled through the job service; the job's context is cancelled only if
+// that fails or the job does not end in time.
+func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCancel context.CancelFunc) R {
+	// Both sources' readers: whichever this job runs stops pulling or
+	// listing, and never finishes its restriction.
+	sources.RequestStop()
+	pubsub.RequestStop()
+	stopAt := time.Now()
+	slog.Info("stopping: readers stopped; waiting for the output to settle before cancelling the job (Ctrl-C again to quit at once)",
+		"quiet", o.QuietPeriod, "at_most", o.StopTimeout)
+	ctx := context.Background()
+	deadline := stopAt.Add(o.StopTimeout)
+
+	var j *job
+	defer func() {
+		if j != nil {
+			j.close()
+		}
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for settled := false; !settled; {
+		select {
+		case r := <-done:
+			return r // the job ended on its own (or failed) meanwhile
+		case <-tick.C:
+		}
+		if j == nil {
+			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
+		}
+		last := sinks.LastWrite()
+		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod
+		// Every record read has its verdict: nothing is in flight between
+		// the readers and dedup. Unknown without counters.
+		drained := true
+		if counters, ok := tallied(name, false); loopback && ok {
+			c := countsOf(counters)
+			drained = c.Read == c.Verdicts()
+		} else if j != nil {
+			if m, err := j.metrics(ctx); err == nil {
+				c := countsOf(countersOf(*m))
+				drained = c.Read == c.Verdicts()
+			}
+		}
+		settled = quiet && drained
+		if !settled && time.Now().After(deadline) {
+			slog.Warn("stopping: the output did not settle in time; cancelling anyway",
+				"waited", time.Since(stopAt).Round(time.Millisecond), "sink_quiet", quiet, "records_drained", drained)
+			break
+		}
+	}
+
+	if j != nil {
+		if err := j.cancel(ctx); err != nil {
+			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
+			hardCancel()
+		} else {
+			slog.Info("stopping: job cancelled", "job", j.id, "after", time.Since(stopAt).Round(time.Millisecond))
+		}
+	} else {
+		slog.Warn("stopping: job service not reachable; cancelling the job's context (its metrics may be lost)")
+		hardCancel()
+	}
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(o.StopTimeout):
+		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
+		hardCancel()
+		return <-done
+	}
+}
+
+func isPrism(runner string) bool { return runner == "prism" || runner == "PrismRunner" }
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// publishedRows reads the current row of every key from a SQLite or BigQuery
+// sink, keyed as the revision step keys its state (other sinks start empty).
+func publishedRows(ctx context.Context, spec sinks.Spec) (map[string]model.Row, error) {
+	db, ok, err := sinks.OpenReader(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: %w", spec, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	defer db.Close()
+	rows, err := db.CurrentRows(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: read current rows: %w", spec, err)
+	}
+	out := make(map[string]model.Row, len(rows))
+	for _, r := range rows {
+		out[transforms.WindowKey(r.WindowStart, r.Dims)] = r
+	}
+	return out, nil
+}

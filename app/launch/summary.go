@@ -1,0 +1,201 @@
+package launch
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Job states a Summary reports.
+const (
+	StateDone      = "DONE"
+	StateCancelled = "CANCELLED"
+	StateFailed    = "FAILED"
+)
+
+// Summary is what a run did: its settings, the job's figures, and what the
+// sink holds afterwards. It is printed at the end of every run, interrupted
+// or not, and is the content of the run report.
+type Summary struct {
+	Source string `json:"source"`
+	Demo   bool   `json:"demo"`
+	// Follow says the source was read as a stream (a followed folder, or a
+	// Pub/Sub subscription, whose archive folder is Archive).
+	Follow  bool   `json:"follow"`
+	Archive string `json:"archive,omitempty"`
+	Sink    string `json:"sink"`
+	Runner  string `json:"runner"`
+	JobID   string `json:"job_id,omitempty"`
+	// State is DONE, CANCELLED (after a graceful stop) or FAILED.
+	State       string        `json:"state"`
+	Interrupted bool          `json:"interrupted"`
+	Started     time.Time     `json:"started"`
+	Duration    time.Duration `json:"duration_ns"`
+	// Settings are the effective settings, as flags would spell them.
+	Settings map[string]string `json:"settings"`
+	Counts   Counts            `json:"counts"`
+	// Conserved says the conservation identity held; Identity spells it out.
+	Conserved bool   `json:"conserved"`
+	Identity  string `json:"identity"`
+	// Error is why the run failed, if it did.
+	Error string `json:"error,omitempty"`
+
+	view sinkView
+}
+
+// Current returns the sink's current row of every key after the run (nil
+// for the console sink).
+func (s *Summary) Current() []model.Row { return s.view.Current }
+
+// Changelog returns every revision the sink holds after the run.
+func (s *Summary) Changelog() []model.Row { return s.view.Changelog }
+
+// latestRows is how many of the latest hourly rows the summary shows.
+const latestRows = 12
+
+// WriteText prints the summary as aligned text.
+func (s *Summary) WriteText(w io.Writer) error {
+	var b strings.Builder
+	what := "replay of " + s.Source
+	switch {
+	case s.Archive != "":
+		what = "stream of " + s.Source + " (archive " + s.Archive + ")"
+	case s.Follow:
+		what = "follow of " + s.Source
+	}
+	if s.Demo {
+		what = "demo: " + what
+	}
+	fmt.Fprintf(&b, "\n%s -> %s on %s: %s in %s", what, s.Sink, s.Runner, s.State, s.Duration.Round(100*time.Millisecond))
+	if s.Interrupted {
+		b.WriteString(" (interrupted: readers stopped, the job was cancelled; no window was made FINAL early)")
+	}
+	b.WriteString("\n")
+	if s.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", s.Error)
+	}
+
+	c := s.Counts
+	width := len(strconv.FormatInt(c.Read, 10))
+	line := func(name string, v int64, detail string) {
+		b.WriteString(strings.TrimRight(fmt.Sprintf("  %-12s %*d  %s", name, width, v, detail), " ") + "\n")
+	}
+	b.WriteString("\nrecords\n")
+	line("read", c.Read, breakdown(c.ReadBy, "partition "))
+	line("counted", c.Counted, "")
+	line("duplicates", c.Duplicates, "")
+	line("conflicts", c.Conflicts, "")
+	line("quarantined", c.Quarantined, breakdown(c.QuarantinedBy, ""))
+	line("too_late", c.TooLate, "")
+	verdict := "holds"
+	if !s.Conserved {
+		verdict = "VIOLATED"
+	}
+	fmt.Fprintf(&b, "conservation: %s: %s\n", s.Identity, verdict)
+
+	fmt.Fprintf(&b, "\nrows emitted: %s; sink accepted %d revisions, %d stale; %d audit rows inserted",
+		stateCounts(c.Rows), c.SinkAccepted, c.SinkStale, c.SinkAudit)
+	if c.SinkRetries > 0 {
+		fmt.Fprintf(&b, "; %d write retries", c.SinkRetries)
+	}
+	b.WriteString("\n")
+	writeDelays(&b, c)
+
+	v := s.view
+	if v.Readable {
+		byState := map[string]int64{}
+		for _, r := range v.Current {
+			byState[r.State.String()]++
+		}
+		fmt.Fprintf(&b, "sink %s now holds %d windows (%s) and %d revisions; too_late_events %d, conflict_events %d, quarantined_events %d\n",
+			s.Sink, len(v.Current), stateCounts(byState), len(v.Changelog),
+			v.Audit["too_late_events"], v.Audit["conflict_events"], v.Audit["quarantined_events"])
+		if len(v.Current) > 0 {
+			rows := v.Current[max(0, len(v.Current)-latestRows):]
+			fmt.Fprintf(&b, "\nlatest hourly rows (%d of %d):\n", len(rows), len(v.Current))
+			writeRows(&b, rows)
+		}
+	}
+	if v.Query != "" {
+		fmt.Fprintf(&b, "\nquery: %s\n", v.Query)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// delayMetrics lists the delay histograms in the order the summaries show
+// them, with their names and what they measure.
+func delayMetrics(c Counts) []struct {
+	Name, What string
+	H          delay.Histogram
+} {
+	return []struct {
+		Name, What string
+		H          delay.Histogram
+	}{
+		{"event lateness", "behind the partition's largest event time so far", c.Lateness},
+		{"arrival delay", "read time - event time (for a replay: when the replay ran)", c.Arrival},
+	}
+}
+
+// writeDelays prints the delay percentiles and the non-empty buckets.
+func writeDelays(b *strings.Builder, c Counts) {
+	if c.Lateness.Total == 0 && c.Arrival.Total == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\ndelays of %d valid events (bucket counters; a percentile is below its bucket's upper bound):\n", c.Lateness.Total)
+	for _, m := range delayMetrics(c) {
+		var parts []string
+		for _, bk := range m.H.Buckets {
+			if bk.Count > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", bk.Label, bk.Count))
+			}
+		}
+		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.Name, m.H.Percentiles(), strings.Join(parts, ", "))
+	}
+}
+
+// writeRows prints rows as an aligned table.
+func writeRows(w io.Writer, rows []model.Row) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  window_start\twindow_end\tdims\trevenue\tevents\trevision\tstate")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%s\n", model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd),
+			r.Dims, model.FormatMicros(r.RevenueMicros), r.EventCount, r.Revision, r.State)
+	}
+	tw.Flush()
+}
+
+// stateCounts renders counts by result state in lifecycle order.
+func stateCounts(m map[string]int64) string {
+	var parts []string
+	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+		if n := m[st.String()]; n > 0 {
+			parts = append(parts, st.String()+" "+strconv.FormatInt(n, 10))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// breakdown renders a map as "(a 1, b 2)" in key order, or "" when empty.
+func breakdown(m map[string]int64, prefix string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s%s %d", prefix, k, m[k]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,106 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+// Store is what the driver needs of a versioned sink: its run_config, the
+// audit tables the recomputation takes as evidence, the versioned Write for
+// corrections, and reconcile_diffs. *sinks.SQLite and *sinks.BigQuery are.
+// The current rows and the final horizon are read by the pipeline's
+// comparison step (CompareWithSink), not through the driver's Store.
+type Store interface {
+	sinks.Sink
+	sinks.ConfigChecker
+	Conflicts(ctx context.Context) ([]model.Conflict, error)
+	TooLate(ctx context.Context) ([]model.TooLate, error)
+	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+	WriteDiffs(ctx context.Context, diffs []sinks.Diff) error
+}
+
+var (
+	_ Store = (*sinks.SQLite)(nil)
+	_ Store = (*sinks.BigQuery)(nil)
+)
+
+// Writer is the changelog writer of a run's corrections.
+func Writer(runID string) string { return "reconcile:" + runID }
+
+// Corrections returns the rows --apply writes: for each applicable diff
+// (material, its window in the raw log), the recomputed total as a FINAL row one revision above the current one (1 for
+// a missing window). The sink accepts a lower count from a reconcile
+// writer only (SPEC §4), and never un-finals a row, so a correction stays
+// FINAL like the row it replaces.
+func Corrections(diffs []Diff, p triggers.Policy, runID string) []model.Row {
+	var out []model.Row
+	for _, d := range diffs {
+		if !d.Applicable() {
+			continue
+		}
+		out = append(out, model.Row{
+			WindowStart:   d.WindowStart,
+			WindowEnd:     p.WindowEnd(d.WindowStart),
+			Dims:          d.Dims,
+			RevenueMicros: d.Recomputed.RevenueMicros,
+			EventCount:    d.Recomputed.Count,
+			Revision:      d.Streamed.Revision + 1, // 0 + 1 when there is no row
+			State:         model.Final,
+			Writer:        Writer(runID),
+		})
+	}
+	return out
+}
+
+// apply writes the corrections in one batch and records their revisions in
+// c.Diffs. A correction the sink refuses means another writer changed the
+// key since it was read (a concurrent reconcile, say): the run fails rather
+// than report a correction that is not there.
+func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runID string) (int, error) {
+	rows := Corrections(c.Diffs, p, runID)
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	res, err := st.Write(ctx, sinks.Batch{Rows: rows})
+	if err != nil {
+		return 0, fmt.Errorf("reconcile: apply %d corrections: %w", len(rows), err)
+	}
+	if res.Accepted != len(rows) {
+		return res.Accepted, fmt.Errorf("reconcile: apply: the sink accepted %d of %d corrections: another writer changed those keys during the run; run reconcile again",
+			res.Accepted, len(rows))
+	}
+	for i := range c.Diffs {
+		if d := &c.Diffs[i]; d.Applicable() {
+			d.AppliedRevision = d.Streamed.Revision + 1
+		}
+	}
+	return len(rows), nil
+}
+
+// sinkDiffs converts diffs to reconcile_diffs rows.
+func sinkDiffs(runID string, diffs []Diff) []sinks.Diff {
+	out := make([]sinks.Diff, 0, len(diffs))
+	for _, d := range diffs {
+		sd := sinks.Diff{
+			RunID:                   runID,
+			WindowStart:             d.WindowStart,
+			Dims:                    d.Dims,
+			StreamedRevenueMicros:   d.Streamed.RevenueMicros,
+			RecomputedRevenueMicros: d.Recomputed.RevenueMicros,
+			DeltaMicros:             d.DeltaMicros(),
+			StreamedCount:           d.Streamed.EventCount,
+			RecomputedCount:         d.Recomputed.Count,
+			Classification:          d.Classification,
+		}
+		if d.AppliedRevision > 0 {
+			rev := d.AppliedRevision
+			sd.AppliedRevision = &rev
+		}
+		out = append(out, sd)
+	}
+	return out
+}

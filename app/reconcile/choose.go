@@ -1,0 +1,197 @@
+package reconcile
+
+import "github.com/revenue-stream/hourly/io/rawlog"
+
+// Copy is one valid copy of an event as the raw log holds it, reduced to what
+// the choice and the totals need: the payload itself stays in the log.
+type Copy struct {
+	EventID  string
+	Position string
+	// Fingerprint is event.Fingerprint of the copy's business content.
+	Fingerprint  uint64
+	WindowStart  int64 // epoch ms
+	Dims         string
+	AmountMicros int64
+}
+
+// Evidence is what the stream recorded about the ids being chosen, read
+// from the sink's audit tables.
+type Evidence struct {
+	// Counted maps an event_id to the fingerprint the stream counted for it,
+	// as conflict_events.first_fingerprint says. Only ids that had a
+	// conflicting copy appear: for the others every non-too-late copy has
+	// the counted content, or the stream would have reported a conflict.
+	Counted map[string]uint64
+	// TooLate holds the source positions of too_late_events: copies the
+	// stream never counted.
+	TooLate map[string]bool
+}
+
+// Rule says which clause of SPEC §6 decided an id's payload.
+type Rule uint8
+
+const (
+	// RuleOnePayload: every copy has the same content; nothing to choose.
+	RuleOnePayload Rule = iota
+	// RuleStreamFingerprint: the payload the stream counted, named by its
+	// first_fingerprint in conflict_events.
+	RuleStreamFingerprint
+	// RuleCounted: no conflict row names the counted payload, but the stream
+	// judged some copies too late and counted the first of the others.
+	RuleCounted
+	// RuleLowestPosition: the copy at the lowest source_position.
+	RuleLowestPosition
+)
+
+func (r Rule) String() string {
+	switch r {
+	case RuleOnePayload:
+		return "one_payload"
+	case RuleStreamFingerprint:
+		return "stream_fingerprint"
+	case RuleCounted:
+		return "stream_counted"
+	case RuleLowestPosition:
+		return "lowest_position"
+	}
+	return "unknown"
+}
+
+// Choice folds the copies of one event_id, in any order, into the one that
+// reconcile counts. SPEC §6: "for an id with several payloads, the one the
+// stream counted (its first_fingerprint in conflict_events), else the lowest
+// source_position". Between those two clauses sits one the SPEC implies: a
+// copy the stream judged too late is not the one it counted, so when no
+// conflict row names the counted payload, copies outside too_late_events are
+// preferred. Without it, an id whose first copy was too late and whose later
+// copy (with other content) was counted would be recomputed from the copy
+// the stream never counted, and reconcile would "correct" a right total.
+//
+// Every clause is a preference on one copy, so the choice is the minimum of
+// a lexicographic rank — (content differs from the counted fingerprint,
+// judged too late, source position) — and needs only the best copy so far
+// plus a tally per distinct content: the Beam step keeps one Choice per id,
+// never the id's copies.
+type Choice struct {
+	// Best is the chosen copy; valid once Copies > 0.
+	Best Copy
+	// Copies counts the copies folded in.
+	Copies int
+
+	hasCounted bool
+	bestRank   rank
+	lowest     string    // lowest position over all copies
+	contents   []content // one per distinct fingerprint, in order seen
+}
+
+// content tallies the copies of one payload content.
+type content struct {
+	fp     uint64
+	copies int
+	// counted: some copy was not judged too late, so the stream counted
+	// this content (or should have).
+	counted bool
+}
+
+type rank struct {
+	otherContent, tooLate bool
+	position              string
+}
+
+// less orders ranks: false before true, then positions in replay order.
+func (a rank) less(b rank) bool {
+	if a.otherContent != b.otherContent {
+		return !a.otherContent
+	}
+	if a.tooLate != b.tooLate {
+		return !a.tooLate
+	}
+	return rawlog.ComparePositions(a.position, b.position) < 0
+}
+
+// Add folds in one copy. counted and hasCounted are the id's entry in
+// Evidence.Counted (the same for every copy of the id); tooLate says whether
+// the copy's position is in Evidence.TooLate.
+func (ch *Choice) Add(c Copy, counted uint64, hasCounted, tooLate bool) {
+	r := rank{otherContent: hasCounted && c.Fingerprint != counted, tooLate: tooLate, position: c.Position}
+	if ch.Copies == 0 {
+		ch.Best, ch.bestRank, ch.lowest, ch.hasCounted = c, r, c.Position, hasCounted
+	} else {
+		if rawlog.ComparePositions(c.Position, ch.lowest) < 0 {
+			ch.lowest = c.Position
+		}
+		if r.less(ch.bestRank) {
+			ch.Best, ch.bestRank = c, r
+		}
+	}
+	ch.Copies++
+	for i := range ch.contents {
+		if ch.contents[i].fp == c.Fingerprint {
+			ch.contents[i].copies++
+			ch.contents[i].counted = ch.contents[i].counted || !tooLate
+			return
+		}
+	}
+	ch.contents = append(ch.contents, content{fp: c.Fingerprint, copies: 1, counted: !tooLate})
+}
+
+// AddCopies folds in a whole id's copies with the evidence: the plain-Go
+// form of what the Beam step does, for tests and small callers.
+func AddCopies(copies []Copy, ev Evidence) Choice {
+	var ch Choice
+	for _, c := range copies {
+		fp, ok := ev.Counted[c.EventID]
+		ch.Add(c, fp, ok, ev.TooLate[c.Position])
+	}
+	return ch
+}
+
+func (ch Choice) chosen() content {
+	for _, c := range ch.contents {
+		if c.fp == ch.Best.Fingerprint {
+			return c
+		}
+	}
+	return content{}
+}
+
+// Payloads is the number of distinct contents among the copies.
+func (ch Choice) Payloads() int { return len(ch.contents) }
+
+// Conflicting counts the copies whose content differs from the chosen one:
+// they are reported, never summed.
+func (ch Choice) Conflicting() int { return ch.Copies - ch.chosen().copies }
+
+// Duplicates counts the extra copies identical to the chosen one.
+func (ch Choice) Duplicates() int { return max(ch.chosen().copies-1, 0) }
+
+// TooLate says the stream judged every copy of the chosen content too late:
+// it never counted the id, which explains a FINAL row short by its amount.
+func (ch Choice) TooLate() bool { return ch.Copies > 0 && !ch.chosen().counted }
+
+// StreamFingerprintMissing says conflict_events names a counted content that
+// no copy in the raw log has: the log lacks the copy the stream counted, so
+// the lower clauses decided instead.
+func (ch Choice) StreamFingerprintMissing() bool { return ch.hasCounted && ch.bestRank.otherContent }
+
+// Rule reports which clause decided the choice.
+func (ch Choice) Rule() Rule {
+	switch {
+	case len(ch.contents) < 2:
+		return RuleOnePayload
+	case ch.hasCounted && !ch.bestRank.otherContent:
+		return RuleStreamFingerprint
+	case ch.Best.Position != ch.lowest:
+		return RuleCounted
+	}
+	return RuleLowestPosition
+}
+
+// Totals returns what the chosen event contributes to its window key.
+func (ch Choice) Totals() Totals {
+	t := Totals{RevenueMicros: ch.Best.AmountMicros, Count: 1}
+	if ch.TooLate() {
+		t.TooLateRevenueMicros, t.TooLateCount = ch.Best.AmountMicros, 1
+	}
+	return t
+}

@@ -1,0 +1,74 @@
+package reconcile_test
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/app/reconcile"
+)
+
+func parse(args ...string) (reconcile.Options, error) {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := reconcile.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return reconcile.Options{}, err
+	}
+	return f.Options()
+}
+
+func TestFlags(t *testing.T) {
+	o, err := parse("--source=log", "--sink=sqlite:x.db", "--date=2026-11-04", "--apply", "--tolerance=0.01",
+		"--report=r.HTML", "--dimensions=country,platform", "--window=30m", "--allowed-lateness=2h", "--max-age=48h",
+		"--max-line=512KiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Source != "log" || o.Sink.Path != "x.db" || !o.Apply || o.ToleranceMicros != 10_000 || o.Report != "r.HTML" ||
+		o.Triggers.Window != 30*time.Minute || o.Triggers.AllowedLateness != 2*time.Hour || o.Event.MaxAge != 48*time.Hour || o.Event.MaxLine != 512<<10 ||
+		strings.Join(o.Event.Dimensions, ",") != "country,platform" || o.Range.String() != "[2026-11-04T00:00:00Z, 2026-11-05T00:00:00Z)" {
+		t.Errorf("options = %+v", o)
+	}
+	if cfg := o.RunConfig(); cfg["window"] != "30m0s" || cfg["dimensions"] != "country,platform" || cfg["allowed_lateness"] != "2h0m0s" {
+		t.Errorf("run_config = %v", cfg)
+	}
+	d, err := parse("--source=log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := d.RunConfig(); cfg["window"] != "1h0m0s" || cfg["dimensions"] != "" || cfg["allowed_lateness"] != "24h0m0s" || d.Sink.String() != "sqlite:revenue.db" {
+		t.Errorf("defaults: run_config %v, sink %s", cfg, d.Sink)
+	}
+}
+
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--source is required"},
+		{[]string{"--source=l", "--sink=jsonl:out"}, "sqlite:PATH and bigquery:PROJECT.DATASET sinks only"},
+		{[]string{"--source=l", "--sink=mysql:x"}, "--sink"},
+		{[]string{"--source=l", "--tolerance=-0.5"}, "--tolerance must not be negative"},
+		{[]string{"--source=l", "--tolerance=1e-7"}, "--tolerance"},
+		{[]string{"--source=l", "--tolerance=abc"}, "--tolerance"},
+		{[]string{"--source=l", "--report=out.txt"}, "--report"},
+		{[]string{"--source=l", "--window=7m"}, "--window must divide 24h"},
+		{[]string{"--source=l", "--dimensions=a,,b"}, "--dimensions"},
+		{[]string{"--source=l", "--max-future=0s"}, "--max-future"},
+		{[]string{"--source=l", "--log-level=loud"}, "--log-level"},
+		{[]string{"--source=l", "--run-id=a/b"}, "--run-id"},
+		{[]string{"--source=l", "--shards=0"}, "--shards"},
+		{[]string{"--source=l", "--from=yesterday"}, "--from"},
+		{[]string{"--source=l", "--max-line=2GiB"}, "too large"},
+		{[]string{"--source=l", "--max-line=0"}, "--max-line"},
+	} {
+		_, err := parse(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

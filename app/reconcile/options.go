@@ -1,0 +1,148 @@
+package reconcile
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/triggers"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// Options are the settings of one reconcile run, validated together. The
+// validation, watermark and window settings must be the stream's: verdicts
+// and keys depend on them (run_config enforces the window, dimensions and
+// allowed lateness).
+type Options struct {
+	// Source is the raw-log folder (--source).
+	Source string
+	// Sink is the versioned sink to compare with and correct (--sink).
+	Sink sinks.Spec
+	// Range selects the windows checked (--from/--to or --date).
+	Range Range
+	// Apply writes the material corrections (--apply).
+	Apply bool
+	// ToleranceMicros is --tolerance: a revenue difference up to it, with
+	// equal counts, is not material.
+	ToleranceMicros int64
+	// Report is the report file (--report; .md, .json or .html), or "".
+	Report string
+
+	Event     event.Config
+	Watermark watermark.Policy
+	// Triggers gives --window and --allowed-lateness; Early is unused.
+	Triggers triggers.Policy
+
+	// Shards is the number of choice keys (--shards).
+	Shards int
+	// WorkDir is where the pipeline writes its result for the driver
+	// (--work-dir): any Beam filesystem every worker and the driver reach.
+	// "" means a local temporary folder, removed after the run.
+	WorkDir string
+	// RunID names the run in reconcile_diffs and in the changelog's writer
+	// (reconcile:<run_id>); "" generates one from the time and a random
+	// suffix.
+	RunID string
+	// Now is the processing time records are read at; zero means the wall
+	// clock at the start of the run.
+	Now time.Time
+	// Top is how many differences the summary lists.
+	Top int
+}
+
+// Defaults returns the documented defaults (SPEC §2, §6).
+func Defaults() Options {
+	return Options{
+		Sink:      sinks.Spec{Scheme: sinks.SchemeSQLite, Path: "revenue.db"},
+		Event:     event.DefaultConfig(),
+		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
+		Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
+		Shards:    DefaultShards,
+		Top:       10,
+	}
+}
+
+// Report formats, by file extension.
+var reportFormats = map[string]bool{".md": true, ".json": true, ".html": true}
+
+// Validate checks every setting without touching the filesystem, each error
+// naming its flag.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Source == "" {
+		errs = append(errs, errors.New("--source is required (the raw-log folder)"))
+	}
+	if o.Sink.Scheme != sinks.SchemeSQLite && o.Sink.Scheme != sinks.SchemeBigQuery {
+		errs = append(errs, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", o.Sink))
+	}
+	if o.ToleranceMicros < 0 {
+		errs = append(errs, fmt.Errorf("--tolerance must not be negative"))
+	}
+	if o.Report != "" && !reportFormats[strings.ToLower(filepath.Ext(o.Report))] {
+		errs = append(errs, fmt.Errorf("--report %q: want a .md, .json or .html file", o.Report))
+	}
+	if o.Shards < 1 {
+		errs = append(errs, fmt.Errorf("--shards must be positive, got %d", o.Shards))
+	}
+	if o.Top < 0 {
+		errs = append(errs, fmt.Errorf("top differences must not be negative, got %d", o.Top))
+	}
+	if o.RunID != "" && !validRunID(o.RunID) {
+		errs = append(errs, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID))
+	}
+	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
+	return errors.Join(errs...)
+}
+
+func validRunID(id string) bool {
+	if len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// RunConfig is what the sink's run_config must hold for these options: the
+// keys and formats the launcher stores, so a reconcile run against rows
+// computed with another window, other dimensions or another lateness is
+// refused (its window_start keys would not line up).
+func (o Options) RunConfig() map[string]string {
+	return map[string]string{
+		"window":           o.Triggers.Window.String(),
+		"dimensions":       strings.Join(o.Event.Dimensions, ","),
+		"allowed_lateness": o.Triggers.AllowedLateness.String(),
+	}
+}
+
+// NewRunID returns a run id: the UTC start time, sortable, and a random
+// suffix so two runs started in the same second differ.
+func NewRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// settings are the recomputation's part of the options.
+func (o Options) settings(readAt time.Time, streamFuture []string) Settings {
+	return Settings{
+		Source:       o.Source,
+		Event:        o.Event,
+		Watermark:    o.Watermark,
+		Triggers:     o.Triggers,
+		ReadAt:       readAt,
+		Shards:       o.Shards,
+		StreamFuture: streamFuture,
+	}
+}

@@ -1,0 +1,240 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/transforms"
+	"github.com/revenue-stream/hourly/triggers"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// Namespace is the metrics namespace of the reconcile pipeline.
+const Namespace = "reconcile"
+
+func init() {
+	register.DoFn6x1[context.Context, int, func(*evidenceBatch) bool, func(*copyBatch) bool, func(string, Totals), func(Stats), error](&chooseFn{})
+	register.Iter1[evidenceBatch]()
+	register.Iter1[copyBatch]()
+	register.Emitter2[string, Totals]()
+	register.Function1x2[evidenceBatch, int, evidenceBatch](keyEvidence)
+	register.Function2x2[Totals, Totals, Totals, error](mergeTotals)
+	register.Function2x1[Stats, Stats, Stats](mergeStats)
+}
+
+// DefaultShards is the number of keys the choice step groups event ids by:
+// the same spread the stream's dedup uses.
+const DefaultShards = 64
+
+// Settings configure the recomputation: the stream's validation and
+// watermark settings (the verdicts depend on them) and the window size.
+type Settings struct {
+	// Source is the raw-log folder; every worker must be able to read it.
+	Source    string
+	Event     event.Config
+	Watermark watermark.Policy
+	// Triggers gives the window size; lateness and early firings play no
+	// part in a recomputation.
+	Triggers triggers.Policy
+	// ReadAt is the processing time the future_event_time check is made
+	// against (a fixed instant, so a recomputation does not drift while it
+	// runs).
+	ReadAt time.Time
+	// Shards is the number of choice keys (DefaultShards when 0).
+	Shards int
+	// StreamFuture lists the positions the stream quarantined as
+	// future_event_time (see Stats.StreamFuture).
+	StreamFuture []string
+}
+
+// Validate refuses settings the stream would refuse.
+func (s Settings) Validate() error {
+	switch {
+	case s.Source == "":
+		return fmt.Errorf("--source is required")
+	case s.ReadAt.IsZero():
+		return fmt.Errorf("reconcile: Settings.ReadAt is required")
+	case s.Shards < 0:
+		return fmt.Errorf("--shards must be positive, got %d", s.Shards)
+	}
+	if err := s.Event.Validate(); err != nil {
+		return err
+	}
+	if err := s.Watermark.Validate(); err != nil {
+		return err
+	}
+	return s.Triggers.Validate()
+}
+
+func (s Settings) shards() int {
+	if s.Shards == 0 {
+		return DefaultShards
+	}
+	return s.Shards
+}
+
+// Recompute is the batch half of reconcile: it reads every partition of the
+// raw log (partitions: PCollection<string>) with the stream's reading,
+// stamping and validation rules, keeps one payload per event_id by the SPEC
+// §6 choice (Choice) given what the stream recorded (evidence: made by
+// StreamEvidence), and sums revenue and event count per window and dims.
+//
+// totals is PCollection<KV<string, Totals>> keyed by transforms.WindowKey;
+// stats is a single Stats.
+func Recompute(s beam.Scope, partitions, evidence beam.PCollection, o Settings) (totals, stats beam.PCollection, err error) {
+	if err := o.Validate(); err != nil {
+		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("reconcile: %w", err)
+	}
+	s = s.Scope("Recompute")
+	// Create hands every partition to one bundle; the Reshuffle lets a
+	// distributed runner read partitions on different workers.
+	copies, readStats := beam.ParDo2(s, &scanFn{
+		Source:       o.Source,
+		Event:        o.Event,
+		Watermark:    o.Watermark,
+		Triggers:     o.Triggers,
+		ReadAt:       o.ReadAt.UnixMilli(),
+		Shards:       o.shards(),
+		StreamFuture: o.StreamFuture,
+	}, beam.Reshuffle(s, partitions))
+	keyed := beam.ParDo(s, keyEvidence, evidence)
+	grouped := beam.CoGroupByKey(s, keyed, copies)
+	perShard, chooseStats := beam.ParDo2(s, &chooseFn{}, grouped)
+	totals = beam.CombinePerKey(s, mergeTotals, perShard)
+	stats = beam.Combine(s, mergeStats, beam.Flatten(s, readStats, chooseStats))
+	return totals, stats, nil
+}
+
+func keyEvidence(b evidenceBatch) (int, evidenceBatch) { return b.Shard, b }
+
+func mergeTotals(a, b Totals) (Totals, error) {
+	t, err := a.Add(b)
+	if err != nil {
+		return Totals{}, fmt.Errorf("reconcile: sum window totals: %w", err)
+	}
+	return t, nil
+}
+
+func mergeStats(a, b Stats) Stats { return a.Merge(b) }
+
+// evidenceItems bounds an evidence batch, like batchCopies for copies.
+const evidenceItems = 4096
+
+// StreamEvidence brings the stream's audit rows into the pipeline as the
+// evidence Recompute groups with the copies (see Evidence). The rows come
+// from the driver, which has read them from the sink; a sink a pipeline can
+// read itself (BigQuery) would read them here instead.
+func StreamEvidence(s beam.Scope, conflicts []model.Conflict, tooLate []model.TooLate, shards int) beam.PCollection {
+	return beam.CreateList(s.Scope("StreamEvidence"), evidenceBatches(conflicts, tooLate, shards))
+}
+
+// evidenceBatches puts each conflict and too-late row in the batch of the
+// shard of its event_id. Of several conflict rows for one id, the
+// lowest position's first_fingerprint counts: the stream's dedup memory of
+// an id does not change while it remembers it, so rows disagreeing means it
+// forgot the id and counted it again later; the earlier count is the one
+// the stream published first.
+func evidenceBatches(conflicts []model.Conflict, tooLate []model.TooLate, shards int) []evidenceBatch {
+	if shards <= 0 {
+		shards = DefaultShards
+	}
+	perShard := make([]evidenceBatch, shards)
+	var out []evidenceBatch
+	full := func(i int) {
+		b := &perShard[i]
+		if len(b.Conflicts)+len(b.TooLate) >= evidenceItems {
+			out = append(out, *b)
+			*b = evidenceBatch{Shard: i}
+		}
+	}
+	for i := range perShard {
+		perShard[i].Shard = i
+	}
+	for _, c := range conflicts {
+		i := transforms.ShardOf(c.EventID, shards)
+		perShard[i].Conflicts = append(perShard[i].Conflicts, streamConflict{EventID: c.EventID, Position: c.Position, FirstFingerprint: c.FirstFingerprint})
+		full(i)
+	}
+	for _, t := range tooLate {
+		i := transforms.ShardOf(t.EventID, shards)
+		perShard[i].TooLate = append(perShard[i].TooLate, t.Position)
+		full(i)
+	}
+	for _, b := range perShard {
+		if len(b.Conflicts)+len(b.TooLate) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// chooseFn receives one shard's evidence and copies, picks each id's
+// payload and emits the shard's per-window sums.
+type chooseFn struct {
+	ids, conflicting beam.Counter
+}
+
+func (f *chooseFn) Setup() {
+	f.ids = beam.NewCounter(Namespace, "ids")
+	f.conflicting = beam.NewCounter(Namespace, "conflicting_ids")
+}
+
+func (f *chooseFn) ProcessElement(ctx context.Context, shard int, evidence func(*evidenceBatch) bool, copies func(*copyBatch) bool,
+	emit func(string, Totals), stats func(Stats)) error {
+	// Evidence first: with it known, each id needs only its best copy.
+	counted := map[string]streamConflict{}
+	tooLate := map[string]bool{}
+	var eb evidenceBatch
+	for evidence(&eb) {
+		for _, c := range eb.Conflicts {
+			if prev, ok := counted[c.EventID]; !ok || rawlog.ComparePositions(c.Position, prev.Position) < 0 {
+				counted[c.EventID] = c
+			}
+		}
+		for _, p := range eb.TooLate {
+			tooLate[p] = true
+		}
+	}
+
+	choices := map[string]*Choice{}
+	var cb copyBatch
+	for copies(&cb) {
+		for _, c := range cb.Copies {
+			ch, ok := choices[c.EventID]
+			if !ok {
+				ch = &Choice{}
+				choices[c.EventID] = ch
+			}
+			sc, has := counted[c.EventID]
+			ch.Add(c, sc.FirstFingerprint, has, tooLate[c.Position])
+		}
+	}
+
+	var st Stats
+	sums := map[string]Totals{}
+	for _, ch := range choices {
+		st.count(*ch)
+		k := transforms.WindowKey(ch.Best.WindowStart, ch.Best.Dims)
+		t, err := sums[k].Add(ch.Totals())
+		if err != nil {
+			return fmt.Errorf("reconcile: shard %d: window %s %s: %w", shard, model.FormatTime(ch.Best.WindowStart), ch.Best.Dims, err)
+		}
+		sums[k] = t
+	}
+	// A deterministic order makes reruns of a shard emit the same sequence.
+	for _, k := range slices.Sorted(maps.Keys(sums)) {
+		emit(k, sums[k])
+	}
+	f.ids.Inc(ctx, st.IDs)
+	f.conflicting.Inc(ctx, st.ConflictingIDs)
+	stats(st)
+	return nil
+}

@@ -1,0 +1,375 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+)
+
+// Exit codes of SPEC §6.
+const (
+	ExitClean    = 0 // nothing material found
+	ExitMaterial = 1 // material differences found (with --apply, written)
+	ExitError    = 2 // the run failed
+)
+
+// Outcome is a finished run.
+type Outcome struct {
+	RunID   string
+	Options Options
+	// Started and Finished bound the run (wall clock).
+	Started, Finished time.Time
+	// Partitions are the raw log's partitions.
+	Partitions []string
+	Stats      Stats
+	// Comparison is the pipeline's (CompareWithSink): the driver does not
+	// compare again.
+	Comparison
+	// Counters are the comparison's figures by metric name (every one of
+	// MetricNames): the Beam counters of the pipeline's comparison step, as
+	// the runner reported them when CountersFromRunner, else
+	// Comparison.Metrics() (the runner reported none of them).
+	Counters           map[string]int64
+	CountersFromRunner bool
+	// WindowDelta is the MetricWindowDeltaMicros distribution as the runner
+	// reported it; zero when nothing differed or the runner reported none.
+	WindowDelta Distribution
+	// Applied counts corrections written (--apply).
+	Applied int
+}
+
+// Distribution is a Beam distribution's value.
+type Distribution struct {
+	Count, Sum, Min, Max int64
+}
+
+// ExitCode maps the outcome to SPEC §6's exit codes.
+func (o Outcome) ExitCode() int {
+	if len(o.Material()) > 0 {
+		return ExitMaterial
+	}
+	return ExitClean
+}
+
+// Run reconciles: it checks the source and the sink, recomputes the raw log
+// and compares it with the sink's rows in a Beam batch pipeline (on the
+// runner the --runner flag names, prism by default), writes
+// reconcile_diffs, applies material corrections with --apply, and writes
+// the report. Any error means exit code 2; errors before the pipeline
+// starts come before any work.
+func Run(ctx context.Context, o Options) (Outcome, error) {
+	if err := o.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	out := Outcome{Options: o, Started: time.Now().UTC(), RunID: o.RunID}
+	if out.RunID == "" {
+		out.RunID = NewRunID(out.Started)
+	}
+	readAt := o.Now
+	if readAt.IsZero() {
+		readAt = out.Started
+	}
+
+	parts, err := checkSource(o.Source)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out.Partitions = parts
+	st, err := OpenStore(ctx, o.Sink)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer st.Close()
+	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
+		return Outcome{}, fmt.Errorf("reconcile: %w", err)
+	}
+	conflicts, err := st.Conflicts(ctx)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("reconcile: %w", err)
+	}
+	tooLate, err := st.TooLate(ctx)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("reconcile: %w", err)
+	}
+	future, err := streamFuture(ctx, st)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := resolveNamed(o.Source, conflicts, tooLate, future); err != nil {
+		return Outcome{}, err
+	}
+
+	res, figures, err := recompute(ctx, o, out.RunID, parts, o.settings(readAt, future), conflicts, tooLate)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out.Stats = res.Stats
+	if len(res.Stats.Unterminated) > 0 {
+		slog.Warn("reconcile: files end in a line without a newline; those lines were not read",
+			"count", len(res.Stats.Unterminated), "first", res.Stats.Unterminated[0])
+	}
+	// The pipeline's last step compared (CompareWithSink), reading the
+	// sink's rows after the recomputation, as late as possible.
+	out.Comparison = *res.Comparison
+	out.Counters, out.CountersFromRunner, out.WindowDelta = figures.counters, figures.ok, figures.windowDelta
+	if want := out.Comparison.Metrics(); !figures.ok {
+		// The fallback, and the only one: the runner reported none of the
+		// comparison's counters (a runner without metrics, or metrics it
+		// could not deliver). The figures are then computed from the
+		// Comparison the same step wrote, which is what those counters
+		// count.
+		slog.Warn("reconcile: the runner reported no comparison counters; the metrics are computed from the comparison instead")
+		out.Counters = want
+	} else if !maps.Equal(out.Counters, want) {
+		slog.Warn("reconcile: the runner's comparison counters differ from the comparison the pipeline wrote (lost or repeated counter updates?)",
+			"counters", metricsLine(out.Counters), "comparison", metricsLine(want))
+	}
+
+	// The diffs are recorded before the corrections, then again with their
+	// revisions: a crash in between leaves diffs saying "not applied" next
+	// to changelog rows that name this run, which a rerun (finding nothing)
+	// makes plain, rather than corrections with no diff rows at all.
+	if err := st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs)); err != nil {
+		return Outcome{}, fmt.Errorf("reconcile: %w", err)
+	}
+	if o.Apply {
+		if out.Applied, err = apply(ctx, st, &out.Comparison, o.Triggers, out.RunID); err != nil {
+			return Outcome{}, err
+		}
+		if out.Applied > 0 {
+			if err := st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs)); err != nil {
+				return Outcome{}, fmt.Errorf("reconcile: %w", err)
+			}
+		}
+	}
+	out.Finished = time.Now().UTC()
+	if o.Report != "" {
+		if err := WriteReport(o.Report, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// resolveNamed rewrites, in place, the audit positions the stream gave
+// records their source names (Pub/Sub: "pubsub:<message id>") to the raw
+// log's file positions ("pubsub/<file>:<line>"), through the archive's id
+// sidecars: reconcile reads the archive by file and line, and matches the
+// stream's verdicts by position. A position no sidecar names stays as it is
+// (and matches nothing, as before).
+func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLate, future []string) error {
+	var positions []string
+	for _, c := range conflicts {
+		positions = append(positions, c.Position)
+	}
+	for _, t := range tooLate {
+		positions = append(positions, t.Position)
+	}
+	positions = append(positions, future...)
+	resolved, err := rawlog.ResolveIDPositions(dir, positions)
+	if err != nil {
+		return fmt.Errorf("reconcile: %w", err)
+	}
+	if len(resolved) == 0 {
+		return nil
+	}
+	at := func(p string) string {
+		if f, ok := resolved[p]; ok {
+			return f
+		}
+		return p
+	}
+	for i := range conflicts {
+		conflicts[i].Position = at(conflicts[i].Position)
+	}
+	for i := range tooLate {
+		tooLate[i].Position = at(tooLate[i].Position)
+	}
+	for i := range future {
+		future[i] = at(future[i])
+	}
+	slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
+	return nil
+}
+
+// checkSource lists the raw log's partitions, refusing a folder without any:
+// reconciling against nothing would flag every row of an explicit range.
+func checkSource(dir string) ([]string, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--source %s: %w", dir, errors.Unwrap(err))
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("--source %s: not a folder", dir)
+	}
+	parts, err := rawlog.ListPartitions(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--source %s: %w", dir, err)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("--source %s: no partitions (the folder holds no raw-log files)", dir)
+	}
+	return parts, nil
+}
+
+// OpenStore opens the sink a spec names for reconciling: a SQLite file or a
+// BigQuery dataset. The SQLite file must exist: reconciling against a file
+// that is not there is a typo, and opening would create an empty one.
+func OpenStore(ctx context.Context, spec sinks.Spec) (Store, error) {
+	if spec.Scheme != sinks.SchemeSQLite && spec.Scheme != sinks.SchemeBigQuery {
+		return nil, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", spec)
+	}
+	r, ok, err := sinks.OpenReader(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("--sink %s: %w", spec, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("--sink %s: no such file", spec)
+	}
+	st, isStore := r.(Store)
+	if !isStore {
+		r.Close()
+		return nil, fmt.Errorf("--sink %s: cannot store reconcile_diffs", spec)
+	}
+	return st, nil
+}
+
+// streamFuture returns the positions the stream quarantined as
+// future_event_time (see Stats.StreamFuture).
+func streamFuture(ctx context.Context, st Store) ([]string, error) {
+	q, err := st.Quarantined(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile: %w", err)
+	}
+	var out []string
+	for _, r := range q {
+		if r.Reason == model.ReasonFutureEventTime {
+			out = append(out, r.Position)
+		}
+	}
+	return out, nil
+}
+
+// runnerFigures are the comparison's metrics as the runner reported them.
+type runnerFigures struct {
+	counters    map[string]int64
+	windowDelta Distribution
+	// ok: the runner reported at least one of the comparison's counters.
+	ok bool
+}
+
+// recompute builds and runs the batch pipeline, recomputation and
+// comparison, and reads its result and the comparison's metrics back.
+func recompute(ctx context.Context, o Options, runID string, parts []string, set Settings,
+	conflicts []model.Conflict, tooLate []model.TooLate) (Result, runnerFigures, error) {
+	dir := o.WorkDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "reconcile-")
+		if err != nil {
+			return Result{}, runnerFigures{}, fmt.Errorf("reconcile: work dir: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	// "/" also for gs:// paths, which filepath.Join would mangle.
+	path := strings.TrimSuffix(dir, "/") + "/" + runID + "/recomputed.jsonl"
+	sink := o.Sink
+	if sink.Scheme == sinks.SchemeSQLite {
+		// The comparison step opens the file on a worker, whose working
+		// directory need not be the driver's.
+		abs, err := filepath.Abs(sink.Path)
+		if err != nil {
+			return Result{}, runnerFigures{}, fmt.Errorf("--sink %s: %w", sink, err)
+		}
+		sink.Path = abs
+	}
+
+	p, s := beam.NewPipelineWithRoot()
+	partitions := beam.CreateList(s, parts)
+	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
+	totals, stats, err := Recompute(s, partitions, evidence, set)
+	if err != nil {
+		return Result{}, runnerFigures{}, err
+	}
+	comparison := CompareWithSink(s, totals, CompareSettings{
+		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
+	})
+	WriteResult(s, totals, stats, comparison, path)
+	start := time.Now()
+	pipeline.UseSafePrismOptions()
+	pr, err := beamx.RunWithMetrics(ctx, p)
+	if err != nil {
+		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: pipeline: %w", err)
+	}
+	figures := comparisonFigures(pr)
+	res, err := ReadResult(ctx, path)
+	if err != nil {
+		return Result{}, runnerFigures{}, err
+	}
+	if res.Comparison == nil {
+		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: read result %s: no comparison line (incomplete result?)", path)
+	}
+	slog.Info("reconcile: recomputed and compared", "records", res.Stats.Read, "ids", res.Stats.IDs,
+		"keys", len(res.Totals), "compared", res.Comparison.Checked, "differing", len(res.Comparison.Diffs),
+		"took", time.Since(start).Round(time.Millisecond))
+	return res, figures, nil
+}
+
+// comparisonFigures reads the comparison's counters and distribution from
+// a pipeline result, summed over steps (there is one).
+func comparisonFigures(pr beam.PipelineResult) (f runnerFigures) {
+	if pr == nil {
+		return runnerFigures{}
+	}
+	defer func() {
+		// A result whose metrics could not be fetched panics on Metrics()
+		// (the runners dereference a nil pointer).
+		if p := recover(); p != nil {
+			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
+			f = runnerFigures{}
+		}
+	}()
+	all := pr.Metrics().AllMetrics()
+	for _, c := range all.Counters() {
+		if c.Namespace() != Namespace || !slices.Contains(MetricNames, c.Name()) {
+			continue
+		}
+		if f.counters == nil {
+			f.counters = make(map[string]int64, len(MetricNames))
+			for _, n := range MetricNames {
+				f.counters[n] = 0 // a counter left at zero may not be reported
+			}
+		}
+		f.counters[c.Name()] += c.Result()
+		f.ok = true
+	}
+	for _, d := range all.Distributions() {
+		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
+			continue
+		}
+		v := d.Result()
+		if v.Count == 0 {
+			continue
+		}
+		w := &f.windowDelta
+		if w.Count == 0 {
+			w.Min, w.Max = v.Min, v.Max
+		}
+		w.Count, w.Sum, w.Min, w.Max = w.Count+v.Count, w.Sum+v.Sum, min(w.Min, v.Min), max(w.Max, v.Max)
+	}
+	return f
+}

@@ -1,0 +1,465 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+	"golang.org/x/net/html"
+)
+
+func ms(s string) int64 {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t.UnixMilli()
+}
+
+// knownRun is SPEC §7's minimal sequence plus a second window: A=100, B=50,
+// a copy of A, C=20 late, a conflicting A, D too late, a malformed line, and
+// E=30 in the next hour. read 8 = counted 4 + duplicates 1 + conflicts 1 +
+// quarantined 1 + too_late 1.
+func knownRun() Run {
+	w1, w2 := ms("2026-11-04T10:00:00Z"), ms("2026-11-04T11:00:00Z")
+	h := time.Hour.Milliseconds()
+	row := func(ws int64, rev int64, st model.ResultState, revenue, count int64) model.Row {
+		return model.Row{WindowStart: ws, WindowEnd: ws + h, Dims: "{}", RevenueMicros: revenue * 1_000_000,
+			EventCount: count, Revision: rev, State: st, Writer: "stream"}
+	}
+	changelog := []model.Row{
+		row(w2, 3, model.Final, 30, 1),
+		row(w1, 1, model.OnTime, 150, 2),
+		row(w1, 2, model.Late, 170, 3),
+		row(w1, 3, model.Final, 170, 3),
+		row(w2, 1, model.Early, 30, 1),
+		row(w2, 2, model.OnTime, 30, 1),
+	}
+	applied := int64(4)
+	return Run{
+		Title:    "Minimal sequence",
+		Started:  time.Date(2026, 11, 6, 9, 0, 0, 0, time.UTC),
+		Finished: time.Date(2026, 11, 6, 9, 0, 4, 500_000_000, time.UTC),
+		Settings: map[string]string{"window": "1h", "ooo-bound": "10m", "allowed-lateness": "24h"},
+		Counts: pipeline.Counts{
+			Read: 8, Counted: 4, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1,
+			QuarantinedBy: map[string]int64{model.ReasonMalformedJSON: 1},
+			Rows:          map[string]int64{"EARLY": 1, "ON_TIME": 2, "LATE": 1, "FINAL": 2},
+			// The job's bucket counters for the 7 valid events.
+			Lateness: delay.NewHistogram([]int64{4, 0, 0, 1, 1, 0, 0, 1}),
+			Arrival:  delay.NewHistogram([]int64{0, 0, 0, 0, 0, 0, 0, 7}),
+		},
+		Partitions: []PartitionTrace{{
+			Partition: "p0", Read: 8, Valid: 7, Behind: 2, Watermark: ms("2026-11-05T11:20:00Z"),
+			Points: []TracePoint{
+				{1, ms("2026-11-04T10:15:00Z"), model.NoWatermark},
+				{2, ms("2026-11-04T10:40:00Z"), ms("2026-11-04T10:05:00Z")},
+				{3, ms("2026-11-04T10:15:00Z"), ms("2026-11-04T10:30:00Z")},
+				{4, ms("2026-11-04T11:30:00Z"), ms("2026-11-04T10:30:00Z")},
+				{5, ms("2026-11-04T10:50:00Z"), ms("2026-11-04T11:20:00Z")},
+				{7, ms("2026-11-05T11:30:00Z"), ms("2026-11-04T11:20:00Z")},
+				{8, ms("2026-11-04T10:10:00Z"), ms("2026-11-05T11:20:00Z")},
+			},
+		}},
+		Delays: Histogram{Unit: "ms", Buckets: []Bucket{
+			{DelayBuckets[0], 4}, {DelayBuckets[1], 0}, {DelayBuckets[2], 0}, {DelayBuckets[3], 1},
+			{DelayBuckets[4], 1}, {DelayBuckets[5], 0}, {DelayBuckets[6], 0}, {Unbounded, 1},
+		}, P50: 0, P95: 25 * time.Hour.Milliseconds(), P99: 25 * time.Hour.Milliseconds()},
+		Windows: WindowsFromChangelog(changelog),
+		TooLate: 1, Conflicts: 1, Quarantined: 1,
+		Reconcile: &ReconcileSummary{RunID: "r-20261106", Checked: 2, Tolerance: "0", Applied: true, Diffs: []sinks.Diff{{
+			RunID: "r-20261106", WindowStart: w1, Dims: "{}",
+			StreamedRevenueMicros: 170_000_000, RecomputedRevenueMicros: 180_000_000, DeltaMicros: 10_000_000,
+			StreamedCount: 3, RecomputedCount: 4, Classification: "too_late", AppliedRevision: &applied,
+		}}},
+	}
+}
+
+func TestWindowsFromChangelog(t *testing.T) {
+	ws := knownRun().Windows
+	if len(ws) != 2 {
+		t.Fatalf("got %d windows, want 2", len(ws))
+	}
+	var got []string
+	for _, w := range ws {
+		for _, r := range w.Revisions {
+			got = append(got, model.FormatTime(w.WindowStart)+" r"+itoa(r.Revision)+" "+r.State.String()+" "+model.FormatMicros(r.RevenueMicros))
+		}
+	}
+	want := []string{
+		"2026-11-04T10:00:00Z r1 ON_TIME 150.000000",
+		"2026-11-04T10:00:00Z r2 LATE 170.000000",
+		"2026-11-04T10:00:00Z r3 FINAL 170.000000",
+		"2026-11-04T11:00:00Z r1 EARLY 30.000000",
+		"2026-11-04T11:00:00Z r2 ON_TIME 30.000000",
+		"2026-11-04T11:00:00Z r3 FINAL 30.000000",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("histories:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !ws[0].HasLate() || ws[1].HasLate() {
+		t.Errorf("HasLate = %v, %v; want true, false", ws[0].HasLate(), ws[1].HasLate())
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func writeRead(t *testing.T, name string, r Run) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := Write(path, r); err != nil {
+		t.Fatalf("Write(%s): %v", name, err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("Write left %d files behind, want only the report", len(entries))
+	}
+	return string(b)
+}
+
+func mustContain(t *testing.T, form, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s report lacks %q", form, w)
+		}
+	}
+}
+
+func TestWriteHTML(t *testing.T) {
+	got := writeRead(t, "run.html", knownRun())
+	mustContain(t, "html", got,
+		"<title>Minimal sequence</title>",
+		"[2026-11-04 10:00, 11:00)", "[2026-11-04 11:00, 12:00)",
+		`<span class="badge ontime">ON_TIME</span> 150.000000`,
+		`<span class="badge late">LATE</span> 170.000000`,
+		`<span class="badge final">FINAL</span> 170.000000`,
+		`<span class="badge early">EARLY</span> 30.000000`,
+		// The conservation identity and its verdict.
+		"8 = 4 + 1 + 1 + 1 + 1", "✓ holds",
+		"<td>malformed_json</td><td class=\"n\">1</td>",
+		// Charts: a trace with a watermark line and late dots, the histogram
+		// with its percentiles, the reconcile diff.
+		`<polyline class="wm"`, `<circle class="behind"`, "p95 25h00m", ">24h",
+		"too_late", "170.000000", "180.000000", "10.000000", "r4",
+		// The job's delay metrics: 7 events, ranks 4, 7, 7.
+		"Delay metrics of the job",
+		`>event lateness</td><td class="n">7</td><td class="n">&lt;1m</td><td class="n">&gt;=24h</td><td class="n">&gt;=24h</td><td class="n">4</td>`,
+		`>arrival delay</td><td class="n">7</td><td class="n">&gt;=24h</td>`,
+	)
+	checkHTML(t, got, true)
+}
+
+// checkHTML asserts the page is well formed (every non-void element closed
+// in order), loads nothing and runs nothing.
+func checkHTML(t *testing.T, page string, wantSVG bool) {
+	t.Helper()
+	if m := regexp.MustCompile(`(?i)https?://`).FindString(page); m != "" {
+		t.Errorf("page references %q: it must load nothing from the network", m)
+	}
+	for _, css := range []string{"url(", "@import", "@font-face"} {
+		if strings.Contains(page, css) {
+			t.Errorf("page style uses %s: it must load nothing", css)
+		}
+	}
+	z := html.NewTokenizer(strings.NewReader(page))
+	var stack []string
+	void := map[string]bool{"meta": true, "br": true, "hr": true, "img": true, "input": true, "link": true, "wbr": true}
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			if z.Err() != io.EOF {
+				t.Fatalf("tokenize: %v", z.Err())
+			}
+			break
+		}
+		tok := z.Token()
+		switch tt {
+		case html.StartTagToken:
+			switch tok.Data {
+			case "script", "link", "img", "iframe", "object", "embed", "image", "use":
+				t.Errorf("page has a <%s> element", tok.Data)
+			}
+			for _, a := range tok.Attr {
+				if a.Key == "src" || a.Key == "href" || strings.HasPrefix(a.Key, "on") {
+					t.Errorf("<%s> has attribute %s=%q", tok.Data, a.Key, a.Val)
+				}
+			}
+			if !void[tok.Data] {
+				stack = append(stack, tok.Data)
+			}
+		case html.EndTagToken:
+			if len(stack) == 0 || stack[len(stack)-1] != tok.Data {
+				t.Fatalf("</%s> closes %v", tok.Data, stack)
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) > 0 {
+		t.Errorf("unclosed elements: %v", stack)
+	}
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	var svgs int
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "svg" {
+			svgs++
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if wantSVG && svgs == 0 {
+		t.Error("page has no inline SVG chart")
+	}
+}
+
+func TestWriteMarkdown(t *testing.T) {
+	got := writeRead(t, "run.md", knownRun())
+	mustContain(t, "markdown", got,
+		"# Minimal sequence",
+		"| counted | 4 | 50.0% |", "| **read** | **8** | ✓ |",
+		"read 8 = counted 4 + duplicates 1 + conflicts 1 + quarantined 1 + too_late 1: ✓",
+		"| malformed_json | 1 |",
+		"2026-11-04 10:00, 11:00)",
+		"r1 ON_TIME 150.000000 (2) → r2 LATE 170.000000 (3) → r3 FINAL 170.000000 (3)",
+		"r1 EARLY 30.000000 (1) → r2 ON_TIME 30.000000 (1) → r3 FINAL 30.000000 (1)",
+		"| p0 | 8 | 7 | 2 (28.6%) | 2026-11-05T11:20:00Z |",
+		"p50 0s, p95 25h00m, p99 25h00m",
+		"| 170.000000 | 180.000000 | 10.000000 | 3 → 4 | too_late | r4 |",
+		"## Delay metrics of the job",
+		"| event lateness | 7 | <1m | >=24h | >=24h | 4 | 0 | 0 | 1 | 1 | 0 | 0 | 1 |",
+		"| arrival delay | 7 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 7 |",
+	)
+}
+
+func TestWriteJSON(t *testing.T) {
+	got := writeRead(t, "RUN.JSON", knownRun()) // extensions are case-insensitive
+	var doc struct {
+		Counts struct {
+			Read, Counted, Duplicates, Conflicts, Quarantined int64
+			TooLate                                           int64            `json:"too_late"`
+			By                                                map[string]int64 `json:"quarantined_by_reason"`
+			Lateness                                          struct {
+				Total   int64
+				P50     int64 `json:"p50_below_ms"`
+				P99     int64 `json:"p99_below_ms"`
+				Buckets []struct{ Count int64 }
+			} `json:"event_lateness"`
+		}
+		Conservation struct {
+			Holds    bool
+			Identity string
+		}
+		Windows struct {
+			Total, Omitted int
+			Shown          []struct {
+				WindowStart string `json:"window_start"`
+				Revisions   []struct {
+					Revision      int64
+					State         string `json:"result_state"`
+					Revenue       string
+					RevenueMicros int64 `json:"revenue_micros"`
+					EventCount    int64 `json:"event_count"`
+				}
+			}
+		}
+		Partitions []struct {
+			Points []struct {
+				Watermark *int64 `json:"watermark_ms"`
+			}
+		}
+		Reconcile struct {
+			Diffs []struct{ Classification string }
+		}
+	}
+	if err := json.Unmarshal([]byte(got), &doc); err != nil {
+		t.Fatalf("invalid JSON: %v\n%s", err, got)
+	}
+	c := doc.Counts
+	if c.Read != 8 || c.Counted != 4 || c.Duplicates != 1 || c.Conflicts != 1 || c.Quarantined != 1 || c.TooLate != 1 || c.By["malformed_json"] != 1 {
+		t.Errorf("counts = %+v", c)
+	}
+	if l := c.Lateness; l.Total != 7 || l.P50 != time.Minute.Milliseconds() || l.P99 != delay.Unbounded || len(l.Buckets) != 8 || l.Buckets[4].Count != 1 {
+		t.Errorf("counts.event_lateness = %+v", l)
+	}
+	if !doc.Conservation.Holds || doc.Conservation.Identity != "read 8 = counted 4 + duplicates 1 + conflicts 1 + quarantined 1 + too_late 1" {
+		t.Errorf("conservation = %+v", doc.Conservation)
+	}
+	if doc.Windows.Total != 2 || doc.Windows.Omitted != 0 || len(doc.Windows.Shown) != 2 {
+		t.Fatalf("windows = %+v", doc.Windows)
+	}
+	w := doc.Windows.Shown[0]
+	var states []string
+	for _, r := range w.Revisions {
+		states = append(states, r.State+"="+r.Revenue)
+	}
+	if w.WindowStart != "2026-11-04T10:00:00Z" || strings.Join(states, " ") != "ON_TIME=150.000000 LATE=170.000000 FINAL=170.000000" ||
+		w.Revisions[2].RevenueMicros != 170_000_000 || w.Revisions[2].EventCount != 3 {
+		t.Errorf("first window = %+v", w)
+	}
+	if p := doc.Partitions[0].Points; p[0].Watermark != nil || p[1].Watermark == nil {
+		t.Errorf("no watermark must be null, a watermark a number: %+v", p[:2])
+	}
+	if len(doc.Reconcile.Diffs) != 1 || doc.Reconcile.Diffs[0].Classification != "too_late" {
+		t.Errorf("reconcile = %+v", doc.Reconcile)
+	}
+}
+
+func TestWriteViolatedConservation(t *testing.T) {
+	r := knownRun()
+	r.Counts.Read = 9
+	for name, want := range map[string]string{
+		"run.html": "✗ violated",
+		"run.md":   "read 9 ≠ counted 4 + duplicates 1 + conflicts 1 + quarantined 1 + too_late 1: ✗ conservation violated",
+		"run.json": `"holds": false`,
+	} {
+		mustContain(t, name, writeRead(t, name, r), want)
+	}
+}
+
+func TestWriteUnknownExtension(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"run.txt", "run", "run.htm"} {
+		err := Write(filepath.Join(dir, name), knownRun())
+		if err == nil || !strings.Contains(err.Error(), ".html, .json, .md") {
+			t.Errorf("Write(%s) = %v, want an error naming .html, .json, .md", name, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused Write left files: %v", entries)
+	}
+	if err := Write(filepath.Join(dir, "missing", "run.html"), knownRun()); err == nil {
+		t.Error("Write into a missing folder: no error")
+	}
+}
+
+// TestWriteEscapes feeds markup through every field that reaches the page.
+func TestWriteEscapes(t *testing.T) {
+	evil := `<script>alert(1)</script>`
+	r := knownRun()
+	r.Title = evil
+	r.Settings["dimensions"] = evil
+	r.Partitions[0].Partition = evil
+	r.Counts.QuarantinedBy[evil] = 0
+	for i := range r.Windows {
+		r.Windows[i].Dims = `{"country":"` + evil + `"}`
+	}
+	r.Reconcile.RunID = evil
+	page := writeRead(t, "run.html", r)
+	if strings.Contains(page, "<script") {
+		t.Error("html report lets <script> through")
+	}
+	mustContain(t, "html", page, "&lt;script&gt;alert(1)&lt;/script&gt;")
+	checkHTML(t, page, true)
+	md := writeRead(t, "run.md", r)
+	if strings.Contains(strings.ReplaceAll(md, "`{\"country\":\"<script>alert(1)</script>\"}`", ""), "<script") {
+		t.Error("markdown report lets <script> through outside a code span")
+	}
+}
+
+func TestSelectWindowsCaps(t *testing.T) {
+	h := time.Hour.Milliseconds()
+	var ws []WindowHistory
+	for i := range int64(100) {
+		st := model.OnTime
+		if i == 10 || i == 60 {
+			st = model.Late
+		}
+		ws = append(ws, WindowHistory{WindowStart: i * h, WindowEnd: (i + 1) * h, Dims: "{}",
+			Revisions: []model.Row{{WindowStart: i * h, Revision: 1, State: st}}})
+	}
+	shown, omitted := selectWindows(ws)
+	if len(shown) != LatestWindows+1 || omitted != 100-LatestWindows-1 {
+		t.Fatalf("shown %d, omitted %d; want %d, %d", len(shown), omitted, LatestWindows+1, 100-LatestWindows-1)
+	}
+	if shown[0].WindowStart != 10*h || shown[1].WindowStart != 52*h || shown[len(shown)-1].WindowStart != 99*h {
+		t.Errorf("shown starts with %d, %d and ends with %d", shown[0].WindowStart/h, shown[1].WindowStart/h, shown[len(shown)-1].WindowStart/h)
+	}
+	r := knownRun()
+	r.Windows = ws
+	mustContain(t, "html", writeRead(t, "big.html", r), "Showing 49 of 100 keys", "51 omitted")
+}
+
+func TestLabels(t *testing.T) {
+	var got []string
+	lower := int64(0)
+	for _, u := range DelayBuckets {
+		got = append(got, bucketLabel(lower, u))
+		lower = u
+	}
+	if want := "<1m 1-5m 5-10m 10-30m 30m-1h 1-6h 6-24h >24h"; strings.Join(got, " ") != want {
+		t.Errorf("bucket labels = %q, want %q", strings.Join(got, " "), want)
+	}
+	for in, want := range map[int64]string{0: "0s", 59_999: "59s", 252_000: "4m12s", 11_100_000: "3h05m", 187_200_000: "2d04h"} {
+		if got := fmtDelay(in); got != want {
+			t.Errorf("fmtDelay(%d) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 41234567: "41,234,567", -1234: "-1,234"} {
+		if got := fmtCount(in); got != want {
+			t.Errorf("fmtCount(%d) = %q, want %q", in, got, want)
+		}
+	}
+	if got := fmtWindow(ms("2026-11-04T23:00:00Z"), ms("2026-11-05T00:00:00Z")); got != "[2026-11-04 23:00, 00:00)" {
+		t.Errorf("fmtWindow across midnight = %q", got)
+	}
+	if got := fmtWindow(ms("2026-11-04T00:00:00Z"), ms("2026-11-06T00:00:00Z")); got != "[2026-11-04 00:00, 2026-11-06 00:00)" {
+		t.Errorf("fmtWindow of two days = %q", got)
+	}
+}
+
+func TestEmptyRun(t *testing.T) {
+	// A run that read nothing (a follow stopped at once) still reports.
+	for _, name := range []string{"e.html", "e.md", "e.json"} {
+		got := writeRead(t, name, Run{})
+		if !bytes.Contains([]byte(got), []byte("0")) {
+			t.Errorf("%s: empty report: %q", name, got)
+		}
+		if name == "e.html" {
+			checkHTML(t, got, false)
+		}
+	}
+}
+
+// TestLongHistory: a key with many LATE revisions shows its first and last
+// ones and says how many it left out between them.
+func TestLongHistory(t *testing.T) {
+	ws := ms("2026-11-04T10:00:00Z")
+	var rows []model.Row
+	for rev := int64(1); rev <= 20; rev++ {
+		st := model.Late
+		switch rev {
+		case 1:
+			st = model.OnTime
+		case 20:
+			st = model.Final
+		}
+		rows = append(rows, model.Row{WindowStart: ws, WindowEnd: ws + time.Hour.Milliseconds(), Dims: "{}",
+			RevenueMicros: rev * 1_000_000, EventCount: rev, Revision: rev, State: st})
+	}
+	r := knownRun()
+	r.Windows = WindowsFromChangelog(rows)
+	mustContain(t, "html", writeRead(t, "long.html", r), `<li class="gap">12 more</li>`, "r4</span>", "r17</span>", "20.000000")
+	mustContain(t, "markdown", writeRead(t, "long.md", r),
+		"r4 LATE 4.000000 (4) → … 12 more … → r17 LATE 17.000000 (17)", "r20 FINAL 20.000000 (20)")
+	mustContain(t, "json", writeRead(t, "long.json", r), `"revisions_omitted": 12`)
+}

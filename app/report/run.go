@@ -1,0 +1,133 @@
+package report
+
+import (
+	"time"
+
+	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+)
+
+// Run is everything a report shows about one run. Only Title, Counts and
+// the times are needed; every other part is drawn when present.
+type Run struct {
+	Title             string
+	Started, Finished time.Time
+	// Settings are the effective settings as flags spell them (window,
+	// ooo-bound, allowed-lateness, ...), shown sorted by name.
+	Settings map[string]string
+	// Counts are the job's conservation figures for this run.
+	Counts pipeline.Counts
+	// Partitions trace the partition watermark against event time
+	// (see TraceFolder).
+	Partitions []PartitionTrace
+	// Delays is the arrival delay distribution (see TraceFolder).
+	Delays Histogram
+	// Windows is each key's revision history (see WindowsFromChangelog).
+	Windows []WindowHistory
+	// TooLate, Conflicts and Quarantined are the row counts of the sink's
+	// audit tables after the run. They may exceed this run's Counts: the
+	// tables keep earlier runs' records too.
+	TooLate, Conflicts, Quarantined int
+	// Reconcile, when set, is what a reconcile run found.
+	Reconcile *ReconcileSummary
+}
+
+// PartitionTrace is one partition's watermark against the event times it
+// read, in arrival order.
+type PartitionTrace struct {
+	Partition string
+	// Points is a sample of the partition's valid events in arrival order,
+	// at most MaxTracePoints of them (see TraceFolder for how it is chosen).
+	Points []TracePoint
+	// Read counts the partition's records (non-blank lines), valid or not;
+	// Valid counts those that passed validation.
+	Read, Valid int
+	// Behind counts valid events whose event time lay below the partition
+	// watermark just before them: late for their partition, which makes
+	// them LATE revisions or, past the allowed lateness, too late.
+	Behind int
+	// Watermark is the partition watermark after its last record, or
+	// model.NoWatermark when it had no valid event.
+	Watermark int64
+}
+
+// TracePoint is one valid event of a partition.
+type TracePoint struct {
+	// Record is the event's 1-based index among the partition's records in
+	// arrival order (invalid records count too, so gaps show them).
+	Record int
+	// EventTime is the event's event time (epoch ms).
+	EventTime int64
+	// Watermark is the partition watermark just before the event (epoch ms),
+	// the one rule (a) of the too-late gate judges it against, or
+	// model.NoWatermark for a partition's first valid event.
+	Watermark int64
+}
+
+// Behind reports whether the event arrived below its partition watermark.
+func (p TracePoint) Behind() bool {
+	return p.Watermark != model.NoWatermark && p.EventTime < p.Watermark
+}
+
+// Histogram is a distribution of non-negative values in Unit.
+type Histogram struct {
+	// Unit is the unit of Upper and the percentiles ("ms" for delays).
+	Unit string
+	// Buckets are in increasing order; bucket i counts values in
+	// [Buckets[i-1].Upper, Buckets[i].Upper) (from 0 for the first). The last
+	// bucket's Upper is math.MaxInt64: it holds everything above.
+	Buckets []Bucket
+	// P50, P95 and P99 are nearest-rank percentiles of the values.
+	P50, P95, P99 int64
+}
+
+// Bucket is one bar of a Histogram.
+type Bucket struct {
+	Upper int64
+	Count int64
+}
+
+// Unbounded is the Upper of a histogram's last, open bucket.
+const Unbounded = delay.Unbounded
+
+// Total is the number of values in the histogram.
+func (h Histogram) Total() int64 {
+	var n int64
+	for _, b := range h.Buckets {
+		n += b.Count
+	}
+	return n
+}
+
+// WindowHistory is one (window, dims) key's accepted snapshots.
+type WindowHistory struct {
+	WindowStart, WindowEnd int64 // epoch ms
+	Dims                   string
+	// Revisions are in increasing revision order.
+	Revisions []model.Row
+}
+
+// HasLate reports whether a LATE revision was written for the key.
+func (w WindowHistory) HasLate() bool {
+	for _, r := range w.Revisions {
+		if r.State == model.Late {
+			return true
+		}
+	}
+	return false
+}
+
+// ReconcileSummary is what a reconcile run found.
+type ReconcileSummary struct {
+	RunID string
+	// Checked counts the (window, dims) keys compared.
+	Checked int
+	// Tolerance is the --tolerance it ran with, as given.
+	Tolerance string
+	// Applied says corrections were written (--apply).
+	Applied bool
+	// Diffs are the differing keys, as stored in reconcile_diffs.
+	Diffs []sinks.Diff
+}

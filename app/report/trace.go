@@ -1,0 +1,224 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// MaxTracePoints caps a partition's trace: enough for a chart 1,200 pixels
+// wide, small enough that a report of a billion-event run stays a few
+// hundred kilobytes.
+const MaxTracePoints = 400
+
+// DelayBuckets are the upper bounds (ms, exclusive) of the delay histogram,
+// the same ones the pipeline's delay counters use (package delay).
+var DelayBuckets = delay.Buckets
+
+// TraceFolder replays every partition of a raw-log folder the way the file
+// source reads it — rawlog.Scan in arrival order, each record stamped by a
+// rawlog.Stamper read at now — and records, per valid event, its event time
+// and the partition watermark just before it. Those are the deterministic
+// per-partition watermarks of SPEC §4 rule (a): replaying a partition gives
+// the same ones however a runner bundles it. The pipeline watermark (the
+// minimum over active partitions) depends on how fast the runner read each
+// partition and is not traced.
+//
+// The delay histogram measures event-time lateness: for each valid event,
+// how far behind the largest event time its partition had shown before it
+// the event arrived (0 for an event that moved the partition forward). That
+// is what decides whether an event lands ON_TIME, LATE or too late. The
+// wall-clock arrival delay (read time minus event time) is deliberately not
+// used: for a replayed history it measures when the replay ran, not how the
+// events travelled. Percentiles are exact to the second (to the minute for
+// delays above an hour), which keeps the memory bounded on big logs.
+//
+// now is the processing time the future_event_time check is made against,
+// as for the source. Partitions come back in sorted order.
+func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time.Time) ([]PartitionTrace, Histogram, error) {
+	if policy.OutOfOrderBound < 0 {
+		return nil, Histogram{}, fmt.Errorf("report: trace %s: --ooo-bound must not be negative, got %v", dir, policy.OutOfOrderBound)
+	}
+	if policy.IdleTimeout <= 0 {
+		// Idleness does not change the partition watermark; any positive
+		// value keeps the stamper's policy valid.
+		policy.IdleTimeout = time.Minute
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
+	}
+	parts, err := rawlog.ListPartitions(dir)
+	if err != nil {
+		return nil, Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
+	}
+	at := now.UnixMilli()
+	delays := newDelayRecorder(DelayBuckets)
+	traces := make([]PartitionTrace, 0, len(parts))
+	for _, p := range parts {
+		tr := PartitionTrace{Partition: p, Watermark: model.NoWatermark}
+		st := rawlog.NewStamper(policy, cfg, at)
+		smp := newSampler(MaxTracePoints)
+		_, err := rawlog.Scan(dir, p, cfg.MaxLine, at, func(rec model.Record) error {
+			tr.Read++
+			ev, q := st.Stamp(&rec)
+			if q != nil {
+				return nil
+			}
+			tr.Valid++
+			pt := TracePoint{Record: tr.Read, EventTime: ev.EventTime, Watermark: rec.WatermarkBefore}
+			if pt.Behind() {
+				tr.Behind++
+			}
+			smp.add(pt)
+			delays.add(delay.Lateness(ev.EventTime, rec.WatermarkBefore, policy.OutOfOrderBound))
+			return nil
+		})
+		if err != nil {
+			return nil, Histogram{}, fmt.Errorf("report: trace %s partition %q: %w", dir, p, err)
+		}
+		tr.Points = smp.points()
+		tr.Watermark = st.Watermark()
+		traces = append(traces, tr)
+	}
+	return traces, delays.histogram(), nil
+}
+
+// sampler keeps a bounded, representative sample of a partition's points
+// without knowing in advance how many will come. Records are grouped into
+// consecutive buckets of equal width, and each bucket keeps its lowest and
+// highest event time: a stride sample would drop exactly the rare late
+// events the chart exists to show, whereas the minimum of each bucket keeps
+// them. When the buckets outgrow the limit, neighbours are merged and the
+// width doubles, so memory stays bounded by the limit.
+type sampler struct {
+	maxBuckets int
+	width      int // records per bucket
+	buckets    []extremes
+}
+
+type extremes struct {
+	lo, hi TracePoint
+	ok     bool
+}
+
+func (e extremes) merge(o extremes) extremes {
+	switch {
+	case !e.ok:
+		return o
+	case !o.ok:
+		return e
+	}
+	if o.lo.EventTime < e.lo.EventTime {
+		e.lo = o.lo
+	}
+	if o.hi.EventTime > e.hi.EventTime {
+		e.hi = o.hi
+	}
+	return e
+}
+
+func newSampler(limit int) *sampler {
+	return &sampler{maxBuckets: max(1, limit/2), width: 1}
+}
+
+func (s *sampler) add(p TracePoint) {
+	i := (p.Record - 1) / s.width
+	for i >= s.maxBuckets {
+		merged := make([]extremes, (len(s.buckets)+1)/2, s.maxBuckets)
+		for j := range merged {
+			merged[j] = s.buckets[2*j]
+			if 2*j+1 < len(s.buckets) {
+				merged[j] = merged[j].merge(s.buckets[2*j+1])
+			}
+		}
+		s.buckets, s.width = merged, s.width*2
+		i = (p.Record - 1) / s.width
+	}
+	for len(s.buckets) <= i {
+		s.buckets = append(s.buckets, extremes{})
+	}
+	s.buckets[i] = s.buckets[i].merge(extremes{lo: p, hi: p, ok: true})
+}
+
+// points returns the sample in arrival order.
+func (s *sampler) points() []TracePoint {
+	var out []TracePoint
+	for _, b := range s.buckets {
+		if !b.ok {
+			continue
+		}
+		first, second := b.lo, b.hi
+		if second.Record < first.Record {
+			first, second = second, first
+		}
+		out = append(out, first)
+		if second.Record != first.Record {
+			out = append(out, second)
+		}
+	}
+	return out
+}
+
+// delayRecorder counts delays into fixed buckets and, for the percentiles,
+// into a map of quantised values: exact to the second below an hour and to
+// the minute above, so a log with billions of events needs a few thousand
+// entries rather than one per event.
+type delayRecorder struct {
+	buckets []Bucket
+	exact   map[int64]int64
+	n       int64
+}
+
+func newDelayRecorder(uppers []int64) *delayRecorder {
+	r := &delayRecorder{exact: map[int64]int64{}}
+	for _, u := range uppers {
+		r.buckets = append(r.buckets, Bucket{Upper: u})
+	}
+	return r
+}
+
+func (r *delayRecorder) add(ms int64) {
+	r.n++
+	for i := range r.buckets {
+		if ms < r.buckets[i].Upper || i == len(r.buckets)-1 {
+			r.buckets[i].Count++
+			break
+		}
+	}
+	q := ms - ms%1000
+	if ms >= time.Hour.Milliseconds() {
+		q = ms - ms%time.Minute.Milliseconds()
+	}
+	r.exact[q]++
+}
+
+func (r *delayRecorder) histogram() Histogram {
+	h := Histogram{Unit: "ms", Buckets: slices.Clone(r.buckets)}
+	if r.n == 0 {
+		return h
+	}
+	keys := slices.Sorted(maps.Keys(r.exact))
+	h.P50, h.P95, h.P99 = r.percentile(keys, 50), r.percentile(keys, 95), r.percentile(keys, 99)
+	return h
+}
+
+// percentile is the nearest-rank percentile: the smallest value with at
+// least p% of the values at or below it.
+func (r *delayRecorder) percentile(keys []int64, p int64) int64 {
+	rank := (r.n*p + 99) / 100
+	var seen int64
+	for _, k := range keys {
+		seen += r.exact[k]
+		if seen >= rank {
+			return k
+		}
+	}
+	return keys[len(keys)-1]
+}

@@ -1,0 +1,399 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+)
+
+// view is a Run prepared for display: the figures the HTML and Markdown
+// forms share, selected and formatted once so the two never disagree.
+type view struct {
+	Run      Run
+	Title    string
+	Started  string
+	Finished string
+	Duration string
+	Settings []pair
+
+	Conservation conservation
+	Reasons      []reasonCount
+	RowsByState  []stateCount
+
+	Partitions []partitionView
+	Delays     []delayBucket
+	DelayTotal int64
+	Percentile []percentile
+	// MetricDelays are the job's own delay metrics (pipeline.Counts'
+	// bucket counters), when it reported any.
+	MetricDelays []metricDelay
+
+	Windows        []windowView
+	WindowsTotal   int
+	WindowsOmitted int
+
+	Reconcile *reconcileView
+}
+
+type pair struct{ Name, Value string }
+
+// conservation is SPEC §4's identity for the run.
+type conservation struct {
+	Terms []term // counted, duplicates, conflicts, quarantined, too_late
+	Read  int64
+	Sum   int64
+	Holds bool
+	// Problem is why it does not hold (pipeline.Counts.Check), or "".
+	Problem    string
+	AfterFinal int64
+}
+
+type term struct {
+	Name  string
+	Value int64
+	// Share is the term's part of Read in percent, formatted.
+	Share string
+}
+
+type reasonCount struct {
+	Reason string
+	Count  int64
+}
+
+type stateCount struct {
+	State string
+	Class string
+	Count int64
+}
+
+type partitionView struct {
+	Trace     PartitionTrace
+	Watermark string
+	BehindPct string
+	Chart     *traceChart
+}
+
+type delayBucket struct {
+	Label string
+	Count int64
+	Share string
+}
+
+type percentile struct {
+	Name  string
+	Value string
+}
+
+// metricDelay is one delay metric of the job: its percentiles (bounds of
+// the buckets holding them) and bucket counts.
+type metricDelay struct {
+	Name, What    string
+	Total         int64
+	P50, P95, P99 string
+	Buckets       []delayBucket
+}
+
+type windowView struct {
+	Window    string
+	Dims      string
+	Revisions []revisionView
+	Late      bool
+}
+
+type revisionView struct {
+	// Gap, when positive, stands for that many revisions left out.
+	Gap      int
+	Revision int64
+	State    string
+	Class    string
+	Revenue  string
+	Count    int64
+	Writer   string
+}
+
+type reconcileView struct {
+	RunID     string
+	Checked   int
+	Tolerance string
+	Applied   bool
+	Diffs     []diffView
+}
+
+type diffView struct {
+	RunID, Window, Dims                        string
+	Streamed, Recomputed, Delta                string
+	StreamedCount, RecomputedCount, DeltaCount int64
+	Classification, Applied                    string
+}
+
+func newView(r Run) view {
+	v := view{
+		Run:      r,
+		Title:    cmp.Or(r.Title, "Run report"),
+		Started:  fmtWall(r.Started),
+		Finished: fmtWall(r.Finished),
+	}
+	if !r.Started.IsZero() && !r.Finished.IsZero() {
+		v.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
+		v.Settings = append(v.Settings, pair{k, r.Settings[k]})
+	}
+	v.Conservation = newConservation(r)
+	v.Reasons = reasons(r.Counts.QuarantinedBy)
+	for _, s := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+		v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s), r.Counts.Rows[s.String()]})
+	}
+	for _, tr := range r.Partitions {
+		pv := partitionView{Trace: tr, Watermark: fmtEventTime(tr.Watermark), BehindPct: share(int64(tr.Behind), int64(tr.Valid))}
+		if len(tr.Points) > 0 {
+			pv.Chart = newTraceChart(tr)
+		}
+		v.Partitions = append(v.Partitions, pv)
+	}
+	v.DelayTotal = r.Delays.Total()
+	lower := int64(0)
+	for _, b := range r.Delays.Buckets {
+		v.Delays = append(v.Delays, delayBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count, Share: share(b.Count, v.DelayTotal)})
+		lower = b.Upper
+	}
+	if v.DelayTotal > 0 {
+		v.Percentile = []percentile{
+			{"p50", fmtDelay(r.Delays.P50)},
+			{"p95", fmtDelay(r.Delays.P95)},
+			{"p99", fmtDelay(r.Delays.P99)},
+		}
+	}
+	v.MetricDelays = metricDelays(r.Counts)
+	shown, omitted := selectWindows(r.Windows)
+	v.WindowsTotal, v.WindowsOmitted = len(r.Windows), omitted
+	for _, w := range shown {
+		v.Windows = append(v.Windows, newWindowView(w))
+	}
+	if r.Reconcile != nil {
+		v.Reconcile = newReconcileView(*r.Reconcile)
+	}
+	return v
+}
+
+// metricDelays lists the job's delay metrics, none when it counted no
+// valid event.
+func metricDelays(c pipeline.Counts) []metricDelay {
+	var out []metricDelay
+	for _, m := range []struct {
+		name, what string
+		h          delay.Histogram
+	}{
+		{"event lateness", "behind the partition's largest event time so far", c.Lateness},
+		{"arrival delay", "read time − event time", c.Arrival},
+	} {
+		if m.h.Total == 0 {
+			continue
+		}
+		md := metricDelay{Name: m.name, What: m.what, Total: m.h.Total,
+			P50: delay.Below(m.h.P50), P95: delay.Below(m.h.P95), P99: delay.Below(m.h.P99)}
+		for _, b := range m.h.Buckets {
+			md.Buckets = append(md.Buckets, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, m.h.Total)})
+		}
+		out = append(out, md)
+	}
+	return out
+}
+
+func newConservation(r Run) conservation {
+	c := r.Counts
+	cv := conservation{
+		Read: c.Read,
+		Terms: []term{
+			{Name: "counted", Value: c.Counted},
+			{Name: "duplicates", Value: c.Duplicates},
+			{Name: "conflicts", Value: c.Conflicts},
+			{Name: "quarantined", Value: c.Quarantined},
+			{Name: "too_late", Value: c.TooLate},
+		},
+		AfterFinal: c.AfterFinal,
+	}
+	for i := range cv.Terms {
+		cv.Sum += cv.Terms[i].Value
+		cv.Terms[i].Share = share(cv.Terms[i].Value, c.Read)
+	}
+	if err := c.Check(); err != nil {
+		cv.Problem = err.Error()
+	}
+	cv.Holds = cv.Problem == ""
+	return cv
+}
+
+// reasons lists every SPEC reason in SPEC order, then any other reason the
+// counters carry (a newer job's), so a zero is shown as a zero rather than
+// left out.
+func reasons(by map[string]int64) []reasonCount {
+	out := make([]reasonCount, 0, len(model.QuarantineReasons))
+	known := map[string]bool{}
+	for _, r := range model.QuarantineReasons {
+		known[r] = true
+		out = append(out, reasonCount{r, by[r]})
+	}
+	for _, r := range slices.Sorted(maps.Keys(by)) {
+		if !known[r] {
+			out = append(out, reasonCount{r, by[r]})
+		}
+	}
+	return out
+}
+
+func newWindowView(w WindowHistory) windowView {
+	wv := windowView{Window: fmtWindow(w.WindowStart, w.WindowEnd), Dims: w.Dims, Late: w.HasLate()}
+	head, tail, gap := trimRevisions(w.Revisions)
+	add := func(r model.Row) {
+		rv := revisionView{
+			Revision: r.Revision,
+			State:    r.State.String(),
+			Class:    stateClass(r.State),
+			Revenue:  model.FormatMicros(r.RevenueMicros),
+			Count:    r.EventCount,
+		}
+		if r.Writer != "" && r.Writer != "stream" {
+			rv.Writer = r.Writer
+		}
+		wv.Revisions = append(wv.Revisions, rv)
+	}
+	for _, r := range head {
+		add(r)
+	}
+	if gap > 0 {
+		wv.Revisions = append(wv.Revisions, revisionView{Gap: gap})
+	}
+	for _, r := range tail {
+		add(r)
+	}
+	return wv
+}
+
+func newReconcileView(s ReconcileSummary) *reconcileView {
+	rv := &reconcileView{RunID: s.RunID, Checked: s.Checked, Tolerance: s.Tolerance, Applied: s.Applied}
+	for _, d := range s.Diffs {
+		dv := diffView{
+			RunID:           d.RunID,
+			Window:          model.FormatTime(d.WindowStart),
+			Dims:            d.Dims,
+			Streamed:        model.FormatMicros(d.StreamedRevenueMicros),
+			Recomputed:      model.FormatMicros(d.RecomputedRevenueMicros),
+			Delta:           model.FormatMicros(d.DeltaMicros),
+			StreamedCount:   d.StreamedCount,
+			RecomputedCount: d.RecomputedCount,
+			DeltaCount:      d.RecomputedCount - d.StreamedCount,
+			Classification:  d.Classification,
+			Applied:         "—",
+		}
+		if d.AppliedRevision != nil {
+			dv.Applied = "r" + strconv.FormatInt(*d.AppliedRevision, 10)
+		}
+		rv.Diffs = append(rv.Diffs, dv)
+	}
+	return rv
+}
+
+// stateClass is the CSS class of a state badge. It is one of a fixed set,
+// so it is safe in a class attribute whatever the data says.
+func stateClass(s model.ResultState) string {
+	switch s {
+	case model.Early:
+		return "early"
+	case model.OnTime:
+		return "ontime"
+	case model.Late:
+		return "late"
+	case model.Final:
+		return "final"
+	}
+	return "unknown"
+}
+
+// fmtWall renders a wall-clock instant in UTC, or "" when unset.
+func fmtWall(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// fmtEventTime renders an event time or watermark, "—" for none.
+func fmtEventTime(ms int64) string {
+	if ms == model.NoWatermark {
+		return "—"
+	}
+	return model.FormatTime(ms)
+}
+
+// fmtWindow renders [start, end) compactly: the end's date is left out when
+// it is the start's day or the midnight that ends it.
+func fmtWindow(start, end int64) string {
+	s, e := time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()
+	layout, clock := "2006-01-02 15:04", "15:04"
+	if start%60_000 != 0 || end%60_000 != 0 {
+		layout, clock = "2006-01-02 15:04:05.000", "15:04:05.000"
+	}
+	endLayout := layout
+	nextMidnight := s.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if s.YearDay() == e.YearDay() && s.Year() == e.Year() || e.Equal(nextMidnight) {
+		endLayout = clock
+	}
+	return "[" + s.Format(layout) + ", " + e.Format(endLayout) + ")"
+}
+
+// fmtDelay renders a delay compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
+func fmtDelay(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int64(d/time.Minute), int64(d%time.Minute/time.Second))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int64(d/time.Hour), int64(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
+}
+
+// bucketLabel names [lower, upper): "<1m", "1-5m", "30m-1h", ">24h".
+func bucketLabel(lower, upper int64) string { return delay.LabelOf(lower, upper) }
+
+// share is part/whole in percent with one decimal, "" for an empty whole.
+func share(part, whole int64) string {
+	if whole == 0 {
+		return ""
+	}
+	if part > 0 && 1000*part < whole {
+		return "<0.1%" // not "0.0%": something is there
+	}
+	return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + "%"
+}
+
+// fmtCount renders an integer with thousands separators.
+func fmtCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,347 @@
+package gen
+
+import (
+	"bufio"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Write generates the log described by c into dir, which must be absent or
+// empty (mixing two logs would silently change both). Each file is written
+// under a hidden temporary name and renamed in when complete, as a producer
+// does, so a follower never reads a half-written file. The output depends on
+// c alone. On error, dir may hold a partial log.
+func Write(dir string, c Config) (Stats, error) {
+	if err := c.Validate(); err != nil {
+		return Stats{}, err
+	}
+	if err := prepare(dir); err != nil {
+		return Stats{}, err
+	}
+	g := newGenerator(dir, c)
+	err := g.run()
+	if cerr := g.closeAll(err != nil); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("gen: write %s: %w", dir, err)
+	}
+	return g.stats, nil
+}
+
+// prepare creates dir, refusing a non-empty one.
+func prepare(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("gen: create %s: %w", dir, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("gen: read %s: %w", dir, err)
+	case len(entries) > 0:
+		return fmt.Errorf("gen: %s is not empty; refusing to mix logs", dir)
+	}
+	return nil
+}
+
+// pending is a line waiting for its arrival instant in its partition.
+type pending struct {
+	key  int64  // arrival instant, epoch ms
+	seq  uint64 // generation order: ties keep it
+	line []byte
+	// valid lines advance the partition's progress with their event time.
+	valid     bool
+	eventTime int64
+}
+
+type queue []pending
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	return q[i].key < q[j].key || (q[i].key == q[j].key && q[i].seq < q[j].seq)
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(pending)) }
+func (q *queue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	old[len(old)-1] = pending{}
+	*q = old[:len(old)-1]
+	return x
+}
+
+// partition is one output partition: its arrival queue and its open file.
+type partition struct {
+	name, dir string
+	q         queue
+	// maxSeen is the largest valid event time written so far (the partition
+	// watermark plus the bound), or model.NoWatermark.
+	maxSeen int64
+
+	file       int // index of the open file, -1 before the first
+	f          *os.File
+	w          *bufio.Writer
+	tmp, final string
+}
+
+type generator struct {
+	c     Config
+	rng   *rand.Rand
+	zipf  *rand.Zipf
+	parts []*partition
+	stats Stats
+	seq   uint64
+	// now is the arrival instant being generated: lines due by then are
+	// written at once. err is the first write error of push.
+	now int64
+	err error
+
+	start, span, window, lateness int64 // ms
+	idleFrom, idleTo              int64 // the idle partition's silence, ms
+	maxLine                       int
+
+	// The window that only too-late events reach (see forceMissing).
+	missing       int64
+	forcedLeft    int
+	malformedSeen int
+
+	buf []byte // scratch for rendering
+}
+
+func newGenerator(dir string, c Config) *generator {
+	g := &generator{
+		c:        c,
+		rng:      rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b97f4a7c15)),
+		start:    c.Start.UTC().UnixMilli(),
+		span:     c.Span.Milliseconds(),
+		window:   c.Window.Milliseconds(),
+		lateness: c.Lateness.Milliseconds(),
+		maxLine:  c.MaxLine,
+		now:      math.MinInt64,
+		stats: Stats{
+			Events:         c.Events,
+			MalformedKinds: map[string]int{},
+			Counted:        map[int64]Total{},
+			All:            map[int64]Total{},
+		},
+	}
+	if g.maxLine == 0 {
+		g.maxLine = rawlog.DefaultMaxLine
+	}
+	users := max(50, c.Events/8)
+	g.zipf = rand.NewZipf(g.rng, 1.2, 4, uint64(users-1))
+	if c.IdlePartition >= 0 {
+		mid := g.start + g.span/2
+		g.idleFrom = mid - c.IdleGap.Milliseconds()/2
+		g.idleTo = g.idleFrom + c.IdleGap.Milliseconds()
+	}
+	for i := range c.Partitions {
+		name := "p" + strconv.Itoa(i)
+		g.parts = append(g.parts, &partition{name: name, dir: filepath.Join(dir, name), maxSeen: model.NoWatermark, file: -1})
+		g.stats.Partitions = append(g.stats.Partitions, name)
+	}
+	if c.TooLateRate > 0 && c.Events >= 20 {
+		// The latest window no counted event can reach: counted event times
+		// are at most max(Disorder, LateDelay[1]) behind the first arrival.
+		lag := max(c.Disorder, c.LateDelay[1]).Milliseconds()
+		g.missing = windowStart(g.start-lag, g.window) - g.window
+		g.forcedLeft = 3
+	}
+	return g
+}
+
+func windowStart(ts, w int64) int64 {
+	s := ts - ts%w
+	if ts%w < 0 {
+		s -= w
+	}
+	return s
+}
+
+// closeTime is when a window stops being correctable: end + lateness.
+func (g *generator) closeTime(eventTime int64) int64 {
+	return windowStart(eventTime, g.window) + g.window + g.lateness
+}
+
+// deliver moves an arrival inside the idle partition's silence to its end:
+// what devices sent meanwhile is held back and arrives as a burst.
+func (g *generator) deliver(p int, at int64) int64 {
+	if p == g.c.IdlePartition && at >= g.idleFrom && at < g.idleTo {
+		return g.idleTo
+	}
+	return at
+}
+
+// push queues a line arriving at instant at in partition p. A line due now
+// (at <= g.now, with everything due before it already written) goes
+// straight out: most lines never touch the queue.
+func (g *generator) push(p int, at int64, line []byte, valid bool, eventTime int64) {
+	g.seq++
+	x := pending{key: at, seq: g.seq, line: line, valid: valid, eventTime: eventTime}
+	if at <= g.now {
+		if err := g.emit(g.parts[p], x); err != nil && g.err == nil {
+			g.err = err
+		}
+		return
+	}
+	heap.Push(&g.parts[p].q, x)
+}
+
+func (g *generator) run() error {
+	for _, p := range g.parts {
+		if err := os.MkdirAll(p.dir, 0o755); err != nil {
+			return fmt.Errorf("create partition %s: %w", p.name, err)
+		}
+	}
+	n := g.c.Events
+	malformed := int(math.Round(g.c.MalformedRate * float64(n)))
+	for i := range n {
+		// Stratified arrivals: increasing, with random spacing.
+		at := g.start + int64((float64(i)+g.rng.Float64())*float64(g.span)/float64(n))
+		// Everything due by now goes out first, so that a too-late event is
+		// placed against the partition's progress as a reader will see it.
+		if err := g.flush(at); err != nil {
+			return err
+		}
+		g.now = at
+		for range malformed*(i+1)/n - malformed*i/n {
+			p := g.rng.IntN(len(g.parts))
+			g.push(p, g.deliver(p, at), g.malformedLine(at), false, 0)
+		}
+		g.original(i, at)
+		if g.err != nil {
+			return g.err
+		}
+	}
+	return g.flush(math.MaxInt64)
+}
+
+// flush writes every queued line due by instant at, in arrival order.
+func (g *generator) flush(at int64) error {
+	for _, p := range g.parts {
+		for len(p.q) > 0 && p.q[0].key <= at {
+			x := heap.Pop(&p.q).(pending)
+			if err := g.emit(p, x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (g *generator) emit(p *partition, x pending) error {
+	idx := 0
+	if g.span > 0 {
+		idx = int(min(max((x.key-g.start)*int64(g.c.FilesPerPartition)/g.span, 0), int64(g.c.FilesPerPartition-1)))
+	}
+	for p.file < idx {
+		if err := g.nextFile(p); err != nil {
+			return err
+		}
+	}
+	// A few blank lines and CRLF endings: readers must skip the former and
+	// strip the "\r" of the latter.
+	if g.rng.IntN(5000) == 0 {
+		g.stats.Lines++
+		g.stats.Blank++
+		if _, err := p.w.WriteString("  \n"); err != nil {
+			return fmt.Errorf("write %s: %w", p.tmp, err)
+		}
+	}
+	eol := "\n"
+	if g.rng.IntN(2000) == 0 {
+		eol = "\r\n"
+	}
+	if _, err := p.w.Write(x.line); err != nil {
+		return fmt.Errorf("write %s: %w", p.tmp, err)
+	}
+	if _, err := p.w.WriteString(eol); err != nil {
+		return fmt.Errorf("write %s: %w", p.tmp, err)
+	}
+	g.stats.Lines++
+	if x.valid && x.eventTime > p.maxSeen {
+		p.maxSeen = x.eventTime
+	}
+	return nil
+}
+
+// nextFile completes the partition's open file and opens the next one.
+func (g *generator) nextFile(p *partition) error {
+	if err := g.closeFile(p); err != nil {
+		return err
+	}
+	p.file++
+	name := fmt.Sprintf("%06d.jsonl", p.file+1)
+	p.final = filepath.Join(p.dir, name)
+	p.tmp = filepath.Join(p.dir, "."+name+".tmp")
+	f, err := os.Create(p.tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", p.tmp, err)
+	}
+	p.f = f
+	if p.w == nil {
+		p.w = bufio.NewWriterSize(f, 256<<10)
+	} else {
+		p.w.Reset(f)
+	}
+	g.stats.Files++
+	return nil
+}
+
+// closeFile flushes the open file and renames it in. No fsync: a generated
+// log can be generated again, and the rename alone gives readers the
+// all-or-nothing view they rely on.
+func (g *generator) closeFile(p *partition) error {
+	if p.f == nil {
+		return nil
+	}
+	f := p.f
+	p.f = nil
+	if err := p.w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", p.tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", p.tmp, err)
+	}
+	if err := os.Rename(p.tmp, p.final); err != nil {
+		return fmt.Errorf("rename %s in: %w", p.final, err)
+	}
+	return nil
+}
+
+// closeAll completes every partition, creating its remaining (empty) files
+// so the layout is the same whatever the traffic. After a failure it only
+// removes the temporary files.
+func (g *generator) closeAll(failed bool) error {
+	var first error
+	for _, p := range g.parts {
+		if failed || first != nil {
+			if p.f != nil {
+				p.f.Close()
+				os.Remove(p.tmp)
+				p.f = nil
+			}
+			continue
+		}
+		for p.file < g.c.FilesPerPartition-1 && first == nil {
+			first = g.nextFile(p)
+		}
+		if err := g.closeFile(p); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

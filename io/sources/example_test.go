@@ -1,0 +1,41 @@
+package sources_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/pipeline"
+)
+
+// A launcher validates the folder and the options before any work, then
+// feeds the records to the revenue graph.
+func ExampleReadFolder() {
+	const dir = "/var/log/purchases"
+	o := pipeline.Defaults()
+	src := sources.FolderOptions{
+		Follow:       true,
+		Watermark:    o.Watermark,
+		Event:        o.Event,
+		PollInterval: time.Second,
+	}
+	if err := sources.Validate(dir, src); err != nil {
+		fmt.Println(err)
+		return
+	}
+	p, s := beam.NewPipelineWithRoot()
+	records := sources.ReadFolder(s, dir, src)
+	if _, err := pipeline.Build(s, records, o); err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = p // run it; on SIGINT call sources.RequestStop, then cancel the job
+}
+
+func ExampleValidate() {
+	o := pipeline.Defaults()
+	err := sources.Validate("gs://bucket/raw", sources.FolderOptions{Watermark: o.Watermark, Event: o.Event})
+	fmt.Println(err)
+	// Output: --source=gs://bucket/raw: gs:// sources are not supported by this build yet: copy the log locally or use Pub/Sub
+}

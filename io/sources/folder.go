@@ -1,0 +1,210 @@
+package sources
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/watermark"
+
+	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
+)
+
+// Defaults of FolderOptions.
+const (
+	DefaultPollInterval = time.Second
+	DefaultMaxPerCall   = 5000
+)
+
+// callBudget bounds the processing time of one ProcessElement call, for the
+// same reason as MaxPerCall: the runner sees the watermark only between calls.
+const callBudget = 200 * time.Millisecond
+
+// FolderOptions configure ReadFolder.
+type FolderOptions struct {
+	// Follow keeps watching for new files (streaming) until stopped; false
+	// replays what is there, then ends.
+	Follow bool
+	// Watermark is the per-partition watermark policy (--ooo-bound,
+	// --idle-timeout).
+	Watermark watermark.Policy
+	// Event is the validation configuration: the source must know which
+	// event times are valid, since only those advance a partition watermark.
+	// Its MaxLine is --max-line.
+	Event event.Config
+	// PollInterval is how often a follower looks for new data (default 1s).
+	PollInterval time.Duration
+	// MaxPerCall is how many records a reader emits before returning to the
+	// runner so that it sees the watermark (default 5000).
+	MaxPerCall int
+	// Start holds optional resume positions, at most one per partition. A
+	// key is the path of a file relative to the folder ("p0/000007.jsonl", or
+	// "000007.jsonl" in the root partition), its Mark the complete lines of
+	// that file already consumed: the partition resumes there, and files
+	// sorting before it count as read. May be nil.
+	Start map[string]rawlog.Mark
+}
+
+func (o FolderOptions) withDefaults() FolderOptions {
+	if o.PollInterval == 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if o.MaxPerCall == 0 {
+		o.MaxPerCall = DefaultMaxPerCall
+	}
+	return o
+}
+
+// Validate checks a source folder and the options before any work starts.
+// Every error is one line naming the flag or setting at fault.
+func Validate(dir string, o FolderOptions) error {
+	_, _, err := prepare(dir, o)
+	return err
+}
+
+// prepare validates and returns the partitions and parsed start positions.
+func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
+	switch {
+	case dir == "":
+		return nil, nil, errors.New("--source: empty folder path")
+	case strings.HasPrefix(dir, "gs://"):
+		return nil, nil, fmt.Errorf("--source=%s: gs:// sources are not supported by this build yet: copy the log locally or use Pub/Sub", dir)
+	case strings.Contains(dir, "://"):
+		return nil, nil, fmt.Errorf("--source=%s: only local folders are supported", dir)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, fmt.Errorf("--source=%s: folder does not exist", dir)
+	case err != nil:
+		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+	case !fi.IsDir():
+		return nil, nil, fmt.Errorf("--source=%s: not a folder", dir)
+	}
+	if err := o.Watermark.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := o.Event.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if o.PollInterval < 0 {
+		return nil, nil, fmt.Errorf("source poll interval must not be negative, got %v", o.PollInterval)
+	}
+	if o.MaxPerCall < 0 {
+		return nil, nil, fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
+	}
+	parts, err := rawlog.ListPartitions(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+	}
+	if o.Follow && len(parts) == 0 {
+		// Partitions are fixed when the job starts (see the package doc): a
+		// follower of an empty folder would wait forever for nothing.
+		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create the partition subfolders before starting --follow", dir)
+	}
+	starts, err := parseStarts(o.Start, parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parts, starts, nil
+}
+
+// startPoint is a parsed FolderOptions.Start entry. DoFn fields are
+// serialised as JSON; a slice of plain structs keeps that obvious.
+type startPoint struct {
+	Partition string
+	File      string
+	Offset    int64
+	Line      int
+}
+
+func parseStarts(start map[string]rawlog.Mark, parts []string) ([]startPoint, error) {
+	var out []startPoint
+	seen := map[string]string{}
+	for key, m := range start {
+		partition, file := rawlog.RootPartition, key
+		if i := strings.IndexByte(key, '/'); i >= 0 {
+			partition, file = key[:i], key[i+1:]
+		}
+		switch {
+		case file == "" || strings.Contains(file, "/") || rawlog.Ignored(file):
+			return nil, fmt.Errorf("source start position %q: want <partition>/<file> or <file>", key)
+		case !slices.Contains(parts, partition):
+			return nil, fmt.Errorf("source start position %q: no partition %q in the folder", key, partition)
+		case m.Offset < 0 || m.Line < 0 || (m.Offset == 0) != (m.Line == 0):
+			return nil, fmt.Errorf("source start position %q: invalid mark %+v", key, m)
+		}
+		if other, dup := seen[partition]; dup {
+			return nil, fmt.Errorf("source start positions %q and %q name the same partition", other, key)
+		}
+		seen[partition] = key
+		out = append(out, startPoint{Partition: partition, File: file, Offset: m.Offset, Line: m.Line})
+	}
+	slices.SortFunc(out, func(a, b startPoint) int { return strings.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+func init() {
+	register.DoFn2x0[[]byte, func(string)](&partitionsFn{})
+	register.Emitter1[string]()
+}
+
+// ReadFolder reads the raw-log folder dir and returns its records
+// (model.Record), each timestamped with its partition's watermark before it.
+// See the package doc for the reading rules. Options are checked as by
+// Validate; call Validate first for a clean error, since a bad option here
+// panics, as a construction error does in Beam Go.
+func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
+	s = s.Scope("sources.ReadFolder")
+	o = o.withDefaults()
+	parts, starts, err := prepare(dir, o)
+	if err != nil {
+		panic(fmt.Sprintf("sources.ReadFolder: %v", err))
+	}
+	imp := beam.Impulse(s)
+	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, imp)
+	return beam.ParDo(s, &readFn{
+		Dir:        dir,
+		Source:     newSourceID(),
+		Partitions: parts,
+		Follow:     o.Follow,
+		Policy:     o.Watermark,
+		Event:      o.Event,
+		Poll:       o.PollInterval,
+		MaxPerCall: o.MaxPerCall,
+		Starts:     starts,
+		StopGen:    stopGeneration(),
+	}, partitions)
+}
+
+// partitionsFn emits the partitions listed at construction, one element each.
+type partitionsFn struct {
+	Partitions []string
+}
+
+func (f *partitionsFn) ProcessElement(_ []byte, emit func(string)) {
+	for _, p := range f.Partitions {
+		emit(p)
+	}
+}
+
+// newSourceID names one ReadFolder application, so that the watermark board
+// of two pipelines in one process (tests) never mixes.
+func newSourceID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; a clock is unique
+		// enough for a process-local key.
+		return fmt.Sprintf("t%d", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,350 @@
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/testing/collect"
+	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/runnertest"
+	"github.com/revenue-stream/hourly/transforms"
+)
+
+// streamJob is the streaming pipeline over the emulator's subscription,
+// running on prism (submitted through its job service, so that it can be
+// cancelled like a production job).
+type streamJob struct {
+	*runnertest.Job
+	rows        collect.Handle[model.Row]
+	tooLate     collect.Handle[model.TooLate]
+	conflicts   collect.Handle[model.Conflict]
+	quarantined collect.Handle[model.Quarantined]
+}
+
+func pipelineOptions() pipeline.Options {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	// The events are weeks old by the wall clock: an idle source would move
+	// its watermark to now - bound and close every window. An hour of
+	// processing time is far longer than any test.
+	o.Watermark.IdleTimeout = time.Hour
+	return o
+}
+
+func startStream(t *testing.T, archiveDir string) *streamJob {
+	t.Helper()
+	js, err := runnertest.StartJobServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := pipelineOptions()
+	p, s := beam.NewPipelineWithRoot()
+	records := Read(s, "pubsub:"+testSub, Options{
+		ArchiveDir:   archiveDir,
+		Watermark:    o.Watermark,
+		Event:        o.Event,
+		PullTimeout:  300 * time.Millisecond,
+		PollInterval: 50 * time.Millisecond,
+	})
+	out, err := pipeline.Build(s, records, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sj := &streamJob{
+		rows:        collect.Into[model.Row](s, out.Rows, "rows"),
+		tooLate:     collect.Into[model.TooLate](s, out.TooLate, "toolate"),
+		conflicts:   collect.Into[model.Conflict](s, out.Conflicts, "conflicts"),
+		quarantined: collect.Into[model.Quarantined](s, out.Quarantined, "quarantined"),
+	}
+	sj.Job, err = runnertest.Submit(js, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-sj.Done():
+		default: // a test that failed half-way leaves its job running
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			sj.Cancel(ctx)
+		}
+	})
+	return sj
+}
+
+// stop is the launcher's graceful stop: no further pulls, then cancel.
+func (j *streamJob) stop(t *testing.T) {
+	t.Helper()
+	RequestStop()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := j.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := j.State(ctx); err != nil || st != jobpb.JobState_CANCELLED {
+		t.Errorf("job state %v (%v), want CANCELLED", st, err)
+	}
+}
+
+var (
+	w10 = time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC).UnixMilli()
+	w11 = time.Date(2026, 11, 4, 11, 0, 0, 0, time.UTC).UnixMilli()
+)
+
+// hasRow reports whether a row for window start with this state and count
+// has come out.
+func (j *streamJob) hasRow(start int64, st model.ResultState, count int64) func() bool {
+	return func() bool {
+		return slices.ContainsFunc(j.rows.Values(), func(r model.Row) bool {
+			return r.WindowStart == start && r.State == st && r.EventCount == count
+		})
+	}
+}
+
+func (j *streamJob) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := j.WaitFor(30*time.Second, what, cond); err != nil {
+		t.Fatalf("%v\nrows so far:\n%s", err, table(j.rows.Values()))
+	}
+}
+
+func (e *emulator) acks(id string) func() bool {
+	return func() bool { m := e.message(id); return m != nil && m.Acks > 0 }
+}
+
+// waitCounters polls the job's counters until the conservation identity
+// holds with the wanted figures (committed counters lag the outputs).
+func (j *streamJob) waitCounters(t *testing.T, want pipeline.Counts) {
+	t.Helper()
+	var got pipeline.Counts
+	err := j.WaitFor(20*time.Second, "counters "+want.String(), func() bool {
+		m, err := j.Metrics(context.Background())
+		if err != nil {
+			return false
+		}
+		got = pipeline.Counts{
+			Read:        runnertest.Counter(m, transforms.Namespace, "read"),
+			Counted:     runnertest.Counter(m, transforms.Namespace, "counted"),
+			Duplicates:  runnertest.Counter(m, transforms.Namespace, "duplicates"),
+			Conflicts:   runnertest.Counter(m, transforms.Namespace, "conflicts"),
+			Quarantined: runnertest.Counter(m, transforms.Namespace, "quarantined"),
+			TooLate:     runnertest.Counter(m, transforms.Namespace, "too_late"),
+		}
+		return got.String() == want.String()
+	})
+	if err != nil {
+		t.Errorf("%v; last seen %v", err, got)
+	}
+}
+
+func row(start int64, revenue, count, rev int64, st model.ResultState) model.Row {
+	return model.Row{WindowStart: start, WindowEnd: start + time.Hour.Milliseconds(), Dims: "{}",
+		RevenueMicros: revenue * 1_000_000, EventCount: count, Revision: rev, State: st, Writer: "stream"}
+}
+
+func table(rows []model.Row) string {
+	var b strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&b, "  %s %s %s n=%d rev=%d %s\n", model.FormatTime(r.WindowStart), r.Dims,
+			model.FormatMicros(r.RevenueMicros), r.EventCount, r.Revision, r.State)
+	}
+	return b.String()
+}
+
+func sortRows(rows []model.Row) []model.Row {
+	slices.SortFunc(rows, func(a, b model.Row) int {
+		if a.WindowStart != b.WindowStart {
+			return int(a.WindowStart - b.WindowStart)
+		}
+		return int(a.Revision - b.Revision)
+	})
+	return rows
+}
+
+// SPEC §7's minimal sequence through Pub/Sub: published out of event-time
+// order, with one message (C) redelivered after a lost acknowledgement.
+func TestMinimalSequenceOverPubSub(t *testing.T) {
+	e := newEmulator(t, 2*time.Second)
+	dir := t.TempDir()
+	job := startStream(t, dir)
+
+	ids := e.publish(
+		purchase("B", "2026-11-04T10:20:00Z", "50"),
+		purchase("A", "2026-11-04T10:15:00Z", "100"),
+		purchase("A", "2026-11-04T10:15:00Z", "100.0"), // identical copy
+	)
+	for _, id := range ids {
+		job.waitFor(t, "ack of "+id, e.acks(id))
+	}
+	e.publish(purchase("X", "2026-11-04T11:20:00Z", "1")) // watermark -> 11:10
+	job.waitFor(t, "ON_TIME 150", job.hasRow(w10, model.OnTime, 2))
+
+	c := e.publish(purchase("C", "2026-11-04T10:50:00Z", "20"))[0] // late, within lateness
+	e.lost.lose(c)
+	job.waitFor(t, "LATE 170", job.hasRow(w10, model.Late, 3))
+	job.waitFor(t, "redelivery of C", e.acks(c)) // after its 2 s ack deadline
+
+	a120 := e.publish(purchase("A", "2026-11-04T10:15:00Z", "120"))[0] // conflicting payload
+	job.waitFor(t, "conflict", func() bool { return len(job.conflicts.Values()) == 1 })
+	e.publish(purchase("Y", "2026-11-05T11:20:00Z", "2")) // watermark -> 11:10 next day
+	job.waitFor(t, "FINAL 170", job.hasRow(w10, model.Final, 3))
+	job.waitFor(t, "ON_TIME for 11:00", job.hasRow(w11, model.OnTime, 1))
+	d := e.publish(purchase("D", "2026-11-04T10:10:00Z", "7"))[0] // too late
+	job.waitFor(t, "too-late D", func() bool { return len(job.tooLate.Values()) == 1 })
+
+	// read 9 (C twice) = counted 5 (A B X C Y) + duplicates 2 (A copy, C
+	// redelivered) + conflicts 1 + too_late 1.
+	job.waitCounters(t, pipeline.Counts{Read: 9, Counted: 5, Duplicates: 2, Conflicts: 1, TooLate: 1})
+	job.stop(t)
+
+	got := sortRows(job.rows.Values())
+	want := []model.Row{
+		row(w10, 150, 2, 1, model.OnTime),
+		row(w10, 170, 3, 2, model.Late),
+		row(w10, 170, 3, 3, model.Final),
+		row(w11, 1, 1, 1, model.OnTime),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows differ\n got:\n%s want:\n%s", table(got), table(want))
+	}
+	if c := job.conflicts.Values(); len(c) != 1 || c[0].EventID != "A" || c[0].Position != "pubsub:"+a120 {
+		t.Errorf("conflicts = %+v, want A at pubsub:%s", c, a120)
+	}
+	if tl := job.tooLate.Values(); len(tl) != 1 || tl[0].EventID != "D" || tl[0].Position != "pubsub:"+d {
+		t.Errorf("too-late = %+v, want D at pubsub:%s", tl, d)
+	}
+	if q := job.quarantined.Values(); len(q) != 0 {
+		t.Errorf("quarantined = %+v", q)
+	}
+	if m := e.message(c); m.Deliveries != 2 || e.lost.swallowed[c] != 1 {
+		t.Errorf("C: %d deliveries, %d acks lost; want 2 and 1", m.Deliveries, e.lost.swallowed[c])
+	}
+	assertAckedArchived(t, e, dir)
+	if lines, _ := archived(t, dir); len(lines) != 9 {
+		t.Errorf("archive holds %d lines, want 9 (C twice)", len(lines))
+	}
+}
+
+// A job killed after it acknowledged a batch (archived) but before the
+// runner committed the batch's records, then restarted over the archive and
+// the subscription: every message is counted exactly once.
+func TestKillBetweenReadAndCommit(t *testing.T) {
+	e := newEmulator(t, 10*time.Second)
+	dir := t.TempDir()
+
+	// Run 1: A, B and the copy of A go through; the batch holding X is
+	// archived and acknowledged, then the process "dies" before emitting it.
+	job1 := startStream(t, dir)
+	for _, id := range e.publish(
+		purchase("A", "2026-11-04T10:15:00Z", "100"),
+		purchase("B", "2026-11-04T10:20:00Z", "50"),
+		purchase("A", "2026-11-04T10:15:00Z", "100.0"),
+	) {
+		job1.waitFor(t, "ack of "+id, e.acks(id))
+	}
+	killed, release := make(chan struct{}), make(chan struct{})
+	testHooks.Lock()
+	testHooks.afterAck = func(recs []model.Record) error {
+		if !slices.ContainsFunc(recs, func(r model.Record) bool { return strings.Contains(string(r.Line), `"X"`) }) {
+			return nil
+		}
+		close(killed)
+		<-release
+		return errors.New("killed between reading and committing")
+	}
+	testHooks.Unlock()
+	t.Cleanup(func() { testHooks.Lock(); testHooks.afterAck = nil; testHooks.Unlock() })
+
+	x := e.publish(purchase("X", "2026-11-04T11:20:00Z", "1"))[0]
+	select {
+	case <-killed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the batch holding X never reached the kill point")
+	}
+	// Cancel run 1 while its reader is held at the kill point, and let the
+	// reader go only once the job has ended: like a dead process, it gets
+	// nothing more through (the harness drops a response that comes after
+	// its shutdown, which also keeps clear of an SDK race between a late
+	// bundle response and the harness closing its response channel).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := runnertestCancel(ctx, job1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job1.Wait(ctx); err != nil {
+		t.Logf("run 1 ended with %v", err)
+	}
+	testHooks.Lock()
+	testHooks.afterAck = nil
+	testHooks.Unlock()
+	close(release)
+	if m := e.message(x); m.Acks != 1 || m.Deliveries != 1 {
+		t.Fatalf("X: %d acks, %d deliveries; want acknowledged once and never redelivered", m.Acks, m.Deliveries)
+	}
+	if job1.hasRow(w10, model.OnTime, 2)() {
+		t.Fatal("run 1 emitted ON_TIME: X reached the pipeline, so nothing was killed")
+	}
+	assertAckedArchived(t, e, dir)
+
+	// Run 2: the restart replays the archive (A, B, A copy, X), then pulls.
+	job2 := startStream(t, dir)
+	job2.waitFor(t, "ON_TIME 150 from the replay", job2.hasRow(w10, model.OnTime, 2))
+	e.publish(purchase("C", "2026-11-04T10:50:00Z", "20"))
+	job2.waitFor(t, "LATE 170", job2.hasRow(w10, model.Late, 3))
+	e.publish(purchase("A", "2026-11-04T10:15:00Z", "120"))
+	job2.waitFor(t, "conflict", func() bool { return len(job2.conflicts.Values()) == 1 })
+	e.publish(purchase("Y", "2026-11-05T11:20:00Z", "2"))
+	job2.waitFor(t, "FINAL 170", job2.hasRow(w10, model.Final, 3))
+	job2.waitFor(t, "ON_TIME for 11:00", job2.hasRow(w11, model.OnTime, 1))
+	job2.waitCounters(t, pipeline.Counts{Read: 7, Counted: 5, Duplicates: 1, Conflicts: 1})
+	job2.stop(t)
+	assertAckedArchived(t, e, dir)
+
+	// The archive is the raw log reconcile replays: what it must end with
+	// agrees with every row run 2 has written so far.
+	want, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Read != 7 || want.Counted != 5 {
+		t.Errorf("oracle over the archive: read %d counted %d, want 7 and 5", want.Read, want.Counted)
+	}
+	latest := map[oracle.Key]model.Row{}
+	for _, r := range job2.rows.Values() {
+		k := oracle.Key{WindowStart: r.WindowStart, Dims: r.Dims}
+		if r.Revision > latest[k].Revision {
+			latest[k] = r
+		}
+	}
+	for k, r := range latest {
+		if w := want.Final[k]; w.RevenueMicros != r.RevenueMicros || w.Count != r.EventCount {
+			t.Errorf("%v: stream has %s (%d events), the archive gives %v", k, model.FormatMicros(r.RevenueMicros), r.EventCount, w)
+		}
+	}
+	if r := latest[oracle.Key{WindowStart: w10, Dims: "{}"}]; r.State != model.Final || r.EventCount != 3 {
+		t.Errorf("[10:00, 11:00) ends with %v, want FINAL with 3 events", r)
+	}
+}
+
+// runnertestCancel asks the job service to cancel without waiting for the
+// job to end: run 1's reader is still blocked at the kill point.
+func runnertestCancel(ctx context.Context, j *streamJob) (jobpb.JobState_Enum, error) {
+	js, err := runnertest.StartJobServer()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := js.Client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: j.ID})
+	if err != nil {
+		return 0, fmt.Errorf("cancel %s: %w", j.Name, err)
+	}
+	return resp.GetState(), nil
+}

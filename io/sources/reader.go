@@ -1,0 +1,271 @@
+package sources
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// outcome says why a reader's call ended.
+type outcome int
+
+const (
+	// outBudget: MaxPerCall records or the time budget used up; more data
+	// may be waiting, so the runner should resume at once.
+	outBudget outcome = iota
+	// outCaughtUp: a follower read everything there is for now.
+	outCaughtUp
+	// outFinished: a replay read the whole partition; the restriction is
+	// closed.
+	outFinished
+	// outStopped: RequestStop was seen.
+	outStopped
+	// outLost: a claim failed, because the runner checkpointed the
+	// restriction from another goroutine; the residual has the rest.
+	outLost
+)
+
+func (o outcome) String() string {
+	return [...]string{"budget", "caught-up", "finished", "stopped", "lost"}[o]
+}
+
+// reader reads one partition for one ProcessElement call, in plain Go: the
+// DoFn only wires it to the tracker, the estimator and the emitter, so the
+// reading rules are tested without a runner.
+type reader struct {
+	dir, partition string
+	follow         bool
+	policy         watermark.Policy
+	event          event.Config
+	maxRecords     int
+	budget         time.Duration
+
+	now   func() time.Time
+	stop  func() bool
+	claim func(restriction) bool
+	emit  func(model.Record)
+	log   *slog.Logger
+
+	// rest is the state reached so far, claimed with each record and by
+	// the caller at the end of the call.
+	rest    restriction
+	stamper *rawlog.Stamper
+	emitted int
+}
+
+// newReader resumes a partition from rest.
+func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
+	r := &reader{
+		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
+		maxRecords: DefaultMaxPerCall, budget: callBudget,
+		now: time.Now, stop: func() bool { return false },
+		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
+		log:  slog.Default().With("source", "folder", "partition", partition),
+		rest: rest.clone(),
+	}
+	r.stamper = rest.Stamper(policy, cfg)
+	return r
+}
+
+// run reads until a budget is used up, the data runs out, the partition
+// ends (replay) or a stop is requested. It does not claim its final state:
+// the caller adds the watermark state and claims it.
+//
+// An I/O error fails a replay, which has an end and a user waiting for it.
+// A follower logs it and tries again at the next poll: failing the bundle
+// would end a long-running job over what is most often transient (a network
+// file system, a folder being rotated), and while the partition reads
+// nothing its watermark holds, or it turns idle, exactly as when it is
+// silent.
+func (r *reader) run() (outcome, error) {
+	out, err := r.read()
+	if err != nil && r.follow {
+		r.log.Error("source partition read failed; trying again at the next poll", "error", err)
+		return outCaughtUp, nil
+	}
+	return out, err
+}
+
+func (r *reader) read() (outcome, error) {
+	start := r.now()
+	for {
+		if r.stop() {
+			return outStopped, nil
+		}
+		if r.rest.File == "" {
+			next, err := r.nextFile("")
+			if err != nil {
+				return 0, err
+			}
+			if next == "" {
+				if r.follow {
+					return outCaughtUp, nil
+				}
+				r.rest.Closed = true
+				return outFinished, nil
+			}
+			r.rest.File, r.rest.Offset, r.rest.Line = next, 0, 0
+		}
+		out, done, err := r.readFile(start)
+		if err != nil || !done {
+			return out, err
+		}
+		r.rest.markRead(r.rest.File)
+		r.rest.File, r.rest.Offset, r.rest.Line = "", 0, 0
+	}
+}
+
+// readFile reads the current file from the restriction's mark. done says the
+// file is finished and the reader should move on; otherwise out says why the
+// call ends.
+func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
+	path := filepath.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Files are immutable once they appear and should stay; one removed
+		// under the reader (retention cleanup) has nothing more to give.
+		r.log.Error("source file disappeared while being read; moving on", "file", r.rest.File, "line", r.rest.Line)
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
+	}
+	defer f.Close()
+	if r.rest.Offset > 0 {
+		if _, err := f.Seek(r.rest.Offset, io.SeekStart); err != nil {
+			return 0, false, fmt.Errorf("source partition %q: seek %s to %d: %w", r.partition, path, r.rest.Offset, err)
+		}
+	}
+	lr := rawlog.NewReaderAt(f, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
+	leaving := false
+	for {
+		if r.stop() {
+			return outStopped, false, nil
+		}
+		if r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
+			return outBudget, false, nil
+		}
+		l, err := lr.Next()
+		if errors.Is(err, io.EOF) {
+			m := lr.Mark()
+			r.rest.Offset, r.rest.Line = m.Offset, m.Line // blank lines at the end
+			if r.follow && !leaving {
+				// The newest file may still grow (its last line may be
+				// waiting for its newline): stay while no other file waits.
+				next, err := r.nextFile(r.rest.File)
+				if err != nil {
+					return 0, false, err
+				}
+				if next == "" {
+					return outCaughtUp, false, nil
+				}
+				// A later file exists, so this one is complete: read what
+				// was appended before that file appeared, then leave.
+				leaving = true
+				continue
+			}
+			if lr.Pending() > 0 {
+				r.log.Warn("source file ends in a line without a newline; not read",
+					"position", rawlog.Position(r.partition, r.rest.File, m.Line+1), "bytes", lr.Pending())
+			}
+			return 0, true, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("source partition %q: %s: %w", r.partition, path, err)
+		}
+		if !r.record(l) {
+			return outLost, false, nil
+		}
+	}
+}
+
+// record stamps, claims and emits one line. It reports false when the claim
+// failed.
+func (r *reader) record(l rawlog.Line) bool {
+	now := r.now().UnixMilli()
+	rec := model.Record{
+		Partition: r.partition,
+		Position:  rawlog.Position(r.partition, r.rest.File, l.No),
+		Line:      bytes.Clone(l.Bytes),
+		Oversized: l.Oversized,
+		ReadAt:    now,
+	}
+	r.rest.Stamp(r.stamper, &rec, r.policy.OutOfOrderBound)
+	r.rest.Offset, r.rest.Line = l.End, l.No
+	if !r.claim(r.rest) {
+		return false
+	}
+	r.emit(rec)
+	r.emitted++
+	return true
+}
+
+// nextFile lists the partition and returns the lexically smallest file that
+// is not read yet, other than current (the file being read, or ""), or ""
+// when there is none. Whatever the disorder, the reader thus always reads
+// the smallest name it has not read, which is lexical order when the
+// producer keeps to it. It also
+// raises the floor of remembered names, and warns about files that appeared
+// out of lexical order.
+func (r *reader) nextFile(current string) (string, error) {
+	files, err := rawlog.ListFiles(r.dir, r.partition)
+	if err != nil {
+		return "", fmt.Errorf("source partition %q: %w", r.partition, err)
+	}
+	below, _ := slices.BinarySearch(files, r.rest.Floor)
+	switch {
+	case r.rest.FloorFiles < 0: // a start position: count what lies below it
+		r.rest.FloorFiles = below
+	case below != r.rest.FloorFiles:
+		if below > r.rest.FloorFiles {
+			r.log.Error("files appeared far below the files already read and cannot be told from read ones; the stream does not read them (reconcile does)",
+				"count", below-r.rest.FloorFiles, "below", r.rest.Floor)
+		}
+		r.rest.FloorFiles = below // also after a clean-up removed old files
+	}
+	r.rest.prune(files)
+	for _, name := range files[below:] {
+		if name == current || r.rest.isRead(name) {
+			continue
+		}
+		// Only a choice made between files is read next; the check of a
+		// follower at the end of its newest file (current != "") is not.
+		if last := r.rest.lastRead(); current == "" && name < last {
+			r.log.Warn("source file appeared out of lexical order; reading it now",
+				"file", name, "after", last)
+		}
+		return name, nil
+	}
+	return "", nil
+}
+
+// watermarkState adds the partition's watermark state at processing time now
+// to the restriction: idleness, and the reported watermark, which never
+// decreases. It logs a change of idleness and reports whether the partition
+// just went idle.
+func (r *reader) watermarkState(now int64) bool {
+	p := r.stamper.Partition()
+	wentIdle, cameBack := r.rest.Update(p, now)
+	switch {
+	case wentIdle:
+		r.log.Info("source partition idle: it leaves the watermark minimum",
+			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
+			"reported_watermark", fmtMs(r.rest.Reported))
+	case cameBack:
+		r.log.Info("source partition active again: its old records are late or too late",
+			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
+	}
+	return wentIdle
+}

@@ -1,0 +1,420 @@
+package sources
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+var testPolicy = watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Minute}
+
+func testConfig() event.Config {
+	c := event.DefaultConfig()
+	c.MaxLine = 200
+	return c
+}
+
+// purchase is one valid input line.
+func purchase(id, eventTime string) string {
+	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":"u","amount":"1"}`, id, eventTime)
+}
+
+// put writes a file the way a producer does: under a temporary name, then
+// renamed in, so a follower never sees it half written.
+func put(t *testing.T, dir, partition, name, content string) {
+	t.Helper()
+	if err := produce(dir, partition, name, content); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func produce(dir, partition, name, content string) error {
+	pdir := rawlog.PartitionDir(dir, partition)
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(pdir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(pdir, name))
+}
+
+// appendTo grows a file in place (a producer finishing a torn line).
+func appendTo(t *testing.T, dir, partition, name, content string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(rawlog.PartitionDir(dir, partition), name), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// partitionRun drives a reader the way readFn does: call after call, each
+// resuming from the state claimed by the previous one.
+type partitionRun struct {
+	t         *testing.T
+	dir, part string
+	follow    bool
+	cfg       event.Config
+	rest      restriction
+	max       int
+	recs      []model.Record
+	outcomes  []outcome
+}
+
+func newRun(t *testing.T, dir, part string, follow bool, max int) *partitionRun {
+	return &partitionRun{t: t, dir: dir, part: part, follow: follow, cfg: testConfig(),
+		rest: newRestriction(time.Now().UnixMilli()), max: max}
+}
+
+// call runs one ProcessElement's worth of reading.
+func (p *partitionRun) call() outcome {
+	p.t.Helper()
+	r := newReader(p.dir, p.part, p.rest, p.follow, testPolicy, p.cfg)
+	r.maxRecords = p.max
+	r.emit = func(rec model.Record) { p.recs = append(p.recs, rec) }
+	out, err := r.run()
+	if err != nil {
+		p.t.Fatalf("run: %v", err)
+	}
+	p.rest = r.rest
+	p.outcomes = append(p.outcomes, out)
+	return out
+}
+
+// drain calls until the reader is caught up or finished.
+func (p *partitionRun) drain() outcome {
+	p.t.Helper()
+	for range 10000 {
+		if out := p.call(); out != outBudget {
+			return out
+		}
+	}
+	p.t.Fatal("reader never caught up")
+	return 0
+}
+
+type recView struct {
+	Position  string
+	Line      string
+	Oversized bool
+	Before    int64
+}
+
+func views(recs []model.Record) []recView {
+	out := make([]recView, len(recs))
+	for i, r := range recs {
+		out[i] = recView{r.Position, string(r.Line), r.Oversized, r.WatermarkBefore}
+	}
+	return out
+}
+
+// scanned is what rawlog.Scan and a Stamper, the rules reconcile and the
+// oracle use, make of a partition.
+func scanned(t *testing.T, dir, part string, cfg event.Config) []recView {
+	t.Helper()
+	st := rawlog.NewStamper(testPolicy, cfg, time.Now().UnixMilli())
+	var out []recView
+	if _, err := rawlog.Scan(dir, part, cfg.MaxLine, time.Now().UnixMilli(), func(rec model.Record) error {
+		rec.Line = bytes.Clone(rec.Line)
+		st.Stamp(&rec)
+		out = append(out, recView{rec.Position, string(rec.Line), rec.Oversized, rec.WatermarkBefore})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestReaderReplayMatchesScan(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "000001.jsonl", strings.Join([]string{
+		purchase("a", "2026-11-04T10:20:00Z"),
+		"",
+		"   ",
+		`{"broken`,
+		purchase("b", "2026-11-04T10:05:00Z") + "\r",
+		purchase("c", "2026-11-04T10:40:00Z"),
+	}, "\n")+"\n")
+	put(t, dir, "p0", "000002.jsonl", strings.Join([]string{
+		`{"pad":"` + strings.Repeat("x", 300) + `"}`, // oversized
+		purchase("d", "2026-11-04T10:00:00Z"),
+		purchase("e", "2030-01-01T00:00:00Z"), // future: never advances
+		purchase("f", "2026-11-04T11:00:00Z"),
+	}, "\n")+"\n"+purchase("torn", "2026-11-04T12:00:00Z")) // no newline: not read
+
+	want := scanned(t, dir, "p0", testConfig())
+	if len(want) != 8 {
+		t.Fatalf("scan gave %d records, want 8: %+v", len(want), want)
+	}
+	for _, max := range []int{1, 3, 1000} {
+		t.Run(fmt.Sprintf("max=%d", max), func(t *testing.T) {
+			p := newRun(t, dir, "p0", false, max)
+			if out := p.drain(); out != outFinished {
+				t.Fatalf("outcome %v, want finished", out)
+			}
+			if got := views(p.recs); !slices.Equal(got, want) {
+				t.Errorf("records differ\n got %+v\nwant %+v", got, want)
+			}
+			if !p.rest.Closed || !slices.Equal(p.rest.Read, []string{"000001.jsonl", "000002.jsonl"}) {
+				t.Errorf("final state %v", p.rest)
+			}
+			if wantMax := mustMs(t, "2026-11-04T11:00:00Z"); p.rest.MaxValid != wantMax {
+				t.Errorf("MaxValid = %s, want %s", fmtMs(p.rest.MaxValid), fmtMs(wantMax))
+			}
+			if !p.recs[4].Oversized {
+				t.Errorf("oversized record %+v", p.recs[4])
+			}
+		})
+	}
+}
+
+func mustMs(t *testing.T, s string) int64 {
+	t.Helper()
+	tm, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.UnixMilli()
+}
+
+func TestReaderResumesFromEveryClaim(t *testing.T) {
+	// A runner may checkpoint after any claim: resuming from each claimed
+	// state must continue with exactly the records that follow it.
+	dir := t.TempDir()
+	put(t, dir, "p0", "a.jsonl", purchase("1", "2026-11-04T10:00:00Z")+"\n\n"+purchase("2", "2026-11-04T10:30:00Z")+"\n")
+	put(t, dir, "p0", "b.jsonl", purchase("3", "2026-11-04T10:10:00Z")+"\n"+purchase("4", "2026-11-04T11:30:00Z")+"\n")
+	full := newRun(t, dir, "p0", false, 1000)
+	var claims []restriction
+	r := newReader(dir, "p0", full.rest, false, testPolicy, testConfig())
+	r.claim = func(next restriction) bool { claims = append(claims, next.clone()); return true }
+	r.emit = func(rec model.Record) { full.recs = append(full.recs, rec) }
+	if out, err := r.run(); err != nil || out != outFinished {
+		t.Fatalf("run = %v, %v", out, err)
+	}
+	want := views(full.recs)
+	for i, c := range claims {
+		p := newRun(t, dir, "p0", false, 1000)
+		p.rest = c
+		p.drain()
+		if got := views(p.recs); !slices.Equal(got, want[i+1:]) {
+			t.Errorf("resumed after claim %d (%v):\n got %+v\nwant %+v", i, c, got, want[i+1:])
+		}
+	}
+}
+
+func TestReaderFollow(t *testing.T) {
+	dir := t.TempDir()
+	p := newRun(t, dir, "p0", true, 1000)
+	if err := os.MkdirAll(filepath.Join(dir, "p0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.drain(); out != outCaughtUp || len(p.recs) != 0 {
+		t.Fatalf("empty partition: %v, %d records", out, len(p.recs))
+	}
+
+	// The newest file ends in a torn line: it is read once it gets its
+	// newline.
+	put(t, dir, "p0", "000002.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n"+`{"event_id":"b"`)
+	p.drain()
+	appendTo(t, dir, "p0", "000002.jsonl", `,"event_time":"2026-11-04T10:30:00Z","user_id":"u","amount":"1"}`+"\n")
+	p.drain()
+
+	// A later file: the reader moves on.
+	put(t, dir, "p0", "000003.jsonl", purchase("c", "2026-11-04T10:40:00Z")+"\n")
+	p.drain()
+
+	// A file sorting before the ones read: read next, after the current one.
+	put(t, dir, "p0", "000001.jsonl", purchase("late", "2026-11-04T09:00:00Z")+"\n")
+	put(t, dir, "p0", "000004.jsonl", purchase("d", "2026-11-04T10:50:00Z")+"\n"+`{"torn":`)
+	p.drain()
+	// 000004 is the newest and torn: waited on. Then 000005 appears, so
+	// 000004 is complete and its torn line is never read.
+	put(t, dir, "p0", "000005.jsonl", purchase("e", "2026-11-04T11:00:00Z")+"\n")
+	if out := p.drain(); out != outCaughtUp {
+		t.Fatalf("outcome %v", out)
+	}
+
+	var got []string
+	for _, r := range p.recs {
+		got = append(got, r.Position)
+	}
+	want := []string{
+		"p0/000002.jsonl:1", "p0/000002.jsonl:2", "p0/000003.jsonl:1",
+		"p0/000001.jsonl:1", "p0/000004.jsonl:1", "p0/000005.jsonl:1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("positions\n got %q\nwant %q", got, want)
+	}
+	if p.rest.File != "000005.jsonl" || p.rest.Line != 1 ||
+		!slices.Equal(p.rest.Read, []string{"000001.jsonl", "000002.jsonl", "000003.jsonl", "000004.jsonl"}) {
+		t.Errorf("state %v read=%q", p.rest, p.rest.Read)
+	}
+	// The late file was judged against the watermark its partition had
+	// reached: 10:40 - 10m.
+	if late := p.recs[3]; late.WatermarkBefore != mustMs(t, "2026-11-04T10:30:00Z") {
+		t.Errorf("late record stamped %s", fmtMs(late.WatermarkBefore))
+	}
+}
+
+func TestReaderStartPosition(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "000001.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n")
+	put(t, dir, "p0", "000002.jsonl", purchase("b", "2026-11-04T10:10:00Z")+"\n"+purchase("c", "2026-11-04T10:20:00Z")+"\n")
+	put(t, dir, "p0", "000003.jsonl", purchase("d", "2026-11-04T10:30:00Z")+"\n")
+	first := len(purchase("b", "2026-11-04T10:10:00Z")) + 1
+	fn := &readFn{Starts: []startPoint{{Partition: "p0", File: "000002.jsonl", Offset: int64(first), Line: 1}}}
+	p := newRun(t, dir, "p0", false, 1000)
+	p.rest = fn.CreateInitialRestriction("p0")
+	p.drain()
+	var got []string
+	for _, r := range p.recs {
+		got = append(got, r.Position)
+	}
+	if want := []string{"p0/000002.jsonl:2", "p0/000003.jsonl:1"}; !slices.Equal(got, want) {
+		t.Errorf("positions %q, want %q", got, want)
+	}
+	if p.rest.FloorFiles != 1 {
+		t.Errorf("FloorFiles = %d, want 1 (000001 below the start)", p.rest.FloorFiles)
+	}
+}
+
+func TestReaderRemembersBoundedNames(t *testing.T) {
+	dir := t.TempDir()
+	n := maxRemembered + 40
+	for i := range n {
+		put(t, dir, "p0", fmt.Sprintf("%06d.jsonl", 2*i+2), purchase(fmt.Sprint(i), "2026-11-04T10:00:00Z")+"\n")
+	}
+	p := newRun(t, dir, "p0", true, 100000)
+	p.drain()
+	if len(p.recs) != n {
+		t.Fatalf("read %d records, want %d", len(p.recs), n)
+	}
+	if len(p.rest.Read) > maxRemembered || p.rest.Floor == "" {
+		t.Fatalf("state remembers %d names, floor %q", len(p.rest.Read), p.rest.Floor)
+	}
+	// A late file inside the remembered window is read; one below the
+	// floor cannot be told from a read one and is not.
+	inside := fmt.Sprintf("%06d.jsonl", 2*n-5)
+	below := "000001.jsonl"
+	put(t, dir, "p0", inside, purchase("inside", "2026-11-04T10:00:00Z")+"\n")
+	put(t, dir, "p0", below, purchase("below", "2026-11-04T10:00:00Z")+"\n")
+	put(t, dir, "p0", fmt.Sprintf("%06d.jsonl", 2*n+2), purchase("next", "2026-11-04T10:00:00Z")+"\n")
+	p.drain()
+	var got []string
+	for _, r := range p.recs[n:] {
+		got = append(got, r.Position)
+	}
+	want := []string{"p0/" + inside + ":1", fmt.Sprintf("p0/%06d.jsonl:1", 2*n+2)}
+	if !slices.Equal(got, want) {
+		t.Errorf("after the late files: %q, want %q", got, want)
+	}
+}
+
+func TestReaderStopLostAndMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "a.jsonl", purchase("1", "2026-11-04T10:00:00Z")+"\n"+purchase("2", "2026-11-04T10:00:00Z")+"\n"+purchase("3", "2026-11-04T10:00:00Z")+"\n")
+
+	r := newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
+	r.stop = func() bool { return true }
+	if out, err := r.run(); out != outStopped || err != nil || r.emitted != 0 {
+		t.Errorf("stopped reader: %v %v emitted %d", out, err, r.emitted)
+	}
+
+	r = newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
+	claims := 0
+	r.claim = func(restriction) bool { claims++; return claims <= 2 }
+	if out, err := r.run(); out != outLost || err != nil || r.emitted != 2 {
+		t.Errorf("lost claim: %v %v emitted %d", out, err, r.emitted)
+	}
+
+	rest := newRestriction(0)
+	rest.File, rest.Offset, rest.Line = "0.jsonl", 10, 1 // removed under the reader
+	p := newRun(t, dir, "p0", false, 1000)
+	p.rest = rest
+	if out := p.drain(); out != outFinished || len(p.recs) != 3 {
+		t.Errorf("after a missing file: %v, %d records", out, len(p.recs))
+	}
+}
+
+func TestReaderIdleness(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "a.jsonl", purchase("1", "2026-11-04T10:20:00Z")+"\n")
+	clock := time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)
+	rest := newRestriction(clock.UnixMilli())
+	call := func() *reader {
+		r := newReader(dir, "p0", rest, true, testPolicy, testConfig())
+		r.now = func() time.Time { return clock }
+		if _, err := r.run(); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := call()
+	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != mustMs(t, "2026-11-04T10:10:00Z") {
+		t.Fatalf("active: %v", r.rest)
+	}
+	rest = r.rest
+
+	clock = clock.Add(testPolicy.IdleTimeout - time.Millisecond)
+	r = call()
+	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle {
+		t.Fatalf("idle one ms early: %v", r.rest)
+	}
+	rest = r.rest
+
+	clock = clock.Add(time.Millisecond)
+	r = call()
+	if !r.watermarkState(clock.UnixMilli()) || !r.rest.Idle || r.rest.Reported != clock.Add(-testPolicy.OutOfOrderBound).UnixMilli() {
+		t.Fatalf("idle: %v", r.rest)
+	}
+	rest = r.rest
+	idleReported := rest.Reported
+
+	// The partition comes back with an old record: active again, stamped
+	// with its own event-time watermark, and the reported watermark does
+	// not go back.
+	clock = clock.Add(time.Second)
+	put(t, dir, "p0", "b.jsonl", purchase("2", "2026-11-04T10:00:00Z")+"\n")
+	var recs []model.Record
+	r = newReader(dir, "p0", rest, true, testPolicy, testConfig())
+	r.now = func() time.Time { return clock }
+	r.emit = func(rec model.Record) { recs = append(recs, rec) }
+	if _, err := r.run(); err != nil {
+		t.Fatal(err)
+	}
+	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != idleReported {
+		t.Fatalf("back: %v", r.rest)
+	}
+	if len(recs) != 1 || recs[0].WatermarkBefore != mustMs(t, "2026-11-04T10:10:00Z") {
+		t.Fatalf("returning record %+v", recs)
+	}
+}
+
+func TestReaderIOErrors(t *testing.T) {
+	dir := t.TempDir() // no partition folder "p0": listing it fails
+	r := newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
+	if _, err := r.run(); err == nil || !strings.Contains(err.Error(), `partition "p0"`) {
+		t.Errorf("replay: error %v, want one naming the partition", err)
+	}
+	r = newReader(dir, "p0", newRestriction(0), true, testPolicy, testConfig())
+	if out, err := r.run(); err != nil || out != outCaughtUp {
+		t.Errorf("follow: %v, %v; want caught up, to try again at the next poll", out, err)
+	}
+}
