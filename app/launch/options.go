@@ -66,6 +66,15 @@ type Options struct {
 	// and metrics) on localhost:PrismUIPort while this process runs
 	// (--prism-ui-port; prism runner only).
 	PrismUIPort int
+	// Demo is --demo: "" or DemoReplay (the generated history, when there
+	// is no --source) or DemoLive (a feed written into LiveDir while the
+	// job follows it). Duration, when positive, stops a streaming run
+	// gracefully after that long (--duration). UI is --ui, the live page's
+	// [HOST:]PORT (loopback unless a host is given).
+	Demo     string
+	LiveDir  string
+	Duration time.Duration
+	UI       string
 
 	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
 	// the source is read (zero values take the sources or pubsub package
@@ -114,6 +123,7 @@ func Defaults() Options {
 	}
 	return Options{
 		DemoDir:       DefaultDemoDir,
+		LiveDir:       DefaultLiveDir,
 		Sink:          spec,
 		Pipeline:      pipeline.Defaults(),
 		LogLevel:      slog.LevelInfo,
@@ -189,6 +199,9 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("report", stringValue{&o.Report}, "write a run report to PATH (.html, .md or .json, by extension)")
 	add("log-level", levelValue{&o.LogLevel}, "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)")
 	add("prism-ui-port", portValue{&o.PrismUIPort}, "serve prism's web UI (jobs, state, metrics) on localhost:PORT while the process runs (prism runner only)")
+	add("demo", stringValue{&o.Demo}, "without --source: replay (a generated history, the default) or live (a generator writes ./"+DefaultLiveDir+" in real time; short windows, sink "+DefaultLiveSink+")")
+	add("duration", durationValue{&o.Duration}, "stop a streaming run gracefully after this long (default: at Ctrl-C)")
+	add("ui", stringValue{&o.UI}, "serve a live page (revisions per window, watermarks, audit counters) on [HOST:]PORT, loopback unless a host is given")
 
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
 		if fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
@@ -252,6 +265,11 @@ func Parse(args []string) (Options, error) {
 	if rest := fs.Args(); len(rest) > 0 {
 		return o, usagef("unexpected argument %q: flags take the form --name=value", rest[0])
 	}
+	if o.Demo == DemoLive {
+		if err := applyLiveDefaults(fs); err != nil {
+			return o, &ConfigError{Err: err}
+		}
+	}
 	o.Runner = *runners.Runner
 	if o.Runner == "" {
 		o.Runner = DefaultRunner
@@ -283,6 +301,7 @@ func Usage(w io.Writer) {
 
 Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
   launch                              the demo: generate ./%s once, replay it into revenue.db
+  launch --demo=live [--ui=8080]      a generator writes events around now; watch EARLY, ON_TIME, LATE, FINAL
   launch --source=PATH                replay the folder's JSONL files, then stop
   launch --source=PATH --follow       keep watching the folder for new files
   launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
@@ -322,7 +341,7 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
-	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
+	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
@@ -337,7 +356,10 @@ func (o Options) Validate() error {
 	} else if o.PubSubArchive != "" {
 		return usagef("--pubsub-archive applies to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
-	if o.Source == "" && o.Follow {
+	if err := o.validateDemo(); err != nil {
+		return err
+	}
+	if o.Source == "" && o.Follow && o.Demo != DemoLive {
 		return usagef("--follow needs --source: the demo log is complete, there is nothing to follow")
 	}
 	if err := o.Pipeline.Validate(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 )
 
@@ -24,13 +23,7 @@ type progress struct {
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, started: time.Now(), last: time.Now()}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.terminal = true
-		}
-	}
-	return p
+	return &progress{w: w, started: time.Now(), last: time.Now(), terminal: isTerminal(w)}
 }
 
 // report shows the figures the job's workers have reported so far.

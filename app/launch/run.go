@@ -16,7 +16,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -41,19 +43,34 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	liveDemo := o.Demo == DemoLive
+	if liveDemo {
+		o.Follow = true // the feed's folder is followed
+	}
 	started := time.Now()
 	sum := &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Streaming(), Archive: o.ArchiveDir(),
 		Sink: o.Sink.String(), Runner: o.Runner, Started: started}
 
 	// Everything up to the job's start is set-up: a failure is a one-line
 	// error and exit 2, as for a bad flag.
-	if sum.Demo {
+	po := o.Pipeline.WithDefaults()
+	var feed gen.LiveConfig
+	switch {
+	case liveDemo:
+		sum.Source = o.LiveDir
+		var err error
+		if feed, err = o.liveFeed(po); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		if err := prepareLiveDir(o.LiveDir, feed); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	case sum.Demo:
 		sum.Source = o.DemoDir
 		if _, err := ensureDemo(o.DemoDir); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 	}
-	po := o.Pipeline.WithDefaults()
 	if !o.Streaming() && po.Triggers.Early > 0 {
 		slog.Info("replay: EARLY firings off: a bounded replay has no EARLY rows (processing time says nothing about history)",
 			"early", po.Triggers.Early)
@@ -99,12 +116,59 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}
 	}
 
+	// The live views: the terminal table of a streaming run on a terminal,
+	// and the page of --ui.
+	var mon *live.Monitor
+	if o.UI != "" || (o.Streaming() && isTerminal(os.Stdout)) {
+		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink}
+		if liveDemo {
+			mon.Title = "hourly revenue · live demo"
+		}
+		for _, name := range settingOrder {
+			if v := sum.Settings[name]; v != "" && v != "0s" {
+				mon.Settings = append(mon.Settings, live.Setting{Name: name, Value: v})
+			}
+		}
+		mon.Settings = append(mon.Settings, live.Setting{Name: "sink", Value: sum.Sink})
+		defer mon.Close()
+	}
+	uiURL := ""
+	if o.UI != "" {
+		addr, _ := uiAddr(o.UI) // checked by Validate
+		srv, err := live.Serve(addr, mon)
+		if err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		defer srv.Close()
+		uiURL = srv.Addr()
+		slog.Info("live page", "url", srv.URL())
+	}
+
 	if o.IsPubSub() {
 		slog.Info("running", "source", sum.Source, "archive", sum.Archive, "sink", sum.Sink, "runner", o.Runner)
 	} else {
 		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
 	}
-	res := execute(ctx, o, p)
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	if liveDemo {
+		liveBanner(out, o.LiveDir, sum.Sink, uiURL, po, feed)
+		// The feed stops with the job's context (Ctrl-C, --duration), or
+		// when the job ends by itself (a failure).
+		feedCtx, stopFeed := context.WithCancel(ctx)
+		wait := startLiveFeed(feedCtx, o.LiveDir, feed)
+		defer func() {
+			stopFeed()
+			st := wait()
+			slog.Info("live feed stopped", "lines", st.Lines, "files", st.Files, "events", st.Events, "duplicates", st.Duplicates,
+				"conflicts", st.Conflicts, "late", st.Late, "backlog", st.Backlog, "too_late", st.TooLate,
+				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
+		}()
+	}
+	res := execute(ctx, o, p, mon)
 	sum.Duration = time.Since(started)
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
 	if res.metrics != nil {
@@ -117,6 +181,9 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		sum.State = StateCancelled
 	default:
 		sum.State = StateDone
+	}
+	if mon != nil {
+		mon.SetState(sum.State)
 	}
 
 	// The job is over: release the loopback workers' handles (runners do
@@ -219,7 +286,7 @@ var jobSeq atomic.Int64
 
 // execute runs p and supervises it: when ctx ends it stops the job
 // gracefully (see Run).
-func execute(ctx context.Context, o Options, p *beam.Pipeline) outcome {
+func execute(ctx context.Context, o Options, p *beam.Pipeline, mon *live.Monitor) outcome {
 	if err := ensureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
@@ -267,7 +334,16 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline) outcome {
 	// (loopback); a remote runner shows its own.
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
-	if loopback && o.ProgressEvery > 0 {
+	var view *termView
+	if mon != nil {
+		jf := &jobFigures{name: name, loopback: loopback}
+		defer jf.close()
+		mon.Start(jf.figures)
+		if prog.terminal && o.Streaming() {
+			view = &termView{w: os.Stdout}
+		}
+	}
+	if (loopback || view != nil) && o.ProgressEvery > 0 {
 		t := time.NewTicker(o.ProgressEvery)
 		defer t.Stop()
 		tick = t.C
@@ -279,10 +355,15 @@ wait:
 			break wait
 		case <-ctx.Done():
 			interrupted = true
+			if mon != nil {
+				mon.SetState("STOPPING")
+			}
 			r = stop(o, name, loopback, done, hardCancel)
 			break wait
 		case <-tick:
-			if counters, ok := tallied(name, false); ok {
+			if view != nil {
+				view.draw(mon.Snapshot(ctx))
+			} else if counters, ok := tallied(name, false); ok {
 				prog.report(countsOf(counters))
 			}
 		}

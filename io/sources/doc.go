@@ -44,7 +44,7 @@
 // (active→idle, like [watermark.Tracker.IdleTransitions]) in the counter
 // revenue/idle_transitions_<partition>; the gauge
 // revenue/watermark_lag_ms_<partition> is processing time minus the reported
-// watermark.
+// watermark, and revenue/partition_idle_<partition> is 1 while it is idle.
 //
 // A runner only reads an estimator when ProcessElement returns, so a call
 // reads at most MaxPerCall records or about 200 ms worth and then checkpoints

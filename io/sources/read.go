@@ -155,6 +155,13 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	if own != model.NoWatermark {
 		beam.NewGauge(namespace, "watermark_lag_ms_"+partition).Set(ctx, now-own)
 	}
+	// 1 while the partition is idle (out of the watermark minimum), for the
+	// live views (app/live), which read it from the job's metrics.
+	idle := int64(0)
+	if r.rest.Idle {
+		idle = 1
+	}
+	beam.NewGauge(namespace, "partition_idle_"+partition).Set(ctx, idle)
 	if out == outCaughtUp {
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}

@@ -1,0 +1,150 @@
+package launch
+
+import (
+	"context"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/transforms"
+)
+
+// uiAddr checks --ui and turns it into a listen address.
+func uiAddr(s string) (string, error) { return live.Addr(s) }
+
+// jobFigures gives the live views (app/live) the running job's figures.
+//
+// The counts come from where the progress line takes them: with loopback
+// workers, the counters tallied in this process (tally.go: the launcher's
+// own view, right because those workers run here, and needed because
+// prism's job metrics lose updates); otherwise the job service's metrics.
+// Watermarks and idleness come from the job service's metrics (the
+// sources' gauges revenue/watermark_lag_ms_<p> and
+// revenue/partition_idle_<p>), which every portable runner reports,
+// whichever machines its workers are on.
+type jobFigures struct {
+	name     string
+	loopback bool
+
+	mu sync.Mutex
+	j  *job
+}
+
+// figures is a live.FiguresFunc.
+func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var m *metrics.Results
+	if j := f.job(ctx); j != nil {
+		m, _ = j.metrics(ctx)
+	}
+	var counters []counter
+	ok := false
+	switch {
+	case f.loopback:
+		counters, ok = tallied(f.name, false)
+	case m != nil:
+		counters, ok = countersOf(*m), true
+	}
+	if !ok {
+		return live.Figures{}, false
+	}
+	c := countsOf(counters)
+	return live.Figures{Counts: c, Partitions: partitionsOf(m, c.ReadBy)}, true
+}
+
+// job finds the running job in the job service, once.
+func (f *jobFigures) job(ctx context.Context) *job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.j == nil {
+		f.j, _ = findJob(ctx, *jobopts.Endpoint, f.name) // tried again next time: it may not be submitted yet
+	}
+	return f.j
+}
+
+func (f *jobFigures) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.j != nil {
+		f.j.close()
+		f.j = nil
+	}
+}
+
+// partitionsOf reads each partition's watermark and idleness from the
+// sources' gauges, with its read count.
+func partitionsOf(m *metrics.Results, readBy map[string]int64) []live.Partition {
+	byName := map[string]*live.Partition{}
+	get := func(name string) *live.Partition {
+		p := byName[name]
+		if p == nil {
+			p = &live.Partition{Name: name, WatermarkMs: model.NoWatermark}
+			byName[name] = p
+		}
+		return p
+	}
+	for name, n := range readBy {
+		get(name).Read = n
+	}
+	if m != nil {
+		latest := map[string]time.Time{}
+		for _, g := range m.AllMetrics().Gauges() {
+			if g.Namespace() != transforms.Namespace {
+				continue
+			}
+			v := g.Result()
+			if t, ok := latest[g.Name()]; ok && !v.Timestamp.After(t) {
+				continue
+			}
+			latest[g.Name()] = v.Timestamp
+			if name, ok := strings.CutPrefix(g.Name(), "watermark_lag_ms_"); ok {
+				// The lag was measured when the gauge was set.
+				get(name).WatermarkMs = v.Timestamp.UnixMilli() - v.Value
+			} else if name, ok := strings.CutPrefix(g.Name(), "partition_idle_"); ok {
+				get(name).Idle = v.Value == 1
+			}
+		}
+	}
+	out := make([]live.Partition, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, *byName[name])
+	}
+	return out
+}
+
+// termView redraws the live table in place on a terminal.
+type termView struct {
+	w     io.Writer
+	drawn bool
+}
+
+// draw clears the screen below the banner's place and prints s. The whole
+// screen is redrawn (cursor home, clear): log lines written meanwhile on
+// stderr would break a redraw that moves up by its own height.
+func (v *termView) draw(s live.Snapshot) {
+	var b strings.Builder
+	b.WriteString("\x1b[H\x1b[2J")
+	live.WriteTable(&b, s, true)
+	b.WriteString("\n(Ctrl-C stops gracefully and prints the summary)\n")
+	io.WriteString(v.w, b.String())
+	v.drawn = true
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,98 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/revenue-stream/hourly/app/report"
+)
+
+// Addr turns --ui's value into a listen address: a bare port listens on the
+// loopback address only (the page shows business figures), HOST:PORT where
+// the user says.
+func Addr(s string) (string, error) {
+	if p, err := strconv.Atoi(s); err == nil {
+		if p < 1 || p > 65535 {
+			return "", fmt.Errorf("--ui=%s: invalid port: want 1 to 65535", s)
+		}
+		return net.JoinHostPort("127.0.0.1", s), nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", fmt.Errorf("--ui=%s: want PORT or HOST:PORT", s)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("--ui=%s: invalid port %q", s, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Handler serves the page at / and its data at /api/live (the Snapshot as
+// JSON).
+func (m *Monitor) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		// The page loads nothing from anywhere: its style and script are
+		// inline.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:")
+		if err := pageTemplate.Execute(w, page{Title: m.Title, CSS: template.CSS(report.Stylesheet())}); err != nil {
+			slog.Warn("live page", "err", err)
+		}
+	})
+	mux.HandleFunc("GET /api/live", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := json.NewEncoder(w).Encode(m.Snapshot(r.Context())); err != nil {
+			slog.Debug("live page: write snapshot", "err", err)
+		}
+	})
+	return mux
+}
+
+// Server is the live page's HTTP server.
+type Server struct {
+	srv  *http.Server
+	addr string
+	done chan struct{}
+}
+
+// Serve starts serving m's page on addr (see Addr). The listener is open
+// when it returns, so a bad or busy address is an error before any work.
+func Serve(addr string, m *Monitor) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--ui: %w", err)
+	}
+	s := &Server{srv: &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}, addr: l.Addr().String(), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("live page server", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// URL is the page's address.
+func (s *Server) URL() string { return "http://" + s.addr + "/" }
+
+// Close stops the server, letting requests in flight finish.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}

@@ -1,0 +1,281 @@
+// Package live shows a running job as it goes: a snapshot of what the sink
+// holds (the revisions of the latest windows) and of the job's own figures
+// (the conservation counters, each partition's watermark and idleness),
+// rendered as a table redrawn in a terminal (WriteTable) or as a small web
+// page that polls a JSON endpoint (Handler).
+//
+// Nothing here reads process-wide state: rows come through the sink's
+// reader (sinks.Reader), which every worker and the launcher reach alike,
+// and figures through the Figures function the launcher supplies from the
+// job's metrics.
+package live
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+)
+
+// Partition is one source partition as the job's metrics report it.
+type Partition struct {
+	Name string `json:"name"`
+	// WatermarkMs is the partition's reported watermark (epoch ms), or
+	// model.NoWatermark before its first valid event.
+	WatermarkMs int64 `json:"watermark_ms"`
+	Idle        bool  `json:"idle"`
+	Read        int64 `json:"read"`
+}
+
+// Figures are the job's figures so far.
+type Figures struct {
+	Counts     pipeline.Counts
+	Partitions []Partition
+}
+
+// FiguresFunc fetches the running job's figures; ok is false while there
+// are none yet.
+type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
+
+// Setting is one setting shown in the header.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Revision is one accepted snapshot of a window.
+type Revision struct {
+	Revision int64  `json:"revision"`
+	State    string `json:"state"`
+	Revenue  string `json:"revenue"`
+	Count    int64  `json:"count"`
+	Writer   string `json:"writer,omitempty"`
+}
+
+// Window is one (window, dims) key's history, oldest revision first;
+// Omitted revisions between the first and the last few are left out.
+type Window struct {
+	Start     string     `json:"window_start"`
+	End       string     `json:"window_end"`
+	Dims      string     `json:"dims"`
+	State     string     `json:"state"`
+	Revenue   string     `json:"revenue"`
+	Count     int64      `json:"count"`
+	Revision  int64      `json:"revision"`
+	Revisions []Revision `json:"revisions"`
+	Omitted   int        `json:"omitted"`
+}
+
+// Counter is one term of the conservation identity.
+type Counter struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
+}
+
+// PartitionView is a partition as shown.
+type PartitionView struct {
+	Partition
+	Watermark string `json:"watermark"`
+	// Behind is how far the watermark is behind the snapshot's time.
+	Behind string `json:"behind"`
+}
+
+// Snapshot is everything a view shows at one instant.
+type Snapshot struct {
+	Title    string    `json:"title"`
+	At       string    `json:"at"`
+	Elapsed  string    `json:"elapsed"`
+	State    string    `json:"state"`
+	Settings []Setting `json:"settings"`
+	// Figures is false until the job reports any.
+	Figures   bool      `json:"figures"`
+	Read      int64     `json:"read"`
+	Terms     []Counter `json:"terms"`
+	Conserved bool      `json:"conserved"`
+	Identity  string    `json:"identity"`
+	// Rows counts the rows the job emitted by state.
+	Rows       []Counter       `json:"rows_by_state"`
+	Partitions []PartitionView `json:"partitions"`
+	// Watermark is the minimum over active partitions: what the pipeline's
+	// watermark is built from (SPEC §2).
+	Watermark string   `json:"watermark"`
+	Windows   []Window `json:"windows"`
+	// Keys is how many keys the sink holds; Windows has the latest.
+	Keys int `json:"keys"`
+	// SinkError is why the sink could not be read, if it could not.
+	SinkError string `json:"sink_error,omitempty"`
+}
+
+// States in lifecycle order.
+var states = []model.ResultState{model.Early, model.OnTime, model.Late, model.Final}
+
+// Monitor assembles snapshots of a running job. Its methods are safe for
+// concurrent use (the terminal view and the web page share one).
+type Monitor struct {
+	// Title heads the views; Settings are shown under it.
+	Title    string
+	Settings []Setting
+	// Sink is read for the rows (nothing for a sink without a reader).
+	Sink sinks.Spec
+	// Windows is how many of the latest keys a snapshot holds (default 8).
+	Windows int
+	// MaxAge is how long a snapshot is reused (default 1s): the page and
+	// the terminal share the reads.
+	MaxAge time.Duration
+
+	mu      sync.Mutex
+	figures FiguresFunc
+	state   string
+	started time.Time
+	reader  sinks.Reader
+	last    Snapshot
+	lastAt  time.Time
+}
+
+// Start sets where the job's figures come from, and the job's state.
+func (m *Monitor) Start(f FiguresFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.figures, m.state, m.started, m.lastAt = f, "RUNNING", time.Now(), time.Time{}
+}
+
+// SetState records the job's state (RUNNING, STOPPING, DONE, CANCELLED,
+// FAILED) and drops the cached snapshot.
+func (m *Monitor) SetState(state string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state, m.lastAt = state, time.Time{}
+}
+
+// Close releases the sink reader.
+func (m *Monitor) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.reader == nil {
+		return nil
+	}
+	err := m.reader.Close()
+	m.reader = nil
+	return err
+}
+
+// Snapshot returns the current snapshot, reading the sink and the figures
+// at most once per MaxAge.
+func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	maxAge := cmp.Or(m.MaxAge, time.Second)
+	if !m.lastAt.IsZero() && time.Since(m.lastAt) < maxAge {
+		return m.last
+	}
+	now := time.Now()
+	s := Snapshot{Title: m.Title, At: now.UTC().Format(time.RFC3339), State: cmp.Or(m.state, "STARTING"), Settings: m.Settings}
+	if !m.started.IsZero() {
+		s.Elapsed = now.Sub(m.started).Round(time.Second).String()
+	}
+	if m.figures != nil {
+		if f, ok := m.figures(ctx); ok {
+			s.setFigures(f, now)
+		}
+	}
+	if err := m.readSink(ctx, &s); err != nil {
+		s.SinkError = err.Error()
+	}
+	m.last, m.lastAt = s, now
+	return s
+}
+
+func (s *Snapshot) setFigures(f Figures, now time.Time) {
+	c := f.Counts
+	s.Figures = true
+	s.Read = c.Read
+	s.Terms = []Counter{{"counted", c.Counted}, {"duplicates", c.Duplicates}, {"conflicts", c.Conflicts},
+		{"quarantined", c.Quarantined}, {"too_late", c.TooLate}}
+	s.Conserved = c.Read == c.Verdicts()
+	s.Identity = c.Identity()
+	for _, st := range states {
+		s.Rows = append(s.Rows, Counter{st.String(), c.Rows[st.String()]})
+	}
+	wm := model.NoWatermark
+	for _, p := range f.Partitions {
+		v := PartitionView{Partition: p, Watermark: "-", Behind: "-"}
+		if p.WatermarkMs != model.NoWatermark {
+			v.Watermark = model.FormatTime(p.WatermarkMs)
+			v.Behind = (time.Duration(now.UnixMilli()-p.WatermarkMs) * time.Millisecond).Round(100 * time.Millisecond).String()
+			if !p.Idle && (wm == model.NoWatermark || p.WatermarkMs < wm) {
+				wm = p.WatermarkMs
+			}
+		}
+		s.Partitions = append(s.Partitions, v)
+	}
+	s.Watermark = "-"
+	if wm != model.NoWatermark {
+		s.Watermark = model.FormatTime(wm)
+	}
+}
+
+// readSink fills the latest windows from the sink's changelog. The reader
+// is opened once, when the sink exists, and kept.
+//
+// It reads the whole changelog: right for a demo or a test (a few hundred
+// rows), not for a production table, which a dashboard would query by
+// window range.
+func (m *Monitor) readSink(ctx context.Context, s *Snapshot) error {
+	if m.reader == nil {
+		r, ok, err := sinks.OpenReader(ctx, m.Sink)
+		if err != nil || !ok {
+			return err
+		}
+		m.reader = r
+	}
+	rows, err := m.reader.Changelog(ctx)
+	if err != nil {
+		return fmt.Errorf("sink %s: %w", m.Sink, err)
+	}
+	hist := report.WindowsFromChangelog(rows)
+	s.Keys = len(hist)
+	n := cmp.Or(m.Windows, 8)
+	latest := hist[max(0, len(hist)-n):]
+	slices.Reverse(latest) // newest first
+	for _, h := range latest {
+		s.Windows = append(s.Windows, window(h))
+	}
+	return nil
+}
+
+// maxRevisions caps a window's revisions shown: the first and the latest
+// ones tell the story.
+const maxRevisions = 10
+
+func window(h report.WindowHistory) Window {
+	w := Window{Start: model.FormatTime(h.WindowStart), End: model.FormatTime(h.WindowEnd), Dims: h.Dims}
+	revs := h.Revisions
+	if len(revs) > maxRevisions {
+		w.Omitted = len(revs) - maxRevisions
+		revs = append(slices.Clip(revs[:2]), revs[len(revs)-(maxRevisions-2):]...)
+	}
+	for _, r := range revs {
+		w.Revisions = append(w.Revisions, Revision{Revision: r.Revision, State: r.State.String(),
+			Revenue: model.FormatMicros(r.RevenueMicros), Count: r.EventCount, Writer: writer(r.Writer)})
+	}
+	if n := len(h.Revisions); n > 0 {
+		last := h.Revisions[n-1]
+		w.State, w.Revenue, w.Count, w.Revision = last.State.String(), model.FormatMicros(last.RevenueMicros), last.EventCount, last.Revision
+	}
+	return w
+}
+
+// writer shows only writers other than the stream.
+func writer(w string) string {
+	if w == "stream" {
+		return ""
+	}
+	return w
+}

@@ -1,0 +1,89 @@
+package live
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// ANSI colours of the result states, as the HTML report colours them.
+var stateColour = map[string]string{
+	"EARLY":   "\x1b[90m", // grey
+	"ON_TIME": "\x1b[34m", // blue
+	"LATE":    "\x1b[33m", // orange-yellow
+	"FINAL":   "\x1b[32m", // green
+}
+
+const reset = "\x1b[0m"
+
+// WriteTable renders s as a compact table: the latest windows with their
+// revenue, count, revision and state, the conservation counters, and each
+// partition's watermark and idleness. colour adds ANSI colours by state.
+func WriteTable(w io.Writer, s Snapshot, colour bool) error {
+	paint := func(state, text string) string {
+		if c, ok := stateColour[state]; ok && colour {
+			return c + text + reset
+		}
+		return text
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s · %s · %s", s.Title, s.State, s.At)
+	if s.Elapsed != "" {
+		fmt.Fprintf(&b, " · %s", s.Elapsed)
+	}
+	b.WriteString("\n\n")
+	dw := len("dims")
+	for _, win := range s.Windows {
+		dw = max(dw, len(win.Dims))
+	}
+	fmt.Fprintf(&b, "%-17s  %-*s  %14s  %7s  %4s  %s\n", "window (UTC)", dw, "dims", "revenue", "events", "rev", "state")
+	for _, win := range s.Windows {
+		fmt.Fprintf(&b, "%-17s  %-*s  %14s  %7d  %4d  %s\n", clock(win.Start)+"–"+clock(win.End), dw, win.Dims,
+			win.Revenue, win.Count, win.Revision, paint(win.State, win.State))
+	}
+	if len(s.Windows) == 0 {
+		b.WriteString("(no rows yet)\n")
+	}
+	table := b.String()
+	var out strings.Builder
+	out.WriteString(table)
+	out.WriteString("\n")
+	if s.Figures {
+		mark := "✓"
+		if !s.Conserved {
+			mark = "(records in flight)"
+		}
+		fmt.Fprintf(&out, "%s %s\n", s.Identity, mark)
+		var rows []string
+		for _, r := range s.Rows {
+			rows = append(rows, paint(r.Name, fmt.Sprintf("%s %d", r.Name, r.Value)))
+		}
+		fmt.Fprintf(&out, "rows emitted: %s\n\n", strings.Join(rows, "  "))
+		fmt.Fprintf(&out, "watermark (min over active partitions): %s\n", s.Watermark)
+		for _, p := range s.Partitions {
+			state := "active"
+			if p.Idle {
+				state = "idle"
+				if colour {
+					state = "\x1b[33midle" + reset
+				}
+			}
+			fmt.Fprintf(&out, "  %-4s %-24s behind %-8s %-6s read %d\n", p.Name, p.Watermark, p.Behind, state, p.Read)
+		}
+	} else {
+		out.WriteString("waiting for the job's first figures…\n")
+	}
+	if s.SinkError != "" {
+		fmt.Fprintf(&out, "sink: %s\n", s.SinkError)
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+// clock is the time of day of an RFC 3339 instant.
+func clock(ts string) string {
+	if len(ts) >= 19 {
+		return ts[11:19]
+	}
+	return ts
+}
