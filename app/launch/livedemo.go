@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -39,7 +40,7 @@ var liveDefaults = []struct{ flag, value string }{
 	{"early", "5s"},
 	{"allowed-lateness", "3m"},
 	{"ooo-bound", "10s"},
-	{"idle-timeout", "30s"},
+	{"idle-timeout", "15s"},
 	{"sink", DefaultLiveSink},
 }
 
@@ -144,7 +145,7 @@ func startLiveFeed(ctx context.Context, dir string, c gen.LiveConfig) (wait func
 func liveBanner(w io.Writer, dir, sink, ui string, po pipeline.Options, c gen.LiveConfig) {
 	t := po.Triggers
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nLive demo: %d partitions of purchases written into ./%s in real time, event times around now, read by a follower.\n", c.Partitions, dir)
+	fmt.Fprintf(&b, "\nLive demo: %d partitions of purchases written into %s in real time, event times around now, read by a follower.\n", c.Partitions, dir)
 	fmt.Fprintf(&b, "  window %v · early %v · allowed-lateness %v · ooo-bound %v · idle-timeout %v   (change with --window, --early, ...)\n",
 		t.Window, t.Early, t.AllowedLateness, po.Watermark.OutOfOrderBound, po.Watermark.IdleTimeout)
 	late := c.LateDelay()
@@ -160,4 +161,29 @@ func liveBanner(w io.Writer, dir, sink, ui string, po pipeline.Options, c gen.Li
 	}
 	b.WriteString(" · stop with Ctrl-C (or --duration): the summary follows\n\n")
 	io.WriteString(w, b.String())
+}
+
+// drainFeed waits, once the feed has stopped, until every record read has
+// its verdict, for at most the idle timeout and a margin.
+//
+// Why: prism hands a stateful step (dedup) only the elements whose
+// timestamp the step's input watermark has passed, and a record's
+// timestamp is its partition's watermark before it. Stopping the readers
+// freezes the watermark, so the last records of every partition ahead of
+// the slowest one would stay in flight and the conservation check would
+// fail. With the feed stopped, each partition turns idle after the idle
+// timeout, its watermark then advances with processing time, and the last
+// records go through; only then are the readers stopped.
+func drainFeed(po pipeline.Options, drained func() bool) {
+	limit := po.Watermark.IdleTimeout + po.Watermark.OutOfOrderBound + 10*time.Second
+	slog.Info("live demo: feed stopped; waiting for every record read to get its verdict (the partitions turn idle, their watermark moves on)",
+		"at_most", limit)
+	deadline := time.Now().Add(limit)
+	for !drained() {
+		if time.Now().After(deadline) {
+			slog.Warn("live demo: records still in flight; stopping anyway", "waited", limit)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

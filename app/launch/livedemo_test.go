@@ -3,14 +3,20 @@ package launch
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"maps"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/cdp"
 )
 
 // TestLiveDemo runs the live demo for a bounded time with fast settings
@@ -30,10 +36,25 @@ func TestLiveDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.LiveDir = filepath.Join(t.TempDir(), "demo-live")
+	o.UI = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	var out bytes.Buffer
-	sum, err := Run(context.Background(), o, &out)
+	type result struct {
+		sum *Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := Run(context.Background(), o, &out)
+		done <- result{sum, err}
+	}()
+	page := watchPage(t, "http://"+o.UI+"/", 58*time.Second)
+	res := <-done
+	sum, err := res.sum, res.err
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	if page != nil {
+		page.check(t)
 	}
 	t.Logf("summary:\n%s", out.String())
 	if !strings.Contains(out.String(), "Live demo: 4 partitions") || !strings.Contains(out.String(), "window 10s · early 1s · allowed-lateness 30s") {
@@ -117,7 +138,7 @@ func TestLiveDemoFlags(t *testing.T) {
 	p := o.Pipeline
 	got := fmt.Sprintln(o.Sink, p.Triggers.Window, p.Triggers.Early, p.Triggers.AllowedLateness, p.Watermark.OutOfOrderBound,
 		p.Watermark.IdleTimeout, o.Duration, o.UI)
-	if want := "sqlite:demo-live.db 1m0s 2s 3m0s 10s 30s 5m0s 8080\n"; got != want {
+	if want := "sqlite:demo-live.db 1m0s 2s 3m0s 10s 15s 5m0s 8080\n"; got != want {
 		t.Errorf("live demo settings = %s want %s", got, want)
 	}
 	if err := o.Validate(); err != nil {
@@ -165,5 +186,97 @@ func TestLiveDirOwnership(t *testing.T) {
 	other := t.TempDir()
 	if err := prepareLiveDir(other, feed); err == nil || !strings.Contains(err.Error(), "was not made by the live demo") {
 		t.Errorf("a foreign folder: %v", err)
+	}
+}
+
+var updateLive = flag.Bool("update-live", false, "TestLiveDemo: write the live page's screenshot to docs/live.png")
+
+// pageWatch is what a headless Chromium saw of the live page during a job.
+type pageWatch struct {
+	// seen holds each window's states in the order the page showed them.
+	seen   map[string][]string
+	errors []string
+	shot   string
+}
+
+// watchPage opens the live page in headless Chromium and reads the state of
+// every window it shows, twice a second, for the given time (the page
+// refreshes itself), then takes a screenshot. It returns nil when Chromium
+// is not installed.
+func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
+	t.Helper()
+	if _, err := os.Stat(cdp.Chromium); err != nil {
+		t.Logf("%s not found: the live page is not watched (app/live's TestPageInChromium skips too)", cdp.Chromium)
+		return nil
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), watch+time.Minute)
+	defer cancel()
+	b, err := cdp.Start(ctx, t.TempDir(), 1280, 1400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for {
+		// The page is served once the job's set-up is done.
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the live page %s never came up", url)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := b.Navigate(url); err != nil {
+		t.Fatal(err)
+	}
+	w := &pageWatch{seen: map[string][]string{}}
+	for time.Since(start) < watch {
+		var states map[string]string
+		if err := b.Eval(`Object.fromEntries([...document.querySelectorAll("#wins tr")].map(r => [r.dataset.window, r.dataset.state]))`, &states); err != nil {
+			t.Fatal(err)
+		}
+		for win, st := range states {
+			if seq := w.seen[win]; len(seq) == 0 || seq[len(seq)-1] != st {
+				w.seen[win] = append(seq, st)
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Before the job ends: afterwards the page's polls fail, as they should.
+	w.errors = b.Errors()
+	w.shot = filepath.Join(t.TempDir(), "live.png")
+	if err := b.Screenshot(w.shot); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// check asserts that the page showed a window first EARLY and later FINAL,
+// with no browser error, and writes the screenshot with -update-live.
+func (w *pageWatch) check(t *testing.T) {
+	t.Helper()
+	var early2final []string
+	for win, seq := range w.seen {
+		if i, j := slices.Index(seq, "EARLY"), slices.Index(seq, "FINAL"); i >= 0 && j > i {
+			early2final = append(early2final, win+": "+strings.Join(seq, " → "))
+		}
+	}
+	if len(early2final) == 0 {
+		t.Errorf("the live page never showed a window going from EARLY to FINAL: %v", w.seen)
+	}
+	t.Logf("the live page showed: %v", early2final)
+	if len(w.errors) > 0 {
+		t.Errorf("the browser reported errors:\n%s", strings.Join(w.errors, "\n"))
+	}
+	data, err := os.ReadFile(w.shot)
+	if err != nil || len(data) < 20<<10 {
+		t.Errorf("screenshot: %d bytes, %v: the page looks empty", len(data), err)
+	}
+	if *updateLive {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "live.png"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

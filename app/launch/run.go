@@ -118,7 +118,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 
 	// The live views: the terminal table of a streaming run on a terminal,
 	// and the page of --ui.
-	var mon *live.Monitor
+	var (
+		mon   *live.Monitor
+		hooks runHooks
+	)
 	if o.UI != "" || (o.Streaming() && isTerminal(os.Stdout)) {
 		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink}
 		if liveDemo {
@@ -156,10 +159,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	if liveDemo {
 		liveBanner(out, o.LiveDir, sum.Sink, uiURL, po, feed)
-		// The feed stops with the job's context (Ctrl-C, --duration), or
+		// The feed stops first at Ctrl-C or --duration (see drainFeed), or
 		// when the job ends by itself (a failure).
-		feedCtx, stopFeed := context.WithCancel(ctx)
+		feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 		wait := startLiveFeed(feedCtx, o.LiveDir, feed)
+		hooks.beforeStop = func(drained func() bool) { stopFeed(); drainFeed(po, drained) }
 		defer func() {
 			stopFeed()
 			st := wait()
@@ -168,7 +172,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
 		}()
 	}
-	res := execute(ctx, o, p, mon)
+	hooks.mon = mon
+	res := execute(ctx, o, p, hooks)
 	sum.Duration = time.Since(started)
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
 	if res.metrics != nil {
@@ -286,7 +291,17 @@ var jobSeq atomic.Int64
 
 // execute runs p and supervises it: when ctx ends it stops the job
 // gracefully (see Run).
-func execute(ctx context.Context, o Options, p *beam.Pipeline, mon *live.Monitor) outcome {
+// runHooks are what a run adds to the supervision of its job: the live
+// views' monitor, and a step before the graceful stop.
+type runHooks struct {
+	mon *live.Monitor
+	// beforeStop runs when ctx ends, before the readers are stopped;
+	// drained reports whether every record read so far has its verdict.
+	beforeStop func(drained func() bool)
+}
+
+func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {
+	mon := hooks.mon
 	if err := ensureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
@@ -335,9 +350,9 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, mon *live.Monitor
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
 	var view *termView
+	jf := &jobFigures{name: name, loopback: loopback}
+	defer jf.close()
 	if mon != nil {
-		jf := &jobFigures{name: name, loopback: loopback}
-		defer jf.close()
 		mon.Start(jf.figures)
 		if prog.terminal && o.Streaming() {
 			view = &termView{w: os.Stdout}
@@ -357,6 +372,12 @@ wait:
 			interrupted = true
 			if mon != nil {
 				mon.SetState("STOPPING")
+			}
+			if hooks.beforeStop != nil {
+				hooks.beforeStop(func() bool {
+					f, ok := jf.figures(context.Background())
+					return ok && f.Counts.Read == f.Counts.Verdicts()
+				})
 			}
 			r = stop(o, name, loopback, done, hardCancel)
 			break wait
