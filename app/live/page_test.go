@@ -82,7 +82,7 @@ func TestSnapshotJSON(t *testing.T) {
 	if err := live.WriteTable(&b, s, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"12:00:00–12:01:00", "150.000000", "ON_TIME", "idle", "read 6 != counted 2"} {
+	for _, want := range []string{"window 1m\n", "12:00:00–12:01:00", "150.000000", "ON_TIME", "idle", "read 6 != counted 2"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

@@ -31,7 +31,12 @@ func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 	if s.Elapsed != "" {
 		fmt.Fprintf(&b, " · %s", s.Elapsed)
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	var settings []string
+	for _, st := range s.Settings {
+		settings = append(settings, st.Name+" "+st.Value)
+	}
+	b.WriteString(strings.Join(settings, " · ") + "\n\n")
 	dw := len("dims")
 	for _, win := range s.Windows {
 		dw = max(dw, len(win.Dims))
