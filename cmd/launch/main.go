@@ -1,6 +1,7 @@
 // Command launch runs the hourly revenue job (SPEC §6):
 //
 //	go run ./cmd/launch                              # the demo: generate ./demo-data once, replay it into revenue.db
+//	go run ./cmd/launch --demo=live [--ui=8080]      # live traffic around now: watch EARLY, ON_TIME, LATE, FINAL
 //	go run ./cmd/launch --source=PATH                # replay a raw-log folder, then stop
 //	go run ./cmd/launch --source=PATH --follow       # keep watching the folder (streaming)
 //	go run ./cmd/launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
