@@ -29,13 +29,23 @@ func TestLiveDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the live demo runs for a minute")
 	}
-	db := filepath.Join(t.TempDir(), "live.db")
-	o, err := Parse([]string{"--demo=live", "--duration=65s", "--window=10s", "--early=1s", "--allowed-lateness=30s",
-		"--ooo-bound=2s", "--idle-timeout=4s", "--sink=sqlite:" + db})
+	docs, derr := filepath.Abs(filepath.Join("..", "..", "docs"))
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	// The live demo's own folder and sink names, in a folder of the test.
+	t.Chdir(t.TempDir())
+	run, watch := 65*time.Second, 58*time.Second
+	if *updateLive {
+		// Long enough for p3's second silence, for a picture with an idle
+		// partition and FINAL windows.
+		run, watch = 115*time.Second, 108*time.Second
+	}
+	o, err := Parse([]string{"--demo=live", "--duration=" + run.String(), "--window=10s", "--early=1s", "--allowed-lateness=30s",
+		"--ooo-bound=2s", "--idle-timeout=4s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.LiveDir = filepath.Join(t.TempDir(), "demo-live")
 	o.UI = "127.0.0.1:" + strconv.Itoa(freePort(t))
 	var out bytes.Buffer
 	type result struct {
@@ -47,14 +57,14 @@ func TestLiveDemo(t *testing.T) {
 		sum, err := Run(context.Background(), o, &out)
 		done <- result{sum, err}
 	}()
-	page := watchPage(t, "http://"+o.UI+"/", 58*time.Second)
+	page := watchPage(t, "http://"+o.UI+"/", watch)
 	res := <-done
 	sum, err := res.sum, res.err
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
 	if page != nil {
-		page.check(t)
+		page.check(t, docs)
 	}
 	t.Logf("summary:\n%s", out.String())
 	if !strings.Contains(out.String(), "Live demo: 4 partitions") || !strings.Contains(out.String(), "window 10s · early 1s · allowed-lateness 30s") {
@@ -231,31 +241,48 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 	if err := b.Navigate(url); err != nil {
 		t.Fatal(err)
 	}
-	w := &pageWatch{seen: map[string][]string{}}
+	w := &pageWatch{seen: map[string][]string{}, shot: filepath.Join(t.TempDir(), "live.png")}
+	shot := false
 	for time.Since(start) < watch {
-		var states map[string]string
-		if err := b.Eval(`Object.fromEntries([...document.querySelectorAll("#wins tr")].map(r => [r.dataset.window, r.dataset.state]))`, &states); err != nil {
+		var shown struct {
+			States map[string]string
+			Idle   bool
+		}
+		if err := b.Eval(`({states: Object.fromEntries([...document.querySelectorAll("#wins tr")].map(r => [r.dataset.window, r.dataset.state])),
+			idle: document.querySelector("#parts td.idle") !== null})`, &shown); err != nil {
 			t.Fatal(err)
 		}
-		for win, st := range states {
+		final := false
+		for win, st := range shown.States {
 			if seq := w.seen[win]; len(seq) == 0 || seq[len(seq)-1] != st {
 				w.seen[win] = append(seq, st)
 			}
+			final = final || st == "FINAL" && slices.Contains(w.seen[win], "EARLY")
+		}
+		if !shot && final && shown.Idle {
+			// The picture with everything in it: an idle partition, and
+			// windows in every state, one of them FINAL after all others.
+			if err := b.Screenshot(w.shot); err != nil {
+				t.Fatal(err)
+			}
+			shot = true
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	// Before the job ends: afterwards the page's polls fail, as they should.
 	w.errors = b.Errors()
-	w.shot = filepath.Join(t.TempDir(), "live.png")
-	if err := b.Screenshot(w.shot); err != nil {
-		t.Fatal(err)
+	if !shot {
+		if err := b.Screenshot(w.shot); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return w
 }
 
 // check asserts that the page showed a window first EARLY and later FINAL,
-// with no browser error, and writes the screenshot with -update-live.
-func (w *pageWatch) check(t *testing.T) {
+// with no browser error, and writes the screenshot into docs with
+// -update-live.
+func (w *pageWatch) check(t *testing.T, docs string) {
 	t.Helper()
 	var early2final []string
 	for win, seq := range w.seen {
@@ -275,7 +302,7 @@ func (w *pageWatch) check(t *testing.T) {
 		t.Errorf("screenshot: %d bytes, %v: the page looks empty", len(data), err)
 	}
 	if *updateLive {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "live.png"), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(docs, "live.png"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
