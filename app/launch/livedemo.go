@@ -131,7 +131,7 @@ func prepareLiveDir(dir string, c gen.LiveConfig) error {
 func startLiveFeed(ctx context.Context, dir string, c gen.LiveConfig) (wait func() gen.LiveStats) {
 	done := make(chan gen.LiveStats, 1)
 	go func() {
-		st, err := gen.RunLive(ctx, dir, c, nil)
+		st, err := gen.RunLive(ctx, dir, c)
 		if err != nil {
 			slog.Error("live feed stopped", "err", err)
 		}

@@ -204,9 +204,12 @@ var updateLive = flag.Bool("update-live", false, "TestLiveDemo: write the live p
 // pageWatch is what a headless Chromium saw of the live page during a job.
 type pageWatch struct {
 	// seen holds each window's states in the order the page showed them.
-	seen   map[string][]string
-	errors []string
-	shot   string
+	seen map[string][]string
+	// idle holds the partitions shown idle at some point; watermarks those
+	// shown with a watermark.
+	idle, watermarks map[string]bool
+	errors           []string
+	shot             string
 }
 
 // watchPage opens the live page in headless Chromium and reads the state of
@@ -241,16 +244,22 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 	if err := b.Navigate(url); err != nil {
 		t.Fatal(err)
 	}
-	w := &pageWatch{seen: map[string][]string{}, shot: filepath.Join(t.TempDir(), "live.png")}
+	w := &pageWatch{seen: map[string][]string{}, idle: map[string]bool{}, watermarks: map[string]bool{}, shot: filepath.Join(t.TempDir(), "live.png")}
 	shot := false
 	for time.Since(start) < watch {
 		var shown struct {
 			States map[string]string
 			Idle   bool
+			Parts  [][3]string
 		}
 		if err := b.Eval(`({states: Object.fromEntries([...document.querySelectorAll("#wins tr")].map(r => [r.dataset.window, r.dataset.state])),
-			idle: document.querySelector("#parts td.idle") !== null})`, &shown); err != nil {
+			idle: document.querySelector("#parts td.idle") !== null,
+			parts: [...document.querySelectorAll("#parts tr")].map(r => [r.dataset.partition, r.children[1].textContent, r.children[3].textContent])})`, &shown); err != nil {
 			t.Fatal(err)
+		}
+		for _, p := range shown.Parts {
+			w.watermarks[p[0]] = w.watermarks[p[0]] || strings.HasPrefix(p[1], "20")
+			w.idle[p[0]] = w.idle[p[0]] || p[2] == "idle"
 		}
 		final := false
 		for win, st := range shown.States {
@@ -294,6 +303,11 @@ func (w *pageWatch) check(t *testing.T, docs string) {
 		t.Errorf("the live page never showed a window going from EARLY to FINAL: %v", w.seen)
 	}
 	t.Logf("the live page showed: %v", early2final)
+	// The watermarks and idleness come from the job's gauges: every
+	// partition had a watermark, and p3 (the feed's silent one) was idle.
+	if !w.idle["p3"] || len(w.watermarks) != 4 || slices.Contains(slices.Collect(maps.Values(w.watermarks)), false) {
+		t.Errorf("partitions shown: with a watermark %v, idle %v; want p0-p3 with watermarks, p3 idle", w.watermarks, w.idle)
+	}
 	if len(w.errors) > 0 {
 		t.Errorf("the browser reported errors:\n%s", strings.Join(w.errors, "\n"))
 	}

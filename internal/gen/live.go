@@ -141,24 +141,17 @@ type liveFeed struct {
 }
 
 // RunLive writes the feed into dir's partitions p0, p1, ... until ctx ends.
-// The partition folders are created first; each file is written under a
-// hidden name and renamed in, as a producer does, named by the start time
-// and a sequence number so that lexical order is arrival order and a second
-// run into the same folder (or sink) never reuses a name. ready, if not
-// nil, is closed once the partition folders exist.
-func RunLive(ctx context.Context, dir string, c LiveConfig, ready chan<- struct{}) (LiveStats, error) {
+// The partition folders are created first (a caller that starts a reader
+// before the feed creates them itself: see LivePartitions); each file is
+// written under a hidden name and renamed in, as a producer does, named by
+// the start time and a sequence number so that lexical order is arrival
+// order and a second run into the same folder (or sink) never reuses a name.
+func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
 	if err := c.Validate(); err != nil {
-		if ready != nil {
-			close(ready)
-		}
 		return LiveStats{}, err
 	}
 	f := newLiveFeed(dir, c, time.Now())
-	err := f.mkdirs()
-	if ready != nil {
-		close(ready)
-	}
-	if err != nil {
+	if err := f.mkdirs(); err != nil {
 		return f.st, err
 	}
 	t := time.NewTicker(c.Tick)
