@@ -46,6 +46,10 @@ type FolderOptions struct {
 	// MaxPerCall is how many records a reader emits before returning to the
 	// runner so that it sees the watermark (default 5000).
 	MaxPerCall int
+	// Settle is how long a followed file that ends in a line without a
+	// newline must stay unchanged before that line is read (--settle,
+	// default DefaultSettle). A replay reads such a line at once.
+	Settle time.Duration
 	// Start holds optional resume positions, at most one per partition. A
 	// key is the path of a file relative to the folder ("p0/000007.jsonl", or
 	// "000007.jsonl" in the root partition), its Mark the complete lines of
@@ -60,6 +64,9 @@ func (o FolderOptions) withDefaults() FolderOptions {
 	}
 	if o.MaxPerCall == 0 {
 		o.MaxPerCall = DefaultMaxPerCall
+	}
+	if o.Settle == 0 {
+		o.Settle = DefaultSettle
 	}
 	return o
 }
@@ -101,6 +108,9 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	}
 	if o.MaxPerCall < 0 {
 		return nil, nil, fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
+	}
+	if o.Settle < 0 {
+		return nil, nil, fmt.Errorf("--settle must not be negative, got %v", o.Settle)
 	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {
@@ -181,6 +191,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
 		Event:      o.Event,
 		Poll:       o.PollInterval,
 		MaxPerCall: o.MaxPerCall,
+		Settle:     o.Settle,
 		Starts:     starts,
 		StopGen:    stopGeneration(),
 	}, partitions)

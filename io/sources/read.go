@@ -37,6 +37,7 @@ type readFn struct {
 	Event      event.Config
 	Poll       time.Duration
 	MaxPerCall int
+	Settle     time.Duration
 	Starts     []startPoint
 	// StopGen is the RequestStop count when the pipeline was built.
 	StopGen int64
@@ -104,7 +105,8 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		sharedBoard.finish(f.Source, partition)
 		return sdf.StopProcessing(), nil
 	}
-	if stopRequested(f.StopGen) {
+	stopping := stopRequested(f.StopGen)
+	if stopping && !f.Follow {
 		// Nothing is read and the watermark stays where it is; the
 		// restriction is never finished (see RequestStop).
 		return sdf.ResumeProcessingIn(f.Poll), nil
@@ -112,7 +114,14 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 
 	r := newReader(f.Dir, partition, rest, f.Follow, f.Policy, f.Event)
 	r.maxRecords = f.MaxPerCall
+	r.settle, r.source = f.Settle, f.Source
 	r.stop = func() bool { return stopRequested(f.StopGen) }
+	if stopping {
+		// A follower's last pass: the current file to its end, its
+		// unterminated last line included (SPEC §3), and no other file.
+		// The watermark stays where it is.
+		r.final, r.stop = true, func() bool { return false }
+	}
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
 		emit(beam.EventTime(ToMtime(rec.WatermarkBefore)), rec)
@@ -129,6 +138,11 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		return sdf.StopProcessing(), nil
 	case outStopped:
 		return sdf.ResumeProcessingIn(f.Poll), nil
+	}
+	if stopping {
+		return sdf.ResumeProcessingIn(f.Poll), nil
+	}
+	switch out {
 	case outFinished:
 		if !rt.TryClaim(r.rest) {
 			return sdf.StopProcessing(), nil
