@@ -152,6 +152,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	}
 
 	now := time.Now().UnixMilli()
+	r.others = func() (int64, bool) { return sharedBoard.active(f.Source, partition, now, f.staleAfter()) }
 	wentIdle := r.watermarkState(now)
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
@@ -160,7 +161,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		beam.NewCounter(namespace, "idle_transitions_"+partition).Inc(ctx, 1)
 	}
 	own := r.rest.Reported
-	sharedBoard.update(f.Source, partition, own, now)
+	sharedBoard.update(f.Source, partition, own, now, r.rest.Idle)
 	w := own
 	if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
 		w = min(w, m)

@@ -59,6 +59,9 @@ type reader struct {
 	// final is the graceful stop's last pass: finish the current file,
 	// unterminated last line included, and read no other file.
 	final bool
+	// others reports the lowest watermark of the other active partitions,
+	// ok false when none is active (see watermark.Partition.ReportedAmong).
+	others func() (w int64, ok bool)
 
 	now   func() time.Time
 	stop  func() bool
@@ -80,8 +83,9 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		maxRecords: DefaultMaxPerCall, budget: callBudget, settle: DefaultSettle,
 		now: time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
-		log:  slog.Default().With("source", "folder", "partition", partition),
-		rest: rest.clone(),
+		others: func() (int64, bool) { return model.NoWatermark, false },
+		log:    slog.Default().With("source", "folder", "partition", partition),
+		rest:   rest.clone(),
 	}
 	r.stamper = rest.Stamper(policy, cfg)
 	return r
@@ -313,7 +317,12 @@ func (r *reader) nextFile(current string) (string, error) {
 // just went idle.
 func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
-	wentIdle, cameBack := r.rest.Update(p, now)
+	active, anyActive := r.others()
+	wentIdle, cameBack, byIdleness := r.rest.UpdateAmong(p, now, active, anyActive)
+	if byIdleness && idleLog.due(r.source, now) {
+		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
+			"reported_watermark", fmtMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
+	}
 	switch {
 	case wentIdle:
 		r.log.Info("source partition idle: it leaves the watermark minimum",
