@@ -10,9 +10,14 @@
 // something if one reader reads it in order.
 //
 // The partitions are listed when the pipeline is constructed
-// ([rawlog.ListPartitions]) and are fixed from then on: a subfolder (or a
-// first file directly in the folder) that appears later is not read by this
-// job. Create the partition folders before starting a follower.
+// ([rawlog.ListPartitions]). A follower also lists them again every
+// FolderOptions.DiscoverEvery (--discover-every) while it runs, and a
+// partition that appeared since is read from its first file by a reader of
+// its own (a stateful step emits each new partition once). Until it has data,
+// a discovered partition's watermark follows the others'; from its first
+// valid record on its own watermark counts, and its records that are older
+// than the pipeline watermark are late or too late, as a returning idle
+// partition's are. A replay reads the partitions that exist at the start.
 //
 // The restriction is the partition's whole reading state, so a checkpoint
 // resumes exactly: the file being read, its byte offset and line number

@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -161,6 +162,16 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		beam.NewCounter(namespace, "idle_transitions_"+partition).Inc(ctx, 1)
 	}
 	own := r.rest.Reported
+	if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
+		// A partition discovered while the job runs has no watermark of its
+		// own until it has data: it follows the others meanwhile rather
+		// than claim the minimum it was never part of. Its records are
+		// then judged against its own watermark (rule (a)) and the
+		// pipeline's (rule (b)), as a returning partition's are.
+		if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
+			own = max(own, m)
+		}
+	}
 	sharedBoard.update(f.Source, partition, own, now, r.rest.Idle)
 	w := own
 	if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
