@@ -1,11 +1,14 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,6 +196,34 @@ func TestFollowDiscoversNewPartition(t *testing.T) {
 	}
 }
 
+// logBuffer is an io.Writer safe for the job's goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// captureLogs tees the process's log into a buffer for the test's duration
+// (the readers run in this process on prism's loopback harness).
+func captureLogs(t *testing.T) *logBuffer {
+	logs := &logBuffer{}
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	return logs
+}
+
 // readChangelog reads the sink's changelog while a job may be writing it.
 func readChangelog(t *testing.T, path string) []model.Row {
 	t.Helper()
@@ -221,6 +252,7 @@ func TestFollowAllIdle(t *testing.T) {
 			o := followOptions(t, dir)
 			o.Pipeline.Watermark.IdleTimeout = 2 * time.Second
 			o.Pipeline.Watermark.IdleAdvance = advance
+			logs := captureLogs(t)
 			job := runInBackground(t, o)
 			final := func(r model.Row) bool {
 				return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.Final
@@ -240,6 +272,10 @@ func TestFollowAllIdle(t *testing.T) {
 				want = nil // the watermark held at 10:19: no row at all
 			}
 			assertRows(t, "[10:00) rows", rows, want)
+			const idleLine = "every partition is idle: the watermark advances with processing time"
+			if n := strings.Count(logs.String(), idleLine); (n > 0) != (advance == watermark.AdvanceProcessingTime) {
+				t.Errorf("%d log lines %q, want them only with processing-time", n, idleLine)
+			}
 			if !sum.Conserved {
 				t.Errorf("not conserved:\n%s", job.out.String())
 			}
