@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
@@ -310,4 +311,56 @@ func TestReplayUnterminatedLines(t *testing.T) {
 	if len(q) != 1 || q[0].Position != "p1/000001.bin:1" || !strings.Contains(string(q[0].Payload), "garbage") {
 		t.Errorf("quarantined = %+v, want the binary file's one line", q)
 	}
+}
+
+// Under --follow a last line without a newline is pending (the progress
+// line's count) until the file has kept its size for --settle, and a
+// graceful stop reads it at once: every non-blank line is read (SPEC §3).
+func TestFollowUnterminatedLines(t *testing.T) {
+	waitPending := func(t *testing.T, want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for sources.PendingTails() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("pending unterminated lines = %d, want %d", sources.PendingTails(), want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Run("settled", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "log")
+		putFile(t, dir, "p0", "000001.jsonl", purchase("A", "2026-11-04T10:15:00Z", "u1", "100")+"\n"+
+			purchase("X", "2026-11-04T11:20:00Z", "u2", "1")) // X, unterminated, moves the watermark to 11:10
+		o := followOptions(t, dir)
+		o.Settle = 2 * time.Second
+		job := runInBackground(t, o)
+		waitPending(t, 1)
+		waitForRow(t, o.Sink.Path, "ON_TIME [10:00) once X settled", func(r model.Row) bool {
+			return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.OnTime
+		})
+		waitPending(t, 0)
+		sum, _ := job.stopAndWait(t, 30*time.Second)
+		wantCounts(t, sum, 2, 2, 0, 0, 0, 0)
+		if !sum.Conserved {
+			t.Errorf("not conserved:\n%s", job.out.String())
+		}
+	})
+	t.Run("graceful stop", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "log")
+		putFile(t, dir, "p0", "000001.jsonl", purchase("A", "2026-11-04T10:15:00Z", "u1", "100")+"\n"+
+			purchase("X", "2026-11-04T11:20:00Z", "u2", "1")+"\n"+
+			purchase("B", "2026-11-04T10:20:00Z", "u3", "50")) // never settles within the test
+		o := followOptions(t, dir)
+		o.Settle = time.Hour
+		job := runInBackground(t, o)
+		waitForRow(t, o.Sink.Path, "ON_TIME [10:00)", func(r model.Row) bool {
+			return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.OnTime
+		})
+		waitPending(t, 1)
+		sum, _ := job.stopAndWait(t, 30*time.Second)
+		wantCounts(t, sum, 3, 3, 0, 0, 0, 0)
+		if !sum.Conserved {
+			t.Errorf("not conserved:\n%s", job.out.String())
+		}
+	})
 }
