@@ -190,11 +190,7 @@ func TestFollowDiscoversNewPartition(t *testing.T) {
 		return r.WindowStart == ms("2026-11-04T11:00:00Z") && r.State == model.OnTime
 	})
 
-	sum, _ := job.stopAndWait(t, 30*time.Second)
-	wantCounts(t, sum, 5, 5, 0, 0, 0, 0)
-	if !sum.Conserved {
-		t.Errorf("not conserved:\n%s", job.out.String())
-	}
+	stopConserved(t, job, 5, 5)
 }
 
 // logBuffer is an io.Writer safe for the job's goroutines.
@@ -223,6 +219,18 @@ func captureLogs(t *testing.T) *logBuffer {
 	slog.SetDefault(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	return logs
+}
+
+// stopConserved stops a follower gracefully and checks that it read and
+// counted what the test wrote, with every figure conserved.
+func stopConserved(t *testing.T, job *backgroundRun, read, counted int64) *Summary {
+	t.Helper()
+	sum, _ := job.stopAndWait(t, 30*time.Second)
+	wantCounts(t, sum, read, counted, 0, 0, 0, 0)
+	if !sum.Conserved {
+		t.Errorf("not conserved:\n%s", job.out.String())
+	}
+	return sum
 }
 
 // readChangelog reads the sink's changelog while a job may be writing it.
@@ -262,8 +270,7 @@ func TestFollowAllIdle(t *testing.T) {
 				waitForRow(t, o.Sink.Path, "FINAL [10:00) once every partition is idle", final)
 			}
 			time.Sleep(5 * time.Second) // both partitions idle for a while
-			sum, _ := job.stopAndWait(t, 30*time.Second)
-			wantCounts(t, sum, 2, 2, 0, 0, 0, 0)
+			sum := stopConserved(t, job, 2, 2)
 			rows := rowsOf(sum.Changelog(), "2026-11-04T10:00:00Z")
 			want := []model.Row{
 				row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 1, model.OnTime),
@@ -276,9 +283,6 @@ func TestFollowAllIdle(t *testing.T) {
 			const idleLine = "every partition is idle: the watermark advances with processing time"
 			if n := strings.Count(logs.String(), idleLine); (n > 0) != (advance == watermark.AdvanceProcessingTime) {
 				t.Errorf("%d log lines %q, want them only with processing-time", n, idleLine)
-			}
-			if !sum.Conserved {
-				t.Errorf("not conserved:\n%s", job.out.String())
 			}
 		})
 	}
@@ -339,11 +343,7 @@ func TestFollowUnterminatedLines(t *testing.T) {
 			return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.OnTime
 		})
 		waitPending(t, 0)
-		sum, _ := job.stopAndWait(t, 30*time.Second)
-		wantCounts(t, sum, 2, 2, 0, 0, 0, 0)
-		if !sum.Conserved {
-			t.Errorf("not conserved:\n%s", job.out.String())
-		}
+		stopConserved(t, job, 2, 2)
 	})
 	t.Run("graceful stop", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "log")
@@ -357,10 +357,6 @@ func TestFollowUnterminatedLines(t *testing.T) {
 			return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.OnTime
 		})
 		waitPending(t, 1)
-		sum, _ := job.stopAndWait(t, 30*time.Second)
-		wantCounts(t, sum, 3, 3, 0, 0, 0, 0)
-		if !sum.Conserved {
-			t.Errorf("not conserved:\n%s", job.out.String())
-		}
+		stopConserved(t, job, 3, 3)
 	})
 }
