@@ -95,6 +95,10 @@ func EncodeEventBatch(v model.EventBatch) []byte {
 		writeBatchEvent(&w, &v.Events[i], &prev)
 		prev = v.Events[i]
 	}
+	w.Uvarint(uint64(len(v.Windows)))
+	for _, start := range v.Windows {
+		w.Varint(start)
+	}
 	return w.B
 }
 
@@ -137,6 +141,13 @@ func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		prev = readBatchEvent(&r, &prev)
 		v.Events = append(v.Events, prev)
+	}
+	m := r.Uvarint()
+	if m > uint64(len(b)) {
+		return model.EventBatch{}, fmt.Errorf("decode event batch: implausible window count %d", m)
+	}
+	for i := uint64(0); i < m && r.Err == nil; i++ {
+		v.Windows = append(v.Windows, r.Varint())
 	}
 	return done(v, &r, "event batch")
 }

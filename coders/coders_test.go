@@ -65,8 +65,10 @@ func TestEventBatchFrontCoding(t *testing.T) {
 	}
 	b.Events[7].Dims, b.Events[8].Dims = "{}", ""
 	b.Events[9] = b.Events[8]
+	b.Windows = []int64{-3_600_000, 0, 1_793_786_400_000}
 	roundTrip(t, "mixed batch", b, EncodeEventBatch, DecodeEventBatch)
 	roundTrip(t, "empty batch", model.EventBatch{Events: []model.Event{}}, EncodeEventBatch, DecodeEventBatch)
+	roundTrip(t, "window marker", model.EventBatch{Events: []model.Event{}, Windows: []int64{7_200_000}}, EncodeEventBatch, DecodeEventBatch)
 
 	// One partition in read order, as BatchByShard builds them: the shared
 	// prefixes cost a few bytes instead of the whole strings.

@@ -198,6 +198,10 @@ func FormatMicros(m int64) string {
 // stage reads and writes its state once per batch rather than once per event.
 type EventBatch struct {
 	Events []Event
+	// Windows announces window starts to the shard, events or not: every
+	// shard arms the end and close timers of every window, so that rule (b)
+	// of the too-late gate does not depend on which ids a shard holds.
+	Windows []int64
 }
 
 // Delta is a partial aggregate of one (window, dims) key, pre-combined per

@@ -76,6 +76,7 @@ func (o Options) dedup() transforms.DedupOptions {
 		Policy:         o.Triggers,
 		Retention:      o.DedupRetention.Milliseconds(),
 		Shards:         o.DedupShards,
+		Bound:          o.Watermark.OutOfOrderBound.Milliseconds(),
 		StartWatermark: o.StartWatermark,
 		NoCache:        o.NoDedupCache,
 	}

@@ -30,6 +30,9 @@ type DedupOptions struct {
 	Retention int64 // ms
 	// Shards is the number of dedup state keys.
 	Shards int
+	// Bound is the out-of-order bound (ms): how far below an announced
+	// window the shards arm windows (see windowsToArm).
+	Bound int64
 	// StartWatermark seeds every shard's knowledge of the pipeline watermark
 	// (after a restart: the close time of the latest window the sink holds as
 	// FINAL), or model.NoWatermark.
@@ -58,7 +61,10 @@ func (o DedupOptions) Validate() error {
 //
 // Before any dedup verdict it applies rule (b) of the too-late gate: a DoFn
 // cannot read its watermark, so each shard sets event-time timers at the end,
-// close and expiry of every window it holds ids of. A fired timer at T proves
+// close and expiry of every window: BatchByShard announces each bundle's
+// windows to every shard, so the verdict never depends on which ids a shard
+// holds (a returning partition's id may land on a shard that holds none of
+// its window). A fired timer at T proves
 // the pipeline watermark reached T; windows whose close time is <= T are
 // closed, and windows whose end is <= T take late data. Every event let
 // through carries a timestamp below its window's close time (the partition
@@ -73,9 +79,10 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches := BatchByShard(s, events, o.Shards)
+	batches := BatchByShard(s, events, o.Shards, o.Policy)
 	return beam.ParDo3(s, &dedupFn{
 		Policy:         o.Policy,
+		BoundMs:        o.Bound,
 		RetentionMs:    o.Retention,
 		StartWatermark: o.StartWatermark,
 		CacheID:        newCacheID(),
@@ -88,6 +95,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 
 type dedupFn struct {
 	Policy         triggers.Policy
+	BoundMs        int64
 	RetentionMs    int64
 	StartWatermark int64
 
@@ -189,6 +197,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return err
 	}
+	f.armAnnounced(tp, st, batch.Windows)
 	var added idBlob
 	for _, e := range batch.Events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {

@@ -20,6 +20,45 @@ type Policy struct {
 	// IdleTimeout is the processing time after which a partition that produced
 	// nothing leaves the pipeline minimum.
 	IdleTimeout time.Duration
+	// IdleAdvance is what the watermark does when every partition is idle
+	// (--idle-advance); the zero value is AdvanceProcessingTime.
+	IdleAdvance IdleAdvance
+}
+
+// IdleAdvance is the all-idle setting of SPEC §2.
+type IdleAdvance uint8
+
+const (
+	// AdvanceProcessingTime: an idle partition's watermark follows
+	// processing time minus the bound, as Beam's KafkaIO does, so that with
+	// every partition idle open windows get their ON_TIME and FINAL rows.
+	// It suits live traffic, where silence means nothing more is coming.
+	AdvanceProcessingTime IdleAdvance = iota
+	// AdvanceHold: an idle partition leaves the minimum by following the
+	// active partitions; with every partition idle the watermark holds. It
+	// suits a backfill of old data, where a pause says nothing about event
+	// time, and would otherwise turn the rest of the backfill too late.
+	AdvanceHold
+)
+
+// IdleAdvanceNames are the --idle-advance values, in IdleAdvance order.
+var IdleAdvanceNames = []string{"processing-time", "hold"}
+
+func (a IdleAdvance) String() string {
+	if int(a) < len(IdleAdvanceNames) {
+		return IdleAdvanceNames[a]
+	}
+	return fmt.Sprintf("IdleAdvance(%d)", uint8(a))
+}
+
+// ParseIdleAdvance reads an --idle-advance value.
+func ParseIdleAdvance(s string) (IdleAdvance, error) {
+	for i, n := range IdleAdvanceNames {
+		if s == n {
+			return IdleAdvance(i), nil
+		}
+	}
+	return 0, fmt.Errorf("--idle-advance: %q: want processing-time or hold", s)
 }
 
 // Validate refuses settings that cannot work.
@@ -30,6 +69,9 @@ func (p Policy) Validate() error {
 	if p.IdleTimeout <= 0 {
 		return fmt.Errorf("--idle-timeout must be positive, got %v", p.IdleTimeout)
 	}
+	if int(p.IdleAdvance) >= len(IdleAdvanceNames) {
+		return fmt.Errorf("--idle-advance: unknown setting %v", p.IdleAdvance)
+	}
 	return nil
 }
 
@@ -37,6 +79,7 @@ func (p Policy) Validate() error {
 // NewPartition.
 type Partition struct {
 	bound, idle int64 // ms
+	advance     IdleAdvance
 	// maxValid is the largest valid event time seen (ms), or NoWatermark.
 	maxValid int64
 	// lastActive is the processing time (ms) of the last record, or 0.
@@ -51,6 +94,7 @@ func NewPartition(p Policy, now int64) *Partition {
 	return &Partition{
 		bound:      p.OutOfOrderBound.Milliseconds(),
 		idle:       p.IdleTimeout.Milliseconds(),
+		advance:    p.IdleAdvance,
 		maxValid:   model.NoWatermark,
 		lastActive: now,
 		reported:   model.NoWatermark,
@@ -85,19 +129,40 @@ func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int6
 // Idle reports whether the partition produced nothing for the idle timeout.
 func (p *Partition) Idle(now int64) bool { return now-p.lastActive >= p.idle }
 
-// Reported is the watermark a source hands to the runner for this partition.
-// While active it is the event-time watermark. Once idle it advances with
-// processing time (now - bound), as Beam's KafkaIO does for an empty
-// partition, so that the partition stops holding the pipeline minimum; its
-// returning records are then judged late or too late downstream, never lost.
-// The value never decreases.
+// Reported is the watermark a source hands to the runner for a partition
+// that has no others (a single subscription): ReportedAmong with no active
+// partition.
 func (p *Partition) Reported(now int64) int64 {
-	w := p.Watermark()
+	w, _ := p.ReportedAmong(now, model.NoWatermark, false)
+	return w
+}
+
+// ReportedAmong is the watermark a source hands to the runner for this
+// partition at processing time now. active is the lowest watermark reported
+// by the other partitions that are active (anyActive false: there is none).
+//
+// While active it is the event-time watermark. Once idle the partition must
+// stop holding the pipeline minimum; its returning records are then judged
+// late or too late downstream, never lost. With AdvanceProcessingTime it
+// advances with processing time (now - bound), as Beam's KafkaIO does for an
+// empty partition. With AdvanceHold it follows the active partitions, and
+// holds when there are none. The value never decreases.
+//
+// byIdleness says the value advanced while every partition is idle, which
+// sources log: that is when open windows can become FINAL without new data.
+func (p *Partition) ReportedAmong(now, active int64, anyActive bool) (w int64, byIdleness bool) {
+	w = p.Watermark()
 	if p.Idle(now) {
-		w = max(w, now-p.bound)
+		switch {
+		case p.advance == AdvanceProcessingTime:
+			w = max(w, now-p.bound)
+		case anyActive:
+			w = max(w, active)
+		}
 	}
+	byIdleness = p.Idle(now) && !anyActive && w > p.reported
 	p.reported = max(p.reported, w)
-	return p.reported
+	return p.reported, byIdleness
 }
 
 // Tracker is the pipeline view over several partitions: the minimum over the

@@ -98,6 +98,48 @@ func TestReportedAdvancesWhileIdleAndNeverDecreases(t *testing.T) {
 	}
 }
 
+// The all-idle setting (SPEC §2, issue #12): an idle partition leaves the
+// minimum either way; with every partition idle the watermark follows
+// processing time minus the bound, or holds.
+func TestIdleAdvanceSetting(t *testing.T) {
+	start := ms("2026-11-04T12:00:00Z")
+	idleAt := start + policy.IdleTimeout.Milliseconds()
+	bound := policy.OutOfOrderBound.Milliseconds()
+	for _, c := range []struct {
+		advance IdleAdvance
+		// reported while idle among an active partition at 11:30, then
+		// with every partition idle, one hour later
+		among, allIdle int64
+		logged         bool
+	}{
+		{AdvanceProcessingTime, idleAt - bound, idleAt + time.Hour.Milliseconds() - bound, true},
+		{AdvanceHold, ms("2026-11-04T11:30:00Z"), ms("2026-11-04T11:30:00Z"), false},
+	} {
+		pol := policy
+		pol.IdleAdvance = c.advance
+		p := NewPartition(pol, start)
+		p.Observe(ms("2026-11-04T10:00:00Z"), true, start)
+		if r, by := p.ReportedAmong(start, ms("2026-11-04T11:30:00Z"), true); r != ms("2026-11-04T09:50:00Z") || by {
+			t.Errorf("%v: active partition reported %s (by idleness %v), want its own 09:50", c.advance, model.FormatTime(r), by)
+		}
+		if r, by := p.ReportedAmong(idleAt, ms("2026-11-04T11:30:00Z"), true); r != c.among || by {
+			t.Errorf("%v: idle among active reported %s (by idleness %v), want %s", c.advance, model.FormatTime(r), by, model.FormatTime(c.among))
+		}
+		later := idleAt + time.Hour.Milliseconds()
+		if r, by := p.ReportedAmong(later, model.NoWatermark, false); r != c.allIdle || by != c.logged {
+			t.Errorf("%v: all idle reported %s (by idleness %v), want %s (%v)", c.advance, model.FormatTime(r), by, model.FormatTime(c.allIdle), c.logged)
+		}
+	}
+	for _, s := range IdleAdvanceNames {
+		if a, err := ParseIdleAdvance(s); err != nil || a.String() != s {
+			t.Errorf("ParseIdleAdvance(%q) = %v, %v", s, a, err)
+		}
+	}
+	if _, err := ParseIdleAdvance("wall-clock"); err == nil {
+		t.Error("unknown --idle-advance accepted")
+	}
+}
+
 func TestPolicyValidate(t *testing.T) {
 	if err := (Policy{OutOfOrderBound: -time.Second, IdleTimeout: time.Minute}).Validate(); err == nil {
 		t.Error("negative bound accepted")

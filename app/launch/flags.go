@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 // The flag values below refuse bad input in Set with a message that does not
@@ -166,4 +167,23 @@ func capture(name string, v flag.Value, err *error) flag.Value {
 		return capturedBool{c}
 	}
 	return c
+}
+
+// idleAdvanceValue is --idle-advance (watermark.IdleAdvanceNames).
+type idleAdvanceValue struct{ a *watermark.IdleAdvance }
+
+func (v idleAdvanceValue) String() string {
+	if v.a == nil {
+		return watermark.AdvanceProcessingTime.String()
+	}
+	return v.a.String()
+}
+
+func (v idleAdvanceValue) Set(s string) error {
+	a, err := watermark.ParseIdleAdvance(s)
+	if err != nil {
+		return fmt.Errorf("want processing-time or hold, got %q", s)
+	}
+	*v.a = a
+	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 func TestMain(m *testing.M) {
@@ -561,6 +562,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--window=7m"}, `launch: --window must divide 24h or be a multiple of it, got 7m0s`},
 		{[]string{"--early=-1s"}, `launch: --early must not be negative (0s turns early firings off), got -1s`},
 		{[]string{"--idle-timeout=0s"}, `launch: --idle-timeout must be positive, got 0s`},
+		{[]string{"--idle-advance=wall-clock"}, `launch: --idle-advance: want processing-time or hold, got "wall-clock"`},
+		{[]string{"--source=" + t.TempDir(), "--settle=-1s"}, `launch: --settle must not be negative, got -1s`},
 		{[]string{"--dedup-retention=1h"}, `launch: --dedup-retention 1h0m0s is shorter than window + allowed lateness (25h0m0s): a retry arriving inside the correction period would be counted twice`},
 		{[]string{"--max-line=2x"}, `launch: --max-line: invalid size "2x": want bytes or a size like 512KiB or 1MiB`},
 		{[]string{"--max-line=2GiB"}, `launch: --max-line: size "2GiB" is too large: at most 1GiB`},
@@ -593,15 +596,16 @@ func TestBadFlags(t *testing.T) {
 func TestParse(t *testing.T) {
 	o, err := Parse([]string{"--source=log", "--follow", "--sink=jsonl:out", "--window=30m", "--early=0s",
 		"--ooo-bound=5m", "--idle-timeout=1m", "--allowed-lateness=2h", "--dedup-retention=48h", "--max-future=1m",
-		"--max-age=72h", "--max-line=512KiB", "--dimensions=country,platform", "--report=run.md", "--log-level=warn"})
+		"--max-age=72h", "--max-line=512KiB", "--dimensions=country,platform", "--report=run.md", "--log-level=warn",
+		"--idle-advance=hold", "--settle=3s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := o.Pipeline
 	got := fmt.Sprintln(o.Source, o.Follow, o.Sink, p.Triggers.Window, p.Triggers.Early, p.Watermark.OutOfOrderBound,
 		p.Watermark.IdleTimeout, p.Triggers.AllowedLateness, p.DedupRetention, p.Event.MaxFuture, p.Event.MaxAge,
-		p.Event.MaxLine, p.Event.Dimensions, o.Report, o.LogLevel, o.Runner)
-	want := "log true jsonl:out 30m0s 0s 5m0s 1m0s 2h0m0s 48h0m0s 1m0s 72h0m0s 524288 [country platform] run.md WARN prism\n"
+		p.Event.MaxLine, p.Event.Dimensions, o.Report, o.LogLevel, o.Runner, p.Watermark.IdleAdvance, o.Settle)
+	want := "log true jsonl:out 30m0s 0s 5m0s 1m0s 2h0m0s 48h0m0s 1m0s 72h0m0s 524288 [country platform] run.md WARN prism hold 3s\n"
 	if got != want {
 		t.Errorf("Parse = %s\nwant    %s", got, want)
 	}
@@ -611,7 +615,8 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.Sink.String() != DefaultSink || d.Source != "" || d.Pipeline.Triggers.Early != time.Minute ||
-		d.Pipeline.Event.MaxLine != 1<<20 || d.Runner != DefaultRunner || d.LogLevel != slog.LevelInfo {
+		d.Pipeline.Event.MaxLine != 1<<20 || d.Runner != DefaultRunner || d.LogLevel != slog.LevelInfo ||
+		d.Pipeline.Watermark.IdleAdvance != watermark.AdvanceProcessingTime {
 		t.Errorf("defaults = %+v", d)
 	}
 	if rc := d.runConfig(); fmt.Sprint(rc) != "map[allowed_lateness:24h0m0s dimensions: window:1h0m0s]" {

@@ -62,6 +62,13 @@ type Options struct {
 	LogLevel slog.Level
 	// Runner is Beam's --runner (prism unless set).
 	Runner string
+	// Settle is how long a followed file ending in a line without a newline
+	// must stay unchanged before that line is read (--settle; 0 takes
+	// sources.DefaultSettle).
+	Settle time.Duration
+	// DiscoverEvery is how often a follower looks for new partition folders
+	// (--discover-every; 0 takes sources.DefaultDiscoverEvery).
+	DiscoverEvery time.Duration
 	// PrismUIPort, when positive, serves prism's web UI (jobs, their state
 	// and metrics) on localhost:PrismUIPort while this process runs
 	// (--prism-ui-port; prism runner only).
@@ -189,6 +196,9 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("early", durationValue{&p.Triggers.Early}, "EARLY refresh period in processing time; 0s turns it off (a replay has none)")
 	add("ooo-bound", durationValue{&p.Watermark.OutOfOrderBound}, "out-of-order bound: partition watermark = max event time - bound")
 	add("idle-timeout", durationValue{&p.Watermark.IdleTimeout}, "processing time after which a silent partition leaves the watermark minimum")
+	add("idle-advance", idleAdvanceValue{&p.Watermark.IdleAdvance}, "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill)")
+	add("discover-every", durationValue{&o.DiscoverEvery}, "--follow: look for new partition folders this often and read them from their first file (default "+sources.DefaultDiscoverEvery.String()+")")
+	add("settle", durationValue{&o.Settle}, "--follow: read a file's last line without a newline once the file has not changed for this long (default "+sources.DefaultSettle.String()+")")
 	add("allowed-lateness", durationValue{&p.Triggers.AllowedLateness}, "how long after window_end a window takes corrections (then FINAL)")
 	add("dedup-retention", durationValue{&p.DedupRetention}, "how long an event_id is remembered (default window + allowed lateness; shorter is refused)")
 	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys: 8 suits one machine (prism); use at least the parallelism on Flink or Dataflow")
@@ -340,7 +350,7 @@ Flags:
 }
 
 // ownFlags lists this command's flags in the order of SPEC §6.
-var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
+var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
 	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
 
 // Validate checks the settings together, before any work: every failure is
@@ -418,6 +428,9 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 		Event:        po.Event,
 		PollInterval: o.PollInterval,
 		MaxPerCall:   o.MaxPerCall,
+		Settle:       o.Settle,
+		// DiscoverEvery is only set by the flag: 0 takes the default.
+		DiscoverEvery: o.DiscoverEvery,
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/revenue-stream/hourly/io/sources"
 )
 
 // DefaultProgressEvery is how often a running job reports progress.
@@ -32,15 +34,22 @@ func (p *progress) report(c Counts) {
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read
 	rows := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
+	// Last lines without a newline that a follower waits on (--settle):
+	// not read yet, so not in read.
+	pending := sources.PendingTails()
 	if p.terminal {
-		fmt.Fprintf(p.w, "\r%-100s", fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
-			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"]))
+		line := fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
+			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"])
+		if pending > 0 {
+			line += fmt.Sprintf("  pending %d unterminated last line(s)", pending)
+		}
+		fmt.Fprintf(p.w, "\r%-100s", line)
 		p.wrote = true
 		return
 	}
 	slog.Info("progress", "elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
 		"counted", c.Counted, "duplicates", c.Duplicates, "conflicts", c.Conflicts, "quarantined", c.Quarantined,
-		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"])
+		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"], "pending_unterminated_lines", pending)
 }
 
 // done ends the updating line so the summary starts on its own line.

@@ -260,7 +260,7 @@ func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sin
 }
 
 // settingOrder lists Summary.Settings in the order of SPEC §6.
-var settingOrder = []string{"window", "early", "ooo-bound", "idle-timeout", "allowed-lateness",
+var settingOrder = []string{"window", "early", "ooo-bound", "idle-timeout", "idle-advance", "allowed-lateness",
 	"dedup-retention", "max-future", "max-age", "max-line", "dimensions"}
 
 func settings(po pipeline.Options) map[string]string {
@@ -269,6 +269,7 @@ func settings(po pipeline.Options) map[string]string {
 		"early":            po.Triggers.Early.String(),
 		"ooo-bound":        po.Watermark.OutOfOrderBound.String(),
 		"idle-timeout":     po.Watermark.IdleTimeout.String(),
+		"idle-advance":     po.Watermark.IdleAdvance.String(),
 		"allowed-lateness": po.Triggers.AllowedLateness.String(),
 		"dedup-retention":  po.DedupRetention.String(),
 		"max-future":       po.Event.MaxFuture.String(),

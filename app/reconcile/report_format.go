@@ -123,7 +123,7 @@ func statsRows(s Stats) [][2]string {
 		[2]string{"raw-log watermark (lowest partition)", s.logWatermark()},
 	)
 	if len(s.Unterminated) > 0 {
-		rows = append(rows, [2]string{"unterminated last lines (not read)", strings.Join(s.Unterminated, ", ")})
+		rows = append(rows, [2]string{"unterminated last lines (read)", strings.Join(s.Unterminated, ", ")})
 	}
 	return rows
 }

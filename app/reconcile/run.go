@@ -119,7 +119,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	out.Stats = res.Stats
 	if len(res.Stats.Unterminated) > 0 {
-		slog.Warn("reconcile: files end in a line without a newline; those lines were not read",
+		slog.Warn("reconcile: files end in a line without a newline; those lines were read as lines",
 			"count", len(res.Stats.Unterminated), "first", res.Stats.Unterminated[0])
 	}
 	// The pipeline's last step compared (CompareWithSink), reading the

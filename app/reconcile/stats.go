@@ -17,8 +17,8 @@ type Stats struct {
 	// blank lines.
 	Read  int64 `json:"read"`
 	Blank int64 `json:"blank"`
-	// Unterminated lists final lines without a newline, which a bounded read
-	// does not take (SPEC §6): said out loud rather than lost quietly.
+	// Unterminated lists final lines without a newline: read as lines like
+	// any other (SPEC §3), and listed because a producer usually ends a line.
 	Unterminated []string `json:"unterminated,omitempty"`
 	// Quarantined counts rejected records by reason.
 	Quarantined map[string]int64 `json:"quarantined,omitempty"`

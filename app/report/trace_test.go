@@ -43,7 +43,7 @@ func TestTraceFolder(t *testing.T) {
 			"\n" + // blank: not a record
 			line("d", "2026-11-04T10:30:00Z"), // 5: wm 10:10
 		"p0/000002.jsonl": line("e", "2026-11-04T08:00:00Z") + // 6: wm 10:20, behind, 2h30m late
-			line("tail", "2026-11-04T11:00:00Z")[:20], // no newline: not read
+			line("tail", "2026-11-04T11:00:00Z")[:20], // 7: no newline, still a line: malformed, no point
 		"p1/000001.jsonl": line("f", "2026-11-04T12:00:00Z") + // 1: no watermark
 			line("g", "2026-11-04T11:59:30Z") + // 2: wm 11:50, 30s late but not behind
 			line("h", "2099-01-01T00:00:00Z") + // 3: future_event_time: never moves the watermark
@@ -58,7 +58,7 @@ func TestTraceFolder(t *testing.T) {
 	}
 	no := model.NoWatermark
 	want := []PartitionTrace{{
-		Partition: "p0", Read: 6, Valid: 5, Behind: 2, Watermark: ms("2026-11-04T10:20:00Z"),
+		Partition: "p0", Read: 7, Valid: 5, Behind: 2, Watermark: ms("2026-11-04T10:20:00Z"),
 		Points: []TracePoint{
 			{1, ms("2026-11-04T10:00:00Z"), no},
 			{2, ms("2026-11-04T10:20:00Z"), ms("2026-11-04T09:50:00Z")},

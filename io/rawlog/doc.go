@@ -33,7 +33,10 @@
 //   - A line whose content (without "\n" and a trailing "\r") is longer than
 //     maxLine is oversized: it is yielded with at most [PrefixLimit] bytes and
 //     Oversized set, and is never held whole in memory.
-//   - A last line without a trailing newline is not yielded: the producer may
-//     still be writing it. [Reader.Mark] says how far the complete lines go,
-//     so a follower can resume there.
+//   - A last line without a trailing newline is still a line (SPEC §3):
+//     [Reader.Next] stops before it, since a producer may still be writing
+//     it, and [Reader.Tail] yields it. A bounded read (a replay, [Scan])
+//     reads it; a follower reads it once the file has stopped changing for
+//     a settle time, or at a graceful stop. [Reader.Mark] says how far the
+//     lines consumed go, so a follower can resume there.
 package rawlog

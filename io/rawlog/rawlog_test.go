@@ -200,6 +200,29 @@ func TestReaderUnterminatedLastLine(t *testing.T) {
 		t.Fatalf("after growth: lines = %+v", g)
 	}
 
+	// A bounded reader takes the unterminated last line as a line; a CR
+	// before the end is stripped as before a newline, and a blank or
+	// oversized tail follows the rules of any line.
+	for _, c := range []struct {
+		in   string
+		want []got
+		mark Mark
+	}{
+		{"a\nlast\r", []got{{1, "a", false}, {2, "last", false}}, Mark{Offset: 7, Line: 2}},
+		{"\x00\xff\xfe garbage", []got{{1, "\x00\xff\xfe garbage", false}}, Mark{Offset: 11, Line: 1}},
+		{"a\n  ", []got{{1, "a", false}}, Mark{Offset: 4, Line: 2}},
+		{"a\n" + strings.Repeat("x", 150), []got{{1, "a", false}, {2, strings.Repeat("x", 150), true}}, Mark{Offset: 152, Line: 2}},
+	} {
+		r := NewReader(strings.NewReader(c.in), 100)
+		g := readAll(t, r)
+		if l, ok := r.Tail(); ok {
+			g = append(g, got{l.No, string(l.Bytes), l.Oversized})
+		}
+		if _, ok := r.Tail(); ok || !slices.Equal(g, c.want) || r.Mark() != c.mark || r.Pending() != 0 {
+			t.Errorf("%q: lines %+v mark %+v, want %+v mark %+v", c.in, g, r.Mark(), c.want, c.mark)
+		}
+	}
+
 	// A follower restarting from the mark gets the same numbering.
 	full := "a\nb\npartial\nd\n"
 	r2 := NewReaderAt(strings.NewReader(full[4:]), 100, Mark{Offset: 4, Line: 2})
@@ -226,11 +249,12 @@ func TestScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"p0/000001.jsonl:1=l1", "p0/000001.jsonl:3=l3", "p0/000002.jsonl:1=m1"}
+	// The last line has no newline: it is still a line (SPEC §3).
+	want := []string{"p0/000001.jsonl:1=l1", "p0/000001.jsonl:3=l3", "p0/000002.jsonl:1=m1", "p0/000002.jsonl:2=torn"}
 	if !slices.Equal(pos, want) {
 		t.Errorf("positions = %q, want %q", pos, want)
 	}
-	if info.Files != 2 || info.Lines != 3 || info.Blank != 1 ||
+	if info.Files != 2 || info.Lines != 4 || info.Blank != 1 ||
 		!slices.Equal(info.Unterminated, []string{"p0/000002.jsonl:2"}) {
 		t.Errorf("info = %+v", info)
 	}
@@ -239,7 +263,7 @@ func TestScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(parts["p0"]) != 3 || string(parts["p0"][2].Line) != "m1" || parts["p0"][0].ReadAt != 7 {
+	if len(parts["p0"]) != 4 || string(parts["p0"][3].Line) != "torn" || parts["p0"][0].ReadAt != 7 {
 		t.Errorf("ReadPartitions = %+v", parts)
 	}
 }

@@ -72,11 +72,12 @@ func (r *Reader) Mark() Mark { return r.mark }
 
 // Pending is the number of bytes read past Mark: a last line still waiting
 // for its newline. After io.EOF a non-zero value means the file ended in an
-// unterminated line, which was not yielded.
+// unterminated line, which Next did not yield (Tail does).
 func (r *Reader) Pending() int64 { return r.n }
 
 // Next returns the next complete, non-blank line. It returns io.EOF when the
-// input is exhausted, including when it ends in a line without a newline; if
+// input is exhausted, including when it ends in a line without a newline
+// (see Tail); if
 // the input grows later, Next may be called again and continues where it
 // stopped. Other errors are the underlying reader's.
 func (r *Reader) Next() (Line, error) {
@@ -108,28 +109,50 @@ func (r *Reader) Next() (Line, error) {
 			return Line{}, fmt.Errorf("rawlog: read line %d: %w", r.mark.Line+1, err)
 		}
 
-		line := Line{No: r.mark.Line + 1, End: r.mark.Offset + r.n}
-		r.mark = Mark{Offset: line.End, Line: line.No}
-		content, over := r.buf, r.over
-		if int64(len(content)) == r.n { // the whole line, newline included
-			content = content[:len(content)-1]
-			if k := len(content); k > 0 && content[k-1] == '\r' {
-				content = content[:k-1]
-			}
-			over = over || len(content) > r.maxLine
-		}
-		r.buf, r.n, r.over = r.buf[:0], 0, false
-
-		if over {
-			line.Bytes, line.Oversized = content[:min(len(content), PrefixLimit)], true
+		if line, ok := r.take(true); ok {
 			return line, nil
 		}
-		if Blank(content) {
-			continue
-		}
-		line.Bytes = content
-		return line, nil
 	}
+}
+
+// Tail yields the last line of an input that ended without a newline, after
+// Next returned io.EOF: a bounded reader reads it as a line like any other
+// (SPEC §3), and a follower does once the file has stopped changing. ok is
+// false when there is no such line or it is blank; either way the mark moves
+// past it, so the input is then consumed whole.
+func (r *Reader) Tail() (line Line, ok bool) {
+	if r.n == 0 {
+		return Line{}, false
+	}
+	return r.take(false)
+}
+
+// take ends the line being assembled, terminated by "\n" or not, and
+// advances the mark past it. ok is false for a blank line.
+func (r *Reader) take(terminated bool) (Line, bool) {
+	line := Line{No: r.mark.Line + 1, End: r.mark.Offset + r.n}
+	r.mark = Mark{Offset: line.End, Line: line.No}
+	content, over := r.buf, r.over
+	if int64(len(content)) == r.n { // the whole line, newline included
+		if terminated {
+			content = content[:len(content)-1]
+		}
+		if k := len(content); k > 0 && content[k-1] == '\r' {
+			content = content[:k-1]
+		}
+		over = over || len(content) > r.maxLine
+	}
+	r.buf, r.n, r.over = r.buf[:0], 0, false
+
+	if over {
+		line.Bytes, line.Oversized = content[:min(len(content), PrefixLimit)], true
+		return line, true
+	}
+	if Blank(content) {
+		return Line{}, false
+	}
+	line.Bytes = content
+	return line, true
 }
 
 // Blank reports whether a line is skipped: empty or only JSON whitespace.

@@ -19,9 +19,9 @@ type ScanInfo struct {
 	Lines int
 	// Blank counts the skipped blank lines.
 	Blank int
-	// Unterminated lists the files that ended in a line without a newline.
-	// A bounded replay does not read such a line (SPEC §6); callers should
-	// say so rather than lose it quietly.
+	// Unterminated lists the last lines that had no newline (positions).
+	// They are read like any other line (SPEC §3); a follower of the same
+	// files may still have been waiting for them to settle.
 	Unterminated []string
 }
 
@@ -58,9 +58,15 @@ func scanFile(dir, partition, name string, maxLine int, readAt int64, info *Scan
 	for {
 		l, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
+			if r.Pending() == 0 {
+				break
+			}
+			var ok bool
+			if l, ok = r.Tail(); !ok {
+				break // a blank last line
+			}
+			info.Unterminated = append(info.Unterminated, Position(partition, name, l.No))
+		} else if err != nil {
 			return fmt.Errorf("rawlog: %s: %w", path, err)
 		}
 		yielded++
@@ -78,9 +84,6 @@ func scanFile(dir, partition, name string, maxLine int, readAt int64, info *Scan
 	}
 	info.Lines += yielded
 	info.Blank += r.Mark().Line - yielded
-	if r.Pending() > 0 {
-		info.Unterminated = append(info.Unterminated, Position(partition, name, r.Mark().Line+1))
-	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"sync"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -20,6 +21,7 @@ type boardEntry struct {
 	watermark int64 // reported watermark, or model.NoWatermark
 	seen      int64 // processing time (ms) of the last update
 	done      bool  // the partition's restriction is finished
+	idle      bool  // the partition was idle at its last update
 }
 
 var sharedBoard = &board{sources: map[string]map[string]*boardEntry{}}
@@ -42,8 +44,9 @@ func (b *board) register(source string, partitions []string, now int64) {
 	}
 }
 
-// update records a partition's reported watermark at processing time now.
-func (b *board) update(source, partition string, watermark, now int64) {
+// update records a partition's reported watermark and idleness at
+// processing time now.
+func (b *board) update(source, partition string, watermark, now int64, idle bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	parts := b.sources[source]
@@ -58,6 +61,25 @@ func (b *board) update(source, partition string, watermark, now int64) {
 	}
 	e.watermark = max(e.watermark, watermark)
 	e.seen = max(e.seen, now)
+	e.idle = idle
+}
+
+// active is the smallest watermark among the source's other partitions
+// (not except) that are active: unfinished, updated within staleAfter ms of
+// now and not idle. ok is false when there is none: every other partition
+// is idle (or finished), which is what --idle-advance decides about.
+func (b *board) active(source, except string, now, staleAfter int64) (w int64, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, e := range b.sources[source] {
+		if name == except || e.done || e.idle || now-e.seen > staleAfter {
+			continue
+		}
+		if !ok || e.watermark < w {
+			w, ok = e.watermark, true
+		}
+	}
+	return w, ok
 }
 
 // finish removes a partition from the minimum: its restriction is done, so
@@ -84,4 +106,30 @@ func (b *board) min(source string, now, staleAfter int64) (w int64, ok bool) {
 		}
 	}
 	return w, ok
+}
+
+// idleLogEvery is how often, at most, a source logs that its watermark
+// advances because every partition is idle: once when it starts, then
+// while it lasts, rather than at every poll of every partition.
+const idleLogEvery = time.Minute
+
+// idleLog remembers when each source last logged an all-idle advance. A
+// cache: losing it only repeats a log line.
+var idleLog = &throttle{last: map[string]int64{}}
+
+type throttle struct {
+	mu   sync.Mutex
+	last map[string]int64
+}
+
+// due reports whether key may log at processing time now (ms), and if so
+// records it.
+func (t *throttle) due(key string, now int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.last[key]; ok && now-last < idleLogEvery.Milliseconds() {
+		return false
+	}
+	t.last[key] = now
+	return true
 }

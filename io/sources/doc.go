@@ -10,9 +10,14 @@
 // something if one reader reads it in order.
 //
 // The partitions are listed when the pipeline is constructed
-// ([rawlog.ListPartitions]) and are fixed from then on: a subfolder (or a
-// first file directly in the folder) that appears later is not read by this
-// job. Create the partition folders before starting a follower.
+// ([rawlog.ListPartitions]). A follower also lists them again every
+// FolderOptions.DiscoverEvery (--discover-every) while it runs, and a
+// partition that appeared since is read from its first file by a reader of
+// its own (a stateful step emits each new partition once). Until it has data,
+// a discovered partition's watermark follows the others'; from its first
+// valid record on its own watermark counts, and its records that are older
+// than the pipeline watermark are late or too late, as a returning idle
+// partition's are. A replay reads the partitions that exist at the start.
 //
 // The restriction is the partition's whole reading state, so a checkpoint
 // resumes exactly: the file being read, its byte offset and line number
@@ -39,8 +44,11 @@
 // partition's reported watermark ([watermark.Partition.Reported]): the
 // event-time watermark (largest valid event time - bound) while the
 // partition is active; once it produced nothing for --idle-timeout
-// (processing time) it advances with now - bound so it leaves the pipeline
-// minimum. Active→idle and idle→active transitions are logged, and counted
+// (processing time) it leaves the pipeline minimum: it advances with
+// now - bound (--idle-advance=processing-time, the default) or follows the
+// lowest active partition and holds when every partition is idle (hold; see
+// [watermark.Partition.ReportedAmong], and the board below for how a reader
+// knows the others). Active→idle and idle→active transitions are logged, and counted
 // (active→idle, like [watermark.Tracker.IdleTransitions]) in the counter
 // revenue/idle_transitions_<partition>; the gauge
 // revenue/watermark_lag_ms_<partition> is processing time minus the reported
@@ -69,15 +77,18 @@
 // partition the restriction is finished, the runner moves that partition's
 // watermark to the end of time, and once every partition is finished every
 // window gets its ON_TIME and FINAL rows. A last line without a newline is
-// not read (SPEC §6), and is logged.
+// read as a line (SPEC §3), and is logged.
 //
 // Follow re-lists the partition's files when it runs out of data and polls
 // every PollInterval. Files are read in lexical order, each once it appears,
 // and are immutable from then on; a file whose last line has no newline yet
 // is waited on (and the line read once it gets one) while it is the
-// partition's newest file. Once a later file exists, the reader reads the
-// file to its end one more time and moves on; a line still unterminated then
-// is logged and not read, as reconcile does not read it either.
+// partition's newest file, and read as it is once the file has kept its size
+// for FolderOptions.Settle (--settle); the progress line counts such lines
+// as pending (PendingTails). Once a later file exists, the reader reads the
+// file to its end one more time, its unterminated last line included, and
+// moves on, as reconcile reads it. A graceful stop's last pass reads the
+// current file to its end the same way.
 //
 // An I/O error fails a replay; a follower logs it and tries again at the
 // next poll, so a transient error does not end a long-running job.
@@ -93,8 +104,10 @@
 // # Stopping
 //
 // [RequestStop] is a graceful stop for a process that runs the SDK harness
-// itself (prism in loopback mode, as cmd/launch and the tests do): readers
-// stop reading but never finish their restrictions, because a finished
+// itself (prism in loopback mode, as cmd/launch and the tests do): a
+// follower reads its current file to its end, unterminated last line
+// included, and then reads nothing more; no reader finishes its restriction,
+// because a finished
 // restriction moves the watermark to the end of time and would write FINAL
 // rows for windows whose correction period has not passed. The job is then
 // cancelled by the launcher; a restarted job resumes where FolderOptions.Start

@@ -46,6 +46,14 @@ type FolderOptions struct {
 	// MaxPerCall is how many records a reader emits before returning to the
 	// runner so that it sees the watermark (default 5000).
 	MaxPerCall int
+	// Settle is how long a followed file that ends in a line without a
+	// newline must stay unchanged before that line is read (--settle,
+	// default DefaultSettle). A replay reads such a line at once.
+	Settle time.Duration
+	// DiscoverEvery is how often a follower looks for partition folders
+	// created after the start (--discover-every, default
+	// DefaultDiscoverEvery). A replay reads the partitions there at the start.
+	DiscoverEvery time.Duration
 	// Start holds optional resume positions, at most one per partition. A
 	// key is the path of a file relative to the folder ("p0/000007.jsonl", or
 	// "000007.jsonl" in the root partition), its Mark the complete lines of
@@ -60,6 +68,12 @@ func (o FolderOptions) withDefaults() FolderOptions {
 	}
 	if o.MaxPerCall == 0 {
 		o.MaxPerCall = DefaultMaxPerCall
+	}
+	if o.Settle == 0 {
+		o.Settle = DefaultSettle
+	}
+	if o.DiscoverEvery == 0 {
+		o.DiscoverEvery = DefaultDiscoverEvery
 	}
 	return o
 }
@@ -102,14 +116,21 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	if o.MaxPerCall < 0 {
 		return nil, nil, fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
 	}
+	if o.Settle < 0 {
+		return nil, nil, fmt.Errorf("--settle must not be negative, got %v", o.Settle)
+	}
+	if o.DiscoverEvery < 0 {
+		return nil, nil, fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
+	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 	}
 	if o.Follow && len(parts) == 0 {
-		// Partitions are fixed when the job starts (see the package doc): a
-		// follower of an empty folder would wait forever for nothing.
-		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create the partition subfolders before starting --follow", dir)
+		// Later partitions are discovered, but the watermark needs a first
+		// one: with none, it would follow the discovery's processing time
+		// and the first data would all be too late.
+		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
 	}
 	starts, err := parseStarts(o.Start, parts)
 	if err != nil {
@@ -172,6 +193,9 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
 	}
 	imp := beam.Impulse(s)
 	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, imp)
+	if o.Follow {
+		partitions = beam.Flatten(s, partitions, discoverPartitions(s, dir, parts, o.DiscoverEvery))
+	}
 	return beam.ParDo(s, &readFn{
 		Dir:        dir,
 		Source:     newSourceID(),
@@ -181,6 +205,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
 		Event:      o.Event,
 		Poll:       o.PollInterval,
 		MaxPerCall: o.MaxPerCall,
+		Settle:     o.Settle,
 		Starts:     starts,
 		StopGen:    stopGeneration(),
 	}, partitions)

@@ -52,13 +52,25 @@ func (s *PolicyState) Stamp(st *rawlog.Stamper, rec *model.Record, bound time.Du
 
 // Update folds the partition's idleness and reported watermark at
 // processing time now (ms) into the state, and says whether the partition
-// just went idle or just came back.
+// just went idle or just came back. It is UpdateAmong for a partition that
+// has no others.
 func (s *PolicyState) Update(p *watermark.Partition, now int64) (wentIdle, cameBack bool) {
+	wentIdle, cameBack, _ = s.UpdateAmong(p, now, model.NoWatermark, false)
+	return wentIdle, cameBack
+}
+
+// UpdateAmong is Update for a partition among others, active being the
+// lowest watermark the other active partitions report (see
+// watermark.Partition.ReportedAmong). byIdleness says the reported
+// watermark advanced because every partition is idle.
+func (s *PolicyState) UpdateAmong(p *watermark.Partition, now, active int64, anyActive bool) (wentIdle, cameBack, byIdleness bool) {
 	idle := p.Idle(now)
-	s.Reported = max(s.Reported, p.Reported(now))
+	r, byIdleness := p.ReportedAmong(now, active, anyActive)
+	byIdleness = byIdleness && r > s.Reported
+	s.Reported = max(s.Reported, r)
 	wentIdle, cameBack = idle && !s.Idle, !idle && s.Idle
 	s.Idle = idle
-	return wentIdle, cameBack
+	return wentIdle, cameBack, byIdleness
 }
 
 // Encode appends the state to a restriction's encoding.

@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -37,6 +38,7 @@ type readFn struct {
 	Event      event.Config
 	Poll       time.Duration
 	MaxPerCall int
+	Settle     time.Duration
 	Starts     []startPoint
 	// StopGen is the RequestStop count when the pipeline was built.
 	StopGen int64
@@ -104,7 +106,8 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		sharedBoard.finish(f.Source, partition)
 		return sdf.StopProcessing(), nil
 	}
-	if stopRequested(f.StopGen) {
+	stopping := stopRequested(f.StopGen)
+	if stopping && !f.Follow {
 		// Nothing is read and the watermark stays where it is; the
 		// restriction is never finished (see RequestStop).
 		return sdf.ResumeProcessingIn(f.Poll), nil
@@ -112,7 +115,14 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 
 	r := newReader(f.Dir, partition, rest, f.Follow, f.Policy, f.Event)
 	r.maxRecords = f.MaxPerCall
+	r.settle, r.source = f.Settle, f.Source
 	r.stop = func() bool { return stopRequested(f.StopGen) }
+	if stopping {
+		// A follower's last pass: the current file to its end, its
+		// unterminated last line included (SPEC §3), and no other file.
+		// The watermark stays where it is.
+		r.final, r.stop = true, func() bool { return false }
+	}
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
 		emit(beam.EventTime(ToMtime(rec.WatermarkBefore)), rec)
@@ -129,6 +139,11 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		return sdf.StopProcessing(), nil
 	case outStopped:
 		return sdf.ResumeProcessingIn(f.Poll), nil
+	}
+	if stopping {
+		return sdf.ResumeProcessingIn(f.Poll), nil
+	}
+	switch out {
 	case outFinished:
 		if !rt.TryClaim(r.rest) {
 			return sdf.StopProcessing(), nil
@@ -138,6 +153,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	}
 
 	now := time.Now().UnixMilli()
+	r.others = func() (int64, bool) { return sharedBoard.active(f.Source, partition, now, f.staleAfter()) }
 	wentIdle := r.watermarkState(now)
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
@@ -146,7 +162,17 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		beam.NewCounter(namespace, "idle_transitions_"+partition).Inc(ctx, 1)
 	}
 	own := r.rest.Reported
-	sharedBoard.update(f.Source, partition, own, now)
+	if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
+		// A partition discovered while the job runs has no watermark of its
+		// own until it has data: it follows the others meanwhile rather
+		// than claim the minimum it was never part of. Its records are
+		// then judged against its own watermark (rule (a)) and the
+		// pipeline's (rule (b)), as a returning partition's are.
+		if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
+			own = max(own, m)
+		}
+	}
+	sharedBoard.update(f.Source, partition, own, now, r.rest.Idle)
 	w := own
 	if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
 		w = min(w, m)

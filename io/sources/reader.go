@@ -51,6 +51,17 @@ type reader struct {
 	event          event.Config
 	maxRecords     int
 	budget         time.Duration
+	// settle is how long a followed file must stay unchanged before its
+	// unterminated last line is read (see settled).
+	settle time.Duration
+	// source keys the pending-tail registry (see tails).
+	source string
+	// final is the graceful stop's last pass: finish the current file,
+	// unterminated last line included, and read no other file.
+	final bool
+	// others reports the lowest watermark of the other active partitions,
+	// ok false when none is active (see watermark.Partition.ReportedAmong).
+	others func() (w int64, ok bool)
 
 	now   func() time.Time
 	stop  func() bool
@@ -69,11 +80,12 @@ type reader struct {
 func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
 	r := &reader{
 		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
-		maxRecords: DefaultMaxPerCall, budget: callBudget,
+		maxRecords: DefaultMaxPerCall, budget: callBudget, settle: DefaultSettle,
 		now: time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
-		log:  slog.Default().With("source", "folder", "partition", partition),
-		rest: rest.clone(),
+		others: func() (int64, bool) { return model.NoWatermark, false },
+		log:    slog.Default().With("source", "folder", "partition", partition),
+		rest:   rest.clone(),
 	}
 	r.stamper = rest.Stamper(policy, cfg)
 	return r
@@ -102,6 +114,9 @@ func (r *reader) read() (outcome, error) {
 	start := r.now()
 	for {
 		if r.stop() {
+			return outStopped, nil
+		}
+		if r.final && r.rest.File == "" {
 			return outStopped, nil
 		}
 		if r.rest.File == "" {
@@ -161,24 +176,45 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 		if errors.Is(err, io.EOF) {
 			m := lr.Mark()
 			r.rest.Offset, r.rest.Line = m.Offset, m.Line // blank lines at the end
-			if r.follow && !leaving {
+			newest := false
+			if r.follow && !leaving && !r.final {
 				// The newest file may still grow (its last line may be
 				// waiting for its newline): stay while no other file waits.
 				next, err := r.nextFile(r.rest.File)
 				if err != nil {
 					return 0, false, err
 				}
-				if next == "" {
+				if next != "" {
+					// A later file exists, so this one is complete: read
+					// what was appended before that file appeared, then
+					// leave.
+					leaving = true
+					continue
+				}
+				if lr.Pending() == 0 || !r.settled(m.Offset+lr.Pending()) {
 					return outCaughtUp, false, nil
 				}
-				// A later file exists, so this one is complete: read what
-				// was appended before that file appeared, then leave.
-				leaving = true
-				continue
+				newest = true
 			}
+			// The file ends in a line without a newline, and nothing more
+			// will come: a bounded read, a later file exists, the file
+			// settled, or a graceful stop. It is a line like any other.
 			if lr.Pending() > 0 {
-				r.log.Warn("source file ends in a line without a newline; not read",
+				r.log.Info("source file ends in a line without a newline; reading it as a line",
 					"position", rawlog.Position(r.partition, r.rest.File, m.Line+1), "bytes", lr.Pending())
+				tl, ok := lr.Tail()
+				if ok && !r.record(tl) {
+					return outLost, false, nil
+				}
+				m = lr.Mark()
+				r.rest.Offset, r.rest.Line = m.Offset, m.Line
+			}
+			r.forgetTail()
+			switch {
+			case r.final:
+				return outStopped, false, nil
+			case newest:
+				return outCaughtUp, false, nil // it stays the current file
 			}
 			return 0, true, nil
 		}
@@ -189,6 +225,30 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 			return outLost, false, nil
 		}
 	}
+}
+
+// settled reports whether the current file, size bytes long and ending in a
+// line without a newline, has kept that size for the settle time. The first
+// sighting of a size is remembered in the process-wide tails registry; losing
+// it (another worker, a restart) only restarts the wait.
+func (r *reader) settled(size int64) bool {
+	now := r.now().UnixMilli()
+	k := tailKey{source: r.source, partition: r.partition, file: r.rest.File}
+	v, ok := tails.Load(k)
+	if !ok || v.(tailSeen).size != size {
+		if !ok {
+			r.log.Info("source file ends in a line without a newline; pending until the file stops changing",
+				"position", rawlog.Position(r.partition, r.rest.File, r.rest.Line+1), "settle", r.settle)
+		}
+		tails.Store(k, tailSeen{size: size, since: now})
+		return r.settle <= 0
+	}
+	return now-v.(tailSeen).since >= r.settle.Milliseconds()
+}
+
+// forgetTail drops the current file from the pending-tail registry.
+func (r *reader) forgetTail() {
+	tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File})
 }
 
 // record stamps, claims and emits one line. It reports false when the claim
@@ -257,7 +317,12 @@ func (r *reader) nextFile(current string) (string, error) {
 // just went idle.
 func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
-	wentIdle, cameBack := r.rest.Update(p, now)
+	active, anyActive := r.others()
+	wentIdle, cameBack, byIdleness := r.rest.UpdateAmong(p, now, active, anyActive)
+	if byIdleness && idleLog.due(r.source, now) {
+		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
+			"reported_watermark", fmtMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
+	}
 	switch {
 	case wentIdle:
 		r.log.Info("source partition idle: it leaves the watermark minimum",

@@ -157,11 +157,11 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 		purchase("d", "2026-11-04T10:00:00Z"),
 		purchase("e", "2030-01-01T00:00:00Z"), // future: never advances
 		purchase("f", "2026-11-04T11:00:00Z"),
-	}, "\n")+"\n"+purchase("torn", "2026-11-04T12:00:00Z")) // no newline: not read
+	}, "\n")+"\n"+purchase("torn", "2026-11-04T12:00:00Z")) // no newline: still a line
 
 	want := scanned(t, dir, "p0", testConfig())
-	if len(want) != 8 {
-		t.Fatalf("scan gave %d records, want 8: %+v", len(want), want)
+	if len(want) != 9 || want[8].Position != "p0/000002.jsonl:5" {
+		t.Fatalf("scan gave %d records, want 9 ending with the unterminated line: %+v", len(want), want)
 	}
 	for _, max := range []int{1, 3, 1000} {
 		t.Run(fmt.Sprintf("max=%d", max), func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 			if !p.rest.Closed || !slices.Equal(p.rest.Read, []string{"000001.jsonl", "000002.jsonl"}) {
 				t.Errorf("final state %v", p.rest)
 			}
-			if wantMax := mustMs(t, "2026-11-04T11:00:00Z"); p.rest.MaxValid != wantMax {
+			if wantMax := mustMs(t, "2026-11-04T12:00:00Z"); p.rest.MaxValid != wantMax {
 				t.Errorf("MaxValid = %s, want %s", fmtMs(p.rest.MaxValid), fmtMs(wantMax))
 			}
 			if !p.recs[4].Oversized {
@@ -245,7 +245,7 @@ func TestReaderFollow(t *testing.T) {
 	put(t, dir, "p0", "000004.jsonl", purchase("d", "2026-11-04T10:50:00Z")+"\n"+`{"torn":`)
 	p.drain()
 	// 000004 is the newest and torn: waited on. Then 000005 appears, so
-	// 000004 is complete and its torn line is never read.
+	// 000004 is complete and its unterminated last line is read as a line.
 	put(t, dir, "p0", "000005.jsonl", purchase("e", "2026-11-04T11:00:00Z")+"\n")
 	if out := p.drain(); out != outCaughtUp {
 		t.Fatalf("outcome %v", out)
@@ -257,7 +257,7 @@ func TestReaderFollow(t *testing.T) {
 	}
 	want := []string{
 		"p0/000002.jsonl:1", "p0/000002.jsonl:2", "p0/000003.jsonl:1",
-		"p0/000001.jsonl:1", "p0/000004.jsonl:1", "p0/000005.jsonl:1",
+		"p0/000001.jsonl:1", "p0/000004.jsonl:1", "p0/000004.jsonl:2", "p0/000005.jsonl:1",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("positions\n got %q\nwant %q", got, want)
@@ -324,6 +324,65 @@ func TestReaderRemembersBoundedNames(t *testing.T) {
 	want := []string{"p0/" + inside + ":1", fmt.Sprintf("p0/%06d.jsonl:1", 2*n+2)}
 	if !slices.Equal(got, want) {
 		t.Errorf("after the late files: %q, want %q", got, want)
+	}
+}
+
+// A followed file that ends in a line without a newline: the line is pending
+// while the file changes, read once it has kept its size for the settle
+// time, and read at once by a graceful stop's last pass (SPEC §3).
+func TestReaderTailSettlesAndFinalPass(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "000001.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n"+`{"event_id":"b"`)
+	clock := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	rest := newRestriction(clock.UnixMilli())
+	var got []string
+	call := func(final bool) outcome {
+		t.Helper()
+		r := newReader(dir, "p0", rest, true, testPolicy, testConfig())
+		r.source, r.settle, r.final = t.Name(), 10*time.Second, final
+		r.now = func() time.Time { return clock }
+		r.emit = func(rec model.Record) { got = append(got, rec.Position+"="+string(rec.Line)) }
+		out, err := r.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest = r.rest
+		return out
+	}
+	pending := func() bool {
+		_, ok := tails.Load(tailKey{source: t.Name(), partition: "p0", file: "000001.jsonl"})
+		return ok
+	}
+	if out := call(false); out != outCaughtUp || len(got) != 1 || !pending() {
+		t.Fatalf("first call: %v, %q, pending %v; want caught up, one line, the tail pending", out, got, pending())
+	}
+	clock = clock.Add(6 * time.Second)
+	appendTo(t, dir, "p0", "000001.jsonl", `,"event_time":`) // still changing
+	if call(false); len(got) != 1 {
+		t.Fatalf("a growing tail was read: %q", got)
+	}
+	clock = clock.Add(6 * time.Second) // 6s unchanged: not yet
+	if call(false); len(got) != 1 || !pending() {
+		t.Fatalf("a tail unchanged for 6s of 10s was read: %q", got)
+	}
+	clock = clock.Add(5 * time.Second)
+	if out := call(false); out != outCaughtUp || len(got) != 2 || got[1] != `p0/000001.jsonl:2={"event_id":"b","event_time":` || pending() {
+		t.Fatalf("settled tail: %v, %q, pending %v", out, got, pending())
+	}
+	// The file stays current: what is appended later is read on.
+	appendTo(t, dir, "p0", "000001.jsonl", "\n"+purchase("c", "2026-11-04T10:10:00Z")+"\n")
+	if call(false); len(got) != 3 || got[2] != "p0/000001.jsonl:4="+purchase("c", "2026-11-04T10:10:00Z") {
+		t.Fatalf("after the settled tail: %q", got)
+	}
+
+	// A graceful stop reads a pending tail at once, and no other file.
+	appendTo(t, dir, "p0", "000001.jsonl", `{"torn":`)
+	put(t, dir, "p0", "000002.jsonl", purchase("d", "2026-11-04T10:20:00Z")+"\n")
+	if out := call(true); out != outStopped || len(got) != 4 || got[3] != `p0/000001.jsonl:5={"torn":` {
+		t.Fatalf("final pass: %v, %q", out, got)
+	}
+	if out := call(true); out != outStopped || len(got) != 4 {
+		t.Fatalf("second final pass read more: %v, %q", out, got)
 	}
 }
 

@@ -8,7 +8,8 @@ import "sync/atomic"
 var stopGen atomic.Int64
 
 // RequestStop asks every folder reader built before the call to stop
-// gracefully: it reads no further line, emits nothing more, and keeps
+// gracefully: a follower finishes the file it is in (its last line read
+// even without a newline, SPEC §3), then reads no further file, and keeps
 // returning ResumeProcessingIn(PollInterval) with its watermark unchanged,
 // never finishing its restriction (a finished restriction would move the
 // watermark to the end of time and write FINAL rows for windows whose

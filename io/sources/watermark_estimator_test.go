@@ -30,12 +30,12 @@ func TestBoard(t *testing.T) {
 	b := &board{sources: map[string]map[string]*boardEntry{}}
 	const stale = 60_000
 	b.register("s", []string{"p0", "p1"}, 0)
-	b.update("s", "p0", 5_000, 100)
+	b.update("s", "p0", 5_000, 100, false)
 	if w, ok := b.min("s", 100, stale); !ok || w != model.NoWatermark {
 		t.Fatalf("min = %d %v: p1 has not run and must hold the minimum", w, ok)
 	}
-	b.update("s", "p1", 3_000, 200)
-	b.update("s", "p0", 4_000, 300) // never decreases
+	b.update("s", "p1", 3_000, 200, false)
+	b.update("s", "p0", 4_000, 300, false) // never decreases
 	if w, _ := b.min("s", 300, stale); w != 3_000 {
 		t.Errorf("min = %d, want 3000", w)
 	}
@@ -53,9 +53,21 @@ func TestBoard(t *testing.T) {
 	if w, _ := b.min("s", 400, stale); w != model.NoWatermark {
 		t.Errorf("fresh p2 not counted: %d", w)
 	}
-	b.update("s", "p0", 6_000, 400+stale)
+	b.update("s", "p0", 6_000, 400+stale, false)
 	if w, _ := b.min("s", 401+stale, stale); w != 6_000 {
 		t.Errorf("stale p2 still counted: %d", w)
+	}
+	// The active others of a partition: not itself, not finished, stale or
+	// idle (what --idle-advance looks at).
+	if w, ok := b.active("s", "p2", 401+stale, stale); !ok || w != 6_000 {
+		t.Errorf("active others of p2 = %d %v, want p0's 6000", w, ok)
+	}
+	if _, ok := b.active("s", "p0", 401+stale, stale); ok {
+		t.Error("p0 sees an active other partition; p1 is finished and p2 stale")
+	}
+	b.update("s", "p0", 6_000, 402+stale, true)
+	if _, ok := b.active("s", "p2", 402+stale, stale); ok {
+		t.Error("an idle partition counts as active")
 	}
 	if _, ok := b.min("other", 0, stale); ok {
 		t.Error("unknown source has a minimum")

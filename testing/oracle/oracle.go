@@ -118,7 +118,7 @@ type Result struct {
 
 	// Blank counts skipped blank lines (not read). Unterminated lists the
 	// positions of final lines without a newline, which a bounded replay
-	// does not read.
+	// reads as lines.
 	Blank        int
 	Unterminated []string
 

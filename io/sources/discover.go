@@ -1,0 +1,87 @@
+package sources
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+	"github.com/revenue-stream/hourly/io/rawlog"
+)
+
+// DefaultDiscoverEvery is the default --discover-every: how often a
+// follower looks for partition folders that appeared after the start.
+const DefaultDiscoverEvery = 10 * time.Second
+
+func init() {
+	register.DoFn2x1[[]byte, func(int, string), error](&listPartitionsFn{})
+	register.DoFn5x1[context.Context, state.Provider, int, string, func(string), error](&newPartitionsFn{})
+	register.Emitter2[int, string]()
+}
+
+// discoverPartitions lists the folder's partitions every interval while the
+// job runs and emits each partition that is not in known, once: a new
+// device shard or producer is read from its first file without a restart
+// (issue #12). The listing runs in a DoFn, where a worker can reach the
+// folder; a stateful step remembers what was emitted, so that a partition
+// gets exactly one reader however often it is listed, across bundle retries
+// and restarts from a checkpoint.
+func discoverPartitions(s beam.Scope, dir string, known []string, every time.Duration) beam.PCollection {
+	s = s.Scope("DiscoverPartitions")
+	start := time.Now()
+	// An end far away rather than the end of time, whose distance from now
+	// overflows a time.Duration.
+	ticks := periodic.Impulse(s, start, start.Add(100*365*24*time.Hour), every, false)
+	listed := beam.ParDo(s, &listPartitionsFn{Dir: dir, Known: known}, ticks)
+	return beam.ParDo(s, &newPartitionsFn{Seen: state.MakeValueState[[]string]("seen")}, listed)
+}
+
+// listPartitionsFn lists the partitions at each tick and emits those not
+// known at construction, all under one key for newPartitionsFn.
+type listPartitionsFn struct {
+	Dir   string
+	Known []string
+}
+
+func (f *listPartitionsFn) ProcessElement(_ []byte, emit func(int, string)) error {
+	parts, err := rawlog.ListPartitions(f.Dir)
+	if err != nil {
+		// As for a partition's files: a listing error is most often
+		// transient, and the next tick tries again.
+		slog.Error("source folder listing failed; looking for new partitions again at the next tick", "error", err)
+		return nil
+	}
+	for _, p := range parts {
+		if !slices.Contains(f.Known, p) {
+			emit(0, p)
+		}
+	}
+	return nil
+}
+
+// newPartitionsFn emits each partition the first time it is listed.
+type newPartitionsFn struct {
+	Seen state.Value[[]string]
+}
+
+func (f *newPartitionsFn) ProcessElement(ctx context.Context, sp state.Provider, _ int, partition string, emit func(string)) error {
+	seen, _, err := f.Seen.Read(sp)
+	if err != nil {
+		return fmt.Errorf("discover partitions: read state: %w", err)
+	}
+	if slices.Contains(seen, partition) {
+		return nil
+	}
+	if err := f.Seen.Write(sp, append(seen, partition)); err != nil {
+		return fmt.Errorf("discover partitions: write state: %w", err)
+	}
+	beam.NewCounter(namespace, "partitions_discovered").Inc(ctx, 1)
+	slog.Info("source partition discovered; reading it from its first file", "partition", partition)
+	emit(partition)
+	return nil
+}
