@@ -16,13 +16,41 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// DefaultShards is the number of dedup state keys. Each shard costs a state
-// key, three timers per window and a bundle slot, so on one machine fewer is
-// faster (measured on prism, 211,150 records: 2 shards 2.7 s, 8 shards
-// 2.9 s, 16 shards 3.2 s, 64 shards 4.2 s, 256 shards 8.9 s); on Flink or
-// Dataflow use at least the parallelism (--dedup-shards) so dedup spreads
-// over the workers.
+// DefaultShards is the number of dedup state keys on prism. Each shard costs
+// a state key, three timers per window and a bundle slot, so on one machine
+// fewer is faster (measured on prism, 211,150 records: 2 shards 2.7 s,
+// 8 shards 2.9 s, 16 shards 3.2 s, 64 shards 4.2 s, 256 shards 8.9 s). On a
+// distributed runner ShardsFor sizes them from the design rate instead.
 const DefaultShards = 8
+
+// DefaultDesignRate is the peak input rate (events/s) distributed runners'
+// dedup shards are sized for (SPEC §1).
+const DefaultDesignRate = 20_000
+
+// TargetShardBytes is the live dedup state one shard key is sized to hold at
+// the design rate: lazy compaction lets a key's bag reach twice its live
+// ids, and ids do not spread perfectly evenly, so 24 MiB live keeps every key
+// and value under SPEC §8's 64 MB.
+const TargetShardBytes = 24 << 20
+
+// ShardsFor returns the dedup shard count for a runner: DefaultShards on
+// prism (one machine, where fewer keys are faster), else the power of two
+// that keeps a shard's remembered ids within TargetShardBytes at rate
+// events/s over the retention (plus the window ids are kept beyond it).
+func ShardsFor(runner string, rate int, retention, window time.Duration) int {
+	if runner == "" || runner == "prism" {
+		return DefaultShards
+	}
+	if rate <= 0 {
+		rate = DefaultDesignRate
+	}
+	ids := float64(rate) * (retention + window).Seconds()
+	n := 1
+	for float64(n)*TargetShardBytes < ids*transforms.DedupStateBytesPerID {
+		n *= 2
+	}
+	return max(n, DefaultShards)
+}
 
 // Options are the settings of SPEC §2 and §3, validated together.
 type Options struct {
@@ -31,7 +59,15 @@ type Options struct {
 	Triggers  triggers.Policy
 	// DedupRetention defaults to window + allowed lateness; shorter is refused.
 	DedupRetention time.Duration
-	DedupShards    int
+	// DedupShards is the number of dedup state keys: DefaultShards when 0;
+	// the launcher sets ShardsFor(runner, DesignRate, ...) off prism.
+	DedupShards int
+	// DesignRate is the peak events/s the dedup shards are sized for off
+	// prism (DefaultDesignRate when 0).
+	DesignRate int
+	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
+	// (transforms.DefaultDedupCacheBytes when 0).
+	DedupCacheBytes int
 	// StartWatermark seeds rule (b) of the too-late gate after a restart.
 	StartWatermark int64
 	// Published seeds the revision step with rows the sink already holds,
@@ -49,7 +85,6 @@ func Defaults() Options {
 		Event:          event.DefaultConfig(),
 		Watermark:      watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
 		Triggers:       triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
-		DedupShards:    DefaultShards,
 		StartWatermark: model.NoWatermark,
 	}
 }
@@ -78,6 +113,7 @@ func (o Options) dedup() transforms.DedupOptions {
 		Shards:         o.DedupShards,
 		StartWatermark: o.StartWatermark,
 		NoCache:        o.NoDedupCache,
+		CacheBytes:     int64(o.DedupCacheBytes),
 	}
 }
 

@@ -37,6 +37,9 @@ type DedupOptions struct {
 	// NoCache makes every batch reload its shard from the runner's state, as
 	// on a runner that moves keys between workers: for tests and diagnosis.
 	NoCache bool
+	// CacheBytes bounds the process-wide cache of decoded shards
+	// (DefaultDedupCacheBytes when 0).
+	CacheBytes int64
 }
 
 // Validate checks the options against SPEC §2.
@@ -80,6 +83,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		StartWatermark: o.StartWatermark,
 		CacheID:        newCacheID(),
 		NoCache:        o.NoCache,
+		CacheBytes:     o.CacheBytes,
 		Meta:           state.MakeValueState[[]byte]("meta"),
 		IDs:            state.MakeBagState[[]byte]("ids"),
 		Boundary:       timers.InEventTime("boundary"),
@@ -92,14 +96,15 @@ type dedupFn struct {
 	StartWatermark int64
 
 	// CacheID names this pipeline's entries in the process-wide shard cache.
-	CacheID  string
-	NoCache  bool
-	Meta     state.Value[[]byte]
-	IDs      state.Bag[[]byte]
-	Boundary timers.EventTime
+	CacheID    string
+	NoCache    bool
+	CacheBytes int64
+	Meta       state.Value[[]byte]
+	IDs        state.Bag[[]byte]
+	Boundary   timers.EventTime
 
-	counted, duplicates, conflicts, tooLate, expired, reloads beam.Counter
-	entries                                                   beam.Distribution
+	counted, duplicates, conflicts, tooLate, expired, reloads, evictions beam.Counter
+	entries                                                              beam.Distribution
 }
 
 func (f *dedupFn) Setup() {
@@ -109,7 +114,9 @@ func (f *dedupFn) Setup() {
 	f.tooLate = beam.NewCounter(Namespace, "too_late")
 	f.expired = beam.NewCounter(Namespace, "dedup_expired")
 	f.reloads = beam.NewCounter(Namespace, "dedup_state_reloads")
+	f.evictions = beam.NewCounter(Namespace, "dedup_cache_evictions")
 	f.entries = beam.NewDistribution(Namespace, "dedup_state_entries")
+	shardCache.setLimit(f.CacheBytes)
 }
 
 // load returns the shard's state, from the cache when its token matches the
@@ -125,10 +132,9 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 		return nil, err
 	}
 	key := cacheKey{pipeline: f.CacheID, shard: shard}
-	if c, ok := shardCache.LoadAndDelete(key); ok && !f.NoCache && m.token != 0 && c.(cachedShard).token == m.token {
-		st := c.(cachedShard).st
-		st.known = max(st.known, m.known)
-		return st, nil
+	if c, ok := shardCache.take(key); ok && !f.NoCache && m.token != 0 && c.token == m.token {
+		c.st.known = max(c.st.known, m.known)
+		return c.st, nil
 	}
 	f.reloads.Inc(ctx, 1)
 	st := newShardState(m)
@@ -143,13 +149,15 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 }
 
 // save writes the meta with a fresh token and refreshes the cache.
-func (f *dedupFn) save(sp state.Provider, shard int, st *shardState) error {
+func (f *dedupFn) save(ctx context.Context, sp state.Provider, shard int, st *shardState) error {
 	token := mrand.Uint64() | 1
 	if err := f.Meta.Write(sp, encodeMeta(token, st)); err != nil {
 		return fmt.Errorf("dedup: write meta: %w", err)
 	}
 	if !f.NoCache {
-		shardCache.Store(cacheKey{pipeline: f.CacheID, shard: shard}, cachedShard{token: token, st: st})
+		if n := shardCache.put(cacheKey{pipeline: f.CacheID, shard: shard}, token, st); n > 0 {
+			f.evictions.Inc(ctx, int64(n))
+		}
 	}
 	return nil
 }
@@ -189,7 +197,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return err
 	}
-	var added idBlob
+	var added idBlobs
 	for _, e := range batch.Events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
 		case TooLateVerdict:
@@ -207,7 +215,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 				Payload:                e.Payload,
 			})
 		case CountVerdict:
-			added.add(e.EventID, st.ids[e.EventID])
+			added.add(v.window, v.id, e.Fingerprint)
 			f.arm(tp, st, f.Policy.WindowStart(e.EventTime))
 			f.counted.Inc(ctx, 1)
 			emit(e)
@@ -215,14 +223,14 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	}
 	// The ids this batch remembered, appended without reading the bag: the
 	// cache is only an optimisation, the bag is the state.
-	if !added.empty() {
-		if err := f.IDs.Add(sp, added.w.B); err != nil {
+	for _, blob := range added.blobs() {
+		if err := f.IDs.Add(sp, blob); err != nil {
 			return fmt.Errorf("dedup: append ids: %w", err)
 		}
-		st.stored += added.n
 	}
-	f.entries.Update(ctx, int64(len(st.ids)))
-	return f.save(sp, shard, st)
+	st.stored += added.n
+	f.entries.Update(ctx, int64(st.ids.n))
+	return f.save(ctx, sp, shard, st)
 }
 
 func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, shard int, t timers.Context,
@@ -250,13 +258,13 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 			f.expired.Inc(ctx, int64(n))
 		}
 		if st.NeedsCompaction() {
-			// Compact the bag: rewrite what is left as one blob.
-			st.stored = len(st.ids)
+			// Compact the bag: rewrite what is left, in bounded blobs.
+			st.stored = st.ids.n
 			if err := f.IDs.Clear(sp); err != nil {
 				return fmt.Errorf("dedup: clear ids: %w", err)
 			}
-			if len(st.ids) > 0 {
-				if err := f.IDs.Add(sp, st.encodeIDs()); err != nil {
+			for _, blob := range st.encodeIDs(f.Policy) {
+				if err := f.IDs.Add(sp, blob); err != nil {
 					return fmt.Errorf("dedup: rewrite ids: %w", err)
 				}
 			}
@@ -265,8 +273,8 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 	default:
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	f.entries.Update(ctx, int64(len(st.ids)))
-	return f.save(sp, shard, st)
+	f.entries.Update(ctx, int64(st.ids.n))
+	return f.save(ctx, sp, shard, st)
 }
 
 func newCacheID() string {

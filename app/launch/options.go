@@ -181,7 +181,9 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("idle-timeout", durationValue{&p.Watermark.IdleTimeout}, "processing time after which a silent partition leaves the watermark minimum")
 	add("allowed-lateness", durationValue{&p.Triggers.AllowedLateness}, "how long after window_end a window takes corrections (then FINAL)")
 	add("dedup-retention", durationValue{&p.DedupRetention}, "how long an event_id is remembered (default window + allowed lateness; shorter is refused)")
-	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys: 8 suits one machine (prism); use at least the parallelism on Flink or Dataflow")
+	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys (default: 8 on prism, else sized from --design-rate so no key exceeds 64 MB; see docs/capacity.md)")
+	add("design-rate", countValue{&p.DesignRate}, "peak events/s the dedup shards are sized for off prism (default 20000)")
+	add("dedup-cache", sizeValue{&p.DedupCacheBytes}, "bound on this process's cache of decoded dedup shards, e.g. 512MiB (default 1GiB; a miss costs a reload, never a verdict)")
 	add("max-future", durationValue{&p.Event.MaxFuture}, "quarantine events further than this ahead of processing time")
 	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
 	add("max-line", sizeValue{&p.Event.MaxLine}, "longest accepted line: bytes or a size like 512KiB, 1MiB")
@@ -256,6 +258,10 @@ func Parse(args []string) (Options, error) {
 	if o.Runner == "" {
 		o.Runner = DefaultRunner
 	}
+	if p := &o.Pipeline; p.DedupShards == 0 {
+		d := p.WithDefaults()
+		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
+	}
 	return o, nil
 }
 
@@ -322,7 +328,7 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
-	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
+	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-cache", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
