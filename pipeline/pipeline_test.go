@@ -343,3 +343,30 @@ func TestDelayMetrics(t *testing.T) {
 		t.Errorf("quarantined %d, too_late %d, duplicates %d; want 1 each", res.counts.Quarantined, res.counts.TooLate, res.counts.Duplicates)
 	}
 }
+
+// The revision step's closed markers go after the horizon (window +
+// lateness after the close); a record for the window that arrives after
+// that is still too late (the dedup gate), and no row changes.
+func TestRevisionMarkersExpire(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+		Purchase("p1", "B", "2026-11-04T11:15:00Z", "u2", "50").
+		Purchase("p0", "X", "2026-11-06T13:00:00Z", "u3", "1"). // p0 past A's marker horizon (2026-11-06T12:00)
+		Purchase("p1", "Y", "2026-11-06T13:00:00Z", "u3", "2").
+		AdvanceWatermark().
+		Purchase("p1", "C", "2026-11-04T10:40:00Z", "u4", "9") // window 10:00, long closed
+	res := run(t, sc, o)
+	if got := res.counts.Counters["revision_markers_expired"]; got != 3 {
+		t.Errorf("revision_markers_expired = %d, want 3 (every window's marker)", got)
+	}
+	if res.counts.TooLate != 1 || res.counts.Counted != 4 {
+		t.Errorf("too_late = %d, counted = %d; want 1 and 4", res.counts.TooLate, res.counts.Counted)
+	}
+	for _, r := range res.rows.Values() {
+		if r.WindowStart == ms("2026-11-04T10:00:00Z") && r.EventCount != 1 {
+			t.Errorf("window 10:00 changed after its marker expired: %+v", r)
+		}
+	}
+}
