@@ -65,6 +65,12 @@ type Options struct {
 	// DesignRate is the peak events/s the dedup shards are sized for off
 	// prism (DefaultDesignRate when 0).
 	DesignRate int
+	// DedupOrder is how the dedup step orders a key's elements before
+	// judging them: OrderArrival (prism's default: prism delivers them in
+	// timestamp, then arrival order) or OrderPosition (held until the
+	// watermark, then judged in source-position order; the launcher's
+	// default off prism).
+	DedupOrder string
 	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
 	// (transforms.DefaultDedupCacheBytes when 0).
 	DedupCacheBytes int
@@ -100,10 +106,28 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
+// Dedup orders (--dedup-order).
+const (
+	OrderArrival  = "arrival"
+	OrderPosition = "position"
+)
+
+// DedupOrderFor is the default --dedup-order of a runner.
+func DedupOrderFor(runner string) string {
+	if runner == "" || runner == "prism" {
+		return OrderArrival
+	}
+	return OrderPosition
+}
+
 // Validate checks every setting, each error naming its flag.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate())
+	var order error
+	if o.DedupOrder != "" && o.DedupOrder != OrderArrival && o.DedupOrder != OrderPosition {
+		order = fmt.Errorf("--dedup-order must be %s or %s, got %q", OrderArrival, OrderPosition, o.DedupOrder)
+	}
+	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order)
 }
 
 func (o Options) dedup() transforms.DedupOptions {
@@ -114,6 +138,7 @@ func (o Options) dedup() transforms.DedupOptions {
 		StartWatermark: o.StartWatermark,
 		NoCache:        o.NoDedupCache,
 		CacheBytes:     int64(o.DedupCacheBytes),
+		ByPosition:     o.DedupOrder == OrderPosition,
 	}
 }
 

@@ -9,9 +9,13 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
+	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -73,8 +77,14 @@ type result struct {
 
 func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 	t.Helper()
+	return runFrom(t, sc.Create, len(sc.Records), o)
+}
+
+// runFrom runs the pipeline over what create returns (n records).
+func runFrom(t *testing.T, create func(beam.Scope) beam.PCollection, n int, o pipeline.Options) result {
+	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	out, err := pipeline.Build(s, sc.Create(s), o)
+	out, err := pipeline.Build(s, create(s), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,25 +115,30 @@ func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 	if err := res.counts.Check(); err != nil {
 		t.Errorf("%v", err)
 	}
-	if got := int64(len(sc.Records)); res.counts.Read != got {
+	if got := int64(n); res.counts.Read != got {
 		t.Errorf("read counter = %d, want %d records", res.counts.Read, got)
 	}
 	return res
 }
 
 func TestMinimalSequence(t *testing.T) {
-	t.Run("cached", func(t *testing.T) { testMinimalSequence(t, false) })
+	t.Run("cached", func(t *testing.T) { testMinimalSequence(t, false, pipeline.OrderArrival) })
 	// Without the process cache every batch reads the shard back from the
 	// runner's state: what a runner that moves keys between workers (or a
 	// retried bundle) sees. The duplicate and the conflict must still be
 	// found, so the ids must be in the state, not only in the cache.
-	t.Run("reloaded", func(t *testing.T) { testMinimalSequence(t, true) })
+	t.Run("reloaded", func(t *testing.T) { testMinimalSequence(t, true, pipeline.OrderArrival) })
+	// Held until the watermark and judged in position order, as off prism:
+	// the same rows, audit rows and counts.
+	t.Run("position order", func(t *testing.T) { testMinimalSequence(t, false, pipeline.OrderPosition) })
+	t.Run("position order, reloaded", func(t *testing.T) { testMinimalSequence(t, true, pipeline.OrderPosition) })
 }
 
-func testMinimalSequence(t *testing.T, noCache bool) {
+func testMinimalSequence(t *testing.T, noCache bool, order string) {
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
 	o.NoDedupCache = noCache
+	o.DedupOrder = order
 	sc := scenario.New(o.Watermark, o.Event, readAt)
 	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
 		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
@@ -369,4 +384,79 @@ func TestRevisionMarkersExpire(t *testing.T) {
 			t.Errorf("window 10:00 changed after its marker expired: %+v", r)
 		}
 	}
+}
+
+// Of two copies of an id from one partition, the earlier one counts however
+// they are delivered (--dedup-order=position): the TestStream hands them
+// over in source order, then in reverse. Same timestamps (the partition
+// watermark did not move between them), so only the order differs.
+func TestDeterministicFirstCopyInPartition(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "X", "2026-11-04T10:20:00Z", "u1", "1").
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u2", "100"). // line 2: counts
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u2", "120")  // line 3: conflict
+	recs := sc.Records
+	swapped := []model.Record{recs[0], recs[2], recs[1]}
+	firstFP := fingerprintOf(t, recs[1])
+	for _, tc := range []struct {
+		name    string
+		recs    []model.Record
+		order   string
+		revenue int64
+	}{
+		{"source order", recs, pipeline.OrderPosition, 101_000_000},
+		{"reversed", swapped, pipeline.OrderPosition, 101_000_000},
+		// As delivered: the later copy counts. This is what position order
+		// prevents, and it shows the test can tell.
+		{"reversed, arrival order", swapped, pipeline.OrderArrival, 121_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := o
+			o.DedupOrder = tc.order
+			res := runFrom(t, func(s beam.Scope) beam.PCollection { return createInOrder(s, tc.recs) }, len(tc.recs), o)
+			rows := res.rows.Values()
+			final := rows[0]
+			for _, r := range rows {
+				if r.Revision > final.Revision {
+					final = r
+				}
+			}
+			if final.RevenueMicros != tc.revenue || final.EventCount != 2 {
+				t.Errorf("final row %+v, want revenue %d from 2 events", final, tc.revenue)
+			}
+			if tc.order != pipeline.OrderPosition {
+				return
+			}
+			c := res.conflicts.Values()
+			if len(c) != 1 || c[0].Position != "p0/events.jsonl:3" || c[0].FirstFingerprint != firstFP {
+				t.Errorf("conflicts = %+v, want line 3 naming line 2's fingerprint %x", c, firstFP)
+			}
+		})
+	}
+}
+
+// createInOrder feeds records to a TestStream in the given order, stamped as
+// the scenario stamps them.
+func createInOrder(s beam.Scope, recs []model.Record) beam.PCollection {
+	cfg := teststream.NewConfig()
+	for _, r := range recs {
+		if err := cfg.AddElements(max(r.WatermarkBefore, int64(mtime.MinTimestamp)), coders.EncodeRecord(r)); err != nil {
+			panic(err)
+		}
+	}
+	if err := cfg.AdvanceWatermarkToInfinity(); err != nil {
+		panic(err)
+	}
+	return transforms.DecodeRecords(s, teststream.Create(s, cfg))
+}
+
+func fingerprintOf(t *testing.T, r model.Record) uint64 {
+	t.Helper()
+	ev, q := event.Parse(r, event.DefaultConfig())
+	if q != nil {
+		t.Fatalf("record %s does not parse: %+v", r.Position, q)
+	}
+	return ev.Fingerprint
 }

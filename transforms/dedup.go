@@ -40,6 +40,11 @@ type DedupOptions struct {
 	// CacheBytes bounds the process-wide cache of decoded shards
 	// (DefaultDedupCacheBytes when 0).
 	CacheBytes int64
+	// ByPosition holds each batch until the watermark passes its timestamp
+	// and judges what it releases in source-position order, so that of two
+	// copies of an id from one partition the earlier one counts whatever
+	// order the runner delivers a key's elements in (see dedup_order.go).
+	ByPosition bool
 }
 
 // Validate checks the options against SPEC §2.
@@ -84,6 +89,8 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		CacheID:        newCacheID(),
 		NoCache:        o.NoCache,
 		CacheBytes:     o.CacheBytes,
+		ByPosition:     o.ByPosition,
+		Pending:        state.MakeBagState[[]byte]("pending"),
 		Meta:           state.MakeValueState[[]byte]("meta"),
 		IDs:            state.MakeBagState[[]byte]("ids"),
 		Boundary:       timers.InEventTime("boundary"),
@@ -99,9 +106,12 @@ type dedupFn struct {
 	CacheID    string
 	NoCache    bool
 	CacheBytes int64
-	Meta       state.Value[[]byte]
-	IDs        state.Bag[[]byte]
-	Boundary   timers.EventTime
+	ByPosition bool
+	// Pending holds batches until their release timer (ByPosition only).
+	Pending  state.Bag[[]byte]
+	Meta     state.Value[[]byte]
+	IDs      state.Bag[[]byte]
+	Boundary timers.EventTime
 
 	counted, duplicates, conflicts, tooLate, expired, reloads, evictions beam.Counter
 	entries                                                              beam.Distribution
@@ -197,8 +207,21 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return err
 	}
+	if f.ByPosition {
+		if err := f.hold(sp, tp, st, batch); err != nil {
+			return err
+		}
+		return f.save(ctx, sp, shard, st)
+	}
+	return f.judge(ctx, sp, tp, shard, st, batch.Events, emit, conflict, late)
+}
+
+// judge gives each event its verdict in the order given, emits, appends the
+// counted ids to the bag and saves the shard.
+func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, st *shardState, events []model.Event,
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	var added idBlobs
-	for _, e := range batch.Events {
+	for _, e := range events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
 		case TooLateVerdict:
 			f.tooLate.Inc(ctx, 1)
@@ -233,8 +256,8 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	return f.save(ctx, sp, shard, st)
 }
 
-func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, shard int, t timers.Context,
-	_ func(model.Event), _ func(model.Conflict), _ func(model.TooLate)) error {
+func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	if len(t.Tag) < 2 {
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
@@ -245,6 +268,13 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 	st, err := f.load(ctx, sp, shard)
 	if err != nil {
 		return err
+	}
+	if t.Tag[0] == tagRelease {
+		events, err := f.release(sp, start)
+		if err != nil {
+			return err
+		}
+		return f.judge(ctx, sp, tp, shard, st, events, emit, conflict, late)
 	}
 	end := f.Policy.WindowEnd(start)
 	switch t.Tag[0] {
