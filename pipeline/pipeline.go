@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
@@ -71,6 +73,10 @@ type Options struct {
 	// watermark, then judged in source-position order; the launcher's
 	// default off prism).
 	DedupOrder string
+	// EarlySource drives the EARLY refresh: EarlyTimer (processing-time
+	// timers) or EarlyImpulse (a periodic impulse; for the portable Flink
+	// runner, which fires no processing-time timers for Go).
+	EarlySource string
 	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
 	// (transforms.DefaultDedupCacheBytes when 0).
 	DedupCacheBytes int
@@ -112,6 +118,20 @@ const (
 	OrderPosition = "position"
 )
 
+// EARLY sources (--early-source).
+const (
+	EarlyTimer   = "timer"
+	EarlyImpulse = "impulse"
+)
+
+// EarlySourceFor is the default --early-source of a runner.
+func EarlySourceFor(runner string) string {
+	if runner == "flink" {
+		return EarlyImpulse
+	}
+	return EarlyTimer
+}
+
 // DedupOrderFor is the default --dedup-order of a runner.
 func DedupOrderFor(runner string) string {
 	if runner == "" || runner == "prism" {
@@ -127,7 +147,11 @@ func (o Options) Validate() error {
 	if o.DedupOrder != "" && o.DedupOrder != OrderArrival && o.DedupOrder != OrderPosition {
 		order = fmt.Errorf("--dedup-order must be %s or %s, got %q", OrderArrival, OrderPosition, o.DedupOrder)
 	}
-	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order)
+	var early error
+	if o.EarlySource != "" && o.EarlySource != EarlyTimer && o.EarlySource != EarlyImpulse {
+		early = fmt.Errorf("--early-source must be %s or %s, got %q", EarlyTimer, EarlyImpulse, o.EarlySource)
+	}
+	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order, early)
 }
 
 func (o Options) dedup() transforms.DedupOptions {
@@ -153,6 +177,17 @@ type Outputs struct {
 // Build reads like the design card: validate, gate too-late records, dedup,
 // combine per window and dims, assign revisions.
 func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
+	return BuildWithTicks(s, records, beam.PCollection{}, o)
+}
+
+// earlyBuckets spreads the impulse-driven EARLY source's dirty keys.
+const earlyBuckets = 16
+
+// BuildWithTicks is Build with the EARLY refresh driven by ticks (any
+// element type) instead of processing-time timers, when ticks is valid:
+// tests drive it from a TestStream. Otherwise, with EarlySource
+// EarlyImpulse, a periodic impulse every --early drives it.
+func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (Outputs, error) {
 	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
 		return Outputs{}, fmt.Errorf("pipeline options: %w", err)
@@ -163,7 +198,14 @@ func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)
 	if o.Triggers.Early > 0 {
-		deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
+		if !ticks.IsValid() && o.EarlySource == EarlyImpulse {
+			ticks = periodic.Impulse(s, time.Now(), mtime.MaxTimestamp.ToTime(), o.Triggers.Early, false)
+		}
+		if ticks.IsValid() {
+			deltas = beam.Flatten(s, deltas, transforms.EarlyTicksFrom(s, deltas, ticks, earlyBuckets))
+		} else {
+			deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
+		}
 	}
 	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published)
 	return Outputs{

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
 	"github.com/revenue-stream/hourly/coders"
@@ -83,8 +84,14 @@ func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 // runFrom runs the pipeline over what create returns (n records).
 func runFrom(t *testing.T, create func(beam.Scope) beam.PCollection, n int, o pipeline.Options) result {
 	t.Helper()
+	return runBuilt(t, func(s beam.Scope) (pipeline.Outputs, error) { return pipeline.Build(s, create(s), o) }, n)
+}
+
+// runBuilt runs the graph build makes (n records read).
+func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n int) result {
+	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	out, err := pipeline.Build(s, create(s), o)
+	out, err := build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,11 +212,38 @@ func TestSparkWatermarkDemo(t *testing.T) {
 // EARLY rows on processing time: each a complete snapshot, only when it
 // changed, never after ON_TIME.
 func TestEarlyFirings(t *testing.T) {
-	o := pipeline.Defaults() // --early 1m
-	sc := scenario.New(o.Watermark, o.Event, readAt)
+	res := run(t, earlyScenario(scenario.New(pipeline.Defaults().Watermark, pipeline.Defaults().Event, readAt)), pipeline.Defaults())
+	assertRows(t, res.rows.Values(), earlyRows())
+}
+
+// The same EARLY rows when ticks drive them instead of processing-time
+// timers (--early-source=impulse, for the portable Flink runner): a tick
+// element stands where the processing-time advance was.
+func TestEarlyFiringsFromTicks(t *testing.T) {
+	o := pipeline.Defaults()
+	rec := &tickRecorder{cfg: teststream.NewConfig(), wm: int64(mtime.MinTimestamp)}
+	earlyScenario(rec)
+	if err := rec.cfg.AdvanceWatermarkToInfinity(); err != nil {
+		t.Fatal(err)
+	}
+	res := runBuilt(t, func(s beam.Scope) (pipeline.Outputs, error) {
+		records, ticks := beam.ParDo2(s, splitTicks, teststream.Create(s, rec.cfg))
+		return pipeline.BuildWithTicks(s, transforms.DecodeRecords(s, records), ticks, o)
+	}, len(rec.sc.Records))
+	assertRows(t, res.rows.Values(), earlyRows())
+}
+
+// earlySteps is what the EARLY scenario needs of a builder.
+type earlySteps[B any] interface {
+	Purchase(partition, id, eventTime, user, amount string, extra ...string) B
+	AdvanceWatermark() B
+	AdvanceProcessingTime(d time.Duration) B
+}
+
+func earlyScenario[B earlySteps[B]](b B) B {
 	// Prism schedules a stateful stage of a TestStream pipeline only when its
 	// watermark moves, so each step advances it (as a source would).
-	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+	return b.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
 		AdvanceWatermark().
 		AdvanceProcessingTime(2*time.Minute).
 		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
@@ -219,8 +253,67 @@ func TestEarlyFirings(t *testing.T) {
 		Purchase("p0", "X", "2026-11-04T11:20:00Z", "u3", "1").
 		AdvanceWatermark().
 		AdvanceProcessingTime(2 * time.Minute)
-	res := run(t, sc, o)
-	assertRows(t, res.rows.Values(), []model.Row{
+}
+
+// tickRecorder builds a TestStream of records and ticks (empty elements)
+// from a scenario's steps: a processing-time advance becomes a tick.
+type tickRecorder struct {
+	sc  *scenario.Builder
+	cfg teststream.Config
+	wm  int64
+}
+
+func (r *tickRecorder) builder() *scenario.Builder {
+	if r.sc == nil {
+		o := pipeline.Defaults()
+		r.sc = scenario.New(o.Watermark, o.Event, readAt)
+	}
+	return r.sc
+}
+
+func (r *tickRecorder) Purchase(partition, id, eventTime, user, amount string, extra ...string) *tickRecorder {
+	sc := r.builder().Purchase(partition, id, eventTime, user, amount, extra...)
+	rec := sc.Records[len(sc.Records)-1]
+	if err := r.cfg.AddElements(max(rec.WatermarkBefore, int64(mtime.MinTimestamp)), coders.EncodeRecord(rec)); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func (r *tickRecorder) AdvanceWatermark() *tickRecorder {
+	if w := r.builder().AdvanceWatermark().Watermark(); w > r.wm {
+		r.wm = w
+		if err := r.cfg.AdvanceWatermark(w); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}
+
+func (r *tickRecorder) AdvanceProcessingTime(time.Duration) *tickRecorder {
+	if err := r.cfg.AddElements(r.wm, []byte{}); err != nil {
+		panic(err)
+	}
+	r.wm++ // as the scenario nudges it: prism then schedules the step
+	if err := r.cfg.AdvanceWatermark(r.wm); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func init() { register.Function3x0(splitTicks) }
+
+// splitTicks separates the ticks (empty) from the encoded records.
+func splitTicks(b []byte, records, ticks func([]byte)) {
+	if len(b) == 0 {
+		ticks(b)
+	} else {
+		records(b)
+	}
+}
+
+func earlyRows() []model.Row {
+	return []model.Row{
 		row("2026-11-04T10:00:00Z", time.Hour, "100", 1, 1, model.Early),
 		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 2, model.Early),
 		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 3, model.OnTime),
@@ -228,7 +321,7 @@ func TestEarlyFirings(t *testing.T) {
 		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.Early),
 		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.OnTime),
 		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 3, model.Final),
-	})
+	}
 }
 
 // Every quarantine class of SPEC §3 gets its row, and nothing else happens.

@@ -184,6 +184,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys (default: 8 on prism, else sized from --design-rate so no key exceeds 64 MB; see docs/capacity.md)")
 	add("design-rate", countValue{&p.DesignRate}, "peak events/s the dedup shards are sized for off prism (default 20000)")
 	add("dedup-order", stringValue{&p.DedupOrder}, "position: hold each batch until the watermark and judge in source-position order, so the earlier of two copies from one partition counts however the runner delivers them; arrival: as delivered (default: arrival on prism, which delivers in order; position elsewhere)")
+	add("early-source", stringValue{&p.EarlySource}, "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go) (default: impulse on flink, else timer)")
 	add("dedup-cache", sizeValue{&p.DedupCacheBytes}, "bound on this process's cache of decoded dedup shards, e.g. 512MiB (default 1GiB; a miss costs a reload, never a verdict)")
 	add("max-future", durationValue{&p.Event.MaxFuture}, "quarantine events further than this ahead of processing time")
 	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
@@ -263,6 +264,9 @@ func Parse(args []string) (Options, error) {
 		d := p.WithDefaults()
 		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
 	}
+	if o.Pipeline.EarlySource == "" {
+		o.Pipeline.EarlySource = pipeline.EarlySourceFor(o.Runner)
+	}
 	if o.Pipeline.DedupOrder == "" {
 		o.Pipeline.DedupOrder = pipeline.DedupOrderFor(o.Runner)
 	}
@@ -332,7 +336,7 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout",
-	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
+	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
