@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
@@ -16,13 +18,41 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// DefaultShards is the number of dedup state keys. Each shard costs a state
-// key, three timers per window and a bundle slot, so on one machine fewer is
-// faster (measured on prism, 211,150 records: 2 shards 2.7 s, 8 shards
-// 2.9 s, 16 shards 3.2 s, 64 shards 4.2 s, 256 shards 8.9 s); on Flink or
-// Dataflow use at least the parallelism (--dedup-shards) so dedup spreads
-// over the workers.
+// DefaultShards is the number of dedup state keys on prism. Each shard costs
+// a state key, three timers per window and a bundle slot, so on one machine
+// fewer is faster (measured on prism, 211,150 records: 2 shards 2.7 s,
+// 8 shards 2.9 s, 16 shards 3.2 s, 64 shards 4.2 s, 256 shards 8.9 s). On a
+// distributed runner ShardsFor sizes them from the design rate instead.
 const DefaultShards = 8
+
+// DefaultDesignRate is the peak input rate (events/s) distributed runners'
+// dedup shards are sized for (SPEC §1).
+const DefaultDesignRate = 20_000
+
+// TargetShardBytes is the live dedup state one shard key is sized to hold at
+// the design rate: lazy compaction lets a key's bag reach twice its live
+// ids, and ids do not spread perfectly evenly, so 24 MiB live keeps every key
+// and value under SPEC §8's 64 MB.
+const TargetShardBytes = 24 << 20
+
+// ShardsFor returns the dedup shard count for a runner: DefaultShards on
+// prism (one machine, where fewer keys are faster), else the power of two
+// that keeps a shard's remembered ids within TargetShardBytes at rate
+// events/s over the retention (plus the window ids are kept beyond it).
+func ShardsFor(runner string, rate int, retention, window time.Duration) int {
+	if runner == "" || runner == "prism" {
+		return DefaultShards
+	}
+	if rate <= 0 {
+		rate = DefaultDesignRate
+	}
+	ids := float64(rate) * (retention + window).Seconds()
+	n := 1
+	for float64(n)*TargetShardBytes < ids*transforms.DedupStateBytesPerID {
+		n *= 2
+	}
+	return max(n, DefaultShards)
+}
 
 // Options are the settings of SPEC §2 and §3, validated together.
 type Options struct {
@@ -31,7 +61,25 @@ type Options struct {
 	Triggers  triggers.Policy
 	// DedupRetention defaults to window + allowed lateness; shorter is refused.
 	DedupRetention time.Duration
-	DedupShards    int
+	// DedupShards is the number of dedup state keys: DefaultShards when 0;
+	// the launcher sets ShardsFor(runner, DesignRate, ...) off prism.
+	DedupShards int
+	// DesignRate is the peak events/s the dedup shards are sized for off
+	// prism (DefaultDesignRate when 0).
+	DesignRate int
+	// DedupOrder is how the dedup step orders a key's elements before
+	// judging them: OrderArrival (prism's default: prism delivers them in
+	// timestamp, then arrival order) or OrderPosition (held until the
+	// watermark, then judged in source-position order; the launcher's
+	// default off prism).
+	DedupOrder string
+	// EarlySource drives the EARLY refresh: EarlyTimer (processing-time
+	// timers) or EarlyImpulse (a periodic impulse; for the portable Flink
+	// runner, which fires no processing-time timers for Go).
+	EarlySource string
+	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
+	// (transforms.DefaultDedupCacheBytes when 0).
+	DedupCacheBytes int
 	// StartWatermark seeds rule (b) of the too-late gate after a restart.
 	StartWatermark int64
 	// Published seeds the revision step with rows the sink already holds,
@@ -49,7 +97,6 @@ func Defaults() Options {
 		Event:          event.DefaultConfig(),
 		Watermark:      watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
 		Triggers:       triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
-		DedupShards:    DefaultShards,
 		StartWatermark: model.NoWatermark,
 	}
 }
@@ -65,10 +112,46 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
+// Dedup orders (--dedup-order).
+const (
+	OrderArrival  = "arrival"
+	OrderPosition = "position"
+)
+
+// EARLY sources (--early-source).
+const (
+	EarlyTimer   = "timer"
+	EarlyImpulse = "impulse"
+)
+
+// EarlySourceFor is the default --early-source of a runner.
+func EarlySourceFor(runner string) string {
+	if runner == "flink" {
+		return EarlyImpulse
+	}
+	return EarlyTimer
+}
+
+// DedupOrderFor is the default --dedup-order of a runner.
+func DedupOrderFor(runner string) string {
+	if runner == "" || runner == "prism" {
+		return OrderArrival
+	}
+	return OrderPosition
+}
+
 // Validate checks every setting, each error naming its flag.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate())
+	var order error
+	if o.DedupOrder != "" && o.DedupOrder != OrderArrival && o.DedupOrder != OrderPosition {
+		order = fmt.Errorf("--dedup-order must be %s or %s, got %q", OrderArrival, OrderPosition, o.DedupOrder)
+	}
+	var early error
+	if o.EarlySource != "" && o.EarlySource != EarlyTimer && o.EarlySource != EarlyImpulse {
+		early = fmt.Errorf("--early-source must be %s or %s, got %q", EarlyTimer, EarlyImpulse, o.EarlySource)
+	}
+	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order, early)
 }
 
 func (o Options) dedup() transforms.DedupOptions {
@@ -79,6 +162,8 @@ func (o Options) dedup() transforms.DedupOptions {
 		Bound:          o.Watermark.OutOfOrderBound.Milliseconds(),
 		StartWatermark: o.StartWatermark,
 		NoCache:        o.NoDedupCache,
+		CacheBytes:     int64(o.DedupCacheBytes),
+		ByPosition:     o.DedupOrder == OrderPosition,
 	}
 }
 
@@ -93,6 +178,17 @@ type Outputs struct {
 // Build reads like the design card: validate, gate too-late records, dedup,
 // combine per window and dims, assign revisions.
 func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
+	return BuildWithTicks(s, records, beam.PCollection{}, o)
+}
+
+// earlyBuckets spreads the impulse-driven EARLY source's dirty keys.
+const earlyBuckets = 16
+
+// BuildWithTicks is Build with the EARLY refresh driven by ticks (any
+// element type) instead of processing-time timers, when ticks is valid:
+// tests drive it from a TestStream. Otherwise, with EarlySource
+// EarlyImpulse, a periodic impulse every --early drives it.
+func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (Outputs, error) {
 	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
 		return Outputs{}, fmt.Errorf("pipeline options: %w", err)
@@ -103,7 +199,14 @@ func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)
 	if o.Triggers.Early > 0 {
-		deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
+		if !ticks.IsValid() && o.EarlySource == EarlyImpulse {
+			ticks = periodic.Impulse(s, time.Now(), mtime.MaxTimestamp.ToTime(), o.Triggers.Early, false)
+		}
+		if ticks.IsValid() {
+			deltas = beam.Flatten(s, deltas, transforms.EarlyTicksFrom(s, deltas, ticks, earlyBuckets))
+		} else {
+			deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
+		}
 	}
 	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published)
 	return Outputs{

@@ -9,9 +9,14 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/teststream"
+	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -73,8 +78,20 @@ type result struct {
 
 func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 	t.Helper()
+	return runFrom(t, sc.Create, len(sc.Records), o)
+}
+
+// runFrom runs the pipeline over what create returns (n records).
+func runFrom(t *testing.T, create func(beam.Scope) beam.PCollection, n int, o pipeline.Options) result {
+	t.Helper()
+	return runBuilt(t, func(s beam.Scope) (pipeline.Outputs, error) { return pipeline.Build(s, create(s), o) }, n)
+}
+
+// runBuilt runs the graph build makes (n records read).
+func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n int) result {
+	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	out, err := pipeline.Build(s, sc.Create(s), o)
+	out, err := build(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,25 +122,30 @@ func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
 	if err := res.counts.Check(); err != nil {
 		t.Errorf("%v", err)
 	}
-	if got := int64(len(sc.Records)); res.counts.Read != got {
+	if got := int64(n); res.counts.Read != got {
 		t.Errorf("read counter = %d, want %d records", res.counts.Read, got)
 	}
 	return res
 }
 
 func TestMinimalSequence(t *testing.T) {
-	t.Run("cached", func(t *testing.T) { testMinimalSequence(t, false) })
+	t.Run("cached", func(t *testing.T) { testMinimalSequence(t, false, pipeline.OrderArrival) })
 	// Without the process cache every batch reads the shard back from the
 	// runner's state: what a runner that moves keys between workers (or a
 	// retried bundle) sees. The duplicate and the conflict must still be
 	// found, so the ids must be in the state, not only in the cache.
-	t.Run("reloaded", func(t *testing.T) { testMinimalSequence(t, true) })
+	t.Run("reloaded", func(t *testing.T) { testMinimalSequence(t, true, pipeline.OrderArrival) })
+	// Held until the watermark and judged in position order, as off prism:
+	// the same rows, audit rows and counts.
+	t.Run("position order", func(t *testing.T) { testMinimalSequence(t, false, pipeline.OrderPosition) })
+	t.Run("position order, reloaded", func(t *testing.T) { testMinimalSequence(t, true, pipeline.OrderPosition) })
 }
 
-func testMinimalSequence(t *testing.T, noCache bool) {
+func testMinimalSequence(t *testing.T, noCache bool, order string) {
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
 	o.NoDedupCache = noCache
+	o.DedupOrder = order
 	sc := scenario.New(o.Watermark, o.Event, readAt)
 	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
 		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
@@ -190,11 +212,38 @@ func TestSparkWatermarkDemo(t *testing.T) {
 // EARLY rows on processing time: each a complete snapshot, only when it
 // changed, never after ON_TIME.
 func TestEarlyFirings(t *testing.T) {
-	o := pipeline.Defaults() // --early 1m
-	sc := scenario.New(o.Watermark, o.Event, readAt)
+	res := run(t, earlyScenario(scenario.New(pipeline.Defaults().Watermark, pipeline.Defaults().Event, readAt)), pipeline.Defaults())
+	assertRows(t, res.rows.Values(), earlyRows())
+}
+
+// The same EARLY rows when ticks drive them instead of processing-time
+// timers (--early-source=impulse, for the portable Flink runner): a tick
+// element stands where the processing-time advance was.
+func TestEarlyFiringsFromTicks(t *testing.T) {
+	o := pipeline.Defaults()
+	rec := &tickRecorder{cfg: teststream.NewConfig(), wm: int64(mtime.MinTimestamp)}
+	earlyScenario(rec)
+	if err := rec.cfg.AdvanceWatermarkToInfinity(); err != nil {
+		t.Fatal(err)
+	}
+	res := runBuilt(t, func(s beam.Scope) (pipeline.Outputs, error) {
+		records, ticks := beam.ParDo2(s, splitTicks, teststream.Create(s, rec.cfg))
+		return pipeline.BuildWithTicks(s, transforms.DecodeRecords(s, records), ticks, o)
+	}, len(rec.sc.Records))
+	assertRows(t, res.rows.Values(), earlyRows())
+}
+
+// earlySteps is what the EARLY scenario needs of a builder.
+type earlySteps[B any] interface {
+	Purchase(partition, id, eventTime, user, amount string, extra ...string) B
+	AdvanceWatermark() B
+	AdvanceProcessingTime(d time.Duration) B
+}
+
+func earlyScenario[B earlySteps[B]](b B) B {
 	// Prism schedules a stateful stage of a TestStream pipeline only when its
 	// watermark moves, so each step advances it (as a source would).
-	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+	return b.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
 		AdvanceWatermark().
 		AdvanceProcessingTime(2*time.Minute).
 		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
@@ -204,8 +253,67 @@ func TestEarlyFirings(t *testing.T) {
 		Purchase("p0", "X", "2026-11-04T11:20:00Z", "u3", "1").
 		AdvanceWatermark().
 		AdvanceProcessingTime(2 * time.Minute)
-	res := run(t, sc, o)
-	assertRows(t, res.rows.Values(), []model.Row{
+}
+
+// tickRecorder builds a TestStream of records and ticks (empty elements)
+// from a scenario's steps: a processing-time advance becomes a tick.
+type tickRecorder struct {
+	sc  *scenario.Builder
+	cfg teststream.Config
+	wm  int64
+}
+
+func (r *tickRecorder) builder() *scenario.Builder {
+	if r.sc == nil {
+		o := pipeline.Defaults()
+		r.sc = scenario.New(o.Watermark, o.Event, readAt)
+	}
+	return r.sc
+}
+
+func (r *tickRecorder) Purchase(partition, id, eventTime, user, amount string, extra ...string) *tickRecorder {
+	sc := r.builder().Purchase(partition, id, eventTime, user, amount, extra...)
+	rec := sc.Records[len(sc.Records)-1]
+	if err := r.cfg.AddElements(max(rec.WatermarkBefore, int64(mtime.MinTimestamp)), coders.EncodeRecord(rec)); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func (r *tickRecorder) AdvanceWatermark() *tickRecorder {
+	if w := r.builder().AdvanceWatermark().Watermark(); w > r.wm {
+		r.wm = w
+		if err := r.cfg.AdvanceWatermark(w); err != nil {
+			panic(err)
+		}
+	}
+	return r
+}
+
+func (r *tickRecorder) AdvanceProcessingTime(time.Duration) *tickRecorder {
+	if err := r.cfg.AddElements(r.wm, []byte{}); err != nil {
+		panic(err)
+	}
+	r.wm++ // as the scenario nudges it: prism then schedules the step
+	if err := r.cfg.AdvanceWatermark(r.wm); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func init() { register.Function3x0(splitTicks) }
+
+// splitTicks separates the ticks (empty) from the encoded records.
+func splitTicks(b []byte, records, ticks func([]byte)) {
+	if len(b) == 0 {
+		ticks(b)
+	} else {
+		records(b)
+	}
+}
+
+func earlyRows() []model.Row {
+	return []model.Row{
 		row("2026-11-04T10:00:00Z", time.Hour, "100", 1, 1, model.Early),
 		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 2, model.Early),
 		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 3, model.OnTime),
@@ -213,7 +321,7 @@ func TestEarlyFirings(t *testing.T) {
 		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 1, model.Early),
 		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 2, model.OnTime),
 		row("2026-11-04T11:00:00Z", time.Hour, "1", 1, 3, model.Final),
-	})
+	}
 }
 
 // Every quarantine class of SPEC §3 gets its row, and nothing else happens.
@@ -342,4 +450,106 @@ func TestDelayMetrics(t *testing.T) {
 	if res.counts.Quarantined != 1 || res.counts.TooLate != 1 || res.counts.Duplicates != 1 {
 		t.Errorf("quarantined %d, too_late %d, duplicates %d; want 1 each", res.counts.Quarantined, res.counts.TooLate, res.counts.Duplicates)
 	}
+}
+
+// The revision step's closed markers go after the horizon (window +
+// lateness after the close); a record for the window that arrives after
+// that is still too late (the dedup gate), and no row changes.
+func TestRevisionMarkersExpire(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+		Purchase("p1", "B", "2026-11-04T11:15:00Z", "u2", "50").
+		Purchase("p0", "X", "2026-11-06T13:00:00Z", "u3", "1"). // p0 past A's marker horizon (2026-11-06T12:00)
+		Purchase("p1", "Y", "2026-11-06T13:00:00Z", "u3", "2").
+		AdvanceWatermark().
+		Purchase("p1", "C", "2026-11-04T10:40:00Z", "u4", "9") // window 10:00, long closed
+	res := run(t, sc, o)
+	if got := res.counts.Counters["revision_markers_expired"]; got != 3 {
+		t.Errorf("revision_markers_expired = %d, want 3 (every window's marker)", got)
+	}
+	if res.counts.TooLate != 1 || res.counts.Counted != 4 {
+		t.Errorf("too_late = %d, counted = %d; want 1 and 4", res.counts.TooLate, res.counts.Counted)
+	}
+	for _, r := range res.rows.Values() {
+		if r.WindowStart == ms("2026-11-04T10:00:00Z") && r.EventCount != 1 {
+			t.Errorf("window 10:00 changed after its marker expired: %+v", r)
+		}
+	}
+}
+
+// Of two copies of an id from one partition, the earlier one counts however
+// they are delivered (--dedup-order=position): the TestStream hands them
+// over in source order, then in reverse. Same timestamps (the partition
+// watermark did not move between them), so only the order differs.
+func TestDeterministicFirstCopyInPartition(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "X", "2026-11-04T10:20:00Z", "u1", "1").
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u2", "100"). // line 2: counts
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u2", "120")  // line 3: conflict
+	recs := sc.Records
+	swapped := []model.Record{recs[0], recs[2], recs[1]}
+	firstFP := fingerprintOf(t, recs[1])
+	for _, tc := range []struct {
+		name    string
+		recs    []model.Record
+		order   string
+		revenue int64
+	}{
+		{"source order", recs, pipeline.OrderPosition, 101_000_000},
+		{"reversed", swapped, pipeline.OrderPosition, 101_000_000},
+		// As delivered: the later copy counts. This is what position order
+		// prevents, and it shows the test can tell.
+		{"reversed, arrival order", swapped, pipeline.OrderArrival, 121_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := o
+			o.DedupOrder = tc.order
+			res := runFrom(t, func(s beam.Scope) beam.PCollection { return createInOrder(s, tc.recs) }, len(tc.recs), o)
+			rows := res.rows.Values()
+			final := rows[0]
+			for _, r := range rows {
+				if r.Revision > final.Revision {
+					final = r
+				}
+			}
+			if final.RevenueMicros != tc.revenue || final.EventCount != 2 {
+				t.Errorf("final row %+v, want revenue %d from 2 events", final, tc.revenue)
+			}
+			if tc.order != pipeline.OrderPosition {
+				return
+			}
+			c := res.conflicts.Values()
+			if len(c) != 1 || c[0].Position != "p0/events.jsonl:3" || c[0].FirstFingerprint != firstFP {
+				t.Errorf("conflicts = %+v, want line 3 naming line 2's fingerprint %x", c, firstFP)
+			}
+		})
+	}
+}
+
+// createInOrder feeds records to a TestStream in the given order, stamped as
+// the scenario stamps them.
+func createInOrder(s beam.Scope, recs []model.Record) beam.PCollection {
+	cfg := teststream.NewConfig()
+	for _, r := range recs {
+		if err := cfg.AddElements(max(r.WatermarkBefore, int64(mtime.MinTimestamp)), coders.EncodeRecord(r)); err != nil {
+			panic(err)
+		}
+	}
+	if err := cfg.AdvanceWatermarkToInfinity(); err != nil {
+		panic(err)
+	}
+	return transforms.DecodeRecords(s, teststream.Create(s, cfg))
+}
+
+func fingerprintOf(t *testing.T, r model.Record) uint64 {
+	t.Helper()
+	ev, q := event.Parse(r, event.DefaultConfig())
+	if q != nil {
+		t.Fatalf("record %s does not parse: %+v", r.Position, q)
+	}
+	return ev.Fingerprint
 }

@@ -40,6 +40,14 @@ type DedupOptions struct {
 	// NoCache makes every batch reload its shard from the runner's state, as
 	// on a runner that moves keys between workers: for tests and diagnosis.
 	NoCache bool
+	// CacheBytes bounds the process-wide cache of decoded shards
+	// (DefaultDedupCacheBytes when 0).
+	CacheBytes int64
+	// ByPosition holds each batch until the watermark passes its timestamp
+	// and judges what it releases in source-position order, so that of two
+	// copies of an id from one partition the earlier one counts whatever
+	// order the runner delivers a key's elements in (see dedup_order.go).
+	ByPosition bool
 }
 
 // Validate checks the options against SPEC §2.
@@ -87,6 +95,9 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		StartWatermark: o.StartWatermark,
 		CacheID:        newCacheID(),
 		NoCache:        o.NoCache,
+		CacheBytes:     o.CacheBytes,
+		ByPosition:     o.ByPosition,
+		Pending:        state.MakeBagState[[]byte]("pending"),
 		Meta:           state.MakeValueState[[]byte]("meta"),
 		IDs:            state.MakeBagState[[]byte]("ids"),
 		Boundary:       timers.InEventTime("boundary"),
@@ -100,14 +111,18 @@ type dedupFn struct {
 	StartWatermark int64
 
 	// CacheID names this pipeline's entries in the process-wide shard cache.
-	CacheID  string
-	NoCache  bool
+	CacheID    string
+	NoCache    bool
+	CacheBytes int64
+	ByPosition bool
+	// Pending holds batches until their release timer (ByPosition only).
+	Pending  state.Bag[[]byte]
 	Meta     state.Value[[]byte]
 	IDs      state.Bag[[]byte]
 	Boundary timers.EventTime
 
-	counted, duplicates, conflicts, tooLate, expired, reloads beam.Counter
-	entries                                                   beam.Distribution
+	counted, duplicates, conflicts, tooLate, expired, reloads, evictions beam.Counter
+	entries                                                              beam.Distribution
 }
 
 func (f *dedupFn) Setup() {
@@ -117,7 +132,9 @@ func (f *dedupFn) Setup() {
 	f.tooLate = beam.NewCounter(Namespace, "too_late")
 	f.expired = beam.NewCounter(Namespace, "dedup_expired")
 	f.reloads = beam.NewCounter(Namespace, "dedup_state_reloads")
+	f.evictions = beam.NewCounter(Namespace, "dedup_cache_evictions")
 	f.entries = beam.NewDistribution(Namespace, "dedup_state_entries")
+	shardCache.setLimit(f.CacheBytes)
 }
 
 // load returns the shard's state, from the cache when its token matches the
@@ -133,10 +150,9 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 		return nil, err
 	}
 	key := cacheKey{pipeline: f.CacheID, shard: shard}
-	if c, ok := shardCache.LoadAndDelete(key); ok && !f.NoCache && m.token != 0 && c.(cachedShard).token == m.token {
-		st := c.(cachedShard).st
-		st.known = max(st.known, m.known)
-		return st, nil
+	if c, ok := shardCache.take(key); ok && !f.NoCache && m.token != 0 && c.token == m.token {
+		c.st.known = max(c.st.known, m.known)
+		return c.st, nil
 	}
 	f.reloads.Inc(ctx, 1)
 	st := newShardState(m)
@@ -151,13 +167,15 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 }
 
 // save writes the meta with a fresh token and refreshes the cache.
-func (f *dedupFn) save(sp state.Provider, shard int, st *shardState) error {
+func (f *dedupFn) save(ctx context.Context, sp state.Provider, shard int, st *shardState) error {
 	token := mrand.Uint64() | 1
 	if err := f.Meta.Write(sp, encodeMeta(token, st)); err != nil {
 		return fmt.Errorf("dedup: write meta: %w", err)
 	}
 	if !f.NoCache {
-		shardCache.Store(cacheKey{pipeline: f.CacheID, shard: shard}, cachedShard{token: token, st: st})
+		if n := shardCache.put(cacheKey{pipeline: f.CacheID, shard: shard}, token, st); n > 0 {
+			f.evictions.Inc(ctx, int64(n))
+		}
 	}
 	return nil
 }
@@ -198,8 +216,21 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 		return err
 	}
 	f.armAnnounced(tp, st, batch.Windows)
-	var added idBlob
-	for _, e := range batch.Events {
+	if f.ByPosition {
+		if err := f.hold(sp, tp, st, batch); err != nil {
+			return err
+		}
+		return f.save(ctx, sp, shard, st)
+	}
+	return f.judge(ctx, sp, tp, shard, st, batch.Events, emit, conflict, late)
+}
+
+// judge gives each event its verdict in the order given, emits, appends the
+// counted ids to the bag and saves the shard.
+func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, st *shardState, events []model.Event,
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
+	var added idBlobs
+	for _, e := range events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
 		case TooLateVerdict:
 			f.tooLate.Inc(ctx, 1)
@@ -216,7 +247,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 				Payload:                e.Payload,
 			})
 		case CountVerdict:
-			added.add(e.EventID, st.ids[e.EventID])
+			added.add(v.window, v.id, e.Fingerprint)
 			f.arm(tp, st, f.Policy.WindowStart(e.EventTime))
 			f.counted.Inc(ctx, 1)
 			emit(e)
@@ -224,18 +255,18 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	}
 	// The ids this batch remembered, appended without reading the bag: the
 	// cache is only an optimisation, the bag is the state.
-	if !added.empty() {
-		if err := f.IDs.Add(sp, added.w.B); err != nil {
+	for _, blob := range added.blobs() {
+		if err := f.IDs.Add(sp, blob); err != nil {
 			return fmt.Errorf("dedup: append ids: %w", err)
 		}
-		st.stored += added.n
 	}
-	f.entries.Update(ctx, int64(len(st.ids)))
-	return f.save(sp, shard, st)
+	st.stored += added.n
+	f.entries.Update(ctx, int64(st.ids.n))
+	return f.save(ctx, sp, shard, st)
 }
 
-func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, shard int, t timers.Context,
-	_ func(model.Event), _ func(model.Conflict), _ func(model.TooLate)) error {
+func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	if len(t.Tag) < 2 {
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
@@ -246,6 +277,13 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 	st, err := f.load(ctx, sp, shard)
 	if err != nil {
 		return err
+	}
+	if t.Tag[0] == tagRelease {
+		events, err := f.release(sp, start)
+		if err != nil {
+			return err
+		}
+		return f.judge(ctx, sp, tp, shard, st, events, emit, conflict, late)
 	}
 	end := f.Policy.WindowEnd(start)
 	switch t.Tag[0] {
@@ -259,13 +297,13 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 			f.expired.Inc(ctx, int64(n))
 		}
 		if st.NeedsCompaction() {
-			// Compact the bag: rewrite what is left as one blob.
-			st.stored = len(st.ids)
+			// Compact the bag: rewrite what is left, in bounded blobs.
+			st.stored = st.ids.n
 			if err := f.IDs.Clear(sp); err != nil {
 				return fmt.Errorf("dedup: clear ids: %w", err)
 			}
-			if len(st.ids) > 0 {
-				if err := f.IDs.Add(sp, st.encodeIDs()); err != nil {
+			for _, blob := range st.encodeIDs(f.Policy) {
+				if err := f.IDs.Add(sp, blob); err != nil {
 					return fmt.Errorf("dedup: rewrite ids: %w", err)
 				}
 			}
@@ -274,8 +312,8 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provi
 	default:
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	f.entries.Update(ctx, int64(len(st.ids)))
-	return f.save(sp, shard, st)
+	f.entries.Update(ctx, int64(st.ids.n))
+	return f.save(ctx, sp, shard, st)
 }
 
 func newCacheID() string {

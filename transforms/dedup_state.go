@@ -1,22 +1,15 @@
 package transforms
 
 import (
+	"encoding/binary"
 	"fmt"
-	"sync"
 
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// idEntry is what a shard remembers per event_id (SPEC §4: event_time and
-// payload fingerprint).
-type idEntry struct {
-	eventTime   int64
-	fingerprint uint64
-}
-
-// shardState is the whole state of one dedup shard, stored as one value.
+// shardState is the whole state of one dedup shard.
 type shardState struct {
 	// known is the largest boundary timer that fired: the pipeline watermark
 	// is at least this.
@@ -24,12 +17,11 @@ type shardState struct {
 	// armed lists the windows (by start) whose end, close and expiry timers
 	// are set, so a batch sets each window's timers once.
 	armed map[int64]bool
-	ids   map[string]idEntry
-	// byWindow lists the remembered ids by window start, so that expiry
-	// touches only the ids it forgets rather than the whole shard.
-	byWindow map[int64][]string
+	// ids holds every remembered id (its 128-bit hash) with the counted
+	// copy's fingerprint and its window.
+	ids idTable
 	// stored counts the entries the state bag holds, live or expired: expiry
-	// rewrites the bag only once most of it is dead (see Compact).
+	// rewrites the bag only once most of it is dead (see NeedsCompaction).
 	stored int
 }
 
@@ -51,6 +43,10 @@ const (
 type Judgement struct {
 	Verdict Verdict
 	First   uint64
+
+	// id and window name what a counted event added to the state.
+	id     idKey
+	window int64
 }
 
 // Judge applies SPEC §4's order to one event that passed validation and rule
@@ -62,72 +58,86 @@ func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 	if p.Closed(start, st.known) {
 		return Judgement{Verdict: TooLateVerdict}
 	}
-	if prev, ok := st.ids[e.EventID]; ok {
-		if prev.fingerprint == e.Fingerprint {
+	k := hashID(e.EventID)
+	if prev, ok := st.ids.get(k); ok {
+		if prev == e.Fingerprint {
 			return Judgement{Verdict: DuplicateVerdict}
 		}
-		return Judgement{Verdict: ConflictVerdict, First: prev.fingerprint}
+		return Judgement{Verdict: ConflictVerdict, First: prev}
 	}
-	st.remember(e.EventID, idEntry{eventTime: e.EventTime, fingerprint: e.Fingerprint}, start)
+	st.ids.put(k, e.Fingerprint, windowIndex(start, p))
 	e.AfterEnd = st.known != model.NoWatermark && p.WindowEnd(start) <= st.known
-	return Judgement{Verdict: CountVerdict}
+	return Judgement{Verdict: CountVerdict, id: k, window: start}
 }
 
-func (st *shardState) remember(id string, e idEntry, windowStart int64) {
-	st.ids[id] = e
-	st.byWindow[windowStart] = append(st.byWindow[windowStart], id)
+// windowIndex numbers windows (mod 2^32: the remembered ones span far fewer).
+func windowIndex(start int64, p triggers.Policy) uint32 {
+	return uint32(floorDiv(start, p.Window.Milliseconds()))
 }
 
-// Expire forgets ids whose retention (event time + retention) the known
-// watermark has passed, returning how many. Their windows are closed by then
-// (retention >= window + lateness), so a later copy is judged too late
-// before dedup ever looks it up. Only the windows that can hold such ids are
-// visited.
-func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
-	n := 0
-	for start, ids := range st.byWindow {
-		if start+retentionMs > st.known {
-			continue // its earliest id is still remembered
-		}
-		if p.WindowEnd(start)-1+retentionMs <= st.known {
-			for _, id := range ids {
-				delete(st.ids, id)
-			}
-			n += len(ids)
-			delete(st.byWindow, start)
-			continue
-		}
-		keep := ids[:0]
-		for _, id := range ids {
-			if st.ids[id].eventTime+retentionMs <= st.known {
-				delete(st.ids, id)
-				n++
-			} else {
-				keep = append(keep, id)
-			}
-		}
-		st.byWindow[start] = keep
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
 	}
-	return n
+	return q
+}
+
+// expiredBefore returns the index of the first window whose ids are still
+// remembered at the known watermark: a window's ids are forgotten together,
+// once window_end + retention has passed. That keeps each id at least the
+// retention from its event_time (SPEC §2), at most one window more; its
+// window is closed by then (retention >= window + lateness), so a later copy
+// is judged too late before dedup ever looks it up.
+func (st *shardState) expiredBefore(retentionMs int64, p triggers.Policy) uint32 {
+	// window_end + retention <= known  <=>  start <= known - retention - window
+	return windowIndex(st.known-retentionMs-p.Window.Milliseconds(), p) + 1
+}
+
+func (st *shardState) windowExpired(win, before uint32) bool { return int32(win-before) < 0 }
+
+// Expire forgets the ids of every window whose retention the known watermark
+// has passed, returning how many.
+func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
+	if st.known == model.NoWatermark || st.ids.n == 0 {
+		return 0
+	}
+	before := st.expiredBefore(retentionMs, p)
+	return st.ids.filter(func(win uint32) bool { return !st.windowExpired(win, before) })
 }
 
 // NeedsCompaction reports whether most of the bag's entries are expired
 // ids: rewriting it then costs about as much as the appends that made it,
 // so the cost of compaction stays proportional to the ids added.
-func (st *shardState) NeedsCompaction() bool { return st.stored > 2*len(st.ids) }
+func (st *shardState) NeedsCompaction() bool { return st.stored > 2*st.ids.n }
 
 // The shard is stored in two parts so that a batch costs a few State API
 // calls whatever the shard holds (the Go SDK makes a round trip per access):
 //
 //   - meta, one small value: a token that changes on every write, the known
 //     watermark, and the armed windows;
-//   - ids, a bag of blobs, each holding the ids one batch added; a batch
-//     appends without reading (a blind write), and expiry rewrites it whole.
+//   - ids, a bag of blobs, each holding ids of one window: a batch appends
+//     one blob per window it counted ids in, without reading (a blind
+//     write); compaction rewrites the live ids in blobs of at most
+//     compactChunkIDs ids, so no single value grows with the shard.
+//
+// An id costs idEntryBytes in the bag: its 128-bit hash and the counted
+// copy's fingerprint (the window is the blob's). The shard count bounds a
+// key (see pipeline.ShardsFor and docs/capacity.md).
 //
 // A process-wide cache keeps the decoded ids between bundles, keyed by the
 // shard and checked against the token, so it is only trusted when nothing
 // else wrote the shard since (a retried bundle, a key that moved to another
 // worker, a restore from a checkpoint all change or roll back the token).
+
+// DedupStateBytesPerID is what one remembered id costs in the runner's
+// state (measured by BenchmarkStateBytesPerID and cmd/scale).
+const DedupStateBytesPerID = idEntryBytes
+
+const (
+	idEntryBytes    = 16 + 8
+	compactChunkIDs = 1 << 16 // 1.5 MiB a blob
+)
 
 type shardMeta struct {
 	token uint64
@@ -164,73 +174,117 @@ func encodeMeta(token uint64, st *shardState) []byte {
 	return w.B
 }
 
-// idBlob accumulates ids for one bag entry.
-type idBlob struct {
-	w coders.Writer
-	n int // entries
+// idBlobs accumulates ids for bag entries, one blob per window: the
+// window start, then idEntryBytes per id.
+type idBlobs struct {
+	order []int64
+	by    map[int64]*coders.Writer
+	n     int // entries
 }
 
-func (b *idBlob) add(id string, e idEntry) {
+func (b *idBlobs) add(window int64, k idKey, fp uint64) {
+	if b.by == nil {
+		b.by = map[int64]*coders.Writer{}
+	}
+	w, ok := b.by[window]
+	if !ok {
+		w = &coders.Writer{}
+		w.Varint(window)
+		b.by[window] = w
+		b.order = append(b.order, window)
+	}
 	b.n++
-	b.w.String(id)
-	b.w.Varint(e.eventTime)
-	b.w.Fixed64(e.fingerprint)
+	w.Fixed64(k.lo)
+	w.Fixed64(k.hi)
+	w.Fixed64(fp)
 }
 
-func (b *idBlob) empty() bool { return len(b.w.B) == 0 }
+func (b *idBlobs) empty() bool { return b.n == 0 }
+
+// blobs returns the encoded blobs, in the order their windows came.
+func (b *idBlobs) blobs() [][]byte {
+	out := make([][]byte, 0, len(b.order))
+	for _, win := range b.order {
+		out = append(out, b.by[win].B)
+	}
+	return out
+}
 
 // loadIDs loads every bag entry, counting it in stored and remembering the
 // ids whose retention has not passed (a bag may hold expired ids until it is
-// compacted); later entries win (they cannot disagree: an id is added once).
+// compacted). Whole blobs of expired windows are skipped without decoding.
 func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int64) error {
+	total := 0
+	for _, blob := range blobs {
+		total += len(blob) / idEntryBytes
+	}
+	if st.ids.n == 0 {
+		st.ids = newIDTable(total)
+	}
+	before := st.expiredBefore(retentionMs, p)
 	for _, blob := range blobs {
 		r := coders.Reader{B: blob}
-		for len(r.B) > 0 && r.Err == nil {
-			id := r.String()
-			e := idEntry{eventTime: r.Varint(), fingerprint: r.Fixed64()}
-			if r.Err != nil {
-				break
-			}
-			st.stored++
-			if e.eventTime+retentionMs <= st.known {
-				continue
-			}
-			if _, dup := st.ids[id]; !dup {
-				st.remember(id, e, p.WindowStart(e.eventTime))
-			} else {
-				st.ids[id] = e
-			}
+		start := r.Varint()
+		if r.Err != nil || len(r.B)%idEntryBytes != 0 {
+			return fmt.Errorf("dedup: decode shard ids: blob of %d bytes is not a window of ids", len(blob))
 		}
-		if r.Err != nil {
-			return fmt.Errorf("dedup: decode shard ids: %w", r.Err)
+		n := len(r.B) / idEntryBytes
+		st.stored += n
+		win := windowIndex(start, p)
+		if st.known != model.NoWatermark && st.windowExpired(win, before) {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			e := r.B[i*idEntryBytes:]
+			k := idKey{lo: binary.LittleEndian.Uint64(e), hi: binary.LittleEndian.Uint64(e[8:])}
+			st.ids.put(k, binary.LittleEndian.Uint64(e[16:]), win)
 		}
 	}
 	return nil
 }
 
-// encodeIDs writes every id as one blob (expiry's compaction).
-func (st *shardState) encodeIDs() []byte {
-	var b idBlob
-	b.w.B = make([]byte, 0, len(st.ids)*40)
-	for id, e := range st.ids {
-		b.add(id, e)
+// encodeIDs writes the live ids for compaction: grouped by window, at most
+// compactChunkIDs a blob.
+func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
+	type chunk struct {
+		start int64
+		w     *coders.Writer
+		n     int
 	}
-	return b.w.B
+	open := map[uint32]*chunk{}
+	var out [][]byte
+	win := p.Window.Milliseconds()
+	st.ids.each(func(k idKey, fp uint64, wi uint32) {
+		c := open[wi]
+		if c == nil {
+			c = &chunk{start: st.windowStartOf(wi, win), w: &coders.Writer{}}
+			c.w.Varint(c.start)
+			open[wi] = c
+		}
+		c.w.Fixed64(k.lo)
+		c.w.Fixed64(k.hi)
+		c.w.Fixed64(fp)
+		if c.n++; c.n == compactChunkIDs {
+			out = append(out, c.w.B)
+			delete(open, wi)
+		}
+	})
+	for _, c := range open {
+		out = append(out, c.w.B)
+	}
+	return out
+}
+
+// windowStartOf undoes windowIndex's mod 2^32 next to the known watermark
+// (remembered windows lie within 2^31 windows of it).
+func (st *shardState) windowStartOf(wi uint32, windowMs int64) int64 {
+	var ref int64
+	if st.known != model.NoWatermark {
+		ref = floorDiv(st.known, windowMs)
+	}
+	return (ref + int64(int32(wi-uint32(ref)))) * windowMs
 }
 
 func newShardState(m shardMeta) *shardState {
-	return &shardState{known: m.known, armed: m.armed, ids: map[string]idEntry{}, byWindow: map[int64][]string{}}
-}
-
-// shardCache is the process-wide cache of decoded shards.
-var shardCache sync.Map // cacheKey -> cachedShard
-
-type cacheKey struct {
-	pipeline string // distinguishes pipelines (and tests) in one process
-	shard    int
-}
-
-type cachedShard struct {
-	token uint64
-	st    *shardState
+	return &shardState{known: m.known, armed: m.armed}
 }

@@ -42,7 +42,7 @@ func TestJudgeOrderAndVerdicts(t *testing.T) {
 	for _, s := range steps {
 		st.known = s.known
 		got := st.Judge(s.e, p)
-		if got != s.want || s.e.AfterEnd != s.after {
+		if got.Verdict != s.want.Verdict || got.First != s.want.First || s.e.AfterEnd != s.after {
 			t.Errorf("%s: got %+v afterEnd=%v, want %+v afterEnd=%v", s.name, got, s.e.AfterEnd, s.want, s.after)
 		}
 	}
@@ -59,32 +59,36 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	}
 	st.armed[at("2026-11-04T10:00:00Z")] = true
 	retention := (25 * time.Hour).Milliseconds()
-	st.known = at("2026-11-05T11:14:59.999Z")
+	// A window's ids go together at window_end + retention.
+	st.known = at("2026-11-05T11:59:59.999Z")
 	if n := st.Expire(retention, p); n != 0 {
-		t.Fatalf("expired %d ids 1 ms before retention ends, want 0", n)
+		t.Fatalf("expired %d ids 1 ms before the window's retention ends, want 0", n)
 	}
-	st.known = at("2026-11-05T11:15:00Z")
+	st.known = at("2026-11-05T12:00:00Z")
 	if n := st.Expire(retention, p); n != 1 {
-		t.Fatalf("expired %d ids at retention end, want 1", n)
+		t.Fatalf("expired %d ids at the window's retention end, want 1", n)
 	}
 	m, err := decodeMeta(encodeMeta(42, st), model.NoWatermark)
 	if err != nil {
 		t.Fatal(err)
 	}
 	back := newShardState(m)
-	var extra idBlob
-	// An expired entry still in the bag (compaction is lazy) is counted in
-	// stored but not remembered.
-	var expired idBlob
-	expired.add("old", idEntry{eventTime: at("2026-11-04T10:15:00Z"), fingerprint: 1})
-	extra.add("late-added", idEntry{eventTime: at("2026-11-05T01:00:00Z"), fingerprint: 9})
-	if err := back.loadIDs([][]byte{expired.w.B, st.encodeIDs(), extra.w.B}, p, retention); err != nil {
+	// An expired window's blob still in the bag (compaction is lazy) is
+	// counted in stored but not remembered.
+	var expired, extra idBlobs
+	expired.add(at("2026-11-04T10:00:00Z"), hashID("old"), 1)
+	extra.add(at("2026-11-05T01:00:00Z"), hashID("late-added"), 9)
+	blobs := append(append(expired.blobs(), st.encodeIDs(p)...), extra.blobs()...)
+	if err := back.loadIDs(blobs, p, retention); err != nil {
 		t.Fatal(err)
 	}
-	if back.stored != 3 || back.ids["old"] != (idEntry{}) || len(back.byWindow[at("2026-11-05T01:00:00Z")]) != 1 {
-		t.Fatalf("loaded stored=%d ids=%v byWindow=%v; want 3 entries, old not remembered, late-added indexed", back.stored, back.ids, back.byWindow)
+	if _, ok := back.ids.get(hashID("old")); ok || back.stored != 3 {
+		t.Fatalf("loaded stored=%d, old remembered=%v; want 3 entries, old forgotten", back.stored, ok)
 	}
-	if m.token != 42 || back.known != st.known || len(back.ids) != 2 || back.ids["new"] != st.ids["new"] || !back.armed[at("2026-11-04T10:00:00Z")] {
+	if fp, ok := back.ids.get(hashID("late-added")); !ok || fp != 9 {
+		t.Fatalf("late-added: fp %d, %v", fp, ok)
+	}
+	if fp, _ := back.ids.get(hashID("new")); m.token != 42 || back.known != st.known || back.ids.n != 2 || fp != 2 || !back.armed[at("2026-11-04T10:00:00Z")] {
 		t.Fatalf("round trip lost state: %+v vs %+v", back, st)
 	}
 	// A restart seed never lowers what the shard knows.
@@ -110,30 +114,36 @@ func fresh() *shardState {
 }
 
 // BenchmarkStateBytesPerID measures what one remembered event_id costs: in
-// the runner's state (encoded blob bytes) and in the SDK's decoded map.
+// the runner's state (encoded blob bytes) and in the decoded table, and how
+// fast a shard's blobs load (a cache miss).
 func BenchmarkStateBytesPerID(b *testing.B) {
-	const n = 100_000
-	st := fresh()
+	const n = 1_000_000
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
 	base := at("2026-11-04T10:00:00Z")
 	var ms0, ms1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms0)
+	st := fresh()
 	for i := 0; i < n; i++ {
 		e := model.Event{EventID: fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", i, i%65536, i%4096, i%4096, i), EventTime: base + int64(i)*36, Fingerprint: uint64(i) * 0x9e3779b97f4a7c15}
 		st.Judge(&e, p)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
-	blob := st.encodeIDs()
-	b.ReportMetric(float64(len(blob))/n, "state-bytes/id")
-	b.ReportMetric(float64(ms1.HeapAlloc-ms0.HeapAlloc)/n, "heap-bytes/id")
+	blobs := st.encodeIDs(p)
+	size := 0
+	for _, bl := range blobs {
+		size += len(bl)
+	}
+	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		back := fresh()
-		if err := back.loadIDs([][]byte{blob}, p, (25 * time.Hour).Milliseconds()); err != nil {
+		if err := back.loadIDs(blobs, p, (25 * time.Hour).Milliseconds()); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(size)/n, "state-bytes/id")
+	b.ReportMetric(float64(ms1.HeapAlloc-ms0.HeapAlloc)/n, "heap-bytes/id")
 }
 
 func TestShardOfIsFNV1a(t *testing.T) {
@@ -151,24 +161,126 @@ func TestExpireByWindowAndLazyCompaction(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
 	retention := (25 * time.Hour).Milliseconds()
 	st := fresh()
-	for i, ts := range []string{"2026-11-04T10:00:00Z", "2026-11-04T10:20:00Z", "2026-11-04T10:40:00Z", "2026-11-04T10:59:59.999Z", "2026-11-04T11:30:00Z"} {
+	for i, ts := range []string{"2026-11-04T10:00:00Z", "2026-11-04T10:20:00Z", "2026-11-04T11:40:00Z", "2026-11-04T11:59:59.999Z", "2026-11-04T12:30:00Z"} {
 		st.Judge(&model.Event{EventID: fmt.Sprint("id", i), EventTime: at(ts)}, p)
 	}
 	st.stored = 5 // as appended to the bag
-	// Part of the 10:00 window: the ids of 10:00 and 10:20 only.
-	st.known = at("2026-11-05T11:20:00Z")
-	if n := st.Expire(retention, p); n != 2 || len(st.byWindow[at("2026-11-04T10:00:00Z")]) != 2 {
-		t.Fatalf("expired %d, window keeps %v; want 2 expired, 2 kept", n, st.byWindow)
+	// The 10:00 window's two ids, not the 11:00 window's.
+	st.known = at("2026-11-05T12:20:00Z")
+	if n := st.Expire(retention, p); n != 2 || st.ids.n != 3 {
+		t.Fatalf("expired %d, kept %d; want 2 expired, 3 kept", n, st.ids.n)
 	}
 	if st.NeedsCompaction() {
 		t.Fatal("compaction with 3 of 5 entries live")
 	}
-	// The whole window.
-	st.known = at("2026-11-05T12:00:00Z")
-	if n := st.Expire(retention, p); n != 2 || len(st.ids) != 1 || len(st.byWindow) != 1 {
-		t.Fatalf("expired %d, left ids %v windows %v; want 2 expired, one id in one window", n, st.ids, st.byWindow)
+	st.known = at("2026-11-05T13:00:00Z")
+	if n := st.Expire(retention, p); n != 2 || st.ids.n != 1 {
+		t.Fatalf("expired %d, left %d ids; want 2 expired, one left", n, st.ids.n)
 	}
 	if !st.NeedsCompaction() {
 		t.Fatal("no compaction with 1 of 5 entries live")
+	}
+	if _, ok := st.ids.get(hashID("id4")); !ok {
+		t.Fatal("the 12:00 window's id was forgotten")
+	}
+}
+
+func TestIDTableGrowFilterAndBytes(t *testing.T) {
+	var tb idTable
+	const n = 100_000
+	for i := 0; i < n; i++ {
+		tb.put(hashID(fmt.Sprint(i)), uint64(i), uint32(i%3))
+		if per := float64(tb.bytes()) / float64(tb.n); tb.n > 1000 && per > 64 {
+			t.Fatalf("%d ids cost %.1f bytes each, want at most 64", tb.n, per)
+		}
+	}
+	if fp, ok := tb.get(hashID("4242")); !ok || fp != 4242 {
+		t.Fatalf("get 4242: %d %v", fp, ok)
+	}
+	if dropped := tb.filter(func(w uint32) bool { return w != 0 }); dropped != (n+2)/3 || tb.n != n-dropped {
+		t.Fatalf("filter dropped %d, left %d", dropped, tb.n)
+	}
+	if _, ok := tb.get(hashID("3")); ok {
+		t.Fatal("a filtered id is still remembered")
+	}
+	if fp, ok := tb.get(hashID("4")); !ok || fp != 4 {
+		t.Fatal("a kept id was lost")
+	}
+}
+
+func TestCompactionChunksAreBounded(t *testing.T) {
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
+	st := fresh()
+	for i := 0; i < compactChunkIDs+10; i++ {
+		st.Judge(&model.Event{EventID: fmt.Sprint(i), EventTime: at("2026-11-04T10:00:00Z") + int64(i), Fingerprint: 7}, p)
+	}
+	blobs := st.encodeIDs(p)
+	if len(blobs) != 2 {
+		t.Fatalf("%d blobs, want 2", len(blobs))
+	}
+	for _, b := range blobs {
+		if len(b) > compactChunkIDs*idEntryBytes+10 {
+			t.Fatalf("blob of %d bytes exceeds the chunk bound", len(b))
+		}
+	}
+	back := fresh()
+	if err := back.loadIDs(blobs, p, (25 * time.Hour).Milliseconds()); err != nil || back.ids.n != st.ids.n {
+		t.Fatalf("reloaded %d of %d ids: %v", back.ids.n, st.ids.n, err)
+	}
+}
+
+func TestShardCacheBoundAndIdleEviction(t *testing.T) {
+	c := newShardCacheT()
+	clock := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return clock }
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
+	shard := func(ids int) *shardState {
+		st := fresh()
+		for i := 0; i < ids; i++ {
+			st.Judge(&model.Event{EventID: fmt.Sprint(i), EventTime: at("2026-11-04T10:00:00Z")}, p)
+		}
+		return st
+	}
+	one := shardBytes(shard(1000))
+	c.setLimit(3*one + one/2)
+	for i := 0; i < 3; i++ {
+		if n := c.put(cacheKey{"p", i}, 1, shard(1000)); n != 0 {
+			t.Fatalf("put %d evicted %d under the bound", i, n)
+		}
+		clock = clock.Add(time.Second)
+	}
+	// Shard 0 is used again (taken and put back): shard 1 is now the least
+	// recently used and goes when a fourth shard exceeds the bound.
+	e, ok := c.take(cacheKey{"p", 0})
+	if !ok {
+		t.Fatal("shard 0 not cached")
+	}
+	c.put(cacheKey{"p", 0}, e.token, e.st)
+	clock = clock.Add(time.Second)
+	if n := c.put(cacheKey{"p", 3}, 1, shard(1000)); n != 1 {
+		t.Fatalf("fourth shard evicted %d, want 1", n)
+	}
+	if _, ok := c.take(cacheKey{"p", 1}); ok {
+		t.Fatal("the least recently used shard was kept")
+	}
+	if n, b := c.size(); n != 3 || b > 3*one+one/2 {
+		t.Fatalf("cache holds %d shards, %d bytes", n, b)
+	}
+	// A shard this process no longer owns is never asked for again: it goes
+	// after the idle TTL, while one in use stays.
+	// Shard 2 was last used at +2s, shard 0 at +3s, shard 3 at +4s.
+	clock = clock.Add(cacheIdleTTL - time.Second) // +TTL+3s
+	if n := c.put(cacheKey{"p", 3}, 2, shard(10)); n != 1 {
+		t.Fatalf("idle sweep evicted %d, want 1 (shard 2)", n)
+	}
+	clock = clock.Add(cacheIdleTTL/4 + time.Second)
+	if n := c.put(cacheKey{"p", 3}, 3, shard(10)); n != 1 {
+		t.Fatalf("idle sweep evicted %d, want 1 (shard 0)", n)
+	}
+	if _, ok := c.take(cacheKey{"p", 0}); ok {
+		t.Fatal("an idle shard was kept")
+	}
+	if e, ok := c.take(cacheKey{"p", 3}); !ok || e.token != 3 {
+		t.Fatal("the shard in use was evicted")
 	}
 }

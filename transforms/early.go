@@ -16,6 +16,10 @@ import (
 func init() {
 	register.DoFn7x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, model.Delta, func(string, model.Delta), error](&earlyTickFn{})
 	register.Emitter2[string, model.Delta]()
+	register.DoFn3x0[string, model.Delta, func(int, string)](&dirtyMarkFn{})
+	register.DoFn2x0[[]byte, func(int, string)](&tickFanFn{})
+	register.DoFn5x1[context.Context, state.Provider, int, string, func(string, model.Delta), error](&dirtyKeysFn{})
+	register.Emitter2[int, string]()
 }
 
 // EarlyTicks emits one tick per key at most every p.Early of processing time,
@@ -61,4 +65,66 @@ func (f *earlyTickFn) ProcessElement(_ context.Context, ts beam.EventTime, sp st
 func (f *earlyTickFn) OnTimer(_ context.Context, sp state.Provider, _ timers.Provider, key string, _ timers.Context, emit func(string, model.Delta)) error {
 	emit(key, model.Delta{Tick: true})
 	return f.Armed.Clear(sp)
+}
+
+// EarlyTicksFrom is the EARLY refresh without processing-time timers, for
+// runners that do not fire them for the Go SDK: Beam's Go integration suite
+// filters TestTimers_ProcessingTime.* on the portable Flink runner ("Flink
+// doesn't support processing time timers", sdks/go/test/integration/
+// integration.go). Each element of ticks (in production periodic.Impulse
+// every --early, a source Flink runs like any other) asks for one tick to
+// every revision key that received data since the previous tick. Keys are
+// spread over buckets stateful keys, each remembering its dirty keys in a
+// bag; the revision step turns a tick into an EARLY row only when the
+// snapshot changed, exactly as with the timer.
+func EarlyTicksFrom(s beam.Scope, deltas, ticks beam.PCollection, buckets int) beam.PCollection {
+	s = s.Scope("EarlyTicksFrom")
+	marks := beam.ParDo(s, &dirtyMarkFn{Buckets: buckets}, deltas)
+	fan := beam.ParDo(s, &tickFanFn{Buckets: buckets}, ticks)
+	return beam.ParDo(s, &dirtyKeysFn{Dirty: state.MakeBagState[string]("dirty")}, beam.Flatten(s, marks, fan))
+}
+
+// dirtyMarkFn names the revision key a delta touched, in its bucket.
+type dirtyMarkFn struct{ Buckets int }
+
+func (f *dirtyMarkFn) ProcessElement(key string, d model.Delta, emit func(int, string)) {
+	if !d.Tick {
+		emit(ShardOf(key, f.Buckets), key)
+	}
+}
+
+// tickFanFn sends a tick (the empty key) to every bucket.
+type tickFanFn struct{ Buckets int }
+
+func (f *tickFanFn) ProcessElement(_ []byte, emit func(int, string)) {
+	for b := 0; b < f.Buckets; b++ {
+		emit(b, "")
+	}
+}
+
+// dirtyKeysFn remembers a bucket's dirty keys and, on a tick, emits a tick
+// to each once and forgets them.
+type dirtyKeysFn struct {
+	Dirty state.Bag[string]
+}
+
+func (f *dirtyKeysFn) ProcessElement(_ context.Context, sp state.Provider, _ int, key string, emit func(string, model.Delta)) error {
+	if key != "" {
+		return f.Dirty.Add(sp, key)
+	}
+	keys, ok, err := f.Dirty.Read(sp)
+	if err != nil {
+		return fmt.Errorf("early ticks: read dirty keys: %w", err)
+	}
+	if !ok || len(keys) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			emit(k, model.Delta{Tick: true})
+		}
+	}
+	return f.Dirty.Clear(sp)
 }

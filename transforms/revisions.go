@@ -42,7 +42,21 @@ func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, publish
 const (
 	tagOnTime = "on_time" // at window_end
 	tagFinal  = "final"   // at window_end + allowed lateness
+	tagForget = "forget"  // markerHorizon after the close: drop the closed marker
 )
+
+// markerHorizon is how long after its close a window's closed marker is
+// kept: window + allowed lateness, the default dedup retention. Once the
+// watermark passed the close, every dedup shard that armed the window has
+// its close timer fired (its hold kept this step's watermark below the
+// close until then), so the dedup gate sends the window's records to
+// too_late before they reach this step, and after a restart the seed
+// watermark (the latest FINAL close) does the same: the marker is no longer
+// needed, and without this the step's state would grow by a marker per
+// window and dims forever.
+func markerHorizon(p triggers.Policy) int64 {
+	return p.Window.Milliseconds() + p.AllowedLateness.Milliseconds()
+}
 
 type revisionsFn struct {
 	Policy    triggers.Policy
@@ -55,6 +69,8 @@ type revisionsFn struct {
 
 	rows       map[model.ResultState]beam.Counter
 	afterFinal beam.Counter
+	// markersExpired counts closed markers dropped after the horizon.
+	markersExpired beam.Counter
 	// replayedFinal counts events a replay re-counted into a window the sink
 	// held as FINAL before this run started.
 	replayedFinal beam.Counter
@@ -69,6 +85,7 @@ func (f *revisionsFn) Setup() {
 		f.rowRevenues[st] = beam.NewDistribution(Namespace, "row_revenue_micros_"+st.String())
 	}
 	f.afterFinal = beam.NewCounter(Namespace, "invariant_data_after_final")
+	f.markersExpired = beam.NewCounter(Namespace, "revision_markers_expired")
 	f.replayedFinal = beam.NewCounter(Namespace, "replayed_into_final")
 }
 
@@ -131,6 +148,9 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			f.Firing.Set(tp, timeOf(w.End), timers.WithTag(tagOnTime))
 		}
 		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
+		// Set here, not from the FINAL timer: prism v2.77.0 stalls on a
+		// timer set from OnTimer once the watermark has passed it.
+		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)+markerHorizon(f.Policy)), timers.WithTag(tagForget))
 	}
 	switch {
 	case w.Final:
@@ -178,6 +198,12 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 		return err
 	}
 	switch t.Tag {
+	case tagForget:
+		if !w.Final {
+			return nil // cannot happen: FINAL's timer is earlier
+		}
+		f.markersExpired.Inc(ctx, 1)
+		return f.State.Clear(sp)
 	case tagOnTime:
 		if r, ok := w.OnTime(); ok {
 			f.emit(ctx, emit, r)

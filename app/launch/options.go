@@ -201,7 +201,11 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("settle", durationValue{&o.Settle}, "--follow: read a file's last line without a newline once the file has not changed for this long (default "+sources.DefaultSettle.String()+")")
 	add("allowed-lateness", durationValue{&p.Triggers.AllowedLateness}, "how long after window_end a window takes corrections (then FINAL)")
 	add("dedup-retention", durationValue{&p.DedupRetention}, "how long an event_id is remembered (default window + allowed lateness; shorter is refused)")
-	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys: 8 suits one machine (prism); use at least the parallelism on Flink or Dataflow")
+	add("dedup-shards", countValue{&p.DedupShards}, "dedup state keys (default: 8 on prism, else sized from --design-rate so no key exceeds 64 MB; see docs/capacity.md)")
+	add("design-rate", countValue{&p.DesignRate}, "peak events/s the dedup shards are sized for off prism (default 20000)")
+	add("dedup-order", stringValue{&p.DedupOrder}, "position: hold each batch until the watermark and judge in source-position order, so the earlier of two copies from one partition counts however the runner delivers them; arrival: as delivered (default: arrival on prism, which delivers in order; position elsewhere)")
+	add("early-source", stringValue{&p.EarlySource}, "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go) (default: impulse on flink, else timer)")
+	add("dedup-cache", sizeValue{&p.DedupCacheBytes}, "bound on this process's cache of decoded dedup shards, e.g. 512MiB (default 1GiB; a miss costs a reload, never a verdict)")
 	add("max-future", durationValue{&p.Event.MaxFuture}, "quarantine events further than this ahead of processing time")
 	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
 	add("max-line", sizeValue{&p.Event.MaxLine}, "longest accepted line: bytes or a size like 512KiB, 1MiB")
@@ -284,6 +288,16 @@ func Parse(args []string) (Options, error) {
 	if o.Runner == "" {
 		o.Runner = DefaultRunner
 	}
+	if p := &o.Pipeline; p.DedupShards == 0 {
+		d := p.WithDefaults()
+		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
+	}
+	if o.Pipeline.EarlySource == "" {
+		o.Pipeline.EarlySource = pipeline.EarlySourceFor(o.Runner)
+	}
+	if o.Pipeline.DedupOrder == "" {
+		o.Pipeline.DedupOrder = pipeline.DedupOrderFor(o.Runner)
+	}
 	return o, nil
 }
 
@@ -351,7 +365,7 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
-	"allowed-lateness", "dedup-retention", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
+	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must

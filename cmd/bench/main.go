@@ -216,6 +216,9 @@ func measure(mode, dir string) (r result, err error) {
 		if v := os.Getenv("BENCH_SHARDS"); v != "" {
 			o.Pipeline.DedupShards, _ = strconv.Atoi(v)
 		}
+		if v := os.Getenv("BENCH_DEDUP_ORDER"); v != "" {
+			o.Pipeline.DedupOrder = v // position: the distributed runners' default, measured on prism
+		}
 		if v := os.Getenv("BENCH_MAX_PER_CALL"); v != "" {
 			o.MaxPerCall, _ = strconv.Atoi(v)
 		}

@@ -1,0 +1,222 @@
+// Command scale simulates the dedup state of a distributed run at the design
+// peak and prints a capacity plan for Flink and Dataflow (issue: state that
+// fits a distributed runner; docs/capacity.md).
+//
+//	go run ./cmd/scale                       # 20,000 and 100,000 ev/s, 50 h of event time
+//	go run ./cmd/scale --rates=20000 --hours=30
+//
+// A day at 20,000 ev/s is 1.728 billion ids, far more than this machine
+// holds, but dedup shards never share state: ids hash uniformly to
+// pipeline.ShardsFor's shard count, so one shard sees rate/shards events/s.
+// The command runs ONE shard at exactly that rate for --hours of event time
+// through the dedup DoFn's own state functions (transforms.DedupShardSim)
+// and measures its key: bytes in the runner's state (bag), largest value,
+// bytes per id in state and in the process cache, the time a cache miss
+// takes to reload the key at its largest, and how many events/s the state
+// logic judges. Totals are that shard times the shard count; the largest
+// key adds the binomial spread of ids over shards.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/transforms"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+type measured struct {
+	rate, shards        int
+	shardRate           float64
+	events, counted     int
+	seconds             float64 // wall time of the simulation
+	peakBytes, avgBytes int64   // the key's bag, peak and steady-state mean
+	peakLive            int
+	largestValue        int
+	cacheBytes          int64 // decoded shard at peak
+	reload              time.Duration
+	compactions         int
+	compactedBytes      int64
+	appendedBytes       int64
+}
+
+func main() {
+	ratesFlag := flag.String("rates", "20000,100000", "design rates (events/s), comma-separated")
+	hours := flag.Float64("hours", 60, "event time simulated (past two retention periods: the bag's first compaction shows)")
+	dupFrac := flag.Float64("dup", 0.03, "fraction of events that are retried copies")
+	vcpus := flag.Int("worker-vcpus", 4, "vCPUs per worker")
+	memGiB := flag.Float64("worker-memory-gib", 32, "memory per worker, GiB (a 4-vCPU high-memory machine)")
+	vcpuRate := flag.Float64("vcpu-rate", 10_000, "events/s one vCPU sustains on a distributed runner (prism measures ~50,000/core; the portable harness adds a gRPC data and state round trip per batch, hence the margin)")
+	ckptEvery := flag.Duration("checkpoint-interval", time.Minute, "Flink checkpoint interval")
+	uploadMBps := flag.Float64("upload-mbps", 100, "checkpoint upload bandwidth per worker, MB/s")
+	flag.Parse()
+
+	p := triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour}
+	retention := p.Window + p.AllowedLateness
+	var ms []measured
+	for _, f := range strings.Split(*ratesFlag, ",") {
+		rate, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || rate <= 0 {
+			fmt.Fprintf(os.Stderr, "scale: --rates: bad rate %q\n", f)
+			os.Exit(2)
+		}
+		shards := pipeline.ShardsFor("flink", rate, retention, p.Window)
+		ms = append(ms, simulate(p, retention, rate, shards, *hours, *dupFrac))
+	}
+
+	fmt.Println("## Measured: one dedup shard at the design rate")
+	fmt.Println()
+	fmt.Println("| rate ev/s | shards | ev/s per shard | live ids per key | key bytes (steady mean / peak) | largest key, any shard | largest value | state B/id (appended / peak key per live id) | cache B/id | reload of largest key | compactions (bytes) | judged ev/s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, m := range ms {
+		fmt.Printf("| %s | %d | %.2f | %s | %s / %s | %s | %s | %.1f / %.1f | %.1f | %v | %d (%s) | %s |\n",
+			num(float64(m.rate)), m.shards, m.shardRate, num(float64(m.peakLive)), mb(m.avgBytes), mb(m.peakBytes),
+			mb(largestKey(m)), mb(int64(m.largestValue)),
+			float64(m.appendedBytes)/float64(m.counted), float64(m.peakBytes)/float64(m.peakLive), float64(m.cacheBytes)/float64(m.peakLive),
+			m.reload.Round(time.Millisecond), m.compactions, mb(m.compactedBytes), num(float64(m.events)/m.seconds))
+	}
+	fmt.Println()
+	fmt.Printf("Day at 20,000 ev/s: %s ids; the key limit is 64 MB (SPEC §8).\n\n", num(20000*86400))
+
+	fmt.Println("## Capacity plan")
+	fmt.Println()
+	fmt.Printf("Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker; memory = 2 GiB base (runner + SDK harness) + the decoded dedup shards the worker owns (--dedup-cache sized to them), at most 75 %% of the machine.\n\n",
+		*vcpus, *memGiB, num(*vcpuRate), *ckptEvery, *uploadMBps)
+	fmt.Println("| runner | rate ev/s | workers | memory / worker | disk / worker | dedup state (steady / peak) | checkpoint (incremental / full) | checkpoint duration | largest key |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, runner := range []string{"Flink (RocksDB, incremental)", "Dataflow (Streaming Engine)"} {
+		for _, m := range ms {
+			// Enough vCPUs for the rate, and enough memory for every
+			// worker to cache the shards it owns (a shard not cached would
+			// reload its key for every batch).
+			cacheTotal := float64(m.cacheBytes) * float64(m.shards)
+			workers := max(int(math.Ceil(float64(m.rate)/(float64(*vcpus)**vcpuRate))),
+				int(math.Ceil(cacheTotal/((0.75**memGiB-2)*(1<<30)))))
+			steady, peak := m.avgBytes*int64(m.shards), m.peakBytes*int64(m.shards)
+			cachePerWorker := cacheTotal / float64(workers)
+			mem := fmt.Sprintf("%.1f GiB (--dedup-cache=%.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), math.Ceil(cachePerWorker*1.05/(1<<30)))
+			// What the state takes per checkpoint interval: new ids, plus
+			// the compaction rewrites (amortised) and RocksDB's own
+			// compaction of the SST files (x2, the usual write amplification
+			// an incremental checkpoint uploads).
+			perSec := float64(m.appendedBytes+m.compactedBytes) / (*hours * 3600) * float64(m.shards)
+			incr := int64(2 * perSec * ckptEvery.Seconds())
+			if strings.HasPrefix(runner, "Flink") {
+				disk := fmt.Sprintf("%s local SSD (2x its peak state)", gb(2*peak/int64(workers)))
+				dur := float64(incr)/float64(workers)/(*uploadMBps*1e6) + 1
+				fmt.Printf("| %s | %s | %d | %s | %s | %s / %s | %s / %s | ~%.0f s (restore of the full state: ~%.0f s) | %s |\n",
+					runner, num(float64(m.rate)), workers, mem, disk, gb(steady), gb(peak), mb(incr), gb(peak), dur,
+					float64(peak)/float64(workers)/(*uploadMBps*1e6), mb(largestKey(m)))
+			} else {
+				fmt.Printf("| %s | %s | %d | %s | boot disk only (state in Streaming Engine) | %s / %s | no checkpoints: commits %s/s | per work item, small | %s |\n",
+					runner, num(float64(m.rate)), workers, mem, gb(steady), gb(peak), mb(int64(perSec/2*2)), mb(largestKey(m)))
+			}
+		}
+	}
+}
+
+// largestKey is the peak key plus the spread of a binomial over shards:
+// mean + sqrt(2 ln shards) standard deviations.
+func largestKey(m measured) int64 {
+	spread := 1 + math.Sqrt(2*math.Log(float64(m.shards)))/math.Sqrt(float64(m.peakLive))
+	return int64(float64(m.peakBytes) * spread)
+}
+
+// simulate runs one shard at rate/shards events/s over hours of event time,
+// a batch per second of traffic, the watermark 10 minutes behind.
+func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hours, dupFrac float64) measured {
+	m := measured{rate: rate, shards: shards, shardRate: float64(rate) / float64(shards)}
+	sim := transforms.NewDedupShardSim(p, retention.Milliseconds())
+	base := time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC).UnixMilli()
+	total := int(m.shardRate * hours * 3600)
+	stepMs := 1000 / m.shardRate
+	var peakBag *transforms.DedupShardSim
+	var sum float64
+	var samples int
+	seq := uint64(0x9e3779b97f4a7c15)
+	start := time.Now()
+	batch := make([]model.Event, 0, 64)
+	flush := func(now int64) {
+		m.counted += sim.Batch(batch)
+		batch = batch[:0]
+		sim.Advance(now - (10 * time.Minute).Milliseconds())
+		if b := sim.StateBytes(); b > m.peakBytes {
+			m.peakBytes, m.peakLive = b, sim.Live()
+			peakBag = sim.Snapshot()
+			m.cacheBytes = sim.CacheBytes()
+		}
+		if float64(now-base) > (retention+2*p.Window).Hours()*3.6e6 {
+			sum += float64(sim.StateBytes())
+			samples++
+		}
+	}
+	lastFlush := base
+	for i := 0; i < total; i++ {
+		ts := base + int64(float64(i)*stepMs)
+		seq = seq*6364136223846793005 + 1442695040888963407
+		id := i
+		if float64(seq>>11)/(1<<53) < dupFrac && i > 100 {
+			id = i - 1 - int(seq%100) // a retry of a recent event
+		}
+		batch = append(batch, model.Event{
+			EventID:     fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", id, id%65536, id%4096, id%4096, id),
+			EventTime:   ts,
+			Fingerprint: uint64(id) * 0x9e3779b97f4a7c15,
+		})
+		m.events++
+		if ts-lastFlush >= 1000 {
+			flush(ts)
+			lastFlush = ts
+		}
+	}
+	flush(lastFlush)
+	m.seconds = time.Since(start).Seconds()
+	m.avgBytes = int64(sum / float64(max(samples, 1)))
+	m.compactions, m.compactedBytes = sim.Compactions, sim.CompactedBytes
+	m.appendedBytes, m.largestValue = sim.AppendedBytes, sim.MaxValue
+	// The reload a cache miss costs, at the key's largest (median of 3).
+	var ds []time.Duration
+	for range 3 {
+		t0 := time.Now()
+		if _, err := peakBag.Reload(); err != nil {
+			fmt.Fprintln(os.Stderr, "scale: reload:", err)
+			os.Exit(1)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	m.reload = median(ds)
+	return m
+}
+
+func median(ds []time.Duration) time.Duration {
+	for i := range ds {
+		for j := i + 1; j < len(ds); j++ {
+			if ds[j] < ds[i] {
+				ds[i], ds[j] = ds[j], ds[i]
+			}
+		}
+	}
+	return ds[len(ds)/2]
+}
+
+func num(v float64) string {
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+func gb(b int64) string { return fmt.Sprintf("%.0f GB", float64(b)/1e9) }

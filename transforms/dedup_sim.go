@@ -1,0 +1,107 @@
+package transforms
+
+import (
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+// DedupShardSim runs one dedup shard's state logic outside a runner, with
+// the very functions the dedup DoFn calls, and keeps its state bag as the
+// runner would (blobs appended, cleared and rewritten by compaction): what
+// cmd/scale measures a shard's size, growth and reload time with.
+type DedupShardSim struct {
+	p           triggers.Policy
+	retentionMs int64
+	st          *shardState
+	bag         [][]byte
+	bagBytes    int64
+	armed       map[int64]bool
+	// Compactions counts bag rewrites; CompactedBytes what they wrote.
+	Compactions    int
+	CompactedBytes int64
+	// AppendedBytes counts what batches appended; MaxValue is the largest
+	// bag element ever written.
+	AppendedBytes int64
+	MaxValue      int
+}
+
+// NewDedupShardSim starts an empty shard.
+func NewDedupShardSim(p triggers.Policy, retentionMs int64) *DedupShardSim {
+	return &DedupShardSim{p: p, retentionMs: retentionMs, st: newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}}), armed: map[int64]bool{}}
+}
+
+// Batch judges a batch as ProcessElement does, appends its blobs to the bag
+// and returns how many events it counted.
+func (s *DedupShardSim) Batch(events []model.Event) int {
+	var added idBlobs
+	counted := 0
+	for i := range events {
+		if v := s.st.Judge(&events[i], s.p); v.Verdict == CountVerdict {
+			added.add(v.window, v.id, events[i].Fingerprint)
+			s.armed[v.window] = true
+			counted++
+		}
+	}
+	for _, b := range added.blobs() {
+		s.bag = append(s.bag, b)
+		s.bagBytes += int64(len(b))
+		s.AppendedBytes += int64(len(b))
+		s.MaxValue = max(s.MaxValue, len(b))
+	}
+	s.st.stored += added.n
+	return counted
+}
+
+// Advance delivers the boundary timers up to watermark w as OnTimer does:
+// known moves, expired windows are forgotten, and the bag is compacted when
+// most of it is dead.
+func (s *DedupShardSim) Advance(w int64) {
+	for start := range s.armed {
+		if s.p.WindowEnd(start)+s.retentionMs > w {
+			continue
+		}
+		delete(s.armed, start)
+		s.st.known = max(s.st.known, s.p.WindowEnd(start)+s.retentionMs)
+		s.st.Expire(s.retentionMs, s.p)
+		if s.st.NeedsCompaction() {
+			s.st.stored = s.st.ids.n
+			s.bag = s.st.encodeIDs(s.p)
+			s.bagBytes = 0
+			for _, b := range s.bag {
+				s.bagBytes += int64(len(b))
+				s.MaxValue = max(s.MaxValue, len(b))
+			}
+			s.Compactions++
+			s.CompactedBytes += s.bagBytes
+		}
+	}
+	s.st.known = max(s.st.known, w)
+}
+
+// Live returns the ids remembered.
+func (s *DedupShardSim) Live() int { return s.st.ids.n }
+
+// StateBytes returns the bag's size: the key's state in the runner.
+func (s *DedupShardSim) StateBytes() int64 { return s.bagBytes }
+
+// CacheBytes returns the decoded shard's memory, as the process cache
+// accounts it.
+func (s *DedupShardSim) CacheBytes() int64 { return shardBytes(s.st) }
+
+// Reload decodes the bag into a fresh state (a cache miss) and returns how
+// many ids it remembered.
+func (s *DedupShardSim) Reload() (int, error) {
+	st := newShardState(shardMeta{known: s.st.known, armed: map[int64]bool{}})
+	err := st.loadIDs(s.bag, s.p, s.retentionMs)
+	return st.ids.n, err
+}
+
+// Snapshot returns the bag and watermark as they are now, for a later
+// Reload (the blobs are never modified, only replaced).
+func (s *DedupShardSim) Snapshot() *DedupShardSim {
+	c := NewDedupShardSim(s.p, s.retentionMs)
+	c.st.known = s.st.known
+	c.bag = s.bag[:len(s.bag):len(s.bag)]
+	c.bagBytes = s.bagBytes
+	return c
+}
