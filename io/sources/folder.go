@@ -1,11 +1,11 @@
 package sources
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/watermark"
 
@@ -73,22 +74,11 @@ func Validate(dir string, o FolderOptions) error {
 
 // prepare validates and returns the partitions and parsed start positions.
 func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
-	switch {
-	case dir == "":
+	if dir == "" {
 		return nil, nil, errors.New("--source: empty folder path")
-	case strings.HasPrefix(dir, "gs://"):
-		return nil, nil, fmt.Errorf("--source=%s: gs:// sources are not supported by this build yet: copy the log locally or use Pub/Sub", dir)
-	case strings.Contains(dir, "://"):
-		return nil, nil, fmt.Errorf("--source=%s: only local folders are supported", dir)
 	}
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, nil, fmt.Errorf("--source=%s: folder does not exist", dir)
-	case err != nil:
+	if err := files.CheckDir(context.Background(), dir); err != nil {
 		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
-	case !fi.IsDir():
-		return nil, nil, fmt.Errorf("--source=%s: not a folder", dir)
 	}
 	if err := o.Watermark.Validate(); err != nil {
 		return nil, nil, err

@@ -2,17 +2,17 @@ package sources
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
@@ -131,8 +131,8 @@ func (r *reader) read() (outcome, error) {
 // file is finished and the reader should move on; otherwise out says why the
 // call ends.
 func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
-	path := filepath.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
-	f, err := os.Open(path)
+	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
+	f, err := files.Open(context.Background(), path, r.rest.Offset)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Files are immutable once they appear and should stay; one removed
 		// under the reader (retention cleanup) has nothing more to give.
@@ -143,11 +143,6 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
 	}
 	defer f.Close()
-	if r.rest.Offset > 0 {
-		if _, err := f.Seek(r.rest.Offset, io.SeekStart); err != nil {
-			return 0, false, fmt.Errorf("source partition %q: seek %s to %d: %w", r.partition, path, r.rest.Offset, err)
-		}
-	}
 	lr := rawlog.NewReaderAt(f, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
 	leaving := false
 	for {
