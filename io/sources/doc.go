@@ -106,6 +106,13 @@
 //
 // # Remote folders
 //
-// Only local folders are read by this build; gs:// is refused by [Validate]
-// with a one-line error.
+// The folder is read through Beam's io/filesystem (package files): a local
+// folder, or a prefix on any filesystem Beam serves (gs://bucket/raw; a
+// partition is then the next segment of the object names, and an empty one
+// is a placeholder object "raw/p0/"). Object stores have no appends: a
+// follower looks for new objects; an object is read once it is listed,
+// which happens only when its upload has completed, so a producer writes
+// each file as one object under its final name (or copies it there from a
+// hidden or .tmp name) and never rewrites it. Polling an object already
+// read to its end costs a metadata request, not a download.
 package sources
