@@ -892,6 +892,32 @@ func (s *SQLite) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, 
 	return windowEndMs, ok, nil
 }
 
+// EarliestOpenWindow returns the earliest window_start (epoch ms) among
+// rows not yet FINAL: every window starting before it that has rows is
+// FINAL. ok is false when every row is FINAL (or there are none).
+func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	// As in FinalHorizon, compare parsed times, not TEXT.
+	err = s.query(ctx, "read earliest open window", `SELECT DISTINCT window_start FROM hourly_revenue
+		WHERE result_state <> 'FINAL'`, func(rs *sql.Rows) error {
+		var ws string
+		if err := rs.Scan(&ws); err != nil {
+			return err
+		}
+		ms, err := parseTime(ws)
+		if err != nil {
+			return err
+		}
+		if !ok || ms < windowStartMs {
+			windowStartMs, ok = ms, true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return windowStartMs, ok, nil
+}
+
 // query runs a read and calls scan for each row.
 func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error) error {
 	rs, err := s.db.QueryContext(ctx, query)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 
 	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
@@ -53,6 +56,11 @@ type FolderOptions struct {
 	// that file already consumed: the partition resumes there, and files
 	// sorting before it count as read. May be nil.
 	Start map[string]rawlog.Mark
+	// Resume holds checkpoints to resume after, at most one per partition
+	// (a restart's; see model.Checkpoint): as Start, plus the partition's
+	// watermark restored from the checkpoint's largest valid event time, so
+	// every record after it gets the WatermarkBefore it got in the first run.
+	Resume []model.Checkpoint
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
@@ -101,9 +109,28 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 		// follower of an empty folder would wait forever for nothing.
 		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create the partition subfolders before starting --follow", dir)
 	}
-	starts, err := parseStarts(o.Start, parts)
+	start := maps.Clone(o.Start)
+	maxValid := map[string]int64{}
+	for _, c := range o.Resume {
+		if start == nil {
+			start = map[string]rawlog.Mark{}
+		}
+		key := path.Join(c.Partition, c.File) // "." + f is f: the root partition
+		if _, dup := start[key]; dup {
+			return nil, nil, fmt.Errorf("source resume checkpoint %q given twice", key)
+		}
+		start[key] = rawlog.Mark{Offset: c.Offset, Line: c.Line}
+		maxValid[c.Partition] = c.MaxValid
+	}
+	starts, err := parseStarts(start, parts)
 	if err != nil {
 		return nil, nil, err
+	}
+	for i := range starts {
+		starts[i].MaxValid = model.NoWatermark
+		if m, ok := maxValid[starts[i].Partition]; ok {
+			starts[i].MaxValid = m
+		}
 	}
 	return parts, starts, nil
 }
@@ -115,6 +142,8 @@ type startPoint struct {
 	File      string
 	Offset    int64
 	Line      int
+	// MaxValid restores the partition's watermark (model.NoWatermark: none).
+	MaxValid int64
 }
 
 func parseStarts(start map[string]rawlog.Mark, parts []string) ([]startPoint, error) {
@@ -145,6 +174,7 @@ func parseStarts(start map[string]rawlog.Mark, parts []string) ([]startPoint, er
 
 func init() {
 	register.DoFn2x0[[]byte, func(string)](&partitionsFn{})
+	register.Emitter1[model.Checkpoint]()
 	register.Emitter1[string]()
 }
 
@@ -154,6 +184,15 @@ func init() {
 // Validate; call Validate first for a clean error, since a bad option here
 // panics, as a construction error does in Beam Go.
 func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
+	records, _ := ReadFolderWithProgress(s, dir, o)
+	return records
+}
+
+// ReadFolderWithProgress is ReadFolder plus its progress: a
+// model.Checkpoint each time a partition has read a file completely, for a
+// sink to store (sinks.WriteProgress) and a restart to resume from
+// (FolderOptions.Resume).
+func ReadFolderWithProgress(s beam.Scope, dir string, o FolderOptions) (records, checkpoints beam.PCollection) {
 	s = s.Scope("sources.ReadFolder")
 	o = o.withDefaults()
 	parts, starts, err := prepare(dir, o)
@@ -162,7 +201,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
 	}
 	imp := beam.Impulse(s)
 	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, imp)
-	return beam.ParDo(s, &readFn{
+	return beam.ParDo2(s, &readFn{
 		Dir:        dir,
 		Source:     newSourceID(),
 		Partitions: parts,

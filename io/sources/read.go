@@ -18,10 +18,11 @@ import (
 const namespace = "revenue"
 
 func init() {
-	register.DoFn5x2[
+	register.DoFn6x2[
 		context.Context, *WatermarkEstimator, *sdf.LockRTracker, string,
-		func(beam.EventTime, model.Record), sdf.ProcessContinuation, error,
+		func(beam.EventTime, model.Record), func(beam.EventTime, model.Checkpoint), sdf.ProcessContinuation, error,
 	](&readFn{})
+	register.Emitter2[beam.EventTime, model.Checkpoint]()
 	register.Emitter2[beam.EventTime, model.Record]()
 }
 
@@ -60,6 +61,7 @@ func (f *readFn) CreateInitialRestriction(partition string) restriction {
 		if st.Partition == partition {
 			rest.File, rest.Offset, rest.Line = st.File, st.Offset, st.Line
 			rest.Floor, rest.FloorFiles = st.File, -1
+			rest.MaxValid = st.MaxValid
 		}
 	}
 	return rest
@@ -95,7 +97,8 @@ func (f *readFn) WatermarkEstimatorState(e *WatermarkEstimator) int64 {
 	return e.Value()
 }
 
-func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt *sdf.LockRTracker, partition string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
+func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt *sdf.LockRTracker, partition string,
+	emit func(beam.EventTime, model.Record), progress func(beam.EventTime, model.Checkpoint)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("source partition %q: restriction of type %T", partition, rt.GetRestriction())
@@ -119,6 +122,10 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		if faults.Fire(faults.CrashAfterRead) {
 			faults.Crash(faults.CrashAfterRead)
 		}
+	}
+	r.checkpoint = func(c model.Checkpoint) {
+		// Stamped like the partition's next record: its watermark there.
+		progress(beam.EventTime(ToMtime(r.stamper.Watermark())), c)
 	}
 	out, err := r.run()
 	if err != nil {

@@ -56,7 +56,10 @@ type reader struct {
 	stop  func() bool
 	claim func(restriction) bool
 	emit  func(model.Record)
-	log   *slog.Logger
+	// checkpoint receives the partition's state each time a file has been
+	// read completely (see model.Checkpoint).
+	checkpoint func(model.Checkpoint)
+	log        *slog.Logger
 
 	// rest is the state reached so far, claimed with each record and by
 	// the caller at the end of the call.
@@ -72,8 +75,9 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		maxRecords: DefaultMaxPerCall, budget: callBudget,
 		now: time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
-		log:  slog.Default().With("source", "folder", "partition", partition),
-		rest: rest.clone(),
+		checkpoint: func(model.Checkpoint) {},
+		log:        slog.Default().With("source", "folder", "partition", partition),
+		rest:       rest.clone(),
 	}
 	r.stamper = rest.Stamper(policy, cfg)
 	return r
@@ -123,6 +127,8 @@ func (r *reader) read() (outcome, error) {
 			return out, err
 		}
 		r.rest.markRead(r.rest.File)
+		r.checkpoint(model.Checkpoint{Partition: r.partition, File: r.rest.File,
+			Offset: r.rest.Offset, Line: r.rest.Line, MaxValid: r.rest.MaxValid})
 		r.rest.File, r.rest.Offset, r.rest.Line = "", 0, 0
 	}
 }

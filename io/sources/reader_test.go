@@ -68,14 +68,15 @@ func appendTo(t *testing.T, dir, partition, name, content string) {
 // partitionRun drives a reader the way readFn does: call after call, each
 // resuming from the state claimed by the previous one.
 type partitionRun struct {
-	t         *testing.T
-	dir, part string
-	follow    bool
-	cfg       event.Config
-	rest      restriction
-	max       int
-	recs      []model.Record
-	outcomes  []outcome
+	t           *testing.T
+	dir, part   string
+	follow      bool
+	cfg         event.Config
+	rest        restriction
+	max         int
+	recs        []model.Record
+	checkpoints []model.Checkpoint
+	outcomes    []outcome
 }
 
 func newRun(t *testing.T, dir, part string, follow bool, max int) *partitionRun {
@@ -89,6 +90,7 @@ func (p *partitionRun) call() outcome {
 	r := newReader(p.dir, p.part, p.rest, p.follow, testPolicy, p.cfg)
 	r.maxRecords = p.max
 	r.emit = func(rec model.Record) { p.recs = append(p.recs, rec) }
+	r.checkpoint = func(c model.Checkpoint) { p.checkpoints = append(p.checkpoints, c) }
 	out, err := r.run()
 	if err != nil {
 		p.t.Fatalf("run: %v", err)
@@ -292,6 +294,47 @@ func TestReaderStartPosition(t *testing.T) {
 	}
 	if p.rest.FloorFiles != 1 {
 		t.Errorf("FloorFiles = %d, want 1 (000001 below the start)", p.rest.FloorFiles)
+	}
+}
+
+// TestReaderResumesFromCheckpoint: a reader reports a checkpoint at the end
+// of every file, and a reader resumed from any of them (as a restart does,
+// through FolderOptions.Resume) reads exactly the rest of the partition,
+// each record with the WatermarkBefore of an uninterrupted read.
+func TestReaderResumesFromCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "000001.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n"+purchase("b", "2026-11-04T10:30:00Z")+"\n")
+	put(t, dir, "p0", "000002.jsonl", "\n"+purchase("c", "2026-11-04T10:05:00Z")+"\n{bad\n")
+	put(t, dir, "p0", "000003.jsonl", purchase("d", "2026-11-04T11:30:00Z")+"\n"+purchase("e", "2026-11-04T10:50:00Z")+"\n")
+	full := newRun(t, dir, "p0", false, 2)
+	full.drain()
+	want := []model.Checkpoint{
+		{Partition: "p0", File: "000001.jsonl", Offset: int64(2 * (len(purchase("a", "2026-11-04T10:00:00Z")) + 1)), Line: 2, MaxValid: mustMs(t, "2026-11-04T10:30:00Z")},
+		{Partition: "p0", File: "000002.jsonl", Offset: int64(1 + len(purchase("c", "2026-11-04T10:05:00Z")) + 1 + 5), Line: 3, MaxValid: mustMs(t, "2026-11-04T10:30:00Z")},
+		{Partition: "p0", File: "000003.jsonl", Offset: int64(2 * (len(purchase("d", "2026-11-04T11:30:00Z")) + 1)), Line: 2, MaxValid: mustMs(t, "2026-11-04T11:30:00Z")},
+	}
+	if !slices.Equal(full.checkpoints, want) {
+		t.Fatalf("checkpoints:\n got %+v\nwant %+v", full.checkpoints, want)
+	}
+	all := views(full.recs)
+	for i, c := range want {
+		o := FolderOptions{Watermark: testPolicy, Event: testConfig(), Resume: []model.Checkpoint{c}}
+		_, starts, err := prepare(dir, o.withDefaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resumed := newRun(t, dir, "p0", false, 1)
+		resumed.rest = (&readFn{Starts: starts}).CreateInitialRestriction("p0")
+		resumed.drain()
+		skip := []int{2, 4, 6}[i] // records of the files up to and including c's
+		if got := views(resumed.recs); !slices.Equal(got, all[skip:]) {
+			t.Errorf("resumed after %s:\n got %+v\nwant %+v", c.File, got, all[skip:])
+		}
+		// The start file is opened at its end and reported again: the
+		// same checkpoint, which the sink stores once.
+		if got := resumed.checkpoints; !slices.Equal(got, want[i:]) {
+			t.Errorf("resumed after %s: checkpoints %+v, want %+v", c.File, got, want[i:])
+		}
 	}
 }
 
