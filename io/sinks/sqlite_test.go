@@ -104,7 +104,7 @@ func TestSQLiteSchemaMatchesSpec(t *testing.T) {
 		"quarantined_events": {"source_position", "payload", "reason"},
 		"reconcile_diffs": {"run_id", "window_start", "dims", "streamed_revenue_micros", "recomputed_revenue_micros",
 			"delta_micros", "streamed_count", "recomputed_count", "classification", "applied_revision"},
-		"run_config":      {"key", "value"},
+		"run_config":         {"key", "value"},
 		"source_checkpoints": {"partition", "file", "offset", "line", "max_valid", "updated_at"},
 	}
 	for table, cols := range want {
