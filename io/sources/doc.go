@@ -97,8 +97,18 @@
 // stop reading but never finish their restrictions, because a finished
 // restriction moves the watermark to the end of time and would write FINAL
 // rows for windows whose correction period has not passed. The job is then
-// cancelled by the launcher; a restarted job resumes where FolderOptions.Start
-// says. On a remote runner the flag does not reach the workers, and stopping
+// cancelled by the launcher; a restarted job resumes where FolderOptions.Resume
+// (or Start) says.
+//
+// # Progress
+//
+// [ReadFolderWithProgress] also returns a model.Checkpoint each time a
+// partition has read a file completely: the file, its end mark and the
+// partition's largest valid event time. cmd/launch stores them in the SQLite
+// sink (sinks.WriteProgress) and, on a restart, resumes each partition after
+// the last checkpoint that lies before what dedup and the open windows need
+// (docs/restart.md), with its watermark restored, so every record after it
+// is stamped as in the first run. On a remote runner the flag does not reach the workers, and stopping
 // is the runner's business: a drain truncates a follower's restriction (the
 // SDK's default drops an unbounded remainder), which ends it and so moves the
 // watermark to the end of time, as drain semantics say; cancel and restart

@@ -41,6 +41,8 @@ type readFn struct {
 	Starts     []startPoint
 	// StopGen is the RequestStop count when the pipeline was built.
 	StopGen int64
+
+	open *openFiles
 }
 
 // staleAfter is how long (ms) a board entry that is not refreshed still
@@ -51,7 +53,10 @@ func (f *readFn) staleAfter() int64 {
 	return max(2*time.Minute, 20*f.Poll).Milliseconds()
 }
 
+func (f *readFn) Teardown() { f.open.closeAll() }
+
 func (f *readFn) Setup() {
+	f.open = newOpenFiles()
 	sharedBoard.register(f.Source, f.Partitions, time.Now().UnixMilli())
 }
 
@@ -115,6 +120,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 
 	r := newReader(f.Dir, partition, rest, f.Follow, f.Policy, f.Event)
 	r.maxRecords = f.MaxPerCall
+	r.open = f.open
 	r.stop = func() bool { return stopRequested(f.StopGen) }
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {

@@ -2,7 +2,6 @@ package sources
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -65,6 +64,8 @@ type reader struct {
 	// the caller at the end of the call.
 	rest    restriction
 	stamper *rawlog.Stamper
+	// open keeps a remote file open between calls (nil: none is kept).
+	open    *openFiles
 	emitted int
 }
 
@@ -138,7 +139,7 @@ func (r *reader) read() (outcome, error) {
 // call ends.
 func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
-	f, err := files.Open(context.Background(), path, r.rest.Offset)
+	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Files are immutable once they appear and should stay; one removed
 		// under the reader (retention cleanup) has nothing more to give.
@@ -148,8 +149,13 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
 	}
-	defer f.Close()
-	lr := rawlog.NewReaderAt(f, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
+	defer func() {
+		if err == nil && !done && out != outLost {
+			r.open.keep(r.partition, path, lr, f) // the next call goes on from here
+			return
+		}
+		f.Close()
+	}()
 	leaving := false
 	for {
 		if r.stop() {

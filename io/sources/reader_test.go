@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
+
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -459,5 +461,53 @@ func TestReaderIOErrors(t *testing.T) {
 	r = newReader(dir, "p0", newRestriction(0), true, testPolicy, testConfig())
 	if out, err := r.run(); err != nil || out != outCaughtUp {
 		t.Errorf("follow: %v, %v; want caught up, to try again at the next poll", out, err)
+	}
+}
+
+// TestReaderKeepsRemoteFileOpen: on a remote filesystem (memfs here), a
+// reader's next call goes on with the file the previous call ended in
+// instead of streaming it again from its start, and reads the same records
+// as a local read; a call at another mark opens the file afresh.
+func TestReaderKeepsRemoteFileOpen(t *testing.T) {
+	dir := "memfs://" + t.Name()
+	local := t.TempDir()
+	var content string
+	for i := range 50 {
+		content += purchase(fmt.Sprintf("e%d", i), "2026-11-04T10:00:00Z") + "\n"
+	}
+	memfs.Write(dir+"/p0/000001.jsonl", []byte(content))
+	put(t, local, "p0", "000001.jsonl", content)
+
+	remote := newRun(t, dir, "p0", false, 7)
+	open := newOpenFiles()
+	for range 100 {
+		r := newReader(remote.dir, "p0", remote.rest, false, testPolicy, remote.cfg)
+		r.maxRecords, r.open = 7, open
+		r.emit = func(rec model.Record) { remote.recs = append(remote.recs, rec) }
+		out, err := r.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote.rest = r.rest
+		if out == outFinished {
+			break
+		}
+	}
+	want := newRun(t, local, "p0", false, 7)
+	want.drain()
+	got, wantViews := views(remote.recs), views(want.recs)
+	for i := range got {
+		got[i].Position, wantViews[i].Position = "", ""
+	}
+	if !slices.Equal(got, wantViews) || len(got) != 50 {
+		t.Errorf("remote read in calls of 7 records differs from the local read: %d records, want %d", len(got), len(wantViews))
+	}
+	if open.hits != 7 { // 8 calls hold records; all but the first go on with the kept file
+		t.Errorf("kept file reused %d times, want 7", open.hits)
+	}
+	if lr, c, err := open.open("p0", dir+"/p0/000001.jsonl", rawlog.Mark{}, 0); err != nil || lr == nil {
+		t.Fatalf("open at the start: %v", err)
+	} else {
+		c.Close()
 	}
 }
