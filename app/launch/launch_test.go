@@ -64,7 +64,7 @@ func writeLog(t *testing.T, lines ...string) string {
 }
 
 // options are the defaults with a fresh SQLite sink in the test's folder.
-func options(t *testing.T, source string) Options {
+func options(t testing.TB, source string) Options {
 	t.Helper()
 	o := Defaults()
 	o.Source = source
@@ -72,7 +72,7 @@ func options(t *testing.T, source string) Options {
 	return o
 }
 
-func run(t *testing.T, o Options) (*Summary, string) {
+func run(t testing.TB, o Options) (*Summary, string) {
 	t.Helper()
 	var out bytes.Buffer
 	start := time.Now()
@@ -162,7 +162,7 @@ type runResult struct {
 }
 
 // runInBackground starts Run; the test's end cancels it if it still runs.
-func runInBackground(t *testing.T, o Options) *backgroundRun {
+func runInBackground(t testing.TB, o Options) *backgroundRun {
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	j := &backgroundRun{stop: stop, done: make(chan runResult, 1), out: &bytes.Buffer{}}
@@ -186,7 +186,7 @@ func (j *backgroundRun) ended() bool {
 
 // fail stops the job, waits for it and fails the test with msg, Run's error
 // and output.
-func (j *backgroundRun) fail(t *testing.T, msg string) {
+func (j *backgroundRun) fail(t testing.TB, msg string) {
 	t.Helper()
 	j.stop()
 	r := <-j.done
@@ -197,7 +197,7 @@ func (j *backgroundRun) fail(t *testing.T, msg string) {
 // quiet period, cancel), waits at most limit for Run to return, and fails
 // the test on a timeout or an error. It returns the summary and how long
 // Run took to return after the stop.
-func (j *backgroundRun) stopAndWait(t *testing.T, limit time.Duration) (*Summary, time.Duration) {
+func (j *backgroundRun) stopAndWait(t testing.TB, limit time.Duration) (*Summary, time.Duration) {
 	t.Helper()
 	j.stop()
 	stopped := time.Now()

@@ -1,14 +1,15 @@
 package launch
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -64,31 +65,15 @@ func newReport(s *Summary) *Report {
 	return &Report{Summary: s, Windows: reportRows(s.view.Current), Revisions: reportRows(s.view.Changelog), Audit: audit}
 }
 
-// writeReport renders the report in the format path's extension names,
-// through a temporary file renamed into place: a reader never sees half a
-// report.
+// writeReport renders the report in the format path's extension names, to
+// a local path or any filesystem Beam serves: a reader never sees half a
+// report (see files.WriteFile).
 func writeReport(path string, s *Summary) error {
 	render, ok := reportFormats[strings.ToLower(filepath.Ext(path))]
 	if !ok {
 		return fmt.Errorf("report %s: unknown format", path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if err := render(tmp, newReport(s)); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := files.WriteFile(context.Background(), path, func(w io.Writer) error { return render(w, newReport(s)) }); err != nil {
 		return fmt.Errorf("report %s: %w", path, err)
 	}
 	return nil

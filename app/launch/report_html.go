@@ -1,11 +1,12 @@
 package launch
 
 import (
+	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
@@ -32,7 +33,7 @@ func writeHTMLReport(path string, s *Summary, po pipeline.Options) error {
 	dir := s.Source
 	if s.Archive != "" {
 		dir = s.Archive
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if files.CheckDir(context.Background(), dir) != nil {
 			dir = ""
 		}
 	}

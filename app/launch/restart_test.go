@@ -99,7 +99,7 @@ type sinkState struct {
 	audit              map[string]int
 }
 
-func readAll(t *testing.T, db string) sinkState {
+func readAll(t testing.TB, db string) sinkState {
 	t.Helper()
 	s, err := sinks.OpenSQLite(db)
 	if err != nil {
@@ -143,7 +143,7 @@ func values(rows []model.Row) []string {
 
 // checkMonotone asserts SPEC §4 along every key's changelog: revisions
 // strictly increase, event_count never falls, result_state never goes back.
-func checkMonotone(t *testing.T, changelog []model.Row) {
+func checkMonotone(t testing.TB, changelog []model.Row) {
 	t.Helper()
 	last := map[string]model.Row{}
 	for _, r := range changelog {

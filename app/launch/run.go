@@ -97,10 +97,22 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		return nil, &ConfigError{Err: err}
 	}
 	po.Published = published
-	read := func(s beam.Scope) beam.PCollection { return sources.ReadFolder(s, sum.Source, fo) }
+	var read func(s beam.Scope) (records, progress beam.PCollection)
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)
-		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
+		read = func(s beam.Scope) (beam.PCollection, beam.PCollection) {
+			return pubsub.Read(s, o.Source, pso), beam.PCollection{}
+		}
+	} else {
+		// A restart re-reads only what dedup and the open windows need
+		// (resume.go); the checkpoints it resumes from are written as the
+		// job reads.
+		if fo.Resume, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		read = func(s beam.Scope) (beam.PCollection, beam.PCollection) {
+			return sources.ReadFolderWithProgress(s, sum.Source, fo)
+		}
 	}
 	p, err := build(read, po, o.Sink)
 	if err != nil {
@@ -240,7 +252,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // build is the design card's shape: read the source (the folder or the
 // subscription), compute, write.
-func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking (beam.ParDo on a bad
 	// DoFn, a source that cannot list its partitions): turn that into the
 	// one-line error a command owes its user.
@@ -250,12 +262,15 @@ func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sin
 		}
 	}()
 	p, s := beam.NewPipelineWithRoot()
-	records := read(s)
+	records, progress := read(s)
 	out, err := pipeline.Build(s, records, po)
 	if err != nil {
 		return nil, err
 	}
 	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined)
+	if progress.IsValid() {
+		sinks.WriteProgress(s, spec, progress)
+	}
 	return p, nil
 }
 

@@ -2,16 +2,17 @@ package reconcile
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -284,19 +285,10 @@ func WriteReport(path string, o Outcome) error {
 	if err != nil {
 		return fmt.Errorf("reconcile: report %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("reconcile: report %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("reconcile: report %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("reconcile: report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := files.WriteFile(context.Background(), path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}); err != nil {
 		return fmt.Errorf("reconcile: report %s: %w", path, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
@@ -209,12 +209,8 @@ func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLat
 // checkSource lists the raw log's partitions, refusing a folder without any:
 // reconciling against nothing would flag every row of an explicit range.
 func checkSource(dir string) ([]string, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--source %s: %w", dir, errors.Unwrap(err))
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("--source %s: not a folder", dir)
+	if err := files.CheckDir(context.Background(), dir); err != nil {
+		return nil, fmt.Errorf("--source %s: %w", dir, err)
 	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {

@@ -1,13 +1,14 @@
 package report
 
 import (
-	"bufio"
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/revenue-stream/hourly/io/files"
 )
 
 // formats maps an extension (lower case) to its renderer.
@@ -29,45 +30,18 @@ func Extensions() []string {
 }
 
 // Write renders r to path in the form its extension names (.html, .md or
-// .json, in any case). The file is written beside its final name and renamed
-// into place, so a reader or a crashed run never sees half a report, and an
-// older report at path stays whole until the new one is complete.
+// .json, in any case). The path may be local or on any filesystem Beam
+// serves (gs://...). A reader or a crashed run never sees half a report, and
+// an older report at path stays whole until the new one is complete (see
+// files.WriteFile).
 func Write(path string, r Run) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	render, ok := formats[ext]
 	if !ok {
 		return fmt.Errorf("report: %q: unknown extension %q: want one of %s", path, ext, strings.Join(Extensions(), ", "))
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("report: create %s: %w", path, err)
-	}
-	tmp := f.Name()
-	done := false
-	defer func() {
-		if !done {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 64<<10)
-	if err := render(bw, r); err != nil {
+	if err := files.WriteFile(context.Background(), path, func(w io.Writer) error { return render(w, r) }); err != nil {
 		return fmt.Errorf("report: %s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("report: write %s: %w", path, err)
-	}
-	// CreateTemp makes the file 0600; a report is meant to be shared.
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("report: chmod %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("report: close %s: %w", tmp, err)
-	}
-	done = true
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("report: rename %s to %s: %w", tmp, path, err)
 	}
 	return nil
 }

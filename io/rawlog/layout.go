@@ -2,13 +2,13 @@ package rawlog
 
 import (
 	"cmp"
+	"context"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/revenue-stream/hourly/io/files"
 )
 
 // RootPartition names the partition of the files directly inside a source
@@ -92,39 +92,30 @@ func PartitionDir(dir, partition string) string {
 	if partition == RootPartition {
 		return dir
 	}
-	return filepath.Join(dir, partition)
+	return files.Join(dir, partition)
 }
 
 // ListPartitions returns the partitions of a source folder in sorted order:
 // its non-ignored subfolders, plus RootPartition when files lie directly
 // inside it. An empty folder has no partitions (not an error: a follower may
-// be waiting for the first file).
+// be waiting for the first file). The folder may be local or on any
+// filesystem Beam serves (see package files: on an object store a
+// subfolder is a prefix holding objects).
 func ListPartitions(dir string) ([]string, error) {
-	entries, err := os.ReadDir(dir)
+	l, err := files.List(context.Background(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("rawlog: list partitions of %s: %w", dir, err)
 	}
 	var parts []string
-	root := false
-	for _, e := range entries {
-		if Ignored(e.Name()) {
-			continue
-		}
-		mode, err := resolve(dir, e)
-		if err != nil {
-			return nil, fmt.Errorf("rawlog: list partitions of %s: %w", dir, err)
-		}
-		switch {
-		case mode.IsDir():
-			parts = append(parts, e.Name())
-		case mode.IsRegular():
-			root = true
+	for _, name := range l.Dirs {
+		if !Ignored(name) {
+			parts = append(parts, name)
 		}
 	}
-	if root {
+	if slices.ContainsFunc(l.Files, func(name string) bool { return !Ignored(name) }) {
 		parts = append(parts, RootPartition)
 	}
-	// os.ReadDir sorts by name; "." must still be put in its place.
+	// The listing is sorted by name; "." must still be put in its place.
 	slices.Sort(parts)
 	return parts, nil
 }
@@ -132,40 +123,15 @@ func ListPartitions(dir string) ([]string, error) {
 // ListFiles returns a partition's readable files in lexical order, which is
 // arrival order.
 func ListFiles(dir, partition string) ([]string, error) {
-	pdir := PartitionDir(dir, partition)
-	entries, err := os.ReadDir(pdir)
+	l, err := files.List(context.Background(), PartitionDir(dir, partition))
 	if err != nil {
 		return nil, fmt.Errorf("rawlog: list files of partition %q: %w", partition, err)
 	}
-	var files []string
-	for _, e := range entries {
-		if Ignored(e.Name()) {
-			continue
-		}
-		mode, err := resolve(pdir, e)
-		if err != nil {
-			return nil, fmt.Errorf("rawlog: list files of partition %q: %w", partition, err)
-		}
-		if mode.IsRegular() {
-			files = append(files, e.Name())
+	var out []string
+	for _, name := range l.Files {
+		if !Ignored(name) {
+			out = append(out, name)
 		}
 	}
-	return files, nil // os.ReadDir already sorted them by name
-}
-
-// resolve returns an entry's type, following a symbolic link so that a
-// linked-in file or partition is read like any other. A dangling link is
-// skipped, as if it were not there yet.
-func resolve(dir string, e fs.DirEntry) (fs.FileMode, error) {
-	if e.Type()&fs.ModeSymlink == 0 {
-		return e.Type(), nil
-	}
-	fi, err := os.Stat(filepath.Join(dir, e.Name()))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	return fi.Mode().Type(), nil
+	return out, nil // the listing is sorted by name
 }

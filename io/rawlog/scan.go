@@ -2,13 +2,13 @@ package rawlog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -46,8 +46,8 @@ func Scan(dir, partition string, maxLine int, readAt int64, fn func(rec model.Re
 }
 
 func scanFile(dir, partition, name string, maxLine int, readAt int64, info *ScanInfo, fn func(model.Record) error) error {
-	path := filepath.Join(PartitionDir(dir, partition), name)
-	f, err := os.Open(path)
+	path := files.Join(PartitionDir(dir, partition), name)
+	f, err := files.Open(context.Background(), path, 0)
 	if err != nil {
 		return fmt.Errorf("rawlog: open %s: %w", path, err)
 	}

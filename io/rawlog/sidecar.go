@@ -2,12 +2,13 @@ package rawlog
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/revenue-stream/hourly/io/files"
 )
 
 // NamedPartition is the partition of a raw log whose records their source
@@ -46,7 +47,7 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 	if len(want) == 0 {
 		return out, nil
 	}
-	files, err := ListFiles(dir, NamedPartition)
+	names, err := ListFiles(dir, NamedPartition)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil // no archive partition: nothing to resolve
 	}
@@ -54,8 +55,8 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 		return nil, err
 	}
 	pdir := PartitionDir(dir, NamedPartition)
-	for _, name := range files {
-		if err := resolveFile(filepath.Join(pdir, SidecarName(name)), name, want, out); err != nil {
+	for _, name := range names {
+		if err := resolveFile(files.Join(pdir, SidecarName(name)), name, want, out); err != nil {
 			return nil, err
 		}
 		if len(out) == len(want) {
@@ -66,7 +67,7 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 }
 
 func resolveFile(path, name string, want, out map[string]string) error {
-	f, err := os.Open(path)
+	f, err := files.Open(context.Background(), path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // a file without a sidecar names no ids
 	}

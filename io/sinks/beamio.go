@@ -42,6 +42,7 @@ func init() {
 	register.DoFn1x0[model.TooLate](&writeFn[model.TooLate]{})
 	register.DoFn1x0[model.Conflict](&writeFn[model.Conflict]{})
 	register.DoFn1x0[model.Quarantined](&writeFn[model.Quarantined]{})
+	register.DoFn1x0[model.Checkpoint](&writeFn[model.Checkpoint]{})
 }
 
 // Write persists the pipeline's four outputs to the sink spec names: one
@@ -66,8 +67,18 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 	beam.ParDo0(s.Scope("Quarantined"), &writeFn[model.Quarantined]{Spec: spec}, quarantined)
 }
 
+// WriteProgress persists folder-source checkpoints (sources.ReadFolder's
+// second output) to a sink that keeps them: SQLite. Other sinks keep none,
+// so nothing is wired for them and a restart replays the whole log.
+func WriteProgress(s beam.Scope, spec Spec, checkpoints beam.PCollection) {
+	if spec.Scheme != SchemeSQLite {
+		return
+	}
+	beam.ParDo0(s.Scope("sinks.WriteProgress"), &writeFn[model.Checkpoint]{Spec: spec}, checkpoints)
+}
+
 // writeFn buffers one bundle of a stream and writes it as one Batch.
-type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined] struct {
+type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {
 	Spec Spec
 
 	sink                            Sink
@@ -165,7 +176,7 @@ func (f *writeFn[T]) Teardown() error {
 }
 
 // batchOf puts a bundle's elements into the Batch field of their type.
-func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined](vs []T) Batch {
+func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint](vs []T) Batch {
 	var b Batch
 	switch vs := any(vs).(type) {
 	case []model.Row:
@@ -176,6 +187,8 @@ func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined](v
 		b.Conflicts = append([]model.Conflict(nil), vs...)
 	case []model.Quarantined:
 		b.Quarantined = append([]model.Quarantined(nil), vs...)
+	case []model.Checkpoint:
+		b.Progress = append([]model.Checkpoint(nil), vs...)
 	}
 	return b
 }

@@ -172,7 +172,7 @@ func testReplayIsNoOp(t *testing.T, u sinkUnderTest) {
 		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000),
 		snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.OnTime, 1, 20_000_000),
 	}
-	b.Progress = map[string]string{"p0": "p0/f.jsonl:7"}
+	b.Progress = []model.Checkpoint{{Partition: "p0", File: "f.jsonl", Offset: 70, Line: 7, MaxValid: model.NoWatermark}}
 	wantResult(t, write(t, s, b), Result{Accepted: 3, AuditInserted: 4})
 	cur, log := currentOf(t, s), changelogOf(t, s)
 

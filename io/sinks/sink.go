@@ -28,11 +28,12 @@ type Batch struct {
 	TooLate     []model.TooLate
 	Conflicts   []model.Conflict
 	Quarantined []model.Quarantined
-	// Progress maps a source partition to the last source position whose
-	// effects are in this batch. SQLite stores it in the same transaction as
-	// the rows, so a restart resumes exactly where the committed output ends.
-	// The jsonl and console sinks ignore it.
-	Progress map[string]string
+	// Progress holds folder-source checkpoints (one per file read
+	// completely). SQLite stores them in the same transaction as the rows;
+	// a restart resumes each partition after the latest checkpoint that
+	// lies before what it must re-read (see SQLite.Checkpoints). The other
+	// sinks keep none: a restart against them replays the whole log.
+	Progress []model.Checkpoint
 }
 
 // Result says what a Write did.

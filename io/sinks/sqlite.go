@@ -102,11 +102,16 @@ var schema = []string{
 		key   TEXT NOT NULL PRIMARY KEY,
 		value TEXT NOT NULL
 	)`,
-	// "partition" is quoted: it is an SQL keyword (window functions).
-	`CREATE TABLE IF NOT EXISTS source_progress (
-		"partition" TEXT NOT NULL PRIMARY KEY,
-		position    TEXT NOT NULL,
-		updated_at  TEXT NOT NULL
+	// One row per file a folder-source partition read completely (see
+	// model.Checkpoint). "partition" is quoted: it is an SQL keyword.
+	`CREATE TABLE IF NOT EXISTS source_checkpoints (
+		"partition" TEXT    NOT NULL,
+		file        TEXT    NOT NULL,
+		offset      INTEGER NOT NULL,
+		line        INTEGER NOT NULL,
+		max_valid   INTEGER NOT NULL,
+		updated_at  TEXT    NOT NULL,
+		PRIMARY KEY ("partition", file)
 	)`,
 }
 
@@ -255,8 +260,10 @@ const (
 		(source_position, event_id, first_fingerprint, conflicting_fingerprint, payload) VALUES `
 	sqlInsertQuarantinedPrefix = `INSERT OR IGNORE INTO quarantined_events
 		(source_position, payload, reason) VALUES `
-	sqlUpsertProgress = `INSERT INTO source_progress ("partition", position, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT ("partition") DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at`
+	// A checkpoint is deterministic (a retried bundle sends the same one),
+	// so replacing it changes nothing but updated_at.
+	sqlUpsertCheckpoint = `INSERT OR REPLACE INTO source_checkpoints ("partition", file, offset, line, max_valid, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)`
 )
 
 // bulkArgs bounds the parameters of one multi-row statement, well under
@@ -539,39 +546,53 @@ func writeAudit(ctx context.Context, tx *sql.Tx, b Batch) (int, error) {
 	return int(inserted), nil
 }
 
-func writeProgress(ctx context.Context, tx *sql.Tx, progress map[string]string, now string) error {
+func writeProgress(ctx context.Context, tx *sql.Tx, progress []model.Checkpoint, now string) error {
 	if len(progress) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, sqlUpsertProgress)
+	stmt, err := tx.PrepareContext(ctx, sqlUpsertCheckpoint)
 	if err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
 	defer stmt.Close()
-	for partition, pos := range progress {
-		if _, err := stmt.ExecContext(ctx, partition, pos, now); err != nil {
-			return fmt.Errorf("source_progress %s: %w", partition, err)
+	for _, c := range progress {
+		if _, err := stmt.ExecContext(ctx, c.Partition, c.File, c.Offset, c.Line, c.MaxValid, now); err != nil {
+			return fmt.Errorf("source_checkpoints %s/%s: %w", c.Partition, c.File, err)
 		}
 	}
 	return nil
 }
 
-// Progress returns the last committed source position per partition.
-func (s *SQLite) Progress(ctx context.Context) (map[string]string, error) {
-	out := map[string]string{}
-	err := s.query(ctx, "read source_progress", `SELECT "partition", position FROM source_progress`,
+// Checkpoints returns the stored folder-source checkpoints, by partition,
+// then file.
+func (s *SQLite) Checkpoints(ctx context.Context) ([]model.Checkpoint, error) {
+	var out []model.Checkpoint
+	err := s.query(ctx, "read source_checkpoints",
+		`SELECT "partition", file, offset, line, max_valid FROM source_checkpoints ORDER BY "partition", file`,
 		func(rs *sql.Rows) error {
-			var p, pos string
-			if err := rs.Scan(&p, &pos); err != nil {
+			var c model.Checkpoint
+			if err := rs.Scan(&c.Partition, &c.File, &c.Offset, &c.Line, &c.MaxValid); err != nil {
 				return err
 			}
-			out[p] = pos
+			out = append(out, c)
 			return nil
 		})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
+}
+
+// PruneCheckpoints deletes each named partition's checkpoints for files
+// sorting before the given one: a restart resumes at or after it, and so
+// will every later one, so the table stays as small as the log a restart
+// re-reads rather than growing with the history.
+func (s *SQLite) PruneCheckpoints(ctx context.Context, keep map[string]string) error {
+	return s.inTx(ctx, "prune source_checkpoints", func(tx *sql.Tx) error {
+		for partition, file := range keep {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM source_checkpoints WHERE "partition" = ? AND file < ?`, partition, file); err != nil {
+				return fmt.Errorf("prune source_checkpoints of %s: %w", partition, err)
+			}
+		}
+		return nil
+	})
 }
 
 // CheckRunConfig refuses a run whose settings differ from those the file's
@@ -869,6 +890,32 @@ func (s *SQLite) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, 
 		return 0, false, err
 	}
 	return windowEndMs, ok, nil
+}
+
+// EarliestOpenWindow returns the earliest window_start (epoch ms) among
+// rows not yet FINAL: every window starting before it that has rows is
+// FINAL. ok is false when every row is FINAL (or there are none).
+func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	// As in FinalHorizon, compare parsed times, not TEXT.
+	err = s.query(ctx, "read earliest open window", `SELECT DISTINCT window_start FROM hourly_revenue
+		WHERE result_state <> 'FINAL'`, func(rs *sql.Rows) error {
+		var ws string
+		if err := rs.Scan(&ws); err != nil {
+			return err
+		}
+		ms, err := parseTime(ws)
+		if err != nil {
+			return err
+		}
+		if !ok || ms < windowStartMs {
+			windowStartMs, ok = ms, true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return windowStartMs, ok, nil
 }
 
 // query runs a read and calls scan for each row.

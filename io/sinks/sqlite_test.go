@@ -104,8 +104,8 @@ func TestSQLiteSchemaMatchesSpec(t *testing.T) {
 		"quarantined_events": {"source_position", "payload", "reason"},
 		"reconcile_diffs": {"run_id", "window_start", "dims", "streamed_revenue_micros", "recomputed_revenue_micros",
 			"delta_micros", "streamed_count", "recomputed_count", "classification", "applied_revision"},
-		"run_config":      {"key", "value"},
-		"source_progress": {"partition", "position", "updated_at"},
+		"run_config":         {"key", "value"},
+		"source_checkpoints": {"partition", "file", "offset", "line", "max_valid", "updated_at"},
 	}
 	for table, cols := range want {
 		rs, err := s.db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
@@ -173,29 +173,44 @@ func TestSQLiteRejectsUnwritableBatch(t *testing.T) {
 	}
 }
 
-func TestSQLiteProgressAndReopen(t *testing.T) {
+func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "revenue.db")
 	s, err := OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
 	r := snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000)
-	write(t, s, Batch{Rows: []model.Row{r}, Progress: map[string]string{"p0": "p0/a.jsonl:10", "p1": "p1/a.jsonl:3"}})
-	write(t, s, Batch{Progress: map[string]string{"p0": "p0/b.jsonl:1"}})
+	a0 := model.Checkpoint{Partition: "p0", File: "a.jsonl", Offset: 100, Line: 10, MaxValid: 5}
+	a1 := model.Checkpoint{Partition: "p1", File: "a.jsonl", Offset: 30, Line: 3, MaxValid: model.NoWatermark}
+	b0 := model.Checkpoint{Partition: "p0", File: "b.jsonl", Offset: 10, Line: 1, MaxValid: 9}
+	write(t, s, Batch{Rows: []model.Row{r}, Progress: []model.Checkpoint{a0, a1}})
+	write(t, s, Batch{Progress: []model.Checkpoint{b0, b0}}) // a retried checkpoint changes nothing
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	s = openTestSQLite(t, path)
-	p, err := s.Progress(context.Background())
+	got, err := s.Checkpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{"p0": "p0/b.jsonl:1", "p1": "p1/a.jsonl:3"}; !reflect.DeepEqual(p, want) {
-		t.Fatalf("progress = %v, want %v", p, want)
+	if want := []model.Checkpoint{a0, b0, a1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("checkpoints = %+v, want %+v", got, want)
 	}
 	// The revision rule survives the restart.
 	wantResult(t, write(t, s, Batch{Rows: []model.Row{r}}), Result{Stale: 1})
+
+	if err := s.PruneCheckpoints(ctx, map[string]string{"p0": "b.jsonl"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.Checkpoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []model.Checkpoint{b0, a1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("checkpoints after pruning p0 below b.jsonl = %+v, want %+v", got, want)
+	}
 }
 
 // concurrentBatch is batch i of writer w: rows for keys no other writer uses,
@@ -203,7 +218,7 @@ func TestSQLiteProgressAndReopen(t *testing.T) {
 // progress.
 func concurrentBatch(t testing.TB, w, i int) Batch {
 	const rowsPerBatch = 5
-	b := Batch{Progress: map[string]string{fmt.Sprintf("w%d", w): strconv.Itoa(i)}}
+	b := Batch{Progress: []model.Checkpoint{{Partition: fmt.Sprintf("w%d", w), File: fmt.Sprintf("%06d", i), Line: i}}}
 	base := ms(t, "2026-01-01T00:00:00Z")
 	for k := range rowsPerBatch {
 		ws := base + int64(i*rowsPerBatch+k)*hour
@@ -241,14 +256,12 @@ func checkConcurrent(t *testing.T, path string, writers, batches int) {
 	if want := int64((batches-1)*2 + (writers - 1) + 1); maxRev != want {
 		t.Errorf("shared key revision = %d, want %d", maxRev, want)
 	}
-	p, err := s.Progress(context.Background())
+	cps, err := s.Checkpoints(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for w := range writers {
-		if got := p[fmt.Sprintf("w%d", w)]; got != strconv.Itoa(batches-1) {
-			t.Errorf("progress of w%d = %q, want %d", w, got, batches-1)
-		}
+	if len(cps) != writers*batches {
+		t.Errorf("%d checkpoints, want %d", len(cps), writers*batches)
 	}
 }
 

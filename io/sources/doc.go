@@ -110,8 +110,18 @@
 // because a finished
 // restriction moves the watermark to the end of time and would write FINAL
 // rows for windows whose correction period has not passed. The job is then
-// cancelled by the launcher; a restarted job resumes where FolderOptions.Start
-// says. On a remote runner the flag does not reach the workers, and stopping
+// cancelled by the launcher; a restarted job resumes where FolderOptions.Resume
+// (or Start) says.
+//
+// # Progress
+//
+// [ReadFolderWithProgress] also returns a model.Checkpoint each time a
+// partition has read a file completely: the file, its end mark and the
+// partition's largest valid event time. cmd/launch stores them in the SQLite
+// sink (sinks.WriteProgress) and, on a restart, resumes each partition after
+// the last checkpoint that lies before what dedup and the open windows need
+// (docs/restart.md), with its watermark restored, so every record after it
+// is stamped as in the first run. On a remote runner the flag does not reach the workers, and stopping
 // is the runner's business: a drain truncates a follower's restriction (the
 // SDK's default drops an unbounded remainder), which ends it and so moves the
 // watermark to the end of time, as drain semantics say; cancel and restart
@@ -119,6 +129,13 @@
 //
 // # Remote folders
 //
-// Only local folders are read by this build; gs:// is refused by [Validate]
-// with a one-line error.
+// The folder is read through Beam's io/filesystem (package files): a local
+// folder, or a prefix on any filesystem Beam serves (gs://bucket/raw; a
+// partition is then the next segment of the object names, and an empty one
+// is a placeholder object "raw/p0/"). Object stores have no appends: a
+// follower looks for new objects; an object is read once it is listed,
+// which happens only when its upload has completed, so a producer writes
+// each file as one object under its final name (or copies it there from a
+// hidden or .tmp name) and never rewrites it. Polling an object already
+// read to its end costs a metadata request, not a download.
 package sources

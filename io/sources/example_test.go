@@ -35,7 +35,7 @@ func ExampleReadFolder() {
 
 func ExampleValidate() {
 	o := pipeline.Defaults()
-	err := sources.Validate("gs://bucket/raw", sources.FolderOptions{Watermark: o.Watermark, Event: o.Event})
+	err := sources.Validate("hdfs://namenode/raw", sources.FolderOptions{Watermark: o.Watermark, Event: o.Event})
 	fmt.Println(err)
-	// Output: --source=gs://bucket/raw: gs:// sources are not supported by this build yet: copy the log locally or use Pub/Sub
+	// Output: --source=hdfs://namenode/raw: no filesystem serves hdfs:// paths (this build serves local paths, gs:// and memfs://)
 }

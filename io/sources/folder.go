@@ -1,11 +1,13 @@
 package sources
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 
 	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
@@ -60,6 +64,11 @@ type FolderOptions struct {
 	// that file already consumed: the partition resumes there, and files
 	// sorting before it count as read. May be nil.
 	Start map[string]rawlog.Mark
+	// Resume holds checkpoints to resume after, at most one per partition
+	// (a restart's; see model.Checkpoint): as Start, plus the partition's
+	// watermark restored from the checkpoint's largest valid event time, so
+	// every record after it gets the WatermarkBefore it got in the first run.
+	Resume []model.Checkpoint
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
@@ -87,22 +96,11 @@ func Validate(dir string, o FolderOptions) error {
 
 // prepare validates and returns the partitions and parsed start positions.
 func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
-	switch {
-	case dir == "":
+	if dir == "" {
 		return nil, nil, errors.New("--source: empty folder path")
-	case strings.HasPrefix(dir, "gs://"):
-		return nil, nil, fmt.Errorf("--source=%s: gs:// sources are not supported by this build yet: copy the log locally or use Pub/Sub", dir)
-	case strings.Contains(dir, "://"):
-		return nil, nil, fmt.Errorf("--source=%s: only local folders are supported", dir)
 	}
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, nil, fmt.Errorf("--source=%s: folder does not exist", dir)
-	case err != nil:
+	if err := files.CheckDir(context.Background(), dir); err != nil {
 		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
-	case !fi.IsDir():
-		return nil, nil, fmt.Errorf("--source=%s: not a folder", dir)
 	}
 	if err := o.Watermark.Validate(); err != nil {
 		return nil, nil, err
@@ -132,9 +130,28 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 		// and the first data would all be too late.
 		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
 	}
-	starts, err := parseStarts(o.Start, parts)
+	start := maps.Clone(o.Start)
+	maxValid := map[string]int64{}
+	for _, c := range o.Resume {
+		if start == nil {
+			start = map[string]rawlog.Mark{}
+		}
+		key := path.Join(c.Partition, c.File) // "." + f is f: the root partition
+		if _, dup := start[key]; dup {
+			return nil, nil, fmt.Errorf("source resume checkpoint %q given twice", key)
+		}
+		start[key] = rawlog.Mark{Offset: c.Offset, Line: c.Line}
+		maxValid[c.Partition] = c.MaxValid
+	}
+	starts, err := parseStarts(start, parts)
 	if err != nil {
 		return nil, nil, err
+	}
+	for i := range starts {
+		starts[i].MaxValid = model.NoWatermark
+		if m, ok := maxValid[starts[i].Partition]; ok {
+			starts[i].MaxValid = m
+		}
 	}
 	return parts, starts, nil
 }
@@ -146,6 +163,8 @@ type startPoint struct {
 	File      string
 	Offset    int64
 	Line      int
+	// MaxValid restores the partition's watermark (model.NoWatermark: none).
+	MaxValid int64
 }
 
 func parseStarts(start map[string]rawlog.Mark, parts []string) ([]startPoint, error) {
@@ -176,6 +195,7 @@ func parseStarts(start map[string]rawlog.Mark, parts []string) ([]startPoint, er
 
 func init() {
 	register.DoFn2x0[[]byte, func(string)](&partitionsFn{})
+	register.Emitter1[model.Checkpoint]()
 	register.Emitter1[string]()
 }
 
@@ -185,6 +205,15 @@ func init() {
 // Validate; call Validate first for a clean error, since a bad option here
 // panics, as a construction error does in Beam Go.
 func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
+	records, _ := ReadFolderWithProgress(s, dir, o)
+	return records
+}
+
+// ReadFolderWithProgress is ReadFolder plus its progress: a
+// model.Checkpoint each time a partition has read a file completely, for a
+// sink to store (sinks.WriteProgress) and a restart to resume from
+// (FolderOptions.Resume).
+func ReadFolderWithProgress(s beam.Scope, dir string, o FolderOptions) (records, checkpoints beam.PCollection) {
 	s = s.Scope("sources.ReadFolder")
 	o = o.withDefaults()
 	parts, starts, err := prepare(dir, o)
@@ -196,7 +225,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
 	if o.Follow {
 		partitions = beam.Flatten(s, partitions, discoverPartitions(s, dir, parts, o.DiscoverEvery))
 	}
-	return beam.ParDo(s, &readFn{
+	return beam.ParDo2(s, &readFn{
 		Dir:        dir,
 		Source:     newSourceID(),
 		Partitions: parts,

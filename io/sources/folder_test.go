@@ -38,8 +38,8 @@ func TestValidate(t *testing.T) {
 		want      string
 	}{
 		{"empty path", "", good, "empty folder path"},
-		{"gcs", "gs://bucket/log", good, "gs:// sources are not supported by this build yet: copy the log locally or use Pub/Sub"},
-		{"other scheme", "s3://bucket/log", good, "only local folders"},
+		{"gcs pattern", "gs://bucket/log*", good, "must not contain"},
+		{"other scheme", "hdfs://nn/log", good, "no filesystem serves hdfs://"},
 		{"missing", filepath.Join(dir, "nope"), good, "does not exist"},
 		{"file", file, good, "not a folder"},
 		{"policy", dir, with(func(o *FolderOptions) { o.Watermark.IdleTimeout = 0 }), "--idle-timeout"},

@@ -19,10 +19,11 @@ import (
 const namespace = "revenue"
 
 func init() {
-	register.DoFn5x2[
+	register.DoFn6x2[
 		context.Context, *WatermarkEstimator, *sdf.LockRTracker, string,
-		func(beam.EventTime, model.Record), sdf.ProcessContinuation, error,
+		func(beam.EventTime, model.Record), func(beam.EventTime, model.Checkpoint), sdf.ProcessContinuation, error,
 	](&readFn{})
+	register.Emitter2[beam.EventTime, model.Checkpoint]()
 	register.Emitter2[beam.EventTime, model.Record]()
 }
 
@@ -42,6 +43,8 @@ type readFn struct {
 	Starts     []startPoint
 	// StopGen is the RequestStop count when the pipeline was built.
 	StopGen int64
+
+	open *openFiles
 }
 
 // staleAfter is how long (ms) a board entry that is not refreshed still
@@ -52,7 +55,10 @@ func (f *readFn) staleAfter() int64 {
 	return max(2*time.Minute, 20*f.Poll).Milliseconds()
 }
 
+func (f *readFn) Teardown() { f.open.closeAll() }
+
 func (f *readFn) Setup() {
+	f.open = newOpenFiles()
 	sharedBoard.register(f.Source, f.Partitions, time.Now().UnixMilli())
 }
 
@@ -62,6 +68,7 @@ func (f *readFn) CreateInitialRestriction(partition string) restriction {
 		if st.Partition == partition {
 			rest.File, rest.Offset, rest.Line = st.File, st.Offset, st.Line
 			rest.Floor, rest.FloorFiles = st.File, -1
+			rest.MaxValid = st.MaxValid
 		}
 	}
 	return rest
@@ -97,7 +104,8 @@ func (f *readFn) WatermarkEstimatorState(e *WatermarkEstimator) int64 {
 	return e.Value()
 }
 
-func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt *sdf.LockRTracker, partition string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
+func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt *sdf.LockRTracker, partition string,
+	emit func(beam.EventTime, model.Record), progress func(beam.EventTime, model.Checkpoint)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("source partition %q: restriction of type %T", partition, rt.GetRestriction())
@@ -116,6 +124,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	r := newReader(f.Dir, partition, rest, f.Follow, f.Policy, f.Event)
 	r.maxRecords = f.MaxPerCall
 	r.settle, r.source = f.Settle, f.Source
+	r.open = f.open
 	r.stop = func() bool { return stopRequested(f.StopGen) }
 	if stopping {
 		// A follower's last pass: the current file to its end, its
@@ -129,6 +138,10 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		if faults.Fire(faults.CrashAfterRead) {
 			faults.Crash(faults.CrashAfterRead)
 		}
+	}
+	r.checkpoint = func(c model.Checkpoint) {
+		// Stamped like the partition's next record: its watermark there.
+		progress(beam.EventTime(ToMtime(r.stamper.Watermark())), c)
 	}
 	out, err := r.run()
 	if err != nil {

@@ -3,6 +3,7 @@ package sources_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +17,12 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
+	"github.com/revenue-stream/hourly/testing/gcstest"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -54,6 +57,14 @@ func putRaw(t *testing.T, dir, partition, name, content string) {
 }
 
 func write(dir, partition, name, content string) error {
+	if !files.IsLocal(dir) {
+		// An object appears whole when its upload completes: that is the
+		// object store's rename.
+		return files.WriteFile(context.Background(), files.Join(dir, partition, name), func(w io.Writer) error {
+			_, err := io.WriteString(w, content)
+			return err
+		})
+	}
 	pdir := filepath.Join(dir, partition)
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
 		return err
@@ -170,10 +181,33 @@ func followOptions(o pipeline.Options) sources.FolderOptions {
 	}
 }
 
+// inFolders runs a scenario against a local folder and against a gs://
+// prefix on a GCS JSON API server (the fake one, in this process): the
+// source reads both through Beam's filesystem and must behave the same.
+func inFolders(t *testing.T, scenario func(t *testing.T, dir string)) {
+	t.Run("local", func(t *testing.T) { scenario(t, t.TempDir()) })
+	t.Run("gcs", func(t *testing.T) { scenario(t, gcstest.NewBucket(t)+"/raw") })
+}
+
+// mkPartition creates an empty partition: a folder, or on an object store
+// the placeholder object "PARTITION/" (what the GCS console's "create
+// folder" makes), since a prefix without objects does not exist.
+func mkPartition(t *testing.T, dir, partition string) {
+	t.Helper()
+	if files.IsLocal(dir) {
+		if err := os.MkdirAll(filepath.Join(dir, partition), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	gcstest.Put(t, files.Join(dir, partition)+"/", nil)
+}
+
 // --- (1) replay of a folder alone -----------------------------------------
 
-func TestReplayFolder(t *testing.T) {
-	dir := t.TempDir()
+func TestReplayFolder(t *testing.T) { inFolders(t, testReplayFolder) }
+
+func testReplayFolder(t *testing.T, dir string) {
 	cfg := event.DefaultConfig()
 	cfg.MaxLine = 120
 	policy := watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Minute}
@@ -278,8 +312,9 @@ func TestReplayFolder(t *testing.T) {
 
 // --- (2) replay through the pipeline: SPEC §7 minimal sequence --------------
 
-func TestReplayMinimalSequence(t *testing.T) {
-	dir := t.TempDir()
+func TestReplayMinimalSequence(t *testing.T) { inFolders(t, testReplayMinimalSequence) }
+
+func testReplayMinimalSequence(t *testing.T, dir string) {
 	put(t, dir, "p0", "events.jsonl",
 		purchase("A", "2026-11-04T10:15:00Z", "100"),
 		purchase("B", "2026-11-04T10:20:00Z", "50"),
@@ -338,11 +373,10 @@ func TestReplayMinimalSequence(t *testing.T) {
 
 // --- (3) follow mode and graceful stop ------------------------------------
 
-func TestFollowAndStop(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "p0"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+func TestFollowAndStop(t *testing.T) { inFolders(t, testFollowAndStop) }
+
+func testFollowAndStop(t *testing.T, dir string) {
+	mkPartition(t, dir, "p0")
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
 	o.Triggers.AllowedLateness = time.Hour // so one window can close within the test

@@ -7,12 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
@@ -67,12 +66,17 @@ type reader struct {
 	stop  func() bool
 	claim func(restriction) bool
 	emit  func(model.Record)
-	log   *slog.Logger
+	// checkpoint receives the partition's state each time a file has been
+	// read completely (see model.Checkpoint).
+	checkpoint func(model.Checkpoint)
+	log        *slog.Logger
 
 	// rest is the state reached so far, claimed with each record and by
 	// the caller at the end of the call.
 	rest    restriction
 	stamper *rawlog.Stamper
+	// open keeps a remote file open between calls (nil: none is kept).
+	open    *openFiles
 	emitted int
 }
 
@@ -83,9 +87,10 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		maxRecords: DefaultMaxPerCall, budget: callBudget, settle: DefaultSettle,
 		now: time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
-		others: func() (int64, bool) { return model.NoWatermark, false },
-		log:    slog.Default().With("source", "folder", "partition", partition),
-		rest:   rest.clone(),
+		others:     func() (int64, bool) { return model.NoWatermark, false },
+		checkpoint: func(model.Checkpoint) {},
+		log:        slog.Default().With("source", "folder", "partition", partition),
+		rest:       rest.clone(),
 	}
 	r.stamper = rest.Stamper(policy, cfg)
 	return r
@@ -138,6 +143,8 @@ func (r *reader) read() (outcome, error) {
 			return out, err
 		}
 		r.rest.markRead(r.rest.File)
+		r.checkpoint(model.Checkpoint{Partition: r.partition, File: r.rest.File,
+			Offset: r.rest.Offset, Line: r.rest.Line, MaxValid: r.rest.MaxValid})
 		r.rest.File, r.rest.Offset, r.rest.Line = "", 0, 0
 	}
 }
@@ -146,8 +153,8 @@ func (r *reader) read() (outcome, error) {
 // file is finished and the reader should move on; otherwise out says why the
 // call ends.
 func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
-	path := filepath.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
-	f, err := os.Open(path)
+	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
+	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Files are immutable once they appear and should stay; one removed
 		// under the reader (retention cleanup) has nothing more to give.
@@ -157,13 +164,13 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
 	}
-	defer f.Close()
-	if r.rest.Offset > 0 {
-		if _, err := f.Seek(r.rest.Offset, io.SeekStart); err != nil {
-			return 0, false, fmt.Errorf("source partition %q: seek %s to %d: %w", r.partition, path, r.rest.Offset, err)
+	defer func() {
+		if err == nil && !done && out != outLost {
+			r.open.keep(r.partition, path, lr, f) // the next call goes on from here
+			return
 		}
-	}
-	lr := rawlog.NewReaderAt(f, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
+		f.Close()
+	}()
 	leaving := false
 	for {
 		if r.stop() {

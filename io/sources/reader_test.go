@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
+
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -68,14 +70,15 @@ func appendTo(t *testing.T, dir, partition, name, content string) {
 // partitionRun drives a reader the way readFn does: call after call, each
 // resuming from the state claimed by the previous one.
 type partitionRun struct {
-	t         *testing.T
-	dir, part string
-	follow    bool
-	cfg       event.Config
-	rest      restriction
-	max       int
-	recs      []model.Record
-	outcomes  []outcome
+	t           *testing.T
+	dir, part   string
+	follow      bool
+	cfg         event.Config
+	rest        restriction
+	max         int
+	recs        []model.Record
+	checkpoints []model.Checkpoint
+	outcomes    []outcome
 }
 
 func newRun(t *testing.T, dir, part string, follow bool, max int) *partitionRun {
@@ -89,6 +92,7 @@ func (p *partitionRun) call() outcome {
 	r := newReader(p.dir, p.part, p.rest, p.follow, testPolicy, p.cfg)
 	r.maxRecords = p.max
 	r.emit = func(rec model.Record) { p.recs = append(p.recs, rec) }
+	r.checkpoint = func(c model.Checkpoint) { p.checkpoints = append(p.checkpoints, c) }
 	out, err := r.run()
 	if err != nil {
 		p.t.Fatalf("run: %v", err)
@@ -295,6 +299,47 @@ func TestReaderStartPosition(t *testing.T) {
 	}
 }
 
+// TestReaderResumesFromCheckpoint: a reader reports a checkpoint at the end
+// of every file, and a reader resumed from any of them (as a restart does,
+// through FolderOptions.Resume) reads exactly the rest of the partition,
+// each record with the WatermarkBefore of an uninterrupted read.
+func TestReaderResumesFromCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "000001.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n"+purchase("b", "2026-11-04T10:30:00Z")+"\n")
+	put(t, dir, "p0", "000002.jsonl", "\n"+purchase("c", "2026-11-04T10:05:00Z")+"\n{bad\n")
+	put(t, dir, "p0", "000003.jsonl", purchase("d", "2026-11-04T11:30:00Z")+"\n"+purchase("e", "2026-11-04T10:50:00Z")+"\n")
+	full := newRun(t, dir, "p0", false, 2)
+	full.drain()
+	want := []model.Checkpoint{
+		{Partition: "p0", File: "000001.jsonl", Offset: int64(2 * (len(purchase("a", "2026-11-04T10:00:00Z")) + 1)), Line: 2, MaxValid: mustMs(t, "2026-11-04T10:30:00Z")},
+		{Partition: "p0", File: "000002.jsonl", Offset: int64(1 + len(purchase("c", "2026-11-04T10:05:00Z")) + 1 + 5), Line: 3, MaxValid: mustMs(t, "2026-11-04T10:30:00Z")},
+		{Partition: "p0", File: "000003.jsonl", Offset: int64(2 * (len(purchase("d", "2026-11-04T11:30:00Z")) + 1)), Line: 2, MaxValid: mustMs(t, "2026-11-04T11:30:00Z")},
+	}
+	if !slices.Equal(full.checkpoints, want) {
+		t.Fatalf("checkpoints:\n got %+v\nwant %+v", full.checkpoints, want)
+	}
+	all := views(full.recs)
+	for i, c := range want {
+		o := FolderOptions{Watermark: testPolicy, Event: testConfig(), Resume: []model.Checkpoint{c}}
+		_, starts, err := prepare(dir, o.withDefaults())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resumed := newRun(t, dir, "p0", false, 1)
+		resumed.rest = (&readFn{Starts: starts}).CreateInitialRestriction("p0")
+		resumed.drain()
+		skip := []int{2, 4, 6}[i] // records of the files up to and including c's
+		if got := views(resumed.recs); !slices.Equal(got, all[skip:]) {
+			t.Errorf("resumed after %s:\n got %+v\nwant %+v", c.File, got, all[skip:])
+		}
+		// The start file is opened at its end and reported again: the
+		// same checkpoint, which the sink stores once.
+		if got := resumed.checkpoints; !slices.Equal(got, want[i:]) {
+			t.Errorf("resumed after %s: checkpoints %+v, want %+v", c.File, got, want[i:])
+		}
+	}
+}
+
 func TestReaderRemembersBoundedNames(t *testing.T) {
 	dir := t.TempDir()
 	n := maxRemembered + 40
@@ -475,5 +520,53 @@ func TestReaderIOErrors(t *testing.T) {
 	r = newReader(dir, "p0", newRestriction(0), true, testPolicy, testConfig())
 	if out, err := r.run(); err != nil || out != outCaughtUp {
 		t.Errorf("follow: %v, %v; want caught up, to try again at the next poll", out, err)
+	}
+}
+
+// TestReaderKeepsRemoteFileOpen: on a remote filesystem (memfs here), a
+// reader's next call goes on with the file the previous call ended in
+// instead of streaming it again from its start, and reads the same records
+// as a local read; a call at another mark opens the file afresh.
+func TestReaderKeepsRemoteFileOpen(t *testing.T) {
+	dir := "memfs://" + t.Name()
+	local := t.TempDir()
+	var content string
+	for i := range 50 {
+		content += purchase(fmt.Sprintf("e%d", i), "2026-11-04T10:00:00Z") + "\n"
+	}
+	memfs.Write(dir+"/p0/000001.jsonl", []byte(content))
+	put(t, local, "p0", "000001.jsonl", content)
+
+	remote := newRun(t, dir, "p0", false, 7)
+	open := newOpenFiles()
+	for range 100 {
+		r := newReader(remote.dir, "p0", remote.rest, false, testPolicy, remote.cfg)
+		r.maxRecords, r.open = 7, open
+		r.emit = func(rec model.Record) { remote.recs = append(remote.recs, rec) }
+		out, err := r.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote.rest = r.rest
+		if out == outFinished {
+			break
+		}
+	}
+	want := newRun(t, local, "p0", false, 7)
+	want.drain()
+	got, wantViews := views(remote.recs), views(want.recs)
+	for i := range got {
+		got[i].Position, wantViews[i].Position = "", ""
+	}
+	if !slices.Equal(got, wantViews) || len(got) != 50 {
+		t.Errorf("remote read in calls of 7 records differs from the local read: %d records, want %d", len(got), len(wantViews))
+	}
+	if open.hits != 7 { // 8 calls hold records; all but the first go on with the kept file
+		t.Errorf("kept file reused %d times, want 7", open.hits)
+	}
+	if lr, c, err := open.open("p0", dir+"/p0/000001.jsonl", rawlog.Mark{}, 0); err != nil || lr == nil {
+		t.Fatalf("open at the start: %v", err)
+	} else {
+		c.Close()
 	}
 }

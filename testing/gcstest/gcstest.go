@@ -1,0 +1,132 @@
+// Package gcstest runs a GCS JSON API server in the test process
+// (github.com/fsouza/fake-gcs-server) and points cloud.google.com/go/storage
+// at it through STORAGE_EMULATOR_HOST, so that Beam's gcs filesystem, and
+// everything that reads gs:// paths through it, talks to a real HTTP server.
+package gcstest
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+)
+
+var (
+	once    sync.Once
+	server  *fakestorage.Server
+	started error
+)
+
+// Server returns the process's fake GCS server, starting it on first use.
+// One server serves every test of a package: the storage client reads
+// STORAGE_EMULATOR_HOST once per client, and clients are cached. Tests keep
+// apart by using their own bucket (NewBucket).
+func Server(t testing.TB) *fakestorage.Server {
+	t.Helper()
+	once.Do(func() {
+		server, started = fakestorage.NewServerWithOptions(fakestorage.Options{
+			Scheme: "http", Host: "127.0.0.1", Port: 0,
+			// The storage client reads objects through the XML API at
+			// http://HOST/BUCKET/OBJECT; the server serves that path only
+			// for its public host, "storage.googleapis.com" by default.
+			PublicHost: "127.0.0.1",
+		})
+		if started == nil {
+			// The storage client adds /storage/v1/ itself.
+			started = os.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(server.URL(), "http://"))
+		}
+	})
+	if started != nil {
+		t.Fatalf("gcstest: start fake GCS server: %v", started)
+	}
+	return server
+}
+
+// NewBucket creates a bucket named after the test and returns "gs://NAME".
+func NewBucket(t testing.TB) string {
+	t.Helper()
+	s := Server(t)
+	name := bucketName(t.Name())
+	s.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: name})
+	return "gs://" + name
+}
+
+// bucketName makes a valid, unique-per-test bucket name: lower case, digits
+// and dashes, at most 63 characters.
+func bucketName(test string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(test) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	name := "t-" + strings.Trim(b.String(), "-")
+	if len(name) > 55 {
+		name = name[:55]
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seq++
+	return fmt.Sprintf("%s-%d", name, seq)
+}
+
+var (
+	mu  sync.Mutex
+	seq int
+)
+
+// Put creates (or replaces) one object: gs://bucket/object.
+func Put(t testing.TB, path string, content []byte) {
+	t.Helper()
+	bucket, object, ok := strings.Cut(strings.TrimPrefix(path, "gs://"), "/")
+	if !ok || !strings.HasPrefix(path, "gs://") {
+		t.Fatalf("gcstest: %q is not gs://BUCKET/OBJECT", path)
+	}
+	Server(t).CreateObject(fakestorage.Object{
+		ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: object},
+		Content:     content,
+	})
+}
+
+// Upload copies every file under the local folder dir to the objects under
+// the gs:// prefix, keeping relative paths (a partition folder p0 becomes
+// PREFIX/p0/...).
+func Upload(t testing.TB, dir, prefix string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		Put(t, strings.TrimSuffix(prefix, "/")+"/"+filepath.ToSlash(rel), data)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("gcstest: upload %s to %s: %v", dir, prefix, err)
+	}
+}
+
+// Get reads one object's content.
+func Get(t testing.TB, path string) []byte {
+	t.Helper()
+	bucket, object, _ := strings.Cut(strings.TrimPrefix(path, "gs://"), "/")
+	obj, err := Server(t).GetObject(bucket, object)
+	if err != nil {
+		t.Fatalf("gcstest: get %s: %v", path, err)
+	}
+	return obj.Content
+}
