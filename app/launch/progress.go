@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
 )
 
 // DefaultProgressEvery is how often a running job reports progress.
@@ -39,15 +41,18 @@ func (p *progress) report(c Counts) {
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read
 	rows := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
+	// A Pub/Sub source's held (ack deadline extended) and archive-retried
+	// message counts: non-zero means the archive is slow or failing.
+	held, retried := c.Counters[pubsub.MetricHeldExtended], c.Counters[pubsub.MetricArchiveRetries]
 	if p.terminal {
-		fmt.Fprintf(p.w, "\r%-100s", fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
-			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"]))
+		fmt.Fprintf(p.w, "\r%-100s", fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)  held %d  retried %d",
+			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"], held, retried))
 		p.wrote = true
 		return
 	}
 	slog.Info("progress", "elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
 		"counted", c.Counted, "duplicates", c.Duplicates, "conflicts", c.Conflicts, "quarantined", c.Quarantined,
-		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"])
+		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"], "pubsub_held", held, "pubsub_archive_retries", retried)
 }
 
 // done ends the updating line so the summary starts on its own line.

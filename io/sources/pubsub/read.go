@@ -202,20 +202,29 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	return sdf.ResumeProcessingIn(0), nil
 }
 
+// Counters the launcher's progress line shows for a Pub/Sub source.
+const (
+	// MetricHeldExtended counts messages whose ack deadline was extended
+	// because they were held (pulled, their archive write not done yet).
+	MetricHeldExtended = "pubsub_held_extended"
+	// MetricArchiveRetries counts archive writes retried after a failure.
+	MetricArchiveRetries = "pubsub_archive_retries"
+)
+
 // count reports the call's source figures. "read" itself is counted by
 // Validate, for every source alike.
 func (f *readFn) count(ctx context.Context, r *reader) {
 	c := r.c
 	for name, v := range map[string]int64{
-		"pubsub_pulled":          c.pulled,
-		"pubsub_acked":           c.acked,
-		"pubsub_ack_errors":      c.ackErrors,
-		"pubsub_blank":           c.blank,
-		"pubsub_replayed":        c.replayed,
-		"pubsub_objects":         c.objects,
-		"pubsub_archive_bytes":   c.archiveBytes,
-		"pubsub_archive_retries": c.archiveRetries,
-		"pubsub_held_extended":   c.extended,
+		"pubsub_pulled":        c.pulled,
+		"pubsub_acked":         c.acked,
+		"pubsub_ack_errors":    c.ackErrors,
+		"pubsub_blank":         c.blank,
+		"pubsub_replayed":      c.replayed,
+		"pubsub_objects":       c.objects,
+		"pubsub_archive_bytes": c.archiveBytes,
+		MetricArchiveRetries:   c.archiveRetries,
+		MetricHeldExtended:     c.extended,
 	} {
 		if v != 0 {
 			beam.NewCounter(namespace, name).Inc(ctx, v)
