@@ -29,7 +29,7 @@ var binaries struct {
 	err            error
 }
 
-func buildBinaries(t *testing.T) (launch, pstest string) {
+func buildBinaries(t testing.TB) (launch, pstest string) {
 	t.Helper()
 	binaries.once.Do(func() {
 		dir, err := os.MkdirTemp("", "launch-bins")
@@ -53,7 +53,7 @@ func buildBinaries(t *testing.T) (launch, pstest string) {
 
 // startPstestProcess runs the pstest server in its own process and returns
 // its address; it is killed when the test ends.
-func startPstestProcess(t *testing.T, bin string) string {
+func startPstestProcess(t testing.TB, bin string) string {
 	t.Helper()
 	cmd := exec.Command(bin, "--topic="+testTopic, "--subscription="+testSub, "--ack-deadline=10s")
 	out, err := cmd.StdoutPipe()
@@ -124,7 +124,7 @@ type child struct {
 	done   chan error
 }
 
-func startChild(t *testing.T, bin, addr string, env []string, args ...string) *child {
+func startChild(t testing.TB, bin, addr string, env []string, args ...string) *child {
 	t.Helper()
 	c := &child{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
 	c.cmd.Env = append(append(os.Environ(), "PUBSUB_EMULATOR_HOST="+addr), env...)
@@ -141,7 +141,7 @@ func startChild(t *testing.T, bin, addr string, env []string, args ...string) *c
 }
 
 // wait waits for the child to end and returns its wait status.
-func (c *child) wait(t *testing.T, d time.Duration) syscall.WaitStatus {
+func (c *child) wait(t testing.TB, d time.Duration) syscall.WaitStatus {
 	t.Helper()
 	select {
 	case <-c.done:
