@@ -289,3 +289,18 @@ func TestPubSubUnwritableArchiveExits1(t *testing.T) {
 	}
 	t.Logf("failed after %s (limit 3s, plus the job's start)", took.Round(time.Millisecond))
 }
+
+// Off prism, workers are other machines: a local archive is refused before
+// any work, a GCS one accepted.
+func TestPubSubLocalArchiveRefusedOffPrism(t *testing.T) {
+	o := Defaults()
+	o.Source, o.Runner = "pubsub:"+testSub, "dataflow"
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "a local archive needs --runner=prism; on dataflow use gs://BUCKET/PATH") {
+		t.Errorf("local archive on dataflow: %v", err)
+	}
+	o.PubSubArchive = "gs://bucket/archive"
+	if err := o.Validate(); err != nil {
+		t.Errorf("GCS archive on dataflow refused: %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/watermark"
@@ -398,5 +399,73 @@ func TestStoreLayout(t *testing.T) {
 				t.Errorf("no hidden sidecar beside %s: %v", a, err)
 			}
 		}
+	}
+}
+
+// Several reader keys share one subscription: each archives to its own
+// partition and together they emit every message once.
+func TestShardsShareTheSubscription(t *testing.T) {
+	f := &readFn{Shards: 3}
+	parts := f.SplitRestriction(testSub, newRestriction(0, 0))
+	if len(parts) != 3 || parts[2].Shard != 2 {
+		t.Fatalf("SplitRestriction = %v, want shards 0, 1, 2", parts)
+	}
+	if again := f.SplitRestriction(testSub, restriction{Started: true, Shard: 1}); len(again) != 1 || again[0].Shard != 1 {
+		t.Errorf("a started restriction was split again: %v", again)
+	}
+
+	e := newEmulator(t, 10*time.Second)
+	dir := t.TempDir()
+	var want []string
+	for i := range 300 {
+		want = append(want, "pubsub:"+e.publish(purchase(fmt.Sprint("E", i), "2026-11-04T10:15:00Z", "1"))[0])
+	}
+	readers := []*plainReader{newPlainReader(t, e, dir), newPlainReader(t, e, dir)}
+	st1, err := openStore(context.Background(), dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers[1].st, readers[1].rest.Shard = st1, 1
+	for _, p := range readers {
+		p.tweak = func(r *reader) { r.pullBatch, r.maxHeld = 20, 80 }
+	}
+	var wg sync.WaitGroup
+	for _, p := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 40 {
+				if out, _, err := p.call(context.Background()); err != nil || out == outCaughtUp {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var got []string
+	for i, p := range readers {
+		if len(p.out) == 0 {
+			t.Errorf("reader key %d read nothing", i)
+		}
+		for _, rec := range p.out {
+			if rec.Partition != PartitionOf(i) {
+				t.Errorf("reader key %d emitted a record of partition %s", i, rec.Partition)
+			}
+		}
+		got = append(got, positions(p.out)...)
+	}
+	if !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+		t.Errorf("the keys emitted %d records (%d distinct wanted)", len(got), len(want))
+	}
+	for i := range readers {
+		if entries, err := os.ReadDir(filepath.Join(dir, PartitionOf(i))); err != nil || len(entries) == 0 {
+			t.Errorf("partition %s: %v", PartitionOf(i), err)
+		}
+	}
+	// reconcile joins the stream's positions to the archive's lines in
+	// every key's partition, through the sidecars.
+	resolved, err := rawlog.ResolveIDPositions(dir, want)
+	if err != nil || len(resolved) != len(want) {
+		t.Errorf("resolved %d of %d positions: %v", len(resolved), len(want), err)
 	}
 }
