@@ -142,7 +142,7 @@ func (p *pulling) fail(err error) {
 }
 
 // stopAll stops the pullers at once: no new pulls, and the pulls waiting
-// for messages are cancelled (a pull that waited in vain, or a failure).
+// for messages are cancelled (a failure, or the restriction was lost).
 func (p *pulling) stopAll() {
 	p.stopping.Store(true)
 	p.held.close()
@@ -172,9 +172,10 @@ func (r *reader) pull(ctx context.Context, start time.Time) (outcome, error) {
 		held: newHeld(max(r.maxHeld, 1)), results: make(chan *batch, 2*r.pullers),
 		seq: r.rest.Seq, hour: r.rest.Hour,
 	}
-	// Pulls are cancelled when the call ends (a waiting pull would hold the
-	// call up to PullTimeout); archive writes and acknowledgements are not:
-	// a batch that was pulled is carried through.
+	// Pulls are cancelled only when the call fails or loses its
+	// restriction; otherwise each runs to its end (at most PullTimeout).
+	// Archive writes and acknowledgements are never cancelled: a batch that
+	// was pulled is carried through.
 	pctx, cancelPulls := context.WithCancel(ctx)
 	defer cancelPulls()
 	p.cancelPulls = cancelPulls
@@ -295,9 +296,12 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 			switch {
 			case err == nil || pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
 				// A pull that waited in vain (the subscription is empty for
-				// now), or the call ended: the other pulls stop too.
+				// now), or the call ended: no new pulls. The pulls in flight
+				// are not cancelled: a cancelled pull whose cancellation
+				// reaches the server late still leases what it finds, and
+				// those messages would wait out their ack deadline.
 				p.caughtUp.Store(true)
-				p.stopAll()
+				p.finish()
 			case permanent(err):
 				p.fail(fmt.Errorf("pubsub source %s: pull: %w", r.subscription, err))
 			default:
