@@ -183,14 +183,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	}
 
 	now := time.Now().UnixMilli()
-	if out == outRetry {
-		// Pub/Sub could not be reached: that says nothing about the
-		// producers, so it must not make the source idle (and close the
-		// windows its backlog will fill).
-		r.rest.LastActive = max(r.rest.LastActive, now)
-		r.stamper.Partition().Observe(0, false, now)
-	}
-	if r.watermarkState(now) {
+	if r.endCall(out, now) {
 		beam.NewCounter(namespace, "idle_transitions_"+Partition).Inc(ctx, 1)
 	}
 	if !rt.TryClaim(r.rest) {

@@ -320,6 +320,19 @@ func permanent(err error) bool {
 	return false
 }
 
+// endCall adds the watermark state at processing time now after a call
+// that ended with out (see watermarkState). A call whose pulls failed counts
+// as activity: Pub/Sub could not be reached, which says nothing about the
+// producers, so it must not make the source idle (and close the windows its
+// backlog will fill).
+func (r *reader) endCall(out outcome, now int64) bool {
+	if out == outRetry {
+		r.rest.LastActive = max(r.rest.LastActive, now)
+		r.stamper.Partition().Observe(0, false, now)
+	}
+	return r.watermarkState(now)
+}
+
 // watermarkState adds the watermark state at processing time now to the
 // restriction: idleness and the reported watermark, which never decreases
 // and stays at the hold while a backlog is being read. It logs a change of

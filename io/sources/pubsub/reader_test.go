@@ -17,11 +17,14 @@ import (
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/googleapis/gax-go/v2"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/watermark"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 var testPolicy = watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Hour}
@@ -467,5 +470,43 @@ func TestShardsShareTheSubscription(t *testing.T) {
 	resolved, err := rawlog.ResolveIDPositions(dir, want)
 	if err != nil || len(resolved) != len(want) {
 		t.Errorf("resolved %d of %d positions: %v", len(resolved), len(want), err)
+	}
+}
+
+// failingPull is a subscription whose pulls fail with a transient error.
+type failingPull struct{ subscriber }
+
+func (failingPull) Pull(context.Context, *pb.PullRequest, ...gax.CallOption) (*pb.PullResponse, error) {
+	return nil, status.Error(codes.Unavailable, "pubsub is down")
+}
+
+// A subscription that answers nothing goes idle after the idle timeout (its
+// watermark then advances with processing time); one that cannot be pulled
+// from does not: an outage of Pub/Sub says nothing about the producers.
+func TestPullFailureIsNotIdleness(t *testing.T) {
+	policy := watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Second}
+	start := time.Now()
+	for _, tc := range []struct {
+		name     string
+		out      outcome
+		wantIdle bool
+	}{{"empty", outCaughtUp, true}, {"failing", outRetry, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReader(newRestriction(0, start.UnixMilli()), policy, event.DefaultConfig())
+			r.sub = failingPull{}
+			if tc.out == outRetry {
+				r.store = &store{dir: t.TempDir()}
+				setHead(r.store.dir, "")
+				r.rest.Started = true
+				out, err := r.pull(context.Background(), start)
+				if err != nil || out != outRetry {
+					t.Fatalf("pull = %v, %v; want retry", out, err)
+				}
+			}
+			r.endCall(tc.out, start.Add(2*time.Second).UnixMilli())
+			if r.rest.Idle != tc.wantIdle {
+				t.Errorf("idle = %v after 2s with a 1s idle timeout, want %v", r.rest.Idle, tc.wantIdle)
+			}
+		})
 	}
 }
