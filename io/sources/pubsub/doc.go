@@ -21,7 +21,7 @@
 // Subscriber.Receive: a splittable DoFn must return every second or so and
 // must decide itself when a message is acknowledged, while Receive runs
 // until its context ends and acknowledges from its own goroutines. Within a
-// call, Options.Pullers pull streams (default 4) each pull, archive and
+// call, Options.Pullers pull streams (default 8) each pull, archive and
 // acknowledge on their own; the call's goroutine emits their batches in
 // sequence order.
 //

@@ -24,7 +24,7 @@ const (
 	DefaultPollInterval = 200 * time.Millisecond
 	// DefaultPullers is how many pull streams one reader key runs, each
 	// pulling, archiving and acknowledging on its own.
-	DefaultPullers = 4
+	DefaultPullers = 8
 	// DefaultAckExtension is the ack deadline set, every
 	// DefaultAckExtendEvery, on messages still held (being archived).
 	DefaultAckExtension   = 60 * time.Second
@@ -68,7 +68,8 @@ type Options struct {
 	// PullBatch is the most messages one Pull asks for (default 1000): one
 	// archive object at most.
 	PullBatch int
-	// Pullers is the number of pull streams per reader key (default 4).
+	// Pullers is the number of pull streams per reader key (default 8: enough in flight to hide
+	// the archive write's latency behind the other pulls).
 	Pullers int
 	// Shards is the number of reader keys (default 1): restrictions that
 	// pull from the same subscription in parallel, on as many workers as
