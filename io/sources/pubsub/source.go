@@ -18,7 +18,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxPerCall   = 5000
+	DefaultMaxPerCall   = 20000
 	DefaultPullBatch    = 1000
 	DefaultPullTimeout  = 2 * time.Second
 	DefaultPollInterval = 200 * time.Millisecond
