@@ -52,7 +52,14 @@ type Options struct {
 	// payload to before acknowledging it (--pubsub-archive). Empty takes
 	// the pubsub package's default, ./pubsub-log/<subscription id>.
 	PubSubArchive string
-	Sink          sinks.Spec
+	// PubSubPullers, PubSubShards and PubSubArchiveFailAfter are the Pub/Sub
+	// reader's pull streams per reader key, reader keys, and how long its
+	// archive may fail before the job does (--pubsub-pullers,
+	// --pubsub-shards, --pubsub-archive-fail-after; zero: the package
+	// defaults).
+	PubSubPullers, PubSubShards int
+	PubSubArchiveFailAfter      time.Duration
+	Sink                        sinks.Spec
 	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
 	// the requested value: a replay without Follow runs with 0.
 	Pipeline pipeline.Options
@@ -190,7 +197,10 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 
 	add("source", stringValue{&o.Source}, "raw-log folder to read, or pubsub:projects/P/subscriptions/S (default: the demo, generated once into ./"+DefaultDemoDir+")")
 	add("follow", boolValue{&o.Follow}, "keep watching the folder for new files (streaming) instead of replaying it once")
-	add("pubsub-archive", stringValue{&o.PubSubArchive}, "local folder a Pub/Sub source archives every message to before acknowledging it; the recovery log (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
+	add("pubsub-archive", stringValue{&o.PubSubArchive}, "folder (local, or gs://BUCKET/PATH) a Pub/Sub source archives every message to before acknowledging it; the source of truth the records are emitted from (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
+	add("pubsub-pullers", countValue{&o.PubSubPullers}, fmt.Sprintf("Pub/Sub pull streams per reader key, each pulling, archiving and acknowledging (default %d)", pubsub.DefaultPullers))
+	add("pubsub-shards", countValue{&o.PubSubShards}, "Pub/Sub reader keys over the one subscription, each its own archive partition and watermark: spreads the reading over workers (default 1)")
+	add("pubsub-archive-fail-after", durationValue{&o.PubSubArchiveFailAfter}, fmt.Sprintf("fail the job when the Pub/Sub archive cannot be written for this long (default %s)", pubsub.DefaultArchiveFailAfter))
 	add("sink", sinkValue{&o.Sink}, "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET")
 	add("window", durationValue{&p.Triggers.Window}, "window size; must divide 24h")
 	add("early", durationValue{&p.Triggers.Early}, "EARLY refresh period in processing time; 0s turns it off (a replay has none)")
@@ -364,7 +374,7 @@ Flags:
 }
 
 // ownFlags lists this command's flags in the order of SPEC §6.
-var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "sink", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
+var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "pubsub-pullers", "pubsub-shards", "pubsub-archive-fail-after", "sink", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
 	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
 
 // Validate checks the settings together, before any work: every failure is
@@ -377,8 +387,8 @@ func (o Options) Validate() error {
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
 			return &ConfigError{Err: err}
 		}
-	} else if o.PubSubArchive != "" {
-		return usagef("--pubsub-archive applies to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
+	} else if o.PubSubArchive != "" || o.PubSubPullers != 0 || o.PubSubShards != 0 || o.PubSubArchiveFailAfter != 0 {
+		return usagef("--pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
 	if err := o.validateDemo(); err != nil {
 		return err
@@ -401,12 +411,21 @@ func (o Options) Validate() error {
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
 		return usagef("stop timing must not be negative")
 	}
+	if o.PubSubArchiveFailAfter < 0 {
+		return usagef("--pubsub-archive-fail-after must not be negative")
+	}
 	switch {
 	case o.IsPubSub():
 		// pubsub.Validate checks the archive too; the flag's own checks
 		// first, so that the error names it.
-		if a := o.PubSubArchive; strings.Contains(a, "://") {
-			return usagef("--pubsub-archive=%s: only a local (or mounted) folder can hold the archive: it is appended to and fsynced", a)
+		if a := o.ArchiveDir(); strings.Contains(a, "://") {
+			if !strings.HasPrefix(a, "gs://") {
+				return usagef("--pubsub-archive=%s: want a local folder or gs://BUCKET/PATH", a)
+			}
+		} else if !isPrism(o.Runner) {
+			// Workers on other machines would each archive to their own
+			// disk, which no restart and no reconcile reads.
+			return usagef("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
 		} else if fi, err := os.Stat(o.ArchiveDir()); err == nil && !fi.IsDir() {
 			return usagef("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
 		}
@@ -425,12 +444,15 @@ func (o Options) Validate() error {
 // options po.
 func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
 	return pubsub.Options{
-		ArchiveDir:   o.PubSubArchive,
-		Watermark:    po.Watermark,
-		Event:        po.Event,
-		MaxPerCall:   o.MaxPerCall,
-		PullTimeout:  o.PullTimeout,
-		PollInterval: o.PollInterval,
+		ArchiveDir:       o.PubSubArchive,
+		Pullers:          o.PubSubPullers,
+		Shards:           o.PubSubShards,
+		ArchiveFailAfter: o.PubSubArchiveFailAfter,
+		Watermark:        po.Watermark,
+		Event:            po.Event,
+		MaxPerCall:       o.MaxPerCall,
+		PullTimeout:      o.PullTimeout,
+		PollInterval:     o.PollInterval,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
 )
 
 // DefaultProgressEvery is how often a running job reports progress.
@@ -37,9 +38,15 @@ func (p *progress) report(c Counts) {
 	// Last lines without a newline that a follower waits on (--settle):
 	// not read yet, so not in read.
 	pending := sources.PendingTails()
+	// A Pub/Sub source's held (ack deadline extended) and archive-retried
+	// message counts: non-zero means the archive is slow or failing.
+	held, retried := c.Counters[pubsub.MetricHeldExtended], c.Counters[pubsub.MetricArchiveRetries]
 	if p.terminal {
 		line := fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
 			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"])
+		if held > 0 || retried > 0 {
+			line += fmt.Sprintf("  held %d  retried %d", held, retried)
+		}
 		if pending > 0 {
 			line += fmt.Sprintf("  pending %d unterminated last line(s)", pending)
 		}
@@ -49,7 +56,8 @@ func (p *progress) report(c Counts) {
 	}
 	slog.Info("progress", "elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
 		"counted", c.Counted, "duplicates", c.Duplicates, "conflicts", c.Conflicts, "quarantined", c.Quarantined,
-		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"], "pending_unterminated_lines", pending)
+		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"], "pending_unterminated_lines", pending,
+		"pubsub_held", held, "pubsub_archive_retries", retried)
 }
 
 // done ends the updating line so the summary starts on its own line.

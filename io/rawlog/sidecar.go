@@ -18,7 +18,9 @@ const NamedPartition = "pubsub"
 
 // SidecarName is the hidden file beside a raw-log file that holds, on its
 // line N, the source's id of the file's line N (the Pub/Sub archive writes
-// one per file: the message ids). Hidden, it is never read as raw data.
+// one per object: the message ids, each followed by a TAB and what else the
+// source keeps, which readers of ids ignore). Hidden, it is never read as
+// raw data.
 func SidecarName(file string) string { return "." + file + ".ids" }
 
 // IDPosition is the position of a record its source names by id.
@@ -47,26 +49,37 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 	if len(want) == 0 {
 		return out, nil
 	}
-	names, err := ListFiles(dir, NamedPartition)
+	parts, err := ListPartitions(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil // no archive partition: nothing to resolve
+		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	pdir := PartitionDir(dir, NamedPartition)
-	for _, name := range names {
-		if err := resolveFile(files.Join(pdir, SidecarName(name)), name, want, out); err != nil {
+	for _, part := range parts {
+		// The archive's partitions: "pubsub", and "pubsub-NN" for a source
+		// read with several reader keys.
+		if part != NamedPartition && !strings.HasPrefix(part, NamedPartition+"-") {
+			continue
+		}
+		names, err := ListFiles(dir, part)
+		if err != nil {
 			return nil, err
 		}
-		if len(out) == len(want) {
-			break
+		pdir := PartitionDir(dir, part)
+		for _, name := range names {
+			if err := resolveFile(files.Join(pdir, SidecarName(name)), part, name, want, out); err != nil {
+				return nil, err
+			}
+			if len(out) == len(want) {
+				return out, nil
+			}
 		}
 	}
 	return out, nil
 }
 
-func resolveFile(path, name string, want, out map[string]string) error {
+func resolveFile(path, part, name string, want, out map[string]string) error {
 	f, err := files.Open(context.Background(), path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // a file without a sidecar names no ids
@@ -81,8 +94,9 @@ func resolveFile(path, name string, want, out map[string]string) error {
 		if err != nil {
 			return nil // the end, or a torn last line: its archive line was never acknowledged
 		}
-		if pos, ok := want[strings.TrimSuffix(id, "\n")]; ok {
-			out[pos] = Position(NamedPartition, name, line)
+		id, _, _ = strings.Cut(strings.TrimSuffix(id, "\n"), "\t")
+		if pos, ok := want[id]; ok {
+			out[pos] = Position(part, name, line)
 		}
 	}
 }

@@ -8,6 +8,7 @@
 //	crash-after-read        the source read a record; state not yet committed (SIGKILL)
 //	fail-before-sink-write  state and revisions are updated; the sink write fails for good
 //	crash-after-sink-write  a sink transaction committed; the process dies before anything else (SIGKILL)
+//	pubsub-crash-after-{pull,archive,ack,emit}  the Pub/Sub reader's boundaries, per batch (SIGKILL)
 //
 // With the variable unset every check is one atomic load.
 package faults
@@ -74,3 +75,13 @@ func Crash(point string) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
 }
+
+// The Pub/Sub reader's commit boundaries (io/sources/pubsub): a pulled batch
+// is archived, then acknowledged, then emitted, then claimed. Each point
+// kills the process right after its step, for the n-th batch.
+const (
+	PubSubAfterPull    = "pubsub-crash-after-pull"
+	PubSubAfterArchive = "pubsub-crash-after-archive"
+	PubSubAfterAck     = "pubsub-crash-after-ack"
+	PubSubAfterEmit    = "pubsub-crash-after-emit"
+)

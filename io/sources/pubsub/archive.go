@@ -3,29 +3,40 @@ package pubsub
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"io"
+	"path"
 	"regexp"
+	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/revenue-stream/hourly/io/rawlog"
+
+	// The archive lives on any filesystem Beam serves: local disk (prism, a
+	// mounted volume), GCS in production, memfs in tests.
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 )
 
-// Partition is the one partition of a Pub/Sub source, and the subfolder of
-// the archive folder that holds its files: `cmd/reconcile --source=<archive>`
-// then reads the archive like any raw-log folder.
+// Partition is the partition of reader key (shard) 0 of a Pub/Sub source,
+// and the subfolder of the archive that holds its objects: `cmd/reconcile
+// --source=<archive>` then reads the archive like any raw-log folder. Shard
+// k > 0 writes to PartitionOf(k).
 const Partition = rawlog.NamedPartition
 
-// DefaultMaxFileLines rotates an archive file before the hour ends when it
-// gets this long, so that one file (and its id sidecar) stays a size that a
-// replay can seek in and an operator can copy (at the 20,000 events/s peak an
-// hour is 72 million lines).
-const DefaultMaxFileLines = 1_000_000
+// PartitionOf is the archive partition (subfolder) of reader key shard.
+func PartitionOf(shard int) string {
+	if shard == 0 {
+		return Partition
+	}
+	return fmt.Sprintf("%s-%02d", Partition, shard)
+}
 
 // archiveLine is the archive's (and the stream's) form of a payload: the
 // payload itself, byte for byte, unless it contains CR or LF, which a
@@ -50,264 +61,191 @@ func archiveLine(payload []byte) []byte {
 	return out
 }
 
-// archive is where the reader makes payloads durable before it acknowledges
-// them. Append returns only once every line is written and fsynced.
-type archive interface {
-	// Append writes lines (already in archive form, no newline) and their
-	// message ids, in order, durably.
-	Append(lines [][]byte, ids []string, now time.Time) error
-	// Seal ends the current file: later lines go to a new file, so that a
-	// replay that lists the folder now reads complete files only.
-	Seal() error
+// sideEntry is what the id sidecar keeps for each archive line: the message
+// id (the record's position "pubsub:<id>"), its publish time, and whether
+// the batch it came in was pulled from a backlog (see backlog.go). A replay
+// needs all three to give every record the same position and the same
+// WatermarkBefore as the stream did.
+type sideEntry struct {
+	ID      string
+	Publish int64 // epoch ms
+	Backlog bool
 }
 
-// fileArchive appends to the archive folder's partition: files named
-// "<YYYY-MM-DDTHH>-<seq>.jsonl" (UTC hour of arrival, a sequence number
-// that grows across files and runs), so lexical order is arrival order, and
-// beside each a hidden sidecar "."+name+".ids" holding the message id of
-// each line, line for line. Names starting with '.' are ignored by every
-// raw-log reader (rawlog.Ignored), so reconcile reads the payloads only.
-//
-// A new file is started for each new hour, after MaxLines lines, after a
-// Seal, after an error, and by each process: a file is never appended to
-// by two writers, and a torn last line left by a crash stays the last line
-// of its file, which readers skip (it was never acknowledged, so Pub/Sub
-// delivers it again).
-type fileArchive struct {
-	dir      string // the partition folder
-	maxLines int
-
-	mu          sync.Mutex
-	f, ids      *os.File
-	w, iw       *bufio.Writer
-	name        string
-	hour        string
-	lines       int
-	seq         int
-	refs        int
-	initialised bool
+// encode is the sidecar line: "<id>\t<publish ms>[\tB]". rawlog's sidecar
+// readers take the text before the first TAB as the id.
+func (e sideEntry) encode(b []byte) []byte {
+	b = append(b, e.ID...)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, e.Publish, 10)
+	if e.Backlog {
+		b = append(b, "\tB"...)
+	}
+	return append(b, '\n')
 }
 
-var archiveName = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}T\d{2})-(\d{6,})\.jsonl$`)
+func parseSideEntry(line string) sideEntry {
+	id, rest, _ := strings.Cut(line, "\t")
+	pub, flag, _ := strings.Cut(rest, "\t")
+	ms, _ := strconv.ParseInt(pub, 10, 64)
+	return sideEntry{ID: id, Publish: ms, Backlog: flag == "B"}
+}
+
+// objectName is an archive object's name: "<YYYY-MM-DDTHH>-<seq>-<writer>.jsonl",
+// the UTC hour of the pull, the shard's sequence number (12 digits), and a
+// random token of the writing attempt. The hour never goes back and the
+// sequence number always grows within a shard, so lexical order is the
+// order the reader emits in; the token keeps two attempts that race (a
+// runner's retry while a presumed-dead worker still runs) from overwriting
+// each other's object, since Beam's filesystems have no create-if-absent.
+var objectName = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}T\d{2})-(\d{12})-([0-9a-z]+)\.jsonl$`)
 
 const hourLayout = "2006-01-02T15"
 
-// idsName is the sidecar of an archive file.
-func idsName(file string) string { return rawlog.SidecarName(file) }
-
-// archives holds one writer per archive folder in this process: a DoFn
-// instance that the runner replaces, or a job restarted in the same process,
-// keeps appending through the same writer instead of racing a second one.
-var archives = struct {
-	sync.Mutex
-	m map[string]*fileArchive
-}{m: map[string]*fileArchive{}}
-
-// openArchive returns the process's writer for the archive folder dir
-// (not its partition subfolder). Release it with closeArchive.
-func openArchive(dir string, maxLines int) *fileArchive {
-	archives.Lock()
-	defer archives.Unlock()
-	pdir := filepath.Join(dir, Partition)
-	a := archives.m[pdir]
-	if a == nil {
-		a = &fileArchive{dir: pdir, maxLines: maxLines}
-		archives.m[pdir] = a
-	}
-	a.mu.Lock()
-	a.refs++
-	a.mu.Unlock()
-	return a
+func makeObjectName(hour string, seq int64, token string) string {
+	return fmt.Sprintf("%s-%012d-%s.jsonl", hour, seq, token)
 }
 
-// closeArchive releases a writer; the last release closes its file.
-func closeArchive(a *fileArchive) error {
-	archives.Lock()
-	defer archives.Unlock()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.refs--
-	if a.refs > 0 {
-		return nil
+// parseObjectName returns the hour and sequence number of an archive
+// object's name.
+func parseObjectName(name string) (hour string, seq int64, ok bool) {
+	m := objectName.FindStringSubmatch(name)
+	if m == nil {
+		return "", 0, false
 	}
-	delete(archives.m, a.dir)
-	return a.closeLocked()
+	seq, err := strconv.ParseInt(m[2], 10, 64)
+	return m[1], seq, err == nil
 }
 
-// Append implements archive.
-func (a *fileArchive) Append(lines [][]byte, ids []string, now time.Time) error {
-	if len(lines) != len(ids) {
-		return fmt.Errorf("pubsub archive: %d lines but %d ids", len(lines), len(ids))
+// store is one shard's part of the archive: immutable objects, each written
+// once, whole, by one pull (GCS objects cannot be appended to; a local file
+// written once is the same contract). An object is "<name>" (the payloads,
+// one per line, a raw-log file) and its hidden sidecar (rawlog.SidecarName)
+// with a sideEntry per line. The sidecar is written first, so an object
+// that exists always has its complete sidecar.
+type store struct {
+	fs   filesystem.Interface
+	dir  string // the partition folder: <archive>/<partition>
+	part string
+}
+
+func openStore(ctx context.Context, root string, shard int) (*store, error) {
+	fs, err := filesystem.New(ctx, root)
+	if err != nil {
+		return nil, fmt.Errorf("pubsub archive %s: %w", root, err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err := a.write(lines, ids, now); err != nil {
-		// The file's tail is unknown now: leave it behind. Its lines were not
-		// acknowledged, so Pub/Sub delivers them again.
-		_ = a.closeLocked()
+	part := PartitionOf(shard)
+	return &store{fs: fs, dir: joinPath(root, part), part: part}, nil
+}
+
+// joinPath joins an archive path and a name; unlike filepath.Join it
+// leaves a scheme's "//" alone (gs://bucket/dir).
+func joinPath(dir, name string) string { return strings.TrimSuffix(dir, "/") + "/" + name }
+
+func (s *store) close() error { return s.fs.Close() }
+
+// write stores one object durably: when write returns nil, the object and
+// its sidecar survive the loss of this process and of this machine (GCS:
+// the object is committed at Close; local: the file is fsynced first).
+func (s *store) write(ctx context.Context, name string, lines [][]byte, side []sideEntry) error {
+	if len(lines) != len(side) {
+		return fmt.Errorf("pubsub archive: %d lines but %d sidecar entries", len(lines), len(side))
+	}
+	var sb []byte
+	for _, e := range side {
+		sb = e.encode(sb)
+	}
+	if err := s.put(ctx, joinPath(s.dir, rawlog.SidecarName(name)), sb); err != nil {
 		return err
 	}
-	return nil
+	n := len(lines)
+	for _, l := range lines {
+		n += len(l)
+	}
+	data := make([]byte, 0, n)
+	for _, l := range lines {
+		data = append(append(data, l...), '\n')
+	}
+	return s.put(ctx, joinPath(s.dir, name), data)
 }
 
-func (a *fileArchive) write(lines [][]byte, ids []string, now time.Time) error {
-	hour := now.UTC().Format(hourLayout)
-	for i, line := range lines {
-		if a.f == nil || hour > a.hour || a.lines >= a.maxLines {
-			if err := a.rotate(hour); err != nil {
-				return err
-			}
-		}
-		if _, err := a.w.Write(line); err != nil {
-			return fmt.Errorf("pubsub archive: write %s: %w", a.name, err)
-		}
-		if err := a.w.WriteByte('\n'); err != nil {
-			return fmt.Errorf("pubsub archive: write %s: %w", a.name, err)
-		}
-		if _, err := a.iw.WriteString(ids[i] + "\n"); err != nil {
-			return fmt.Errorf("pubsub archive: write %s: %w", idsName(a.name), err)
-		}
-		a.lines++
-	}
-	return a.syncLocked()
-}
-
-// syncLocked makes everything written so far durable.
-func (a *fileArchive) syncLocked() error {
-	if a.f == nil {
-		return nil
-	}
-	if err := a.w.Flush(); err != nil {
-		return fmt.Errorf("pubsub archive: write %s: %w", a.name, err)
-	}
-	if err := a.iw.Flush(); err != nil {
-		return fmt.Errorf("pubsub archive: write %s: %w", idsName(a.name), err)
-	}
-	if err := a.f.Sync(); err != nil {
-		return fmt.Errorf("pubsub archive: fsync %s: %w", a.name, err)
-	}
-	if err := a.ids.Sync(); err != nil {
-		return fmt.Errorf("pubsub archive: fsync %s: %w", idsName(a.name), err)
-	}
-	return nil
-}
-
-// rotate closes the current file and creates the next one, for arrival hour
-// hour (or a later one).
-func (a *fileArchive) rotate(hour string) error {
-	if err := a.closeLocked(); err != nil {
-		return err
-	}
-	if !a.initialised {
-		if err := a.scan(); err != nil {
-			return err
-		}
-		a.initialised = true
-	}
-	// A clock that steps back must not make a new file sort before an old one.
-	hour = max(hour, a.hour)
-	a.seq++
-	name := fmt.Sprintf("%s-%06d.jsonl", hour, a.seq)
-	f, err := os.OpenFile(filepath.Join(a.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+func (s *store) put(ctx context.Context, name string, data []byte) error {
+	w, err := s.fs.OpenWrite(ctx, name)
 	if err != nil {
 		return fmt.Errorf("pubsub archive: create %s: %w", name, err)
 	}
-	ids, err := os.OpenFile(filepath.Join(a.dir, idsName(name)), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("pubsub archive: create %s: %w", idsName(name), err)
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return fmt.Errorf("pubsub archive: write %s: %w", name, err)
 	}
-	// The new names must be durable too, or an fsynced file could vanish
-	// with its folder entry after a power cut.
-	if err := syncDir(a.dir); err != nil {
-		f.Close()
-		ids.Close()
-		return err
-	}
-	a.f, a.ids, a.name, a.hour, a.lines = f, ids, name, hour, 0
-	a.w, a.iw = bufio.NewWriterSize(f, 256<<10), bufio.NewWriterSize(ids, 64<<10)
-	return nil
-}
-
-// scan creates the partition folder and finds the latest file, so that new
-// names sort after every existing one.
-func (a *fileArchive) scan() error {
-	if err := os.MkdirAll(a.dir, 0o755); err != nil {
-		return fmt.Errorf("pubsub archive: %w", err)
-	}
-	if err := syncDir(filepath.Dir(a.dir)); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(a.dir)
-	if err != nil {
-		return fmt.Errorf("pubsub archive: %w", err)
-	}
-	for _, e := range entries {
-		m := archiveName.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
-		}
-		seq, err := strconv.Atoi(m[2])
-		if err != nil {
-			continue
-		}
-		a.seq = max(a.seq, seq)
-		a.hour = max(a.hour, m[1])
-	}
-	return nil
-}
-
-// Seal implements archive.
-func (a *fileArchive) Seal() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.closeLocked()
-}
-
-func (a *fileArchive) closeLocked() error {
-	if a.f == nil {
-		return nil
-	}
-	err := a.syncLocked()
-	err = errors.Join(err, a.f.Close(), a.ids.Close())
-	a.f, a.ids, a.w, a.iw = nil, nil, nil, nil
-	if err != nil {
-		return fmt.Errorf("pubsub archive: close %s: %w", a.name, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("pubsub archive: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return fmt.Errorf("pubsub archive: fsync folder %s: %w", dir, err)
-	}
-	return nil
-}
-
-// archiveFiles lists the archive's files (not sidecars) in arrival order,
-// from the arrival hour of from on (zero: all). A missing folder has none.
-func archiveFiles(dir string, from time.Time) ([]string, error) {
-	files, err := rawlog.ListFiles(dir, Partition)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pubsub archive: %w", err)
-	}
-	if from.IsZero() {
-		return files, nil
-	}
-	floor := from.UTC().Format(hourLayout)
-	out := files[:0]
-	for _, f := range files {
-		if f >= floor {
-			out = append(out, f)
+	// Beam's local filesystem hands out an *os.File and never syncs it: an
+	// acknowledgement must not rest on the page cache.
+	if f, ok := w.(interface{ Sync() error }); ok {
+		if err := f.Sync(); err != nil {
+			w.Close()
+			return fmt.Errorf("pubsub archive: fsync %s: %w", name, err)
 		}
 	}
-	return out, nil
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("pubsub archive: close %s: %w", name, err)
+	}
+	return nil
 }
+
+// list returns the shard's object names after the position after (all of
+// them for ""), in emission order. Only well-formed object names count:
+// sidecars and anything an operator put beside them are not objects.
+func (s *store) list(ctx context.Context, after string) ([]string, error) {
+	paths, err := s.fs.List(ctx, joinPath(s.dir, "*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
+	}
+	var names []string
+	for _, p := range paths {
+		name := path.Base(strings.ReplaceAll(p, "\\", "/"))
+		if _, _, ok := parseObjectName(name); ok && name > after {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// read opens an object for reading from byte offset, with its sidecar's
+// entries (a missing sidecar has none: the records then fall back to file
+// positions).
+func (s *store) read(ctx context.Context, name string, offset int64) (io.ReadCloser, []sideEntry, error) {
+	var side []sideEntry
+	if sr, err := s.fs.OpenRead(ctx, joinPath(s.dir, rawlog.SidecarName(name))); err == nil {
+		br := bufio.NewReader(sr)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				break // the end, or a torn last line (never acknowledged)
+			}
+			side = append(side, parseSideEntry(strings.TrimSuffix(line, "\n")))
+		}
+		sr.Close()
+	}
+	r, err := s.fs.OpenRead(ctx, joinPath(s.dir, name))
+	if err != nil {
+		return nil, nil, fmt.Errorf("pubsub archive: open %s: %w", name, err)
+	}
+	if offset > 0 {
+		if _, err := io.CopyN(io.Discard, r, offset); err != nil {
+			r.Close()
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("shorter than the position %d: %w", offset, err)
+			}
+			return nil, nil, fmt.Errorf("pubsub archive: read %s: %w", name, err)
+		}
+	}
+	return r, side, nil
+}
+
+// hourOf is the object-name hour of a processing time.
+func hourOf(t time.Time) string { return t.UTC().Format(hourLayout) }
+
+// isLocal reports whether an archive path is on this machine's disk (no
+// scheme), which only a runner whose workers share that disk can use.
+func isLocal(archive string) bool { return !strings.Contains(archive, "://") }

@@ -1,57 +1,57 @@
 // Package pubsub reads a Pub/Sub subscription into the pipeline
 // (--source=pubsub:projects/P/subscriptions/S) as a PCollection of
-// model.Record, with the project's recovery story built in: a message is
-// acknowledged only once it can no longer be lost, that is once its payload
-// is durably in a local raw-log archive that a restart, and
-// `cmd/reconcile --source=<archive>`, replay.
+// model.Record. The archive is the source of truth: every pulled message is
+// written to a durable archive object before it is acknowledged, records
+// reach the pipeline only from the archive, and the splittable DoFn's
+// restriction (what the runner checkpoints) is a position in the archive.
+// See docs/pubsub.md for the design, the figures and the comparison with
+// Dataflow's native Pub/Sub read.
 //
 // # Shape
 //
 // Impulse → the subscription name → a splittable DoFn with one restriction
-// that is never split (Pub/Sub has no partitions: one reader, one arrival
-// order, one watermark). Each call replays the archive if that is pending,
-// else pulls, for at most MaxPerCall records or about 500 ms, then returns
+// per reader key (Options.Shards, default 1; never split further: a key is
+// one arrival order with one watermark). Each call first re-emits the
+// archive objects after the restriction's position, if any, else pulls, for
+// at most MaxPerCall records or about a second, then returns
 // sdf.ResumeProcessingIn so that the runner sees the watermark and can
-// checkpoint. The restriction holds the replay position and the watermark
-// state; the subscription itself holds the pull position.
+// checkpoint.
 //
 // The reader uses synchronous Pull, not the client's streaming
-// Subscriber.Receive: a splittable DoFn must return every few hundred
-// milliseconds and must decide itself when a message is acknowledged, while
-// Receive runs until its context ends, acknowledges from its own goroutines
-// and extends the leases of the messages it handed out. Each Pull's batch
-// is carried through the whole sequence below before the call moves on.
-// One reader with pulls of up to 1000 messages keeps up with the 20,000
-// events/s peak of SPEC §1 only with fast disks (every batch is fsynced);
-// beyond that, run several subscriptions (one archive folder each).
+// Subscriber.Receive: a splittable DoFn must return every second or so and
+// must decide itself when a message is acknowledged, while Receive runs
+// until its context ends and acknowledges from its own goroutines. Within a
+// call, Options.Pullers pull streams (default 8) each pull, archive and
+// acknowledge on their own; the call's goroutine emits their batches in
+// sequence order.
 //
-// # Archive, then acknowledge, then emit
+// # Archive, then acknowledge, then emit from the archive position
 //
-// For each pulled batch, in the order Pub/Sub delivered it:
+// For each pulled batch:
 //
-//  1. Each payload is appended to the archive: the folder ArchiveDir
-//     (default ./pubsub-log/<subscription id>), whose one partition
-//     subfolder "pubsub" holds files "<YYYY-MM-DDTHH>-<seq>.jsonl", named by
-//     UTC hour of arrival and a growing sequence number so that lexical order
-//     is arrival order. A new file starts every hour, every MaxFileLines
-//     lines, after a write error and in every run. The batch is written and
-//     fsynced (with the folder, for a new file) before anything else
-//     happens. A hidden sidecar "."+file+".ids" holds each line's message id,
-//     line for line; raw-log readers ignore it (rawlog.Ignored).
-//  2. The records are stamped (rawlog.Stamper: the partition watermark
-//     before each, validation, watermark advance) and the new watermark
-//     state is claimed.
-//  3. The batch is acknowledged. Only now: a message acknowledged is a
-//     message in the archive. (Bundle finalization alone is not enough: prism
-//     finalizes a bundle as soon as it has stored the bundle's output in
-//     memory, which a crash loses.) A failed acknowledgement is logged and
-//     counted; Pub/Sub delivers those messages again.
-//  4. The records are emitted.
+//  1. The batch gets the reader key's next sequence number and is written
+//     as one new object "<YYYY-MM-DDTHH>-<seq>-<token>.jsonl" (pull hour,
+//     12-digit sequence number, the attempt's random token) in the archive
+//     partition "pubsub" (reader key k > 0: "pubsub-kk"), on any filesystem
+//     Beam's io/filesystem serves: local disk on prism (fsynced), GCS in
+//     production (committed at Close). Objects are never appended to. A
+//     hidden sidecar "."+name+".ids" written first holds each line's message
+//     id, publish time and backlog flag. Lexical order of the names is the
+//     order the reader emits in.
+//  2. The batch is acknowledged. Only now: a message acknowledged is a
+//     message in the archive. A failed acknowledgement is logged and
+//     counted; Pub/Sub delivers those messages again, and dedup drops them.
+//  3. The batch's records are stamped and emitted, and the restriction
+//     claims the object as emitted.
 //
-// If the archive append fails, nothing of the batch is acknowledged or
-// emitted: the batch is handed back (ack deadline 0), the error logged and
-// counted (revenue/pubsub_archive_errors), and the reader retries after a
-// pause. The job does not fail: the messages wait in the subscription.
+// While a batch is held (pulled, not yet archived), a timer extends its ack
+// deadline (ModifyAckDeadline to AckExtension every AckExtendEvery), and at
+// most MaxHeld messages are held per reader key. If the archive write
+// fails, the batch stays held and the write is retried with backoff
+// (revenue/pubsub_archive_retries); after ArchiveFailAfter
+// (--pubsub-archive-fail-after) the call returns an error naming the
+// archive and the limit, and the job fails (the launcher exits 1) rather
+// than stall. Bundle finalization is not used: the Go SDK lacks it on Flink.
 //
 // A line is the payload byte for byte, unless the payload holds CR or LF,
 // which a line-oriented log cannot; each becomes a TAB. That keeps every
@@ -73,25 +73,30 @@
 // redelivered message (same message id) gets the same Position, so its audit
 // rows are idempotent, and dedup by event_id keeps the totals right.
 //
-// # Restart and replay
+// # Restart, retry, restore
 //
-// Unless Options.SkipReplay, the reader first replays the archive (from the
-// arrival hour ReplayFrom, default all of it): every complete line of every
-// file that exists when the job starts (it seals the file this process may
-// still be writing first), through the same Stamper, with Position
-// "pubsub:<id>" from the sidecar (or "pubsub/<file>:<line>" for a line the
-// sidecar lacks: a crash between the two writes, never acknowledged). Then it
-// pulls. The acknowledged messages that a killed run emitted but the runner
-// never committed are in the archive, so the restart counts them; the
-// messages it pulled but never acknowledged come again from Pub/Sub, and
-// when they were archived too, dedup drops the second copy. Either way each
-// event is counted once, and the sink's revision rules keep rows from going
-// backwards while the restart catches up. Replaying the stamper over the
-// archive in arrival order also gives every old record the same
-// WatermarkBefore, hence the same too-late verdicts, as the first run.
+// The restriction holds Emitted, the last archive object whose records were
+// all emitted (plus the line reached inside the next one). After any retry,
+// restore or restart, the call lists the reader key's objects after that
+// position and re-emits them, then pulls. Whatever a lost attempt pulled,
+// archived and acknowledged is there; whatever it pulled and did not
+// acknowledge comes again from Pub/Sub. The runner may already hold some
+// re-emitted records (it committed them before restoring an older
+// checkpoint): dedup by event_id counts them once. A process-wide cache
+// (the last object this process emitted itself) skips the listing in the
+// steady state; losing it costs one List call.
 //
-// A torn last line (a crash mid-write) is never read: it was never
-// acknowledged. reconcile reads the same folder with the same rules.
+// A job started afresh (no checkpoint) begins before the whole archive,
+// before ReplayFrom, or after its end with SkipReplay: on prism, where
+// nothing survives a restart, re-emitting the archive rebuilds the dedup
+// state and the watermark. Re-emitted records get the same Position
+// ("pubsub:<id>" from the sidecar) and, through the same Stamper and the
+// stored backlog flags, the same WatermarkBefore, hence the same too-late
+// verdicts, as the first time.
+//
+// A torn object (local disk, crash mid-write) is read up to its last
+// complete line: it was never acknowledged. reconcile reads the same
+// folder with the same rules.
 //
 // # Watermark: the out-of-order bound and idleness for Pub/Sub
 //
@@ -118,9 +123,18 @@
 // (a LATE revision) or too late (audit), never lost. Idleness means "the
 // producers sent nothing", and also "this job could not pull" (an outage of
 // Pub/Sub or of the network): set --idle-timeout above the longest outage
-// you want to ride out without closing windows. The transition is logged and
+// you want to ride out without closing windows. A pull that fails (as
+// opposed to one that finds nothing) counts as activity: an outage of
+// Pub/Sub itself does not make the source idle. The transition is logged and
 // counted in revenue/idle_transitions_pubsub; revenue/watermark_lag_ms_pubsub
 // is processing time minus the reported watermark.
+//
+// Backlog: after an outage the subscription holds a backlog, which Pub/Sub
+// hands out in no particular order. The publish times of what is pulled
+// show it (a message published more than BacklogAge, default 1m, before
+// its pull), and while backlog batches come the partition watermark, both
+// WatermarkBefore and the reported one, is held where it was; the first
+// fresh batch releases it. See backlog.go.
 //
 // # Stopping
 //
@@ -135,16 +149,8 @@
 //
 // # The alternative: Dataflow's native Pub/Sub source
 //
-// On Dataflow, the Pub/Sub source built into the service (what Go's
-// pkg/beam/io/pubsubio.Read asks for; it runs on Dataflow only) is faster
-// and scales across workers, and Dataflow acknowledges a message only once
-// its first stage has durably committed it, so it needs no archive for
-// recovery. Its trade-off
-// for this job: the element timestamp is the publish time, or a message
-// attribute named by timestamp_attribute, never a field of the payload; its
-// watermark is Dataflow's estimate over the subscription's backlog, not our
-// per-partition bound and idle rule (so rule (a) of the too-late gate and
-// WatermarkBefore are not available); and there is no raw-log archive for
-// reconcile unless a second subscription feeds one. It fits when producers
-// set an event-time attribute and the raw log is archived elsewhere.
+// See docs/pubsub.md: on Dataflow, pkg/beam/io/pubsubio.Read gives event
+// time from an attribute, acknowledgement on the first stage's durable
+// commit and a backlog-aware watermark, but no raw-log archive and no
+// per-partition watermark of our own.
 package pubsub

@@ -2,6 +2,8 @@ package pubsub
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,10 +72,10 @@ func (l *lostAcks) lose(id string) {
 	l.ids[id]++
 }
 
-func newEmulator(t *testing.T, ackDeadline time.Duration) *emulator {
+func newEmulator(t *testing.T, ackDeadline time.Duration, reactors ...pstest.ServerReactorOption) *emulator {
 	t.Helper()
 	lost := &lostAcks{ids: map[string]int{}, swallowed: map[string]int{}}
-	srv := pstest.NewServer(pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: lost})
+	srv := pstest.NewServer(append(reactors, pstest.ServerReactorOption{FuncName: "Acknowledge", Reactor: lost})...)
 	t.Cleanup(func() { srv.Close() })
 	t.Setenv("PUBSUB_EMULATOR_HOST", srv.Addr)
 	ctx := context.Background()
@@ -127,6 +129,9 @@ func (e *emulator) acked() map[string][]byte {
 func archived(t *testing.T, dir string) (lines []string, ids []string) {
 	t.Helper()
 	files, err := rawlog.ListFiles(dir, Partition)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +140,7 @@ func archived(t *testing.T, dir string) (lines []string, ids []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		side, err := os.ReadFile(filepath.Join(dir, Partition, idsName(f)))
+		side, err := os.ReadFile(filepath.Join(dir, Partition, rawlog.SidecarName(f)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +148,9 @@ func archived(t *testing.T, dir string) (lines []string, ids []string) {
 			lines = append(lines, strings.Split(s, "\n")...)
 		}
 		if s := strings.TrimSuffix(string(side), "\n"); s != "" {
-			ids = append(ids, strings.Split(s, "\n")...)
+			for _, l := range strings.Split(s, "\n") {
+				ids = append(ids, parseSideEntry(l).ID)
+			}
 		}
 	}
 	return lines, ids

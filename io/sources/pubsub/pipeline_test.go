@@ -2,7 +2,6 @@ package pubsub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
-	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/transforms"
 )
@@ -232,119 +230,4 @@ func TestMinimalSequenceOverPubSub(t *testing.T) {
 	if lines, _ := archived(t, dir); len(lines) != 9 {
 		t.Errorf("archive holds %d lines, want 9 (C twice)", len(lines))
 	}
-}
-
-// A job killed after it acknowledged a batch (archived) but before the
-// runner committed the batch's records, then restarted over the archive and
-// the subscription: every message is counted exactly once.
-func TestKillBetweenReadAndCommit(t *testing.T) {
-	e := newEmulator(t, 10*time.Second)
-	dir := t.TempDir()
-
-	// Run 1: A, B and the copy of A go through; the batch holding X is
-	// archived and acknowledged, then the process "dies" before emitting it.
-	job1 := startStream(t, dir)
-	for _, id := range e.publish(
-		purchase("A", "2026-11-04T10:15:00Z", "100"),
-		purchase("B", "2026-11-04T10:20:00Z", "50"),
-		purchase("A", "2026-11-04T10:15:00Z", "100.0"),
-	) {
-		job1.waitFor(t, "ack of "+id, e.acks(id))
-	}
-	killed, release := make(chan struct{}), make(chan struct{})
-	testHooks.Lock()
-	testHooks.afterAck = func(recs []model.Record) error {
-		if !slices.ContainsFunc(recs, func(r model.Record) bool { return strings.Contains(string(r.Line), `"X"`) }) {
-			return nil
-		}
-		close(killed)
-		<-release
-		return errors.New("killed between reading and committing")
-	}
-	testHooks.Unlock()
-	t.Cleanup(func() { testHooks.Lock(); testHooks.afterAck = nil; testHooks.Unlock() })
-
-	x := e.publish(purchase("X", "2026-11-04T11:20:00Z", "1"))[0]
-	select {
-	case <-killed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the batch holding X never reached the kill point")
-	}
-	// Cancel run 1 while its reader is held at the kill point, and let the
-	// reader go only once the job has ended: like a dead process, it gets
-	// nothing more through (the harness drops a response that comes after
-	// its shutdown, which also keeps clear of an SDK race between a late
-	// bundle response and the harness closing its response channel).
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := runnertestCancel(ctx, job1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := job1.Wait(ctx); err != nil {
-		t.Logf("run 1 ended with %v", err)
-	}
-	testHooks.Lock()
-	testHooks.afterAck = nil
-	testHooks.Unlock()
-	close(release)
-	if m := e.message(x); m.Acks != 1 || m.Deliveries != 1 {
-		t.Fatalf("X: %d acks, %d deliveries; want acknowledged once and never redelivered", m.Acks, m.Deliveries)
-	}
-	if job1.hasRow(w10, model.OnTime, 2)() {
-		t.Fatal("run 1 emitted ON_TIME: X reached the pipeline, so nothing was killed")
-	}
-	assertAckedArchived(t, e, dir)
-
-	// Run 2: the restart replays the archive (A, B, A copy, X), then pulls.
-	job2 := startStream(t, dir)
-	job2.waitFor(t, "ON_TIME 150 from the replay", job2.hasRow(w10, model.OnTime, 2))
-	e.publish(purchase("C", "2026-11-04T10:50:00Z", "20"))
-	job2.waitFor(t, "LATE 170", job2.hasRow(w10, model.Late, 3))
-	e.publish(purchase("A", "2026-11-04T10:15:00Z", "120"))
-	job2.waitFor(t, "conflict", func() bool { return len(job2.conflicts.Values()) == 1 })
-	e.publish(purchase("Y", "2026-11-05T11:20:00Z", "2"))
-	job2.waitFor(t, "FINAL 170", job2.hasRow(w10, model.Final, 3))
-	job2.waitFor(t, "ON_TIME for 11:00", job2.hasRow(w11, model.OnTime, 1))
-	job2.waitCounters(t, pipeline.Counts{Read: 7, Counted: 5, Duplicates: 1, Conflicts: 1})
-	job2.stop(t)
-	assertAckedArchived(t, e, dir)
-
-	// The archive is the raw log reconcile replays: what it must end with
-	// agrees with every row run 2 has written so far.
-	want, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want.Read != 7 || want.Counted != 5 {
-		t.Errorf("oracle over the archive: read %d counted %d, want 7 and 5", want.Read, want.Counted)
-	}
-	latest := map[oracle.Key]model.Row{}
-	for _, r := range job2.rows.Values() {
-		k := oracle.Key{WindowStart: r.WindowStart, Dims: r.Dims}
-		if r.Revision > latest[k].Revision {
-			latest[k] = r
-		}
-	}
-	for k, r := range latest {
-		if w := want.Final[k]; w.RevenueMicros != r.RevenueMicros || w.Count != r.EventCount {
-			t.Errorf("%v: stream has %s (%d events), the archive gives %v", k, model.FormatMicros(r.RevenueMicros), r.EventCount, w)
-		}
-	}
-	if r := latest[oracle.Key{WindowStart: w10, Dims: "{}"}]; r.State != model.Final || r.EventCount != 3 {
-		t.Errorf("[10:00, 11:00) ends with %v, want FINAL with 3 events", r)
-	}
-}
-
-// runnertestCancel asks the job service to cancel without waiting for the
-// job to end: run 1's reader is still blocked at the kill point.
-func runnertestCancel(ctx context.Context, j *streamJob) (jobpb.JobState_Enum, error) {
-	js, err := runnertest.StartJobServer()
-	if err != nil {
-		return 0, err
-	}
-	resp, err := js.Client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: j.ID})
-	if err != nil {
-		return 0, fmt.Errorf("cancel %s: %w", j.Name, err)
-	}
-	return resp.GetState(), nil
 }

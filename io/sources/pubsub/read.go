@@ -2,9 +2,9 @@ package pubsub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	gpubsub "cloud.google.com/go/pubsub/v2"
@@ -28,54 +28,52 @@ func init() {
 	register.Emitter2[beam.EventTime, model.Record]()
 }
 
-// testHooks are set by this package's tests only: the DoFn runs in the test
-// process under prism's loopback harness, so a crash between reading and
-// committing can be staged at an exact point.
-var testHooks struct {
-	sync.Mutex
-	afterAck func([]model.Record) error
-}
-
-// readFn reads the subscription (its one element) with one restriction that
-// is never split. Its exported fields are its configuration.
+// readFn reads the subscription (its one element) with one restriction per
+// reader key. Its exported fields are its configuration.
 type readFn struct {
-	Project      string
-	Subscription string
-	ArchiveDir   string
-	Policy       watermark.Policy
-	Event        event.Config
-	MaxPerCall   int
-	PullBatch    int
-	PullTimeout  time.Duration
-	Poll         time.Duration
-	Replay       bool
-	ReplayFrom   time.Time
-	MaxFileLines int
+	Project          string
+	Subscription     string
+	ArchiveDir       string
+	Policy           watermark.Policy
+	Event            event.Config
+	MaxPerCall       int
+	PullBatch        int
+	Pullers          int
+	Shards           int
+	MaxHeld          int
+	AckExtension     time.Duration
+	AckExtendEvery   time.Duration
+	ArchiveFailAfter time.Duration
+	BacklogAge       time.Duration
+	PullTimeout      time.Duration
+	Poll             time.Duration
+	SkipReplay       bool
+	ReplayFrom       time.Time
 	// StopGen is the RequestStop count when the pipeline was built.
 	StopGen int64
 
-	client  *gpubsub.Client
-	archive *fileArchive
+	client *gpubsub.Client
+	stores map[int]*store
 }
 
 // Setup builds the client (PUBSUB_EMULATOR_HOST, when set, points it at an
-// emulator without credentials) and opens this process's archive writer.
+// emulator without credentials).
 func (f *readFn) Setup() error {
 	c, err := gpubsub.NewClient(context.Background(), f.Project)
 	if err != nil {
 		return fmt.Errorf("pubsub source %s: client: %w", f.Subscription, err)
 	}
 	f.client = c
-	f.archive = openArchive(f.ArchiveDir, f.MaxFileLines)
+	f.stores = map[int]*store{}
 	return nil
 }
 
 func (f *readFn) Teardown() error {
 	var err error
-	if f.archive != nil {
-		err = closeArchive(f.archive)
-		f.archive = nil
+	for _, s := range f.stores {
+		err = errors.Join(err, s.close())
 	}
+	f.stores = nil
 	if f.client != nil {
 		f.client.Close()
 		f.client = nil
@@ -83,14 +81,37 @@ func (f *readFn) Teardown() error {
 	return err
 }
 
-func (f *readFn) CreateInitialRestriction(_ string) restriction {
-	return newRestriction(time.Now().UnixMilli(), f.Replay)
+// store opens a reader key's part of the archive once per DoFn instance.
+func (f *readFn) store(ctx context.Context, shard int) (*store, error) {
+	if s := f.stores[shard]; s != nil {
+		return s, nil
+	}
+	s, err := openStore(ctx, f.ArchiveDir, shard)
+	if err != nil {
+		return nil, err
+	}
+	f.stores[shard] = s
+	return s, nil
 }
 
-// SplitRestriction keeps the restriction whole: one reader, one arrival
-// order, one watermark.
+func (f *readFn) CreateInitialRestriction(_ string) restriction {
+	return newRestriction(0, time.Now().UnixMilli())
+}
+
+// SplitRestriction makes one restriction per reader key, each reading the
+// same subscription into its own archive partition: Pub/Sub spreads the
+// messages over all pullers, so several keys spread the load over several
+// workers. Within a key, order and watermark are those of one partition.
 func (f *readFn) SplitRestriction(_ string, rest restriction) []restriction {
-	return []restriction{rest}
+	if rest.Started || f.Shards <= 1 {
+		return []restriction{rest}
+	}
+	out := make([]restriction, f.Shards)
+	for i := range out {
+		out[i] = rest
+		out[i].Shard = i
+	}
+	return out
 }
 
 func (f *readFn) RestrictionSize(_ string, rest restriction) float64 {
@@ -128,11 +149,17 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
 
+	st, err := f.store(ctx, rest.Shard)
+	if err != nil {
+		return sdf.StopProcessing(), err
+	}
 	r := newReader(rest, f.Policy, f.Event)
-	r.subscription, r.archiveDir, r.replayFrom = f.Subscription, f.ArchiveDir, f.ReplayFrom
-	r.maxRecords, r.pullBatch, r.pullTimeout = f.MaxPerCall, f.PullBatch, f.PullTimeout
-	r.sub, r.archive = f.client.SubscriptionAdminClient, f.archive
-	r.log = slog.Default().With("source", "pubsub", "subscription", f.Subscription)
+	r.subscription, r.store, r.replayFrom, r.skipReplay = f.Subscription, st, f.ReplayFrom, f.SkipReplay
+	r.maxRecords, r.pullBatch, r.pullers, r.maxHeld = f.MaxPerCall, f.PullBatch, f.Pullers, f.MaxHeld
+	r.pullTimeout, r.ackExtension, r.extendEvery = f.PullTimeout, f.AckExtension, f.AckExtendEvery
+	r.archiveFailAfter, r.backlogAge = f.ArchiveFailAfter, f.BacklogAge
+	r.sub = f.client.SubscriptionAdminClient
+	r.log = slog.Default().With("source", "pubsub", "subscription", f.Subscription, "shard", rest.Shard)
 	r.stop = func() bool { return stopRequested(f.StopGen) }
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
@@ -141,17 +168,6 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 		// too-late gate does, and it holds the downstream watermark until
 		// the record is counted (see transforms/dedup.go).
 		emit(beam.EventTime(sources.ToMtime(rec.WatermarkBefore)), rec)
-	}
-	r.afterAck = func(recs []model.Record) error {
-		// Looked up per batch, not per call: a test installs the hook while
-		// a call may already be pulling.
-		testHooks.Lock()
-		hook := testHooks.afterAck
-		testHooks.Unlock()
-		if hook == nil {
-			return nil
-		}
-		return hook(recs)
 	}
 
 	out, err := r.run(ctx)
@@ -167,7 +183,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	}
 
 	now := time.Now().UnixMilli()
-	if r.watermarkState(now) {
+	if r.endCall(out, now) {
 		beam.NewCounter(namespace, "idle_transitions_"+Partition).Inc(ctx, 1)
 	}
 	if !rt.TryClaim(r.rest) {
@@ -186,19 +202,33 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	return sdf.ResumeProcessingIn(0), nil
 }
 
+// Counters the launcher's progress line shows for a Pub/Sub source.
+const (
+	// MetricHeldExtended counts messages whose ack deadline was extended
+	// because they were held (pulled, their archive write not done yet).
+	MetricHeldExtended = "pubsub_held_extended"
+	// MetricArchiveRetries counts archive writes retried after a failure.
+	MetricArchiveRetries = "pubsub_archive_retries"
+)
+
 // count reports the call's source figures. "read" itself is counted by
 // Validate, for every source alike.
 func (f *readFn) count(ctx context.Context, r *reader) {
-	for name, v := range map[string]int{
-		"pubsub_pulled":         r.pulled,
-		"pubsub_acked":          r.acked,
-		"pubsub_ack_errors":     r.ackErrors,
-		"pubsub_archive_errors": r.archiveErrors,
-		"pubsub_blank":          r.blank,
-		"pubsub_replayed":       r.replayed,
+	c := r.c
+	for name, v := range map[string]int64{
+		"pubsub_pulled":        c.pulled,
+		"pubsub_acked":         c.acked,
+		"pubsub_ack_errors":    c.ackErrors,
+		"pubsub_blank":         c.blank,
+		"pubsub_replayed":      c.replayed,
+		"pubsub_objects":       c.objects,
+		"pubsub_archive_bytes": c.archiveBytes,
+		MetricArchiveRetries:   c.archiveRetries,
+		MetricHeldExtended:     c.extended,
 	} {
 		if v != 0 {
-			beam.NewCounter(namespace, name).Inc(ctx, int64(v))
+			beam.NewCounter(namespace, name).Inc(ctx, v)
 		}
 	}
+	beam.NewGauge(namespace, "pubsub_held_peak").Set(ctx, c.heldPeak)
 }

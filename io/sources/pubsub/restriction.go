@@ -14,34 +14,37 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*restriction)(nil)).Elem(), encodeRestriction, decodeRestriction)
 }
 
-// Replay phases of a restriction.
-const (
-	// replayPending: the archive is not listed yet. It is listed by the
-	// first call, in the worker that holds the archive, after sealing the
-	// file being written, so the replay reads complete files only.
-	replayPending = iota
-	// replayRunning: reading archive files up to ReplayUntil.
-	replayRunning
-	// replayDone: pulling from the subscription.
-	replayDone
-)
-
-// restriction is the reader's whole state: where the replay of the archive
-// stands and the partition's watermark-policy state. The subscription keeps
-// the pull position itself (unacknowledged messages), so a checkpoint only
-// needs these to resume with the same watermark.
+// restriction is one reader key's whole state, and it is what the runner
+// checkpoints: a position in the archive, not in the subscription. Records
+// reach the pipeline only from the archive's objects, in name order, and
+// the restriction says up to where they were emitted. Whatever was pulled,
+// archived and acknowledged after that position (by this attempt or by one
+// the runner threw away) is in objects after it, and the next call re-emits
+// them before it pulls again; dedup absorbs what the runner had committed
+// already. No bundle finalization is needed, which the Go SDK on Flink
+// lacks.
 type restriction struct {
-	Replay int
-	// ReplayUntil is the last archive file the replay reads (files written
-	// after it are this run's own). ReplayAfter is the last file replayed
-	// completely. ReplayFile is the file being read ("" between files),
-	// Offset and Line its rawlog.Mark, IdsOffset and IdsLine the same in
-	// its id sidecar.
-	ReplayUntil, ReplayAfter, ReplayFile string
-	Offset                               int64
-	Line                                 int
-	IdsOffset                            int64
-	IdsLine                              int
+	// Shard is the reader key: its objects live in PartitionOf(Shard).
+	Shard int
+	// Started: the first call has set the start position (the whole
+	// archive, from ReplayFrom, or its end with SkipReplay).
+	Started bool
+	// Emitted is the archive position: every record of every object whose
+	// name sorts <= Emitted has been emitted. Object, when set, is the next
+	// object, being re-emitted: Offset and Line are its rawlog.Mark.
+	Emitted string
+	Object  string
+	Offset  int64
+	Line    int
+	// Seq and Hour are the largest sequence number and hour in the names of
+	// the shard's objects seen so far: the next object gets Seq+1 and an
+	// hour no earlier than Hour, so it sorts after all of them.
+	Seq  int64
+	Hour string
+	// Holding, Hold: the backlog hold (see backlog.go). While Holding, the
+	// partition watermark stays at Hold.
+	Holding bool
+	Hold    int64
 
 	// PolicyState is the watermark-policy state, as in the folder source.
 	sources.PolicyState
@@ -51,17 +54,13 @@ type restriction struct {
 	Closed bool
 }
 
-func newRestriction(now int64, replay bool) restriction {
-	r := restriction{Replay: replayDone, PolicyState: sources.NewPolicyState(now)}
-	if replay {
-		r.Replay = replayPending
-	}
-	return r
+func newRestriction(shard int, now int64) restriction {
+	return restriction{Shard: shard, PolicyState: sources.NewPolicyState(now)}
 }
 
 func (r restriction) String() string {
-	return fmt.Sprintf("{replay=%d until=%q after=%q file=%q line=%d maxValid=%s idle=%v reported=%s closed=%v}",
-		r.Replay, r.ReplayUntil, r.ReplayAfter, r.ReplayFile, r.Line, fmtMs(r.MaxValid), r.Idle, fmtMs(r.Reported), r.Closed)
+	return fmt.Sprintf("{shard=%d emitted=%q object=%q line=%d seq=%d holding=%v maxValid=%s idle=%v reported=%s closed=%v}",
+		r.Shard, r.Emitted, r.Object, r.Line, r.Seq, r.Holding, fmtMs(r.MaxValid), r.Idle, fmtMs(r.Reported), r.Closed)
 }
 
 func fmtMs(ms int64) string {
@@ -71,19 +70,22 @@ func fmtMs(ms int64) string {
 	return model.FormatTime(ms)
 }
 
-const restrictionVersion = 1
+// restrictionVersion 2: the archive position (1 held a replay phase).
+const restrictionVersion = 2
 
 func encodeRestriction(r restriction) []byte {
-	w := coders.Writer{B: make([]byte, 0, 96+len(r.ReplayUntil)+len(r.ReplayAfter)+len(r.ReplayFile))}
+	w := coders.Writer{B: make([]byte, 0, 128+len(r.Emitted)+len(r.Object))}
 	w.Uvarint(restrictionVersion)
-	w.Uvarint(uint64(r.Replay))
-	w.String(r.ReplayUntil)
-	w.String(r.ReplayAfter)
-	w.String(r.ReplayFile)
+	w.Varint(int64(r.Shard))
+	w.Bool(r.Started)
+	w.String(r.Emitted)
+	w.String(r.Object)
 	w.Varint(r.Offset)
 	w.Varint(int64(r.Line))
-	w.Varint(r.IdsOffset)
-	w.Varint(int64(r.IdsLine))
+	w.Varint(r.Seq)
+	w.String(r.Hour)
+	w.Bool(r.Holding)
+	w.Varint(r.Hold)
 	r.PolicyState.Encode(&w)
 	w.Bool(r.Closed)
 	return w.B
@@ -95,14 +97,16 @@ func decodeRestriction(b []byte) (restriction, error) {
 		return restriction{}, fmt.Errorf("decode pubsub restriction: unknown version %d", v)
 	}
 	var r restriction
-	r.Replay = int(rd.Uvarint())
-	r.ReplayUntil = rd.String()
-	r.ReplayAfter = rd.String()
-	r.ReplayFile = rd.String()
+	r.Shard = int(rd.Varint())
+	r.Started = rd.Bool()
+	r.Emitted = rd.String()
+	r.Object = rd.String()
 	r.Offset = rd.Varint()
 	r.Line = int(rd.Varint())
-	r.IdsOffset = rd.Varint()
-	r.IdsLine = int(rd.Varint())
+	r.Seq = rd.Varint()
+	r.Hour = rd.String()
+	r.Holding = rd.Bool()
+	r.Hold = rd.Varint()
 	r.PolicyState = sources.DecodePolicyState(&rd)
 	r.Closed = rd.Bool()
 	if rd.Err != nil {
@@ -110,9 +114,6 @@ func decodeRestriction(b []byte) (restriction, error) {
 	}
 	if len(rd.B) != 0 {
 		return restriction{}, fmt.Errorf("decode pubsub restriction: %d trailing bytes", len(rd.B))
-	}
-	if r.Replay > replayDone {
-		return restriction{}, fmt.Errorf("decode pubsub restriction: unknown replay phase %d", r.Replay)
 	}
 	return r, nil
 }

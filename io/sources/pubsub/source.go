@@ -18,25 +18,43 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxPerCall   = 5000
+	DefaultMaxPerCall   = 20000
 	DefaultPullBatch    = 1000
 	DefaultPullTimeout  = 2 * time.Second
 	DefaultPollInterval = 200 * time.Millisecond
+	// DefaultPullers is how many pull streams one reader key runs, each
+	// pulling, archiving and acknowledging on its own.
+	DefaultPullers = 8
+	// DefaultAckExtension is the ack deadline set, every
+	// DefaultAckExtendEvery, on messages still held (being archived).
+	DefaultAckExtension   = 60 * time.Second
+	DefaultAckExtendEvery = 3 * time.Second
+	// DefaultArchiveFailAfter is how long the archive may fail before the
+	// job fails (--pubsub-archive-fail-after).
+	DefaultArchiveFailAfter = 2 * time.Minute
+	// DefaultBacklogAge: a message published longer than this before its
+	// pull came from a backlog (see backlog.go).
+	DefaultBacklogAge = time.Minute
 	// DefaultArchiveRoot is where the archive of subscription S goes unless
 	// Options.ArchiveDir says otherwise: ./pubsub-log/S.
 	DefaultArchiveRoot = "pubsub-log"
 )
 
 // callBudget bounds the processing time of one ProcessElement call: the
-// runner sees the watermark, and can checkpoint, only between calls.
-const callBudget = 500 * time.Millisecond
+// runner sees the watermark, and can checkpoint, only between calls. Each
+// call starts and drains its pull streams, so a shorter budget costs
+// throughput.
+const callBudget = time.Second
 
 // Options configure Read.
 type Options struct {
-	// ArchiveDir is the raw-log folder the payloads are appended to before
-	// they are acknowledged (its subfolder "pubsub" is the one partition).
-	// Default ./pubsub-log/<subscription id>. It must be on durable storage
-	// that the next run of the job sees: it is the recovery log.
+	// ArchiveDir is where every pulled payload is written, as an immutable
+	// object, before its message is acknowledged: a folder on any
+	// filesystem Beam's io/filesystem serves (local disk on prism,
+	// gs://bucket/path in production). Its subfolder "pubsub" (and
+	// "pubsub-NN" for reader key NN) is a raw-log partition. Default
+	// ./pubsub-log/<subscription id>. It is the source of truth: the
+	// records reach the pipeline from it, and a restart re-emits it.
 	ArchiveDir string
 	// Watermark is the partition policy: --ooo-bound and --idle-timeout
 	// (see the package doc for choosing them for Pub/Sub).
@@ -47,26 +65,43 @@ type Options struct {
 	// MaxPerCall is how many records one call emits before returning to the
 	// runner, so that it sees the watermark (default 5000).
 	MaxPerCall int
-	// PullBatch is the most messages one Pull asks for (default 1000).
+	// PullBatch is the most messages one Pull asks for (default 1000): one
+	// archive object at most.
 	PullBatch int
+	// Pullers is the number of pull streams per reader key (default 8: enough in flight to hide
+	// the archive write's latency behind the other pulls).
+	Pullers int
+	// Shards is the number of reader keys (default 1): restrictions that
+	// pull from the same subscription in parallel, on as many workers as
+	// the runner gives them, each with its own archive partition and
+	// watermark.
+	Shards int
+	// MaxHeld bounds the messages pulled and not yet acknowledged per
+	// reader key (default Pullers × PullBatch).
+	MaxHeld int
+	// AckExtension is the deadline set on held messages every
+	// AckExtendEvery (defaults 60s, 3s).
+	AckExtension, AckExtendEvery time.Duration
+	// ArchiveFailAfter: an archive that cannot be written for this long
+	// fails the job (default 2m).
+	ArchiveFailAfter time.Duration
+	// BacklogAge: a message published longer than this before its pull
+	// holds the watermark (default 1m; negative turns the hold off).
+	BacklogAge time.Duration
 	// PullTimeout bounds one Pull that waits for messages (default 2s).
 	PullTimeout time.Duration
 	// PollInterval is how long the reader rests after a pull found nothing,
 	// and while stopped (default 200ms).
 	PollInterval time.Duration
-	// SkipReplay starts pulling at once instead of first replaying the
-	// archive. The replay is what recovers messages acknowledged by a run
-	// that died before the runner committed them, so skip it only for an
-	// archive that a previous run finished cleanly, or a fresh one.
+	// SkipReplay starts at the end of the archive instead of re-emitting
+	// it. The re-emit is what recovers messages acknowledged by a run that
+	// died before the runner committed them, so skip it only for an archive
+	// that a previous run finished cleanly, or a fresh one.
 	SkipReplay bool
-	// ReplayFrom limits the replay to archive files of this arrival hour and
-	// later (zero: the whole archive). It must reach back over the dedup
-	// retention and every window still open, or copies and late data of the
-	// skipped hours are judged without them.
+	// ReplayFrom limits the first re-emit to archive objects of this pull
+	// hour and later (zero: the whole archive). It must reach back over the
+	// dedup retention and every window still open.
 	ReplayFrom time.Time
-	// MaxFileLines rotates an archive file after this many lines even within
-	// its hour (default DefaultMaxFileLines).
-	MaxFileLines int
 }
 
 func (o Options) withDefaults(subscriptionID string) Options {
@@ -85,8 +120,26 @@ func (o Options) withDefaults(subscriptionID string) Options {
 	if o.PollInterval == 0 {
 		o.PollInterval = DefaultPollInterval
 	}
-	if o.MaxFileLines == 0 {
-		o.MaxFileLines = DefaultMaxFileLines
+	if o.Pullers == 0 {
+		o.Pullers = DefaultPullers
+	}
+	if o.Shards == 0 {
+		o.Shards = 1
+	}
+	if o.MaxHeld == 0 {
+		o.MaxHeld = o.Pullers * o.PullBatch
+	}
+	if o.AckExtension == 0 {
+		o.AckExtension = DefaultAckExtension
+	}
+	if o.AckExtendEvery == 0 {
+		o.AckExtendEvery = DefaultAckExtendEvery
+	}
+	if o.ArchiveFailAfter == 0 {
+		o.ArchiveFailAfter = DefaultArchiveFailAfter
+	}
+	if o.BacklogAge == 0 {
+		o.BacklogAge = DefaultBacklogAge
 	}
 	return o
 }
@@ -133,16 +186,24 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	}
 	o = o.withDefaults(id)
 	switch {
-	case strings.Contains(o.ArchiveDir, "://"):
-		return "", "", fmt.Errorf("pubsub archive %s: only a local (or mounted) folder can hold the archive: it is appended to and fsynced", o.ArchiveDir)
+	case !isLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
+		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
+	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
+		return "", "", errors.New("pubsub pullers, reader keys and held messages must not be negative")
+	case o.MaxHeld < o.PullBatch:
+		return "", "", fmt.Errorf("pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch)
+	case o.AckExtension < 10*time.Second || o.AckExtension > 600*time.Second:
+		return "", "", fmt.Errorf("pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension)
+	case o.AckExtendEvery <= 0 || o.AckExtendEvery >= o.AckExtension:
+		return "", "", fmt.Errorf("pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension)
+	case o.ArchiveFailAfter < 0:
+		return "", "", fmt.Errorf("--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter)
 	case o.MaxPerCall < 0:
 		return "", "", fmt.Errorf("pubsub records per call must not be negative, got %d", o.MaxPerCall)
 	case o.PullBatch < 0:
 		return "", "", fmt.Errorf("pubsub pull batch must not be negative, got %d", o.PullBatch)
 	case o.PullTimeout < 0 || o.PollInterval < 0:
 		return "", "", errors.New("pubsub pull timeout and poll interval must not be negative")
-	case o.MaxFileLines < 0:
-		return "", "", fmt.Errorf("pubsub archive lines per file must not be negative, got %d", o.MaxFileLines)
 	}
 	if err := o.Watermark.Validate(); err != nil {
 		return "", "", err
@@ -161,7 +222,8 @@ func init() {
 // Read reads the Pub/Sub subscription ("projects/P/subscriptions/S", with or
 // without the "pubsub:" prefix) as an unbounded PCollection of model.Record,
 // each timestamped with the source's watermark before it. Every record is in
-// the archive folder, fsynced, before its message is acknowledged; see the
+// an archive object, durably, before its message is acknowledged, and records
+// are emitted from the archive position the restriction holds; see the
 // package doc. Options are checked as by Validate; call Validate first for a
 // clean error, since a bad option here panics, as a construction error does
 // in Beam Go.
@@ -174,27 +236,35 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 	o = o.withDefaults(id)
 	// The launcher's working directory decides a relative archive path, not
 	// whatever directory a worker process happens to run in.
-	dir, err := filepath.Abs(o.ArchiveDir)
-	if err != nil {
-		panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
+	dir := o.ArchiveDir
+	if isLocal(dir) {
+		if dir, err = filepath.Abs(dir); err != nil {
+			panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
+		}
 	}
 	name := "projects/" + project + "/subscriptions/" + id
 	imp := beam.Impulse(s)
 	subs := beam.ParDo(s, &subscriptionFn{Subscription: name}, imp)
 	return beam.ParDo(s, &readFn{
-		Project:      project,
-		Subscription: name,
-		ArchiveDir:   dir,
-		Policy:       o.Watermark,
-		Event:        o.Event,
-		MaxPerCall:   o.MaxPerCall,
-		PullBatch:    o.PullBatch,
-		PullTimeout:  o.PullTimeout,
-		Poll:         o.PollInterval,
-		Replay:       !o.SkipReplay,
-		ReplayFrom:   o.ReplayFrom,
-		MaxFileLines: o.MaxFileLines,
-		StopGen:      stopGen.Load(),
+		Project:          project,
+		Subscription:     name,
+		ArchiveDir:       dir,
+		Policy:           o.Watermark,
+		Event:            o.Event,
+		MaxPerCall:       o.MaxPerCall,
+		PullBatch:        o.PullBatch,
+		Pullers:          o.Pullers,
+		Shards:           o.Shards,
+		MaxHeld:          o.MaxHeld,
+		AckExtension:     o.AckExtension,
+		AckExtendEvery:   o.AckExtendEvery,
+		ArchiveFailAfter: o.ArchiveFailAfter,
+		BacklogAge:       o.BacklogAge,
+		PullTimeout:      o.PullTimeout,
+		Poll:             o.PollInterval,
+		SkipReplay:       o.SkipReplay,
+		ReplayFrom:       o.ReplayFrom,
+		StopGen:          stopGen.Load(),
 	}, subs)
 }
 

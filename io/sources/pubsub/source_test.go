@@ -56,13 +56,21 @@ func TestValidate(t *testing.T) {
 		"bound":      func(o *Options) { o.Watermark.OutOfOrderBound = -1 },
 		"max-future": func(o *Options) { o.Event.MaxFuture = 0 },
 		"per-call":   func(o *Options) { o.MaxPerCall = -1 },
-		"archive":    func(o *Options) { o.ArchiveDir = "gs://bucket/log" },
+		"archive":    func(o *Options) { o.ArchiveDir = "s4://bucket/log" },
+		"held":       func(o *Options) { o.MaxHeld = 10 },
+		"extension":  func(o *Options) { o.AckExtension = time.Hour },
+		"fail-after": func(o *Options) { o.ArchiveFailAfter = -time.Second },
 	} {
 		o := good
 		mut(&o)
 		if err := Validate(sub, o); err == nil {
 			t.Errorf("%s: bad option accepted", name)
 		}
+	}
+	gcs := good
+	gcs.ArchiveDir = "gs://bucket/log"
+	if err := Validate(sub, gcs); err != nil {
+		t.Errorf("a GCS archive refused: %v", err)
 	}
 	if got := good.withDefaults("abc").ArchiveDir; got != "pubsub-log/abc" {
 		t.Errorf("default archive = %q", got)

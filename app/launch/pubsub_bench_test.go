@@ -1,0 +1,137 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	gpubsub "cloud.google.com/go/pubsub/v2"
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+)
+
+// jobBenchMessages is how many messages each side of the job benchmark reads.
+const jobBenchMessages = 60_000
+
+// purchase200 is a realistic purchase message of exactly 200 bytes.
+func purchase200(i int) []byte {
+	p := fmt.Sprintf(`{"event_id":"evt-%012d","event_time":"2026-11-04T10:%02d:%02dZ","user_id":"user-%08d","amount":"%d.99","country":"DE","app":"shop","pad":"`,
+		i, i/60%60, i%60, i%100_000, i%500)
+	return []byte(p + strings.Repeat("x", 200-len(p)-2) + `"}`)
+}
+
+func publishBench(b *testing.B, c *gpubsub.Client, n int) {
+	pub := c.Publisher(testTopic)
+	defer pub.Stop()
+	ctx := context.Background()
+	res := make([]*gpubsub.PublishResult, 0, n)
+	for i := range n {
+		res = append(res, pub.Publish(ctx, &gpubsub.Message{Data: purchase200(i)}))
+	}
+	for _, r := range res {
+		if _, err := r.Get(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// barePull is the yardstick: pullers that only pull and acknowledge.
+func barePull(b *testing.B, c *gpubsub.Client, pullers, n int) float64 {
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	start := time.Now()
+	for range pullers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for got.Load() < int64(n) {
+				resp, err := c.SubscriptionAdminClient.Pull(ctx, &pb.PullRequest{Subscription: testSub, MaxMessages: 1000})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				var ids []string
+				for _, m := range resp.GetReceivedMessages() {
+					ids = append(ids, m.GetAckId())
+				}
+				if len(ids) > 0 {
+					if err := c.SubscriptionAdminClient.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: testSub, AckIds: ids}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+				got.Add(int64(len(ids)))
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkPubSubJobVsBarePull runs, per iteration, against one pstest
+// server in another process: a bare loop of 4 pullers that only pull and
+// acknowledge jobBenchMessages 200-byte messages, then the whole job (the
+// launcher as a child process: pull, archive, acknowledge, validate, dedup,
+// aggregate, SQLite sink) over as many new messages. The job's rate runs
+// from its first counted event to its last (its start-up excluded), read
+// from the sink's rows, which EARLY firings refresh every second. Reported:
+// both rates, their ratio, and the job process's CPU per 1,000 messages
+// (reader and pipeline together; the reader's own share is
+// io/sources/pubsub's BenchmarkReaderVsBarePull).
+//
+//	go test ./app/launch -run '^$' -bench PubSubJobVsBarePull -benchtime 1x -count 3
+func BenchmarkPubSubJobVsBarePull(b *testing.B) {
+	launchBin, pstestBin := buildBinaries(b)
+	addr := startPstestProcess(b, pstestBin)
+	b.Setenv("PUBSUB_EMULATOR_HOST", addr)
+	c, err := gpubsub.NewClient(context.Background(), testProject)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < b.N; i++ {
+		publishBench(b, c, jobBenchMessages)
+		bare := barePull(b, c, 4, jobBenchMessages)
+
+		publishBench(b, c, jobBenchMessages)
+		dir := b.TempDir()
+		db := filepath.Join(dir, "revenue.db")
+		child := startChild(b, launchBin, addr, nil, "--source=pubsub:"+testSub, "--pubsub-archive="+filepath.Join(dir, "archive"),
+			"--sink=sqlite:"+db, "--idle-timeout=1h", "--early=1s", "--log-level=warn")
+		var first, last time.Time
+		var firstCount int64
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			var counted int64
+			for _, r := range currentRowsOf(db) {
+				counted += r.EventCount
+			}
+			if counted > 0 && first.IsZero() {
+				first, firstCount = time.Now(), counted
+			}
+			if counted >= jobBenchMessages {
+				last = time.Now()
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("job counted %d of %d in 5 minutes; stderr:\n%s", counted, jobBenchMessages, child.stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = child.cmd.Process.Signal(syscall.SIGINT)
+		child.wait(b, 2*time.Minute)
+		ru := child.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		job := float64(jobBenchMessages-firstCount) / last.Sub(first).Seconds()
+		b.ReportMetric(bare, "bare_msg/s")
+		b.ReportMetric(job, "job_msg/s")
+		b.ReportMetric(job/bare, "ratio")
+		b.ReportMetric(float64(cpu.Milliseconds())/jobBenchMessages*1000, "job_cpu_ms/1k_msg")
+	}
+}

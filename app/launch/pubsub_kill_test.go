@@ -1,0 +1,306 @@
+package launch
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	gpubsub "cloud.google.com/go/pubsub/v2"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/faults"
+	"github.com/revenue-stream/hourly/testing/oracle"
+)
+
+// The binaries the child-process tests run: the launcher and the pstest
+// server, built once per test binary.
+var binaries struct {
+	once           sync.Once
+	launch, pstest string
+	err            error
+}
+
+func buildBinaries(t testing.TB) (launch, pstest string) {
+	t.Helper()
+	binaries.once.Do(func() {
+		dir, err := os.MkdirTemp("", "launch-bins")
+		if err != nil {
+			binaries.err = err
+			return
+		}
+		binaries.launch, binaries.pstest = filepath.Join(dir, "launch"), filepath.Join(dir, "pstestserver")
+		for bin, pkg := range map[string]string{binaries.launch: "../../cmd/launch", binaries.pstest: "../../testing/pstestserver"} {
+			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if binaries.err != nil {
+		t.Fatal(binaries.err)
+	}
+	return binaries.launch, binaries.pstest
+}
+
+// startPstestProcess runs the pstest server in its own process and returns
+// its address; it is killed when the test ends.
+func startPstestProcess(t testing.TB, bin string) string {
+	t.Helper()
+	cmd := exec.Command(bin, "--topic="+testTopic, "--subscription="+testSub, "--ack-deadline=10s")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		t.Fatalf("pstest server: %q, %v", line, err)
+	}
+	return addr
+}
+
+// publishLog publishes payloads with the real client, in groups with a
+// pause between them, so that the reader pulls several batches.
+func publishLog(t *testing.T, addr string, groups [][]string) {
+	t.Helper()
+	t.Setenv("PUBSUB_EMULATOR_HOST", addr)
+	ctx := context.Background()
+	c, err := gpubsub.NewClient(ctx, testProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pub := c.Publisher(testTopic)
+	defer pub.Stop()
+	for _, g := range groups {
+		var res []*gpubsub.PublishResult
+		for _, m := range g {
+			res = append(res, pub.Publish(ctx, &gpubsub.Message{Data: []byte(m)}))
+		}
+		for _, r := range res {
+			if _, err := r.Get(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// killLog is the test's input: n purchases over two hours, every tenth an
+// identical copy of an earlier one, in groups.
+func killLog(n, groups int) [][]string {
+	out := make([][]string, groups)
+	base := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+	for i := range n {
+		id := i
+		if i%10 == 9 {
+			id = i - 5 // a copy
+		}
+		at := base.Add(time.Duration(id) * 7 * time.Second).Format(time.RFC3339)
+		m := fmt.Sprintf(`{"event_id":"e%d","event_time":%q,"user_id":"u%d","amount":"%d.25"}`, id, at, id%7, id%50+1)
+		out[i%groups] = append(out[i%groups], m)
+	}
+	return out
+}
+
+// child is a launcher run in its own process.
+type child struct {
+	cmd    *exec.Cmd
+	stderr bytes.Buffer
+	done   chan error
+}
+
+func startChild(t testing.TB, bin, addr string, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(bin, args...), done: make(chan error, 1)}
+	c.cmd.Env = append(append(os.Environ(), "PUBSUB_EMULATOR_HOST="+addr), env...)
+	c.cmd.Stderr = &c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+// wait waits for the child to end and returns its wait status.
+func (c *child) wait(t testing.TB, d time.Duration) syscall.WaitStatus {
+	t.Helper()
+	select {
+	case <-c.done:
+		c.done <- nil // for the cleanup
+	case <-time.After(d):
+		t.Fatalf("child still running after %s; stderr:\n%s", d, c.stderr.String())
+	}
+	return c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// currentRowsOf reads the sink's latest row per window.
+func currentRowsOf(path string) map[oracle.Key]model.Row {
+	db, err := sinks.OpenSQLite(path)
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	rows, err := db.CurrentRows(context.Background())
+	if err != nil {
+		return nil
+	}
+	out := map[oracle.Key]model.Row{}
+	for _, r := range rows {
+		out[oracle.Key{WindowStart: r.WindowStart, Dims: r.Dims}] = r
+	}
+	return out
+}
+
+// The launcher as a child process on a pstest server in another process,
+// SIGKILLed at each of the Pub/Sub reader's commit boundaries (after pull,
+// after archive, after acknowledgement, after emit), then restarted: the
+// rows equal the offline oracle's totals, nothing lost, nothing counted
+// twice.
+func TestPubSubKillAtEveryBoundary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the launcher as a child process")
+	}
+	launchBin, pstestBin := buildBinaries(t)
+	groups := killLog(240, 6)
+
+	// The oracle: the log in one partition (order does not change any
+	// total here: nothing is too late with 24h of lateness).
+	logDir := t.TempDir()
+	var all []string
+	for _, g := range groups {
+		all = append(all, g...)
+	}
+	if err := os.MkdirAll(filepath.Join(logDir, "p"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(logDir, "p", "log.jsonl"), []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := oracle.Replay(logDir, oracle.DefaultSettings(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantCounted int64
+	for _, tot := range want.Final {
+		wantCounted += tot.Count
+	}
+
+	for _, point := range []string{faults.PubSubAfterPull, faults.PubSubAfterArchive, faults.PubSubAfterAck, faults.PubSubAfterEmit} {
+		t.Run(point, func(t *testing.T) {
+			addr := startPstestProcess(t, pstestBin)
+			dir := t.TempDir()
+			db := filepath.Join(dir, "revenue.db")
+			args := []string{
+				"--source=pubsub:" + testSub, "--pubsub-archive=" + filepath.Join(dir, "archive"),
+				"--sink=sqlite:" + db, "--idle-timeout=1h", "--early=1s", "--pubsub-pullers=2",
+			}
+			publishLog(t, addr, groups[:3])
+
+			// Run 1 dies at the second batch's boundary.
+			c1 := startChild(t, launchBin, addr, []string{faults.Env + "=" + point + ":2"}, args...)
+			publishLog(t, addr, groups[3:])
+			ws := c1.wait(t, 90*time.Second)
+			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || !strings.Contains(c1.stderr.String(), point+" fired") {
+				t.Fatalf("run 1 ended with %v, want SIGKILL at %s; stderr:\n%s", ws, point, c1.stderr.String())
+			}
+
+			// Run 2 re-emits the archive, pulls the rest, and is stopped
+			// gracefully once its rows hold every event.
+			c2 := startChild(t, launchBin, addr, nil, args...)
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				var counted int64
+				for _, r := range currentRowsOf(db) {
+					counted += r.EventCount
+				}
+				if counted >= wantCounted {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("rows hold %d events after 90s, want %d; stderr:\n%s", counted, wantCounted, c2.stderr.String())
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
+			time.Sleep(2 * time.Second) // a double count would show by now
+			if err := c2.cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			if ws := c2.wait(t, 60*time.Second); ws.ExitStatus() != 0 {
+				t.Fatalf("run 2 exited %v; stderr:\n%s", ws, c2.stderr.String())
+			}
+			got := currentRowsOf(db)
+			if len(got) != len(want.Final) {
+				t.Errorf("%d windows, want %d", len(got), len(want.Final))
+			}
+			for k, w := range want.Final {
+				if r := got[k]; r.RevenueMicros != w.RevenueMicros || r.EventCount != w.Count {
+					t.Errorf("%v: %s (%d events), want %v", k, model.FormatMicros(r.RevenueMicros), r.EventCount, w)
+				}
+			}
+		})
+	}
+}
+
+// An archive that cannot be written (here: its partition folder is a file,
+// as good as a full or read-only disk) fails the job within
+// --pubsub-archive-fail-after: exit 1 and a clear message.
+func TestPubSubUnwritableArchiveExits1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the launcher as a child process")
+	}
+	launchBin, pstestBin := buildBinaries(t)
+	addr := startPstestProcess(t, pstestBin)
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "archive")
+	if err := os.MkdirAll(archive, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(archive, "pubsub"), []byte("not a folder"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	publishLog(t, addr, killLog(20, 1))
+	start := time.Now()
+	c := startChild(t, launchBin, addr, nil, "--source=pubsub:"+testSub, "--pubsub-archive="+archive,
+		"--sink=sqlite:"+filepath.Join(dir, "revenue.db"), "--idle-timeout=1h", "--pubsub-archive-fail-after=3s")
+	ws := c.wait(t, 60*time.Second)
+	took := time.Since(start)
+	stderr := c.stderr.String()
+	if ws.ExitStatus() != ExitFailed || !strings.Contains(stderr, "cannot write for") || !strings.Contains(stderr, "--pubsub-archive-fail-after=3s") {
+		t.Fatalf("exit %v after %s, want 1 with the archive error; stderr:\n%s", ws, took, stderr)
+	}
+	t.Logf("failed after %s (limit 3s, plus the job's start)", took.Round(time.Millisecond))
+}
+
+// Off prism, workers are other machines: a local archive is refused before
+// any work, a GCS one accepted.
+func TestPubSubLocalArchiveRefusedOffPrism(t *testing.T) {
+	o := Defaults()
+	o.Source, o.Runner = "pubsub:"+testSub, "dataflow"
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "a local archive needs --runner=prism; on dataflow use gs://BUCKET/PATH") {
+		t.Errorf("local archive on dataflow: %v", err)
+	}
+	o.PubSubArchive = "gs://bucket/archive"
+	if err := o.Validate(); err != nil {
+		t.Errorf("GCS archive on dataflow refused: %v", err)
+	}
+}

@@ -1,0 +1,458 @@
+package pubsub
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/faults"
+)
+
+// newToken names one reader attempt's objects (see objectName).
+func newToken() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// batch is one Pull's messages on their way: archived as one object, then
+// acknowledged, then handed to the call's goroutine, which emits batches in
+// sequence order (the order of their object names).
+type batch struct {
+	seq    int64
+	hour   string
+	name   string // "": every payload was blank, nothing to archive
+	lines  [][]byte
+	side   []sideEntry
+	ackIDs []string
+	pulled time.Time
+	// err: the batch could not be archived within the limit; the call fails.
+	err error
+}
+
+// held bounds and tracks the messages pulled but not yet acknowledged: at
+// most max of them, each batch's ack deadline extended while it waits for
+// its archive write.
+type held struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	n, max  int
+	peak    int
+	batches map[*batch]struct{}
+	closed  bool
+}
+
+func newHeld(max int) *held {
+	h := &held{max: max, batches: map[*batch]struct{}{}}
+	h.cond = sync.NewCond(&h.mu)
+	return h
+}
+
+// acquire waits for room and reserves up to want messages; 0 once closed.
+func (h *held) acquire(want int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for !h.closed && h.n >= h.max {
+		h.cond.Wait()
+	}
+	if h.closed {
+		return 0
+	}
+	got := min(want, h.max-h.n)
+	h.n += got
+	h.peak = max(h.peak, h.n)
+	return got
+}
+
+func (h *held) release(n int) {
+	h.mu.Lock()
+	h.n -= n
+	h.mu.Unlock()
+	h.cond.Broadcast()
+}
+
+func (h *held) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cond.Broadcast()
+}
+
+func (h *held) track(b *batch) {
+	h.mu.Lock()
+	h.batches[b] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *held) untrack(b *batch) {
+	h.mu.Lock()
+	delete(h.batches, b)
+	h.mu.Unlock()
+}
+
+// due returns the ack ids of the batches held for at least age.
+func (h *held) due(now time.Time, age time.Duration) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ids []string
+	for b := range h.batches {
+		if now.Sub(b.pulled) >= age {
+			ids = append(ids, b.ackIDs...)
+		}
+	}
+	return ids
+}
+
+// pulling is the shared state of one call's pullers.
+type pulling struct {
+	held     *held
+	results  chan *batch
+	stopping atomic.Bool
+	caughtUp atomic.Bool
+	retry    atomic.Bool
+
+	cancelPulls context.CancelFunc
+
+	mu    sync.Mutex
+	seq   int64
+	hour  string
+	fatal error
+
+	pulled, acked, ackErrors, blank, objects, archiveBytes, archiveRetries, extended atomic.Int64
+}
+
+func (p *pulling) fail(err error) {
+	p.mu.Lock()
+	if p.fatal == nil {
+		p.fatal = err
+	}
+	p.mu.Unlock()
+	p.stopAll()
+}
+
+// stopAll stops the pullers at once: no new pulls, and the pulls waiting
+// for messages are cancelled (a failure, or the restriction was lost).
+func (p *pulling) stopAll() {
+	p.stopping.Store(true)
+	p.held.close()
+	p.cancelPulls()
+}
+
+// finish stops the pullers from starting new pulls; the pulls in flight
+// carry their messages through (they are leased to this reader).
+func (p *pulling) finish() {
+	p.stopping.Store(true)
+	p.held.close()
+}
+
+func (p *pulling) err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.fatal
+}
+
+// pull runs Pullers pull streams, each pulling, archiving (one object per
+// pull) and acknowledging on its own, while this goroutine emits the
+// archived batches in sequence order and claims the position after each.
+// The call ends at its budget, when the subscription is empty, on a stop,
+// or when the archive has failed for longer than the limit.
+func (r *reader) pull(ctx context.Context, start time.Time) (outcome, error) {
+	p := &pulling{
+		held: newHeld(max(r.maxHeld, 1)), results: make(chan *batch, 2*r.pullers),
+		seq: r.rest.Seq, hour: r.rest.Hour,
+	}
+	// Pulls are cancelled only when the call fails or loses its
+	// restriction; otherwise each runs to its end (at most PullTimeout).
+	// Archive writes and acknowledgements are never cancelled: a batch that
+	// was pulled is carried through.
+	pctx, cancelPulls := context.WithCancel(ctx)
+	defer cancelPulls()
+	p.cancelPulls = cancelPulls
+	var wg sync.WaitGroup
+	for range r.pullers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.puller(ctx, pctx, p)
+		}()
+	}
+	extDone := make(chan struct{})
+	go r.extendHeld(ctx, p, extDone)
+	go func() {
+		wg.Wait()
+		close(extDone)
+		close(p.results)
+	}()
+
+	pending := map[int64]*batch{}
+	expect := r.rest.Seq + 1
+	lost := false
+	for b := range p.results {
+		pending[b.seq] = b
+		for nb, ok := pending[expect]; ok; nb, ok = pending[expect] {
+			delete(pending, expect)
+			expect++
+			if lost || p.err() != nil {
+				continue // archived (or not) and acknowledged: the next attempt re-emits it
+			}
+			if nb.err != nil {
+				p.fail(nb.err)
+				continue
+			}
+			if !r.emitBatch(nb) {
+				lost = true
+				p.stopAll()
+				continue
+			}
+			r.fault(faults.PubSubAfterEmit)
+		}
+		if r.stop() || r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
+			p.finish()
+		}
+	}
+	r.c.pulled += p.pulled.Load()
+	r.c.acked += p.acked.Load()
+	r.c.ackErrors += p.ackErrors.Load()
+	r.c.blank += p.blank.Load()
+	r.c.objects += p.objects.Load()
+	r.c.archiveBytes += p.archiveBytes.Load()
+	r.c.archiveRetries += p.archiveRetries.Load()
+	r.c.extended += p.extended.Load()
+	r.c.heldPeak = max(r.c.heldPeak, int64(p.held.peak))
+
+	switch {
+	case p.err() != nil:
+		forgetHead(r.store.dir)
+		return 0, p.err()
+	case lost:
+		forgetHead(r.store.dir)
+		return outLost, nil
+	}
+	// Everything this call archived was emitted: the next call here need
+	// not list the archive.
+	setHead(r.store.dir, r.rest.Emitted)
+	switch {
+	case r.stop():
+		return outStopped, nil
+	case p.retry.Load() && r.emitted == 0:
+		return outRetry, nil
+	case p.caughtUp.Load() && r.emitted < r.maxRecords && r.now().Sub(start) < r.budget:
+		return outCaughtUp, nil
+	}
+	return outBudget, nil
+}
+
+// emitBatch stamps and emits an archived batch and claims the position
+// after it. false: the claim failed (the runner took the rest).
+func (r *reader) emitBatch(b *batch) bool {
+	next := r.rest
+	next.Seq, next.Hour = max(next.Seq, b.seq), max(next.Hour, b.hour)
+	if b.name != "" {
+		next.Emitted = b.name
+	}
+	saved := r.rest
+	r.rest = next
+	recs := make([]model.Record, len(b.lines))
+	for i, line := range b.lines {
+		recs[i] = model.Record{Partition: r.store.part, Position: rawlog.IDPosition(b.side[i].ID), Line: line, ReadAt: b.pulled.UnixMilli()}
+		r.stamp(&recs[i], b.side[i].Backlog)
+	}
+	if !r.claim(r.rest) {
+		r.rest = saved
+		return false
+	}
+	for _, rec := range recs {
+		r.emit(rec)
+	}
+	r.emitted += len(recs)
+	return true
+}
+
+// puller is one pull stream: pull, archive, acknowledge, hand over, until
+// the call stops it or the subscription is empty.
+func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
+	for !p.stopping.Load() {
+		n := p.held.acquire(r.pullBatch)
+		if n == 0 {
+			return
+		}
+		tctx, cancel := context.WithTimeout(pctx, r.pullTimeout)
+		resp, err := r.sub.Pull(tctx, &pb.PullRequest{Subscription: r.subscription, MaxMessages: int32(n)})
+		cancel()
+		msgs := resp.GetReceivedMessages()
+		if err != nil || len(msgs) == 0 {
+			p.held.release(n)
+			switch {
+			case err == nil || pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
+				// A pull that waited in vain (the subscription is empty for
+				// now), or the call ended: no new pulls. The pulls in flight
+				// are not cancelled: a cancelled pull whose cancellation
+				// reaches the server late still leases what it finds, and
+				// those messages would wait out their ack deadline.
+				p.caughtUp.Store(true)
+				p.finish()
+			case permanent(err):
+				p.fail(fmt.Errorf("pubsub source %s: pull: %w", r.subscription, err))
+			default:
+				r.log.Warn("pubsub pull failed; retrying", "subscription", r.subscription, "err", err)
+				p.retry.Store(true)
+			}
+			return
+		}
+		p.held.release(n - len(msgs))
+		p.pulled.Add(int64(len(msgs)))
+		b := r.newBatch(p, msgs)
+		r.fault(faults.PubSubAfterPull)
+		p.held.track(b)
+		if b.name != "" {
+			if err := r.archiveBatch(ctx, p, b); err != nil {
+				p.held.untrack(b)
+				r.nack(ctx, b.ackIDs)
+				p.held.release(len(msgs))
+				b.err = err
+				p.results <- b
+				return
+			}
+		}
+		r.fault(faults.PubSubAfterArchive)
+		r.ack(ctx, p, b.ackIDs)
+		p.held.untrack(b)
+		p.held.release(len(msgs))
+		r.fault(faults.PubSubAfterAck)
+		p.results <- b
+	}
+}
+
+// newBatch takes the next sequence number and object name and puts the
+// messages in archive form.
+func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
+	now := r.now()
+	b := &batch{pulled: now}
+	backlog := isBacklog(msgs, now, r.backlogAge)
+	for _, m := range msgs {
+		b.ackIDs = append(b.ackIDs, m.GetAckId())
+		line := archiveLine(m.GetMessage().GetData())
+		if rawlog.Blank(line) {
+			p.blank.Add(1) // SPEC §3: skipped and not read; acknowledged
+			continue
+		}
+		b.lines = append(b.lines, line)
+		b.side = append(b.side, sideEntry{ID: m.GetMessage().GetMessageId(), Publish: m.GetMessage().GetPublishTime().AsTime().UnixMilli(), Backlog: backlog})
+	}
+	p.mu.Lock()
+	p.seq++
+	// A clock that steps back must not make a name sort before an old one.
+	p.hour = max(p.hour, hourOf(now))
+	b.seq, b.hour = p.seq, p.hour
+	p.mu.Unlock()
+	if len(b.lines) > 0 {
+		b.name = makeObjectName(b.hour, b.seq, r.token)
+	}
+	return b
+}
+
+// archiveBatch writes a batch's object, retrying while the archive fails,
+// for at most archiveFailAfter from the first failure: then the error says
+// so, and the call (and the job) fails rather than stall with messages
+// that can be neither archived nor acknowledged.
+func (r *reader) archiveBatch(ctx context.Context, p *pulling, b *batch) error {
+	var first time.Time
+	wait := 100 * time.Millisecond
+	for {
+		err := r.store.write(ctx, b.name, b.lines, b.side)
+		if err == nil {
+			p.objects.Add(1)
+			for _, l := range b.lines {
+				p.archiveBytes.Add(int64(len(l)) + 1)
+			}
+			return nil
+		}
+		now := r.now()
+		if first.IsZero() {
+			first = now
+		}
+		failing := now.Sub(first)
+		if failing >= r.archiveFailAfter || ctx.Err() != nil {
+			return fmt.Errorf("pubsub archive %s: cannot write for %s (limit --pubsub-archive-fail-after=%s); %d messages left unacknowledged: %w",
+				r.store.dir, failing.Round(time.Millisecond), r.archiveFailAfter, len(b.ackIDs), err)
+		}
+		p.archiveRetries.Add(1)
+		r.log.Warn("pubsub archive write failed; holding the batch and retrying",
+			"object", b.name, "messages", len(b.ackIDs), "failing_for", failing.Round(time.Millisecond), "limit", r.archiveFailAfter, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(wait, r.archiveFailAfter-failing)):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// extendHeld extends the ack deadline of batches held longer than
+// extendEvery (a slow or failing archive), so that Pub/Sub does not hand
+// them to another puller while they are being archived.
+func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{}) {
+	t := time.NewTicker(r.extendEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		ids := p.held.due(r.now(), r.extendEvery)
+		for len(ids) > 0 {
+			n := min(len(ids), ackChunk)
+			if err := r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
+				Subscription: r.subscription, AckIds: ids[:n], AckDeadlineSeconds: int32(r.ackExtension / time.Second),
+			}); err != nil {
+				r.log.Warn("pubsub ack deadline extension failed", "messages", n, "err", err)
+			} else {
+				p.extended.Add(int64(n))
+			}
+			ids = ids[n:]
+		}
+	}
+}
+
+func (r *reader) ack(ctx context.Context, p *pulling, ackIDs []string) {
+	for len(ackIDs) > 0 {
+		n := min(len(ackIDs), ackChunk)
+		err := r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ackIDs[:n]})
+		if err != nil {
+			// Not an error: Pub/Sub delivers those messages again, they are
+			// archived again, and dedup drops the copies.
+			p.ackErrors.Add(int64(n))
+			r.log.Warn("pubsub acknowledge failed; the messages come back and are deduplicated",
+				"subscription", r.subscription, "messages", n, "err", err)
+		} else {
+			p.acked.Add(int64(n))
+		}
+		ackIDs = ackIDs[n:]
+	}
+}
+
+// nack hands messages back for prompt redelivery (deadline 0). It is best
+// effort: if it fails, the ack deadline expires anyway.
+func (r *reader) nack(ctx context.Context, ackIDs []string) {
+	for len(ackIDs) > 0 {
+		n := min(len(ackIDs), ackChunk)
+		if err := r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
+			Subscription: r.subscription, AckIds: ackIDs[:n], AckDeadlineSeconds: 0,
+		}); err != nil {
+			r.log.Warn("pubsub nack failed; the messages come back after their ack deadline",
+				"subscription", r.subscription, "messages", n, "err", err)
+		}
+		ackIDs = ackIDs[n:]
+	}
+}
