@@ -18,6 +18,10 @@ import (
 // framing besides the rows.
 const appendRequestBytes = 8 << 20
 
+// maxAppendBytes is appendRequestBytes; tests lower it to split a flush
+// into several requests.
+var maxAppendBytes = appendRequestBytes
+
 // appendAttempts bounds the tries of one AppendRows request that failed
 // transiently; the waits grow from 200 ms to a few seconds.
 const appendAttempts = 6
@@ -65,7 +69,7 @@ func codeOf(err error) codes.Code {
 }
 
 // appendSealed appends a sealed batch to its stream in requests of at most
-// appendRequestBytes, each at its explicit offset, retrying transient
+// maxAppendBytes, each at its explicit offset, retrying transient
 // failures with backoff. A request whose rows are already stored counts as
 // done, so a retried flush repeats nothing. It returns the requests sent.
 func appendSealed(ctx context.Context, app appender, table string, sb sealedBatch, sleep func(context.Context, time.Duration) error) (int, error) {
@@ -73,7 +77,7 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 	offset := int64(0)
 	for lo := 0; lo < len(sb.Rows); {
 		hi, size := lo, 0
-		for hi < len(sb.Rows) && (hi == lo || size+len(sb.Rows[hi]) <= appendRequestBytes) {
+		for hi < len(sb.Rows) && (hi == lo || size+len(sb.Rows[hi]) <= maxAppendBytes) {
 			size += len(sb.Rows[hi])
 			hi++
 		}
