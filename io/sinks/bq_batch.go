@@ -179,15 +179,15 @@ func (m *memStore) Buffer(row []byte) (int64, int64, error) {
 	return int64(len(m.rows)), m.bytes, nil
 }
 func (m *memStore) Buffered() ([][]byte, error) { return m.rows, nil }
-func (m *memStore) ClearBuffer() error           { m.rows, m.bytes = nil, 0; return nil }
+func (m *memStore) ClearBuffer() error          { m.rows, m.bytes = nil, 0; return nil }
 func (m *memStore) Sealed() (sealedBatch, bool, error) {
 	if m.sealed == nil {
 		return sealedBatch{}, false, nil
 	}
 	return *m.sealed, true, nil
 }
-func (m *memStore) Seal(sb sealedBatch) error          { m.sealed = &sb; return nil }
-func (m *memStore) ClearSealed() error                 { m.sealed = nil; return nil }
-func (m *memStore) Armed() (time.Time, bool, error)    { return m.at, m.armed, nil }
-func (m *memStore) Arm(at time.Time) error             { m.at, m.armed = at, true; return nil }
-func (m *memStore) Disarm() error                      { m.armed = false; return nil }
+func (m *memStore) Seal(sb sealedBatch) error       { m.sealed = &sb; return nil }
+func (m *memStore) ClearSealed() error              { m.sealed = nil; return nil }
+func (m *memStore) Armed() (time.Time, bool, error) { return m.at, m.armed, nil }
+func (m *memStore) Arm(at time.Time) error          { m.at, m.armed = at, true; return nil }
+func (m *memStore) Disarm() error                   { m.armed = false; return nil }
