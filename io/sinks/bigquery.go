@@ -184,7 +184,7 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		}
 		// Two firings: the first seals into a new stream, the second appends.
 		for range 2 {
-			if _, err := onFlush(ctx, st, b.api, t.name, now, b.sleep); err != nil {
+			if _, err := onFlush(ctx, st, b.api, t.name, now, DefaultFlushPolicy, b.sleep); err != nil {
 				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 		}

@@ -43,7 +43,7 @@ func sealed(t *testing.T, app appender, rows [][]byte) *memStore {
 			t.Fatal(err)
 		}
 	}
-	res, err := onFlush(context.Background(), st, app, bqChangelog, now, noSleep)
+	res, err := onFlush(context.Background(), st, app, bqChangelog, now, DefaultFlushPolicy, noSleep)
 	if err != nil || res.Appended != 0 || res.Again.IsZero() {
 		t.Fatalf("seal: %+v, %v; want nothing appended and another firing", res, err)
 	}
@@ -76,7 +76,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 	// A clean run.
 	clean, cleanAPI := startFakeWrite(t)
 	st := sealed(t, cleanAPI, rows)
-	if res, err := onFlush(context.Background(), st, cleanAPI, bqChangelog, time.Now(), noSleep); err != nil || res.Appended != len(rows) {
+	if res, err := onFlush(context.Background(), st, cleanAPI, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep); err != nil || res.Appended != len(rows) {
 		t.Fatalf("clean flush: %+v, %v", res, err)
 	}
 	sameRows(t, clean.rows(bqChangelog), rows)
@@ -93,7 +93,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 		return nil
 	}
 	defer func() { afterAppend = nil }()
-	if _, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), noSleep); !errors.Is(err, failed) {
+	if _, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep); !errors.Is(err, failed) {
 		t.Fatalf("first attempt: %v, want the injected failure", err)
 	}
 	if got := len(fake.rows(bqChangelog)); got == 0 || got >= len(rows) {
@@ -102,7 +102,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 	afterAppend = nil
 
 	retry := committed
-	res, err := onFlush(context.Background(), &retry, api, bqChangelog, time.Now(), noSleep)
+	res, err := onFlush(context.Background(), &retry, api, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep)
 	if err != nil || res.Appended != len(rows) {
 		t.Fatalf("retry: %+v, %v", res, err)
 	}
@@ -138,7 +138,7 @@ func TestBigQueryAppendErrors(t *testing.T) {
 			st := sealed(t, api, rows)
 			fake.fail = tc.fail
 			var waits []time.Duration
-			_, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), func(_ context.Context, d time.Duration) error {
+			_, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), DefaultFlushPolicy, func(_ context.Context, d time.Duration) error {
 				waits = append(waits, d)
 				return nil
 			})

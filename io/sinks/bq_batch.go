@@ -120,14 +120,20 @@ type flushResult struct {
 	Again time.Time
 }
 
-// onFlush is one firing of the flush timer: it appends the batch sealed by
-// the previous firing, if any, then seals what is buffered into a new
-// committed stream and asks to fire again at once. Sealing and appending
-// happen in different bundles on purpose: the append only ever reads a
-// batch the runner has committed.
-func onFlush(ctx context.Context, st batchStore, app appender, table string, now time.Time, sleep func(context.Context, time.Duration) error) (flushResult, error) {
+// onFlush is one firing of the flush timer. When a batch is sealed (by the
+// previous firing) it appends it, and re-arms for what was buffered since:
+// at once if that is over the size limits, else an interval later. When
+// none is sealed it seals what is buffered into a new committed stream and
+// asks to fire again at once. Sealing and appending happen in different
+// bundles on purpose: the append only ever reads a batch the runner has
+// committed.
+func onFlush(ctx context.Context, st batchStore, app appender, table string, now time.Time, p FlushPolicy, sleep func(context.Context, time.Duration) error) (flushResult, error) {
 	var res flushResult
 	if err := st.Disarm(); err != nil {
+		return res, err
+	}
+	rows, err := st.Buffered()
+	if err != nil {
 		return res, err
 	}
 	sb, ok, err := st.Sealed()
@@ -144,10 +150,17 @@ func onFlush(ctx context.Context, st batchStore, app appender, table string, now
 		if err := st.ClearSealed(); err != nil {
 			return res, err
 		}
+		if len(rows) == 0 {
+			return res, nil
+		}
+		res.Again = now.Add(p.Interval)
+		if size := bytesOf(rows); int64(len(rows)) >= p.MaxRows || size >= p.MaxBytes {
+			res.Again = now
+		}
+		return res, st.Arm(res.Again)
 	}
-	rows, err := st.Buffered()
-	if err != nil || len(rows) == 0 {
-		return res, err
+	if len(rows) == 0 {
+		return res, nil
 	}
 	stream, err := app.CreateStream(ctx, table)
 	if err != nil {
@@ -161,6 +174,14 @@ func onFlush(ctx context.Context, st batchStore, app appender, table string, now
 	}
 	res.Again = now
 	return res, st.Arm(now)
+}
+
+func bytesOf(rows [][]byte) int64 {
+	var n int64
+	for _, r := range rows {
+		n += int64(len(r))
+	}
+	return n
 }
 
 // memStore is a batchStore in memory, for the plain-Go callers (BigQuery.Write

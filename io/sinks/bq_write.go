@@ -158,7 +158,7 @@ func (f *bqAppendFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Pr
 	if _, ok := bqRowTypes[table]; !ok {
 		return fmt.Errorf("sinks.Write %s: key %q names no append table", f.Spec, key)
 	}
-	res, err := onFlush(ctx, &beamStore{f: f, sp: sp}, f.sink.api, table, time.Now(), f.sink.sleep)
+	res, err := onFlush(ctx, &beamStore{f: f, sp: sp}, f.sink.api, table, time.Now(), f.Policy, f.sink.sleep)
 	f.calls.Inc(ctx, int64(res.Requests))
 	if err != nil {
 		return fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
