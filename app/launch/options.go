@@ -53,6 +53,9 @@ type Options struct {
 	// the pubsub package's default, ./pubsub-log/<subscription id>.
 	PubSubArchive string
 	Sink          sinks.Spec
+	// BQFlush is how often the BigQuery sink appends what it buffered
+	// (--bq-flush; see sinks.FlushPolicy). Other sinks ignore it.
+	BQFlush time.Duration
 	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
 	// the requested value: a replay without Follow runs with 0.
 	Pipeline pipeline.Options
@@ -115,6 +118,7 @@ func Defaults() Options {
 	return Options{
 		DemoDir:       DefaultDemoDir,
 		Sink:          spec,
+		BQFlush:       sinks.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
 		LogLevel:      slog.LevelInfo,
 		Runner:        DefaultRunner,
@@ -175,6 +179,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("follow", boolValue{&o.Follow}, "keep watching the folder for new files (streaming) instead of replaying it once")
 	add("pubsub-archive", stringValue{&o.PubSubArchive}, "local folder a Pub/Sub source archives every message to before acknowledging it; the recovery log (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
 	add("sink", sinkValue{&o.Sink}, "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET")
+	add("bq-flush", durationValue{&o.BQFlush}, "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)")
 	add("window", durationValue{&p.Triggers.Window}, "window size; must divide 24h")
 	add("early", durationValue{&p.Triggers.Early}, "EARLY refresh period in processing time; 0s turns it off (a replay has none)")
 	add("ooo-bound", durationValue{&p.Watermark.OutOfOrderBound}, "out-of-order bound: partition watermark = max event time - bound")
@@ -352,6 +357,9 @@ func (o Options) Validate() error {
 	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
 	}
+	if err := o.flushPolicy().Validate(); err != nil {
+		return usagef("--bq-flush: %v", err)
+	}
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
 		return usagef("stop timing must not be negative")
 	}
@@ -418,4 +426,11 @@ func reportExtensions() []string {
 	}
 	slices.Sort(exts)
 	return exts
+}
+
+// flushPolicy is the BigQuery sink's batching with --bq-flush.
+func (o Options) flushPolicy() sinks.FlushPolicy {
+	p := sinks.DefaultFlushPolicy
+	p.Interval = o.BQFlush
+	return p
 }

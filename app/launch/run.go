@@ -85,7 +85,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		pso := o.pubsubOptions(po)
 		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
 	}
-	p, err := build(read, po, o.Sink)
+	p, err := build(read, po, o.Sink, sinks.WithFlush(o.flushPolicy()))
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
@@ -168,7 +168,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // build is the design card's shape: read the source (the folder or the
 // subscription), compute, write.
-func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking (beam.ParDo on a bad
 	// DoFn, a source that cannot list its partitions): turn that into the
 	// one-line error a command owes its user.
@@ -183,7 +183,7 @@ func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sin
 	if err != nil {
 		return nil, err
 	}
-	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined)
+	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
 	return p, nil
 }
 
