@@ -127,10 +127,9 @@ func unnestRows(table string) string {
 
 // currentViewSQL keeps the highest revision of every key: the hourly_revenue
 // table of SPEC §5, as a view over the changelog. It returns one row per key
-// however often a row was appended: copies of one (key, revision) are the
-// same row, and should two writers ever store different rows under one
-// revision, the first written stays (SPEC §4: an equal revision never
-// overwrites), with the writer and the count as a last, fixed tie-break.
+// however often a row was appended (copies of one (key, revision) are the
+// same row), and picks deterministically between different rows stored
+// under one revision (see revisionOrder).
 func (b *BigQuery) currentViewSQL() string {
 	return `SELECT window_start, window_end, dims, revenue, revenue_micros, event_count, revision, result_state, writer
 FROM ` + b.table(bqChangelog) + `
@@ -138,9 +137,14 @@ WHERE TRUE
 QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY ` + revisionOrder + `) = 1`
 }
 
-// revisionOrder ranks a key's changelog rows: highest revision first, then
-// (for rows of one revision) the first written.
-const revisionOrder = "revision DESC, written_at, writer, event_count DESC"
+// revisionOrder ranks a key's changelog rows: the highest revision first.
+// Two different rows under one revision only arise when a runner restored
+// an older checkpoint after a row of the lost attempt was written (a
+// phantom): then the more advanced state, the higher count and the later
+// write win, so the restored job's FINAL is never hidden behind a phantom
+// and nothing dips; the order is total, so every read agrees.
+const revisionOrder = `revision DESC, CASE result_state WHEN 'FINAL' THEN 4 WHEN 'LATE' THEN 3 WHEN 'ON_TIME' THEN 2 ELSE 1 END DESC,
+event_count DESC, written_at DESC, writer DESC`
 
 // oncePer is the QUALIFY clause that keeps one row per value of cols: what a
 // read of an append-only table needs, since a replayed source or a restarted
