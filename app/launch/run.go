@@ -378,7 +378,7 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
 		}
 		last := sinks.LastWrite()
-		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod
+		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod && sinks.Pending() == 0
 		// Every record read has its verdict: nothing is in flight between
 		// the readers and dedup. Unknown without counters.
 		drained := true

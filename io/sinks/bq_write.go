@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -145,6 +146,7 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp s
 	if err != nil {
 		return fmt.Errorf("sinks.Write %s %s: %w", f.Spec, key, err)
 	}
+	pending.Add(1)
 	if !at.IsZero() {
 		// The timer holds the watermark at the row's timestamp, so a
 		// bounded run cannot finish with rows still buffered.
@@ -167,6 +169,7 @@ func (f *bqAppendFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Pr
 		f.Flush.Set(tp, res.Again, timers.WithOutputTimestamp(ts.ToTime()))
 	}
 	if res.Appended > 0 {
+		pending.Add(-int64(res.Appended))
 		noteWrite()
 		if table == bqChangelog {
 			f.accepted.Inc(ctx, int64(res.Appended))
@@ -239,3 +242,13 @@ func (b *beamStore) Armed() (time.Time, bool, error) {
 
 func (b *beamStore) Arm(at time.Time) error { return b.f.At.Write(b.sp, at.UnixNano()) }
 func (b *beamStore) Disarm() error          { return b.f.At.Clear(b.sp) }
+
+// pending counts the rows this process's BigQuery write steps buffered and
+// have not appended yet.
+var pending atomic.Int64
+
+// Pending reports how many rows the BigQuery write steps of this process
+// hold in their buffers, waiting for a flush. A launcher whose workers run in
+// its own process uses it, with LastWrite, to tell when the output has
+// settled; it sees nothing of remote workers.
+func Pending() int64 { return pending.Load() }
