@@ -115,7 +115,16 @@ func OpenBigQuery(ctx context.Context, spec Spec) (*BigQuery, error) {
 func (b *BigQuery) String() string { return SchemeBigQuery + ":" + b.project + "." + b.dataset }
 
 // Close releases the clients.
-func (b *BigQuery) Close() error { return errors.Join(b.writer.Close(), b.client.Close()) }
+func (b *BigQuery) Close() error {
+	var errs []error
+	if b.writer != nil {
+		errs = append(errs, b.writer.Close())
+	}
+	if b.client != nil {
+		errs = append(errs, b.client.Close())
+	}
+	return errors.Join(errs...)
+}
 
 // table renders a fully qualified, backquoted table reference. name is one of
 // the constants above; project and dataset passed ParseSpec's patterns, which

@@ -211,3 +211,52 @@ func TestBigQueryWriteRetryOnPrism(t *testing.T) {
 			len(want.Changelog), len(want.Current), len(want.TooLate), len(rows))
 	}
 }
+
+// TestBigQueryWriteStepOnPrism runs the write step on prism against the
+// offset-checking fake write service (no emulator): every record reaches its
+// table once, in flushes of the policy's interval, and the job ends with
+// nothing left buffered.
+func TestBigQueryWriteStepOnPrism(t *testing.T) {
+	fake, api := startFakeWrite(t)
+	spec := Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "fake"}
+	// The write step's Setup finds this handle instead of opening one.
+	shared.mu.Lock()
+	shared.sinks[spec.String()] = &sharedSink{sink: &BigQuery{api: api, project: bqtest.Project, dataset: "fake", sleep: noSleep}, refs: 1}
+	shared.mu.Unlock()
+	var rows []model.Row
+	for k := range 40 {
+		rows = append(rows, snap(t, "2026-11-04T10:00:00Z", `{"shop":"`+string(rune('A'+k))+`"}`, 1, model.Final, 1, int64(k)))
+	}
+	b := auditBatch(t)
+	got, err := runBigQueryWrite(t, spec, rows, b.TooLate, b.Conflicts, b.Quarantined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[MetricRowsAccepted] != int64(len(rows)) || got[MetricAuditInserted] != 4 {
+		t.Errorf("counters = %v, want %d rows and 4 audit rows appended", got, len(rows))
+	}
+	if Pending() != 0 {
+		t.Errorf("%d rows still buffered after the job", Pending())
+	}
+	seen := map[string]int{}
+	for _, r := range fake.rows(bqChangelog) {
+		v, err := bqRowTypes[bqChangelog].decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[v["dims"].(string)]++
+	}
+	if len(seen) != len(rows) {
+		t.Errorf("changelog holds %d keys, want %d", len(seen), len(rows))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s stored %d times", k, n)
+		}
+	}
+	for table, n := range map[string]int{bqTooLate: 2, bqConflicts: 1, bqQuarantined: 1} {
+		if got := len(fake.rows(table)); got != n {
+			t.Errorf("%s holds %d rows, want %d", table, got, n)
+		}
+	}
+}
