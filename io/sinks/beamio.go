@@ -27,7 +27,8 @@ const (
 	MetricAuditInserted = "sink_audit_inserted"
 	MetricRetries       = "sink_retries"
 	// MetricAppendRequests counts the BigQuery Storage Write API append
-	// requests the write step sent.
+	// requests the write step sent (a lower bound on prism, which now and
+	// then drops a processing-time timer bundle's counters).
 	MetricAppendRequests = "sink_append_requests"
 )
 
