@@ -104,7 +104,7 @@ func OpenBigQuery(ctx context.Context, spec Spec) (*BigQuery, error) {
 		return nil, fmt.Errorf("bigquery sink %s: storage write client: %w", spec, err)
 	}
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: sleepCtx,
-		api: &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset}}
+		api: &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
 	if err := b.ensureSchema(ctx); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("bigquery sink %s: %w", spec, err)
@@ -157,25 +157,26 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		}
 	}
 	now := time.Now()
+	rt := rowTypesFor(b.emulator())
 	tables := []struct {
 		name string
 		rows [][]byte
 		err  error
 	}{{name: bqChangelog}, {name: bqTooLate}, {name: bqConflicts}, {name: bqQuarantined}}
 	for _, r := range sortedRows(stream) {
-		row, err := encodeSnapshot(r, now)
+		row, err := encodeSnapshot(rt, r, now)
 		tables[0].rows, tables[0].err = append(tables[0].rows, row), errors.Join(tables[0].err, err)
 	}
 	for _, t := range uniqueBy(batch.TooLate, func(t model.TooLate) string { return t.Position }) {
-		row, err := encodeTooLate(t)
+		row, err := encodeTooLate(rt, t)
 		tables[1].rows, tables[1].err = append(tables[1].rows, row), errors.Join(tables[1].err, err)
 	}
 	for _, c := range uniqueBy(batch.Conflicts, func(c model.Conflict) string { return c.Position }) {
-		row, err := encodeConflict(c)
+		row, err := encodeConflict(rt, c)
 		tables[2].rows, tables[2].err = append(tables[2].rows, row), errors.Join(tables[2].err, err)
 	}
 	for _, q := range uniqueBy(batch.Quarantined, func(q model.Quarantined) string { return q.Position }) {
-		row, err := encodeQuarantined(q)
+		row, err := encodeQuarantined(rt, q)
 		tables[3].rows, tables[3].err = append(tables[3].rows, row), errors.Join(tables[3].err, err)
 	}
 	for i, t := range tables {
@@ -212,4 +213,10 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		res.Stale += stale
 	}
 	return res, nil
+}
+
+// emulator reports whether the appends go to the emulator (see bqRowType).
+func (b *BigQuery) emulator() bool {
+	w, ok := b.api.(*writeAPI)
+	return ok && w.emulator
 }

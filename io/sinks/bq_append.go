@@ -116,6 +116,7 @@ var afterAppend func(table string, offset int64, rows int) error
 type writeAPI struct {
 	client           *managedwriter.Client
 	project, dataset string
+	emulator         bool // declare the emulator's row types (see bqRowType)
 }
 
 func (w *writeAPI) parent(table string) string {
@@ -149,7 +150,7 @@ func (w *writeAPI) CreateStream(ctx context.Context, table string) (string, erro
 // arbitrary stream.
 func (w *writeAPI) Append(ctx context.Context, table, stream string, offset int64, rows [][]byte) error {
 	ms, err := w.client.NewManagedStream(ctx, managedwriter.WithStreamName(stream),
-		managedwriter.WithSchemaDescriptor(bqRowTypes[table].proto))
+		managedwriter.WithSchemaDescriptor(rowTypesFor(w.emulator)[table].proto))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func changelogRows(t *testing.T, n int) [][]byte {
 	for i := range n {
 		r := model.Row{WindowStart: t10, WindowEnd: t10 + hour, Dims: `{"shop":"` + string(rune('a'+i%26)) + `"}`,
 			RevenueMicros: int64(i) * 1_000_000, EventCount: int64(i), Revision: int64(i/26 + 1), State: model.OnTime}
-		b, err := encodeSnapshot(r, at)
+		b, err := encodeSnapshot(bqRowTypes, r, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,5 +162,36 @@ func TestBigQueryAppendErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %s and %q", err, bqChangelog, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TIMESTAMP goes as int64 microseconds to BigQuery and as exact
+// "seconds.micros" text to the emulator; NUMERIC as its exact decimal.
+func TestBigQueryRowEncoding(t *testing.T) {
+	tl := model.TooLate{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms(t, "2026-11-04T10:10:00.250Z"), Payload: []byte("{}")}
+	for _, tc := range []struct {
+		rt   map[string]*bqRowType
+		want any
+	}{{bqRowTypes, tl.EventTime * 1000}, {bqEmulatorRowTypes, strconv.FormatInt(tl.EventTime/1000, 10) + ".250000"}} {
+		b, err := encodeTooLate(tc.rt, tl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := tc.rt[bqTooLate].decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v["event_time"] != tc.want || v["reason"] != model.ReasonWindowClosed {
+			t.Errorf("event_time = %#v, reason %v; want %#v, window_closed", v["event_time"], v["reason"], tc.want)
+		}
+	}
+	r := model.Row{WindowStart: t10, WindowEnd: t10 + hour, Dims: "{}", RevenueMicros: -1_500_001, Revision: 1, State: model.Late}
+	b, err := encodeSnapshot(bqRowTypes, r, time.UnixMilli(t10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := bqRowTypes[bqChangelog].decode(b)
+	if v["revenue"] != "-1.500001" || v["revenue_micros"] != int64(-1_500_001) || v["writer"] != "stream" {
+		t.Errorf("changelog row = %v", v)
 	}
 }

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"cloud.google.com/go/bigquery"
@@ -32,30 +33,52 @@ type bqRowType struct {
 	desc   protoreflect.MessageDescriptor
 	proto  *descriptorpb.DescriptorProto
 	schema bigquery.Schema
+	// epochStrings sends TIMESTAMP as "seconds.micros" text: the emulator
+	// (v0.6.6) reads an int64 TIMESTAMP's sub-second part as milliseconds
+	// times a thousand (250 ms becomes 250 s), while it parses this text
+	// exactly. BigQuery itself gets int64 microseconds.
+	epochStrings bool
 }
 
-// bqRowTypes holds the row type of every append table. They depend only on
+// bqRowTypes holds the row type of every append table, and
+// bqEmulatorRowTypes the emulator's (see epochStrings). They depend only on
 // the schema constants, so they are built once per process.
-var bqRowTypes = func() map[string]*bqRowType {
+var bqRowTypes, bqEmulatorRowTypes = rowTypes(false), rowTypes(true)
+
+func rowTypes(epochStrings bool) map[string]*bqRowType {
 	out := map[string]*bqRowType{}
 	for _, t := range appendTables {
-		rt, err := newRowType(t, schemaOf(t))
+		rt, err := newRowType(t, schemaOf(t), epochStrings)
 		if err != nil {
 			panic(err) // a schema constant this file cannot map: a programming error
 		}
 		out[t] = rt
 	}
 	return out
-}()
+}
 
-func newRowType(table string, schema bigquery.Schema) (*bqRowType, error) {
+// rowTypesFor returns the row types to write with: the emulator's when
+// BIGQUERY_STORAGE_EMULATOR_HOST is set.
+func rowTypesFor(emulator bool) map[string]*bqRowType {
+	if emulator {
+		return bqEmulatorRowTypes
+	}
+	return bqRowTypes
+}
+
+// storageEmulator reports whether the Storage Write API is an emulator.
+func storageEmulator() bool { return os.Getenv(StorageEmulatorHostEnv) != "" }
+
+func newRowType(table string, schema bigquery.Schema, epochStrings bool) (*bqRowType, error) {
 	dp := &descriptorpb.DescriptorProto{Name: proto.String(table)}
 	for i, f := range schema {
 		var typ descriptorpb.FieldDescriptorProto_Type
-		switch f.Type {
-		case bigquery.IntegerFieldType, bigquery.TimestampFieldType:
+		switch {
+		case f.Type == bigquery.TimestampFieldType && epochStrings:
+			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
+		case f.Type == bigquery.IntegerFieldType, f.Type == bigquery.TimestampFieldType:
 			typ = descriptorpb.FieldDescriptorProto_TYPE_INT64
-		case bigquery.StringFieldType, bigquery.NumericFieldType:
+		case f.Type == bigquery.StringFieldType, f.Type == bigquery.NumericFieldType:
 			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
 		default:
 			return nil, fmt.Errorf("sinks: %s.%s: no Storage Write API mapping for %s", table, f.Name, f.Type)
@@ -75,7 +98,7 @@ func newRowType(table string, schema bigquery.Schema) (*bqRowType, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sinks: %s row descriptor: %w", table, err)
 	}
-	return &bqRowType{table: table, desc: fd.Messages().Get(0), proto: dp, schema: schema}, nil
+	return &bqRowType{table: table, desc: fd.Messages().Get(0), proto: dp, schema: schema, epochStrings: epochStrings}, nil
 }
 
 // deterministic marshals a row to the same bytes every time: a retried
@@ -101,6 +124,10 @@ func (t *bqRowType) encode(vals ...any) ([]byte, error) {
 			pv = protoreflect.ValueOfString(ratMicros(int64(v)).FloatString(6))
 		case time.Time:
 			pv = protoreflect.ValueOfInt64(v.UnixMicro())
+			if t.epochStrings {
+				us := v.UnixMicro()
+				pv = protoreflect.ValueOfString(fmt.Sprintf("%d.%06d", us/1_000_000, us%1_000_000))
+			}
 		default:
 			return nil, fmt.Errorf("sinks: %s.%s: unsupported value %T", t.table, t.schema[i].Name, v)
 		}
@@ -128,20 +155,20 @@ func (t *bqRowType) decode(b []byte) (map[string]any, error) {
 // encodeSnapshot is a changelog row. writtenAt is fixed before the row
 // reaches the write step's state, so every append of it carries the same
 // bytes.
-func encodeSnapshot(r model.Row, writtenAt time.Time) ([]byte, error) {
-	return bqRowTypes[bqChangelog].encode(msTime(r.WindowStart), msTime(r.WindowEnd), r.Dims, numeric(r.RevenueMicros),
+func encodeSnapshot(rt map[string]*bqRowType, r model.Row, writtenAt time.Time) ([]byte, error) {
+	return rt[bqChangelog].encode(msTime(r.WindowStart), msTime(r.WindowEnd), r.Dims, numeric(r.RevenueMicros),
 		r.RevenueMicros, r.EventCount, r.Revision, r.State.String(), writtenAt.UTC(), writerOf(r))
 }
 
-func encodeTooLate(t model.TooLate) ([]byte, error) {
-	return bqRowTypes[bqTooLate].encode(t.Position, t.EventID, msTime(t.EventTime), string(t.Payload), tooLateReason(t))
+func encodeTooLate(rt map[string]*bqRowType, t model.TooLate) ([]byte, error) {
+	return rt[bqTooLate].encode(t.Position, t.EventID, msTime(t.EventTime), string(t.Payload), tooLateReason(t))
 }
 
-func encodeConflict(c model.Conflict) ([]byte, error) {
-	return bqRowTypes[bqConflicts].encode(c.Position, c.EventID, model.FingerprintHex(c.FirstFingerprint),
+func encodeConflict(rt map[string]*bqRowType, c model.Conflict) ([]byte, error) {
+	return rt[bqConflicts].encode(c.Position, c.EventID, model.FingerprintHex(c.FirstFingerprint),
 		model.FingerprintHex(c.ConflictingFingerprint), string(c.Payload))
 }
 
-func encodeQuarantined(q model.Quarantined) ([]byte, error) {
-	return bqRowTypes[bqQuarantined].encode(q.Position, string(q.Payload), q.Reason)
+func encodeQuarantined(rt map[string]*bqRowType, q model.Quarantined) ([]byte, error) {
+	return rt[bqQuarantined].encode(q.Position, string(q.Payload), q.Reason)
 }

@@ -39,11 +39,14 @@ func init() {
 // flush interval, not the bundle rate.
 func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQuery")
+	// The row encoding must be the one the workers' write client declares:
+	// both follow BIGQUERY_STORAGE_EMULATOR_HOST (see bqRowType).
+	emu := storageEmulator()
 	keyed := []beam.PCollection{
-		beam.ParDo(s.Scope("Rows"), &bqKeyFn[model.Row]{Shards: p.Shards}, rows),
-		beam.ParDo(s.Scope("TooLate"), &bqKeyFn[model.TooLate]{Shards: p.Shards}, tooLate),
-		beam.ParDo(s.Scope("Conflicts"), &bqKeyFn[model.Conflict]{Shards: p.Shards}, conflicts),
-		beam.ParDo(s.Scope("Quarantined"), &bqKeyFn[model.Quarantined]{Shards: p.Shards}, quarantined),
+		beam.ParDo(s.Scope("Rows"), &bqKeyFn[model.Row]{Shards: p.Shards, Emulator: emu}, rows),
+		beam.ParDo(s.Scope("TooLate"), &bqKeyFn[model.TooLate]{Shards: p.Shards, Emulator: emu}, tooLate),
+		beam.ParDo(s.Scope("Conflicts"), &bqKeyFn[model.Conflict]{Shards: p.Shards, Emulator: emu}, conflicts),
+		beam.ParDo(s.Scope("Quarantined"), &bqKeyFn[model.Quarantined]{Shards: p.Shards, Emulator: emu}, quarantined),
 	}
 	beam.ParDo0(s.Scope("Append"), &bqAppendFn{
 		Spec:   spec,
@@ -67,7 +70,8 @@ func shardOf(key string, n int) int {
 
 // bqKeyFn encodes a record as its table's row and keys it "table/shard".
 type bqKeyFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined] struct {
-	Shards int
+	Shards   int
+	Emulator bool // encode for the emulator (see bqRowType.epochStrings)
 }
 
 func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
@@ -79,19 +83,20 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 		row        []byte
 		err        error
 	)
+	rt := rowTypesFor(f.Emulator)
 	switch v := any(v).(type) {
 	case model.Row:
 		table, key = bqChangelog, v.Key()
-		row, err = encodeSnapshot(v, time.Now())
+		row, err = encodeSnapshot(rt, v, time.Now())
 	case model.TooLate:
 		table, key = bqTooLate, v.Position
-		row, err = encodeTooLate(v)
+		row, err = encodeTooLate(rt, v)
 	case model.Conflict:
 		table, key = bqConflicts, v.Position
-		row, err = encodeConflict(v)
+		row, err = encodeConflict(rt, v)
 	case model.Quarantined:
 		table, key = bqQuarantined, v.Position
-		row, err = encodeQuarantined(v)
+		row, err = encodeQuarantined(rt, v)
 	}
 	if err != nil {
 		return fmt.Errorf("sinks.Write: %s %s: %w", table, key, err)
