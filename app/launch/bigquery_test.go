@@ -46,12 +46,15 @@ func TestBigQueryEndToEnd(t *testing.T) {
 	wantMinimalAudit(t, db)
 
 	// A second run over the same log is seeded from the dataset's current
-	// rows and writes nothing.
+	// rows and writes no revision. BigQuery keeps no source progress, so
+	// its audit records are appended again; every read keeps one per
+	// position.
 	sum2, _ := run(t, o)
-	if sum2.Counts.SinkAccepted != 0 || sum2.Counts.SinkAudit != 0 {
-		t.Errorf("replay wrote %d revisions and %d audit rows, want none", sum2.Counts.SinkAccepted, sum2.Counts.SinkAudit)
+	if sum2.Counts.SinkAccepted != 0 {
+		t.Errorf("replay wrote %d revisions, want none", sum2.Counts.SinkAccepted)
 	}
 	assertRows(t, "hourly_revenue_changelog after replay", sum2.Changelog(), minimalChangelog)
+	wantMinimalAudit(t, db)
 
 	// Reconcile reads FINAL rows from BigQuery: D (7.00, too late) is the
 	// only difference, and --apply writes FINAL 177 as revision 4.

@@ -60,6 +60,9 @@ type Options struct {
 	PubSubPullers, PubSubShards int
 	PubSubArchiveFailAfter      time.Duration
 	Sink                        sinks.Spec
+	// BQFlush is how often the BigQuery sink appends what it buffered
+	// (--bq-flush; see sinks.FlushPolicy). Other sinks ignore it.
+	BQFlush time.Duration
 	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
 	// the requested value: a replay without Follow runs with 0.
 	Pipeline pipeline.Options
@@ -139,6 +142,7 @@ func Defaults() Options {
 		DemoDir:       DefaultDemoDir,
 		LiveDir:       DefaultLiveDir,
 		Sink:          spec,
+		BQFlush:       sinks.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
 		LogLevel:      slog.LevelInfo,
 		Runner:        DefaultRunner,
@@ -202,6 +206,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("pubsub-shards", countValue{&o.PubSubShards}, "Pub/Sub reader keys over the one subscription, each its own archive partition and watermark: spreads the reading over workers (default 1)")
 	add("pubsub-archive-fail-after", durationValue{&o.PubSubArchiveFailAfter}, fmt.Sprintf("fail the job when the Pub/Sub archive cannot be written for this long (default %s)", pubsub.DefaultArchiveFailAfter))
 	add("sink", sinkValue{&o.Sink}, "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET")
+	add("bq-flush", durationValue{&o.BQFlush}, "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)")
 	add("window", durationValue{&p.Triggers.Window}, "window size; must divide 24h")
 	add("early", durationValue{&p.Triggers.Early}, "EARLY refresh period in processing time; 0s turns it off (a replay has none)")
 	add("ooo-bound", durationValue{&p.Watermark.OutOfOrderBound}, "out-of-order bound: partition watermark = max event time - bound")
@@ -374,7 +379,7 @@ Flags:
 }
 
 // ownFlags lists this command's flags in the order of SPEC §6.
-var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "pubsub-pullers", "pubsub-shards", "pubsub-archive-fail-after", "sink", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
+var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "pubsub-pullers", "pubsub-shards", "pubsub-archive-fail-after", "sink", "bq-flush", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
 	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
 
 // Validate checks the settings together, before any work: every failure is
@@ -407,6 +412,9 @@ func (o Options) Validate() error {
 	}
 	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
+	}
+	if err := o.flushPolicy().Validate(); err != nil {
+		return usagef("--bq-flush: %v", err)
 	}
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
 		return usagef("stop timing must not be negative")
@@ -489,4 +497,11 @@ func reportExtensions() []string {
 	}
 	slices.Sort(exts)
 	return exts
+}
+
+// flushPolicy is the BigQuery sink's batching with --bq-flush.
+func (o Options) flushPolicy() sinks.FlushPolicy {
+	p := sinks.DefaultFlushPolicy
+	p.Interval = o.BQFlush
+	return p
 }

@@ -114,7 +114,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			return sources.ReadFolderWithProgress(s, sum.Source, fo)
 		}
 	}
-	p, err := build(read, po, o.Sink)
+	p, err := build(read, po, o.Sink, sinks.WithFlush(o.flushPolicy()))
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
@@ -252,7 +252,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // build is the design card's shape: read the source (the folder or the
 // subscription), compute, write.
-func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeline.Options, spec sinks.Spec) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeline.Options, spec sinks.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking (beam.ParDo on a bad
 	// DoFn, a source that cannot list its partitions): turn that into the
 	// one-line error a command owes its user.
@@ -267,7 +267,7 @@ func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeli
 	if err != nil {
 		return nil, err
 	}
-	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined)
+	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
 	if progress.IsValid() {
 		sinks.WriteProgress(s, spec, progress)
 	}
@@ -496,7 +496,7 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
 		}
 		last := sinks.LastWrite()
-		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod
+		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod && sinks.Pending() == 0
 		// Every record read has its verdict: nothing is in flight between
 		// the readers and dedup. Unknown without counters.
 		drained := true

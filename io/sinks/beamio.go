@@ -26,6 +26,10 @@ const (
 	MetricRowsStale     = "sink_rows_stale"
 	MetricAuditInserted = "sink_audit_inserted"
 	MetricRetries       = "sink_retries"
+	// MetricAppendRequests counts the BigQuery Storage Write API append
+	// requests the write step sent (a lower bound on prism, which now and
+	// then drops a processing-time timer bundle's counters).
+	MetricAppendRequests = "sink_append_requests"
 )
 
 // Retries of a failed batch: a few attempts over a few seconds ride out a
@@ -47,18 +51,32 @@ func init() {
 
 // Write persists the pipeline's four outputs to the sink spec names: one
 // DoFn per stream, each writing a bundle's elements as one Batch (one
-// transaction for SQLite) when the bundle finishes.
+// transaction for SQLite) when the bundle finishes. A bigquery: spec takes
+// another path (writeBigQuery): keyed by table and shard, buffered in state
+// and appended through the Storage Write API as the FlushPolicy says.
 //
 // The Spec is the DoFns' serialised configuration: the sink is opened in
 // Setup on the worker, never here, so the graph carries no handles. Workers
 // of one process share one handle per spec (see acquire), which the jsonl and
 // console sinks need: their revision guard lives in the handle.
 //
-// Write panics on a spec ParseSpec would refuse, as beam.ParDo does on a bad
-// DoFn: callers validate --sink before building the graph.
-func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.PCollection) {
+// Write panics on a spec ParseSpec would refuse or an invalid option, as
+// beam.ParDo does on a bad DoFn: callers validate --sink before building
+// the graph.
+func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.PCollection, opts ...WriteOption) {
 	if _, err := ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
+	}
+	cfg := writeConfig{flush: DefaultFlushPolicy}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if spec.Scheme == SchemeBigQuery {
+		if err := cfg.flush.Validate(); err != nil {
+			panic(fmt.Errorf("sinks.Write: %w", err))
+		}
+		writeBigQuery(s, spec, cfg.flush, rows, tooLate, conflicts, quarantined)
+		return
 	}
 	s = s.Scope("sinks.Write")
 	beam.ParDo0(s.Scope("Rows"), &writeFn[model.Row]{Spec: spec}, rows)
@@ -76,6 +94,17 @@ func WriteProgress(s beam.Scope, spec Spec, checkpoints beam.PCollection) {
 	}
 	beam.ParDo0(s.Scope("sinks.WriteProgress"), &writeFn[model.Checkpoint]{Spec: spec}, checkpoints)
 }
+
+// WriteOption configures Write.
+type WriteOption func(*writeConfig)
+
+type writeConfig struct {
+	flush FlushPolicy
+}
+
+// WithFlush sets when the BigQuery write path appends (DefaultFlushPolicy
+// otherwise); other sinks ignore it.
+func WithFlush(p FlushPolicy) WriteOption { return func(c *writeConfig) { c.flush = p } }
 
 // writeFn buffers one bundle of a stream and writes it as one Batch.
 type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {

@@ -60,7 +60,7 @@ func TestBigQueryConformance(t *testing.T) {
 		return sinkUnderTest{s: s, name: s.String(), count: func(t *testing.T, table string) int64 {
 			return bqScalar(t, s, "SELECT COUNT(*) AS n FROM "+s.table(table))
 		}}
-	})
+	}, guardRules...)
 }
 
 func TestBigQuerySchema(t *testing.T) {

@@ -97,6 +97,12 @@ func TestOpen(t *testing.T) {
 	// Nothing listens on port 1: the open fails (within the context's
 	// deadline) and returns no sink.
 	t.Setenv(EmulatorHostEnv, "127.0.0.1:1")
+	// The REST emulator alone would send the appends to Google: refused.
+	t.Setenv(StorageEmulatorHostEnv, "")
+	if s, err := Open(ctx, spec); s != nil || err == nil || !strings.Contains(err.Error(), StorageEmulatorHostEnv+" is not") {
+		t.Fatalf("Open(bigquery, REST emulator only) = %v, %v; want an error naming %s", s, err, StorageEmulatorHostEnv)
+	}
+	t.Setenv(StorageEmulatorHostEnv, "127.0.0.1:1")
 	bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	s, err := Open(bctx, spec)

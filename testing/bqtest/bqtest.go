@@ -49,10 +49,13 @@ func Bin() string {
 // Server is a running emulator.
 type Server struct {
 	// Host is host:port of its REST API, the value BIGQUERY_EMULATOR_HOST takes.
-	Host   string
-	cmd    *exec.Cmd
-	out    *syncBuffer
-	exited chan struct{} // closed when the process has exited
+	Host string
+	// GRPCHost is host:port of its gRPC API (the Storage Write API), the
+	// value BIGQUERY_STORAGE_EMULATOR_HOST takes.
+	GRPCHost string
+	cmd      *exec.Cmd
+	out      *syncBuffer
+	exited   chan struct{} // closed when the process has exited
 }
 
 type syncBuffer struct {
@@ -72,8 +75,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// Start runs an emulator for the test, sets BIGQUERY_EMULATOR_HOST to it for
-// the test's duration (so the test may not be parallel), and stops it at
+// Start runs an emulator for the test, sets BIGQUERY_EMULATOR_HOST and
+// BIGQUERY_STORAGE_EMULATOR_HOST to it for the test's duration (so the test may not be parallel), and stops it at
 // cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
@@ -106,6 +109,7 @@ func Start(t testing.TB) *Server {
 		}
 	})
 	t.Setenv("BIGQUERY_EMULATOR_HOST", s.Host)
+	t.Setenv("BIGQUERY_STORAGE_EMULATOR_HOST", s.GRPCHost)
 	return s
 }
 
@@ -133,7 +137,7 @@ func start(bin string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Host: "127.0.0.1:" + strconv.Itoa(httpPort), out: &syncBuffer{}, exited: make(chan struct{})}
+	s := &Server{Host: "127.0.0.1:" + strconv.Itoa(httpPort), GRPCHost: "127.0.0.1:" + strconv.Itoa(grpcPort), out: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "--project="+Project, "--host=127.0.0.1",
 		"--port="+strconv.Itoa(httpPort), "--grpc-port="+strconv.Itoa(grpcPort), "--log-level=error")
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out

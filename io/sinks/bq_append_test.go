@@ -1,0 +1,197 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+func noSleep(context.Context, time.Duration) error { return nil }
+
+// changelogRows encodes n snapshot rows of distinct keys.
+func changelogRows(t *testing.T, n int) [][]byte {
+	t.Helper()
+	at := time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC)
+	var out [][]byte
+	for i := range n {
+		r := model.Row{WindowStart: t10, WindowEnd: t10 + hour, Dims: `{"shop":"` + string(rune('a'+i%26)) + `"}`,
+			RevenueMicros: int64(i) * 1_000_000, EventCount: int64(i), Revision: int64(i/26 + 1), State: model.OnTime}
+		b, err := encodeSnapshot(bqRowTypes, r, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// sealed buffers rows and fires the flush timer once: the batch is sealed
+// into a new stream, nothing appended yet.
+func sealed(t *testing.T, app appender, rows [][]byte) *memStore {
+	t.Helper()
+	st := &memStore{}
+	now := time.Now()
+	for _, r := range rows {
+		if _, err := onRow(st, r, now, DefaultFlushPolicy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := onFlush(context.Background(), st, app, bqChangelog, now, DefaultFlushPolicy, noSleep)
+	if err != nil || res.Appended != 0 || res.Again.IsZero() {
+		t.Fatalf("seal: %+v, %v; want nothing appended and another firing", res, err)
+	}
+	return st
+}
+
+func sameRows(t *testing.T, got, want [][]byte) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("table holds %d rows, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("row %d differs", i)
+		}
+	}
+}
+
+// TestBigQueryRetriedFlushRepeatsNothing is the runner retrying the append
+// step's bundle after a partial write: the first attempt appends the first
+// request of a sealed batch and fails; the runner discards the attempt's
+// state changes and fires the timer again with the committed state. Against
+// a write service that checks offsets as BigQuery does, the table then
+// holds exactly the rows of a clean run, each once.
+func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
+	rows := changelogRows(t, 60)
+	defer func(n int) { maxAppendBytes = n }(maxAppendBytes)
+	maxAppendBytes = 20 * len(rows[0]) // three or more requests per flush
+
+	// A clean run.
+	clean, cleanAPI := startFakeWrite(t)
+	st := sealed(t, cleanAPI, rows)
+	if res, err := onFlush(context.Background(), st, cleanAPI, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep); err != nil || res.Appended != len(rows) {
+		t.Fatalf("clean flush: %+v, %v", res, err)
+	}
+	sameRows(t, clean.rows(bqChangelog), rows)
+
+	// The same rows, with a failure after the first request landed.
+	fake, api := startFakeWrite(t)
+	st = sealed(t, api, rows)
+	committed := *st // what the runner committed when the seal's bundle finished
+	failed := errors.New("worker lost after a partial write")
+	afterAppend = func(_ string, offset int64, _ int) error {
+		if offset == 0 {
+			return failed
+		}
+		return nil
+	}
+	defer func() { afterAppend = nil }()
+	if _, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep); !errors.Is(err, failed) {
+		t.Fatalf("first attempt: %v, want the injected failure", err)
+	}
+	if got := len(fake.rows(bqChangelog)); got == 0 || got >= len(rows) {
+		t.Fatalf("first attempt left %d rows, want a partial write", got)
+	}
+	afterAppend = nil
+
+	retry := committed
+	res, err := onFlush(context.Background(), &retry, api, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep)
+	if err != nil || res.Appended != len(rows) {
+		t.Fatalf("retry: %+v, %v", res, err)
+	}
+	sameRows(t, fake.rows(bqChangelog), rows)
+	if fake.alreadyExists != 1 {
+		t.Errorf("%d appends refused as already stored, want 1 (the request the first attempt landed)", fake.alreadyExists)
+	}
+	// Only the seal creates a stream: the retry reused the sealed one.
+	if n := fake.calls[bqChangelog]["CreateWriteStream"]; n != 1 {
+		t.Errorf("%d streams created, want 1", n)
+	}
+}
+
+// Quota, rate-limit, backend and queue errors are retried with backoff;
+// anything else fails at once, naming the table and the service's error.
+func TestBigQueryAppendErrors(t *testing.T) {
+	rows := changelogRows(t, 3)
+	for _, tc := range []struct {
+		name    string
+		fail    []codes.Code
+		wantErr string
+		appends int
+	}{
+		{"quota then backend then queue", []codes.Code{codes.ResourceExhausted, codes.Internal, codes.Unavailable}, "", 4},
+		{"aborted", []codes.Code{codes.Aborted}, "", 2},
+		{"bad rows", []codes.Code{codes.InvalidArgument}, "append 3 rows to hourly_revenue_changelog", 1},
+		{"permission", []codes.Code{codes.PermissionDenied}, "PermissionDenied", 1},
+		{"outage outlasting the retries", []codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable,
+			codes.Unavailable, codes.Unavailable, codes.Unavailable}, "Unavailable", appendAttempts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake, api := startFakeWrite(t)
+			st := sealed(t, api, rows)
+			fake.fail = tc.fail
+			var waits []time.Duration
+			_, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), DefaultFlushPolicy, func(_ context.Context, d time.Duration) error {
+				waits = append(waits, d)
+				return nil
+			})
+			if got := fake.calls[bqChangelog]["AppendRows"]; got != tc.appends {
+				t.Errorf("%d append calls, want %d", got, tc.appends)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("err = %v, want success after retries", err)
+				}
+				sameRows(t, fake.rows(bqChangelog), rows)
+				for i := 1; i < len(waits); i++ {
+					if waits[i] <= waits[i-1] {
+						t.Errorf("backoff did not grow: %v", waits)
+					}
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), bqChangelog) {
+				t.Fatalf("err = %v, want it to name %s and %q", err, bqChangelog, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TIMESTAMP goes as int64 microseconds to BigQuery and as exact
+// "seconds.micros" text to the emulator; NUMERIC as its exact decimal.
+func TestBigQueryRowEncoding(t *testing.T) {
+	tl := model.TooLate{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms(t, "2026-11-04T10:10:00.250Z"), Payload: []byte("{}")}
+	for _, tc := range []struct {
+		rt   map[string]*bqRowType
+		want any
+	}{{bqRowTypes, tl.EventTime * 1000}, {bqEmulatorRowTypes, strconv.FormatInt(tl.EventTime/1000, 10) + ".250000"}} {
+		b, err := encodeTooLate(tc.rt, tl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := tc.rt[bqTooLate].decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v["event_time"] != tc.want || v["reason"] != model.ReasonWindowClosed {
+			t.Errorf("event_time = %#v, reason %v; want %#v, window_closed", v["event_time"], v["reason"], tc.want)
+		}
+	}
+	r := model.Row{WindowStart: t10, WindowEnd: t10 + hour, Dims: "{}", RevenueMicros: -1_500_001, Revision: 1, State: model.Late}
+	b, err := encodeSnapshot(bqRowTypes, r, time.UnixMilli(t10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := bqRowTypes[bqChangelog].decode(b)
+	if v["revenue"] != "-1.500001" || v["revenue_micros"] != int64(-1_500_001) || v["writer"] != "stream" {
+		t.Errorf("changelog row = %v", v)
+	}
+}

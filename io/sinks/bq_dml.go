@@ -1,0 +1,297 @@
+package sinks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/revenue-stream/hourly/model"
+)
+
+// currentOf reads the stored current row of each key in keys.
+func (b *BigQuery) currentOf(ctx context.Context, keys map[rowKey]bool) (map[rowKey]stored, error) {
+	starts := map[int64]bool{}
+	for k := range keys {
+		starts[k.windowStart] = true
+	}
+	param := make([]time.Time, 0, len(starts))
+	for ms := range starts {
+		param = append(param, msTime(ms))
+	}
+	out := make(map[rowKey]stored, len(keys))
+	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(bqChangelog) + `
+WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))
+QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DESC) = 1`
+	err := b.read(ctx, "read current rows", sql, []bigquery.QueryParameter{{Name: "starts", Value: param}},
+		func(it *bigquery.RowIterator) error {
+			var r struct {
+				WindowStart time.Time `bigquery:"window_start"`
+				Dims        string    `bigquery:"dims"`
+				Revision    int64     `bigquery:"revision"`
+				ResultState string    `bigquery:"result_state"`
+				EventCount  int64     `bigquery:"event_count"`
+			}
+			if err := it.Next(&r); err != nil {
+				return err
+			}
+			k := rowKey{r.WindowStart.UnixMilli(), r.Dims}
+			if !keys[k] {
+				return nil
+			}
+			st, err := model.ParseResultState(r.ResultState)
+			if err != nil {
+				return err
+			}
+			out[k] = stored{revision: r.Revision, state: st, count: r.EventCount}
+			return nil
+		})
+	return out, err
+}
+
+// insertMissingSQL inserts the @rows of table that no stored row matches
+// on the key columns (and, with newer, no stored row whose newer column is
+// at least the row's: a higher revision). It is one DML statement, so the
+// check and the insert see one snapshot of the table: a retried statement
+// whose first attempt did land inserts nothing, and a row whose key a
+// concurrent writer stored first becomes a no-op. It is what a MERGE with
+// only a WHEN NOT MATCHED clause does, written as an INSERT because the
+// emulator the tests run against handles a MERGE only from a table, on one
+// equality.
+func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
+	var cols, sel, match []string
+	for _, f := range schemaOf(table) {
+		cols = append(cols, f.Name)
+		if !f.Required {
+			// A NULL inside an array-of-struct parameter reaches the
+			// emulator as 0; the optional columns (only applied_revision, a
+			// revision, so never 0) travel as 0 for NULL.
+			sel = append(sel, "NULLIF(s."+f.Name+", 0)")
+			continue
+		}
+		sel = append(sel, "s."+f.Name)
+	}
+	for _, k := range key {
+		match = append(match, "c."+k+" = s."+k)
+	}
+	if newer != "" {
+		match = append(match, "c."+newer+" >= s."+newer)
+	}
+	return `INSERT INTO ` + b.table(table) + ` (` + strings.Join(cols, ", ") + `)
+SELECT ` + strings.Join(sel, ", ") + ` FROM ` + unnestRows(table) + ` AS s
+WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + strings.Join(match, " AND ") + `)`
+}
+
+// insertMissing inserts the rows of table that insertMissingSQL admits, one
+// statement per chunk, and returns how many it inserted: from the DML
+// statistics, or, on a server that keeps them to itself (the emulator), by
+// counting the chunk's keys around the statement.
+func insertMissing[T any](ctx context.Context, b *BigQuery, table string, key []string, newer string, rows []T) (int, error) {
+	sql := b.insertMissingSQL(table, key, newer)
+	total := 0
+	for lo := 0; lo < len(rows); lo += bqChunk {
+		chunk := bigquery.QueryParameter{Name: "rows", Value: rows[lo:min(lo+bqChunk, len(rows))]}
+		var before int64
+		if !b.dmlStats {
+			var err error
+			if before, err = b.countKeys(ctx, table, key, chunk); err != nil {
+				return total, err
+			}
+		}
+		n, known, err := b.exec(ctx, "insert "+table, sql, chunk)
+		if err != nil {
+			return total, err
+		}
+		if !known {
+			after, err := b.countKeys(ctx, table, key, chunk)
+			if err != nil {
+				return total, err
+			}
+			n = after - before
+		}
+		total += int(n)
+	}
+	return total, nil
+}
+
+// countKeys counts the stored rows whose key is one of the rows'.
+func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows bigquery.QueryParameter) (int64, error) {
+	var match []string
+	for _, k := range key {
+		match = append(match, "s."+k+" = c."+k)
+	}
+	var n int64
+	err := b.read(ctx, "count "+table, `SELECT COUNT(*) AS n FROM `+b.table(table)+` AS c
+WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`,
+		[]bigquery.QueryParameter{rows}, func(it *bigquery.RowIterator) error {
+			var r struct {
+				N int64 `bigquery:"n"`
+			}
+			if err := it.Next(&r); err != nil {
+				return err
+			}
+			n = r.N
+			return nil
+		})
+	return n, err
+}
+
+func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
+	rows = sortedRows(rows)
+	keys := make(map[rowKey]bool)
+	for _, r := range rows {
+		keys[rowKey{r.WindowStart, r.Dims}] = true
+	}
+	current, err := b.currentOf(ctx, keys)
+	if err != nil {
+		return 0, 0, err
+	}
+	now := time.Now().UTC()
+	var (
+		admitted    []bqSnapshot
+		regressions int
+		example     string
+	)
+	for _, r := range rows {
+		k := rowKey{r.WindowStart, r.Dims}
+		prev, have := current[k]
+		switch admit(prev, have, r) {
+		case staleRevision:
+			stale++
+			continue
+		case regression:
+			stale++
+			regressions++
+			if example == "" {
+				example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
+					r.Key(), r.Revision, r.State, r.EventCount, prev.revision, prev.state, prev.count)
+			}
+			continue
+		}
+		current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
+		admitted = append(admitted, bqSnapshot{WindowStart: msTime(r.WindowStart), WindowEnd: msTime(r.WindowEnd),
+			Dims: r.Dims, Revenue: ratMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros,
+			EventCount: r.EventCount, Revision: r.Revision, ResultState: r.State.String(), WrittenAt: now, Writer: writerOf(r)})
+	}
+	if regressions > 0 {
+		slog.Warn("bigquery sink: rejected rows that would lower a count or move a state back",
+			"sink", b.String(), "rows", regressions, "example", example)
+	}
+	n, err := insertMissing(ctx, b, bqChangelog, []string{"window_start", "dims"}, "revision", admitted)
+	if err != nil {
+		return 0, 0, err
+	}
+	// A row another writer stored between the read and the insert is stale.
+	accepted, stale = n, stale+len(admitted)-n
+	return accepted, stale, nil
+}
+
+// uniqueBy keeps the first element of each key: MERGE inserts every
+// unmatched source row, so copies of a position within one batch are removed
+// before it.
+func uniqueBy[T any](in []T, key func(T) string) []T {
+	seen := make(map[string]bool, len(in))
+	out := make([]T, 0, len(in))
+	for _, v := range in {
+		if k := key(v); !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CheckRunConfig refuses a run whose settings differ from the stored ones and
+// stores the keys not stored yet (see SQLite.CheckRunConfig).
+func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) error {
+	have, err := b.RunConfig(ctx)
+	if err != nil {
+		return err
+	}
+	added, err := compareRunConfig(b.String(), have, cfg)
+	if err != nil {
+		return err
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	type kv struct {
+		Key   string `bigquery:"key"`
+		Value string `bigquery:"value"`
+	}
+	rows := make([]kv, 0, len(added))
+	for _, k := range added {
+		rows = append(rows, kv{k, cfg[k]})
+	}
+	_, err = insertMissing(ctx, b, bqRunConfig, []string{"key"}, "", rows)
+	if err != nil {
+		return err
+	}
+	// Two runs starting at once could both have added a key: read back, and
+	// refuse if the stored value is not ours.
+	have, err = b.RunConfig(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = compareRunConfig(b.String(), have, cfg)
+	return err
+}
+
+// bqDiffParam is a reconcile_diffs row as a query parameter: AppliedRevision
+// 0 is stored as NULL (see insertMissingSQL).
+type bqDiffParam struct {
+	RunID                   string    `bigquery:"run_id"`
+	WindowStart             time.Time `bigquery:"window_start"`
+	Dims                    string    `bigquery:"dims"`
+	StreamedRevenueMicros   int64     `bigquery:"streamed_revenue_micros"`
+	RecomputedRevenueMicros int64     `bigquery:"recomputed_revenue_micros"`
+	DeltaMicros             int64     `bigquery:"delta_micros"`
+	StreamedCount           int64     `bigquery:"streamed_count"`
+	RecomputedCount         int64     `bigquery:"recomputed_count"`
+	Classification          string    `bigquery:"classification"`
+	AppliedRevision         int64     `bigquery:"applied_revision"`
+}
+
+// WriteDiffs stores reconcile diffs, replacing a row with the same (run_id,
+// window_start, dims) so a retried run stays idempotent.
+func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []Diff) error {
+	if len(diffs) == 0 {
+		return nil
+	}
+	rows := make([]bqDiffParam, 0, len(diffs))
+	for _, d := range diffs {
+		r := bqDiffParam{RunID: d.RunID, WindowStart: msTime(d.WindowStart), Dims: d.Dims,
+			StreamedRevenueMicros: d.StreamedRevenueMicros, RecomputedRevenueMicros: d.RecomputedRevenueMicros,
+			DeltaMicros: d.DeltaMicros, StreamedCount: d.StreamedCount, RecomputedCount: d.RecomputedCount,
+			Classification: d.Classification}
+		if d.AppliedRevision != nil {
+			r.AppliedRevision = *d.AppliedRevision
+		}
+		rows = append(rows, r)
+	}
+	rows = uniqueBy(rows, func(r bqDiffParam) string {
+		return r.RunID + "\x00" + strconv.FormatInt(r.WindowStart.UnixMilli(), 10) + "\x00" + r.Dims
+	})
+	// Replace, not insert: a run writes its diffs before --apply and again
+	// with the applied revisions. Both statements are idempotent; a crash
+	// between them leaves the run's rows missing until it is run again.
+	key := []string{"run_id", "window_start", "dims"}
+	var match []string
+	for _, k := range key {
+		match = append(match, "s."+k+" = t."+k)
+	}
+	del := `DELETE FROM ` + b.table(bqDiffs) + ` AS t
+WHERE EXISTS (SELECT 1 FROM ` + unnestRows(bqDiffs) + ` AS s WHERE ` + strings.Join(match, " AND ") + `)`
+	for lo := 0; lo < len(rows); lo += bqChunk {
+		if _, _, err := b.exec(ctx, "replace "+bqDiffs, del, bigquery.QueryParameter{Name: "rows", Value: rows[lo:min(lo+bqChunk, len(rows))]}); err != nil {
+			return err
+		}
+	}
+	if _, err := insertMissing(ctx, b, bqDiffs, key, "", rows); err != nil {
+		return err
+	}
+	return nil
+}

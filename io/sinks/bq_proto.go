@@ -1,0 +1,174 @@
+package sinks
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// appendTables are the tables written through the Storage Write API: the
+// changelog and the three audit tables. Nothing ever updates or deletes
+// their rows, so appends fit them; reconcile_diffs and run_config stay DML.
+var appendTables = []string{bqChangelog, bqTooLate, bqConflicts, bqQuarantined}
+
+// numeric is an amount in micros that travels as a NUMERIC column: as its
+// exact decimal string, which the Storage Write API accepts for NUMERIC (no
+// float anywhere).
+type numeric int64
+
+// bqRowType is an append table's row as the Storage Write API takes it: a
+// proto2 message whose fields are the table's columns, in order, numbered
+// from 1. TIMESTAMP travels as int64 microseconds, NUMERIC as a string.
+type bqRowType struct {
+	table  string
+	desc   protoreflect.MessageDescriptor
+	proto  *descriptorpb.DescriptorProto
+	schema bigquery.Schema
+	// epochStrings sends TIMESTAMP as "seconds.micros" text: the emulator
+	// (v0.6.6) reads an int64 TIMESTAMP's sub-second part as milliseconds
+	// times a thousand (250 ms becomes 250 s), while it parses this text
+	// exactly. BigQuery itself gets int64 microseconds.
+	epochStrings bool
+}
+
+// bqRowTypes holds the row type of every append table, and
+// bqEmulatorRowTypes the emulator's (see epochStrings). They depend only on
+// the schema constants, so they are built once per process.
+var bqRowTypes, bqEmulatorRowTypes = rowTypes(false), rowTypes(true)
+
+func rowTypes(epochStrings bool) map[string]*bqRowType {
+	out := map[string]*bqRowType{}
+	for _, t := range appendTables {
+		rt, err := newRowType(t, schemaOf(t), epochStrings)
+		if err != nil {
+			panic(err) // a schema constant this file cannot map: a programming error
+		}
+		out[t] = rt
+	}
+	return out
+}
+
+// rowTypesFor returns the row types to write with: the emulator's when
+// BIGQUERY_STORAGE_EMULATOR_HOST is set.
+func rowTypesFor(emulator bool) map[string]*bqRowType {
+	if emulator {
+		return bqEmulatorRowTypes
+	}
+	return bqRowTypes
+}
+
+// storageEmulator reports whether the Storage Write API is an emulator.
+func storageEmulator() bool { return os.Getenv(StorageEmulatorHostEnv) != "" }
+
+func newRowType(table string, schema bigquery.Schema, epochStrings bool) (*bqRowType, error) {
+	dp := &descriptorpb.DescriptorProto{Name: proto.String(table)}
+	for i, f := range schema {
+		var typ descriptorpb.FieldDescriptorProto_Type
+		switch {
+		case f.Type == bigquery.TimestampFieldType && epochStrings:
+			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
+		case f.Type == bigquery.IntegerFieldType, f.Type == bigquery.TimestampFieldType:
+			typ = descriptorpb.FieldDescriptorProto_TYPE_INT64
+		case f.Type == bigquery.StringFieldType, f.Type == bigquery.NumericFieldType:
+			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
+		default:
+			return nil, fmt.Errorf("sinks: %s.%s: no Storage Write API mapping for %s", table, f.Name, f.Type)
+		}
+		label := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL
+		if f.Required {
+			label = descriptorpb.FieldDescriptorProto_LABEL_REQUIRED
+		}
+		dp.Field = append(dp.Field, &descriptorpb.FieldDescriptorProto{
+			Name: proto.String(f.Name), Number: proto.Int32(int32(i + 1)), Type: typ.Enum(), Label: label.Enum(),
+		})
+	}
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
+		Name: proto.String(table + ".proto"), Syntax: proto.String("proto2"),
+		MessageType: []*descriptorpb.DescriptorProto{dp},
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sinks: %s row descriptor: %w", table, err)
+	}
+	return &bqRowType{table: table, desc: fd.Messages().Get(0), proto: dp, schema: schema, epochStrings: epochStrings}, nil
+}
+
+// deterministic marshals a row to the same bytes every time: a retried
+// append then carries byte-identical rows.
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
+// encode builds one row from its column values, in schema order: string,
+// int64, numeric or time.Time (stored as UTC microseconds).
+func (t *bqRowType) encode(vals ...any) ([]byte, error) {
+	if len(vals) != len(t.schema) {
+		return nil, fmt.Errorf("sinks: %s row has %d values for %d columns", t.table, len(vals), len(t.schema))
+	}
+	m := dynamicpb.NewMessage(t.desc)
+	fields := t.desc.Fields()
+	for i, v := range vals {
+		var pv protoreflect.Value
+		switch v := v.(type) {
+		case string:
+			pv = protoreflect.ValueOfString(v)
+		case int64:
+			pv = protoreflect.ValueOfInt64(v)
+		case numeric:
+			pv = protoreflect.ValueOfString(ratMicros(int64(v)).FloatString(6))
+		case time.Time:
+			pv = protoreflect.ValueOfInt64(v.UnixMicro())
+			if t.epochStrings {
+				us := v.UnixMicro()
+				pv = protoreflect.ValueOfString(fmt.Sprintf("%d.%06d", us/1_000_000, us%1_000_000))
+			}
+		default:
+			return nil, fmt.Errorf("sinks: %s.%s: unsupported value %T", t.table, t.schema[i].Name, v)
+		}
+		m.Set(fields.Get(i), pv)
+	}
+	return deterministic.Marshal(m)
+}
+
+// decode returns a row's column values by name (int64 for INTEGER and
+// TIMESTAMP, string for STRING and NUMERIC): what the fake write service of
+// the tests stores.
+func (t *bqRowType) decode(b []byte) (map[string]any, error) {
+	m := dynamicpb.NewMessage(t.desc)
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("sinks: decode %s row: %w", t.table, err)
+	}
+	out := map[string]any{}
+	m.Range(func(f protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		out[string(f.Name())] = v.Interface()
+		return true
+	})
+	return out, nil
+}
+
+// encodeSnapshot is a changelog row. writtenAt is fixed before the row
+// reaches the write step's state, so every append of it carries the same
+// bytes.
+func encodeSnapshot(rt map[string]*bqRowType, r model.Row, writtenAt time.Time) ([]byte, error) {
+	return rt[bqChangelog].encode(msTime(r.WindowStart), msTime(r.WindowEnd), r.Dims, numeric(r.RevenueMicros),
+		r.RevenueMicros, r.EventCount, r.Revision, r.State.String(), writtenAt.UTC(), writerOf(r))
+}
+
+func encodeTooLate(rt map[string]*bqRowType, t model.TooLate) ([]byte, error) {
+	return rt[bqTooLate].encode(t.Position, t.EventID, msTime(t.EventTime), string(t.Payload), tooLateReason(t))
+}
+
+func encodeConflict(rt map[string]*bqRowType, c model.Conflict) ([]byte, error) {
+	return rt[bqConflicts].encode(c.Position, c.EventID, model.FingerprintHex(c.FirstFingerprint),
+		model.FingerprintHex(c.ConflictingFingerprint), string(c.Payload))
+}
+
+func encodeQuarantined(rt map[string]*bqRowType, q model.Quarantined) ([]byte, error) {
+	return rt[bqQuarantined].encode(q.Position, string(q.Payload), q.Reason)
+}

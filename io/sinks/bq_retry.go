@@ -1,0 +1,140 @@
+package sinks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+)
+
+func httpCode(err error) int {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return 0
+}
+
+func isNotFound(err error) bool      { return httpCode(err) == http.StatusNotFound }
+func isAlreadyExists(err error) bool { return httpCode(err) == http.StatusConflict }
+
+// transient reports whether a failed statement may succeed when retried:
+// rate limits, backend errors, and BigQuery's "could not serialize access to
+// table ... due to concurrent update" when two writers' DML overlap.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errPartialRead) {
+		return false
+	}
+	switch httpCode(err) {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"rateLimitExceeded", "backendError", "concurrent update", "internalError", "jobBackendError"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retry runs try until it succeeds, fails for good, or bqAttempts tries
+// failed transiently, backing off between tries.
+func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		if attempt == bqAttempts || !transient(err) {
+			return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
+		}
+		slog.Debug("bigquery sink: retrying", "what", what, "attempt", attempt, "err", err)
+		if serr := b.sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
+			return fmt.Errorf("bigquery sink %s: %s: %w (after %v)", b, what, serr, err)
+		}
+	}
+}
+
+// exec runs one DML statement, retrying transient failures, and returns the
+// rows it inserted, changed or deleted; known is false when the server did
+// not say (BigQuery always does; the emulator never does).
+func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) (n int64, known bool, err error) {
+	err = b.retry(ctx, what, func() (err error) {
+		n, known, err = b.execOnce(ctx, sql, params)
+		return err
+	})
+	return n, known, err
+}
+
+func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.QueryParameter) (int64, bool, error) {
+	q := b.client.Query(sql)
+	q.Parameters = params
+	job, err := q.Run(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	status, err := job.Wait(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := status.Err(); err != nil {
+		return 0, false, err
+	}
+	if st, ok := status.Statistics.Details.(*bigquery.QueryStatistics); ok && st.DMLStats != nil {
+		return st.NumDMLAffectedRows, true, nil
+	}
+	return 0, false, nil
+}
+
+// read runs a query and calls next for each row (next reads one row with
+// it.Next and returns its error). A transient failure is retried only while
+// no row has been handed to next: the callers accumulate rows, and a retry
+// after some would hand them over twice.
+func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
+	delivered := false
+	return b.retry(ctx, what, func() error {
+		q := b.client.Query(sql)
+		q.Parameters = params
+		it, err := q.Read(ctx)
+		if err != nil {
+			return err
+		}
+		for {
+			err := next(it)
+			if errors.Is(err, iterator.Done) {
+				return nil
+			}
+			if err != nil {
+				if delivered {
+					return fmt.Errorf("%w: %w", errPartialRead, err)
+				}
+				return err
+			}
+			delivered = true
+		}
+	})
+}
+
+// errPartialRead marks a read that failed after rows were delivered: it is
+// not retried (transient reports false for it).
+var errPartialRead = errors.New("read failed after delivering rows")
