@@ -658,28 +658,43 @@ func TestLoggerQuietsBeam(t *testing.T) {
 	}
 }
 
-// binary builds cmd/launch once per test run, into binDir (which TestMain
-// removes): two tests run it.
+// binary builds cmd/launch as shipped, and faultBinary with the faults build
+// tag (which arms REVENUE_FAULTS, see internal/faults), each once per test
+// run, into binDir (which TestMain removes).
 var (
-	binDir string
-	binary = sync.OnceValues(func() (string, error) {
-		dir, err := os.MkdirTemp("", "launch-bin-")
-		if err != nil {
-			return "", err
-		}
-		binDir = dir
-		bin := filepath.Join(dir, "launch")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/revenue-stream/hourly/cmd/launch").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build: %v\n%s", err, out)
-		}
-		return bin, nil
-	})
+	binDir      string
+	binDirOnce  = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "launch-bin-") })
+	binary      = sync.OnceValues(func() (string, error) { return buildCommand("launch") })
+	faultBinary = sync.OnceValues(func() (string, error) { return buildCommand("launch-faults", "-tags", "faults") })
 )
+
+func buildCommand(name string, flags ...string) (string, error) {
+	dir, err := binDirOnce()
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, name)
+	args := append(append([]string{"build", "-o", bin}, flags...), "github.com/revenue-stream/hourly/cmd/launch")
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func buildFaultBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := faultBinary()
 	if err != nil {
 		t.Fatal(err)
 	}

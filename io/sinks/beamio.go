@@ -11,8 +11,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 
 	_ "github.com/revenue-stream/hourly/coders" // element coders of the four streams
 )

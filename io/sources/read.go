@@ -9,8 +9,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 	"github.com/revenue-stream/hourly/watermark"
 )
 

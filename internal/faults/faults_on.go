@@ -1,15 +1,5 @@
-// Package faults injects failures at the commit boundaries of SPEC §8 and
-// the seed's test matrix, for tests that run the real binary:
-//
-//	REVENUE_FAULTS=point:N[,point:N]
-//
-// makes the N-th pass through a point fire. The points:
-//
-//	crash-after-read        the source read a record; state not yet committed (SIGKILL)
-//	fail-before-sink-write  state and revisions are updated; the sink write fails for good
-//	crash-after-sink-write  a sink transaction committed; the process dies before anything else (SIGKILL)
-//
-// With the variable unset every check is one atomic load.
+//go:build faults
+
 package faults
 
 import (
@@ -20,16 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-)
-
-// Env is the variable that arms the points.
-const Env = "REVENUE_FAULTS"
-
-// The points.
-const (
-	CrashAfterRead      = "crash-after-read"
-	FailBeforeSinkWrite = "fail-before-sink-write"
-	CrashAfterSinkWrite = "crash-after-sink-write"
 )
 
 var (
