@@ -683,18 +683,12 @@ func buildCommand(name string, flags ...string) (string, error) {
 	return bin, nil
 }
 
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
+func buildBinary(t *testing.T) string      { return mustBuild(t, binary) }
+func buildFaultBinary(t *testing.T) string { return mustBuild(t, faultBinary) }
 
-func buildFaultBinary(t *testing.T) string {
+func mustBuild(t *testing.T, build func() (string, error)) string {
 	t.Helper()
-	bin, err := faultBinary()
+	bin, err := build()
 	if err != nil {
 		t.Fatal(err)
 	}
