@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -143,14 +142,4 @@ var delayCounters = func() map[string]delayBucket {
 type delayBucket struct {
 	index   int
 	arrival bool
-}
-
-// Names lists the counters seen, sorted (for summaries).
-func (c Counts) Names() []string {
-	out := make([]string, 0, len(c.Counters))
-	for n := range c.Counters {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
 }

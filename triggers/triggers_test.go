@@ -48,20 +48,6 @@ func TestClosedBoundary(t *testing.T) {
 	}
 }
 
-func TestNextBoundary(t *testing.T) {
-	p := Policy{Window: time.Hour, AllowedLateness: 90 * time.Minute}
-	cases := []struct{ after, want string }{
-		{"2026-11-04T10:15:00Z", "2026-11-04T10:30:00Z"}, // a close (09:00 window + 1h30)
-		{"2026-11-04T10:30:00Z", "2026-11-04T11:00:00Z"}, // an end
-		{"2026-11-04T10:59:59.999Z", "2026-11-04T11:00:00Z"},
-	}
-	for _, c := range cases {
-		if got := p.NextBoundary(ms(c.after)); got != ms(c.want) {
-			t.Errorf("NextBoundary(%s) = %s, want %s", c.after, model.FormatTime(got), c.want)
-		}
-	}
-}
-
 func TestPolicyValidate(t *testing.T) {
 	bad := []Policy{
 		{Window: 0, AllowedLateness: time.Hour},
