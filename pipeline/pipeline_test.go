@@ -38,29 +38,6 @@ var (
 
 var readAt = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// row builds an expected row in a line.
-
-func sortRows(rows []model.Row) {
-	slices.SortFunc(rows, func(a, b model.Row) int {
-		if a.WindowStart != b.WindowStart {
-			return int(a.WindowStart - b.WindowStart)
-		}
-		if c := strings.Compare(a.Dims, b.Dims); c != 0 {
-			return c
-		}
-		return int(a.Revision - b.Revision)
-	})
-}
-
-func assertRows(t *testing.T, got, want []model.Row) {
-	t.Helper()
-	sortRows(got)
-	sortRows(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("rows differ\n got:\n%s want:\n%s", table(got), table(want))
-	}
-}
-
 type result struct {
 	rows        collect.Handle[model.Row]
 	tooLate     collect.Handle[model.TooLate]
@@ -137,7 +114,7 @@ func testMinimalSequence(t *testing.T, noCache bool) {
 		Purchase("p0", "D", "2026-11-04T10:10:00Z", "u6", "7") // too late
 	res := run(t, sc, o)
 
-	assertRows(t, res.rows.Values(), rowtest.MinimalChangelog())
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), rowtest.MinimalChangelog())
 	late := res.tooLate.Values()
 	if len(late) != 1 || late[0].EventID != "D" || late[0].Position != "p0/events.jsonl:8" || late[0].Reason != model.ReasonWindowClosed {
 		t.Errorf("too-late = %+v, want D at p0/events.jsonl:8", late)
@@ -172,7 +149,7 @@ func TestSparkWatermarkDemo(t *testing.T) {
 		Purchase("p0", "e4", "2026-11-04T07:40:00Z", "u4", "1")
 	res := run(t, sc, o)
 	w := 5 * time.Minute
-	assertRows(t, res.rows.Values(), []model.Row{
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), []model.Row{
 		row("2026-11-04T07:55:00Z", w, "1", 1, 1, model.OnTime),
 		row("2026-11-04T07:55:00Z", w, "1", 1, 2, model.Final),
 		row("2026-11-04T08:00:00Z", w, "2", 2, 1, model.OnTime),
@@ -205,7 +182,7 @@ func TestEarlyFirings(t *testing.T) {
 		AdvanceWatermark().
 		AdvanceProcessingTime(2 * time.Minute)
 	res := run(t, sc, o)
-	assertRows(t, res.rows.Values(), []model.Row{
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), []model.Row{
 		row("2026-11-04T10:00:00Z", time.Hour, "100", 1, 1, model.Early),
 		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 2, model.Early),
 		row("2026-11-04T10:00:00Z", time.Hour, "150", 2, 3, model.OnTime),

@@ -44,11 +44,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// purchase renders one input line.
-func purchase(id, eventTime, user, amount string) string {
-	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":%q,"amount":%q}`, id, eventTime, user, amount)
-}
-
 // writeLog writes lines as one file of partition p0 of a new source folder.
 func writeLog(t *testing.T, lines ...string) string {
 	t.Helper()
@@ -84,22 +79,12 @@ func run(t *testing.T, o Options) (*Summary, string) {
 }
 
 var (
-	ms  = rowtest.MS
-	row = rowtest.Row
+	ms         = rowtest.MS
+	row        = rowtest.Row
+	table      = rowtest.Table
+	assertRows = rowtest.AssertRows
+	purchase   = rowtest.Purchase
 )
-
-func table(rows []model.Row) string {
-	var b bytes.Buffer
-	writeRows(&b, rows)
-	return b.String()
-}
-
-func assertRows(t *testing.T, what string, got, want []model.Row) {
-	t.Helper()
-	if !slices.Equal(got, want) {
-		t.Errorf("%s differ\n got:\n%s want:\n%s", what, table(got), table(want))
-	}
-}
 
 // sqliteOf opens the run's sink for assertions.
 func sqliteOf(t *testing.T, o Options) *sinks.SQLite {

@@ -32,13 +32,10 @@ func TestMain(m *testing.M) {
 // --- helpers -------------------------------------------------------------
 
 var (
-	ms    = rowtest.MS
-	table = rowtest.Table
+	ms       = rowtest.MS
+	table    = rowtest.Table
+	purchase = rowtest.OwnPurchase
 )
-
-func purchase(id, eventTime, amount string) string {
-	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":"u-%s","amount":%q}`, id, eventTime, id, amount)
-}
 
 // put writes a file as a producer does: a temporary name, then a rename.
 func put(t *testing.T, dir, partition, name string, lines ...string) {
