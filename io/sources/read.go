@@ -10,12 +10,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 )
-
-// namespace is the metrics namespace shared by the whole pipeline.
-const namespace = "revenue"
 
 func init() {
 	register.DoFn5x2[
@@ -143,7 +141,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		return sdf.StopProcessing(), nil
 	}
 	if wentIdle {
-		beam.NewCounter(namespace, "idle_transitions_"+partition).Inc(ctx, 1)
+		metrics.Counter(metrics.IdleTransitions(partition)).Inc(ctx, 1)
 	}
 	own := r.rest.Reported
 	sharedBoard.update(f.Source, partition, own, now)
@@ -153,7 +151,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	}
 	we.Advance(w)
 	if own != model.NoWatermark {
-		beam.NewGauge(namespace, "watermark_lag_ms_"+partition).Set(ctx, now-own)
+		metrics.Gauge(metrics.WatermarkLag(partition)).Set(ctx, now-own)
 	}
 	if out == outCaughtUp {
 		return sdf.ResumeProcessingIn(f.Poll), nil
