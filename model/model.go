@@ -6,8 +6,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -169,6 +171,18 @@ type Row struct {
 
 // Key identifies the row's key in the tables.
 func (r Row) Key() string { return FormatTime(r.WindowStart) + " " + r.Dims }
+
+// CompareRows orders rows by key (window_start, then dims), then revision:
+// the order a key's snapshots are applied and listed in.
+func CompareRows(a, b Row) int {
+	if a.WindowStart != b.WindowStart {
+		return cmp.Compare(a.WindowStart, b.WindowStart)
+	}
+	if c := strings.Compare(a.Dims, b.Dims); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Revision, b.Revision)
+}
 
 // FormatTime renders epoch milliseconds as RFC 3339 UTC, with milliseconds only
 // when they are not zero (window bounds render as 2026-11-04T10:00:00Z).

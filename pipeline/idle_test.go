@@ -8,6 +8,7 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/scenario"
 	"github.com/revenue-stream/hourly/transforms"
 )
@@ -72,7 +73,7 @@ func TestIdlePartitionReturns(t *testing.T) {
 		Purchase("p1", "b4", "2026-11-04T11:55:00Z", "u7", "5")
 	res := run(t, sc, o)
 
-	assertRows(t, res.rows.Values(), []model.Row{
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), []model.Row{
 		row("2026-11-04T10:00:00Z", time.Hour, "175", 3, 1, model.OnTime),
 		row("2026-11-04T10:00:00Z", time.Hour, "175", 3, 2, model.Final),
 		row("2026-11-04T11:00:00Z", time.Hour, "10", 1, 1, model.Late),

@@ -43,29 +43,6 @@ var (
 
 var readAt = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// row builds an expected row in a line.
-
-func sortRows(rows []model.Row) {
-	slices.SortFunc(rows, func(a, b model.Row) int {
-		if a.WindowStart != b.WindowStart {
-			return int(a.WindowStart - b.WindowStart)
-		}
-		if c := strings.Compare(a.Dims, b.Dims); c != 0 {
-			return c
-		}
-		return int(a.Revision - b.Revision)
-	})
-}
-
-func assertRows(t *testing.T, got, want []model.Row) {
-	t.Helper()
-	sortRows(got)
-	sortRows(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("rows differ\n got:\n%s want:\n%s", table(got), table(want))
-	}
-}
-
 type result struct {
 	rows        collect.Handle[model.Row]
 	tooLate     collect.Handle[model.TooLate]
@@ -159,7 +136,7 @@ func testMinimalSequence(t *testing.T, noCache bool, order string) {
 		Purchase("p0", "D", "2026-11-04T10:10:00Z", "u6", "7") // too late
 	res := run(t, sc, o)
 
-	assertRows(t, res.rows.Values(), rowtest.MinimalChangelog())
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), rowtest.MinimalChangelog())
 	late := res.tooLate.Values()
 	if len(late) != 1 || late[0].EventID != "D" || late[0].Position != "p0/events.jsonl:8" || late[0].Reason != model.ReasonWindowClosed {
 		t.Errorf("too-late = %+v, want D at p0/events.jsonl:8", late)
@@ -194,7 +171,7 @@ func TestSparkWatermarkDemo(t *testing.T) {
 		Purchase("p0", "e4", "2026-11-04T07:40:00Z", "u4", "1")
 	res := run(t, sc, o)
 	w := 5 * time.Minute
-	assertRows(t, res.rows.Values(), []model.Row{
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), []model.Row{
 		row("2026-11-04T07:55:00Z", w, "1", 1, 1, model.OnTime),
 		row("2026-11-04T07:55:00Z", w, "1", 1, 2, model.Final),
 		row("2026-11-04T08:00:00Z", w, "2", 2, 1, model.OnTime),
@@ -213,7 +190,7 @@ func TestSparkWatermarkDemo(t *testing.T) {
 // changed, never after ON_TIME.
 func TestEarlyFirings(t *testing.T) {
 	res := run(t, earlyScenario(scenario.New(pipeline.Defaults().Watermark, pipeline.Defaults().Event, readAt)), pipeline.Defaults())
-	assertRows(t, res.rows.Values(), earlyRows())
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), earlyRows())
 }
 
 // The same EARLY rows when ticks drive them instead of processing-time
@@ -230,7 +207,7 @@ func TestEarlyFiringsFromTicks(t *testing.T) {
 		records, ticks := beam.ParDo2(s, splitTicks, teststream.Create(s, rec.cfg))
 		return pipeline.BuildWithTicks(s, transforms.DecodeRecords(s, records), ticks, o)
 	}, len(rec.sc.Records))
-	assertRows(t, res.rows.Values(), earlyRows())
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), earlyRows())
 }
 
 // earlySteps is what the EARLY scenario needs of a builder.

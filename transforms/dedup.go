@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -126,14 +127,14 @@ type dedupFn struct {
 }
 
 func (f *dedupFn) Setup() {
-	f.counted = beam.NewCounter(Namespace, "counted")
-	f.duplicates = beam.NewCounter(Namespace, "duplicates")
-	f.conflicts = beam.NewCounter(Namespace, "conflicts")
-	f.tooLate = beam.NewCounter(Namespace, "too_late")
-	f.expired = beam.NewCounter(Namespace, "dedup_expired")
-	f.reloads = beam.NewCounter(Namespace, "dedup_state_reloads")
-	f.evictions = beam.NewCounter(Namespace, "dedup_cache_evictions")
-	f.entries = beam.NewDistribution(Namespace, "dedup_state_entries")
+	f.counted = metrics.Counter(metrics.Counted)
+	f.duplicates = metrics.Counter(metrics.Duplicates)
+	f.conflicts = metrics.Counter(metrics.Conflicts)
+	f.tooLate = metrics.Counter(metrics.TooLate)
+	f.expired = metrics.Counter(metrics.DedupExpired)
+	f.reloads = metrics.Counter(metrics.DedupStateReloads)
+	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
+	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
 }
 

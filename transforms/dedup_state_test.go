@@ -8,16 +8,11 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-func at(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
+var at = rowtest.MS
 
 func TestJudgeOrderAndVerdicts(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}

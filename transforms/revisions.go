@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -81,12 +82,12 @@ func (f *revisionsFn) Setup() {
 	f.rows = map[model.ResultState]beam.Counter{}
 	f.rowRevenues = map[model.ResultState]beam.Distribution{}
 	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
-		f.rows[st] = beam.NewCounter(Namespace, "rows_"+st.String())
-		f.rowRevenues[st] = beam.NewDistribution(Namespace, "row_revenue_micros_"+st.String())
+		f.rows[st] = metrics.Counter(metrics.RowsBy(st.String()))
+		f.rowRevenues[st] = metrics.Distribution(metrics.RowRevenueBy(st.String()))
 	}
-	f.afterFinal = beam.NewCounter(Namespace, "invariant_data_after_final")
-	f.markersExpired = beam.NewCounter(Namespace, "revision_markers_expired")
-	f.replayedFinal = beam.NewCounter(Namespace, "replayed_into_final")
+	f.afterFinal = metrics.Counter(metrics.AfterFinal)
+	f.markersExpired = metrics.Counter(metrics.RevisionMarkersExpired)
+	f.replayedFinal = metrics.Counter(metrics.ReplayedIntoFinal)
 }
 
 func encodeWindow(w *triggers.WindowState) []byte {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -31,7 +32,7 @@ type tooLateFn struct {
 	tooLate beam.Counter
 }
 
-func (f *tooLateFn) Setup() { f.tooLate = beam.NewCounter(Namespace, "too_late") }
+func (f *tooLateFn) Setup() { f.tooLate = metrics.Counter(metrics.TooLate) }
 
 func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func(model.Event), late func(model.TooLate)) {
 	if f.Policy.Closed(f.Policy.WindowStart(e.EventTime), e.WatermarkBefore) {

@@ -12,25 +12,15 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 
 	_ "github.com/revenue-stream/hourly/coders" // element coders
 )
 
-// Metric namespace shared by every counter of the pipeline.
-const Namespace = "revenue"
-
-// The delay metrics of every valid event (package delay): a distribution
-// in ms under the metric's name, and one counter per delay.Buckets bucket
-// (delay.CounterName) from which the run summary reads p50, p95 and p99.
-const (
-	// MetricLateness is event-time lateness: how far behind the largest
-	// event time its partition had shown before it an event arrived.
-	MetricLateness = "event_lateness"
-	// MetricArrival is the arrival delay: the processing time the source
-	// read the record at minus its event time.
-	MetricArrival = "arrival_delay"
-)
+// Namespace is the pipeline's metrics namespace, re-exported for callers
+// that read the counters of a pipeline this package built.
+const Namespace = metrics.Namespace
 
 func init() {
 	register.DoFn4x0[context.Context, model.Record, func(model.Event), func(model.Quarantined)](&validateFn{})
@@ -42,7 +32,7 @@ func init() {
 // second collection with their quarantine reason. Nothing is dropped: every
 // record read ends in exactly one of the two.
 //
-// Each valid event's delays are recorded (MetricLateness, MetricArrival):
+// Each valid event's delays are recorded (metrics.Lateness, metrics.Arrival):
 // bound is the out-of-order bound the source stamped the records with, so
 // that WatermarkBefore + bound is the largest event time the partition had
 // shown before the record.
@@ -65,31 +55,31 @@ type validateFn struct {
 }
 
 func (f *validateFn) Setup() {
-	f.read = beam.NewCounter(Namespace, "read")
-	f.quarantined = beam.NewCounter(Namespace, "quarantined")
+	f.read = metrics.Counter(metrics.Read)
+	f.quarantined = metrics.Counter(metrics.Quarantined)
 	f.byPartition = map[string]beam.Counter{}
 	f.lateness = make([]beam.Counter, len(delay.Buckets))
 	f.arrival = make([]beam.Counter, len(delay.Buckets))
 	for i := range delay.Buckets {
-		f.lateness[i] = beam.NewCounter(Namespace, delay.CounterName(MetricLateness, i))
-		f.arrival[i] = beam.NewCounter(Namespace, delay.CounterName(MetricArrival, i))
+		f.lateness[i] = metrics.Counter(metrics.Bucket(metrics.Lateness, i))
+		f.arrival[i] = metrics.Counter(metrics.Bucket(metrics.Arrival, i))
 	}
-	f.latenessMs = beam.NewDistribution(Namespace, MetricLateness+"_ms")
-	f.arrivalMs = beam.NewDistribution(Namespace, MetricArrival+"_ms")
+	f.latenessMs = metrics.Distribution(metrics.Ms(metrics.Lateness))
+	f.arrivalMs = metrics.Distribution(metrics.Ms(metrics.Arrival))
 }
 
 func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit func(model.Event), quarantine func(model.Quarantined)) {
 	f.read.Inc(ctx, 1)
 	c, ok := f.byPartition[r.Partition]
 	if !ok {
-		c = beam.NewCounter(Namespace, "read_partition_"+r.Partition)
+		c = metrics.Counter(metrics.ReadBy(r.Partition))
 		f.byPartition[r.Partition] = c
 	}
 	c.Inc(ctx, 1)
 	ev, q := event.Parse(r, f.Config)
 	if q != nil {
 		f.quarantined.Inc(ctx, 1)
-		beam.NewCounter(Namespace, "quarantined_"+q.Reason).Inc(ctx, 1)
+		metrics.Counter(metrics.QuarantinedBy(q.Reason)).Inc(ctx, 1)
 		quarantine(*q)
 		return
 	}

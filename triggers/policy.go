@@ -31,12 +31,6 @@ type Policy struct {
 	AllowedLateness time.Duration
 }
 
-// New builds a Policy, refusing combinations that cannot work.
-func New(window, early, lateness time.Duration) (Policy, error) {
-	p := Policy{Window: window, Early: early, AllowedLateness: lateness}
-	return p, p.Validate()
-}
-
 // Validate checks each setting, naming the flag it came from.
 func (p Policy) Validate() error {
 	switch {
@@ -79,19 +73,3 @@ func (p Policy) CloseTime(start int64) int64 {
 // when end + allowed_lateness <= W. W is model.NoWatermark (MinInt64) when
 // unknown, which closes nothing.
 func (p Policy) Closed(start, w int64) bool { return p.CloseTime(start) <= w }
-
-// NextBoundary returns the smallest instant > after at which some window ends
-// or closes. The dedup stage keeps one event-time timer chained along these
-// instants, which is how a DoFn that cannot read its watermark still learns,
-// at exactly the moments that matter, that it has passed a window's end
-// (ON_TIME is due) or close (the window is closed).
-func (p Policy) NextBoundary(after int64) int64 {
-	w := p.Window.Milliseconds()
-	l := p.AllowedLateness.Milliseconds() % w
-	end := p.WindowStart(after) + w // next window end > after
-	closeB := p.WindowStart(after-l) + w + l
-	if closeB <= after {
-		closeB += w
-	}
-	return min(end, closeB)
-}

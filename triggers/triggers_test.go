@@ -5,15 +5,10 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 )
 
-func ms(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
+var ms = rowtest.MS
 
 var hourly = Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour}
 
@@ -45,20 +40,6 @@ func TestClosedBoundary(t *testing.T) {
 	zero := Policy{Window: 5 * time.Minute}
 	if !zero.Closed(ms("2026-11-04T07:40:00Z"), ms("2026-11-04T07:51:40Z")) {
 		t.Error("Spark demo: 07:40 window not closed at watermark 07:51:40 with lateness 0")
-	}
-}
-
-func TestNextBoundary(t *testing.T) {
-	p := Policy{Window: time.Hour, AllowedLateness: 90 * time.Minute}
-	cases := []struct{ after, want string }{
-		{"2026-11-04T10:15:00Z", "2026-11-04T10:30:00Z"}, // a close (09:00 window + 1h30)
-		{"2026-11-04T10:30:00Z", "2026-11-04T11:00:00Z"}, // an end
-		{"2026-11-04T10:59:59.999Z", "2026-11-04T11:00:00Z"},
-	}
-	for _, c := range cases {
-		if got := p.NextBoundary(ms(c.after)); got != ms(c.want) {
-			t.Errorf("NextBoundary(%s) = %s, want %s", c.after, model.FormatTime(got), c.want)
-		}
 	}
 }
 

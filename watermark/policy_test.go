@@ -5,15 +5,10 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 )
 
-func ms(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
+var ms = rowtest.MS
 
 var policy = Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute}
 

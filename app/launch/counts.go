@@ -5,11 +5,10 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/revenue-stream/hourly/internal/delay"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/transforms"
 )
 
 // Counts are a run's figures: pipeline.Counts, with the sink's.
@@ -23,7 +22,7 @@ type counter struct {
 
 // countersOf lists a job's counters. Result() is the committed value where
 // the runner reports one, else the attempted value.
-func countersOf(m metrics.Results) []counter {
+func countersOf(m beammetrics.Results) []counter {
 	var out []counter
 	for _, r := range m.AllMetrics().Counters() {
 		out = append(out, counter{namespace: r.Namespace(), name: r.Name(), value: r.Result()})
@@ -35,49 +34,44 @@ func countersOf(m metrics.Results) []counter {
 func countsOf(counters []counter) Counts {
 	named := map[string]int64{}
 	for _, r := range counters {
-		if r.namespace == transforms.Namespace {
+		if r.namespace == metrics.Namespace {
 			named[r.name] += r.value
 		}
 	}
-	c := pipeline.CountsOf(named)
-	c.SinkAccepted = named[sinks.MetricRowsAccepted]
-	c.SinkStale = named[sinks.MetricRowsStale]
-	c.SinkAudit = named[sinks.MetricAuditInserted]
-	c.SinkRetries = named[sinks.MetricRetries]
-	return c
+	return metrics.CountsOf(named)
 }
 
 // diffCounts lists the figures in which two Counts differ.
 func diffCounts(a, b Counts) []string {
 	var d []string
-	cmp := func(name string, x, y int64) {
+	cmp := func(name metrics.Name, x, y int64) {
 		if x != y {
 			d = append(d, fmt.Sprintf("%s %d vs %d", name, x, y))
 		}
 	}
-	cmp("read", a.Read, b.Read)
-	cmp("counted", a.Counted, b.Counted)
-	cmp("duplicates", a.Duplicates, b.Duplicates)
-	cmp("conflicts", a.Conflicts, b.Conflicts)
-	cmp("quarantined", a.Quarantined, b.Quarantined)
-	cmp("too_late", a.TooLate, b.TooLate)
-	cmp("invariant_data_after_final", a.AfterFinal, b.AfterFinal)
-	cmp("sink_rows_accepted", a.SinkAccepted, b.SinkAccepted)
-	cmp("sink_rows_stale", a.SinkStale, b.SinkStale)
-	cmp("sink_audit_inserted", a.SinkAudit, b.SinkAudit)
-	cmp("sink_retries", a.SinkRetries, b.SinkRetries)
+	cmp(metrics.Read, a.Read, b.Read)
+	cmp(metrics.Counted, a.Counted, b.Counted)
+	cmp(metrics.Duplicates, a.Duplicates, b.Duplicates)
+	cmp(metrics.Conflicts, a.Conflicts, b.Conflicts)
+	cmp(metrics.Quarantined, a.Quarantined, b.Quarantined)
+	cmp(metrics.TooLate, a.TooLate, b.TooLate)
+	cmp(metrics.AfterFinal, a.AfterFinal, b.AfterFinal)
+	cmp(metrics.SinkRowsAccepted, a.SinkAccepted, b.SinkAccepted)
+	cmp(metrics.SinkRowsStale, a.SinkStale, b.SinkStale)
+	cmp(metrics.SinkAuditInserted, a.SinkAudit, b.SinkAudit)
+	cmp(metrics.SinkRetries, a.SinkRetries, b.SinkRetries)
 	for _, h := range []struct {
-		metric string
+		metric metrics.Name
 		x, y   []int64
-	}{{transforms.MetricLateness, a.Lateness.Counts(), b.Lateness.Counts()}, {transforms.MetricArrival, a.Arrival.Counts(), b.Arrival.Counts()}} {
+	}{{metrics.Lateness, a.Lateness.Counts(), b.Lateness.Counts()}, {metrics.Arrival, a.Arrival.Counts(), b.Arrival.Counts()}} {
 		for i := range delay.Buckets {
-			cmp(delay.CounterName(h.metric, i), at(h.x, i), at(h.y, i))
+			cmp(metrics.Bucket(h.metric, i), at(h.x, i), at(h.y, i))
 		}
 	}
 	for _, m := range []struct {
-		prefix string
-		x, y   map[string]int64
-	}{{"quarantined_", a.QuarantinedBy, b.QuarantinedBy}, {"read_partition_", a.ReadBy, b.ReadBy}, {"rows_", a.Rows, b.Rows}} {
+		name func(string) metrics.Name
+		x, y map[string]int64
+	}{{metrics.QuarantinedBy, a.QuarantinedBy, b.QuarantinedBy}, {metrics.ReadBy, a.ReadBy, b.ReadBy}, {metrics.RowsBy, a.Rows, b.Rows}} {
 		keys := map[string]bool{}
 		for k := range m.x {
 			keys[k] = true
@@ -86,7 +80,7 @@ func diffCounts(a, b Counts) []string {
 			keys[k] = true
 		}
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			cmp(m.prefix+k, m.x[k], m.y[k])
+			cmp(m.name(k), m.x[k], m.y[k])
 		}
 	}
 	return d

@@ -11,23 +11,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/revenue-stream/hourly/testing/faults"
+	"github.com/revenue-stream/hourly/internal/faults"
 )
 
 // TestFaultsAtCommitBoundaries injects a failure at each commit boundary of
-// the seed's test matrix into the real binary, then restarts it on the same
-// sink: every event contributes once, the sink keeps only the highest
-// revision per key and never goes backwards, and the final rows equal a
-// clean run's (which the demo test ties to the offline recomputation).
+// the seed's test matrix into the real binary (built with the faults tag),
+// then restarts it on the same sink: every event contributes once, the sink
+// keeps only the highest revision per key and never goes backwards, and the
+// final rows equal a clean run's (which the demo test ties to the offline
+// recomputation). The clean run is the shipped binary with every point armed
+// at its first pass: it must ignore REVENUE_FAULTS and finish.
 func TestFaultsAtCommitBoundaries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real binary several times")
 	}
-	bin := buildBinary(t)
+	bin := buildFaultBinary(t)
 	logDir := demoLog(t, 60_000)
 	clean := filepath.Join(t.TempDir(), "clean.db")
-	if out, code := runWithEnv(t, bin, logDir, clean, ""); code != 0 {
-		t.Fatalf("clean run exited %d:\n%s", code, out)
+	armAll := faults.CrashAfterRead + ":1," + faults.FailBeforeSinkWrite + ":1," + faults.CrashAfterSinkWrite + ":1"
+	if out, code := runWithEnv(t, buildBinary(t), logDir, clean, armAll); code != 0 {
+		t.Fatalf("the production binary with %s=%s exited %d (it must ignore the variable):\n%s", faults.Env, armAll, code, lastN(out, 15))
 	}
 	want := readAll(t, clean)
 

@@ -45,11 +45,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// purchase renders one input line.
-func purchase(id, eventTime, user, amount string) string {
-	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":%q,"amount":%q}`, id, eventTime, user, amount)
-}
-
 // writeLog writes lines as one file of partition p0 of a new source folder.
 func writeLog(t *testing.T, lines ...string) string {
 	t.Helper()
@@ -85,22 +80,12 @@ func run(t testing.TB, o Options) (*Summary, string) {
 }
 
 var (
-	ms  = rowtest.MS
-	row = rowtest.Row
+	ms         = rowtest.MS
+	row        = rowtest.Row
+	table      = rowtest.Table
+	assertRows = rowtest.AssertRows
+	purchase   = rowtest.Purchase
 )
-
-func table(rows []model.Row) string {
-	var b bytes.Buffer
-	writeRows(&b, rows)
-	return b.String()
-}
-
-func assertRows(t *testing.T, what string, got, want []model.Row) {
-	t.Helper()
-	if !slices.Equal(got, want) {
-		t.Errorf("%s differ\n got:\n%s want:\n%s", what, table(got), table(want))
-	}
-}
 
 // sqliteOf opens the run's sink for assertions.
 func sqliteOf(t *testing.T, o Options) *sinks.SQLite {
@@ -666,28 +651,37 @@ func TestLoggerQuietsBeam(t *testing.T) {
 	}
 }
 
-// binary builds cmd/launch once per test run, into binDir (which TestMain
-// removes): two tests run it.
+// binary builds cmd/launch as shipped, and faultBinary with the faults build
+// tag (which arms REVENUE_FAULTS, see internal/faults), each once per test
+// run, into binDir (which TestMain removes).
 var (
-	binDir string
-	binary = sync.OnceValues(func() (string, error) {
-		dir, err := os.MkdirTemp("", "launch-bin-")
-		if err != nil {
-			return "", err
-		}
-		binDir = dir
-		bin := filepath.Join(dir, "launch")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/revenue-stream/hourly/cmd/launch").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build: %v\n%s", err, out)
-		}
-		return bin, nil
-	})
+	binDir      string
+	binDirOnce  = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "launch-bin-") })
+	binary      = sync.OnceValues(func() (string, error) { return buildCommand("launch") })
+	faultBinary = sync.OnceValues(func() (string, error) { return buildCommand("launch-faults", "-tags", "faults") })
 )
 
-func buildBinary(t *testing.T) string {
+func buildCommand(name string, flags ...string) (string, error) {
+	dir, err := binDirOnce()
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, name)
+	args := append(append([]string{"build", "-o", bin}, flags...), "github.com/revenue-stream/hourly/cmd/launch")
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func buildBinary(t *testing.T) string      { return mustBuild(t, binary) }
+func buildFaultBinary(t *testing.T) string { return mustBuild(t, faultBinary) }
+
+func mustBuild(t *testing.T, build func() (string, error)) string {
 	t.Helper()
-	bin, err := binary()
+	bin, err := build()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,19 +156,6 @@ func usagef(format string, args ...any) error {
 	return &ConfigError{Err: fmt.Errorf(format, args...)}
 }
 
-// oneLine renders an error on one line: the first of joined errors (the
-// pipeline validates every setting and joins the failures), newlines folded.
-func oneLine(err error) string {
-	for {
-		j, ok := err.(interface{ Unwrap() []error })
-		if !ok || len(j.Unwrap()) == 0 {
-			break
-		}
-		err = j.Unwrap()[0]
-	}
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
-}
-
 // sinkValue is a --sink flag, parsed when set so that an unknown scheme is
 // refused with the flags.
 type sinkValue struct{ spec *sinks.Spec }

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	gpubsub "cloud.google.com/go/pubsub/v2"
+	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
@@ -38,8 +38,10 @@ func buildBinaries(t testing.TB) (launch, pstest string) {
 			return
 		}
 		binaries.launch, binaries.pstest = filepath.Join(dir, "launch"), filepath.Join(dir, "pstestserver")
+		// The launch binary is built with the faults tag: the kill tests arm
+		// its Pub/Sub fault points (a production build ignores them).
 		for bin, pkg := range map[string]string{binaries.launch: "../../cmd/launch", binaries.pstest: "../../testing/pstestserver"} {
-			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			if out, err := exec.Command("go", "build", "-tags", "faults", "-o", bin, pkg).CombinedOutput(); err != nil {
 				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 				return
 			}

@@ -193,7 +193,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	switch {
 	case res.err != nil:
-		sum.State, sum.Error = StateFailed, oneLine(res.err)
+		sum.State, sum.Error = StateFailed, cli.OneLine(res.err)
 	case res.interrupted:
 		sum.State = StateCancelled
 	default:
@@ -247,7 +247,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 // any work: one line, exit 2 (SPEC §6).
 type ConfigError struct{ Err error }
 
-func (e *ConfigError) Error() string { return oneLine(e.Err) }
+func (e *ConfigError) Error() string { return cli.OneLine(e.Err) }
 func (e *ConfigError) Unwrap() error { return e.Err }
 
 // build is the design card's shape: read the source (the folder or the

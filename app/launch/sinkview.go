@@ -9,7 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,7 +125,7 @@ func readJSONL(dir string) (sinkView, error) {
 	if err != nil {
 		return v, fmt.Errorf("jsonl sink %s: %w", dir, err)
 	}
-	sortRows(v.Changelog)
+	slices.SortStableFunc(v.Changelog, model.CompareRows)
 	for i, r := range v.Changelog {
 		if i+1 == len(v.Changelog) || v.Changelog[i+1].WindowStart != r.WindowStart || v.Changelog[i+1].Dims != r.Dims {
 			v.Current = append(v.Current, r)
@@ -165,20 +165,6 @@ func scanLines(path string, fn func([]byte) error) error {
 		}
 	}
 	return sc.Err()
-}
-
-// sortRows orders rows by key, then revision.
-func sortRows(rows []model.Row) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.WindowStart != b.WindowStart {
-			return a.WindowStart < b.WindowStart
-		}
-		if a.Dims != b.Dims {
-			return a.Dims < b.Dims
-		}
-		return a.Revision < b.Revision
-	})
 }
 
 // shellQuote quotes a path for a command the user can paste.

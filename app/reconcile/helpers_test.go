@@ -16,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 )
 
 func TestMain(m *testing.M) {
@@ -29,14 +30,7 @@ func TestMain(m *testing.M) {
 // agree.
 var readAt = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
-func ms(t testing.TB, s string) int64 {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.UnixMilli()
-}
+var purchase = rowtest.Purchase
 
 // launcherConfig is the run_config cmd/launch stores for the default
 // settings (1h windows, 24h lateness) and the given dimensions.
@@ -169,10 +163,6 @@ func writeLog(t testing.TB, parts map[string][]string) string {
 	return dir
 }
 
-func purchase(id, at, user, amount string) string {
-	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":%q,"amount":%q}`, id, at, user, amount)
-}
-
 // fingerprint parses a line as the stream does and returns its fingerprint.
 func fingerprint(t testing.TB, line string) uint64 {
 	t.Helper()
@@ -186,7 +176,7 @@ func fingerprint(t testing.TB, line string) uint64 {
 // row is a streamed row of a one-hour window without dims.
 func row(t testing.TB, start, revenue string, count, rev int64, st model.ResultState) model.Row {
 	t.Helper()
-	s := ms(t, start)
+	s := rowtest.MS(start)
 	m, err := event.ParseAmount([]byte(revenue))
 	if err != nil {
 		t.Fatal(err)

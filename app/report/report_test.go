@@ -16,16 +16,11 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"golang.org/x/net/html"
 )
 
-func ms(s string) int64 {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t.UnixMilli()
-}
+var ms = rowtest.MS
 
 // knownRun is SPEC §7's minimal sequence plus a second window: A=100, B=50,
 // a copy of A, C=20 late, a conflicting A, D too late, a malformed line, and

@@ -10,77 +10,14 @@
 // --endpoint, --environment_type, Dataflow's --project, --region,
 // --temp_location, ...) are accepted; prism is the default runner.
 //
-// Everything it does is in package reconcile; this file only wires flags,
-// logging and exit codes.
+// Everything it does lives in package reconcile (reconcile.Main), over the
+// same command shape as cmd/launch (internal/cli).
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/app/reconcile" // registers, through beamx, every runner and filesystem
-	"github.com/revenue-stream/hourly/internal/cli"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-func run(args []string, stdout, stderr io.Writer) int {
-	// The global flag set carries the Beam runner flags the SDK registers.
-	fs := flag.CommandLine
-	fs.Init("reconcile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported in one line below
-	flags := reconcile.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]")
-			fs.PrintDefaults()
-			return reconcile.ExitClean
-		}
-		return fail(stderr, fmt.Errorf("%w (see --help)", err))
-	}
-	// A distributed runner starts this binary as its worker: Init then runs
-	// the worker harness and never returns, so it comes before our own
-	// flags are checked (a worker is not given --source).
-	beam.Init()
-	if fs.NArg() > 0 {
-		return fail(stderr, fmt.Errorf("unexpected argument %q (flags only; see --help)", fs.Arg(0)))
-	}
-	o, err := flags.Options()
-	if err != nil {
-		return fail(stderr, err)
-	}
-	level, _ := flags.LogLevel() // validated by Options
-	slog.SetDefault(cli.NewLogger(stderr, level))
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	out, err := reconcile.Run(ctx, o)
-	if out.RunID != "" {
-		// A run that got as far as comparing has something to show, even if
-		// a later step (the report) failed.
-		if werr := reconcile.WriteSummary(stdout, out); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	if err != nil {
-		return fail(stderr, err)
-	}
-	return out.ExitCode()
-}
-
-// fail prints an error on one line (joined errors included) and returns
-// exit code 2.
-func fail(stderr io.Writer, err error) int {
-	fmt.Fprintf(stderr, "reconcile: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
-	return reconcile.ExitError
-}
+func main() { os.Exit(reconcile.Main(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
@@ -20,7 +21,7 @@ import (
 // binary: this test binary re-executed with RECONCILE_MAIN=1 is main.
 func TestMain(m *testing.M) {
 	if os.Getenv("RECONCILE_MAIN") == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(reconcile.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

@@ -11,25 +11,11 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 
 	_ "github.com/revenue-stream/hourly/coders" // element coders of the four streams
-)
-
-// Metric names of the write path, in the pipeline's "revenue" namespace (the
-// transforms package's Namespace; not imported, to keep sinks free of the
-// pipeline's packages).
-const (
-	metricNamespace     = "revenue"
-	MetricRowsAccepted  = "sink_rows_accepted"
-	MetricRowsStale     = "sink_rows_stale"
-	MetricAuditInserted = "sink_audit_inserted"
-	MetricRetries       = "sink_retries"
-	// MetricAppendRequests counts the BigQuery Storage Write API append
-	// requests the write step sent (a lower bound on prism, which now and
-	// then drops a processing-time timer bundle's counters).
-	MetricAppendRequests = "sink_append_requests"
 )
 
 // Retries of a failed batch: a few attempts over a few seconds ride out a
@@ -123,10 +109,10 @@ func (f *writeFn[T]) Setup(ctx context.Context) error {
 		return fmt.Errorf("sinks.Write: %w", err)
 	}
 	f.sink = sink
-	f.accepted = beam.NewCounter(metricNamespace, MetricRowsAccepted)
-	f.stale = beam.NewCounter(metricNamespace, MetricRowsStale)
-	f.audit = beam.NewCounter(metricNamespace, MetricAuditInserted)
-	f.retries = beam.NewCounter(metricNamespace, MetricRetries)
+	f.accepted = metrics.Counter(metrics.SinkRowsAccepted)
+	f.stale = metrics.Counter(metrics.SinkRowsStale)
+	f.audit = metrics.Counter(metrics.SinkAuditInserted)
+	f.retries = metrics.Counter(metrics.SinkRetries)
 	if f.attempts == 0 {
 		f.attempts, f.backoff, f.backoffCeiling = writeAttempts, writeBackoff, writeBackoffCeiling
 	}

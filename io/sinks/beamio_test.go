@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -31,11 +32,11 @@ func snapshot(start int64, revenue, count, rev int64, st model.ResultState) mode
 }
 
 // counters sums the write path's counters across steps.
-func counters(pr beam.PipelineResult) map[string]int64 {
-	out := map[string]int64{}
+func counters(pr beam.PipelineResult) map[metrics.Name]int64 {
+	out := map[metrics.Name]int64{}
 	for _, c := range pr.Metrics().AllMetrics().Counters() {
-		if c.Namespace() == metricNamespace && strings.HasPrefix(c.Name(), "sink_") {
-			out[c.Name()] += c.Result()
+		if c.Namespace() == metrics.Namespace && strings.HasPrefix(c.Name(), "sink_") {
+			out[metrics.Name(c.Name())] += c.Result()
 		}
 	}
 	return out
@@ -43,7 +44,7 @@ func counters(pr beam.PipelineResult) map[string]int64 {
 
 // runWrite writes the four streams to spec on prism and returns the write
 // path's counters.
-func runWrite(t *testing.T, spec Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) map[string]int64 {
+func runWrite(t *testing.T, spec Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) map[metrics.Name]int64 {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	Write(s, spec,
@@ -79,10 +80,10 @@ func TestWriteOnPrism(t *testing.T) {
 	got := runWrite(t, spec, rows, late, conflicts, quarantined)
 	// Whatever the bundling, each snapshot is accepted or stale exactly once,
 	// and the final state is the same.
-	if got[MetricRowsAccepted]+got[MetricRowsStale] != int64(len(rows)) || got[MetricRowsAccepted] < 2 {
+	if got[metrics.SinkRowsAccepted]+got[metrics.SinkRowsStale] != int64(len(rows)) || got[metrics.SinkRowsAccepted] < 2 {
 		t.Errorf("first run counters = %v, want accepted+stale = %d, accepted >= 2", got, len(rows))
 	}
-	if got[MetricAuditInserted] != 3 || got[MetricRetries] != 0 {
+	if got[metrics.SinkAuditInserted] != 3 || got[metrics.SinkRetries] != 0 {
 		t.Errorf("first run counters = %v, want 3 audit rows inserted, no retries", got)
 	}
 
@@ -119,7 +120,7 @@ func TestWriteOnPrism(t *testing.T) {
 
 	// The same output again (a replay) changes nothing.
 	got = runWrite(t, spec, rows, late, conflicts, quarantined)
-	if got[MetricRowsAccepted] != 0 || got[MetricRowsStale] != int64(len(rows)) || got[MetricAuditInserted] != 0 {
+	if got[metrics.SinkRowsAccepted] != 0 || got[metrics.SinkRowsStale] != int64(len(rows)) || got[metrics.SinkAuditInserted] != 0 {
 		t.Errorf("replay counters = %v, want every row stale and no audit row inserted", got)
 	}
 	again, err := db.Changelog(ctx)

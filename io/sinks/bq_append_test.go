@@ -168,7 +168,7 @@ func TestBigQueryAppendErrors(t *testing.T) {
 // TIMESTAMP goes as int64 microseconds to BigQuery and as exact
 // "seconds.micros" text to the emulator; NUMERIC as its exact decimal.
 func TestBigQueryRowEncoding(t *testing.T) {
-	tl := model.TooLate{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms(t, "2026-11-04T10:10:00.250Z"), Payload: []byte("{}")}
+	tl := model.TooLate{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms("2026-11-04T10:10:00.250Z"), Payload: []byte("{}")}
 	for _, tc := range []struct {
 		rt   map[string]*bqRowType
 		want any

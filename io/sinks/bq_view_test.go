@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -128,7 +129,7 @@ func TestBigQueryCorrectionsGuarded(t *testing.T) {
 
 // runBigQueryWrite runs sinks.Write on prism into spec with a short flush
 // interval and returns the pipeline's error and counters.
-func runBigQueryWrite(t *testing.T, spec Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) (map[string]int64, error) {
+func runBigQueryWrite(t *testing.T, spec Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) (map[metrics.Name]int64, error) {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	Write(s, spec, beam.CreateList(s, rows), beam.CreateList(s, late), beam.CreateList(s, conflicts), beam.CreateList(s, quarantined),
@@ -168,7 +169,7 @@ func TestBigQueryWriteRetryOnPrism(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[MetricRowsAccepted] != int64(len(rows)) || got[MetricAuditInserted] != 4 {
+	if got[metrics.SinkRowsAccepted] != int64(len(rows)) || got[metrics.SinkAuditInserted] != 4 {
 		t.Fatalf("clean run counters = %v, want %d rows and 4 audit rows appended", got, len(rows))
 	}
 
@@ -235,7 +236,7 @@ func TestBigQueryWriteStepOnPrism(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[MetricRowsAccepted] != int64(len(rows)) || got[MetricAuditInserted] != 4 {
+	if got[metrics.SinkRowsAccepted] != int64(len(rows)) || got[metrics.SinkAuditInserted] != 4 {
 		t.Errorf("counters = %v, want %d rows and 4 audit rows appended", got, len(rows))
 	}
 	if n := Pending() - before; n != 0 {

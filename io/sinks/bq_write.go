@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -132,9 +133,9 @@ func (f *bqAppendFn) Setup(ctx context.Context) error {
 		return fmt.Errorf("sinks.Write %s: not a BigQuery sink", f.Spec)
 	}
 	f.sink = bq
-	f.accepted = beam.NewCounter(metricNamespace, MetricRowsAccepted)
-	f.audit = beam.NewCounter(metricNamespace, MetricAuditInserted)
-	f.calls = beam.NewCounter(metricNamespace, MetricAppendRequests)
+	f.accepted = metrics.Counter(metrics.SinkRowsAccepted)
+	f.audit = metrics.Counter(metrics.SinkAuditInserted)
+	f.calls = metrics.Counter(metrics.SinkAppendRequests)
 	return nil
 }
 

@@ -127,9 +127,9 @@ func testAppliesOneBatchInRevisionOrder(t *testing.T, u sinkUnderTest) {
 func auditBatch(t testing.TB) Batch {
 	return Batch{
 		TooLate: []model.TooLate{
-			{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms(t, "2026-11-04T10:10:00Z"),
+			{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms("2026-11-04T10:10:00Z"),
 				Payload: []byte(`{"event_id":"d1","event_time":"2026-11-04T10:10:00Z","user_id":"u1","amount":"5"}`)},
-			{Position: "p1/g.jsonl:9", EventID: "d2", EventTime: ms(t, "2026-11-04T10:10:00.250Z"),
+			{Position: "p1/g.jsonl:9", EventID: "d2", EventTime: ms("2026-11-04T10:10:00.250Z"),
 				Payload: []byte(`{"event_id":"d2"}`), Reason: model.ReasonWindowClosed},
 		},
 		Conflicts: []model.Conflict{{Position: "p0/f.jsonl:5", EventID: "a1",
@@ -251,10 +251,10 @@ func testFinalHorizon(t *testing.T, u sinkUnderTest) {
 		snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 3, model.Final, 1, 1),
 		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 1, 1),
 		// A sub-second window end, which TEXT order would misplace.
-		{WindowStart: ms(t, "2026-11-04T09:00:00Z"), WindowEnd: ms(t, "2026-11-04T10:00:00.500Z"), Dims: "{}", Revision: 1, State: model.Final},
+		{WindowStart: ms("2026-11-04T09:00:00Z"), WindowEnd: ms("2026-11-04T10:00:00.500Z"), Dims: "{}", Revision: 1, State: model.Final},
 	}})
 	end, ok, err := s.FinalHorizon(ctx)
-	if err != nil || !ok || end != ms(t, "2026-11-04T10:00:00.500Z") {
+	if err != nil || !ok || end != ms("2026-11-04T10:00:00.500Z") {
 		t.Fatalf("FinalHorizon = %s, %v, %v; want 2026-11-04T10:00:00.500Z", model.FormatTime(end), ok, err)
 	}
 }
@@ -290,9 +290,9 @@ func testDiffs(t *testing.T, u sinkUnderTest) {
 	ctx := context.Background()
 	rev := int64(7)
 	diffs := []Diff{
-		{RunID: "r1", WindowStart: ms(t, "2026-11-04T10:00:00Z"), Dims: "{}", StreamedRevenueMicros: 170, RecomputedRevenueMicros: 175,
+		{RunID: "r1", WindowStart: ms("2026-11-04T10:00:00Z"), Dims: "{}", StreamedRevenueMicros: 170, RecomputedRevenueMicros: 175,
 			DeltaMicros: 5, StreamedCount: 3, RecomputedCount: 4, Classification: "too_late"},
-		{RunID: "r1", WindowStart: ms(t, "2026-11-04T11:00:00Z"), Dims: "{}", RecomputedRevenueMicros: 9, DeltaMicros: 9,
+		{RunID: "r1", WindowStart: ms("2026-11-04T11:00:00Z"), Dims: "{}", RecomputedRevenueMicros: 9, DeltaMicros: 9,
 			RecomputedCount: 1, Classification: "missing_window", AppliedRevision: &rev},
 	}
 	if err := s.WriteDiffs(ctx, diffs); err != nil {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -307,16 +308,7 @@ func validateBatch(b Batch) error {
 // several snapshots of one key in a batch are applied oldest first.
 func sortedRows(rows []model.Row) []model.Row {
 	out := append([]model.Row(nil), rows...)
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.WindowStart != b.WindowStart {
-			return a.WindowStart < b.WindowStart
-		}
-		if a.Dims != b.Dims {
-			return a.Dims < b.Dims
-		}
-		return a.Revision < b.Revision
-	})
+	slices.SortStableFunc(out, model.CompareRows)
 	return out
 }
 

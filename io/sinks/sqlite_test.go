@@ -15,23 +15,17 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 )
 
 // ms parses an RFC 3339 time into epoch milliseconds.
-func ms(t testing.TB, s string) int64 {
-	t.Helper()
-	v, err := parseTime(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+var ms = rowtest.MS
 
 const hour = int64(time.Hour / time.Millisecond)
 
 // snap builds a snapshot row for the window starting at start.
 func snap(t testing.TB, start, dims string, rev int64, state model.ResultState, count, micros int64) model.Row {
-	ws := ms(t, start)
+	ws := ms(start)
 	return model.Row{WindowStart: ws, WindowEnd: ws + hour, Dims: dims, RevenueMicros: micros,
 		EventCount: count, Revision: rev, State: state}
 }
@@ -219,7 +213,7 @@ func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 func concurrentBatch(t testing.TB, w, i int) Batch {
 	const rowsPerBatch = 5
 	b := Batch{Progress: []model.Checkpoint{{Partition: fmt.Sprintf("w%d", w), File: fmt.Sprintf("%06d", i), Line: i}}}
-	base := ms(t, "2026-01-01T00:00:00Z")
+	base := ms("2026-01-01T00:00:00Z")
 	for k := range rowsPerBatch {
 		ws := base + int64(i*rowsPerBatch+k)*hour
 		b.Rows = append(b.Rows, model.Row{WindowStart: ws, WindowEnd: ws + hour, Dims: fmt.Sprintf(`{"w":"%d"}`, w),
@@ -379,7 +373,7 @@ func TestIsBusy(t *testing.T) {
 func BenchmarkSQLiteWrite(b *testing.B) {
 	s := openTestSQLite(b, filepath.Join(b.TempDir(), "revenue.db"))
 	const n = 10_000
-	base := ms(b, "2026-01-01T00:00:00Z")
+	base := ms("2026-01-01T00:00:00Z")
 	batch := Batch{Rows: make([]model.Row, n), TooLate: make([]model.TooLate, n)}
 	for i := range n {
 		ws := base + int64(i/10)*hour

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/rawlog"
 )
 
@@ -80,7 +81,7 @@ func (f *newPartitionsFn) ProcessElement(ctx context.Context, sp state.Provider,
 	if err := f.Seen.Write(sp, append(seen, partition)); err != nil {
 		return fmt.Errorf("discover partitions: write state: %w", err)
 	}
-	beam.NewCounter(namespace, "partitions_discovered").Inc(ctx, 1)
+	metrics.Counter(metrics.PartitionsDiscovered).Inc(ctx, 1)
 	slog.Info("source partition discovered; reading it from its first file", "partition", partition)
 	emit(partition)
 	return nil

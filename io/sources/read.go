@@ -10,13 +10,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 	"github.com/revenue-stream/hourly/watermark"
 )
-
-// namespace is the metrics namespace shared by the whole pipeline.
-const namespace = "revenue"
 
 func init() {
 	register.DoFn6x2[
@@ -172,7 +170,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		return sdf.StopProcessing(), nil
 	}
 	if wentIdle {
-		beam.NewCounter(namespace, "idle_transitions_"+partition).Inc(ctx, 1)
+		metrics.Counter(metrics.IdleTransitions(partition)).Inc(ctx, 1)
 	}
 	own := r.rest.Reported
 	if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
@@ -192,7 +190,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	}
 	we.Advance(w)
 	if own != model.NoWatermark {
-		beam.NewGauge(namespace, "watermark_lag_ms_"+partition).Set(ctx, now-own)
+		metrics.Gauge(metrics.WatermarkLag(partition)).Set(ctx, now-own)
 	}
 	// 1 while the partition is idle (out of the watermark minimum), for the
 	// live views (app/live), which read it from the job's metrics.
@@ -200,7 +198,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	if r.rest.Idle {
 		idle = 1
 	}
-	beam.NewGauge(namespace, "partition_idle_"+partition).Set(ctx, idle)
+	metrics.Gauge(metrics.PartitionIdle(partition)).Set(ctx, idle)
 	if out == outCaughtUp {
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}

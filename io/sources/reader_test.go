@@ -15,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -27,9 +28,7 @@ func testConfig() event.Config {
 }
 
 // purchase is one valid input line.
-func purchase(id, eventTime string) string {
-	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":"u","amount":"1"}`, id, eventTime)
-}
+func purchase(id, eventTime string) string { return rowtest.Purchase(id, eventTime, "u", "1") }
 
 // put writes a file the way a producer does: under a temporary name, then
 // renamed in, so a follower never sees it half written.
@@ -179,7 +178,7 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 			if !p.rest.Closed || !slices.Equal(p.rest.Read, []string{"000001.jsonl", "000002.jsonl"}) {
 				t.Errorf("final state %v", p.rest)
 			}
-			if wantMax := mustMs(t, "2026-11-04T12:00:00Z"); p.rest.MaxValid != wantMax {
+			if wantMax := rowtest.MS("2026-11-04T12:00:00Z"); p.rest.MaxValid != wantMax {
 				t.Errorf("MaxValid = %s, want %s", fmtMs(p.rest.MaxValid), fmtMs(wantMax))
 			}
 			if !p.recs[4].Oversized {
@@ -187,15 +186,6 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustMs(t *testing.T, s string) int64 {
-	t.Helper()
-	tm, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tm.UnixMilli()
 }
 
 func TestReaderResumesFromEveryClaim(t *testing.T) {
@@ -272,7 +262,7 @@ func TestReaderFollow(t *testing.T) {
 	}
 	// The late file was judged against the watermark its partition had
 	// reached: 10:40 - 10m.
-	if late := p.recs[3]; late.WatermarkBefore != mustMs(t, "2026-11-04T10:30:00Z") {
+	if late := p.recs[3]; late.WatermarkBefore != rowtest.MS("2026-11-04T10:30:00Z") {
 		t.Errorf("late record stamped %s", fmtMs(late.WatermarkBefore))
 	}
 }
@@ -311,9 +301,9 @@ func TestReaderResumesFromCheckpoint(t *testing.T) {
 	full := newRun(t, dir, "p0", false, 2)
 	full.drain()
 	want := []model.Checkpoint{
-		{Partition: "p0", File: "000001.jsonl", Offset: int64(2 * (len(purchase("a", "2026-11-04T10:00:00Z")) + 1)), Line: 2, MaxValid: mustMs(t, "2026-11-04T10:30:00Z")},
-		{Partition: "p0", File: "000002.jsonl", Offset: int64(1 + len(purchase("c", "2026-11-04T10:05:00Z")) + 1 + 5), Line: 3, MaxValid: mustMs(t, "2026-11-04T10:30:00Z")},
-		{Partition: "p0", File: "000003.jsonl", Offset: int64(2 * (len(purchase("d", "2026-11-04T11:30:00Z")) + 1)), Line: 2, MaxValid: mustMs(t, "2026-11-04T11:30:00Z")},
+		{Partition: "p0", File: "000001.jsonl", Offset: int64(2 * (len(purchase("a", "2026-11-04T10:00:00Z")) + 1)), Line: 2, MaxValid: rowtest.MS("2026-11-04T10:30:00Z")},
+		{Partition: "p0", File: "000002.jsonl", Offset: int64(1 + len(purchase("c", "2026-11-04T10:05:00Z")) + 1 + 5), Line: 3, MaxValid: rowtest.MS("2026-11-04T10:30:00Z")},
+		{Partition: "p0", File: "000003.jsonl", Offset: int64(2 * (len(purchase("d", "2026-11-04T11:30:00Z")) + 1)), Line: 2, MaxValid: rowtest.MS("2026-11-04T11:30:00Z")},
 	}
 	if !slices.Equal(full.checkpoints, want) {
 		t.Fatalf("checkpoints:\n got %+v\nwant %+v", full.checkpoints, want)
@@ -471,7 +461,7 @@ func TestReaderIdleness(t *testing.T) {
 		return r
 	}
 	r := call()
-	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != mustMs(t, "2026-11-04T10:10:00Z") {
+	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != rowtest.MS("2026-11-04T10:10:00Z") {
 		t.Fatalf("active: %v", r.rest)
 	}
 	rest = r.rest
@@ -506,7 +496,7 @@ func TestReaderIdleness(t *testing.T) {
 	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != idleReported {
 		t.Fatalf("back: %v", r.rest)
 	}
-	if len(recs) != 1 || recs[0].WatermarkBefore != mustMs(t, "2026-11-04T10:10:00Z") {
+	if len(recs) != 1 || recs[0].WatermarkBefore != rowtest.MS("2026-11-04T10:10:00Z") {
 		t.Fatalf("returning record %+v", recs)
 	}
 }

@@ -17,12 +17,9 @@ var stopGen atomic.Int64
 //
 // The flag is process-wide: it reaches readers in this process, which is
 // where prism's loopback SDK harness runs them. On a remote runner, stopping
-// is the runner's drain. A pipeline built after the call is not affected,
-// so a launcher should check Stopped before it builds one.
+// is the runner's drain. A pipeline built after the call is not affected:
+// its readers compare against the generation they were built at.
 func RequestStop() { stopGen.Add(1) }
-
-// Stopped reports whether RequestStop has been called in this process.
-func Stopped() bool { return stopGen.Load() > 0 }
 
 func stopGeneration() int64 { return stopGen.Load() }
 

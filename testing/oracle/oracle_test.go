@@ -12,20 +12,14 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
 // replayNow is after every generated or handcrafted event time.
 var replayNow = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 
-func ms(t *testing.T, s string) int64 {
-	t.Helper()
-	tm, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tm.UnixMilli()
-}
+var ms = rowtest.MS
 
 func ev(id, ts, amount string) string {
 	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":"u7","amount":%q}`, id, ts, amount)
@@ -73,7 +67,7 @@ func TestMinimalSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w10, w11, w11b := ms(t, "2026-11-04T10:00:00Z"), ms(t, "2026-11-04T11:00:00Z"), ms(t, "2026-11-05T11:00:00Z")
+	w10, w11, w11b := ms("2026-11-04T10:00:00Z"), ms("2026-11-04T11:00:00Z"), ms("2026-11-05T11:00:00Z")
 	checkTotals(t, "Final", res.Final, map[Key]Total{
 		{w10, "{}"}:  {170_000_000, 3},
 		{w11, "{}"}:  {10_000_000, 1},
@@ -124,8 +118,8 @@ func TestSparkWatermarkDemo(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	checkTotals(t, "Final", res.Final, map[Key]Total{
-		{ms(t, "2026-11-04T08:00:00Z"), "{}"}: {2_000_000, 2},
-		{ms(t, "2026-11-04T07:55:00Z"), "{}"}: {1_000_000, 1},
+		{ms("2026-11-04T08:00:00Z"), "{}"}: {2_000_000, 2},
+		{ms("2026-11-04T07:55:00Z"), "{}"}: {1_000_000, 1},
 	})
 	if len(res.TooLate) != 1 || res.TooLate[0].EventID != "e3" || res.TooLate[0].Position != "p0/records:4" {
 		t.Fatalf("too late = %+v", res.TooLate)
@@ -149,7 +143,7 @@ func TestCrossPartitionFirstCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w10, w23, w0 := ms(t, "2026-11-04T10:00:00Z"), ms(t, "2026-11-05T23:00:00Z"), ms(t, "2026-11-06T00:00:00Z")
+	w10, w23, w0 := ms("2026-11-04T10:00:00Z"), ms("2026-11-05T23:00:00Z"), ms("2026-11-06T00:00:00Z")
 	checkTotals(t, "Distinct", res.Distinct, map[Key]Total{
 		{w10, "{}"}: {9_000_000, 1}, // X: p0's copy, the lowest position
 		{w23, "{}"}: {4_000_000, 1}, // Y: the counted copy, though a too-late one came first

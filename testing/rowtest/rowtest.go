@@ -1,12 +1,14 @@
-// Package rowtest holds the small helpers the pipeline, source and launcher
-// tests share to write expected snapshot rows in a line and print a whole
-// table when they differ.
+// Package rowtest holds the small helpers the pipeline, source, sink and
+// launcher tests share to write input lines and expected snapshot rows in a
+// line, and to compare rows printing whole tables when they differ.
 package rowtest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -20,6 +22,24 @@ func MS(s string) int64 {
 		panic(err)
 	}
 	return t.UnixMilli()
+}
+
+// Purchase renders one input line of a purchase; extra is "key":value JSON
+// fragments appended to the object (dimensions, unknown fields).
+func Purchase(id, eventTime, user, amount string, extra ...string) string {
+	fields := []string{
+		fmt.Sprintf(`"event_id":%q`, id),
+		fmt.Sprintf(`"event_time":%q`, eventTime),
+		fmt.Sprintf(`"user_id":%q`, user),
+		fmt.Sprintf(`"amount":%q`, amount),
+	}
+	return "{" + strings.Join(append(fields, extra...), ",") + "}"
+}
+
+// OwnPurchase is a purchase by a user of its own, u-<id>: copies of one id
+// are then identical lines (duplicates, never conflicts).
+func OwnPurchase(id, eventTime, amount string) string {
+	return Purchase(id, eventTime, "u-"+id, amount)
 }
 
 // Micros parses a decimal literal such as "170" or "-1.5" into exact micros.
@@ -57,6 +77,24 @@ func Table(rows []model.Row) string {
 			model.FormatMicros(r.RevenueMicros), model.FormatTime(r.WindowEnd), r.EventCount, r.Revision, r.State)
 	}
 	return b.String()
+}
+
+// AssertRows fails t unless got equals want row for row, in order.
+func AssertRows(t testing.TB, what string, got, want []model.Row) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s differ\n got:\n%s want:\n%s", what, Table(got), Table(want))
+	}
+}
+
+// AssertRowSet is AssertRows for rows whose order the runner decides: both
+// sides are compared in model.CompareRows order (got and want are sorted in
+// place).
+func AssertRowSet(t testing.TB, what string, got, want []model.Row) {
+	t.Helper()
+	slices.SortStableFunc(got, model.CompareRows)
+	slices.SortStableFunc(want, model.CompareRows)
+	AssertRows(t, what, got, want)
 }
 
 // MinimalChangelog is what SPEC §7's minimal sequence leaves in the

@@ -2,7 +2,6 @@ package runnertest_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
@@ -30,9 +30,7 @@ func TestMain(m *testing.M) {
 	os.Exit(ptest.MainRet(m))
 }
 
-func purchase(id, eventTime, amount string) string {
-	return fmt.Sprintf(`{"event_id":%q,"event_time":%q,"user_id":"u-%s","amount":%q}`, id, eventTime, id, amount)
-}
+var purchase = rowtest.OwnPurchase
 
 // The streaming pipeline, submitted to a job server the way a Flink job
 // server receives it (--runner=universal --endpoint=localhost:PORT

@@ -8,7 +8,6 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -17,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -75,13 +75,7 @@ func (b *Builder) Line(partition, line string) *Builder {
 
 // Purchase adds a purchase event; extra is "key":value JSON fragments.
 func (b *Builder) Purchase(partition, id, eventTime, user, amount string, extra ...string) *Builder {
-	fields := []string{
-		fmt.Sprintf(`"event_id":%q`, id),
-		fmt.Sprintf(`"event_time":%q`, eventTime),
-		fmt.Sprintf(`"user_id":%q`, user),
-		fmt.Sprintf(`"amount":%q`, amount),
-	}
-	return b.Line(partition, "{"+strings.Join(append(fields, extra...), ",")+"}")
+	return b.Line(partition, rowtest.Purchase(id, eventTime, user, amount, extra...))
 }
 
 // AdvanceWatermark moves the TestStream watermark to what the policy gives

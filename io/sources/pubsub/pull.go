@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 )
 
 // newToken names one reader attempt's objects (see objectName).

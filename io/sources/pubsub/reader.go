@@ -15,9 +15,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/faults"
 	"github.com/revenue-stream/hourly/watermark"
 )
 

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// ExitUsage is every command's exit code for a bad flag or setting: one
+// line on stderr, nothing run.
+const ExitUsage = 2
+
+// Command is the shape both commands (cmd/launch, cmd/reconcile) share:
+// flags parsed, beam.Init, settings validated, our logger, a context that
+// the first SIGINT/SIGTERM cancels, the work, an exit code.
+type Command struct {
+	// Name prefixes the one-line errors ("launch: ...").
+	Name string
+	// Parse reads the flags; flag.ErrHelp asks for Usage.
+	Parse func(args []string) error
+	// Usage prints the help for --help (exit 0).
+	Usage func(stdout, stderr io.Writer)
+	// Validate checks the parsed settings once beam.Init has run, and
+	// returns the log level they ask for.
+	Validate func() (slog.Level, error)
+	// Run does the work and returns the exit code. A non-nil error is
+	// printed as one line on stderr, with the code.
+	Run func(ctx context.Context, stdout io.Writer) (int, error)
+}
+
+// Main runs c with args (without the program name) and returns its exit
+// code.
+func Main(c Command, args []string, stdout, stderr io.Writer) int {
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "%s: %s\n", c.Name, OneLine(err))
+		return code
+	}
+	if err := c.Parse(args); errors.Is(err, flag.ErrHelp) {
+		c.Usage(stdout, stderr)
+		return 0
+	} else if err != nil {
+		return fail(ExitUsage, err)
+	}
+	// After the flags, as Beam requires: when a distributed runner starts
+	// this binary as its worker, Init runs the SDK harness and never
+	// returns, so it comes before our own settings are checked (a worker is
+	// not given --source).
+	beam.Init()
+	level, err := c.Validate()
+	if err != nil {
+		return fail(ExitUsage, err)
+	}
+	// beam.Init installed Beam's default logger; ours replaces it.
+	slog.SetDefault(NewLogger(stderr, level))
+
+	// The first signal stops the work gracefully; cancelling then restores
+	// the default handling, so a second one ends the process at once.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		cancel()
+	}()
+	code, err := c.Run(ctx, stdout)
+	if err != nil {
+		return fail(code, err)
+	}
+	return code
+}
+
+// OneLine renders an error on one line: the first of joined errors (the
+// settings are validated together and the failures joined), newlines
+// folded.
+func OneLine(err error) string {
+	for {
+		j, ok := err.(interface{ Unwrap() []error })
+		if !ok || len(j.Unwrap()) == 0 {
+			break
+		}
+		err = j.Unwrap()[0]
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}

@@ -1,0 +1,39 @@
+// Package faults injects failures at the commit boundaries of SPEC §8 and
+// the seed's test matrix, for tests that run the real binary. It is armed
+// only in a binary built with the faults build tag:
+//
+//	go build -tags faults ./cmd/launch
+//	REVENUE_FAULTS=point:N[,point:N] ./launch ...
+//
+// makes the N-th pass through a point fire. The points:
+//
+//	crash-after-read        the source read a record; state not yet committed (SIGKILL)
+//	fail-before-sink-write  state and revisions are updated; the sink write fails for good
+//	crash-after-sink-write  a sink transaction committed; the process dies before anything else (SIGKILL)
+//	pubsub-crash-after-{pull,archive,ack,emit}  the Pub/Sub reader's boundaries, per batch (SIGKILL)
+//
+// Without the tag (every production build) Fire is a constant false and
+// Crash does nothing, so the shipped binary ignores REVENUE_FAULTS and can
+// never kill itself. With the tag and the variable unset every check is one
+// atomic load.
+package faults
+
+// Env is the variable that arms the points in a faults build.
+const Env = "REVENUE_FAULTS"
+
+// The points.
+const (
+	CrashAfterRead      = "crash-after-read"
+	FailBeforeSinkWrite = "fail-before-sink-write"
+	CrashAfterSinkWrite = "crash-after-sink-write"
+)
+
+// The Pub/Sub reader's commit boundaries (io/sources/pubsub): a pulled batch
+// is archived, then acknowledged, then emitted, then claimed. Each point
+// kills the process right after its step, for the n-th batch.
+const (
+	PubSubAfterPull    = "pubsub-crash-after-pull"
+	PubSubAfterArchive = "pubsub-crash-after-archive"
+	PubSubAfterAck     = "pubsub-crash-after-ack"
+	PubSubAfterEmit    = "pubsub-crash-after-emit"
+)

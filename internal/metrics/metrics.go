@@ -1,0 +1,247 @@
+// Package metrics owns the pipeline's metrics: the "revenue" namespace, the
+// name of every counter and distribution the DoFns report there, and the
+// parsing of a runner's results back into a run's figures (Counts). A DoFn
+// asks for Counter(Counted), never for a string, so a renamed metric cannot
+// leave a reader summing a counter nobody increments.
+package metrics
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/internal/delay"
+)
+
+// Namespace holds every counter and distribution of the streaming pipeline
+// (sources, transforms and sinks).
+const Namespace = "revenue"
+
+// Name is the name of one metric in Namespace.
+type Name string
+
+// The conservation counters of SPEC §4: Read = Counted + Duplicates +
+// Conflicts + Quarantined + TooLate.
+const (
+	Read        Name = "read"
+	Counted     Name = "counted"
+	Duplicates  Name = "duplicates"
+	Conflicts   Name = "conflicts"
+	Quarantined Name = "quarantined"
+	TooLate     Name = "too_late"
+)
+
+// The other counters and distributions.
+const (
+	// AfterFinal counts events that reached a window after its FINAL row;
+	// it must stay zero.
+	AfterFinal        Name = "invariant_data_after_final"
+	ReplayedIntoFinal Name = "replayed_into_final"
+	DedupExpired      Name = "dedup_expired"
+	DedupStateReloads Name = "dedup_state_reloads"
+	DedupStateEntries Name = "dedup_state_entries" // distribution
+	// PartitionsDiscovered counts partition folders a follower found after
+	// its start (--discover-every).
+	PartitionsDiscovered Name = "partitions_discovered"
+	// DedupCacheEvictions counts decoded shards dropped from a process cache
+	// (a later miss costs a reload, never a verdict).
+	DedupCacheEvictions Name = "dedup_cache_evictions"
+	// RevisionMarkersExpired counts closed-window markers of the revision
+	// step cleared after the horizon.
+	RevisionMarkersExpired Name = "revision_markers_expired"
+
+	// What the sink made of the rows and audit records.
+	SinkRowsAccepted  Name = "sink_rows_accepted"
+	SinkRowsStale     Name = "sink_rows_stale"
+	SinkAuditInserted Name = "sink_audit_inserted"
+	SinkRetries       Name = "sink_retries"
+	// SinkAppendRequests counts the BigQuery Storage Write API append
+	// requests the write step sent (a lower bound on prism, which now and
+	// then drops a processing-time timer bundle's counters).
+	SinkAppendRequests Name = "sink_append_requests"
+
+	// The delay metrics of every valid event (package delay): a
+	// distribution in ms (Ms), and one counter per delay.Buckets bucket
+	// (Bucket) from which the summaries read p50, p95 and p99.
+	//
+	// Lateness is event-time lateness: how far behind the largest event
+	// time its partition had shown before it an event arrived.
+	Lateness Name = "event_lateness"
+	// Arrival is the arrival delay: the processing time the source read the
+	// record at minus its event time.
+	Arrival Name = "arrival_delay"
+)
+
+// The families of counters, one per partition, reason or state.
+const (
+	readByPartition = "read_partition_"
+	quarantinedBy   = "quarantined_"
+	rowsBy          = "rows_"
+	rowRevenueBy    = "row_revenue_micros_" // distribution
+	idleBy          = "idle_transitions_"
+	watermarkLagBy  = "watermark_lag_ms_" // gauge
+	partitionIdleBy = "partition_idle_"   // gauge
+)
+
+// ReadBy counts the records read from a source partition.
+func ReadBy(partition string) Name { return Name(readByPartition + partition) }
+
+// QuarantinedBy counts the records quarantined for a reason.
+func QuarantinedBy(reason string) Name { return Name(quarantinedBy + reason) }
+
+// RowsBy counts the snapshot rows of a result state (EARLY, ON_TIME, ...).
+func RowsBy(state string) Name { return Name(rowsBy + state) }
+
+// RowRevenueBy is the distribution of the revenue of a state's rows.
+func RowRevenueBy(state string) Name { return Name(rowRevenueBy + state) }
+
+// PartitionIdle is 1 while a source partition is idle (out of the watermark
+// minimum), else 0: a gauge for the live views.
+func PartitionIdle(partition string) Name { return Name(partitionIdleBy + partition) }
+
+// IdleTransitions counts a source partition's moves to idle.
+func IdleTransitions(partition string) Name { return Name(idleBy + partition) }
+
+// WatermarkLag is the gauge of how far, in ms, a source partition's
+// watermark trails the processing time.
+func WatermarkLag(partition string) Name { return Name(watermarkLagBy + partition) }
+
+// Bucket is the counter of bucket i (of delay.Buckets) of a delay metric.
+func Bucket(m Name, i int) Name { return Name(delay.CounterName(string(m), i)) }
+
+// Ms is the distribution, in ms, of a delay metric.
+func Ms(m Name) Name { return m + "_ms" }
+
+// Counter is the counter n in Namespace.
+func Counter(n Name) beam.Counter { return beam.NewCounter(Namespace, string(n)) }
+
+// Distribution is the distribution n in Namespace.
+func Distribution(n Name) beam.Distribution { return beam.NewDistribution(Namespace, string(n)) }
+
+// Gauge is the gauge n in Namespace.
+func Gauge(n Name) beam.Gauge { return beam.NewGauge(Namespace, string(n)) }
+
+// Counts are the conservation figures of SPEC §4 for one run, and what the
+// sink made of its rows.
+type Counts struct {
+	Read        int64 `json:"read"`
+	Counted     int64 `json:"counted"`
+	Duplicates  int64 `json:"duplicates"`
+	Conflicts   int64 `json:"conflicts"`
+	Quarantined int64 `json:"quarantined"`
+	TooLate     int64 `json:"too_late"`
+	// QuarantinedBy splits Quarantined by reason.
+	QuarantinedBy map[string]int64 `json:"quarantined_by_reason"`
+	// ReadBy splits Read by source partition.
+	ReadBy map[string]int64 `json:"read_by_partition"`
+	// Rows counts snapshot rows by result state (EARLY, ON_TIME, LATE, FINAL).
+	Rows map[string]int64 `json:"rows_by_state"`
+	// AfterFinal counts events that reached a window after its FINAL row;
+	// it must stay zero.
+	AfterFinal int64 `json:"invariant_data_after_final"`
+	// Lateness and Arrival are the valid events' delays, from their bucket
+	// counters, with p50, p95 and p99.
+	Lateness delay.Histogram `json:"event_lateness"`
+	Arrival  delay.Histogram `json:"arrival_delay"`
+	// What the sink made of the rows and audit records.
+	SinkAccepted int64 `json:"sink_rows_accepted"`
+	SinkStale    int64 `json:"sink_rows_stale"`
+	SinkAudit    int64 `json:"sink_audit_inserted"`
+	SinkRetries  int64 `json:"sink_retries"`
+	// Counters holds every counter of the revenue namespace by name.
+	Counters map[string]int64 `json:"-"`
+}
+
+// Verdicts is the right-hand side of the conservation identity.
+func (c Counts) Verdicts() int64 {
+	return c.Counted + c.Duplicates + c.Conflicts + c.Quarantined + c.TooLate
+}
+
+// Check verifies read = counted + duplicates + conflicts + quarantined +
+// too_late, and that no event reached a window after its FINAL row.
+func (c Counts) Check() error {
+	if c.Read != c.Verdicts() {
+		return fmt.Errorf("conservation violated: read %d != counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d (= %d)",
+			c.Read, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, c.Verdicts())
+	}
+	if c.AfterFinal != 0 {
+		return fmt.Errorf("%d events reached a window after its FINAL row (%s)", c.AfterFinal, AfterFinal)
+	}
+	return nil
+}
+
+// Identity renders the conservation identity with this run's figures.
+func (c Counts) Identity() string {
+	op := "="
+	if c.Read != c.Verdicts() {
+		op = "!="
+	}
+	return fmt.Sprintf("read %d %s counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d",
+		c.Read, op, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate)
+}
+
+// String renders the identity as one line.
+func (c Counts) String() string { return c.Identity() }
+
+// CountsFrom sums the pipeline's counters (committed values where the runner
+// reports them, attempted otherwise) across steps.
+func CountsFrom(pr beam.PipelineResult) Counts {
+	named := map[string]int64{}
+	if pr != nil {
+		for _, r := range pr.Metrics().AllMetrics().Counters() {
+			if r.Namespace() == Namespace {
+				named[r.Name()] += r.Result()
+			}
+		}
+	}
+	return CountsOf(named)
+}
+
+// CountsOf reads the figures from the revenue namespace's counters, summed
+// by name.
+func CountsOf(named map[string]int64) Counts {
+	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
+	lateness := make([]int64, len(delay.Buckets))
+	arrival := make([]int64, len(delay.Buckets))
+	fixed := map[Name]*int64{
+		Read: &c.Read, Counted: &c.Counted, Duplicates: &c.Duplicates, Conflicts: &c.Conflicts,
+		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal,
+		SinkRowsAccepted: &c.SinkAccepted, SinkRowsStale: &c.SinkStale, SinkAuditInserted: &c.SinkAudit, SinkRetries: &c.SinkRetries,
+	}
+	for name, v := range named {
+		if b, ok := delayCounters[name]; ok {
+			if b.arrival {
+				arrival[b.index] += v
+			} else {
+				lateness[b.index] += v
+			}
+			continue
+		}
+		if p, ok := fixed[Name(name)]; ok {
+			*p = v
+			continue
+		}
+		for prefix, m := range map[string]map[string]int64{quarantinedBy: c.QuarantinedBy, readByPartition: c.ReadBy, rowsBy: c.Rows} {
+			if rest, ok := strings.CutPrefix(name, prefix); ok {
+				m[rest] = v
+			}
+		}
+	}
+	c.Lateness, c.Arrival = delay.NewHistogram(lateness), delay.NewHistogram(arrival)
+	return c
+}
+
+// delayCounters maps the delay bucket counters' names to their buckets.
+var delayCounters = func() map[string]delayBucket {
+	m := map[string]delayBucket{}
+	for i := range delay.Buckets {
+		m[string(Bucket(Lateness, i))] = delayBucket{index: i}
+		m[string(Bucket(Arrival, i))] = delayBucket{index: i, arrival: true}
+	}
+	return m
+}()
+
+type delayBucket struct {
+	index   int
+	arrival bool
+}
