@@ -223,13 +223,18 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline) outcome {
 	if err := ensureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
-	if isPrism(o.Runner) {
-		// Prism's runner-initiated splits replay elements of bundles with
-		// timers: counts double (see pipeline.PrismExperiment).
-		pipeline.UseSafePrismOptions()
+	// Prism's runner-initiated splits replay elements of bundles with
+	// timers (counts double), and its job metrics lose updates unless the
+	// workers gate them (see pipeline.UseSafePrismOptions). A universal
+	// runner may be a prism job server too; elsewhere both are harmless.
+	pipeline.UseSafePrismOptions()
+	if err := cli.UseSelfAsWorker(); err != nil {
+		return outcome{err: err}
 	}
-	// With the SDK harness in this process, tally its counters here too
-	// (see tally.go).
+	// With the SDK harness in this process (prism's LOOPBACK), tally its
+	// counters here too (see tally.go): there the gate does not yet stop
+	// prism from losing updates. With workers in other processes, the
+	// runner's metrics are all there is.
 	loopback := jobopts.IsLoopback()
 	if loopback {
 		if err := enableTally(); err != nil {
@@ -263,15 +268,21 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline) outcome {
 		r           result
 		interrupted bool
 	)
-	// Progress comes from the counters this process's workers reported
-	// (loopback); a remote runner shows its own.
+	// Progress comes from the job's metrics in the job service, wherever
+	// the workers run.
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
-	if loopback && o.ProgressEvery > 0 {
+	if o.ProgressEvery > 0 {
 		t := time.NewTicker(o.ProgressEvery)
 		defer t.Stop()
 		tick = t.C
 	}
+	var live *job
+	defer func() {
+		if live != nil {
+			live.close()
+		}
+	}()
 wait:
 	for {
 		select {
@@ -282,8 +293,13 @@ wait:
 			r = stop(o, name, loopback, done, hardCancel)
 			break wait
 		case <-tick:
-			if counters, ok := tallied(name, false); ok {
-				prog.report(countsOf(counters))
+			if live == nil {
+				live, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
+			}
+			if live != nil {
+				if m, err := live.metrics(ctx); err == nil {
+					prog.report(countsOf(countersOf(*m)))
+				}
 			}
 		}
 	}

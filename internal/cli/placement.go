@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 )
 
 // WorkersInProcess reports whether a job run on runner with the given
@@ -70,3 +73,22 @@ func (p *Placement) Local(flag, instead string) {
 
 // Err is the refusal, or nil when every part is reachable.
 func (p *Placement) Err() error { return p.err }
+
+// UseSelfAsWorker makes this binary the job's worker binary when workers run
+// in other processes and --worker_binary is not set: the launcher and its
+// workers are the same program, as the SDK intends. (Left unset, the SDK
+// would compile the caller's package from source, which fails for a command
+// whose job is submitted from a library package, and needs a Go toolchain.)
+// The workers must then run this machine's OS and architecture; on another
+// platform pass --worker_binary.
+func UseSelfAsWorker() error {
+	if *jobopts.WorkerBinary != "" || jobopts.IsLoopback() {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("worker binary: %w (pass --worker_binary)", err)
+	}
+	*jobopts.WorkerBinary = self
+	return nil
+}
