@@ -20,10 +20,11 @@ const bootPackage = "github.com/apache/beam/sdks/v2/go/container"
 // and the boot program, taking them as part of the id, fails with "not
 // registered in worker pool"; the wrapper strips them. The worker's output
 // goes to a log file rather than the test's stdout: a worker that outlives
-// its job would otherwise hold go test's output pipe open.
+// its job would otherwise hold go test's output pipe open. It starts in the
+// workers' folder, where the boot program writes pipeline_options.json.
 const wrapper = `#!/bin/sh
 id=${1#--id=}; id=${id#\'}; id=${id%%\'}; shift
-exec %q --id="$id" --semi_persist_dir=%q "$@" >>%q 2>&1
+cd %q && exec %q --id="$id" --semi_persist_dir=%q "$@" >>%q 2>&1
 `
 
 var (
@@ -58,7 +59,7 @@ func ProcessEnvironment(dir string) (config string, err error) {
 		return "", err
 	}
 	cmd := filepath.Join(dir, "boot-wrapper")
-	if err := os.WriteFile(cmd, fmt.Appendf(nil, wrapper, bootBin, persist, filepath.Join(dir, "workers.log")), 0o755); err != nil {
+	if err := os.WriteFile(cmd, fmt.Appendf(nil, wrapper, persist, bootBin, persist, filepath.Join(dir, "workers.log")), 0o755); err != nil {
 		return "", err
 	}
 	b, err := json.Marshal(map[string]string{"command": cmd})
