@@ -32,11 +32,11 @@ type Options struct {
 	// DedupRetention defaults to window + allowed lateness; shorter is refused.
 	DedupRetention time.Duration
 	DedupShards    int
-	// StartWatermark seeds rule (b) of the too-late gate after a restart.
-	StartWatermark int64
-	// Published seeds the revision step with rows the sink already holds,
-	// keyed by transforms.WindowKey.
-	Published map[string]model.Row
+	// Published reads, when the job runs, the rows the sink already holds
+	// (model.Row; e.g. sinks.ReadPublished): the revision step continues
+	// each key's changelog from them, and a window held as FINAL stays
+	// closed (SPEC §4). nil: the sink holds nothing.
+	Published func(s beam.Scope) beam.PCollection
 	// NoDedupCache makes the dedup step reload its shards from the runner's
 	// state for every batch instead of trusting its process cache, as on a
 	// runner that moves keys between workers (tests, diagnosis).
@@ -46,11 +46,10 @@ type Options struct {
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
 	return Options{
-		Event:          event.DefaultConfig(),
-		Watermark:      watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
-		Triggers:       triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
-		DedupShards:    DefaultShards,
-		StartWatermark: model.NoWatermark,
+		Event:       event.DefaultConfig(),
+		Watermark:   watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
+		Triggers:    triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
+		DedupShards: DefaultShards,
 	}
 }
 
@@ -73,11 +72,10 @@ func (o Options) Validate() error {
 
 func (o Options) dedup() transforms.DedupOptions {
 	return transforms.DedupOptions{
-		Policy:         o.Triggers,
-		Retention:      o.DedupRetention.Milliseconds(),
-		Shards:         o.DedupShards,
-		StartWatermark: o.StartWatermark,
-		NoCache:        o.NoDedupCache,
+		Policy:    o.Triggers,
+		Retention: o.DedupRetention.Milliseconds(),
+		Shards:    o.DedupShards,
+		NoCache:   o.NoDedupCache,
 	}
 }
 
@@ -104,7 +102,11 @@ func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	if o.Triggers.Early > 0 {
 		deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
 	}
-	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published)
+	published := beam.CreateList(s, []model.Row{})
+	if o.Published != nil {
+		published = o.Published(s)
+	}
+	rows := transforms.Revisions(s, deltas, o.Triggers, published)
 	return Outputs{
 		Rows:        rows,
 		TooLate:     beam.Flatten(s, lateA, lateB),

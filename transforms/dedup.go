@@ -30,10 +30,6 @@ type DedupOptions struct {
 	Retention int64 // ms
 	// Shards is the number of dedup state keys.
 	Shards int
-	// StartWatermark seeds every shard's knowledge of the pipeline watermark
-	// (after a restart: the close time of the latest window the sink holds as
-	// FINAL), or model.NoWatermark.
-	StartWatermark int64
 	// NoCache makes every batch reload its shard from the runner's state, as
 	// on a runner that moves keys between workers: for tests and diagnosis.
 	NoCache bool
@@ -75,21 +71,19 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	}
 	batches := BatchByShard(s, events, o.Shards)
 	return beam.ParDo3(s, &dedupFn{
-		Policy:         o.Policy,
-		RetentionMs:    o.Retention,
-		StartWatermark: o.StartWatermark,
-		CacheID:        newCacheID(),
-		NoCache:        o.NoCache,
-		Meta:           state.MakeValueState[[]byte]("meta"),
-		IDs:            state.MakeBagState[[]byte]("ids"),
-		Boundary:       timers.InEventTime("boundary"),
+		Policy:      o.Policy,
+		RetentionMs: o.Retention,
+		CacheID:     newCacheID(),
+		NoCache:     o.NoCache,
+		Meta:        state.MakeValueState[[]byte]("meta"),
+		IDs:         state.MakeBagState[[]byte]("ids"),
+		Boundary:    timers.InEventTime("boundary"),
 	}, batches)
 }
 
 type dedupFn struct {
-	Policy         triggers.Policy
-	RetentionMs    int64
-	StartWatermark int64
+	Policy      triggers.Policy
+	RetentionMs int64
 
 	// CacheID names this pipeline's entries in the process-wide shard cache.
 	CacheID  string
@@ -120,7 +114,7 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 	if err != nil {
 		return nil, fmt.Errorf("dedup: read meta: %w", err)
 	}
-	m, err := decodeMeta(b, f.StartWatermark)
+	m, err := decodeMeta(b, model.NoWatermark)
 	if err != nil {
 		return nil, err
 	}

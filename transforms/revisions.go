@@ -15,8 +15,10 @@ import (
 )
 
 func init() {
-	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, model.Delta, func(model.Row), error](&revisionsFn{})
+	register.DoFn7x1[context.Context, state.Provider, timers.Provider, string, model.Delta, func(string) func(*model.Row) bool, func(model.Row), error](&revisionsFn{})
 	register.Emitter1[model.Row]()
+	register.Iter1[model.Row]()
+	register.Function1x2(keyPublished)
 }
 
 // Revisions turns per-key deltas (and early ticks) into versioned snapshot
@@ -26,16 +28,28 @@ func init() {
 // released and only a small closed marker stays. The rules themselves are
 // triggers.WindowState's.
 //
-// published seeds each key with the row a sink already holds (after a
-// restart), so revisions continue from there and nothing dips.
-func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published map[string]model.Row) beam.PCollection {
+// published (model.Row) seeds each key with the row a sink already holds
+// (after a restart), so revisions continue from there and nothing dips. It
+// is read in the pipeline (sinks.ReadPublished), a side input looked up when
+// a key's state starts, so the sink's history never enters the job graph.
+func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published beam.PCollection) beam.PCollection {
 	s = s.Scope("Revisions")
+	seed := beam.ParDo(s, keyPublished, published)
 	return beam.ParDo(s, &revisionsFn{
-		Policy:    p,
-		Published: published,
-		State:     state.MakeValueState[[]byte]("window"),
-		Firing:    timers.InEventTime("firing"),
-	}, deltas)
+		Policy: p,
+		State:  state.MakeValueState[[]byte]("window"),
+		Firing: timers.InEventTime("firing"),
+	}, deltas, beam.SideInput{Input: seed})
+}
+
+// keyPublished keys a stored row as the revision step keys its state.
+func keyPublished(r model.Row) (string, model.Row) { return WindowKey(r.WindowStart, r.Dims), r }
+
+// publishedRow looks key up in the seed side input.
+func publishedRow(published func(string) func(*model.Row) bool, key string) (model.Row, bool) {
+	var r model.Row
+	ok := published(key)(&r)
+	return r, ok
 }
 
 // Timer tags of the revision step.
@@ -45,8 +59,7 @@ const (
 )
 
 type revisionsFn struct {
-	Policy    triggers.Policy
-	Published map[string]model.Row
+	Policy triggers.Policy
 
 	State state.Value[[]byte]
 	// Firing carries both event-time firings as tags of one timer family:
@@ -103,7 +116,8 @@ func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Ro
 	emit(r)
 }
 
-func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta, emit func(model.Row)) error {
+func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta,
+	published func(string) func(*model.Row) bool, emit func(model.Row)) error {
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return fmt.Errorf("revisions %s: read state: %w", key, err)
@@ -122,7 +136,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			return err
 		}
 		w = &triggers.WindowState{Start: start, End: f.Policy.WindowEnd(start), Dims: dims}
-		if p, ok := f.Published[key]; ok {
+		if p, ok := publishedRow(published, key); ok {
 			w.Published = p
 			w.Final = p.State == model.Final
 			w.OnTimeDone = p.State >= model.OnTime
@@ -134,7 +148,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	}
 	switch {
 	case w.Final:
-		if !d.Tick && d.Count > 0 && f.Published[key].State == model.Final {
+		if p, ok := publishedRow(published, key); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
 			// A replay (restart, or the same log again) re-counts the
 			// events of a window the sink already holds as FINAL: its value
 			// is settled, and reconcile owns any later correction.
@@ -165,7 +179,10 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	return f.State.Write(sp, encodeWindow(w))
 }
 
-func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context, emit func(model.Row)) error {
+// OnTimer takes the side input too: the SDK hands a DoFn's side inputs to
+// its timer callbacks as well (it fails the bundle otherwise).
+func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context,
+	_ func(string) func(*model.Row) bool, emit func(model.Row)) error {
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return fmt.Errorf("revisions %s: read state: %w", key, err)

@@ -20,9 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
-	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/transforms"
 )
 
 // Run runs the job o describes, prints its summary to out and returns it.
@@ -40,6 +38,10 @@ import (
 func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	o, err := o.absolutePaths()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	started := time.Now()
 	sum := &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Streaming(), Archive: o.ArchiveDir(),
@@ -74,12 +76,9 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	// A restart or a second replay continues each key's changelog where the
 	// sink left it: revisions go on from the stored one, nothing dips, and a
-	// window the sink holds as FINAL stays as it is.
-	published, err := publishedRows(ctx, o.Sink)
-	if err != nil {
-		return nil, &ConfigError{Err: err}
-	}
-	po.Published = published
+	// window the sink holds as FINAL stays as it is. The rows are read when
+	// the job runs, on a worker: never through the job graph.
+	po.Published = publishedFrom(o.Sink)
 	read := func(s beam.Scope) beam.PCollection { return sources.ReadFolder(s, sum.Source, fo) }
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)
@@ -157,6 +156,38 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}
 	}
 	return sum, errors.Join(res.err, check, viewErr)
+}
+
+// publishedFrom reads the rows spec holds when the job runs, for the
+// revision step (pipeline.Options.Published).
+func publishedFrom(spec sinks.Spec) func(beam.Scope) beam.PCollection {
+	return func(s beam.Scope) beam.PCollection { return sinks.ReadPublished(s, spec) }
+}
+
+// absolutePaths makes the local paths of a run whose workers run in other
+// processes absolute: a worker's working directory is not the launcher's
+// (--shared-filesystem promises the same paths, not the same directory).
+func (o Options) absolutePaths() (Options, error) {
+	if cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+		return o, nil
+	}
+	abs := func(p *string) error {
+		if *p == "" || !cli.LocalPath(*p) || strings.Contains(*p, "://") {
+			return nil
+		}
+		a, err := filepath.Abs(*p)
+		*p = a
+		return err
+	}
+	var errs []error
+	if o.Sink.Scheme == sinks.SchemeSQLite || o.Sink.Scheme == sinks.SchemeJSONL {
+		errs = append(errs, abs(&o.Sink.Path))
+	}
+	if !o.IsPubSub() {
+		errs = append(errs, abs(&o.Source))
+	}
+	errs = append(errs, abs(&o.DemoDir), abs(&o.PubSubArchive))
+	return o, errors.Join(errs...)
 }
 
 // ConfigError is a bad command line, setting, source or sink, found before
@@ -443,26 +474,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// publishedRows reads the current row of every key from a SQLite or BigQuery
-// sink, keyed as the revision step keys its state (other sinks start empty).
-func publishedRows(ctx context.Context, spec sinks.Spec) (map[string]model.Row, error) {
-	db, ok, err := sinks.OpenReader(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("sink %s: %w", spec, err)
-	}
-	if !ok {
-		return nil, nil
-	}
-	defer db.Close()
-	rows, err := db.CurrentRows(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sink %s: read current rows: %w", spec, err)
-	}
-	out := make(map[string]model.Row, len(rows))
-	for _, r := range rows {
-		out[transforms.WindowKey(r.WindowStart, r.Dims)] = r
-	}
-	return out, nil
 }
