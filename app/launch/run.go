@@ -415,6 +415,10 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 	}()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var (
+		written int64
+		wroteAt time.Time
+	)
 	for settled := false; !settled; {
 		select {
 		case r := <-done:
@@ -424,8 +428,6 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 		if j == nil {
 			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
 		}
-		last := sinks.LastWrite()
-		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod
 		// Every record read has its verdict: nothing is in flight between
 		// the readers and dedup. Unknown without counters.
 		drained := true
@@ -436,8 +438,15 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 			if m, err := j.metrics(ctx); err == nil {
 				c := countsOf(countersOf(*m))
 				drained = c.Read == c.Verdicts()
+				// The sink's write counters, for workers elsewhere:
+				// LastWrite sees only this process's writers.
+				if w := c.SinkAccepted + c.SinkStale + c.SinkAudit; w != written {
+					written, wroteAt = w, time.Now()
+				}
 			}
 		}
+		last := later(sinks.LastWrite(), wroteAt)
+		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {
 			slog.Warn("stopping: the output did not settle in time; cancelling anyway",
