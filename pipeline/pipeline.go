@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -32,11 +32,11 @@ type Options struct {
 	// DedupRetention defaults to window + allowed lateness; shorter is refused.
 	DedupRetention time.Duration
 	DedupShards    int
-	// Published reads, when the job runs, the rows the sink already holds
-	// (model.Row; e.g. sinks.ReadPublished): the revision step continues
-	// each key's changelog from them, and a window held as FINAL stays
-	// closed (SPEC §4). nil: the sink holds nothing.
-	Published func(s beam.Scope) beam.PCollection
+	// Published is the sink whose rows the revision step reads when it
+	// starts, on the worker (sinks.Published): it continues each key's
+	// changelog from them, and a window held as FINAL stays closed (SPEC
+	// §4). The zero Spec: the sink holds nothing.
+	Published sinks.Spec
 	// NoDedupCache makes the dedup step reload its shards from the runner's
 	// state for every batch instead of trusting its process cache, as on a
 	// runner that moves keys between workers (tests, diagnosis).
@@ -102,11 +102,7 @@ func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	if o.Triggers.Early > 0 {
 		deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
 	}
-	published := beam.CreateList(s, []model.Row{})
-	if o.Published != nil {
-		published = o.Published(s)
-	}
-	rows := transforms.Revisions(s, deltas, o.Triggers, published)
+	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published)
 	return Outputs{
 		Rows:        rows,
 		TooLate:     beam.Flatten(s, lateA, lateB),

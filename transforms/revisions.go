@@ -10,15 +10,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
 func init() {
-	register.DoFn7x1[context.Context, state.Provider, timers.Provider, string, model.Delta, func(string) func(*model.Row) bool, func(model.Row), error](&revisionsFn{})
+	register.DoFn6x1[context.Context, state.Provider, timers.Provider, string, model.Delta, func(model.Row), error](&revisionsFn{})
 	register.Emitter1[model.Row]()
-	register.Iter1[model.Row]()
-	register.Function1x2(keyPublished)
 }
 
 // Revisions turns per-key deltas (and early ticks) into versioned snapshot
@@ -28,27 +27,25 @@ func init() {
 // released and only a small closed marker stays. The rules themselves are
 // triggers.WindowState's.
 //
-// published (model.Row) seeds each key with the row a sink already holds
-// (after a restart), so revisions continue from there and nothing dips. It
-// is read in the pipeline (sinks.ReadPublished), a side input looked up when
-// a key's state starts, so the sink's history never enters the job graph.
-func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published beam.PCollection) beam.PCollection {
+// published seeds each key with the row a sink already holds (after a
+// restart), so revisions continue from there and nothing dips. The step
+// reads it from the sink on the worker, in Setup (sinks.Published), so the
+// sink's history never enters the job graph. (A side input would do the
+// same, but prism v2.77.0 then stops feeding a streaming job's stateful
+// stage after its first firings.) The zero Spec reads nothing.
+func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sinks.Spec) beam.PCollection {
 	s = s.Scope("Revisions")
-	seed := beam.ParDo(s, keyPublished, published)
 	return beam.ParDo(s, &revisionsFn{
-		Policy: p,
-		State:  state.MakeValueState[[]byte]("window"),
-		Firing: timers.InEventTime("firing"),
-	}, deltas, beam.SideInput{Input: seed})
+		Policy:    p,
+		Published: published,
+		State:     state.MakeValueState[[]byte]("window"),
+		Firing:    timers.InEventTime("firing"),
+	}, deltas)
 }
 
-// keyPublished keys a stored row as the revision step keys its state.
-func keyPublished(r model.Row) (string, model.Row) { return WindowKey(r.WindowStart, r.Dims), r }
-
-// publishedRow looks key up in the seed side input.
-func publishedRow(published func(string) func(*model.Row) bool, key string) (model.Row, bool) {
-	var r model.Row
-	ok := published(key)(&r)
+// publishedRow is the row the sink held for key when the step started.
+func (f *revisionsFn) publishedRow(key string) (model.Row, bool) {
+	r, ok := f.published[key]
 	return r, ok
 }
 
@@ -60,6 +57,10 @@ const (
 
 type revisionsFn struct {
 	Policy triggers.Policy
+	// Published is the sink whose rows seed the keys (zero: none).
+	Published sinks.Spec
+	// published holds them by key, read in Setup.
+	published map[string]model.Row
 
 	State state.Value[[]byte]
 	// Firing carries both event-time firings as tags of one timer family:
@@ -74,7 +75,17 @@ type revisionsFn struct {
 	rowRevenues   map[model.ResultState]beam.Distribution
 }
 
-func (f *revisionsFn) Setup() {
+func (f *revisionsFn) Setup(ctx context.Context) error {
+	if f.Published.Scheme != "" {
+		rows, err := sinks.Published(ctx, f.Published)
+		if err != nil {
+			return fmt.Errorf("revisions: %w", err)
+		}
+		f.published = make(map[string]model.Row, len(rows))
+		for _, r := range rows {
+			f.published[WindowKey(r.WindowStart, r.Dims)] = r
+		}
+	}
 	f.rows = map[model.ResultState]beam.Counter{}
 	f.rowRevenues = map[model.ResultState]beam.Distribution{}
 	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
@@ -83,6 +94,7 @@ func (f *revisionsFn) Setup() {
 	}
 	f.afterFinal = beam.NewCounter(Namespace, "invariant_data_after_final")
 	f.replayedFinal = beam.NewCounter(Namespace, "replayed_into_final")
+	return nil
 }
 
 func encodeWindow(w *triggers.WindowState) []byte {
@@ -116,8 +128,7 @@ func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Ro
 	emit(r)
 }
 
-func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta,
-	published func(string) func(*model.Row) bool, emit func(model.Row)) error {
+func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta, emit func(model.Row)) error {
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return fmt.Errorf("revisions %s: read state: %w", key, err)
@@ -136,7 +147,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			return err
 		}
 		w = &triggers.WindowState{Start: start, End: f.Policy.WindowEnd(start), Dims: dims}
-		if p, ok := publishedRow(published, key); ok {
+		if p, ok := f.publishedRow(key); ok {
 			w.Published = p
 			w.Final = p.State == model.Final
 			w.OnTimeDone = p.State >= model.OnTime
@@ -148,7 +159,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	}
 	switch {
 	case w.Final:
-		if p, ok := publishedRow(published, key); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
+		if p, ok := f.publishedRow(key); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
 			// A replay (restart, or the same log again) re-counts the
 			// events of a window the sink already holds as FINAL: its value
 			// is settled, and reconcile owns any later correction.
@@ -179,10 +190,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	return f.State.Write(sp, encodeWindow(w))
 }
 
-// OnTimer takes the side input too: the SDK hands a DoFn's side inputs to
-// its timer callbacks as well (it fails the bundle otherwise).
-func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context,
-	_ func(string) func(*model.Row) bool, emit func(model.Row)) error {
+func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context, emit func(model.Row)) error {
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return fmt.Errorf("revisions %s: read state: %w", key, err)

@@ -24,7 +24,7 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 	o := options(t, source)
 	o.Sink = spec
 	po := o.Pipeline.WithDefaults()
-	po.Published = publishedFrom(spec)
+	po.Published = spec
 	fo := o.folderOptions(po)
 	p, err := build(func(s beam.Scope) beam.PCollection { return sources.ReadFolder(s, source, fo) }, po, spec)
 	if err != nil {
@@ -42,7 +42,7 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 }
 
 // TestJobGraphHoldsNoHistory: the rows a sink already holds reach the
-// revision step inside the job (sinks.ReadPublished), never through the job
+// revision step inside the job (read by the step on its worker, sinks.Published), never through the job
 // graph: with 100,000 stored keys the serialised pipeline is exactly as
 // large as with an empty sink (it used to carry about 200 bytes per key).
 func TestJobGraphHoldsNoHistory(t *testing.T) {

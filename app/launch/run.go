@@ -78,7 +78,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	// sink left it: revisions go on from the stored one, nothing dips, and a
 	// window the sink holds as FINAL stays as it is. The rows are read when
 	// the job runs, on a worker: never through the job graph.
-	po.Published = publishedFrom(o.Sink)
+	po.Published = o.Sink
 	read := func(s beam.Scope) beam.PCollection { return sources.ReadFolder(s, sum.Source, fo) }
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)
@@ -156,12 +156,6 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}
 	}
 	return sum, errors.Join(res.err, check, viewErr)
-}
-
-// publishedFrom reads the rows spec holds when the job runs, for the
-// revision step (pipeline.Options.Published).
-func publishedFrom(spec sinks.Spec) func(beam.Scope) beam.PCollection {
-	return func(s beam.Scope) beam.PCollection { return sinks.ReadPublished(s, spec) }
 }
 
 // absolutePaths makes the local paths of a run whose workers run in other

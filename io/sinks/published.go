@@ -4,52 +4,41 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/revenue-stream/hourly/model"
 )
 
-func init() {
-	register.DoFn3x1[context.Context, []byte, func(model.Row), error](&readPublishedFn{})
-}
-
-// ReadPublished reads, when the job runs and on a worker, the current row of
-// every key the sink holds: what the revision step continues from after a
-// restart or a second replay (revisions go on from the stored one, nothing
-// dips, a window held as FINAL stays closed). A FINAL row is only a closed
-// marker to that step, so it comes without its totals. Reading it in the
-// pipeline keeps the sink's history out of the job graph, whose size would
-// otherwise grow with every key ever stored (Dataflow caps a job request at
-// a few MB). A sink that keeps nothing to read back (console, jsonl, a
+// Published reads the current row of every key the sink holds: what the
+// revision step continues from after a restart or a second replay
+// (revisions go on from the stored one, nothing dips, a window held as FINAL
+// stays closed). The revision step calls it on a worker when it starts, so
+// the sink's history never enters the job graph, whose size would otherwise
+// grow with every key ever stored (Dataflow caps a job request at a few
+// MB). A FINAL row is only a closed marker to that step, so it comes without
+// its totals. A sink that keeps nothing to read back (console, jsonl, a
 // SQLite file not created yet) gives no rows.
-func ReadPublished(s beam.Scope, spec Spec) beam.PCollection {
-	s = s.Scope("sinks.ReadPublished")
-	return beam.ParDo(s, &readPublishedFn{Spec: spec}, beam.Impulse(s))
-}
-
-type readPublishedFn struct {
-	Spec Spec
-}
-
-func (f *readPublishedFn) ProcessElement(ctx context.Context, _ []byte, emit func(model.Row)) error {
-	db, ok, err := OpenReader(ctx, f.Spec)
+func Published(ctx context.Context, spec Spec) ([]model.Row, error) {
+	db, ok, err := OpenReader(ctx, spec)
 	if err != nil {
-		return fmt.Errorf("sinks.ReadPublished %s: %w", f.Spec, err)
+		return nil, fmt.Errorf("sink %s: %w", spec, err)
 	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	defer db.Close()
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Warnf(ctx, "sink %s: close after reading current rows: %v", spec, err)
+		}
+	}()
 	rows, err := db.CurrentRows(ctx)
 	if err != nil {
-		return fmt.Errorf("sinks.ReadPublished %s: read current rows: %w", f.Spec, err)
+		return nil, fmt.Errorf("sink %s: read current rows: %w", spec, err)
 	}
-	for _, r := range rows {
+	for i, r := range rows {
 		if r.State == model.Final {
 			// The marker: key, revision and state.
-			r = model.Row{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims, Revision: r.Revision, State: model.Final}
+			rows[i] = model.Row{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims, Revision: r.Revision, State: model.Final}
 		}
-		emit(r)
 	}
-	return nil
+	return rows, nil
 }
