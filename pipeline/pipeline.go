@@ -12,7 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -80,11 +80,11 @@ type Options struct {
 	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
 	// (transforms.DefaultDedupCacheBytes when 0).
 	DedupCacheBytes int
-	// StartWatermark seeds rule (b) of the too-late gate after a restart.
-	StartWatermark int64
-	// Published seeds the revision step with rows the sink already holds,
-	// keyed by transforms.WindowKey.
-	Published map[string]model.Row
+	// Published is the sink whose rows the revision step reads when it
+	// starts, on the worker (sinks.Published): it continues each key's
+	// changelog from them, and a window held as FINAL stays closed (SPEC
+	// §4). The zero Spec: the sink holds nothing.
+	Published sinks.Spec
 	// NoDedupCache makes the dedup step reload its shards from the runner's
 	// state for every batch instead of trusting its process cache, as on a
 	// runner that moves keys between workers (tests, diagnosis).
@@ -94,10 +94,9 @@ type Options struct {
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
 	return Options{
-		Event:          event.DefaultConfig(),
-		Watermark:      watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
-		Triggers:       triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
-		StartWatermark: model.NoWatermark,
+		Event:     event.DefaultConfig(),
+		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
+		Triggers:  triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
 	}
 }
 
@@ -156,14 +155,13 @@ func (o Options) Validate() error {
 
 func (o Options) dedup() transforms.DedupOptions {
 	return transforms.DedupOptions{
-		Policy:         o.Triggers,
-		Retention:      o.DedupRetention.Milliseconds(),
-		Shards:         o.DedupShards,
-		Bound:          o.Watermark.OutOfOrderBound.Milliseconds(),
-		StartWatermark: o.StartWatermark,
-		NoCache:        o.NoDedupCache,
-		CacheBytes:     int64(o.DedupCacheBytes),
-		ByPosition:     o.DedupOrder == OrderPosition,
+		Policy:     o.Triggers,
+		Retention:  o.DedupRetention.Milliseconds(),
+		Shards:     o.DedupShards,
+		Bound:      o.Watermark.OutOfOrderBound.Milliseconds(),
+		NoCache:    o.NoDedupCache,
+		CacheBytes: int64(o.DedupCacheBytes),
+		ByPosition: o.DedupOrder == OrderPosition,
 	}
 }
 

@@ -18,8 +18,13 @@ import (
 const PrismExperiment = "prism_disable_sdf_split"
 
 // UseSafePrismOptions adds PrismExperiment to Beam's --experiments flag,
-// keeping what the user set. Call it before beam.Run (or ptest.Run).
+// keeping what the user set, and enables the metric gate (metricgate.go) in
+// the job's workers. Call it before beam.Run (or ptest.Run). Both are
+// harmless on other runners.
 func UseSafePrismOptions() {
+	if err := enableMetricGate(); err != nil {
+		panic(err) // registered in init: cannot fail
+	}
 	exps := jobopts.GetExperiments()
 	if slices.Contains(exps, PrismExperiment) {
 		return

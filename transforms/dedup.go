@@ -34,10 +34,6 @@ type DedupOptions struct {
 	// Bound is the out-of-order bound (ms): how far below an announced
 	// window the shards arm windows (see windowsToArm).
 	Bound int64
-	// StartWatermark seeds every shard's knowledge of the pipeline watermark
-	// (after a restart: the close time of the latest window the sink holds as
-	// FINAL), or model.NoWatermark.
-	StartWatermark int64
 	// NoCache makes every batch reload its shard from the runner's state, as
 	// on a runner that moves keys between workers: for tests and diagnosis.
 	NoCache bool
@@ -90,26 +86,24 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	}
 	batches := BatchByShard(s, events, o.Shards, o.Policy)
 	return beam.ParDo3(s, &dedupFn{
-		Policy:         o.Policy,
-		BoundMs:        o.Bound,
-		RetentionMs:    o.Retention,
-		StartWatermark: o.StartWatermark,
-		CacheID:        newCacheID(),
-		NoCache:        o.NoCache,
-		CacheBytes:     o.CacheBytes,
-		ByPosition:     o.ByPosition,
-		Pending:        state.MakeBagState[[]byte]("pending"),
-		Meta:           state.MakeValueState[[]byte]("meta"),
-		IDs:            state.MakeBagState[[]byte]("ids"),
-		Boundary:       timers.InEventTime("boundary"),
+		Policy:      o.Policy,
+		BoundMs:     o.Bound,
+		RetentionMs: o.Retention,
+		CacheID:     newCacheID(),
+		NoCache:     o.NoCache,
+		CacheBytes:  o.CacheBytes,
+		ByPosition:  o.ByPosition,
+		Pending:     state.MakeBagState[[]byte]("pending"),
+		Meta:        state.MakeValueState[[]byte]("meta"),
+		IDs:         state.MakeBagState[[]byte]("ids"),
+		Boundary:    timers.InEventTime("boundary"),
 	}, batches)
 }
 
 type dedupFn struct {
-	Policy         triggers.Policy
-	BoundMs        int64
-	RetentionMs    int64
-	StartWatermark int64
+	Policy      triggers.Policy
+	BoundMs     int64
+	RetentionMs int64
 
 	// CacheID names this pipeline's entries in the process-wide shard cache.
 	CacheID    string
@@ -146,7 +140,7 @@ func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shar
 	if err != nil {
 		return nil, fmt.Errorf("dedup: read meta: %w", err)
 	}
-	m, err := decodeMeta(b, f.StartWatermark)
+	m, err := decodeMeta(b, model.NoWatermark)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -28,8 +29,12 @@ func init() {
 // triggers.WindowState's.
 //
 // published seeds each key with the row a sink already holds (after a
-// restart), so revisions continue from there and nothing dips.
-func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published map[string]model.Row) beam.PCollection {
+// restart), so revisions continue from there and nothing dips. The step
+// reads it from the sink on the worker, in Setup (sinks.Published), so the
+// sink's history never enters the job graph. (A side input would do the
+// same, but prism v2.77.0 then stops feeding a streaming job's stateful
+// stage after its first firings.) The zero Spec reads nothing.
+func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sinks.Spec) beam.PCollection {
 	s = s.Scope("Revisions")
 	return beam.ParDo(s, &revisionsFn{
 		Policy:    p,
@@ -37,6 +42,12 @@ func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, publish
 		State:     state.MakeValueState[[]byte]("window"),
 		Firing:    timers.InEventTime("firing"),
 	}, deltas)
+}
+
+// publishedRow is the row the sink held for key when the step started.
+func (f *revisionsFn) publishedRow(key string) (model.Row, bool) {
+	r, ok := f.published[key]
+	return r, ok
 }
 
 // Timer tags of the revision step.
@@ -60,8 +71,11 @@ func markerHorizon(p triggers.Policy) int64 {
 }
 
 type revisionsFn struct {
-	Policy    triggers.Policy
-	Published map[string]model.Row
+	Policy triggers.Policy
+	// Published is the sink whose rows seed the keys (zero: none).
+	Published sinks.Spec
+	// published holds them by key, read in Setup.
+	published map[string]model.Row
 
 	State state.Value[[]byte]
 	// Firing carries both event-time firings as tags of one timer family:
@@ -78,7 +92,17 @@ type revisionsFn struct {
 	rowRevenues   map[model.ResultState]beam.Distribution
 }
 
-func (f *revisionsFn) Setup() {
+func (f *revisionsFn) Setup(ctx context.Context) error {
+	if f.Published.Scheme != "" {
+		rows, err := sinks.Published(ctx, f.Published)
+		if err != nil {
+			return fmt.Errorf("revisions: %w", err)
+		}
+		f.published = make(map[string]model.Row, len(rows))
+		for _, r := range rows {
+			f.published[WindowKey(r.WindowStart, r.Dims)] = r
+		}
+	}
 	f.rows = map[model.ResultState]beam.Counter{}
 	f.rowRevenues = map[model.ResultState]beam.Distribution{}
 	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
@@ -88,6 +112,7 @@ func (f *revisionsFn) Setup() {
 	f.afterFinal = metrics.Counter(metrics.AfterFinal)
 	f.markersExpired = metrics.Counter(metrics.RevisionMarkersExpired)
 	f.replayedFinal = metrics.Counter(metrics.ReplayedIntoFinal)
+	return nil
 }
 
 func encodeWindow(w *triggers.WindowState) []byte {
@@ -140,7 +165,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			return err
 		}
 		w = &triggers.WindowState{Start: start, End: f.Policy.WindowEnd(start), Dims: dims}
-		if p, ok := f.Published[key]; ok {
+		if p, ok := f.publishedRow(key); ok {
 			w.Published = p
 			w.Final = p.State == model.Final
 			w.OnTimeDone = p.State >= model.OnTime
@@ -155,7 +180,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	}
 	switch {
 	case w.Final:
-		if !d.Tick && d.Count > 0 && f.Published[key].State == model.Final {
+		if p, ok := f.publishedRow(key); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
 			// A replay (restart, or the same log again) re-counts the
 			// events of a window the sink already holds as FINAL: its value
 			// is settled, and reconcile owns any later correction.

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -92,6 +94,10 @@ type Options struct {
 	LiveDir  string
 	Duration time.Duration
 	UI       string
+	// SharedFilesystem (--shared-filesystem) says every worker sees this
+	// machine's local paths: without it, a runner whose workers run
+	// elsewhere is refused a local source, archive or sink (see placement).
+	SharedFilesystem bool
 
 	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
 	// the source is read (zero values take the sources or pubsub package
@@ -218,6 +224,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("demo", stringValue{&o.Demo}, "without --source: replay (a generated history, the default) or live (a generator writes ./"+DefaultLiveDir+" in real time; short windows, sink "+DefaultLiveSink+")")
 	add("duration", durationValue{&o.Duration}, "stop a streaming run gracefully after this long (default: at Ctrl-C)")
 	add("ui", stringValue{&o.UI}, "serve a live page (revisions per window, watermarks, audit counters) on [HOST:]PORT, loopback unless a host is given")
+	add("shared-filesystem", boolValue{&o.SharedFilesystem}, "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow a local source, archive and sink off the in-process runner")
 
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
 		if fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
@@ -367,7 +374,8 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "pubsub-pullers", "pubsub-shards", "pubsub-archive-fail-after", "sink", "bq-flush", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
-	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui"}
+	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui",
+	"shared-filesystem"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
@@ -408,6 +416,9 @@ func (o Options) Validate() error {
 	}
 	if o.PubSubArchiveFailAfter < 0 {
 		return usagef("--pubsub-archive-fail-after must not be negative")
+	}
+	if err := o.placement(); err != nil {
+		return &ConfigError{Err: err}
 	}
 	switch {
 	case o.IsPubSub():
@@ -491,4 +502,31 @@ func (o Options) flushPolicy() sinks.FlushPolicy {
 	p := sinks.DefaultFlushPolicy
 	p.Interval = o.BQFlush
 	return p
+}
+
+// placement refuses, before any work, the parts of a run that its workers
+// could not reach: on a runner whose workers run in other processes (any
+// but prism in this process), a local source folder (the demo's too), a
+// local Pub/Sub archive, or a SQLite or local JSONL sink would be read or
+// written by each worker on its own machine, while the launcher reads its
+// own copy.
+func (o Options) placement() error {
+	p := cli.Placement{Runner: o.Runner, EnvironmentType: *jobopts.EnvironmentType, Shared: o.SharedFilesystem}
+	switch o.Sink.Scheme {
+	case sinks.SchemeSQLite:
+		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
+	case sinks.SchemeJSONL:
+		if cli.LocalPath(o.Sink.Path) {
+			p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
+		}
+	}
+	switch {
+	case o.Source == "":
+		p.Local("the demo's log (./"+o.DemoDir+")", "replay it from a bucket with --source=gs://BUCKET/PATH")
+	case o.IsPubSub():
+		p.Local("--pubsub-archive="+o.ArchiveDir(), "archive to a bucket with --pubsub-archive=gs://BUCKET/PATH")
+	case cli.LocalPath(o.Source):
+		p.Local("--source="+o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
+	}
+	return p.Err()
 }

@@ -22,9 +22,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
-	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/transforms"
 )
 
 // Run runs the job o describes, prints its summary to out and returns it.
@@ -42,6 +40,10 @@ import (
 func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	o, err := o.absolutePaths()
+	if err != nil {
+		return nil, &ConfigError{Err: err}
 	}
 	liveDemo := o.Demo == DemoLive
 	if liveDemo {
@@ -91,12 +93,9 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	// A restart or a second replay continues each key's changelog where the
 	// sink left it: revisions go on from the stored one, nothing dips, and a
-	// window the sink holds as FINAL stays as it is.
-	published, err := publishedRows(ctx, o.Sink)
-	if err != nil {
-		return nil, &ConfigError{Err: err}
-	}
-	po.Published = published
+	// window the sink holds as FINAL stays as it is. The rows are read when
+	// the job runs, on a worker: never through the job graph.
+	po.Published = o.Sink
 	var read func(s beam.Scope) (records, progress beam.PCollection)
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)
@@ -243,6 +242,32 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	return sum, errors.Join(res.err, check, viewErr)
 }
 
+// absolutePaths makes the local paths of a run whose workers run in other
+// processes absolute: a worker's working directory is not the launcher's
+// (--shared-filesystem promises the same paths, not the same directory).
+func (o Options) absolutePaths() (Options, error) {
+	if cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+		return o, nil
+	}
+	abs := func(p *string) error {
+		if *p == "" || !cli.LocalPath(*p) || strings.Contains(*p, "://") {
+			return nil
+		}
+		a, err := filepath.Abs(*p)
+		*p = a
+		return err
+	}
+	var errs []error
+	if o.Sink.Scheme == sinks.SchemeSQLite || o.Sink.Scheme == sinks.SchemeJSONL {
+		errs = append(errs, abs(&o.Sink.Path))
+	}
+	if !o.IsPubSub() {
+		errs = append(errs, abs(&o.Source))
+	}
+	errs = append(errs, abs(&o.DemoDir), abs(&o.PubSubArchive))
+	return o, errors.Join(errs...)
+}
+
 // ConfigError is a bad command line, setting, source or sink, found before
 // any work: one line, exit 2 (SPEC §6).
 type ConfigError struct{ Err error }
@@ -321,13 +346,18 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	if err := ensureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
-	if isPrism(o.Runner) {
-		// Prism's runner-initiated splits replay elements of bundles with
-		// timers: counts double (see pipeline.PrismExperiment).
-		pipeline.UseSafePrismOptions()
+	// Prism's runner-initiated splits replay elements of bundles with
+	// timers (counts double), and its job metrics lose updates unless the
+	// workers gate them (see pipeline.UseSafePrismOptions). A universal
+	// runner may be a prism job server too; elsewhere both are harmless.
+	pipeline.UseSafePrismOptions()
+	if err := cli.UseSelfAsWorker(); err != nil {
+		return outcome{err: err}
 	}
-	// With the SDK harness in this process, tally its counters here too
-	// (see tally.go).
+	// With the SDK harness in this process (prism's LOOPBACK), tally its
+	// counters here too (see tally.go): there the gate does not yet stop
+	// prism from losing updates. With workers in other processes, the
+	// runner's metrics are all there is.
 	loopback := jobopts.IsLoopback()
 	if loopback {
 		if err := enableTally(); err != nil {
@@ -361,8 +391,8 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 		r           result
 		interrupted bool
 	)
-	// Progress comes from the counters this process's workers reported
-	// (loopback); a remote runner shows its own.
+	// Progress comes from the job's metrics in the job service, wherever
+	// the workers run.
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
 	var view *termView
@@ -374,7 +404,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 			view = &termView{w: os.Stdout}
 		}
 	}
-	if (loopback || view != nil) && o.ProgressEvery > 0 {
+	if o.ProgressEvery > 0 {
 		t := time.NewTicker(o.ProgressEvery)
 		defer t.Stop()
 		tick = t.C
@@ -400,8 +430,8 @@ wait:
 		case <-tick:
 			if view != nil {
 				view.draw(mon.Snapshot(ctx))
-			} else if counters, ok := tallied(name, false); ok {
-				prog.report(countsOf(counters))
+			} else if f, ok := jf.figures(ctx); ok {
+				prog.report(f.Counts)
 			}
 		}
 	}
@@ -486,6 +516,10 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 	}()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
+	var (
+		written int64
+		wroteAt time.Time
+	)
 	for settled := false; !settled; {
 		select {
 		case r := <-done:
@@ -495,8 +529,6 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 		if j == nil {
 			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
 		}
-		last := sinks.LastWrite()
-		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod && sinks.Pending() == 0
 		// Every record read has its verdict: nothing is in flight between
 		// the readers and dedup. Unknown without counters.
 		drained := true
@@ -507,8 +539,16 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 			if m, err := j.metrics(ctx); err == nil {
 				c := countsOf(countersOf(*m))
 				drained = c.Read == c.Verdicts()
+				// The sink's write counters, for workers elsewhere:
+				// LastWrite sees only this process's writers.
+				if w := c.SinkAccepted + c.SinkStale + c.SinkAudit; w != written {
+					written, wroteAt = w, time.Now()
+				}
 			}
 		}
+		last := later(sinks.LastWrite(), wroteAt)
+		// sinks.Pending: rows the BigQuery write step still buffers here.
+		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod && sinks.Pending() == 0
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {
 			slog.Warn("stopping: the output did not settle in time; cancelling anyway",
@@ -545,26 +585,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// publishedRows reads the current row of every key from a SQLite or BigQuery
-// sink, keyed as the revision step keys its state (other sinks start empty).
-func publishedRows(ctx context.Context, spec sinks.Spec) (map[string]model.Row, error) {
-	db, ok, err := sinks.OpenReader(ctx, spec)
-	if err != nil {
-		return nil, fmt.Errorf("sink %s: %w", spec, err)
-	}
-	if !ok {
-		return nil, nil
-	}
-	defer db.Close()
-	rows, err := db.CurrentRows(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sink %s: read current rows: %w", spec, err)
-	}
-	out := make(map[string]model.Row, len(rows))
-	for _, r := range rows {
-		out[transforms.WindowKey(r.WindowStart, r.Dims)] = r
-	}
-	return out, nil
 }

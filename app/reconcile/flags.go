@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
@@ -19,7 +21,7 @@ import (
 type Flags struct {
 	source, sink, from, to, date, tolerance, report, dimensions string
 	workDir, runID, logLevel                                    string
-	apply                                                       bool
+	apply, sharedFS                                             bool
 	window, lateness, oooBound, idle, maxFuture, maxAge         time.Duration
 	early, retention                                            time.Duration
 	maxLine, shards, top                                        int
@@ -55,6 +57,7 @@ func BindFlags(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.runID, "run-id", "", "run id (default: UTC start time and a random suffix)")
 	fs.IntVar(&f.top, "top", d.Top, "differences listed in the summary")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&f.sharedFS, "shared-filesystem", false, "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow a local source, sink and work dir off the in-process runner")
 	return f
 }
 
@@ -65,6 +68,8 @@ func (f *Flags) Options() (Options, error) {
 	var err error
 	o.Source, o.Report, o.Apply = f.source, f.report, f.apply
 	o.WorkDir, o.RunID, o.Shards, o.Top = f.workDir, f.runID, f.shards, f.top
+	// The Beam runner flags are the SDK's process-wide ones.
+	o.Runner, o.EnvironmentType, o.SharedFilesystem = *runners.Runner, *jobopts.EnvironmentType, f.sharedFS
 	if o.Sink, err = sinks.ParseSpec(f.sink); err != nil {
 		errs = append(errs, fmt.Errorf("--sink: %w", err))
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -54,6 +55,13 @@ type Options struct {
 	Now time.Time
 	// Top is how many differences the summary lists.
 	Top int
+
+	// Runner and EnvironmentType are Beam's --runner and --environment_type
+	// ("" for prism in this process); SharedFilesystem is
+	// --shared-filesystem. Together they decide whether a local source, sink
+	// or work dir is refused (cli.Placement).
+	Runner, EnvironmentType string
+	SharedFilesystem        bool
 }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
@@ -97,7 +105,31 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID))
 	}
 	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return o.placement()
+}
+
+// placement refuses the parts the pipeline's workers could not reach when
+// they run in other processes: the recomputation reads the source folder,
+// the comparison step opens the sink, and the result is written to the work
+// dir, all on workers.
+func (o Options) placement() error {
+	p := cli.Placement{Runner: o.Runner, EnvironmentType: o.EnvironmentType, Shared: o.SharedFilesystem}
+	if o.Sink.Scheme == sinks.SchemeSQLite {
+		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
+	}
+	if cli.LocalPath(o.Source) {
+		p.Local("--source="+o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
+	}
+	switch {
+	case o.WorkDir == "":
+		p.Local("the result's work dir (a local temporary folder by default)", "pass --work-dir=gs://BUCKET/PATH")
+	case cli.LocalPath(o.WorkDir):
+		p.Local("--work-dir="+o.WorkDir, "pass --work-dir=gs://BUCKET/PATH")
+	}
+	return p.Err()
 }
 
 func validRunID(id string) bool {

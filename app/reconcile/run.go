@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
@@ -307,6 +308,9 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 	WriteResult(s, totals, stats, comparison, path)
 	start := time.Now()
 	pipeline.UseSafePrismOptions()
+	if err := cli.UseSelfAsWorker(); err != nil {
+		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: %w", err)
+	}
 	pr, err := beamx.RunWithMetrics(ctx, p)
 	if err != nil {
 		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: pipeline: %w", err)

@@ -123,3 +123,38 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("--help: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestRefusesLocalPartsOffProcess: on a runner whose workers run in other
+// processes, a SQLite sink, a local source folder and a local work dir are
+// one line on stderr and exit 2 before any work, naming the part and what to
+// use instead.
+func TestRefusesLocalPartsOffProcess(t *testing.T) {
+	dir := t.TempDir()
+	const shared = ", or pass --shared-filesystem if every worker sees this machine's paths\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runner=universal", "--source=" + dir, "--sink=sqlite:x.db"},
+			"reconcile: --sink=sqlite:x.db is local to this machine, but with --runner=universal the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET" + shared},
+		{[]string{"--runner=dataflow", "--source=" + dir, "--sink=sqlite:x.db"},
+			"reconcile: --sink=sqlite:x.db is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET" + shared},
+		{[]string{"--runner=dataflow", "--source=" + dir, "--sink=bigquery:my-project.d"},
+			"reconcile: --source=" + dir + " is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: read the raw log from a bucket with --source=gs://BUCKET/PATH" + shared},
+		{[]string{"--runner=dataflow", "--source=gs://b/raw", "--sink=bigquery:my-project.d"},
+			"reconcile: the result's work dir (a local temporary folder by default) is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: pass --work-dir=gs://BUCKET/PATH" + shared},
+		{[]string{"--environment_type=PROCESS", "--source=gs://b/raw", "--sink=bigquery:my-project.d", "--work-dir=" + dir},
+			"reconcile: --work-dir=" + dir + " is local to this machine, but with --environment_type=PROCESS the workers run in other processes or on other machines: pass --work-dir=gs://BUCKET/PATH" + shared},
+	} {
+		code, stdout, stderr := reconcileCmd(t, tc.args...)
+		if code != 2 || stdout != "" || stderr != tc.want {
+			t.Errorf("reconcile %s: exit %d, stdout %q, stderr %q\nwant exit 2, stderr %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+	// --shared-filesystem lets every local part through.
+	o := reconcile.Defaults()
+	o.Source, o.Runner, o.EnvironmentType, o.SharedFilesystem = dir, "universal", "PROCESS", true
+	if err := o.Validate(); err != nil {
+		t.Errorf("with --shared-filesystem: %v", err)
+	}
+}

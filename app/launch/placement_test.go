@@ -1,0 +1,76 @@
+package launch
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+)
+
+// runnerFlags saves the SDK's process-wide runner flags, which a command
+// line in the test sets; the returned func puts them back.
+func runnerFlags(t *testing.T) (reset func()) {
+	runner, env := *runners.Runner, *jobopts.EnvironmentType
+	reset = func() { *runners.Runner, *jobopts.EnvironmentType = runner, env }
+	t.Cleanup(reset)
+	return reset
+}
+
+// TestRefusesLocalPartsOffProcess: on a runner whose workers run in other
+// processes, every local-only part is one line on stderr and exit 2 before
+// any work, naming the part and what to use instead; --shared-filesystem
+// lets the same command line through.
+func TestRefusesLocalPartsOffProcess(t *testing.T) {
+	dir := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
+	reset := runnerFlags(t)
+	const shared = ", or pass --shared-filesystem if every worker sees this machine's paths"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runner=universal", "--sink=sqlite:x.db"},
+			"launch: --sink=sqlite:x.db is local to this machine, but with --runner=universal the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET" + shared},
+		{[]string{"--runner=dataflow", "--source=" + dir},
+			"launch: --sink=sqlite:revenue.db is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET" + shared},
+		{[]string{"--runner=universal", "--sink=jsonl:out"},
+			"launch: --sink=jsonl:out is local to this machine, but with --runner=universal the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET" + shared},
+		{[]string{"--environment_type=PROCESS", "--sink=sqlite:x.db"},
+			"launch: --sink=sqlite:x.db is local to this machine, but with --environment_type=PROCESS the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET" + shared},
+		{[]string{"--runner=dataflow", "--sink=bigquery:my-project.d", "--source=" + dir},
+			"launch: --source=" + dir + " is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: read the raw log from a bucket with --source=gs://BUCKET/PATH" + shared},
+		{[]string{"--runner=universal", "--sink=bigquery:my-project.d"},
+			"launch: the demo's log (./demo-data) is local to this machine, but with --runner=universal the workers run in other processes or on other machines: replay it from a bucket with --source=gs://BUCKET/PATH" + shared},
+		{[]string{"--runner=universal", "--sink=bigquery:my-project.d", "--source=pubsub:projects/p/subscriptions/revenue", "--pubsub-archive=archive"},
+			"launch: --pubsub-archive=archive is local to this machine, but with --runner=universal the workers run in other processes or on other machines: archive to a bucket with --pubsub-archive=gs://BUCKET/PATH" + shared},
+	} {
+		reset()
+		var stdout, stderr bytes.Buffer
+		code := Main(tc.args, &stdout, &stderr)
+		if code != ExitUsage || stderr.String() != tc.want+"\n" || stdout.Len() != 0 {
+			t.Errorf("launch %s: exit %d, stderr %q, stdout %q\nwant exit 2, stderr %q", strings.Join(tc.args, " "),
+				code, stderr.String(), stdout.String(), tc.want+"\n")
+		}
+
+		// The same command line with --shared-filesystem passes the check.
+		reset()
+		o, err := Parse(append(tc.args, "--shared-filesystem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.placement(); err != nil {
+			t.Errorf("launch %s --shared-filesystem: %v", strings.Join(tc.args, " "), err)
+		}
+	}
+
+	// prism in this process (the default, LOOPBACK) reaches every local part.
+	reset()
+	o, err := Parse([]string{"--source=" + dir, "--sink=sqlite:x.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.placement(); err != nil {
+		t.Errorf("in-process prism: %v", err)
+	}
+}

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+)
+
+// WorkersInProcess reports whether a job run on runner with the given
+// --environment_type has its SDK workers in this very process: prism
+// started by the command itself, in its default LOOPBACK environment. Only
+// then are this machine's local paths (and the launcher's memory) what the
+// workers see. Any other runner (universal against a job server, Flink,
+// Dataflow) or environment (PROCESS, DOCKER, EXTERNAL) runs them in other
+// processes, usually on other machines.
+func WorkersInProcess(runner, environmentType string) bool {
+	switch runner {
+	case "", "prism", "PrismRunner":
+	default:
+		return false
+	}
+	switch strings.ToLower(environmentType) {
+	case "", "loopback":
+		return true
+	}
+	return false
+}
+
+// LocalPath reports whether path names something only this machine (or this
+// process) can reach: a path without a scheme, a file:// URL, or Beam's
+// in-memory memfs://. A gs:// or s3:// path is served to every worker by
+// Beam's io/filesystem.
+func LocalPath(path string) bool {
+	scheme, _, ok := strings.Cut(path, "://")
+	if !ok {
+		return true
+	}
+	switch strings.ToLower(scheme) {
+	case "file", "memfs":
+		return true
+	}
+	return false
+}
+
+// Placement checks that the parts a job's workers read or write are reachable
+// from them. A command lists its parts with Part and calls Err once.
+type Placement struct {
+	// Runner and EnvironmentType are Beam's --runner and --environment_type.
+	Runner, EnvironmentType string
+	// Shared is --shared-filesystem: the user says every worker sees this
+	// machine's local paths (a job server on this machine, an NFS mount).
+	Shared bool
+
+	err error
+}
+
+// Local names a part that is local-only (flag is how the user named it,
+// e.g. "--sink=sqlite:revenue.db") and what to use instead. The first one
+// wins: a command reports one line.
+func (p *Placement) Local(flag, instead string) {
+	if p.err != nil || p.Shared || WorkersInProcess(p.Runner, p.EnvironmentType) {
+		return
+	}
+	where := "--runner=" + p.Runner
+	if p.Runner == "" || p.Runner == "prism" || p.Runner == "PrismRunner" {
+		where = "--environment_type=" + p.EnvironmentType
+	}
+	p.err = fmt.Errorf("%s is local to this machine, but with %s the workers run in other processes or on other machines: %s, "+
+		"or pass --shared-filesystem if every worker sees this machine's paths", flag, where, instead)
+}
+
+// Err is the refusal, or nil when every part is reachable.
+func (p *Placement) Err() error { return p.err }
+
+// UseSelfAsWorker makes this binary the job's worker binary when workers run
+// in other processes and --worker_binary is not set: the launcher and its
+// workers are the same program, as the SDK intends. (Left unset, the SDK
+// would compile the caller's package from source, which fails for a command
+// whose job is submitted from a library package, and needs a Go toolchain.)
+// The workers must then run this machine's OS and architecture; on another
+// platform pass --worker_binary.
+func UseSelfAsWorker() error {
+	if *jobopts.WorkerBinary != "" || jobopts.IsLoopback() {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("worker binary: %w (pass --worker_binary)", err)
+	}
+	*jobopts.WorkerBinary = self
+	return nil
+}

@@ -1,0 +1,74 @@
+package runnertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+)
+
+// bootPackage is the Go SDK's container boot program: given --id and
+// --provision_endpoint, it asks the runner for the job's options and staged
+// files, fetches the worker binary and runs it as the SDK harness. It is
+// what a PROCESS environment runs on a Flink task manager.
+const bootPackage = "github.com/apache/beam/sdks/v2/go/container"
+
+// wrapper is the command a PROCESS environment names. prism v2.77.0 starts
+// it with --id='ID' — the quotes inside the argument, as if for a shell —
+// and the boot program, taking them as part of the id, fails with "not
+// registered in worker pool"; the wrapper strips them. The worker's output
+// goes to a log file rather than the test's stdout: a worker that outlives
+// its job would otherwise hold go test's output pipe open. It starts in the
+// workers' folder, where the boot program writes pipeline_options.json.
+const wrapper = `#!/bin/sh
+id=${1#--id=}; id=${id#\'}; id=${id%%\'}; shift
+cd %q && exec %q --id="$id" --semi_persist_dir=%q "$@" >>%q 2>&1
+`
+
+var (
+	bootOnce sync.Once
+	bootBin  string
+	bootDir  string
+	bootErr  error
+)
+
+// ProcessEnvironment builds the boot program (once per process, into a
+// temporary folder that Cleanup removes) and writes the wrapper into dir. It returns the --environment_config value of a
+// PROCESS environment that runs them: {"command":"DIR/boot-wrapper"}.
+// The workers' staged files go under dir/workers, their output to
+// dir/workers.log.
+func ProcessEnvironment(dir string) (config string, err error) {
+	bootOnce.Do(func() {
+		tmp, err := os.MkdirTemp("", "runnertest-boot-")
+		if err != nil {
+			bootErr = err
+			return
+		}
+		bootDir, bootBin = tmp, filepath.Join(tmp, "boot")
+		if out, err := exec.Command("go", "build", "-o", bootBin, bootPackage).CombinedOutput(); err != nil {
+			bootErr = fmt.Errorf("runnertest: go build %s: %v\n%s", bootPackage, err, out)
+		}
+	})
+	if bootErr != nil {
+		return "", bootErr
+	}
+	persist := filepath.Join(dir, "workers")
+	if err := os.MkdirAll(persist, 0o755); err != nil {
+		return "", err
+	}
+	cmd := filepath.Join(dir, "boot-wrapper")
+	if err := os.WriteFile(cmd, fmt.Appendf(nil, wrapper, persist, bootBin, persist, filepath.Join(dir, "workers.log")), 0o755); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(map[string]string{"command": cmd})
+	return string(b), err
+}
+
+// Cleanup removes the boot program ProcessEnvironment built (for TestMain).
+func Cleanup() {
+	if bootDir != "" {
+		os.RemoveAll(bootDir)
+	}
+}
