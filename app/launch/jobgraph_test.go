@@ -26,7 +26,9 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 	po := o.Pipeline.WithDefaults()
 	po.Published = spec
 	fo := o.folderOptions(po)
-	p, err := build(func(s beam.Scope) (beam.PCollection, beam.PCollection) { return sources.ReadFolderWithProgress(s, source, fo) }, po, spec)
+	p, err := build(func(s beam.Scope) (beam.PCollection, beam.PCollection) {
+		return sources.ReadFolderWithProgress(s, source, fo)
+	}, po, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
