@@ -88,10 +88,10 @@ func idOnOtherShard(t *testing.T, prefix string, taken ...string) string {
 	t.Helper()
 	used := map[int]bool{}
 	for _, id := range taken {
-		used[transforms.ShardOf(id, Defaults().Pipeline.DedupShards)] = true
+		used[transforms.ShardOf(id, Defaults().Pipeline.WithDefaults().DedupShards)] = true
 	}
 	for i := range 1000 {
-		if id := fmt.Sprintf("%s-%d", prefix, i); !used[transforms.ShardOf(id, Defaults().Pipeline.DedupShards)] {
+		if id := fmt.Sprintf("%s-%d", prefix, i); !used[transforms.ShardOf(id, Defaults().Pipeline.WithDefaults().DedupShards)] {
 			return id
 		}
 	}
