@@ -175,13 +175,20 @@ func liveBanner(w io.Writer, dir, sink, ui string, po pipeline.Options, c gen.Li
 // timeout, its watermark then advances with processing time, and the last
 // records go through; only then are the readers stopped.
 func drainFeed(po pipeline.Options, drained func() bool) {
+	slog.Info("live demo: feed stopped")
+	drainInFlight(po, drained)
+}
+
+// drainInFlight waits, before a graceful stop stops the readers, until every
+// record read has its verdict (the partitions turn idle, their watermark moves
+// on), at most the idle timeout + the bound + 10 s.
+func drainInFlight(po pipeline.Options, drained func() bool) {
 	limit := po.Watermark.IdleTimeout + po.Watermark.OutOfOrderBound + 10*time.Second
-	slog.Info("live demo: feed stopped; waiting for every record read to get its verdict (the partitions turn idle, their watermark moves on)",
-		"at_most", limit)
+	slog.Info("stopping: waiting for every record read to get its verdict before the readers stop", "at_most", limit)
 	deadline := time.Now().Add(limit)
 	for !drained() {
 		if time.Now().After(deadline) {
-			slog.Warn("live demo: records still in flight; stopping anyway", "waited", limit)
+			slog.Warn("stopping: records still in flight; stopping the readers anyway", "waited", limit)
 			return
 		}
 		time.Sleep(500 * time.Millisecond)

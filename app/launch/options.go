@@ -524,7 +524,9 @@ func (o Options) placement() error {
 	case o.Source == "":
 		p.Local("the demo's log (./"+o.DemoDir+")", "replay it from a bucket with --source=gs://BUCKET/PATH")
 	case o.IsPubSub():
-		p.Local("--pubsub-archive="+o.ArchiveDir(), "archive to a bucket with --pubsub-archive=gs://BUCKET/PATH")
+		if cli.LocalPath(o.ArchiveDir()) {
+			p.Local("--pubsub-archive="+o.ArchiveDir(), "archive to a bucket with --pubsub-archive=gs://BUCKET/PATH")
+		}
 	case cli.LocalPath(o.Source):
 		p.Local("--source="+o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
 	}

@@ -297,8 +297,10 @@ func TestPubSubUnwritableArchiveExits1(t *testing.T) {
 func TestPubSubLocalArchiveRefusedOffPrism(t *testing.T) {
 	o := Defaults()
 	o.Source, o.Runner = "pubsub:"+testSub, "dataflow"
+	// A sink every worker reaches, so that the archive is what is judged.
+	o.Sink = sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: "p", Dataset: "d"}
 	err := o.Validate()
-	if err == nil || !strings.Contains(err.Error(), "a local archive needs --runner=prism; on dataflow use gs://BUCKET/PATH") {
+	if err == nil || !strings.Contains(err.Error(), "--pubsub-archive") || !strings.Contains(err.Error(), "gs://BUCKET/PATH") {
 		t.Errorf("local archive on dataflow: %v", err)
 	}
 	o.PubSubArchive = "gs://bucket/archive"

@@ -419,11 +419,20 @@ wait:
 			if mon != nil {
 				mon.SetState("STOPPING")
 			}
-			if hooks.beforeStop != nil {
-				hooks.beforeStop(func() bool {
-					f, ok := jf.figures(context.Background())
-					return ok && f.Counts.Read == f.Counts.Verdicts()
-				})
+			drained := func() bool {
+				f, ok := jf.figures(context.Background())
+				return ok && f.Counts.Read == f.Counts.Verdicts()
+			}
+			switch {
+			case hooks.beforeStop != nil:
+				hooks.beforeStop(drained)
+			case o.Streaming() && loopback:
+				// Readers still running keep the watermark moving (idle
+				// partitions leave the minimum), so records already read
+				// reach their verdict; once the readers stop, prism hands a
+				// stateful step no element its frozen watermark has not
+				// passed, and a stop would leave them in flight.
+				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
 			r = stop(o, name, loopback, done, hardCancel)
 			break wait
