@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 		beamlog.LogLevel, beamlog.LogKind = "debug", "text"
 		beamlog.SetupLoggingWithDefault()
 	}
-	pipeline.UseSafePrismOptions()
+	localrunner.UseSafeOptions()
 	os.Exit(ptest.MainRet(m))
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -348,9 +349,9 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	}
 	// Prism's runner-initiated splits replay elements of bundles with
 	// timers (counts double), and its job metrics lose updates unless the
-	// workers gate them (see pipeline.UseSafePrismOptions). A universal
+	// workers gate them (see localrunner.UseSafeOptions). A universal
 	// runner may be a prism job server too; elsewhere both are harmless.
-	pipeline.UseSafePrismOptions()
+	localrunner.UseSafeOptions()
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return outcome{err: err}
 	}

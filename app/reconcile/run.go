@@ -14,11 +14,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // Exit codes of SPEC §6.
@@ -307,7 +307,7 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 	})
 	WriteResult(s, totals, stats, comparison, path)
 	start := time.Now()
-	pipeline.UseSafePrismOptions()
+	localrunner.UseSafeOptions()
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: %w", err)
 	}

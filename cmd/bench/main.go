@@ -31,8 +31,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/app/launch"
 	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
@@ -60,7 +60,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "with --mode=pipeline|baseline: write a CPU profile (SDK harness and prism run in this process)")
 	flag.Parse()
 	beam.Init() // the pipeline runs on prism in this process (loopback workers)
-	pipeline.UseSafePrismOptions()
+	localrunner.UseSafeOptions()
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 
 	switch *mode {

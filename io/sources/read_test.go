@@ -17,6 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
@@ -28,7 +29,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	pipeline.UseSafePrismOptions()
+	localrunner.UseSafeOptions()
 	os.Exit(ptest.MainRet(m))
 }
 
