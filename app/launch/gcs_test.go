@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/revenue-stream/hourly/app/reconcile"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/testing/gcstest"
 )
@@ -67,14 +68,11 @@ func TestSourceOnGCS(t *testing.T) {
 			t.Errorf("the demo log should exercise every table: %d rows, audit %v", len(l.current), l.audit)
 		}
 
-		var rep struct {
-			Conserved bool
-			Counts    Counts
-		}
-		if err := json.Unmarshal(gcstest.Get(t, bucket+"/reports/run.json"), &rep); err != nil {
+		var rep report.Document
+		if err := json.Unmarshal(gcstest.Get(t, bucket+"/reports/run.json"), &rep); err != nil || rep.Counts == nil {
 			t.Fatalf("report on gs://: %v", err)
 		}
-		if !rep.Conserved || rep.Counts.Read < 20_000 {
+		if !rep.Conservation.Holds || rep.Counts.Read < 20_000 {
 			t.Errorf("report on gs://: %+v", rep)
 		}
 

@@ -273,19 +273,17 @@ func TestMinimalSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct {
-		State     string
-		Conserved bool
-		Counts    Counts
-		Windows   []ReportRow
-		Revisions []ReportRow
-		Audit     map[string]int `json:"audit_rows"`
-	}
-	if err := json.Unmarshal(data, &rep); err != nil {
+	var rep report.Document
+	if err := json.Unmarshal(data, &rep); err != nil || rep.Counts == nil {
 		t.Fatalf("report: %v\n%s", err, data)
 	}
-	if rep.State != StateDone || !rep.Conserved || rep.Counts.Read != 8 || len(rep.Windows) != 3 || len(rep.Revisions) != 7 ||
-		rep.Windows[0].Revenue != "170.000000" || rep.Windows[0].ResultState != "FINAL" || rep.Audit["too_late_events"] != 1 {
+	var revisions int
+	for _, w := range rep.Windows.Shown {
+		revisions += len(w.Revisions)
+	}
+	if rep.Job["state"] != StateDone || !rep.Conservation.Holds || rep.Counts.Read != 8 || rep.Windows.Total != 3 || len(rep.Windows.Shown) != 3 ||
+		revisions != 7 || rep.Windows.Shown[0].Revisions[2].Revenue != "170.000000" || rep.Windows.Shown[0].Revisions[2].State != "FINAL" ||
+		rep.AuditTables["too_late_events"] != 1 {
 		t.Errorf("JSON report:\n%s", data)
 	}
 	if l, a := rep.Counts.Lateness, rep.Counts.Arrival; !slices.Equal(l.Counts(), []int64{4, 0, 1, 0, 1, 1, 0, 1}) ||
@@ -329,8 +327,8 @@ func TestSparkWatermarkDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| read | 4 |", "| too_late | 1 |", "| --window | 5m0s |", "| --allowed-lateness | 0s |",
-		"## Revisions (4)", "| 2026-11-04T08:00:00Z | 2026-11-04T08:05:00Z | `{}` | 30.000000 | 2 | 2 | FINAL | stream |",
+	for _, want := range []string{"| **read** | **4** | ✓ |", "| too_late | 1 |", "| window | 5m0s |", "| allowed-lateness | 0s |",
+		"2 keys, 4 revisions.", "| 2026-11-04T08:00:00Z | 2026-11-04T08:05:00Z | `{}` | 30.000000 | 2 | 2 | FINAL | stream |",
 		// e3 arrives 3m40s behind e2, e4 21m40s: ranks 2, 4, 4 of 4.
 		"| event lateness | 4 | <1m | <30m | <30m | 2 | 1 | 0 | 1 | 0 | 0 | 0 | 0 |",
 		"| arrival delay | 4 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 4 |"} {

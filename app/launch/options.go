@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
@@ -69,7 +69,7 @@ type Options struct {
 	// the requested value: a replay without Follow runs with 0.
 	Pipeline pipeline.Options
 	// Report is the run report's path; its extension picks the format
-	// (see reportFormats). Empty writes none.
+	// (see report.Extensions). Empty writes none.
 	Report   string
 	LogLevel slog.Level
 	// Runner is Beam's --runner (prism unless set).
@@ -400,9 +400,8 @@ func (o Options) Validate() error {
 		return &ConfigError{Err: err}
 	}
 	if o.Report != "" {
-		ext := strings.ToLower(filepath.Ext(o.Report))
-		if _, ok := reportFormats[ext]; !ok && ext != ".html" {
-			return usagef("--report: %q: want a path ending in %s", o.Report, strings.Join(reportExtensions(), ", "))
+		if err := report.CheckPath(o.Report); err != nil {
+			return usagef("--report: %v", err)
 		}
 	}
 	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
@@ -485,16 +484,6 @@ func (o Options) runConfig() map[string]string {
 		"dimensions":       strings.Join(po.Event.Dimensions, ","),
 		"allowed_lateness": po.Triggers.AllowedLateness.String(),
 	}
-}
-
-func reportExtensions() []string {
-	var exts []string
-	exts = append(exts, ".html") // rendered by package report (report_html.go)
-	for ext := range reportFormats {
-		exts = append(exts, ext)
-	}
-	slices.Sort(exts)
-	return exts
 }
 
 // flushPolicy is the BigQuery sink's batching with --bq-flush.

@@ -230,11 +230,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		slog.Error("printing the summary", "err", err)
 	}
 	if o.Report != "" {
-		write := func() error { return writeReport(o.Report, sum) }
-		if strings.EqualFold(filepath.Ext(o.Report), ".html") {
-			write = func() error { return writeHTMLReport(o.Report, sum, po) }
-		}
-		if err := write(); err != nil {
+		if err := writeReport(o.Report, sum, po); err != nil {
 			slog.Error("writing the run report", "err", err)
 		} else {
 			slog.Info("run report written", "path", o.Report)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/revenue-stream/hourly/app/reconcile"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -103,10 +104,11 @@ func TestComparisonCounters(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var r reconcile.Report
-				if err := json.Unmarshal(data, &r); err != nil {
-					t.Fatal(err)
+				var doc report.Document
+				if err := json.Unmarshal(data, &doc); err != nil || doc.Reconcile == nil {
+					t.Fatalf("json report: %v\n%s", err, data)
 				}
+				r := doc.Reconcile
 				if r.MetricsSource != reconcile.MetricsFromCounters || !maps.Equal(r.Metrics, tc.want) {
 					t.Errorf("json report: metrics_source %q, metrics %v", r.MetricsSource, r.Metrics)
 				}

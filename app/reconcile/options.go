@@ -5,10 +5,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
@@ -76,9 +76,6 @@ func Defaults() Options {
 	}
 }
 
-// Report formats, by file extension.
-var reportFormats = map[string]bool{".md": true, ".json": true, ".html": true}
-
 // Validate checks every setting without touching the filesystem, each error
 // naming its flag.
 func (o Options) Validate() error {
@@ -92,8 +89,10 @@ func (o Options) Validate() error {
 	if o.ToleranceMicros < 0 {
 		errs = append(errs, fmt.Errorf("--tolerance must not be negative"))
 	}
-	if o.Report != "" && !reportFormats[strings.ToLower(filepath.Ext(o.Report))] {
-		errs = append(errs, fmt.Errorf("--report %q: want a .md, .json or .html file", o.Report))
+	if o.Report != "" {
+		if err := report.CheckPath(o.Report); err != nil {
+			errs = append(errs, fmt.Errorf("--report: %w", err))
+		}
 	}
 	if o.Shards < 1 {
 		errs = append(errs, fmt.Errorf("--shards must be positive, got %d", o.Shards))

@@ -2,59 +2,22 @@ package reconcile
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Report is the run as the report files and the summary present it. Money
-// is given as exact decimal strings (six fractional digits) and as micros.
-type Report struct {
-	RunID    string `json:"run_id"`
-	Started  string `json:"started"`
-	Finished string `json:"finished"`
-	ExitCode int    `json:"exit_code"`
-
-	Source     string            `json:"source"`
-	Partitions []string          `json:"partitions"`
-	Sink       string            `json:"sink"`
-	Range      string            `json:"range"`
-	Apply      bool              `json:"apply"`
-	Tolerance  string            `json:"tolerance"`
-	Config     map[string]string `json:"run_config"`
-
-	Stats Stats `json:"stats"`
-
-	WindowsChecked   int            `json:"windows_checked"`
-	WindowsDiffering int            `json:"windows_differing"`
-	Material         int            `json:"material"`
-	Applied          int            `json:"applied"`
-	Held             int            `json:"held_back"`
-	ByClass          map[string]int `json:"by_classification"`
-	TotalDelta       string         `json:"total_delta"`
-	TotalDeltaMicros int64          `json:"total_delta_micros"`
-	TotalDeltaCount  int64          `json:"total_delta_count"`
-	// Metrics are the comparison's figures by metric name, in Namespace:
-	// the pipeline's Beam counters (Outcome.Counters). MetricsSource says
-	// where they come from: MetricsFromCounters, or MetricsFromComparison
-	// when the runner reported no counters.
-	Metrics       map[string]int64 `json:"metrics"`
-	MetricsSource string           `json:"metrics_source"`
-	Diffs         []ReportDiff     `json:"diffs"`
-
-	OpenChecked   int          `json:"open_windows_checked"`
-	OpenDiffering int          `json:"open_windows_differing"`
-	Open          []ReportDiff `json:"open_windows"`
-}
+// Report is the run as the report files and the summary present it: the
+// reconcile part of a report.Run, which package report renders in every
+// form (NewReport builds it).
+type Report = report.Reconcile
 
 // Report.MetricsSource values.
 const (
@@ -65,31 +28,6 @@ const (
 	// reported none of those counters.
 	MetricsFromComparison = "comparison"
 )
-
-// ReportDiff is one differing key.
-type ReportDiff struct {
-	WindowStart    string `json:"window_start"`
-	Dims           string `json:"dims"`
-	StreamedState  string `json:"streamed_state"` // "" when the sink has no row
-	StreamedRev    int64  `json:"streamed_revision"`
-	Streamed       string `json:"streamed_revenue"`
-	Recomputed     string `json:"recomputed_revenue"`
-	Delta          string `json:"delta"`
-	StreamedMicros int64  `json:"streamed_revenue_micros"`
-	RecompMicros   int64  `json:"recomputed_revenue_micros"`
-	DeltaMicros    int64  `json:"delta_micros"`
-	StreamedCount  int64  `json:"streamed_count"`
-	RecompCount    int64  `json:"recomputed_count"`
-	DeltaCount     int64  `json:"delta_count"`
-	TooLate        string `json:"too_late_revenue"`
-	TooLateCount   int64  `json:"too_late_count"`
-	Classification string `json:"classification,omitempty"`
-	Material       bool   `json:"material"`
-	Applied        int64  `json:"applied_revision,omitempty"`
-	// Held: material, but its window has no events in the raw log, so
-	// --apply does not write it (see Diff.InLog).
-	Held bool `json:"held_back,omitempty"`
-}
 
 // NewReport builds the report of an outcome. Diffs are listed by size:
 // largest revenue difference first, then largest count difference.
@@ -107,6 +45,7 @@ func NewReport(o Outcome) Report {
 		Tolerance:        model.FormatMicros(o.Options.ToleranceMicros),
 		Config:           o.Options.RunConfig(),
 		Stats:            o.Stats,
+		RawLog:           statsRows(o.Stats),
 		WindowsChecked:   o.Checked,
 		WindowsDiffering: len(o.Diffs),
 		Material:         len(o.Material()),
@@ -117,8 +56,10 @@ func NewReport(o Outcome) Report {
 		OpenDiffering:    len(o.Open),
 		Metrics:          o.Counters,
 		MetricsSource:    MetricsFromCounters,
-		Diffs:            []ReportDiff{},
-		Open:             []ReportDiff{},
+		Namespace:        Namespace,
+		MetricNames:      MetricNames,
+		Diffs:            []report.Diff{},
+		Open:             []report.Diff{},
 	}
 	if !o.CountersFromRunner {
 		r.MetricsSource = MetricsFromComparison
@@ -132,10 +73,11 @@ func NewReport(o Outcome) Report {
 		r.TotalDeltaCount += d.DeltaCount()
 		r.Diffs = append(r.Diffs, reportDiff(d))
 	}
-	r.TotalDelta = signed(r.TotalDeltaMicros)
+	r.TotalDelta = report.Signed(r.TotalDeltaMicros)
 	for _, d := range bySize(o.Open) {
 		r.Open = append(r.Open, reportDiff(d))
 	}
+	r.MetricsNote = metricsNote(r)
 	return r
 }
 
@@ -148,13 +90,13 @@ func bySize(diffs []Diff) []Diff {
 	return out
 }
 
-func reportDiff(d Diff) ReportDiff {
-	rd := ReportDiff{
+func reportDiff(d Diff) report.Diff {
+	rd := report.Diff{
 		WindowStart:    model.FormatTime(d.WindowStart),
 		Dims:           d.Dims,
 		Streamed:       model.FormatMicros(d.Streamed.RevenueMicros),
 		Recomputed:     model.FormatMicros(d.Recomputed.RevenueMicros),
-		Delta:          signed(d.DeltaMicros()),
+		Delta:          report.Signed(d.DeltaMicros()),
 		StreamedMicros: d.Streamed.RevenueMicros,
 		RecompMicros:   d.Recomputed.RevenueMicros,
 		DeltaMicros:    d.DeltaMicros(),
@@ -174,26 +116,11 @@ func reportDiff(d Diff) ReportDiff {
 	return rd
 }
 
-// signed renders a delta with its sign, so "+0.500000" reads as a gain.
-func signed(m int64) string {
-	if m > 0 {
-		return "+" + model.FormatMicros(m)
-	}
-	return model.FormatMicros(m)
-}
-
-func signedCount(n int64) string {
-	if n > 0 {
-		return fmt.Sprintf("+%d", n)
-	}
-	return fmt.Sprint(n)
-}
-
 // WriteSummary prints the run's summary: what was read, what was checked,
 // what differs and the top differences (at most Options.Top).
 func WriteSummary(w io.Writer, o Outcome) error {
 	r := NewReport(o)
-	st := r.Stats
+	st := o.Stats
 	mode := "dry run (no --apply)"
 	if r.Apply {
 		mode = fmt.Sprintf("--apply: %d corrections written", r.Applied)
@@ -207,7 +134,7 @@ func WriteSummary(w io.Writer, o Outcome) error {
 	fmt.Fprintf(&b, "range    %s\n", r.Range)
 	fmt.Fprintf(&b, "windows  %d checked, %d differing (%d material: %d too_late, %d missing_window, %d unexplained)\n",
 		r.WindowsChecked, r.WindowsDiffering, r.Material, r.ByClass[ClassTooLate], r.ByClass[ClassMissingWindow], r.ByClass[ClassUnexplained])
-	fmt.Fprintf(&b, "delta    %s revenue, %s events\n", r.TotalDelta, signedCount(r.TotalDeltaCount))
+	fmt.Fprintf(&b, "delta    %s revenue, %s events\n", r.TotalDelta, report.SignedCount(r.TotalDeltaCount))
 	fmt.Fprintf(&b, "open     %d windows not yet FINAL checked, %d differing (reported only: the stream still corrects them)\n",
 		r.OpenChecked, r.OpenDiffering)
 	fmt.Fprintf(&b, "metrics  %s\n", metricsLine(r.Metrics))
@@ -247,49 +174,67 @@ func metricsLine(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-func diffTable(w io.Writer, diffs []ReportDiff, indent string) error {
+func diffTable(w io.Writer, diffs []report.Diff, indent string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%swindow_start\tdims\tstreamed\trecomputed\tdelta\tcount\tclassification\tapplied\t\n", indent)
 	for _, d := range diffs {
-		applied := appliedCell(d)
 		class := d.Classification
-		if !d.Material && class != "" {
-			class += " (within tolerance)"
+		if class != "" {
+			class = d.ClassCell()
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d→%d\t%s\t%s\t\n", indent, d.WindowStart, d.Dims, d.Streamed, d.Recomputed,
-			d.Delta, d.StreamedCount, d.RecompCount, class, applied)
+			d.Delta, d.StreamedCount, d.RecompCount, class, d.AppliedCell())
 	}
 	return tw.Flush()
 }
 
-// WriteReport writes the report file; the format follows the extension
-// (.md, .json or .html; the HTML is self-contained). It writes a temporary
-// file and renames it, so a reader never sees half a report.
+// WriteReport writes the run's report to path (local or on any filesystem
+// Beam serves) through package report, in the form its extension names
+// (report.Extensions): the same renderer as cmd/launch's --report.
 func WriteReport(path string, o Outcome) error {
-	r := NewReport(o)
-	var (
-		data []byte
-		err  error
-	)
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
-		data, err = json.MarshalIndent(r, "", "  ")
-		data = append(data, '\n')
-	case ".md":
-		data, err = markdown(r)
-	case ".html":
-		data, err = htmlReport(r)
-	default:
-		return fmt.Errorf("--report %q: want a .md, .json or .html file", path)
+	rec := NewReport(o)
+	run := report.Run{
+		Title:     "Reconcile " + o.RunID,
+		Started:   o.Started,
+		Finished:  o.Finished,
+		Settings:  o.Options.RunConfig(),
+		Reconcile: &rec,
 	}
-	if err != nil {
-		return fmt.Errorf("reconcile: report %s: %w", path, err)
-	}
-	if err := files.WriteFile(context.Background(), path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}); err != nil {
-		return fmt.Errorf("reconcile: report %s: %w", path, err)
+	if err := report.Write(path, run); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
 	}
 	return nil
+}
+
+// statsRows lists the raw-log figures in reading order.
+func statsRows(s Stats) []report.Figure {
+	n := func(name string, v int64) report.Figure { return report.Figure{Name: name, Value: fmt.Sprint(v)} }
+	rows := []report.Figure{
+		n("partitions", s.Partitions),
+		n("files", s.Files),
+		n("records read", s.Read),
+		n("blank lines skipped", s.Blank),
+		n("quarantined", s.QuarantinedTotal()),
+	}
+	for _, reason := range slices.Sorted(maps.Keys(s.Quarantined)) {
+		rows = append(rows, n("  "+reason, s.Quarantined[reason]))
+	}
+	rows = append(rows, []report.Figure{
+		n("  of which future_event_time by the stream's verdict", s.StreamFuture),
+		n("valid copies", s.Valid),
+		n("distinct event ids (counted once)", s.IDs),
+		n("duplicate copies", s.Duplicates),
+		n("ids with conflicting payloads", s.ConflictingIDs),
+		n("conflicting copies (reported, not summed)", s.ConflictingCopies),
+		n("  chosen: the stream's first_fingerprint", s.ByStreamFingerprint),
+		n("  chosen: the copy the stream counted", s.ByStreamCounted),
+		n("  chosen: lowest source_position", s.ByLowestPosition),
+		n("  first_fingerprint not in the raw log", s.StreamFingerprintMissing),
+		n("ids the stream judged too late", s.TooLateIDs),
+		{Name: "raw-log watermark (lowest partition)", Value: s.logWatermark()},
+	}...)
+	if len(s.Unterminated) > 0 {
+		rows = append(rows, report.Figure{Name: "unterminated last lines (read)", Value: strings.Join(s.Unterminated, ", ")})
+	}
+	return rows
 }

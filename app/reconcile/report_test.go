@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/revenue-stream/hourly/app/reconcile"
+	"github.com/revenue-stream/hourly/app/report"
 )
 
 // A revenue difference within --tolerance is recorded but not material and
@@ -31,10 +32,11 @@ func TestToleranceAndReports(t *testing.T) {
 		text := string(data)
 		switch ext {
 		case ".json":
-			var r reconcile.Report
-			if err := json.Unmarshal(data, &r); err != nil {
-				t.Fatal(err)
+			var doc report.Document
+			if err := json.Unmarshal(data, &doc); err != nil || doc.Reconcile == nil {
+				t.Fatalf("json report: %v\n%s", err, data)
 			}
+			r := doc.Reconcile
 			if r.RunID != "toljson" || r.WindowsChecked != 4 || r.WindowsDiffering != 2 || r.Material != 1 ||
 				r.ByClass[reconcile.ClassMissingWindow] != 1 || r.TotalDelta != "+3.010000" || r.Diffs[0].Delta != "+3.000000" ||
 				r.Diffs[0].Classification != reconcile.ClassMissingWindow || r.Diffs[1].Material || r.Tolerance != "0.010000" {

@@ -16,7 +16,6 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/oracle"
@@ -129,7 +128,8 @@ func demoRun(t testing.TB) report.Run {
 		add(model.Final, final.RevenueMicros, final.Count)
 	}
 
-	rc := &report.ReconcileSummary{RunID: "demo-reconcile", Checked: len(res.Distinct), Tolerance: "0"}
+	rc := &report.Reconcile{RunID: "demo-reconcile", WindowsChecked: len(res.Distinct), Source: "demo log", Sink: "sqlite:revenue.db",
+		Range: "every FINAL window", Tolerance: "0.000000", ByClass: map[string]int{"too_late": 0, "missing_window": 0, "unexplained": 0}}
 	for _, k := range slices.SortedFunc(maps.Keys(res.Distinct), func(a, b oracle.Key) int {
 		return cmp.Or(cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.Dims, b.Dims))
 	}) {
@@ -141,12 +141,21 @@ func demoRun(t testing.TB) report.Run {
 		if _, ok := res.Final[k]; !ok {
 			class = "missing_window"
 		}
-		rc.Diffs = append(rc.Diffs, sinks.Diff{
-			RunID: rc.RunID, WindowStart: k.WindowStart, Dims: k.Dims,
-			StreamedRevenueMicros: got.RevenueMicros, RecomputedRevenueMicros: want.RevenueMicros,
-			DeltaMicros: want.RevenueMicros - got.RevenueMicros, StreamedCount: got.Count, RecomputedCount: want.Count,
-			Classification: class,
+		delta := want.RevenueMicros - got.RevenueMicros
+		rc.Diffs = append(rc.Diffs, report.Diff{
+			WindowStart: model.FormatTime(k.WindowStart), Dims: k.Dims,
+			Streamed: model.FormatMicros(got.RevenueMicros), Recomputed: model.FormatMicros(want.RevenueMicros), Delta: report.Signed(delta),
+			StreamedMicros: got.RevenueMicros, RecompMicros: want.RevenueMicros, DeltaMicros: delta,
+			StreamedCount: got.Count, RecompCount: want.Count, DeltaCount: want.Count - got.Count,
+			TooLate: model.FormatMicros(delta), TooLateCount: want.Count - got.Count, Classification: class, Material: true,
 		})
+		rc.ByClass[class]++
+		rc.TotalDeltaMicros += delta
+		rc.TotalDeltaCount += want.Count - got.Count
+	}
+	rc.WindowsDiffering, rc.Material, rc.TotalDelta = len(rc.Diffs), len(rc.Diffs), report.Signed(rc.TotalDeltaMicros)
+	if rc.Material > 0 {
+		rc.ExitCode = 1
 	}
 
 	started := time.Date(2026, 11, 6, 9, 0, 0, 0, time.UTC)
@@ -159,14 +168,12 @@ func demoRun(t testing.TB) report.Run {
 			"window": "1h", "ooo-bound": "10m", "allowed-lateness": "24h", "idle-timeout": "5m",
 			"dedup-retention": "25h", "early": "1m",
 		},
-		Counts:      counts,
-		Partitions:  traces,
-		Delays:      delays,
-		Windows:     report.WindowsFromChangelog(changelog),
-		TooLate:     len(res.TooLate),
-		Conflicts:   len(res.Conflicts),
-		Quarantined: len(res.Quarantined),
-		Reconcile:   rc,
+		Counts:     &counts,
+		Partitions: traces,
+		Delays:     delays,
+		Windows:    report.WindowsFromChangelog(changelog),
+		Audit:      &report.Audit{TooLate: len(res.TooLate), Conflicts: len(res.Conflicts), Quarantined: len(res.Quarantined)},
+		Reconcile:  rc,
 	}
 }
 

@@ -25,7 +25,7 @@ func ExampleWrite() {
 	}
 	run := report.Run{
 		Title:   "SPEC §7 minimal sequence",
-		Counts:  pipeline.Counts{Read: 7, Counted: 3, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1},
+		Counts:  &pipeline.Counts{Read: 7, Counted: 3, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1},
 		Windows: report.WindowsFromChangelog(changelog),
 	}
 	dir, err := os.MkdirTemp("", "report")

@@ -16,8 +16,10 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"count": fmtCount,
 	"int64": func(v int) int64 { return int64(v) },
 	// plus and minus offset a coordinate: {{.Bottom | plus 16}}.
-	"plus":  func(d, v float64) string { return num(v + d) },
-	"minus": func(d, v float64) string { return num(v - d) },
+	"plus":   func(d, v float64) string { return num(v + d) },
+	"minus":  func(d, v float64) string { return num(v - d) },
+	"signed": SignedCount,
+	"orDash": orDash,
 }).Parse(htmlSource))
 
 // htmlPage is what the template renders: the shared view plus the charts,
@@ -31,6 +33,9 @@ type htmlPage struct {
 // MaxPoints and LatestWindows let the page state the caps it applies.
 func (htmlPage) MaxPoints() int     { return MaxTracePoints }
 func (htmlPage) LatestWindows() int { return LatestWindows }
+
+// NoMetricsText says why a job's run has no conservation verdict.
+func (htmlPage) NoMetricsText() string { return noMetrics }
 
 func writeHTML(w io.Writer, r Run) error {
 	v := newView(r)

@@ -9,39 +9,34 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
 )
+
+// noMetrics is why a job's run has no conservation verdict.
+const noMetrics = "the job reported no metrics: the conservation identity cannot be checked"
 
 // The JSON form spells times as RFC 3339 UTC and money as the exact decimal
 // string plus integer micros, like the sink's tables, so a consumer never
 // has to guess a unit or lose a cent to a float.
 
-type jsonReport struct {
-	Title        string            `json:"title"`
-	Started      *time.Time        `json:"started,omitempty"`
-	Finished     *time.Time        `json:"finished,omitempty"`
-	Settings     map[string]string `json:"settings"`
-	Counts       jsonCounts        `json:"counts"`
-	Conservation jsonConservation  `json:"conservation"`
-	AuditTables  map[string]int    `json:"audit_tables"`
-	Partitions   []jsonPartition   `json:"partitions"`
-	Delays       jsonHistogram     `json:"delays"`
-	Windows      jsonWindows       `json:"windows"`
-	Reconcile    *jsonReconcile    `json:"reconcile,omitempty"`
-}
-
-type jsonCounts struct {
-	Read          int64            `json:"read"`
-	Counted       int64            `json:"counted"`
-	Duplicates    int64            `json:"duplicates"`
-	Conflicts     int64            `json:"conflicts"`
-	Quarantined   int64            `json:"quarantined"`
-	TooLate       int64            `json:"too_late"`
-	QuarantinedBy map[string]int64 `json:"quarantined_by_reason"`
-	RowsByState   map[string]int64 `json:"rows_by_state"`
-	AfterFinal    int64            `json:"invariant_data_after_final"`
-	// The job's delay metrics (bucket counters, with p50, p95 and p99).
-	Lateness delay.Histogram `json:"event_lateness"`
-	Arrival  delay.Histogram `json:"arrival_delay"`
+// Document is the JSON form of a report, for machines (and for tests that
+// read a report back).
+type Document struct {
+	Title    string     `json:"title"`
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+	// Job is Run.Job by name (source, sink, runner, state, ...).
+	Job      map[string]string `json:"job,omitempty"`
+	Settings map[string]string `json:"settings"`
+	// Counts are the job's figures with their metric names (null when the
+	// run has none).
+	Counts       *pipeline.Counts `json:"counts"`
+	Conservation jsonConservation `json:"conservation"`
+	AuditTables  map[string]int   `json:"audit_tables,omitempty"`
+	Partitions   []jsonPartition  `json:"partitions"`
+	Delays       jsonHistogram    `json:"delays"`
+	Windows      jsonWindows      `json:"windows"`
+	Reconcile    *Reconcile       `json:"reconcile,omitempty"`
 }
 
 type jsonConservation struct {
@@ -90,63 +85,66 @@ type jsonWindows struct {
 }
 
 type jsonWindow struct {
-	WindowStart string         `json:"window_start"`
-	WindowEnd   string         `json:"window_end"`
-	Dims        string         `json:"dims"`
-	Revisions   []jsonRevision `json:"revisions"`
+	WindowStart string    `json:"window_start"`
+	WindowEnd   string    `json:"window_end"`
+	Dims        string    `json:"dims"`
+	Revisions   []JSONRow `json:"revisions"`
 	// RevisionsOmitted counts the revisions left out between the first and
 	// the last ones shown (see MaxRevisions).
 	RevisionsOmitted int `json:"revisions_omitted"`
 }
 
-type jsonRevision struct {
-	Revision      int64  `json:"revision"`
-	State         string `json:"result_state"`
+// JSONRow is a snapshot row (a window's revision) with SPEC §5's column
+// names. jsonRow is the one place a report maps a model.Row to them.
+type JSONRow struct {
+	WindowStart   string `json:"window_start"`
+	WindowEnd     string `json:"window_end"`
+	Dims          string `json:"dims"`
 	Revenue       string `json:"revenue"`
 	RevenueMicros int64  `json:"revenue_micros"`
 	EventCount    int64  `json:"event_count"`
+	Revision      int64  `json:"revision"`
+	State         string `json:"result_state"`
 	Writer        string `json:"writer,omitempty"`
 }
 
-type jsonReconcile struct {
-	RunID     string     `json:"run_id"`
-	Checked   int        `json:"checked"`
-	Tolerance string     `json:"tolerance,omitempty"`
-	Applied   bool       `json:"applied"`
-	Diffs     []jsonDiff `json:"diffs"`
-}
-
-type jsonDiff struct {
-	RunID                   string `json:"run_id"`
-	WindowStart             string `json:"window_start"`
-	Dims                    string `json:"dims"`
-	StreamedRevenueMicros   int64  `json:"streamed_revenue_micros"`
-	RecomputedRevenueMicros int64  `json:"recomputed_revenue_micros"`
-	DeltaMicros             int64  `json:"delta_micros"`
-	StreamedCount           int64  `json:"streamed_count"`
-	RecomputedCount         int64  `json:"recomputed_count"`
-	Classification          string `json:"classification"`
-	AppliedRevision         *int64 `json:"applied_revision"`
+func jsonRow(r model.Row) JSONRow {
+	return JSONRow{
+		WindowStart: model.FormatTime(r.WindowStart), WindowEnd: model.FormatTime(r.WindowEnd), Dims: r.Dims,
+		Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros, EventCount: r.EventCount,
+		Revision: r.Revision, State: r.State.String(), Writer: r.Writer,
+	}
 }
 
 func writeJSON(w io.Writer, r Run) error {
-	c := r.Counts
-	cons := newConservation(r)
-	out := jsonReport{
-		Title:    r.Title,
-		Settings: nonNil(r.Settings),
-		Counts: jsonCounts{
-			Read: c.Read, Counted: c.Counted, Duplicates: c.Duplicates, Conflicts: c.Conflicts,
-			Quarantined: c.Quarantined, TooLate: c.TooLate,
-			QuarantinedBy: nonNil(c.QuarantinedBy), RowsByState: nonNil(c.Rows), AfterFinal: c.AfterFinal,
-			Lateness: nonEmpty(c.Lateness), Arrival: nonEmpty(c.Arrival),
-		},
-		Conservation: jsonConservation{Holds: cons.Holds, Identity: c.String(), Problem: cons.Problem},
-		AuditTables: map[string]int{
-			"too_late_events": r.TooLate, "conflict_events": r.Conflicts, "quarantined_events": r.Quarantined,
-		},
+	out := Document{
+		Title:      r.Title,
+		Settings:   nonNil(r.Settings),
 		Partitions: []jsonPartition{},
 		Delays:     jsonHistogram{Unit: r.Delays.Unit, Buckets: []jsonBucket{}, Total: r.Delays.Total(), P50: r.Delays.P50, P95: r.Delays.P95, P99: r.Delays.P99},
+		Reconcile:  r.Reconcile,
+	}
+	if len(r.Job) > 0 {
+		out.Job = map[string]string{}
+		for _, f := range r.Job {
+			out.Job[f.Name] = f.Value
+		}
+	}
+	switch {
+	case r.Counts != nil:
+		c := *r.Counts
+		c.QuarantinedBy, c.ReadBy, c.Rows = nonNil(c.QuarantinedBy), nonNil(c.ReadBy), nonNil(c.Rows)
+		c.Lateness, c.Arrival = nonEmpty(c.Lateness), nonEmpty(c.Arrival)
+		cons := newConservation(c)
+		out.Counts = &c
+		out.Conservation = jsonConservation{Holds: cons.Holds, Identity: c.String(), Problem: cons.Problem}
+	case len(r.Job) > 0:
+		out.Conservation = jsonConservation{Problem: noMetrics}
+	}
+	if a := r.Audit; a != nil {
+		out.AuditTables = map[string]int{
+			"too_late_events": a.TooLate, "conflict_events": a.Conflicts, "quarantined_events": a.Quarantined,
+		}
 	}
 	if !r.Started.IsZero() {
 		t := r.Started.UTC()
@@ -185,32 +183,17 @@ func writeJSON(w io.Writer, r Run) error {
 	shown, omitted := selectWindows(r.Windows)
 	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: []jsonWindow{}}
 	for _, w := range shown {
-		jw := jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims}
+		jw := jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims, Revisions: []JSONRow{}}
 		head, tail, gap := trimRevisions(w.Revisions)
 		jw.RevisionsOmitted = gap
 		for _, rv := range slices.Concat(head, tail) {
-			jw.Revisions = append(jw.Revisions, jsonRevision{
-				Revision: rv.Revision, State: rv.State.String(),
-				Revenue: model.FormatMicros(rv.RevenueMicros), RevenueMicros: rv.RevenueMicros,
-				EventCount: rv.EventCount, Writer: rv.Writer,
-			})
+			jw.Revisions = append(jw.Revisions, jsonRow(rv))
 		}
 		out.Windows.Shown = append(out.Windows.Shown, jw)
 	}
-	if rc := r.Reconcile; rc != nil {
-		jr := &jsonReconcile{RunID: rc.RunID, Checked: rc.Checked, Tolerance: rc.Tolerance, Applied: rc.Applied, Diffs: []jsonDiff{}}
-		for _, d := range rc.Diffs {
-			jr.Diffs = append(jr.Diffs, jsonDiff{
-				RunID: d.RunID, WindowStart: model.FormatTime(d.WindowStart), Dims: d.Dims,
-				StreamedRevenueMicros: d.StreamedRevenueMicros, RecomputedRevenueMicros: d.RecomputedRevenueMicros,
-				DeltaMicros: d.DeltaMicros, StreamedCount: d.StreamedCount, RecomputedCount: d.RecomputedCount,
-				Classification: d.Classification, AppliedRevision: d.AppliedRevision,
-			})
-		}
-		out.Reconcile = jr
-	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("render json: %w", err)
 	}

@@ -23,47 +23,30 @@ func writeMarkdown(w io.Writer, r Run) error {
 	if len(meta) > 0 {
 		b.WriteString(strings.Join(meta, " · ") + "\n\n")
 	}
+	for _, f := range v.Job {
+		fmt.Fprintf(&b, "- %s: %s\n", mdText(f.Name), mdText(f.Value))
+	}
+	if len(v.Job) > 0 {
+		b.WriteString("\n")
+	}
 	if len(v.Settings) > 0 {
 		b.WriteString("| setting | value |\n|---|---|\n")
 		for _, s := range v.Settings {
-			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(s.Name), mdCell(s.Value))
+			fmt.Fprintf(&b, "| %s | %s |\n", mdCell(s.Name), mdCell(orNone(s.Value)))
 		}
 		b.WriteString("\n")
 	}
 
-	c := v.Conservation
-	b.WriteString("## Conservation\n\n")
-	b.WriteString("| figure | records | share |\n|---|---:|---:|\n")
-	for _, t := range c.Terms {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Name, fmtCount(t.Value), t.Share)
+	if v.Conservation != nil {
+		mdConservation(&b, v)
+	} else if v.NoMetrics {
+		fmt.Fprintf(&b, "## Conservation\n\n✗ %s.\n", noMetrics)
 	}
-	fmt.Fprintf(&b, "| **sum** | **%s** | |\n", fmtCount(c.Sum))
-	fmt.Fprintf(&b, "| **read** | **%s** | %s |\n", fmtCount(c.Read), mark(c.Holds))
-	if c.AfterFinal != 0 {
-		fmt.Fprintf(&b, "| data after FINAL (must be 0) | %s | ✗ |\n", fmtCount(c.AfterFinal))
+	if a := r.Audit; a != nil {
+		b.WriteString("\n| audit table (sink, all runs) | rows |\n|---|---:|\n")
+		fmt.Fprintf(&b, "| too_late_events | %s |\n| conflict_events | %s |\n| quarantined_events | %s |\n",
+			fmtCount(int64(a.TooLate)), fmtCount(int64(a.Conflicts)), fmtCount(int64(a.Quarantined)))
 	}
-	terms := make([]string, len(c.Terms))
-	for i, t := range c.Terms {
-		terms[i] = fmt.Sprintf("%s %d", t.Name, t.Value)
-	}
-	eq := "="
-	if c.Read != c.Sum {
-		eq = "≠"
-	}
-	fmt.Fprintf(&b, "\nread %d %s %s: %s", c.Read, eq, strings.Join(terms, " + "), mark(c.Holds))
-	if !c.Holds {
-		fmt.Fprintf(&b, " %s", mdText(c.Problem))
-	}
-	b.WriteString("\n\n| quarantine reason | records |\n|---|---:|\n")
-	for _, q := range v.Reasons {
-		fmt.Fprintf(&b, "| %s | %s |\n", mdCell(q.Reason), fmtCount(q.Count))
-	}
-	b.WriteString("\n| rows emitted by state | rows |\n|---|---:|\n")
-	for _, s := range v.RowsByState {
-		fmt.Fprintf(&b, "| %s | %s |\n", s.State, fmtCount(s.Count))
-	}
-	fmt.Fprintf(&b, "\nThe sink's audit tables (all runs) hold too_late_events %d, conflict_events %d, quarantined_events %d.\n",
-		r.TooLate, r.Conflicts, r.Quarantined)
 
 	if len(v.Partitions) > 0 {
 		b.WriteString("\n## Watermark vs event time, per partition\n\n")
@@ -119,57 +102,142 @@ func writeMarkdown(w io.Writer, r Run) error {
 		}
 	}
 
-	b.WriteString("\n## Revisions per window\n\n")
-	if v.WindowsOmitted > 0 {
-		fmt.Fprintf(&b, "Showing %d of %d keys: the latest %d and older ones with LATE revisions; %d omitted (the sink's changelog has them all).\n\n",
-			len(v.Windows), v.WindowsTotal, LatestWindows, v.WindowsOmitted)
+	if r.Counts != nil || len(r.Windows) > 0 || len(r.Job) > 0 {
+		mdWindows(&b, v)
 	}
-	if len(v.Windows) == 0 {
-		b.WriteString("No revisions.\n")
-	} else {
-		b.WriteString("| window (UTC) | dims | revisions |\n|---|---|---|\n")
-		for _, w := range v.Windows {
-			revs := make([]string, len(w.Revisions))
-			for i, r := range w.Revisions {
-				if r.Gap > 0 {
-					revs[i] = fmt.Sprintf("… %d more …", r.Gap)
-					continue
-				}
-				revs[i] = fmt.Sprintf("r%d %s %s (%d)", r.Revision, r.State, r.Revenue, r.Count)
-				if r.Writer != "" {
-					revs[i] += " " + r.Writer
-				}
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", w.Window, mdCell("`"+w.Dims+"`"), mdCell(strings.Join(revs, " → ")))
-		}
-	}
-
 	if rc := v.Reconcile; rc != nil {
-		b.WriteString("\n## Reconcile\n\n")
-		fmt.Fprintf(&b, "Run %s", mdText(rc.RunID))
-		if rc.Checked > 0 {
-			fmt.Fprintf(&b, " compared %d keys", rc.Checked)
-		}
-		if rc.Tolerance != "" {
-			fmt.Fprintf(&b, " with tolerance %s", mdText(rc.Tolerance))
-		}
-		fmt.Fprintf(&b, ": %d differ", len(rc.Diffs))
-		if rc.Applied {
-			b.WriteString(", corrections applied")
-		}
-		b.WriteString(".\n")
-		if len(rc.Diffs) > 0 {
-			b.WriteString("\n| run | window | dims | streamed | recomputed | delta | count streamed → recomputed | classification | applied |\n")
-			b.WriteString("|---|---|---|---:|---:|---:|---:|---|---|\n")
-			for _, d := range rc.Diffs {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d → %d | %s | %s |\n",
-					mdCell(d.RunID), d.Window, mdCell("`"+d.Dims+"`"), d.Streamed, d.Recomputed, d.Delta,
-					d.StreamedCount, d.RecomputedCount, mdCell(d.Classification), d.Applied)
-			}
-		}
+		mdReconcile(&b, rc)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func mdConservation(b *strings.Builder, v view) {
+	c := v.Conservation
+	b.WriteString("## Conservation\n\n")
+	b.WriteString("| figure | records | share |\n|---|---:|---:|\n")
+	for _, t := range c.Terms {
+		fmt.Fprintf(b, "| %s | %s | %s |\n", t.Name, fmtCount(t.Value), t.Share)
+	}
+	fmt.Fprintf(b, "| **sum** | **%s** | |\n", fmtCount(c.Sum))
+	fmt.Fprintf(b, "| **read** | **%s** | %s |\n", fmtCount(c.Read), mark(c.Holds))
+	if c.AfterFinal != 0 {
+		fmt.Fprintf(b, "| data after FINAL (must be 0) | %s | ✗ |\n", fmtCount(c.AfterFinal))
+	}
+	terms := make([]string, len(c.Terms))
+	for i, t := range c.Terms {
+		terms[i] = fmt.Sprintf("%s %d", t.Name, t.Value)
+	}
+	eq := "="
+	if c.Read != c.Sum {
+		eq = "≠"
+	}
+	fmt.Fprintf(b, "\nread %d %s %s: %s", c.Read, eq, strings.Join(terms, " + "), mark(c.Holds))
+	if !c.Holds {
+		fmt.Fprintf(b, " %s", mdText(c.Problem))
+	}
+	b.WriteString("\n\n| quarantine reason | records |\n|---|---:|\n")
+	for _, q := range v.Reasons {
+		fmt.Fprintf(b, "| %s | %s |\n", mdCell(q.Reason), fmtCount(q.Count))
+	}
+	b.WriteString("\n| rows emitted by state | rows |\n|---|---:|\n")
+	for _, s := range v.RowsByState {
+		fmt.Fprintf(b, "| %s | %s |\n", s.State, fmtCount(s.Count))
+	}
+}
+
+// mdWindows lists each shown key's current row, then its revisions.
+func mdWindows(b *strings.Builder, v view) {
+	fmt.Fprintf(b, "\n## Windows\n\nThe current row of each key shown (%d of %d).\n\n", len(v.Current), v.WindowsTotal)
+	if len(v.Current) > 0 {
+		b.WriteString("| window_start | window_end | dims | revenue | event_count | revision | result_state | writer |\n")
+		b.WriteString("|---|---|---|---:|---:|---:|---|---|\n")
+		for _, r := range v.Current {
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %s | %s |\n", r.WindowStart, r.WindowEnd, mdCell("`"+r.Dims+"`"),
+				r.Revenue, r.EventCount, r.Revision, r.State, mdCell(r.Writer))
+		}
+	}
+	fmt.Fprintf(b, "\n## Revisions per window\n\n%d keys, %d revisions.", v.WindowsTotal, v.Revisions)
+	if v.WindowsOmitted > 0 {
+		fmt.Fprintf(b, " Showing %d of %d keys: the latest %d and older ones with LATE revisions; %d omitted (the sink's changelog has them all).",
+			len(v.Windows), v.WindowsTotal, LatestWindows, v.WindowsOmitted)
+	}
+	b.WriteString("\n\n")
+	if len(v.Windows) == 0 {
+		b.WriteString("No revisions.\n")
+		return
+	}
+	b.WriteString("| window (UTC) | dims | revisions |\n|---|---|---|\n")
+	for _, w := range v.Windows {
+		revs := make([]string, len(w.Revisions))
+		for i, r := range w.Revisions {
+			if r.Gap > 0 {
+				revs[i] = fmt.Sprintf("… %d more …", r.Gap)
+				continue
+			}
+			revs[i] = fmt.Sprintf("r%d %s %s (%d)", r.Revision, r.State, r.Revenue, r.Count)
+			if r.Writer != "" {
+				revs[i] += " " + r.Writer
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", w.Window, mdCell("`"+w.Dims+"`"), mdCell(strings.Join(revs, " → ")))
+	}
+}
+
+// mdReconcile renders what a reconcile run found.
+func mdReconcile(b *strings.Builder, r *Reconcile) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("\n## Reconcile %s\n\n**%s**\n\n", mdText(r.RunID), r.Verdict())
+	p("| | |\n|---|---|\n")
+	p("| source | %s (%d partitions) |\n| sink | %s |\n", mdCell("`"+r.Source+"`"), len(r.Partitions), mdCell("`"+r.Sink+"`"))
+	p("| range | %s |\n| apply | %t |\n| tolerance | %s |\n", mdCell(r.Range), r.Apply, r.Tolerance)
+	if len(r.RawLog) > 0 {
+		p("\n### Raw log\n\n| | |\n|---|---|\n")
+		for _, f := range r.RawLog {
+			p("| %s | %s |\n", mdCell(f.Name), mdCell(f.Value))
+		}
+	}
+	p("\n### Windows\n\n")
+	p("%d checked, %d differing (%d material): %s. Total delta %s revenue, %s events.\n\n",
+		r.WindowsChecked, r.WindowsDiffering, r.Material, r.Classes(), r.TotalDelta, SignedCount(r.TotalDeltaCount))
+	mdDiffs(b, r.Diffs)
+	p("\n### Metrics\n\nThe comparison's figures")
+	if r.Namespace != "" {
+		p(", in the `%s` namespace", r.Namespace)
+	}
+	if r.MetricsNote != "" {
+		p(": %s", mdText(r.MetricsNote))
+	}
+	p(".\n\n| metric | value |\n|---|--:|\n")
+	for _, f := range r.MetricFigures() {
+		p("| %s | %s |\n", mdCell(f.Name), f.Value)
+	}
+	p("\n### Open windows (not yet FINAL)\n\n")
+	p("%d checked, %d differing. Reported only: the stream may still correct them, so they are neither material nor applied.\n\n",
+		r.OpenChecked, r.OpenDiffering)
+	mdDiffs(b, r.Open)
+}
+
+func mdDiffs(b *strings.Builder, diffs []Diff) {
+	if len(diffs) == 0 {
+		b.WriteString("None.\n")
+		return
+	}
+	b.WriteString("| window_start | dims | state | streamed | recomputed | delta | count | too late | classification | material | applied |\n")
+	b.WriteString("|---|---|---|--:|--:|--:|--:|--:|---|---|--:|\n")
+	for _, d := range diffs {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %d → %d | %s (%d) | %s | %t | %s |\n",
+			d.WindowStart, mdCell("`"+d.Dims+"`"), orDash(d.StreamedState), d.Streamed, d.Recomputed, d.Delta,
+			d.StreamedCount, d.RecompCount, d.TooLate, d.TooLateCount, mdCell(d.ClassCell()), d.Material, d.AppliedCell())
+	}
+}
+
+// orNone shows an empty setting (no dimensions) as such.
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 func mark(ok bool) string {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/rowtest"
@@ -41,13 +40,13 @@ func knownRun() Run {
 		row(w2, 1, model.Early, 30, 1),
 		row(w2, 2, model.OnTime, 30, 1),
 	}
-	applied := int64(4)
+	const applied = 4
 	return Run{
 		Title:    "Minimal sequence",
 		Started:  time.Date(2026, 11, 6, 9, 0, 0, 0, time.UTC),
 		Finished: time.Date(2026, 11, 6, 9, 0, 4, 500_000_000, time.UTC),
 		Settings: map[string]string{"window": "1h", "ooo-bound": "10m", "allowed-lateness": "24h"},
-		Counts: pipeline.Counts{
+		Counts: &pipeline.Counts{
 			Read: 8, Counted: 4, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1,
 			QuarantinedBy: map[string]int64{model.ReasonMalformedJSON: 1},
 			Rows:          map[string]int64{"EARLY": 1, "ON_TIME": 2, "LATE": 1, "FINAL": 2},
@@ -72,12 +71,22 @@ func knownRun() Run {
 			{DelayBuckets[4], 1}, {DelayBuckets[5], 0}, {DelayBuckets[6], 0}, {Unbounded, 1},
 		}, P50: 0, P95: 25 * time.Hour.Milliseconds(), P99: 25 * time.Hour.Milliseconds()},
 		Windows: WindowsFromChangelog(changelog),
-		TooLate: 1, Conflicts: 1, Quarantined: 1,
-		Reconcile: &ReconcileSummary{RunID: "r-20261106", Checked: 2, Tolerance: "0", Applied: true, Diffs: []sinks.Diff{{
-			RunID: "r-20261106", WindowStart: w1, Dims: "{}",
-			StreamedRevenueMicros: 170_000_000, RecomputedRevenueMicros: 180_000_000, DeltaMicros: 10_000_000,
-			StreamedCount: 3, RecomputedCount: 4, Classification: "too_late", AppliedRevision: &applied,
-		}}},
+		Audit:   &Audit{TooLate: 1, Conflicts: 1, Quarantined: 1},
+		Reconcile: &Reconcile{
+			RunID: "r-20261106", ExitCode: 1, Source: "log", Partitions: []string{"p0"}, Sink: "sqlite:revenue.db",
+			Range: "every FINAL window", Apply: true, Tolerance: "0.000000",
+			WindowsChecked: 2, WindowsDiffering: 1, Material: 1, Applied: 1,
+			ByClass:    map[string]int{"too_late": 1, "missing_window": 0, "unexplained": 0},
+			TotalDelta: "+10.000000", TotalDeltaMicros: 10_000_000, TotalDeltaCount: 1,
+			Metrics: map[string]int64{"windows_compared": 2, "windows_differing": 1}, MetricsNote: "as the runner reported them",
+			Diffs: []Diff{{
+				WindowStart: model.FormatTime(w1), Dims: "{}", StreamedState: "FINAL", StreamedRev: 3,
+				Streamed: "170.000000", Recomputed: "180.000000", Delta: "+10.000000",
+				StreamedMicros: 170_000_000, RecompMicros: 180_000_000, DeltaMicros: 10_000_000,
+				StreamedCount: 3, RecompCount: 4, DeltaCount: 1, TooLate: "10.000000", TooLateCount: 1,
+				Classification: "too_late", Material: true, Applied: applied,
+			}},
+		},
 	}
 }
 
@@ -150,7 +159,8 @@ func TestWriteHTML(t *testing.T) {
 		// Charts: a trace with a watermark line and late dots, the histogram
 		// with its percentiles, the reconcile diff.
 		`<polyline class="wm"`, `<circle class="behind"`, "p95 25h00m", ">24h",
-		"too_late", "170.000000", "180.000000", "10.000000", "r4",
+		"too_late", "170.000000", "180.000000", `<td class="n">&#43;10.000000</td>`, "rev 4", "1 material differences (exit 1), 1 corrections written",
+		`<tr><th>windows_compared</th><td class="n">2</td></tr>`,
 		// The job's delay metrics: 7 events, ranks 4, 7, 7.
 		"Delay metrics of the job",
 		`>event lateness</td><td class="n">7</td><td class="n">&lt;1m</td><td class="n">&gt;=24h</td><td class="n">&gt;=24h</td><td class="n">4</td>`,
@@ -239,7 +249,8 @@ func TestWriteMarkdown(t *testing.T) {
 		"r1 EARLY 30.000000 (1) → r2 ON_TIME 30.000000 (1) → r3 FINAL 30.000000 (1)",
 		"| p0 | 8 | 7 | 2 (28.6%) | 2026-11-05T11:20:00Z |",
 		"p50 0s, p95 25h00m, p99 25h00m",
-		"| 170.000000 | 180.000000 | 10.000000 | 3 → 4 | too_late | r4 |",
+		"| 2026-11-04T10:00:00Z | `{}` | FINAL | 170.000000 | 180.000000 | +10.000000 | 3 → 4 | 10.000000 (1) | too_late | true | rev 4 |",
+		"**1 material differences (exit 1), 1 corrections written**", "| windows_compared | 2 |",
 		"## Delay metrics of the job",
 		"| event lateness | 7 | <1m | >=24h | >=24h | 4 | 0 | 0 | 1 | 1 | 0 | 0 | 1 |",
 		"| arrival delay | 7 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 7 |",
@@ -359,6 +370,7 @@ func TestWriteEscapes(t *testing.T) {
 		r.Windows[i].Dims = `{"country":"` + evil + `"}`
 	}
 	r.Reconcile.RunID = evil
+	r.Reconcile.Diffs[0].Dims = `{"country":"` + evil + `"}`
 	page := writeRead(t, "run.html", r)
 	if strings.Contains(page, "<script") {
 		t.Error("html report lets <script> through")
@@ -425,7 +437,7 @@ func TestLabels(t *testing.T) {
 func TestEmptyRun(t *testing.T) {
 	// A run that read nothing (a follow stopped at once) still reports.
 	for _, name := range []string{"e.html", "e.md", "e.json"} {
-		got := writeRead(t, name, Run{})
+		got := writeRead(t, name, Run{Counts: &pipeline.Counts{}})
 		if !bytes.Contains([]byte(got), []byte("0")) {
 			t.Errorf("%s: empty report: %q", name, got)
 		}

@@ -4,21 +4,26 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// Run is everything a report shows about one run. Only Title, Counts and
-// the times are needed; every other part is drawn when present.
+// Run is everything a report shows about one run, of either command:
+// cmd/launch fills the job's parts (Job, Counts, the trace, Windows, Audit),
+// cmd/reconcile fills Reconcile. Every part is drawn when present.
 type Run struct {
 	Title             string
 	Started, Finished time.Time
 	// Settings are the effective settings as flags spell them (window,
 	// ooo-bound, allowed-lateness, ...), shown sorted by name.
 	Settings map[string]string
-	// Counts are the job's conservation figures for this run.
-	Counts pipeline.Counts
+	// Job is what the streaming job was and how it ended (source, sink,
+	// runner, state, ...), in the order shown.
+	Job []Figure
+	// Counts are the job's conservation figures for this run; nil when
+	// there was no streaming job or it reported no metrics (then the
+	// conservation identity cannot be checked, and the report says so).
+	Counts *pipeline.Counts
 	// Partitions trace the partition watermark against event time
 	// (see TraceFolder).
 	Partitions []PartitionTrace
@@ -26,12 +31,20 @@ type Run struct {
 	Delays Histogram
 	// Windows is each key's revision history (see WindowsFromChangelog).
 	Windows []WindowHistory
-	// TooLate, Conflicts and Quarantined are the row counts of the sink's
-	// audit tables after the run. They may exceed this run's Counts: the
-	// tables keep earlier runs' records too.
-	TooLate, Conflicts, Quarantined int
+	// Audit holds the row counts of the sink's audit tables after the run;
+	// nil when the sink keeps none (the console).
+	Audit *Audit
 	// Reconcile, when set, is what a reconcile run found.
-	Reconcile *ReconcileSummary
+	Reconcile *Reconcile
+}
+
+// Figure is one named value as a report shows it.
+type Figure struct{ Name, Value string }
+
+// Audit holds the row counts of the sink's audit tables. They may exceed a
+// run's Counts: the tables keep earlier runs' records too.
+type Audit struct {
+	TooLate, Conflicts, Quarantined int
 }
 
 // PartitionTrace is one partition's watermark against the event times it
@@ -117,17 +130,4 @@ func (w WindowHistory) HasLate() bool {
 		}
 	}
 	return false
-}
-
-// ReconcileSummary is what a reconcile run found.
-type ReconcileSummary struct {
-	RunID string
-	// Checked counts the (window, dims) keys compared.
-	Checked int
-	// Tolerance is the --tolerance it ran with, as given.
-	Tolerance string
-	// Applied says corrections were written (--apply).
-	Applied bool
-	// Diffs are the differing keys, as stored in reconcile_diffs.
-	Diffs []sinks.Diff
 }

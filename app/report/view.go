@@ -22,9 +22,13 @@ type view struct {
 	Started  string
 	Finished string
 	Duration string
-	Settings []pair
+	Settings []Figure
+	Job      []Figure
 
-	Conservation conservation
+	// Conservation is nil when the run has no counts; NoMetrics says a
+	// job ran but reported none.
+	Conservation *conservation
+	NoMetrics    bool
 	Reasons      []reasonCount
 	RowsByState  []stateCount
 
@@ -39,11 +43,12 @@ type view struct {
 	Windows        []windowView
 	WindowsTotal   int
 	WindowsOmitted int
+	Revisions      int
+	// Current is the latest revision of each shown key, as its JSON row.
+	Current []JSONRow
 
-	Reconcile *reconcileView
+	Reconcile *Reconcile
 }
-
-type pair struct{ Name, Value string }
 
 // conservation is SPEC §4's identity for the run.
 type conservation struct {
@@ -119,38 +124,30 @@ type revisionView struct {
 	Writer   string
 }
 
-type reconcileView struct {
-	RunID     string
-	Checked   int
-	Tolerance string
-	Applied   bool
-	Diffs     []diffView
-}
-
-type diffView struct {
-	RunID, Window, Dims                        string
-	Streamed, Recomputed, Delta                string
-	StreamedCount, RecomputedCount, DeltaCount int64
-	Classification, Applied                    string
-}
-
 func newView(r Run) view {
 	v := view{
-		Run:      r,
-		Title:    cmp.Or(r.Title, "Run report"),
-		Started:  fmtWall(r.Started),
-		Finished: fmtWall(r.Finished),
+		Run:       r,
+		Title:     cmp.Or(r.Title, "Run report"),
+		Started:   fmtWall(r.Started),
+		Finished:  fmtWall(r.Finished),
+		Job:       r.Job,
+		NoMetrics: r.Counts == nil && len(r.Job) > 0,
+		Reconcile: r.Reconcile,
 	}
 	if !r.Started.IsZero() && !r.Finished.IsZero() {
 		v.Duration = r.Finished.Sub(r.Started).Round(time.Millisecond).String()
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
-		v.Settings = append(v.Settings, pair{k, r.Settings[k]})
+		v.Settings = append(v.Settings, Figure{k, r.Settings[k]})
 	}
-	v.Conservation = newConservation(r)
-	v.Reasons = reasons(r.Counts.QuarantinedBy)
-	for _, s := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
-		v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s), r.Counts.Rows[s.String()]})
+	if c := r.Counts; c != nil {
+		cv := newConservation(*c)
+		v.Conservation = &cv
+		v.Reasons = reasons(c.QuarantinedBy)
+		for _, s := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+			v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s), c.Rows[s.String()]})
+		}
+		v.MetricDelays = metricDelays(*c)
 	}
 	for _, tr := range r.Partitions {
 		pv := partitionView{Trace: tr, Watermark: fmtEventTime(tr.Watermark), BehindPct: share(int64(tr.Behind), int64(tr.Valid))}
@@ -172,14 +169,16 @@ func newView(r Run) view {
 			{"p99", fmtDelay(r.Delays.P99)},
 		}
 	}
-	v.MetricDelays = metricDelays(r.Counts)
 	shown, omitted := selectWindows(r.Windows)
 	v.WindowsTotal, v.WindowsOmitted = len(r.Windows), omitted
+	for _, w := range r.Windows {
+		v.Revisions += len(w.Revisions)
+	}
 	for _, w := range shown {
 		v.Windows = append(v.Windows, newWindowView(w))
-	}
-	if r.Reconcile != nil {
-		v.Reconcile = newReconcileView(*r.Reconcile)
+		if n := len(w.Revisions); n > 0 {
+			v.Current = append(v.Current, jsonRow(w.Revisions[n-1]))
+		}
 	}
 	return v
 }
@@ -208,8 +207,7 @@ func metricDelays(c pipeline.Counts) []metricDelay {
 	return out
 }
 
-func newConservation(r Run) conservation {
-	c := r.Counts
+func newConservation(c pipeline.Counts) conservation {
 	cv := conservation{
 		Read: c.Read,
 		Terms: []term{
@@ -276,30 +274,6 @@ func newWindowView(w WindowHistory) windowView {
 		add(r)
 	}
 	return wv
-}
-
-func newReconcileView(s ReconcileSummary) *reconcileView {
-	rv := &reconcileView{RunID: s.RunID, Checked: s.Checked, Tolerance: s.Tolerance, Applied: s.Applied}
-	for _, d := range s.Diffs {
-		dv := diffView{
-			RunID:           d.RunID,
-			Window:          model.FormatTime(d.WindowStart),
-			Dims:            d.Dims,
-			Streamed:        model.FormatMicros(d.StreamedRevenueMicros),
-			Recomputed:      model.FormatMicros(d.RecomputedRevenueMicros),
-			Delta:           model.FormatMicros(d.DeltaMicros),
-			StreamedCount:   d.StreamedCount,
-			RecomputedCount: d.RecomputedCount,
-			DeltaCount:      d.RecomputedCount - d.StreamedCount,
-			Classification:  d.Classification,
-			Applied:         "—",
-		}
-		if d.AppliedRevision != nil {
-			dv.Applied = "r" + strconv.FormatInt(*d.AppliedRevision, 10)
-		}
-		rv.Diffs = append(rv.Diffs, dv)
-	}
-	return rv
 }
 
 // stateClass is the CSS class of a state badge. It is one of a fixed set,

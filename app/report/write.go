@@ -29,17 +29,25 @@ func Extensions() []string {
 	return out
 }
 
+// CheckPath refuses a path whose extension names no form, so that both
+// commands refuse a bad --report the same way, before any work.
+func CheckPath(path string) error {
+	if _, ok := formats[strings.ToLower(filepath.Ext(path))]; !ok {
+		return fmt.Errorf("%q: want a path ending in %s", path, strings.Join(Extensions(), ", "))
+	}
+	return nil
+}
+
 // Write renders r to path in the form its extension names (.html, .md or
 // .json, in any case). The path may be local or on any filesystem Beam
 // serves (gs://...). A reader or a crashed run never sees half a report, and
 // an older report at path stays whole until the new one is complete (see
 // files.WriteFile).
 func Write(path string, r Run) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	render, ok := formats[ext]
-	if !ok {
-		return fmt.Errorf("report: %q: unknown extension %q: want one of %s", path, ext, strings.Join(Extensions(), ", "))
+	if err := CheckPath(path); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
+	render := formats[strings.ToLower(filepath.Ext(path))]
 	if err := files.WriteFile(context.Background(), path, func(w io.Writer) error { return render(w, r) }); err != nil {
 		return fmt.Errorf("report: %s: %w", path, err)
 	}

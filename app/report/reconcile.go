@@ -1,0 +1,166 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Reconcile is what a reconcile run (cmd/reconcile) found, as its report
+// shows it: the command builds it (reconcile.NewReport) and this package
+// renders it, in the same page, Markdown or JSON as a streaming run. Money
+// is given as exact decimal strings (six fractional digits) and as micros.
+type Reconcile struct {
+	RunID    string `json:"run_id"`
+	Started  string `json:"started"`
+	Finished string `json:"finished"`
+	// ExitCode is SPEC §6's: 1 when a difference is material, else 0.
+	ExitCode int `json:"exit_code"`
+
+	Source     string            `json:"source"`
+	Partitions []string          `json:"partitions"`
+	Sink       string            `json:"sink"`
+	Range      string            `json:"range"`
+	Apply      bool              `json:"apply"`
+	Tolerance  string            `json:"tolerance"`
+	Config     map[string]string `json:"run_config"`
+
+	// Stats are the raw log's figures for machines (reconcile.Stats, with
+	// its own JSON names); RawLog lists them for people, in reading order.
+	Stats  any      `json:"stats"`
+	RawLog []Figure `json:"-"`
+
+	WindowsChecked   int            `json:"windows_checked"`
+	WindowsDiffering int            `json:"windows_differing"`
+	Material         int            `json:"material"`
+	Applied          int            `json:"applied"`
+	Held             int            `json:"held_back"`
+	ByClass          map[string]int `json:"by_classification"`
+	TotalDelta       string         `json:"total_delta"`
+	TotalDeltaMicros int64          `json:"total_delta_micros"`
+	TotalDeltaCount  int64          `json:"total_delta_count"`
+	// Metrics are the comparison's figures by metric name, in Namespace,
+	// shown in MetricNames order. MetricsSource says where they come from
+	// (reconcile.MetricsFromCounters or MetricsFromComparison) and
+	// MetricsNote says it in words.
+	Metrics       map[string]int64 `json:"metrics"`
+	MetricsSource string           `json:"metrics_source"`
+	MetricsNote   string           `json:"-"`
+	Namespace     string           `json:"-"`
+	MetricNames   []string         `json:"-"`
+	Diffs         []Diff           `json:"diffs"`
+
+	OpenChecked   int    `json:"open_windows_checked"`
+	OpenDiffering int    `json:"open_windows_differing"`
+	Open          []Diff `json:"open_windows"`
+}
+
+// Diff is one key whose streamed row differs from the raw log's recount.
+type Diff struct {
+	WindowStart    string `json:"window_start"`
+	Dims           string `json:"dims"`
+	StreamedState  string `json:"streamed_state"` // "" when the sink has no row
+	StreamedRev    int64  `json:"streamed_revision"`
+	Streamed       string `json:"streamed_revenue"`
+	Recomputed     string `json:"recomputed_revenue"`
+	Delta          string `json:"delta"`
+	StreamedMicros int64  `json:"streamed_revenue_micros"`
+	RecompMicros   int64  `json:"recomputed_revenue_micros"`
+	DeltaMicros    int64  `json:"delta_micros"`
+	StreamedCount  int64  `json:"streamed_count"`
+	RecompCount    int64  `json:"recomputed_count"`
+	DeltaCount     int64  `json:"delta_count"`
+	TooLate        string `json:"too_late_revenue"`
+	TooLateCount   int64  `json:"too_late_count"`
+	Classification string `json:"classification,omitempty"`
+	Material       bool   `json:"material"`
+	Applied        int64  `json:"applied_revision,omitempty"`
+	// Held: material, but its window has no events in the raw log, so
+	// --apply does not write it.
+	Held bool `json:"held_back,omitempty"`
+}
+
+// AppliedCell says what --apply did with a diff.
+func (d Diff) AppliedCell() string {
+	switch {
+	case d.Applied > 0:
+		return fmt.Sprintf("rev %d", d.Applied)
+	case d.Held:
+		return "held: window not in raw log"
+	}
+	return "-"
+}
+
+// ClassCell is the classification, marked when the difference is within
+// the tolerance (recorded, not material).
+func (d Diff) ClassCell() string {
+	if !d.Material && d.Classification != "" {
+		return d.Classification + " (within tolerance)"
+	}
+	return orDash(d.Classification)
+}
+
+// Verdict is the run's outcome in one sentence.
+func (r Reconcile) Verdict() string {
+	if r.ExitCode == 0 {
+		return "nothing material found (exit 0)"
+	}
+	v := fmt.Sprintf("%d material differences (exit %d)", r.Material, r.ExitCode)
+	if r.Apply {
+		v += fmt.Sprintf(", %d corrections written", r.Applied)
+	}
+	return v
+}
+
+// Classes sums the differing keys up by classification:
+// "1 missing_window, 0 too_late, 0 unexplained".
+func (r Reconcile) Classes() string {
+	var s string
+	for i, c := range slices.Sorted(maps.Keys(r.ByClass)) {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d %s", r.ByClass[c], c)
+	}
+	return s
+}
+
+// MetricFigures lists the metrics in MetricNames order (by name when the
+// order is not given).
+func (r Reconcile) MetricFigures() []Figure {
+	names := r.MetricNames
+	if len(names) == 0 {
+		names = slices.Sorted(maps.Keys(r.Metrics))
+	}
+	out := make([]Figure, len(names))
+	for i, n := range names {
+		out[i] = Figure{n, fmt.Sprint(r.Metrics[n])}
+	}
+	return out
+}
+
+// Signed renders a money delta with its sign, so "+0.500000" reads as a
+// gain.
+func Signed(micros int64) string {
+	if micros > 0 {
+		return "+" + model.FormatMicros(micros)
+	}
+	return model.FormatMicros(micros)
+}
+
+// SignedCount renders a count delta with its sign.
+func SignedCount(n int64) string {
+	if n > 0 {
+		return fmt.Sprintf("+%d", n)
+	}
+	return fmt.Sprint(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
