@@ -187,7 +187,7 @@ func mdWindows(b *strings.Builder, v view) {
 // mdReconcile renders what a reconcile run found.
 func mdReconcile(b *strings.Builder, r *Reconcile) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("\n## Reconcile %s\n\n**%s**\n\n", mdText(r.RunID), r.Verdict())
+	p("\n## Reconcile\n\nRun %s: **%s**\n\n", mdText(r.RunID), r.Verdict())
 	p("| | |\n|---|---|\n")
 	p("| source | %s (%d partitions) |\n| sink | %s |\n", mdCell("`"+r.Source+"`"), len(r.Partitions), mdCell("`"+r.Sink+"`"))
 	p("| range | %s |\n| apply | %t |\n| tolerance | %s |\n", mdCell(r.Range), r.Apply, r.Tolerance)

@@ -250,7 +250,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"| p0 | 8 | 7 | 2 (28.6%) | 2026-11-05T11:20:00Z |",
 		"p50 0s, p95 25h00m, p99 25h00m",
 		"| 2026-11-04T10:00:00Z | `{}` | FINAL | 170.000000 | 180.000000 | +10.000000 | 3 → 4 | 10.000000 (1) | too_late | true | rev 4 |",
-		"**1 material differences (exit 1), 1 corrections written**", "| windows_compared | 2 |",
+		"Run r-20261106: **1 material differences (exit 1), 1 corrections written**", "| windows_compared | 2 |",
 		"## Delay metrics of the job",
 		"| event lateness | 7 | <1m | >=24h | >=24h | 4 | 0 | 0 | 1 | 1 | 0 | 0 | 1 |",
 		"| arrival delay | 7 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 7 |",
