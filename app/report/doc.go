@@ -1,6 +1,11 @@
-// Package report renders a run report: what a run read, counted and set
-// aside, how each partition's watermark chased event time, how late events
-// arrived, and how every window's result evolved from EARLY to FINAL.
+// Package report renders the run report of both commands (--report): what
+// a streaming run read, counted and set aside, how each partition's
+// watermark chased event time, how late events arrived, how every window's
+// result evolved from EARLY to FINAL, and what a reconcile run found. Both
+// commands hand it one [Run]: cmd/launch fills the job's parts,
+// cmd/reconcile the [Reconcile] part; every form draws what is present, so
+// the two reports share their settings, tables and row cells. A snapshot
+// row is spelled as JSON by one mapping ([JSONRow], SPEC §5's names).
 //
 // [Write] picks the form from the path's extension:
 //   - .html: one self-contained page. It loads nothing from the network (no
