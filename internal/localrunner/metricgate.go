@@ -24,25 +24,27 @@ import (
 // many small concurrent bundles; we measured 20–30 % of small runs with
 // wrong figures.
 //
-// The gate is a response hook in the SDK worker (hooks travel with the
-// job's options, so it runs in whatever process the runner starts). It
-// never waits: the Go SDK runs every request and response hook under one
-// process-wide mutex (core/util/hooks, RunRequestHooks/RunResponseHooks),
-// so a hook that waits for the runner's metadata request also blocks that
-// request, and the wait can only end by timing out. Instead, a bundle
-// response that carries an id the runner may not know yet has it renamed
-// to an alias used by that response alone, so no two stashed payloads
-// share a key. When the runner asks what an alias means, a request hook
-// asks the harness about the short id instead, and the response hook adds
-// the alias to the answer, which thus teaches the runner the short id too. Once the runner has had the answer for an
-// id for settleLag, bundles report it under its own id again, which costs
-// nothing more. Progress responses are left alone: prism keeps only the
-// latest progress value per metric anyway, and the figures are read from
+// The gate is a request and a response hook in the SDK worker (hooks
+// travel with the job's options, so they run in whatever process the
+// runner starts). It never waits: the Go SDK runs every request and
+// response hook under one process-wide mutex (core/util/hooks,
+// RunRequestHooks/RunResponseHooks), so a hook that waits for the runner's
+// metadata request also keeps that request from being handled, and the
+// wait can only end by timing out (the first gate did that). Instead, a
+// bundle response that carries an id the runner may not know yet has it
+// renamed to an alias used by that response alone, so no two stashed
+// payloads share a key. When the runner asks what an alias means, the
+// request hook asks the harness about the short id instead, and the
+// response hook adds the alias to the answer, which thus teaches the
+// runner the short id too. Once the runner has had the answer for an id
+// for settleLag, bundles report it under its own id again, so the runner's
+// id table stops growing. Progress responses are left alone: prism keeps
+// only the latest progress value per metric anyway, and the launcher reads
 // the committed (final) metrics.
 //
-// The state is per job and worker process; losing it (a new worker) costs
-// nothing: the new worker's short ids are new to the runner too, and are
-// aliased until described.
+// The state is the worker's own, like the harness's short ids it renames:
+// per job (worker id) and worker process. A new worker starts with none,
+// which costs nothing: its ids are aliased until described.
 const metricGateHook = "revenue_metric_gate"
 
 // settleLag is how long after the worker's answer for an id bundles still
