@@ -20,12 +20,24 @@ type counter struct {
 	value           int64
 }
 
-// countersOf lists a job's counters. Result() is the committed value where
-// the runner reports one, else the attempted value.
+// countersOf lists a job's counters: the committed values (bundles that
+// finished) when the runner reports committed metrics, as prism and
+// Dataflow batch do, else the attempted ones. Not Result(), which picks per
+// counter: a counter with nothing committed yet would take an in-flight
+// bundle's progress value beside the others' committed ones.
 func countersOf(m beammetrics.Results) []counter {
+	all := m.AllMetrics().Counters()
+	committed := false
+	for _, r := range all {
+		committed = committed || r.Committed != 0
+	}
 	var out []counter
-	for _, r := range m.AllMetrics().Counters() {
-		out = append(out, counter{namespace: r.Namespace(), name: r.Name(), value: r.Result()})
+	for _, r := range all {
+		v := r.Attempted
+		if committed {
+			v = r.Committed
+		}
+		out = append(out, counter{namespace: r.Namespace(), name: r.Name(), value: v})
 	}
 	return out
 }

@@ -22,17 +22,13 @@ func uiAddr(s string) (string, error) { return live.Addr(s) }
 
 // jobFigures gives the live views (app/live) the running job's figures.
 //
-// The counts come from where the progress line takes them: with loopback
-// workers, the counters tallied in this process (tally.go: the launcher's
-// own view, right because those workers run here, and needed because
-// prism's job metrics lose updates); otherwise the job service's metrics.
-// Watermarks and idleness come from the job service's metrics (the
-// sources' gauges revenue/watermark_lag_ms_<p> and
-// revenue/partition_idle_<p>), which every portable runner reports,
-// whichever machines its workers are on.
+// Everything comes from the job service's metrics, wherever the workers
+// run (in this process with prism's loopback, or elsewhere): the counts
+// from the committed counters, as for the progress line, and watermarks
+// and idleness from the sources' gauges revenue/watermark_lag_ms_<p> and
+// revenue/partition_idle_<p>, which every portable runner reports.
 type jobFigures struct {
-	name     string
-	loopback bool
+	name string
 
 	mu sync.Mutex
 	j  *job
@@ -46,18 +42,10 @@ func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
 	if j := f.job(ctx); j != nil {
 		m, _ = j.metrics(ctx)
 	}
-	var counters []counter
-	ok := false
-	switch {
-	case f.loopback:
-		counters, ok = tallied(f.name, false)
-	case m != nil:
-		counters, ok = countersOf(*m), true
-	}
-	if !ok {
+	if m == nil {
 		return live.Figures{}, false
 	}
-	c := countsOf(counters)
+	c := countsOf(countersOf(*m))
 	return live.Figures{Counts: c, Partitions: partitionsOf(m, c.ReadBy)}, true
 }
 

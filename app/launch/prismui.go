@@ -24,9 +24,9 @@ import (
 // call, prism.CreateWebServer, over any job service client: pointed at the
 // job service this process uses, it lists the jobs (/), and shows a job's
 // state, transforms, element counts and user metrics (/job/<id>). The
-// figures are prism's own, as its GetJobMetrics reports them, so the counter
-// updates prism v2.77.0 loses (tally.go) are missing there too; the run
-// summary's figures are the tallied ones.
+// figures are prism's own, as its GetJobMetrics reports them: the ones the
+// run summary reads, complete thanks to the metric gate
+// (internal/localrunner/metricgate.go).
 
 var prismUI struct {
 	mu      sync.Mutex
@@ -34,7 +34,7 @@ var prismUI struct {
 }
 
 // startPrismUI serves prism's web UI on localhost:port for the job service
-// at *jobopts.Endpoint (set by ensureJobService), once per port and process.
+// at *jobopts.Endpoint (set by localrunner.EnsureJobService), once per port and process.
 // It lives as long as the process: for a replay, until the summary is
 // printed; for --follow or Pub/Sub, until the job is stopped.
 func startPrismUI(port int) error {

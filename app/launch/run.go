@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
@@ -120,7 +118,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	if o.PrismUIPort > 0 {
 		// The UI needs the job service's address: start that first.
-		if err := ensureJobService(ctx, o.Runner); err != nil {
+		if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 		if err := startPrismUI(o.PrismUIPort); err != nil {
@@ -340,7 +338,7 @@ type runHooks struct {
 
 func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {
 	mon := hooks.mon
-	if err := ensureJobService(ctx, o.Runner); err != nil {
+	if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
 	// Prism's runner-initiated splits replay elements of bundles with
@@ -351,16 +349,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return outcome{err: err}
 	}
-	// With the SDK harness in this process (prism's LOOPBACK), tally its
-	// counters here too (see tally.go): there the gate does not yet stop
-	// prism from losing updates. With workers in other processes, the
-	// runner's metrics are all there is.
 	loopback := jobopts.IsLoopback()
-	if loopback {
-		if err := enableTally(); err != nil {
-			return outcome{err: fmt.Errorf("counter tally: %w", err)}
-		}
-	}
 	// A unique job name is how the stop path finds this job in the job
 	// service (beam.Run does not hand out the id before the job ends).
 	name := *jobopts.JobName
@@ -393,7 +382,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
 	var view *termView
-	jf := &jobFigures{name: name, loopback: loopback}
+	jf := &jobFigures{name: name}
 	defer jf.close()
 	if mon != nil {
 		mon.Start(jf.figures)
@@ -458,46 +447,11 @@ wait:
 		}()
 	}
 	res.metrics = reported
-	if loopback {
-		if counters, ok := tallied(name, true); ok {
-			c := countsOf(counters)
-			if reported != nil {
-				if d := diffCounts(*reported, c); len(d) > 0 {
-					slog.Warn("the runner's counters missed updates its workers reported (a known prism v2.77.0 defect); "+
-						"using the counts tallied in this process", "differences", strings.Join(d, "; "))
-				}
-			}
-			res.metrics = &c
-		}
-	}
 	if interrupted && r.err != nil && errors.Is(r.err, context.Canceled) {
 		// The hard cancel: the job was stopped, not failed.
 		res.err = nil
 	}
 	return res
-}
-
-// ensureJobService starts prism's job service in this process before the
-// job, as prism's runner would inside beam.Run, so that its address is known
-// to the stop path without racing beam.Run for the flag that holds it.
-func ensureJobService(ctx context.Context, runner string) error {
-	if *jobopts.Endpoint != "" || !isPrism(runner) {
-		return nil
-	}
-	l, err := net.Listen("tcp", "localhost:0")
-	if err != nil {
-		return fmt.Errorf("prism: pick a port for the job service: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	if _, err := prism.CreateJobServer(ctx, prism.Options{Port: port}); err != nil {
-		return fmt.Errorf("prism: start the job service: %w", err)
-	}
-	*jobopts.Endpoint = fmt.Sprintf("localhost:%d", port)
-	if *jobopts.EnvironmentType == "" {
-		*jobopts.EnvironmentType = "loopback" // as prism's runner defaults it
-	}
-	return nil
 }
 
 // stop is the graceful stop: readers stop, the output settles, the job is
@@ -538,10 +492,7 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 		// Every record read has its verdict: nothing is in flight between
 		// the readers and dedup. Unknown without counters.
 		drained := true
-		if counters, ok := tallied(name, false); loopback && ok {
-			c := countsOf(counters)
-			drained = c.Read == c.Verdicts()
-		} else if j != nil {
+		if j != nil {
 			if m, err := j.metrics(ctx); err == nil {
 				c := countsOf(countersOf(*m))
 				drained = c.Read == c.Verdicts()
@@ -584,7 +535,7 @@ func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCance
 	}
 }
 
-func isPrism(runner string) bool { return runner == "prism" || runner == "PrismRunner" }
+func isPrism(runner string) bool { return localrunner.IsPrism(runner) }
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

@@ -51,7 +51,7 @@ type CompareSettings struct {
 // after the recomputation, as late as possible: a window the stream
 // finalised meanwhile is compared as FINAL. One DoFn call in one bundle
 // increments every counter once, so concurrent bundles cannot lose updates
-// (see launch/tally.go for prism's defect with those).
+// (see internal/localrunner/metricgate.go for prism's defect with those).
 func CompareWithSink(s beam.Scope, totals beam.PCollection, set CompareSettings) beam.PCollection {
 	s = s.Scope("CompareWithSink")
 	return beam.ParDo(s, &compareFn{

@@ -15,10 +15,17 @@
 //   - Lost metric updates (prism jobservices/metrics.go,
 //     unprocessedPayloads): a bundle reporting a short id prism has not
 //     resolved yet can overwrite another bundle's payload for the same id.
-//     The metric gate, a worker response hook enabled by UseSafeOptions,
-//     holds such a response until the worker has described the id
-//     (metricgate.go). Elsewhere the hook only delays a response briefly
-//     the first time an id appears.
+//     The metric gate, worker request/response hooks enabled by
+//     UseSafeOptions, renames such an id in each bundle response to an
+//     alias of its own and describes the alias when asked
+//     (metricgate.go), so the launcher's figures come from the runner in
+//     loopback too. Elsewhere the hooks only cost one metadata request per
+//     new metric and bundle during its first seconds.
+//   - The job service's address (job-service start): prism's runner starts
+//     its job service inside beam.Run, and the launcher needs the address
+//     before (progress, stop, prism's UI). EnsureJobService starts it first
+//     and sets --endpoint (jobservice.go); with --endpoint set (Flink's job
+//     service) or another runner it does nothing.
 //
 // The dedup step's shard cache (transforms/dedup_state.go) is not listed: it
 // is a per-worker cache valid on any runner, checked against a token in
