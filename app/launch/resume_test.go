@@ -44,6 +44,66 @@ func TestChooseResume(t *testing.T) {
 	}
 }
 
+// TestSeedBound is the rule for which windows' sink rows a restarted run's
+// revision step loads: from the window holding min(MaxValid) - bound -
+// lateness of the resumed partitions, never above the earliest open window,
+// and every row as soon as one partition can reach any window.
+func TestSeedBound(t *testing.T) {
+	po := pipeline.Defaults() // 1h windows, 24h lateness, bound 10m
+	h := int64(time.Hour / time.Millisecond)
+	m := int64(time.Minute / time.Millisecond)
+	cp := func(p string, maxValid int64) model.Checkpoint {
+		return model.Checkpoint{Partition: p, File: "f", MaxValid: maxValid}
+	}
+	parts := []string{"p0", "p1"}
+	resume := []model.Checkpoint{cp("p0", 100*h+30*m), cp("p1", 120*h)}
+
+	// p0's watermark is restored to 100h20m: its windows ending at or
+	// before 76h20m are closed for it (rule (a)); [76h, 77h) is not.
+	got := seedBound(resume, parts, 0, false, po)
+	if want := (sinks.SeedBound{Bounded: true, StartFrom: 76 * h}); got != want {
+		t.Errorf("seedBound = %+v, want %+v", got, want)
+	}
+	// Check the rule against the too-late verdict itself: the first window
+	// not closed at p0's restored watermark is the first one loaded.
+	w := 100*h + 30*m - po.Watermark.OutOfOrderBound.Milliseconds()
+	if !po.Triggers.Closed(got.StartFrom-h, w) || po.Triggers.Closed(got.StartFrom, w) {
+		t.Errorf("bound %d: want the window before it closed at watermark %d and its own open", got.StartFrom, w)
+	}
+	// A watermark exactly on a window's close: that window is closed too.
+	exact := []model.Checkpoint{cp("p0", 100*h+10*m), cp("p1", 120*h)}
+	if got := seedBound(exact, parts, 0, false, po); got.StartFrom != 76*h {
+		t.Errorf("bound at an exact close = %d, want %d", got.StartFrom, 76*h)
+	}
+	// An open window earlier than that keeps its rows loaded.
+	if got := seedBound(resume, parts, 70*h+0, true, po); got.StartFrom != 70*h {
+		t.Errorf("bound with an open window at 70h = %d, want %d", got.StartFrom, 70*h)
+	}
+	if got := seedBound(resume, parts, 90*h, true, po); got.StartFrom != 76*h {
+		t.Errorf("bound with an open window at 90h = %d, want %d", got.StartFrom, 76*h)
+	}
+	// Every row: a partition read from its start, one resumed without a
+	// watermark, no partitions, nothing resumed.
+	for name, c := range map[string][]model.Checkpoint{
+		"p1 from its start":      {cp("p0", 100*h)},
+		"p1 without watermark":   {cp("p0", 100*h), cp("p1", model.NoWatermark)},
+		"nothing resumed":        nil,
+		"a partition not listed": {cp("p0", 100*h), cp("p2", 100*h)},
+	} {
+		if got := seedBound(c, parts, 0, false, po); got.Bounded {
+			t.Errorf("%s: seedBound = %+v, want every row", name, got)
+		}
+	}
+	if got := seedBound(nil, nil, 0, false, po); got.Bounded {
+		t.Errorf("no partitions: seedBound = %+v, want every row", got)
+	}
+	// Other settings move it: 2h lateness, 30m bound, 15m windows.
+	po.Triggers.AllowedLateness, po.Watermark.OutOfOrderBound, po.Triggers.Window = 2*time.Hour, 30*time.Minute, 15*time.Minute
+	if got := seedBound(resume, parts, 0, false, po); got.StartFrom != 98*h {
+		t.Errorf("seedBound with 2h lateness, 30m bound, 15m windows = %d, want %d (100h30m - 30m - 2h)", got.StartFrom, 98*h)
+	}
+}
+
 // restartFigures is what a restart after a graceful stop read, against a
 // clean replay of the whole log.
 type restartFigures struct {
