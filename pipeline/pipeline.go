@@ -85,6 +85,10 @@ type Options struct {
 	// changelog from them, and a window held as FINAL stays closed (SPEC
 	// §4). The zero Spec: the sink holds nothing.
 	Published sinks.Spec
+	// PublishedBound limits the rows read from Published to the windows
+	// this run can still reach (the launcher's resume rule); the zero value
+	// reads every row.
+	PublishedBound sinks.SeedBound
 	// NoDedupCache makes the dedup step reload its shards from the runner's
 	// state for every batch instead of trusting its process cache, as on a
 	// runner that moves keys between workers (tests, diagnosis).
@@ -206,7 +210,7 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 			deltas = beam.Flatten(s, deltas, transforms.EarlyTicks(s, deltas, o.Triggers))
 		}
 	}
-	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published)
+	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published, o.PublishedBound)
 	return Outputs{
 		Rows:        rows,
 		TooLate:     beam.Flatten(s, lateA, lateB),

@@ -34,20 +34,39 @@ func init() {
 // sink's history never enters the job graph. (A side input would do the
 // same, but prism v2.77.0 then stops feeding a streaming job's stateful
 // stage after its first firings.) The zero Spec reads nothing.
-func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sinks.Spec) beam.PCollection {
+//
+// bound limits that read to the windows the run can still reach (a
+// restart's resume rule, app/launch/resume.go): what each worker loads then
+// grows with the retention, not with the sink's history. A window starting
+// before the bound is closed for every record of the run, so it is kept
+// closed even when its row was not loaded.
+func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sinks.Spec, bound sinks.SeedBound) beam.PCollection {
 	s = s.Scope("Revisions")
 	return beam.ParDo(s, &revisionsFn{
 		Policy:    p,
 		Published: published,
+		Bound:     bound,
 		State:     state.MakeValueState[[]byte]("window"),
 		Firing:    timers.InEventTime("firing"),
 	}, deltas)
 }
 
-// publishedRow is the row the sink held for key when the step started.
-func (f *revisionsFn) publishedRow(key string) (model.Row, bool) {
-	r, ok := f.published[key]
-	return r, ok
+// publishedRow is the row the sink held for key, of window w, when the
+// step started. A window starting before the seed bound gets a closed
+// marker even when the sink's row was not loaded (or there is none): every
+// partition the run started with had its watermark restored past the
+// window's close, so the pipeline watermark is past it too and the window
+// is closed for every record of the run (SPEC §4 rule (b)). Only a
+// partition discovered after the start, before the dedup gate's first
+// boundary timer, could bring one here.
+func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.Row, bool) {
+	if r, ok := f.published[key]; ok {
+		return r, true
+	}
+	if !f.Bound.Needs(w.Start) {
+		return model.Row{WindowStart: w.Start, WindowEnd: w.End, Dims: w.Dims, State: model.Final}, true
+	}
+	return model.Row{}, false
 }
 
 // Timer tags of the revision step.
@@ -74,8 +93,15 @@ type revisionsFn struct {
 	Policy triggers.Policy
 	// Published is the sink whose rows seed the keys (zero: none).
 	Published sinks.Spec
+	// Bound limits the seed to the windows the run can reach.
+	Bound sinks.SeedBound
 	// published holds them by key, read in Setup.
 	published map[string]model.Row
+	// seedRows is how many rows Setup loaded; seedReported says the
+	// counter has them (a counter needs a bundle's context).
+	seedRows     int64
+	seedReported bool
+	seedCounter  beam.Counter
 
 	State state.Value[[]byte]
 	// Firing carries both event-time firings as tags of one timer family:
@@ -94,7 +120,7 @@ type revisionsFn struct {
 
 func (f *revisionsFn) Setup(ctx context.Context) error {
 	if f.Published.Scheme != "" {
-		rows, err := sinks.Published(ctx, f.Published)
+		rows, err := sinks.Published(ctx, f.Published, f.Bound)
 		if err != nil {
 			return fmt.Errorf("revisions: %w", err)
 		}
@@ -102,7 +128,10 @@ func (f *revisionsFn) Setup(ctx context.Context) error {
 		for _, r := range rows {
 			f.published[WindowKey(r.WindowStart, r.Dims)] = r
 		}
+		f.seedRows = int64(len(rows))
+		slog.Info("revisions: seeded from the sink", "sink", f.Published.String(), "rows", len(rows), "reach", f.Bound.String())
 	}
+	f.seedCounter = metrics.Counter(metrics.RevisionSeedRows)
 	f.rows = map[model.ResultState]beam.Counter{}
 	f.rowRevenues = map[model.ResultState]beam.Distribution{}
 	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
@@ -146,7 +175,17 @@ func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Ro
 	emit(r)
 }
 
+// reportSeed adds the rows Setup loaded to the seed counter, once per
+// instance.
+func (f *revisionsFn) reportSeed(ctx context.Context) {
+	if !f.seedReported {
+		f.seedReported = true
+		f.seedCounter.Inc(ctx, f.seedRows)
+	}
+}
+
 func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta, emit func(model.Row)) error {
+	f.reportSeed(ctx)
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return fmt.Errorf("revisions %s: read state: %w", key, err)
@@ -165,7 +204,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			return err
 		}
 		w = &triggers.WindowState{Start: start, End: f.Policy.WindowEnd(start), Dims: dims}
-		if p, ok := f.publishedRow(key); ok {
+		if p, ok := f.publishedRow(key, w); ok {
 			w.Published = p
 			w.Final = p.State == model.Final
 			w.OnTimeDone = p.State >= model.OnTime
@@ -180,7 +219,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	}
 	switch {
 	case w.Final:
-		if p, ok := f.publishedRow(key); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
+		if p, ok := f.publishedRow(key, w); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
 			// A replay (restart, or the same log again) re-counts the
 			// events of a window the sink already holds as FINAL: its value
 			// is settled, and reconcile owns any later correction.
@@ -212,6 +251,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 }
 
 func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context, emit func(model.Row)) error {
+	f.reportSeed(ctx)
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return fmt.Errorf("revisions %s: read state: %w", key, err)

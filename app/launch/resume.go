@@ -62,44 +62,93 @@ func chooseResume(checkpoints []model.Checkpoint, horizon int64, partitions []st
 	return out
 }
 
+// seedBound is the earliest window the revision step needs the sink's row
+// of (sinks.Published), given where every partition resumes: the rows of
+// earlier windows need not be loaded on any worker.
+//
+// A partition resumed after checkpoint c starts with its watermark restored
+// to c.MaxValid - bound, and a partition watermark never goes back, so every
+// record it reads whose window ends at or before c.MaxValid - bound -
+// lateness is too late by rule (a) of SPEC §4 and never reaches the
+// revision step. Over all partitions: windows ending after
+// min(MaxValid) - bound - lateness, i.e. starting at or after the start of
+// the window holding that instant. The pipeline watermark starts at that
+// minimum too (a partition discovered later follows the others), so an
+// earlier window is closed for every record of the run by rule (b) as
+// well. Windows not yet FINAL start at or after openStart, which the resume
+// horizon already keeps above every chosen MaxValid; the bound is kept at
+// or below it anyway, so their rows are always loaded.
+//
+// A partition listed at the start that reads from its first file, or
+// resumes with no watermark (no valid event before its checkpoint), can
+// reach any window: then every row is needed (the zero bound), as for a
+// run that resumes nothing.
+func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, hasOpen bool, po pipeline.Options) sinks.SeedBound {
+	if len(partitions) == 0 {
+		return sinks.SeedBound{}
+	}
+	low, resumed := int64(0), map[string]bool{}
+	for i, c := range resume {
+		if c.MaxValid == model.NoWatermark {
+			return sinks.SeedBound{}
+		}
+		if i == 0 || c.MaxValid < low {
+			low = c.MaxValid
+		}
+		resumed[c.Partition] = true
+	}
+	for _, p := range partitions {
+		if !resumed[p] {
+			return sinks.SeedBound{}
+		}
+	}
+	from := po.Triggers.WindowStart(low - po.Watermark.OutOfOrderBound.Milliseconds() - po.Triggers.AllowedLateness.Milliseconds())
+	if hasOpen {
+		from = min(from, po.Triggers.WindowStart(openStart))
+	}
+	return sinks.SeedBound{Bounded: true, StartFrom: from}
+}
+
 // resumePoints reads the sink's checkpoints and horizon and returns where a
-// folder source resumes each partition (nil: read everything). Only the
+// folder source resumes each partition (nil: read everything), and the
+// windows whose sink rows the revision step needs (seedBound). Only the
 // SQLite sink keeps checkpoints. Checkpoints before the chosen ones are
 // deleted: no later restart resumes earlier, so the table stays as small as
 // what a restart re-reads.
-func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, error) {
+func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sinks.SeedBound, error) {
+	none := sinks.SeedBound{}
 	if spec.Scheme != sinks.SchemeSQLite {
-		return nil, nil
+		return nil, none, nil
 	}
 	r, ok, err := sinks.OpenReader(ctx, spec)
 	if err != nil || !ok {
-		return nil, err
+		return nil, none, err
 	}
 	defer r.Close()
 	db := r.(*sinks.SQLite)
 	finalEnd, hasFinal, err := db.FinalHorizon(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sink %s: %w", spec, err)
+		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
 	openStart, hasOpen, err := db.EarliestOpenWindow(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sink %s: %w", spec, err)
+		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
 	horizon, ok := resumeHorizon(finalEnd, hasFinal, openStart, hasOpen, po)
 	if !ok {
-		return nil, nil
+		return nil, none, nil
 	}
 	checkpoints, err := db.Checkpoints(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sink %s: %w", spec, err)
+		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {
-		return nil, fmt.Errorf("--source=%s: %w", dir, err)
+		return nil, none, fmt.Errorf("--source=%s: %w", dir, err)
 	}
 	resume := chooseResume(checkpoints, horizon, parts)
 	if len(resume) == 0 {
-		return nil, nil
+		return nil, none, nil
 	}
 	keep := map[string]string{}
 	for _, c := range resume {
@@ -107,12 +156,13 @@ func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.
 		slog.Info("restart: resuming partition after its checkpoint", "partition", c.Partition, "after", c.File,
 			"line", c.Line, "max_valid_event_time", fmtEventTime(c.MaxValid))
 	}
+	bound := seedBound(resume, parts, openStart, hasOpen, po)
 	slog.Info("restart: re-reading only what dedup and the open windows need", "horizon", fmtEventTime(horizon),
-		"partitions_resumed", len(resume), "partitions", len(parts))
+		"partitions_resumed", len(resume), "partitions", len(parts), "sink_rows_loaded_for", bound.String())
 	if err := db.PruneCheckpoints(ctx, keep); err != nil {
-		return nil, fmt.Errorf("sink %s: %w", spec, err)
+		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
-	return resume, nil
+	return resume, bound, nil
 }
 
 func fmtEventTime(ms int64) string {

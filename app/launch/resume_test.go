@@ -2,6 +2,7 @@ package launch
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
@@ -44,12 +46,86 @@ func TestChooseResume(t *testing.T) {
 	}
 }
 
+// TestSeedBound is the rule for which windows' sink rows a restarted run's
+// revision step loads: from the window holding min(MaxValid) - bound -
+// lateness of the resumed partitions, never above the earliest open window,
+// and every row as soon as one partition can reach any window.
+func TestSeedBound(t *testing.T) {
+	po := pipeline.Defaults() // 1h windows, 24h lateness, bound 10m
+	h := int64(time.Hour / time.Millisecond)
+	m := int64(time.Minute / time.Millisecond)
+	cp := func(p string, maxValid int64) model.Checkpoint {
+		return model.Checkpoint{Partition: p, File: "f", MaxValid: maxValid}
+	}
+	parts := []string{"p0", "p1"}
+	resume := []model.Checkpoint{cp("p0", 100*h+30*m), cp("p1", 120*h)}
+
+	// p0's watermark is restored to 100h20m: its windows ending at or
+	// before 76h20m are closed for it (rule (a)); [76h, 77h) is not.
+	got := seedBound(resume, parts, 0, false, po)
+	if want := (sinks.SeedBound{Bounded: true, StartFrom: 76 * h}); got != want {
+		t.Errorf("seedBound = %+v, want %+v", got, want)
+	}
+	// Check the rule against the too-late verdict itself: the first window
+	// not closed at p0's restored watermark is the first one loaded.
+	w := 100*h + 30*m - po.Watermark.OutOfOrderBound.Milliseconds()
+	if !po.Triggers.Closed(got.StartFrom-h, w) || po.Triggers.Closed(got.StartFrom, w) {
+		t.Errorf("bound %d: want the window before it closed at watermark %d and its own open", got.StartFrom, w)
+	}
+	// A watermark exactly on a window's close: that window is closed too.
+	exact := []model.Checkpoint{cp("p0", 100*h+10*m), cp("p1", 120*h)}
+	if got := seedBound(exact, parts, 0, false, po); got.StartFrom != 76*h {
+		t.Errorf("bound at an exact close = %d, want %d", got.StartFrom, 76*h)
+	}
+	// An open window earlier than that keeps its rows loaded.
+	if got := seedBound(resume, parts, 70*h+0, true, po); got.StartFrom != 70*h {
+		t.Errorf("bound with an open window at 70h = %d, want %d", got.StartFrom, 70*h)
+	}
+	if got := seedBound(resume, parts, 90*h, true, po); got.StartFrom != 76*h {
+		t.Errorf("bound with an open window at 90h = %d, want %d", got.StartFrom, 76*h)
+	}
+	// Every row: a partition read from its start, one resumed without a
+	// watermark, no partitions, nothing resumed.
+	for name, c := range map[string][]model.Checkpoint{
+		"p1 from its start":      {cp("p0", 100*h)},
+		"p1 without watermark":   {cp("p0", 100*h), cp("p1", model.NoWatermark)},
+		"nothing resumed":        nil,
+		"a partition not listed": {cp("p0", 100*h), cp("p2", 100*h)},
+	} {
+		if got := seedBound(c, parts, 0, false, po); got.Bounded {
+			t.Errorf("%s: seedBound = %+v, want every row", name, got)
+		}
+	}
+	if got := seedBound(nil, nil, 0, false, po); got.Bounded {
+		t.Errorf("no partitions: seedBound = %+v, want every row", got)
+	}
+	// Other settings move it: 2h lateness, 30m bound, 15m windows.
+	po.Triggers.AllowedLateness, po.Watermark.OutOfOrderBound, po.Triggers.Window = 2*time.Hour, 30*time.Minute, 15*time.Minute
+	if got := seedBound(resume, parts, 0, false, po); got.StartFrom != 98*h {
+		t.Errorf("seedBound with 2h lateness, 30m bound, 15m windows = %d, want %d (100h30m - 30m - 2h)", got.StartFrom, 98*h)
+	}
+}
+
 // restartFigures is what a restart after a graceful stop read, against a
 // clean replay of the whole log.
 type restartFigures struct {
 	total, prefix, added int64 // lines of the whole log, of the part read before the stop, of the part added after it
 	restartRead          int64 // lines the restart read (re-read + added)
 	clean, restart       time.Duration
+	restartCounts        metrics.Counts
+	sink                 string // the restarted run's SQLite file
+}
+
+// restartHooks let a scenario change the log and the sink on the way.
+type restartHooks struct {
+	// log is called with the whole log's folder before any run.
+	log func(dir string)
+	// stopped is called with the sink and the live folder (all files in)
+	// after the graceful stop, before the restart.
+	stopped func(sink sinks.Spec, live string)
+	// injected says a row was put into the sink by stopped: it is left out
+	// of the comparison with the clean run.
+	injected func(model.Row) bool
 }
 
 // restartScenario generates a log of `days` days of event time in 4
@@ -58,7 +134,7 @@ type restartFigures struct {
 // stop once every file has been read, then the last day added and a
 // bounded replay on the same sink. It checks that both sinks hold the same
 // rows and audit rows.
-func restartScenario(t testing.TB, events, days int) restartFigures {
+func restartScenario(t testing.TB, events, days int, h restartHooks) restartFigures {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
 	c := gen.Bench(events)
@@ -66,6 +142,9 @@ func restartScenario(t testing.TB, events, days int) restartFigures {
 	c.FilesPerPartition = days * 24
 	if _, err := gen.Write(full, c); err != nil {
 		t.Fatal(err)
+	}
+	if h.log != nil {
+		h.log(full)
 	}
 	parts, err := rawlog.ListPartitions(full)
 	if err != nil {
@@ -115,12 +194,15 @@ func restartScenario(t testing.TB, events, days int) restartFigures {
 		if j.ended() {
 			j.fail(t, "the follower ended by itself")
 		}
-		return checkpointsReach(t, o.Sink.Path, lastDone)
+		return checkpointsReach(t, o.Sink.Path, lastDone) && holdsFinal(o.Sink.Path)
 	})
 	j.stopAndWait(t, time.Minute)
 
 	for _, r := range rest {
 		copyFile(t, r[0], r[1])
+	}
+	if h.stopped != nil {
+		h.stopped(o.Sink, live)
 	}
 	ro := quiet(options(t, live))
 	ro.Sink = o.Sink
@@ -128,8 +210,13 @@ func restartScenario(t testing.TB, events, days int) restartFigures {
 	restarted, _ := run(t, ro)
 	fig.restart = time.Since(began)
 	fig.restartRead = restarted.Counts.Read
+	fig.restartCounts = restarted.Counts
+	fig.sink = o.Sink.Path
 
 	want, got := readAll(t, cleanOpts.Sink.Path), readAll(t, o.Sink.Path)
+	if h.injected != nil {
+		got.current = slices.DeleteFunc(got.current, h.injected)
+	}
 	if !slices.Equal(values(got.current), values(want.current)) {
 		t.Errorf("rows after stop and restart differ from a clean run:\n got %v\nwant %v", values(got.current), values(want.current))
 	}
@@ -151,7 +238,7 @@ func TestRestartReadsRetentionNotHistory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays a 10-day log three times")
 	}
-	fig := restartScenario(t, 50_000, 10)
+	fig := restartScenario(t, 50_000, 10, restartHooks{})
 	reread := fig.restartRead - fig.added
 	t.Logf("log %d lines; the restart re-read %d of the %d read before the stop (%.1f%%), plus %d new; clean replay %v, restart %v",
 		fig.total, reread, fig.prefix, 100*float64(reread)/float64(fig.prefix), fig.added, fig.clean.Round(time.Millisecond), fig.restart.Round(time.Millisecond))
@@ -169,7 +256,7 @@ func TestRestartReadsRetentionNotHistory(t *testing.T) {
 //	go test ./app/launch -run X -bench RestartAfterGracefulStop -benchtime 1x -count 3
 func BenchmarkRestartAfterGracefulStop(b *testing.B) {
 	for b.Loop() {
-		fig := restartScenario(b, 200_000, 10)
+		fig := restartScenario(b, 200_000, 10, restartHooks{})
 		b.ReportMetric(float64(fig.restartRead-fig.added), "lines_reread")
 		b.ReportMetric(float64(fig.prefix), "lines_before_stop")
 		b.ReportMetric(float64(fig.added), "lines_added")
@@ -197,6 +284,19 @@ func checkpointsReach(t testing.TB, db string, last map[string]string) bool {
 		}
 	}
 	return done == len(last)
+}
+
+// holdsFinal reports whether the sink holds a FINAL row: a restart resumes
+// nothing before (it proves no window closed), and a small log can be read
+// completely before the first one is written.
+func holdsFinal(db string) bool {
+	s, err := sinks.OpenSQLite(db)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	_, ok, err := s.FinalHorizon(context.Background())
+	return err == nil && ok
 }
 
 func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {
@@ -234,5 +334,148 @@ func copyFile(t testing.TB, src, dst string) {
 	}
 	if err := os.WriteFile(dst, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRestartSeedsReachableWindowsOnly: a sink holding 100,000 FINAL rows
+// of old windows (a long history) besides a follower's rows; after a
+// graceful stop, the restart's revision step loads only the rows of windows
+// it can still reach (revision_seed_rows), none of the old ones, every row
+// not yet FINAL; the rows equal a clean run's, the old rows stay as they
+// were, and a record of an old FINAL window goes to too_late_events.
+func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a 4-day log three times")
+	}
+	const oldWindows, oldDims = 1_000, 100
+	hour := int64(time.Hour / time.Millisecond)
+	oldStart := ms("2025-01-01T00:00:00Z")
+	isOld := func(r model.Row) bool { return strings.HasPrefix(r.Dims, `{"old":`) }
+	var injected []model.Row
+	for w := range int64(oldWindows) {
+		for d := range oldDims {
+			injected = append(injected, model.Row{WindowStart: oldStart + w*hour, WindowEnd: oldStart + (w+1)*hour,
+				Dims: fmt.Sprintf(`{"old":"%d"}`, d), RevenueMicros: 1_000_000, EventCount: 1, Revision: 3, State: model.Final, Writer: "stream"})
+		}
+	}
+	// A record of the first old window, at the end of a partition's last
+	// file: its partition's watermark is far past that window's close.
+	const lateID = "old-window-record"
+	lateLine := fmt.Sprintf(`{"event_id":%q,"event_time":"2025-01-01T00:30:00Z","user_id":"u-old","amount":"1.00"}`+"\n", lateID)
+
+	var (
+		loaded       []model.Row
+		open, stored int
+	)
+	ctx := context.Background()
+	fig := restartScenario(t, 4_000, 4, restartHooks{
+		log: func(dir string) {
+			parts, err := rawlog.ListPartitions(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := rawlog.ListFiles(dir, parts[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(filepath.Join(dir, parts[0], files[len(files)-1]), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString(lateLine); err != nil {
+				t.Fatal(err)
+			}
+		},
+		stopped: func(sink sinks.Spec, live string) {
+			db, err := sinks.OpenSQLite(sink.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := db.CurrentRows(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored = len(before)
+			for _, r := range before {
+				if r.State != model.Final {
+					open++
+				}
+			}
+			began := time.Now()
+			if _, err := db.Write(ctx, sinks.Batch{Rows: injected}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d old FINAL rows written in %v next to %d rows of the follower (%d not FINAL)", len(injected),
+				time.Since(began).Round(time.Millisecond), stored, open)
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// What the restart's revision step will load: the launcher's
+			// rule on the same sink and folder (pruning checkpoints is
+			// idempotent), read as the workers read it.
+			_, bound, err := resumePoints(ctx, sink, live, options(t, live).Pipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bound.Bounded {
+				t.Fatalf("every partition resumed, yet the seed is not bounded")
+			}
+			if loaded, err = sinks.Published(ctx, sink, bound); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("seed bound: %s", bound)
+		},
+		injected: isOld,
+	})
+
+	nOpen := 0
+	for _, r := range loaded {
+		if isOld(r) {
+			t.Fatalf("the seed loaded an old row: %+v", r)
+		}
+		if r.State != model.Final {
+			nOpen++
+		}
+	}
+	if nOpen != open || len(loaded) >= stored {
+		t.Errorf("the seed holds %d rows (%d not FINAL) of the follower's %d (%d not FINAL): want every open row and not the whole history",
+			len(loaded), nOpen, stored, open)
+	}
+	seed := fig.restartCounts.Counters[string(metrics.RevisionSeedRows)]
+	t.Logf("revision_seed_rows %d: %d rows per revision-step instance (of %d in the sink)", seed, len(loaded), stored+len(injected))
+	if seed == 0 || seed%int64(len(loaded)) != 0 {
+		t.Errorf("revision_seed_rows = %d, want a multiple (one per instance) of the %d reachable rows", seed, len(loaded))
+	}
+
+	db, err := sinks.OpenSQLite(fig.sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	after, err := db.CurrentRows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]model.Row{}
+	for _, r := range after {
+		if isOld(r) {
+			kept[r.Key()] = r
+		}
+	}
+	for _, r := range injected {
+		if kept[r.Key()] != r {
+			t.Fatalf("old row %s is %+v after the restart, want %+v as written", r.Key(), kept[r.Key()], r)
+		}
+	}
+	if len(kept) != len(injected) {
+		t.Errorf("%d old rows after the restart, want the %d written", len(kept), len(injected))
+	}
+	late, err := db.TooLate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(late, func(r model.TooLate) bool { return r.EventID == lateID }) {
+		t.Errorf("the record of an old FINAL window is not in too_late_events")
 	}
 }

@@ -105,7 +105,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		// A restart re-reads only what dedup and the open windows need
 		// (resume.go); the checkpoints it resumes from are written as the
 		// job reads.
-		if fo.Resume, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
+		if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 		read = func(s beam.Scope) (beam.PCollection, beam.PCollection) {

@@ -49,6 +49,10 @@ const (
 	// RevisionMarkersExpired counts closed-window markers of the revision
 	// step cleared after the horizon.
 	RevisionMarkersExpired Name = "revision_markers_expired"
+	// RevisionSeedRows counts the sink rows the revision step's instances
+	// loaded when they started (sinks.Published): bounded by the windows a
+	// restart can still reach, not by the sink's history.
+	RevisionSeedRows Name = "revision_seed_rows"
 
 	// What the sink made of the rows and audit records.
 	SinkRowsAccepted  Name = "sink_rows_accepted"

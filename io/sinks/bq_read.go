@@ -82,9 +82,9 @@ func (b *BigQuery) RunConfig(ctx context.Context) (map[string]string, error) {
 	return out, err
 }
 
-func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string) ([]model.Row, error) {
+func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) ([]model.Row, error) {
 	var out []model.Row
-	err := b.read(ctx, what, sql, nil, func(it *bigquery.RowIterator) error {
+	err := b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
 		var s bqSnapshot
 		if err := it.Next(&s); err != nil {
 			return err
@@ -107,6 +107,17 @@ func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string) ([]model
 func (b *BigQuery) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	return b.readSnapshots(ctx, "read "+bqCurrent, `SELECT window_start, window_end, dims, revenue, revenue_micros,
 event_count, revision, result_state, writer FROM `+b.table(bqCurrent))
+}
+
+// CurrentRowsFrom is CurrentRows limited to windows starting at or after
+// windowStart (epoch ms): a filter on the changelog's partition column
+// (window_start, also the view's PARTITION BY key, so BigQuery applies it
+// before the QUALIFY and prunes the older day partitions), so a restarted
+// job's seed (Published) reads what it can still reach, not the history.
+func (b *BigQuery) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
+	return b.readSnapshots(ctx, "read "+bqCurrent, `SELECT window_start, window_end, dims, revenue, revenue_micros,
+event_count, revision, result_state, writer FROM `+b.table(bqCurrent)+`
+WHERE window_start >= TIMESTAMP_MILLIS(@from)`, bigquery.QueryParameter{Name: "from", Value: windowStart})
 }
 
 // Changelog returns every accepted snapshot, ordered by key then revision.

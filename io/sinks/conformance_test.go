@@ -48,6 +48,7 @@ func conformance(t *testing.T, open func(t *testing.T) sinkUnderTest, skip ...st
 		{"ReplayIsNoOp", testReplayIsNoOp},
 		{"NoDip", testNoDip},
 		{"FinalHorizon", testFinalHorizon},
+		{"CurrentRowsFrom", testCurrentRowsFrom},
 		{"RunConfig", testRunConfig},
 		{"Diffs", testDiffs},
 	} {

@@ -758,6 +758,28 @@ func (s *SQLite) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	return sortedRows(rows), nil
 }
 
+// CurrentRowsFrom is CurrentRows limited to windows starting at or after
+// windowStart (epoch ms): the primary key's index on window_start serves
+// the range, so a restarted job's seed (Published) reads what it can still
+// reach, not the whole history.
+func (s *SQLite) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
+	rows, err := s.readRows(ctx, "read hourly_revenue", `SELECT h.window_start, h.window_end, h.dims,
+		h.revenue_micros, h.event_count, h.revision, h.result_state, COALESCE(c.writer, '')
+		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
+		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision
+		WHERE h.window_start >= ?`, secondPrefix(windowStart))
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if r.WindowStart >= windowStart { // the TEXT range is only a pre-filter
+			out = append(out, r)
+		}
+	}
+	return sortedRows(out), nil
+}
+
 // Changelog returns every accepted snapshot, ordered by key then revision.
 func (s *SQLite) Changelog(ctx context.Context) ([]model.Row, error) {
 	rows, err := s.readRows(ctx, "read hourly_revenue_changelog", `SELECT window_start, window_end, dims,
@@ -770,7 +792,7 @@ func (s *SQLite) Changelog(ctx context.Context) ([]model.Row, error) {
 
 // readRows scans snapshot rows. Ordering happens in Go on the parsed times:
 // TEXT order puts "10:00:00.500Z" before "10:00:00Z".
-func (s *SQLite) readRows(ctx context.Context, what, query string) ([]model.Row, error) {
+func (s *SQLite) readRows(ctx context.Context, what, query string, args ...any) ([]model.Row, error) {
 	var out []model.Row
 	err := s.query(ctx, what, query, func(rs *sql.Rows) error {
 		var (
@@ -792,7 +814,7 @@ func (s *SQLite) readRows(ctx context.Context, what, query string) ([]model.Row,
 		}
 		out = append(out, r)
 		return nil
-	})
+	}, args...)
 	return out, err
 }
 
@@ -919,8 +941,8 @@ func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, o
 }
 
 // query runs a read and calls scan for each row.
-func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error) error {
-	rs, err := s.db.QueryContext(ctx, query)
+func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
+	rs, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
 	}
