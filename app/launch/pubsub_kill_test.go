@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/pubsubtest"
 )
 
 // The binaries the child-process tests run: the launcher and the pstest
@@ -57,22 +57,7 @@ func buildBinaries(t testing.TB) (launch, pstest string) {
 // its address; it is killed when the test ends.
 func startPstestProcess(t testing.TB, bin string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--topic="+testTopic, "--subscription="+testSub, "--ack-deadline=10s")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
-	if err != nil || !ok {
-		t.Fatalf("pstest server: %q, %v", line, err)
-	}
-	return addr
+	return pubsubtest.StartServer(t, bin, testTopic, testSub, 10*time.Second)
 }
 
 // publishLog publishes payloads with the real client, in groups with a
