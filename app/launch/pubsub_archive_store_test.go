@@ -114,3 +114,38 @@ func archivedLines(t *testing.T, root string) []string {
 	}
 	return lines
 }
+
+// TestObjectStoresAreSharedOffProcess: on a runner whose workers run
+// elsewhere, a gs:// or s3:// source and Pub/Sub archive are reachable by
+// every worker, so they pass where a local path is refused.
+func TestObjectStoresAreSharedOffProcess(t *testing.T) {
+	reset := runnerFlags(t)
+	for _, bucket := range []string{"gs://b", "s3://b"} {
+		reset()
+		o, err := Parse([]string{"--runner=dataflow", "--sink=bigquery:my-project.d", "--source=" + bucket + "/raw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.placement(); err != nil {
+			t.Errorf("--source=%s/raw on dataflow refused: %v", bucket, err)
+		}
+		reset()
+		o, err = Parse([]string{"--runner=dataflow", "--sink=bigquery:my-project.d",
+			"--source=pubsub:" + testSub, "--pubsub-archive=" + bucket + "/archive"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("--pubsub-archive=%s/archive on dataflow refused: %v", bucket, err)
+		}
+	}
+	// The control: the same archive on local disk is refused.
+	reset()
+	o, err := Parse([]string{"--runner=dataflow", "--sink=bigquery:my-project.d", "--source=pubsub:" + testSub, "--pubsub-archive=archive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(); err == nil {
+		t.Error("a local archive on dataflow passed")
+	}
+}
