@@ -16,7 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
-// BenchmarkPipelineVsBaseline is cmd/bench in Go's harness, smaller: the
+// BenchmarkPipelineVsBaseline is testing/bench in Go's harness, smaller: the
 // streaming job on prism (folder source, pipeline, SQLite sink) over a
 // generated log of 100,000 purchases (5 % retries, 0.5 % conflicts, 1 % late,
 // 0.1 % too late, 4 partitions), and the plain-Go baseline over the same log
@@ -25,7 +25,7 @@ import (
 //
 //	go test ./launch -run X -bench PipelineVsBaseline -benchtime 3x -count 5
 //
-// (cmd/bench runs the 1,000,000-event version, each mode in a process of its
+// (testing/bench runs the 1,000,000-event version, each mode in a process of its
 // own, with peak RSS.)
 func BenchmarkPipelineVsBaseline(b *testing.B) {
 	defer slog.SetDefault(slog.Default())

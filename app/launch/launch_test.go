@@ -561,7 +561,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--source=" + missing}, `launch: --source=` + missing + `: folder does not exist`},
 		{[]string{"--source=pubsub:projects/p/topics/events"}, `launch: --source=pubsub:projects/p/topics/events: want pubsub:projects/PROJECT/subscriptions/SUBSCRIPTION`},
 		{[]string{"--source=pubsub:projects/p/subscriptions/s"}, `launch: --source=pubsub:projects/p/subscriptions/s: "s" is not a valid subscription id (3-255 of A-Z a-z 0-9 - _ . ~ + %, a letter first, not "goog...")`},
-		{[]string{"--source=pubsub:projects/p/subscriptions/revenue", "--pubsub-archive=s3://bucket/log"}, `launch: --pubsub-archive=s3://bucket/log: want a local folder or gs://BUCKET/PATH`},
+		{[]string{"--source=pubsub:projects/p/subscriptions/revenue", "--pubsub-archive=hdfs://nn/log"}, `launch: --pubsub-archive=hdfs://nn/log: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH`},
 		{[]string{"--source=pubsub:projects/p/subscriptions/revenue", "--pubsub-archive-fail-after=-1s"}, `launch: --pubsub-archive-fail-after must not be negative`},
 		{[]string{"--pubsub-shards=2"}, `launch: --pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only`},
 		{[]string{"--source=pubsub:projects/p/subscriptions/revenue", "--idle-timeout=0s"}, `launch: --idle-timeout must be positive, got 0s`},

@@ -194,7 +194,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 
 	add("source", stringValue{&o.Source}, "raw-log folder to read, or pubsub:projects/P/subscriptions/S (default: the demo, generated once into ./"+DefaultDemoDir+")")
 	add("follow", boolValue{&o.Follow}, "keep watching the folder for new files (streaming) instead of replaying it once")
-	add("pubsub-archive", stringValue{&o.PubSubArchive}, "folder (local, or gs://BUCKET/PATH) a Pub/Sub source archives every message to before acknowledging it; the source of truth the records are emitted from (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
+	add("pubsub-archive", stringValue{&o.PubSubArchive}, "folder (local, gs://BUCKET/PATH or s3://BUCKET/PATH) a Pub/Sub source archives every message to before acknowledging it; the source of truth the records are emitted from (default ./"+pubsub.DefaultArchiveRoot+"/<subscription id>)")
 	add("pubsub-pullers", countValue{&o.PubSubPullers}, fmt.Sprintf("Pub/Sub pull streams per reader key, each pulling, archiving and acknowledging (default %d)", pubsub.DefaultPullers))
 	add("pubsub-shards", countValue{&o.PubSubShards}, "Pub/Sub reader keys over the one subscription, each its own archive partition and watermark: spreads the reading over workers (default 1)")
 	add("pubsub-archive-fail-after", durationValue{&o.PubSubArchiveFailAfter}, fmt.Sprintf("fail the job when the Pub/Sub archive cannot be written for this long (default %s)", pubsub.DefaultArchiveFailAfter))
@@ -424,8 +424,8 @@ func (o Options) Validate() error {
 		// pubsub.Validate checks the archive too; the flag's own checks
 		// first, so that the error names it.
 		if a := o.ArchiveDir(); strings.Contains(a, "://") {
-			if !strings.HasPrefix(a, "gs://") {
-				return usagef("--pubsub-archive=%s: want a local folder or gs://BUCKET/PATH", a)
+			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
+				return usagef("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
 			}
 		} else if !isPrism(o.Runner) {
 			// Workers on other machines would each archive to their own

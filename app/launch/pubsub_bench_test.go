@@ -2,77 +2,17 @@ package launch
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	gpubsub "cloud.google.com/go/pubsub/v2"
-	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/revenue-stream/hourly/testing/pubsubtest"
 )
 
 // jobBenchMessages is how many messages each side of the job benchmark reads.
 const jobBenchMessages = 60_000
-
-// purchase200 is a realistic purchase message of exactly 200 bytes.
-func purchase200(i int) []byte {
-	p := fmt.Sprintf(`{"event_id":"evt-%012d","event_time":"2026-11-04T10:%02d:%02dZ","user_id":"user-%08d","amount":"%d.99","country":"DE","app":"shop","pad":"`,
-		i, i/60%60, i%60, i%100_000, i%500)
-	return []byte(p + strings.Repeat("x", 200-len(p)-2) + `"}`)
-}
-
-func publishBench(b *testing.B, c *gpubsub.Client, n int) {
-	pub := c.Publisher(testTopic)
-	defer pub.Stop()
-	ctx := context.Background()
-	res := make([]*gpubsub.PublishResult, 0, n)
-	for i := range n {
-		res = append(res, pub.Publish(ctx, &gpubsub.Message{Data: purchase200(i)}))
-	}
-	for _, r := range res {
-		if _, err := r.Get(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// barePull is the yardstick: pullers that only pull and acknowledge.
-func barePull(b *testing.B, c *gpubsub.Client, pullers, n int) float64 {
-	var got atomic.Int64
-	var wg sync.WaitGroup
-	ctx := context.Background()
-	start := time.Now()
-	for range pullers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for got.Load() < int64(n) {
-				resp, err := c.SubscriptionAdminClient.Pull(ctx, &pb.PullRequest{Subscription: testSub, MaxMessages: 1000})
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				var ids []string
-				for _, m := range resp.GetReceivedMessages() {
-					ids = append(ids, m.GetAckId())
-				}
-				if len(ids) > 0 {
-					if err := c.SubscriptionAdminClient.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: testSub, AckIds: ids}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-				got.Add(int64(len(ids)))
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n) / time.Since(start).Seconds()
-}
 
 // BenchmarkPubSubJobVsBarePull runs, per iteration, against one pstest
 // server in another process: a bare loop of 4 pullers that only pull and
@@ -96,10 +36,10 @@ func BenchmarkPubSubJobVsBarePull(b *testing.B) {
 	}
 	defer c.Close()
 	for i := 0; i < b.N; i++ {
-		publishBench(b, c, jobBenchMessages)
-		bare := barePull(b, c, 4, jobBenchMessages)
+		pubsubtest.Publish(b, c, testTopic, jobBenchMessages)
+		_, bare := pubsubtest.BarePull(b, c, testSub, 4, 1000, jobBenchMessages)
 
-		publishBench(b, c, jobBenchMessages)
+		pubsubtest.Publish(b, c, testTopic, jobBenchMessages)
 		dir := b.TempDir()
 		db := filepath.Join(dir, "revenue.db")
 		child := startChild(b, launchBin, addr, nil, "--source=pubsub:"+testSub, "--pubsub-archive="+filepath.Join(dir, "archive"),

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/pubsubtest"
 )
 
 // The binaries the child-process tests run: the launcher and the pstest
@@ -57,22 +57,7 @@ func buildBinaries(t testing.TB) (launch, pstest string) {
 // its address; it is killed when the test ends.
 func startPstestProcess(t testing.TB, bin string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--topic="+testTopic, "--subscription="+testSub, "--ack-deadline=10s")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
-	if err != nil || !ok {
-		t.Fatalf("pstest server: %q, %v", line, err)
-	}
-	return addr
+	return pubsubtest.StartServer(t, bin, testTopic, testSub, 10*time.Second)
 }
 
 // publishLog publishes payloads with the real client, in groups with a
@@ -181,14 +166,33 @@ func TestPubSubKillAtEveryBoundary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the launcher as a child process")
 	}
-	launchBin, pstestBin := buildBinaries(t)
-	groups := killLog(240, 6)
+	k := newKillRun(t)
+	for _, point := range []string{faults.PubSubAfterPull, faults.PubSubAfterArchive, faults.PubSubAfterAck, faults.PubSubAfterEmit} {
+		t.Run(point, func(t *testing.T) {
+			k.run(t, point, filepath.Join(t.TempDir(), "archive"))
+		})
+	}
+}
+
+// killRun is the kill-and-restart scenario: its binaries, its log in
+// groups, and what the offline oracle says the rows must end as.
+type killRun struct {
+	launchBin, pstestBin string
+	groups               [][]string
+	want                 oracle.Result
+	wantCounted          int64
+}
+
+func newKillRun(t *testing.T) *killRun {
+	t.Helper()
+	k := &killRun{groups: killLog(240, 6)}
+	k.launchBin, k.pstestBin = buildBinaries(t)
 
 	// The oracle: the log in one partition (order does not change any
 	// total here: nothing is too late with 24h of lateness).
 	logDir := t.TempDir()
 	var all []string
-	for _, g := range groups {
+	for _, g := range k.groups {
 		all = append(all, g...)
 	}
 	if err := os.MkdirAll(filepath.Join(logDir, "p"), 0o755); err != nil {
@@ -197,69 +201,74 @@ func TestPubSubKillAtEveryBoundary(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(logDir, "p", "log.jsonl"), []byte(strings.Join(all, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want, err := oracle.Replay(logDir, oracle.DefaultSettings(time.Now()))
-	if err != nil {
+	var err error
+	if k.want, err = oracle.Replay(logDir, oracle.DefaultSettings(time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	var wantCounted int64
-	for _, tot := range want.Final {
-		wantCounted += tot.Count
+	for _, tot := range k.want.Final {
+		k.wantCounted += tot.Count
+	}
+	return k
+}
+
+// run publishes half the log, starts the launcher archiving to archive
+// with the fault armed at point (its second batch), publishes the rest,
+// restarts it once the fault killed it, and checks the rows against the
+// oracle after a graceful stop. It returns the sink's path.
+func (k *killRun) run(t *testing.T, point, archive string) string {
+	t.Helper()
+	addr := startPstestProcess(t, k.pstestBin)
+	db := filepath.Join(t.TempDir(), "revenue.db")
+	args := []string{
+		"--source=pubsub:" + testSub, "--pubsub-archive=" + archive,
+		"--sink=sqlite:" + db, "--idle-timeout=1h", "--early=1s", "--pubsub-pullers=2",
+	}
+	publishLog(t, addr, k.groups[:3])
+
+	// Run 1 dies at the second batch's boundary.
+	c1 := startChild(t, k.launchBin, addr, []string{faults.Env + "=" + point + ":2"}, args...)
+	publishLog(t, addr, k.groups[3:])
+	// The bounds are generous: on a loaded machine (the full test suite
+	// beside other builds) prism's start alone has taken over a minute.
+	ws := c1.wait(t, 3*time.Minute)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || !strings.Contains(c1.stderr.String(), point+" fired") {
+		t.Fatalf("run 1 ended with %v, want SIGKILL at %s; stderr:\n%s", ws, point, c1.stderr.String())
 	}
 
-	for _, point := range []string{faults.PubSubAfterPull, faults.PubSubAfterArchive, faults.PubSubAfterAck, faults.PubSubAfterEmit} {
-		t.Run(point, func(t *testing.T) {
-			addr := startPstestProcess(t, pstestBin)
-			dir := t.TempDir()
-			db := filepath.Join(dir, "revenue.db")
-			args := []string{
-				"--source=pubsub:" + testSub, "--pubsub-archive=" + filepath.Join(dir, "archive"),
-				"--sink=sqlite:" + db, "--idle-timeout=1h", "--early=1s", "--pubsub-pullers=2",
-			}
-			publishLog(t, addr, groups[:3])
-
-			// Run 1 dies at the second batch's boundary.
-			c1 := startChild(t, launchBin, addr, []string{faults.Env + "=" + point + ":2"}, args...)
-			publishLog(t, addr, groups[3:])
-			ws := c1.wait(t, 90*time.Second)
-			if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || !strings.Contains(c1.stderr.String(), point+" fired") {
-				t.Fatalf("run 1 ended with %v, want SIGKILL at %s; stderr:\n%s", ws, point, c1.stderr.String())
-			}
-
-			// Run 2 re-emits the archive, pulls the rest, and is stopped
-			// gracefully once its rows hold every event.
-			c2 := startChild(t, launchBin, addr, nil, args...)
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				var counted int64
-				for _, r := range currentRowsOf(db) {
-					counted += r.EventCount
-				}
-				if counted >= wantCounted {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("rows hold %d events after 90s, want %d; stderr:\n%s", counted, wantCounted, c2.stderr.String())
-				}
-				time.Sleep(300 * time.Millisecond)
-			}
-			time.Sleep(2 * time.Second) // a double count would show by now
-			if err := c2.cmd.Process.Signal(os.Interrupt); err != nil {
-				t.Fatal(err)
-			}
-			if ws := c2.wait(t, 60*time.Second); ws.ExitStatus() != 0 {
-				t.Fatalf("run 2 exited %v; stderr:\n%s", ws, c2.stderr.String())
-			}
-			got := currentRowsOf(db)
-			if len(got) != len(want.Final) {
-				t.Errorf("%d windows, want %d", len(got), len(want.Final))
-			}
-			for k, w := range want.Final {
-				if r := got[k]; r.RevenueMicros != w.RevenueMicros || r.EventCount != w.Count {
-					t.Errorf("%v: %s (%d events), want %v", k, model.FormatMicros(r.RevenueMicros), r.EventCount, w)
-				}
-			}
-		})
+	// Run 2 re-emits the archive, pulls the rest, and is stopped
+	// gracefully once its rows hold every event.
+	c2 := startChild(t, k.launchBin, addr, nil, args...)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var counted int64
+		for _, r := range currentRowsOf(db) {
+			counted += r.EventCount
+		}
+		if counted >= k.wantCounted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rows hold %d events after 3m, want %d; stderr:\n%s", counted, k.wantCounted, c2.stderr.String())
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
+	time.Sleep(2 * time.Second) // a double count would show by now
+	if err := c2.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if ws := c2.wait(t, 60*time.Second); ws.ExitStatus() != 0 {
+		t.Fatalf("run 2 exited %v; stderr:\n%s", ws, c2.stderr.String())
+	}
+	got := currentRowsOf(db)
+	if len(got) != len(k.want.Final) {
+		t.Errorf("%d windows, want %d", len(got), len(k.want.Final))
+	}
+	for key, w := range k.want.Final {
+		if r := got[key]; r.RevenueMicros != w.RevenueMicros || r.EventCount != w.Count {
+			t.Errorf("%v: %s (%d events), want %v", key, model.FormatMicros(r.RevenueMicros), r.EventCount, w)
+		}
+	}
+	return db
 }
 
 // An archive that cannot be written (here: its partition folder is a file,

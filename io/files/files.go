@@ -1,8 +1,8 @@
 // Package files is where the project reads, lists and writes paths: through
 // Beam's io/filesystem, so that a path may be a local one or on any
-// filesystem Beam serves (gs:// in production, memfs:// in tests). A worker
-// on another machine reaches a gs:// path as the launcher does; a local path
-// only when the disk is shared.
+// filesystem Beam serves (gs:// and s3:// in production, memfs:// in tests).
+// A worker on another machine reaches a gs:// or s3:// path as the launcher
+// does; a local path only when the disk is shared.
 //
 // Object stores have no folders and no appends. A "folder" there is a prefix
 // (gs://b/raw is every object named raw/...), a subfolder is the next path
@@ -26,10 +26,12 @@ import (
 
 	"cloud.google.com/go/storage"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"   // gs://
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // plain paths
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs" // memfs:// (tests)
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"    // s3:// (AWS_* environment)
 )
 
 // IsLocal reports whether path is a local path rather than a scheme://
@@ -57,23 +59,29 @@ func Join(dir string, elem ...string) string {
 // appear in it (Beam's filesystems have no escape for them).
 const globChars = "*?["
 
-// filesystems caches one filesystem per scheme (and emulator host, which
-// tests change): creating a GCS client per call would cost a credentials
-// look-up each time. Losing it costs only that.
+// filesystems caches one filesystem per scheme (and emulator endpoint,
+// which tests change): creating a GCS or S3 client per call would cost a
+// credentials look-up each time. Losing it costs only that.
 var filesystems sync.Map
+
+// endpointEnv is the environment that points a client at another server:
+// GCS's emulator host, and the AWS SDK's endpoint overrides (which Beam's
+// s3 filesystem honours through config.LoadDefaultConfig).
+var endpointEnv = []string{"STORAGE_EMULATOR_HOST", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}
 
 func filesystemFor(path string) (filesystem.Interface, error) {
 	scheme := "default"
 	if i := strings.Index(path, "://"); i > 0 {
 		scheme = path[:i]
 	}
-	key := scheme + "\x00" + os.Getenv("STORAGE_EMULATOR_HOST")
+	key := scheme
+	for _, e := range endpointEnv {
+		key += "\x00" + os.Getenv(e)
+	}
 	if f, ok := filesystems.Load(key); ok {
 		return f.(filesystem.Interface), nil
 	}
-	// The client outlives any one call, so it must not hold a call's
-	// context.
-	f, err := filesystem.New(context.Background(), path)
+	f, err := newFilesystem(path)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +90,21 @@ func filesystemFor(path string) (filesystem.Interface, error) {
 		return prev.(filesystem.Interface), nil
 	}
 	return f, nil
+}
+
+// newFilesystem creates the filesystem for path's scheme. Beam's s3
+// filesystem panics when the AWS configuration cannot be loaded (a
+// malformed ~/.aws/config, say); that becomes an error here, so that a bad
+// flag or environment is a message, not a crash.
+func newFilesystem(path string) (f filesystem.Interface, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("%s filesystem: %v", scheme(path), r)
+		}
+	}()
+	// The client outlives any one call, so it must not hold a call's
+	// context.
+	return filesystem.New(context.Background(), path)
 }
 
 // Check refuses a path that cannot be used as a folder before any work:
@@ -95,7 +118,11 @@ func Check(path string) error {
 		return nil
 	}
 	if _, err := filesystemFor(path); err != nil {
-		return fmt.Errorf("no filesystem serves %s paths (this build serves local paths, gs:// and memfs://)", scheme(path))
+		switch scheme(path) {
+		case "gs://", "s3://", "memfs://": // served, but the client could not be made
+			return err
+		}
+		return fmt.Errorf("no filesystem serves %s paths (this build serves local paths, gs://, s3:// and memfs://)", scheme(path))
 	}
 	if strings.ContainsAny(path, globChars) {
 		return fmt.Errorf("a %s path must not contain any of %q", scheme(path), globChars)
@@ -113,10 +140,29 @@ func scheme(path string) string {
 // notExist marks the not-found errors of the remote filesystems as
 // fs.ErrNotExist, so that callers test for one error whatever the scheme.
 func notExist(err error) error {
-	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) {
+	if err == nil {
+		return nil
+	}
+	var (
+		noKey    *s3types.NoSuchKey
+		notFound *s3types.NotFound
+		noBucket *s3types.NoSuchBucket
+	)
+	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) ||
+		errors.As(err, &noKey) || errors.As(err, &notFound) || errors.As(err, &noBucket) ||
+		s3Missing(err) {
 		return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
 	}
 	return err
+}
+
+// s3Missing recognises a missing S3 object by its message: Beam's s3
+// OpenRead formats the SDK's error with %v, which drops its type, so only
+// the HTTP status the SDK writes into the message is left ("https response
+// error StatusCode: 404, ..., NoSuchKey"; a missing bucket is a 404 too).
+func s3Missing(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "error getting object s3://") && strings.Contains(msg, "response error StatusCode: 404")
 }
 
 // Open opens a file for reading at byte offset. A local file is seeked; a

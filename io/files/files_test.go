@@ -12,14 +12,16 @@ import (
 
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/testing/gcstest"
+	"github.com/revenue-stream/hourly/testing/s3test"
 )
 
-// roots returns one empty folder per filesystem: local, GCS (the fake
-// server) and memfs.
+// roots returns one empty folder per filesystem: local, GCS and S3 (the
+// fake servers) and memfs.
 func roots(t *testing.T) map[string]string {
 	return map[string]string{
 		"local": t.TempDir(),
 		"gcs":   gcstest.NewBucket(t) + "/raw",
+		"s3":    s3test.NewBucket(t) + "/raw",
 		"memfs": "memfs://" + t.Name() + "/raw",
 	}
 }
@@ -128,6 +130,8 @@ func TestCheck(t *testing.T) {
 	}{
 		{"/tmp/raw", true},
 		{"gs://b/raw", true},
+		{"s3://b/raw", true},
+		{"s3://b/raw*", false},
 		{"memfs://raw", true},
 		{"gs://b/raw*", false},
 		{"gs://b/r[aw", false},

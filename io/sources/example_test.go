@@ -37,5 +37,5 @@ func ExampleValidate() {
 	o := pipeline.Defaults()
 	err := sources.Validate("hdfs://namenode/raw", sources.FolderOptions{Watermark: o.Watermark, Event: o.Event})
 	fmt.Println(err)
-	// Output: --source=hdfs://namenode/raw: no filesystem serves hdfs:// paths (this build serves local paths, gs:// and memfs://)
+	// Output: --source=hdfs://namenode/raw: no filesystem serves hdfs:// paths (this build serves local paths, gs://, s3:// and memfs://)
 }

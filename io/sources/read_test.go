@@ -25,6 +25,7 @@ import (
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/gcstest"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/testing/s3test"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -179,12 +180,14 @@ func followOptions(o pipeline.Options) sources.FolderOptions {
 	}
 }
 
-// inFolders runs a scenario against a local folder and against a gs://
-// prefix on a GCS JSON API server (the fake one, in this process): the
-// source reads both through Beam's filesystem and must behave the same.
+// inFolders runs a scenario against a local folder, a gs:// prefix on a
+// GCS JSON API server and an s3:// prefix on an S3 API server (the fake
+// ones, in this process): the source reads all three through Beam's
+// filesystem and must behave the same.
 func inFolders(t *testing.T, scenario func(t *testing.T, dir string)) {
 	t.Run("local", func(t *testing.T) { scenario(t, t.TempDir()) })
 	t.Run("gcs", func(t *testing.T) { scenario(t, gcstest.NewBucket(t)+"/raw") })
+	t.Run("s3", func(t *testing.T) { scenario(t, s3test.NewBucket(t)+"/raw") })
 }
 
 // mkPartition creates an empty partition: a folder, or on an object store
@@ -196,6 +199,10 @@ func mkPartition(t *testing.T, dir, partition string) {
 		if err := os.MkdirAll(filepath.Join(dir, partition), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		return
+	}
+	if strings.HasPrefix(dir, "s3://") {
+		s3test.Put(t, files.Join(dir, partition)+"/", nil)
 		return
 	}
 	gcstest.Put(t, files.Join(dir, partition)+"/", nil)

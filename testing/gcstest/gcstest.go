@@ -56,8 +56,10 @@ func NewBucket(t testing.TB) string {
 	return "gs://" + name
 }
 
-// bucketName makes a valid, unique-per-test bucket name: lower case, digits
-// and dashes, at most 63 characters.
+// BucketName makes a valid, unique-per-test bucket name: lower case, digits
+// and dashes, at most 63 characters (valid for GCS and S3 alike).
+func BucketName(test string) string { return bucketName(test) }
+
 func bucketName(test string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(test) {
@@ -100,6 +102,16 @@ func Put(t testing.TB, path string, content []byte) {
 // PREFIX/p0/...).
 func Upload(t testing.TB, dir, prefix string) {
 	t.Helper()
+	Walk(t, dir, func(rel string, data []byte) {
+		Put(t, strings.TrimSuffix(prefix, "/")+"/"+rel, data)
+	})
+}
+
+// Walk calls put with the slash-separated relative path and content of
+// every file under the local folder dir: what an upload to any object
+// store copies.
+func Walk(t testing.TB, dir string, put func(rel string, data []byte)) {
+	t.Helper()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -112,11 +124,11 @@ func Upload(t testing.TB, dir, prefix string) {
 		if err != nil {
 			return err
 		}
-		Put(t, strings.TrimSuffix(prefix, "/")+"/"+filepath.ToSlash(rel), data)
+		put(filepath.ToSlash(rel), data)
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("gcstest: upload %s to %s: %v", dir, prefix, err)
+		t.Fatalf("walk %s: %v", dir, err)
 	}
 }
 

@@ -186,8 +186,8 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	}
 	o = o.withDefaults(id)
 	switch {
-	case !isLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
-		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
+	case !isLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
+		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
 	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
 		return "", "", errors.New("pubsub pullers, reader keys and held messages must not be negative")
 	case o.MaxHeld < o.PullBatch:

@@ -2,12 +2,16 @@
 // plain-Go single-process baseline with the same semantics, over the same
 // generated raw log, in the same run (issue: throughput and state cost).
 //
-//	go run ./cmd/bench                      # 1,000,000 events, 5 runs of each
-//	go run ./cmd/bench --events=200000 --runs=3
+//	go run ./testing/bench                      # 1,000,000 events, 5 runs of each
+//	go run ./testing/bench --events=200000 --runs=3
 //
 // Each measurement runs in a child process of its own, so its peak RSS
 // (VmHWM) and allocations are its own. Medians are printed, with the ratio
 // pipeline/baseline: the baseline is the machine's limit to aim at.
+//
+// It lives under testing/, not cmd/, because its baseline is the test
+// oracle (testing/oracle): a measuring tool beside the tests, not a shipped
+// binary. No package outside testing/ may import testing/ (testing/deps).
 package main
 
 import (
