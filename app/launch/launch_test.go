@@ -659,18 +659,20 @@ func TestLoggerQuietsBeam(t *testing.T) {
 var (
 	binDir      string
 	binDirOnce  = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "launch-bin-") })
-	binary      = sync.OnceValues(func() (string, error) { return buildCommand("launch") })
-	faultBinary = sync.OnceValues(func() (string, error) { return buildCommand("launch-faults", "-tags", "faults") })
+	binary      = sync.OnceValues(func() (string, error) { return buildCommand("launch", launchPkg) })
+	faultBinary = sync.OnceValues(func() (string, error) { return buildCommand("launch-faults", launchPkg, "-tags", "faults") })
 )
 
-func buildCommand(name string, flags ...string) (string, error) {
+const launchPkg = "github.com/revenue-stream/hourly/cmd/launch"
+
+func buildCommand(name, pkg string, flags ...string) (string, error) {
 	dir, err := binDirOnce()
 	if err != nil {
 		return "", err
 	}
 	binDir = dir
 	bin := filepath.Join(dir, name)
-	args := append(append([]string{"build", "-o", bin}, flags...), "github.com/revenue-stream/hourly/cmd/launch")
+	args := append(append([]string{"build", "-o", bin}, flags...), pkg)
 	out, err := exec.Command("go", args...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
@@ -678,10 +680,10 @@ func buildCommand(name string, flags ...string) (string, error) {
 	return bin, nil
 }
 
-func buildBinary(t *testing.T) string      { return mustBuild(t, binary) }
-func buildFaultBinary(t *testing.T) string { return mustBuild(t, faultBinary) }
+func buildBinary(t testing.TB) string      { return mustBuild(t, binary) }
+func buildFaultBinary(t testing.TB) string { return mustBuild(t, faultBinary) }
 
-func mustBuild(t *testing.T, build func() (string, error)) string {
+func mustBuild(t testing.TB, build func() (string, error)) string {
 	t.Helper()
 	bin, err := build()
 	if err != nil {

@@ -21,36 +21,18 @@ import (
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
 )
 
-// The binaries the child-process tests run: the launcher and the pstest
-// server, built once per test binary.
-var binaries struct {
-	once           sync.Once
-	launch, pstest string
-	err            error
-}
+// pstestBinary builds the pstest server once per test run, next to the
+// launch binaries (binDir, removed by TestMain).
+var pstestBinary = sync.OnceValues(func() (string, error) {
+	return buildCommand("pstestserver", "github.com/revenue-stream/hourly/testing/pstestserver")
+})
 
+// buildBinaries returns the binaries the child-process tests run: the
+// launcher with the faults build tag (the kill tests arm its Pub/Sub fault
+// points; a production build ignores them) and the pstest server.
 func buildBinaries(t testing.TB) (launch, pstest string) {
 	t.Helper()
-	binaries.once.Do(func() {
-		dir, err := os.MkdirTemp("", "launch-bins")
-		if err != nil {
-			binaries.err = err
-			return
-		}
-		binaries.launch, binaries.pstest = filepath.Join(dir, "launch"), filepath.Join(dir, "pstestserver")
-		// The launch binary is built with the faults tag: the kill tests arm
-		// its Pub/Sub fault points (a production build ignores them).
-		for bin, pkg := range map[string]string{binaries.launch: "../../cmd/launch", binaries.pstest: "../../testing/pstestserver"} {
-			if out, err := exec.Command("go", "build", "-tags", "faults", "-o", bin, pkg).CombinedOutput(); err != nil {
-				binaries.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if binaries.err != nil {
-		t.Fatal(binaries.err)
-	}
-	return binaries.launch, binaries.pstest
+	return buildFaultBinary(t), mustBuild(t, pstestBinary)
 }
 
 // startPstestProcess runs the pstest server in its own process and returns
