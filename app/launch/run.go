@@ -87,6 +87,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			return nil, &ConfigError{Err: fmt.Errorf("demo: %w", err)}
 		}
 	}
+	// The graceful stop's request, for this run only (see stopSignal).
+	signal, err := o.stopSignal(sum.Source)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	fo.Stop = signal
 	if err := ctx.Err(); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("interrupted before the job started: %w", err)}
 	}
@@ -98,12 +104,6 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	// window the sink holds as FINAL stays as it is. The rows are read when
 	// the job runs, on a worker: never through the job graph.
 	po.Published = o.Sink
-	// The graceful stop's request, for this run only (see stopSignal).
-	signal, err := o.stopSignal(sum.Source)
-	if err != nil {
-		return nil, &ConfigError{Err: err}
-	}
-	fo.Stop = signal
 	var read func(s beam.Scope) (records, progress beam.PCollection)
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)

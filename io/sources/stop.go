@@ -96,10 +96,7 @@ func (s StopSignal) Prepare() error {
 	if !s.Enabled() || !files.IsLocal(s.Dir) {
 		return nil
 	}
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return fmt.Errorf("control folder: %w", err)
-	}
-	return nil
+	return os.MkdirAll(s.Dir, 0o755)
 }
 
 // Request writes the stop object: every reader of the run stops within a
