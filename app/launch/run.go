@@ -552,7 +552,12 @@ func stop[R any](o Options, name string, loopback bool, signal sources.StopSigna
 	// request within a poll interval, then stops pulling or listing and
 	// never finishes its restriction.
 	ctx := context.Background()
-	if err := signal.Request(ctx); err != nil {
+	// A filesystem that hangs must not hold the stop: the cancel below
+	// still comes.
+	rctx, cancelRequest := context.WithTimeout(ctx, max(o.StopTimeout, 10*time.Second))
+	err := signal.Request(rctx)
+	cancelRequest()
+	if err != nil {
 		// The readers go on; the wait below ends at StopTimeout and the
 		// cancel then catches records in flight.
 		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
