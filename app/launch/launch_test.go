@@ -538,6 +538,7 @@ func TestInterruptedFollow(t *testing.T) {
 // and exit code 2, before any work.
 func TestBadFlags(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
+	log := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -566,6 +567,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--pubsub-shards=2"}, `launch: --pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only`},
 		{[]string{"--source=pubsub:projects/p/subscriptions/revenue", "--idle-timeout=0s"}, `launch: --idle-timeout must be positive, got 0s`},
 		{[]string{"--pubsub-archive=" + missing}, `launch: --pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only`},
+		{[]string{"--control=hdfs://nn/control"}, `launch: --control=hdfs://nn/control: no filesystem serves hdfs:// paths (this build serves local paths, gs:// and memfs://)`},
+		{[]string{"--source=" + log, "--follow", "--control=" + filepath.Join(log, "p0", "000001.jsonl", "c")}, `launch: --control=` + filepath.Join(log, "p0", "000001.jsonl", "c") + `: mkdir ` + filepath.Join(log, "p0", "000001.jsonl") + `: not a directory (pass --control=FOLDER the launcher can write)`},
 		{[]string{"--follow"}, `launch: --follow needs --source: the demo log is complete, there is nothing to follow`},
 		{[]string{"--follow=maybe"}, `launch: --follow: invalid boolean "maybe"`},
 		{[]string{"--report=run.txt"}, `launch: --report: "run.txt": want a path ending in .html, .json, .md`},

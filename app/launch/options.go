@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -98,6 +99,10 @@ type Options struct {
 	// machine's local paths: without it, a runner whose workers run
 	// elsewhere is refused a local source, archive or sink (see placement).
 	SharedFilesystem bool
+	// Control (--control) is the folder where a graceful stop writes the
+	// run's stop request for its readers, wherever they run (see
+	// ControlDir and sources.StopSignal).
+	Control string
 
 	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
 	// the source is read (zero values take the sources or pubsub package
@@ -225,6 +230,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("duration", durationValue{&o.Duration}, "stop a streaming run gracefully after this long (default: at Ctrl-C)")
 	add("ui", stringValue{&o.UI}, "serve a live page (revisions per window, watermarks, audit counters) on [HOST:]PORT, loopback unless a host is given")
 	add("shared-filesystem", boolValue{&o.SharedFilesystem}, "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow a local source, archive and sink off the in-process runner")
+	add("control", stringValue{&o.Control}, "folder (local, or gs://BUCKET/PATH) where a graceful stop writes this run's stop request for the readers on every worker (default: FOLDER/"+controlName+" inside the source folder or Pub/Sub archive)")
 
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
 		if fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
@@ -375,7 +381,7 @@ Flags:
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "pubsub-pullers", "pubsub-shards", "pubsub-archive-fail-after", "sink", "bq-flush", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
 	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui",
-	"shared-filesystem"}
+	"shared-filesystem", "control"}
 
 // Validate checks the settings together, before any work: every failure is
 // a *ConfigError naming its flag. It looks at the source folder (it must
@@ -416,6 +422,11 @@ func (o Options) Validate() error {
 	if o.PubSubArchiveFailAfter < 0 {
 		return usagef("--pubsub-archive-fail-after must not be negative")
 	}
+	if o.Control != "" {
+		if err := files.Check(o.Control); err != nil {
+			return usagef("--control=%s: %v", o.Control, err)
+		}
+	}
 	if err := o.placement(); err != nil {
 		return &ConfigError{Err: err}
 	}
@@ -443,6 +454,32 @@ func (o Options) Validate() error {
 		}
 	}
 	return nil
+}
+
+// controlName is the default control folder inside the folder the job
+// reads.
+const controlName = "_control"
+
+// ControlDir is where a graceful stop writes the run's stop request
+// (sources.StopSignal): --control, or else the folder _control inside the
+// folder the job reads: the Pub/Sub archive, or source (the folder read,
+// the demo's and the live demo's too). Readers and reconcile skip names
+// starting with '_' (rawlog.Ignored), so it is never read as a partition or
+// an archive shard. It is reachable by every worker whenever that folder
+// is, and lies where the launcher already writes for a Pub/Sub source; a
+// source folder the launcher may not write needs --control.
+func (o Options) ControlDir(source string) string {
+	if o.Control != "" {
+		return o.Control
+	}
+	dir := source
+	if o.IsPubSub() {
+		dir = o.ArchiveDir()
+	}
+	if dir == "" {
+		return ""
+	}
+	return files.Join(dir, controlName)
 }
 
 // pubsubOptions are the Pub/Sub reader settings of a run with pipeline
@@ -518,6 +555,9 @@ func (o Options) placement() error {
 		}
 	case cli.LocalPath(o.Source):
 		p.Local("--source="+o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
+	}
+	if o.Control != "" && cli.LocalPath(o.Control) {
+		p.Local("--control="+o.Control, "write the stop request to a bucket with --control=gs://BUCKET/PATH")
 	}
 	return p.Err()
 }

@@ -44,6 +44,8 @@ func TestRefusesLocalPartsOffProcess(t *testing.T) {
 			"launch: the demo's log (./demo-data) is local to this machine, but with --runner=universal the workers run in other processes or on other machines: replay it from a bucket with --source=gs://BUCKET/PATH" + shared},
 		{[]string{"--runner=universal", "--sink=bigquery:my-project.d", "--source=pubsub:projects/p/subscriptions/revenue", "--pubsub-archive=archive"},
 			"launch: --pubsub-archive=archive is local to this machine, but with --runner=universal the workers run in other processes or on other machines: archive to a bucket with --pubsub-archive=gs://BUCKET/PATH" + shared},
+		{[]string{"--runner=dataflow", "--sink=bigquery:my-project.d", "--source=gs://bucket/raw", "--control=control"},
+			"launch: --control=control is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: write the stop request to a bucket with --control=gs://BUCKET/PATH" + shared},
 	} {
 		reset()
 		var stdout, stderr bytes.Buffer

@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -84,6 +85,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			return nil, &ConfigError{Err: fmt.Errorf("demo: %w", err)}
 		}
 	}
+	// The graceful stop's request, for this run only (see stopSignal).
+	signal, err := o.stopSignal(sum.Source)
+	if err != nil {
+		return nil, &ConfigError{Err: err}
+	}
+	fo.Stop = signal
 	if err := ctx.Err(); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("interrupted before the job started: %w", err)}
 	}
@@ -98,6 +105,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	var read func(s beam.Scope) (records, progress beam.PCollection)
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)
+		pso.Stop = signal
 		read = func(s beam.Scope) (beam.PCollection, beam.PCollection) {
 			return pubsub.Read(s, o.Source, pso), beam.PCollection{}
 		}
@@ -182,8 +190,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
 		}()
 	}
-	hooks.mon = mon
+	hooks.mon, hooks.signal = mon, signal
 	res := execute(ctx, o, p, hooks)
+	if err := signal.Clear(context.WithoutCancel(ctx)); err != nil {
+		slog.Warn("removing the stop request", "path", signal.Path(), "err", err)
+	}
 	sum.Duration = time.Since(started)
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
 	if res.metrics != nil {
@@ -263,6 +274,33 @@ func (o Options) absolutePaths() (Options, error) {
 	return o, errors.Join(errs...)
 }
 
+// stopSignal is the run's graceful-stop request in its control folder
+// (ControlDir), with a token no other run has: an old request left there
+// never stops this run. A local folder is made absolute (a worker's working
+// directory is not the launcher's) and created now, so that one the
+// launcher cannot write is refused before any work.
+func (o Options) stopSignal(source string) (sources.StopSignal, error) {
+	dir := o.ControlDir(source)
+	if dir == "" {
+		return sources.StopSignal{}, nil
+	}
+	if files.IsLocal(dir) {
+		a, err := filepath.Abs(dir)
+		if err != nil {
+			return sources.StopSignal{}, fmt.Errorf("--control=%s: %w", dir, err)
+		}
+		dir = a
+	}
+	signal := sources.NewStopSignal(dir)
+	if err := signal.Validate(); err != nil {
+		return signal, fmt.Errorf("--control: %w", err)
+	}
+	if err := signal.Prepare(); err != nil {
+		return signal, fmt.Errorf("--control=%s: %w (pass --control=FOLDER the launcher can write)", dir, err)
+	}
+	return signal, nil
+}
+
 // ConfigError is a bad command line, setting, source or sink, found before
 // any work: one line, exit 2 (SPEC §6).
 type ConfigError struct{ Err error }
@@ -334,6 +372,8 @@ type runHooks struct {
 	// beforeStop runs when ctx ends, before the readers are stopped;
 	// drained reports whether every record read so far has its verdict.
 	beforeStop func(drained func() bool)
+	// signal is the run's stop request, written by the graceful stop.
+	signal sources.StopSignal
 }
 
 func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {
@@ -420,7 +460,7 @@ wait:
 				// passed, and a stop would leave them in flight.
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
-			r = stop(o, name, loopback, done, hardCancel)
+			r = stop(o, name, loopback, hooks.signal, done, hardCancel)
 			break wait
 		case <-tick:
 			if view != nil {
@@ -457,15 +497,24 @@ wait:
 // stop is the graceful stop: readers stop, the output settles, the job is
 // cancelled through the job service; the job's context is cancelled only if
 // that fails or the job does not end in time.
-func stop[R any](o Options, name string, loopback bool, done <-chan R, hardCancel context.CancelFunc) R {
-	// Both sources' readers: whichever this job runs stops pulling or
-	// listing, and never finishes its restriction.
-	sources.RequestStop()
-	pubsub.RequestStop()
-	stopAt := time.Now()
-	slog.Info("stopping: readers stopped; waiting for the output to settle before cancelling the job (Ctrl-C again to quit at once)",
-		"quiet", o.QuietPeriod, "at_most", o.StopTimeout)
+func stop[R any](o Options, name string, loopback bool, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) R {
+	// The readers, folder or Pub/Sub, on whatever worker: each sees the
+	// request within a poll interval, then stops pulling or listing and
+	// never finishes its restriction.
 	ctx := context.Background()
+	// A filesystem that hangs must not hold the stop: the cancel below
+	// still comes.
+	rctx, cancelRequest := context.WithTimeout(ctx, max(o.StopTimeout, 10*time.Second))
+	err := signal.Request(rctx)
+	cancelRequest()
+	if err != nil {
+		// The readers go on; the wait below ends at StopTimeout and the
+		// cancel then catches records in flight.
+		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
+	}
+	stopAt := time.Now()
+	slog.Info("stopping: stop requested; waiting for the readers to stop and the output to settle before cancelling the job (Ctrl-C again to quit at once)",
+		"request", signal.Path(), "quiet", o.QuietPeriod, "at_most", o.StopTimeout)
 	deadline := stopAt.Add(o.StopTimeout)
 
 	var j *job

@@ -103,9 +103,10 @@
 //
 // # Stopping
 //
-// [RequestStop] is a graceful stop for a process that runs the SDK harness
-// itself (prism in loopback mode, as cmd/launch and the tests do): a
-// follower reads its current file to its end, unterminated last line
+// A graceful stop is a [StopSignal] (FolderOptions.Stop): an object named
+// for the run in a control folder, which every reader, on any worker, looks
+// for through Beam's filesystem at most once per poll interval. Once it is
+// there a follower reads its current file to its end, unterminated last line
 // included, and then reads nothing more; no reader finishes its restriction,
 // because a finished
 // restriction moves the watermark to the end of time and would write FINAL
@@ -121,8 +122,8 @@
 // sink (sinks.WriteProgress) and, on a restart, resumes each partition after
 // the last checkpoint that lies before what dedup and the open windows need
 // (docs/restart.md), with its watermark restored, so every record after it
-// is stamped as in the first run. On a remote runner the flag does not reach the workers, and stopping
-// is the runner's business: a drain truncates a follower's restriction (the
+// is stamped as in the first run. Without a stop signal, stopping is the
+// runner's business: a drain truncates a follower's restriction (the
 // SDK's default drops an unbounded remainder), which ends it and so moves the
 // watermark to the end of time, as drain semantics say; cancel and restart
 // instead when FINAL rows must not be written early.

@@ -19,6 +19,8 @@ func ExampleReadFolder() {
 		Watermark:    o.Watermark,
 		Event:        o.Event,
 		PollInterval: time.Second,
+		// The readers stop gracefully once this run's stop object exists.
+		Stop: sources.NewStopSignal(dir + "/_control"),
 	}
 	if err := sources.Validate(dir, src); err != nil {
 		fmt.Println(err)
@@ -30,7 +32,7 @@ func ExampleReadFolder() {
 		fmt.Println(err)
 		return
 	}
-	_ = p // run it; on SIGINT call sources.RequestStop, then cancel the job
+	_ = p // run it; on SIGINT call src.Stop.Request, wait for the output to settle, then cancel the job
 }
 
 func ExampleValidate() {

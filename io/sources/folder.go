@@ -69,6 +69,9 @@ type FolderOptions struct {
 	// watermark restored from the checkpoint's largest valid event time, so
 	// every record after it gets the WatermarkBefore it got in the first run.
 	Resume []model.Checkpoint
+	// Stop is the run's graceful-stop request, which the readers look for
+	// once per PollInterval (see StopSignal). The zero value: none.
+	Stop StopSignal
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
@@ -236,7 +239,7 @@ func ReadFolderWithProgress(s beam.Scope, dir string, o FolderOptions) (records,
 		MaxPerCall: o.MaxPerCall,
 		Settle:     o.Settle,
 		Starts:     starts,
-		StopGen:    stopGeneration(),
+		Stop:       o.Stop,
 	}, partitions)
 }
 

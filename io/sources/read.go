@@ -39,10 +39,11 @@ type readFn struct {
 	MaxPerCall int
 	Settle     time.Duration
 	Starts     []startPoint
-	// StopGen is the RequestStop count when the pipeline was built.
-	StopGen int64
+	// Stop is the run's graceful-stop request (see StopSignal).
+	Stop StopSignal
 
 	open *openFiles
+	stop *StopWatch
 }
 
 // staleAfter is how long (ms) a board entry that is not refreshed still
@@ -57,6 +58,7 @@ func (f *readFn) Teardown() { f.open.closeAll() }
 
 func (f *readFn) Setup() {
 	f.open = newOpenFiles()
+	f.stop = f.Stop.Watch(f.Poll)
 	sharedBoard.register(f.Source, f.Partitions, time.Now().UnixMilli())
 }
 
@@ -112,10 +114,10 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		sharedBoard.finish(f.Source, partition)
 		return sdf.StopProcessing(), nil
 	}
-	stopping := stopRequested(f.StopGen)
+	stopping := f.stop.Stopped()
 	if stopping && !f.Follow {
 		// Nothing is read and the watermark stays where it is; the
-		// restriction is never finished (see RequestStop).
+		// restriction is never finished (see StopSignal).
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
 
@@ -123,7 +125,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	r.maxRecords = f.MaxPerCall
 	r.settle, r.source = f.Settle, f.Source
 	r.open = f.open
-	r.stop = func() bool { return stopRequested(f.StopGen) }
+	r.stop = f.stop.Stopped
 	if stopping {
 		// A follower's last pass: the current file to its end, its
 		// unterminated last line included (SPEC §3), and no other file.

@@ -143,11 +143,13 @@ func findRow(rows []model.Row, start string, st model.ResultState) (model.Row, b
 type job struct {
 	cancel context.CancelFunc
 	done   chan error
+	signal sources.StopSignal
 }
 
-func startJob(p *beam.Pipeline) *job {
+// startJob runs p; signal is the stop request its readers were built with.
+func startJob(p *beam.Pipeline, signal sources.StopSignal) *job {
 	ctx, cancel := context.WithCancel(context.Background())
-	j := &job{cancel: cancel, done: make(chan error, 1)}
+	j := &job{cancel: cancel, done: make(chan error, 1), signal: signal}
 	go func() {
 		_, err := beam.Run(ctx, "prism", p)
 		j.done <- err
@@ -155,10 +157,19 @@ func startJob(p *beam.Pipeline) *job {
 	return j
 }
 
+// requestStop writes the job's stop request, as the launcher's graceful
+// stop does.
+func (j *job) requestStop(t *testing.T) {
+	t.Helper()
+	if err := j.signal.Request(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // stop stops the readers gracefully, cancels the job and waits for it.
 func (j *job) stop(t *testing.T) {
 	t.Helper()
-	sources.RequestStop()
+	j.requestStop(t)
 	j.cancel()
 	select {
 	case err := <-j.done:
@@ -171,12 +182,13 @@ func (j *job) stop(t *testing.T) {
 	}
 }
 
-func followOptions(o pipeline.Options) sources.FolderOptions {
+func followOptions(t *testing.T, o pipeline.Options) sources.FolderOptions {
 	return sources.FolderOptions{
 		Follow:       true,
 		Watermark:    o.Watermark,
 		Event:        o.Event,
 		PollInterval: 100 * time.Millisecond,
+		Stop:         sources.NewStopSignal(t.TempDir()),
 	}
 }
 
@@ -387,14 +399,15 @@ func testFollowAndStop(t *testing.T, dir string) {
 	o.Triggers.AllowedLateness = time.Hour // so one window can close within the test
 
 	p, s := beam.NewPipelineWithRoot()
-	recs := sources.ReadFolder(s, dir, followOptions(o))
+	so := followOptions(t, o)
+	recs := sources.ReadFolder(s, dir, so)
 	read := collectRecords(s, recs)
 	out, err := pipeline.Build(s, recs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
-	j := startJob(p)
+	j := startJob(p, so.Stop)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -425,8 +438,10 @@ func testFollowAndStop(t *testing.T, dir string) {
 	})
 
 	// After the stop nothing more is read, and the watermark stays: the
-	// file below would close [11:00, 12:00) if it were read.
-	sources.RequestStop()
+	// file below would close [11:00, 12:00) if it were read. The readers
+	// see the request within a poll interval (100ms).
+	j.requestStop(t)
+	time.Sleep(300 * time.Millisecond)
 	put(t, dir, "p0", "000004.jsonl", purchase("W", "2026-11-04T14:30:00Z", "4"))
 	time.Sleep(1 * time.Second) // ten polls
 	j.stop(t)
@@ -467,7 +482,7 @@ func TestSlowPartitionHoldsWatermark(t *testing.T) {
 
 	// One record per call: p0, with more to read, resumes at once while p1
 	// waits for its next poll, so prism runs them in different bundles.
-	so := followOptions(o)
+	so := followOptions(t, o)
 	so.MaxPerCall = 1
 	p, s := beam.NewPipelineWithRoot()
 	recs := sources.ReadFolder(s, dir, so)
@@ -477,7 +492,7 @@ func TestSlowPartitionHoldsWatermark(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
-	j := startJob(p)
+	j := startJob(p, so.Stop)
 	defer j.stop(t)
 
 	onTime := func(start string) bool { _, ok := findRow(rows.Values(), start, model.OnTime); return ok }
@@ -520,14 +535,15 @@ func TestIdlePartitionStopsHolding(t *testing.T) {
 	o.Watermark.IdleTimeout = 3 * time.Second
 
 	p, s := beam.NewPipelineWithRoot()
-	recs := sources.ReadFolder(s, dir, followOptions(o))
+	so := followOptions(t, o)
+	recs := sources.ReadFolder(s, dir, so)
 	read := collectRecords(s, recs)
 	out, err := pipeline.Build(s, recs, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
-	j := startJob(p)
+	j := startJob(p, so.Stop)
 	defer j.stop(t)
 
 	// Keep p0 active, its watermark below 11:20, while p1 stays silent.

@@ -138,7 +138,8 @@
 //
 // # Stopping
 //
-// RequestStop is the folder source's graceful stop: no further pulls, the
+// Options.Stop is the folder source's graceful stop (sources.StopSignal, an
+// object every reader looks for once per poll): no further pulls, the
 // restriction is never finished (that would move the watermark to the end of
 // time and write FINAL rows for windows still correctable), then the
 // launcher cancels the job. A runner's drain truncates the unbounded

@@ -34,5 +34,5 @@ func ExampleRead() {
 	if _, err := pipeline.Build(s, records, o); err != nil {
 		log.Fatal(err)
 	}
-	_ = p // attach sinks, then run with beam.Run; stop with pubsub.RequestStop and a cancel
+	_ = p // attach sinks, then run with beam.Run; stop with opts.Stop.Request and a cancel
 }

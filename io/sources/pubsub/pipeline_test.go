@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
@@ -22,6 +23,7 @@ import (
 // cancelled like a production job).
 type streamJob struct {
 	*runnertest.Job
+	signal      sources.StopSignal
 	rows        collect.Handle[model.Row]
 	tooLate     collect.Handle[model.TooLate]
 	conflicts   collect.Handle[model.Conflict]
@@ -45,8 +47,10 @@ func startStream(t *testing.T, archiveDir string) *streamJob {
 		t.Fatal(err)
 	}
 	o := pipelineOptions()
+	signal := sources.NewStopSignal(t.TempDir())
 	p, s := beam.NewPipelineWithRoot()
 	records := Read(s, "pubsub:"+testSub, Options{
+		Stop:         signal,
 		ArchiveDir:   archiveDir,
 		Watermark:    o.Watermark,
 		Event:        o.Event,
@@ -58,6 +62,7 @@ func startStream(t *testing.T, archiveDir string) *streamJob {
 		t.Fatal(err)
 	}
 	sj := &streamJob{
+		signal:      signal,
 		rows:        collect.Into[model.Row](s, out.Rows, "rows"),
 		tooLate:     collect.Into[model.TooLate](s, out.TooLate, "toolate"),
 		conflicts:   collect.Into[model.Conflict](s, out.Conflicts, "conflicts"),
@@ -82,9 +87,11 @@ func startStream(t *testing.T, archiveDir string) *streamJob {
 // stop is the launcher's graceful stop: no further pulls, then cancel.
 func (j *streamJob) stop(t *testing.T) {
 	t.Helper()
-	RequestStop()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	if err := j.signal.Request(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := j.Cancel(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -49,11 +49,12 @@ type readFn struct {
 	Poll             time.Duration
 	SkipReplay       bool
 	ReplayFrom       time.Time
-	// StopGen is the RequestStop count when the pipeline was built.
-	StopGen int64
+	// Stop is the run's graceful-stop request (see sources.StopSignal).
+	Stop sources.StopSignal
 
 	client *gpubsub.Client
 	stores map[int]*store
+	stop   *sources.StopWatch
 }
 
 // Setup builds the client (PUBSUB_EMULATOR_HOST, when set, points it at an
@@ -65,6 +66,7 @@ func (f *readFn) Setup() error {
 	}
 	f.client = c
 	f.stores = map[int]*store{}
+	f.stop = f.Stop.Watch(f.Poll)
 	return nil
 }
 
@@ -143,9 +145,9 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	if rest.Closed {
 		return sdf.StopProcessing(), nil
 	}
-	if stopRequested(f.StopGen) {
+	if f.stop.Stopped() {
 		// Nothing is pulled and the watermark stays; the restriction is
-		// never finished (see RequestStop).
+		// never finished (see sources.StopSignal).
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
 
@@ -160,7 +162,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	r.archiveFailAfter, r.backlogAge = f.ArchiveFailAfter, f.BacklogAge
 	r.sub = f.client.SubscriptionAdminClient
 	r.log = slog.Default().With("source", "pubsub", "subscription", f.Subscription, "shard", rest.Shard)
-	r.stop = func() bool { return stopRequested(f.StopGen) }
+	r.stop = f.stop.Stopped
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
 		// The timestamp is the watermark before the record (never its event

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/watermark"
 
 	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
@@ -93,6 +94,9 @@ type Options struct {
 	// PollInterval is how long the reader rests after a pull found nothing,
 	// and while stopped (default 200ms).
 	PollInterval time.Duration
+	// Stop is the run's graceful-stop request, which the readers look for
+	// once per PollInterval (see sources.StopSignal). The zero value: none.
+	Stop sources.StopSignal
 	// SkipReplay starts at the end of the archive instead of re-emitting
 	// it. The re-emit is what recovers messages acknowledged by a run that
 	// died before the runner committed them, so skip it only for an archive
@@ -264,7 +268,7 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		Poll:             o.PollInterval,
 		SkipReplay:       o.SkipReplay,
 		ReplayFrom:       o.ReplayFrom,
-		StopGen:          stopGen.Load(),
+		Stop:             o.Stop,
 	}, subs)
 }
 
