@@ -389,7 +389,6 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return outcome{err: err}
 	}
-	loopback := jobopts.IsLoopback()
 	// A unique job name is how the stop path finds this job in the job
 	// service (beam.Run does not hand out the id before the job ends).
 	name := *jobopts.JobName
@@ -452,15 +451,16 @@ wait:
 			switch {
 			case hooks.beforeStop != nil:
 				hooks.beforeStop(drained)
-			case o.Streaming() && loopback:
+			case o.Streaming():
 				// Readers still running keep the watermark moving (idle
 				// partitions leave the minimum), so records already read
-				// reach their verdict; once the readers stop, prism hands a
-				// stateful step no element its frozen watermark has not
-				// passed, and a stop would leave them in flight.
+				// reach their verdict; once the readers stop, a stateful
+				// step holds what its frozen watermark has not passed, and
+				// a stop would leave them in flight. The figures come from
+				// the runner, wherever the workers run.
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
-			r = stop(o, name, loopback, hooks.signal, done, hardCancel)
+			r = stop(o, name, hooks.signal, done, hardCancel)
 			break wait
 		case <-tick:
 			if view != nil {
@@ -497,7 +497,7 @@ wait:
 // stop is the graceful stop: readers stop, the output settles, the job is
 // cancelled through the job service; the job's context is cancelled only if
 // that fails or the job does not end in time.
-func stop[R any](o Options, name string, loopback bool, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) R {
+func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) R {
 	// The readers, folder or Pub/Sub, on whatever worker: each sees the
 	// request within a poll interval, then stops pulling or listing and
 	// never finishes its restriction.
