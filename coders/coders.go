@@ -31,22 +31,64 @@ func done[T any](v T, r *Reader, what string) (T, error) {
 	return v, nil
 }
 
-// EncodeRecord encodes a raw record.
+// EncodeRecord encodes a raw record with its verdict, if any: of a valid
+// event only the fields the record does not hold (the payload is the line),
+// of a rejection its reason, detail and payload (an oversized line's is a
+// prefix of its own).
 func EncodeRecord(v model.Record) []byte {
-	w := Writer{B: make([]byte, 0, len(v.Line)+len(v.Position)+len(v.Partition)+24)}
+	w := Writer{B: make([]byte, 0, len(v.Line)+len(v.Position)+len(v.Partition)+96)}
 	w.String(v.Partition)
 	w.String(v.Position)
 	w.Bytes(v.Line)
 	w.Bool(v.Oversized)
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
+	switch {
+	case v.Valid != nil:
+		e := v.Valid
+		w.Uvarint(verdictValid)
+		w.String(e.EventID)
+		w.Varint(e.EventTime)
+		w.String(e.UserID)
+		w.Varint(e.AmountMicros)
+		w.String(e.Dims)
+		w.Fixed64(e.Fingerprint)
+		w.Bool(e.AfterEnd)
+	case v.Rejected != nil:
+		q := v.Rejected
+		w.Uvarint(verdictRejected)
+		w.String(q.Reason)
+		w.String(q.Detail)
+		w.Bytes(q.Payload)
+	default:
+		w.Uvarint(verdictNone)
+	}
 	return w.B
 }
+
+// The verdict a record carries (model.Record.Valid, Rejected).
+const (
+	verdictNone = iota
+	verdictValid
+	verdictRejected
+)
 
 // DecodeRecord is the inverse of EncodeRecord.
 func DecodeRecord(b []byte) (model.Record, error) {
 	r := Reader{B: b}
 	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
+	switch k := r.Uvarint(); {
+	case k == verdictValid:
+		v.Valid = &model.Event{
+			EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
+			Dims: r.String(), Fingerprint: r.Fixed64(), AfterEnd: r.Bool(),
+			Partition: v.Partition, Position: v.Position, Payload: v.Line, ReadAt: v.ReadAt, WatermarkBefore: v.WatermarkBefore,
+		}
+	case k == verdictRejected:
+		v.Rejected = &model.Quarantined{Position: v.Position, Reason: r.String(), Detail: r.String(), Payload: r.Bytes()}
+	case k != verdictNone && r.Err == nil:
+		return model.Record{}, fmt.Errorf("decode record: unknown verdict %d", k)
+	}
 	return done(v, &r, "record")
 }
 

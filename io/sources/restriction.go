@@ -8,6 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
@@ -40,8 +41,8 @@ type restriction struct {
 	FloorFiles int
 	Read       []string
 
-	// PolicyState is the watermark-policy state (see PolicyState).
-	PolicyState
+	// State is the partition's watermark state (see watermark.State).
+	watermark.State
 
 	// Closed marks a restriction with no work left: a replay that reached
 	// the end, or the primary of a checkpoint.
@@ -51,7 +52,7 @@ type restriction struct {
 // newRestriction is a partition that has read nothing, started at
 // processing time now (idleness is measured from there).
 func newRestriction(now int64) restriction {
-	return restriction{FloorFiles: 0, PolicyState: NewPolicyState(now)}
+	return restriction{FloorFiles: 0, State: watermark.NewState(now)}
 }
 
 // clone copies r so that a split's halves never share the Read slice.
@@ -61,7 +62,7 @@ func (r restriction) clone() restriction {
 	return r
 }
 
-// Clone, Closing and IsClosed make restriction Checkpointable.
+// Clone, Closing and IsClosed make restriction sdfread.Checkpointable.
 func (r restriction) Clone() restriction { return r.clone() }
 
 func (r restriction) Closing() restriction {
@@ -141,7 +142,8 @@ func fmtMs(ms int64) string {
 	return model.FormatTime(ms)
 }
 
-const restrictionVersion = 1
+// restrictionVersion 2: the watermark state holds the backlog hold.
+const restrictionVersion = 2
 
 func encodeRestriction(r restriction) []byte {
 	w := coders.Writer{B: make([]byte, 0, 64+len(r.File)+len(r.Floor)+16*len(r.Read))}
@@ -155,7 +157,7 @@ func encodeRestriction(r restriction) []byte {
 	for _, name := range r.Read {
 		w.String(name)
 	}
-	r.PolicyState.Encode(&w)
+	r.State.Encode(&w)
 	w.Bool(r.Closed)
 	return w.B
 }
@@ -178,7 +180,7 @@ func decodeRestriction(b []byte) (restriction, error) {
 	for i := uint64(0); i < n && rd.Err == nil; i++ {
 		r.Read = append(r.Read, rd.String())
 	}
-	r.PolicyState = DecodePolicyState(&rd)
+	r.State = watermark.DecodeState(&rd)
 	r.Closed = rd.Bool()
 	if rd.Err != nil {
 		return restriction{}, fmt.Errorf("decode source restriction: %w", rd.Err)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
@@ -41,13 +41,9 @@ type restriction struct {
 	// hour no earlier than Hour, so it sorts after all of them.
 	Seq  int64
 	Hour string
-	// Holding, Hold: the backlog hold (see backlog.go). While Holding, the
-	// partition watermark stays at Hold.
-	Holding bool
-	Hold    int64
-
-	// PolicyState is the watermark-policy state, as in the folder source.
-	sources.PolicyState
+	// State is the watermark state, the backlog hold included (see
+	// backlog.go and watermark.State).
+	watermark.State
 
 	// Closed marks a restriction with no work left: the primary of a
 	// checkpoint, or a truncated one.
@@ -55,7 +51,7 @@ type restriction struct {
 }
 
 func newRestriction(shard int, now int64) restriction {
-	return restriction{Shard: shard, PolicyState: sources.NewPolicyState(now)}
+	return restriction{Shard: shard, State: watermark.NewState(now)}
 }
 
 func (r restriction) String() string {
@@ -70,8 +66,9 @@ func fmtMs(ms int64) string {
 	return model.FormatTime(ms)
 }
 
-// restrictionVersion 2: the archive position (1 held a replay phase).
-const restrictionVersion = 2
+// restrictionVersion 3: the backlog hold moved into the watermark state (2:
+// the archive position; 1 held a replay phase).
+const restrictionVersion = 3
 
 func encodeRestriction(r restriction) []byte {
 	w := coders.Writer{B: make([]byte, 0, 128+len(r.Emitted)+len(r.Object))}
@@ -84,9 +81,7 @@ func encodeRestriction(r restriction) []byte {
 	w.Varint(int64(r.Line))
 	w.Varint(r.Seq)
 	w.String(r.Hour)
-	w.Bool(r.Holding)
-	w.Varint(r.Hold)
-	r.PolicyState.Encode(&w)
+	r.State.Encode(&w)
 	w.Bool(r.Closed)
 	return w.B
 }
@@ -105,9 +100,7 @@ func decodeRestriction(b []byte) (restriction, error) {
 	r.Line = int(rd.Varint())
 	r.Seq = rd.Varint()
 	r.Hour = rd.String()
-	r.Holding = rd.Bool()
-	r.Hold = rd.Varint()
-	r.PolicyState = sources.DecodePolicyState(&rd)
+	r.State = watermark.DecodeState(&rd)
 	r.Closed = rd.Bool()
 	if rd.Err != nil {
 		return restriction{}, fmt.Errorf("decode pubsub restriction: %w", rd.Err)
@@ -118,8 +111,8 @@ func decodeRestriction(b []byte) (restriction, error) {
 	return r, nil
 }
 
-// Clone, Closing and IsClosed make restriction sources.Checkpointable (the
-// reader is tracked by sources.CheckpointTracker, unbounded: a subscription
+// Clone, Closing and IsClosed make restriction sdfread.Checkpointable (the
+// reader is tracked by sdfread.CheckpointTracker, unbounded: a subscription
 // never ends). The restriction holds no slices: a copy is a clone.
 func (r restriction) Clone() restriction { return r }
 
