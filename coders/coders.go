@@ -19,7 +19,9 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*model.Quarantined)(nil)).Elem(), EncodeQuarantined, DecodeQuarantined)
 }
 
-func done[T any](v T, r *Reader, what string) (T, error) {
+// Done returns v decoded from r, or an error naming what when r failed or
+// has bytes left over.
+func Done[T any](v T, r *Reader, what string) (T, error) {
 	if r.Err != nil {
 		var zero T
 		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
@@ -89,7 +91,7 @@ func DecodeRecord(b []byte) (model.Record, error) {
 	case k != verdictNone && r.Err == nil:
 		return model.Record{}, fmt.Errorf("decode record: unknown verdict %d", k)
 	}
-	return done(v, &r, "record")
+	return Done(v, &r, "record")
 }
 
 func writeEvent(w *Writer, v *model.Event) {
@@ -125,7 +127,7 @@ func EncodeEvent(v model.Event) []byte {
 // DecodeEvent is the inverse of EncodeEvent.
 func DecodeEvent(b []byte) (model.Event, error) {
 	r := Reader{B: b}
-	return done(readEvent(&r), &r, "event")
+	return Done(readEvent(&r), &r, "event")
 }
 
 // EncodeEventBatch encodes a shard batch.
@@ -191,7 +193,7 @@ func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	for i := uint64(0); i < m && r.Err == nil; i++ {
 		v.Windows = append(v.Windows, r.Varint())
 	}
-	return done(v, &r, "event batch")
+	return Done(v, &r, "event batch")
 }
 
 func EncodeDelta(v model.Delta) []byte {
@@ -207,7 +209,7 @@ func EncodeDelta(v model.Delta) []byte {
 func DecodeDelta(b []byte) (model.Delta, error) {
 	r := Reader{B: b}
 	v := model.Delta{RevenueMicros: r.Varint(), Count: r.Varint(), AfterEnd: r.Bool(), Tick: r.Bool()}
-	return done(v, &r, "delta")
+	return Done(v, &r, "delta")
 }
 
 // WriteRow appends a row (also used for revision state).
@@ -240,7 +242,7 @@ func EncodeRow(v model.Row) []byte {
 // DecodeRow is the inverse of EncodeRow.
 func DecodeRow(b []byte) (model.Row, error) {
 	r := Reader{B: b}
-	return done(ReadRow(&r), &r, "row")
+	return Done(ReadRow(&r), &r, "row")
 }
 
 // EncodeTooLate encodes a too-late audit record.
@@ -258,7 +260,7 @@ func EncodeTooLate(v model.TooLate) []byte {
 func DecodeTooLate(b []byte) (model.TooLate, error) {
 	r := Reader{B: b}
 	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String()}
-	return done(v, &r, "too-late record")
+	return Done(v, &r, "too-late record")
 }
 
 // EncodeConflict encodes a conflict audit record.
@@ -276,7 +278,7 @@ func EncodeConflict(v model.Conflict) []byte {
 func DecodeConflict(b []byte) (model.Conflict, error) {
 	r := Reader{B: b}
 	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes()}
-	return done(v, &r, "conflict record")
+	return Done(v, &r, "conflict record")
 }
 
 // EncodeQuarantined encodes a quarantined record.
@@ -293,5 +295,5 @@ func EncodeQuarantined(v model.Quarantined) []byte {
 func DecodeQuarantined(b []byte) (model.Quarantined, error) {
 	r := Reader{B: b}
 	v := model.Quarantined{Position: r.String(), Payload: r.Bytes(), Reason: r.String(), Detail: r.String()}
-	return done(v, &r, "quarantined record")
+	return Done(v, &r, "quarantined record")
 }

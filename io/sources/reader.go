@@ -151,11 +151,8 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 	}()
 	leaving := false
 	for {
-		if r.stop() {
-			return sdfread.Stopped, false, nil
-		}
-		if r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
-			return sdfread.Budget, false, nil
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+			return out, false, nil
 		}
 		l, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -308,16 +305,8 @@ func (r *reader) watermarkState(now int64) bool {
 	r.rest.State = p.State()
 	if rep.ByIdleness && idleLog.due(r.source, now) {
 		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
-			"reported_watermark", fmtMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
+			"reported_watermark", watermark.FormatMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
 	}
-	switch {
-	case rep.WentIdle:
-		r.log.Info("source partition idle: it leaves the watermark minimum",
-			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
-			"reported_watermark", fmtMs(r.rest.Reported))
-	case rep.CameBack:
-		r.log.Info("source partition active again: its old records are late or too late",
-			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
-	}
+	sdfread.LogIdleness(r.log, "source partition", rep, p, r.policy.IdleTimeout)
 	return rep.WentIdle
 }

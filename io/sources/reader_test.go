@@ -180,7 +180,7 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 				t.Errorf("final state %v", p.rest)
 			}
 			if wantMax := rowtest.MS("2026-11-04T12:00:00Z"); p.rest.MaxValid != wantMax {
-				t.Errorf("MaxValid = %s, want %s", fmtMs(p.rest.MaxValid), fmtMs(wantMax))
+				t.Errorf("MaxValid = %s, want %s", watermark.FormatMs(p.rest.MaxValid), watermark.FormatMs(wantMax))
 			}
 			if !p.recs[4].Oversized {
 				t.Errorf("oversized record %+v", p.recs[4])
@@ -264,7 +264,7 @@ func TestReaderFollow(t *testing.T) {
 	// The late file was judged against the watermark its partition had
 	// reached: 10:40 - 10m.
 	if late := p.recs[3]; late.WatermarkBefore != rowtest.MS("2026-11-04T10:30:00Z") {
-		t.Errorf("late record stamped %s", fmtMs(late.WatermarkBefore))
+		t.Errorf("late record stamped %s", watermark.FormatMs(late.WatermarkBefore))
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -131,62 +131,45 @@ func (r *restriction) prune(listed []string) {
 }
 
 func (r restriction) String() string {
-	return fmt.Sprintf("{file=%q offset=%d line=%d floor=%q read=%d maxValid=%s idle=%v reported=%s closed=%v}",
-		r.File, r.Offset, r.Line, r.Floor, len(r.Read), fmtMs(r.MaxValid), r.Idle, fmtMs(r.Reported), r.Closed)
-}
-
-func fmtMs(ms int64) string {
-	if ms == model.NoWatermark {
-		return "none"
-	}
-	return model.FormatTime(ms)
+	return fmt.Sprintf("{file=%q offset=%d line=%d floor=%q read=%d %v closed=%v}",
+		r.File, r.Offset, r.Line, r.Floor, len(r.Read), r.State, r.Closed)
 }
 
 // restrictionVersion 2: the watermark state holds the backlog hold.
 const restrictionVersion = 2
 
 func encodeRestriction(r restriction) []byte {
-	w := coders.Writer{B: make([]byte, 0, 64+len(r.File)+len(r.Floor)+16*len(r.Read))}
-	w.Uvarint(restrictionVersion)
-	w.String(r.File)
-	w.Varint(r.Offset)
-	w.Varint(int64(r.Line))
-	w.String(r.Floor)
-	w.Varint(int64(r.FloorFiles))
-	w.Uvarint(uint64(len(r.Read)))
-	for _, name := range r.Read {
-		w.String(name)
-	}
-	r.State.Encode(&w)
-	w.Bool(r.Closed)
-	return w.B
+	return sdfread.EncodeRestriction(restrictionVersion, 64+len(r.File)+len(r.Floor)+16*len(r.Read), func(w *coders.Writer) {
+		w.String(r.File)
+		w.Varint(r.Offset)
+		w.Varint(int64(r.Line))
+		w.String(r.Floor)
+		w.Varint(int64(r.FloorFiles))
+		w.Uvarint(uint64(len(r.Read)))
+		for _, name := range r.Read {
+			w.String(name)
+		}
+		r.State.Encode(w)
+		w.Bool(r.Closed)
+	})
 }
 
 func decodeRestriction(b []byte) (restriction, error) {
-	rd := coders.Reader{B: b}
-	if v := rd.Uvarint(); rd.Err == nil && v != restrictionVersion {
-		return restriction{}, fmt.Errorf("decode source restriction: unknown version %d", v)
-	}
-	var r restriction
-	r.File = rd.String()
-	r.Offset = rd.Varint()
-	r.Line = int(rd.Varint())
-	r.Floor = rd.String()
-	r.FloorFiles = int(rd.Varint())
-	n := rd.Uvarint()
-	if rd.Err == nil && n > uint64(len(rd.B)) { // each name takes at least a byte
-		return restriction{}, fmt.Errorf("decode source restriction: %d file names in %d bytes", n, len(rd.B))
-	}
-	for i := uint64(0); i < n && rd.Err == nil; i++ {
-		r.Read = append(r.Read, rd.String())
-	}
-	r.State = watermark.DecodeState(&rd)
-	r.Closed = rd.Bool()
-	if rd.Err != nil {
-		return restriction{}, fmt.Errorf("decode source restriction: %w", rd.Err)
-	}
-	if len(rd.B) != 0 {
-		return restriction{}, fmt.Errorf("decode source restriction: %d trailing bytes", len(rd.B))
-	}
-	return r, nil
+	return sdfread.DecodeRestriction(b, restrictionVersion, "source restriction", func(rd *coders.Reader) (r restriction) {
+		r.File = rd.String()
+		r.Offset = rd.Varint()
+		r.Line = int(rd.Varint())
+		r.Floor = rd.String()
+		r.FloorFiles = int(rd.Varint())
+		n := rd.Uvarint()
+		if rd.Err == nil && n > uint64(len(rd.B)) { // each name takes at least a byte
+			rd.Err = fmt.Errorf("%d file names in %d bytes", n, len(rd.B))
+		}
+		for i := uint64(0); i < n && rd.Err == nil; i++ {
+			r.Read = append(r.Read, rd.String())
+		}
+		r.State = watermark.DecodeState(rd)
+		r.Closed = rd.Bool()
+		return r
+	})
 }

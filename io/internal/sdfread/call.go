@@ -82,3 +82,17 @@ func (Shape[R]) CreateWatermarkEstimator(state int64) *WatermarkEstimator {
 }
 
 func (Shape[R]) WatermarkEstimatorState(e *WatermarkEstimator) int64 { return e.Value() }
+
+// Ended says whether a call must end before its next record, and why: a
+// stop was requested, or the records (emitted of maxRecords) or the time
+// (elapsed of budget) of the call are used up, since the runner sees the
+// watermark, and can checkpoint, only between calls.
+func Ended(stop bool, emitted, maxRecords int, elapsed, budget time.Duration) (Outcome, bool) {
+	switch {
+	case stop:
+		return Stopped, true
+	case emitted >= maxRecords || elapsed >= budget:
+		return Budget, true
+	}
+	return 0, false
+}

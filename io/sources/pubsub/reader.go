@@ -240,11 +240,8 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 	defer rc.Close()
 	lr := rawlog.NewReaderAt(rc, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
 	for {
-		if r.stop() {
-			return sdfread.Stopped, false, nil
-		}
-		if r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
-			return sdfread.Budget, false, nil
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+			return out, false, nil
 		}
 		l, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -321,14 +318,6 @@ func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
 	rep := p.Report(now, model.NoWatermark, false)
 	r.rest.State = p.State()
-	switch {
-	case rep.WentIdle:
-		r.log.Info("pubsub source idle: its watermark now advances with processing time",
-			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
-			"reported_watermark", fmtMs(r.rest.Reported))
-	case rep.CameBack:
-		r.log.Info("pubsub source active again: records older than its watermark are late or too late",
-			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
-	}
+	sdfread.LogIdleness(r.log, "pubsub source", rep, p, r.policy.IdleTimeout)
 	return rep.WentIdle
 }

@@ -355,7 +355,7 @@ func TestBacklogHoldsWatermark(t *testing.T) {
 			t.Error("the fresh message did not release the hold")
 		}
 		if want := w10 + 179*60_000 - testPolicy.OutOfOrderBound.Milliseconds(); rest.Reported < want {
-			t.Errorf("after the backlog the reported watermark is %s, want %s", fmtMs(rest.Reported), fmtMs(want))
+			t.Errorf("after the backlog the reported watermark is %s, want %s", watermark.FormatMs(rest.Reported), watermark.FormatMs(want))
 		}
 	})
 	t.Run("control", func(t *testing.T) {
