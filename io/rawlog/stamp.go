@@ -32,23 +32,25 @@ func ResumeStamper(p watermark.Policy, cfg event.Config, s watermark.State) *Sta
 	return &Stamper{wm: watermark.Resume(p, s), cfg: cfg}
 }
 
-// Stamp sets rec.WatermarkBefore, validates the record, advances the
-// partition watermark with it if it is valid, and stores the verdict in the
-// record (rec.Valid or rec.Rejected) so that validation downstream need not
-// parse it again. rec.ReadAt must be set: it is the processing time the
-// future check uses.
+// Stamp sets rec.WatermarkBefore, validates the record and advances the
+// partition watermark with it if it is valid. rec.ReadAt must be set: it is
+// the processing time the future check uses.
 func (s *Stamper) Stamp(rec *model.Record) (model.Event, *model.Quarantined) {
 	rec.WatermarkBefore = s.wm.Before()
-	rec.Valid, rec.Rejected = nil, nil
 	ev, q := event.Parse(*rec, s.cfg)
 	s.wm.Observe(ev.EventTime, q == nil, rec.ReadAt)
-	if q != nil {
-		rec.Rejected = q
-	} else {
-		v := ev
-		rec.Valid = &v
-	}
 	return ev, q
+}
+
+// StampRecord is Stamp for a source that emits the record: the verdict goes
+// into it (rec.Valid or rec.Rejected), so that validation downstream does
+// not parse the line again.
+func (s *Stamper) StampRecord(rec *model.Record) {
+	ev, q := s.Stamp(rec)
+	rec.Valid, rec.Rejected = nil, q
+	if q == nil {
+		rec.Valid = &ev
+	}
 }
 
 // Watermark is the partition watermark after the records stamped so far.

@@ -244,7 +244,7 @@ func (r *reader) record(l rawlog.Line) bool {
 		Oversized: l.Oversized,
 		ReadAt:    now,
 	}
-	r.stamper.Stamp(&rec)
+	r.stamper.StampRecord(&rec)
 	r.rest.State = r.stamper.Partition().State()
 	r.rest.Offset, r.rest.Line = l.End, l.No
 	if !r.claim(r.rest) {

@@ -284,7 +284,7 @@ func (r *reader) stamp(rec *model.Record, backlog bool) {
 		rec.Line, rec.Oversized = rec.Line[:min(len(rec.Line), rawlog.PrefixLimit)], true
 	}
 	r.stamper.Partition().Backlog(backlog)
-	r.stamper.Stamp(rec)
+	r.stamper.StampRecord(rec)
 	r.rest.State = r.stamper.Partition().State()
 }
 
