@@ -2,17 +2,15 @@ package sources
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*restriction)(nil)).Elem(), encodeRestriction, decodeRestriction)
+	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
 }
 
 // maxRemembered is how many read file names a restriction keeps to recognise

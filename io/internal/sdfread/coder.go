@@ -2,7 +2,9 @@ package sdfread
 
 import (
 	"fmt"
+	"reflect"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
 )
 
@@ -25,4 +27,10 @@ func DecodeRestriction[R any](b []byte, version uint64, what string, body func(*
 		return zero, fmt.Errorf("decode %s: unknown version %d", what, v)
 	}
 	return coders.Done(body(&rd), &rd, what)
+}
+
+// RegisterRestrictionCoder registers a reader's restriction coder with
+// Beam.
+func RegisterRestrictionCoder[R any](enc func(R) []byte, dec func([]byte) (R, error)) {
+	beam.RegisterCoder(reflect.TypeOf((*R)(nil)).Elem(), enc, dec)
 }

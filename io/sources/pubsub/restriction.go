@@ -2,16 +2,14 @@ package pubsub
 
 import (
 	"fmt"
-	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*restriction)(nil)).Elem(), encodeRestriction, decodeRestriction)
+	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
 }
 
 // restriction is one reader key's whole state, and it is what the runner
