@@ -19,7 +19,9 @@ func init() {
 	beam.RegisterCoder(reflect.TypeOf((*model.Quarantined)(nil)).Elem(), EncodeQuarantined, DecodeQuarantined)
 }
 
-func done[T any](v T, r *Reader, what string) (T, error) {
+// Done returns v decoded from r, or an error naming what when r failed or
+// has bytes left over.
+func Done[T any](v T, r *Reader, what string) (T, error) {
 	if r.Err != nil {
 		var zero T
 		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
@@ -31,23 +33,65 @@ func done[T any](v T, r *Reader, what string) (T, error) {
 	return v, nil
 }
 
-// EncodeRecord encodes a raw record.
+// EncodeRecord encodes a raw record with its verdict, if any: of a valid
+// event only the fields the record does not hold (the payload is the line),
+// of a rejection its reason, detail and payload (an oversized line's is a
+// prefix of its own).
 func EncodeRecord(v model.Record) []byte {
-	w := Writer{B: make([]byte, 0, len(v.Line)+len(v.Position)+len(v.Partition)+24)}
+	w := Writer{B: make([]byte, 0, len(v.Line)+len(v.Position)+len(v.Partition)+96)}
 	w.String(v.Partition)
 	w.String(v.Position)
 	w.Bytes(v.Line)
 	w.Bool(v.Oversized)
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
+	switch {
+	case v.Valid != nil:
+		e := v.Valid
+		w.Uvarint(verdictValid)
+		w.String(e.EventID)
+		w.Varint(e.EventTime)
+		w.String(e.UserID)
+		w.Varint(e.AmountMicros)
+		w.String(e.Dims)
+		w.Fixed64(e.Fingerprint)
+		w.Bool(e.AfterEnd)
+	case v.Rejected != nil:
+		q := v.Rejected
+		w.Uvarint(verdictRejected)
+		w.String(q.Reason)
+		w.String(q.Detail)
+		w.Bytes(q.Payload)
+	default:
+		w.Uvarint(verdictNone)
+	}
 	return w.B
 }
+
+// The verdict a record carries (model.Record.Valid, Rejected).
+const (
+	verdictNone = iota
+	verdictValid
+	verdictRejected
+)
 
 // DecodeRecord is the inverse of EncodeRecord.
 func DecodeRecord(b []byte) (model.Record, error) {
 	r := Reader{B: b}
 	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
-	return done(v, &r, "record")
+	switch k := r.Uvarint(); {
+	case k == verdictValid:
+		v.Valid = &model.Event{
+			EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
+			Dims: r.String(), Fingerprint: r.Fixed64(), AfterEnd: r.Bool(),
+			Partition: v.Partition, Position: v.Position, Payload: v.Line, ReadAt: v.ReadAt, WatermarkBefore: v.WatermarkBefore,
+		}
+	case k == verdictRejected:
+		v.Rejected = &model.Quarantined{Position: v.Position, Reason: r.String(), Detail: r.String(), Payload: r.Bytes()}
+	case k != verdictNone && r.Err == nil:
+		return model.Record{}, fmt.Errorf("decode record: unknown verdict %d", k)
+	}
+	return Done(v, &r, "record")
 }
 
 func writeEvent(w *Writer, v *model.Event) {
@@ -83,7 +127,7 @@ func EncodeEvent(v model.Event) []byte {
 // DecodeEvent is the inverse of EncodeEvent.
 func DecodeEvent(b []byte) (model.Event, error) {
 	r := Reader{B: b}
-	return done(readEvent(&r), &r, "event")
+	return Done(readEvent(&r), &r, "event")
 }
 
 // EncodeEventBatch encodes a shard batch.
@@ -149,7 +193,7 @@ func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	for i := uint64(0); i < m && r.Err == nil; i++ {
 		v.Windows = append(v.Windows, r.Varint())
 	}
-	return done(v, &r, "event batch")
+	return Done(v, &r, "event batch")
 }
 
 func EncodeDelta(v model.Delta) []byte {
@@ -165,7 +209,7 @@ func EncodeDelta(v model.Delta) []byte {
 func DecodeDelta(b []byte) (model.Delta, error) {
 	r := Reader{B: b}
 	v := model.Delta{RevenueMicros: r.Varint(), Count: r.Varint(), AfterEnd: r.Bool(), Tick: r.Bool()}
-	return done(v, &r, "delta")
+	return Done(v, &r, "delta")
 }
 
 // WriteRow appends a row (also used for revision state).
@@ -198,7 +242,7 @@ func EncodeRow(v model.Row) []byte {
 // DecodeRow is the inverse of EncodeRow.
 func DecodeRow(b []byte) (model.Row, error) {
 	r := Reader{B: b}
-	return done(ReadRow(&r), &r, "row")
+	return Done(ReadRow(&r), &r, "row")
 }
 
 // EncodeTooLate encodes a too-late audit record.
@@ -216,7 +260,7 @@ func EncodeTooLate(v model.TooLate) []byte {
 func DecodeTooLate(b []byte) (model.TooLate, error) {
 	r := Reader{B: b}
 	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String()}
-	return done(v, &r, "too-late record")
+	return Done(v, &r, "too-late record")
 }
 
 // EncodeConflict encodes a conflict audit record.
@@ -234,7 +278,7 @@ func EncodeConflict(v model.Conflict) []byte {
 func DecodeConflict(b []byte) (model.Conflict, error) {
 	r := Reader{B: b}
 	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes()}
-	return done(v, &r, "conflict record")
+	return Done(v, &r, "conflict record")
 }
 
 // EncodeQuarantined encodes a quarantined record.
@@ -251,5 +295,5 @@ func EncodeQuarantined(v model.Quarantined) []byte {
 func DecodeQuarantined(b []byte) (model.Quarantined, error) {
 	r := Reader{B: b}
 	v := model.Quarantined{Position: r.String(), Payload: r.Bytes(), Reason: r.String(), Detail: r.String()}
-	return done(v, &r, "quarantined record")
+	return Done(v, &r, "quarantined record")
 }

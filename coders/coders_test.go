@@ -44,6 +44,20 @@ func roundTrip[T any](t *testing.T, name string, v T, enc func(T) []byte, dec fu
 func TestRoundTrips(t *testing.T) {
 	roundTrip(t, "record", model.Record{Partition: "p1", Position: "p1/a.jsonl:3", Line: []byte(`{"x":1}`),
 		Oversized: true, ReadAt: 17, WatermarkBefore: model.NoWatermark}, EncodeRecord, DecodeRecord)
+	// A record carries the stamper's verdict, so validation need not parse
+	// the line again: a valid event (its payload is the line) or a
+	// rejection (its payload may be a prefix of its own).
+	ev := event(42, "p0")
+	roundTrip(t, "record with its event", model.Record{Partition: ev.Partition, Position: ev.Position, Line: ev.Payload,
+		ReadAt: ev.ReadAt, WatermarkBefore: ev.WatermarkBefore, Valid: &ev}, EncodeRecord, DecodeRecord)
+	roundTrip(t, "record with its rejection", model.Record{Partition: "p1", Position: "p1/a.jsonl:4", Line: []byte(`{"x":1} long`),
+		Oversized: true, ReadAt: 18, WatermarkBefore: 5, Rejected: &model.Quarantined{Position: "p1/a.jsonl:4",
+			Payload: []byte(`{"x":1}`), Reason: model.ReasonOversized, Detail: "line longer than --max-line=7 bytes"}}, EncodeRecord, DecodeRecord)
+	unknown := EncodeRecord(model.Record{})
+	unknown[len(unknown)-1] = 3 // the verdict is the last byte
+	if _, err := DecodeRecord(unknown); err == nil {
+		t.Error("a record with an unknown verdict decoded")
+	}
 	roundTrip(t, "event", event(42, "p0"), EncodeEvent, DecodeEvent)
 	roundTrip(t, "delta", model.Delta{RevenueMicros: -5, Count: 3, AfterEnd: true, Tick: true}, EncodeDelta, DecodeDelta)
 	roundTrip(t, "row", model.Row{WindowStart: 1, WindowEnd: 3_600_001, Dims: "{}", RevenueMicros: 170_000_000,

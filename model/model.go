@@ -34,6 +34,14 @@ type Record struct {
 	// WatermarkBefore is the partition watermark (epoch ms) just before this
 	// record, or NoWatermark. It decides rule (a) of the too-late gate.
 	WatermarkBefore int64
+	// Valid and Rejected are validation's verdict, set by the source's
+	// stamper (rawlog.Stamper.StampRecord), which validates every line anyway (only a valid event time
+	// advances a partition watermark), so that no line is parsed twice:
+	// Valid is the event of a good line (its Payload is Line), Rejected the
+	// quarantine row of a bad one. Both nil: not validated yet (a record
+	// built by hand); validation then parses it.
+	Valid    *Event
+	Rejected *Quarantined
 }
 
 // Event is a validated purchase event.

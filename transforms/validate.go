@@ -76,7 +76,7 @@ func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit fu
 		f.byPartition[r.Partition] = c
 	}
 	c.Inc(ctx, 1)
-	ev, q := event.Parse(r, f.Config)
+	ev, q := verdict(r, f.Config)
 	if q != nil {
 		f.quarantined.Inc(ctx, 1)
 		metrics.Counter(metrics.QuarantinedBy(q.Reason)).Inc(ctx, 1)
@@ -90,4 +90,18 @@ func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit fu
 	f.arrival[delay.Index(arrival)].Inc(ctx, 1)
 	f.arrivalMs.Update(ctx, arrival)
 	emit(ev)
+}
+
+// verdict is the record's validation result. The source's stamper
+// validated it already (only a valid event time advances a partition
+// watermark) and the record carries the verdict; a record that carries none
+// (one built by hand, as tests do) is parsed here.
+func verdict(r model.Record, cfg event.Config) (model.Event, *model.Quarantined) {
+	switch {
+	case r.Valid != nil:
+		return *r.Valid, nil
+	case r.Rejected != nil:
+		return model.Event{}, r.Rejected
+	}
+	return event.Parse(r, cfg)
 }

@@ -76,40 +76,64 @@ func (p Policy) Validate() error {
 }
 
 // Partition tracks one source partition. The zero value is not usable; use
-// NewPartition.
+// NewPartition or Resume.
 type Partition struct {
 	bound, idle int64 // ms
 	advance     IdleAdvance
-	// maxValid is the largest valid event time seen (ms), or NoWatermark.
-	maxValid int64
-	// lastActive is the processing time (ms) of the last record, or 0.
-	lastActive int64
-	// reported is the last watermark handed to a runner; it never decreases.
-	reported int64
+	s           State
 }
 
 // NewPartition starts a partition that has seen nothing. now is the processing
 // time (ms) it starts at: idleness is measured from there.
-func NewPartition(p Policy, now int64) *Partition {
+func NewPartition(p Policy, now int64) *Partition { return Resume(p, NewState(now)) }
+
+// Resume continues a partition from the state a reader carried in its
+// restriction (see State).
+func Resume(p Policy, s State) *Partition {
 	return &Partition{
-		bound:      p.OutOfOrderBound.Milliseconds(),
-		idle:       p.IdleTimeout.Milliseconds(),
-		advance:    p.IdleAdvance,
-		maxValid:   model.NoWatermark,
-		lastActive: now,
-		reported:   model.NoWatermark,
+		bound:   p.OutOfOrderBound.Milliseconds(),
+		idle:    p.IdleTimeout.Milliseconds(),
+		advance: p.IdleAdvance,
+		s:       s,
 	}
 }
+
+// State is the partition's state, for the reader to store in its
+// restriction.
+func (p *Partition) State() State { return p.s }
 
 // Watermark is the partition's event-time watermark: max valid event time
 // minus the bound, or NoWatermark before the first valid event. It depends on
 // the partition's records alone, never on processing time, so the too-late
 // verdict of rule (a) is the same however a replay is bundled.
 func (p *Partition) Watermark() int64 {
-	if p.maxValid == model.NoWatermark {
+	if p.s.MaxValid == model.NoWatermark {
 		return model.NoWatermark
 	}
-	return p.maxValid - p.bound
+	return p.s.MaxValid - p.bound
+}
+
+// Before is the watermark the next record is judged against (its
+// WatermarkBefore): Watermark, or the backlog hold while it holds.
+func (p *Partition) Before() int64 {
+	if p.s.Holding {
+		return min(p.Watermark(), p.s.Hold)
+	}
+	return p.Watermark()
+}
+
+// Backlog starts (true) or ends (false) the backlog hold before the next
+// record: a source that knows it reads a backlog (Pub/Sub, see
+// io/sources/pubsub/backlog.go) keeps the watermark where it was when the
+// backlog began, for WatermarkBefore and for the runner alike. The first
+// record without it ends the hold.
+func (p *Partition) Backlog(on bool) {
+	switch {
+	case !on:
+		p.s.Holding = false
+	case !p.s.Holding:
+		p.s.Holding, p.s.Hold = true, p.Watermark()
+	}
 }
 
 // Observe records one record read at processing time now. valid says whether
@@ -118,41 +142,60 @@ func (p *Partition) Watermark() int64 {
 // quarantined before they get here). It returns the watermark just before the
 // record, which rule (a) of the too-late gate judges it against.
 func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int64) {
-	before = p.Watermark()
-	p.lastActive = max(p.lastActive, now)
-	if valid && (p.maxValid == model.NoWatermark || eventTime > p.maxValid) {
-		p.maxValid = eventTime
+	before = p.Before()
+	p.Touch(now)
+	if valid && (p.s.MaxValid == model.NoWatermark || eventTime > p.s.MaxValid) {
+		p.s.MaxValid = eventTime
 	}
 	return before
 }
 
+// Touch counts processing time now as activity without a record: a source
+// that could not reach its input (Pub/Sub unavailable) learned nothing about
+// its producers, so it must not turn idle and close the windows its backlog
+// will fill.
+func (p *Partition) Touch(now int64) { p.s.LastActive = max(p.s.LastActive, now) }
+
 // Idle reports whether the partition produced nothing for the idle timeout.
-func (p *Partition) Idle(now int64) bool { return now-p.lastActive >= p.idle }
+func (p *Partition) Idle(now int64) bool { return now-p.s.LastActive >= p.idle }
 
 // Reported is the watermark a source hands to the runner for a partition
-// that has no others (a single subscription): ReportedAmong with no active
+// that has no others (a single subscription): Report with no active
 // partition.
 func (p *Partition) Reported(now int64) int64 {
-	w, _ := p.ReportedAmong(now, model.NoWatermark, false)
-	return w
+	return p.Report(now, model.NoWatermark, false).Watermark
 }
 
-// ReportedAmong is the watermark a source hands to the runner for this
-// partition at processing time now. active is the lowest watermark reported
-// by the other partitions that are active (anyActive false: there is none).
+// Report is what a source learns when it hands the partition's watermark to
+// the runner (see Partition.Report).
+type Report struct {
+	// Watermark is the value to report; it never decreases.
+	Watermark int64
+	// WentIdle and CameBack say the partition's idleness changed since the
+	// last report, which sources log and count.
+	WentIdle, CameBack bool
+	// ByIdleness says the value advanced while every partition is idle,
+	// which sources log: that is when open windows can become FINAL without
+	// new data.
+	ByIdleness bool
+}
+
+// Report is the watermark a source hands to the runner for this partition
+// at processing time now, recorded in the state. active is the lowest
+// watermark reported by the other partitions that are active (anyActive
+// false: there is none).
 //
 // While active it is the event-time watermark. Once idle the partition must
 // stop holding the pipeline minimum; its returning records are then judged
 // late or too late downstream, never lost. With AdvanceProcessingTime it
 // advances with processing time (now - bound), as Beam's KafkaIO does for an
 // empty partition. With AdvanceHold it follows the active partitions, and
-// holds when there are none. The value never decreases.
-//
-// byIdleness says the value advanced while every partition is idle, which
-// sources log: that is when open windows can become FINAL without new data.
-func (p *Partition) ReportedAmong(now, active int64, anyActive bool) (w int64, byIdleness bool) {
-	w = p.Watermark()
-	if p.Idle(now) {
+// holds when there are none. While the backlog hold holds, it goes no
+// further than the hold. The value never decreases.
+func (p *Partition) Report(now, active int64, anyActive bool) Report {
+	w := p.Watermark()
+	idle := p.Idle(now)
+	if idle {
 		switch {
 		case p.advance == AdvanceProcessingTime:
 			w = max(w, now-p.bound)
@@ -160,9 +203,18 @@ func (p *Partition) ReportedAmong(now, active int64, anyActive bool) (w int64, b
 			w = max(w, active)
 		}
 	}
-	byIdleness = p.Idle(now) && !anyActive && w > p.reported
-	p.reported = max(p.reported, w)
-	return p.reported, byIdleness
+	if p.s.Holding {
+		w = min(w, p.s.Hold)
+	}
+	r := Report{
+		WentIdle:   idle && !p.s.Idle,
+		CameBack:   !idle && p.s.Idle,
+		ByIdleness: idle && !anyActive && w > p.s.Reported,
+	}
+	p.s.Idle = idle
+	p.s.Reported = max(p.s.Reported, w)
+	r.Watermark = p.s.Reported
+	return r
 }
 
 // Tracker is the pipeline view over several partitions: the minimum over the

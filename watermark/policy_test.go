@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 )
@@ -114,14 +115,14 @@ func TestIdleAdvanceSetting(t *testing.T) {
 		pol.IdleAdvance = c.advance
 		p := NewPartition(pol, start)
 		p.Observe(ms("2026-11-04T10:00:00Z"), true, start)
-		if r, by := p.ReportedAmong(start, ms("2026-11-04T11:30:00Z"), true); r != ms("2026-11-04T09:50:00Z") || by {
+		if r, by := reportedAmong(p, start, ms("2026-11-04T11:30:00Z"), true); r != ms("2026-11-04T09:50:00Z") || by {
 			t.Errorf("%v: active partition reported %s (by idleness %v), want its own 09:50", c.advance, model.FormatTime(r), by)
 		}
-		if r, by := p.ReportedAmong(idleAt, ms("2026-11-04T11:30:00Z"), true); r != c.among || by {
+		if r, by := reportedAmong(p, idleAt, ms("2026-11-04T11:30:00Z"), true); r != c.among || by {
 			t.Errorf("%v: idle among active reported %s (by idleness %v), want %s", c.advance, model.FormatTime(r), by, model.FormatTime(c.among))
 		}
 		later := idleAt + time.Hour.Milliseconds()
-		if r, by := p.ReportedAmong(later, model.NoWatermark, false); r != c.allIdle || by != c.logged {
+		if r, by := reportedAmong(p, later, model.NoWatermark, false); r != c.allIdle || by != c.logged {
 			t.Errorf("%v: all idle reported %s (by idleness %v), want %s (%v)", c.advance, model.FormatTime(r), by, model.FormatTime(c.allIdle), c.logged)
 		}
 	}
@@ -144,5 +145,73 @@ func TestPolicyValidate(t *testing.T) {
 	}
 	if err := policy.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+func reportedAmong(p *Partition, now, active int64, anyActive bool) (int64, bool) {
+	r := p.Report(now, active, anyActive)
+	return r.Watermark, r.ByIdleness
+}
+
+// The state a reader stores in its restriction resumes the partition
+// exactly: watermark, idleness and the hold.
+func TestStateResumes(t *testing.T) {
+	start := ms("2026-11-04T12:00:00Z")
+	p := NewPartition(policy, start)
+	p.Observe(ms("2026-11-04T10:00:00Z"), true, start)
+	p.Backlog(true)
+	p.Observe(ms("2026-11-04T11:00:00Z"), true, start+1)
+	w := coders.Writer{}
+	p.State().Encode(&w)
+	r := coders.Reader{B: w.B}
+	q := Resume(policy, DecodeState(&r))
+	if r.Err != nil || len(r.B) != 0 || q.State() != p.State() {
+		t.Fatalf("decoded %+v (err %v, %d left), want %+v", q.State(), r.Err, len(r.B), p.State())
+	}
+	if q.Watermark() != ms("2026-11-04T10:50:00Z") || q.Before() != ms("2026-11-04T09:50:00Z") {
+		t.Errorf("resumed watermark %s before %s, want 10:50 held at 09:50", model.FormatTime(q.Watermark()), model.FormatTime(q.Before()))
+	}
+}
+
+// The backlog hold keeps WatermarkBefore and the reported watermark where
+// they were when the backlog began; the first fresh record ends it.
+func TestBacklogHold(t *testing.T) {
+	start := ms("2026-11-04T12:00:00Z")
+	p := NewPartition(policy, start)
+	p.Observe(ms("2026-11-04T10:00:00Z"), true, start)
+	p.Backlog(true)
+	if b := p.Observe(ms("2026-11-04T11:00:00Z"), true, start); b != ms("2026-11-04T09:50:00Z") {
+		t.Errorf("first backlog record judged at %s, want 09:50", model.FormatTime(b))
+	}
+	p.Backlog(true)
+	if b := p.Observe(ms("2026-11-04T10:30:00Z"), true, start); b != ms("2026-11-04T09:50:00Z") {
+		t.Errorf("held record judged at %s, want 09:50", model.FormatTime(b))
+	}
+	if r := p.Report(start, model.NoWatermark, false); r.Watermark != ms("2026-11-04T09:50:00Z") {
+		t.Errorf("reported %s while holding, want 09:50", model.FormatTime(r.Watermark))
+	}
+	p.Backlog(false)
+	if b := p.Observe(ms("2026-11-04T10:40:00Z"), true, start); b != ms("2026-11-04T10:50:00Z") {
+		t.Errorf("fresh record judged at %s, want the caught-up 10:50", model.FormatTime(b))
+	}
+	if r := p.Report(start, model.NoWatermark, false); r.Watermark != ms("2026-11-04T10:50:00Z") {
+		t.Errorf("reported %s after the hold, want 10:50", model.FormatTime(r.Watermark))
+	}
+}
+
+// Report says when the partition goes idle and comes back, once each.
+func TestReportIdleTransitions(t *testing.T) {
+	start := ms("2026-11-04T12:00:00Z")
+	p := NewPartition(policy, start)
+	idleAt := start + policy.IdleTimeout.Milliseconds()
+	if r := p.Report(idleAt, model.NoWatermark, false); !r.WentIdle || r.CameBack {
+		t.Errorf("at the idle timeout: %+v, want WentIdle", r)
+	}
+	if r := p.Report(idleAt+1, model.NoWatermark, false); r.WentIdle || r.CameBack {
+		t.Errorf("still idle: %+v, want no transition", r)
+	}
+	p.Observe(ms("2026-11-04T10:00:00Z"), true, idleAt+2)
+	if r := p.Report(idleAt+2, model.NoWatermark, false); r.WentIdle || !r.CameBack {
+		t.Errorf("after a record: %+v, want CameBack", r)
 	}
 }

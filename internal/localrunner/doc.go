@@ -26,6 +26,14 @@
 //     before (progress, stop, prism's UI). EnsureJobService starts it first
 //     and sets --endpoint (jobservice.go); with --endpoint set (Flink's job
 //     service) or another runner it does nothing.
+//   - One output watermark per stage from the last bundle's residuals only
+//     (prism's stage watermark estimate): a bundle holding only a fast
+//     partition would move the stage past a slow one. The folder source
+//     keeps a watermark.Board per source in a Shared (shared.go), a
+//     process-wide value per key, and each partition's estimator reports
+//     min(own, board) (io/sources/read.go). On Flink/Dataflow it only lowers
+//     an estimate to the minimum the runner computes anyway; entries not
+//     refreshed (partitions on other workers) stop counting.
 //
 // The dedup step's shard cache (transforms/dedup_state.go) is not listed: it
 // is a per-worker cache valid on any runner, checked against a token in

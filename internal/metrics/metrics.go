@@ -76,6 +76,24 @@ const (
 	Arrival Name = "arrival_delay"
 )
 
+// The Pub/Sub source's figures (io/sources/pubsub). "read" itself is
+// counted by validation, for every source alike.
+const (
+	PubsubPulled       Name = "pubsub_pulled"
+	PubsubAcked        Name = "pubsub_acked"
+	PubsubAckErrors    Name = "pubsub_ack_errors"
+	PubsubBlank        Name = "pubsub_blank"
+	PubsubReplayed     Name = "pubsub_replayed"
+	PubsubObjects      Name = "pubsub_objects"
+	PubsubArchiveBytes Name = "pubsub_archive_bytes"
+	// PubsubArchiveRetries counts archive writes retried after a failure.
+	PubsubArchiveRetries Name = "pubsub_archive_retries"
+	// PubsubHeldExtended counts messages whose ack deadline was extended
+	// because they were held (pulled, their archive write not done yet).
+	PubsubHeldExtended Name = "pubsub_held_extended"
+	PubsubHeldPeak     Name = "pubsub_held_peak" // gauge
+)
+
 // The families of counters, one per partition, reason or state.
 const (
 	readByPartition = "read_partition_"

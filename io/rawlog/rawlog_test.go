@@ -271,6 +271,7 @@ func TestScan(t *testing.T) {
 func TestStamper(t *testing.T) {
 	cfg := event.DefaultConfig()
 	s := NewStamper(watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Minute}, cfg, 0)
+	carrier := NewStamper(watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Minute}, cfg, 0)
 	now := time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC).UnixMilli()
 	ms := func(v string) int64 {
 		tm, err := time.Parse(time.RFC3339, v)
@@ -296,7 +297,19 @@ func TestStamper(t *testing.T) {
 	}
 	for i, st := range steps {
 		rec := model.Record{Partition: "p0", Position: Position("p0", "f", i+1), Line: st.line, ReadAt: now}
-		_, q := s.Stamp(&rec)
+		carried := rec
+		ev, q := s.Stamp(&rec)
+		// A source's record carries the same verdict (StampRecord), so
+		// validation need not parse it again.
+		carrier.StampRecord(&carried)
+		switch {
+		case carried.WatermarkBefore != rec.WatermarkBefore:
+			t.Errorf("step %d: StampRecord's WatermarkBefore %d, Stamp's %d", i, carried.WatermarkBefore, rec.WatermarkBefore)
+		case q == nil && (carried.Valid == nil || carried.Rejected != nil || carried.Valid.EventID != ev.EventID || carried.Valid.WatermarkBefore != st.before):
+			t.Errorf("step %d: carried %+v / %+v, want the event %+v", i, carried.Valid, carried.Rejected, ev)
+		case q != nil && (carried.Valid != nil || carried.Rejected == nil || carried.Rejected.Reason != q.Reason):
+			t.Errorf("step %d: carried %+v / %+v, want the rejection %+v", i, carried.Valid, carried.Rejected, q)
+		}
 		if rec.WatermarkBefore != st.before {
 			t.Errorf("step %d: WatermarkBefore = %d, want %d", i, rec.WatermarkBefore, st.before)
 		}

@@ -23,22 +23,39 @@ type Stamper struct {
 // event.Config.Validate. now (epoch ms) only seeds the partition's idleness
 // clock.
 func NewStamper(p watermark.Policy, cfg event.Config, now int64) *Stamper {
-	return &Stamper{wm: watermark.NewPartition(p, now), cfg: cfg}
+	return ResumeStamper(p, cfg, watermark.NewState(now))
+}
+
+// ResumeStamper continues a partition from the watermark state a reader
+// carried in its restriction.
+func ResumeStamper(p watermark.Policy, cfg event.Config, s watermark.State) *Stamper {
+	return &Stamper{wm: watermark.Resume(p, s), cfg: cfg}
 }
 
 // Stamp sets rec.WatermarkBefore, validates the record and advances the
 // partition watermark with it if it is valid. rec.ReadAt must be set: it is
 // the processing time the future check uses.
 func (s *Stamper) Stamp(rec *model.Record) (model.Event, *model.Quarantined) {
-	rec.WatermarkBefore = s.wm.Watermark()
+	rec.WatermarkBefore = s.wm.Before()
 	ev, q := event.Parse(*rec, s.cfg)
 	s.wm.Observe(ev.EventTime, q == nil, rec.ReadAt)
 	return ev, q
 }
 
+// StampRecord is Stamp for a source that emits the record: the verdict goes
+// into it (rec.Valid or rec.Rejected), so that validation downstream does
+// not parse the line again.
+func (s *Stamper) StampRecord(rec *model.Record) {
+	ev, q := s.Stamp(rec)
+	rec.Valid, rec.Rejected = nil, q
+	if q == nil {
+		rec.Valid = &ev
+	}
+}
+
 // Watermark is the partition watermark after the records stamped so far.
 func (s *Stamper) Watermark() int64 { return s.wm.Watermark() }
 
-// Partition exposes the underlying watermark state (idleness, reported
-// watermark) for sources that hand it to a runner.
+// Partition exposes the underlying watermark state (idleness, the backlog
+// hold, the reported watermark) for sources that hand it to a runner.
 func (s *Stamper) Partition() *watermark.Partition { return s.wm }

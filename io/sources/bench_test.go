@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkReader(b *testing.B) {
 	for range b.N {
 		rest := newRestriction(time.Now().UnixMilli())
 		for {
-			rt := sdf.NewLockRTracker(NewCheckpointTracker("source", rest, true))
+			rt := sdf.NewLockRTracker(sdfread.NewCheckpointTracker("source", rest, true))
 			r := newReader(dir, "p0", rest, false, testPolicy, testConfig())
 			r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 			r.emit = func(model.Record) { records++ }
@@ -40,7 +41,7 @@ func BenchmarkReader(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if out == outFinished {
+			if out == sdfread.Finished {
 				break
 			}
 			rest = r.rest

@@ -22,17 +22,21 @@
 // The restriction is the partition's whole reading state, so a checkpoint
 // resumes exactly: the file being read, its byte offset and line number
 // ([rawlog.Mark]), which files are already read, and the partition's
-// watermark-policy state (largest valid event time, last activity, idleness,
-// the watermark last reported). The reader re-derives a [rawlog.Stamper] from
+// [watermark.State] (largest valid event time, last activity, idleness,
+// the watermark last reported). The reader resumes a [rawlog.Stamper] from
 // it on every call, so every record gets the same WatermarkBefore however
-// the runner bundles or checkpoints the partition.
+// the runner bundles or checkpoints the partition. The tracker, the
+// estimator and the end of a call are shared with the Pub/Sub source
+// (io/internal/sdfread).
 //
 // # Records and timestamps
 //
 // Each record carries Partition, Position, Line (a prefix and Oversized for
 // a line longer than --max-line), ReadAt (processing time) and
 // WatermarkBefore (the partition watermark just before it, from the
-// Stamper). Its element timestamp is WatermarkBefore (or the minimum
+// Stamper), and the Stamper's verdict (Valid or Rejected): stamping must
+// validate the line anyway, so validation downstream does not parse it
+// again. Its element timestamp is WatermarkBefore (or the minimum
 // timestamp before the first valid event), never its event time: a record
 // is late in the runner's eyes exactly when rule (a) of the too-late gate
 // says its partition had already passed it, and the timestamp holds the
@@ -47,7 +51,7 @@
 // (processing time) it leaves the pipeline minimum: it advances with
 // now - bound (--idle-advance=processing-time, the default) or follows the
 // lowest active partition and holds when every partition is idle (hold; see
-// [watermark.Partition.ReportedAmong], and the board below for how a reader
+// [watermark.Partition.Report], and the board below for how a reader
 // knows the others). Active→idle and idle→active transitions are logged, and counted
 // (active→idle, like [watermark.Tracker.IdleTransitions]) in the counter
 // revenue/idle_transitions_<partition>; the gauge
@@ -65,7 +69,8 @@
 // a split of the bundle's element list), a bundle holding only a fast
 // partition would move the stage watermark past a slow partition. So every
 // estimator reports min(own, every other partition of the same source in
-// this process): a process-wide board that each call updates. On a runner
+// this process): a [watermark.Board] per source, held process-wide by
+// internal/localrunner (Shared), that each call updates. On a runner
 // that computes the minimum itself this only lowers an estimate to what the
 // runner computes anyway; entries not refreshed for a while (a partition
 // processed on another worker) stop counting, so they cannot hold the

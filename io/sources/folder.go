@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -75,18 +76,10 @@ type FolderOptions struct {
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
-	if o.PollInterval == 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.MaxPerCall == 0 {
-		o.MaxPerCall = DefaultMaxPerCall
-	}
-	if o.Settle == 0 {
-		o.Settle = DefaultSettle
-	}
-	if o.DiscoverEvery == 0 {
-		o.DiscoverEvery = DefaultDiscoverEvery
-	}
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.MaxPerCall = cmp.Or(o.MaxPerCall, DefaultMaxPerCall)
+	o.Settle = cmp.Or(o.Settle, DefaultSettle)
+	o.DiscoverEvery = cmp.Or(o.DiscoverEvery, DefaultDiscoverEvery)
 	return o
 }
 

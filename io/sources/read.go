@@ -11,19 +11,31 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
 	register.DoFn6x2[
-		context.Context, *WatermarkEstimator, *sdf.LockRTracker, string,
+		context.Context, *sdfread.WatermarkEstimator, *sdf.LockRTracker, string,
 		func(beam.EventTime, model.Record), func(beam.EventTime, model.Checkpoint), sdf.ProcessContinuation, error,
 	](&readFn{})
 	register.Emitter2[beam.EventTime, model.Checkpoint]()
 	register.Emitter2[beam.EventTime, model.Record]()
 }
+
+var _ sdf.BoundableRTracker = (*sdfread.CheckpointTracker[restriction])(nil)
+
+// boards is each source's view of its partitions' reported watermarks, so
+// that each reader reports min(own, board): prism keeps one output
+// watermark per stage, the minimum over the last bundle's residuals only
+// (see internal/localrunner). On a distributed runner a board sees only the
+// partitions of its worker, and only ever lowers an estimate to the minimum
+// the runner computes anyway.
+var boards = localrunner.NewShared(watermark.NewBoard)
 
 // readFn reads one partition per element (its name), with one restriction
 // per partition. Its exported fields are its configuration.
@@ -42,6 +54,7 @@ type readFn struct {
 	// Stop is the run's graceful-stop request (see StopSignal).
 	Stop StopSignal
 
+	sdfread.Shape[restriction]
 	open *openFiles
 	stop *StopWatch
 }
@@ -59,7 +72,8 @@ func (f *readFn) Teardown() { f.open.closeAll() }
 func (f *readFn) Setup() {
 	f.open = newOpenFiles()
 	f.stop = f.Stop.Watch(f.Poll)
-	sharedBoard.register(f.Source, f.Partitions, time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
+	boards.With(f.Source, func(b *watermark.Board) { b.Register(f.Partitions, now) })
 }
 
 func (f *readFn) CreateInitialRestriction(partition string) restriction {
@@ -79,39 +93,18 @@ func (f *readFn) SplitRestriction(_ string, rest restriction) []restriction {
 	return []restriction{rest}
 }
 
-// RestrictionSize is a constant: every partition is one unit of work of
-// unknown length.
-func (f *readFn) RestrictionSize(_ string, rest restriction) float64 {
-	if rest.Closed {
-		return 0
-	}
-	return 1
-}
-
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(NewCheckpointTracker("source", rest, !f.Follow))
+	return sdf.NewLockRTracker(sdfread.NewCheckpointTracker("source", rest, !f.Follow))
 }
 
-func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction, _ string) int64 {
-	return model.NoWatermark
-}
-
-func (f *readFn) CreateWatermarkEstimator(state int64) *WatermarkEstimator {
-	return NewWatermarkEstimator(state)
-}
-
-func (f *readFn) WatermarkEstimatorState(e *WatermarkEstimator) int64 {
-	return e.Value()
-}
-
-func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt *sdf.LockRTracker, partition string,
+func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, partition string,
 	emit func(beam.EventTime, model.Record), progress func(beam.EventTime, model.Checkpoint)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("source partition %q: restriction of type %T", partition, rt.GetRestriction())
 	}
 	if rest.Closed {
-		sharedBoard.finish(f.Source, partition)
+		f.finish(partition)
 		return sdf.StopProcessing(), nil
 	}
 	stopping := f.stop.Stopped()
@@ -134,62 +127,61 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 	}
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
 	r.emit = func(rec model.Record) {
-		emit(beam.EventTime(ToMtime(rec.WatermarkBefore)), rec)
+		sdfread.Emit(emit, rec)
 		if faults.Fire(faults.CrashAfterRead) {
 			faults.Crash(faults.CrashAfterRead)
 		}
 	}
 	r.checkpoint = func(c model.Checkpoint) {
 		// Stamped like the partition's next record: its watermark there.
-		progress(beam.EventTime(ToMtime(r.stamper.Watermark())), c)
+		progress(beam.EventTime(sdfread.ToMtime(r.stamper.Watermark())), c)
 	}
 	out, err := r.run()
 	if err != nil {
 		return sdf.StopProcessing(), err
 	}
-	switch out {
-	case outLost:
-		return sdf.StopProcessing(), nil
-	case outStopped:
-		return sdf.ResumeProcessingIn(f.Poll), nil
-	}
-	if stopping {
-		return sdf.ResumeProcessingIn(f.Poll), nil
-	}
-	switch out {
-	case outFinished:
-		if !rt.TryClaim(r.rest) {
-			return sdf.StopProcessing(), nil
+	switch {
+	case out == sdfread.Lost || out == sdfread.Stopped:
+		return sdfread.Continue(out, f.Poll), nil
+	case stopping:
+		return sdfread.Continue(sdfread.Stopped, f.Poll), nil
+	case out == sdfread.Finished:
+		if rt.TryClaim(r.rest) {
+			f.finish(partition)
 		}
-		sharedBoard.finish(f.Source, partition)
-		return sdf.StopProcessing(), nil
+		return sdfread.Continue(out, f.Poll), nil
 	}
 
 	now := time.Now().UnixMilli()
-	r.others = func() (int64, bool) { return sharedBoard.active(f.Source, partition, now, f.staleAfter()) }
-	wentIdle := r.watermarkState(now)
+	var wentIdle bool
+	boards.With(f.Source, func(b *watermark.Board) {
+		r.others = func() (int64, bool) { return b.Active(partition, now, f.staleAfter()) }
+		wentIdle = r.watermarkState(now)
+	})
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
 	}
 	if wentIdle {
 		metrics.Counter(metrics.IdleTransitions(partition)).Inc(ctx, 1)
 	}
-	own := r.rest.Reported
-	if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
-		// A partition discovered while the job runs has no watermark of its
-		// own until it has data: it follows the others meanwhile rather
-		// than claim the minimum it was never part of. Its records are
-		// then judged against its own watermark (rule (a)) and the
-		// pipeline's (rule (b)), as a returning partition's are.
-		if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
-			own = max(own, m)
+	own, w := r.rest.Reported, int64(0)
+	boards.With(f.Source, func(b *watermark.Board) {
+		if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
+			// A partition discovered while the job runs has no watermark of
+			// its own until it has data: it follows the others meanwhile
+			// rather than claim the minimum it was never part of. Its
+			// records are then judged against its own watermark (rule (a))
+			// and the pipeline's (rule (b)), as a returning partition's are.
+			if m, ok := b.Min(now, f.staleAfter()); ok {
+				own = max(own, m)
+			}
 		}
-	}
-	sharedBoard.update(f.Source, partition, own, now, r.rest.Idle)
-	w := own
-	if m, ok := sharedBoard.min(f.Source, now, f.staleAfter()); ok {
-		w = min(w, m)
-	}
+		b.Update(partition, own, now, r.rest.Idle)
+		w = own
+		if m, ok := b.Min(now, f.staleAfter()); ok {
+			w = min(w, m)
+		}
+	})
 	we.Advance(w)
 	if own != model.NoWatermark {
 		metrics.Gauge(metrics.WatermarkLag(partition)).Set(ctx, now-own)
@@ -201,8 +193,11 @@ func (f *readFn) ProcessElement(ctx context.Context, we *WatermarkEstimator, rt 
 		idle = 1
 	}
 	metrics.Gauge(metrics.PartitionIdle(partition)).Set(ctx, idle)
-	if out == outCaughtUp {
-		return sdf.ResumeProcessingIn(f.Poll), nil
-	}
-	return sdf.ResumeProcessingIn(0), nil
+	return sdfread.Continue(out, f.Poll), nil
+}
+
+// finish takes a partition whose restriction is done out of its source's
+// board: the runner has moved its watermark to the end of time.
+func (f *readFn) finish(partition string) {
+	boards.With(f.Source, func(b *watermark.Board) { b.Finish(partition) })
 }

@@ -12,33 +12,11 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 )
-
-// outcome says why a reader's call ended.
-type outcome int
-
-const (
-	// outBudget: MaxPerCall records or the time budget used up; more data
-	// may be waiting, so the runner should resume at once.
-	outBudget outcome = iota
-	// outCaughtUp: a follower read everything there is for now.
-	outCaughtUp
-	// outFinished: a replay read the whole partition; the restriction is
-	// closed.
-	outFinished
-	// outStopped: RequestStop was seen.
-	outStopped
-	// outLost: a claim failed, because the runner checkpointed the
-	// restriction from another goroutine; the residual has the rest.
-	outLost
-)
-
-func (o outcome) String() string {
-	return [...]string{"budget", "caught-up", "finished", "stopped", "lost"}[o]
-}
 
 // reader reads one partition for one ProcessElement call, in plain Go: the
 // DoFn only wires it to the tracker, the estimator and the emitter, so the
@@ -59,7 +37,7 @@ type reader struct {
 	// unterminated last line included, and read no other file.
 	final bool
 	// others reports the lowest watermark of the other active partitions,
-	// ok false when none is active (see watermark.Partition.ReportedAmong).
+	// ok false when none is active (see watermark.Partition.Report).
 	others func() (w int64, ok bool)
 
 	now   func() time.Time
@@ -92,7 +70,7 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		log:        slog.Default().With("source", "folder", "partition", partition),
 		rest:       rest.clone(),
 	}
-	r.stamper = rest.Stamper(policy, cfg)
+	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
 	return r
 }
 
@@ -106,23 +84,23 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 // file system, a folder being rotated), and while the partition reads
 // nothing its watermark holds, or it turns idle, exactly as when it is
 // silent.
-func (r *reader) run() (outcome, error) {
+func (r *reader) run() (sdfread.Outcome, error) {
 	out, err := r.read()
 	if err != nil && r.follow {
 		r.log.Error("source partition read failed; trying again at the next poll", "error", err)
-		return outCaughtUp, nil
+		return sdfread.CaughtUp, nil
 	}
 	return out, err
 }
 
-func (r *reader) read() (outcome, error) {
+func (r *reader) read() (sdfread.Outcome, error) {
 	start := r.now()
 	for {
 		if r.stop() {
-			return outStopped, nil
+			return sdfread.Stopped, nil
 		}
 		if r.final && r.rest.File == "" {
-			return outStopped, nil
+			return sdfread.Stopped, nil
 		}
 		if r.rest.File == "" {
 			next, err := r.nextFile("")
@@ -131,10 +109,10 @@ func (r *reader) read() (outcome, error) {
 			}
 			if next == "" {
 				if r.follow {
-					return outCaughtUp, nil
+					return sdfread.CaughtUp, nil
 				}
 				r.rest.Closed = true
-				return outFinished, nil
+				return sdfread.Finished, nil
 			}
 			r.rest.File, r.rest.Offset, r.rest.Line = next, 0, 0
 		}
@@ -152,7 +130,7 @@ func (r *reader) read() (outcome, error) {
 // readFile reads the current file from the restriction's mark. done says the
 // file is finished and the reader should move on; otherwise out says why the
 // call ends.
-func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
+func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err error) {
 	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
 	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -165,7 +143,7 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
 	}
 	defer func() {
-		if err == nil && !done && out != outLost {
+		if err == nil && !done && out != sdfread.Lost {
 			r.open.keep(r.partition, path, lr, f) // the next call goes on from here
 			return
 		}
@@ -173,11 +151,8 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 	}()
 	leaving := false
 	for {
-		if r.stop() {
-			return outStopped, false, nil
-		}
-		if r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
-			return outBudget, false, nil
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+			return out, false, nil
 		}
 		l, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -199,7 +174,7 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 					continue
 				}
 				if lr.Pending() == 0 || !r.settled(m.Offset+lr.Pending()) {
-					return outCaughtUp, false, nil
+					return sdfread.CaughtUp, false, nil
 				}
 				newest = true
 			}
@@ -211,7 +186,7 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 					"position", rawlog.Position(r.partition, r.rest.File, m.Line+1), "bytes", lr.Pending())
 				tl, ok := lr.Tail()
 				if ok && !r.record(tl) {
-					return outLost, false, nil
+					return sdfread.Lost, false, nil
 				}
 				m = lr.Mark()
 				r.rest.Offset, r.rest.Line = m.Offset, m.Line
@@ -219,9 +194,9 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 			r.forgetTail()
 			switch {
 			case r.final:
-				return outStopped, false, nil
+				return sdfread.Stopped, false, nil
 			case newest:
-				return outCaughtUp, false, nil // it stays the current file
+				return sdfread.CaughtUp, false, nil // it stays the current file
 			}
 			return 0, true, nil
 		}
@@ -229,7 +204,7 @@ func (r *reader) readFile(start time.Time) (out outcome, done bool, err error) {
 			return 0, false, fmt.Errorf("source partition %q: %s: %w", r.partition, path, err)
 		}
 		if !r.record(l) {
-			return outLost, false, nil
+			return sdfread.Lost, false, nil
 		}
 	}
 }
@@ -269,7 +244,8 @@ func (r *reader) record(l rawlog.Line) bool {
 		Oversized: l.Oversized,
 		ReadAt:    now,
 	}
-	r.rest.Stamp(r.stamper, &rec, r.policy.OutOfOrderBound)
+	r.stamper.StampRecord(&rec)
+	r.rest.State = r.stamper.Partition().State()
 	r.rest.Offset, r.rest.Line = l.End, l.No
 	if !r.claim(r.rest) {
 		return false
@@ -325,19 +301,12 @@ func (r *reader) nextFile(current string) (string, error) {
 func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
 	active, anyActive := r.others()
-	wentIdle, cameBack, byIdleness := r.rest.UpdateAmong(p, now, active, anyActive)
-	if byIdleness && idleLog.due(r.source, now) {
+	rep := p.Report(now, active, anyActive)
+	r.rest.State = p.State()
+	if rep.ByIdleness && idleLog.due(r.source, now) {
 		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
-			"reported_watermark", fmtMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
+			"reported_watermark", watermark.FormatMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
 	}
-	switch {
-	case wentIdle:
-		r.log.Info("source partition idle: it leaves the watermark minimum",
-			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
-			"reported_watermark", fmtMs(r.rest.Reported))
-	case cameBack:
-		r.log.Info("source partition active again: its old records are late or too late",
-			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
-	}
-	return wentIdle
+	sdfread.LogIdleness(r.log, "source partition", rep, p, r.policy.IdleTimeout)
+	return rep.WentIdle
 }

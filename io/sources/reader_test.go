@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/rowtest"
@@ -77,7 +78,7 @@ type partitionRun struct {
 	max         int
 	recs        []model.Record
 	checkpoints []model.Checkpoint
-	outcomes    []outcome
+	outcomes    []sdfread.Outcome
 }
 
 func newRun(t *testing.T, dir, part string, follow bool, max int) *partitionRun {
@@ -86,7 +87,7 @@ func newRun(t *testing.T, dir, part string, follow bool, max int) *partitionRun 
 }
 
 // call runs one ProcessElement's worth of reading.
-func (p *partitionRun) call() outcome {
+func (p *partitionRun) call() sdfread.Outcome {
 	p.t.Helper()
 	r := newReader(p.dir, p.part, p.rest, p.follow, testPolicy, p.cfg)
 	r.maxRecords = p.max
@@ -102,10 +103,10 @@ func (p *partitionRun) call() outcome {
 }
 
 // drain calls until the reader is caught up or finished.
-func (p *partitionRun) drain() outcome {
+func (p *partitionRun) drain() sdfread.Outcome {
 	p.t.Helper()
 	for range 10000 {
-		if out := p.call(); out != outBudget {
+		if out := p.call(); out != sdfread.Budget {
 			return out
 		}
 	}
@@ -169,8 +170,8 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 	for _, max := range []int{1, 3, 1000} {
 		t.Run(fmt.Sprintf("max=%d", max), func(t *testing.T) {
 			p := newRun(t, dir, "p0", false, max)
-			if out := p.drain(); out != outFinished {
-				t.Fatalf("outcome %v, want finished", out)
+			if out := p.drain(); out != sdfread.Finished {
+				t.Fatalf("sdfread.Outcome %v, want finished", out)
 			}
 			if got := views(p.recs); !slices.Equal(got, want) {
 				t.Errorf("records differ\n got %+v\nwant %+v", got, want)
@@ -179,7 +180,7 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 				t.Errorf("final state %v", p.rest)
 			}
 			if wantMax := rowtest.MS("2026-11-04T12:00:00Z"); p.rest.MaxValid != wantMax {
-				t.Errorf("MaxValid = %s, want %s", fmtMs(p.rest.MaxValid), fmtMs(wantMax))
+				t.Errorf("MaxValid = %s, want %s", watermark.FormatMs(p.rest.MaxValid), watermark.FormatMs(wantMax))
 			}
 			if !p.recs[4].Oversized {
 				t.Errorf("oversized record %+v", p.recs[4])
@@ -199,7 +200,7 @@ func TestReaderResumesFromEveryClaim(t *testing.T) {
 	r := newReader(dir, "p0", full.rest, false, testPolicy, testConfig())
 	r.claim = func(next restriction) bool { claims = append(claims, next.clone()); return true }
 	r.emit = func(rec model.Record) { full.recs = append(full.recs, rec) }
-	if out, err := r.run(); err != nil || out != outFinished {
+	if out, err := r.run(); err != nil || out != sdfread.Finished {
 		t.Fatalf("run = %v, %v", out, err)
 	}
 	want := views(full.recs)
@@ -219,7 +220,7 @@ func TestReaderFollow(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "p0"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out := p.drain(); out != outCaughtUp || len(p.recs) != 0 {
+	if out := p.drain(); out != sdfread.CaughtUp || len(p.recs) != 0 {
 		t.Fatalf("empty partition: %v, %d records", out, len(p.recs))
 	}
 
@@ -241,8 +242,8 @@ func TestReaderFollow(t *testing.T) {
 	// 000004 is the newest and torn: waited on. Then 000005 appears, so
 	// 000004 is complete and its unterminated last line is read as a line.
 	put(t, dir, "p0", "000005.jsonl", purchase("e", "2026-11-04T11:00:00Z")+"\n")
-	if out := p.drain(); out != outCaughtUp {
-		t.Fatalf("outcome %v", out)
+	if out := p.drain(); out != sdfread.CaughtUp {
+		t.Fatalf("sdfread.Outcome %v", out)
 	}
 
 	var got []string
@@ -263,7 +264,7 @@ func TestReaderFollow(t *testing.T) {
 	// The late file was judged against the watermark its partition had
 	// reached: 10:40 - 10m.
 	if late := p.recs[3]; late.WatermarkBefore != rowtest.MS("2026-11-04T10:30:00Z") {
-		t.Errorf("late record stamped %s", fmtMs(late.WatermarkBefore))
+		t.Errorf("late record stamped %s", watermark.FormatMs(late.WatermarkBefore))
 	}
 }
 
@@ -371,7 +372,7 @@ func TestReaderTailSettlesAndFinalPass(t *testing.T) {
 	clock := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	rest := newRestriction(clock.UnixMilli())
 	var got []string
-	call := func(final bool) outcome {
+	call := func(final bool) sdfread.Outcome {
 		t.Helper()
 		r := newReader(dir, "p0", rest, true, testPolicy, testConfig())
 		r.source, r.settle, r.final = t.Name(), 10*time.Second, final
@@ -388,7 +389,7 @@ func TestReaderTailSettlesAndFinalPass(t *testing.T) {
 		_, ok := tails.Load(tailKey{source: t.Name(), partition: "p0", file: "000001.jsonl"})
 		return ok
 	}
-	if out := call(false); out != outCaughtUp || len(got) != 1 || !pending() {
+	if out := call(false); out != sdfread.CaughtUp || len(got) != 1 || !pending() {
 		t.Fatalf("first call: %v, %q, pending %v; want caught up, one line, the tail pending", out, got, pending())
 	}
 	clock = clock.Add(6 * time.Second)
@@ -401,7 +402,7 @@ func TestReaderTailSettlesAndFinalPass(t *testing.T) {
 		t.Fatalf("a tail unchanged for 6s of 10s was read: %q", got)
 	}
 	clock = clock.Add(5 * time.Second)
-	if out := call(false); out != outCaughtUp || len(got) != 2 || got[1] != `p0/000001.jsonl:2={"event_id":"b","event_time":` || pending() {
+	if out := call(false); out != sdfread.CaughtUp || len(got) != 2 || got[1] != `p0/000001.jsonl:2={"event_id":"b","event_time":` || pending() {
 		t.Fatalf("settled tail: %v, %q, pending %v", out, got, pending())
 	}
 	// The file stays current: what is appended later is read on.
@@ -413,10 +414,10 @@ func TestReaderTailSettlesAndFinalPass(t *testing.T) {
 	// A graceful stop reads a pending tail at once, and no other file.
 	appendTo(t, dir, "p0", "000001.jsonl", `{"torn":`)
 	put(t, dir, "p0", "000002.jsonl", purchase("d", "2026-11-04T10:20:00Z")+"\n")
-	if out := call(true); out != outStopped || len(got) != 4 || got[3] != `p0/000001.jsonl:5={"torn":` {
+	if out := call(true); out != sdfread.Stopped || len(got) != 4 || got[3] != `p0/000001.jsonl:5={"torn":` {
 		t.Fatalf("final pass: %v, %q", out, got)
 	}
-	if out := call(true); out != outStopped || len(got) != 4 {
+	if out := call(true); out != sdfread.Stopped || len(got) != 4 {
 		t.Fatalf("second final pass read more: %v, %q", out, got)
 	}
 }
@@ -427,14 +428,14 @@ func TestReaderStopLostAndMissingFile(t *testing.T) {
 
 	r := newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
 	r.stop = func() bool { return true }
-	if out, err := r.run(); out != outStopped || err != nil || r.emitted != 0 {
+	if out, err := r.run(); out != sdfread.Stopped || err != nil || r.emitted != 0 {
 		t.Errorf("stopped reader: %v %v emitted %d", out, err, r.emitted)
 	}
 
 	r = newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
 	claims := 0
 	r.claim = func(restriction) bool { claims++; return claims <= 2 }
-	if out, err := r.run(); out != outLost || err != nil || r.emitted != 2 {
+	if out, err := r.run(); out != sdfread.Lost || err != nil || r.emitted != 2 {
 		t.Errorf("lost claim: %v %v emitted %d", out, err, r.emitted)
 	}
 
@@ -442,7 +443,7 @@ func TestReaderStopLostAndMissingFile(t *testing.T) {
 	rest.File, rest.Offset, rest.Line = "0.jsonl", 10, 1 // removed under the reader
 	p := newRun(t, dir, "p0", false, 1000)
 	p.rest = rest
-	if out := p.drain(); out != outFinished || len(p.recs) != 3 {
+	if out := p.drain(); out != sdfread.Finished || len(p.recs) != 3 {
 		t.Errorf("after a missing file: %v, %d records", out, len(p.recs))
 	}
 }
@@ -508,7 +509,7 @@ func TestReaderIOErrors(t *testing.T) {
 		t.Errorf("replay: error %v, want one naming the partition", err)
 	}
 	r = newReader(dir, "p0", newRestriction(0), true, testPolicy, testConfig())
-	if out, err := r.run(); err != nil || out != outCaughtUp {
+	if out, err := r.run(); err != nil || out != sdfread.CaughtUp {
 		t.Errorf("follow: %v, %v; want caught up, to try again at the next poll", out, err)
 	}
 }
@@ -538,7 +539,7 @@ func TestReaderKeepsRemoteFileOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		remote.rest = r.rest
-		if out == outFinished {
+		if out == sdfread.Finished {
 			break
 		}
 	}

@@ -2,16 +2,15 @@ package sources
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*restriction)(nil)).Elem(), encodeRestriction, decodeRestriction)
+	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
 }
 
 // maxRemembered is how many read file names a restriction keeps to recognise
@@ -40,8 +39,8 @@ type restriction struct {
 	FloorFiles int
 	Read       []string
 
-	// PolicyState is the watermark-policy state (see PolicyState).
-	PolicyState
+	// State is the partition's watermark state (see watermark.State).
+	watermark.State
 
 	// Closed marks a restriction with no work left: a replay that reached
 	// the end, or the primary of a checkpoint.
@@ -51,7 +50,7 @@ type restriction struct {
 // newRestriction is a partition that has read nothing, started at
 // processing time now (idleness is measured from there).
 func newRestriction(now int64) restriction {
-	return restriction{FloorFiles: 0, PolicyState: NewPolicyState(now)}
+	return restriction{FloorFiles: 0, State: watermark.NewState(now)}
 }
 
 // clone copies r so that a split's halves never share the Read slice.
@@ -61,7 +60,7 @@ func (r restriction) clone() restriction {
 	return r
 }
 
-// Clone, Closing and IsClosed make restriction Checkpointable.
+// Clone, Closing and IsClosed make restriction sdfread.Checkpointable.
 func (r restriction) Clone() restriction { return r.clone() }
 
 func (r restriction) Closing() restriction {
@@ -130,61 +129,45 @@ func (r *restriction) prune(listed []string) {
 }
 
 func (r restriction) String() string {
-	return fmt.Sprintf("{file=%q offset=%d line=%d floor=%q read=%d maxValid=%s idle=%v reported=%s closed=%v}",
-		r.File, r.Offset, r.Line, r.Floor, len(r.Read), fmtMs(r.MaxValid), r.Idle, fmtMs(r.Reported), r.Closed)
+	return fmt.Sprintf("{file=%q offset=%d line=%d floor=%q read=%d %v closed=%v}",
+		r.File, r.Offset, r.Line, r.Floor, len(r.Read), r.State, r.Closed)
 }
 
-func fmtMs(ms int64) string {
-	if ms == model.NoWatermark {
-		return "none"
-	}
-	return model.FormatTime(ms)
-}
-
-const restrictionVersion = 1
+// restrictionVersion 2: the watermark state holds the backlog hold.
+const restrictionVersion = 2
 
 func encodeRestriction(r restriction) []byte {
-	w := coders.Writer{B: make([]byte, 0, 64+len(r.File)+len(r.Floor)+16*len(r.Read))}
-	w.Uvarint(restrictionVersion)
-	w.String(r.File)
-	w.Varint(r.Offset)
-	w.Varint(int64(r.Line))
-	w.String(r.Floor)
-	w.Varint(int64(r.FloorFiles))
-	w.Uvarint(uint64(len(r.Read)))
-	for _, name := range r.Read {
-		w.String(name)
-	}
-	r.PolicyState.Encode(&w)
-	w.Bool(r.Closed)
-	return w.B
+	return sdfread.EncodeRestriction(restrictionVersion, 64+len(r.File)+len(r.Floor)+16*len(r.Read), func(w *coders.Writer) {
+		w.String(r.File)
+		w.Varint(r.Offset)
+		w.Varint(int64(r.Line))
+		w.String(r.Floor)
+		w.Varint(int64(r.FloorFiles))
+		w.Uvarint(uint64(len(r.Read)))
+		for _, name := range r.Read {
+			w.String(name)
+		}
+		r.State.Encode(w)
+		w.Bool(r.Closed)
+	})
 }
 
 func decodeRestriction(b []byte) (restriction, error) {
-	rd := coders.Reader{B: b}
-	if v := rd.Uvarint(); rd.Err == nil && v != restrictionVersion {
-		return restriction{}, fmt.Errorf("decode source restriction: unknown version %d", v)
-	}
-	var r restriction
-	r.File = rd.String()
-	r.Offset = rd.Varint()
-	r.Line = int(rd.Varint())
-	r.Floor = rd.String()
-	r.FloorFiles = int(rd.Varint())
-	n := rd.Uvarint()
-	if rd.Err == nil && n > uint64(len(rd.B)) { // each name takes at least a byte
-		return restriction{}, fmt.Errorf("decode source restriction: %d file names in %d bytes", n, len(rd.B))
-	}
-	for i := uint64(0); i < n && rd.Err == nil; i++ {
-		r.Read = append(r.Read, rd.String())
-	}
-	r.PolicyState = DecodePolicyState(&rd)
-	r.Closed = rd.Bool()
-	if rd.Err != nil {
-		return restriction{}, fmt.Errorf("decode source restriction: %w", rd.Err)
-	}
-	if len(rd.B) != 0 {
-		return restriction{}, fmt.Errorf("decode source restriction: %d trailing bytes", len(rd.B))
-	}
-	return r, nil
+	return sdfread.DecodeRestriction(b, restrictionVersion, "source restriction", func(rd *coders.Reader) (r restriction) {
+		r.File = rd.String()
+		r.Offset = rd.Varint()
+		r.Line = int(rd.Varint())
+		r.Floor = rd.String()
+		r.FloorFiles = int(rd.Varint())
+		n := rd.Uvarint()
+		if rd.Err == nil && n > uint64(len(rd.B)) { // each name takes at least a byte
+			rd.Err = fmt.Errorf("%d file names in %d bytes", n, len(rd.B))
+		}
+		for i := uint64(0); i < n && rd.Err == nil; i++ {
+			r.Read = append(r.Read, rd.String())
+		}
+		r.State = watermark.DecodeState(rd)
+		r.Closed = rd.Bool()
+		return r
+	})
 }

@@ -4,13 +4,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 func TestTrackerClaimAndCheckpoint(t *testing.T) {
 	start := newRestriction(1000)
 	start.Read = []string{"a"}
-	tr := NewCheckpointTracker("source", start, false)
+	tr := sdfread.NewCheckpointTracker("source", start, false)
 	if tr.IsDone() || tr.IsBounded() {
 		t.Fatalf("new tracker done=%v bounded=%v", tr.IsDone(), tr.IsBounded())
 	}
@@ -62,7 +64,7 @@ func TestTrackerClaimAndCheckpoint(t *testing.T) {
 }
 
 func TestTrackerClose(t *testing.T) {
-	tr := NewCheckpointTracker("source", newRestriction(0), true)
+	tr := sdfread.NewCheckpointTracker("source", newRestriction(0), true)
 	end := newRestriction(0)
 	end.Closed = true
 	if !tr.TryClaim(end) || !tr.IsDone() || !tr.IsBounded() {
@@ -77,7 +79,7 @@ func TestTrackerClose(t *testing.T) {
 }
 
 func TestTrackerBadClaim(t *testing.T) {
-	tr := NewCheckpointTracker("source", newRestriction(0), true)
+	tr := sdfread.NewCheckpointTracker("source", newRestriction(0), true)
 	if tr.TryClaim(int64(3)) || tr.GetError() == nil {
 		t.Fatal("claim of a wrong type accepted")
 	}
@@ -89,14 +91,14 @@ func TestTrackerBadClaim(t *testing.T) {
 func TestRestrictionCoder(t *testing.T) {
 	r := restriction{
 		File: "000007.jsonl", Offset: 1 << 40, Line: 123456, Floor: "000001.jsonl", FloorFiles: -1,
-		Read: []string{"000002.jsonl", "000005.jsonl"}, PolicyState: PolicyState{MaxValid: model.NoWatermark, LastActive: 1_800_000_000_000,
-			Idle: true, Reported: -5}, Closed: true,
+		Read: []string{"000002.jsonl", "000005.jsonl"}, State: watermark.State{MaxValid: model.NoWatermark, LastActive: 1_800_000_000_000,
+			Idle: true, Reported: -5, Holding: true, Hold: 7}, Closed: true,
 	}
 	got, err := decodeRestriction(encodeRestriction(r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.String() != r.String() || !slices.Equal(got.Read, r.Read) || got.FloorFiles != -1 || got.LastActive != r.LastActive {
+	if got.String() != r.String() || !slices.Equal(got.Read, r.Read) || got.FloorFiles != -1 || got.State != r.State {
 		t.Errorf("round trip\n got %v\nwant %v", got, r)
 	}
 	enc := encodeRestriction(r)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
-	"github.com/revenue-stream/hourly/model"
 )
 
 // The backlog hold. A subscription that was not read for a while (the job
@@ -28,7 +27,9 @@ import (
 // The decision is made once per batch, at pull time, and stored in the
 // archive's sidecar (sideEntry.Backlog), so that a re-emit from the archive
 // gives every record the same WatermarkBefore, hence the same verdicts, as
-// the stream did.
+// the stream did. The hold itself is the watermark's (watermark.Partition.Backlog):
+// the reader only says, before stamping each record, whether it is one of a
+// backlog batch.
 
 // isBacklog reports whether a pulled batch comes from a backlog.
 func isBacklog(msgs []*pb.ReceivedMessage, pulled time.Time, age time.Duration) bool {
@@ -41,18 +42,4 @@ func isBacklog(msgs []*pb.ReceivedMessage, pulled time.Time, age time.Duration) 
 		}
 	}
 	return false
-}
-
-// holdFor applies the hold to a record just stamped: a backlog record
-// starts or continues the hold and is judged against the held watermark; a
-// record of a fresh batch ends it.
-func (r *restriction) holdFor(rec *model.Record, backlog bool) {
-	if !backlog {
-		r.Holding = false
-		return
-	}
-	if !r.Holding {
-		r.Holding, r.Hold = true, rec.WatermarkBefore
-	}
-	rec.WatermarkBefore = min(rec.WatermarkBefore, r.Hold)
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 )
@@ -167,7 +168,7 @@ func (p *pulling) err() error {
 // archived batches in sequence order and claims the position after each.
 // The call ends at its budget, when the subscription is empty, on a stop,
 // or when the archive has failed for longer than the limit.
-func (r *reader) pull(ctx context.Context, start time.Time) (outcome, error) {
+func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, error) {
 	p := &pulling{
 		held: newHeld(max(r.maxHeld, 1)), results: make(chan *batch, 2*r.pullers),
 		seq: r.rest.Seq, hour: r.rest.Hour,
@@ -237,20 +238,20 @@ func (r *reader) pull(ctx context.Context, start time.Time) (outcome, error) {
 		return 0, p.err()
 	case lost:
 		forgetHead(r.store.dir)
-		return outLost, nil
+		return sdfread.Lost, nil
 	}
 	// Everything this call archived was emitted: the next call here need
 	// not list the archive.
 	setHead(r.store.dir, r.rest.Emitted)
 	switch {
 	case r.stop():
-		return outStopped, nil
+		return sdfread.Stopped, nil
 	case p.retry.Load() && r.emitted == 0:
-		return outRetry, nil
+		return sdfread.Retry, nil
 	case p.caughtUp.Load() && r.emitted < r.maxRecords && r.now().Sub(start) < r.budget:
-		return outCaughtUp, nil
+		return sdfread.CaughtUp, nil
 	}
-	return outBudget, nil
+	return sdfread.Budget, nil
 }
 
 // emitBatch stamps and emits an archived batch and claims the position

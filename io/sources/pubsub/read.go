@@ -12,17 +12,16 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// namespace is the metrics namespace shared by the whole pipeline.
-const namespace = "revenue"
-
 func init() {
 	register.DoFn5x2[
-		context.Context, *sources.WatermarkEstimator, *sdf.LockRTracker, string,
+		context.Context, *sdfread.WatermarkEstimator, *sdf.LockRTracker, string,
 		func(beam.EventTime, model.Record), sdf.ProcessContinuation, error,
 	](&readFn{})
 	register.Emitter2[beam.EventTime, model.Record]()
@@ -52,6 +51,7 @@ type readFn struct {
 	// Stop is the run's graceful-stop request (see sources.StopSignal).
 	Stop sources.StopSignal
 
+	sdfread.Shape[restriction]
 	client *gpubsub.Client
 	stores map[int]*store
 	stop   *sources.StopWatch
@@ -116,28 +116,11 @@ func (f *readFn) SplitRestriction(_ string, rest restriction) []restriction {
 	return out
 }
 
-func (f *readFn) RestrictionSize(_ string, rest restriction) float64 {
-	if rest.Closed {
-		return 0
-	}
-	return 1
-}
-
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(sources.NewCheckpointTracker("pubsub", rest, false))
+	return sdf.NewLockRTracker(sdfread.NewCheckpointTracker("pubsub", rest, false))
 }
 
-func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction, _ string) int64 {
-	return model.NoWatermark
-}
-
-func (f *readFn) CreateWatermarkEstimator(state int64) *sources.WatermarkEstimator {
-	return sources.NewWatermarkEstimator(state)
-}
-
-func (f *readFn) WatermarkEstimatorState(e *sources.WatermarkEstimator) int64 { return e.Value() }
-
-func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstimator, rt *sdf.LockRTracker, subscription string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
+func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, subscription string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
 		return sdf.StopProcessing(), fmt.Errorf("pubsub source %s: restriction of type %T", subscription, rt.GetRestriction())
@@ -164,73 +147,55 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sources.WatermarkEstima
 	r.log = slog.Default().With("source", "pubsub", "subscription", f.Subscription, "shard", rest.Shard)
 	r.stop = f.stop.Stopped
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
-	r.emit = func(rec model.Record) {
-		// The timestamp is the watermark before the record (never its event
-		// time): the runner sees it as late exactly when rule (a) of the
-		// too-late gate does, and it holds the downstream watermark until
-		// the record is counted (see transforms/dedup.go).
-		emit(beam.EventTime(sources.ToMtime(rec.WatermarkBefore)), rec)
-	}
+	r.emit = func(rec model.Record) { sdfread.Emit(emit, rec) }
 
 	out, err := r.run(ctx)
 	f.count(ctx, r)
 	if err != nil {
 		return sdf.StopProcessing(), err
 	}
-	switch out {
-	case outLost:
-		return sdf.StopProcessing(), nil
-	case outStopped:
-		return sdf.ResumeProcessingIn(f.Poll), nil
+	if out == sdfread.Lost || out == sdfread.Stopped {
+		return sdfread.Continue(out, f.Poll), nil
 	}
 
 	now := time.Now().UnixMilli()
 	if r.endCall(out, now) {
-		beam.NewCounter(namespace, "idle_transitions_"+Partition).Inc(ctx, 1)
+		metrics.Counter(metrics.IdleTransitions(Partition)).Inc(ctx, 1)
 	}
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
 	}
 	we.Advance(r.rest.Reported)
 	if r.rest.Reported != model.NoWatermark {
-		beam.NewGauge(namespace, "watermark_lag_ms_"+Partition).Set(ctx, now-r.rest.Reported)
+		metrics.Gauge(metrics.WatermarkLag(Partition)).Set(ctx, now-r.rest.Reported)
 	}
-	switch out {
-	case outCaughtUp:
-		return sdf.ResumeProcessingIn(f.Poll), nil
-	case outRetry:
-		return sdf.ResumeProcessingIn(max(f.Poll, time.Second)), nil
-	}
-	return sdf.ResumeProcessingIn(0), nil
+	return sdfread.Continue(out, f.Poll), nil
 }
 
 // Counters the launcher's progress line shows for a Pub/Sub source.
 const (
-	// MetricHeldExtended counts messages whose ack deadline was extended
-	// because they were held (pulled, their archive write not done yet).
-	MetricHeldExtended = "pubsub_held_extended"
-	// MetricArchiveRetries counts archive writes retried after a failure.
-	MetricArchiveRetries = "pubsub_archive_retries"
+	MetricHeldExtended   = string(metrics.PubsubHeldExtended)
+	MetricArchiveRetries = string(metrics.PubsubArchiveRetries)
 )
 
 // count reports the call's source figures. "read" itself is counted by
 // Validate, for every source alike.
 func (f *readFn) count(ctx context.Context, r *reader) {
 	c := r.c
-	for name, v := range map[string]int64{
-		"pubsub_pulled":        c.pulled,
-		"pubsub_acked":         c.acked,
-		"pubsub_ack_errors":    c.ackErrors,
-		"pubsub_blank":         c.blank,
-		"pubsub_replayed":      c.replayed,
-		"pubsub_objects":       c.objects,
-		"pubsub_archive_bytes": c.archiveBytes,
-		MetricArchiveRetries:   c.archiveRetries,
-		MetricHeldExtended:     c.extended,
+	for name, v := range map[metrics.Name]int64{
+		metrics.PubsubPulled:         c.pulled,
+		metrics.PubsubAcked:          c.acked,
+		metrics.PubsubAckErrors:      c.ackErrors,
+		metrics.PubsubBlank:          c.blank,
+		metrics.PubsubReplayed:       c.replayed,
+		metrics.PubsubObjects:        c.objects,
+		metrics.PubsubArchiveBytes:   c.archiveBytes,
+		metrics.PubsubArchiveRetries: c.archiveRetries,
+		metrics.PubsubHeldExtended:   c.extended,
 	} {
 		if v != 0 {
-			beam.NewCounter(namespace, name).Inc(ctx, v)
+			metrics.Counter(name).Inc(ctx, v)
 		}
 	}
-	beam.NewGauge(namespace, "pubsub_held_peak").Set(ctx, c.heldPeak)
+	metrics.Gauge(metrics.PubsubHeldPeak).Set(ctx, c.heldPeak)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
@@ -31,27 +32,6 @@ type subscriber interface {
 	Pull(ctx context.Context, req *pb.PullRequest, opts ...gax.CallOption) (*pb.PullResponse, error)
 	Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest, opts ...gax.CallOption) error
 	ModifyAckDeadline(ctx context.Context, req *pb.ModifyAckDeadlineRequest, opts ...gax.CallOption) error
-}
-
-// outcome says why a reader's call ended.
-type outcome int
-
-const (
-	// outBudget: MaxPerCall records or the time budget used up; resume now.
-	outBudget outcome = iota
-	// outCaughtUp: the subscription had nothing for a whole pull.
-	outCaughtUp
-	// outStopped: RequestStop was seen.
-	outStopped
-	// outLost: a claim failed (the runner checkpointed from another
-	// goroutine); the residual has the rest, the archive has every record.
-	outLost
-	// outRetry: pulling failed; resume after a pause and try again.
-	outRetry
-)
-
-func (o outcome) String() string {
-	return [...]string{"budget", "caught-up", "stopped", "lost", "retry"}[o]
 }
 
 // ackChunk keeps an Acknowledge request well under Pub/Sub's 512 KB limit.
@@ -153,7 +133,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 			}
 		},
 	}
-	r.stamper = rest.Stamper(policy, cfg)
+	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
 	return r
 }
 
@@ -161,7 +141,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 // anything, else pulls, until a budget is used up, the subscription runs dry
 // or a stop is requested. It does not claim its final watermark state: the
 // caller adds it and claims.
-func (r *reader) run(ctx context.Context) (outcome, error) {
+func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 	start := r.now()
 	r.emitted = 0
 	if !r.rest.Started {
@@ -169,7 +149,7 @@ func (r *reader) run(ctx context.Context) (outcome, error) {
 			return 0, err
 		}
 		if !r.claim(r.rest) {
-			return outLost, nil
+			return sdfread.Lost, nil
 		}
 	}
 	if head, ok := headOf(r.store.dir); !ok || head != r.rest.Emitted || r.rest.Object != "" {
@@ -179,7 +159,7 @@ func (r *reader) run(ctx context.Context) (outcome, error) {
 		}
 	}
 	if r.stop() {
-		return outStopped, nil
+		return sdfread.Stopped, nil
 	}
 	return r.pull(ctx, start)
 }
@@ -218,7 +198,7 @@ func (r *reader) learn(names []string) {
 
 // catchUp re-emits the objects after the restriction's position. done says
 // the archive is caught up and the call may pull.
-func (r *reader) catchUp(ctx context.Context, start time.Time) (out outcome, done bool, err error) {
+func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outcome, done bool, err error) {
 	names, err := r.store.list(ctx, r.rest.Emitted)
 	if err != nil {
 		return 0, false, err
@@ -242,16 +222,16 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out outcome, don
 		}
 		r.rest.Emitted, r.rest.Object, r.rest.Offset, r.rest.Line = name, "", 0, 0
 		if !r.claim(r.rest) {
-			return outLost, false, nil
+			return sdfread.Lost, false, nil
 		}
 	}
 	setHead(r.store.dir, r.rest.Emitted)
-	return outBudget, true, nil
+	return sdfread.Budget, true, nil
 }
 
 // replayObject emits the rest of the object r.rest.Object from its mark,
 // claiming each record's position.
-func (r *reader) replayObject(ctx context.Context, start time.Time) (out outcome, done bool, err error) {
+func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread.Outcome, done bool, err error) {
 	name := r.rest.Object
 	rc, side, err := r.store.read(ctx, name, r.rest.Offset)
 	if err != nil {
@@ -260,11 +240,8 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out outcome
 	defer rc.Close()
 	lr := rawlog.NewReaderAt(rc, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
 	for {
-		if r.stop() {
-			return outStopped, false, nil
-		}
-		if r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
-			return outBudget, false, nil
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+			return out, false, nil
 		}
 		l, err := lr.Next()
 		if errors.Is(err, io.EOF) {
@@ -289,7 +266,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out outcome
 		r.stamp(&rec, entry.Backlog)
 		r.rest.Offset, r.rest.Line = l.End, l.No
 		if !r.claim(r.rest) {
-			return outLost, false, nil
+			return sdfread.Lost, false, nil
 		}
 		r.emit(rec)
 		r.emitted++
@@ -299,15 +276,16 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out outcome
 
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-// stamp sets rec's WatermarkBefore and folds it into the watermark state,
-// applying the backlog hold. An oversized line carries its prefix only, as
-// rawlog reads it from a file.
+// stamp sets rec's WatermarkBefore under the backlog hold of its batch,
+// validates it and folds it into the watermark state. An oversized line
+// carries its prefix only, as rawlog reads it from a file.
 func (r *reader) stamp(rec *model.Record, backlog bool) {
 	if len(rec.Line) > r.event.MaxLine {
 		rec.Line, rec.Oversized = rec.Line[:min(len(rec.Line), rawlog.PrefixLimit)], true
 	}
-	r.rest.Stamp(r.stamper, rec, r.policy.OutOfOrderBound)
-	r.rest.holdFor(rec, backlog)
+	r.stamper.Partition().Backlog(backlog)
+	r.stamper.StampRecord(rec)
+	r.rest.State = r.stamper.Partition().State()
 }
 
 // permanent reports errors that retrying cannot fix: the job should fail
@@ -325,10 +303,9 @@ func permanent(err error) bool {
 // as activity: Pub/Sub could not be reached, which says nothing about the
 // producers, so it must not make the source idle (and close the windows its
 // backlog will fill).
-func (r *reader) endCall(out outcome, now int64) bool {
-	if out == outRetry {
-		r.rest.LastActive = max(r.rest.LastActive, now)
-		r.stamper.Partition().Observe(0, false, now)
+func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
+	if out == sdfread.Retry {
+		r.stamper.Partition().Touch(now)
 	}
 	return r.watermarkState(now)
 }
@@ -339,19 +316,8 @@ func (r *reader) endCall(out outcome, now int64) bool {
 // idleness and reports whether the partition just went idle.
 func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
-	before := r.rest.Reported
-	wentIdle, cameBack := r.rest.Update(p, now)
-	if r.rest.Holding {
-		r.rest.Reported = max(before, min(r.rest.Reported, r.rest.Hold))
-	}
-	switch {
-	case wentIdle:
-		r.log.Info("pubsub source idle: its watermark now advances with processing time",
-			"idle_timeout", r.policy.IdleTimeout, "last_record", fmtMs(r.rest.LastActive),
-			"reported_watermark", fmtMs(r.rest.Reported))
-	case cameBack:
-		r.log.Info("pubsub source active again: records older than its watermark are late or too late",
-			"event_watermark", fmtMs(p.Watermark()), "reported_watermark", fmtMs(r.rest.Reported))
-	}
-	return wentIdle
+	rep := p.Report(now, model.NoWatermark, false)
+	r.rest.State = p.State()
+	sdfread.LogIdleness(r.log, "pubsub source", rep, p, r.policy.IdleTimeout)
+	return rep.WentIdle
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/googleapis/gax-go/v2"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
@@ -53,7 +54,7 @@ func newPlainReader(t *testing.T, e *emulator, dir string) *plainReader {
 }
 
 // call runs one ProcessElement's worth of reading and returns its outcome.
-func (p *plainReader) call(ctx context.Context) (outcome, *reader, error) {
+func (p *plainReader) call(ctx context.Context) (sdfread.Outcome, *reader, error) {
 	r := newReader(p.rest, testPolicy, event.DefaultConfig())
 	r.subscription, r.store = testSub, p.st
 	r.sub = p.e.client.SubscriptionAdminClient
@@ -80,7 +81,7 @@ func (p *plainReader) drain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out == outCaughtUp {
+		if out == sdfread.CaughtUp {
 			return
 		}
 	}
@@ -354,7 +355,7 @@ func TestBacklogHoldsWatermark(t *testing.T) {
 			t.Error("the fresh message did not release the hold")
 		}
 		if want := w10 + 179*60_000 - testPolicy.OutOfOrderBound.Milliseconds(); rest.Reported < want {
-			t.Errorf("after the backlog the reported watermark is %s, want %s", fmtMs(rest.Reported), fmtMs(want))
+			t.Errorf("after the backlog the reported watermark is %s, want %s", watermark.FormatMs(rest.Reported), watermark.FormatMs(want))
 		}
 	})
 	t.Run("control", func(t *testing.T) {
@@ -438,7 +439,7 @@ func TestShardsShareTheSubscription(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 40 {
-				if out, _, err := p.call(context.Background()); err != nil || out == outCaughtUp {
+				if out, _, err := p.call(context.Background()); err != nil || out == sdfread.CaughtUp {
 					return
 				}
 			}
@@ -488,18 +489,18 @@ func TestPullFailureIsNotIdleness(t *testing.T) {
 	start := time.Now()
 	for _, tc := range []struct {
 		name     string
-		out      outcome
+		out      sdfread.Outcome
 		wantIdle bool
-	}{{"empty", outCaughtUp, true}, {"failing", outRetry, false}} {
+	}{{"empty", sdfread.CaughtUp, true}, {"failing", sdfread.Retry, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReader(newRestriction(0, start.UnixMilli()), policy, event.DefaultConfig())
 			r.sub = failingPull{}
-			if tc.out == outRetry {
+			if tc.out == sdfread.Retry {
 				r.store = &store{dir: t.TempDir()}
 				setHead(r.store.dir, "")
 				r.rest.Started = true
 				out, err := r.pull(context.Background(), start)
-				if err != nil || out != outRetry {
+				if err != nil || out != sdfread.Retry {
 					t.Fatalf("pull = %v, %v; want retry", out, err)
 				}
 			}

@@ -2,16 +2,14 @@ package pubsub
 
 import (
 	"fmt"
-	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/io/sources"
-	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/io/internal/sdfread"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*restriction)(nil)).Elem(), encodeRestriction, decodeRestriction)
+	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
 }
 
 // restriction is one reader key's whole state, and it is what the runner
@@ -41,13 +39,9 @@ type restriction struct {
 	// hour no earlier than Hour, so it sorts after all of them.
 	Seq  int64
 	Hour string
-	// Holding, Hold: the backlog hold (see backlog.go). While Holding, the
-	// partition watermark stays at Hold.
-	Holding bool
-	Hold    int64
-
-	// PolicyState is the watermark-policy state, as in the folder source.
-	sources.PolicyState
+	// State is the watermark state, the backlog hold included (see
+	// backlog.go and watermark.State).
+	watermark.State
 
 	// Closed marks a restriction with no work left: the primary of a
 	// checkpoint, or a truncated one.
@@ -55,71 +49,45 @@ type restriction struct {
 }
 
 func newRestriction(shard int, now int64) restriction {
-	return restriction{Shard: shard, PolicyState: sources.NewPolicyState(now)}
+	return restriction{Shard: shard, State: watermark.NewState(now)}
 }
 
 func (r restriction) String() string {
-	return fmt.Sprintf("{shard=%d emitted=%q object=%q line=%d seq=%d holding=%v maxValid=%s idle=%v reported=%s closed=%v}",
-		r.Shard, r.Emitted, r.Object, r.Line, r.Seq, r.Holding, fmtMs(r.MaxValid), r.Idle, fmtMs(r.Reported), r.Closed)
+	return fmt.Sprintf("{shard=%d emitted=%q object=%q line=%d seq=%d %v closed=%v}",
+		r.Shard, r.Emitted, r.Object, r.Line, r.Seq, r.State, r.Closed)
 }
 
-func fmtMs(ms int64) string {
-	if ms == model.NoWatermark {
-		return "none"
-	}
-	return model.FormatTime(ms)
-}
-
-// restrictionVersion 2: the archive position (1 held a replay phase).
-const restrictionVersion = 2
+// restrictionVersion 3: the backlog hold moved into the watermark state (2:
+// the archive position; 1 held a replay phase).
+const restrictionVersion = 3
 
 func encodeRestriction(r restriction) []byte {
-	w := coders.Writer{B: make([]byte, 0, 128+len(r.Emitted)+len(r.Object))}
-	w.Uvarint(restrictionVersion)
-	w.Varint(int64(r.Shard))
-	w.Bool(r.Started)
-	w.String(r.Emitted)
-	w.String(r.Object)
-	w.Varint(r.Offset)
-	w.Varint(int64(r.Line))
-	w.Varint(r.Seq)
-	w.String(r.Hour)
-	w.Bool(r.Holding)
-	w.Varint(r.Hold)
-	r.PolicyState.Encode(&w)
-	w.Bool(r.Closed)
-	return w.B
+	return sdfread.EncodeRestriction(restrictionVersion, 128+len(r.Emitted)+len(r.Object), func(w *coders.Writer) {
+		w.Varint(int64(r.Shard))
+		w.Bool(r.Started)
+		w.String(r.Emitted)
+		w.String(r.Object)
+		w.Varint(r.Offset)
+		w.Varint(int64(r.Line))
+		w.Varint(r.Seq)
+		w.String(r.Hour)
+		r.State.Encode(w)
+		w.Bool(r.Closed)
+	})
 }
 
 func decodeRestriction(b []byte) (restriction, error) {
-	rd := coders.Reader{B: b}
-	if v := rd.Uvarint(); rd.Err == nil && v != restrictionVersion {
-		return restriction{}, fmt.Errorf("decode pubsub restriction: unknown version %d", v)
-	}
-	var r restriction
-	r.Shard = int(rd.Varint())
-	r.Started = rd.Bool()
-	r.Emitted = rd.String()
-	r.Object = rd.String()
-	r.Offset = rd.Varint()
-	r.Line = int(rd.Varint())
-	r.Seq = rd.Varint()
-	r.Hour = rd.String()
-	r.Holding = rd.Bool()
-	r.Hold = rd.Varint()
-	r.PolicyState = sources.DecodePolicyState(&rd)
-	r.Closed = rd.Bool()
-	if rd.Err != nil {
-		return restriction{}, fmt.Errorf("decode pubsub restriction: %w", rd.Err)
-	}
-	if len(rd.B) != 0 {
-		return restriction{}, fmt.Errorf("decode pubsub restriction: %d trailing bytes", len(rd.B))
-	}
-	return r, nil
+	return sdfread.DecodeRestriction(b, restrictionVersion, "pubsub restriction", func(rd *coders.Reader) restriction {
+		return restriction{
+			Shard: int(rd.Varint()), Started: rd.Bool(), Emitted: rd.String(), Object: rd.String(),
+			Offset: rd.Varint(), Line: int(rd.Varint()), Seq: rd.Varint(), Hour: rd.String(),
+			State: watermark.DecodeState(rd), Closed: rd.Bool(),
+		}
+	})
 }
 
-// Clone, Closing and IsClosed make restriction sources.Checkpointable (the
-// reader is tracked by sources.CheckpointTracker, unbounded: a subscription
+// Clone, Closing and IsClosed make restriction sdfread.Checkpointable (the
+// reader is tracked by sdfread.CheckpointTracker, unbounded: a subscription
 // never ends). The restriction holds no slices: a copy is a clone.
 func (r restriction) Clone() restriction { return r }
 

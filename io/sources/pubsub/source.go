@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -109,42 +110,18 @@ type Options struct {
 }
 
 func (o Options) withDefaults(subscriptionID string) Options {
-	if o.ArchiveDir == "" {
-		o.ArchiveDir = filepath.Join(DefaultArchiveRoot, subscriptionID)
-	}
-	if o.MaxPerCall == 0 {
-		o.MaxPerCall = DefaultMaxPerCall
-	}
-	if o.PullBatch == 0 {
-		o.PullBatch = DefaultPullBatch
-	}
-	if o.PullTimeout == 0 {
-		o.PullTimeout = DefaultPullTimeout
-	}
-	if o.PollInterval == 0 {
-		o.PollInterval = DefaultPollInterval
-	}
-	if o.Pullers == 0 {
-		o.Pullers = DefaultPullers
-	}
-	if o.Shards == 0 {
-		o.Shards = 1
-	}
-	if o.MaxHeld == 0 {
-		o.MaxHeld = o.Pullers * o.PullBatch
-	}
-	if o.AckExtension == 0 {
-		o.AckExtension = DefaultAckExtension
-	}
-	if o.AckExtendEvery == 0 {
-		o.AckExtendEvery = DefaultAckExtendEvery
-	}
-	if o.ArchiveFailAfter == 0 {
-		o.ArchiveFailAfter = DefaultArchiveFailAfter
-	}
-	if o.BacklogAge == 0 {
-		o.BacklogAge = DefaultBacklogAge
-	}
+	o.ArchiveDir = cmp.Or(o.ArchiveDir, filepath.Join(DefaultArchiveRoot, subscriptionID))
+	o.MaxPerCall = cmp.Or(o.MaxPerCall, DefaultMaxPerCall)
+	o.PullBatch = cmp.Or(o.PullBatch, DefaultPullBatch)
+	o.PullTimeout = cmp.Or(o.PullTimeout, DefaultPullTimeout)
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.Pullers = cmp.Or(o.Pullers, DefaultPullers)
+	o.Shards = cmp.Or(o.Shards, 1)
+	o.MaxHeld = cmp.Or(o.MaxHeld, o.Pullers*o.PullBatch)
+	o.AckExtension = cmp.Or(o.AckExtension, DefaultAckExtension)
+	o.AckExtendEvery = cmp.Or(o.AckExtendEvery, DefaultAckExtendEvery)
+	o.ArchiveFailAfter = cmp.Or(o.ArchiveFailAfter, DefaultArchiveFailAfter)
+	o.BacklogAge = cmp.Or(o.BacklogAge, DefaultBacklogAge)
 	return o
 }
 

@@ -1,9 +1,7 @@
-package sources
+package sdfread
 
 import (
 	"fmt"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 )
 
 // Checkpointable is a restriction a CheckpointTracker can hold: the folder
@@ -38,8 +36,6 @@ type CheckpointTracker[R Checkpointable[R]] struct {
 	stopped bool
 	err     error
 }
-
-var _ sdf.BoundableRTracker = (*CheckpointTracker[restriction])(nil)
 
 // NewCheckpointTracker tracks rest; bounded says whether the input is
 // finite (a replay) or not (a follower, a subscription: a runner's drain

@@ -1,4 +1,4 @@
-package sources
+package sdfread
 
 import (
 	"sync/atomic"
