@@ -63,9 +63,9 @@ type ConfigChecker interface {
 	CheckRunConfig(ctx context.Context, cfg map[string]string) error
 }
 
-// Reader is a sink whose tables can be read back: SQLite and BigQuery. The
-// run summary and report, a restarted job's seeds and reconcile read through
-// it.
+// Reader is a sink whose tables can be read back: SQLite, BigQuery and
+// jsonl. The run summary and report, a restarted job's seeds, the live view
+// and reconcile read through it.
 type Reader interface {
 	Sink
 	CurrentRows(ctx context.Context) ([]model.Row, error)
@@ -82,8 +82,9 @@ var (
 )
 
 // OpenReader opens an existing readable sink. ok is false for a sink that
-// keeps nothing to read back (console, jsonl) or a SQLite file that does not
-// exist yet: opening would create an empty one.
+// keeps nothing to read back (console) or a SQLite file or jsonl directory
+// that does not exist yet: opening would create an empty one. A jsonl
+// reader reads the files as they are and cannot write.
 func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
 	switch spec.Scheme {
 	case SchemeSQLite:
@@ -98,6 +99,12 @@ func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
 			return nil, false, err
 		}
 		return s, true, nil
+	case SchemeJSONL:
+		j, ok, err := openJSONLReader(spec.Path)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		return j, true, nil
 	case SchemeBigQuery:
 		s, err := OpenBigQuery(ctx, spec)
 		if err != nil {
