@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -152,39 +151,28 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	}
 	now := time.Now().UTC()
 	var (
-		admitted    []changelogRow
-		regressions int
-		example     string
+		admitted []changelogRow
+		refused  refusals
 	)
 	for _, r := range rows {
 		k := rowKey{r.WindowStart, r.Dims}
 		prev, have := current[k]
-		switch admit(prev, have, r) {
-		case staleRevision:
-			stale++
-			continue
-		case regression:
-			stale++
-			regressions++
-			if example == "" {
-				example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
-					r.Key(), r.Revision, r.State, r.EventCount, prev.revision, prev.state, prev.count)
-			}
+		if !refused.admit(prev, have, r) {
 			continue
 		}
 		current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
 		admitted = append(admitted, changelogRow{Row: r, WrittenAt: now})
 	}
-	if regressions > 0 {
+	if refused.regressions > 0 {
 		slog.Warn("bigquery sink: rejected rows that would lower a count or move a state back",
-			"sink", b.String(), "rows", regressions, "example", example)
+			"sink", b.String(), "rows", refused.regressions, "example", refused.example)
 	}
 	n, err := insertMissing(ctx, b, changelogCodec, []string{"window_start", "dims"}, "revision", admitted)
 	if err != nil {
 		return 0, 0, err
 	}
 	// A row another writer stored between the read and the insert is stale.
-	accepted, stale = n, stale+len(admitted)-n
+	accepted, stale = n, refused.stale+len(admitted)-n
 	return accepted, stale, nil
 }
 

@@ -47,11 +47,7 @@ func (b *BigQuery) RunConfig(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		out[r.Key] = r.Value
-	}
-	return out, nil
+	return configMap(rows), nil
 }
 
 func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string) ([]model.Row, error) {

@@ -181,9 +181,9 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 		}
 	}
 	st.commit()
-	res.Accepted, res.Stale = len(accepted), st.stale
-	if st.regressions > 0 {
-		slog.Warn("jsonl sink: rejected rows that would lower a count or move a state back", "dir", j.dir, "rows", st.regressions)
+	res.Accepted, res.Stale = len(accepted), st.refused.stale
+	if st.refused.regressions > 0 {
+		slog.Warn("jsonl sink: rejected rows that would lower a count or move a state back", "dir", j.dir, "rows", st.refused.regressions)
 	}
 	return res, nil
 }

@@ -285,6 +285,30 @@ func admit(prev stored, have bool, r model.Row) verdict {
 	return accept
 }
 
+// refusals tallies the rows admit refuses, keeping one regression as an
+// example for the warning a sink logs.
+type refusals struct {
+	stale, regressions int
+	example            string
+}
+
+// admit applies admit to r, tallying a refusal; it reports whether r is
+// accepted.
+func (f *refusals) admit(prev stored, have bool, r model.Row) bool {
+	switch admit(prev, have, r) {
+	case accept:
+		return true
+	case regression:
+		f.regressions++
+		if f.example == "" {
+			f.example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
+				r.Key(), r.Revision, r.State, r.EventCount, prev.revision, prev.state, prev.count)
+		}
+	}
+	f.stale++
+	return false
+}
+
 // validateBatch refuses rows and audit records no table can key correctly,
 // before any of the batch is written.
 func validateBatch(b Batch) error {
@@ -349,11 +373,10 @@ func newMemGuard() *memGuard {
 
 // guardStage is one batch's staged decisions.
 type guardStage struct {
-	g           *memGuard
-	latest      map[rowKey]stored
-	audit       map[string]struct{}
-	stale       int
-	regressions int
+	g       *memGuard
+	latest  map[rowKey]stored
+	audit   map[string]struct{}
+	refused refusals
 }
 
 func (g *memGuard) stage() *guardStage {
@@ -370,15 +393,9 @@ func (st *guardStage) admitRows(rows []model.Row) []model.Row {
 		if !have {
 			prev, have = st.g.latest[k]
 		}
-		switch admit(prev, have, r) {
-		case accept:
+		if st.refused.admit(prev, have, r) {
 			st.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
 			accepted = append(accepted, r)
-		case regression:
-			st.regressions++
-			st.stale++
-		default:
-			st.stale++
 		}
 	}
 	return accepted

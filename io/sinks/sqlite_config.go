@@ -87,9 +87,5 @@ func (s *SQLite) RunConfig(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(rows))
-	for _, r := range rows {
-		out[r.Key] = r.Value
-	}
-	return out, nil
+	return configMap(rows), nil
 }

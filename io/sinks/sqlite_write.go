@@ -158,12 +158,11 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 		}
 	}
 	var (
-		res         Result
-		regressions int
-		example     string
+		res     Result
+		refused refusals
 	)
 	err := s.inTx(ctx, "write", func(tx *sql.Tx) error {
-		res, regressions, example = Result{}, 0, ""
+		res, refused = Result{}, refusals{}
 		now := time.Now()
 
 		current := make(map[textKey]stored, len(lookup)/2)
@@ -205,17 +204,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 				flush()
 			}
 			prev, have := current[k]
-			switch admit(prev, have, r) {
-			case staleRevision:
-				res.Stale++
-				continue
-			case regression:
-				res.Stale++
-				regressions++
-				if example == "" {
-					example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
-						r.Key(), r.Revision, r.State, r.EventCount, prev.revision, prev.state, prev.count)
-				}
+			if !refused.admit(prev, have, r) {
 				continue
 			}
 			current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
@@ -225,6 +214,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 			changes = sqliteArgs(HourlyRevenueChangelog, changes, vals)
 		}
 		flush()
+		res.Stale = refused.stale
 
 		upsert := newBulk(tx, sqlUpsertRowsPrefix, sqlUpsertRowsSuffix, len(HourlyRevenue.Columns))
 		defer upsert.close()
@@ -244,14 +234,14 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if regressions > 0 {
+	if refused.regressions > 0 {
 		// The pipeline should never send these; the sink holding the line is
 		// worth a warning, not just a counter.
 		slog.Warn("sqlite sink: rejected rows that would lower a count or move a state back",
-			"path", s.path, "rows", regressions, "example", example)
+			"path", s.path, "rows", refused.regressions, "example", refused.example)
 	}
-	if res.Stale > regressions {
-		slog.Debug("sqlite sink: stale revisions ignored", "path", s.path, "rows", res.Stale-regressions)
+	if res.Stale > refused.regressions {
+		slog.Debug("sqlite sink: stale revisions ignored", "path", s.path, "rows", res.Stale-refused.regressions)
 	}
 	return res, nil
 }

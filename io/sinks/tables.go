@@ -299,6 +299,15 @@ var (
 	}
 )
 
+// configMap turns run_config rows into settings.
+func configMap(rows []configEntry) map[string]string {
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r.Value
+	}
+	return out
+}
+
 // snapshotOf builds a row from hourly_revenue's column values (revenue is
 // read from revenue_micros).
 func snapshotOf(v []any, writer string) (model.Row, error) {
