@@ -100,41 +100,15 @@ var (
 		Partition:  "window_start",
 		Clustering: []string{"window_start", "dims"},
 	}
-	TooLateEvents = &Table{
-		Name: "too_late_events",
-		Columns: []Column{
-			{Name: "source_position", Type: String},
-			{Name: "event_id", Type: String},
-			{Name: "event_time", Type: Time},
-			{Name: "payload", Type: String},
-			{Name: "reason", Type: String},
-		},
-		Key:        []string{"source_position"},
-		Partition:  "event_time",
-		Clustering: []string{"source_position"},
-	}
-	ConflictEvents = &Table{
-		Name: "conflict_events",
-		Columns: []Column{
-			{Name: "source_position", Type: String},
-			{Name: "event_id", Type: String},
-			{Name: "first_fingerprint", Type: String},
-			{Name: "conflicting_fingerprint", Type: String},
-			{Name: "payload", Type: String},
-		},
-		Key:        []string{"source_position"},
-		Clustering: []string{"source_position"},
-	}
-	QuarantinedEvents = &Table{
-		Name: "quarantined_events",
-		Columns: []Column{
-			{Name: "source_position", Type: String},
-			{Name: "payload", Type: String},
-			{Name: "reason", Type: String},
-		},
-		Key:        []string{"source_position"},
-		Clustering: []string{"source_position"},
-	}
+	// The audit tables: one row per source_position, so a replay or a
+	// restart never adds a second one for the same record.
+	TooLateEvents = auditTable("too_late_events", "event_time", Column{Name: "event_id", Type: String},
+		Column{Name: "event_time", Type: Time}, Column{Name: "payload", Type: String}, Column{Name: "reason", Type: String})
+	ConflictEvents = auditTable("conflict_events", "", Column{Name: "event_id", Type: String},
+		Column{Name: "first_fingerprint", Type: String}, Column{Name: "conflicting_fingerprint", Type: String},
+		Column{Name: "payload", Type: String})
+	QuarantinedEvents = auditTable("quarantined_events", "",
+		Column{Name: "payload", Type: String}, Column{Name: "reason", Type: String})
 	ReconcileDiffs = &Table{
 		Name: "reconcile_diffs",
 		Columns: []Column{
@@ -178,6 +152,18 @@ var (
 		SQLiteOnly: true,
 	}
 )
+
+// auditTable is an audit table: source_position, then cols; keyed and
+// clustered by source_position, partitioned by partition (or not, "").
+func auditTable(name, partition string, cols ...Column) *Table {
+	return &Table{
+		Name:       name,
+		Columns:    append([]Column{{Name: "source_position", Type: String}}, cols...),
+		Key:        []string{"source_position"},
+		Partition:  partition,
+		Clustering: []string{"source_position"},
+	}
+}
 
 // Tables lists every table, in creation order.
 var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, ConflictEvents,
