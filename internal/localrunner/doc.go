@@ -34,6 +34,17 @@
 //     min(own, board) (io/sources/read.go). On Flink/Dataflow it only lowers
 //     an estimate to the minimum the runner computes anyway; entries not
 //     refreshed (partitions on other workers) stop counting.
+//   - Workers share the launcher's process (loopback): the SDK harness runs
+//     every instance of every DoFn in one process and keeps them until it
+//     ends, never promising Teardown. The sinks keep one reference-counted
+//     handle per output (Handles), because the jsonl and console sinks hold
+//     their revision guard in it, and the launcher closes what is left once
+//     the job is over (Handles.CloseAll) before it reads the sink back. A
+//     graceful stop waits for the output to settle by when this process
+//     last wrote (LastWrite). On Flink or Dataflow each worker process has
+//     its own handles (the sinks' own revision rules carry correctness) and
+//     LastWrite sees nothing: the launcher reads the runner's sink counters
+//     instead (handles.go).
 //
 // The dedup step's shard cache (transforms/dedup_state.go) is not listed: it
 // is a per-worker cache valid on any runner, checked against a token in

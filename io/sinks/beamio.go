@@ -2,16 +2,14 @@ package sinks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 
@@ -43,7 +41,7 @@ func init() {
 //
 // The Spec is the DoFns' serialised configuration: the sink is opened in
 // Setup on the worker, never here, so the graph carries no handles. Workers
-// of one process share one handle per spec (see acquire), which the jsonl and
+// of one process share one handle per spec (see shared), which the jsonl and
 // console sinks need: their revision guard lives in the handle.
 //
 // Write panics on a spec ParseSpec would refuse or an invalid option, as
@@ -208,90 +206,44 @@ func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | 
 	return b
 }
 
-// shared holds the sinks opened by this process's workers, one per spec. A
-// runner may run several instances of a DoFn, and four DoFns write each spec:
-// SQLite would cope with one handle each, but the jsonl and console sinks
-// keep their revision guard and batch numbers in the handle, so two handles
-// on one directory would each let through rows the other already wrote.
-var shared = struct {
-	mu    sync.Mutex
-	sinks map[string]*sharedSink
-}{sinks: map[string]*sharedSink{}}
-
-type sharedSink struct {
-	sink Sink
-	refs int
-}
+// shared holds the sinks opened by this process's workers, one per spec
+// (a prism workaround, see internal/localrunner): four DoFns write each
+// spec, and a runner may run several instances of each. SQLite would cope
+// with one handle each, but the jsonl and console sinks keep their revision
+// guard and batch numbers in the handle, so two handles on one directory
+// would each let through rows the other already wrote.
+var shared localrunner.Handles[string, Sink]
 
 // acquire returns the process's handle on spec, opening it on first use.
 func acquire(ctx context.Context, spec Spec) (Sink, error) {
-	key := spec.String()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if s, ok := shared.sinks[key]; ok {
-		s.refs++
-		return s.sink, nil
-	}
-	sink, err := Open(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	shared.sinks[key] = &sharedSink{sink: sink, refs: 1}
-	return sink, nil
+	return shared.Acquire(spec.String(), func() (Sink, error) { return Open(ctx, spec) })
 }
 
 // release drops one reference and closes the handle with the last one.
 func release(spec Spec) error {
-	key := spec.String()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	s, ok := shared.sinks[key]
-	if !ok {
-		return nil
-	}
-	if s.refs--; s.refs > 0 {
-		return nil
-	}
-	delete(shared.sinks, key)
-	if err := s.sink.Close(); err != nil {
+	if err := shared.Release(spec.String()); err != nil {
 		return fmt.Errorf("sinks.Write: %w", err)
 	}
 	return nil
 }
 
 // CloseShared closes every handle the write path still holds in this
-// process. Runners do not promise to call Teardown (prism's loopback worker
-// keeps its bundle processors until the process ends), so a launcher that
-// runs in the worker's process calls this once the job is over, before it
-// reads the sink back or exits. Writers of a job still running get a closed
-// sink: call it only after the run returned.
+// process (see localrunner.Handles.CloseAll): a launcher that runs in the
+// worker's process calls it once the job is over, before it reads the sink
+// back or exits.
 func CloseShared() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	var errs []error
-	for key, s := range shared.sinks {
-		if err := s.sink.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("sinks: close %s: %w", key, err))
-		}
-		delete(shared.sinks, key)
+	if err := shared.CloseAll(); err != nil {
+		return fmt.Errorf("sinks: %w", err)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
-// lastWrite is when this process last committed a batch (Unix ns, 0 before
-// the first).
-var lastWrite atomic.Int64
+// lastWrite is when this process last committed a batch.
+var lastWrite localrunner.LastWrite
 
-func noteWrite() { lastWrite.Store(time.Now().UnixNano()) }
+func noteWrite() { lastWrite.Note() }
 
 // LastWrite reports when a write DoFn in this process last committed a
-// batch, the zero time if none has. A launcher whose workers run in its own
-// process (prism's loopback environment) uses it to wait for the output to
-// settle before it cancels a job; it sees nothing of remote workers.
-func LastWrite() time.Time {
-	ns := lastWrite.Load()
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
-}
+// batch, the zero time if none has (see localrunner.LastWrite): it sees
+// nothing of remote workers.
+func LastWrite() time.Time { return lastWrite.Time() }

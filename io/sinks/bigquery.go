@@ -168,15 +168,15 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		tables[0].rows, tables[0].err = append(tables[0].rows, row), errors.Join(tables[0].err, err)
 	}
 	for _, t := range uniqueBy(batch.TooLate, func(t model.TooLate) string { return t.Position }) {
-		row, err := encodeTooLate(rt, t)
+		row, err := encodeRow(rt, tooLateCodec, t)
 		tables[1].rows, tables[1].err = append(tables[1].rows, row), errors.Join(tables[1].err, err)
 	}
 	for _, c := range uniqueBy(batch.Conflicts, func(c model.Conflict) string { return c.Position }) {
-		row, err := encodeConflict(rt, c)
+		row, err := encodeRow(rt, conflictCodec, c)
 		tables[2].rows, tables[2].err = append(tables[2].rows, row), errors.Join(tables[2].err, err)
 	}
 	for _, q := range uniqueBy(batch.Quarantined, func(q model.Quarantined) string { return q.Position }) {
-		row, err := encodeQuarantined(rt, q)
+		row, err := encodeRow(rt, quarantinedCodec, q)
 		tables[3].rows, tables[3].err = append(tables[3].rows, row), errors.Join(tables[3].err, err)
 	}
 	for i, t := range tables {

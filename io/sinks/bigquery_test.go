@@ -166,13 +166,11 @@ func TestBigQueryRetriedStatement(t *testing.T) {
 	if acc1 != 2 || stale1 != 0 {
 		t.Fatalf("first = %d accepted, %d stale; want 2, 0", acc1, stale1)
 	}
-	var params []bqSnapshot
+	var params []changelogRow
 	for _, r := range rows {
-		params = append(params, bqSnapshot{WindowStart: msTime(r.WindowStart), WindowEnd: msTime(r.WindowEnd), Dims: r.Dims,
-			Revenue: ratMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros, EventCount: r.EventCount,
-			Revision: r.Revision, ResultState: r.State.String(), WrittenAt: time.Now().UTC(), Writer: "stream"})
+		params = append(params, changelogRow{Row: r, WrittenAt: time.Now()})
 	}
-	n, err := insertMissing(ctx, s, bqChangelog, []string{"window_start", "dims"}, "revision", params)
+	n, err := insertMissing(ctx, s, changelogCodec, []string{"window_start", "dims"}, "revision", params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,22 +204,32 @@ func TestBigQueryConcurrentWriters(t *testing.T) {
 }
 
 // The query parameters are cast to the tables' row types by position, so
-// each parameter struct's fields must be its table's columns, in order.
+// each parameter's struct fields must be its table's columns, in order, of
+// the columns' types.
 func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
-	for table, v := range map[string]any{
-		bqChangelog: bqSnapshot{}, bqTooLate: bqTooLateRow{}, bqConflicts: bqConflictRow{},
-		bqQuarantined: bqQuarantinedRow{}, bqDiffs: bqDiffParam{},
+	for _, tc := range []struct {
+		table string
+		param *bigquery.QueryParameterValue
+	}{
+		{bqChangelog, bqRowsParam(changelogCodec, []changelogRow{{Row: model.Row{State: model.Final}}})},
+		{bqTooLate, bqRowsParam(tooLateCodec, []model.TooLate{{}})},
+		{bqConflicts, bqRowsParam(conflictCodec, []model.Conflict{{}})},
+		{bqQuarantined, bqRowsParam(quarantinedCodec, []model.Quarantined{{}})},
+		{bqDiffs, bqRowsParam(diffCodec, []Diff{{}})},
+		{bqRunConfig, bqRowsParam(configCodec, []configEntry{{}})},
 	} {
 		var fields, cols []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			fields = append(fields, rt.Field(i).Tag.Get("bigquery"))
+		for _, f := range tc.param.Type.ArrayElementType.StructType.Fields {
+			fields = append(fields, f.Name+" "+f.Type.TypeKind)
 		}
-		for _, f := range schemaOf(table) {
-			cols = append(cols, f.Name)
+		for _, f := range schemaOf(tc.table) {
+			cols = append(cols, f.Name+" "+sqlType(f))
 		}
 		if !reflect.DeepEqual(fields, cols) {
-			t.Errorf("%s: parameter fields %v, columns %v", table, fields, cols)
+			t.Errorf("%s: parameter fields %v, columns %v", tc.table, fields, cols)
+		}
+		if got := len(tc.param.ArrayValue[0].StructValue); got != len(cols) {
+			t.Errorf("%s: a row carries %d values for %d columns", tc.table, got, len(cols))
 		}
 	}
 }

@@ -173,7 +173,7 @@ func TestBigQueryRowEncoding(t *testing.T) {
 		rt   map[string]*bqRowType
 		want any
 	}{{bqRowTypes, tl.EventTime * 1000}, {bqEmulatorRowTypes, strconv.FormatInt(tl.EventTime/1000, 10) + ".250000"}} {
-		b, err := encodeTooLate(tc.rt, tl)
+		b, err := encodeRow(tc.rt, tooLateCodec, tl)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -89,11 +88,12 @@ WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + strings.Jo
 // statement per chunk, and returns how many it inserted: from the DML
 // statistics, or, on a server that keeps them to itself (the emulator), by
 // counting the chunk's keys around the statement.
-func insertMissing[T any](ctx context.Context, b *BigQuery, table string, key []string, newer string, rows []T) (int, error) {
+func insertMissing[T any](ctx context.Context, b *BigQuery, c codec[T], key []string, newer string, recs []T) (int, error) {
+	table := c.t.Name
 	sql := b.insertMissingSQL(table, key, newer)
 	total := 0
-	for lo := 0; lo < len(rows); lo += bqChunk {
-		chunk := bigquery.QueryParameter{Name: "rows", Value: rows[lo:min(lo+bqChunk, len(rows))]}
+	for lo := 0; lo < len(recs); lo += bqChunk {
+		chunk := bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(c, recs[lo:min(lo+bqChunk, len(recs))])}
 		var before int64
 		if !b.dmlStats {
 			var err error
@@ -151,41 +151,28 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	}
 	now := time.Now().UTC()
 	var (
-		admitted    []bqSnapshot
-		regressions int
-		example     string
+		admitted []changelogRow
+		refused  refusals
 	)
 	for _, r := range rows {
 		k := rowKey{r.WindowStart, r.Dims}
 		prev, have := current[k]
-		switch admit(prev, have, r) {
-		case staleRevision:
-			stale++
-			continue
-		case regression:
-			stale++
-			regressions++
-			if example == "" {
-				example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
-					r.Key(), r.Revision, r.State, r.EventCount, prev.revision, prev.state, prev.count)
-			}
+		if !refused.admit(prev, have, r) {
 			continue
 		}
 		current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-		admitted = append(admitted, bqSnapshot{WindowStart: msTime(r.WindowStart), WindowEnd: msTime(r.WindowEnd),
-			Dims: r.Dims, Revenue: ratMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros,
-			EventCount: r.EventCount, Revision: r.Revision, ResultState: r.State.String(), WrittenAt: now, Writer: writerOf(r)})
+		admitted = append(admitted, changelogRow{Row: r, WrittenAt: now})
 	}
-	if regressions > 0 {
+	if refused.regressions > 0 {
 		slog.Warn("bigquery sink: rejected rows that would lower a count or move a state back",
-			"sink", b.String(), "rows", regressions, "example", example)
+			"sink", b.String(), "rows", refused.regressions, "example", refused.example)
 	}
-	n, err := insertMissing(ctx, b, bqChangelog, []string{"window_start", "dims"}, "revision", admitted)
+	n, err := insertMissing(ctx, b, changelogCodec, []string{"window_start", "dims"}, "revision", admitted)
 	if err != nil {
 		return 0, 0, err
 	}
 	// A row another writer stored between the read and the insert is stale.
-	accepted, stale = n, stale+len(admitted)-n
+	accepted, stale = n, refused.stale+len(admitted)-n
 	return accepted, stale, nil
 }
 
@@ -218,15 +205,11 @@ func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) er
 	if len(added) == 0 {
 		return nil
 	}
-	type kv struct {
-		Key   string `bigquery:"key"`
-		Value string `bigquery:"value"`
-	}
-	rows := make([]kv, 0, len(added))
+	rows := make([]configEntry, 0, len(added))
 	for _, k := range added {
-		rows = append(rows, kv{k, cfg[k]})
+		rows = append(rows, configEntry{k, cfg[k]})
 	}
-	_, err = insertMissing(ctx, b, bqRunConfig, []string{"key"}, "", rows)
+	_, err = insertMissing(ctx, b, configCodec, RunConfig.Key, "", rows)
 	if err != nil {
 		return err
 	}
@@ -240,45 +223,19 @@ func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) er
 	return err
 }
 
-// bqDiffParam is a reconcile_diffs row as a query parameter: AppliedRevision
-// 0 is stored as NULL (see insertMissingSQL).
-type bqDiffParam struct {
-	RunID                   string    `bigquery:"run_id"`
-	WindowStart             time.Time `bigquery:"window_start"`
-	Dims                    string    `bigquery:"dims"`
-	StreamedRevenueMicros   int64     `bigquery:"streamed_revenue_micros"`
-	RecomputedRevenueMicros int64     `bigquery:"recomputed_revenue_micros"`
-	DeltaMicros             int64     `bigquery:"delta_micros"`
-	StreamedCount           int64     `bigquery:"streamed_count"`
-	RecomputedCount         int64     `bigquery:"recomputed_count"`
-	Classification          string    `bigquery:"classification"`
-	AppliedRevision         int64     `bigquery:"applied_revision"`
-}
-
 // WriteDiffs stores reconcile diffs, replacing a row with the same (run_id,
 // window_start, dims) so a retried run stays idempotent.
 func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []Diff) error {
 	if len(diffs) == 0 {
 		return nil
 	}
-	rows := make([]bqDiffParam, 0, len(diffs))
-	for _, d := range diffs {
-		r := bqDiffParam{RunID: d.RunID, WindowStart: msTime(d.WindowStart), Dims: d.Dims,
-			StreamedRevenueMicros: d.StreamedRevenueMicros, RecomputedRevenueMicros: d.RecomputedRevenueMicros,
-			DeltaMicros: d.DeltaMicros, StreamedCount: d.StreamedCount, RecomputedCount: d.RecomputedCount,
-			Classification: d.Classification}
-		if d.AppliedRevision != nil {
-			r.AppliedRevision = *d.AppliedRevision
-		}
-		rows = append(rows, r)
-	}
-	rows = uniqueBy(rows, func(r bqDiffParam) string {
-		return r.RunID + "\x00" + strconv.FormatInt(r.WindowStart.UnixMilli(), 10) + "\x00" + r.Dims
+	rows := uniqueBy(diffs, func(d Diff) string {
+		return d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
 	})
 	// Replace, not insert: a run writes its diffs before --apply and again
 	// with the applied revisions. Both statements are idempotent; a crash
 	// between them leaves the run's rows missing until it is run again.
-	key := []string{"run_id", "window_start", "dims"}
+	key := ReconcileDiffs.Key
 	var match []string
 	for _, k := range key {
 		match = append(match, "s."+k+" = t."+k)
@@ -286,11 +243,12 @@ func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []Diff) error {
 	del := `DELETE FROM ` + b.table(bqDiffs) + ` AS t
 WHERE EXISTS (SELECT 1 FROM ` + unnestRows(bqDiffs) + ` AS s WHERE ` + strings.Join(match, " AND ") + `)`
 	for lo := 0; lo < len(rows); lo += bqChunk {
-		if _, _, err := b.exec(ctx, "replace "+bqDiffs, del, bigquery.QueryParameter{Name: "rows", Value: rows[lo:min(lo+bqChunk, len(rows))]}); err != nil {
+		chunk := bqRowsParam(diffCodec, rows[lo:min(lo+bqChunk, len(rows))])
+		if _, _, err := b.exec(ctx, "replace "+bqDiffs, del, bigquery.QueryParameter{Name: "rows", Value: chunk}); err != nil {
 			return err
 		}
 	}
-	if _, err := insertMissing(ctx, b, bqDiffs, key, "", rows); err != nil {
+	if _, err := insertMissing(ctx, b, diffCodec, key, "", rows); err != nil {
 		return err
 	}
 	return nil

@@ -152,23 +152,18 @@ func (t *bqRowType) decode(b []byte) (map[string]any, error) {
 	return out, nil
 }
 
+// encodeRow encodes a record as its table's row (see bqRowType.encode).
+func encodeRow[T any](rt map[string]*bqRowType, c codec[T], v T) ([]byte, error) {
+	vals := c.put(nil, v)
+	for i, col := range c.t.Columns {
+		vals[i] = bqValue(col, vals[i])
+	}
+	return rt[c.t.Name].encode(vals...)
+}
+
 // encodeSnapshot is a changelog row. writtenAt is fixed before the row
 // reaches the write step's state, so every append of it carries the same
 // bytes.
 func encodeSnapshot(rt map[string]*bqRowType, r model.Row, writtenAt time.Time) ([]byte, error) {
-	return rt[bqChangelog].encode(msTime(r.WindowStart), msTime(r.WindowEnd), r.Dims, numeric(r.RevenueMicros),
-		r.RevenueMicros, r.EventCount, r.Revision, r.State.String(), writtenAt.UTC(), writerOf(r))
-}
-
-func encodeTooLate(rt map[string]*bqRowType, t model.TooLate) ([]byte, error) {
-	return rt[bqTooLate].encode(t.Position, t.EventID, msTime(t.EventTime), string(t.Payload), tooLateReason(t))
-}
-
-func encodeConflict(rt map[string]*bqRowType, c model.Conflict) ([]byte, error) {
-	return rt[bqConflicts].encode(c.Position, c.EventID, model.FingerprintHex(c.FirstFingerprint),
-		model.FingerprintHex(c.ConflictingFingerprint), string(c.Payload))
-}
-
-func encodeQuarantined(rt map[string]*bqRowType, q model.Quarantined) ([]byte, error) {
-	return rt[bqQuarantined].encode(q.Position, string(q.Payload), q.Reason)
+	return encodeRow(rt, changelogCodec, changelogRow{Row: r, WrittenAt: writtenAt})
 }

@@ -3,96 +3,66 @@ package sinks
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strings"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 )
 
-// Table and view names of the BigQuery sink. They are constants: nothing a
-// record carries ever becomes part of an identifier, and the project and
-// dataset were validated by ParseSpec.
-const (
-	bqChangelog   = "hourly_revenue_changelog"
-	bqCurrent     = "hourly_revenue"
-	bqTooLate     = "too_late_events"
-	bqConflicts   = "conflict_events"
-	bqQuarantined = "quarantined_events"
-	bqDiffs       = "reconcile_diffs"
-	bqRunConfig   = "run_config"
+// Table and view names of the BigQuery sink, from the table contract.
+// Nothing a record carries ever becomes part of an identifier, and the
+// project and dataset were validated by ParseSpec.
+var (
+	bqChangelog   = HourlyRevenueChangelog.Name
+	bqCurrent     = HourlyRevenue.Name // a view over the changelog
+	bqTooLate     = TooLateEvents.Name
+	bqConflicts   = ConflictEvents.Name
+	bqQuarantined = QuarantinedEvents.Name
+	bqDiffs       = ReconcileDiffs.Name
+	bqRunConfig   = RunConfig.Name
 )
 
-// bqTable describes one table the sink creates.
-type bqTable struct {
-	name       string
-	schema     bigquery.Schema
-	partition  string // TIMESTAMP column partitioned by day, or ""
-	clustering []string
+// bqTables are the tables the sink creates: every table of the contract but
+// hourly_revenue (a view here) and those only SQLite keeps.
+var bqTables = func() []*Table {
+	var out []*Table
+	for _, t := range Tables {
+		if t != HourlyRevenue && !t.SQLiteOnly {
+			out = append(out, t)
+		}
+	}
+	return out
+}()
+
+// bqFieldType is a column's BigQuery type. Money is NUMERIC (nine
+// fractional digits, so micros are exact).
+func bqFieldType(c Column) bigquery.FieldType {
+	switch c.Type {
+	case Time, WallTime:
+		return bigquery.TimestampFieldType
+	case Int64:
+		return bigquery.IntegerFieldType
+	case Money:
+		return bigquery.NumericFieldType
+	}
+	return bigquery.StringFieldType
 }
 
-func req(name string, t bigquery.FieldType) *bigquery.FieldSchema {
-	return &bigquery.FieldSchema{Name: name, Type: t, Required: true}
-}
-
-// snapshotSchema is the changelog's: SPEC §5's hourly_revenue columns, with
-// revenue both as an exact NUMERIC (nine fractional digits, so micros are
-// exact) and as integer micros, plus written_at and writer.
-var snapshotSchema = bigquery.Schema{
-	req("window_start", bigquery.TimestampFieldType),
-	req("window_end", bigquery.TimestampFieldType),
-	req("dims", bigquery.StringFieldType),
-	req("revenue", bigquery.NumericFieldType),
-	req("revenue_micros", bigquery.IntegerFieldType),
-	req("event_count", bigquery.IntegerFieldType),
-	req("revision", bigquery.IntegerFieldType),
-	req("result_state", bigquery.StringFieldType),
-	req("written_at", bigquery.TimestampFieldType),
-	req("writer", bigquery.StringFieldType),
-}
-
-var bqTables = []bqTable{
-	{name: bqChangelog, schema: snapshotSchema, partition: "window_start", clustering: []string{"window_start", "dims"}},
-	{name: bqTooLate, partition: "event_time", clustering: []string{"source_position"}, schema: bigquery.Schema{
-		req("source_position", bigquery.StringFieldType),
-		req("event_id", bigquery.StringFieldType),
-		req("event_time", bigquery.TimestampFieldType),
-		req("payload", bigquery.StringFieldType),
-		req("reason", bigquery.StringFieldType),
-	}},
-	{name: bqConflicts, clustering: []string{"source_position"}, schema: bigquery.Schema{
-		req("source_position", bigquery.StringFieldType),
-		req("event_id", bigquery.StringFieldType),
-		req("first_fingerprint", bigquery.StringFieldType),
-		req("conflicting_fingerprint", bigquery.StringFieldType),
-		req("payload", bigquery.StringFieldType),
-	}},
-	{name: bqQuarantined, clustering: []string{"source_position"}, schema: bigquery.Schema{
-		req("source_position", bigquery.StringFieldType),
-		req("payload", bigquery.StringFieldType),
-		req("reason", bigquery.StringFieldType),
-	}},
-	{name: bqDiffs, partition: "window_start", clustering: []string{"run_id", "dims"}, schema: bigquery.Schema{
-		req("run_id", bigquery.StringFieldType),
-		req("window_start", bigquery.TimestampFieldType),
-		req("dims", bigquery.StringFieldType),
-		req("streamed_revenue_micros", bigquery.IntegerFieldType),
-		req("recomputed_revenue_micros", bigquery.IntegerFieldType),
-		req("delta_micros", bigquery.IntegerFieldType),
-		req("streamed_count", bigquery.IntegerFieldType),
-		req("recomputed_count", bigquery.IntegerFieldType),
-		req("classification", bigquery.StringFieldType),
-		{Name: "applied_revision", Type: bigquery.IntegerFieldType},
-	}},
-	{name: bqRunConfig, schema: bigquery.Schema{
-		req("key", bigquery.StringFieldType),
-		req("value", bigquery.StringFieldType),
-	}},
+// bqSchema is a table's BigQuery schema.
+func bqSchema(t *Table) bigquery.Schema {
+	out := make(bigquery.Schema, len(t.Columns))
+	for i, c := range t.Columns {
+		out[i] = &bigquery.FieldSchema{Name: c.Name, Type: bqFieldType(c), Required: !c.Nullable}
+	}
+	return out
 }
 
 // schemaOf returns a created table's schema.
 func schemaOf(table string) bigquery.Schema {
 	for _, t := range bqTables {
-		if t.name == table {
-			return t.schema
+		if t.Name == table {
+			return bqSchema(t)
 		}
 	}
 	panic("sinks: no BigQuery table " + table)
@@ -131,7 +101,7 @@ func unnestRows(table string) string {
 // same row), and picks deterministically between different rows stored
 // under one revision (see revisionOrder).
 func (b *BigQuery) currentViewSQL() string {
-	return `SELECT window_start, window_end, dims, revenue, revenue_micros, event_count, revision, result_state, writer
+	return `SELECT ` + strings.Join(HourlyRevenue.Names(), ", ") + `, writer
 FROM ` + b.table(bqChangelog) + `
 WHERE TRUE
 QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY ` + revisionOrder + `) = 1`
@@ -166,14 +136,14 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 		}
 	}
 	for _, t := range bqTables {
-		md := &bigquery.TableMetadata{Schema: t.schema}
-		if t.partition != "" {
-			md.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: t.partition}
+		md := &bigquery.TableMetadata{Schema: bqSchema(t)}
+		if t.Partition != "" {
+			md.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: t.Partition}
 		}
-		if len(t.clustering) > 0 {
-			md.Clustering = &bigquery.Clustering{Fields: t.clustering}
+		if len(t.Clustering) > 0 {
+			md.Clustering = &bigquery.Clustering{Fields: t.Clustering}
 		}
-		if err := b.createIfMissing(ctx, t.name, md); err != nil {
+		if err := b.createIfMissing(ctx, t.Name, md); err != nil {
 			return err
 		}
 	}
@@ -196,4 +166,90 @@ func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *bigquer
 		return fmt.Errorf("create table %s: %w", name, err)
 	}
 	return nil
+}
+
+// bqValue turns a codec's column value into what the BigQuery clients take:
+// time.Time for TIMESTAMP, numeric (micros) for NUMERIC.
+func bqValue(c Column, v any) any {
+	switch c.Type {
+	case Time:
+		return msTime(v.(int64))
+	case WallTime:
+		return v.(time.Time).UTC()
+	case Money:
+		return numeric(v.(int64))
+	}
+	return v
+}
+
+// fromBQ turns a result row of t's columns (as the query client returns
+// them: time.Time, *big.Rat, int64, string or nil) into a codec's values.
+func fromBQ(t *Table, row []bigquery.Value) ([]any, error) {
+	if len(row) != len(t.Columns) {
+		return nil, fmt.Errorf("%s: %d values for %d columns", t.Name, len(row), len(t.Columns))
+	}
+	out := make([]any, len(row))
+	for i, c := range t.Columns {
+		v := row[i]
+		var ok bool
+		switch c.Type {
+		case Time:
+			var ts time.Time
+			ts, ok = v.(time.Time)
+			out[i] = ts.UnixMilli()
+		case WallTime:
+			// A read may select NULL for it (the view keeps no written_at).
+			out[i], ok = v.(time.Time)
+			ok = ok || v == nil
+			if v == nil {
+				out[i] = time.Time{}
+			}
+		case Money:
+			var r *big.Rat
+			if r, ok = v.(*big.Rat); ok {
+				m := new(big.Rat).Mul(r, big.NewRat(1_000_000, 1))
+				ok = m.IsInt() && m.Num().IsInt64()
+				out[i] = m.Num().Int64()
+			}
+		case Int64:
+			out[i], ok = v.(int64)
+			ok = ok || c.Nullable && v == nil
+		default:
+			out[i], ok = v.(string)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s.%s: unexpected value %v (%T)", t.Name, c.Name, v, v)
+		}
+	}
+	return out, nil
+}
+
+// bqRowsParam is records as an ARRAY<STRUCT<...>> query parameter whose
+// fields are their table's columns, in order (see unnestRows). A NULL
+// travels as 0 (see insertMissingSQL).
+func bqRowsParam[T any](c codec[T], recs []T) *bigquery.QueryParameterValue {
+	elem := &bigquery.StandardSQLDataType{TypeKind: "STRUCT", StructType: &bigquery.StandardSQLStructType{}}
+	for _, col := range c.t.Columns {
+		elem.StructType.Fields = append(elem.StructType.Fields, &bigquery.StandardSQLField{
+			Name: col.Name, Type: &bigquery.StandardSQLDataType{TypeKind: sqlType(&bigquery.FieldSchema{Type: bqFieldType(col)})}})
+	}
+	p := &bigquery.QueryParameterValue{Type: bigquery.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: elem}}
+	var vals []any
+	for _, r := range recs {
+		vals = c.put(vals[:0], r)
+		sv := make(map[string]bigquery.QueryParameterValue, len(vals))
+		for i, col := range c.t.Columns {
+			v := vals[i]
+			if v == nil {
+				v = int64(0)
+			}
+			v = bqValue(col, v)
+			if n, ok := v.(numeric); ok {
+				v = ratMicros(int64(n))
+			}
+			sv[col.Name] = bigquery.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: v}
+		}
+		p.ArrayValue = append(p.ArrayValue, bigquery.QueryParameterValue{StructValue: sv})
+	}
+	return p
 }

@@ -221,9 +221,11 @@ func TestBigQueryWriteStepOnPrism(t *testing.T) {
 	fake, api := startFakeWrite(t)
 	spec := Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "fake"}
 	// The write step's Setup finds this handle instead of opening one.
-	shared.mu.Lock()
-	shared.sinks[spec.String()] = &sharedSink{sink: &BigQuery{api: api, project: bqtest.Project, dataset: "fake", sleep: noSleep}, refs: 1}
-	shared.mu.Unlock()
+	if _, err := shared.Acquire(spec.String(), func() (Sink, error) {
+		return &BigQuery{api: api, project: bqtest.Project, dataset: "fake", sleep: noSleep}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	var rows []model.Row
 	for k := range 40 {
 		rows = append(rows, snap(t, "2026-11-04T10:00:00Z", `{"shop":"`+string(rune('A'+k))+`"}`, 1, model.Final, 1, int64(k)))

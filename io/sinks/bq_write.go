@@ -91,13 +91,13 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 		row, err = encodeSnapshot(rt, v, time.Now())
 	case model.TooLate:
 		table, key = bqTooLate, v.Position
-		row, err = encodeTooLate(rt, v)
+		row, err = encodeRow(rt, tooLateCodec, v)
 	case model.Conflict:
 		table, key = bqConflicts, v.Position
-		row, err = encodeConflict(rt, v)
+		row, err = encodeRow(rt, conflictCodec, v)
 	case model.Quarantined:
 		table, key = bqQuarantined, v.Position
-		row, err = encodeQuarantined(rt, v)
+		row, err = encodeRow(rt, quarantinedCodec, v)
 	}
 	if err != nil {
 		return fmt.Errorf("sinks.Write: %s %s: %w", table, key, err)

@@ -68,11 +68,11 @@ func (c *Console) Write(ctx context.Context, b Batch) (Result, error) {
 		})
 	}
 	writeTable(&buf, consoleColumns, cells)
-	if st.stale > 0 {
-		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", st.stale)
+	if st.refused.stale > 0 {
+		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", st.refused.stale)
 	}
 
-	res := Result{Accepted: len(accepted), Stale: st.stale}
+	res := Result{Accepted: len(accepted), Stale: st.refused.stale}
 	var items []string
 	for _, t := range b.TooLate {
 		if st.newAudit(FileTooLate, t.Position) {
@@ -105,8 +105,8 @@ func (c *Console) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	st.commit()
 	c.batch++
-	if st.regressions > 0 {
-		slog.Warn("console sink: rejected rows that would lower a count or move a state back", "rows", st.regressions)
+	if st.refused.regressions > 0 {
+		slog.Warn("console sink: rejected rows that would lower a count or move a state back", "rows", st.refused.regressions)
 	}
 	return res, nil
 }

@@ -17,13 +17,15 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// JSONL file names inside the sink directory, one per SPEC §5 table.
-const (
-	FileHourlyRevenue = "hourly_revenue.jsonl"
-	FileTooLate       = "too_late_events.jsonl"
-	FileConflicts     = "conflict_events.jsonl"
-	FileQuarantined   = "quarantined_events.jsonl"
-	FileRunConfig     = "run_config.json"
+// JSONL file names inside the sink directory, one per SPEC §5 table:
+// <table>.jsonl, whose lines are the table's columns (see json.go).
+// hourly_revenue.jsonl holds the changelog's columns.
+var (
+	FileHourlyRevenue = HourlyRevenue.Name + ".jsonl"
+	FileTooLate       = TooLateEvents.Name + ".jsonl"
+	FileConflicts     = ConflictEvents.Name + ".jsonl"
+	FileQuarantined   = QuarantinedEvents.Name + ".jsonl"
+	FileRunConfig     = RunConfig.Name + ".json"
 )
 
 // JSONL is the --sink=jsonl:DIR debugging sink: one JSON object per line,
@@ -37,46 +39,13 @@ type JSONL struct {
 	dir   string
 	files map[string]*os.File
 	guard *memGuard
+	// readOnly is a handle of OpenReader: it reads the files and writes
+	// nothing.
+	readOnly bool
 }
 
 var _ Sink = (*JSONL)(nil)
 var _ ConfigChecker = (*JSONL)(nil)
-
-// jsonRow is a line of hourly_revenue.jsonl: the changelog columns.
-type jsonRow struct {
-	WindowStart   string `json:"window_start"`
-	WindowEnd     string `json:"window_end"`
-	Dims          string `json:"dims"`
-	Revenue       string `json:"revenue"`
-	RevenueMicros int64  `json:"revenue_micros"`
-	EventCount    int64  `json:"event_count"`
-	Revision      int64  `json:"revision"`
-	ResultState   string `json:"result_state"`
-	WrittenAt     string `json:"written_at"`
-	Writer        string `json:"writer"`
-}
-
-type jsonTooLate struct {
-	SourcePosition string `json:"source_position"`
-	EventID        string `json:"event_id"`
-	EventTime      string `json:"event_time"`
-	Payload        string `json:"payload"`
-	Reason         string `json:"reason"`
-}
-
-type jsonConflict struct {
-	SourcePosition         string `json:"source_position"`
-	EventID                string `json:"event_id"`
-	FirstFingerprint       string `json:"first_fingerprint"`
-	ConflictingFingerprint string `json:"conflicting_fingerprint"`
-	Payload                string `json:"payload"`
-}
-
-type jsonQuarantined struct {
-	SourcePosition string `json:"source_position"`
-	Payload        string `json:"payload"`
-	Reason         string `json:"reason"`
-}
 
 // OpenJSONL opens (creating if needed) the JSONL sink directory. Existing
 // files are read back first so a restarted process keeps rejecting stale
@@ -147,16 +116,11 @@ func (j *JSONL) loadLine(name string, line []byte) bool {
 		return true
 	}
 	if name == FileHourlyRevenue {
-		var jr jsonRow
-		if err := json.Unmarshal(line, &jr); err != nil {
+		r, err := decodeJSONLine(changelogCodec, line)
+		if err != nil {
 			return false
 		}
-		ws, err1 := parseTime(jr.WindowStart)
-		state, err2 := model.ParseResultState(jr.ResultState)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		j.guard.observe(model.Row{WindowStart: ws, Dims: jr.Dims, EventCount: jr.EventCount, Revision: jr.Revision, State: state})
+		j.guard.observe(r.Row)
 		return true
 	}
 	var pos struct {
@@ -180,73 +144,46 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.readOnly {
+		return Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+	}
 	if j.files == nil {
 		return Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
 	}
 	st := j.guard.stage()
-	now := wallTime(time.Now())
+	now := time.Now()
 	out := map[string]*bytes.Buffer{}
 	var res Result
-	emit := func(name string, v any) error {
-		buf := out[name]
-		if buf == nil {
-			buf = &bytes.Buffer{}
-			out[name] = buf
+	buffer := func(name string) *bytes.Buffer {
+		if out[name] == nil {
+			out[name] = &bytes.Buffer{}
 		}
-		enc := json.NewEncoder(buf)
-		enc.SetEscapeHTML(false) // payloads stay readable: no \u003c for '<'
-		return enc.Encode(v)
+		return out[name]
 	}
 	accepted := st.admitRows(b.Rows)
 	for _, r := range accepted {
-		if err := emit(FileHourlyRevenue, jsonRow{
-			WindowStart: model.FormatTime(r.WindowStart), WindowEnd: model.FormatTime(r.WindowEnd),
-			Dims: r.Dims, Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros,
-			EventCount: r.EventCount, Revision: r.Revision, ResultState: r.State.String(),
-			WrittenAt: now, Writer: writerOf(r),
-		}); err != nil {
+		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, changelogRow{Row: r, WrittenAt: now}); err != nil {
 			return Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
 		}
 	}
-	for _, t := range b.TooLate {
-		if !st.newAudit(FileTooLate, t.Position) {
-			continue
-		}
-		if err := emit(FileTooLate, jsonTooLate{t.Position, t.EventID, model.FormatTime(t.EventTime), string(t.Payload), tooLateReason(t)}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode too_late %s: %w", j.dir, t.Position, err)
-		}
-		res.AuditInserted++
+	n1, err1 := appendAudit(st, buffer(FileTooLate), FileTooLate, tooLateCodec, b.TooLate, func(t model.TooLate) string { return t.Position })
+	n2, err2 := appendAudit(st, buffer(FileConflicts), FileConflicts, conflictCodec, b.Conflicts, func(c model.Conflict) string { return c.Position })
+	n3, err3 := appendAudit(st, buffer(FileQuarantined), FileQuarantined, quarantinedCodec, b.Quarantined, func(q model.Quarantined) string { return q.Position })
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
-	for _, c := range b.Conflicts {
-		if !st.newAudit(FileConflicts, c.Position) {
-			continue
-		}
-		if err := emit(FileConflicts, jsonConflict{c.Position, c.EventID, model.FingerprintHex(c.FirstFingerprint),
-			model.FingerprintHex(c.ConflictingFingerprint), string(c.Payload)}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode conflict %s: %w", j.dir, c.Position, err)
-		}
-		res.AuditInserted++
-	}
-	for _, q := range b.Quarantined {
-		if !st.newAudit(FileQuarantined, q.Position) {
-			continue
-		}
-		if err := emit(FileQuarantined, jsonQuarantined{q.Position, string(q.Payload), q.Reason}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode quarantined %s: %w", j.dir, q.Position, err)
-		}
-		res.AuditInserted++
-	}
+	res.AuditInserted = n1 + n2 + n3
 	for _, name := range []string{FileHourlyRevenue, FileTooLate, FileConflicts, FileQuarantined} {
-		if buf := out[name]; buf != nil {
+		if buf := out[name]; buf != nil && buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
 				return Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
 			}
 		}
 	}
 	st.commit()
-	res.Accepted, res.Stale = len(accepted), st.stale
-	if st.regressions > 0 {
-		slog.Warn("jsonl sink: rejected rows that would lower a count or move a state back", "dir", j.dir, "rows", st.regressions)
+	res.Accepted, res.Stale = len(accepted), st.refused.stale
+	if st.refused.regressions > 0 {
+		slog.Warn("jsonl sink: rejected rows that would lower a count or move a state back", "dir", j.dir, "rows", st.refused.regressions)
 	}
 	return res, nil
 }
@@ -302,4 +239,20 @@ func (j *JSONL) Close() error {
 	}
 	j.files = nil
 	return errors.Join(errs...)
+}
+
+// appendAudit encodes the records whose position is new to file and
+// returns how many it encoded.
+func appendAudit[T any](st *guardStage, buf *bytes.Buffer, file string, c codec[T], recs []T, position func(T) string) (int, error) {
+	n := 0
+	for _, v := range recs {
+		if !st.newAudit(file, position(v)) {
+			continue
+		}
+		if err := encodeJSONLine(buf, c, v); err != nil {
+			return n, fmt.Errorf("encode %s %s: %w", c.t.Name, position(v), err)
+		}
+		n++
+	}
+	return n, nil
 }

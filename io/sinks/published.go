@@ -47,7 +47,8 @@ type currentRowsFrom interface {
 // a few MB); with a bound, what each worker loads grows with the retention,
 // not the history. A FINAL row is only a closed marker to that step, so it
 // comes without its totals. A sink that keeps nothing to read back (console,
-// jsonl, a SQLite file not created yet) gives no rows.
+// a SQLite file or jsonl folder not created yet) gives no rows; a jsonl
+// folder is read whole and filtered here.
 func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, error) {
 	db, ok, err := OpenReader(ctx, spec)
 	if err != nil {

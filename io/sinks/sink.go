@@ -63,9 +63,9 @@ type ConfigChecker interface {
 	CheckRunConfig(ctx context.Context, cfg map[string]string) error
 }
 
-// Reader is a sink whose tables can be read back: SQLite and BigQuery. The
-// run summary and report, a restarted job's seeds and reconcile read through
-// it.
+// Reader is a sink whose tables can be read back: SQLite, BigQuery and
+// jsonl. The run summary and report, a restarted job's seeds, the live view
+// and reconcile read through it.
 type Reader interface {
 	Sink
 	CurrentRows(ctx context.Context) ([]model.Row, error)
@@ -82,8 +82,9 @@ var (
 )
 
 // OpenReader opens an existing readable sink. ok is false for a sink that
-// keeps nothing to read back (console, jsonl) or a SQLite file that does not
-// exist yet: opening would create an empty one.
+// keeps nothing to read back (console) or a SQLite file or jsonl directory
+// that does not exist yet: opening would create an empty one. A jsonl
+// reader reads the files as they are and cannot write.
 func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
 	switch spec.Scheme {
 	case SchemeSQLite:
@@ -98,6 +99,12 @@ func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
 			return nil, false, err
 		}
 		return s, true, nil
+	case SchemeJSONL:
+		j, ok, err := openJSONLReader(spec.Path)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		return j, true, nil
 	case SchemeBigQuery:
 		s, err := OpenBigQuery(ctx, spec)
 		if err != nil {
@@ -278,6 +285,30 @@ func admit(prev stored, have bool, r model.Row) verdict {
 	return accept
 }
 
+// refusals tallies the rows admit refuses, keeping one regression as an
+// example for the warning a sink logs.
+type refusals struct {
+	stale, regressions int
+	example            string
+}
+
+// admit applies admit to r, tallying a refusal; it reports whether r is
+// accepted.
+func (f *refusals) admit(prev stored, have bool, r model.Row) bool {
+	switch admit(prev, have, r) {
+	case accept:
+		return true
+	case regression:
+		f.regressions++
+		if f.example == "" {
+			f.example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
+				r.Key(), r.Revision, r.State, r.EventCount, prev.revision, prev.state, prev.count)
+		}
+	}
+	f.stale++
+	return false
+}
+
 // validateBatch refuses rows and audit records no table can key correctly,
 // before any of the batch is written.
 func validateBatch(b Batch) error {
@@ -342,11 +373,10 @@ func newMemGuard() *memGuard {
 
 // guardStage is one batch's staged decisions.
 type guardStage struct {
-	g           *memGuard
-	latest      map[rowKey]stored
-	audit       map[string]struct{}
-	stale       int
-	regressions int
+	g       *memGuard
+	latest  map[rowKey]stored
+	audit   map[string]struct{}
+	refused refusals
 }
 
 func (g *memGuard) stage() *guardStage {
@@ -363,15 +393,9 @@ func (st *guardStage) admitRows(rows []model.Row) []model.Row {
 		if !have {
 			prev, have = st.g.latest[k]
 		}
-		switch admit(prev, have, r) {
-		case accept:
+		if st.refused.admit(prev, have, r) {
 			st.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
 			accepted = append(accepted, r)
-		case regression:
-			st.regressions++
-			st.stale++
-		default:
-			st.stale++
 		}
 	}
 	return accepted

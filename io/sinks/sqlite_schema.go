@@ -1,0 +1,171 @@
+package sinks
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// The SQLite form of the table contract (tables.go). Times are RFC 3339 UTC
+// TEXT and money is both an exact decimal string and integer micros, so the
+// file reads well in the sqlite3 shell and sums exactly in SQL. Identifiers
+// are quoted: "partition" is an SQL keyword.
+
+// ident quotes a table or column name.
+func ident(name string) string { return `"` + name + `"` }
+
+// sqliteType is a column's SQLite type.
+func sqliteType(c Column) string {
+	if c.Type == Int64 {
+		return "INTEGER"
+	}
+	return "TEXT"
+}
+
+// sqliteDDL is the CREATE TABLE statement of t.
+func sqliteDDL(t *Table) string {
+	var b strings.Builder
+	b.WriteString("CREATE TABLE IF NOT EXISTS " + ident(t.Name) + " (\n")
+	for _, c := range t.Columns {
+		b.WriteString("\t" + ident(c.Name) + " " + sqliteType(c))
+		if !c.Nullable {
+			b.WriteString(" NOT NULL")
+		}
+		b.WriteString(",\n")
+	}
+	b.WriteString("\tPRIMARY KEY (" + identList("", t.Key) + ")\n)")
+	return b.String()
+}
+
+// identList renders names as a quoted, comma-separated list, each prefixed
+// by alias and a dot when alias is set.
+func identList(alias string, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = ident(n)
+		if alias != "" {
+			out[i] = alias + "." + out[i]
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// sqliteInsertPrefix is the head of a multi-row INSERT into t (see bulk):
+// verb is "INSERT", "INSERT OR IGNORE" or "INSERT OR REPLACE".
+func sqliteInsertPrefix(verb string, t *Table) string {
+	return verb + " INTO " + ident(t.Name) + " (" + identList("", t.Names()) + ") VALUES "
+}
+
+// sqliteUpsertSuffix makes an INSERT replace the row stored under the same
+// key with the new one's columns.
+func sqliteUpsertSuffix(t *Table) string {
+	var set []string
+	for _, c := range t.Columns {
+		if !containsString(t.Key, c.Name) {
+			set = append(set, ident(c.Name)+" = excluded."+ident(c.Name))
+		}
+	}
+	return " ON CONFLICT (" + identList("", t.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
+}
+
+// sqliteSelect is "SELECT <t's columns> FROM <t>".
+func sqliteSelect(t *Table) string {
+	return "SELECT " + identList("", t.Names()) + " FROM " + ident(t.Name)
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sqliteArgs appends a row's column values (a codec's, see codec) as SQLite
+// parameters.
+func sqliteArgs(t *Table, dst []any, vals []any) []any {
+	for i, v := range vals {
+		dst = append(dst, sqliteValue(t.Columns[i], v))
+	}
+	return dst
+}
+
+func sqliteValue(c Column, v any) any {
+	if v == nil {
+		return nil
+	}
+	switch c.Type {
+	case Time:
+		return model.FormatTime(v.(int64))
+	case WallTime:
+		return wallTime(v.(time.Time))
+	case Money:
+		return model.FormatMicros(v.(int64))
+	}
+	return v
+}
+
+// sqliteScanner scans a result row of t's columns into a codec's values.
+type sqliteScanner struct {
+	t     *Table
+	dest  []any
+	texts []string
+	ints  []int64
+	nulls []sql.NullInt64
+	vals  []any
+}
+
+func newSQLiteScanner(t *Table) *sqliteScanner {
+	n := len(t.Columns)
+	s := &sqliteScanner{t: t, dest: make([]any, n), texts: make([]string, n), ints: make([]int64, n),
+		nulls: make([]sql.NullInt64, n), vals: make([]any, n)}
+	for i, c := range t.Columns {
+		switch {
+		case c.Type == Int64 && c.Nullable:
+			s.dest[i] = &s.nulls[i]
+		case c.Type == Int64:
+			s.dest[i] = &s.ints[i]
+		default:
+			s.dest[i] = &s.texts[i]
+		}
+	}
+	return s
+}
+
+// scan reads the current result row; the values are valid until the next
+// call.
+func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
+	if err := rs.Scan(s.dest...); err != nil {
+		return nil, err
+	}
+	var err error
+	for i, c := range s.t.Columns {
+		switch c.Type {
+		case Int64:
+			if c.Nullable {
+				s.vals[i] = nil
+				if s.nulls[i].Valid {
+					s.vals[i] = s.nulls[i].Int64
+				}
+			} else {
+				s.vals[i] = s.ints[i]
+			}
+		case Time:
+			s.vals[i], err = parseTime(s.texts[i])
+		case WallTime:
+			s.vals[i], err = parseWallTime(s.texts[i])
+		case Money:
+			s.vals[i], err = parseMoney(s.texts[i])
+		default:
+			s.vals[i] = s.texts[i]
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", s.t.Name, c.Name, err)
+		}
+	}
+	return s.vals, nil
+}

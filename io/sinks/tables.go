@@ -1,0 +1,361 @@
+package sinks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// This file is the table contract of SPEC §5, written once: every table the
+// sinks create, its columns with a logical type, its key, and how a Go
+// record becomes a row of it and back (a codec). The SQLite DDL and
+// statements, the BigQuery schema and Storage Write descriptors, and the
+// JSON of the jsonl sink and of the reports are derived from it; a column
+// added here reaches all of them.
+
+// Type is a column's logical type: what it means, independent of a backend.
+type Type uint8
+
+const (
+	// Time is an event-time instant, epoch ms in Go (int64): RFC 3339 UTC
+	// text (model.FormatTime) in SQLite and JSON, TIMESTAMP in BigQuery.
+	Time Type = iota + 1
+	// WallTime is a processing-time instant (when a row was written),
+	// time.Time in Go: RFC 3339 UTC text with milliseconds in SQLite and
+	// JSON, TIMESTAMP in BigQuery.
+	WallTime
+	// String is text.
+	String
+	// Int64 is an exact integer.
+	Int64
+	// Money is an exact amount, int64 micros in Go: a decimal with six
+	// fractional digits ("137.500000") as text in SQLite and JSON, NUMERIC
+	// in BigQuery. Never a float.
+	Money
+)
+
+// Column is one column of a table.
+type Column struct {
+	Name string
+	Type Type
+	// Nullable columns may hold NULL (a nil value in Go). Only
+	// reconcile_diffs.applied_revision does.
+	Nullable bool
+}
+
+// Table describes one table of SPEC §5.
+type Table struct {
+	Name    string
+	Columns []Column
+	// Key are the columns a row is unique by: SQLite's primary key, the
+	// columns a BigQuery read or insert keeps one row per.
+	Key []string
+	// Partition is the column BigQuery partitions the table by (by day), or
+	// "". Clustering are its clustering columns.
+	Partition  string
+	Clustering []string
+	// SQLiteOnly marks a table only the SQLite sink keeps.
+	SQLiteOnly bool
+}
+
+// Names returns the column names in order.
+func (t *Table) Names() []string {
+	out := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// snapshotColumns are hourly_revenue's columns (SPEC §5).
+var snapshotColumns = []Column{
+	{Name: "window_start", Type: Time},
+	{Name: "window_end", Type: Time},
+	{Name: "dims", Type: String},
+	{Name: "revenue", Type: Money},
+	{Name: "revenue_micros", Type: Int64},
+	{Name: "event_count", Type: Int64},
+	{Name: "revision", Type: Int64},
+	{Name: "result_state", Type: String},
+}
+
+// The tables. hourly_revenue is a table in SQLite and a view over the
+// changelog in BigQuery; the jsonl sink keeps the changelog's columns in
+// hourly_revenue.jsonl.
+var (
+	HourlyRevenue = &Table{
+		Name:    "hourly_revenue",
+		Columns: snapshotColumns,
+		Key:     []string{"window_start", "dims"},
+	}
+	HourlyRevenueChangelog = &Table{
+		Name: "hourly_revenue_changelog",
+		Columns: append(append([]Column(nil), snapshotColumns...),
+			Column{Name: "written_at", Type: WallTime},
+			Column{Name: "writer", Type: String}),
+		Key:        []string{"window_start", "dims", "revision"},
+		Partition:  "window_start",
+		Clustering: []string{"window_start", "dims"},
+	}
+	// The audit tables: one row per source_position, so a replay or a
+	// restart never adds a second one for the same record.
+	TooLateEvents = auditTable("too_late_events", "event_time", Column{Name: "event_id", Type: String},
+		Column{Name: "event_time", Type: Time}, Column{Name: "payload", Type: String}, Column{Name: "reason", Type: String})
+	ConflictEvents = auditTable("conflict_events", "", Column{Name: "event_id", Type: String},
+		Column{Name: "first_fingerprint", Type: String}, Column{Name: "conflicting_fingerprint", Type: String},
+		Column{Name: "payload", Type: String})
+	QuarantinedEvents = auditTable("quarantined_events", "",
+		Column{Name: "payload", Type: String}, Column{Name: "reason", Type: String})
+	ReconcileDiffs = &Table{
+		Name: "reconcile_diffs",
+		Columns: []Column{
+			{Name: "run_id", Type: String},
+			{Name: "window_start", Type: Time},
+			{Name: "dims", Type: String},
+			{Name: "streamed_revenue_micros", Type: Int64},
+			{Name: "recomputed_revenue_micros", Type: Int64},
+			{Name: "delta_micros", Type: Int64},
+			{Name: "streamed_count", Type: Int64},
+			{Name: "recomputed_count", Type: Int64},
+			{Name: "classification", Type: String},
+			{Name: "applied_revision", Type: Int64, Nullable: true},
+		},
+		Key:        []string{"run_id", "window_start", "dims"},
+		Partition:  "window_start",
+		Clustering: []string{"run_id", "dims"},
+	}
+	RunConfig = &Table{
+		Name: "run_config",
+		Columns: []Column{
+			{Name: "key", Type: String},
+			{Name: "value", Type: String},
+		},
+		Key: []string{"key"},
+	}
+	// SourceCheckpoints holds one row per file a folder-source partition
+	// read completely (see model.Checkpoint), in the same transaction as
+	// the rows it produced: only SQLite has such a transaction.
+	SourceCheckpoints = &Table{
+		Name: "source_checkpoints",
+		Columns: []Column{
+			{Name: "partition", Type: String},
+			{Name: "file", Type: String},
+			{Name: "offset", Type: Int64},
+			{Name: "line", Type: Int64},
+			{Name: "max_valid", Type: Int64},
+			{Name: "updated_at", Type: WallTime},
+		},
+		Key:        []string{"partition", "file"},
+		SQLiteOnly: true,
+	}
+)
+
+// auditTable is an audit table: source_position, then cols; keyed and
+// clustered by source_position, partitioned by partition (or not, "").
+func auditTable(name, partition string, cols ...Column) *Table {
+	return &Table{
+		Name:       name,
+		Columns:    append([]Column{{Name: "source_position", Type: String}}, cols...),
+		Key:        []string{"source_position"},
+		Partition:  partition,
+		Clustering: []string{"source_position"},
+	}
+}
+
+// Tables lists every table, in creation order.
+var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, ConflictEvents,
+	QuarantinedEvents, ReconcileDiffs, RunConfig, SourceCheckpoints}
+
+// auditTables are the three audit tables, keyed by source_position.
+var auditTables = []*Table{TooLateEvents, ConflictEvents, QuarantinedEvents}
+
+// codec maps a Go record to a row of its table and back. put appends the
+// record's column values, in column order and of the Go types the column
+// types name (int64 for Time, Int64 and Money, time.Time for WallTime,
+// string for String, nil for a NULL); get builds a record from such values.
+type codec[T any] struct {
+	t   *Table
+	put func(dst []any, v T) []any
+	get func(v []any) (T, error)
+}
+
+// changelogRow is a changelog row: the snapshot and when it was written.
+type changelogRow struct {
+	model.Row
+	WrittenAt time.Time
+}
+
+// checkpointRow is a source_checkpoints row: the checkpoint and when it
+// was stored.
+type checkpointRow struct {
+	model.Checkpoint
+	UpdatedAt time.Time
+}
+
+// configEntry is one run_config row.
+type configEntry struct{ Key, Value string }
+
+var (
+	currentCodec = codec[model.Row]{t: HourlyRevenue,
+		put: func(dst []any, r model.Row) []any {
+			return append(dst, r.WindowStart, r.WindowEnd, r.Dims, r.RevenueMicros, r.RevenueMicros,
+				r.EventCount, r.Revision, r.State.String())
+		},
+		get: func(v []any) (model.Row, error) { return snapshotOf(v, "") },
+	}
+	changelogCodec = codec[changelogRow]{t: HourlyRevenueChangelog,
+		put: func(dst []any, r changelogRow) []any {
+			return append(currentCodec.put(dst, r.Row), r.WrittenAt, writerOf(r.Row))
+		},
+		get: func(v []any) (changelogRow, error) {
+			r, err := snapshotOf(v, v[9].(string))
+			return changelogRow{Row: r, WrittenAt: v[8].(time.Time)}, err
+		},
+	}
+	tooLateCodec = codec[model.TooLate]{t: TooLateEvents,
+		put: func(dst []any, t model.TooLate) []any {
+			return append(dst, t.Position, t.EventID, t.EventTime, string(t.Payload), tooLateReason(t))
+		},
+		get: func(v []any) (model.TooLate, error) {
+			return model.TooLate{Position: v[0].(string), EventID: v[1].(string), EventTime: v[2].(int64),
+				Payload: []byte(v[3].(string)), Reason: v[4].(string)}, nil
+		},
+	}
+	conflictCodec = codec[model.Conflict]{t: ConflictEvents,
+		put: func(dst []any, c model.Conflict) []any {
+			return append(dst, c.Position, c.EventID, model.FingerprintHex(c.FirstFingerprint),
+				model.FingerprintHex(c.ConflictingFingerprint), string(c.Payload))
+		},
+		get: func(v []any) (model.Conflict, error) {
+			c := model.Conflict{Position: v[0].(string), EventID: v[1].(string), Payload: []byte(v[4].(string))}
+			var err error
+			if c.FirstFingerprint, err = strconv.ParseUint(v[2].(string), 16, 64); err != nil {
+				return c, fmt.Errorf("first_fingerprint %q: %w", v[2], err)
+			}
+			if c.ConflictingFingerprint, err = strconv.ParseUint(v[3].(string), 16, 64); err != nil {
+				return c, fmt.Errorf("conflicting_fingerprint %q: %w", v[3], err)
+			}
+			return c, nil
+		},
+	}
+	// Detail is not stored (SPEC §5 has no column for it) and comes back
+	// empty.
+	quarantinedCodec = codec[model.Quarantined]{t: QuarantinedEvents,
+		put: func(dst []any, q model.Quarantined) []any {
+			return append(dst, q.Position, string(q.Payload), q.Reason)
+		},
+		get: func(v []any) (model.Quarantined, error) {
+			return model.Quarantined{Position: v[0].(string), Payload: []byte(v[1].(string)), Reason: v[2].(string)}, nil
+		},
+	}
+	diffCodec = codec[Diff]{t: ReconcileDiffs,
+		put: func(dst []any, d Diff) []any {
+			var applied any // NULL unless --apply wrote a correction
+			if d.AppliedRevision != nil {
+				applied = *d.AppliedRevision
+			}
+			return append(dst, d.RunID, d.WindowStart, d.Dims, d.StreamedRevenueMicros, d.RecomputedRevenueMicros,
+				d.DeltaMicros, d.StreamedCount, d.RecomputedCount, d.Classification, applied)
+		},
+		get: func(v []any) (Diff, error) {
+			d := Diff{RunID: v[0].(string), WindowStart: v[1].(int64), Dims: v[2].(string),
+				StreamedRevenueMicros: v[3].(int64), RecomputedRevenueMicros: v[4].(int64), DeltaMicros: v[5].(int64),
+				StreamedCount: v[6].(int64), RecomputedCount: v[7].(int64), Classification: v[8].(string)}
+			if a, ok := v[9].(int64); ok {
+				d.AppliedRevision = &a
+			}
+			return d, nil
+		},
+	}
+	configCodec = codec[configEntry]{t: RunConfig,
+		put: func(dst []any, e configEntry) []any { return append(dst, e.Key, e.Value) },
+		get: func(v []any) (configEntry, error) { return configEntry{v[0].(string), v[1].(string)}, nil },
+	}
+	checkpointCodec = codec[checkpointRow]{t: SourceCheckpoints,
+		put: func(dst []any, c checkpointRow) []any {
+			return append(dst, c.Partition, c.File, c.Offset, int64(c.Line), c.MaxValid, c.UpdatedAt)
+		},
+		get: func(v []any) (checkpointRow, error) {
+			return checkpointRow{Checkpoint: model.Checkpoint{Partition: v[0].(string), File: v[1].(string),
+				Offset: v[2].(int64), Line: int(v[3].(int64)), MaxValid: v[4].(int64)}, UpdatedAt: v[5].(time.Time)}, nil
+		},
+	}
+)
+
+// configMap turns run_config rows into settings.
+func configMap(rows []configEntry) map[string]string {
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r.Value
+	}
+	return out
+}
+
+// snapshotOf builds a row from hourly_revenue's column values (revenue is
+// read from revenue_micros).
+func snapshotOf(v []any, writer string) (model.Row, error) {
+	st, err := model.ParseResultState(v[7].(string))
+	if err != nil {
+		return model.Row{}, fmt.Errorf("%s %s revision %d: %w", model.FormatTime(v[0].(int64)), v[2], v[6], err)
+	}
+	return model.Row{WindowStart: v[0].(int64), WindowEnd: v[1].(int64), Dims: v[2].(string),
+		RevenueMicros: v[4].(int64), EventCount: v[5].(int64), Revision: v[6].(int64), State: st, Writer: writer}, nil
+}
+
+// parseTime is the inverse of model.FormatTime.
+func parseTime(s string) (int64, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("bad time %q: %w", s, err)
+	}
+	return t.UnixMilli(), nil
+}
+
+// wallTime renders processing time for written_at and updated_at: RFC 3339
+// UTC with milliseconds.
+func wallTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// parseWallTime is the inverse of wallTime; "" (no row to join) is the zero
+// time.
+func parseWallTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("bad time %q: %w", s, err)
+	}
+	return t, nil
+}
+
+// parseMoney is the inverse of model.FormatMicros: an exact decimal with at
+// most six fractional digits, in micros.
+func parseMoney(s string) (int64, error) {
+	bad := func() (int64, error) { return 0, fmt.Errorf("bad amount %q", s) }
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	if whole == "" || len(frac) > 6 || strings.ContainsAny(whole+frac, "+-") {
+		return bad()
+	}
+	w, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil {
+		return bad()
+	}
+	f := int64(0)
+	if frac != "" {
+		if f, err = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64); err != nil {
+			return bad()
+		}
+	}
+	if w > (1<<63-1-f)/1_000_000 {
+		return bad()
+	}
+	m := w*1_000_000 + f
+	if neg {
+		m = -m
+	}
+	return m, nil
+}
