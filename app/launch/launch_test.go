@@ -282,7 +282,7 @@ func TestMinimalSequence(t *testing.T) {
 		revisions += len(w.Revisions)
 	}
 	if rep.Job["state"] != StateDone || !rep.Conservation.Holds || rep.Counts.Read != 8 || rep.Windows.Total != 3 || len(rep.Windows.Shown) != 3 ||
-		revisions != 7 || rep.Windows.Shown[0].Revisions[2].Revenue != "170.000000" || rep.Windows.Shown[0].Revisions[2].State != "FINAL" ||
+		revisions != 7 || rep.Windows.Shown[0].Revisions[2].RevenueMicros != 170_000_000 || rep.Windows.Shown[0].Revisions[2].State != model.Final ||
 		rep.AuditTables["too_late_events"] != 1 {
 		t.Errorf("JSON report:\n%s", data)
 	}

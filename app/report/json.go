@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 )
@@ -94,27 +95,13 @@ type jsonWindow struct {
 	RevisionsOmitted int `json:"revisions_omitted"`
 }
 
-// JSONRow is a snapshot row (a window's revision) with SPEC §5's column
-// names. jsonRow is the one place a report maps a model.Row to them.
-type JSONRow struct {
-	WindowStart   string `json:"window_start"`
-	WindowEnd     string `json:"window_end"`
-	Dims          string `json:"dims"`
-	Revenue       string `json:"revenue"`
-	RevenueMicros int64  `json:"revenue_micros"`
-	EventCount    int64  `json:"event_count"`
-	Revision      int64  `json:"revision"`
-	State         string `json:"result_state"`
-	Writer        string `json:"writer,omitempty"`
-}
+// JSONRow is a snapshot row (a window's revision) as JSON: the sinks'
+// table contract spells it (sinks.RowJSON: hourly_revenue's columns, as the
+// jsonl sink writes them, plus the writer), so a report's rows and the
+// sink's rows are one format.
+type JSONRow = sinks.RowJSON
 
-func jsonRow(r model.Row) JSONRow {
-	return JSONRow{
-		WindowStart: model.FormatTime(r.WindowStart), WindowEnd: model.FormatTime(r.WindowEnd), Dims: r.Dims,
-		Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros, EventCount: r.EventCount,
-		Revision: r.Revision, State: r.State.String(), Writer: r.Writer,
-	}
-}
+func jsonRow(r model.Row) JSONRow { return JSONRow(r) }
 
 func writeJSON(w io.Writer, r Run) error {
 	out := Document{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/revenue-stream/hourly/model"
 )
 
 func writeMarkdown(w io.Writer, r Run) error {
@@ -153,8 +155,8 @@ func mdWindows(b *strings.Builder, v view) {
 		b.WriteString("| window_start | window_end | dims | revenue | event_count | revision | result_state | writer |\n")
 		b.WriteString("|---|---|---|---:|---:|---:|---|---|\n")
 		for _, r := range v.Current {
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %s | %s |\n", r.WindowStart, r.WindowEnd, mdCell("`"+r.Dims+"`"),
-				r.Revenue, r.EventCount, r.Revision, r.State, mdCell(r.Writer))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %d | %s | %s |\n", model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd),
+				mdCell("`"+r.Dims+"`"), model.FormatMicros(r.RevenueMicros), r.EventCount, r.Revision, r.State, mdCell(r.Writer))
 		}
 	}
 	fmt.Fprintf(b, "\n## Revisions per window\n\n%d keys, %d revisions.", v.WindowsTotal, v.Revisions)
