@@ -567,7 +567,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--pubsub-shards=2"}, `launch: --pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only`},
 		{[]string{"--source=pubsub:projects/p/subscriptions/revenue", "--idle-timeout=0s"}, `launch: --idle-timeout must be positive, got 0s`},
 		{[]string{"--pubsub-archive=" + missing}, `launch: --pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only`},
-		{[]string{"--control=hdfs://nn/control"}, `launch: --control=hdfs://nn/control: no filesystem serves hdfs:// paths (this build serves local paths, gs:// and memfs://)`},
+		{[]string{"--control=hdfs://nn/control"}, `launch: --control=hdfs://nn/control: no filesystem serves hdfs:// paths (this build serves local paths, gs://, s3:// and memfs://)`},
 		{[]string{"--source=" + log, "--follow", "--control=" + filepath.Join(log, "p0", "000001.jsonl", "c")}, `launch: --control=` + filepath.Join(log, "p0", "000001.jsonl", "c") + `: mkdir ` + filepath.Join(log, "p0", "000001.jsonl") + `: not a directory (pass --control=FOLDER the launcher can write)`},
 		{[]string{"--follow"}, `launch: --follow needs --source: the demo log is complete, there is nothing to follow`},
 		{[]string{"--follow=maybe"}, `launch: --follow: invalid boolean "maybe"`},
