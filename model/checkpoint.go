@@ -12,4 +12,7 @@ type Checkpoint struct {
 	Offset    int64
 	Line      int
 	MaxValid  int64
+	// Run is the token of the run that read the file (set by the sink's
+	// progress writer, empty as the source emits it).
+	Run string
 }
