@@ -86,7 +86,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}
 	}
 	// The graceful stop's request, for this run only (see stopSignal).
-	signal, err := o.stopSignal(sum.Source)
+	signal, err := o.stopSignal(ctx, sum.Source)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
@@ -278,8 +278,12 @@ func (o Options) absolutePaths() (Options, error) {
 // (ControlDir), with a token no other run has: an old request left there
 // never stops this run. A local folder is made absolute (a worker's working
 // directory is not the launcher's) and created now, so that one the
-// launcher cannot write is refused before any work.
-func (o Options) stopSignal(source string) (sources.StopSignal, error) {
+// launcher cannot write is refused before any work. A streaming run, which
+// ends only by a stop, also probes the folder with a write (a read-only
+// gs:// source bucket would otherwise show only at the stop, as a cancel
+// after the stop timeout); a replay ends by itself, and one of a read-only
+// bucket must not be refused for a stop it may never need.
+func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSignal, error) {
 	dir := o.ControlDir(source)
 	if dir == "" {
 		return sources.StopSignal{}, nil
@@ -297,6 +301,11 @@ func (o Options) stopSignal(source string) (sources.StopSignal, error) {
 	}
 	if err := signal.Prepare(); err != nil {
 		return signal, fmt.Errorf("--control=%s: %w (pass --control=FOLDER the launcher can write)", dir, err)
+	}
+	if o.Streaming() {
+		if err := signal.Probe(ctx); err != nil {
+			return signal, fmt.Errorf("the graceful stop cannot write its request to %s: %w (pass --control=FOLDER the launcher can write, e.g. --control=gs://BUCKET/PATH)", dir, err)
+		}
 	}
 	return signal, nil
 }

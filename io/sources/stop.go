@@ -99,6 +99,48 @@ func (s StopSignal) Prepare() error {
 	return os.MkdirAll(s.Dir, 0o755)
 }
 
+// probePrefix starts the probe object's name, "probe-<token>": never a
+// stop object's name, of this run or any other.
+const probePrefix = "probe-"
+
+// probeTimeout bounds the probe, so that a store that hangs fails the start
+// rather than holding it.
+const probeTimeout = 30 * time.Second
+
+// ProbePath is the object Probe writes and removes: beside the stop object,
+// named so that no reader of any run takes it for a stop request.
+func (s StopSignal) ProbePath() string { return files.Join(s.Dir, probePrefix+s.Token) }
+
+// Probe checks, before the run starts, that the stop object can be written:
+// it prepares the control folder, writes a small probe object beside where
+// the stop object will go, and removes it. Otherwise a control folder the
+// launcher cannot write (a read-only gs:// raw log bucket, say) would show
+// only at the stop, which would then degrade to a cancel after the stop
+// timeout. A probe object that cannot be removed is only logged: the stop
+// needs the write alone, and a leftover probe is never read (the control
+// folder's name starts with '_', and no reader looks for "probe-").
+func (s StopSignal) Probe(ctx context.Context) error {
+	if !s.Enabled() {
+		return nil
+	}
+	if err := s.Prepare(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	path := s.ProbePath()
+	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "write probe of run %s %s: the graceful stop writes here\n", s.Token, time.Now().UTC().Format(time.RFC3339))
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := files.Remove(ctx, path); err != nil {
+		slog.Warn("removing the control folder's write probe; it stays, and nothing reads it", "path", path, "err", err)
+	}
+	return nil
+}
+
 // Request writes the stop object: every reader of the run stops within a
 // poll interval of seeing it.
 func (s StopSignal) Request(ctx context.Context) error {

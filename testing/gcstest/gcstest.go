@@ -7,6 +7,10 @@ package gcstest
 import (
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,4 +145,35 @@ func Get(t testing.TB, path string) []byte {
 		t.Fatalf("gcstest: get %s: %v", path, err)
 	}
 	return obj.Content
+}
+
+// RefuseWrites puts a front before the test server that answers 403, as
+// GCS does for an account without write access, to every request that
+// would change an object of bucket ("gs://NAME"), and passes everything
+// else through; STORAGE_EMULATOR_HOST points at the front until the test
+// ends. The bucket then behaves as a read-only production raw log bucket:
+// it can be listed and read, not written or deleted.
+func RefuseWrites(t *testing.T, bucket string) {
+	t.Helper()
+	target, err := url.Parse(Server(t).URL())
+	if err != nil {
+		t.Fatalf("gcstest: %v", err)
+	}
+	name := strings.TrimPrefix(bucket, "gs://")
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// JSON API uploads and deletes name the bucket as /b/NAME/ (or
+		// /b/NAME/o for an upload); the XML API as /NAME/.
+		touches := strings.Contains(r.URL.Path, "/b/"+name+"/") || strings.HasSuffix(r.URL.Path, "/b/"+name) ||
+			strings.HasPrefix(r.URL.Path, "/"+name+"/")
+		if touches && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"error":{"code":403,"message":"tester does not have storage.objects.create access to the Google Cloud Storage object. Permission 'storage.objects.create' denied on resource (or it may not exist).","errors":[{"reason":"forbidden","message":"read-only bucket %s"}]}}`, name)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(front.URL, "http://"))
 }
