@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/model"
@@ -118,5 +119,34 @@ func TestStopSignalProbeOnGCS(t *testing.T) {
 		if _, err := files.Size(ctx, signal.ProbePath()); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("probe object %s after the probe: %v; want it absent", signal.ProbePath(), err)
 		}
+	}
+}
+
+// TestStopObjectRemovedOnMemfs: a follow stopped as SIGINT does, with its
+// control folder on memfs://, leaves nothing there: the probe and the stop
+// object are both removed (memfs's own keys are listed, not looked up
+// through its normalising Size).
+func TestStopObjectRemovedOnMemfs(t *testing.T) {
+	dir := writeLog(t,
+		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
+		purchase("X", "2026-11-04T11:20:00Z", "u3", "1"),
+	)
+	o := options(t, dir)
+	o.Follow = true
+	o.Control = "memfs://" + t.Name() + "/control"
+	o.Pipeline.Triggers.Early = time.Second
+	o.PollInterval = 100 * time.Millisecond
+	o.QuietPeriod = 500 * time.Millisecond
+	job := runInBackground(t, o)
+	ws := ms("2026-11-04T10:00:00Z")
+	waitForRow(t, o.Sink.Path, "ON_TIME", func(r model.Row) bool { return r.WindowStart == ws && r.State == model.OnTime })
+	sum, _ := job.stopAndWait(t, 60*time.Second)
+	wantCounts(t, sum, 2, 2, 0, 0, 0, 0)
+	if sum.State != StateCancelled {
+		t.Errorf("state %s, want CANCELLED", sum.State)
+	}
+	left, err := memfs.New(context.Background()).List(context.Background(), o.Control+"/*")
+	if err != nil || len(left) != 0 {
+		t.Errorf("memfs control folder after the run: %v (%v); want the stop object removed", left, err)
 	}
 }
