@@ -55,6 +55,7 @@ func TestControlProbe(t *testing.T) {
 		args := []string{"--source=" + source, "--follow", "--duration=5s", "--sink=sqlite:" + db}
 		code := Main(args, &stdout, &stderr)
 		msg := stderr.String()
+		t.Logf("stderr: %s", msg)
 		want := "launch: the graceful stop cannot write its request to " + source + "/_control: "
 		if code != ExitUsage || !strings.HasPrefix(msg, want) || strings.Count(msg, "\n") != 1 ||
 			!strings.HasSuffix(msg, "(pass --control=FOLDER the launcher can write, e.g. --control=gs://BUCKET/PATH)\n") ||
