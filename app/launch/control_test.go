@@ -101,7 +101,8 @@ func TestControlProbe(t *testing.T) {
 }
 
 // TestStopSignalProbeOnGCS: the probe writes and removes its object through
-// the gs:// filesystem, and fails on a bucket that refuses writes.
+// the gs:// filesystem, and fails on a bucket that refuses writes; an
+// interruption during the probe is reported as such.
 func TestStopSignalProbeOnGCS(t *testing.T) {
 	ctx := context.Background()
 	writable, readOnly := gcstest.NewBucket(t), gcstest.NewBucket(t)
@@ -120,6 +121,13 @@ func TestStopSignalProbeOnGCS(t *testing.T) {
 		if _, err := files.Size(ctx, signal.ProbePath()); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("probe object %s after the probe: %v; want it absent", signal.ProbePath(), err)
 		}
+	}
+	// Ctrl-C during the probe is an interruption, not a folder to replace.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	o.Control = writable + "/raw/_control"
+	if _, err := o.stopSignal(cancelled, ""); err == nil || !strings.HasPrefix(err.Error(), "interrupted before the job started") {
+		t.Errorf("probe with a cancelled context: %v; want the interruption", err)
 	}
 }
 

@@ -304,6 +304,9 @@ func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSig
 	}
 	if o.Streaming() {
 		if err := signal.Probe(ctx); err != nil {
+			if ctx.Err() != nil { // Ctrl-C during the probe: not the folder's fault
+				return signal, fmt.Errorf("interrupted before the job started: %w", ctx.Err())
+			}
 			return signal, fmt.Errorf("the graceful stop cannot write its request to %s: %w (pass --control=FOLDER the launcher can write, e.g. --control=gs://BUCKET/PATH)", dir, err)
 		}
 	}

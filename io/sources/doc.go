@@ -117,7 +117,9 @@
 // restriction moves the watermark to the end of time and would write FINAL
 // rows for windows whose correction period has not passed. The job is then
 // cancelled by the launcher; a restarted job resumes where FolderOptions.Resume
-// (or Start) says.
+// (or Start) says. Before a streaming run the launcher writes and removes a
+// probe object there ([StopSignal.Probe]), so that a control folder it
+// cannot write is refused at start rather than found at the stop.
 //
 // # Progress
 //
