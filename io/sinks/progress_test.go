@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -77,6 +78,14 @@ func TestJSONLProgress(t *testing.T) {
 		// theirs.
 		if _, err := p.Write(context.Background(), Batch{Progress: []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}}); err == nil {
 			t.Fatal("OpenProgress's jsonl handle wrote a batch")
+		}
+		// A reader's handle seals nothing either.
+		r, ok, err := OpenReader(context.Background(), Spec{Scheme: SchemeJSONL, Path: dir})
+		if err != nil || !ok {
+			t.Fatalf("OpenReader = %v, %v", ok, err)
+		}
+		if err := r.(ProgressStore).SealResume(context.Background(), []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}); err == nil {
+			t.Fatal("OpenReader's jsonl handle sealed a resume point")
 		}
 		return progressUnderTest{w: j, p: p, resumeStored: func(t *testing.T) string {
 			data, err := os.ReadFile(filepath.Join(dir, FileResume))
@@ -195,8 +204,10 @@ func testSealResume(t *testing.T, u progressUnderTest) {
 	want := []model.Checkpoint{later, first[0]}
 	wantCheckpoints(t, "second seal", resumePoints(t, u.p), want)
 
-	// Sealing the same points again stores nothing.
+	// Sealing the same points again stores nothing. The wait makes a
+	// rewrite visible: sealed_at is stored to the millisecond.
 	stored := u.resumeStored(t)
+	time.Sleep(5 * time.Millisecond)
 	if err := u.p.SealResume(ctx, want); err != nil {
 		t.Fatal(err)
 	}
