@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/bqtest"
 )
 
 // TestMain runs the write path tests on prism (ptest's default runner); the
@@ -302,8 +303,12 @@ func TestWriteProgressOnPrism(t *testing.T) {
 		{Partition: "p0", File: "b.jsonl", Offset: 40, Line: 4, MaxValid: t10 + hour},
 		{Partition: "p0", File: "b.jsonl", Offset: 40, Line: 4, MaxValid: t10 + hour}, // sent again
 	}
-	for _, spec := range []Spec{{Scheme: SchemeSQLite, Path: filepath.Join(dir, "revenue.db")}, {Scheme: SchemeJSONL, Path: filepath.Join(dir, "out")}} {
+	for _, spec := range []Spec{{Scheme: SchemeSQLite, Path: filepath.Join(dir, "revenue.db")}, {Scheme: SchemeJSONL, Path: filepath.Join(dir, "out")},
+		{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "progress"}} {
 		t.Run(spec.Scheme, func(t *testing.T) {
+			if spec.Scheme == SchemeBigQuery {
+				bqtest.Start(t) // prism's loopback workers share the test's environment
+			}
 			p, s := beam.NewPipelineWithRoot()
 			WriteProgress(s, spec, "run-7", beam.CreateList(s, in))
 			pr, err := ptest.RunWithMetrics(p)
