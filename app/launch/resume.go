@@ -138,7 +138,9 @@ func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.
 	if !ok {
 		return nil, none, nil
 	}
-	checkpoints, err := db.Checkpoints(ctx)
+	// Until resume reads sealed points (ResumePoints), it reads the
+	// checkpoints as before: run.go stamps them with the empty run.
+	checkpoints, err := db.RunCheckpoints(ctx, "")
 	if err != nil {
 		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
@@ -150,18 +152,13 @@ func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.
 	if len(resume) == 0 {
 		return nil, none, nil
 	}
-	keep := map[string]string{}
 	for _, c := range resume {
-		keep[c.Partition] = c.File
 		slog.Info("restart: resuming partition after its checkpoint", "partition", c.Partition, "after", c.File,
 			"line", c.Line, "max_valid_event_time", fmtEventTime(c.MaxValid))
 	}
 	bound := seedBound(resume, parts, openStart, hasOpen, po)
 	slog.Info("restart: re-reading only what dedup and the open windows need", "horizon", fmtEventTime(horizon),
 		"partitions_resumed", len(resume), "partitions", len(parts), "sink_rows_loaded_for", bound.String())
-	if err := db.PruneCheckpoints(ctx, keep); err != nil {
-		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
-	}
 	return resume, bound, nil
 }
 

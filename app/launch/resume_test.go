@@ -273,7 +273,7 @@ func checkpointsReach(t testing.TB, db string, last map[string]string) bool {
 		return false // not created yet
 	}
 	defer s.Close()
-	cps, err := s.Checkpoints(context.Background())
+	cps, err := s.RunCheckpoints(context.Background(), "")
 	if err != nil {
 		return false
 	}

@@ -339,7 +339,7 @@ func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeli
 	}
 	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
 	if progress.IsValid() {
-		sinks.WriteProgress(s, spec, progress)
+		sinks.WriteProgress(s, spec, "", progress) // the run token: wired by the launcher's seal (issue 14)
 	}
 	return p, nil
 }

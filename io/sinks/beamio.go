@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/internal/localrunner"
@@ -30,7 +31,8 @@ func init() {
 	register.DoFn1x0[model.TooLate](&writeFn[model.TooLate]{})
 	register.DoFn1x0[model.Conflict](&writeFn[model.Conflict]{})
 	register.DoFn1x0[model.Quarantined](&writeFn[model.Quarantined]{})
-	register.DoFn1x0[model.Checkpoint](&writeFn[model.Checkpoint]{})
+	register.Function1x2(keyByPartition)
+	register.DoFn3x1[state.Provider, string, model.Checkpoint, error](&progressFn{})
 }
 
 // Write persists the pipeline's four outputs to the sink spec names: one
@@ -70,13 +72,84 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 }
 
 // WriteProgress persists folder-source checkpoints (sources.ReadFolder's
-// second output) to a sink that keeps them: SQLite. Other sinks keep none,
-// so nothing is wired for them and a restart replays the whole log.
-func WriteProgress(s beam.Scope, spec Spec, checkpoints beam.PCollection) {
-	if spec.Scheme != SchemeSQLite {
+// second output) to a sink that keeps them (a ProgressStore: SQLite,
+// jsonl, BigQuery), each stamped with run, the token of this run. Other
+// sinks keep none, so nothing is wired for them.
+//
+// The checkpoints are keyed by partition and written by a stateful DoFn:
+// a keyed stage reads its input from the runner's shuffle, i.e. only once
+// the source's bundle that emitted a checkpoint has committed, and with it
+// the read counter of every record before it. The launcher's seal relies
+// on that: a checkpoint it can read was never counted in a lost attempt.
+func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollection) {
+	switch spec.Scheme {
+	case SchemeSQLite, SchemeJSONL, SchemeBigQuery:
+	default:
 		return
 	}
-	beam.ParDo0(s.Scope("sinks.WriteProgress"), &writeFn[model.Checkpoint]{Spec: spec}, checkpoints)
+	s = s.Scope("sinks.WriteProgress")
+	keyed := beam.ParDo(s, keyByPartition, checkpoints)
+	beam.ParDo0(s, &progressFn{Spec: spec, Run: run, Last: state.MakeValueState[model.Checkpoint]("last")}, keyed)
+}
+
+func keyByPartition(c model.Checkpoint) (string, model.Checkpoint) { return c.Partition, c }
+
+// progressFn buffers a bundle's checkpoints and writes them, stamped with
+// Run, as one Batch{Progress} when the bundle finishes, through the write
+// path's retries (writeFn.write). It adds to none of the sink_rows_* and
+// sink_audit_* counters: a checkpoint is not an output of the records.
+type progressFn struct {
+	Spec Spec
+	Run  string
+	// Last is the partition's last checkpoint written: an equal one
+	// arriving again (a source bundle the runner replayed) is dropped.
+	Last state.Value[model.Checkpoint]
+
+	w   *writeFn[model.Checkpoint]
+	buf []model.Checkpoint
+}
+
+func (f *progressFn) Setup(ctx context.Context) error {
+	f.w = &writeFn[model.Checkpoint]{Spec: f.Spec}
+	return f.w.Setup(ctx)
+}
+
+func (f *progressFn) StartBundle() { f.buf = f.buf[:0] }
+
+func (f *progressFn) ProcessElement(sp state.Provider, _ string, c model.Checkpoint) error {
+	c.Run = f.Run
+	last, ok, err := f.Last.Read(sp)
+	if err != nil {
+		return fmt.Errorf("sinks.WriteProgress: read state: %w", err)
+	}
+	if ok && last == c {
+		return nil
+	}
+	if err := f.Last.Write(sp, c); err != nil {
+		return fmt.Errorf("sinks.WriteProgress: write state: %w", err)
+	}
+	f.buf = append(f.buf, c)
+	return nil
+}
+
+// FinishBundle writes the bundle's checkpoints. An error fails the bundle:
+// the runner retries it, and the state written above is rolled back with
+// it, so a retry writes the same checkpoints again.
+func (f *progressFn) FinishBundle(ctx context.Context) error {
+	if len(f.buf) == 0 {
+		return nil
+	}
+	b := batchOf(f.buf)
+	f.buf = f.buf[:0]
+	_, err := f.w.write(ctx, b)
+	return err
+}
+
+func (f *progressFn) Teardown() error {
+	if f.w == nil {
+		return nil
+	}
+	return f.w.Teardown()
 }
 
 // WriteOption configures Write.

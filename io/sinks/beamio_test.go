@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/bqtest"
 )
 
 // TestMain runs the write path tests on prism (ptest's default runner); the
@@ -289,4 +290,71 @@ func ExampleWrite() {
 	quarantined := beam.CreateList(s, []model.Quarantined{})
 	// In the job these come from pipeline.Build(s, records, options).
 	Write(s, spec, rows, tooLate, conflicts, quarantined)
+}
+
+// WriteProgress on prism stores each checkpoint once, stamped with the
+// run, and adds to none of the rows and audit counters, for the sinks the
+// launcher reads progress from.
+func TestWriteProgressOnPrism(t *testing.T) {
+	dir := t.TempDir()
+	in := []model.Checkpoint{
+		{Partition: "p1", File: "a.jsonl", Offset: 30, Line: 3, MaxValid: model.NoWatermark},
+		{Partition: "p0", File: "a.jsonl", Offset: 100, Line: 10, MaxValid: t10},
+		{Partition: "p0", File: "b.jsonl", Offset: 40, Line: 4, MaxValid: t10 + hour},
+		{Partition: "p0", File: "b.jsonl", Offset: 40, Line: 4, MaxValid: t10 + hour}, // sent again
+	}
+	for _, spec := range []Spec{{Scheme: SchemeSQLite, Path: filepath.Join(dir, "revenue.db")}, {Scheme: SchemeJSONL, Path: filepath.Join(dir, "out")},
+		{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "progress"}} {
+		t.Run(spec.Scheme, func(t *testing.T) {
+			if spec.Scheme == SchemeBigQuery {
+				bqtest.Start(t) // prism's loopback workers share the test's environment
+			}
+			p, s := beam.NewPipelineWithRoot()
+			WriteProgress(s, spec, "run-7", beam.CreateList(s, in))
+			pr, err := ptest.RunWithMetrics(p)
+			if err != nil {
+				t.Fatalf("pipeline failed: %v", err)
+			}
+			if err := CloseShared(); err != nil {
+				t.Fatal(err)
+			}
+			if got := counters(pr); got[metrics.SinkRowsAccepted]+got[metrics.SinkRowsStale]+got[metrics.SinkAuditInserted] != 0 {
+				t.Errorf("checkpoint writes moved the rows or audit counters: %v", got)
+			}
+			store, ok, err := OpenProgress(context.Background(), spec)
+			if err != nil || !ok {
+				t.Fatalf("OpenProgress = %v, %v", ok, err)
+			}
+			defer store.Close()
+			got, err := store.RunCheckpoints(context.Background(), "run-7")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []model.Checkpoint{in[1], in[2], in[0]}
+			for i := range want {
+				want[i].Run = "run-7"
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("run-7's checkpoints = %+v\nwant %+v", got, want)
+			}
+			if other, err := store.RunCheckpoints(context.Background(), ""); err != nil || len(other) != 0 {
+				t.Errorf("checkpoints without a run = %+v, %v; want none", other, err)
+			}
+		})
+	}
+}
+
+// A sink that keeps no progress gets no progress step.
+func TestWriteProgressSkipsConsole(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	WriteProgress(s, Spec{Scheme: SchemeConsole}, "run-7", beam.CreateList(s, []model.Checkpoint{{Partition: "p0"}}))
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range edges {
+		if e.DoFn != nil && strings.Contains(e.DoFn.Name(), "progressFn") {
+			t.Fatal("a progress step was wired for the console sink")
+		}
+	}
 }

@@ -55,9 +55,9 @@ const (
 // writer is reconcile:<run_id>, inserted only above the stored revision and
 // by SPEC §4's rules), reconcile_diffs and run_config.
 //
-// Source progress is not stored: BigQuery has no transaction that spans the
-// rows and a progress table, so a restart replays its source (the revision
-// rules make the replay harmless), as it does with the jsonl sink.
+// Source progress (ProgressStore) is two tables: the workers' checkpoints,
+// appended like the audit rows, and the launcher's sealed resume points,
+// inserted by DML (a few rows per seal). See bq_progress.go.
 type BigQuery struct {
 	client           *bigquery.Client
 	api              appender
@@ -71,6 +71,12 @@ type BigQuery struct {
 }
 
 var _ Sink = (*BigQuery)(nil)
+
+// The progress tables' names (ProgressStore).
+var (
+	bqCheckpoints = SourceCheckpoints.Name
+	bqResume      = SourceResume.Name
+)
 var _ ConfigChecker = (*BigQuery)(nil)
 
 // OpenBigQuery connects to the dataset a bigquery: spec names, creating the
@@ -133,8 +139,8 @@ func (b *BigQuery) table(name string) string {
 	return "`" + b.project + "." + b.dataset + "." + name + "`"
 }
 
-// Write writes a batch directly, without a runner: the stream's rows and
-// the audit records are appended through the Storage Write API (each table's
+// Write writes a batch directly, without a runner: the stream's rows, the
+// audit records and the source checkpoints are appended through the Storage Write API (each table's
 // rows sealed into one new committed stream), reconcile's corrections go
 // through DML under SPEC §4's rules. The pipeline does not call it: it writes
 // through the keyed, batched append step of sinks.Write.
@@ -162,7 +168,7 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		name string
 		rows [][]byte
 		err  error
-	}{{name: bqChangelog}, {name: bqTooLate}, {name: bqConflicts}, {name: bqQuarantined}}
+	}{{name: bqChangelog}, {name: bqTooLate}, {name: bqConflicts}, {name: bqQuarantined}, {name: bqCheckpoints}}
 	for _, r := range sortedRows(stream) {
 		row, err := encodeSnapshot(rt, r, now)
 		tables[0].rows, tables[0].err = append(tables[0].rows, row), errors.Join(tables[0].err, err)
@@ -178,6 +184,10 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 	for _, q := range uniqueBy(batch.Quarantined, func(q model.Quarantined) string { return q.Position }) {
 		row, err := encodeRow(rt, quarantinedCodec, q)
 		tables[3].rows, tables[3].err = append(tables[3].rows, row), errors.Join(tables[3].err, err)
+	}
+	for _, c := range batch.Progress {
+		row, err := encodeRow(rt, checkpointCodec, checkpointRow{Checkpoint: c, At: now})
+		tables[4].rows, tables[4].err = append(tables[4].rows, row), errors.Join(tables[4].err, err)
 	}
 	for i, t := range tables {
 		if t.err != nil {
@@ -198,9 +208,10 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 		}
-		if i == 0 {
+		switch i {
+		case 0:
 			res.Accepted += len(t.rows)
-		} else {
+		case 1, 2, 3:
 			res.AuditInserted += len(t.rows)
 		}
 	}

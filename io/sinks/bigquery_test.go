@@ -75,7 +75,9 @@ func TestBigQuerySchema(t *testing.T) {
 		bqQuarantined: {"source_position", "payload", "reason"},
 		bqDiffs: {"run_id", "window_start", "dims", "streamed_revenue_micros", "recomputed_revenue_micros",
 			"delta_micros", "streamed_count", "recomputed_count", "classification", "applied_revision"},
-		bqRunConfig: {"key", "value"},
+		bqRunConfig:   {"key", "value"},
+		bqCheckpoints: {"partition", "file", "offset", "line", "max_valid", "run", "updated_at"},
+		bqResume:      {"partition", "file", "offset", "line", "max_valid", "run", "sealed_at"},
 	}
 	for table, cols := range want {
 		md, err := ds.Table(table).Metadata(ctx)
@@ -99,6 +101,13 @@ func TestBigQuerySchema(t *testing.T) {
 	}
 	if md.Clustering == nil || !reflect.DeepEqual(md.Clustering.Fields, []string{"window_start", "dims"}) {
 		t.Errorf("changelog clustering = %+v, want [window_start dims]", md.Clustering)
+	}
+	md, err = ds.Table(bqCheckpoints).Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.Clustering == nil || !reflect.DeepEqual(md.Clustering.Fields, []string{"run"}) {
+		t.Errorf("source_checkpoints clustering = %+v, want [run]", md.Clustering)
 	}
 	view, err := ds.Table(bqCurrent).Metadata(ctx)
 	if err != nil {

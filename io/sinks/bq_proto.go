@@ -16,9 +16,11 @@ import (
 )
 
 // appendTables are the tables written through the Storage Write API: the
-// changelog and the three audit tables. Nothing ever updates or deletes
-// their rows, so appends fit them; reconcile_diffs and run_config stay DML.
-var appendTables = []string{bqChangelog, bqTooLate, bqConflicts, bqQuarantined}
+// changelog, the three audit tables and the workers' source checkpoints.
+// Nothing updates their rows (only PruneCheckpoints deletes other runs'
+// checkpoints), so appends fit them; reconcile_diffs, run_config and
+// source_resume stay DML.
+var appendTables = []string{bqChangelog, bqTooLate, bqConflicts, bqQuarantined, bqCheckpoints}
 
 // numeric is an amount in micros that travels as a NUMERIC column: as its
 // exact decimal string, which the Storage Write API accepts for NUMERIC (no

@@ -18,6 +18,15 @@ func ratMicros(m int64) *big.Rat { return big.NewRat(m, 1_000_000) }
 // bqColumns is t's column list for a SELECT.
 func bqColumns(t *Table) string { return strings.Join(t.Names(), ", ") }
 
+// bqQuotedColumns is bqColumns with every name quoted (see bqIdent).
+func bqQuotedColumns(t *Table) string {
+	names := t.Names()
+	for i, n := range names {
+		names[i] = bqIdent(n)
+	}
+	return strings.Join(names, ", ")
+}
+
 // readBQ runs a query selecting c's table's columns in order and returns
 // the result rows as records.
 func readBQ[T any](ctx context.Context, b *BigQuery, c codec[T], what, sql string, params ...bigquery.QueryParameter) ([]T, error) {
@@ -86,20 +95,26 @@ func (b *BigQuery) Changelog(ctx context.Context) ([]model.Row, error) {
 // FinalHorizon returns the latest window_end among FINAL rows (see
 // SQLite.FinalHorizon).
 func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
-	err = b.read(ctx, "read final horizon", `SELECT MAX(window_end) AS horizon FROM `+b.table(bqCurrent)+`
-WHERE result_state = 'FINAL'`, nil, func(it *bigquery.RowIterator) error {
+	return b.readTime(ctx, "read final horizon", `SELECT MAX(window_end) AS t FROM `+b.table(bqCurrent)+`
+WHERE result_state = 'FINAL'`)
+}
+
+// readTime runs a query of one TIMESTAMP column t, one row, and returns
+// it in epoch ms; ok is false when it is NULL.
+func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
+	err = b.read(ctx, what, sql, nil, func(it *bigquery.RowIterator) error {
 		var r struct {
-			Horizon bigquery.NullTimestamp `bigquery:"horizon"`
+			T bigquery.NullTimestamp `bigquery:"t"`
 		}
 		if err := it.Next(&r); err != nil {
 			return err
 		}
-		if r.Horizon.Valid {
-			windowEndMs, ok = r.Horizon.Timestamp.UnixMilli(), true
+		if r.T.Valid {
+			ms, ok = r.T.Timestamp.UnixMilli(), true
 		}
 		return nil
 	})
-	return windowEndMs, ok, err
+	return ms, ok, err
 }
 
 // TooLate returns the too_late_events rows ordered by source_position.

@@ -24,11 +24,11 @@ var (
 )
 
 // bqTables are the tables the sink creates: every table of the contract but
-// hourly_revenue (a view here) and those only SQLite keeps.
+// hourly_revenue (a view here).
 var bqTables = func() []*Table {
 	var out []*Table
 	for _, t := range Tables {
-		if t != HourlyRevenue && !t.SQLiteOnly {
+		if t != HourlyRevenue {
 			out = append(out, t)
 		}
 	}
@@ -68,6 +68,10 @@ func schemaOf(table string) bigquery.Schema {
 	panic("sinks: no BigQuery table " + table)
 }
 
+// bqIdent quotes a column name: "partition" is a reserved word in
+// GoogleSQL.
+func bqIdent(name string) string { return "`" + name + "`" }
+
 // sqlType is a column's GoogleSQL type name.
 func sqlType(f *bigquery.FieldSchema) string {
 	switch f.Type {
@@ -90,7 +94,7 @@ func sqlType(f *bigquery.FieldSchema) string {
 func unnestRows(table string) string {
 	var fields []string
 	for _, f := range schemaOf(table) {
-		fields = append(fields, f.Name+" "+sqlType(f))
+		fields = append(fields, bqIdent(f.Name)+" "+sqlType(f))
 	}
 	return "UNNEST(CAST(@rows AS ARRAY<STRUCT<" + strings.Join(fields, ", ") + ">>))"
 }

@@ -26,7 +26,12 @@ var (
 	FileConflicts     = ConflictEvents.Name + ".jsonl"
 	FileQuarantined   = QuarantinedEvents.Name + ".jsonl"
 	FileRunConfig     = RunConfig.Name + ".json"
+	FileCheckpoints   = SourceCheckpoints.Name + ".jsonl"
+	FileResume        = SourceResume.Name + ".jsonl"
 )
+
+// appendFiles are the files Write appends to.
+var appendFiles = []string{FileHourlyRevenue, FileTooLate, FileConflicts, FileQuarantined, FileCheckpoints}
 
 // JSONL is the --sink=jsonl:DIR debugging sink: one JSON object per line,
 // appended. hourly_revenue.jsonl is a changelog (every accepted snapshot,
@@ -39,9 +44,12 @@ type JSONL struct {
 	dir   string
 	files map[string]*os.File
 	guard *memGuard
-	// readOnly is a handle of OpenReader: it reads the files and writes
-	// nothing.
+	// readOnly is a handle of OpenReader or OpenProgress: it reads the
+	// files and writes no batch.
 	readOnly bool
+	// sealer is a handle of OpenProgress: it may also append resume points
+	// (SealResume), the one file only the launcher writes.
+	sealer bool
 }
 
 var _ Sink = (*JSONL)(nil)
@@ -58,7 +66,7 @@ func OpenJSONL(dir string) (*JSONL, error) {
 		return nil, fmt.Errorf("jsonl sink %s: %w", dir, err)
 	}
 	j := &JSONL{dir: dir, files: map[string]*os.File{}, guard: newMemGuard()}
-	for _, name := range []string{FileHourlyRevenue, FileTooLate, FileConflicts, FileQuarantined} {
+	for _, name := range appendFiles {
 		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			j.Close()
@@ -112,8 +120,8 @@ func (j *JSONL) load(name string, f *os.File) error {
 
 func (j *JSONL) loadLine(name string, line []byte) bool {
 	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return true
+	if len(line) == 0 || name == FileCheckpoints {
+		return true // checkpoints seed no guard: a re-sent one is appended again
 	}
 	if name == FileHourlyRevenue {
 		r, err := decodeJSONLine(changelogCodec, line)
@@ -173,7 +181,12 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	res.AuditInserted = n1 + n2 + n3
-	for _, name := range []string{FileHourlyRevenue, FileTooLate, FileConflicts, FileQuarantined} {
+	for _, c := range b.Progress {
+		if err := encodeJSONLine(buffer(FileCheckpoints), checkpointCodec, checkpointRow{Checkpoint: c, At: now}); err != nil {
+			return Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
+		}
+	}
+	for _, name := range appendFiles {
 		if buf := out[name]; buf != nil && buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
 				return Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)

@@ -2,6 +2,9 @@ package sinks
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -38,4 +41,80 @@ type ProgressStore interface {
 	// PruneCheckpoints deletes the checkpoints of every run but keep: once
 	// a run has sealed, no restart reads another run's checkpoints again.
 	PruneCheckpoints(ctx context.Context, keep string) error
+}
+
+var (
+	_ ProgressStore = (*SQLite)(nil)
+	_ ProgressStore = (*BigQuery)(nil)
+	_ ProgressStore = (*JSONL)(nil)
+)
+
+// OpenProgress opens the progress tables of an existing sink, for the
+// launcher: read the checkpoints, seal resume points. ok is false, as for
+// OpenReader, for a sink that keeps none (console) and for a SQLite file or
+// jsonl directory that does not exist yet. A jsonl handle reads the files
+// as they are and writes only source_resume.jsonl (SealResume): the
+// workers' appends to the other files are never touched.
+func OpenProgress(ctx context.Context, spec Spec) (ProgressStore, bool, error) {
+	switch spec.Scheme {
+	case SchemeSQLite, SchemeBigQuery:
+		r, ok, err := OpenReader(ctx, spec)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		return r.(ProgressStore), true, nil
+	case SchemeJSONL:
+		j, ok, err := openJSONLReader(spec.Path)
+		if err != nil || !ok {
+			return nil, false, err
+		}
+		j.sealer = true
+		return j, true, nil
+	}
+	return nil, false, nil
+}
+
+// checkResumePoints refuses points SealResume cannot store: no partition,
+// no run, or two points for one partition (which would win is undefined).
+func checkResumePoints(points []model.Checkpoint) error {
+	seen := make(map[string]bool, len(points))
+	for _, p := range points {
+		switch {
+		case p.Partition == "":
+			return fmt.Errorf("seal resume point %s after %q: empty partition", p.Run, p.File)
+		case p.Run == "":
+			return fmt.Errorf("seal resume point of partition %s: empty run", p.Partition)
+		case seen[p.Partition]:
+			return fmt.Errorf("seal resume points: partition %s twice", p.Partition)
+		}
+		seen[p.Partition] = true
+	}
+	return nil
+}
+
+// changedResumePoints returns the points that differ from the partition's
+// stored one (current, one per partition): sealing the same point again
+// must store nothing, so that sealed_at says when a point was first sealed.
+func changedResumePoints(current, points []model.Checkpoint) []model.Checkpoint {
+	have := make(map[string]model.Checkpoint, len(current))
+	for _, c := range current {
+		have[c.Partition] = c
+	}
+	var out []model.Checkpoint
+	for _, p := range points {
+		if c, ok := have[p.Partition]; !ok || c != p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sortCheckpoints orders checkpoints by partition, then file.
+func sortCheckpoints(cs []model.Checkpoint) {
+	slices.SortStableFunc(cs, func(a, b model.Checkpoint) int {
+		if c := strings.Compare(a.Partition, b.Partition); c != 0 {
+			return c
+		}
+		return strings.Compare(a.File, b.File)
+	})
 }

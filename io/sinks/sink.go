@@ -30,10 +30,8 @@ type Batch struct {
 	Conflicts   []model.Conflict
 	Quarantined []model.Quarantined
 	// Progress holds folder-source checkpoints (one per file read
-	// completely). SQLite stores them in the same transaction as the rows;
-	// a restart resumes each partition after the latest checkpoint that
-	// lies before what it must re-read (see SQLite.Checkpoints). The other
-	// sinks keep none: a restart against them replays the whole log.
+	// completely, Run set) for source_checkpoints (see ProgressStore); the
+	// console sink ignores them. They count in no Result field.
 	Progress []model.Checkpoint
 }
 

@@ -68,6 +68,9 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
 	err = s.inTx(ctx, "create schema", func(tx *sql.Tx) error {
+		if err := migrateCheckpoints(ctx, tx); err != nil {
+			return err
+		}
 		for _, t := range Tables {
 			if _, err := tx.ExecContext(ctx, sqliteDDL(t)); err != nil {
 				return err

@@ -4,36 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-
-	"github.com/revenue-stream/hourly/model"
 )
-
-// Checkpoints returns the stored folder-source checkpoints, by partition,
-// then file.
-func (s *SQLite) Checkpoints(ctx context.Context) ([]model.Checkpoint, error) {
-	rows, err := readTable(ctx, s, checkpointCodec, "read source_checkpoints",
-		sqliteSelect(SourceCheckpoints)+` ORDER BY "partition", file`)
-	out := make([]model.Checkpoint, len(rows))
-	for i, r := range rows {
-		out[i] = r.Checkpoint
-	}
-	return out, err
-}
-
-// PruneCheckpoints deletes each named partition's checkpoints for files
-// sorting before the given one: a restart resumes at or after it, and so
-// will every later one, so the table stays as small as the log a restart
-// re-reads rather than growing with the history.
-func (s *SQLite) PruneCheckpoints(ctx context.Context, keep map[string]string) error {
-	return s.inTx(ctx, "prune source_checkpoints", func(tx *sql.Tx) error {
-		for partition, file := range keep {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM source_checkpoints WHERE "partition" = ? AND file < ?`, partition, file); err != nil {
-				return fmt.Errorf("prune source_checkpoints of %s: %w", partition, err)
-			}
-		}
-		return nil
-	})
-}
 
 // CheckRunConfig refuses a run whose settings differ from those the file's
 // rows were computed with: with another window, say, its window_start keys

@@ -99,7 +99,8 @@ func TestSQLiteSchemaMatchesSpec(t *testing.T) {
 		"reconcile_diffs": {"run_id", "window_start", "dims", "streamed_revenue_micros", "recomputed_revenue_micros",
 			"delta_micros", "streamed_count", "recomputed_count", "classification", "applied_revision"},
 		"run_config":         {"key", "value"},
-		"source_checkpoints": {"partition", "file", "offset", "line", "max_valid", "updated_at"},
+		"source_checkpoints": {"partition", "file", "offset", "line", "max_valid", "run", "updated_at"},
+		"source_resume":      {"partition", "file", "offset", "line", "max_valid", "run", "sealed_at"},
 	}
 	for table, cols := range want {
 		rs, err := s.db.Query(`SELECT name FROM pragma_table_info(?) ORDER BY cid`, table)
@@ -175,9 +176,9 @@ func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 	}
 	ctx := context.Background()
 	r := snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000)
-	a0 := model.Checkpoint{Partition: "p0", File: "a.jsonl", Offset: 100, Line: 10, MaxValid: 5}
-	a1 := model.Checkpoint{Partition: "p1", File: "a.jsonl", Offset: 30, Line: 3, MaxValid: model.NoWatermark}
-	b0 := model.Checkpoint{Partition: "p0", File: "b.jsonl", Offset: 10, Line: 1, MaxValid: 9}
+	a0 := model.Checkpoint{Partition: "p0", File: "a.jsonl", Offset: 100, Line: 10, MaxValid: 5, Run: "r1"}
+	a1 := model.Checkpoint{Partition: "p1", File: "a.jsonl", Offset: 30, Line: 3, MaxValid: model.NoWatermark, Run: "r1"}
+	b0 := model.Checkpoint{Partition: "p0", File: "b.jsonl", Offset: 10, Line: 1, MaxValid: 9, Run: "r1"}
 	write(t, s, Batch{Rows: []model.Row{r}, Progress: []model.Checkpoint{a0, a1}})
 	write(t, s, Batch{Progress: []model.Checkpoint{b0, b0}}) // a retried checkpoint changes nothing
 	if err := s.Close(); err != nil {
@@ -185,25 +186,83 @@ func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 	}
 
 	s = openTestSQLite(t, path)
-	got, err := s.Checkpoints(ctx)
+	got, err := s.RunCheckpoints(ctx, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []model.Checkpoint{a0, b0, a1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("checkpoints = %+v, want %+v", got, want)
 	}
+	if n := countRows(t, s, "source_checkpoints"); n != 3 {
+		t.Fatalf("source_checkpoints has %d rows, want 3", n)
+	}
 	// The revision rule survives the restart.
 	wantResult(t, write(t, s, Batch{Rows: []model.Row{r}}), Result{Stale: 1})
+}
 
-	if err := s.PruneCheckpoints(ctx, map[string]string{"p0": "b.jsonl"}); err != nil {
-		t.Fatal(err)
-	}
-	got, err = s.Checkpoints(ctx)
+// oldCheckpointsDDL is source_checkpoints as builds before the run column
+// created it.
+const oldCheckpointsDDL = `CREATE TABLE "source_checkpoints" (
+	"partition" TEXT NOT NULL,
+	"file" TEXT NOT NULL,
+	"offset" INTEGER NOT NULL,
+	"line" INTEGER NOT NULL,
+	"max_valid" INTEGER NOT NULL,
+	"updated_at" TEXT NOT NULL,
+	PRIMARY KEY ("partition", "file")
+)`
+
+// A file an older build wrote gets the run column on open: its checkpoints
+// are kept with the empty run, and two runs' checkpoints of one file are
+// then both kept (the new key).
+func TestSQLiteMigratesCheckpointsWithoutRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []model.Checkpoint{b0, a1}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("checkpoints after pruning p0 below b.jsonl = %+v, want %+v", got, want)
+	for _, stmt := range []string{oldCheckpointsDDL,
+		`INSERT INTO source_checkpoints VALUES ('p0', 'a.jsonl', 100, 10, 5, '2026-11-04T10:00:00.000Z')`} {
+		if _, err := old.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openTestSQLite(t, path)
+	ctx := context.Background()
+	var cols []string
+	err = s.query(ctx, "columns", `SELECT name FROM pragma_table_info('source_checkpoints') ORDER BY cid`, func(rs *sql.Rows) error {
+		var n string
+		cols = append(cols, n)
+		return rs.Scan(&cols[len(cols)-1])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := SourceCheckpoints.Names(); !reflect.DeepEqual(cols, want) {
+		t.Fatalf("migrated columns = %v, want %v", cols, want)
+	}
+	kept := model.Checkpoint{Partition: "p0", File: "a.jsonl", Offset: 100, Line: 10, MaxValid: 5}
+	got, err := s.RunCheckpoints(ctx, "")
+	if err != nil || !reflect.DeepEqual(got, []model.Checkpoint{kept}) {
+		t.Fatalf("old checkpoints = %+v, %v; want %+v", got, err, kept)
+	}
+	again := kept
+	again.Run, again.Offset, again.Line = "r2", 120, 12
+	write(t, s, Batch{Progress: []model.Checkpoint{again}})
+	if got, err := s.RunCheckpoints(ctx, "r2"); err != nil || !reflect.DeepEqual(got, []model.Checkpoint{again}) {
+		t.Fatalf("r2 checkpoints = %+v, %v; want %+v", got, err, again)
+	}
+	if n := countRows(t, s, "source_checkpoints"); n != 2 {
+		t.Fatalf("source_checkpoints has %d rows, want the old one and r2's", n)
+	}
+	// Opening the migrated file again changes nothing.
+	s2 := openTestSQLite(t, path)
+	if got, err := s2.RunCheckpoints(ctx, ""); err != nil || !reflect.DeepEqual(got, []model.Checkpoint{kept}) {
+		t.Fatalf("after reopening: old checkpoints = %+v, %v", got, err)
 	}
 }
 
@@ -250,7 +309,7 @@ func checkConcurrent(t *testing.T, path string, writers, batches int) {
 	if want := int64((batches-1)*2 + (writers - 1) + 1); maxRev != want {
 		t.Errorf("shared key revision = %d, want %d", maxRev, want)
 	}
-	cps, err := s.Checkpoints(context.Background())
+	cps, err := s.RunCheckpoints(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

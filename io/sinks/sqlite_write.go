@@ -281,13 +281,13 @@ func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c codec[T],
 	return n, nil
 }
 
-// writeProgress stores source checkpoints. A checkpoint is deterministic (a
-// retried bundle sends the same one), so replacing it changes nothing but
-// updated_at.
+// writeProgress stores source checkpoints, stamped with their run by the
+// caller. A checkpoint is deterministic (a retried bundle sends the same
+// one), so replacing it changes nothing but updated_at.
 func writeProgress(ctx context.Context, tx *sql.Tx, progress []model.Checkpoint, now time.Time) error {
 	rows := make([]checkpointRow, len(progress))
 	for i, c := range progress {
-		rows[i] = checkpointRow{Checkpoint: c, UpdatedAt: now}
+		rows[i] = checkpointRow{Checkpoint: c, At: now}
 	}
 	_, err := insertRows(ctx, tx, "INSERT OR REPLACE", checkpointCodec, rows)
 	return err

@@ -57,8 +57,6 @@ type Table struct {
 	// "". Clustering are its clustering columns.
 	Partition  string
 	Clustering []string
-	// SQLiteOnly marks a table only the SQLite sink keeps.
-	SQLiteOnly bool
 }
 
 // Names returns the column names in order.
@@ -136,22 +134,39 @@ var (
 		Key: []string{"key"},
 	}
 	// SourceCheckpoints holds one row per file a folder-source partition
-	// read completely (see model.Checkpoint), in the same transaction as
-	// the rows it produced: only SQLite has such a transaction.
+	// read completely (see model.Checkpoint), per run that read it: facts
+	// about the raw log, written by the workers (WriteProgress). Keyed by
+	// run first, so a run's checkpoints are read (RunCheckpoints) and the
+	// other runs' deleted (PruneCheckpoints) through the key.
 	SourceCheckpoints = &Table{
-		Name: "source_checkpoints",
-		Columns: []Column{
-			{Name: "partition", Type: String},
-			{Name: "file", Type: String},
-			{Name: "offset", Type: Int64},
-			{Name: "line", Type: Int64},
-			{Name: "max_valid", Type: Int64},
-			{Name: "updated_at", Type: WallTime},
-		},
-		Key:        []string{"partition", "file"},
-		SQLiteOnly: true,
+		Name:       "source_checkpoints",
+		Columns:    progressColumns("updated_at"),
+		Key:        []string{"run", "partition", "file"},
+		Clustering: []string{"run"},
+	}
+	// SourceResume holds where a restart resumes each partition: the
+	// checkpoint the launcher sealed (SealResume) once every output of the
+	// run up to it was durable. A restart trusts nothing else.
+	SourceResume = &Table{
+		Name:    "source_resume",
+		Columns: progressColumns("sealed_at"),
+		Key:     []string{"partition"},
 	}
 )
+
+// progressColumns are the columns of a progress table: a model.Checkpoint,
+// then when the row was stored (named at).
+func progressColumns(at string) []Column {
+	return []Column{
+		{Name: "partition", Type: String},
+		{Name: "file", Type: String},
+		{Name: "offset", Type: Int64},
+		{Name: "line", Type: Int64},
+		{Name: "max_valid", Type: Int64},
+		{Name: "run", Type: String},
+		{Name: at, Type: WallTime},
+	}
+}
 
 // auditTable is an audit table: source_position, then cols; keyed and
 // clustered by source_position, partitioned by partition (or not, "").
@@ -167,7 +182,7 @@ func auditTable(name, partition string, cols ...Column) *Table {
 
 // Tables lists every table, in creation order.
 var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, ConflictEvents,
-	QuarantinedEvents, ReconcileDiffs, RunConfig, SourceCheckpoints}
+	QuarantinedEvents, ReconcileDiffs, RunConfig, SourceCheckpoints, SourceResume}
 
 // auditTables are the three audit tables, keyed by source_position.
 var auditTables = []*Table{TooLateEvents, ConflictEvents, QuarantinedEvents}
@@ -188,11 +203,11 @@ type changelogRow struct {
 	WrittenAt time.Time
 }
 
-// checkpointRow is a source_checkpoints row: the checkpoint and when it
-// was stored.
+// checkpointRow is a source_checkpoints row (the checkpoint and when it
+// was stored) or a source_resume row (the point and when it was sealed).
 type checkpointRow struct {
 	model.Checkpoint
-	UpdatedAt time.Time
+	At time.Time
 }
 
 // configEntry is one run_config row.
@@ -274,16 +289,30 @@ var (
 		put: func(dst []any, e configEntry) []any { return append(dst, e.Key, e.Value) },
 		get: func(v []any) (configEntry, error) { return configEntry{v[0].(string), v[1].(string)}, nil },
 	}
-	checkpointCodec = codec[checkpointRow]{t: SourceCheckpoints,
-		put: func(dst []any, c checkpointRow) []any {
-			return append(dst, c.Partition, c.File, c.Offset, int64(c.Line), c.MaxValid, c.UpdatedAt)
-		},
-		get: func(v []any) (checkpointRow, error) {
-			return checkpointRow{Checkpoint: model.Checkpoint{Partition: v[0].(string), File: v[1].(string),
-				Offset: v[2].(int64), Line: int(v[3].(int64)), MaxValid: v[4].(int64)}, UpdatedAt: v[5].(time.Time)}, nil
-		},
-	}
+	checkpointCodec = codec[checkpointRow]{t: SourceCheckpoints, put: putCheckpoint, get: getCheckpoint}
+	resumeCodec     = codec[checkpointRow]{t: SourceResume, put: putCheckpoint, get: getCheckpoint}
 )
+
+// putCheckpoint and getCheckpoint are the codec of both progress tables:
+// their columns differ only in the name of the last one.
+func putCheckpoint(dst []any, c checkpointRow) []any {
+	return append(dst, c.Partition, c.File, c.Offset, int64(c.Line), c.MaxValid, c.Run, c.At)
+}
+
+func getCheckpoint(v []any) (checkpointRow, error) {
+	return checkpointRow{Checkpoint: model.Checkpoint{Partition: v[0].(string), File: v[1].(string),
+		Offset: v[2].(int64), Line: int(v[3].(int64)), MaxValid: v[4].(int64), Run: v[5].(string)},
+		At: v[6].(time.Time)}, nil
+}
+
+// checkpointsOf drops the stored-at time.
+func checkpointsOf(rows []checkpointRow) []model.Checkpoint {
+	out := make([]model.Checkpoint, len(rows))
+	for i, r := range rows {
+		out[i] = r.Checkpoint
+	}
+	return out
+}
 
 // configMap turns run_config rows into settings.
 func configMap(rows []configEntry) map[string]string {

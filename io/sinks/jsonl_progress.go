@@ -1,0 +1,143 @@
+package sinks
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// The jsonl sink's progress files (ProgressStore, docs/restart.md):
+// source_checkpoints.jsonl, appended by the workers' Write, and
+// source_resume.jsonl, appended by the launcher's SealResume. Both are
+// logs: a reader keeps the last line per key.
+
+// EarliestOpenWindow returns the earliest window_start among current rows
+// not yet FINAL (see SQLite.EarliestOpenWindow).
+func (j *JSONL) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	rows, err := j.CurrentRows(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, r := range rows {
+		if r.State != model.Final && (!ok || r.WindowStart < windowStartMs) {
+			windowStartMs, ok = r.WindowStart, true
+		}
+	}
+	return windowStartMs, ok, nil
+}
+
+// RunCheckpoints returns the checkpoints run wrote, one per (partition,
+// file): the last line of each, since a retried bundle appends its
+// checkpoint again.
+func (j *JSONL) RunCheckpoints(_ context.Context, run string) ([]model.Checkpoint, error) {
+	rows, err := readJSONLFile(j.dir, FileCheckpoints, checkpointCodec)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ partition, file string }
+	last := map[key]model.Checkpoint{}
+	for _, r := range rows {
+		if r.Run == run {
+			last[key{r.Partition, r.File}] = r.Checkpoint
+		}
+	}
+	out := make([]model.Checkpoint, 0, len(last))
+	for _, c := range last {
+		out = append(out, c)
+	}
+	sortCheckpoints(out)
+	return out, nil
+}
+
+// ResumePoints returns the last sealed point of each partition.
+func (j *JSONL) ResumePoints(context.Context) ([]model.Checkpoint, error) {
+	rows, err := readJSONLFile(j.dir, FileResume, resumeCodec)
+	if err != nil {
+		return nil, err
+	}
+	last := map[string]model.Checkpoint{}
+	for _, r := range rows {
+		last[r.Partition] = r.Checkpoint
+	}
+	out := make([]model.Checkpoint, 0, len(last))
+	for _, c := range last {
+		out = append(out, c)
+	}
+	sortCheckpoints(out)
+	return out, nil
+}
+
+// SealResume appends the points that differ from their partition's last
+// one to source_resume.jsonl in one write, and fsyncs it before returning:
+// the launcher treats a sealed point as durable. Only the launcher writes
+// this file, so there is no concurrent appender to race with.
+func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error {
+	if err := checkResumePoints(points); err != nil {
+		return fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.readOnly && !j.sealer {
+		return fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+	}
+	current, err := j.ResumePoints(ctx)
+	if err != nil {
+		return err
+	}
+	changed := changedResumePoints(current, points)
+	if len(changed) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	now := time.Now()
+	for _, p := range changed {
+		if err := encodeJSONLine(&buf, resumeCodec, checkpointRow{Checkpoint: p, At: now}); err != nil {
+			return fmt.Errorf("jsonl sink %s: encode resume point of %s: %w", j.dir, p.Partition, err)
+		}
+	}
+	path := filepath.Join(j.dir, FileResume)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("jsonl sink %s: seal: %w", j.dir, err)
+	}
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && os.IsNotExist(statErr) {
+		err = syncDir(j.dir) // a new file's name must survive a power cut too
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl sink %s: seal %s: %w", j.dir, FileResume, err)
+	}
+	return nil
+}
+
+// PruneCheckpoints keeps every line: it is a no-op for jsonl. The workers
+// hold source_checkpoints.jsonl open for appending, and no lock spans their
+// processes and the launcher's: a rewrite renamed over it would send their
+// later appends to the replaced file, and one in place would race with
+// them. The file grows by a line per file read per run, far less than the
+// log itself, and every read (RunCheckpoints) is filtered by run anyway.
+func (j *JSONL) PruneCheckpoints(context.Context, string) error { return nil }
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
