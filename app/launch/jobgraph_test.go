@@ -26,8 +26,10 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 	po := o.Pipeline.WithDefaults()
 	po.Published = spec
 	fo := o.folderOptions(po)
-	p, err := build(func(s beam.Scope) (beam.PCollection, beam.PCollection) {
-		return sources.ReadFolderWithProgress(s, source, fo)
+	p, err := build(func(s beam.Scope) beam.PCollection {
+		records, progress := sources.ReadFolderWithProgress(s, source, fo)
+		sinks.WriteProgress(s, spec, "graph", progress)
+		return records
 	}, po, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,12 @@ const (
 	// for the quiet period, or at the timeout whatever happens.
 	DefaultQuietPeriod = 2 * time.Second
 	DefaultStopTimeout = 10 * time.Second
+	// DefaultSealEvery is how often a following folder run reads the
+	// resume points it could seal (see sealer): four small queries of the
+	// sink. BigQuery bills at least 10 MB a query, so there it is at least
+	// bigQuerySealEvery (about 4 GB billed a day).
+	DefaultSealEvery  = 10 * time.Second
+	bigQuerySealEvery = 5 * time.Minute
 )
 
 // Options is everything cmd/launch accepts, parsed and typed. Parse builds it
@@ -109,6 +115,11 @@ type Options struct {
 	// defaults; tests read one record per call to make the watermark step).
 	// PullTimeout bounds one Pub/Sub pull.
 	QuietPeriod, StopTimeout time.Duration
+	// SealEvery: see DefaultSealEvery.
+	SealEvery time.Duration
+	// RunToken names the run: its stop request and the checkpoints its
+	// workers write (empty: drawn at start; tests set it to read them).
+	RunToken string
 	// ProgressEvery is the period of progress reports while a job runs (0:
 	// none).
 	ProgressEvery             time.Duration
@@ -160,7 +171,28 @@ func Defaults() Options {
 		QuietPeriod:   DefaultQuietPeriod,
 		ProgressEvery: DefaultProgressEvery,
 		StopTimeout:   DefaultStopTimeout,
+		SealEvery:     DefaultSealEvery,
 	}
+}
+
+// sealEvery is how often a following folder run reads its seal candidates
+// (see DefaultSealEvery).
+func (o Options) sealEvery() time.Duration {
+	if o.Sink.Scheme == sinks.SchemeBigQuery {
+		return max(o.SealEvery, bigQuerySealEvery)
+	}
+	return o.SealEvery
+}
+
+// quietPeriod is how long the sink's write counters must stand still before
+// the output counts as settled: QuietPeriod, plus, for BigQuery, the flush
+// interval (a row counts when the append step buffers it, and is appended
+// by the flush timer up to an interval later).
+func (o Options) quietPeriod() time.Duration {
+	if o.Sink.Scheme == sinks.SchemeBigQuery {
+		return o.QuietPeriod + o.flushPolicy().Interval
+	}
+	return o.QuietPeriod
 }
 
 func usagef(format string, args ...any) error {

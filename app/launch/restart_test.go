@@ -101,12 +101,18 @@ type sinkState struct {
 
 func readAll(t testing.TB, db string) sinkState {
 	t.Helper()
-	s, err := sinks.OpenSQLite(db)
-	if err != nil {
-		t.Fatal(err)
+	return readSpec(t, sinks.Spec{Scheme: sinks.SchemeSQLite, Path: db})
+}
+
+// readSpec reads every table of a readable sink.
+func readSpec(t testing.TB, spec sinks.Spec) sinkState {
+	t.Helper()
+	ctx := context.Background()
+	s, ok, err := sinks.OpenReader(ctx, spec)
+	if err != nil || !ok {
+		t.Fatalf("open %s: ok %v, err %v", spec, ok, err)
 	}
 	defer s.Close()
-	ctx := context.Background()
 	var st sinkState
 	if st.current, err = s.CurrentRows(ctx); err != nil {
 		t.Fatal(err)

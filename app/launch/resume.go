@@ -42,15 +42,19 @@ func resumeHorizon(finalEnd int64, hasFinal bool, openStart int64, hasOpen bool,
 
 // chooseResume picks, per partition, the last checkpoint whose largest valid
 // event time lies below the horizon (checkpoints sorted by partition, then
-// file). Partitions no longer in the folder are left out.
-func chooseResume(checkpoints []model.Checkpoint, horizon int64, partitions []string) []model.Checkpoint {
-	listed := map[string]bool{}
-	for _, p := range partitions {
-		listed[p] = true
+// file), unless it is not past the partition's sealed point: a resume point
+// only moves forward (raw log files are read in name order).
+func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.Checkpoint) []model.Checkpoint {
+	at := map[string]string{}
+	for _, c := range sealed {
+		at[c.Partition] = c.File
 	}
 	var out []model.Checkpoint
 	for i, c := range checkpoints {
-		if !listed[c.Partition] || c.MaxValid >= horizon {
+		if c.MaxValid >= horizon {
+			continue
+		}
+		if f, ok := at[c.Partition]; ok && c.File <= f {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].Partition == c.Partition {
@@ -109,55 +113,52 @@ func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, 
 	return sinks.SeedBound{Bounded: true, StartFrom: from}
 }
 
-// resumePoints reads the sink's checkpoints and horizon and returns where a
-// folder source resumes each partition (nil: read everything), and the
-// windows whose sink rows the revision step needs (seedBound). Only the
-// SQLite sink keeps checkpoints. Checkpoints before the chosen ones are
-// deleted: no later restart resumes earlier, so the table stays as small as
-// what a restart re-reads.
+// resumePoints reads where a folder source resumes each partition (nil:
+// read everything) and the windows whose sink rows the revision step needs
+// (seedBound). The points are the sealed ones (sinks.ProgressStore): each
+// was written by the launcher of an earlier run only once every output of
+// the records before it was durable (see sealer), so resuming after it
+// re-derives anything a crash lost. A sink that keeps no progress (console)
+// resumes nothing.
 func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sinks.SeedBound, error) {
 	none := sinks.SeedBound{}
-	if spec.Scheme != sinks.SchemeSQLite {
-		return nil, none, nil
-	}
-	r, ok, err := sinks.OpenReader(ctx, spec)
+	store, ok, err := sinks.OpenProgress(ctx, spec)
 	if err != nil || !ok {
 		return nil, none, err
 	}
-	defer r.Close()
-	db := r.(*sinks.SQLite)
-	finalEnd, hasFinal, err := db.FinalHorizon(ctx)
+	defer store.Close()
+	sealed, err := store.ResumePoints(ctx)
 	if err != nil {
 		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
-	openStart, hasOpen, err := db.EarliestOpenWindow(ctx)
-	if err != nil {
-		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
-	}
-	horizon, ok := resumeHorizon(finalEnd, hasFinal, openStart, hasOpen, po)
-	if !ok {
+	if len(sealed) == 0 {
 		return nil, none, nil
-	}
-	// Until resume reads sealed points (ResumePoints), it reads the
-	// checkpoints as before: run.go stamps them with the empty run.
-	checkpoints, err := db.RunCheckpoints(ctx, "")
-	if err != nil {
-		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {
 		return nil, none, fmt.Errorf("--source=%s: %w", dir, err)
 	}
-	resume := chooseResume(checkpoints, horizon, parts)
+	listed := map[string]bool{}
+	for _, p := range parts {
+		listed[p] = true
+	}
+	var resume []model.Checkpoint
+	for _, c := range sealed {
+		if listed[c.Partition] { // a partition gone from the folder is not read
+			resume = append(resume, c)
+			slog.Info("restart: resuming partition after its sealed checkpoint", "partition", c.Partition, "after", c.File,
+				"line", c.Line, "max_valid_event_time", fmtEventTime(c.MaxValid), "sealed_by", c.Run)
+		}
+	}
 	if len(resume) == 0 {
 		return nil, none, nil
 	}
-	for _, c := range resume {
-		slog.Info("restart: resuming partition after its checkpoint", "partition", c.Partition, "after", c.File,
-			"line", c.Line, "max_valid_event_time", fmtEventTime(c.MaxValid))
+	openStart, hasOpen, err := store.EarliestOpenWindow(ctx)
+	if err != nil {
+		return nil, none, fmt.Errorf("sink %s: %w", spec, err)
 	}
 	bound := seedBound(resume, parts, openStart, hasOpen, po)
-	slog.Info("restart: re-reading only what dedup and the open windows need", "horizon", fmtEventTime(horizon),
+	slog.Info("restart: re-reading only what dedup and the open windows need",
 		"partitions_resumed", len(resume), "partitions", len(parts), "sink_rows_loaded_for", bound.String())
 	return resume, bound, nil
 }

@@ -1,13 +1,16 @@
 package launch
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/testing/bqtest"
 )
 
 func TestChooseResume(t *testing.T) {
@@ -24,13 +28,20 @@ func TestChooseResume(t *testing.T) {
 		return model.Checkpoint{Partition: p, File: f, MaxValid: maxValid}
 	}
 	cps := []model.Checkpoint{
-		cp("gone", "a", 1),
 		cp("p0", "a", model.NoWatermark), cp("p0", "b", 50), cp("p0", "c", 99), cp("p0", "d", 100), cp("p0", "e", 150),
 		cp("p1", "a", 100),
+		cp("p2", "a", 10), cp("p2", "b", 20),
+		cp("p3", "x", 10),
 	}
-	got := chooseResume(cps, 100, []string{"p0", "p1", "p2"})
+	// p2 is sealed at b already and p3 at y (later than x): a resume point
+	// never moves back.
+	sealed := []model.Checkpoint{cp("p2", "b", 20), cp("p3", "y", 30)}
+	got := chooseResume(cps, 100, sealed)
 	if want := []model.Checkpoint{cp("p0", "c", 99)}; !slices.Equal(got, want) {
-		t.Errorf("chooseResume = %+v, want %+v (the last checkpoint strictly below the horizon, of listed partitions)", got, want)
+		t.Errorf("chooseResume = %+v, want %+v (the last checkpoint strictly below the horizon, past the sealed point)", got, want)
+	}
+	if got, want := chooseResume(cps, 100, nil), []model.Checkpoint{cp("p0", "c", 99), cp("p2", "b", 20), cp("p3", "x", 10)}; !slices.Equal(got, want) {
+		t.Errorf("chooseResume without sealed points = %+v, want %+v", got, want)
 	}
 
 	po := pipeline.Defaults() // 1h windows, 24h lateness, retention 25h, bound 10m
@@ -43,6 +54,30 @@ func TestChooseResume(t *testing.T) {
 	}
 	if got, _ := resumeHorizon(100*h, true, 90*h, true, po); got != 90*h {
 		t.Errorf("horizon = %d, want no later than the earliest open window (%d)", got, 90*h)
+	}
+}
+
+// TestSealDue is step 2 of the sealer: every record judged, and the sink's
+// write counters still for the quiet period counted from the later of their
+// last change and the candidate's read.
+func TestSealDue(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	q := 2 * time.Second
+	for _, c := range []struct {
+		name             string
+		cand, changed    time.Duration // after t0
+		now              time.Duration
+		drained, wantDue bool
+	}{
+		{"quiet since the candidate", 0, -time.Minute, q, true, true},
+		{"not quiet long enough", 0, -time.Minute, q - time.Millisecond, true, false},
+		{"a write after the candidate restarts the wait", 0, time.Second, q + time.Second - time.Millisecond, true, false},
+		{"quiet after that write", 0, time.Second, q + time.Second, true, true},
+		{"records in flight", 0, -time.Minute, time.Hour, false, false},
+	} {
+		if got := sealDue(t0.Add(c.cand), t0.Add(c.changed), t0.Add(c.now), q, c.drained); got != c.wantDue {
+			t.Errorf("%s: sealDue = %v, want %v", c.name, got, c.wantDue)
+		}
 	}
 }
 
@@ -126,6 +161,13 @@ type restartHooks struct {
 	// injected says a row was put into the sink by stopped: it is left out
 	// of the comparison with the clean run.
 	injected func(model.Row) bool
+	// sink is the follower's and the restart's sink (default: a new SQLite
+	// file).
+	sink sinks.Spec
+	// kill runs the follower as the launch binary and SIGKILLs it once it
+	// has sealed a resume point for every partition (while it runs, at a
+	// quiet moment), instead of stopping it gracefully.
+	kill bool
 }
 
 // restartScenario generates a log of `days` days of event time in 4
@@ -187,16 +229,28 @@ func restartScenario(t testing.TB, events, days int, h restartHooks) restartFigu
 	fig.clean = time.Since(began)
 
 	o := quiet(options(t, live))
+	if h.sink.Scheme != "" {
+		o.Sink = h.sink
+	}
 	o.Follow = true
 	o.Pipeline.Triggers.Early = 0 // EARLY rows depend on processing time; the clean replay has none
-	j := runInBackground(t, o)
-	waitUntil(t, 3*time.Minute, "every live file but the newest read", func() bool {
-		if j.ended() {
-			j.fail(t, "the follower ended by itself")
+	o.RunToken = fmt.Sprintf("follower-%d", time.Now().UnixNano())
+	if h.kill {
+		killFollower(t, o, len(parts))
+	} else {
+		j := runInBackground(t, o)
+		waitUntil(t, 3*time.Minute, "every live file but the newest read", func() bool {
+			if j.ended() {
+				j.fail(t, "the follower ended by itself")
+			}
+			return checkpointsReach(t, o.Sink, o.RunToken, lastDone) && holdsFinal(o.Sink)
+		})
+		j.stopAndWait(t, time.Minute)
+		// The stop settled: the follower sealed a resume point per partition.
+		if sealed := resumePointsOf(t, o.Sink); len(sealed) != len(parts) {
+			t.Errorf("after the graceful stop the sink holds resume points %+v, want one per partition %v", sealed, parts)
 		}
-		return checkpointsReach(t, o.Sink.Path, lastDone) && holdsFinal(o.Sink.Path)
-	})
-	j.stopAndWait(t, time.Minute)
+	}
 
 	for _, r := range rest {
 		copyFile(t, r[0], r[1])
@@ -213,7 +267,7 @@ func restartScenario(t testing.TB, events, days int, h restartHooks) restartFigu
 	fig.restartCounts = restarted.Counts
 	fig.sink = o.Sink.Path
 
-	want, got := readAll(t, cleanOpts.Sink.Path), readAll(t, o.Sink.Path)
+	want, got := readAll(t, cleanOpts.Sink.Path), readSpec(t, o.Sink)
 	if h.injected != nil {
 		got.current = slices.DeleteFunc(got.current, h.injected)
 	}
@@ -249,6 +303,112 @@ func TestRestartReadsRetentionNotHistory(t *testing.T) {
 	}
 }
 
+// TestRestartAfterKillReadsFromLastSeal: a follower killed with SIGKILL
+// after it sealed resume points at a quiet moment (not at a stop) restarts
+// from them: it re-reads about the retention, and the rows and audit rows
+// equal a clean run's. The killed run's later checkpoints are not used.
+func TestRestartAfterKillReadsFromLastSeal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a 10-day log three times")
+	}
+	fig := restartScenario(t, 50_000, 10, restartHooks{kill: true})
+	reread := fig.restartRead - fig.added
+	t.Logf("log %d lines; after the kill the restart re-read %d of the %d lines before it (%.1f%%), plus %d new",
+		fig.total, reread, fig.prefix, 100*float64(reread)/float64(fig.prefix), fig.added)
+	if reread <= 0 || reread > fig.prefix/5 {
+		t.Errorf("the restart re-read %d of %d lines: want about (retention + bounds) of 9 days, at most a fifth", reread, fig.prefix)
+	}
+}
+
+// TestRestartReadsRetentionNotHistoryBigQuery is the same bar with the
+// BigQuery sink (the emulator): the workers' checkpoints and the sealed
+// resume points live in the dataset.
+func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays a 10-day log three times")
+	}
+	bqtest.Start(t)
+	spec := sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: bqtest.Project, Dataset: "restart"}
+	fig := restartScenario(t, 10_000, 10, restartHooks{sink: spec})
+	reread := fig.restartRead - fig.added
+	t.Logf("log %d lines; the restart re-read %d of the %d read before the stop (%.1f%%), plus %d new; clean replay %v, restart %v",
+		fig.total, reread, fig.prefix, 100*float64(reread)/float64(fig.prefix), fig.added, fig.clean.Round(time.Millisecond), fig.restart.Round(time.Millisecond))
+	if reread <= 0 || reread > fig.prefix/5 {
+		t.Errorf("the restart re-read %d of %d lines: want about (retention + bounds) of 9 days, at most a fifth", reread, fig.prefix)
+	}
+}
+
+// killFollower runs o (a follower) as the launch binary, waits until it has
+// sealed a resume point for each of n partitions while running, and
+// SIGKILLs it.
+func killFollower(t testing.TB, o Options, n int) {
+	t.Helper()
+	if o.Sink.Scheme != sinks.SchemeSQLite {
+		t.Fatalf("killFollower: sink %s: want a SQLite file", o.Sink)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(t), "--source="+o.Source, "--follow", "--early=0",
+		"--sink=sqlite:"+o.Sink.Path, "--log-level=error")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	waitUntil(t, 3*time.Minute, "resume points sealed while the follower runs", func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("the follower ended by itself: %v\n%s", err, out.String())
+		default:
+		}
+		return sealedNearHorizon(t, o, n)
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+}
+
+// sealedNearHorizon reports whether the sink holds a resume point for each
+// of n partitions, each within two hours of the resume horizon its FINAL
+// rows allow now: the follower sealed once it had read everything, not at
+// an earlier pause.
+func sealedNearHorizon(t testing.TB, o Options, n int) bool {
+	if _, err := os.Stat(o.Sink.Path); err != nil {
+		return false
+	}
+	ctx := context.Background()
+	s, ok, err := sinks.OpenProgress(ctx, o.Sink)
+	if err != nil || !ok {
+		return false
+	}
+	defer s.Close()
+	points, err := s.ResumePoints(ctx)
+	if err != nil || len(points) != n {
+		return false
+	}
+	finalEnd, hasFinal, err := s.FinalHorizon(ctx)
+	if err != nil {
+		return false
+	}
+	openStart, hasOpen, err := s.EarliestOpenWindow(ctx)
+	if err != nil {
+		return false
+	}
+	h, ok := resumeHorizon(finalEnd, hasFinal, openStart, hasOpen, o.Pipeline)
+	if !ok {
+		return false
+	}
+	for _, p := range points {
+		if p.MaxValid < h-2*time.Hour.Milliseconds() {
+			return false
+		}
+	}
+	return true
+}
+
 // BenchmarkRestartAfterGracefulStop reports, for a 10-day log of 200,000
 // purchases, the lines a restart re-reads and its duration against a clean
 // replay of the whole log:
@@ -265,15 +425,16 @@ func BenchmarkRestartAfterGracefulStop(b *testing.B) {
 	}
 }
 
-// checkpointsReach reports whether the sink holds a checkpoint for each
-// partition's given file, i.e. the follower has read it completely.
-func checkpointsReach(t testing.TB, db string, last map[string]string) bool {
-	s, err := sinks.OpenSQLite(db)
-	if err != nil {
+// checkpointsReach reports whether the sink holds a checkpoint of run for
+// each partition's given file, i.e. the follower has read it completely.
+func checkpointsReach(t testing.TB, spec sinks.Spec, run string, last map[string]string) bool {
+	ctx := context.Background()
+	s, ok, err := sinks.OpenProgress(ctx, spec)
+	if err != nil || !ok {
 		return false // not created yet
 	}
 	defer s.Close()
-	cps, err := s.RunCheckpoints(context.Background(), "")
+	cps, err := s.RunCheckpoints(ctx, run)
 	if err != nil {
 		return false
 	}
@@ -289,14 +450,31 @@ func checkpointsReach(t testing.TB, db string, last map[string]string) bool {
 // holdsFinal reports whether the sink holds a FINAL row: a restart resumes
 // nothing before (it proves no window closed), and a small log can be read
 // completely before the first one is written.
-func holdsFinal(db string) bool {
-	s, err := sinks.OpenSQLite(db)
-	if err != nil {
+func holdsFinal(spec sinks.Spec) bool {
+	ctx := context.Background()
+	s, ok, err := sinks.OpenReader(ctx, spec)
+	if err != nil || !ok {
 		return false
 	}
 	defer s.Close()
-	_, ok, err := s.FinalHorizon(context.Background())
+	_, ok, err = s.FinalHorizon(ctx)
 	return err == nil && ok
+}
+
+// resumePointsOf returns the sink's sealed resume points.
+func resumePointsOf(t testing.TB, spec sinks.Spec) []model.Checkpoint {
+	t.Helper()
+	ctx := context.Background()
+	s, ok, err := sinks.OpenProgress(ctx, spec)
+	if err != nil || !ok {
+		t.Fatalf("open %s: ok %v, err %v", spec, ok, err)
+	}
+	defer s.Close()
+	points, err := s.ResumePoints(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return points
 }
 
 func waitUntil(t testing.TB, within time.Duration, what string, cond func() bool) {

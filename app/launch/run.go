@@ -102,13 +102,14 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	// window the sink holds as FINAL stays as it is. The rows are read when
 	// the job runs, on a worker: never through the job graph.
 	po.Published = o.Sink
-	var read func(s beam.Scope) (records, progress beam.PCollection)
+	var (
+		read func(s beam.Scope) beam.PCollection
+		seal *sealer
+	)
 	if o.IsPubSub() {
 		pso := o.pubsubOptions(po)
 		pso.Stop = signal
-		read = func(s beam.Scope) (beam.PCollection, beam.PCollection) {
-			return pubsub.Read(s, o.Source, pso), beam.PCollection{}
-		}
+		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
 	} else {
 		// A restart re-reads only what dedup and the open windows need
 		// (resume.go); the checkpoints it resumes from are written as the
@@ -116,8 +117,19 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
-		read = func(s beam.Scope) (beam.PCollection, beam.PCollection) {
-			return sources.ReadFolderWithProgress(s, sum.Source, fo)
+		// ... and resumes only from points sealed once their records'
+		// outputs were durable (seal.go).
+		// The run token stamps this run's checkpoints.
+		if signal.Enabled() {
+			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery())
+			defer seal.close()
+		}
+		read = func(s beam.Scope) beam.PCollection {
+			records, progress := sources.ReadFolderWithProgress(s, sum.Source, fo)
+			if seal != nil {
+				sinks.WriteProgress(s, o.Sink, signal.Token, progress)
+			}
+			return records
 		}
 	}
 	p, err := build(read, po, o.Sink, sinks.WithFlush(o.flushPolicy()))
@@ -190,7 +202,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
 		}()
 	}
-	hooks.mon, hooks.signal = mon, signal
+	hooks.mon, hooks.signal, hooks.seal = mon, signal, seal
 	res := execute(ctx, o, p, hooks)
 	if err := signal.Clear(context.WithoutCancel(ctx)); err != nil {
 		slog.Warn("removing the stop request", "path", signal.Path(), "err", err)
@@ -233,6 +245,14 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	if check != nil && res.err == nil {
 		slog.Error("conservation check failed", "err", check)
+	}
+	if seal != nil {
+		// Every output is durable when the job finished, or its graceful
+		// stop settled, and every record read has its verdict.
+		settled := res.err == nil && sum.Conserved && (sum.State == StateDone || res.settled)
+		if err := seal.final(bg, settled); err != nil {
+			slog.Warn("sealing the run's resume points; a restart re-reads from the previous ones", "err", err)
+		}
 	}
 
 	if err := sum.WriteText(out); err != nil {
@@ -296,6 +316,9 @@ func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSig
 		dir = a
 	}
 	signal := sources.NewStopSignal(dir)
+	if o.RunToken != "" {
+		signal.Token = o.RunToken
+	}
 	if err := signal.Validate(); err != nil {
 		return signal, fmt.Errorf("--control: %w", err)
 	}
@@ -322,7 +345,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // build is the design card's shape: read the source (the folder or the
 // subscription), compute, write.
-func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeline.Options, spec sinks.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking (beam.ParDo on a bad
 	// DoFn, a source that cannot list its partitions): turn that into the
 	// one-line error a command owes its user.
@@ -332,15 +355,12 @@ func build(read func(beam.Scope) (records, progress beam.PCollection), po pipeli
 		}
 	}()
 	p, s := beam.NewPipelineWithRoot()
-	records, progress := read(s)
+	records := read(s)
 	out, err := pipeline.Build(s, records, po)
 	if err != nil {
 		return nil, err
 	}
 	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
-	if progress.IsValid() {
-		sinks.WriteProgress(s, spec, "", progress) // the run token: wired by the launcher's seal (issue 14)
-	}
 	return p, nil
 }
 
@@ -369,7 +389,10 @@ type outcome struct {
 	jobID       string
 	metrics     *Counts
 	interrupted bool
-	err         error
+	// settled: the graceful stop saw every record judged and the sink
+	// quiet before it cancelled the job.
+	settled bool
+	err     error
 }
 
 // jobSeq makes job names unique within the process.
@@ -386,6 +409,9 @@ type runHooks struct {
 	beforeStop func(drained func() bool)
 	// signal is the run's stop request, written by the graceful stop.
 	signal sources.StopSignal
+	// seal, for a folder source, seals resume points while a following
+	// run is quiet (nil: none).
+	seal *sealer
 }
 
 func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {
@@ -446,6 +472,14 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 		defer t.Stop()
 		tick = t.C
 	}
+	// A following folder run seals resume points whenever it is quiet.
+	var sealTick <-chan time.Time
+	if hooks.seal != nil && o.Follow {
+		t := time.NewTicker(sealPoll)
+		defer t.Stop()
+		sealTick = t.C
+	}
+	var settled bool
 wait:
 	for {
 		select {
@@ -472,8 +506,12 @@ wait:
 				// the runner, wherever the workers run.
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
-			r = stop(o, name, hooks.signal, done, hardCancel)
+			r, settled = stop(o, name, hooks.signal, done, hardCancel)
 			break wait
+		case now := <-sealTick:
+			if f, ok := jf.figures(ctx); ok {
+				hooks.seal.observe(ctx, now, f.Counts)
+			}
 		case <-tick:
 			if view != nil {
 				view.draw(mon.Snapshot(ctx))
@@ -483,7 +521,7 @@ wait:
 		}
 	}
 	prog.done()
-	res := outcome{interrupted: interrupted, err: r.err}
+	res := outcome{interrupted: interrupted, settled: settled, err: r.err}
 	var reported *Counts
 	if r.pr != nil {
 		res.jobID = r.pr.JobID()
@@ -509,7 +547,7 @@ wait:
 // stop is the graceful stop: readers stop, the output settles, the job is
 // cancelled through the job service; the job's context is cancelled only if
 // that fails or the job does not end in time.
-func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) R {
+func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool) {
 	// The readers, folder or Pub/Sub, on whatever worker: each sees the
 	// request within a poll interval, then stops pulling or listing and
 	// never finishes its restriction.
@@ -526,8 +564,8 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	}
 	stopAt := time.Now()
 	slog.Info("stopping: stop requested; waiting for the readers to stop and the output to settle before cancelling the job (Ctrl-C again to quit at once)",
-		"request", signal.Path(), "quiet", o.QuietPeriod, "at_most", o.StopTimeout)
-	deadline := stopAt.Add(o.StopTimeout)
+		"request", signal.Path(), "quiet", o.quietPeriod(), "at_most", o.StopTimeout)
+	deadline := stopAt.Add(max(o.StopTimeout, 2*o.quietPeriod()))
 
 	var j *job
 	defer func() {
@@ -540,11 +578,12 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	var (
 		written int64
 		wroteAt time.Time
+		counted bool // the runner's counters were read at least once
 	)
-	for settled := false; !settled; {
+	for !settled {
 		select {
 		case r := <-done:
-			return r // the job ended on its own (or failed) meanwhile
+			return r, false // the job ended on its own (or failed) meanwhile
 		case <-tick.C:
 		}
 		if j == nil {
@@ -556,7 +595,7 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 		if j != nil {
 			if m, err := j.metrics(ctx); err == nil {
 				c := countsOf(countersOf(*m))
-				drained = c.Read == c.Verdicts()
+				drained, counted = c.Read == c.Verdicts(), true
 				// The sink's write counters, for workers elsewhere:
 				// LastWrite sees only this process's writers.
 				if w := c.SinkAccepted + c.SinkStale + c.SinkAudit; w != written {
@@ -565,8 +604,9 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			}
 		}
 		last := later(sinks.LastWrite(), wroteAt)
-		// sinks.Pending: rows the BigQuery write step still buffers here.
-		quiet := time.Since(later(last, stopAt)) >= o.QuietPeriod && sinks.Pending() == 0
+		// A BigQuery row counts as written when the append step buffers
+		// it: quietPeriod adds the flush interval that appends it.
+		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {
 			slog.Warn("stopping: the output did not settle in time; cancelling anyway",
@@ -574,6 +614,9 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			break
 		}
 	}
+	// Settled without the runner's counters is a guess, good enough to
+	// cancel but not to seal resume points on.
+	settled = settled && counted
 
 	if j != nil {
 		if err := j.cancel(ctx); err != nil {
@@ -588,11 +631,11 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	}
 	select {
 	case r := <-done:
-		return r
+		return r, settled
 	case <-time.After(o.StopTimeout):
 		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
 		hardCancel()
-		return <-done
+		return <-done, settled
 	}
 }
 
