@@ -329,12 +329,14 @@ func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
 	}
 	bqtest.Start(t)
 	spec := sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: bqtest.Project, Dataset: "restart"}
-	fig := restartScenario(t, 10_000, 10, restartHooks{sink: spec})
+	// The emulator is slow with many rows: 5 days, 2,000 purchases.
+	fig := restartScenario(t, 2_000, 5, restartHooks{sink: spec})
 	reread := fig.restartRead - fig.added
 	t.Logf("log %d lines; the restart re-read %d of the %d read before the stop (%.1f%%), plus %d new; clean replay %v, restart %v",
 		fig.total, reread, fig.prefix, 100*float64(reread)/float64(fig.prefix), fig.added, fig.clean.Round(time.Millisecond), fig.restart.Round(time.Millisecond))
-	if reread <= 0 || reread > fig.prefix/5 {
-		t.Errorf("the restart re-read %d of %d lines: want about (retention + bounds) of 9 days, at most a fifth", reread, fig.prefix)
+	// 4 days read before the stop, ~27h of them needed again: about 28%.
+	if reread <= 0 || reread > fig.prefix*35/100 {
+		t.Errorf("the restart re-read %d of %d lines: want about (retention + bounds) of 4 days, at most 35%%", reread, fig.prefix)
 	}
 }
 

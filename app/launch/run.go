@@ -510,7 +510,8 @@ wait:
 			break wait
 		case now := <-sealTick:
 			if f, ok := jf.figures(ctx); ok {
-				hooks.seal.observe(ctx, now, f.Counts)
+				// A stop does not cut a seal short: it would be wasted.
+				hooks.seal.observe(context.WithoutCancel(ctx), now, f.Counts)
 			}
 		case <-tick:
 			if view != nil {

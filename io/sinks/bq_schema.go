@@ -135,7 +135,7 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 		if !isNotFound(err) {
 			return fmt.Errorf("dataset %s: %w", b.dataset, err)
 		}
-		if err := ds.Create(ctx, &bigquery.DatasetMetadata{}); err != nil && !isAlreadyExists(err) {
+		if err := ds.Create(ctx, &bigquery.DatasetMetadata{}); err != nil && !createdMeanwhile(err, func() error { _, err := ds.Metadata(ctx); return err }) {
 			return fmt.Errorf("create dataset %s: %w", b.dataset, err)
 		}
 	}
@@ -166,10 +166,18 @@ func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *bigquer
 	} else if !isNotFound(err) {
 		return fmt.Errorf("table %s: %w", name, err)
 	}
-	if err := t.Create(ctx, md); err != nil && !isAlreadyExists(err) {
+	if err := t.Create(ctx, md); err != nil && !createdMeanwhile(err, func() error { _, err := t.Metadata(ctx); return err }) {
 		return fmt.Errorf("create table %s: %w", name, err)
 	}
 	return nil
+}
+
+// createdMeanwhile reports whether a failed create lost a race with another
+// opener (a launcher and its workers open the sink at the same time):
+// BigQuery answers 409, the emulator 500 "already created", so the resource
+// is looked up again.
+func createdMeanwhile(err error, lookup func() error) bool {
+	return isAlreadyExists(err) || lookup() == nil
 }
 
 // bqValue turns a codec's column value into what the BigQuery clients take:
