@@ -101,8 +101,8 @@ func keyByPartition(c model.Checkpoint) (string, model.Checkpoint) { return c.Pa
 type progressFn struct {
 	Spec Spec
 	Run  string
-	// Last is the partition's last checkpoint written: an equal one
-	// arriving again (a source bundle the runner replayed) is dropped.
+	// Last is the partition's last checkpoint written: the same one
+	// reported again is not written again.
 	Last state.Value[model.Checkpoint]
 
 	w   *writeFn[model.Checkpoint]

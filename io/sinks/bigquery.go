@@ -71,13 +71,13 @@ type BigQuery struct {
 }
 
 var _ Sink = (*BigQuery)(nil)
+var _ ConfigChecker = (*BigQuery)(nil)
 
 // The progress tables' names (ProgressStore).
 var (
 	bqCheckpoints = SourceCheckpoints.Name
 	bqResume      = SourceResume.Name
 )
-var _ ConfigChecker = (*BigQuery)(nil)
 
 // OpenBigQuery connects to the dataset a bigquery: spec names, creating the
 // dataset, tables and view that are missing. Credentials are Application
@@ -140,10 +140,12 @@ func (b *BigQuery) table(name string) string {
 }
 
 // Write writes a batch directly, without a runner: the stream's rows, the
-// audit records and the source checkpoints are appended through the Storage Write API (each table's
-// rows sealed into one new committed stream), reconcile's corrections go
-// through DML under SPEC §4's rules. The pipeline does not call it: it writes
-// through the keyed, batched append step of sinks.Write.
+// audit records and the source checkpoints are appended through the
+// Storage Write API (each table's rows sealed into one new committed
+// stream), reconcile's corrections go through DML under SPEC §4's rules.
+// The pipeline writes its rows through the keyed, batched append step of
+// sinks.Write instead; its checkpoints (sinks.WriteProgress, a few per
+// bundle of files read) come here.
 //
 // Accepted counts appended stream rows plus accepted corrections, Stale the
 // corrections refused; AuditInserted counts appended audit rows (copies of a
