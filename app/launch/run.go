@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		read = func(s beam.Scope) beam.PCollection {
 			records, progress := sources.ReadFolderWithProgress(s, sum.Source, fo)
 			if seal != nil {
-				sinks.WriteProgress(s, o.Sink, signal.Token, progress)
+				sinks.WriteProgress(s, o.Sink, signal.Token, progress, sinks.WithFlush(o.flushPolicy()))
 			}
 			return records
 		}

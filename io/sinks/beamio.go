@@ -53,10 +53,7 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 	if _, err := ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
 	}
-	cfg := writeConfig{flush: DefaultFlushPolicy}
-	for _, o := range opts {
-		o(&cfg)
-	}
+	cfg := configOf(opts)
 	if spec.Scheme == SchemeBigQuery {
 		if err := cfg.flush.Validate(); err != nil {
 			panic(fmt.Errorf("sinks.Write: %w", err))
@@ -81,9 +78,19 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 // the source's bundle that emitted a checkpoint has committed, and with it
 // the read counter of every record before it. The launcher's seal relies
 // on that: a checkpoint it can read was never counted in a lost attempt.
-func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollection) {
+//
+// BigQuery's checkpoints go through the rows' keyed append step
+// (writeBigQueryProgress), flushed as opts say.
+func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
 	switch spec.Scheme {
-	case SchemeSQLite, SchemeJSONL, SchemeBigQuery:
+	case SchemeSQLite, SchemeJSONL:
+	case SchemeBigQuery:
+		cfg := configOf(opts)
+		if err := cfg.flush.Validate(); err != nil {
+			panic(fmt.Errorf("sinks.WriteProgress: %w", err))
+		}
+		writeBigQueryProgress(s, spec, cfg.flush, run, checkpoints)
+		return
 	default:
 		return
 	}
@@ -157,6 +164,15 @@ type WriteOption func(*writeConfig)
 
 type writeConfig struct {
 	flush FlushPolicy
+}
+
+// configOf applies opts to the defaults.
+func configOf(opts []WriteOption) writeConfig {
+	cfg := writeConfig{flush: DefaultFlushPolicy}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return cfg
 }
 
 // WithFlush sets when the BigQuery write path appends (DefaultFlushPolicy

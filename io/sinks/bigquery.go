@@ -143,9 +143,8 @@ func (b *BigQuery) table(name string) string {
 // audit records and the source checkpoints are appended through the
 // Storage Write API (each table's rows sealed into one new committed
 // stream), reconcile's corrections go through DML under SPEC §4's rules.
-// The pipeline writes its rows through the keyed, batched append step of
-// sinks.Write instead; its checkpoints (sinks.WriteProgress, a few per
-// bundle of files read) come here.
+// The pipeline writes its rows and checkpoints through the keyed, batched
+// append step of sinks.Write and sinks.WriteProgress instead.
 //
 // Accepted counts appended stream rows plus accepted corrections, Stale the
 // corrections refused; AuditInserted counts appended audit rows (copies of a

@@ -23,6 +23,7 @@ func init() {
 	register.DoFn2x1[model.TooLate, func(string, []byte), error](&bqKeyFn[model.TooLate]{})
 	register.DoFn2x1[model.Conflict, func(string, []byte), error](&bqKeyFn[model.Conflict]{})
 	register.DoFn2x1[model.Quarantined, func(string, []byte), error](&bqKeyFn[model.Quarantined]{})
+	register.DoFn2x1[model.Checkpoint, func(string, []byte), error](&bqKeyFn[model.Checkpoint]{})
 	register.DoFn6x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, []byte, error](&bqAppendFn{})
 	register.Emitter2[string, []byte]()
 }
@@ -49,6 +50,22 @@ func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, confli
 		beam.ParDo(s.Scope("Conflicts"), &bqKeyFn[model.Conflict]{Shards: p.Shards, Emulator: emu}, conflicts),
 		beam.ParDo(s.Scope("Quarantined"), &bqKeyFn[model.Quarantined]{Shards: p.Shards, Emulator: emu}, quarantined),
 	}
+	appendBigQuery(s, spec, p, beam.Flatten(s, keyed...))
+}
+
+// writeBigQueryProgress appends a run's checkpoints to source_checkpoints
+// through the same keyed, batched step as the rows: one append per flush,
+// not one write stream per bundle of files read. Being keyed, the step
+// reads a checkpoint only once the source's bundle that emitted it has
+// committed (see WriteProgress).
+func writeBigQueryProgress(s beam.Scope, spec Spec, p FlushPolicy, run string, checkpoints beam.PCollection) {
+	s = s.Scope("sinks.WriteBigQueryProgress")
+	keyed := beam.ParDo(s.Scope("Checkpoints"), &bqKeyFn[model.Checkpoint]{Shards: 1, Emulator: storageEmulator(), Run: run}, checkpoints)
+	appendBigQuery(s, spec, p, keyed)
+}
+
+// appendBigQuery is the keyed append step over "table/shard"-keyed rows.
+func appendBigQuery(s beam.Scope, spec Spec, p FlushPolicy, keyed beam.PCollection) {
 	beam.ParDo0(s.Scope("Append"), &bqAppendFn{
 		Spec:   spec,
 		Policy: p,
@@ -58,7 +75,7 @@ func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, confli
 		Sealed: state.MakeValueState[[]byte]("sealed"),
 		At:     state.MakeValueState[int64]("at"),
 		Flush:  timers.InProcessingTime("flush"),
-	}, beam.Flatten(s, keyed...))
+	}, keyed)
 }
 
 // shardOf spreads a table's records over n keys by a stable hash of the
@@ -70,9 +87,10 @@ func shardOf(key string, n int) int {
 }
 
 // bqKeyFn encodes a record as its table's row and keys it "table/shard".
-type bqKeyFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined] struct {
+type bqKeyFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {
 	Shards   int
-	Emulator bool // encode for the emulator (see bqRowType.epochStrings)
+	Emulator bool   // encode for the emulator (see bqRowType.epochStrings)
+	Run      string // stamps checkpoints (model.Checkpoint.Run)
 }
 
 func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
@@ -98,6 +116,10 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 	case model.Quarantined:
 		table, key = bqQuarantined, v.Position
 		row, err = encodeRow(rt, quarantinedCodec, v)
+	case model.Checkpoint:
+		v.Run = f.Run
+		table, key = bqCheckpoints, v.Partition
+		row, err = encodeRow(rt, checkpointCodec, checkpointRow{Checkpoint: v, At: time.Now()})
 	}
 	if err != nil {
 		return fmt.Errorf("sinks.Write: %s %s: %w", table, key, err)
@@ -157,9 +179,11 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp s
 	// drops the counters of a processing-time timer's bundle. A job that
 	// ends without error has appended every buffered row; a running one
 	// is at most one flush interval behind these counts.
-	if strings.HasPrefix(key, bqChangelog+"/") {
+	// A checkpoint is not an output of the records: no counter.
+	switch {
+	case strings.HasPrefix(key, bqChangelog+"/"):
 		f.accepted.Inc(ctx, 1)
-	} else {
+	case !strings.HasPrefix(key, bqCheckpoints+"/"):
 		f.audit.Inc(ctx, 1)
 	}
 	if !at.IsZero() {
