@@ -6,7 +6,6 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -174,7 +173,6 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp s
 	if err != nil {
 		return fmt.Errorf("sinks.Write %s %s: %w", f.Spec, key, err)
 	}
-	pending.Add(1)
 	// Counted when buffered, not when appended: prism (v2.77.0) now and then
 	// drops the counters of a processing-time timer's bundle. A job that
 	// ends without error has appended every buffered row; a running one
@@ -208,7 +206,6 @@ func (f *bqAppendFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Pr
 		f.Flush.Set(tp, res.Again, timers.WithOutputTimestamp(ts.ToTime()))
 	}
 	if res.Appended > 0 {
-		pending.Add(-int64(res.Appended))
 		noteWrite()
 	}
 	return nil
@@ -276,13 +273,3 @@ func (b *beamStore) Armed() (time.Time, bool, error) {
 
 func (b *beamStore) Arm(at time.Time) error { return b.f.At.Write(b.sp, at.UnixNano()) }
 func (b *beamStore) Disarm() error          { return b.f.At.Clear(b.sp) }
-
-// pending counts the rows this process's BigQuery write steps buffered and
-// have not appended yet.
-var pending atomic.Int64
-
-// Pending reports how many rows the BigQuery write steps of this process
-// hold in their buffers, waiting for a flush. A launcher whose workers run in
-// its own process uses it, with LastWrite, to tell when the output has
-// settled; it sees nothing of remote workers.
-func Pending() int64 { return pending.Load() }
