@@ -161,11 +161,6 @@ type restartHooks struct {
 	// injected says a row was put into the sink by stopped: it is left out
 	// of the comparison with the clean run.
 	injected func(model.Row) bool
-	// sink is the follower's and the restart's sink (default: a new SQLite
-	// file).
-	sink sinks.Spec
-	// opts changes the options of every run (the clean one too).
-	opts func(*Options)
 	// kill runs the follower as the launch binary and SIGKILLs it once it
 	// has sealed a resume point for every partition (while it runs, at a
 	// quiet moment), instead of stopping it gracefully.
@@ -224,22 +219,13 @@ func restartScenario(t testing.TB, events, days int, h restartHooks) restartFigu
 		}
 	}
 
-	quiet := func(o Options) Options {
-		o.ProgressEvery = 0
-		if h.opts != nil {
-			h.opts(&o)
-		}
-		return o
-	}
+	quiet := func(o Options) Options { o.ProgressEvery = 0; return o }
 	cleanOpts := quiet(options(t, full))
 	began := time.Now()
 	cleanSum, _ := run(t, cleanOpts)
 	fig.clean = time.Since(began)
 
 	o := quiet(options(t, live))
-	if h.sink.Scheme != "" {
-		o.Sink = h.sink
-	}
 	o.Follow = true
 	o.Pipeline.Triggers.Early = 0 // EARLY rows depend on processing time; the clean replay has none
 	o.RunToken = fmt.Sprintf("follower-%d", time.Now().UnixNano())
