@@ -316,7 +316,7 @@ func TestRestartAfterKillReadsFromLastSeal(t *testing.T) {
 
 // TestRestartReadsRetentionNotHistoryBigQuery is the restart bar with the
 // BigQuery sink (the emulator): the workers' checkpoints and the sealed
-// resume points live in the dataset. A replay of 5 days of log seals its
+// resume points live in the dataset. A replay of 3 days of log seals its
 // points when it finishes; a second replay of the same log into the same
 // dataset resumes from them and leaves the rows and audit rows as a clean
 // run's. A finished replay has closed every window (its watermark reached
@@ -327,12 +327,12 @@ func TestRestartAfterKillReadsFromLastSeal(t *testing.T) {
 // cancelled job aborts an append, and then hangs every later query.)
 func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays a 5-day log three times")
+		t.Skip("replays a 3-day log three times")
 	}
 	bqtest.Start(t)
 	dir := t.TempDir()
-	c := gen.Bench(2_000) // the emulator is slow with many rows
-	c.Span, c.FilesPerPartition = 5*24*time.Hour, 5*24
+	c := gen.Bench(1_000) // the emulator is slow with many rows
+	c.Span, c.FilesPerPartition = 3*24*time.Hour, 3*24
 	if _, err := gen.Write(dir, c); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
 	took := time.Since(began)
 	t.Logf("log %d lines; the second replay re-read %d (%.1f%%) in %v",
 		first.Counts.Read, second.Counts.Read, 100*float64(second.Counts.Read)/float64(first.Counts.Read), took.Round(time.Millisecond))
-	// About 1h10m + one hourly file of 120 hours per partition.
+	// About 1h10m + one hourly file of 72 hours per partition.
 	if second.Counts.Read <= 0 || second.Counts.Read > first.Counts.Read*5/100 {
 		t.Errorf("the second replay read %d of %d lines: want the last hour or two of each partition, at most 5%%", second.Counts.Read, first.Counts.Read)
 	}
