@@ -111,15 +111,13 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		pso.Stop = signal
 		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
 	} else {
-		// A restart re-reads only what dedup and the open windows need
-		// (resume.go); the checkpoints it resumes from are written as the
-		// job reads.
+		// A restart re-reads only what dedup and the open windows need,
+		// from the points sealed once their records' outputs were durable
+		// (resume.go, seal.go). The workers write this run's checkpoints,
+		// stamped with its token, as they read.
 		if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
-		// ... and resumes only from points sealed once their records'
-		// outputs were durable (seal.go).
-		// The run token stamps this run's checkpoints.
 		if signal.Enabled() {
 			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery())
 			defer seal.close()
@@ -577,8 +575,7 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var (
-		written int64
-		wroteAt time.Time
+		writes  quietWatch
 		counted bool // the runner's counters were read at least once
 	)
 	for !settled {
@@ -595,16 +592,12 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 		drained := true
 		if j != nil {
 			if m, err := j.metrics(ctx); err == nil {
-				c := countsOf(countersOf(*m))
-				drained, counted = c.Read == c.Verdicts(), true
 				// The sink's write counters, for workers elsewhere:
 				// LastWrite sees only this process's writers.
-				if w := c.SinkAccepted + c.SinkStale + c.SinkAudit; w != written {
-					written, wroteAt = w, time.Now()
-				}
+				drained, counted = writes.observe(time.Now(), countsOf(countersOf(*m))), true
 			}
 		}
-		last := later(sinks.LastWrite(), wroteAt)
+		last := later(sinks.LastWrite(), writes.changed)
 		// A BigQuery row counts as written when the append step buffers
 		// it: quietPeriod adds the flush interval that appends it.
 		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()

@@ -59,9 +59,25 @@ type sealer struct {
 	store     sinks.ProgressStore
 	pending   *sealCandidate
 	lastRead  time.Time // when the last candidate was read
-	written   int64     // the sink's write counters, summed
-	changed   time.Time // when they last changed
+	writes    quietWatch
 	sealedAny bool
+}
+
+// quietWatch follows the sink's write counters in the runner's committed
+// metrics (for workers anywhere): when they last changed. The graceful stop
+// and the sealer judge "settled" by it.
+type quietWatch struct {
+	written int64
+	changed time.Time
+}
+
+// observe notes a reading taken at now and reports whether every record
+// read has its verdict (nothing in flight between the readers and dedup).
+func (w *quietWatch) observe(now time.Time, c Counts) (drained bool) {
+	if n := c.SinkAccepted + c.SinkStale + c.SinkAudit; n != w.written {
+		w.written, w.changed = n, now
+	}
+	return c.Read == c.Verdicts()
 }
 
 // sealCandidate is a set of resume points read at a time, waiting for the
@@ -134,11 +150,8 @@ func sealDue(candidateAt, changed, now time.Time, quiet time.Duration, drained b
 // every s.every. Errors are logged: a seal that fails costs a longer
 // restart, never a wrong one.
 func (s *sealer) observe(ctx context.Context, now time.Time, c Counts) {
-	if w := c.SinkAccepted + c.SinkStale + c.SinkAudit; w != s.written {
-		s.written, s.changed = w, now
-	}
-	drained := c.Read == c.Verdicts()
-	if s.pending != nil && sealDue(s.pending.at, s.changed, now, s.quiet, drained) {
+	drained := s.writes.observe(now, c)
+	if s.pending != nil && sealDue(s.pending.at, s.writes.changed, now, s.quiet, drained) {
 		if err := s.seal(ctx, s.pending.points); err != nil {
 			slog.Warn("sealing resume points", "sink", s.spec.String(), "err", err)
 		}
