@@ -80,16 +80,7 @@ func TestControlProbe(t *testing.T) {
 	})
 
 	t.Run("follow with --control on a writable bucket", func(t *testing.T) {
-		o := options(t, source)
-		o.Follow = true
-		o.Control = writable + "/control"
-		o.Pipeline.Triggers.Early = time.Second // as TestInterruptedFollow: the firing comes within seconds
-		o.PollInterval = 100 * time.Millisecond
-		o.QuietPeriod = 500 * time.Millisecond
-		job := runInBackground(t, o)
-		ws := ms("2026-11-04T10:00:00Z")
-		waitForRow(t, o.Sink.Path, "ON_TIME", func(r model.Row) bool { return r.WindowStart == ws && r.State == model.OnTime })
-		sum, _ := job.stopAndWait(t, 60*time.Second)
+		sum := followAndStop(t, source, writable+"/control")
 		if sum.State != StateCancelled {
 			t.Errorf("state %s, want CANCELLED", sum.State)
 		}
@@ -140,22 +131,31 @@ func TestStopObjectRemovedOnMemfs(t *testing.T) {
 		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
 		purchase("X", "2026-11-04T11:20:00Z", "u3", "1"),
 	)
-	o := options(t, dir)
+	control := "memfs://" + t.Name() + "/control"
+	sum := followAndStop(t, dir, control)
+	wantCounts(t, sum, 2, 2, 0, 0, 0, 0)
+	if sum.State != StateCancelled {
+		t.Errorf("state %s, want CANCELLED", sum.State)
+	}
+	left, err := memfs.New(context.Background()).List(context.Background(), control+"/*")
+	if err != nil || len(left) != 0 {
+		t.Errorf("memfs control folder after the run: %v (%v); want the stop object removed", left, err)
+	}
+}
+
+// followAndStop follows source with its stop requests under control, waits
+// for the 10:00 window's ON_TIME row and stops the run gracefully.
+func followAndStop(t *testing.T, source, control string) *Summary {
+	t.Helper()
+	o := options(t, source)
 	o.Follow = true
-	o.Control = "memfs://" + t.Name() + "/control"
-	o.Pipeline.Triggers.Early = time.Second
+	o.Control = control
+	o.Pipeline.Triggers.Early = time.Second // as TestInterruptedFollow: the firing comes within seconds
 	o.PollInterval = 100 * time.Millisecond
 	o.QuietPeriod = 500 * time.Millisecond
 	job := runInBackground(t, o)
 	ws := ms("2026-11-04T10:00:00Z")
 	waitForRow(t, o.Sink.Path, "ON_TIME", func(r model.Row) bool { return r.WindowStart == ws && r.State == model.OnTime })
 	sum, _ := job.stopAndWait(t, 60*time.Second)
-	wantCounts(t, sum, 2, 2, 0, 0, 0, 0)
-	if sum.State != StateCancelled {
-		t.Errorf("state %s, want CANCELLED", sum.State)
-	}
-	left, err := memfs.New(context.Background()).List(context.Background(), o.Control+"/*")
-	if err != nil || len(left) != 0 {
-		t.Errorf("memfs control folder after the run: %v (%v); want the stop object removed", left, err)
-	}
+	return sum
 }
