@@ -45,15 +45,19 @@ var errAlreadyStored = errors.New("rows already stored at this offset")
 
 // retryableAppend reports whether a failed append may succeed when retried:
 // quota and rate limits (RESOURCE_EXHAUSTED), a backend or queue that is
-// unavailable or overloaded (UNAVAILABLE, INTERNAL, ABORTED), or a deadline.
-// Anything else (a bad row, a missing table, a finalized stream, an offset
-// past the stream's end) cannot heal by waiting.
+// unavailable or overloaded (UNAVAILABLE, INTERNAL, ABORTED), a deadline, or
+// an unclassified server error (UNKNOWN: the emulator answers so when one of
+// its own database connections failed). Every request here is safe to
+// repeat: a stream creation adds at most a stream nothing is written to,
+// and an append carries its offset. Anything else (a bad row, a missing
+// table, a finalized stream, an offset past the stream's end) cannot heal
+// by waiting.
 func retryableAppend(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
 	}
 	switch codeOf(err) {
-	case codes.ResourceExhausted, codes.Unavailable, codes.Internal, codes.Aborted, codes.DeadlineExceeded:
+	case codes.ResourceExhausted, codes.Unavailable, codes.Internal, codes.Aborted, codes.DeadlineExceeded, codes.Unknown:
 		return true
 	}
 	return false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -193,5 +194,24 @@ func TestBigQueryRowEncoding(t *testing.T) {
 	v, _ := bqRowTypes[bqChangelog].decode(b)
 	if v["revenue"] != "-1.500001" || v["revenue_micros"] != int64(-1_500_001) || v["writer"] != "stream" {
 		t.Errorf("changelog row = %v", v)
+	}
+}
+
+// TestRetryableAppendCodes: which failures of a stream creation or an
+// append are retried (each request is safe to repeat) and which fail the
+// flush at once.
+func TestRetryableAppendCodes(t *testing.T) {
+	for code, want := range map[codes.Code]bool{
+		codes.ResourceExhausted: true, codes.Unavailable: true, codes.Internal: true, codes.Aborted: true,
+		codes.DeadlineExceeded: true, codes.Unknown: true,
+		codes.InvalidArgument: false, codes.NotFound: false, codes.FailedPrecondition: false,
+		codes.OutOfRange: false, codes.PermissionDenied: false,
+	} {
+		if got := retryableAppend(status.Error(code, "x")); got != want {
+			t.Errorf("%v: retryable %v, want %v", code, got, want)
+		}
+	}
+	if retryableAppend(context.Canceled) {
+		t.Error("a cancelled context is retried")
 	}
 }
