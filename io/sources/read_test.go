@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/event"
@@ -25,6 +26,7 @@ import (
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/gcstest"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/testing/s3test"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -139,22 +141,29 @@ func findRow(rows []model.Row, start string, st model.ResultState) (model.Row, b
 	return model.Row{}, false
 }
 
-// job runs a streaming pipeline until stopped.
+// job runs a streaming pipeline until stopped. It is submitted to a prism
+// job server and cancelled through its job service, as the launcher does:
+// cancelling the context given to beam.Run would leave a following job
+// polling in the job server for the rest of the test binary, and the jobs
+// such tests leave behind slowed the later ones until their waits timed out.
 type job struct {
-	cancel context.CancelFunc
-	done   chan error
+	*runnertest.Job
 	signal sources.StopSignal
 }
 
-// startJob runs p; signal is the stop request its readers were built with.
-func startJob(p *beam.Pipeline, signal sources.StopSignal) *job {
-	ctx, cancel := context.WithCancel(context.Background())
-	j := &job{cancel: cancel, done: make(chan error, 1), signal: signal}
-	go func() {
-		_, err := beam.Run(ctx, "prism", p)
-		j.done <- err
-	}()
-	return j
+// startJob submits p; signal is the stop request its readers were built
+// with.
+func startJob(t *testing.T, p *beam.Pipeline, signal sources.StopSignal) *job {
+	t.Helper()
+	js, err := runnertest.StartJobServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rj, err := runnertest.Submit(js, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &job{Job: rj, signal: signal}
 }
 
 // requestStop writes the job's stop request, as the launcher's graceful
@@ -166,19 +175,18 @@ func (j *job) requestStop(t *testing.T) {
 	}
 }
 
-// stop stops the readers gracefully, cancels the job and waits for it.
+// stop stops the readers gracefully, cancels the job through the job
+// service and waits until the job server has ended it.
 func (j *job) stop(t *testing.T) {
 	t.Helper()
 	j.requestStop(t)
-	j.cancel()
-	select {
-	case err := <-j.done:
-		// A cancelled prism job returns nil or the cancellation.
-		if err != nil && !strings.Contains(err.Error(), "cancel") {
-			t.Errorf("job ended with %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("job did not return after cancel")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := j.Cancel(ctx); err != nil {
+		t.Fatalf("job did not end after its cancellation: %v", err)
+	}
+	if st, err := j.State(ctx); err != nil || st != jobpb.JobState_CANCELLED {
+		t.Errorf("job state after cancel = %v (%v), want CANCELLED", st, err)
 	}
 }
 
@@ -407,7 +415,7 @@ func testFollowAndStop(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
-	j := startJob(p, so.Stop)
+	j := startJob(t, p, so.Stop)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -492,7 +500,7 @@ func TestSlowPartitionHoldsWatermark(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
-	j := startJob(p, so.Stop)
+	j := startJob(t, p, so.Stop)
 	defer j.stop(t)
 
 	onTime := func(start string) bool { _, ok := findRow(rows.Values(), start, model.OnTime); return ok }
@@ -543,7 +551,7 @@ func TestIdlePartitionStopsHolding(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
-	j := startJob(p, so.Stop)
+	j := startJob(t, p, so.Stop)
 	defer j.stop(t)
 
 	// Keep p0 active, its watermark below 11:20, while p1 stays silent.
