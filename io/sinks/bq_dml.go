@@ -123,20 +123,9 @@ func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, ro
 	for _, k := range key {
 		match = append(match, "s."+k+" = c."+k)
 	}
-	var n int64
-	err := b.read(ctx, "count "+table, `SELECT COUNT(*) AS n FROM `+b.table(table)+` AS c
+	return b.readCount(ctx, "count "+table, `SELECT COUNT(*) AS n FROM `+b.table(table)+` AS c
 WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`,
-		[]bigquery.QueryParameter{rows}, func(it *bigquery.RowIterator) error {
-			var r struct {
-				N int64 `bigquery:"n"`
-			}
-			if err := it.Next(&r); err != nil {
-				return err
-			}
-			n = r.N
-			return nil
-		})
-	return n, err
+		[]bigquery.QueryParameter{rows})
 }
 
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {

@@ -92,6 +92,35 @@ func (b *BigQuery) Changelog(ctx context.Context) ([]model.Row, error) {
 		` WHERE TRUE`+oncePer("window_start, dims, revision", revisionOrder))
 }
 
+// ChangelogFrom is Changelog limited to windows starting at or after
+// windowStart (epoch ms): a filter on the partition column, so BigQuery
+// prunes the older day partitions before it reads.
+func (b *BigQuery) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
+	return b.readSnapshots(ctx, "read "+bqChangelog, `SELECT `+bqColumns(HourlyRevenueChangelog)+` FROM `+b.table(bqChangelog)+
+		` WHERE window_start >= TIMESTAMP_MILLIS(@from)`+oncePer("window_start, dims, revision", revisionOrder),
+		bigquery.QueryParameter{Name: "from", Value: windowStart})
+}
+
+// KeyCount returns how many (window, dims) keys the sink holds.
+func (b *BigQuery) KeyCount(ctx context.Context) (int64, error) {
+	return b.readCount(ctx, "count "+bqCurrent, `SELECT COUNT(*) AS n FROM `+b.table(bqCurrent), nil)
+}
+
+// readCount runs a query of one INT64 column n, one row, and returns it.
+func (b *BigQuery) readCount(ctx context.Context, what, sql string, params []bigquery.QueryParameter) (n int64, err error) {
+	err = b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
+		var r struct {
+			N int64 `bigquery:"n"`
+		}
+		if err := it.Next(&r); err != nil {
+			return err
+		}
+		n = r.N
+		return nil
+	})
+	return n, err
+}
+
 // FinalHorizon returns the latest window_end among FINAL rows (see
 // SQLite.FinalHorizon).
 func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {

@@ -49,6 +49,7 @@ func conformance(t *testing.T, open func(t *testing.T) sinkUnderTest, skip ...st
 		{"NoDip", testNoDip},
 		{"FinalHorizon", testFinalHorizon},
 		{"CurrentRowsFrom", testCurrentRowsFrom},
+		{"ChangelogFrom", testChangelogFrom},
 		{"RunConfig", testRunConfig},
 		{"Diffs", testDiffs},
 	} {

@@ -111,3 +111,40 @@ func TestPublishedBound(t *testing.T) {
 		t.Error("SeedBound.Needs: the zero bound needs every window, a bound none before it")
 	}
 }
+
+// testChangelogFrom: a sink reads back every revision of the windows
+// starting at or after the bound, and only those, and counts every key it
+// holds (the live views' refresh).
+func testChangelogFrom(t *testing.T, u sinkUnderTest) {
+	r, ok := u.s.(RecentReader)
+	if !ok {
+		t.Fatalf("%s cannot read the changelog from a window_start", u.name)
+	}
+	ctx := context.Background()
+	old := snap(t, "2026-11-01T08:00:00Z", "{}", 3, model.Final, 4, 400)
+	edge1 := snap(t, "2026-11-04T09:00:00Z", `{"shop":"a"}`, 1, model.OnTime, 1, 100)
+	edge2 := snap(t, "2026-11-04T09:00:00Z", `{"shop":"a"}`, 2, model.Late, 2, 250)
+	other := snap(t, "2026-11-04T09:00:00Z", `{"shop":"b"}`, 1, model.OnTime, 1, 30)
+	open := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.Early, 1, 100)
+	write(t, u.s, Batch{Rows: []model.Row{old, edge1, other, open}})
+	write(t, u.s, Batch{Rows: []model.Row{edge2}})
+
+	got, err := r.ChangelogFrom(ctx, ms("2026-11-04T09:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "changelog from 09:00", got, withWriter([]model.Row{edge1, edge2, other, open}, "stream"))
+	got, err = r.ChangelogFrom(ctx, ms("2026-11-04T09:00:00.001Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "changelog from 09:00:00.001", got, withWriter([]model.Row{open}, "stream"))
+	got, err = r.ChangelogFrom(ctx, ms("2026-11-05T00:00:00Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "changelog from a later day", got, nil)
+	if n, err := r.KeyCount(ctx); err != nil || n != 4 {
+		t.Fatalf("KeyCount = %d, %v; want 4", n, err)
+	}
+}

@@ -79,6 +79,24 @@ var (
 	_ Reader = (*BigQuery)(nil)
 )
 
+// RecentReader is implemented by readers that read part of the changelog
+// where it is stored (an index range, a partition filter) and count keys
+// there: what a view refreshed every few seconds reads, so that a refresh
+// does not grow with the history (app/live). The jsonl debug sink, which
+// reads its files whole anyway, does not implement it.
+type RecentReader interface {
+	// ChangelogFrom is Changelog limited to windows starting at or after
+	// windowStart (epoch ms).
+	ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
+	// KeyCount is how many (window, dims) keys the sink holds.
+	KeyCount(ctx context.Context) (int64, error)
+}
+
+var (
+	_ RecentReader = (*SQLite)(nil)
+	_ RecentReader = (*BigQuery)(nil)
+)
+
 // OpenReader opens an existing readable sink. ok is false for a sink that
 // keeps nothing to read back (console) or a SQLite file or jsonl directory
 // that does not exist yet: opening would create an empty one. A jsonl

@@ -76,6 +76,33 @@ func (s *SQLite) Changelog(ctx context.Context) ([]model.Row, error) {
 	return sortedRows(snapshots(rows)), nil
 }
 
+// ChangelogFrom is Changelog limited to windows starting at or after
+// windowStart (epoch ms), read through the primary key's index on
+// window_start (see CurrentRowsFrom for the TEXT pre-filter).
+func (s *SQLite) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
+	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog",
+		sqliteSelect(HourlyRevenueChangelog)+` WHERE window_start >= ?`, secondPrefix(windowStart))
+	if err != nil {
+		return nil, err
+	}
+	all := snapshots(rows)
+	out := all[:0]
+	for _, r := range all {
+		if r.WindowStart >= windowStart {
+			out = append(out, r)
+		}
+	}
+	return sortedRows(out), nil
+}
+
+// KeyCount returns how many (window, dims) keys the sink holds.
+func (s *SQLite) KeyCount(ctx context.Context) (n int64, err error) {
+	err = s.query(ctx, "count hourly_revenue", `SELECT COUNT(*) FROM hourly_revenue`, func(rs *sql.Rows) error {
+		return rs.Scan(&n)
+	})
+	return n, err
+}
+
 // snapshots drops written_at. Ordering happens in Go on the parsed times:
 // TEXT order puts "10:00:00.500Z" before "10:00:00Z".
 func snapshots(rows []changelogRow) []model.Row {
