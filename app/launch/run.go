@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		hooks runHooks
 	)
 	if o.UI != "" || (o.Streaming() && isTerminal(os.Stdout)) {
-		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink}
+		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery()}
 		if liveDemo {
 			mon.Title = "hourly revenue · live demo"
 		}

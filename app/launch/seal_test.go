@@ -96,3 +96,30 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 		t.Errorf("final(settled): err %v, %d seals, sealed %+v; want e sealed", err, store.seals, store.sealed)
 	}
 }
+
+// TestSinkCadences: how often a run reads its sink for seals and live views,
+// and how long its writes must stand still, per sink. BigQuery bills every
+// query and appends buffered rows a flush interval later.
+func TestSinkCadences(t *testing.T) {
+	o := Defaults()
+	o.SealEvery, o.QuietPeriod, o.BQFlush = 10*time.Second, 3*time.Second, 5*time.Second
+	for _, tc := range []struct {
+		scheme                    string
+		seal, quiet, liveSinkRead time.Duration
+	}{
+		{sinks.SchemeSQLite, 10 * time.Second, 3 * time.Second, 0},
+		{sinks.SchemeJSONL, 10 * time.Second, 3 * time.Second, 0},
+		{sinks.SchemeBigQuery, 5 * time.Minute, 8 * time.Second, time.Minute},
+	} {
+		o.Sink.Scheme = tc.scheme
+		if got := o.sealEvery(); got != tc.seal {
+			t.Errorf("%s: sealEvery %v, want %v", tc.scheme, got, tc.seal)
+		}
+		if got := o.quietPeriod(); got != tc.quiet {
+			t.Errorf("%s: quietPeriod %v, want %v", tc.scheme, got, tc.quiet)
+		}
+		if got := o.liveSinkEvery(); got != tc.liveSinkRead {
+			t.Errorf("%s: liveSinkEvery %v, want %v", tc.scheme, got, tc.liveSinkRead)
+		}
+	}
+}

@@ -129,14 +129,35 @@ type Monitor struct {
 	// MaxAge is how long a snapshot is reused (default 1s): the page and
 	// the terminal share the reads.
 	MaxAge time.Duration
+	// SinkEvery is how long the rows read from the sink are reused
+	// (default MaxAge): a warehouse billed per query (BigQuery) is read
+	// less often than the job's figures, which come from the runner.
+	SinkEvery time.Duration
+	// Reader, if set, is read instead of a reader opened on Sink.
+	Reader sinks.Reader
 
 	mu      sync.Mutex
 	figures FiguresFunc
 	state   string
 	started time.Time
-	reader  sinks.Reader
 	last    Snapshot
 	lastAt  time.Time
+	rows    sinkRows
+}
+
+// sinkRows is what a snapshot shows from the sink, with when it was read
+// and from which window on the next read may start.
+type sinkRows struct {
+	at      time.Time
+	windows []Window
+	keys    int
+	err     string
+	// from is the window_start of the oldest key shown once there are as
+	// many keys as shown (bounded): the latest keys stay at or after it
+	// for good, since keys are only ever added and a key's revisions all
+	// share its window_start.
+	from    int64
+	bounded bool
 }
 
 // Start sets where the job's figures come from, and the job's state.
@@ -158,11 +179,11 @@ func (m *Monitor) SetState(state string) {
 func (m *Monitor) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.reader == nil {
+	if m.Reader == nil {
 		return nil
 	}
-	err := m.reader.Close()
-	m.reader = nil
+	err := m.Reader.Close()
+	m.Reader = nil
 	return err
 }
 
@@ -185,9 +206,15 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 			s.setFigures(f, now)
 		}
 	}
-	if err := m.readSink(ctx, &s); err != nil {
-		s.SinkError = err.Error()
+	if m.rows.at.IsZero() || now.Sub(m.rows.at) >= cmp.Or(m.SinkEvery, maxAge) {
+		m.rows.at = now
+		if err := m.readSink(ctx); err != nil {
+			m.rows.err = err.Error()
+		} else {
+			m.rows.err = ""
+		}
 	}
+	s.Windows, s.Keys, s.SinkError = m.rows.windows, m.rows.keys, m.rows.err
 	m.last, m.lastAt = s, now
 	return s
 }
@@ -221,31 +248,56 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	}
 }
 
-// readSink fills the latest windows from the sink's changelog. The reader
-// is opened once, when the sink exists, and kept.
+// readSink reads the latest windows from the sink's changelog into m.rows.
+// The reader is opened once, when the sink exists, and kept.
 //
-// It reads the whole changelog: right for a demo or a test (a few hundred
-// rows), not for a production table, which a dashboard would query by
-// window range.
-func (m *Monitor) readSink(ctx context.Context, s *Snapshot) error {
-	if m.reader == nil {
+// A sink that can read part of its changelog where it stores it
+// (sinks.RecentReader: SQLite's index, BigQuery's partitions) is read whole
+// once, then only from the oldest key shown on: what a refresh reads stays
+// about the size of the windows shown, however long the job has run. The
+// jsonl debug sink is read whole every time.
+func (m *Monitor) readSink(ctx context.Context) error {
+	if m.Reader == nil {
 		r, ok, err := sinks.OpenReader(ctx, m.Sink)
 		if err != nil || !ok {
 			return err
 		}
-		m.reader = r
+		m.Reader = r
 	}
-	rows, err := m.reader.Changelog(ctx)
+	var (
+		rows []model.Row
+		keys = -1
+		err  error
+	)
+	recent, ok := m.Reader.(sinks.RecentReader)
+	if ok && m.rows.bounded {
+		rows, err = recent.ChangelogFrom(ctx, m.rows.from)
+	} else {
+		rows, err = m.Reader.Changelog(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", m.Sink, err)
 	}
+	if ok {
+		n, err := recent.KeyCount(ctx)
+		if err != nil {
+			return fmt.Errorf("sink %s: %w", m.Sink, err)
+		}
+		keys = int(n)
+	}
 	hist := report.WindowsFromChangelog(rows)
-	s.Keys = len(hist)
+	if keys < 0 {
+		keys = len(hist)
+	}
 	n := cmp.Or(m.Windows, 8)
 	latest := hist[max(0, len(hist)-n):]
+	if len(latest) == n {
+		m.rows.from, m.rows.bounded = latest[0].WindowStart, true
+	}
 	slices.Reverse(latest) // newest first
+	m.rows.windows, m.rows.keys = nil, keys
 	for _, h := range latest {
-		s.Windows = append(s.Windows, window(h))
+		m.rows.windows = append(m.rows.windows, window(h))
 	}
 	return nil
 }
