@@ -133,7 +133,8 @@ type Monitor struct {
 	// (default MaxAge): a warehouse billed per query (BigQuery) is read
 	// less often than the job's figures, which come from the runner.
 	SinkEvery time.Duration
-	// Reader, if set, is read instead of a reader opened on Sink.
+	// Reader, if set, is read instead of a reader opened on Sink; Close
+	// closes it.
 	Reader sinks.Reader
 
 	mu      sync.Mutex
@@ -168,11 +169,12 @@ func (m *Monitor) Start(f FiguresFunc) {
 }
 
 // SetState records the job's state (RUNNING, STOPPING, DONE, CANCELLED,
-// FAILED) and drops the cached snapshot.
+// FAILED) and drops the cached snapshot and rows: the next snapshot reads
+// the sink, so the views end on what it holds.
 func (m *Monitor) SetState(state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.state, m.lastAt = state, time.Time{}
+	m.state, m.lastAt, m.rows.at = state, time.Time{}, time.Time{}
 }
 
 // Close releases the sink reader.

@@ -97,7 +97,8 @@ func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 
 // TestMonitorSinkEvery: with SinkEvery, the figures refresh at every
 // snapshot while the rows read from the sink are reused until SinkEvery
-// has passed (a BigQuery sink bills every query).
+// has passed (a BigQuery sink bills every query), or the job's state
+// changes.
 func TestMonitorSinkEvery(t *testing.T) {
 	f := newFixture(t)
 	f.mon.SinkEvery = time.Hour
@@ -113,5 +114,9 @@ func TestMonitorSinkEvery(t *testing.T) {
 	}
 	if len(s.Windows) != 1 || s.Windows[0].State != "EARLY" {
 		t.Errorf("sink read again within SinkEvery: %+v", s.Windows)
+	}
+	f.mon.SetState("DONE")
+	if s := f.mon.Snapshot(context.Background()); len(s.Windows) != 1 || s.Windows[0].State != "ON_TIME" || s.State != "DONE" {
+		t.Errorf("after SetState the sink is read again: state %s, windows %+v", s.State, s.Windows)
 	}
 }
