@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
-	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
@@ -34,11 +33,7 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edges, _, err := p.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := graphx.Marshal(edges, &graphx.Options{Environment: &pipepb.Environment{Urn: "beam:env:process:v1"}})
+	pb, err := cli.PipelineProto(context.Background(), o.Runner, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,226 @@
+// Package capability is the one table of what each Beam runner the SDK
+// offers lacks, for the features this pipeline could ask of it, and the
+// check of a pipeline proto against it. The launcher, reconcile and their
+// --dry-run read it here; nothing else decides "is this Flink?".
+//
+// Each entry names the proof: a line of Beam v2.77.0's runner filters
+// (sdks/go/test/integration/integration.go, which skips the SDK's own
+// integration tests on runners that lack the feature) or an issue, and
+// what the pipeline does instead. An unknown portable job server
+// (--runner=universal) gets the conservative profile: every lack of every
+// portable runner we target.
+package capability
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Feature is something a pipeline may need of its runner.
+type Feature string
+
+// The features the table knows. The ones a pipeline proto shows are
+// checked by Check; the others (live metrics, self-checkpointing as such)
+// are read by the launcher.
+const (
+	// ProcessingTimeTimers: a DoFn's timer family in the processing-time
+	// domain fires.
+	ProcessingTimeTimers Feature = "processing-time timers"
+	// ProcessingTimeTimersInBatch: the same in a bounded (batch) job.
+	ProcessingTimeTimersInBatch Feature = "processing-time timers in a bounded job"
+	// EventTimeTimers: a timer family in the event-time domain fires.
+	EventTimeTimers Feature = "event-time timers"
+	// UserState: value, bag and combining state of a stateful DoFn.
+	UserState Feature = "user state"
+	// MapState, SetState, OrderedListState: the map-based state types.
+	MapState         Feature = "map state"
+	SetState         Feature = "set state"
+	OrderedListState Feature = "ordered list state"
+	// BundleFinalization: a DoFn's callback after its bundle's output is
+	// durable (ParDoPayload.requests_finalization).
+	BundleFinalization Feature = "bundle finalization"
+	// SelfCheckpointing: a splittable DoFn returns ResumeProcessingIn and
+	// the runner resumes its residual later. Every splittable DoFn of this
+	// project does (io/internal/sdfread, periodic.Impulse), so Check counts
+	// each one.
+	SelfCheckpointing Feature = "self-checkpointing splittable DoFns"
+	// LiveMetrics: the job service reports the job's committed counters
+	// while it runs (GetJobMetrics before a terminal state).
+	LiveMetrics Feature = "live metrics"
+)
+
+// Lack is one thing a runner does not offer.
+type Lack struct {
+	Feature Feature
+	// Proof is where Beam says so: a filter line of
+	// sdks/go/test/integration/integration.go, or an issue.
+	Proof string
+	// Instead is what this pipeline does about it.
+	Instead string
+}
+
+// Profile is one runner's entry.
+type Profile struct {
+	// Name is the profile's name: prism, flink, universal, dataflow,
+	// spark, direct.
+	Name string
+	// Runners are the --runner values that select it (the names the SDK
+	// registers).
+	Runners []string
+	// About says what the profile stands for.
+	About string
+	Lacks []Lack
+}
+
+// Has reports whether the runner offers f.
+func (p Profile) Has(f Feature) bool {
+	_, lacks := p.Lack(f)
+	return !lacks
+}
+
+// Lack returns the entry saying the runner lacks f, if it does. A runner
+// without processing-time timers has none in a bounded job either.
+func (p Profile) Lack(f Feature) (Lack, bool) {
+	for _, l := range p.Lacks {
+		if l.Feature == f {
+			return l, true
+		}
+	}
+	if f == ProcessingTimeTimersInBatch {
+		return p.Lack(ProcessingTimeTimers)
+	}
+	return Lack{}, false
+}
+
+const filters = "sdks/go/test/integration/integration.go"
+
+// What the pipeline does instead, shared by the profiles that lack the
+// same thing.
+var (
+	noProcessingTimers = "no DoFn declares one: EARLY refreshes and BigQuery flushes are driven by a clock PCollection " +
+		"(periodic.Impulse, streaming runs only) and a bounded input's last flush by an event-time timer (docs/operations.md)"
+	noFinalization = "no DoFn requests it: the Pub/Sub source acknowledges a message once its archive write is durable"
+	noMapState     = "the pipeline uses value and bag state only"
+	noLiveMetrics  = "the launcher gets no committed counters while the job runs: nothing that needs them (progress from the runner's figures, sealing resume points) may rely on them (docs/restart.md)"
+)
+
+// profiles is the table. Keep docs/operations.md's per-runner table in
+// step (TestOperationsTableMatchesProfiles).
+var profiles = []Profile{
+	{
+		Name:    "prism",
+		Runners: []string{"prism", "PrismRunner", ""},
+		About:   "Beam's local runner, in this process or as a job server; the default",
+	},
+	{
+		Name:    "flink",
+		Runners: []string{"flink", "FlinkRunner"},
+		About:   "Flink's portable runner through its job server (--endpoint)",
+		Lacks: []Lack{
+			{ProcessingTimeTimers, filters + `, flinkFilters: "TestTimers_ProcessingTime.*", // Flink doesn't support processing time timers.`, noProcessingTimers},
+			{BundleFinalization, filters + `, flinkFilters: "TestParDoBundleFinalizer.*" (no support for BundleFinalizer)`, noFinalization},
+			{MapState, filters + `, flinkFilters: "TestMapState", "TestMapStateClear" // Flink does not support map based state types.`, noMapState},
+			{SetState, filters + `, flinkFilters: "TestSetState", "TestSetStateClear"`, noMapState},
+			{OrderedListState, filters + `, flinkFilters: "TestOrderedListState"`, noMapState},
+			{LiveMetrics, "Beam Java's job server (JobInvocation.getMetrics) returns a job's metrics only once it has ended; issue #24 item 2", noLiveMetrics},
+		},
+	},
+	{
+		Name:    "universal",
+		Runners: []string{"universal", "portable", "PortableRunner"},
+		About:   "an unknown portable job server (--endpoint): the conservative union of what the portable runners lack",
+		Lacks: []Lack{
+			{ProcessingTimeTimers, filters + `, flinkFilters: "TestTimers_ProcessingTime.*" (the job server may be Flink's)`, noProcessingTimers},
+			{BundleFinalization, filters + `, portableFilters and flinkFilters: "TestParDoBundleFinalizer.*"`, noFinalization},
+			{MapState, filters + `, portableFilters: "TestMapState" // The portable runner does not support user map states.`, noMapState},
+			{SetState, filters + `, portableFilters: "TestSetState"`, noMapState},
+			{OrderedListState, filters + `, portableFilters: "TestOrderedListState"`, noMapState},
+			{LiveMetrics, "the job server may be Flink's, which reports metrics only once the job has ended (issue #24 item 2)", noLiveMetrics},
+		},
+	},
+	{
+		Name:    "dataflow",
+		Runners: []string{"dataflow", "DataflowRunner"},
+		About:   "Google Cloud Dataflow (Runner v2)",
+		Lacks: []Lack{
+			{ProcessingTimeTimersInBatch, filters + `, dataflowFilters: "TestTimers_ProcessingTime_Bounded", // Dataflow ignores processing time timers in batch.`, noProcessingTimers},
+			{OrderedListState, filters + `, dataflowFilters: "TestOrderedListState", // Runner V2 doesn't support OrderedListState SDK feature.`, noMapState},
+			{LiveMetrics, "Dataflow has no Beam job service: its counters are in the Dataflow API, which the launcher does not read while the job runs", noLiveMetrics},
+		},
+	},
+	{
+		Name:    "spark",
+		Runners: []string{"spark", "SparkRunner"},
+		About:   "Spark's portable runner through its job server",
+		Lacks: []Lack{
+			{SelfCheckpointing, filters + `, sparkFilters: "TestCheckpointing" // The spark runner does not support self-checkpointing`, "none: every source of this pipeline self-checkpoints, so it is refused"},
+			{ProcessingTimeTimers, filters + `, sparkFilters: "TestTimers_ProcessingTime_Unbounded"`, noProcessingTimers},
+			{BundleFinalization, filters + `, sparkFilters: "TestParDoBundleFinalizer.*"`, noFinalization},
+			{MapState, filters + `, sparkFilters: "TestMapState" // Spark does not support map based state types.`, noMapState},
+			{SetState, filters + `, sparkFilters: "TestSetState"`, noMapState},
+			{OrderedListState, filters + `, sparkFilters: "TestOrderedListState"`, noMapState},
+			{LiveMetrics, "Beam Java's job server, as Flink's (JobInvocation.getMetrics)", noLiveMetrics},
+		},
+	},
+	{
+		Name:    "direct",
+		Runners: []string{"direct", "DirectRunner"},
+		About:   "the Go SDK's old in-process runner, superseded by prism",
+		Lacks: []Lack{
+			{UserState, filters + `, directFilters: "TestValueState", "TestBagState" // The direct runner does not support user state.`, "none: dedup and revisions are stateful, so it is refused; use prism"},
+			{EventTimeTimers, filters + `, directFilters: "TestTimers.*", // no timer support for the go direct runner.`, "none: refused; use prism"},
+			{ProcessingTimeTimers, filters + `, directFilters: "TestTimers.*"`, noProcessingTimers},
+			{SelfCheckpointing, filters + `, directFilters: "TestCheckpointing" // The direct runner does not support self-checkpointing`, "none: refused; use prism"},
+			{BundleFinalization, filters + `, directFilters: "TestParDoBundleFinalizer.*"`, noFinalization},
+			{MapState, filters + `, directFilters: "TestMapState"`, noMapState},
+			{SetState, filters + `, directFilters: "TestSetState"`, noMapState},
+			{OrderedListState, filters + `, directFilters: "TestOrderedListState"`, noMapState},
+			{LiveMetrics, "the direct runner has no job service", noLiveMetrics},
+		},
+	},
+}
+
+// Profiles returns the table, in order.
+func Profiles() []Profile { return slices.Clone(profiles) }
+
+// For returns the profile of a --runner value. A runner the table does not
+// name (a runner registered by a newer SDK, a typo Beam will refuse) gets
+// the conservative universal profile.
+func For(runner string) Profile {
+	for _, p := range profiles {
+		if slices.Contains(p.Runners, runner) {
+			return p
+		}
+	}
+	for _, p := range profiles {
+		if slices.ContainsFunc(p.Runners, func(r string) bool { return r != "" && strings.EqualFold(r, runner) }) {
+			return p
+		}
+	}
+	return Universal()
+}
+
+// Universal is the conservative profile of an unknown portable job server.
+func Universal() Profile {
+	for _, p := range profiles {
+		if p.Name == "universal" {
+			return p
+		}
+	}
+	panic("capability: no universal profile") // the table is a constant
+}
+
+// Refusal is a pipeline that needs what its runner lacks: the first such
+// use, in one line.
+type Refusal struct {
+	// Runner is the profile's name.
+	Runner string
+	Lack   Lack
+	// Where names the transform (its unique name in the proto) that needs it.
+	Where string
+}
+
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("the %s runner lacks %s, which %s needs (%s)", r.Runner, r.Lack.Feature, r.Where, r.Lack.Proof)
+}
