@@ -33,7 +33,8 @@ func hashID(id string) idKey {
 // between 53 % and 80 % full: 35 to 53 bytes per remembered id (Go's map
 // with the same entries costs 33 to 66 bytes, plus a window index on the
 // side). The key is already uniform, so its high bits pick the slot.
-// Nothing is deleted in place: expiry rebuilds the table from the survivors.
+// Expiry deletes in place, so the table keeps its size from one window to
+// the next.
 type idTable struct {
 	keys []idKey
 	fps  []uint64
@@ -104,26 +105,64 @@ func (t *idTable) grow(n int) {
 }
 
 // filter keeps the entries whose window keep accepts, returning how many it
-// dropped. It rebuilds the table at the survivors' size.
+// dropped. It deletes in place (linear probing's backward shift), keeping
+// the table's capacity: expiry drops one window of ids while the next window
+// adds about as many, so a table rebuilt at the survivors' size would only
+// grow again (that rebuild and regrowth were 18 % of a replay's allocation,
+// issue #26). Only a table left mostly empty is rebuilt smaller.
 func (t *idTable) filter(keep func(win uint32) bool) int {
-	live := 0
-	for i, k := range t.keys {
-		if k != (idKey{}) && keep(t.wins[i]) {
-			live++
-		}
-	}
-	dropped := t.n - live
-	if dropped == 0 {
+	if t.n == 0 {
 		return 0
 	}
-	old := *t
-	*t = newIDTable(live)
-	for i, k := range old.keys {
-		if k != (idKey{}) && keep(old.wins[i]) {
-			t.put(k, old.fps[i], old.wins[i])
-		}
+	before := t.n
+	c := len(t.keys)
+	// Start after an empty slot, so that no probe run crosses the start of
+	// the scan: an entry shifted back then lands at or after the slot being
+	// looked at, and is looked at too.
+	start := 0
+	for t.keys[start] != (idKey{}) {
+		start++ // a table is at most 80 % full: an empty slot exists
 	}
-	return dropped
+	for step := 1; step <= c; {
+		i := (start + step) % c
+		if k := t.keys[i]; k == (idKey{}) || keep(t.wins[i]) {
+			step++
+			continue
+		}
+		t.remove(i) // slot i now holds a shifted entry, or is empty: look again
+	}
+	if dropped := before - t.n; t.n < len(t.keys)/16 && len(t.keys) > 1<<12 {
+		t.grow(t.n + t.n/2 + 16)
+		return dropped
+	}
+	return before - t.n
+}
+
+// remove deletes slot i's entry and shifts back the entries of its probe run
+// that would no longer be found past the hole (Knuth's algorithm R).
+func (t *idTable) remove(i int) {
+	c := len(t.keys)
+	t.n--
+	for j := i; ; {
+		t.keys[i] = idKey{}
+		for {
+			j++
+			if j == c {
+				j = 0
+			}
+			if t.keys[j] == (idKey{}) {
+				return
+			}
+			// The entry at j stays unless its home slot h lies cyclically
+			// in (i, j]: then the hole at i would cut its probe run.
+			h := t.slot(t.keys[j])
+			if (i <= j && (h <= i || h > j)) || (i > j && h <= i && h > j) {
+				break
+			}
+		}
+		t.keys[i], t.fps[i], t.wins[i] = t.keys[j], t.fps[j], t.wins[j]
+		i = j
+	}
 }
 
 // each calls fn for every entry.
