@@ -93,6 +93,11 @@ type Options struct {
 	// state for every batch instead of trusting its process cache, as on a
 	// runner that moves keys between workers (tests, diagnosis).
 	NoDedupCache bool
+	// ReadAhead names the job's read-ahead account on the embedded runner
+	// (localrunner.ReadAhead), which the dedup step's input counts into and
+	// the sources read against; "" bounds nothing (a runner with its own
+	// flow control).
+	ReadAhead string
 }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
@@ -166,6 +171,7 @@ func (o Options) dedup() transforms.DedupOptions {
 		NoCache:    o.NoDedupCache,
 		CacheBytes: int64(o.DedupCacheBytes),
 		ByPosition: o.DedupOrder == OrderPosition,
+		ReadAhead:  o.ReadAhead,
 	}
 }
 

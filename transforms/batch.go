@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -41,9 +42,13 @@ func ShardOf(eventID string, n int) int {
 // Every bundle also announces the windows of its events to every shard (see
 // announce), so that each shard arms the end and close timers of every
 // window, not only of the windows it holds ids of.
-func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy) beam.PCollection {
+//
+// readAhead names the job's read-ahead account on the embedded runner
+// (localrunner.ReadAhead; "" for none): the events handed to the dedup step
+// are counted into it.
+func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy, readAhead string) beam.PCollection {
 	s = s.Scope("BatchByShard")
-	return beam.ParDo(s, &shardBatchFn{Shards: shards, Policy: p}, events)
+	return beam.ParDo(s, &shardBatchFn{Shards: shards, Policy: p, ReadAhead: readAhead}, events)
 }
 
 type batchKey struct {
@@ -57,8 +62,9 @@ type shardBatch struct {
 }
 
 type shardBatchFn struct {
-	Shards int
-	Policy triggers.Policy
+	Shards    int
+	Policy    triggers.Policy
+	ReadAhead string
 
 	pending map[batchKey]*shardBatch
 	order   []batchKey
@@ -101,9 +107,12 @@ func (f *shardBatchFn) FinishBundle(emit func(beam.EventTime, int, model.EventBa
 	for _, m := range announce(f.windows, f.Shards, f.order, f.pending, f.Policy, batches) {
 		emit(m.ts, m.shard, m.batch)
 	}
+	n := 0
 	for i, k := range f.order {
 		emit(f.pending[k].ts, k.shard, batches[i])
+		n += len(batches[i].Events)
 	}
+	localrunner.ReadAheadOf(f.ReadAhead).Queued(n)
 	f.pending, f.windows = nil, nil
 	f.order = f.order[:0]
 }

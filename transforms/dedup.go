@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -45,6 +46,9 @@ type DedupOptions struct {
 	// copies of an id from one partition the earlier one counts whatever
 	// order the runner delivers a key's elements in (see dedup_order.go).
 	ByPosition bool
+	// ReadAhead names the job's read-ahead account on the embedded runner
+	// (localrunner.ReadAhead; "" for none).
+	ReadAhead string
 }
 
 // Validate checks the options against SPEC §2.
@@ -84,7 +88,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches := BatchByShard(s, events, o.Shards, o.Policy)
+	batches := BatchByShard(s, events, o.Shards, o.Policy, o.ReadAhead)
 	return beam.ParDo3(s, &dedupFn{
 		Policy:      o.Policy,
 		BoundMs:     o.Bound,
@@ -93,6 +97,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		NoCache:     o.NoCache,
 		CacheBytes:  o.CacheBytes,
 		ByPosition:  o.ByPosition,
+		ReadAhead:   o.ReadAhead,
 		Pending:     state.MakeBagState[[]byte]("pending"),
 		Meta:        state.MakeValueState[[]byte]("meta"),
 		IDs:         state.MakeBagState[[]byte]("ids"),
@@ -110,6 +115,7 @@ type dedupFn struct {
 	NoCache    bool
 	CacheBytes int64
 	ByPosition bool
+	ReadAhead  string
 	// Pending holds batches until their release timer (ByPosition only).
 	Pending  state.Bag[[]byte]
 	Meta     state.Value[[]byte]
@@ -118,6 +124,7 @@ type dedupFn struct {
 
 	counted, duplicates, conflicts, tooLate, expired, reloads, evictions beam.Counter
 	entries                                                              beam.Distribution
+	readAhead                                                            *localrunner.ReadAhead
 }
 
 func (f *dedupFn) Setup() {
@@ -130,6 +137,7 @@ func (f *dedupFn) Setup() {
 	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
+	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
 }
 
 // load returns the shard's state, from the cache when its token matches the
@@ -206,6 +214,8 @@ func (f *dedupFn) arm(tp timers.Provider, st *shardState, start int64) {
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
+	// Out of the runner's queue: judged now, or held in state (ByPosition).
+	defer f.readAhead.Taken(len(batch.Events))
 	st, err := f.load(ctx, sp, shard)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
@@ -128,6 +130,12 @@ type Options struct {
 	ProgressEvery             time.Duration
 	PollInterval, PullTimeout time.Duration
 	MaxPerCall                int
+	// ReadAhead (--read-ahead) bounds the records read but not yet taken in
+	// by the dedup step when the workers run in this process (prism has no
+	// backpressure; see localrunner.ReadAhead); 0 takes
+	// localrunner.DefaultReadAhead. Other runners have their own flow
+	// control, and setting it for them is refused.
+	ReadAhead int
 }
 
 // IsPubSub reports whether the source is a Pub/Sub subscription.
@@ -263,6 +271,7 @@ func newFlagSet(o *Options, ferr *error) *flag.FlagSet {
 	add("design-rate", countValue{&p.DesignRate}, "peak events/s the dedup shards are sized for off prism (default 20000)")
 	add("dedup-order", stringValue{&p.DedupOrder}, "position: hold each batch until the watermark and judge in source-position order, so the earlier of two copies from one partition counts however the runner delivers them; arrival: as delivered (default: arrival on prism, which delivers in order; position elsewhere)")
 	add("early-source", stringValue{&p.EarlySource}, "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go) (default: impulse on flink, else timer)")
+	add("read-ahead", countValue{&o.ReadAhead}, fmt.Sprintf("embedded runner: records read but not yet taken in by the dedup step before the source pauses; peak memory depends on it, not on the length of the log (default %d; other runners have their own flow control)", localrunner.DefaultReadAhead))
 	add("dedup-cache", sizeValue{&p.DedupCacheBytes}, "bound on this process's cache of decoded dedup shards, e.g. 512MiB (default 1GiB; a miss costs a reload, never a verdict)")
 	add("max-future", durationValue{&p.Event.MaxFuture}, "quarantine events further than this ahead of processing time")
 	add("max-age", durationValue{&p.Event.MaxAge}, "quarantine events older than this behind their partition watermark (0 off)")
@@ -400,7 +409,7 @@ Flags:
 		ours[name] = true
 		f := fs.Lookup(name)
 		fmt.Fprintf(w, "  --%-18s %s", name, f.Usage)
-		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" {
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "0" { // a zero count takes the default its usage names
 			fmt.Fprintf(w, " (default %s)", f.DefValue)
 		}
 		fmt.Fprintln(w)
@@ -425,7 +434,7 @@ Flags:
 
 // ownFlags lists this command's flags in the order of SPEC §6.
 var ownFlags = []string{"source", "follow", "settle", "discover-every", "pubsub-archive", "pubsub-pullers", "pubsub-shards", "pubsub-archive-fail-after", "sink", "bq-flush", "window", "early", "ooo-bound", "idle-timeout", "idle-advance",
-	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui",
+	"allowed-lateness", "dedup-retention", "dedup-shards", "design-rate", "dedup-order", "dedup-cache", "read-ahead", "early-source", "max-future", "max-age", "max-line", "dimensions", "report", "log-level", "prism-ui-port", "demo", "duration", "ui",
 	"shared-filesystem", "control"}
 
 // Validate checks the settings together, before any work: every failure is
@@ -454,6 +463,9 @@ func (o Options) Validate() error {
 		if err := report.CheckPath(o.Report); err != nil {
 			return usagef("--report: %v", err)
 		}
+	}
+	if o.ReadAhead != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+		return usagef("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
 	}
 	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
@@ -554,7 +566,19 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 		Settle:       o.Settle,
 		// DiscoverEvery is only set by the flag: 0 takes the default.
 		DiscoverEvery: o.DiscoverEvery,
+		// ReadAhead: the account is named when the job is built (Run).
+		ReadAheadRecords: o.readAhead(),
 	}
+}
+
+// readAhead is the read-ahead bound of the run's sources, in records: 0
+// (none) unless the workers run in this process, where the bound's account
+// lives (localrunner.ReadAhead).
+func (o Options) readAhead() int {
+	if !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+		return 0
+	}
+	return cmp.Or(o.ReadAhead, localrunner.DefaultReadAhead)
 }
 
 // runConfig is what the sink stores in run_config: the settings that shape

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 )
@@ -29,8 +30,10 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, started: time.Now(), last: time.Now(), terminal: isTerminal(w)}
 }
 
-// report shows the figures the job's workers have reported so far.
-func (p *progress) report(c Counts) {
+// report shows the figures the job's workers have reported so far, and
+// how far the sources read ahead of the dedup step under budget (the
+// read-ahead bound; ra nil: none).
+func (p *progress) report(c Counts, ra *localrunner.ReadAhead, budget int) {
 	now := time.Now()
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read
@@ -44,6 +47,9 @@ func (p *progress) report(c Counts) {
 	if p.terminal {
 		line := fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
 			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"])
+		if ra != nil {
+			line += fmt.Sprintf("  ahead %d/%d", ra.Ahead(), budget)
+		}
 		if held > 0 || retried > 0 {
 			line += fmt.Sprintf("  held %d  retried %d", held, retried)
 		}
@@ -57,7 +63,7 @@ func (p *progress) report(c Counts) {
 	slog.Info("progress", "elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
 		"counted", c.Counted, "duplicates", c.Duplicates, "conflicts", c.Conflicts, "quarantined", c.Quarantined,
 		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"], "pending_unterminated_lines", pending,
-		"pubsub_held", held, "pubsub_archive_retries", retried)
+		"pubsub_held", held, "pubsub_archive_retries", retried, "read_ahead", ra.Ahead(), "read_ahead_budget", budget)
 }
 
 // done ends the updating line so the summary starts on its own line.

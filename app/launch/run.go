@@ -80,6 +80,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	sum.Settings = settings(po)
 	fo := o.folderOptions(po)
+	// The sources read against the job's read-ahead account, which the
+	// dedup step's input fills and the dedup step drains: in this process
+	// only (prism has no backpressure; see localrunner.ReadAhead).
+	var readAhead string
+	if fo.ReadAheadRecords > 0 && !o.IsPubSub() {
+		readAhead = localrunner.NewReadAheadKey()
+		fo.ReadAhead, po.ReadAhead = readAhead, readAhead
+		defer localrunner.ReleaseReadAhead(readAhead)
+	}
 	if sum.Demo {
 		if err := sources.Validate(sum.Source, fo); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("demo: %w", err)}
@@ -201,11 +210,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}()
 	}
 	hooks.mon, hooks.signal, hooks.seal = mon, signal, seal
+	hooks.readAhead = localrunner.ReadAheadOf(readAhead)
 	res := execute(ctx, o, p, hooks)
 	if err := signal.Clear(context.WithoutCancel(ctx)); err != nil {
 		slog.Warn("removing the stop request", "path", signal.Path(), "err", err)
 	}
 	sum.Duration = time.Since(started)
+	if readAhead != "" {
+		sum.ReadAhead = &ReadAheadFigures{Budget: fo.ReadAheadRecords, Peak: hooks.readAhead.Peak()}
+	}
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
 	if res.metrics != nil {
 		sum.Counts = *res.metrics
@@ -410,6 +423,9 @@ type runHooks struct {
 	// seal, for a folder source, seals resume points while a following
 	// run is quiet (nil: none).
 	seal *sealer
+	// readAhead is the sources' read-ahead account, for the progress line
+	// (nil: none).
+	readAhead *localrunner.ReadAhead
 }
 
 func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {
@@ -515,7 +531,7 @@ wait:
 			if view != nil {
 				view.draw(mon.Snapshot(ctx))
 			} else if f, ok := jf.figures(ctx); ok {
-				prog.report(f.Counts)
+				prog.report(f.Counts, hooks.readAhead, o.readAhead())
 			}
 		}
 	}

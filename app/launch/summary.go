@@ -47,8 +47,18 @@ type Summary struct {
 	Identity  string `json:"identity"`
 	// Error is why the run failed, if it did.
 	Error string `json:"error,omitempty"`
+	// ReadAhead is the sources' read-ahead bound on the embedded runner and
+	// the most records that waited for the dedup step at once (nil: no
+	// bound; another runner's flow control).
+	ReadAhead *ReadAheadFigures `json:"read_ahead,omitempty"`
 
 	view sinkView
+}
+
+// ReadAheadFigures are a run's read-ahead bound and its peak, in records.
+type ReadAheadFigures struct {
+	Budget int   `json:"budget"`
+	Peak   int64 `json:"peak"`
 }
 
 // Current returns the sink's current row of every key after the run (nil
@@ -100,6 +110,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		verdict = "VIOLATED"
 	}
 	fmt.Fprintf(&b, "conservation: %s: %s\n", s.Identity, verdict)
+	if ra := s.ReadAhead; ra != nil {
+		fmt.Fprintf(&b, "read-ahead: at most %d records waited for the dedup step (--read-ahead=%d)\n", ra.Peak, ra.Budget)
+	}
 
 	fmt.Fprintf(&b, "\nrows emitted: %s; sink accepted %d revisions, %d stale; %d audit rows inserted",
 		stateCounts(c.Rows), c.SinkAccepted, c.SinkStale, c.SinkAudit)

@@ -12,6 +12,7 @@
 //     then processes some elements twice; conservation broke by 5,465 of
 //     1,000,000 records. UseSafeOptions adds DisableSplitExperiment; other
 //     runners ignore the experiment (options.go).
+//
 //   - Lost metric updates (prism jobservices/metrics.go,
 //     unprocessedPayloads): a bundle reporting a short id prism has not
 //     resolved yet can overwrite another bundle's payload for the same id.
@@ -21,11 +22,13 @@
 //     (metricgate.go), so the launcher's figures come from the runner in
 //     loopback too. Elsewhere the hooks only cost one metadata request per
 //     new metric and bundle during its first seconds.
+//
 //   - The job service's address (job-service start): prism's runner starts
 //     its job service inside beam.Run, and the launcher needs the address
 //     before (progress, stop, prism's UI). EnsureJobService starts it first
 //     and sets --endpoint (jobservice.go); with --endpoint set (Flink's job
 //     service) or another runner it does nothing.
+//
 //   - One output watermark per stage from the last bundle's residuals only
 //     (prism's stage watermark estimate): a bundle holding only a fast
 //     partition would move the stage past a slow one. The folder source
@@ -34,6 +37,7 @@
 //     min(own, board) (io/sources/read.go). On Flink/Dataflow it only lowers
 //     an estimate to the minimum the runner computes anyway; entries not
 //     refreshed (partitions on other workers) stop counting.
+//
 //   - Workers share the launcher's process (loopback): the SDK harness runs
 //     every instance of every DoFn in one process and keeps them until it
 //     ends, never promising Teardown. The sinks keep one reference-counted
@@ -45,6 +49,19 @@
 //     its own handles (the sinks' own revision rules carry correctness) and
 //     LastWrite sees nothing: the launcher reads the runner's sink counters
 //     instead (handles.go).
+//
+//   - No backpressure (issue #26): prism lets a source read as fast as it
+//     can, and what it read waits, encoded, in prism's per-key queue in
+//     front of the dedup step; a replay's peak memory grew with the length
+//     of the log. ReadAhead is a job's account of that queue in this
+//     process (readahead.go): the dedup step's input counts what it hands
+//     over, the dedup step what it takes in, and the folder source pauses
+//     while no call fits under --read-ahead. Flow control only: a record's
+//     verdict never depends on when it was read, and an account that
+//     stops moving (the dedup step in another process) lets the sources
+//     read on after StallAfter. Flink (credit-based network buffers) and
+//     Dataflow have their own flow control; the launcher enables the
+//     bound only with in-process workers.
 //
 // The dedup step's shard cache (transforms/dedup_state.go) is not listed: it
 // is a per-worker cache valid on any runner, checked against a token in

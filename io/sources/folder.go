@@ -34,6 +34,11 @@ const (
 // same reason as MaxPerCall: the runner sees the watermark only between calls.
 const callBudget = 200 * time.Millisecond
 
+// readAheadPause is how long a reader waits before it asks again for room
+// under the read-ahead bound (FolderOptions.ReadAhead): a short pause, since
+// the dedup step takes in a few thousand records in that time.
+const readAheadPause = 10 * time.Millisecond
+
 // FolderOptions configure ReadFolder.
 type FolderOptions struct {
 	// Follow keeps watching for new files (streaming) until stopped; false
@@ -73,6 +78,13 @@ type FolderOptions struct {
 	// Stop is the run's graceful-stop request, which the readers look for
 	// once per PollInterval (see StopSignal). The zero value: none.
 	Stop StopSignal
+	// ReadAhead names the job's read-ahead account on the embedded runner
+	// (localrunner.ReadAhead), and ReadAheadRecords (--read-ahead) bounds
+	// it: a reader call waits while the records read but not yet taken in
+	// by the dedup step leave no room for another call. "" or 0: no bound
+	// (a runner with its own flow control).
+	ReadAhead        string
+	ReadAheadRecords int
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
@@ -115,6 +127,9 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	}
 	if o.DiscoverEvery < 0 {
 		return nil, nil, fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
+	}
+	if o.ReadAheadRecords < 0 {
+		return nil, nil, fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
 	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {
@@ -233,6 +248,8 @@ func ReadFolderWithProgress(s beam.Scope, dir string, o FolderOptions) (records,
 		Settle:     o.Settle,
 		Starts:     starts,
 		Stop:       o.Stop,
+		ReadAhead:  o.ReadAhead,
+		Budget:     o.ReadAheadRecords,
 	}, partitions)
 }
 

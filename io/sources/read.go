@@ -53,10 +53,14 @@ type readFn struct {
 	Starts     []startPoint
 	// Stop is the run's graceful-stop request (see StopSignal).
 	Stop StopSignal
+	// ReadAhead and Budget: see FolderOptions.ReadAhead.
+	ReadAhead string
+	Budget    int
 
 	sdfread.Shape[restriction]
-	open *openFiles
-	stop *StopWatch
+	open      *openFiles
+	stop      *StopWatch
+	readAhead *localrunner.ReadAhead
 }
 
 // staleAfter is how long (ms) a board entry that is not refreshed still
@@ -72,6 +76,7 @@ func (f *readFn) Teardown() { f.open.closeAll() }
 func (f *readFn) Setup() {
 	f.open = newOpenFiles()
 	f.stop = f.Stop.Watch(f.Poll)
+	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
 	now := time.Now().UnixMilli()
 	boards.With(f.Source, func(b *watermark.Board) { b.Register(f.Partitions, now) })
 }
@@ -112,6 +117,11 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		// Nothing is read and the watermark stays where it is; the
 		// restriction is never finished (see StopSignal).
 		return sdf.ResumeProcessingIn(f.Poll), nil
+	}
+	if !f.readAhead.Room(f.Budget, f.MaxPerCall) {
+		// The dedup step is behind (prism has no backpressure): read
+		// later. Nothing is read, the watermark stays where it is.
+		return sdf.ResumeProcessingIn(readAheadPause), nil
 	}
 
 	r := newReader(f.Dir, partition, rest, f.Follow, f.Policy, f.Event)

@@ -4,10 +4,20 @@
 //
 //	go run ./testing/bench                      # 1,000,000 events, 5 runs of each
 //	go run ./testing/bench --events=200000 --runs=3
+//	go run ./testing/bench --pair=/tmp/bench-before --dir=LOG --runs=3
+//	go run ./testing/bench --shape=even --events=1200000 --span=288h --generate=LOG
+//	go run ./testing/bench --mode=pipeline --dir=LOG --check
 //
 // Each measurement runs in a child process of its own, so its peak RSS
 // (VmHWM) and allocations are its own. Medians are printed, with the ratio
 // pipeline/baseline: the baseline is the machine's limit to aim at.
+//
+// --pair=BINARY measures the pipeline of another build of this command (the
+// commit before a change, say) against this one's, alternating the two over
+// the same log, and prints the medians of both: ev/s, peak RSS and bytes
+// allocated per million records. --check makes a pipeline measurement also
+// compare the sink's FINAL rows and audit rows (payloads byte for byte)
+// with the oracle's recomputation, after its peak RSS is taken.
 //
 // It lives under testing/, not cmd/, because its baseline is the test
 // oracle (testing/oracle): a measuring tool beside the tests, not a shipped
@@ -53,6 +63,9 @@ type result struct {
 	// SDK harness and prism share this process): flat means no growth
 	// beyond the retained state.
 	HeapMiB []float64 `json:"heap_mib,omitempty"`
+	// Checked says --check compared the sink with the oracle (and found
+	// them equal: a difference fails the run).
+	Checked bool `json:"checked,omitempty"`
 }
 
 func main() {
@@ -62,6 +75,10 @@ func main() {
 	dir := flag.String("dir", "", "raw-log folder to use (generated there if empty or missing)")
 	mode := flag.String("mode", "both", "both | pipeline | baseline (pipeline and baseline run one measurement in this process)")
 	cpuProfile := flag.String("cpuprofile", "", "with --mode=pipeline|baseline: write a CPU profile (SDK harness and prism run in this process)")
+	shape := flag.String("shape", "bench", "generated log: bench (4 partitions, 5 % identical retries, 0.5 % conflicts, 1 % late, 0.1 % too late, 0.01 % malformed) or even (2 partitions, 3 % retries, nothing else; the read-ahead measurements)")
+	generate := flag.String("generate", "", "write the generated log (--shape, --events, --span) into this new folder and exit")
+	check := flag.Bool("check", false, "with --mode=pipeline: compare the sink's FINAL rows and audit rows with the oracle after the run")
+	pair := flag.String("pair", "", "another build of this command: alternate its pipeline with this one's over the same log and print both medians")
 	flag.Parse()
 	beam.Init() // the pipeline runs on prism in this process (loopback workers)
 	localrunner.UseSafeOptions()
@@ -80,7 +97,7 @@ func main() {
 			}
 			defer pprof.StopCPUProfile()
 		}
-		r, err := measure(*mode, *dir)
+		r, err := measure(*mode, *dir, *check)
 		if p := os.Getenv("BENCH_MEMPROFILE"); p != "" {
 			if f, err := os.Create(p); err == nil {
 				_ = pprof.Lookup("allocs").WriteTo(f, 0)
@@ -110,21 +127,38 @@ func main() {
 	if logDir == "" {
 		logDir = filepath.Join(work, "log")
 	}
+	c, err := logShape(*shape, *events, *span)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	if *generate != "" {
+		logDir = *generate
+	}
 	if _, err := os.Stat(logDir); os.IsNotExist(err) {
 		start := time.Now()
-		c := gen.Bench(*events)
-		c.Span = *span
 		st, err := gen.Write(logDir, c)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench: generate:", err)
 			os.Exit(1)
 		}
 		fmt.Printf("generated %d lines (%d events, %d partitions) in %v into %s\n", st.Lines, st.Events, len(st.Partitions), time.Since(start).Round(time.Millisecond), logDir)
+	} else if *generate != "" {
+		fmt.Fprintf(os.Stderr, "bench: --generate=%s: exists already\n", *generate)
+		os.Exit(2)
+	}
+	if *generate != "" {
+		return
 	}
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
+	}
+	if *pair != "" {
+		code := pairRuns(*pair, self, logDir, *runs)
+		os.RemoveAll(work)
+		os.Exit(code)
 	}
 	byMode := map[string][]result{}
 	for i := 0; i < *runs; i++ {
@@ -169,8 +203,70 @@ func child(self, mode, dir string) (result, error) {
 	return r, nil
 }
 
+// logShape is the generated log of --shape.
+func logShape(shape string, events int, span time.Duration) (gen.Config, error) {
+	c := gen.Bench(events)
+	c.Span = span
+	switch shape {
+	case "bench":
+	case "even":
+		// An even rate over event time, copies within seconds to hours:
+		// what bounds memory is then the read-ahead and the retention.
+		c.Partitions = 2
+		c.DupRate = 0.03
+		c.ConflictRate, c.LateRate, c.TooLateRate, c.MalformedRate = 0, 0, 0, 0
+	default:
+		return c, fmt.Errorf("--shape: want bench or even, got %q", shape)
+	}
+	return c, c.Validate()
+}
+
+// pairRuns alternates the pipeline of the binary other (built from another
+// commit) with this one's over dir, runs times each, and prints both
+// medians. It returns the exit code.
+func pairRuns(other, self, dir string, runs int) int {
+	bins := []struct{ name, path string }{{"other", other}, {"this", self}}
+	by := map[string][]result{}
+	for i := 0; i < runs; i++ {
+		for _, b := range bins {
+			r, err := child(b.path, "pipeline", dir)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s run %d: %v\n", b.name, i+1, err)
+				return 1
+			}
+			fmt.Printf("run %d %-5s %9d records %7.2fs %9.0f ev/s  peak RSS %6.0f MiB  alloc %7.0f MiB\n",
+				i+1, b.name, r.Events, r.Seconds, float64(r.Events)/r.Seconds, r.PeakRSSMiB, r.AllocMiB)
+			by[b.name] = append(by[b.name], r)
+		}
+	}
+	fmt.Printf("\nmedians of %d alternated runs (GOMAXPROCS=%d, %s); other = %s\n", runs, runtime.GOMAXPROCS(0), cpuModel(), other)
+	fmt.Println("| build | ev/s | seconds | peak RSS | allocated per 1M records |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, b := range bins {
+		rs := by[b.name]
+		fmt.Printf("| %s | %.0f | %.2f | %.0f MiB | %.2f GiB |\n", b.name, medianOf(rs, func(r result) float64 { return float64(r.Events) / r.Seconds }),
+			medianOf(rs, func(r result) float64 { return r.Seconds }), medianOf(rs, func(r result) float64 { return r.PeakRSSMiB }),
+			medianOf(rs, func(r result) float64 { return r.AllocMiB / 1024 / (float64(r.Events) / 1e6) }))
+	}
+	if a, b := by["other"][0].Counted, by["this"][0].Counted; a != b {
+		fmt.Fprintf(os.Stderr, "bench: the two builds counted %d and %d events\n", a, b)
+		return 1
+	}
+	return 0
+}
+
+// medianOf is the median of f over rs, each figure taken on its own.
+func medianOf(rs []result, f func(result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
+}
+
 // measure runs one mode over dir in this process.
-func measure(mode, dir string) (r result, err error) {
+func measure(mode, dir string, check bool) (r result, err error) {
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
@@ -226,11 +322,22 @@ func measure(mode, dir string) (r result, err error) {
 		if v := os.Getenv("BENCH_MAX_PER_CALL"); v != "" {
 			o.MaxPerCall, _ = strconv.Atoi(v)
 		}
+		if v := os.Getenv("BENCH_READ_AHEAD"); v != "" {
+			o.ReadAhead, _ = strconv.Atoi(v)
+		}
 		sum, err := launch.Run(context.Background(), o, io.Discard)
 		if err != nil {
 			return r, err
 		}
 		r.Events, r.Counted = sum.Counts.Read, sum.Counts.Counted
+		if check {
+			defer func() {
+				if err == nil {
+					err = checkSink(dir, o.Sink)
+					r.Checked = err == nil
+				}
+			}()
+		}
 	}
 	r.Seconds = time.Since(start).Seconds()
 	var after runtime.MemStats
@@ -239,6 +346,31 @@ func measure(mode, dir string) (r result, err error) {
 	r.Mallocs = after.Mallocs - before.Mallocs
 	r.PeakRSSMiB = peakRSSMiB()
 	return r, nil
+}
+
+// checkSink compares what the sink holds after a replay of dir with the
+// oracle (oracle.Result.SinkDiff): every window FINAL with the recomputed
+// total, and the audit rows with their exact payloads. It runs after the
+// peak RSS is read.
+func checkSink(dir string, spec sinks.Spec) error {
+	want, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	s, ok, err := sinks.OpenReader(ctx, spec)
+	if err != nil || !ok {
+		return fmt.Errorf("check: open %s: %v", spec, err)
+	}
+	defer s.Close()
+	d, err := want.SinkDiff(ctx, s)
+	if err != nil {
+		return err
+	}
+	if len(d) > 0 {
+		return fmt.Errorf("check: %d differences from the oracle, first: %s", len(d), d[0])
+	}
+	return nil
 }
 
 func median(rs []result) result {

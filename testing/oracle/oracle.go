@@ -26,6 +26,7 @@ package oracle
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -327,19 +329,87 @@ func Format(m map[Key]Total) string {
 // Diff lists the keys whose totals differ between want and got, sorted; nil
 // when they are equal.
 func Diff(want, got map[Key]Total) []string {
+	return diffMaps(want, got, Key.String, Total.String)
+}
+
+// diffMaps lists the keys whose values differ between want and got, one
+// line each, sorted; nil when they are equal.
+func diffMaps[K comparable, V comparable](want, got map[K]V, key func(K) string, value func(V) string) []string {
 	var out []string
 	for k, w := range want {
 		if g, ok := got[k]; !ok {
-			out = append(out, fmt.Sprintf("%s: want %s, missing", k, w))
+			out = append(out, fmt.Sprintf("%s: want %s, missing", key(k), value(w)))
 		} else if g != w {
-			out = append(out, fmt.Sprintf("%s: want %s, got %s", k, w, g))
+			out = append(out, fmt.Sprintf("%s: want %s, got %s", key(k), value(w), value(g)))
 		}
 	}
 	for k, g := range got {
 		if _, ok := want[k]; !ok {
-			out = append(out, fmt.Sprintf("%s: unexpected %s", k, g))
+			out = append(out, fmt.Sprintf("%s: unexpected %s", key(k), value(g)))
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// FinalDiff compares a sink's current rows after a replay with the
+// expected FINAL rows: every row FINAL, with the recomputed total. It lists
+// one line per difference, sorted; nil when they are equal.
+func (r Result) FinalDiff(rows []model.Row) []string {
+	got := map[Key]Total{}
+	var out []string
+	for _, row := range rows {
+		if row.State != model.Final {
+			out = append(out, fmt.Sprintf("%s: %v after a replay, want FINAL", row.Key(), row.State))
+		}
+		got[Key{WindowStart: row.WindowStart, Dims: row.Dims}] = Total{RevenueMicros: row.RevenueMicros, Count: row.EventCount}
+	}
+	return append(out, Diff(r.Final, got)...)
+}
+
+// AuditDiff compares a sink's audit rows with the oracle's, byte for byte:
+// the same positions in each table, each with the same payload, reason,
+// event id, event time and fingerprints. It lists one line per difference,
+// sorted; nil when they are equal.
+func (r Result) AuditDiff(late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) []string {
+	rows := func(late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) map[string]string {
+		m := map[string]string{}
+		for _, v := range late {
+			m["too_late_events "+v.Position] = fmt.Sprintf("event_id %q, event_time %s, reason %s, payload %q",
+				v.EventID, model.FormatTime(v.EventTime), v.Reason, v.Payload)
+		}
+		for _, v := range conflicts {
+			m["conflict_events "+v.Position] = fmt.Sprintf("event_id %q, first %s, conflicting %s, payload %q",
+				v.EventID, model.FingerprintHex(v.FirstFingerprint), model.FingerprintHex(v.ConflictingFingerprint), v.Payload)
+		}
+		for _, v := range quarantined {
+			m["quarantined_events "+v.Position] = fmt.Sprintf("reason %s, payload %q", v.Reason, v.Payload)
+		}
+		return m
+	}
+	same := func(s string) string { return s }
+	return diffMaps(rows(r.TooLate, r.Conflicts, r.Quarantined), rows(late, conflicts, quarantined), same, same)
+}
+
+// SinkDiff reads what a sink holds after a replay and compares it with the
+// result: FinalDiff of its current rows, then AuditDiff of its audit
+// tables. nil when they are equal.
+func (r Result) SinkDiff(ctx context.Context, s sinks.Reader) ([]string, error) {
+	rows, err := s.CurrentRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	late, err := s.TooLate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conflicts, err := s.Conflicts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	quarantined, err := s.Quarantined(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append(r.FinalDiff(rows), r.AuditDiff(late, conflicts, quarantined)...), nil
 }
