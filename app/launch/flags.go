@@ -1,189 +1,170 @@
 package launch
 
 import (
+	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"io"
 	"strconv"
-	"strings"
-	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// The flag values below refuse bad input in Set with a message that does not
-// repeat the flag or the value's name: parse prefixes "--name: " itself, so
-// every error reads `--window: invalid duration "x"`.
-
-// durationValue is a time.Duration flag.
-type durationValue struct{ d *time.Duration }
-
-func (v durationValue) String() string {
-	if v.d == nil {
-		return ""
+// flagTable is cmd/launch's flag table over o: every flag once, in the
+// groups --help shows (the job's flags; the Beam runner's follow them).
+// A row's default is o's field before parsing, or its Default where that
+// field's zero value stands for a rule ("8 on prism, else ...").
+func flagTable(o *Options) []cli.Group {
+	p := &o.Pipeline
+	return []cli.Group{
+		{Title: "Input", Flags: []cli.Flag{
+			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
+				Usage:   "raw-log folder to read (local, gs://, s3://), or pubsub:projects/P/subscriptions/S",
+				Default: "the demo, generated once into ./" + DefaultDemoDir},
+			{Name: "follow", Value: cli.Bool(&o.Follow),
+				Usage: "keep watching the folder for new files (streaming) instead of replaying it once"},
+			{Name: "settle", Value: cli.Duration(&o.Settle), Default: cli.FormatDuration(sources.DefaultSettle),
+				Usage: "--follow: read a file's last line without a newline once the file has not changed for this long"},
+			{Name: "discover-every", Value: cli.Duration(&o.DiscoverEvery), Default: cli.FormatDuration(sources.DefaultDiscoverEvery),
+				Usage: "--follow: look for new partition folders this often and read them from their first file"},
+			{Name: "pubsub-archive", Value: cli.String(&o.PubSubArchive), Arg: "DIR",
+				Usage:   "folder (local, gs://BUCKET/PATH or s3://BUCKET/PATH) a Pub/Sub source archives every message to before acknowledging it; the source of truth the records are emitted from",
+				Default: "./" + pubsub.DefaultArchiveRoot + "/<subscription id>"},
+			{Name: "pubsub-pullers", Value: cli.Count(&o.PubSubPullers), Default: strconv.Itoa(pubsub.DefaultPullers),
+				Usage: "Pub/Sub pull streams per reader key, each pulling, archiving and acknowledging"},
+			{Name: "pubsub-shards", Value: cli.Count(&o.PubSubShards), Default: "1",
+				Usage: "Pub/Sub reader keys over the one subscription, each its own archive partition and watermark: spreads the reading over workers"},
+			{Name: "pubsub-archive-fail-after", Value: cli.Duration(&o.PubSubArchiveFailAfter), Default: cli.FormatDuration(pubsub.DefaultArchiveFailAfter),
+				Usage: "fail the job when the Pub/Sub archive cannot be written for this long"},
+		}},
+		{Title: "Output", Flags: []cli.Flag{
+			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sinks.ParseSpec, sinks.Spec.String),
+				Usage: "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"},
+			{Name: "bq-flush", Value: cli.Duration(&o.BQFlush),
+				Usage: "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)"},
+			cli.Shared("report", cli.String(&o.Report)),
+		}},
+		{Title: "Event time, windows and triggers (SPEC §2)", Flags: []cli.Flag{
+			cli.Shared("window", cli.Duration(&p.Triggers.Window)),
+			{Name: "early", Value: cli.Duration(&p.Triggers.Early),
+				Usage: "EARLY refresh period in processing time; 0s turns it off (a replay has none)"},
+			cli.Shared("ooo-bound", cli.Duration(&p.Watermark.OutOfOrderBound)),
+			{Name: "idle-timeout", Value: cli.Duration(&p.Watermark.IdleTimeout),
+				Usage: "processing time after which a silent partition leaves the watermark minimum"},
+			{Name: "idle-advance", Value: cli.Func(&p.Watermark.IdleAdvance, "MODE", parseIdleAdvance, watermark.IdleAdvance.String),
+				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill)"},
+			cli.Shared("allowed-lateness", cli.Duration(&p.Triggers.AllowedLateness)),
+			{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "impulse on flink, else timer",
+				Usage: "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go)"},
+		}},
+		{Title: "Validation (SPEC §3)", Flags: []cli.Flag{
+			cli.Shared("max-future", cli.Duration(&p.Event.MaxFuture)),
+			cli.Shared("max-age", cli.Duration(&p.Event.MaxAge)),
+			cli.Shared("max-line", cli.Size(&p.Event.MaxLine)),
+			cli.Shared("dimensions", cli.List(&p.Event.Dimensions)),
+		}},
+		{Title: "Dedup and memory", Flags: []cli.Flag{
+			{Name: "dedup-retention", Value: cli.Duration(&p.DedupRetention), Default: "window + allowed lateness",
+				Usage: "how long an event_id is remembered, in event time; shorter than the default is refused"},
+			{Name: "dedup-shards", Value: cli.Count(&p.DedupShards), Default: fmt.Sprintf("%d on prism, else sized from --design-rate", pipeline.DefaultShards),
+				Usage: "dedup state keys; off prism sized so that no key exceeds 64 MB (docs/capacity.md)"},
+			{Name: "design-rate", Value: cli.Count(&p.DesignRate), Default: strconv.Itoa(pipeline.DefaultDesignRate),
+				Usage: "peak events/s the dedup shards are sized for off prism"},
+			{Name: "dedup-order", Value: cli.String(&p.DedupOrder), Arg: "ORDER", Default: "arrival on prism, else position",
+				Usage: "position: hold each batch until the watermark and judge in source-position order, so the earlier of two copies from one partition counts however the runner delivers them; arrival: as delivered (prism delivers in order)"},
+			{Name: "dedup-cache", Value: cli.Size(&p.DedupCacheBytes), Default: cli.FormatSize(transforms.DefaultDedupCacheBytes),
+				Usage: "bound on a process's cache of decoded dedup shards (a miss costs a reload, never a verdict)"},
+			{Name: "read-ahead", Value: cli.Count(&o.ReadAhead), Default: strconv.Itoa(localrunner.DefaultReadAhead),
+				Usage: "embedded runner: records read but not yet taken in by the dedup step before the source pauses; peak memory depends on it, not on the length of the log (other runners have their own flow control)"},
+		}},
+		{Title: "Demo, live views and logs", Flags: []cli.Flag{
+			{Name: "demo", Value: cli.String(&o.Demo), Arg: "MODE", Default: DemoReplay,
+				Usage: "without --source: replay a generated history, or live: a generator writes ./" + DefaultLiveDir + " in real time (short windows, sink " + DefaultLiveSink + ")"},
+			{Name: "duration", Value: cli.Duration(&o.Duration), Default: "until Ctrl-C",
+				Usage: "stop a streaming run gracefully after this long"},
+			{Name: "ui", Value: cli.String(&o.UI), Arg: "[HOST:]PORT",
+				Usage: "serve the live page (revisions per window, watermarks, audit) on PORT of the loopback address, or on HOST:PORT"},
+			{Name: "prism-ui-port", Value: cli.Port(&o.PrismUIPort),
+				Usage: "serve prism's web UI (jobs, state, metrics) on localhost:PORT while the process runs (prism runner only)"},
+			cli.Shared("log-level", cli.Level(&o.LogLevel)),
+		}},
+		{Title: "Workers", Flags: []cli.Flag{
+			cli.Shared("shared-filesystem", cli.Bool(&o.SharedFilesystem)),
+			{Name: "control", Value: cli.String(&o.Control), Arg: "DIR", Default: "FOLDER/" + controlName + " in the source folder or Pub/Sub archive",
+				Usage: "folder (local, or gs://BUCKET/PATH) where a graceful stop writes this run's stop request for the readers on every worker"},
+		}},
 	}
-	return v.d.String()
 }
 
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("invalid duration %q", s)
-	}
-	*v.d = d
-	return nil
-}
-
-// countValue is a positive integer flag.
-type countValue struct{ n *int }
-
-func (v countValue) String() string {
-	if v.n == nil {
-		return ""
-	}
-	return strconv.Itoa(*v.n)
-}
-
-func (v countValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("invalid count %q: want a positive integer", s)
-	}
-	*v.n = n
-	return nil
-}
-
-// portValue is a TCP port, 1 to 65535.
-type portValue struct{ n *int }
-
-func (v portValue) String() string {
-	if v.n == nil || *v.n == 0 {
-		return ""
-	}
-	return strconv.Itoa(*v.n)
-}
-
-func (v portValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("invalid port %q: want 1 to 65535", s)
-	}
-	*v.n = n
-	return nil
-}
-
-// sizeValue is a byte count: a plain number of bytes or a number with a
-// binary (KiB, MiB, GiB) or decimal (kB, MB, GB) unit.
-type sizeValue struct{ n *int }
-
-func (v sizeValue) Set(s string) error {
-	n, err := cli.ParseSize(s)
-	if err != nil {
-		return err
-	}
-	*v.n = n
-	return nil
-}
-
-func (v sizeValue) String() string {
-	if v.n == nil {
-		return ""
-	}
-	return cli.FormatSize(*v.n)
-}
-
-// listValue is a comma-separated list. The empty string is the empty list;
-// empty or padded items are kept so that validation can name them.
-type listValue struct{ items *[]string }
-
-func (v listValue) String() string {
-	if v.items == nil {
-		return ""
-	}
-	return strings.Join(*v.items, ",")
-}
-
-func (v listValue) Set(s string) error {
-	if s == "" {
-		*v.items = nil
-		return nil
-	}
-	*v.items = strings.Split(s, ",")
-	return nil
-}
-
-// levelValue is a log level.
-type levelValue struct{ l *slog.Level }
-
-func (v levelValue) String() string {
-	if v.l == nil {
-		return ""
-	}
-	return strings.ToLower(v.l.String())
-}
-
-func (v levelValue) Set(s string) error {
-	switch strings.ToLower(s) {
-	case "debug":
-		*v.l = slog.LevelDebug
-	case "info":
-		*v.l = slog.LevelInfo
-	case "warn", "warning":
-		*v.l = slog.LevelWarn
-	case "error":
-		*v.l = slog.LevelError
-	default:
-		return fmt.Errorf("invalid level %q: want debug, info, warn or error", s)
-	}
-	return nil
-}
-
-// captured wraps a flag's Value so that a failing Set leaves its error, named
-// by flag, where parse finds it: the flag package only returns a formatted
-// string ("invalid value ... for flag -x: ...").
-type captured struct {
-	flag.Value
-	name string
-	err  *error
-}
-
-func (c captured) Set(s string) error {
-	if err := c.Value.Set(s); err != nil {
-		*c.err = fmt.Errorf("--%s: %w", c.name, err)
-		return err
-	}
-	return nil
-}
-
-// capturedBool keeps a boolean flag usable without a value (--follow).
-type capturedBool struct{ captured }
-
-func (c capturedBool) IsBoolFlag() bool { return true }
-
-func capture(name string, v flag.Value, err *error) flag.Value {
-	c := captured{Value: v, name: name, err: err}
-	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-		return capturedBool{c}
-	}
-	return c
-}
-
-// idleAdvanceValue is --idle-advance (watermark.IdleAdvanceNames).
-type idleAdvanceValue struct{ a *watermark.IdleAdvance }
-
-func (v idleAdvanceValue) String() string {
-	if v.a == nil {
-		return watermark.AdvanceProcessingTime.String()
-	}
-	return v.a.String()
-}
-
-func (v idleAdvanceValue) Set(s string) error {
+func parseIdleAdvance(s string) (watermark.IdleAdvance, error) {
 	a, err := watermark.ParseIdleAdvance(s)
 	if err != nil {
-		return fmt.Errorf("want processing-time or hold, got %q", s)
+		return a, fmt.Errorf("want processing-time or hold, got %q", s)
 	}
-	*v.a = a
-	return nil
+	return a, nil
+}
+
+// Parse reads a command line (without the program name) into Options. It
+// checks syntax only: a value that is not a duration, a size, a level or a
+// sink string. Validate checks the settings together. An error is a
+// *ConfigError, or flag.ErrHelp for -h/--help.
+func Parse(args []string) (Options, error) {
+	o := Defaults()
+	fs := cli.NewFlagSet("launch", flagTable(&o))
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, &ConfigError{Err: err}
+	}
+	if o.Demo == DemoLive {
+		if err := applyLiveDefaults(fs); err != nil {
+			return o, &ConfigError{Err: err}
+		}
+	}
+	o.Runner = *runners.Runner
+	if o.Runner == "" {
+		o.Runner = DefaultRunner
+	}
+	if p := &o.Pipeline; p.DedupShards == 0 {
+		d := p.WithDefaults()
+		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
+	}
+	if o.Pipeline.EarlySource == "" {
+		o.Pipeline.EarlySource = pipeline.EarlySourceFor(o.Runner)
+	}
+	if o.Pipeline.DedupOrder == "" {
+		o.Pipeline.DedupOrder = pipeline.DedupOrderFor(o.Runner)
+	}
+	return o, nil
+}
+
+// Usage writes --help: what the command does, its exit codes, and the flag
+// table with each default once.
+func Usage(w io.Writer) error {
+	o := Defaults()
+	return cli.NewFlagSet("launch", flagTable(&o)).WriteHelp(w, fmt.Sprintf(`Usage: launch [flags]
+
+Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
+  launch                              the demo: generate ./%s once, replay it into revenue.db
+  launch --demo=live [--ui=8080]      a generator writes events around now; watch EARLY, ON_TIME, LATE, FINAL
+  launch --source=PATH                replay the folder's JSONL files, then stop
+  launch --source=PATH --follow       keep watching the folder for new files
+  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
+                                      read the subscription (streaming) until SIGINT/SIGTERM;
+                                      every message is archived in DIR before it is acknowledged
+                                      (PUBSUB_EMULATOR_HOST selects an emulator)
+
+Exit codes: 0 the job ended (DONE, or stopped gracefully) with every record accounted for;
+1 the job failed or its figures break conservation; 2 a bad flag, setting, source or sink
+(one line on stderr, nothing run). Under "go run" the go command reports any non-zero code
+as "exit status N" and exits 1 itself.`, DefaultDemoDir))
 }

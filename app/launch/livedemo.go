@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/pipeline"
 )
@@ -47,11 +47,9 @@ var liveDefaults = []struct{ flag, value string }{
 // applyLiveDefaults sets the live demo's settings on the flags the command
 // line left alone, through the flags themselves (so they are parsed and
 // checked as if typed).
-func applyLiveDefaults(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+func applyLiveDefaults(fs *cli.FlagSet) error {
 	for _, d := range liveDefaults {
-		if !given[d.flag] {
+		if !fs.Given(d.flag) {
 			if err := fs.Set(d.flag, d.value); err != nil {
 				return fmt.Errorf("--demo=live: default --%s=%s: %w", d.flag, d.value, err)
 			}

@@ -5,7 +5,7 @@
 // window, and with --apply writes each material correction as a strictly
 // higher FINAL revision through the same versioned sink (writer
 // reconcile:<run_id>). A second run then finds nothing and writes nothing.
-// cmd/reconcile is a thin shell around [BindFlags] and [Run].
+// cmd/reconcile is a thin shell around [Parse], [Options.Validate] and [Run].
 //
 // # The pipeline
 //

@@ -1,121 +1,104 @@
 package reconcile
 
 import (
-	"errors"
-	"flag"
 	"fmt"
-	"log/slog"
-	"strings"
-	"time"
+	"io"
+	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
 )
 
-// Flags binds the command-line flags of cmd/reconcile (SPEC §6) to a flag
-// set. Parse the set, then call Options: it validates every value, so a bad
-// flag is one error before any work starts.
-type Flags struct {
-	source, sink, from, to, date, tolerance, report, dimensions string
-	workDir, runID, logLevel                                    string
-	apply, sharedFS                                             bool
-	window, lateness, oooBound, idle, maxFuture, maxAge         time.Duration
-	early, retention                                            time.Duration
-	maxLine, shards, top                                        int
+// rangeFlags are --from, --to and --date, read together by ParseRange.
+type rangeFlags struct{ from, to, date string }
+
+// flagTable is cmd/reconcile's flag table over o (SPEC §6): every flag
+// once, in the groups --help shows; the Beam runner's follow them.
+func flagTable(o *Options, r *rangeFlags) []cli.Group {
+	return []cli.Group{
+		{Title: "What to check", Flags: []cli.Flag{
+			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH", Usage: "raw-log folder to recompute from (local, gs://, s3://; required)"},
+			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sinks.ParseSpec, sinks.Spec.String),
+				Usage: "sink to compare with and correct: sqlite:PATH or bigquery:PROJECT.DATASET"},
+			{Name: "from", Value: cli.String(&r.from), Arg: "HOUR", Usage: "first window start to check, an RFC 3339 whole hour (inclusive)", Default: "every hour in the raw log"},
+			{Name: "to", Value: cli.String(&r.to), Arg: "HOUR", Usage: "window start to stop before, an RFC 3339 whole hour (exclusive)"},
+			{Name: "date", Value: cli.String(&r.date), Arg: "YYYY-MM-DD", Usage: "check the windows of one UTC day (instead of --from/--to)"},
+			{Name: "tolerance", Value: cli.Func(&o.ToleranceMicros, "AMOUNT", parseTolerance, model.FormatMicros), Default: "0",
+				Usage: "revenue difference up to which a window with equal counts is not material"},
+			{Name: "apply", Value: cli.Bool(&o.Apply), Usage: "write the material corrections as higher FINAL revisions (writer reconcile:<run_id>)"},
+			cli.Shared("report", cli.String(&o.Report)),
+			{Name: "top", Value: cli.Int(&o.Top), Usage: "differences listed in the summary"},
+		}},
+		{Title: "The stream's settings (as the sink's rows were computed; run_config checks window, dimensions, lateness)", Flags: []cli.Flag{
+			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
+			cli.Shared("allowed-lateness", cli.Duration(&o.Triggers.AllowedLateness)),
+			cli.Shared("dimensions", cli.List(&o.Event.Dimensions)),
+			cli.Shared("ooo-bound", cli.Duration(&o.Watermark.OutOfOrderBound)),
+			cli.Shared("max-future", cli.Duration(&o.Event.MaxFuture)),
+			cli.Shared("max-age", cli.Duration(&o.Event.MaxAge)),
+			cli.Shared("max-line", cli.Size(&o.Event.MaxLine)),
+		}},
+		{Title: "The run", Flags: []cli.Flag{
+			{Name: "shards", Value: cli.Int(&o.Shards), Usage: "event-id shards of the choice step"},
+			{Name: "work-dir", Value: cli.String(&o.WorkDir), Arg: "DIR", Default: "a local temporary folder",
+				Usage: "where the pipeline leaves its result for the driver (any Beam filesystem, e.g. gs://BUCKET/tmp on Dataflow)"},
+			{Name: "run-id", Value: cli.String(&o.RunID), Arg: "ID", Default: "UTC start time and a random suffix",
+				Usage: "the run's id in reconcile_diffs and in the changelog's writer"},
+			cli.Shared("log-level", cli.Level(&o.LogLevel)),
+			cli.Shared("shared-filesystem", cli.Bool(&o.SharedFilesystem)),
+		}},
+	}
 }
 
-// BindFlags defines the flags on fs. The stream's shared flags are all
-// accepted, so one flag file serves both commands; --early, --idle-timeout
-// and --dedup-retention shape the stream only and are ignored here.
-func BindFlags(fs *flag.FlagSet) *Flags {
-	d := Defaults()
-	f := &Flags{}
-	fs.StringVar(&f.source, "source", "", "raw-log folder to recompute from (required)")
-	fs.StringVar(&f.sink, "sink", d.Sink.String(), "sink to compare with and correct: sqlite:PATH or bigquery:PROJECT.DATASET")
-	fs.StringVar(&f.from, "from", "", "first window start to check, an RFC 3339 whole hour (inclusive)")
-	fs.StringVar(&f.to, "to", "", "window start to stop before, an RFC 3339 whole hour (exclusive)")
-	fs.StringVar(&f.date, "date", "", "check the windows of one UTC day, YYYY-MM-DD (instead of --from/--to)")
-	fs.BoolVar(&f.apply, "apply", false, "write material corrections as higher FINAL revisions")
-	fs.StringVar(&f.tolerance, "tolerance", "0", "revenue difference (an amount) up to which equal-count windows are not material")
-	fs.StringVar(&f.report, "report", "", "report file: .md, .json or .html (self-contained)")
-	fs.DurationVar(&f.window, "window", d.Triggers.Window, "window size (must match the sink's run_config)")
-	fs.DurationVar(&f.lateness, "allowed-lateness", d.Triggers.AllowedLateness, "allowed lateness (must match the sink's run_config)")
-	fs.StringVar(&f.dimensions, "dimensions", "", "comma-separated dimension fields (must match the sink's run_config)")
-	fs.DurationVar(&f.oooBound, "ooo-bound", d.Watermark.OutOfOrderBound, "out-of-order bound of the partition watermark (for --max-age verdicts)")
-	fs.DurationVar(&f.idle, "idle-timeout", d.Watermark.IdleTimeout, "accepted for flag compatibility with cmd/launch; unused")
-	fs.DurationVar(&f.early, "early", time.Minute, "accepted for flag compatibility with cmd/launch; unused")
-	fs.DurationVar(&f.retention, "dedup-retention", 0, "accepted for flag compatibility with cmd/launch; unused")
-	fs.DurationVar(&f.maxFuture, "max-future", d.Event.MaxFuture, "quarantine events more than this ahead of the read time")
-	fs.DurationVar(&f.maxAge, "max-age", 0, "quarantine events older than this behind the partition watermark (0: off)")
-	f.maxLine = d.Event.MaxLine
-	fs.Var((*sizeFlag)(&f.maxLine), "max-line", "longest accepted line: bytes or a size like 512KiB, 1MiB")
-	fs.IntVar(&f.shards, "shards", d.Shards, "event-id shards of the choice step")
-	fs.StringVar(&f.workDir, "work-dir", "", "where the pipeline leaves its result for the driver (any Beam filesystem, e.g. gs://bucket/tmp on Dataflow); default a local temporary folder")
-	fs.StringVar(&f.runID, "run-id", "", "run id (default: UTC start time and a random suffix)")
-	fs.IntVar(&f.top, "top", d.Top, "differences listed in the summary")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.BoolVar(&f.sharedFS, "shared-filesystem", false, "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow a local source, sink and work dir off the in-process runner")
-	return f
-}
-
-// Options returns the validated options. Every error names its flag.
-func (f *Flags) Options() (Options, error) {
-	o := Defaults()
-	var errs []error
-	var err error
-	o.Source, o.Report, o.Apply = f.source, f.report, f.apply
-	o.WorkDir, o.RunID, o.Shards, o.Top = f.workDir, f.runID, f.shards, f.top
-	// The Beam runner flags are the SDK's process-wide ones.
-	o.Runner, o.EnvironmentType, o.SharedFilesystem = *runners.Runner, *jobopts.EnvironmentType, f.sharedFS
-	if o.Sink, err = sinks.ParseSpec(f.sink); err != nil {
-		errs = append(errs, fmt.Errorf("--sink: %w", err))
-	}
-	if o.Range, err = ParseRange(f.from, f.to, f.date); err != nil {
-		errs = append(errs, err)
-	}
-	if o.ToleranceMicros, err = event.ParseAmount([]byte(f.tolerance)); err != nil {
-		errs = append(errs, fmt.Errorf("--tolerance: %w", err))
-	} else if o.ToleranceMicros < 0 {
-		errs = append(errs, fmt.Errorf("--tolerance must not be negative, got %s", f.tolerance))
-	}
-	o.Triggers.Window, o.Triggers.AllowedLateness = f.window, f.lateness
-	o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout = f.oooBound, f.idle
-	o.Event.MaxFuture, o.Event.MaxAge, o.Event.MaxLine = f.maxFuture, f.maxAge, f.maxLine
-	if f.dimensions != "" {
-		o.Event.Dimensions = strings.Split(f.dimensions, ",")
-	}
-	if _, err := f.LogLevel(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Options{}, err
-	}
-	return o, o.Validate()
-}
-
-// LogLevel parses --log-level.
-func (f *Flags) LogLevel() (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
-	}
-	return l, nil
-}
-
-// sizeFlag reads --max-line as cmd/launch does (cli.ParseSize), so one flag
-// file serves both commands.
-type sizeFlag int
-
-func (v *sizeFlag) String() string { return cli.FormatSize(int(*v)) }
-
-func (v *sizeFlag) Set(s string) error {
-	n, err := cli.ParseSize(s)
+func parseTolerance(s string) (int64, error) {
+	v, err := event.ParseAmount([]byte(s))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	*v = sizeFlag(n)
-	return nil
+	if v < 0 {
+		return 0, fmt.Errorf("must not be negative, got %s", s)
+	}
+	return v, nil
+}
+
+// Parse reads a command line (without the program name) into Options,
+// checking syntax only (Validate checks the settings together, once
+// beam.Init has run: a worker is given no --source); every error names its
+// flag. flag.ErrHelp asks for Usage.
+func Parse(args []string) (Options, error) {
+	o := Defaults()
+	var r rangeFlags
+	if err := cli.NewFlagSet("reconcile", flagTable(&o, &r)).Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.Range, err = ParseRange(r.from, r.to, r.date); err != nil {
+		return o, err
+	}
+	// The Beam runner flags are the SDK's process-wide ones.
+	o.Runner, o.EnvironmentType = *runners.Runner, *jobopts.EnvironmentType
+	return o, nil
+}
+
+// Usage writes --help: what the command does, its exit codes and the flag
+// table, each default once.
+func Usage(w io.Writer) error {
+	o := Defaults()
+	var r rangeFlags
+	return cli.NewFlagSet("reconcile", flagTable(&o, &r)).WriteHelp(w, `Usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]
+
+Recomputes every window from the raw log with the stream's rules, compares it with the sink's rows,
+writes reconcile_diffs and, with --apply, the corrections (SPEC §6). A difference is material when
+the counts differ or the revenue differs by more than --tolerance; it is explained when the audit
+tables account for it (too-late events, a window whose every event was too late).
+
+Exit codes, for a daily scheduler:
+  `+strconv.Itoa(ExitClean)+`  nothing material found
+  `+strconv.Itoa(ExitMaterial)+`  material differences found (with --apply: written)
+  `+strconv.Itoa(ExitError)+`  error: a bad flag, an unreadable source or sink (one line on stderr)
+Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`)
 }

@@ -1,8 +1,6 @@
 package reconcile_test
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +9,11 @@ import (
 )
 
 func parse(args ...string) (reconcile.Options, error) {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f := reconcile.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return reconcile.Options{}, err
+	o, err := reconcile.Parse(args)
+	if err != nil {
+		return o, err
 	}
-	return f.Options()
+	return o, o.Validate()
 }
 
 func TestFlags(t *testing.T) {
@@ -52,7 +48,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{}, "--source is required"},
 		{[]string{"--source=l", "--sink=jsonl:out"}, "sqlite:PATH and bigquery:PROJECT.DATASET sinks only"},
 		{[]string{"--source=l", "--sink=mysql:x"}, "--sink"},
-		{[]string{"--source=l", "--tolerance=-0.5"}, "--tolerance must not be negative"},
+		{[]string{"--source=l", "--tolerance=-0.5"}, "--tolerance: must not be negative"},
 		{[]string{"--source=l", "--tolerance=1e-7"}, "--tolerance"},
 		{[]string{"--source=l", "--tolerance=abc"}, "--tolerance"},
 		{[]string{"--source=l", "--report=out.txt"}, "--report"},
@@ -65,6 +61,8 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--source=l", "--from=yesterday"}, "--from"},
 		{[]string{"--source=l", "--max-line=2GiB"}, "too large"},
 		{[]string{"--source=l", "--max-line=0"}, "--max-line"},
+		{[]string{"--source=l", "--early=1m"}, "unknown flag --early"},
+		{[]string{"--source=l", "extra"}, `unexpected argument "extra"`},
 	} {
 		_, err := parse(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

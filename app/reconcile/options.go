@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -55,6 +56,8 @@ type Options struct {
 	Now time.Time
 	// Top is how many differences the summary lists.
 	Top int
+	// LogLevel is --log-level.
+	LogLevel slog.Level
 
 	// Runner and EnvironmentType are Beam's --runner and --environment_type
 	// ("" for prism in this process); SharedFilesystem is

@@ -119,8 +119,8 @@ func TestExitCodes(t *testing.T) {
 			t.Fatalf("%v created the missing sink", bad)
 		}
 	}
-	if code, _, stderr := reconcileCmd(t, "--help"); code != 0 || !strings.Contains(stderr, "--source") && !strings.Contains(stderr, "-source") {
-		t.Errorf("--help: exit %d, stderr %q", code, stderr)
+	if code, stdout, _ := reconcileCmd(t, "--help"); code != 0 || !strings.Contains(stdout, "--source=PATH") {
+		t.Errorf("--help: exit %d, stdout %q", code, stdout)
 	}
 }
 

@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Flag is one row of a command's flag table: its name, the typed field it
+// sets (through one of this package's values: Duration, Count, Size, ...),
+// what it does and, where the field's value before parsing does not say it,
+// how --help states its default.
+type Flag struct {
+	Name  string
+	Value flag.Value
+	Usage string
+	// Arg names the value in --help (--source=PATH); "" takes the value's
+	// own (DURATION, N, SIZE, ...).
+	Arg string
+	// Default is --help's default when the field's value before parsing is
+	// not it ("8 on prism, else sized from --design-rate"); "" prints that
+	// value unless it is empty, 0, 0s or false.
+	Default string
+}
+
+// Group is a heading of --help with its flags, in the order shown.
+type Group struct {
+	Title string
+	Flags []Flag
+}
+
+// FlagSet binds a command's flag table, and the Beam runner flags the SDK
+// registers on the process's flag set, to one flag.FlagSet. Beam reads its
+// flags from their global variables, so they are bound with the very same
+// Values: setting them here sets what Beam reads. It parses (each error one
+// line naming its flag), tells which flags the command line gave, and writes
+// --help from the same table, so help and flags cannot disagree.
+type FlagSet struct {
+	name     string
+	groups   []Group
+	fs       *flag.FlagSet
+	defaults map[string]string
+	runner   []*flag.Flag
+	err      error
+}
+
+// NewFlagSet binds groups. A name twice in the table is a programming error
+// and panics.
+func NewFlagSet(name string, groups []Group) *FlagSet {
+	s := &FlagSet{name: name, groups: groups, fs: flag.NewFlagSet(name, flag.ContinueOnError), defaults: map[string]string{}}
+	s.fs.SetOutput(io.Discard) // errors are reported by Main, in one line
+	for _, g := range groups {
+		for _, f := range g.Flags {
+			if s.fs.Lookup(f.Name) != nil {
+				panic("cli: flag --" + f.Name + " twice in the table of " + name)
+			}
+			s.defaults[f.Name] = f.Default
+			if f.Default == "" {
+				s.defaults[f.Name] = shownDefault(f.Value.String())
+			}
+			s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
+		}
+	}
+	flag.CommandLine.VisitAll(func(f *flag.Flag) {
+		if s.fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
+			return // ours wins; go test's flags are no command's
+		}
+		s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
+		s.runner = append(s.runner, f)
+	})
+	return s
+}
+
+func shownDefault(v string) string {
+	switch v {
+	case "", "0", "0s", "false", "[]":
+		return ""
+	}
+	return v
+}
+
+// Parse reads a command line (without the program name). It returns
+// flag.ErrHelp for -h or --help, or an error naming the flag: a bad value
+// (`--window: invalid duration "x"`), an unknown flag, a missing value, or
+// an argument that is not a flag.
+func (s *FlagSet) Parse(args []string) error {
+	s.err = nil
+	if err := s.fs.Parse(args); err != nil {
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			return flag.ErrHelp
+		case s.err != nil:
+			return s.err
+		}
+		return flagError(err)
+	}
+	if rest := s.fs.Args(); len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q: flags take the form --name=value", rest[0])
+	}
+	return nil
+}
+
+// Given reports whether the command line set the flag.
+func (s *FlagSet) Given(name string) bool {
+	given := false
+	s.fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// Set sets a flag as if the command line had (a command's own defaults that
+// depend on another flag, such as the live demo's).
+func (s *FlagSet) Set(name, value string) error {
+	s.err = nil
+	if err := s.fs.Set(name, value); err != nil {
+		if s.err != nil {
+			return s.err
+		}
+		return fmt.Errorf("--%s: %w", name, err)
+	}
+	return nil
+}
+
+// capture wraps a flag's Value so that a failing Set leaves its error,
+// named by flag, where Parse finds it: the flag package only returns a
+// formatted string ("invalid value ... for flag -x: ...").
+func (s *FlagSet) capture(name string, v flag.Value) flag.Value {
+	c := captured{Value: v, name: name, err: &s.err}
+	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return capturedBool{c}
+	}
+	return c
+}
+
+type captured struct {
+	flag.Value
+	name string
+	err  *error
+}
+
+func (c captured) Set(v string) error {
+	if err := c.Value.Set(v); err != nil {
+		*c.err = fmt.Errorf("--%s: %w", c.name, err)
+		return err
+	}
+	return nil
+}
+
+// capturedBool keeps a boolean flag usable without a value (--follow).
+type capturedBool struct{ captured }
+
+func (c capturedBool) IsBoolFlag() bool { return true }
+
+// flagError rewrites the flag package's messages in the --name form.
+func flagError(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return fmt.Errorf("unknown flag --%s (see --help)", name)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return fmt.Errorf("--%s: missing value", name)
+	}
+	if strings.HasPrefix(msg, "bad flag syntax: ") {
+		return fmt.Errorf("bad flag syntax %q", strings.TrimPrefix(msg, "bad flag syntax: "))
+	}
+	return err
+}
+
+// runnerFlags are the Beam runner flags --help describes one by one, in this
+// order, with what each does for these commands; the SDK's other flags
+// (Dataflow's many, the worker harness's) are accepted and listed by name.
+var runnerFlags = []struct{ Name, Usage, Default string }{
+	{"runner", "where the job runs: prism (in this process), universal (a portable job server, e.g. Flink's), dataflow", "prism"},
+	{"endpoint", "the job server's address (universal runner; Flink's job server), or prism's when it runs elsewhere", ""},
+	{"environment_type", "how the runner starts workers: LOOPBACK (in this process), PROCESS (this binary, see docs/workers.md), DOCKER, EXTERNAL", "LOOPBACK on prism"},
+	{"environment_config", "the environment's setting: a boot command (PROCESS), a container image (DOCKER), an address (EXTERNAL)", ""},
+	{"job_name", "the job's name in the runner", "drawn per run"},
+	{"project", "Dataflow: the Google Cloud project", ""},
+	{"region", "Dataflow: the region", ""},
+	{"temp_location", "Dataflow: a gs:// folder for temporary files", ""},
+	{"staging_location", "Dataflow: a gs:// folder for the staged binary", ""},
+	{"worker_binary", "Dataflow: a prebuilt linux/amd64 binary of this command for the workers", ""},
+	{"parallelism", "Flink: the job's parallelism", ""},
+	{"experiments", "comma-separated Beam experiments", ""},
+}
+
+// workerFlags are the SDK harness's own flags, set by a runner that starts
+// this binary as a worker: never a user's, so --help leaves them out.
+var workerFlags = []string{"worker", "id", "logging_endpoint", "control_endpoint", "status_endpoint", "semi_persist_dir", "options", "provision_endpoint", "artifact_endpoint"}
+
+// helpWidth is where --help wraps.
+const helpWidth = 100
+
+// WriteHelp writes --help: the synopsis, then each group of the table with
+// every flag, its value and its default (once), then the Beam runner flags.
+func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(synopsis, "\n") + "\n")
+	type row struct{ left, usage string }
+	var rows [][]row
+	for _, g := range s.groups {
+		var rs []row
+		for _, f := range g.Flags {
+			rs = append(rs, row{flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, s.defaults[f.Name])})
+		}
+		rows = append(rows, rs)
+	}
+	var runnerRows []row
+	described := map[string]bool{}
+	for _, r := range runnerFlags {
+		i := slices.IndexFunc(s.runner, func(f *flag.Flag) bool { return f.Name == r.Name })
+		if i < 0 {
+			continue // not registered, or the command's own
+		}
+		f := s.runner[i]
+		described[r.Name] = true
+		runnerRows = append(runnerRows, row{flagLeft(r.Name, f.Value, ""), withDefault(r.Usage, r.Default)})
+	}
+	width := 0
+	for _, rs := range append(rows, runnerRows) {
+		for _, r := range rs {
+			width = max(width, len(r.left))
+		}
+	}
+	width = min(width, 30)
+	writeRows := func(title string, rs []row) {
+		fmt.Fprintf(&b, "\n%s:\n", title)
+		for _, r := range rs {
+			writeWrapped(&b, r.left, r.usage, width)
+		}
+	}
+	for i, g := range s.groups {
+		writeRows(g.Title, rows[i])
+	}
+	if len(s.runner) > 0 {
+		writeRows("Beam runner flags", runnerRows)
+		var others []string
+		for _, f := range s.runner {
+			if !described[f.Name] && !slices.Contains(workerFlags, f.Name) {
+				others = append(others, "--"+f.Name)
+			}
+		}
+		if len(others) > 0 {
+			slices.Sort(others)
+			writeWrapped(&b, "", "also accepted (see the Beam SDK's documentation): "+strings.Join(others, " "), 2)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// flagLeft is a flag's left column: "--name=ARG", or "--name" for a switch.
+func flagLeft(name string, v flag.Value, arg string) string {
+	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "--" + name
+	}
+	if arg == "" {
+		if a, ok := v.(interface{ Arg() string }); ok {
+			arg = a.Arg()
+		} else {
+			arg = "VALUE"
+		}
+	}
+	return "--" + name + "=" + arg
+}
+
+func withDefault(usage, def string) string {
+	if def == "" {
+		return usage
+	}
+	return usage + " (default " + def + ")"
+}
+
+// writeWrapped writes "  left  usage" with the usage wrapped at helpWidth
+// and indented to the usage column; a left column wider than width puts the
+// usage on the next line.
+func writeWrapped(b *strings.Builder, left, usage string, width int) {
+	indent := strings.Repeat(" ", 2+width+2)
+	line := "  " + left
+	if len(left) > width {
+		b.WriteString(line + "\n")
+		line = indent
+	} else {
+		line += strings.Repeat(" ", width-len(left)+2)
+	}
+	start := true
+	for _, word := range strings.Fields(usage) {
+		if !start && len(line)+1+len(word) > helpWidth {
+			b.WriteString(line + "\n")
+			line, start = indent, true
+		}
+		if !start {
+			line += " "
+		}
+		line += word
+		start = false
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+}

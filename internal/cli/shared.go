@@ -1,0 +1,30 @@
+package cli
+
+import "flag"
+
+// sharedUsage is what the flags every command of the project takes mean,
+// spelled once: the stream's settings (SPEC §2, §3) that reconcile must
+// repeat, and the commands' common switches. A command's table binds them
+// to its own fields with Shared.
+var sharedUsage = map[string]struct{ arg, usage string }{
+	"window":            {"", "window size; must divide 24h"},
+	"allowed-lateness":  {"", "how long after window_end a window takes corrections (then FINAL)"},
+	"ooo-bound":         {"", "out-of-order bound: partition watermark = max valid event time - bound"},
+	"max-future":        {"", "quarantine events further than this ahead of processing time"},
+	"max-age":           {"", "quarantine events older than this behind their partition watermark (0s: off)"},
+	"max-line":          {"", "longest accepted line, in bytes or a size like 512KiB; longer ones are quarantined as oversized"},
+	"dimensions":        {"FIELD,...", "payload fields to report by (the dims column; a missing field is null)"},
+	"report":            {"PATH", "write a report of the run to PATH: .html, .md or .json, by extension"},
+	"log-level":         {"", "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)"},
+	"shared-filesystem": {"", "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow local paths off the in-process runner"},
+}
+
+// Shared is the table row of a flag in sharedUsage, bound to v. An unknown
+// name is a programming error and panics.
+func Shared(name string, v flag.Value) Flag {
+	u, ok := sharedUsage[name]
+	if !ok {
+		panic("cli: no shared flag --" + name)
+	}
+	return Flag{Name: name, Value: v, Usage: u.usage, Arg: u.arg}
+}

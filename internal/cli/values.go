@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The values below bind a flag to a typed field (a flag table's
+// Flag.Value). Each refuses bad input in Set with a message that names
+// neither the flag nor the field: FlagSet prefixes "--name: " itself, so
+// every error reads `--window: invalid duration "x"`. None writes a default
+// into its field: the field's value before parsing is the default.
+
+// String binds a string.
+func String(p *string) Value[string] {
+	return Value[string]{p, "VALUE", func(s string) (string, error) { return s, nil }, func(s string) string { return s }}
+}
+
+// Duration binds a time.Duration.
+func Duration(p *time.Duration) Value[time.Duration] {
+	return Value[time.Duration]{p, "DURATION", func(s string) (time.Duration, error) {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		return d, nil
+	}, FormatDuration}
+}
+
+// FormatDuration renders d as time.Duration.String without its zero
+// trailing units: 1h, 10m, 1h30m, 2m30s, 500ms.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Count binds a positive integer.
+func Count(p *int) Value[int] {
+	return intValue(p, "N", "count", func(n int) bool { return n > 0 }, "want a positive integer")
+}
+
+// Int binds an integer (the command validates its range).
+func Int(p *int) Value[int] {
+	return intValue(p, "N", "integer", func(int) bool { return true }, "want an integer")
+}
+
+// Port binds a TCP port, 1 to 65535.
+func Port(p *int) Value[int] {
+	return intValue(p, "PORT", "port", func(n int) bool { return n >= 1 && n <= 65535 }, "want 1 to 65535")
+}
+
+func intValue(p *int, arg, noun string, ok func(int) bool, want string) Value[int] {
+	return Value[int]{p, arg, func(s string) (int, error) {
+		n, err := strconv.Atoi(s)
+		if err != nil || !ok(n) {
+			return 0, fmt.Errorf("invalid %s %q: %s", noun, s, want)
+		}
+		return n, nil
+	}, strconv.Itoa}
+}
+
+// Size binds a byte count: plain bytes or a number with a unit (ParseSize).
+func Size(p *int) Value[int] { return Value[int]{p, "SIZE", ParseSize, FormatSize} }
+
+// List binds a comma-separated list. The empty string is the empty list;
+// empty or padded items are kept so that validation can name them.
+func List(p *[]string) Value[[]string] {
+	return Value[[]string]{p, "A,B,...", func(s string) ([]string, error) {
+		if s == "" {
+			return nil, nil
+		}
+		return strings.Split(s, ","), nil
+	}, func(l []string) string { return strings.Join(l, ",") }}
+}
+
+// Level binds a log level.
+func Level(p *slog.Level) Value[slog.Level] {
+	return Value[slog.Level]{p, "LEVEL", func(s string) (slog.Level, error) {
+		switch strings.ToLower(s) {
+		case "debug":
+			return slog.LevelDebug, nil
+		case "info":
+			return slog.LevelInfo, nil
+		case "warn", "warning":
+			return slog.LevelWarn, nil
+		case "error":
+			return slog.LevelError, nil
+		}
+		return 0, fmt.Errorf("invalid level %q: want debug, info, warn or error", s)
+	}, func(l slog.Level) string { return strings.ToLower(l.String()) }}
+}
+
+// Bool binds a switch (--follow, or --follow=false).
+func Bool(p *bool) BoolValue { return BoolValue{p} }
+
+// Func binds a field of any type through its own parser and formatter (a
+// sink string, an idle-advance mode); arg names the value in --help.
+func Func[T any](p *T, arg string, parse func(string) (T, error), format func(T) string) Value[T] {
+	return Value[T]{p, arg, parse, format}
+}
+
+// Value is a flag.Value over a typed field.
+type Value[T any] struct {
+	p      *T
+	arg    string
+	parse  func(string) (T, error)
+	format func(T) string
+}
+
+func (v Value[T]) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.format(*v.p)
+}
+
+func (v Value[T]) Set(s string) error {
+	x, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = x
+	return nil
+}
+
+// Arg names the value in --help.
+func (v Value[T]) Arg() string { return v.arg }
+
+// BoolValue is a switch.
+type BoolValue struct{ p *bool }
+
+func (v BoolValue) String() string {
+	if v.p == nil || !*v.p {
+		return "false"
+	}
+	return "true"
+}
+
+func (v BoolValue) IsBoolFlag() bool { return true }
+
+func (v BoolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("invalid boolean %q", s)
+	}
+	*v.p = b
+	return nil
+}
