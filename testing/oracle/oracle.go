@@ -206,15 +206,13 @@ func ReplayRecords(parts map[string][]model.Record, s Settings) Result {
 	return rp.finish()
 }
 
-// seen is what the oracle remembers per event_id.
+// seen is what the oracle remembers per event_id: the replay's dedup memory
+// (event.Seen), and the window and amount of the copy Distinct uses (the
+// counted one, else the first).
 type seen struct {
-	// counted says a copy was counted; fp is then its fingerprint, the one
-	// dedup compares against. Otherwise every copy so far was too late and
-	// key/amount are the first copy's.
-	counted bool
-	fp      uint64
-	key     Key
-	amount  int64
+	event.Seen
+	key    Key
+	amount int64
 }
 
 type replayer struct {
@@ -229,7 +227,7 @@ func newReplayer(s Settings) *replayer {
 }
 
 // record applies SPEC §4's order of verdicts to one record: validation, then
-// the too-late gate, then dedup.
+// the too-late gate and dedup (event.Seen.Judge).
 func (rp *replayer) record(st *rawlog.Stamper, rec model.Record) {
 	rp.res.Read++
 	ev, q := st.Stamp(&rec)
@@ -241,9 +239,11 @@ func (rp *replayer) record(st *rawlog.Stamper, rec model.Record) {
 	ws := rp.s.Triggers.WindowStart(ev.EventTime)
 	key := Key{WindowStart: ws, Dims: rp.intern(ev.Dims)}
 	prev, ok := rp.ids[ev.EventID]
-	if rp.s.Triggers.Closed(ws, rec.WatermarkBefore) {
-		// Too late even when it is a copy: the window is closed, whatever
-		// dedup would say.
+	if !ok {
+		prev = seen{key: key, amount: ev.AmountMicros}
+	}
+	switch prev.Judge(ev.Fingerprint, rp.s.Triggers.Closed(ws, rec.WatermarkBefore)) {
+	case event.TooLate:
 		rp.res.TooLate = append(rp.res.TooLate, model.TooLate{
 			Position:  rec.Position,
 			EventID:   ev.EventID,
@@ -251,27 +251,26 @@ func (rp *replayer) record(st *rawlog.Stamper, rec model.Record) {
 			Payload:   bytes.Clone(rec.Line),
 			Reason:    model.ReasonWindowClosed,
 		})
-		if !ok {
-			rp.ids[strings.Clone(ev.EventID)] = seen{fp: ev.Fingerprint, key: key, amount: ev.AmountMicros}
-		}
-		return
-	}
-	switch {
-	case !ok || !prev.counted:
-		// The first counted copy; for reconcile it also wins over earlier
-		// too-late copies, since it is the one the stream counted.
+	case event.Counted:
+		// The counted copy also wins over earlier too-late copies for
+		// reconcile, since it is the one the stream counted.
 		rp.res.Counted++
-		rp.ids[strings.Clone(ev.EventID)] = seen{counted: true, fp: ev.Fingerprint, key: key, amount: ev.AmountMicros}
-	case prev.fp == ev.Fingerprint:
+		prev.key, prev.amount = key, ev.AmountMicros
+	case event.Duplicate:
 		rp.res.Duplicates++
-	default:
+	case event.Conflict:
 		rp.res.Conflicts = append(rp.res.Conflicts, model.Conflict{
 			Position:               rec.Position,
 			EventID:                ev.EventID,
-			FirstFingerprint:       prev.fp,
+			FirstFingerprint:       prev.Fingerprint,
 			ConflictingFingerprint: ev.Fingerprint,
 			Payload:                bytes.Clone(rec.Line),
 		})
+	}
+	if ok {
+		rp.ids[ev.EventID] = prev
+	} else {
+		rp.ids[strings.Clone(ev.EventID)] = prev
 	}
 }
 
@@ -298,7 +297,7 @@ func (rp *replayer) finish() Result {
 	}
 	for _, e := range rp.ids {
 		add(res.Distinct, e.key, e.amount)
-		if e.counted {
+		if e.Counted {
 			add(res.Final, e.key, e.amount)
 		}
 	}
