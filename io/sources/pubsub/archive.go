@@ -72,6 +72,25 @@ type sideEntry struct {
 	Backlog bool
 }
 
+// SidecarEntry is one line of an archive object's sidecar, for offline
+// readers of the archive (the advisor takes its arrival clock from the
+// publish times).
+type SidecarEntry = sideEntry
+
+// ReadSidecar reads a sidecar's entries in line order (entry N is the
+// object's line N). A torn last line, never acknowledged, is left out.
+func ReadSidecar(r io.Reader) []SidecarEntry {
+	var side []sideEntry
+	br := bufio.NewReader(r)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return side // the end, or a torn last line
+		}
+		side = append(side, parseSideEntry(strings.TrimSuffix(line, "\n")))
+	}
+}
+
 // encode is the sidecar line: "<id>\t<publish ms>[\tB]". rawlog's sidecar
 // readers take the text before the first TAB as the id.
 func (e sideEntry) encode(b []byte) []byte {
@@ -217,14 +236,7 @@ func (s *store) list(ctx context.Context, after string) ([]string, error) {
 func (s *store) read(ctx context.Context, name string, offset int64) (io.ReadCloser, []sideEntry, error) {
 	var side []sideEntry
 	if sr, err := s.fs.OpenRead(ctx, joinPath(s.dir, rawlog.SidecarName(name))); err == nil {
-		br := bufio.NewReader(sr)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				break // the end, or a torn last line (never acknowledged)
-			}
-			side = append(side, parseSideEntry(strings.TrimSuffix(line, "\n")))
-		}
+		side = ReadSidecar(sr)
 		sr.Close()
 	}
 	r, err := s.fs.OpenRead(ctx, joinPath(s.dir, name))
