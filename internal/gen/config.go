@@ -72,6 +72,12 @@ type Config struct {
 	// MaxLine is the reader's --max-line, so that the oversized line exceeds
 	// it. 0 means the 1 MiB default.
 	MaxLine int
+
+	// ArrivalField, when set, names a field every valid line gets with its
+	// arrival instant (RFC 3339 UTC, milliseconds), as a collector that
+	// stamps what it receives writes: cmd/advise's arrival clock. It is
+	// not a dimension, so no fingerprint depends on it.
+	ArrivalField string
 }
 
 // demoStart is a fixed, past instant: a log must not depend on when it is
@@ -100,6 +106,7 @@ func Demo() Config {
 		IdleGap:           90 * time.Minute,
 		Window:            time.Hour,
 		Lateness:          24 * time.Hour,
+		ArrivalField:      "received_at",
 	}
 }
 
@@ -113,6 +120,7 @@ func Bench(n int) Config {
 	c.FilesPerPartition = 10
 	c.DupRate, c.ConflictRate, c.LateRate, c.TooLateRate, c.MalformedRate = 0.05, 0.005, 0.01, 0.001, 0.0001
 	c.IdlePartition, c.IdleGap = -1, 0
+	c.ArrivalField = ""
 	return c
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -264,7 +265,14 @@ func (g *generator) emit(p *partition, x pending) error {
 	if g.rng.IntN(2000) == 0 {
 		eol = "\r\n"
 	}
-	if _, err := p.w.Write(x.line); err != nil {
+	line := x.line
+	if x.valid && g.c.ArrivalField != "" {
+		// Spliced in as the line is written, at the instant it arrives
+		// (a retry's copy is another arrival of the same bytes).
+		line = append(append(line[:len(line)-1:len(line)-1], `,"`+g.c.ArrivalField+`":"`...),
+			time.UnixMilli(x.key).UTC().Format("2006-01-02T15:04:05.000Z07:00")+`"}`...)
+	}
+	if _, err := p.w.Write(line); err != nil {
 		return fmt.Errorf("write %s: %w", p.tmp, err)
 	}
 	if _, err := p.w.WriteString(eol); err != nil {
