@@ -10,6 +10,9 @@ import (
 //go:embed report.html.tmpl
 var htmlSource string
 
+//go:embed advice.html.tmpl
+var adviceSource string
+
 // htmlTemplate is parsed once; html/template escapes every value by its
 // context (text, attribute, SVG title), so data never becomes markup.
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
@@ -20,7 +23,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"minus":  func(d, v float64) string { return num(v - d) },
 	"signed": SignedCount,
 	"orDash": orDash,
-}).Parse(htmlSource))
+}).Parse(htmlSource + adviceSource))
 
 // htmlPage is what the template renders: the shared view plus the charts,
 // which only the HTML form draws.
@@ -28,6 +31,13 @@ type htmlPage struct {
 	view
 	Delay   *histChart
 	Revenue *revenueChart
+	Advice  *adviceView
+}
+
+// adviceView is the advice with its trade-off chart.
+type adviceView struct {
+	*Advice
+	Chart *tradeOffChart
 }
 
 // MaxPoints and LatestWindows let the page state the caps it applies.
@@ -45,6 +55,9 @@ func writeHTML(w io.Writer, r Run) error {
 	}
 	shown, _ := selectWindows(r.Windows)
 	p.Revenue = newRevenueChart(v.Windows, shown)
+	if r.Advice != nil {
+		p.Advice = &adviceView{Advice: r.Advice, Chart: newTradeOffChart(r.Advice.TradeOff)}
+	}
 	if err := htmlTemplate.Execute(w, p); err != nil {
 		return fmt.Errorf("render html: %w", err)
 	}

@@ -38,6 +38,7 @@ type Document struct {
 	Delays       jsonHistogram    `json:"delays"`
 	Windows      jsonWindows      `json:"windows"`
 	Reconcile    *Reconcile       `json:"reconcile,omitempty"`
+	Advice       *Advice          `json:"advice,omitempty"`
 }
 
 type jsonConservation struct {
@@ -110,6 +111,7 @@ func writeJSON(w io.Writer, r Run) error {
 		Partitions: []jsonPartition{},
 		Delays:     jsonHistogram{Unit: r.Delays.Unit, Buckets: []jsonBucket{}, Total: r.Delays.Total(), P50: r.Delays.P50, P95: r.Delays.P95, P99: r.Delays.P99},
 		Reconcile:  r.Reconcile,
+		Advice:     r.Advice,
 	}
 	if len(r.Job) > 0 {
 		out.Job = map[string]string{}

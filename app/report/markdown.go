@@ -110,6 +110,9 @@ func writeMarkdown(w io.Writer, r Run) error {
 	if rc := v.Reconcile; rc != nil {
 		mdReconcile(&b, rc)
 	}
+	if a := r.Advice; a != nil {
+		mdAdvice(&b, a)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -36,6 +36,8 @@ type Run struct {
 	Audit *Audit
 	// Reconcile, when set, is what a reconcile run found.
 	Reconcile *Reconcile
+	// Advice, when set, is what the advisor (cmd/advise) found.
+	Advice *Advice
 }
 
 // Figure is one named value as a report shows it.

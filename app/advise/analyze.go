@@ -1,0 +1,198 @@
+package advise
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// Advice is everything the advisor found: the log, the measured delays,
+// one table per setting and the recommendation.
+type Advice struct {
+	Options Options `json:"-"`
+	// Settings are the job's current settings as cmd/launch flags.
+	Settings []string   `json:"current_settings"`
+	Log      LogSummary `json:"log"`
+	// Lateness is the measured event lateness of every valid record.
+	Lateness Distribution `json:"event_lateness"`
+	// Bounds, LatenessTable, Retention and Idle try each candidate of
+	// one setting with the others as they are.
+	Bounds         []Outcome      `json:"ooo_bound"`
+	LatenessTable  []Outcome      `json:"allowed_lateness"`
+	Retention      []RetentionRow `json:"dedup_retention"`
+	Copies         CopyStats      `json:"copies"`
+	Idle           []IdleRow      `json:"idle_timeout"`
+	Silences       []Silences     `json:"silences"`
+	Recommendation Recommendation `json:"recommendation"`
+	// Job is what the stream itself measured (--job-report), or nil.
+	Job *JobFigures `json:"job,omitempty"`
+}
+
+// LogSummary describes the replayed log.
+type LogSummary struct {
+	Source      string           `json:"source"`
+	Partitions  []string         `json:"partitions"`
+	Segments    []string         `json:"segments"`
+	Clock       string           `json:"arrival_clock"`
+	Read        int64            `json:"read"`
+	Valid       int64            `json:"valid"`
+	Blank       int64            `json:"blank"`
+	Quarantined map[string]int64 `json:"quarantined_by_reason"`
+	NoArrival   int64            `json:"records_without_arrival"`
+	IDs         int              `json:"distinct_event_ids"`
+	// First and Last arrival (epoch ms; 0 without a clock).
+	First int64 `json:"first_arrival_ms"`
+	Last  int64 `json:"last_arrival_ms"`
+}
+
+// Distribution is an exact distribution of delays (ms) and its counts in
+// the stream's delay buckets (internal/delay), for comparison with the
+// job's own histograms.
+type Distribution struct {
+	Count int64 `json:"count"`
+	P50   int64 `json:"p50_ms"`
+	P90   int64 `json:"p90_ms"`
+	P95   int64 `json:"p95_ms"`
+	P99   int64 `json:"p99_ms"`
+	Max   int64 `json:"max_ms"`
+	// Buckets counts the values in internal/delay's buckets.
+	Buckets []int64 `json:"delay_buckets"`
+}
+
+// newDistribution summarises sorted values.
+func newDistribution(values []int64) Distribution {
+	d := Distribution{Count: int64(len(values)), Buckets: make([]int64, len(delay.Buckets))}
+	for _, v := range values {
+		d.Buckets[delay.Index(v)]++
+	}
+	if len(values) > 0 {
+		d.P50, d.P90, d.P95, d.P99 = nearestRank(values, 50), nearestRank(values, 90), nearestRank(values, 95), nearestRank(values, 99)
+		d.Max = values[len(values)-1]
+	}
+	return d
+}
+
+// Analyze reads the log and computes the advice.
+func Analyze(ctx context.Context, o Options) (*Advice, error) {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	l, err := readLog(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	a := &Advice{Options: o, Settings: (&analysis{o: o}).flags(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout, o.Triggers.AllowedLateness, o.RetentionOrDefault()), Log: LogSummary{
+		Source: l.Source, Partitions: l.Partitions, Segments: l.Segments, Clock: l.Clock.String(),
+		Read: l.Read, Valid: l.Valid, Blank: l.Blank, Quarantined: l.Quarantined, NoArrival: l.NoArrival,
+		IDs: l.IDs, First: l.Start, Last: l.End,
+	}}
+	values := measuredLateness(l)
+	a.Lateness = newDistribution(values)
+	an := analysis{l: l, o: o, a: a, sims: map[simKey]*sim{}, pctBounds: percentileBounds(values, o.Try.LatenessPercentiles)}
+	if err := an.run(ctx); err != nil {
+		return nil, err
+	}
+	if o.JobReport != "" {
+		if a.Job, err = readJobReport(o.JobReport); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// measuredLateness is each valid record's event lateness, sorted: how far
+// behind the largest event time its partition had shown it arrived (the
+// stream's event_lateness metric, exact rather than bucketed).
+func measuredLateness(l *replayLog) []int64 {
+	parts := make([]*watermark.Partition, len(l.Partitions))
+	for i := range parts {
+		parts[i] = watermark.NewPartition(watermark.Policy{IdleTimeout: never}, 0)
+	}
+	var values []int64
+	for _, r := range l.recs {
+		before := parts[r.part].Observe(r.et, r.valid, 0)
+		if r.valid {
+			values = append(values, delay.Lateness(r.et, before, 0))
+		}
+	}
+	slices.Sort(values)
+	return values
+}
+
+type simKey struct{ bound, idle time.Duration }
+
+// analysis holds the watermark replays while the tables are computed: each
+// (bound, idle timeout) pair is replayed once.
+type analysis struct {
+	l    *replayLog
+	o    Options
+	a    *Advice
+	sims map[simKey]*sim
+	// pctBounds are the bounds at the lateness percentiles.
+	pctBounds []time.Duration
+}
+
+func (an *analysis) sim(bound, idle time.Duration) *sim {
+	if an.l.Clock == NoClock {
+		idle = an.o.Watermark.IdleTimeout // idleness needs processing time
+	}
+	k := simKey{bound, idle}
+	if s, ok := an.sims[k]; ok {
+		return s
+	}
+	p := an.o.Watermark
+	p.OutOfOrderBound, p.IdleTimeout = bound, idle
+	s := replayWatermarks(an.l, p, an.o.Triggers)
+	an.sims[k] = s
+	return s
+}
+
+// forget drops the replays not needed any more (their per-record arrays
+// are most of the advisor's memory).
+func (an *analysis) forget() { clear(an.sims) }
+
+// outcome judges one combination of settings.
+func (an *analysis) outcome(bound, idle, lateness, retention time.Duration, split bool) Outcome {
+	tp := an.o.Triggers
+	tp.AllowedLateness = lateness
+	return judgement{l: an.l, s: an.sim(bound, idle), tp: tp, retention: retention.Milliseconds(), rng: an.o.Range, split: split}.judge()
+}
+
+func (an *analysis) run(ctx context.Context) error {
+	o, cur := an.o, an.o.Watermark
+	lateness, retention := o.Triggers.AllowedLateness, o.RetentionOrDefault()
+	bounds := candidates(append(slices.Clone(o.Try.Bounds), an.pctBounds...), cur.OutOfOrderBound)
+	for _, b := range bounds {
+		an.a.Bounds = append(an.a.Bounds, an.outcome(b, cur.IdleTimeout, lateness, retention, true))
+	}
+	for _, al := range candidates(o.Try.Lateness, lateness) {
+		an.a.LatenessTable = append(an.a.LatenessTable, an.outcome(cur.OutOfOrderBound, cur.IdleTimeout, al, max(retention, o.Triggers.Window+al), false))
+	}
+	an.retention()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if an.l.Clock != NoClock {
+		an.idle()
+	}
+	an.forget()
+	an.recommend(bounds)
+	return ctx.Err()
+}
+
+// percentileBounds are the bounds at the measured lateness's percentiles
+// (--try-lateness-percentiles), rounded up to a whole minute: each keeps
+// that share of records on time in its own partition.
+func percentileBounds(sorted []int64, ps []int) []time.Duration {
+	var out []time.Duration
+	m := time.Minute.Milliseconds()
+	for _, p := range ps {
+		if v := nearestRank(sorted, p); len(sorted) > 0 {
+			out = append(out, time.Duration((v+m-1)/m*m)*time.Millisecond)
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package advise
+
+import "slices"
+
+// RetentionRow is one dedup horizon tried, with the other settings as they
+// are.
+type RetentionRow struct {
+	Retention Duration `json:"dedup_retention"`
+	// Refused: shorter than window + allowed lateness, which cmd/launch
+	// refuses (a retry inside the correction period would count twice).
+	Refused bool `json:"refused"`
+	// BeyondEventTime counts the later copies that came once the pipeline
+	// watermark had passed their first copy's window end + the horizon: the
+	// job had forgotten the id (its dedup state expires by the watermark).
+	BeyondEventTime int64 `json:"forgotten_before_copy"`
+	// BeyondArrival counts the later copies that came more than the
+	// horizon of processing time after the first one: what a processing-
+	// time TTL would miss. -1 without an arrival clock.
+	BeyondArrival int64 `json:"later_than_horizon_in_arrival"`
+	// DoubleCounted are the residual duplicates: copies counted a second
+	// time, and the revenue they add twice.
+	DoubleCounted Tally `json:"counted_twice"`
+	// ToReconcile counts the copies beyond the horizon that were too late
+	// anyway: audited, and deduplicated by reconciliation.
+	ToReconcile int64 `json:"too_late_anyway"`
+}
+
+// CopyStats describes the later copies of event ids (every valid copy after
+// an id's first one), whose gaps decide what a dedup horizon must cover.
+type CopyStats struct {
+	Copies      int64 `json:"copies"`
+	Identical   int64 `json:"identical"`
+	Conflicting int64 `json:"conflicting"`
+	// GapEventTime is, per copy, how far the pipeline watermark was past the
+	// first copy's window end when it came (0 when not past it): a copy
+	// whose gap reaches the horizon finds its id forgotten.
+	GapEventTime Distribution `json:"watermark_past_window_end"`
+	// GapArrival is, per copy, the processing time since the first copy
+	// (empty without an arrival clock).
+	GapArrival Distribution `json:"arrival_after_first_copy"`
+}
+
+// retention tries each dedup horizon at the current bound, idle timeout
+// and lateness.
+func (an *analysis) retention() {
+	o := an.o
+	s := an.sim(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout)
+	tp := o.Triggers
+	var st CopyStats
+	var gapE, gapA []int64
+	first := make([]int32, an.l.IDs) // first valid copy, +1
+	for i, r := range an.l.recs {
+		if !r.valid {
+			continue
+		}
+		if first[r.id] == 0 {
+			first[r.id] = int32(i + 1)
+			continue
+		}
+		f := an.l.recs[first[r.id]-1]
+		if !o.Range.Contains(tp.WindowStart(f.et)) {
+			continue
+		}
+		st.Copies++
+		if r.fp == f.fp {
+			st.Identical++
+		} else {
+			st.Conflicting++
+		}
+		gapE = append(gapE, max(0, s.pipe[i]-tp.WindowEnd(tp.WindowStart(f.et))))
+		if an.l.Clock != NoClock {
+			gapA = append(gapA, r.at-f.at)
+		}
+	}
+	slices.Sort(gapE)
+	slices.Sort(gapA)
+	st.GapEventTime, st.GapArrival = newDistribution(gapE), newDistribution(gapA)
+	an.a.Copies = st
+
+	floor := tp.Window + tp.AllowedLateness
+	for _, h := range candidates(o.Try.Retention, o.RetentionOrDefault()) {
+		row := RetentionRow{Retention: Duration(h), Refused: h < floor, BeyondArrival: -1}
+		hm := h.Milliseconds()
+		row.BeyondEventTime = int64(len(gapE) - lowerBound(gapE, hm))
+		if an.l.Clock != NoClock {
+			row.BeyondArrival = int64(len(gapA) - lowerBound(gapA, hm+1))
+		}
+		classes := make([]uint8, len(an.l.recs))
+		out := judgement{l: an.l, s: s, tp: tp, retention: hm, rng: o.Range, classes: classes}.judge()
+		row.DoubleCounted = out.DoubleCounted
+		for i, r := range an.l.recs {
+			if !r.valid || first[r.id] == int32(i+1) || classes[i] != classTooLate {
+				continue
+			}
+			f := an.l.recs[first[r.id]-1]
+			if ws := tp.WindowStart(f.et); o.Range.Contains(ws) && s.pipe[i]-tp.WindowEnd(ws) >= hm {
+				row.ToReconcile++
+			}
+		}
+		an.a.Retention = append(an.a.Retention, row)
+	}
+}
+
+// lowerBound is the index of the first sorted value >= v.
+func lowerBound(sorted []int64, v int64) int {
+	i, _ := slices.BinarySearch(sorted, v)
+	return i
+}

@@ -1,0 +1,245 @@
+package advise
+
+import (
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+// Tally counts events and their revenue (exact micros).
+type Tally struct {
+	Events        int64 `json:"events"`
+	RevenueMicros int64 `json:"revenue_micros"`
+}
+
+func (t *Tally) add(amount int64) { t.Events++; t.RevenueMicros += amount }
+
+// Fates splits distinct events (one per event_id) by what the stream makes
+// of them: counted in the window's ON_TIME row, counted later through a LATE
+// revision (the correction path), or too late (left to reconciliation).
+type Fates struct {
+	OnTime  Tally `json:"on_time"`
+	Late    Tally `json:"late"`
+	TooLate Tally `json:"too_late"`
+}
+
+// Total is every distinct event.
+func (f Fates) Total() Tally {
+	return Tally{f.OnTime.Events + f.Late.Events + f.TooLate.Events,
+		f.OnTime.RevenueMicros + f.Late.RevenueMicros + f.TooLate.RevenueMicros}
+}
+
+// Records are the verdicts of the valid records, as the stream counts them
+// (SPEC §4's conservation terms, less the quarantine).
+type Records struct {
+	Counted    int64 `json:"counted"`
+	Duplicates int64 `json:"duplicates"`
+	Conflicts  int64 `json:"conflicts"`
+	TooLate    int64 `json:"too_late"`
+}
+
+// Latency is when ON_TIME rows come: processing time after the window end,
+// over the windows that had data before it (ms).
+type Latency struct {
+	// Known is false without an arrival clock.
+	Known   bool  `json:"known"`
+	Windows int   `json:"windows"`
+	P50     int64 `json:"p50_ms"`
+	P95     int64 `json:"p95_ms"`
+	Max     int64 `json:"max_ms"`
+	// Never counts windows whose ON_TIME did not come within the log (the
+	// watermark held: --idle-advance=hold, or a partition that never
+	// produced).
+	Never int `json:"never"`
+}
+
+// Outcome is what the stream would make of the log with one set of
+// settings.
+type Outcome struct {
+	Bound     Duration `json:"ooo_bound"`
+	Idle      Duration `json:"idle_timeout"`
+	Lateness  Duration `json:"allowed_lateness"`
+	Retention Duration `json:"dedup_retention"`
+	Fates     Fates    `json:"events"`
+	Records   Records  `json:"records"`
+	// DoubleCounted are copies counted a second time because their id had
+	// been forgotten (a retention shorter than the job allows).
+	DoubleCounted Tally   `json:"counted_twice"`
+	OnTime        Latency `json:"on_time_after_window_end"`
+	// ByPartition and BySegment split Fates (by the partition and segment
+	// of the copy judged, in LogSummary's order; nil unless asked for).
+	ByPartition []Fates `json:"by_partition,omitempty"`
+	BySegment   []Fates `json:"by_segment,omitempty"`
+}
+
+// Duration is a setting's value; JSON spells it as its flag does ("30m").
+type Duration time.Duration
+
+func (d Duration) String() string { return Span(time.Duration(d)) }
+
+// MarshalText spells the flag value.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a flag value.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
+// Record classes, for comparing two outcomes record by record.
+const (
+	classInvalid uint8 = iota
+	classOnTime
+	classLate
+	classDuplicate
+	classConflict
+	classTooLate
+)
+
+// judgement is one evaluation of a watermark replay with a lateness and a
+// retention.
+type judgement struct {
+	l         *replayLog
+	s         *sim
+	tp        triggers.Policy
+	retention int64 // ms
+	rng       Range
+	split     bool    // fill ByPartition and BySegment
+	classes   []uint8 // per record, when non-nil
+}
+
+// judge applies SPEC §4 to every valid record in arrival order with the
+// replay's own rule (event.Seen.Judge): the too-late gate, rule (a) on the
+// partition watermark before the record and rule (b) on the pipeline
+// watermark where it is judged, then dedup by event_id and fingerprint. A
+// counted record whose window end the pipeline watermark had passed is late
+// (a LATE revision; the stream's AfterEnd). An id is forgotten once the
+// pipeline watermark passes its counted window's end + retention, as the
+// stream's dedup state does: a later copy then counts again.
+func (j judgement) judge() Outcome {
+	l, s, tp := j.l, j.s, j.tp
+	o := Outcome{Bound: Duration(s.bound), Idle: Duration(s.idle), Lateness: Duration(tp.AllowedLateness), Retention: Duration(time.Duration(j.retention) * time.Millisecond)}
+	if j.split {
+		o.ByPartition, o.BySegment = make([]Fates, len(l.Partitions)), make([]Fates, len(l.Segments))
+	}
+	seen := make([]event.Seen, l.IDs)
+	countedIn := make([]int64, l.IDs) // the counted copy's window start
+	ever := make([]bool, l.IDs)       // counted at least once
+	first := make([]int32, l.IDs)     // first valid copy, +1
+	openOnTime := map[int64]bool{}
+	fate := func(r rec, f func(*Fates) *Tally) {
+		if !j.rng.Contains(tp.WindowStart(r.et)) {
+			return
+		}
+		f(&o.Fates).add(r.amount)
+		if j.split {
+			f(&o.ByPartition[r.part]).add(r.amount)
+			f(&o.BySegment[r.seg]).add(r.amount)
+		}
+	}
+	for i, r := range l.recs {
+		if !r.valid {
+			continue
+		}
+		if first[r.id] == 0 {
+			first[r.id] = int32(i + 1)
+		}
+		ws := tp.WindowStart(r.et)
+		sn := &seen[r.id]
+		if sn.Counted && j.retention > 0 && s.pipe[i] >= tp.WindowEnd(countedIn[r.id])+j.retention {
+			*sn = event.Seen{} // forgotten: the dedup horizon passed
+		}
+		closed := tp.Closed(ws, s.own[i]) || tp.Closed(ws, s.pipe[i])
+		in := j.rng.Contains(ws)
+		class := classTooLate
+		switch sn.Judge(r.fp, closed) {
+		case event.Counted:
+			late := s.pipe[i] >= tp.WindowEnd(ws)
+			class = classOnTime
+			if late {
+				class = classLate
+			} else {
+				openOnTime[ws] = true
+			}
+			countedIn[r.id] = ws
+			if in {
+				o.Records.Counted++
+			}
+			switch {
+			case ever[r.id]:
+				if in {
+					o.DoubleCounted.add(r.amount)
+				}
+			case late:
+				fate(r, func(f *Fates) *Tally { return &f.Late })
+			default:
+				fate(r, func(f *Fates) *Tally { return &f.OnTime })
+			}
+			ever[r.id] = true
+		case event.Duplicate:
+			class = classDuplicate
+			if in {
+				o.Records.Duplicates++
+			}
+		case event.Conflict:
+			class = classConflict
+			if in {
+				o.Records.Conflicts++
+			}
+		default:
+			if in {
+				o.Records.TooLate++
+			}
+		}
+		if j.classes != nil {
+			j.classes[i] = class
+		}
+	}
+	for id, f := range first {
+		if f > 0 && !ever[id] {
+			fate(l.recs[f-1], func(f *Fates) *Tally { return &f.TooLate })
+		}
+	}
+	o.OnTime = latency(s, tp, j.rng, openOnTime)
+	return o
+}
+
+// latency measures when ON_TIME came for the windows that had data before
+// it.
+func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency {
+	if s.onTime == nil {
+		return Latency{}
+	}
+	lt := Latency{Known: true}
+	var ds []int64
+	for ws := range open {
+		if !rng.Contains(ws) {
+			continue
+		}
+		lt.Windows++
+		at, ok := s.onTime[ws]
+		if !ok {
+			lt.Never++
+			continue
+		}
+		ds = append(ds, max(0, at-tp.WindowEnd(ws)))
+	}
+	slices.Sort(ds)
+	if len(ds) > 0 {
+		lt.P50, lt.P95, lt.Max = nearestRank(ds, 50), nearestRank(ds, 95), ds[len(ds)-1]
+	}
+	return lt
+}
+
+// nearestRank is the p-th percentile of sorted values, nearest rank (as
+// internal/delay reads its buckets).
+func nearestRank(sorted []int64, p int) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := (len(sorted)*p + 99) / 100
+	return sorted[max(rank, 1)-1]
+}

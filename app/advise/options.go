@@ -1,0 +1,184 @@
+package advise
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/app/reconcile"
+	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/triggers"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// Range selects the windows measured, as reconcile's --from/--to/--date do.
+type Range = reconcile.Range
+
+// Options are the settings of one advice run: the job's current settings
+// (named and spelled as cmd/launch's flags), the candidate values to try and
+// the user's targets.
+type Options struct {
+	// Source is the raw-log folder (local, gs://, s3://) or a Pub/Sub
+	// archive (--source).
+	Source string
+	// ArrivalField names a payload field that holds each record's arrival
+	// instant (RFC 3339 or epoch ms, like event_time), e.g. a collector's
+	// received_at (--arrival-field). Without it a Pub/Sub archive's publish
+	// times are the arrival clock; a folder has none (see Clock).
+	ArrivalField string
+	// Segments are the payload fields figures are split by (--segment-by;
+	// default the job's --dimensions). They only group figures: the
+	// fingerprint stays the job's.
+	Segments []string
+	// Range selects the windows measured (--from/--to or --date); every
+	// record is still replayed, since watermarks need them all.
+	Range Range
+
+	// The job's settings: validation, watermark, windows, dedup.
+	Event     event.Config
+	Watermark watermark.Policy
+	Triggers  triggers.Policy
+	// Retention is --dedup-retention; 0 means window + allowed lateness.
+	Retention time.Duration
+
+	// Try holds the candidate values of each setting; the current value is
+	// always added.
+	Try Candidates
+	// Targets drive the recommendation.
+	Targets Targets
+
+	// Report is the report file (.html, .md or .json), or "".
+	Report string
+	// JobReport is a cmd/launch JSON run report whose delay metrics (what
+	// the stream measured) are shown beside the advisor's, or "".
+	JobReport string
+	// Now is the processing time records without an arrival clock are read
+	// at (the --max-future check); zero means the wall clock.
+	Now time.Time
+}
+
+// Candidates are the values tried for each setting.
+type Candidates struct {
+	Bounds, Lateness, Retention, Idle []time.Duration
+	// LatenessPercentiles adds the measured event lateness's percentiles
+	// (rounded up to a minute) to Bounds.
+	LatenessPercentiles []int
+}
+
+// Targets are what the user asks of the settings. Shares are in parts per
+// million, so that comparisons are exact.
+type Targets struct {
+	// LateSharePPM bounds the share of events, and of revenue, that reach
+	// the correction path (LATE revisions); -1 when not set.
+	LateSharePPM int64
+	// TooLateSharePPM bounds the share left to reconciliation; -1 when
+	// not set (the allowed lateness then stays as it is: it is the
+	// business's correction period).
+	TooLateSharePPM int64
+	// OnTime bounds how long after its end every window's ON_TIME row comes
+	// (needs an arrival clock); 0 when not set.
+	OnTime time.Duration
+	// ResidualDups bounds the copies counted twice.
+	ResidualDups int64
+}
+
+// Defaults are cmd/launch's defaults, the candidates of the docs and the
+// targets of the example: 1 % late, no duplicate counted twice.
+func Defaults() Options {
+	return Options{
+		Event:     event.DefaultConfig(),
+		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
+		Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
+		Try: Candidates{
+			Bounds:              durations(time.Minute, 2*time.Minute, 5*time.Minute, 10*time.Minute, 15*time.Minute, 30*time.Minute, time.Hour, 2*time.Hour),
+			LatenessPercentiles: []int{90, 95, 99},
+			Lateness:            durations(time.Hour, 6*time.Hour, 12*time.Hour, 24*time.Hour, 48*time.Hour),
+			Retention:           durations(time.Hour, 6*time.Hour, 12*time.Hour, 25*time.Hour, 48*time.Hour),
+			Idle:                durations(time.Minute, 2*time.Minute, 5*time.Minute, 10*time.Minute, 15*time.Minute, 30*time.Minute, time.Hour),
+		},
+		Targets: Targets{LateSharePPM: 10_000, TooLateSharePPM: -1, ResidualDups: 0},
+	}
+}
+
+func durations(ds ...time.Duration) []time.Duration { return ds }
+
+// RetentionOrDefault is the job's dedup retention: --dedup-retention, or
+// window + allowed lateness.
+func (o Options) RetentionOrDefault() time.Duration {
+	if o.Retention == 0 {
+		return o.Triggers.Window + o.Triggers.AllowedLateness
+	}
+	return o.Retention
+}
+
+// Validate checks every setting without touching the source, each error
+// naming its flag.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Source == "" {
+		errs = append(errs, errors.New("--source is required (a raw-log folder or a Pub/Sub archive)"))
+	}
+	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
+	if min := o.Triggers.Window + o.Triggers.AllowedLateness; o.Retention != 0 && o.Retention < min {
+		errs = append(errs, fmt.Errorf("--dedup-retention %v is shorter than window + allowed lateness (%v): cmd/launch refuses it; try shorter horizons with --try-dedup-retention", o.Retention, min))
+	}
+	if o.ArrivalField != "" {
+		if err := (event.Config{MaxFuture: 1, MaxLine: 1, Dimensions: []string{o.ArrivalField}}).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--arrival-field: %w", err))
+		}
+	}
+	if err := (event.Config{MaxFuture: 1, MaxLine: 1, Dimensions: o.Segments}).Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--segment-by: %w", err))
+	}
+	for _, c := range []struct {
+		flag string
+		ds   []time.Duration
+		zero bool
+	}{
+		{"--try-ooo-bound", o.Try.Bounds, true},
+		{"--try-allowed-lateness", o.Try.Lateness, true},
+		{"--try-dedup-retention", o.Try.Retention, false},
+		{"--try-idle-timeout", o.Try.Idle, false},
+	} {
+		for _, d := range c.ds {
+			if d < 0 || d == 0 && !c.zero || d%time.Millisecond != 0 {
+				errs = append(errs, fmt.Errorf("%s: %v is not a usable value (want whole milliseconds, %s)", c.flag, d, map[bool]string{true: "0 or more", false: "more than 0"}[c.zero]))
+			}
+		}
+	}
+	for _, p := range o.Try.LatenessPercentiles {
+		if p <= 0 || p > 100 {
+			errs = append(errs, fmt.Errorf("--try-lateness-percentiles: %d is not a percentile (1 to 100)", p))
+		}
+	}
+	t := o.Targets
+	if t.LateSharePPM > 1_000_000 || t.TooLateSharePPM > 1_000_000 {
+		errs = append(errs, errors.New("--target-late-share and --target-too-late-share are at most 100%"))
+	}
+	if t.OnTime < 0 {
+		errs = append(errs, fmt.Errorf("--target-ontime must not be negative, got %v", t.OnTime))
+	}
+	if t.ResidualDups < 0 {
+		errs = append(errs, fmt.Errorf("--target-residual-dups must not be negative, got %d", t.ResidualDups))
+	}
+	if o.Report != "" {
+		if err := report.CheckPath(o.Report); err != nil {
+			errs = append(errs, fmt.Errorf("--report: %w", err))
+		}
+	}
+	if o.JobReport != "" && !strings.HasSuffix(strings.ToLower(o.JobReport), ".json") {
+		errs = append(errs, fmt.Errorf("--job-report %q: want a cmd/launch run report ending in .json", o.JobReport))
+	}
+	return errors.Join(errs...)
+}
+
+// candidates returns the values to try for one setting: the given ones and
+// the current one, sorted, without repeats.
+func candidates(try []time.Duration, current time.Duration) []time.Duration {
+	out := append(slices.Clone(try), current)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

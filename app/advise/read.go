@@ -1,0 +1,318 @@
+package advise
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Clock is where a record's arrival instant (the processing time a live job
+// would read it at) comes from.
+type Clock uint8
+
+const (
+	// NoClock: the log says nothing about arrival. Figures that need
+	// processing time (when ON_TIME comes, idleness) are not computed, and
+	// the late share is judged by each partition's own watermark, as a
+	// replay of the log would (an upper bound for a live job, whose
+	// pipeline watermark trails the slowest partition).
+	NoClock Clock = iota
+	// FieldClock: a payload field (--arrival-field).
+	FieldClock
+	// PublishClock: a Pub/Sub archive's publish times (its sidecars).
+	PublishClock
+)
+
+func (c Clock) String() string {
+	return [...]string{"none", "payload field", "Pub/Sub publish time"}[c]
+}
+
+// rec is one record of the replayed log, validated once with the job's
+// rules. Every figure is computed from these.
+type rec struct {
+	at      int64 // arrival, epoch ms (non-decreasing within a partition); 0 without a clock
+	et      int64 // event time (valid records)
+	amount  int64 // micros
+	fp      uint64
+	id      uint32 // interned event_id
+	seg     uint32 // interned segment
+	part    uint16
+	valid   bool
+	backlog bool // a Pub/Sub archive line pulled from a backlog
+}
+
+// replayLog is the whole raw log in arrival order across partitions: by
+// arrival instant, then partition, then each partition's own order (without
+// a clock, partition after partition, as the offline oracle replays).
+type replayLog struct {
+	Source     string
+	Partitions []string
+	Segments   []string // segment keys (canonical JSON objects), by index
+	Clock      Clock
+	IDs        int // distinct event ids
+	recs       []rec
+
+	// Read counts the records (non-blank lines), Valid those that passed
+	// validation; Quarantined splits the rest by reason.
+	Read, Valid, Blank int64
+	Quarantined        map[string]int64
+	// NoArrival counts records whose arrival had to be taken from their
+	// neighbours (the field missing or unreadable).
+	NoArrival int64
+	// Start and End are the first and last arrival instants.
+	Start, End int64
+}
+
+// readLog reads every partition of the source in arrival order with the
+// stream's rules: rawlog for lines and positions, rawlog.Stamper and
+// event.Parse for validation, the Pub/Sub archive's sidecars for publish
+// times and backlog flags.
+func readLog(ctx context.Context, o Options) (*replayLog, error) {
+	parts, err := rawlog.ListPartitions(o.Source)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--source %s: no such folder", o.Source)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("--source %s: no partitions (an empty folder)", o.Source)
+	}
+	if len(parts) > math.MaxUint16 {
+		return nil, fmt.Errorf("--source %s: %d partitions, more than the advisor reads (%d)", o.Source, len(parts), math.MaxUint16)
+	}
+	l := &replayLog{Source: o.Source, Partitions: parts, Quarantined: map[string]int64{}}
+	if o.ArrivalField != "" {
+		l.Clock = FieldClock
+	} else if archive(parts) {
+		l.Clock = PublishClock
+	}
+	r := newReader(o, l)
+	var byPart [][]rec
+	for i, p := range parts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		recs, err := r.partition(uint16(i), p)
+		if err != nil {
+			return nil, err
+		}
+		byPart = append(byPart, recs)
+	}
+	l.IDs = len(r.ids)
+	l.Segments = r.segs
+	l.recs = slices.Concat(byPart...)
+	if l.Clock != NoClock {
+		// Stable: ties keep partition order, then each partition's own.
+		slices.SortStableFunc(l.recs, func(a, b rec) int { return cmp.Compare(a.at, b.at) })
+		l.Start, l.End = l.recs[0].at, l.recs[len(l.recs)-1].at
+	}
+	return l, nil
+}
+
+// archive reports whether the partitions are a Pub/Sub archive's.
+func archive(parts []string) bool {
+	for _, p := range parts {
+		if p != pubsub.Partition && !strings.HasPrefix(p, pubsub.Partition+"-") {
+			return false
+		}
+	}
+	return true
+}
+
+type reader struct {
+	o   Options
+	l   *replayLog
+	ids map[string]uint32
+	// segs interns segment keys; segIdx finds them.
+	segs   []string
+	segIdx map[string]uint32
+	// side is the parse config that extracts the segment and arrival
+	// fields (nil when neither is asked for).
+	side *event.Config
+	now  int64
+}
+
+func newReader(o Options, l *replayLog) *reader {
+	r := &reader{o: o, l: l, ids: map[string]uint32{}, segIdx: map[string]uint32{}, now: o.Now.UnixMilli()}
+	r.intern(event.NoDims)
+	if len(o.Segments) > 0 || o.ArrivalField != "" {
+		c := o.Event
+		c.Dimensions = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(o.Segments), nonEmpty(o.ArrivalField)...))))
+		c.MaxAge = 0
+		r.side = &c
+	}
+	return r
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func (r *reader) intern(seg string) uint32 {
+	i, ok := r.segIdx[seg]
+	if !ok {
+		i = uint32(len(r.segs))
+		r.segs = append(r.segs, seg)
+		r.segIdx[seg] = i
+	}
+	return i
+}
+
+// partition reads one partition in its arrival order.
+func (r *reader) partition(idx uint16, name string) ([]rec, error) {
+	var out []rec
+	var side sidecar
+	st := rawlog.NewStamper(r.o.Watermark, r.o.Event, r.now)
+	info, err := rawlog.Scan(r.o.Source, name, r.o.Event.MaxLine, r.now, func(m model.Record) error {
+		r.l.Read++
+		x := rec{part: idx, at: -1}
+		if r.l.Clock == PublishClock {
+			e, err := side.entry(r.o.Source, m.Position)
+			if err != nil {
+				return err
+			}
+			if e != nil {
+				x.at, x.backlog = e.Publish, e.Backlog
+			}
+		}
+		seg := uint32(0)
+		if r.side != nil {
+			at, s := r.sideFields(m)
+			if r.l.Clock == FieldClock {
+				x.at = at
+			}
+			seg = s
+		}
+		if x.at >= 0 {
+			m.ReadAt = x.at // a live job reads the record when it arrives
+		}
+		st.Partition().Backlog(x.backlog)
+		ev, q := st.Stamp(&m)
+		if q != nil {
+			r.l.Quarantined[q.Reason]++
+		} else {
+			r.l.Valid++
+			id, ok := r.ids[ev.EventID]
+			if !ok {
+				if len(r.ids) == math.MaxUint32 {
+					return fmt.Errorf("more than %d distinct event ids: advise on a shorter stretch (--from/--to select windows, a smaller folder the records)", math.MaxUint32)
+				}
+				id = uint32(len(r.ids))
+				r.ids[ev.EventID] = id
+			}
+			x.valid, x.et, x.amount, x.fp, x.id, x.seg = true, ev.EventTime, ev.AmountMicros, ev.Fingerprint, id, seg
+		}
+		out = append(out, x)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read partition %q: %w", name, err)
+	}
+	r.l.Blank += int64(info.Blank)
+	if r.l.Clock != NoClock {
+		r.l.NoArrival += fillArrivals(out)
+	}
+	return out, nil
+}
+
+// sideFields reads a record's arrival instant (-1 when absent or
+// unreadable) and segment from its payload, with event.Parse's canonical
+// forms. An invalid line has neither; validation quarantines it anyway.
+func (r *reader) sideFields(m model.Record) (at int64, seg uint32) {
+	m.ReadAt, m.WatermarkBefore = math.MaxInt64/2, model.NoWatermark // only the fields are wanted here
+	ev, q := event.Parse(m, *r.side)
+	if q != nil {
+		return -1, 0
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(ev.Dims), &fields); err != nil {
+		return -1, 0
+	}
+	at = -1
+	if raw := fields[r.o.ArrivalField]; r.o.ArrivalField != "" && string(raw) != "null" {
+		if t, err := event.ParseEventTime(raw); err == nil {
+			at = t
+		}
+	}
+	s, err := event.CanonicalDims(fields, r.o.Segments)
+	if err != nil {
+		return at, 0
+	}
+	return at, r.intern(s)
+}
+
+// fillArrivals makes a partition's arrivals usable as its processing time:
+// a reader reads line k after line k-1, so an arrival never goes back (a
+// smaller one is raised to the one before), and a record without one takes
+// its predecessor's (the first ones their first successor's). It returns
+// how many had none.
+func fillArrivals(recs []rec) (missing int64) {
+	last := int64(-1)
+	for i := range recs {
+		if recs[i].at < 0 {
+			missing++
+		}
+		if recs[i].at < last {
+			recs[i].at = last
+		}
+		last = recs[i].at
+	}
+	first := int64(-1)
+	for i := range recs {
+		if recs[i].at >= 0 {
+			first = recs[i].at
+			break
+		}
+	}
+	for i := 0; i < len(recs) && recs[i].at < 0; i++ {
+		recs[i].at = max(first, 0)
+	}
+	return missing
+}
+
+// sidecar reads the Pub/Sub archive's sidecar of the file being scanned.
+type sidecar struct {
+	file    string // partition/file of entries
+	entries []pubsub.SidecarEntry
+}
+
+// entry is the sidecar entry of the record at a file position, nil when the
+// sidecar has none (an archive that lost it).
+func (s *sidecar) entry(dir, pos string) (*pubsub.SidecarEntry, error) {
+	part, file, line, ok := rawlog.ParsePosition(pos)
+	if !ok {
+		return nil, nil
+	}
+	if key := part + "/" + file; key != s.file {
+		s.file, s.entries = key, nil
+		f, err := files.Open(context.Background(), files.Join(rawlog.PartitionDir(dir, part), rawlog.SidecarName(file)), 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pubsub archive sidecar of %s: %w", key, err)
+		}
+		s.entries = pubsub.ReadSidecar(f)
+		f.Close()
+	}
+	if line-1 < len(s.entries) {
+		return &s.entries[line-1], nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,332 @@
+package advise
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/model"
+)
+
+// MaxSegments is how many segments the tables list (the most events
+// first); the JSON figures have them all.
+const MaxSegments = 12
+
+// NewReport lays the advice out as the report's sections: the command's
+// summary, and the .md, .html and .json forms, all from these.
+func NewReport(a *Advice) *report.Advice {
+	r := &report.Advice{Title: "Settings advice for " + a.Log.Source, Figures: a}
+	r.Sections = []report.AdviceSection{a.logSection(), a.boundSection(), a.latenessSection(), a.retentionSection(), a.idleSection()}
+	if a.Job != nil {
+		r.Sections = append(r.Sections, a.jobSection())
+	}
+	r.Sections = append(r.Sections, a.recommendationSection())
+	rec := a.Recommendation.Outcome.Bound
+	for _, b := range a.Bounds {
+		t := b.Fates.Total()
+		r.TradeOff = append(r.TradeOff, report.TradeOffPoint{
+			Bound: b.Bound.String(), BoundMs: b.Bound.ms(),
+			LateEvents: percent(b.Fates.Late.Events, t.Events), LateRevenue: percent(b.Fates.Late.RevenueMicros, t.RevenueMicros),
+			TooLateEvents: percent(b.Fates.TooLate.Events, t.Events),
+			Current:       b.Bound == Duration(a.Options.Watermark.OutOfOrderBound), Recommended: b.Bound == rec,
+		})
+	}
+	return r
+}
+
+func (d Duration) ms() int64 { return int64(d) / 1e6 }
+
+func percent(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(whole)
+}
+
+// shares renders "1.23% / 1.30%": of events / of revenue.
+func shares(part, total Tally) string {
+	return Share(part.Events, total.Events) + " / " + Share(part.RevenueMicros, total.RevenueMicros)
+}
+
+func (lt Latency) String() string {
+	if !lt.Known {
+		return "bound + transport delay (no arrival clock)"
+	}
+	if lt.Windows == 0 {
+		return "—"
+	}
+	s := report.Delay(lt.P50) + " / " + report.Delay(lt.P95) + " / " + report.Delay(lt.Max)
+	if lt.Never > 0 {
+		s += fmt.Sprintf(" (%d never)", lt.Never)
+	}
+	return s
+}
+
+func count(n int64) string { return report.Count(n) }
+
+func tally(t Tally) string { return count(t.Events) + " (" + model.FormatMicros(t.RevenueMicros) + ")" }
+
+func (a *Advice) logSection() report.AdviceSection {
+	l, o := a.Log, a.Options
+	var q int64
+	for _, n := range l.Quarantined {
+		q += n
+	}
+	s := report.AdviceSection{Title: "Raw log"}
+	add := func(format string, args ...any) { s.Lines = append(s.Lines, fmt.Sprintf(format, args...)) }
+	add("%s: %d partitions, %s records (%s valid, %s quarantined), %s event ids", l.Source, len(l.Partitions),
+		count(l.Read), count(l.Valid), count(q), count(int64(l.IDs)))
+	switch {
+	case l.Clock == NoClock.String():
+		add("arrival clock: none (no --arrival-field, not a Pub/Sub archive): late shares are judged by each partition's own watermark, as a replay judges them; no ON_TIME timing, no idleness")
+	default:
+		clock := l.Clock
+		if o.ArrivalField != "" {
+			clock += " " + o.ArrivalField
+		}
+		add("arrival clock: %s, from %s to %s", clock, model.FormatTime(l.First), model.FormatTime(l.Last))
+		if l.NoArrival > 0 {
+			add("%s records had no arrival instant and took their predecessor's", count(l.NoArrival))
+		}
+	}
+	if !o.Range.All() {
+		add("windows measured: %s (every record is replayed: watermarks need them all)", o.Range)
+	}
+	add("current settings: %s", strings.Join(a.Settings, " "))
+	d := a.Lateness
+	add("event lateness (behind the largest event time its partition had shown) of %s valid records: p50 %s, p90 %s, p95 %s, p99 %s, max %s",
+		count(d.Count), report.Delay(d.P50), report.Delay(d.P90), report.Delay(d.P95), report.Delay(d.P99), report.Delay(d.Max))
+	return s
+}
+
+func (a *Advice) boundSection() report.AdviceSection {
+	o := a.Options
+	s := report.AdviceSection{Title: "Out-of-order bound (--ooo-bound)", TradeOff: true}
+	s.Lines = []string{fmt.Sprintf("with --idle-timeout=%s --allowed-lateness=%s; shares of events / of revenue; ON_TIME: processing time after the window end",
+		Span(o.Watermark.IdleTimeout), Span(o.Triggers.AllowedLateness))}
+	t := outcomeTable([]string{"bound", "on time", "late (LATE revisions)", "too late", "ON_TIME p50 / p95 / max"}, a.Bounds,
+		func(b Outcome) Duration { return b.Bound }, o.Watermark.OutOfOrderBound,
+		func(b Outcome, tot Tally) []string {
+			return []string{shares(b.Fates.OnTime, tot), shares(b.Fates.Late, tot), shares(b.Fates.TooLate, tot), b.OnTime.String()}
+		})
+	s.Tables = append(s.Tables, t, a.split("partition", a.Log.Partitions, func(b Outcome) []Fates { return b.ByPartition }, len(a.Log.Partitions)))
+	if len(o.Segments) > 0 {
+		s.Tables = append(s.Tables, a.split("segment "+strings.Join(o.Segments, ","), a.Log.Segments, func(b Outcome) []Fates { return b.BySegment }, MaxSegments))
+	}
+	return s
+}
+
+// outcomeTable is one row per value tried of a setting, the current one
+// marked.
+func outcomeTable(head []string, outs []Outcome, setting func(Outcome) Duration, current time.Duration, cells func(Outcome, Tally) []string) report.Table {
+	t := report.Table{Head: head, Current: -1}
+	for i, o := range outs {
+		if setting(o) == Duration(current) {
+			t.Current = i
+		}
+		t.Rows = append(t.Rows, append([]string{setting(o).String()}, cells(o, o.Fates.Total())...))
+	}
+	return t
+}
+
+// split is the late / too-late share of events per partition or segment,
+// one column per bound.
+func (a *Advice) split(what string, names []string, by func(Outcome) []Fates, limit int) report.Table {
+	t := report.Table{Caption: "late % / too late % of events by " + what + ", per bound", Head: []string{what}, Current: -1}
+	if len(a.Bounds) == 0 {
+		return t
+	}
+	cur := a.Bounds[0]
+	for _, b := range a.Bounds {
+		t.Head = append(t.Head, b.Bound.String())
+		if b.Bound == Duration(a.Options.Watermark.OutOfOrderBound) {
+			cur = b
+		}
+	}
+	var idx []int
+	for i := range names {
+		if by(cur)[i].Total().Events > 0 {
+			idx = append(idx, i)
+		}
+	}
+	if what != "partition" {
+		slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(by(cur)[y].Total().Events, by(cur)[x].Total().Events) })
+	}
+	if len(idx) > limit {
+		t.Note = fmt.Sprintf("the %d with the most events of %d; the JSON form has them all", limit, len(idx))
+		idx = idx[:limit]
+	}
+	for _, i := range idx {
+		row := []string{segmentLabel(names[i])}
+		for _, b := range a.Bounds {
+			f := by(b)[i]
+			n := f.Total().Events
+			row = append(row, strings.TrimSuffix(Share(f.Late.Events, n), "%")+" / "+strings.TrimSuffix(Share(f.TooLate.Events, n), "%"))
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+func (a *Advice) latenessSection() report.AdviceSection {
+	o := a.Options
+	s := report.AdviceSection{Title: "Allowed lateness (--allowed-lateness)"}
+	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --idle-timeout=%s; too late is left to reconciliation (audited in too_late_events)",
+		Span(o.Watermark.OutOfOrderBound), Span(o.Watermark.IdleTimeout))}
+	t := outcomeTable([]string{"lateness", "late (LATE revisions)", "too late", "too late events", "too late revenue"}, a.LatenessTable,
+		func(r Outcome) Duration { return r.Lateness }, o.Triggers.AllowedLateness,
+		func(r Outcome, tot Tally) []string {
+			return []string{shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
+		})
+	s.Tables = []report.Table{t}
+	return s
+}
+
+func (a *Advice) retentionSection() report.AdviceSection {
+	o, c := a.Options, a.Copies
+	floor := o.Triggers.Window + o.Triggers.AllowedLateness
+	s := report.AdviceSection{Title: "Dedup retention (--dedup-retention)"}
+	add := func(format string, args ...any) { s.Lines = append(s.Lines, fmt.Sprintf(format, args...)) }
+	add("cmd/launch refuses less than window + allowed lateness = %s: the too-late gate comes before dedup, so a longer horizon changes no verdict", Span(floor))
+	add("later copies of an event id: %s (%s identical, %s conflicting)", count(c.Copies), count(c.Identical), count(c.Conflicting))
+	if c.Copies > 0 {
+		g := c.GapEventTime
+		add("watermark past the first copy's window end when a copy came: p50 %s, p90 %s, p99 %s, max %s", report.Delay(g.P50), report.Delay(g.P90), report.Delay(g.P99), report.Delay(g.Max))
+		if g := c.GapArrival; g.Count > 0 {
+			add("arrival after the first copy: p50 %s, p90 %s, p99 %s, max %s", report.Delay(g.P50), report.Delay(g.P90), report.Delay(g.P99), report.Delay(g.Max))
+		}
+	}
+	t := report.Table{Head: []string{"horizon", "id forgotten before a copy came", "copy later than it (arrival)", "counted twice", "revenue counted twice", "too late anyway (reconcile)"}, Current: -1}
+	for i, r := range a.Retention {
+		name := r.Retention.String()
+		if r.Refused {
+			name += " (refused)"
+		}
+		if r.Retention == Duration(o.RetentionOrDefault()) {
+			t.Current = i
+		}
+		arrival := "—"
+		if r.BeyondArrival >= 0 {
+			arrival = count(r.BeyondArrival)
+		}
+		t.Rows = append(t.Rows, []string{name, count(r.BeyondEventTime), arrival, count(r.DoubleCounted.Events), model.FormatMicros(r.DoubleCounted.RevenueMicros), count(r.ToReconcile)})
+	}
+	s.Tables = []report.Table{t}
+	return s
+}
+
+func (a *Advice) idleSection() report.AdviceSection {
+	o := a.Options
+	s := report.AdviceSection{Title: "Idle timeout (--idle-timeout)"}
+	if len(a.Idle) == 0 {
+		s.Lines = []string{"needs an arrival clock (--arrival-field, or a Pub/Sub archive's publish times): silences are processing time"}
+		return s
+	}
+	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --allowed-lateness=%s; \"by idleness\": judged late or too late, but not had no partition gone idle",
+		Span(o.Watermark.OutOfOrderBound), Span(o.Triggers.AllowedLateness))}
+	sl := report.Table{Caption: "silences (processing time between arrivals) per partition", Head: []string{"partition", "records", "longest"}, Current: -1}
+	for _, it := range a.Idle {
+		sl.Head = append(sl.Head, "≥ "+it.Idle.String())
+	}
+	for _, p := range a.Silences {
+		row := []string{p.Partition, count(p.Records), report.Delay(p.Longest)}
+		for _, n := range p.AtLeast {
+			row = append(row, count(n))
+		}
+		sl.Rows = append(sl.Rows, row)
+	}
+	t := report.Table{Head: []string{"timeout", "went idle", "came back with late data", "late by idleness", "too late by idleness", "ON_TIME p50 / p95 / max"}, Current: -1}
+	for i, r := range a.Idle {
+		if r.Idle == Duration(o.Watermark.IdleTimeout) {
+			t.Current = i
+		}
+		t.Rows = append(t.Rows, []string{r.Idle.String(), count(int64(r.Episodes)), count(int64(r.EpisodesWithLoss)), tally(r.LateByIdle), tally(r.TooLateByIdle), r.OnTime.String()})
+	}
+	s.Tables = []report.Table{sl, t}
+	return s
+}
+
+func (a *Advice) jobSection() report.AdviceSection {
+	j := a.Job
+	s := report.AdviceSection{Title: "What the job measured (" + j.Path + ")"}
+	s.Lines = []string{
+		fmt.Sprintf("the job ran with --ooo-bound=%s --allowed-lateness=%s: read %s, duplicates %s, conflicts %s, too late %s",
+			orDash(j.Settings["ooo-bound"]), orDash(j.Settings["allowed-lateness"]), count(j.Read), count(j.Duplicates), count(j.Conflicts), count(j.TooLate)),
+		"the job counts every valid event it reads into its delay buckets: read from its start, the same log gives the advisor's lateness buckets; arrival delay (read time − event time) only a live run measures",
+	}
+	t := report.Table{Head: []string{"delay"}, Rows: [][]string{{"event lateness (job)"}, {"event lateness (advisor)"}, {"arrival delay (job)"}}, Current: -1}
+	for i, b := range j.Lateness.Buckets {
+		t.Head = append(t.Head, b.Label)
+		t.Rows[0] = append(t.Rows[0], count(b.Count))
+		var mine, arr int64
+		if i < len(a.Lateness.Buckets) {
+			mine = a.Lateness.Buckets[i]
+		}
+		if i < len(j.Arrival.Buckets) {
+			arr = j.Arrival.Buckets[i].Count
+		}
+		t.Rows[1], t.Rows[2] = append(t.Rows[1], count(mine)), append(t.Rows[2], count(arr))
+	}
+	s.Tables = []report.Table{t}
+	return s
+}
+
+// segmentLabel shows a segment's canonical JSON object as field=value
+// pairs ("country=US,platform=ios"); a partition name stays as it is.
+func segmentLabel(s string) string {
+	var fields map[string]json.RawMessage
+	if !strings.HasPrefix(s, "{") || json.Unmarshal([]byte(s), &fields) != nil {
+		return s
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		v := string(fields[k])
+		var str string
+		if json.Unmarshal(fields[k], &str) == nil {
+			v = str
+		}
+		out = append(out, k+"="+v)
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, ",")
+}
+
+func orDash(s string) string { return cmp.Or(s, "—") }
+
+func (a *Advice) recommendationSection() report.AdviceSection {
+	o, r := a.Options, a.Recommendation
+	t := o.Targets
+	var ts []string
+	if t.LateSharePPM >= 0 {
+		ts = append(ts, "late ≤ "+PPM(t.LateSharePPM))
+	}
+	if t.TooLateSharePPM >= 0 {
+		ts = append(ts, "too late ≤ "+PPM(t.TooLateSharePPM))
+	}
+	if t.OnTime > 0 {
+		ts = append(ts, "ON_TIME ≤ "+Span(t.OnTime)+" after the window end")
+	}
+	ts = append(ts, fmt.Sprintf("counted twice ≤ %d", t.ResidualDups))
+	s := report.AdviceSection{Title: "Recommendation (targets: " + strings.Join(ts, ", ") + ")"}
+	if r.Met {
+		s.Lines = append(s.Lines, "the smallest candidate settings that meet every target:")
+	} else {
+		s.Lines = append(s.Lines, "no candidate meets every target; the smallest meeting the others:")
+		for _, m := range r.Misses {
+			s.Lines = append(s.Lines, "missed: "+m)
+		}
+	}
+	f, tot := r.Outcome.Fates, r.Outcome.Fates.Total()
+	s.Lines = append(s.Lines, fmt.Sprintf("achieves: late %s, too late %s (events / revenue), ON_TIME p50 / p95 / max %s, counted twice %d",
+		shares(f.Late, tot), shares(f.TooLate, tot), r.Outcome.OnTime, r.Outcome.DoubleCounted.Events))
+	s.Lines = append(s.Lines, "a new policy is a configuration release: the advisor never changes a running job")
+	s.Command = "go run ./cmd/launch " + strings.Join(r.Flags, " ")
+	return s
+}

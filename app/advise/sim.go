@@ -1,0 +1,215 @@
+package advise
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// never is the idle timeout of "no partition ever goes idle": the
+// reference the idle table compares with.
+const never = 100 * 365 * 24 * time.Hour
+
+// sim is one replay of the log's watermarks under one out-of-order bound
+// and idle timeout: for every record, what the stream's rules make of
+// event-time progress where it is judged. The per-partition rules are
+// watermark.Partition's (Observe for the partition watermark, Report for
+// what a source hands the runner, idleness and the all-idle advance), so
+// the advisor's watermarks are the stream's.
+type sim struct {
+	bound, idle time.Duration
+	// own is each record's partition watermark just before it (rule (a) of
+	// the too-late gate); pipe the pipeline watermark when it arrives (rule
+	// (b), and whether ON_TIME has passed). Without an arrival clock pipe
+	// is own: a replay judges each partition by its own progress.
+	own, pipe []int64
+	// onTime maps window starts to the processing time (epoch ms) the
+	// pipeline watermark reaches their end at: when ON_TIME comes. Absent:
+	// not within the log (the watermark holds). Nil without a clock.
+	onTime map[int64]int64
+	// episode is, per record, the idle episode its partition came back
+	// from last (-1: none yet); episodes counts them.
+	episode  []int32
+	episodes int
+}
+
+// replayWatermarks runs the watermark rules over the log in arrival order.
+func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim {
+	s := &sim{bound: p.OutOfOrderBound, idle: p.IdleTimeout, own: make([]int64, len(l.recs))}
+	if l.Clock == NoClock {
+		parts := make([]*watermark.Partition, len(l.Partitions))
+		for i := range parts {
+			parts[i] = watermark.NewPartition(p, 0)
+		}
+		for i, r := range l.recs {
+			s.own[i] = parts[r.part].Observe(r.et, r.valid, 0)
+		}
+		s.pipe = s.own
+		return s
+	}
+	s.pipe, s.episode = make([]int64, len(l.recs)), make([]int32, len(l.recs))
+	c := newClockRun(l, p, tp)
+	for i, r := range l.recs {
+		c.advance(r.at)
+		s.pipe[i] = c.pipe
+		part := c.parts[r.part]
+		part.Backlog(r.backlog)
+		s.own[i] = part.Observe(r.et, r.valid, r.at)
+		if ep := c.idleSince[r.part]; ep >= 0 {
+			// The first record after a silence long enough to go idle:
+			// what follows comes back from that episode.
+			c.back[r.part], c.idleSince[r.part] = ep, -1
+		}
+		s.episode[i] = c.back[r.part]
+	}
+	c.advance(math.MaxInt64) // the log's end: idleness and processing time go on
+	s.onTime, s.episodes = c.onTimes(), c.episodes
+	return s
+}
+
+// clockRun is the watermark replay with an arrival clock: every partition
+// reports at every instant something can change (an arrival, an idle
+// timeout expiring, processing time reaching a window end + the bound,
+// where an idle partition's advance crosses it), and the pipeline
+// watermark is the minimum of the reports, as a runner computes it.
+type clockRun struct {
+	bound, idle int64 // ms
+	parts       []*watermark.Partition
+	reported    []int64
+	back        []int32 // per partition: the episode it came back from last
+	idleSince   []int32 // per partition: its episode while idle and silent, else -1
+	episodes    int
+	pipe        int64
+	crossings   []int64 // window end + bound, sorted; next is crossings[0]
+	breaksAt    []int64 // processing times the pipeline watermark rose at
+	breaksTo    []int64 // and the value it rose to
+	windowEnds  []int64 // window starts with valid data, sorted, and their ends
+	starts      []int64
+	now         int64
+}
+
+func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun {
+	n := len(l.Partitions)
+	c := &clockRun{bound: p.OutOfOrderBound.Milliseconds(), idle: p.IdleTimeout.Milliseconds(), pipe: model.NoWatermark, now: math.MinInt64}
+	for range n {
+		c.parts = append(c.parts, watermark.NewPartition(p, l.Start))
+		c.reported = append(c.reported, model.NoWatermark)
+		c.back = append(c.back, -1)
+		c.idleSince = append(c.idleSince, -1)
+	}
+	seen := map[int64]bool{}
+	for _, r := range l.recs {
+		if ws := tp.WindowStart(r.et); r.valid && !seen[ws] {
+			seen[ws] = true
+			c.starts = append(c.starts, ws)
+		}
+	}
+	slices.Sort(c.starts)
+	for _, ws := range c.starts {
+		c.windowEnds = append(c.windowEnds, tp.WindowEnd(ws))
+		c.crossings = append(c.crossings, tp.WindowEnd(ws)+c.bound)
+	}
+	return c
+}
+
+// advance reports every instant before t, then t itself (t = MaxInt64:
+// every remaining instant, the log having ended).
+func (c *clockRun) advance(t int64) {
+	for {
+		next := c.nextInstant()
+		if next >= t {
+			break
+		}
+		c.report(next)
+	}
+	if t != math.MaxInt64 {
+		c.report(t)
+	}
+}
+
+// nextInstant is the next processing time after now at which a report can
+// differ without an arrival: a partition's idle timeout expiring, or a
+// window end + bound.
+func (c *clockRun) nextInstant() int64 {
+	next := int64(math.MaxInt64)
+	for len(c.crossings) > 0 && c.crossings[0] <= c.now {
+		c.crossings = c.crossings[1:]
+	}
+	if len(c.crossings) > 0 {
+		next = c.crossings[0]
+	}
+	for _, p := range c.parts {
+		st := p.State()
+		if !st.Idle {
+			if at := satAdd(st.LastActive, c.idle); at > c.now {
+				next = min(next, at)
+			}
+		}
+	}
+	return next
+}
+
+// report hands every partition's watermark to the runner at processing
+// time now, as each source does on each call, and takes the minimum.
+func (c *clockRun) report(now int64) {
+	c.now = now
+	// The lowest reports of the active partitions, for each partition's
+	// "the others that are active" (the all-idle rule of --idle-advance).
+	low1, low2, lowAt, active := int64(math.MaxInt64), int64(math.MaxInt64), -1, 0
+	for i, p := range c.parts {
+		if p.Idle(now) {
+			continue
+		}
+		active++
+		switch w := c.reported[i]; {
+		case w < low1:
+			low1, low2, lowAt = w, low1, i
+		case w < low2:
+			low2 = w
+		}
+	}
+	pipe := int64(math.MaxInt64)
+	for i, p := range c.parts {
+		others, any := low1, active > 0
+		if !p.Idle(now) {
+			any = active > 1
+			if i == lowAt {
+				others = low2
+			}
+		}
+		r := p.Report(now, others, any)
+		c.reported[i] = r.Watermark
+		if r.WentIdle {
+			c.idleSince[i] = int32(c.episodes)
+			c.episodes++
+		}
+		pipe = min(pipe, r.Watermark)
+	}
+	if pipe > c.pipe {
+		c.pipe = pipe
+		c.breaksAt, c.breaksTo = append(c.breaksAt, now), append(c.breaksTo, pipe)
+	}
+}
+
+// onTimes finds, for each window with data, the first processing time the
+// pipeline watermark reached its end.
+func (c *clockRun) onTimes() map[int64]int64 {
+	out := make(map[int64]int64, len(c.starts))
+	for k, ws := range c.starts {
+		if i, _ := slices.BinarySearch(c.breaksTo, c.windowEnds[k]); i < len(c.breaksTo) {
+			out[ws] = c.breaksAt[i]
+		}
+	}
+	return out
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -1,0 +1,144 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Advice is what the advisor (cmd/advise) found, as its report shows it:
+// the command builds the sections once (advise.NewReport) and this package
+// renders them as text (the command's summary), Markdown, HTML and JSON,
+// so the forms never disagree.
+type Advice struct {
+	Title    string          `json:"title"`
+	Sections []AdviceSection `json:"sections"`
+	// TradeOff is the out-of-order bound's trade-off, drawn as a chart in
+	// the HTML form: the share late against the bound.
+	TradeOff []TradeOffPoint `json:"trade_off"`
+	// Figures are the advisor's figures for machines (advise.Figures, with
+	// its own JSON names).
+	Figures any `json:"figures"`
+}
+
+// AdviceSection is one setting's part of the advice: some lines, then
+// tables.
+type AdviceSection struct {
+	Title  string   `json:"title"`
+	Lines  []string `json:"lines,omitempty"`
+	Tables []Table  `json:"tables,omitempty"`
+	// Command, when set, is the section's command line (the recommended
+	// flags), shown as code.
+	Command string `json:"command,omitempty"`
+	// TradeOff asks the HTML form to draw Advice.TradeOff after the tables.
+	TradeOff bool `json:"-"`
+}
+
+// Table is a titled table of display strings. Current is the index of the
+// row holding the job's current setting (-1: none), which every form marks.
+type Table struct {
+	Caption string     `json:"caption,omitempty"`
+	Head    []string   `json:"head"`
+	Rows    [][]string `json:"rows"`
+	Current int        `json:"current_row"`
+	// Note follows the table.
+	Note string `json:"note,omitempty"`
+}
+
+// TradeOffPoint is one bound tried: the shares (percent) of events and of
+// revenue that reach LATE revisions, and of events too late.
+type TradeOffPoint struct {
+	Bound         string  `json:"bound"`
+	BoundMs       int64   `json:"bound_ms"`
+	LateEvents    float64 `json:"late_events_pct"`
+	LateRevenue   float64 `json:"late_revenue_pct"`
+	TooLateEvents float64 `json:"too_late_events_pct"`
+	Current       bool    `json:"current"`
+	Recommended   bool    `json:"recommended"`
+}
+
+// Count renders an integer with thousands separators (as every form does).
+func Count(n int64) string { return fmtCount(n) }
+
+// Delay renders a delay in ms compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
+func Delay(ms int64) string { return fmtDelay(ms) }
+
+// WriteText renders the advice as aligned plain-text tables: the
+// command's summary.
+func (a Advice) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, s := range a.Sections {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintln(tw, s.Title)
+		for _, l := range s.Lines {
+			fmt.Fprintln(tw, "  "+l)
+		}
+		for _, t := range s.Tables {
+			if t.Caption != "" {
+				fmt.Fprintln(tw, "  "+t.Caption)
+			}
+			fmt.Fprintln(tw, "  "+strings.Join(t.Head, "\t")+"\t")
+			for k, r := range t.Rows {
+				cells := strings.Join(r, "\t")
+				if k == t.Current {
+					cells = strings.Replace(cells, "\t", " *\t", 1)
+				}
+				fmt.Fprintln(tw, "  "+cells+"\t")
+			}
+			// Flush per table: columns align within one table only.
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if t.Note != "" {
+				fmt.Fprintln(tw, "  "+t.Note)
+			}
+		}
+		if s.Command != "" {
+			fmt.Fprintln(tw, "  "+s.Command)
+		}
+	}
+	return tw.Flush()
+}
+
+// mdAdvice renders the advice as Markdown.
+func mdAdvice(b *strings.Builder, a *Advice) {
+	for _, s := range a.Sections {
+		fmt.Fprintf(b, "\n## %s\n\n", mdText(s.Title))
+		for _, l := range s.Lines {
+			fmt.Fprintf(b, "- %s\n", mdText(l))
+		}
+		if len(s.Lines) > 0 {
+			b.WriteString("\n")
+		}
+		for _, t := range s.Tables {
+			if t.Caption != "" {
+				fmt.Fprintf(b, "%s\n\n", mdText(t.Caption))
+			}
+			head := make([]string, len(t.Head))
+			for i, h := range t.Head {
+				head[i] = mdCell(h)
+			}
+			fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(t.Head)))
+			for k, r := range t.Rows {
+				cells := make([]string, len(r))
+				for i, c := range r {
+					cells[i] = mdCell(c)
+				}
+				if k == t.Current && len(cells) > 0 {
+					cells[0] = "**" + cells[0] + "** (current)"
+				}
+				fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+			}
+			if t.Note != "" {
+				fmt.Fprintf(b, "\n%s\n", mdText(t.Note))
+			}
+			b.WriteString("\n")
+		}
+		if s.Command != "" {
+			fmt.Fprintf(b, "```\n%s\n```\n", s.Command)
+		}
+	}
+}
