@@ -34,6 +34,7 @@ type command struct {
 	logLevel       slog.Level
 	groups         []flagGroup
 	fs             *flag.FlagSet
+	err            error // a value's refusal, naming its flag
 }
 
 // newCommand declares the flags: one table, which --help prints grouped,
@@ -85,10 +86,26 @@ func newCommand() *command {
 	c.fs.SetOutput(io.Discard)
 	for _, g := range c.groups {
 		for _, f := range g.flags {
-			c.fs.Var(f.value, f.name, f.usage)
+			c.fs.Var(named{f.name, f.value, &c.err}, f.name, f.usage)
 		}
 	}
 	return c
+}
+
+// named makes a value's error name its flag: `--window: invalid duration
+// "x"`, not the flag package's own wording.
+type named struct {
+	name string
+	flag.Value
+	err *error
+}
+
+func (n named) Set(s string) error {
+	if err := n.Value.Set(s); err != nil {
+		*n.err = fmt.Errorf("--%s: %w", n.name, err)
+		return *n.err
+	}
+	return nil
 }
 
 // parse reads the command line; a value's error names its flag.
@@ -96,6 +113,9 @@ func (c *command) parse(args []string) error {
 	if err := c.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
+		}
+		if c.err != nil {
+			return c.err
 		}
 		return fmt.Errorf("%w (see --help)", err)
 	}

@@ -91,7 +91,7 @@ func (a *Advice) logSection() report.AdviceSection {
 		}
 		add("arrival clock: %s, from %s to %s", clock, model.FormatTime(l.First), model.FormatTime(l.Last))
 		if l.NoArrival > 0 {
-			add("%s records had no arrival instant and took their predecessor's", count(l.NoArrival))
+			add("records without a readable arrival instant (unreadable lines, mostly), which took their predecessor's: %s", count(l.NoArrival))
 		}
 	}
 	if !o.Range.All() {

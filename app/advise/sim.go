@@ -32,7 +32,8 @@ type sim struct {
 	// not within the log (the watermark holds). Nil without a clock.
 	onTime map[int64]int64
 	// episode is, per record, the idle episode its partition came back
-	// from last (-1: none yet); episodes counts them.
+	// from last (-1: none yet): a record that finds its partition idle
+	// starts one. episodes counts them.
 	episode  []int32
 	episodes int
 }
@@ -57,13 +58,14 @@ func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim
 		c.advance(r.at)
 		s.pipe[i] = c.pipe
 		part := c.parts[r.part]
+		if part.Idle(r.at) {
+			// The first record after a silence long enough to go idle:
+			// what follows comes back from this episode.
+			c.back[r.part] = int32(c.episodes)
+			c.episodes++
+		}
 		part.Backlog(r.backlog)
 		s.own[i] = part.Observe(r.et, r.valid, r.at)
-		if ep := c.idleSince[r.part]; ep >= 0 {
-			// The first record after a silence long enough to go idle:
-			// what follows comes back from that episode.
-			c.back[r.part], c.idleSince[r.part] = ep, -1
-		}
 		s.episode[i] = c.back[r.part]
 	}
 	c.advance(math.MaxInt64) // the log's end: idleness and processing time go on
@@ -81,7 +83,6 @@ type clockRun struct {
 	parts       []*watermark.Partition
 	reported    []int64
 	back        []int32 // per partition: the episode it came back from last
-	idleSince   []int32 // per partition: its episode while idle and silent, else -1
 	episodes    int
 	pipe        int64
 	crossings   []int64 // window end + bound, sorted; next is crossings[0]
@@ -99,7 +100,6 @@ func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun
 		c.parts = append(c.parts, watermark.NewPartition(p, l.Start))
 		c.reported = append(c.reported, model.NoWatermark)
 		c.back = append(c.back, -1)
-		c.idleSince = append(c.idleSince, -1)
 	}
 	seen := map[int64]bool{}
 	for _, r := range l.recs {
@@ -126,7 +126,9 @@ func (c *clockRun) advance(t int64) {
 		}
 		c.report(next)
 	}
-	if t != math.MaxInt64 {
+	if t != math.MaxInt64 && t > c.now {
+		// Once per instant: the pipeline watermark at an instant is what
+		// the records that arrived before it made.
 		c.report(t)
 	}
 }
@@ -143,11 +145,8 @@ func (c *clockRun) nextInstant() int64 {
 		next = c.crossings[0]
 	}
 	for _, p := range c.parts {
-		st := p.State()
-		if !st.Idle {
-			if at := satAdd(st.LastActive, c.idle); at > c.now {
-				next = min(next, at)
-			}
+		if at := satAdd(p.State().LastActive, c.idle); at > c.now {
+			next = min(next, at)
 		}
 	}
 	return next
@@ -181,13 +180,8 @@ func (c *clockRun) report(now int64) {
 				others = low2
 			}
 		}
-		r := p.Report(now, others, any)
-		c.reported[i] = r.Watermark
-		if r.WentIdle {
-			c.idleSince[i] = int32(c.episodes)
-			c.episodes++
-		}
-		pipe = min(pipe, r.Watermark)
+		c.reported[i] = p.Report(now, others, any).Watermark
+		pipe = min(pipe, c.reported[i])
 	}
 	if pipe > c.pipe {
 		c.pipe = pipe
