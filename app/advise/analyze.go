@@ -91,7 +91,7 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 	}}
 	values := measuredLateness(l)
 	a.Lateness = newDistribution(values)
-	an := analysis{l: l, o: o, a: a, sims: map[simKey]*sim{}, pctBounds: percentileBounds(values, o.Try.LatenessPercentiles)}
+	an := analysis{l: l, o: o, a: a, pctBounds: percentileBounds(values, o.Try.LatenessPercentiles)}
 	if err := an.run(ctx); err != nil {
 		return nil, err
 	}
@@ -122,15 +122,16 @@ func measuredLateness(l *replayLog) []int64 {
 	return values
 }
 
-type simKey struct{ bound, idle time.Duration }
-
-// analysis holds the watermark replays while the tables are computed: each
-// (bound, idle timeout) pair is replayed once.
+// analysis holds the watermark replays while the tables are computed. A
+// replay's per-record arrays are most of the advisor's memory, so it keeps
+// two: the current settings' (used by every table) and the last other one.
 type analysis struct {
-	l    *replayLog
-	o    Options
-	a    *Advice
-	sims map[simKey]*sim
+	l       *replayLog
+	o       Options
+	a       *Advice
+	current *sim
+	last    *sim
+	scratch scratch
 	// pctBounds are the bounds at the lateness percentiles.
 	pctBounds []time.Duration
 }
@@ -139,26 +140,34 @@ func (an *analysis) sim(bound, idle time.Duration) *sim {
 	if an.l.Clock == NoClock {
 		idle = an.o.Watermark.IdleTimeout // idleness needs processing time
 	}
-	k := simKey{bound, idle}
-	if s, ok := an.sims[k]; ok {
-		return s
+	for _, s := range []*sim{an.current, an.last} {
+		if s != nil && s.bound == bound && s.idle == idle {
+			return s
+		}
 	}
 	p := an.o.Watermark
 	p.OutOfOrderBound, p.IdleTimeout = bound, idle
+	an.last = nil // let it go before the next one is built
 	s := replayWatermarks(an.l, p, an.o.Triggers)
-	an.sims[k] = s
+	if bound == an.o.Watermark.OutOfOrderBound && idle == an.o.Watermark.IdleTimeout {
+		an.current = s
+	} else {
+		an.last = s
+	}
 	return s
 }
 
-// forget drops the replays not needed any more (their per-record arrays
-// are most of the advisor's memory).
-func (an *analysis) forget() { clear(an.sims) }
+// judge judges a replay with a lateness and a retention (classes, when
+// not nil, receives each record's class).
+func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool, classes []uint8) Outcome {
+	tp := an.o.Triggers
+	tp.AllowedLateness = lateness
+	return judgement{l: an.l, s: s, tp: tp, retention: retention.Milliseconds(), rng: an.o.Range, split: split, classes: classes, scratch: &an.scratch}.judge()
+}
 
 // outcome judges one combination of settings.
 func (an *analysis) outcome(bound, idle, lateness, retention time.Duration, split bool) Outcome {
-	tp := an.o.Triggers
-	tp.AllowedLateness = lateness
-	return judgement{l: an.l, s: an.sim(bound, idle), tp: tp, retention: retention.Milliseconds(), rng: an.o.Range, split: split}.judge()
+	return an.judge(an.sim(bound, idle), lateness, retention, split, nil)
 }
 
 func (an *analysis) run(ctx context.Context) error {
@@ -178,7 +187,6 @@ func (an *analysis) run(ctx context.Context) error {
 	if an.l.Clock != NoClock {
 		an.idle()
 	}
-	an.forget()
 	an.recommend(bounds)
 	return ctx.Err()
 }

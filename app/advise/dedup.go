@@ -78,6 +78,7 @@ func (an *analysis) retention() {
 	an.a.Copies = st
 
 	floor := tp.Window + tp.AllowedLateness
+	classes := make([]uint8, len(an.l.recs))
 	for _, h := range candidates(o.Try.Retention, o.RetentionOrDefault()) {
 		row := RetentionRow{Retention: Duration(h), Refused: h < floor, BeyondArrival: -1}
 		hm := h.Milliseconds()
@@ -85,8 +86,7 @@ func (an *analysis) retention() {
 		if an.l.Clock != NoClock {
 			row.BeyondArrival = int64(len(gapA) - lowerBound(gapA, hm+1))
 		}
-		classes := make([]uint8, len(an.l.recs))
-		out := judgement{l: an.l, s: s, tp: tp, retention: hm, rng: o.Range, classes: classes}.judge()
+		out := an.judge(s, tp.AllowedLateness, h, false, classes)
 		row.DoubleCounted = out.DoubleCounted
 		for i, r := range an.l.recs {
 			if !r.valid || first[r.id] == int32(i+1) || classes[i] != classTooLate {

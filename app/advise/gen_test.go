@@ -77,7 +77,7 @@ func ms(d time.Duration) int64 { return d.Milliseconds() }
 
 // writeGenLog writes the log into a new folder and returns it with its
 // records.
-func writeGenLog(t *testing.T, c genConfig) (string, []genRec) {
+func writeGenLog(t testing.TB, c genConfig) (string, []genRec) {
 	t.Helper()
 	start := c.start.UnixMilli()
 	var recs []genRec

@@ -41,16 +41,16 @@ type Silences struct {
 func (an *analysis) idle() {
 	o := an.o
 	bound := o.Watermark.OutOfOrderBound
-	retention := o.RetentionOrDefault().Milliseconds()
+	lateness, retention := o.Triggers.AllowedLateness, o.RetentionOrDefault()
 	tp := o.Triggers
 	ref := make([]uint8, len(an.l.recs))
-	judgement{l: an.l, s: an.sim(bound, never), tp: tp, retention: retention, rng: o.Range, classes: ref}.judge()
+	an.judge(an.sim(bound, never), lateness, retention, false, ref)
 	idles := candidates(o.Try.Idle, o.Watermark.IdleTimeout)
 	an.silences(idles)
 	got := make([]uint8, len(an.l.recs))
 	for k, it := range idles {
 		s := an.sim(bound, it)
-		out := judgement{l: an.l, s: s, tp: tp, retention: retention, rng: o.Range, classes: got}.judge()
+		out := an.judge(s, lateness, retention, false, got)
 		row := IdleRow{Idle: Duration(it), OnTime: out.OnTime, Fates: out.Fates}
 		for _, sl := range an.a.Silences {
 			row.Episodes += int(sl.AtLeast[k])

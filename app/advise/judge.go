@@ -109,6 +109,25 @@ type judgement struct {
 	rng       Range
 	split     bool    // fill ByPartition and BySegment
 	classes   []uint8 // per record, when non-nil
+	scratch   *scratch
+}
+
+// scratch is judge's per-id memory, reused from one judgement to the next.
+type scratch struct {
+	seen      []event.Seen
+	countedIn []int64 // the counted copy's window start
+	ever      []bool  // counted at least once
+	first     []int32 // first valid copy, +1
+}
+
+func (s *scratch) reset(ids int) {
+	if cap(s.seen) < ids {
+		*s = scratch{seen: make([]event.Seen, ids), countedIn: make([]int64, ids), ever: make([]bool, ids), first: make([]int32, ids)}
+		return
+	}
+	clear(s.seen[:ids])
+	clear(s.ever[:ids])
+	clear(s.first[:ids])
 }
 
 // judge applies SPEC §4 to every valid record in arrival order with the
@@ -125,10 +144,11 @@ func (j judgement) judge() Outcome {
 	if j.split {
 		o.ByPartition, o.BySegment = make([]Fates, len(l.Partitions)), make([]Fates, len(l.Segments))
 	}
-	seen := make([]event.Seen, l.IDs)
-	countedIn := make([]int64, l.IDs) // the counted copy's window start
-	ever := make([]bool, l.IDs)       // counted at least once
-	first := make([]int32, l.IDs)     // first valid copy, +1
+	if j.scratch == nil {
+		j.scratch = &scratch{}
+	}
+	j.scratch.reset(l.IDs)
+	seen, countedIn, ever, first := j.scratch.seen[:l.IDs], j.scratch.countedIn[:l.IDs], j.scratch.ever[:l.IDs], j.scratch.first[:l.IDs]
 	openOnTime := map[int64]bool{}
 	fate := func(r rec, f func(*Fates) *Tally) {
 		if !j.rng.Contains(tp.WindowStart(r.et)) {

@@ -39,6 +39,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--source=" + dir, "--idle-advance=sometimes"}, "--idle-advance"},
 		{[]string{"--source=" + dir, "extra"}, `unexpected argument "extra"`},
 		{[]string{"--source=" + filepath.Join(dir, "missing")}, "no such folder"},
+		{[]string{"--source=" + dir, "--arrival-field=sent_at"}, "no record has an arrival instant (no readable --arrival-field=sent_at)"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(tc.args, &out, &errb)

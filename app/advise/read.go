@@ -111,6 +111,10 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		}
 		byPart = append(byPart, recs)
 	}
+	if l.Clock != NoClock && l.NoArrival == l.Read {
+		return nil, fmt.Errorf("--source %s: no record has an arrival instant (%s): %s", o.Source, clockWhere(o),
+			"a demo log written before received_at was added? Delete it and run cmd/launch to write it again")
+	}
 	l.IDs = len(r.ids)
 	l.Segments = r.segs
 	l.recs = slices.Concat(byPart...)
@@ -120,6 +124,14 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		l.Start, l.End = l.recs[0].at, l.recs[len(l.recs)-1].at
 	}
 	return l, nil
+}
+
+// clockWhere names where the arrival clock was looked for.
+func clockWhere(o Options) string {
+	if o.ArrivalField != "" {
+		return "no readable --arrival-field=" + o.ArrivalField
+	}
+	return "no Pub/Sub archive sidecar names a publish time"
 }
 
 // archive reports whether the partitions are a Pub/Sub archive's.

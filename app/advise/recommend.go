@@ -130,7 +130,6 @@ func (an *analysis) recommend(bounds []time.Duration) {
 				}
 				points = append(points, p)
 			}
-			an.forget()
 		}
 	}
 	for k := range ts {
@@ -142,7 +141,6 @@ func (an *analysis) recommend(bounds []time.Duration) {
 	})
 	retention := o.Triggers.Window + best.a
 	out := an.outcome(best.b, best.i, best.a, retention, true)
-	an.forget()
 	r := Recommendation{Outcome: out, Misses: []string{}}
 	for _, t := range ts {
 		if v, m := t.miss(out); t.set && v > 0 {
