@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
-	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/testing/gcstest"
+	"github.com/revenue-stream/hourly/testing/s3test"
 )
 
 // TestBadFlags: every refusal is one line on stderr and exit 2, before any
@@ -115,10 +115,10 @@ func TestReportForms(t *testing.T) {
 	}
 }
 
-// TestFilesystemsAndArchive: a raw log on Beam's other filesystems (memfs
-// stands for gs:// and s3://, read through io/files as they are) gives the
-// same advice as on disk, and a Pub/Sub archive's sidecars are its arrival
-// clock.
+// TestFilesystemsAndArchive: a raw log in a GCS bucket (fake-gcs-server)
+// and in an S3 bucket (gofakes3), read through Beam's filesystems as
+// production reads them, gives the same advice as on disk, and a Pub/Sub
+// archive's sidecars are its arrival clock.
 func TestFilesystemsAndArchive(t *testing.T) {
 	dir, recs := writeGenLog(t, genConfig{start: genStart, partitions: 2, step: 30 * time.Second, slots: 400, silent: -1, copies: true})
 	o := Defaults()
@@ -127,16 +127,21 @@ func TestFilesystemsAndArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := "memfs://advise-test/log"
-	copyTree(t, dir, mem)
-	o.Source = mem
-	remote, err := Analyze(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
+	gs := gcstest.NewBucket(t) + "/raw"
+	gcstest.Upload(t, dir, gs)
+	s3 := s3test.NewBucket(t) + "/raw"
+	s3test.Upload(t, dir, s3)
+	for _, src := range []string{gs, s3} {
+		o.Source = src
+		remote, err := Analyze(context.Background(), o)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		remote.Log.Source = local.Log.Source
+		same(t, src+" log", remote.Log, local.Log)
+		same(t, src+" bounds", remote.Bounds, local.Bounds)
+		same(t, src+" recommendation", remote.Recommendation, local.Recommendation)
 	}
-	remote.Log.Source = local.Log.Source
-	same(t, "memfs advice", remote.Log, local.Log)
-	same(t, "memfs recommendation", remote.Recommendation, local.Recommendation)
 
 	// The same records as a Pub/Sub archive: partitions pubsub and
 	// pubsub-01, each object with its sidecar of "<id>\t<publish ms>".
@@ -174,22 +179,4 @@ func stripArrival(line string) string {
 		return line[:i] + "}"
 	}
 	return line
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.Walk(from, func(path string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(from, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return files.WriteFile(context.Background(), to+"/"+filepath.ToSlash(rel), func(w io.Writer) error { _, err := w.Write(b); return err })
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
