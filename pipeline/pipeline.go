@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
@@ -40,7 +41,7 @@ const TargetShardBytes = 24 << 20
 // that keeps a shard's remembered ids within TargetShardBytes at rate
 // events/s over the retention (plus the window ids are kept beyond it).
 func ShardsFor(runner string, rate int, retention, window time.Duration) int {
-	if runner == "" || runner == "prism" {
+	if localrunner.IsPrism(runner) {
 		return DefaultShards
 	}
 	if rate <= 0 {
@@ -142,7 +143,7 @@ func EarlySourceFor(runner string) string {
 
 // DedupOrderFor is the default --dedup-order of a runner.
 func DedupOrderFor(runner string) string {
-	if runner == "" || runner == "prism" {
+	if localrunner.IsPrism(runner) {
 		return OrderArrival
 	}
 	return OrderPosition

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		beamlog.LogLevel, beamlog.LogKind = "debug", "text"
 		beamlog.SetupLoggingWithDefault()
 	}
-	localrunner.UseSafeOptions()
+	localrunner.UseSafeOptions("prism")
 	os.Exit(ptest.MainRet(m))
 }
 

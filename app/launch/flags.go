@@ -60,7 +60,7 @@ func flagTable(o *Options) []cli.Group {
 			{Name: "idle-timeout", Value: cli.Duration(&p.Watermark.IdleTimeout),
 				Usage: "processing time after which a silent partition leaves the watermark minimum"},
 			{Name: "idle-advance", Value: cli.Func(&p.Watermark.IdleAdvance, "MODE", parseIdleAdvance, watermark.IdleAdvance.String),
-				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill)"},
+				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill; prism only)"},
 			cli.Shared("allowed-lateness", cli.Duration(&p.Triggers.AllowedLateness)),
 			{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "impulse on flink, else timer",
 				Usage: "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go)"},

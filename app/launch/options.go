@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/watermark"
 
 	// Every runner the SDK ships registers itself and its flags (--runner,
 	// --endpoint, --environment_type, Dataflow's --project, --region,
@@ -246,7 +247,13 @@ func (o Options) Validate() error {
 	if o.ReadAhead != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return usagef("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
 	}
-	if o.PrismUIPort != 0 && !isPrism(o.Runner) {
+	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !localrunner.IsPrism(o.Runner) {
+		// The hold follows the other active partitions through a board of
+		// this process (localrunner.Shared): a worker holding only idle
+		// partitions would see none active and hold the whole pipeline.
+		return usagef("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
+	}
+	if o.PrismUIPort != 0 && !localrunner.IsPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
 	}
 	if err := o.flushPolicy().Validate(); err != nil {
@@ -274,7 +281,7 @@ func (o Options) Validate() error {
 			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
 				return usagef("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
 			}
-		} else if !isPrism(o.Runner) {
+		} else if !localrunner.IsPrism(o.Runner) {
 			// Workers on other machines would each archive to their own
 			// disk, which no restart and no reconcile reads.
 			return usagef("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)

@@ -76,3 +76,33 @@ func TestRefusesLocalPartsOffProcess(t *testing.T) {
 		t.Errorf("in-process prism: %v", err)
 	}
 }
+
+// TestIdleAdvanceHoldOnlyOnPrism: --idle-advance=hold follows the active
+// partitions a worker process sees (a prism workaround, see
+// internal/localrunner), so off prism it is one line and exit 2 before any
+// work; on prism, in this process or as a job server, it passes.
+func TestIdleAdvanceHoldOnlyOnPrism(t *testing.T) {
+	dir := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
+	reset := runnerFlags(t)
+	for _, runner := range []string{"flink", "universal", "dataflow"} {
+		reset()
+		args := []string{"--runner=" + runner, "--idle-advance=hold", "--source=" + dir, "--shared-filesystem"}
+		var stdout, stderr bytes.Buffer
+		code := Main(args, &stdout, &stderr)
+		want := "launch: --idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on " +
+			runner + " a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time\n"
+		if code != ExitUsage || stderr.String() != want || stdout.Len() != 0 {
+			t.Errorf("launch %s: exit %d, stderr %q\nwant exit 2, stderr %q", strings.Join(args, " "), code, stderr.String(), want)
+		}
+	}
+	for _, runner := range []string{"prism", "PrismRunner"} {
+		reset()
+		o, err := Parse([]string{"--runner=" + runner, "--idle-advance=hold", "--source=" + dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("--runner=%s --idle-advance=hold: %v", runner, err)
+		}
+	}
+}

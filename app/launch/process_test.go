@@ -36,7 +36,10 @@ func processRunner(t *testing.T, o Options) Options {
 		*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig = endpoint, env, envConfig
 	})
 	*jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.EnvironmentConfig = js.Endpoint, "PROCESS", config
-	o.Runner = "universal"
+	// A prism job server at --endpoint: --runner=prism submits to it, and
+	// its workarounds (the metric gate) go with the job into the workers.
+	// --runner=universal would name an unknown job server and submit none.
+	o.Runner = "prism"
 	// The job server and its workers run on this machine: they see the
 	// test's folders and SQLite file.
 	o.SharedFilesystem = true
@@ -87,8 +90,8 @@ func TestProcessDemo(t *testing.T) {
 	}
 	runner := *runners.Runner
 	t.Cleanup(func() { *runners.Runner = runner })
-	*runners.Runner = "universal"
-	rec.Runner, rec.EnvironmentType, rec.SharedFilesystem = "universal", "PROCESS", true
+	*runners.Runner = "prism"
+	rec.Runner, rec.EnvironmentType, rec.SharedFilesystem = "prism", "PROCESS", true
 	elsewhere, err := reconcile.Run(context.Background(), rec)
 	if err != nil {
 		t.Fatalf("reconcile through a PROCESS environment: %v", err)

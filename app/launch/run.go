@@ -435,9 +435,9 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	}
 	// Prism's runner-initiated splits replay elements of bundles with
 	// timers (counts double), and its job metrics lose updates unless the
-	// workers gate them (see localrunner.UseSafeOptions). A universal
-	// runner may be a prism job server too; elsewhere both are harmless.
-	localrunner.UseSafeOptions()
+	// workers gate them: on prism only, in this process or a prism job
+	// server (--runner=prism --endpoint=...); see localrunner.UseSafeOptions.
+	localrunner.UseSafeOptions(o.Runner)
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return outcome{err: err}
 	}
@@ -648,8 +648,6 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 		return <-done, settled
 	}
 }
-
-func isPrism(runner string) bool { return localrunner.IsPrism(runner) }
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

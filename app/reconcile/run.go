@@ -307,7 +307,7 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 	})
 	WriteResult(s, totals, stats, comparison, path)
 	start := time.Now()
-	localrunner.UseSafeOptions()
+	localrunner.UseSafeOptions(o.Runner)
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: %w", err)
 	}

@@ -6,22 +6,31 @@
 // distributed runner. None of them may carry correctness there: a
 // process-wide variable here is at most a cache whose loss costs time.
 //
+// "Is this prism?" has one answer, IsPrism (prism.go): --runner names
+// prism, in this process or as a job server at --endpoint. The switches
+// below that are prism-only (the split experiment, the metric gate,
+// --idle-advance=hold) follow it and nothing else; --runner=universal is an
+// unknown job server and gets none of them.
+//
 //   - Runner-initiated splits replay processed elements
 //     (apache/beam#35771): prism splits any bundle that makes no visible
 //     progress for a while, stateful ones with timers included, and the SDK
 //     then processes some elements twice; conservation broke by 5,465 of
-//     1,000,000 records. UseSafeOptions adds DisableSplitExperiment; other
-//     runners ignore the experiment (options.go).
+//     1,000,000 records. UseSafeOptions adds DisableSplitExperiment on
+//     prism only (options.go); elsewhere the runner decides its splits.
 //
 //   - Lost metric updates (prism jobservices/metrics.go,
 //     unprocessedPayloads): a bundle reporting a short id prism has not
 //     resolved yet can overwrite another bundle's payload for the same id.
-//     The metric gate, worker request/response hooks enabled by
-//     UseSafeOptions, renames such an id in each bundle response to an
-//     alias of its own and describes the alias when asked
-//     (metricgate.go), so the launcher's figures come from the runner in
-//     loopback too. Elsewhere the hooks only cost one metadata request per
-//     new metric and bundle during its first seconds.
+//     The metric gate, worker request/response hooks UseSafeOptions enables
+//     on prism only, renames such an id in each bundle response to an alias
+//     of its own and describes the alias when asked (metricgate.go), so the
+//     launcher's figures come from the runner in loopback too. Off prism
+//     the hook is disabled before submission and travels with no job: on a
+//     runner that never asks for metric metadata its alias map would grow
+//     by an entry per metric and bundle for ever (TestPrismWorkaroundsOnlyOnPrism).
+//     Elsewhere the figures are the runner's own, live where it reports
+//     them (not Flink's job server: docs/restart.md).
 //
 //   - The job service's address (job-service start): prism's runner starts
 //     its job service inside beam.Run, and the launcher needs the address
@@ -36,7 +45,11 @@
 //     process-wide value per key, and each partition's estimator reports
 //     min(own, board) (io/sources/read.go). On Flink/Dataflow it only lowers
 //     an estimate to the minimum the runner computes anyway; entries not
-//     refreshed (partitions on other workers) stop counting.
+//     refreshed (partitions on other workers) stop counting. The board also
+//     carries --idle-advance=hold (an idle partition follows the active
+//     ones it sees): a worker holding only idle partitions would see none
+//     and hold the whole pipeline, so the launcher refuses hold off prism
+//     (one line, exit 2); elsewhere idle partitions follow processing time.
 //
 //   - Workers share the launcher's process (loopback): the SDK harness runs
 //     every instance of every DoFn in one process and keeps them until it

@@ -9,9 +9,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 )
 
-// IsPrism reports whether runner names the in-process local runner.
-func IsPrism(runner string) bool { return runner == "prism" || runner == "PrismRunner" }
-
 // EnsureJobService starts prism's job service in this process before the
 // job, as prism's runner would inside beam.Run, and sets --endpoint to it
 // (and --environment_type to loopback unless set), so that the launcher

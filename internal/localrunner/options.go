@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/hooks"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 )
 
@@ -17,18 +18,29 @@ import (
 // it needs no runner-initiated split.
 const DisableSplitExperiment = "prism_disable_sdf_split"
 
-// UseSafeOptions adds DisableSplitExperiment to Beam's --experiments flag,
-// keeping what the user set, and enables the metric gate (metricgate.go) in
-// the job's workers. Call it before beam.Run (or ptest.Run). Both are
-// harmless on other runners.
-func UseSafeOptions() {
+// UseSafeOptions sets the next submitted job's prism workarounds for
+// runner, and only on prism (IsPrism): DisableSplitExperiment in Beam's
+// --experiments flag (keeping what the user set) and the metric gate
+// (metricgate.go) in the job's workers. On any other runner both are
+// switched off, so that a process that ran a prism job before (a test
+// binary) submits none of them: the gate's hooks travel with the job's
+// options into every worker, where a runner that never asks for metric
+// metadata would make its alias map grow with every bundle. Call it
+// before beam.Run (or ptest.Run).
+func UseSafeOptions(runner string) {
+	exps := jobopts.GetExperiments()
+	if !IsPrism(runner) {
+		hooks.DisableHook(metricGateHook)
+		if i := slices.Index(exps, DisableSplitExperiment); i >= 0 {
+			*jobopts.Experiments = strings.Join(slices.Delete(exps, i, i+1), ",")
+		}
+		return
+	}
 	if err := enableMetricGate(); err != nil {
 		panic(err) // registered in init: cannot fail
 	}
-	exps := jobopts.GetExperiments()
 	if slices.Contains(exps, DisableSplitExperiment) {
 		return
 	}
-	v := strings.Join(append(exps, DisableSplitExperiment), ",")
-	*jobopts.Experiments = v
+	*jobopts.Experiments = strings.Join(append(exps, DisableSplitExperiment), ",")
 }

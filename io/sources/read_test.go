@@ -32,7 +32,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	localrunner.UseSafeOptions()
+	localrunner.UseSafeOptions("prism")
 	os.Exit(ptest.MainRet(m))
 }
 

@@ -81,7 +81,7 @@ func main() {
 	pair := flag.String("pair", "", "another build of this command: alternate its pipeline with this one's over the same log and print both medians")
 	flag.Parse()
 	beam.Init() // the pipeline runs on prism in this process (loopback workers)
-	localrunner.UseSafeOptions()
+	localrunner.UseSafeOptions("prism")
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 
 	switch *mode {
