@@ -42,6 +42,7 @@ func EncodeRecord(v model.Record) []byte {
 	w.String(v.Partition)
 	w.String(v.Position)
 	w.Bytes(v.Line)
+	writeRef(&w, v.Ref, "")
 	w.Bool(v.Oversized)
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
@@ -78,13 +79,13 @@ const (
 // DecodeRecord is the inverse of EncodeRecord.
 func DecodeRecord(b []byte) (model.Record, error) {
 	r := Reader{B: b}
-	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
+	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Ref: readRef(&r, ""), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
 	switch k := r.Uvarint(); {
 	case k == verdictValid:
 		v.Valid = &model.Event{
 			EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 			Dims: r.String(), Fingerprint: r.Fixed64(), AfterEnd: r.Bool(),
-			Partition: v.Partition, Position: v.Position, Payload: v.Line, ReadAt: v.ReadAt, WatermarkBefore: v.WatermarkBefore,
+			Partition: v.Partition, Position: v.Position, Payload: v.Line, Ref: v.Ref, ReadAt: v.ReadAt, WatermarkBefore: v.WatermarkBefore,
 		}
 	case k == verdictRejected:
 		v.Rejected = &model.Quarantined{Position: v.Position, Reason: r.String(), Detail: r.String(), Payload: r.Bytes()}
@@ -104,6 +105,7 @@ func writeEvent(w *Writer, v *model.Event) {
 	w.String(v.Partition)
 	w.String(v.Position)
 	w.Bytes(v.Payload)
+	writeRef(w, v.Ref, "")
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
 	w.Bool(v.AfterEnd)
@@ -113,8 +115,20 @@ func readEvent(r *Reader) model.Event {
 	return model.Event{
 		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.String(), Fingerprint: r.Fixed64(), Partition: r.String(), Position: r.String(),
-		Payload: r.Bytes(), ReadAt: r.Varint(), WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
+		Payload: r.Bytes(), Ref: readRef(r, ""), ReadAt: r.Varint(), WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
 	}
+}
+
+// writeRef writes a line ref, its path front-coded against prev (the
+// previous ref's path in a batch, "" elsewhere).
+func writeRef(w *Writer, v model.LineRef, prev string) {
+	w.FrontString(prev, v.Path)
+	w.Varint(v.Offset)
+	w.Uvarint(uint64(v.Length))
+}
+
+func readRef(r *Reader, prev string) model.LineRef {
+	return model.LineRef{Path: r.FrontString(prev), Offset: r.Varint(), Length: int(r.Uvarint())}
 }
 
 // EncodeEvent encodes a validated event.
@@ -160,6 +174,7 @@ func writeBatchEvent(w *Writer, v, prev *model.Event) {
 	w.FrontString(prev.Partition, v.Partition)
 	w.FrontString(prev.Position, v.Position)
 	w.Bytes(v.Payload)
+	writeRef(w, v.Ref, prev.Ref.Path)
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
 	w.Bool(v.AfterEnd)
@@ -169,7 +184,7 @@ func readBatchEvent(r *Reader, prev *model.Event) model.Event {
 	return model.Event{
 		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.FrontString(prev.Dims), Fingerprint: r.Fixed64(), Partition: r.FrontString(prev.Partition),
-		Position: r.FrontString(prev.Position), Payload: r.Bytes(), ReadAt: r.Varint(),
+		Position: r.FrontString(prev.Position), Payload: r.Bytes(), Ref: readRef(r, prev.Ref.Path), ReadAt: r.Varint(),
 		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
 	}
 }
@@ -253,13 +268,14 @@ func EncodeTooLate(v model.TooLate) []byte {
 	w.Varint(v.EventTime)
 	w.Bytes(v.Payload)
 	w.String(v.Reason)
+	writeRef(&w, v.Ref, "")
 	return w.B
 }
 
 // DecodeTooLate is the inverse of EncodeTooLate.
 func DecodeTooLate(b []byte) (model.TooLate, error) {
 	r := Reader{B: b}
-	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String()}
+	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String(), Ref: readRef(&r, "")}
 	return Done(v, &r, "too-late record")
 }
 
@@ -271,13 +287,14 @@ func EncodeConflict(v model.Conflict) []byte {
 	w.Fixed64(v.FirstFingerprint)
 	w.Fixed64(v.ConflictingFingerprint)
 	w.Bytes(v.Payload)
+	writeRef(&w, v.Ref, "")
 	return w.B
 }
 
 // DecodeConflict is the inverse of EncodeConflict.
 func DecodeConflict(b []byte) (model.Conflict, error) {
 	r := Reader{B: b}
-	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes()}
+	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes(), Ref: readRef(&r, "")}
 	return Done(v, &r, "conflict record")
 }
 

@@ -13,7 +13,9 @@ func event(i int, partition string) model.Event {
 		EventID: fmt.Sprintf("evt_%016x", i*7919), EventTime: 1793750215086 + int64(i), UserID: fmt.Sprint("u", i%97),
 		AmountMicros: int64(i) * 10_000, Dims: `{"country":"JP"}`, Fingerprint: uint64(i) * 0x9e3779b97f4a7c15,
 		Partition: partition, Position: fmt.Sprintf("%s/%06d.jsonl:%d", partition, 1+i/1000, 1+i%1000),
-		Payload: []byte(fmt.Sprintf(`{"event_id":"evt_%016x","amount":"%d"}`, i*7919, i)), ReadAt: 1793800000000 + int64(i),
+		Payload:         []byte(fmt.Sprintf(`{"event_id":"evt_%016x","amount":"%d"}`, i*7919, i)),
+		Ref:             model.LineRef{Path: fmt.Sprintf("/data/log/%s/%06d.jsonl", partition, 1+i/1000), Offset: int64(i) * 97, Length: 60 + i%7},
+		ReadAt:          1793800000000 + int64(i),
 		WatermarkBefore: model.NoWatermark + int64(i%2), AfterEnd: i%3 == 0,
 	}
 }
@@ -44,12 +46,14 @@ func roundTrip[T any](t *testing.T, name string, v T, enc func(T) []byte, dec fu
 func TestRoundTrips(t *testing.T) {
 	roundTrip(t, "record", model.Record{Partition: "p1", Position: "p1/a.jsonl:3", Line: []byte(`{"x":1}`),
 		Oversized: true, ReadAt: 17, WatermarkBefore: model.NoWatermark}, EncodeRecord, DecodeRecord)
+	roundTrip(t, "record with its line's place", model.Record{Partition: "p1", Position: "p1/a.jsonl:3", Line: []byte(`{"x":1}`),
+		Ref: model.LineRef{Path: "gs://b/log/p1/a.jsonl", Offset: 1 << 40, Length: 7}, ReadAt: 17}, EncodeRecord, DecodeRecord)
 	// A record carries the stamper's verdict, so validation need not parse
 	// the line again: a valid event (its payload is the line) or a
 	// rejection (its payload may be a prefix of its own).
 	ev := event(42, "p0")
 	roundTrip(t, "record with its event", model.Record{Partition: ev.Partition, Position: ev.Position, Line: ev.Payload,
-		ReadAt: ev.ReadAt, WatermarkBefore: ev.WatermarkBefore, Valid: &ev}, EncodeRecord, DecodeRecord)
+		Ref: ev.Ref, ReadAt: ev.ReadAt, WatermarkBefore: ev.WatermarkBefore, Valid: &ev}, EncodeRecord, DecodeRecord)
 	roundTrip(t, "record with its rejection", model.Record{Partition: "p1", Position: "p1/a.jsonl:4", Line: []byte(`{"x":1} long`),
 		Oversized: true, ReadAt: 18, WatermarkBefore: 5, Rejected: &model.Quarantined{Position: "p1/a.jsonl:4",
 			Payload: []byte(`{"x":1}`), Reason: model.ReasonOversized, Detail: "line longer than --max-line=7 bytes"}}, EncodeRecord, DecodeRecord)
@@ -64,8 +68,12 @@ func TestRoundTrips(t *testing.T) {
 		EventCount: 3, Revision: 4, State: model.Final, Writer: "reconcile:r1"}, EncodeRow, DecodeRow)
 	roundTrip(t, "too late", model.TooLate{Position: "p0/f:8", EventID: "D", EventTime: 9, Payload: []byte("{}"),
 		Reason: model.ReasonWindowClosed}, EncodeTooLate, DecodeTooLate)
+	roundTrip(t, "too late, payload in the raw log", model.TooLate{Position: "p0/f:8", EventID: "D", EventTime: 9,
+		Reason: model.ReasonWindowClosed, Ref: model.LineRef{Path: "/log/p0/f", Offset: 812, Length: 90}}, EncodeTooLate, DecodeTooLate)
 	roundTrip(t, "conflict", model.Conflict{Position: "p0/f:6", EventID: "A", FirstFingerprint: 1,
 		ConflictingFingerprint: 1 << 63, Payload: []byte("{}")}, EncodeConflict, DecodeConflict)
+	roundTrip(t, "conflict, payload in the raw log", model.Conflict{Position: "p0/f:6", EventID: "A", FirstFingerprint: 1,
+		ConflictingFingerprint: 1 << 63, Ref: model.LineRef{Path: "/log/p0/f", Offset: 5, Length: 1}}, EncodeConflict, DecodeConflict)
 	roundTrip(t, "quarantined", model.Quarantined{Position: "p0/f:2", Payload: []byte("{"), Reason: model.ReasonMalformedJSON,
 		Detail: "unexpected end"}, EncodeQuarantined, DecodeQuarantined)
 }

@@ -109,6 +109,9 @@ func (r *Reader) Bytes() []byte {
 		r.fail("bytes")
 		return nil
 	}
+	if n == 0 {
+		return nil // an event's dropped payload: no allocation per event
+	}
 	out := make([]byte, n)
 	copy(out, r.B[:n])
 	r.B = r.B[n:]

@@ -26,6 +26,9 @@ type Record struct {
 	Position string
 	// Line is the raw payload. For an oversized line it holds a prefix only.
 	Line []byte
+	// Ref is where Line lies in the raw log (the zero LineRef: nowhere, as
+	// for a record built by hand).
+	Ref LineRef
 	// Oversized is set by the source when the line exceeded --max-line; Line
 	// then holds only a prefix and the record is quarantined.
 	Oversized bool
@@ -59,14 +62,37 @@ type Event struct {
 	Fingerprint uint64
 	Partition   string
 	Position    string
-	// Payload is the raw line, kept for audit outputs.
-	Payload         []byte
+	// Payload is the raw line, kept for audit outputs. It is dropped where
+	// the event enters the dedup step when Ref says where the raw log
+	// holds it: the few events that become audit rows read it back there
+	// (transforms.Payloads), the others never carry it through the shuffle.
+	Payload []byte
+	// Ref is where the line lies in the raw log (zero: nowhere; the payload
+	// then travels with the event).
+	Ref             LineRef
 	ReadAt          int64
 	WatermarkBefore int64
 	// AfterEnd is set by the dedup stage when the event was judged after the
 	// pipeline watermark had passed its window_end: it is late data.
 	AfterEnd bool
 }
+
+// LineRef is where a record's line lies in the raw log: the file as the
+// reader opened it (a local path, or a gs:// or s3:// object that every
+// worker reaches through Beam's filesystem) and the byte range of the line's
+// content (without its "\n" or a trailing "\r"). Raw-log files are
+// immutable once they appear (SPEC §6), so the range reads back the very
+// bytes the record was judged on, on any worker and after any retry
+// (issue #26: the raw line no longer travels into the dedup step with every
+// event). The zero LineRef names no file.
+type LineRef struct {
+	Path   string
+	Offset int64
+	Length int
+}
+
+// IsZero reports whether the ref names no file.
+func (r LineRef) IsZero() bool { return r.Path == "" }
 
 // FingerprintHex renders a fingerprint the way audit tables store it.
 func FingerprintHex(fp uint64) string { return fmt.Sprintf("%016x", fp) }
@@ -111,6 +137,9 @@ type TooLate struct {
 	EventTime int64
 	Payload   []byte
 	Reason    string
+	// Ref is where the raw log holds the payload, for a record whose
+	// Payload was dropped before the dedup step (see Event.Payload).
+	Ref LineRef
 }
 
 // Conflict is a copy of an event_id whose payload fingerprint differs from the
@@ -121,6 +150,8 @@ type Conflict struct {
 	FirstFingerprint       uint64
 	ConflictingFingerprint uint64
 	Payload                []byte
+	// Ref: see TooLate.Ref.
+	Ref LineRef
 }
 
 // ResultState is the finality of a snapshot row.

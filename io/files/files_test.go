@@ -26,25 +26,27 @@ func roots(t *testing.T) map[string]string {
 	}
 }
 
+// writeFile writes content to path (making a local path's folders).
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if files.IsLocal(path) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := files.WriteFile(context.Background(), path, func(w io.Writer) error {
+		_, err := io.WriteString(w, content)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestListOpenWrite(t *testing.T) {
 	ctx := context.Background()
 	for name, root := range roots(t) {
 		t.Run(name, func(t *testing.T) {
-			put := func(rel, content string) {
-				t.Helper()
-				path := files.Join(root, rel)
-				if files.IsLocal(path) {
-					if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := files.WriteFile(ctx, path, func(w io.Writer) error {
-					_, err := io.WriteString(w, content)
-					return err
-				}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			put := func(rel, content string) { t.Helper(); writeFile(t, files.Join(root, rel), content) }
 			put("a.jsonl", "root\n")
 			put("p1/002.jsonl", "two\n")
 			put("p1/001.jsonl", "one\nline2\n")

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/model"
 )
 
 // DefaultMaxLine is the default --max-line (1 MiB).
@@ -26,8 +27,20 @@ type Line struct {
 	Bytes []byte
 	// Oversized says the content was longer than maxLine.
 	Oversized bool
-	// End is the byte offset just after this line's "\n" (a Mark.Offset).
-	End int64
+	// Start is the byte offset of the line's first byte; End the offset
+	// just after its "\n" (a Mark.Offset).
+	Start, End int64
+}
+
+// Ref is where the line's content lies in the file at path: what a reader
+// puts in its record so that the payload can be read back instead of
+// carried (model.LineRef). An oversized line has none: its record carries
+// a prefix to quarantine, never the whole line.
+func (l Line) Ref(path string) model.LineRef {
+	if l.Oversized {
+		return model.LineRef{}
+	}
+	return model.LineRef{Path: path, Offset: l.Start, Length: len(l.Bytes)}
 }
 
 // Mark is how far a Reader has consumed complete lines: a follower that
@@ -130,7 +143,7 @@ func (r *Reader) Tail() (line Line, ok bool) {
 // take ends the line being assembled, terminated by "\n" or not, and
 // advances the mark past it. ok is false for a blank line.
 func (r *Reader) take(terminated bool) (Line, bool) {
-	line := Line{No: r.mark.Line + 1, End: r.mark.Offset + r.n}
+	line := Line{No: r.mark.Line + 1, Start: r.mark.Offset, End: r.mark.Offset + r.n}
 	r.mark = Mark{Offset: line.End, Line: line.No}
 	content, over := r.buf, r.over
 	if int64(len(content)) == r.n { // the whole line, newline included

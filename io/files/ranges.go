@@ -1,0 +1,197 @@
+package files
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"cloud.google.com/go/storage"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Range is a byte range of a file.
+type Range struct {
+	Offset int64
+	Length int
+}
+
+// ReadRanges reads byte ranges of one file and returns each range's bytes,
+// in the order given: a local file with one open and a read per range, a
+// gs:// or s3:// object with a ranged request per range (Beam's filesystems
+// only stream an object from its start, so one line near the end of a large
+// object would download all of it), any other filesystem (memfs://) by
+// streaming once from the first range to the last. A range that runs past
+// the end of the file is an error wrapping io.ErrUnexpectedEOF; a missing
+// file one wrapping fs.ErrNotExist. Safe to repeat: it only reads.
+func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, error) {
+	if len(ranges) == 0 {
+		return nil, nil
+	}
+	var read func(Range) ([]byte, error)
+	var done func() error
+	switch scheme(path) {
+	case "local":
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		read, done = func(r Range) ([]byte, error) {
+			b := make([]byte, r.Length)
+			if n, err := f.ReadAt(b, r.Offset); n < len(b) {
+				return nil, err
+			}
+			return b, nil
+		}, f.Close
+	case "gs://":
+		c, err := gcsClient()
+		if err != nil {
+			return nil, err
+		}
+		bucket, object, ok := strings.Cut(strings.TrimPrefix(path, "gs://"), "/")
+		if !ok {
+			return nil, fmt.Errorf("read %s: not an object path", path)
+		}
+		o := c.Bucket(bucket).Object(object)
+		read = func(r Range) ([]byte, error) {
+			rr, err := o.NewRangeReader(ctx, r.Offset, int64(r.Length))
+			if err != nil {
+				return nil, notExist(err)
+			}
+			defer rr.Close()
+			return readExactly(rr, r.Length)
+		}
+	case "s3://":
+		c, err := s3Client()
+		if err != nil {
+			return nil, err
+		}
+		bucket, key, ok := strings.Cut(strings.TrimPrefix(path, "s3://"), "/")
+		if !ok {
+			return nil, fmt.Errorf("read %s: not an object path", path)
+		}
+		read = func(r Range) ([]byte, error) {
+			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+				Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Offset, r.Offset+int64(r.Length)-1))})
+			if err != nil {
+				return nil, notExist(err)
+			}
+			defer out.Body.Close()
+			return readExactly(out.Body, r.Length)
+		}
+	default:
+		return streamRanges(ctx, path, ranges)
+	}
+	out := make([][]byte, len(ranges))
+	var err error
+	for i, r := range ranges {
+		if r.Length == 0 {
+			out[i] = []byte{}
+			continue
+		}
+		if out[i], err = read(r); err != nil {
+			break
+		}
+	}
+	if done != nil {
+		err = errors.Join(err, done())
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// streamRanges reads the ranges from one stream of the file, opened at the
+// first of them.
+func streamRanges(ctx context.Context, path string, ranges []Range) ([][]byte, error) {
+	order := make([]int, len(ranges))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ranges[a].Offset, ranges[b].Offset) })
+	rc, err := Open(ctx, path, ranges[order[0]].Offset)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	out := make([][]byte, len(ranges))
+	at := ranges[order[0]].Offset
+	for k, i := range order {
+		r := ranges[i]
+		if r.Offset < at {
+			// Only a repeat of the previous range can start before the
+			// stream's position (lines do not overlap).
+			if prev := ranges[order[k-1]]; r == prev {
+				out[i] = out[order[k-1]]
+				continue
+			}
+			return nil, fmt.Errorf("read %s: overlapping ranges", path)
+		}
+		if _, err := io.CopyN(io.Discard, rc, r.Offset-at); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, io.ErrUnexpectedEOF)
+		}
+		if out[i], err = readExactly(rc, r.Length); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		at = r.Offset + int64(r.Length)
+	}
+	return out, nil
+}
+
+func readExactly(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// The object-store clients of ReadRanges, one per endpoint environment (see
+// filesystems): Beam's filesystems keep theirs unexported.
+func gcsClient() (*storage.Client, error) {
+	return cachedClient("gs", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
+}
+
+func s3Client() (*s3.Client, error) {
+	return cachedClient("s3", func() (*s3.Client, error) {
+		// As Beam's s3 filesystem builds its own: the standard AWS
+		// environment and shared configuration.
+		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
+		if err != nil {
+			return nil, fmt.Errorf("s3 filesystem: %w", err)
+		}
+		return s3.NewFromConfig(cfg), nil
+	})
+}
+
+func cachedClient[C any](name string, create func() (C, error)) (C, error) {
+	key := "range client " + name
+	for _, e := range endpointEnv {
+		key += "\x00" + os.Getenv(e)
+	}
+	if c, ok := filesystems.Load(key); ok {
+		return c.(C), nil
+	}
+	c, err := create()
+	if err != nil {
+		return c, err
+	}
+	prev, loaded := filesystems.LoadOrStore(key, c)
+	if closer, ok := any(c).(interface{ Close() error }); ok && loaded {
+		closer.Close() // another caller's client won the race
+	}
+	return prev.(C), nil
+}
