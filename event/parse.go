@@ -104,6 +104,7 @@ func Parse(r model.Record, c Config) (model.Event, *model.Quarantined) {
 		Partition:       r.Partition,
 		Position:        r.Position,
 		Payload:         r.Line,
+		Ref:             r.Ref,
 		ReadAt:          r.ReadAt,
 		WatermarkBefore: r.WatermarkBefore,
 	}

@@ -184,8 +184,9 @@ type Outputs struct {
 	Quarantined beam.PCollection // model.Quarantined
 }
 
-// Build reads like the design card: validate, gate too-late records, dedup,
-// combine per window and dims, assign revisions.
+// Build reads like the design card: validate, gate too-late records, dedup
+// (whose audit records read their payloads back from the raw log), combine
+// per window and dims, assign revisions.
 func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	return BuildWithTicks(s, records, beam.PCollection{}, o)
 }
@@ -206,6 +207,9 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 	events, quarantined := transforms.Validate(s, records, o.Event, o.Watermark.OutOfOrderBound)
 	open, lateA := transforms.TooLate(s, events, o.Triggers)
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
+	// Events entered dedup without the raw lines the raw log holds: its
+	// audit records read theirs back.
+	conflicts, lateB = transforms.Payloads(s, o.Event, conflicts, lateB)
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)
 	if o.Triggers.Early > 0 {
 		if !ticks.IsValid() && o.EarlySource == EarlyImpulse {

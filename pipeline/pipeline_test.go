@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -531,4 +532,77 @@ func fingerprintOf(t *testing.T, r model.Record) uint64 {
 		t.Fatalf("record %s does not parse: %+v", r.Position, q)
 	}
 	return ev.Fingerprint
+}
+
+// TestAuditPayloadsFromRawLog runs a scenario whose records name their
+// place in a raw log, as a file source's do: events enter the dedup step
+// without their payload, and the audit rows still carry theirs exactly
+// (the conflict's read back from the raw log; the quarantined and the
+// too-late record's from before the dedup step). Negative control: the
+// same run with the conflicting line changed in the file after it was read
+// fails instead of writing a payload that is not the record's, which shows
+// that the payload came from the file.
+func TestAuditPayloadsFromRawLog(t *testing.T) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	build := func(dir string) *scenario.Builder {
+		return scenario.New(o.Watermark, o.Event, readAt).RawLog(dir).
+			Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+			Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100.0"). // identical copy
+			Line("p0", `{"event_id":"broken",`).
+			Purchase("p0", "X", "2026-11-04T11:20:00Z", "u3", "1").
+			AdvanceWatermark().
+			Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "120"). // conflicting payload
+			Purchase("p0", "Y", "2026-11-05T11:20:00Z", "u5", "2").
+			AdvanceWatermark().
+			Purchase("p0", "D", "2026-11-04T10:10:00Z", "u6", "7") // too late
+	}
+	sc := build(t.TempDir())
+	line := func(pos string) string {
+		for _, r := range sc.Records {
+			if r.Position == pos {
+				if r.Ref.IsZero() {
+					t.Fatalf("%s has no place in the raw log", pos)
+				}
+				return string(r.Line)
+			}
+		}
+		t.Fatalf("no record at %s", pos)
+		return ""
+	}
+	res := run(t, sc, o)
+	if c := res.conflicts.Values(); len(c) != 1 || c[0].Position != "p0/events.jsonl:5" || string(c[0].Payload) != line("p0/events.jsonl:5") {
+		t.Errorf("conflicts = %+v, want line 5 with its payload %q", c, line("p0/events.jsonl:5"))
+	}
+	if l := res.tooLate.Values(); len(l) != 1 || l[0].Position != "p0/events.jsonl:7" || string(l[0].Payload) != line("p0/events.jsonl:7") {
+		t.Errorf("too late = %+v, want line 7 with its payload %q", l, line("p0/events.jsonl:7"))
+	}
+	if q := res.quarantined.Values(); len(q) != 1 || q[0].Position != "p0/events.jsonl:3" || string(q[0].Payload) != line("p0/events.jsonl:3") {
+		t.Errorf("quarantined = %+v, want line 3 with its payload %q", q, line("p0/events.jsonl:3"))
+	}
+
+	// The negative control: the conflicting line's user changed in the file
+	// (same length) after the records were read.
+	dir := t.TempDir()
+	changed := build(dir)
+	path := filepath.Join(dir, "p0", "events.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflicting := rowtest.Purchase("A", "2026-11-04T10:15:00Z", "u1", "120")
+	if !strings.Contains(string(b), conflicting) {
+		t.Fatalf("%s does not hold %s", path, conflicting)
+	}
+	b = []byte(strings.Replace(string(b), conflicting, rowtest.Purchase("A", "2026-11-04T10:15:00Z", "u2", "120"), 1))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, s := beam.NewPipelineWithRoot()
+	if _, err := pipeline.Build(s, changed.Create(s), o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ptest.RunWithMetrics(p); err == nil || !strings.Contains(err.Error(), "no longer the record judged") {
+		t.Errorf("a raw-log line changed under the job: error %v, want the payload refused", err)
+	}
 }

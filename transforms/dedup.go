@@ -250,6 +250,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provid
 				FirstFingerprint:       v.First,
 				ConflictingFingerprint: e.Fingerprint,
 				Payload:                e.Payload,
+				Ref:                    e.Ref,
 			})
 		case CountVerdict:
 			added.add(v.window, v.id, e.Fingerprint)

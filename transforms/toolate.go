@@ -40,6 +40,13 @@ func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func
 		late(TooLateRecord(e))
 		return
 	}
+	if !e.Ref.IsZero() {
+		// The last step that writes a payload from memory: past it, the few
+		// events that become audit rows read theirs back from the raw log
+		// (Payloads), and the others never carry it through the shuffle
+		// into the dedup step (issue #26).
+		e.Payload = nil
+	}
 	open(e)
 }
 
@@ -51,5 +58,6 @@ func TooLateRecord(e model.Event) model.TooLate {
 		EventTime: e.EventTime,
 		Payload:   e.Payload,
 		Reason:    model.ReasonWindowClosed,
+		Ref:       e.Ref,
 	}
 }

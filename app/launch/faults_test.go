@@ -82,6 +82,7 @@ func TestFaultsAtCommitBoundaries(t *testing.T) {
 					t.Errorf("%s: %d rows after the restart, %d in a clean run", name, got.audit[name], n)
 				}
 			}
+			wantSink(t, oracleOf(t, logDir), openSQLite(t, db))
 		})
 	}
 }

@@ -90,15 +90,7 @@ var (
 )
 
 // sqliteOf opens the run's sink for assertions.
-func sqliteOf(t *testing.T, o Options) *sinks.SQLite {
-	t.Helper()
-	db, err := sinks.OpenSQLite(o.Sink.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
+func sqliteOf(t *testing.T, o Options) *sinks.SQLite { return openSQLite(t, o.Sink.Path) }
 
 func wantCounts(t *testing.T, sum *Summary, read, counted, duplicates, conflicts, quarantined, tooLate int64) {
 	t.Helper()
@@ -411,10 +403,7 @@ func wantDemo(t *testing.T, o Options, sum *Summary) {
 // recomputed total, the audit tables with every row's exact payload.
 func wantReplay(t *testing.T, o Options, dir string, sum *Summary) {
 	t.Helper()
-	want, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := oracleOf(t, dir)
 	wantCounts(t, sum, int64(want.Read), int64(want.Counted), int64(want.Duplicates),
 		int64(len(want.Conflicts)), int64(len(want.Quarantined)), int64(len(want.TooLate)))
 	wantSink(t, want, sqliteOf(t, o))

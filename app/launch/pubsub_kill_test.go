@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,8 +44,9 @@ func startPstestProcess(t testing.TB, bin string) string {
 }
 
 // publishLog publishes payloads with the real client, in groups with a
-// pause between them, so that the reader pulls several batches.
-func publishLog(t *testing.T, addr string, groups [][]string) {
+// pause between them, so that the reader pulls several batches. It returns
+// each message's payload by the id the server gave it.
+func publishLog(t *testing.T, addr string, groups [][]string) map[string]string {
 	t.Helper()
 	t.Setenv("PUBSUB_EMULATOR_HOST", addr)
 	ctx := context.Background()
@@ -55,36 +57,55 @@ func publishLog(t *testing.T, addr string, groups [][]string) {
 	defer c.Close()
 	pub := c.Publisher(testTopic)
 	defer pub.Stop()
+	byID := map[string]string{}
 	for _, g := range groups {
 		var res []*gpubsub.PublishResult
 		for _, m := range g {
 			res = append(res, pub.Publish(ctx, &gpubsub.Message{Data: []byte(m)}))
 		}
-		for _, r := range res {
-			if _, err := r.Get(ctx); err != nil {
+		for i, r := range res {
+			id, err := r.Get(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
+			byID[id] = g[i]
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	return byID
 }
 
 // killLog is the test's input: n purchases over two hours, every tenth an
-// identical copy of an earlier one, in groups.
-func killLog(n, groups int) [][]string {
+// identical copy of an earlier one, in groups. With audit, the last groups
+// also hold a record for each audit table: conflicting copies (another
+// user_id, the same amount, so that the totals do not depend on which copy
+// Pub/Sub delivers first), a malformed line and an event days too late.
+func killLog(n, groups int, audit bool) [][]string {
 	out := make([][]string, groups)
 	base := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
+	purchase := func(id int, user string) string {
+		at := base.Add(time.Duration(id) * 7 * time.Second).Format(time.RFC3339)
+		return fmt.Sprintf(`{"event_id":"e%d","event_time":%q,"user_id":%q,"amount":"%d.25"}`, id, at, user, id%50+1)
+	}
 	for i := range n {
 		id := i
 		if i%10 == 9 {
 			id = i - 5 // a copy
 		}
-		at := base.Add(time.Duration(id) * 7 * time.Second).Format(time.RFC3339)
-		m := fmt.Sprintf(`{"event_id":"e%d","event_time":%q,"user_id":"u%d","amount":"%d.25"}`, id, at, id%7, id%50+1)
-		out[i%groups] = append(out[i%groups], m)
+		out[i%groups] = append(out[i%groups], purchase(id, fmt.Sprint("u", id%7)))
+	}
+	if audit {
+		for id := 0; id < n; id += n / killConflicts { // ids published as originals (none ends in 9)
+			out[groups-1] = append(out[groups-1], purchase(id, "someone else"))
+		}
+		out[groups-2] = append(out[groups-2], `{"event_id":"broken","event_time":`)
+		out[groups-1] = append(out[groups-1], `{"event_id":"old","event_time":"2026-11-01T10:00:00Z","user_id":"u1","amount":"9.99"}`)
 	}
 	return out
 }
+
+// killConflicts is how many conflicting copies killLog adds.
+const killConflicts = 5
 
 // child is a launcher run in its own process.
 type child struct {
@@ -167,7 +188,7 @@ type killRun struct {
 
 func newKillRun(t *testing.T) *killRun {
 	t.Helper()
-	k := &killRun{groups: killLog(240, 6)}
+	k := &killRun{groups: killLog(240, 6, true)}
 	k.launchBin, k.pstestBin = buildBinaries(t)
 
 	// The oracle: the log in one partition (order does not change any
@@ -205,11 +226,11 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 		"--source=pubsub:" + testSub, "--pubsub-archive=" + archive,
 		"--sink=sqlite:" + db, "--idle-timeout=1h", "--early=1s", "--pubsub-pullers=2",
 	}
-	publishLog(t, addr, k.groups[:3])
+	published := publishLog(t, addr, k.groups[:3])
 
 	// Run 1 dies at the second batch's boundary.
 	c1 := startChild(t, k.launchBin, addr, []string{faults.Env + "=" + point + ":2"}, args...)
-	publishLog(t, addr, k.groups[3:])
+	maps.Copy(published, publishLog(t, addr, k.groups[3:]))
 	// The bounds are generous: on a loaded machine (the full test suite
 	// beside other builds) prism's start alone has taken over a minute.
 	ws := c1.wait(t, 3*time.Minute)
@@ -250,7 +271,47 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 			t.Errorf("%v: %s (%d events), want %v", key, model.FormatMicros(r.RevenueMicros), r.EventCount, w)
 		}
 	}
+	wantPubSubAudit(t, openSQLite(t, db), published, len(k.want.Conflicts), len(k.want.Quarantined), len(k.want.TooLate))
 	return db
+}
+
+// wantPubSubAudit checks a Pub/Sub run's audit tables: as many rows as the
+// oracle has, each carrying byte for byte the payload published under its
+// message id (its source_position), whichever run archived it: the
+// conflicts are read back from the archive after the dedup step.
+func wantPubSubAudit(t *testing.T, db sinks.Reader, published map[string]string, conflicts, quarantined, tooLate int) {
+	t.Helper()
+	ctx := context.Background()
+	late, err := db.TooLate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := db.Conflicts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := db.Quarantined(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != conflicts || len(qs) != quarantined || len(late) != tooLate {
+		t.Errorf("audit rows: %d conflicts, %d quarantined, %d too late; want %d, %d, %d", len(cs), len(qs), len(late), conflicts, quarantined, tooLate)
+	}
+	check := func(table, pos string, payload []byte) {
+		id, ok := strings.CutPrefix(pos, "pubsub:")
+		if want, known := published[id]; !ok || !known || string(payload) != want {
+			t.Errorf("%s %s: payload %q, want the message's %q", table, pos, payload, want)
+		}
+	}
+	for _, c := range cs {
+		check("conflict_events", c.Position, c.Payload)
+	}
+	for _, q := range qs {
+		check("quarantined_events", q.Position, q.Payload)
+	}
+	for _, l := range late {
+		check("too_late_events", l.Position, l.Payload)
+	}
 }
 
 // An archive that cannot be written (here: its partition folder is a file,
@@ -270,7 +331,7 @@ func TestPubSubUnwritableArchiveExits1(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(archive, "pubsub"), []byte("not a folder"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	publishLog(t, addr, killLog(20, 1))
+	publishLog(t, addr, killLog(20, 1, false))
 	start := time.Now()
 	c := startChild(t, launchBin, addr, nil, "--source=pubsub:"+testSub, "--pubsub-archive="+archive,
 		"--sink=sqlite:"+filepath.Join(dir, "revenue.db"), "--idle-timeout=1h", "--pubsub-archive-fail-after=3s")

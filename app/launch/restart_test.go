@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
 // demoLog writes a generated demo log of events purchases into a new
@@ -69,8 +70,32 @@ func TestRestartAfterKillConverges(t *testing.T) {
 					t.Errorf("%s: %d rows after restarts, %d in a clean run", name, got.audit[name], n)
 				}
 			}
+			// Every audit row with its exact payload, the dedup step's
+			// conflicts read back from the raw log by a restarted job too.
+			wantSink(t, oracleOf(t, logDir), openSQLite(t, db))
 		})
 	}
+}
+
+// oracleOf recomputes a replay of the raw log dir.
+func oracleOf(t testing.TB, dir string) oracle.Result {
+	t.Helper()
+	want, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// openSQLite opens a SQLite sink for assertions.
+func openSQLite(t testing.TB, path string) *sinks.SQLite {
+	t.Helper()
+	db, err := sinks.OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // runBinary runs one replay; with kill > 0 it SIGKILLs the process then

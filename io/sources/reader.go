@@ -56,6 +56,8 @@ type reader struct {
 	// open keeps a remote file open between calls (nil: none is kept).
 	open    *openFiles
 	emitted int
+	// path is the file being read, for the records' refs.
+	path string
 }
 
 // newReader resumes a partition from rest.
@@ -132,6 +134,7 @@ func (r *reader) read() (sdfread.Outcome, error) {
 // call ends.
 func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err error) {
 	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
+	r.path = path
 	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Files are immutable once they appear and should stay; one removed
@@ -241,6 +244,7 @@ func (r *reader) record(l rawlog.Line) bool {
 		Partition: r.partition,
 		Position:  rawlog.Position(r.partition, r.rest.File, l.No),
 		Line:      bytes.Clone(l.Bytes),
+		Ref:       l.Ref(r.path),
 		Oversized: l.Oversized,
 		ReadAt:    now,
 	}

@@ -8,6 +8,8 @@ package scenario
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -32,6 +34,8 @@ type Builder struct {
 	now       int64
 	watermark int64
 	empty     bool
+	// rawLog is the folder the lines are also written to ("": none).
+	rawLog string
 	// Records is every record added, in order (for oracles).
 	Records []model.Record
 }
@@ -60,6 +64,9 @@ func (b *Builder) Line(partition, line string) *Builder {
 		Line:      []byte(line),
 		ReadAt:    b.now,
 	}
+	if b.rawLog != "" {
+		r.Ref = b.appendRaw(partition, line)
+	}
 	ev, q := event.Parse(r, b.event)
 	r.WatermarkBefore = b.tracker.Observe(partition, ev.EventTime, q == nil, b.now)
 	// Stamped like a source stamps it: the partition watermark before the
@@ -71,6 +78,39 @@ func (b *Builder) Line(partition, line string) *Builder {
 	b.empty = false
 	b.Records = append(b.Records, r)
 	return b
+}
+
+// RawLog makes the scenario write its lines to a raw log in dir as well,
+// dir/<partition>/events.jsonl, and give each record its place there
+// (model.Record.Ref) as a file source does: the pipeline then drops the
+// payloads before the dedup step and reads those of its audit rows back.
+// Call it before the first line.
+func (b *Builder) RawLog(dir string) *Builder {
+	if !b.empty {
+		panic("scenario: RawLog after the first line")
+	}
+	b.rawLog = dir
+	return b
+}
+
+func (b *Builder) appendRaw(partition, line string) model.LineRef {
+	path := filepath.Join(b.rawLog, partition, "events.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		panic(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		panic(err)
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		panic(err)
+	}
+	return model.LineRef{Path: path, Offset: st.Size(), Length: len(line)}
 }
 
 // Purchase adds a purchase event; extra is "key":value JSON fragments.

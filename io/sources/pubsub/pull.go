@@ -265,8 +265,13 @@ func (r *reader) emitBatch(b *batch) bool {
 	saved := r.rest
 	r.rest = next
 	recs := make([]model.Record, len(b.lines))
+	path, offset := joinPath(r.store.dir, b.name), int64(0)
 	for i, line := range b.lines {
 		recs[i] = model.Record{Partition: r.store.part, Position: rawlog.IDPosition(b.side[i].ID), Line: line, ReadAt: b.pulled.UnixMilli()}
+		// The archive object holds the lines as written, one a line
+		// (store.write): the payload can be read back from it.
+		recs[i].Ref = model.LineRef{Path: path, Offset: offset, Length: len(line)}
+		offset += int64(len(line)) + 1
 		r.stamp(&recs[i], b.side[i].Backlog)
 	}
 	if !r.claim(r.rest) {

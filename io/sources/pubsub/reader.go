@@ -262,7 +262,8 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			pos = rawlog.IDPosition(entry.ID)
 		}
 		now := r.now()
-		rec := model.Record{Partition: r.store.part, Position: pos, Line: clone(l.Bytes), Oversized: l.Oversized, ReadAt: now.UnixMilli()}
+		rec := model.Record{Partition: r.store.part, Position: pos, Line: clone(l.Bytes), Ref: l.Ref(joinPath(r.store.dir, name)),
+			Oversized: l.Oversized, ReadAt: now.UnixMilli()}
 		r.stamp(&rec, entry.Backlog)
 		r.rest.Offset, r.rest.Line = l.End, l.No
 		if !r.claim(r.rest) {

@@ -1,0 +1,178 @@
+package transforms
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/model"
+)
+
+func init() {
+	register.DoFn4x0[context.Context, beam.EventTime, model.Conflict, func(beam.EventTime, model.Conflict)](&conflictPayloadFn{})
+	register.DoFn4x0[context.Context, beam.EventTime, model.TooLate, func(beam.EventTime, model.TooLate)](&tooLatePayloadFn{})
+	register.Emitter2[beam.EventTime, model.Conflict]()
+	register.Emitter2[beam.EventTime, model.TooLate]()
+}
+
+// Payloads gives the dedup step's audit records (conflicts, and records too
+// late by rule (b)) their payloads back. Events enter the dedup step
+// without their raw line when the raw log holds it (model.Event.Ref), so
+// that the line does not travel through the shuffle with every event
+// (issue #26); the few that become audit rows (about 0.6 % of a realistic
+// log) read it back here, by position, through Beam's filesystem, which
+// every worker reaches, and idempotently, so a retried bundle reads the
+// same bytes again. Each payload read back is parsed again and must be the
+// record's (its event_id, and its fingerprint or event time): a raw-log
+// file changed or removed under the job fails the bundle with the file's
+// name rather than write a wrong payload. Records that carry their payload
+// (built by hand, no raw log) pass through.
+//
+// The reads of a bundle are made at its end, several files at once: one
+// object-store request per record, not one per bundle in sequence.
+func Payloads(s beam.Scope, cfg event.Config, conflicts, tooLate beam.PCollection) (beam.PCollection, beam.PCollection) {
+	s = s.Scope("Payloads")
+	return beam.ParDo(s, &conflictPayloadFn{Config: cfg}, conflicts), beam.ParDo(s, &tooLatePayloadFn{Config: cfg}, tooLate)
+}
+
+type conflictPayloadFn struct {
+	Config  event.Config
+	pending pendingPayloads[model.Conflict]
+}
+
+func (f *conflictPayloadFn) ProcessElement(_ context.Context, ts beam.EventTime, c model.Conflict, emit func(beam.EventTime, model.Conflict)) {
+	f.pending.add(ts, c, c.Payload, c.Ref, emit)
+}
+
+func (f *conflictPayloadFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, model.Conflict)) error {
+	return f.pending.flush(ctx, "conflict_events", func(c *model.Conflict) model.LineRef { return c.Ref },
+		func(c *model.Conflict, b []byte) error {
+			c.Payload = b
+			return checkPayload(b, f.Config, c.Position, c.Ref, c.EventID, func(e model.Event) bool {
+				return e.Fingerprint == c.ConflictingFingerprint
+			})
+		}, emit)
+}
+
+type tooLatePayloadFn struct {
+	Config  event.Config
+	pending pendingPayloads[model.TooLate]
+}
+
+func (f *tooLatePayloadFn) ProcessElement(_ context.Context, ts beam.EventTime, t model.TooLate, emit func(beam.EventTime, model.TooLate)) {
+	f.pending.add(ts, t, t.Payload, t.Ref, emit)
+}
+
+func (f *tooLatePayloadFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, model.TooLate)) error {
+	return f.pending.flush(ctx, "too_late_events", func(t *model.TooLate) model.LineRef { return t.Ref },
+		func(t *model.TooLate, b []byte) error {
+			t.Payload = b
+			return checkPayload(b, f.Config, t.Position, t.Ref, t.EventID, func(e model.Event) bool {
+				return e.EventTime == t.EventTime
+			})
+		}, emit)
+}
+
+// pendingPayloads is a bundle's audit records that read their payloads
+// back at its end.
+type pendingPayloads[T any] struct {
+	records []T
+	ts      []beam.EventTime
+}
+
+// add emits a record that carries its payload (or has no place in the raw
+// log) and keeps the others for flush.
+func (p *pendingPayloads[T]) add(ts beam.EventTime, v T, payload []byte, ref model.LineRef, emit func(beam.EventTime, T)) {
+	if len(payload) > 0 || ref.IsZero() {
+		emit(ts, v)
+		return
+	}
+	p.records, p.ts = append(p.records, v), append(p.ts, ts)
+}
+
+// flush reads the kept records' payloads, lets fill set and check each,
+// and emits them; a record refused fails the bundle, naming table.
+func (p *pendingPayloads[T]) flush(ctx context.Context, table string, ref func(*T) model.LineRef, fill func(*T, []byte) error, emit func(beam.EventTime, T)) error {
+	defer func() { p.records, p.ts = p.records[:0], p.ts[:0] }()
+	refs := make([]model.LineRef, len(p.records))
+	for i := range p.records {
+		refs[i] = ref(&p.records[i])
+	}
+	payloads, err := ReadPayloads(ctx, refs)
+	if err != nil {
+		return err
+	}
+	for i := range p.records {
+		if err := fill(&p.records[i], payloads[i]); err != nil {
+			return fmt.Errorf("%s: %w", table, err)
+		}
+		emit(p.ts[i], p.records[i])
+	}
+	return nil
+}
+
+// payloadReaders bounds the files a bundle reads at once.
+const payloadReaders = 8
+
+// ReadPayloads reads each ref's bytes from the raw log (files.ReadRanges),
+// the refs of one file in one call, up to payloadReaders files at once. The
+// result is in the order of refs.
+func ReadPayloads(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
+	byPath := map[string][]int{}
+	var paths []string
+	for i, r := range refs {
+		if _, ok := byPath[r.Path]; !ok {
+			paths = append(paths, r.Path)
+		}
+		byPath[r.Path] = append(byPath[r.Path], i)
+	}
+	out := make([][]byte, len(refs))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, payloadReaders)
+	var wg sync.WaitGroup
+	for k, path := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			idx := byPath[path]
+			ranges := make([]files.Range, len(idx))
+			for j, i := range idx {
+				ranges[j] = files.Range{Offset: refs[i].Offset, Length: refs[i].Length}
+			}
+			b, err := files.ReadRanges(ctx, path, ranges)
+			if err != nil {
+				errs[k] = fmt.Errorf("payload of a record cannot be read back from the raw log: %w", err)
+				return
+			}
+			for j, i := range idx {
+				out[i] = b[j]
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkPayload parses a payload read back and checks that it is the
+// record's: valid, with its event_id, and what same says of the event.
+func checkPayload(b []byte, cfg event.Config, pos string, ref model.LineRef, id string, same func(model.Event) bool) error {
+	// Read time and watermark far from any limit: the record passed
+	// validation when it was read; only its identity is checked here.
+	e, q := event.Parse(model.Record{Line: b, ReadAt: math.MaxInt64, WatermarkBefore: model.NoWatermark}, cfg)
+	if q == nil && e.EventID == id && same(e) {
+		return nil
+	}
+	return fmt.Errorf("%s: bytes %d-%d of %s are no longer the record judged (raw-log files must stay as they appeared); refusing to write a wrong payload",
+		pos, ref.Offset, ref.Offset+int64(ref.Length), ref.Path)
+}
