@@ -64,9 +64,9 @@ func TestBigQueryEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode() != reconcile.ExitMaterial || len(res.Diffs) != 1 || res.Applied != 1 {
+	if res.ExitCode() != reconcile.ExitClean || len(res.Diffs) != 1 || res.Applied != 1 {
 		t.Fatalf("reconcile: exit %d, %d diffs, %d applied; want exit %d, 1 diff, 1 applied: %+v",
-			res.ExitCode(), len(res.Diffs), res.Applied, reconcile.ExitMaterial, res.Diffs)
+			res.ExitCode(), len(res.Diffs), res.Applied, reconcile.ExitClean, res.Diffs)
 	}
 	if d := res.Diffs[0]; d.Classification != reconcile.ClassTooLate || d.WindowStart != ms("2026-11-04T10:00:00Z") ||
 		d.Recomputed.RevenueMicros != 177_000_000 || d.Recomputed.Count != 4 {

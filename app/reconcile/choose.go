@@ -88,6 +88,8 @@ type Choice struct {
 type content struct {
 	fp     uint64
 	copies int
+	// tooLate counts the copies the stream judged too late.
+	tooLate int
 	// counted: some copy was not judged too late, so the stream counted
 	// this content (or should have).
 	counted bool
@@ -129,10 +131,11 @@ func (ch *Choice) Add(c Copy, counted uint64, hasCounted, tooLate bool) {
 		if ch.contents[i].fp == c.Fingerprint {
 			ch.contents[i].copies++
 			ch.contents[i].counted = ch.contents[i].counted || !tooLate
+			ch.contents[i].tooLate += b2i(tooLate)
 			return
 		}
 	}
-	ch.contents = append(ch.contents, content{fp: c.Fingerprint, copies: 1, counted: !tooLate})
+	ch.contents = append(ch.contents, content{fp: c.Fingerprint, copies: 1, counted: !tooLate, tooLate: b2i(tooLate)})
 }
 
 // AddCopies folds in a whole id's copies with the evidence: the plain-Go
@@ -164,6 +167,30 @@ func (ch Choice) Conflicting() int { return ch.Copies - ch.chosen().copies }
 
 // Duplicates counts the extra copies identical to the chosen one.
 func (ch Choice) Duplicates() int { return max(ch.chosen().copies-1, 0) }
+
+// DuplicatesTooLate and ConflictingTooLate count, among Duplicates and
+// Conflicting, the copies the stream judged too late: the stream's too-late
+// gate comes before its dedup (SPEC §4), so it counted those as too_late,
+// not as duplicates or conflicts.
+func (ch Choice) DuplicatesTooLate() int {
+	return max(ch.chosen().tooLate-b2i(ch.Copies > 0 && ch.bestRank.tooLate), 0)
+}
+
+// ConflictingTooLate: see DuplicatesTooLate.
+func (ch Choice) ConflictingTooLate() int {
+	n := 0
+	for _, c := range ch.contents {
+		n += c.tooLate
+	}
+	return n - ch.chosen().tooLate
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // TooLate says the stream judged every copy of the chosen content too late:
 // it never counted the id, which explains a FINAL row short by its amount.

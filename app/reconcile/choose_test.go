@@ -24,6 +24,10 @@ func TestChoice(t *testing.T) {
 		tooLateChosen       bool
 		conflicting, dups   int
 		fingerprintNotInLog bool
+		// dupsLate and conflictingLate: among dups and conflicting, the
+		// copies the stream judged too late (its too_late, not its
+		// duplicates or conflicts).
+		dupsLate, conflictingLate int
 	}{
 		{name: "one copy", copies: []reconcile.Copy{cp("p0/f:1", 1, 100)},
 			wantPos: "p0/f:1", wantRule: reconcile.RuleOnePayload},
@@ -41,14 +45,14 @@ func TestChoice(t *testing.T) {
 			counted: map[string]uint64{"A": 2}, wantPos: "p1/f:1", wantRule: reconcile.RuleStreamFingerprint, conflicting: 1},
 		{name: "a too-late first copy is not the counted one",
 			copies:  []reconcile.Copy{cp("p0/f:1", 1, 100), cp("p0/f:2", 2, 120)},
-			tooLate: []string{"p0/f:1"}, wantPos: "p0/f:2", wantRule: reconcile.RuleCounted, conflicting: 1},
+			tooLate: []string{"p0/f:1"}, wantPos: "p0/f:2", wantRule: reconcile.RuleCounted, conflicting: 1, conflictingLate: 1},
 		{name: "all too late: lowest position, and the stream never counted it",
 			copies:  []reconcile.Copy{cp("p0/f:2", 2, 120), cp("p0/f:1", 1, 100)},
 			tooLate: []string{"p0/f:1", "p0/f:2"}, wantPos: "p0/f:1", wantRule: reconcile.RuleLowestPosition,
-			tooLateChosen: true, conflicting: 1},
+			tooLateChosen: true, conflicting: 1, conflictingLate: 1},
 		{name: "a too-late copy of counted content is still counted",
 			copies:  []reconcile.Copy{cp("p0/f:1", 1, 100), cp("p0/f:2", 1, 100)},
-			tooLate: []string{"p0/f:1"}, wantPos: "p0/f:2", wantRule: reconcile.RuleOnePayload, dups: 1},
+			tooLate: []string{"p0/f:1"}, wantPos: "p0/f:2", wantRule: reconcile.RuleOnePayload, dups: 1, dupsLate: 1},
 		{name: "first_fingerprint not in the log: the lower clauses decide",
 			copies:  []reconcile.Copy{cp("p0/f:2", 2, 120), cp("p0/f:1", 1, 100)},
 			counted: map[string]uint64{"A": 7}, wantPos: "p0/f:1", wantRule: reconcile.RuleLowestPosition,
@@ -72,10 +76,11 @@ func TestChoice(t *testing.T) {
 					r.Shuffle(len(copies), func(a, b int) { copies[a], copies[b] = copies[b], copies[a] })
 				}
 				ch := reconcile.AddCopies(copies, ev)
-				got := fmt.Sprintf("%s %v tooLate=%v conflicting=%d dups=%d missing=%v",
-					ch.Best.Position, ch.Rule(), ch.TooLate(), ch.Conflicting(), ch.Duplicates(), ch.StreamFingerprintMissing())
-				want := fmt.Sprintf("%s %v tooLate=%v conflicting=%d dups=%d missing=%v",
-					tc.wantPos, tc.wantRule, tc.tooLateChosen, tc.conflicting, tc.dups, tc.fingerprintNotInLog)
+				got := fmt.Sprintf("%s %v tooLate=%v conflicting=%d (%d late) dups=%d (%d late) missing=%v",
+					ch.Best.Position, ch.Rule(), ch.TooLate(), ch.Conflicting(), ch.ConflictingTooLate(), ch.Duplicates(), ch.DuplicatesTooLate(),
+					ch.StreamFingerprintMissing())
+				want := fmt.Sprintf("%s %v tooLate=%v conflicting=%d (%d late) dups=%d (%d late) missing=%v",
+					tc.wantPos, tc.wantRule, tc.tooLateChosen, tc.conflicting, tc.conflictingLate, tc.dups, tc.dupsLate, tc.fingerprintNotInLog)
 				if got != want {
 					t.Fatalf("order %d: got  %s\nwant %s", i, got, want)
 				}

@@ -2,8 +2,10 @@ package reconcile
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -15,7 +17,9 @@ const (
 	// judged too late (too_late_events): the designed gap, now filled.
 	ClassTooLate = "too_late"
 	// ClassMissingWindow: the raw log has events for a closed window the
-	// sink has no row for (typically: all of its events were too late).
+	// sink has no row for, and the stream judged every one of them too late
+	// (too_late_events): a window the stream never opened. A missing row
+	// with events the stream counted is unexplained (a lost row).
 	ClassMissingWindow = "missing_window"
 	// ClassUnexplained: any other difference; someone should look.
 	ClassUnexplained = "unexplained"
@@ -82,6 +86,25 @@ type Comparison struct {
 	// a reconcile revision would collide with the stream's next one.
 	OpenChecked int
 	Open        []Diff
+	// Unreadable lists the sink rows that could not be read (a corrupt
+	// amount, an unknown state): their keys are not compared, and each
+	// counts as unexplained (SPEC §6).
+	Unreadable []Unreadable
+}
+
+// Unreadable is a sink row that could not be read, named by table, window,
+// dims and column.
+type Unreadable struct {
+	Table       string `json:"table"`
+	WindowStart string `json:"window_start"`
+	Dims        string `json:"dims"`
+	Column      string `json:"column"`
+	Reason      string `json:"reason"`
+}
+
+// String is the row's one line in the summary.
+func (u Unreadable) String() string {
+	return fmt.Sprintf("%s row window_start=%s dims=%s: column %s: %s", u.Table, u.WindowStart, u.Dims, u.Column, u.Reason)
 }
 
 // Held returns the material diffs --apply holds back (see Diff.InLog).
@@ -89,6 +112,18 @@ func (c Comparison) Held() []Diff {
 	var out []Diff
 	for _, d := range c.Diffs {
 		if d.Material && !d.InLog {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Unexplained returns the material diffs no audit table accounts for, and
+// those --apply holds back (see Diff.InLog): a human must look at them.
+func (c Comparison) Unexplained() []Diff {
+	var out []Diff
+	for _, d := range c.Diffs {
+		if d.Material && (d.Classification == ClassUnexplained || !d.InLog) {
 			out = append(out, d)
 		}
 	}
@@ -126,6 +161,9 @@ const (
 	// (reported only).
 	MetricOpenCompared  = "open_windows_compared"
 	MetricOpenDiffering = "open_windows_differing"
+	// MetricRowsUnreadable counts the sink rows in scope that could not be
+	// read (Comparison.Unreadable).
+	MetricRowsUnreadable = "sink_rows_unreadable"
 )
 
 // Classes lists the classifications in SPEC §5's order.
@@ -138,6 +176,7 @@ var MetricNames = []string{
 	MetricWindowsDiffering + "_" + ClassTooLate, MetricWindowsDiffering + "_" + ClassMissingWindow,
 	MetricWindowsDiffering + "_" + ClassUnexplained,
 	MetricWindowsMaterial, MetricDeltaMicrosAbs, MetricDeltaCountAbs, MetricOpenCompared, MetricOpenDiffering,
+	MetricRowsUnreadable,
 }
 
 // Metrics returns the comparison's figures by metric name (every one of
@@ -162,6 +201,7 @@ func (c Comparison) Metrics() map[string]int64 {
 	}
 	m[MetricOpenCompared] = int64(c.OpenChecked)
 	m[MetricOpenDiffering] = int64(len(c.Open))
+	m[MetricRowsUnreadable] = int64(len(c.Unreadable))
 	return m
 }
 
@@ -169,9 +209,12 @@ func (c Comparison) Metrics() map[string]int64 {
 type CompareInput struct {
 	// Recomputed is the raw log's total per key (Result.Totals).
 	Recomputed map[Key]Totals
-	// Rows are the sink's current rows (any range; Compare selects).
-	Rows  []model.Row
-	Range Range
+	// Rows are the sink's current rows (any range; Compare selects), and
+	// Unreadable those that could not be read: their keys are not
+	// compared.
+	Rows       []model.Row
+	Unreadable []Unreadable
+	Range      Range
 	// Triggers gives the window size and allowed lateness.
 	Triggers triggers.Policy
 	// FinalHorizon is the latest window_end of a FINAL row in the sink
@@ -228,7 +271,21 @@ func Compare(in CompareInput) Comparison {
 	}
 
 	var c Comparison
+	skip := map[Key]bool{}
+	for _, u := range in.Unreadable {
+		if t, err := time.Parse(time.RFC3339Nano, u.WindowStart); err == nil {
+			start := t.UnixMilli()
+			if !inScope(start) {
+				continue // outside the range checked
+			}
+			skip[Key{start, u.Dims}] = true
+		}
+		c.Unreadable = append(c.Unreadable, u)
+	}
 	for _, k := range slices.SortedFunc(maps.Keys(keys), compareKeys) {
+		if skip[k] {
+			continue // reported as unreadable: its stored total is unknown
+		}
 		row, has := rows[k]
 		d := Diff{Key: k, Streamed: row, HasRow: has, Recomputed: in.Recomputed[k], InLog: present[k.WindowStart]}
 		same := has && d.DeltaCount() == 0 && d.DeltaMicros() == 0
@@ -251,15 +308,19 @@ func Compare(in CompareInput) Comparison {
 	return c
 }
 
-// classify names why a closed key differs. A missing row is missing_window
-// even when too-late events explain it: the window itself is what is
-// missing. A FINAL row short by exactly the too-late part of the
-// recomputation is too_late. Anything else is unexplained.
+// classify names why a closed key differs (SPEC §6: explained when the
+// audit tables account for it). A missing row whose every event the stream
+// judged too late is missing_window: the window itself is what is missing.
+// A FINAL row short by exactly the too-late part of the recomputation is
+// too_late. Anything else, a lost row included, is unexplained.
 func classify(d Diff) string {
-	if !d.HasRow {
-		return ClassMissingWindow
-	}
 	r := d.Recomputed
+	if !d.HasRow {
+		if r.TooLateCount == r.Count && r.Count > 0 {
+			return ClassMissingWindow
+		}
+		return ClassUnexplained
+	}
 	if d.Streamed.EventCount+r.TooLateCount == r.Count &&
 		d.Streamed.RevenueMicros+r.TooLateRevenueMicros == r.RevenueMicros && r.TooLateCount > 0 {
 		return ClassTooLate

@@ -28,7 +28,7 @@ func TestCompare(t *testing.T) {
 			key(5):                                 {RevenueMicros: 105, Count: 1},                                            // within tolerance
 			key(6):                                 {RevenueMicros: 7, Count: 1},                                              // open: LATE row
 			key(9):                                 {RevenueMicros: 9, Count: 1},                                              // open: no row, not closed
-			{WindowStart: h(1), Dims: `{"c":"x"}`}: {RevenueMicros: 1, Count: 1},                                              // missing dims key
+			{WindowStart: h(1), Dims: `{"c":"x"}`}: {RevenueMicros: 1, Count: 1},                                              // missing dims key, its event counted: lost
 			key(7):                                 {RevenueMicros: 70, Count: 2, TooLateRevenueMicros: 70, TooLateCount: 2},  // too_late: the FINAL row holds none of it
 		},
 		Rows: []model.Row{
@@ -48,7 +48,7 @@ func TestCompare(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s material=%v delta=%d/%d", d.Key, d.Classification, d.Material, d.DeltaMicros(), d.DeltaCount()))
 	}
 	want := []string{
-		`2026-11-04T01:00:00Z {"c":"x"} missing_window material=true delta=1/1`,
+		`2026-11-04T01:00:00Z {"c":"x"} unexplained material=true delta=1/1`,
 		"2026-11-04T02:00:00Z {} too_late material=true delta=50/1",
 		"2026-11-04T03:00:00Z {} unexplained material=true delta=50/1",
 		"2026-11-04T04:00:00Z {} missing_window material=true delta=30/1",
@@ -63,13 +63,25 @@ func TestCompare(t *testing.T) {
 	}
 	// |delta_micros| 1 + 50 + 50 + 30 + 5 + 70, |delta count| 1 + 1 + 1 + 1 + 0 + 2.
 	wantMetrics := map[string]int64{
-		"windows_compared": 7, "windows_differing": 6, "windows_differing_too_late": 2, "windows_differing_missing_window": 2,
-		"windows_differing_unexplained": 2, "windows_material": 5, "delta_micros_abs": 206, "delta_count_abs": 6,
-		"open_windows_compared": 2, "open_windows_differing": 2,
+		"windows_compared": 7, "windows_differing": 6, "windows_differing_too_late": 2, "windows_differing_missing_window": 1,
+		"windows_differing_unexplained": 3, "windows_material": 5, "delta_micros_abs": 206, "delta_count_abs": 6,
+		"open_windows_compared": 2, "open_windows_differing": 2, "sink_rows_unreadable": 0,
 	}
 	if got := c.Metrics(); !maps.Equal(got, wantMetrics) {
 		t.Errorf("metrics:\n got %v\nwant %v", got, wantMetrics)
 	}
+
+	// An unreadable row is reported, and its key is not compared (its
+	// stored total is unknown); one outside the scope is not reported.
+	in.Unreadable = []reconcile.Unreadable{
+		{Table: "hourly_revenue", WindowStart: "2026-11-04T03:00:00Z", Dims: "{}", Column: "revenue", Reason: `bad amount "1x"`},
+		{Table: "hourly_revenue", WindowStart: "2026-11-04T08:00:00Z", Dims: "{}", Column: "revenue", Reason: `bad amount "1x"`},
+	}
+	if u := reconcile.Compare(in); len(u.Unreadable) != 1 || u.Unreadable[0] != in.Unreadable[0] || len(u.Diffs) != 5 || u.Checked != 6 ||
+		u.Metrics()["sink_rows_unreadable"] != 1 {
+		t.Errorf("unreadable 03:00: reported %v, %d diffs, %d checked; want the 03:00 row only, 5 diffs, 6 checked", u.Unreadable, len(u.Diffs), u.Checked)
+	}
+	in.Unreadable = nil
 
 	// Without a FINAL row the stream has closed nothing: a missing row is
 	// still to come.

@@ -127,16 +127,26 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: --sink %s: not readable from the worker (no such file?)", f.Sink)
 	}
 	defer r.Close()
+	// A row that cannot be read is left out of the comparison and reported
+	// (SPEC §6: one line naming the table, window and column, counted as
+	// unexplained); the others are compared.
 	rows, err := r.CurrentRows(ctx)
-	if err != nil {
+	bad, ok := sinks.Unreadable(err)
+	if !ok {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: %w", err)
 	}
 	horizon, hasHorizon, err := r.FinalHorizon(ctx)
 	if err != nil {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: %w", err)
 	}
+	var unreadable []Unreadable
+	for _, e := range bad {
+		unreadable = append(unreadable, Unreadable{Table: e.Table, WindowStart: e.WindowStart, Dims: e.Dims, Column: e.Column,
+			Reason: e.Err.Error()})
+	}
 	return CompareInput{
 		Rows:            rows,
+		Unreadable:      unreadable,
 		Range:           f.Range,
 		Triggers:        f.Triggers,
 		FinalHorizon:    horizon,

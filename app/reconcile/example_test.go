@@ -81,7 +81,7 @@ func ExampleRun() {
 	}
 	fmt.Println("second run: exit code", again.ExitCode(), "differing", len(again.Diffs))
 	// Output:
-	// exit code: 1
+	// exit code: 0
 	// 2026-11-04T10:00:00Z {}: streamed 150.000000, recomputed 170.000000, too_late, applied as revision 3
 	// second run: exit code 0 differing 0
 }

@@ -97,8 +97,9 @@ the counts differ or the revenue differs by more than --tolerance; it is explain
 tables account for it (too-late events, a window whose every event was too late).
 
 Exit codes, for a daily scheduler:
-  `+strconv.Itoa(ExitClean)+`  nothing material found
-  `+strconv.Itoa(ExitMaterial)+`  material differences found (with --apply: written)
+  `+strconv.Itoa(ExitClean)+`  nothing material left: none found, or every one explained and written with --apply
+  `+strconv.Itoa(ExitUnexplained)+`  unexplained differences or unreadable sink rows: a human must look (whatever --apply did)
   `+strconv.Itoa(ExitError)+`  error: a bad flag, an unreadable source or sink (one line on stderr)
+  `+strconv.Itoa(ExitPending)+`  explained corrections pending: run again with --apply
 Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`)
 }

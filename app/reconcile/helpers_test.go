@@ -203,7 +203,8 @@ func batchQ(rows []model.Row, q []model.Quarantined) sinks.Batch {
 }
 
 // toleranceScenario is a raw log of four hourly events and a sink whose
-// 10:00 row is short by 0.01 (rounding noise) and which lost 12:00.
+// 10:00 row is short by 0.01 (rounding noise) and which has no 12:00 row:
+// the stream judged its one event too late.
 func toleranceScenario(t *testing.T) (dir, path string) {
 	t.Helper()
 	dir = writeLog(t, map[string][]string{"p0": {
@@ -213,11 +214,14 @@ func toleranceScenario(t *testing.T) (dir, path string) {
 		purchase("D", "2026-11-04T13:15:00Z", "u4", "1"),
 	}})
 	sink, path := openSink(t)
-	if _, err := sink.Write(context.Background(), batch([]model.Row{
+	b := batch([]model.Row{
 		row(t, "2026-11-04T10:00:00Z", "99.99", 1, 2, model.Final), // rounding noise
 		row(t, "2026-11-04T11:00:00Z", "5", 1, 2, model.Final),
-		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final), // 12:00 is lost
-	}, nil)); err != nil {
+		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final), // 12:00: never opened
+	}, nil)
+	b.TooLate = []model.TooLate{{Position: "p0/a.jsonl:3", EventID: "C", EventTime: rowtest.MS("2026-11-04T12:15:00Z"),
+		Payload: []byte(purchase("C", "2026-11-04T12:15:00Z", "u3", "3")), Reason: model.ReasonWindowClosed}}
+	if _, err := sink.Write(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
 	return dir, path

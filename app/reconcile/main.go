@@ -9,7 +9,7 @@ import (
 )
 
 // Main runs cmd/reconcile with args (without the program name) and returns
-// its exit code: ExitClean, ExitMaterial, or ExitError (a bad flag is one
+// its exit code (SPEC §6: ExitClean, ExitUnexplained, ExitError, ExitPending; a bad flag is one
 // line on stderr before any work).
 func Main(args []string, stdout, stderr io.Writer) int {
 	var o Options

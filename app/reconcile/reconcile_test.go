@@ -65,8 +65,9 @@ func TestApplyConvergesToDistinct(t *testing.T) {
 			o := options(dir, path, "run1", dims...)
 			o.Apply = true
 			out := run(t, o)
-			if got := out.ExitCode(); got != reconcile.ExitMaterial {
-				t.Errorf("exit code = %d, want %d", got, reconcile.ExitMaterial)
+			// Every difference explained and written: nothing material left.
+			if got := out.ExitCode(); got != reconcile.ExitClean {
+				t.Errorf("exit code = %d, want %d", got, reconcile.ExitClean)
 			}
 			// Every difference is explained: a key the stream has a FINAL row
 			// for differs by its too-late events; a key it has none for (all
@@ -156,8 +157,9 @@ func TestApplyConvergesToDistinct(t *testing.T) {
 }
 
 // A FINAL row the stream got wrong and a window the sink lost are both
-// found (unexplained, missing_window), and --apply repairs them — including
-// a correction that lowers the count.
+// found and unexplained (the lost window's events were counted, not too
+// late), and --apply repairs them — including a correction that lowers the
+// count — while the run still exits 1: a human must look.
 func TestCorruptedRowAndMissingWindow(t *testing.T) {
 	dir, _ := genLog(t, 600)
 	res := replay(t, dir)
@@ -183,7 +185,7 @@ func TestCorruptedRowAndMissingWindow(t *testing.T) {
 	writeStream(t, sink, res, streamed(final, time.Hour))
 
 	dry := run(t, options(dir, path, "dry"))
-	if got := dry.ExitCode(); got != reconcile.ExitMaterial {
+	if got := dry.ExitCode(); got != reconcile.ExitUnexplained {
 		t.Fatalf("exit code = %d, want 1", got)
 	}
 	byKey := map[oracle.Key]reconcile.Diff{}
@@ -193,8 +195,8 @@ func TestCorruptedRowAndMissingWindow(t *testing.T) {
 	if d := byKey[corrupt]; d.Classification != reconcile.ClassUnexplained || d.DeltaMicros() != -1_000_000 || d.DeltaCount() != -1 {
 		t.Errorf("corrupted %s: %+v, want unexplained, delta -1.000000, -1 event", corrupt, d)
 	}
-	if d := byKey[lost]; d.Classification != reconcile.ClassMissingWindow || d.HasRow {
-		t.Errorf("lost %s: %+v, want missing_window", lost, d)
+	if d := byKey[lost]; d.Classification != reconcile.ClassUnexplained || d.HasRow {
+		t.Errorf("lost %s: %+v, want unexplained", lost, d)
 	}
 	if n := len(diffsOf(t, sink, "dry")); n != len(dry.Diffs) {
 		t.Errorf("reconcile_diffs: %d rows, want %d", n, len(dry.Diffs))
@@ -211,7 +213,7 @@ func TestCorruptedRowAndMissingWindow(t *testing.T) {
 	o := options(dir, path, "fix")
 	o.Apply = true
 	fixed := run(t, o)
-	if fixed.ExitCode() != reconcile.ExitMaterial || fixed.Applied != len(fixed.Diffs) {
+	if fixed.ExitCode() != reconcile.ExitUnexplained || fixed.Applied != len(fixed.Diffs) {
 		t.Errorf("apply: exit %d, %d of %d applied", fixed.ExitCode(), fixed.Applied, len(fixed.Diffs))
 	}
 	if d := oracle.Diff(res.Distinct, current(t, sink)); d != nil {
@@ -329,13 +331,13 @@ func TestRange(t *testing.T) {
 		diffs                []string
 	}{
 		{name: "default", checked: 4, diffs: []string{
-			"2026-11-04T10:00:00Z {} missing_window 1.000000",
-			"2026-11-04T11:00:00Z {} missing_window 1.000000",
-			"2026-11-04T12:00:00Z {} missing_window 1.000000",
+			"2026-11-04T10:00:00Z {} unexplained 1.000000", // a lost row: its event was counted
+			"2026-11-04T11:00:00Z {} unexplained 1.000000", // a lost row: its event was counted
+			"2026-11-04T12:00:00Z {} unexplained 1.000000", // a lost row: its event was counted
 		}},
 		{name: "from-to", from: "2026-11-04T11:00:00Z", to: "2026-11-04T13:00:00Z", checked: 2, diffs: []string{
-			"2026-11-04T11:00:00Z {} missing_window 1.000000",
-			"2026-11-04T12:00:00Z {} missing_window 1.000000",
+			"2026-11-04T11:00:00Z {} unexplained 1.000000", // a lost row: its event was counted
+			"2026-11-04T12:00:00Z {} unexplained 1.000000", // a lost row: its event was counted
 		}},
 		{name: "offset", from: "2026-11-04T13:00:00+01:00", to: "2026-11-04T12:00:00Z", checked: 0},
 		{name: "date-other-day", date: "2026-11-05", checked: 0},
@@ -364,7 +366,7 @@ func TestRange(t *testing.T) {
 			}
 			// The 2026-11-01 row has no raw events at all: reported and
 			// material, but not emptied by --apply.
-			if tc.name == "old-row" && (out.Applied != 0 || len(out.Held()) != 1 || out.ExitCode() != reconcile.ExitMaterial) {
+			if tc.name == "old-row" && (out.Applied != 0 || len(out.Held()) != 1 || out.ExitCode() != reconcile.ExitUnexplained) {
 				t.Errorf("old row: applied %d, held %d, exit %d; want 0, 1, 1", out.Applied, len(out.Held()), out.ExitCode())
 			}
 		})

@@ -51,6 +51,8 @@ func NewReport(o Outcome) Report {
 		Material:         len(o.Material()),
 		Applied:          o.Applied,
 		Held:             len(o.Held()),
+		Unexplained:      len(o.Unexplained()),
+		StreamTerms:      streamTerms(o.Stats),
 		ByClass:          map[string]int{ClassTooLate: 0, ClassMissingWindow: 0, ClassUnexplained: 0},
 		OpenChecked:      o.OpenChecked,
 		OpenDiffering:    len(o.Open),
@@ -66,6 +68,9 @@ func NewReport(o Outcome) Report {
 		if r.Metrics == nil { // an Outcome Run did not make
 			r.Metrics = o.Comparison.Metrics()
 		}
+	}
+	for _, u := range o.Unreadable {
+		r.Unreadable = append(r.Unreadable, u.String())
 	}
 	for _, d := range bySize(o.Diffs) {
 		r.ByClass[d.Classification]++
@@ -131,6 +136,7 @@ func WriteSummary(w io.Writer, o Outcome) error {
 		r.Source, st.Partitions, st.Files, st.Read, st.QuarantinedTotal())
 	fmt.Fprintf(&b, "events   %d distinct ids, %d duplicate copies, %d ids with conflicting payloads (%d copies reported, not summed), %d ids the stream judged too late\n",
 		st.IDs, st.Duplicates, st.ConflictingIDs, st.ConflictingCopies, st.TooLateIDs)
+	fmt.Fprintf(&b, "stream   %s\n", r.StreamTerms)
 	fmt.Fprintf(&b, "range    %s\n", r.Range)
 	fmt.Fprintf(&b, "windows  %d checked, %d differing (%d material: %d too_late, %d missing_window, %d unexplained)\n",
 		r.WindowsChecked, r.WindowsDiffering, r.Material, r.ByClass[ClassTooLate], r.ByClass[ClassMissingWindow], r.ByClass[ClassUnexplained])
@@ -141,6 +147,10 @@ func WriteSummary(w io.Writer, o Outcome) error {
 	if r.Held > 0 {
 		fmt.Fprintf(&b, "held     %d material differences are in windows without any event in the raw log: --apply does not empty them (is --source complete?)\n", r.Held)
 	}
+	for _, u := range r.Unreadable {
+		fmt.Fprintf(&b, "unreadable %s\n", u)
+	}
+	fmt.Fprintf(&b, "verdict  %s\n", r.Verdict())
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
@@ -154,6 +164,14 @@ func WriteSummary(w io.Writer, o Outcome) error {
 		fmt.Fprintf(w, "report   %s\n", o.Options.Report)
 	}
 	return nil
+}
+
+// streamTerms sets the raw log's figures against the job's conservation
+// line: the same identity in the stream's terms, and why its duplicates,
+// conflicts and too_late differ from the ids and copies above.
+func streamTerms(s Stats) string {
+	return fmt.Sprintf("%s, as the stream counts them (its too-late gate comes before dedup: too_late = %d ids + %d duplicate + %d conflicting copies judged too late)",
+		s.StreamCounts().Identity(), s.TooLateIDs, s.DuplicatesTooLate, s.ConflictingTooLate)
 }
 
 // metricsNote says where a report's metrics come from.

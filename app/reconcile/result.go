@@ -56,6 +56,9 @@ type comparisonHead struct {
 	OpenChecked int `json:"open_windows_compared"`
 	Diffs       int `json:"diff_lines"`
 	Open        int `json:"open_lines"`
+	// Unreadable are the sink rows the comparison could not read (few:
+	// they ride on this line).
+	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
 // WriteResult writes Recompute's outputs, and the Comparison
@@ -87,7 +90,7 @@ func formatStats(st Stats) (string, error) {
 
 func formatComparison(c Comparison, emit func(string)) error {
 	lines := []resultLine{{Kind: "comparison", Comparison: &comparisonHead{
-		Checked: c.Checked, OpenChecked: c.OpenChecked, Diffs: len(c.Diffs), Open: len(c.Open)}}}
+		Checked: c.Checked, OpenChecked: c.OpenChecked, Diffs: len(c.Diffs), Open: len(c.Open), Unreadable: c.Unreadable}}}
 	for i := range c.Diffs {
 		lines = append(lines, resultLine{Kind: "diff", Diff: &c.Diffs[i]})
 	}
@@ -181,7 +184,8 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 		byKey := func(a, b Diff) int { return compareKeys(a.Key, b.Key) }
 		slices.SortFunc(diffs, byKey)
 		slices.SortFunc(opens, byKey)
-		res.Comparison = &Comparison{Checked: head.Checked, Diffs: diffs, OpenChecked: head.OpenChecked, Open: opens}
+		res.Comparison = &Comparison{Checked: head.Checked, Diffs: diffs, OpenChecked: head.OpenChecked, Open: opens,
+			Unreadable: head.Unreadable}
 	}
 	return res, nil
 }

@@ -21,11 +21,20 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Exit codes of SPEC §6.
+// Exit codes of SPEC §6, so that a daily scheduler can tell a normal day
+// from an anomaly.
 const (
-	ExitClean    = 0 // nothing material found
-	ExitMaterial = 1 // material differences found (with --apply, written)
-	ExitError    = 2 // the run failed
+	// ExitClean: nothing material left (none found, or every one explained
+	// and written with --apply).
+	ExitClean = 0
+	// ExitUnexplained: unexplained differences or unreadable sink rows: a
+	// human must look, whatever --apply did.
+	ExitUnexplained = 1
+	// ExitError: the run failed (bad flags, an unreadable source or sink).
+	ExitError = 2
+	// ExitPending: every material difference is explained, and some are
+	// not written yet: run with --apply.
+	ExitPending = 3
 )
 
 // Outcome is a finished run.
@@ -58,10 +67,18 @@ type Distribution struct {
 	Count, Sum, Min, Max int64
 }
 
-// ExitCode maps the outcome to SPEC §6's exit codes.
+// ExitCode maps the outcome to SPEC §6's exit codes: ExitUnexplained when
+// any material difference is unexplained (or held back from --apply) or a
+// sink row could not be read, else ExitPending while an explained one is
+// not written, else ExitClean.
 func (o Outcome) ExitCode() int {
-	if len(o.Material()) > 0 {
-		return ExitMaterial
+	if len(o.Unexplained()) > 0 || len(o.Unreadable) > 0 {
+		return ExitUnexplained
+	}
+	for _, d := range o.Material() {
+		if d.AppliedRevision == 0 {
+			return ExitPending
+		}
 	}
 	return ExitClean
 }

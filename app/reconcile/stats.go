@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -39,6 +40,12 @@ type Stats struct {
 	// copies whose payload was not chosen: reported, never summed.
 	ConflictingIDs    int64 `json:"conflicting_ids"`
 	ConflictingCopies int64 `json:"conflicting_copies"`
+	// DuplicatesTooLate and ConflictingTooLate count, among Duplicates and
+	// ConflictingCopies, the copies the stream judged too late
+	// (too_late_events): its too-late gate comes before dedup, so it counted
+	// them as too_late. See StreamCounts.
+	DuplicatesTooLate  int64 `json:"duplicates_too_late"`
+	ConflictingTooLate int64 `json:"conflicting_too_late"`
 	// By* count, among ConflictingIDs, which SPEC §6 clause chose.
 	ByStreamFingerprint int64 `json:"by_stream_fingerprint"`
 	ByStreamCounted     int64 `json:"by_stream_counted"`
@@ -82,6 +89,8 @@ func (s Stats) Merge(o Stats) Stats {
 	s.Duplicates += o.Duplicates
 	s.ConflictingIDs += o.ConflictingIDs
 	s.ConflictingCopies += o.ConflictingCopies
+	s.DuplicatesTooLate += o.DuplicatesTooLate
+	s.ConflictingTooLate += o.ConflictingTooLate
 	s.ByStreamFingerprint += o.ByStreamFingerprint
 	s.ByStreamCounted += o.ByStreamCounted
 	s.ByLowestPosition += o.ByLowestPosition
@@ -93,6 +102,23 @@ func (s Stats) Merge(o Stats) Stats {
 		s.LogWatermark, s.HasLogWatermark = o.LogWatermark, true
 	}
 	return s
+}
+
+// StreamCounts returns the recomputation's figures in the stream's terms,
+// those of its conservation identity (SPEC §4): the stream judges a record
+// too late before dedup, so a copy reconcile calls a duplicate or a
+// conflicting copy is the stream's too_late when the stream judged it too
+// late. A stream that read the whole log once reports the same six figures
+// (read, counted, duplicates, conflicts, quarantined, too_late).
+func (s Stats) StreamCounts() metrics.Counts {
+	return metrics.Counts{
+		Read:        s.Read,
+		Counted:     s.IDs - s.TooLateIDs,
+		Duplicates:  s.Duplicates - s.DuplicatesTooLate,
+		Conflicts:   s.ConflictingCopies - s.ConflictingTooLate,
+		Quarantined: s.QuarantinedTotal(),
+		TooLate:     s.TooLateIDs + s.DuplicatesTooLate + s.ConflictingTooLate,
+	}
 }
 
 // QuarantinedTotal sums Quarantined over reasons.
@@ -108,9 +134,11 @@ func (s Stats) QuarantinedTotal() int64 {
 func (s *Stats) count(ch Choice) {
 	s.IDs++
 	s.Duplicates += int64(ch.Duplicates())
+	s.DuplicatesTooLate += int64(ch.DuplicatesTooLate())
 	if ch.Payloads() > 1 {
 		s.ConflictingIDs++
 		s.ConflictingCopies += int64(ch.Conflicting())
+		s.ConflictingTooLate += int64(ch.ConflictingTooLate())
 	}
 	switch ch.Rule() {
 	case RuleStreamFingerprint:

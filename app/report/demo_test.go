@@ -155,7 +155,7 @@ func demoRun(t testing.TB) report.Run {
 	}
 	rc.WindowsDiffering, rc.Material, rc.TotalDelta = len(rc.Diffs), len(rc.Diffs), report.Signed(rc.TotalDeltaMicros)
 	if rc.Material > 0 {
-		rc.ExitCode = 1
+		rc.ExitCode = 3 // every difference explained (too-late events), none applied
 	}
 
 	started := time.Date(2026, 11, 6, 9, 0, 0, 0, time.UTC)

@@ -193,6 +193,13 @@ func mdWindows(b *strings.Builder, v view) {
 func mdReconcile(b *strings.Builder, r *Reconcile) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("\n## Reconcile\n\nRun %s: **%s**\n\n", mdText(r.RunID), r.Verdict())
+	if len(r.Unreadable) > 0 {
+		p("Sink rows that could not be read (not compared, each counted as unexplained):\n\n")
+		for _, u := range r.Unreadable {
+			p("- %s\n", mdText(u))
+		}
+		p("\n")
+	}
 	p("| | |\n|---|---|\n")
 	p("| source | %s (%d partitions) |\n| sink | %s |\n", mdCell("`"+r.Source+"`"), len(r.Partitions), mdCell("`"+r.Sink+"`"))
 	p("| range | %s |\n| apply | %t |\n| tolerance | %s |\n", mdCell(r.Range), r.Apply, r.Tolerance)
@@ -201,6 +208,9 @@ func mdReconcile(b *strings.Builder, r *Reconcile) {
 		for _, f := range r.RawLog {
 			p("| %s | %s |\n", mdCell(f.Name), mdCell(f.Value))
 		}
+	}
+	if r.StreamTerms != "" {
+		p("\n%s\n", mdText(r.StreamTerms))
 	}
 	p("\n### Windows\n\n")
 	p("%d checked, %d differing (%d material): %s. Total delta %s revenue, %s events.\n\n",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -16,7 +17,9 @@ type Reconcile struct {
 	RunID    string `json:"run_id"`
 	Started  string `json:"started"`
 	Finished string `json:"finished"`
-	// ExitCode is SPEC §6's: 1 when a difference is material, else 0.
+	// ExitCode is SPEC §6's: 0 nothing material left, 1 unexplained
+	// differences or unreadable sink rows, 3 explained corrections pending
+	// (see Verdict).
 	ExitCode int `json:"exit_code"`
 
 	Source     string            `json:"source"`
@@ -32,11 +35,21 @@ type Reconcile struct {
 	Stats  any      `json:"stats"`
 	RawLog []Figure `json:"-"`
 
-	WindowsChecked   int            `json:"windows_checked"`
-	WindowsDiffering int            `json:"windows_differing"`
-	Material         int            `json:"material"`
-	Applied          int            `json:"applied"`
-	Held             int            `json:"held_back"`
+	WindowsChecked   int `json:"windows_checked"`
+	WindowsDiffering int `json:"windows_differing"`
+	Material         int `json:"material"`
+	Applied          int `json:"applied"`
+	Held             int `json:"held_back"`
+	// Unexplained counts the material differences a human must look at:
+	// classified unexplained, or held back (see Diff.Held).
+	Unexplained int `json:"unexplained"`
+	// Unreadable names each sink row that could not be read, in one line
+	// (table, window, dims, column, why); each counts as unexplained.
+	Unreadable []string `json:"unreadable_rows,omitempty"`
+	// StreamTerms restates the raw log's figures in the stream's terms
+	// (its too-late gate comes before dedup), so they can be set against
+	// the job's conservation line.
+	StreamTerms      string         `json:"-"`
 	ByClass          map[string]int `json:"by_classification"`
 	TotalDelta       string         `json:"total_delta"`
 	TotalDeltaMicros int64          `json:"total_delta_micros"`
@@ -102,16 +115,46 @@ func (d Diff) ClassCell() string {
 	return orDash(d.Classification)
 }
 
-// Verdict is the run's outcome in one sentence.
+// Verdict is the run's outcome in one sentence, ending in its exit code
+// (SPEC §6).
 func (r Reconcile) Verdict() string {
-	if r.ExitCode == 0 {
-		return "nothing material found (exit 0)"
+	switch r.ExitCode {
+	case 0:
+		if r.Material == 0 {
+			return "nothing material found (exit 0)"
+		}
+		return fmt.Sprintf("nothing material left: %d explained differences (%s) written as corrections (exit 0)", r.Material, r.explained())
+	case 3:
+		return fmt.Sprintf("%d explained differences pending (%s): run again with --apply to write them (exit 3)",
+			r.Material, r.explained())
 	}
-	v := fmt.Sprintf("%d material differences (exit %d)", r.Material, r.ExitCode)
+	var what []string
+	if r.Unexplained > 0 {
+		what = append(what, fmt.Sprintf("%d unexplained differences", r.Unexplained))
+	}
+	if n := len(r.Unreadable); n > 0 {
+		what = append(what, fmt.Sprintf("%d unreadable sink rows", n))
+	}
+	if len(what) == 0 {
+		what = append(what, fmt.Sprintf("%d material differences", r.Material))
+	}
+	v := strings.Join(what, " and ") + ": a human must look"
 	if r.Apply {
-		v += fmt.Sprintf(", %d corrections written", r.Applied)
+		v += fmt.Sprintf("; %d corrections written", r.Applied)
 	}
-	return v
+	return fmt.Sprintf("%s (exit %d)", v, r.ExitCode)
+}
+
+// explained sums the explained classifications up: "18 too_late, 7
+// missing_window".
+func (r Reconcile) explained() string {
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(r.ByClass)) {
+		if n := r.ByClass[c]; n > 0 && c != "unexplained" {
+			parts = append(parts, fmt.Sprintf("%d %s", n, c))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Classes sums the differing keys up by classification:

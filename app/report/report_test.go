@@ -73,7 +73,7 @@ func knownRun() Run {
 		Windows: WindowsFromChangelog(changelog),
 		Audit:   &Audit{TooLate: 1, Conflicts: 1, Quarantined: 1},
 		Reconcile: &Reconcile{
-			RunID: "r-20261106", ExitCode: 1, Source: "log", Partitions: []string{"p0"}, Sink: "sqlite:revenue.db",
+			RunID: "r-20261106", ExitCode: 0, Source: "log", Partitions: []string{"p0"}, Sink: "sqlite:revenue.db",
 			Range: "every FINAL window", Apply: true, Tolerance: "0.000000",
 			WindowsChecked: 2, WindowsDiffering: 1, Material: 1, Applied: 1,
 			ByClass:    map[string]int{"too_late": 1, "missing_window": 0, "unexplained": 0},
@@ -159,7 +159,7 @@ func TestWriteHTML(t *testing.T) {
 		// Charts: a trace with a watermark line and late dots, the histogram
 		// with its percentiles, the reconcile diff.
 		`<polyline class="wm"`, `<circle class="behind"`, "p95 25h00m", ">24h",
-		"too_late", "170.000000", "180.000000", `<td class="n">&#43;10.000000</td>`, "rev 4", "1 material differences (exit 1), 1 corrections written",
+		"too_late", "170.000000", "180.000000", `<td class="n">&#43;10.000000</td>`, "rev 4", "nothing material left: 1 explained differences (1 too_late) written as corrections (exit 0)",
 		`<tr><th>windows_compared</th><td class="n">2</td></tr>`,
 		// The job's delay metrics: 7 events, ranks 4, 7, 7.
 		"Delay metrics of the job",
@@ -250,7 +250,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"| p0 | 8 | 7 | 2 (28.6%) | 2026-11-05T11:20:00Z |",
 		"p50 0s, p95 25h00m, p99 25h00m",
 		"| 2026-11-04T10:00:00Z | `{}` | FINAL | 170.000000 | 180.000000 | +10.000000 | 3 → 4 | 10.000000 (1) | too_late | true | rev 4 |",
-		"Run r-20261106: **1 material differences (exit 1), 1 corrections written**", "| windows_compared | 2 |",
+		"Run r-20261106: **nothing material left: 1 explained differences (1 too_late) written as corrections (exit 0)**", "| windows_compared | 2 |",
 		"## Delay metrics of the job",
 		"| event lateness | 7 | <1m | >=24h | >=24h | 4 | 0 | 0 | 1 | 1 | 0 | 0 | 1 |",
 		"| arrival delay | 7 | >=24h | >=24h | >=24h | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 7 |",
@@ -469,4 +469,42 @@ func TestLongHistory(t *testing.T) {
 	mustContain(t, "markdown", writeRead(t, "long.md", r),
 		"r4 LATE 4.000000 (4) → … 12 more … → r17 LATE 17.000000 (17)", "r20 FINAL 20.000000 (20)")
 	mustContain(t, "json", writeRead(t, "long.json", r), `"revisions_omitted": 12`)
+}
+
+// The verdict says what each of SPEC §6's exit codes means for the run,
+// and the unreadable rows are listed in the page and the Markdown.
+func TestReconcileVerdict(t *testing.T) {
+	classes := map[string]int{"too_late": 18, "missing_window": 7, "unexplained": 0}
+	for _, tc := range []struct {
+		r    Reconcile
+		want string
+	}{
+		{Reconcile{ExitCode: 0}, "nothing material found (exit 0)"},
+		{Reconcile{ExitCode: 0, Material: 25, Apply: true, Applied: 25, ByClass: classes},
+			"nothing material left: 25 explained differences (7 missing_window, 18 too_late) written as corrections (exit 0)"},
+		{Reconcile{ExitCode: 3, Material: 25, ByClass: classes},
+			"25 explained differences pending (7 missing_window, 18 too_late): run again with --apply to write them (exit 3)"},
+		{Reconcile{ExitCode: 1, Material: 2, Unexplained: 1, Unreadable: []string{"x"}, Apply: true, Applied: 1},
+			"1 unexplained differences and 1 unreadable sink rows: a human must look; 1 corrections written (exit 1)"},
+	} {
+		if got := tc.r.Verdict(); got != tc.want {
+			t.Errorf("Verdict:\n got %s\nwant %s", got, tc.want)
+		}
+	}
+	line := `hourly_revenue row window_start=2026-11-04T11:00:00Z dims={}: column revenue: bad amount "4x.0"`
+	run := Run{Title: "Reconcile r", Reconcile: &Reconcile{RunID: "r", ExitCode: 1, Unreadable: []string{line}, ByClass: map[string]int{}}}
+	var md strings.Builder
+	if err := writeMarkdown(&md, run); err != nil {
+		t.Fatal(err)
+	}
+	var page strings.Builder
+	if err := writeHTML(&page, run); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "1 unreadable sink rows: a human must look (exit 1)") || !strings.Contains(md.String(), "window_start=2026-11-04T11:00:00Z") {
+		t.Errorf("markdown lacks the unreadable row:\n%s", md.String())
+	}
+	if !strings.Contains(page.String(), "<li><code>hourly_revenue row window_start=2026-11-04T11:00:00Z dims={}: column revenue: bad amount &#34;4x.0&#34;</code></li>") {
+		t.Errorf("html lacks the unreadable row")
+	}
 }

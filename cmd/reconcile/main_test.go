@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/app/launch"
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/sinks"
@@ -18,18 +20,29 @@ import (
 )
 
 // The exit codes are the command's contract, so the tests run the real
-// binary: this test binary re-executed with RECONCILE_MAIN=1 is main.
+// binary: this test binary re-executed with RECONCILE_MAIN=1 is main (and
+// with LAUNCH_MAIN=1 cmd/launch's, to make the demo's output).
 func TestMain(m *testing.M) {
 	if os.Getenv("RECONCILE_MAIN") == "1" {
 		os.Exit(reconcile.Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	if os.Getenv("LAUNCH_MAIN") == "1" {
+		os.Exit(launch.Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }
 
 func reconcileCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return command(t, "", "RECONCILE_MAIN", args...)
+}
+
+// command runs main (the one env names) in dir ("" for this one).
+func command(t *testing.T, dir, env string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "RECONCILE_MAIN=1")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env+"=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -84,9 +97,10 @@ func TestExitCodes(t *testing.T) {
 	report := filepath.Join(t.TempDir(), "r.html")
 	args := []string{"--source=" + logDir, "--sink=sqlite:" + sinkPath, "--max-line=4096", "--log-level=warn"}
 
-	// Material differences (the too-late events), written with --apply: 1.
+	// Material differences, every one explained (the too-late events),
+	// written with --apply: nothing material left, 0.
 	code, stdout, stderr := reconcileCmd(t, append(args, "--apply", "--run-id=first", "--report="+report)...)
-	if code != 1 || !strings.Contains(stdout, "reconcile first: --apply") || !strings.Contains(stdout, "missing_window") {
+	if code != 0 || !strings.Contains(stdout, "reconcile first: --apply") || !strings.Contains(stdout, "missing_window") {
 		t.Fatalf("first run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	if _, err := os.Stat(report); err != nil {
@@ -157,4 +171,93 @@ func TestRefusesLocalPartsOffProcess(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Errorf("with --shared-filesystem: %v", err)
 	}
+}
+
+// TestDemoExitCodes runs reconcile as a user would on the demo's fresh
+// output (cmd/launch with no flags): its differences are the too-late
+// events, all explained, so a dry run exits 3 and says to run --apply;
+// --apply exits 0 and a rerun finds nothing (0). Its figures, in the
+// stream's terms, are the stream's own conservation line. A tampered row
+// is unexplained (1); a corrupt one is one line naming table, window and
+// column, the other windows are still compared, and the run exits 1.
+func TestDemoExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := command(t, dir, "LAUNCH_MAIN", "--log-level=warn")
+	if code != 0 {
+		t.Fatalf("launch: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// "conservation: read 41379 = counted ... + too_late 84: holds"
+	_, identity, _ := strings.Cut(stdout, "conservation: ")
+	identity, _, _ = strings.Cut(identity, ": holds")
+	if !strings.HasPrefix(identity, "read ") || strings.Contains(identity, "\n") {
+		t.Fatalf("launch printed no conservation line:\n%s", stdout)
+	}
+	for _, name := range []string{"tampered.db", "corrupt.db"} {
+		copyFile(t, filepath.Join(dir, "revenue.db"), filepath.Join(dir, name))
+	}
+	rec := func(db string, args ...string) (int, string, string) {
+		t.Helper()
+		return command(t, dir, "RECONCILE_MAIN", append([]string{"--source=demo-data", "--sink=sqlite:" + db, "--log-level=warn"}, args...)...)
+	}
+
+	code, stdout, stderr = rec("revenue.db")
+	if code != reconcile.ExitPending || !strings.Contains(stdout, "stream   "+identity+", as the stream counts them") ||
+		!strings.Contains(stdout, "explained differences pending") || !strings.Contains(stdout, "run again with --apply") ||
+		!strings.Contains(stdout, " 0 unexplained)") || !strings.Contains(stdout, "too_late  ") || stderr != "" {
+		t.Fatalf("dry run on the demo: exit %d, want 3 with the stream's figures %q\nstdout:\n%s\nstderr:\n%s", code, identity, stdout, stderr)
+	}
+	t.Logf("dry run:\n%s", stdout)
+	if code, stdout, stderr = rec("revenue.db", "--apply"); code != reconcile.ExitClean || !strings.Contains(stdout, "nothing material left") {
+		t.Fatalf("--apply: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr = rec("revenue.db"); code != reconcile.ExitClean || !strings.Contains(stdout, " 0 differing") {
+		t.Fatalf("rerun: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	// One event more in a FINAL row than the raw log has: unexplained.
+	window := sqlExec(t, filepath.Join(dir, "tampered.db"), "event_count = event_count + 1")
+	code, stdout, stderr = rec("tampered.db", "--top=100")
+	if code != reconcile.ExitUnexplained || !strings.Contains(stdout, " 1 unexplained)") || !strings.Contains(stdout, window) ||
+		!strings.Contains(stdout, "a human must look") {
+		t.Fatalf("tampered %s: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", window, code, stdout, stderr)
+	}
+
+	// A revenue that is not a decimal: one line, the others compared.
+	window = sqlExec(t, filepath.Join(dir, "corrupt.db"), "revenue = '12x.5'")
+	code, stdout, stderr = rec("corrupt.db")
+	want := "unreadable hourly_revenue row window_start=" + window + " dims={}: column revenue: bad amount \"12x.5\"\n"
+	if code != reconcile.ExitUnexplained || strings.Count(stdout, window) != 1 || !strings.Contains(stdout, want) ||
+		!strings.Contains(stdout, "1 unreadable sink rows") || !strings.Contains(stdout, "too_late  ") || stderr != "" {
+		t.Fatalf("corrupt %s: exit %d, want 1 and %q\nstdout:\n%s\nstderr:\n%s", window, code, want, stdout, stderr)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sqlExec applies set to the current row of the latest FINAL window
+// (outside the demo's too-late windows) and returns that window_start.
+func sqlExec(t *testing.T, path, set string) string {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var window string
+	if err := db.QueryRow(`SELECT MAX(window_start) FROM hourly_revenue WHERE result_state = 'FINAL'`).Scan(&window); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE hourly_revenue SET `+set+` WHERE window_start = ?`, window); err != nil {
+		t.Fatal(err)
+	}
+	return window
 }

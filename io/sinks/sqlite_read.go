@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/revenue-stream/hourly/model"
@@ -10,38 +11,59 @@ import (
 
 // readTable reads rows of c's table through query, which selects the
 // table's columns in order (or expressions of their types), and returns
-// them as records.
+// them as records. A row that cannot be read is skipped: the error is then
+// UnreadableRows, returned with the rows read.
 func readTable[T any](ctx context.Context, s *SQLite, c codec[T], what, query string, args ...any) ([]T, error) {
-	var out []T
+	return readTableFrom(ctx, s, c, nil, what, query, args...)
+}
+
+// readTableFrom is readTable for a join whose first columns come from the
+// table from (named so in errors).
+func readTableFrom[T any](ctx context.Context, s *SQLite, c codec[T], from *Table, what, query string, args ...any) ([]T, error) {
+	var (
+		out []T
+		bad UnreadableRows
+	)
 	sc := newSQLiteScanner(c.t)
+	sc.from = from
 	err := s.query(ctx, what, query, func(rs *sql.Rows) error {
 		vals, err := sc.scan(rs)
-		if err != nil {
+		if err == nil {
+			var v T
+			if v, err = c.get(vals); err == nil {
+				out = append(out, v)
+				return nil
+			}
+		}
+		var re *RowError
+		if !errors.As(err, &re) {
 			return err
 		}
-		v, err := c.get(vals)
-		if err != nil {
-			return err
-		}
-		out = append(out, v)
+		bad = append(bad, re.rowKey(sc.table(0), c.t, sc.texts))
 		return nil
 	}, args...)
+	if err == nil && len(bad) > 0 {
+		err = bad
+	}
 	return out, err
 }
 
 // CurrentRows returns the current snapshot of every key, ordered by
 // window_start then dims, with the writer of the stored revision.
+//
+// A row that cannot be read is left out and named in an UnreadableRows
+// error returned with the others.
 func (s *SQLite) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	// The changelog's columns: hourly_revenue's, then when and by whom the
 	// stored revision was written.
-	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue", `SELECT `+identList("h", HourlyRevenue.Names())+`,
+	rows, err := readTableFrom(ctx, s, changelogCodec, HourlyRevenue, "read hourly_revenue", `SELECT `+identList("h", HourlyRevenue.Names())+`,
 		COALESCE(c.written_at, ''), COALESCE(c.writer, '')
 		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
 		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision`)
-	if err != nil {
+	if _, ok := Unreadable(err); !ok {
 		return nil, err
 	}
-	return sortedRows(snapshots(rows)), nil
+	return sortedRows(snapshots(rows)), err
 }
 
 // CurrentRowsFrom is CurrentRows limited to windows starting at or after
@@ -49,7 +71,7 @@ func (s *SQLite) CurrentRows(ctx context.Context) ([]model.Row, error) {
 // the range, so a restarted job's seed (Published) reads what it can still
 // reach, not the whole history.
 func (s *SQLite) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue", `SELECT `+identList("h", HourlyRevenue.Names())+`,
+	rows, err := readTableFrom(ctx, s, changelogCodec, HourlyRevenue, "read hourly_revenue", `SELECT `+identList("h", HourlyRevenue.Names())+`,
 		COALESCE(c.written_at, ''), COALESCE(c.writer, '')
 		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
 		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision

@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"database/sql"
-	"fmt"
 	"strings"
 	"time"
 
@@ -111,7 +110,10 @@ func sqliteValue(c Column, v any) any {
 
 // sqliteScanner scans a result row of t's columns into a codec's values.
 type sqliteScanner struct {
-	t     *Table
+	t *Table
+	// from, if set, is the table the first columns come from (a join's),
+	// for the errors' names.
+	from  *Table
 	dest  []any
 	texts []string
 	ints  []int64
@@ -164,8 +166,16 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 			s.vals[i] = s.texts[i]
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s.%s: %w", s.t.Name, c.Name, err)
+			return nil, (&RowError{Table: s.table(i), Column: c.Name, Err: err}).rowKey(s.table(i), s.t, s.texts)
 		}
 	}
 	return s.vals, nil
+}
+
+// table names the table column i comes from.
+func (s *sqliteScanner) table(i int) string {
+	if s.from != nil && i < len(s.from.Columns) {
+		return s.from.Name
+	}
+	return s.t.Name
 }

@@ -328,7 +328,8 @@ func configMap(rows []configEntry) map[string]string {
 func snapshotOf(v []any, writer string) (model.Row, error) {
 	st, err := model.ParseResultState(v[7].(string))
 	if err != nil {
-		return model.Row{}, fmt.Errorf("%s %s revision %d: %w", model.FormatTime(v[0].(int64)), v[2], v[6], err)
+		return model.Row{}, &RowError{Column: "result_state", WindowStart: model.FormatTime(v[0].(int64)), Dims: v[2].(string),
+			Err: fmt.Errorf("revision %d: %w", v[6], err)}
 	}
 	return model.Row{WindowStart: v[0].(int64), WindowEnd: v[1].(int64), Dims: v[2].(string),
 		RevenueMicros: v[4].(int64), EventCount: v[5].(int64), Revision: v[6].(int64), State: st, Writer: writer}, nil
