@@ -92,6 +92,8 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "stop a streaming run gracefully after this long"},
 			{Name: "ui", Value: cli.String(&o.UI), Arg: "[HOST:]PORT",
 				Usage: "serve the live page (revisions per window, watermarks, audit) on PORT of the loopback address, or on HOST:PORT"},
+			{Name: "metrics-addr", Value: cli.String(&o.MetricsAddr), Arg: "[HOST:]PORT",
+				Usage: "serve the job's figures for Prometheus at /metrics on PORT of the loopback address, or on HOST:PORT (the --ui page serves them too)"},
 			{Name: "prism-ui-port", Value: cli.Port(&o.PrismUIPort),
 				Usage: "serve prism's web UI (jobs, state, metrics) on localhost:PORT while the process runs (prism runner only)"},
 			cli.Shared("log-level", cli.Level(&o.LogLevel)),

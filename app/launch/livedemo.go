@@ -58,7 +58,8 @@ func applyLiveDefaults(fs *cli.FlagSet) error {
 	return nil
 }
 
-// validateDemo checks --demo, --duration and --ui against the rest.
+// validateDemo checks --demo, --duration, --ui and --metrics-addr against
+// the rest.
 func (o Options) validateDemo() error {
 	switch o.Demo {
 	case "", DemoReplay:
@@ -83,6 +84,11 @@ func (o Options) validateDemo() error {
 	}
 	if o.UI != "" {
 		if _, err := uiAddr(o.UI); err != nil {
+			return &ConfigError{Err: err}
+		}
+	}
+	if o.MetricsAddr != "" {
+		if _, err := metricsAddr(o.MetricsAddr); err != nil {
 			return &ConfigError{Err: err}
 		}
 	}

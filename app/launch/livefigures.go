@@ -20,6 +20,9 @@ import (
 // uiAddr checks --ui and turns it into a listen address.
 func uiAddr(s string) (string, error) { return live.Addr(s) }
 
+// metricsAddr checks --metrics-addr and turns it into a listen address.
+func metricsAddr(s string) (string, error) { return live.FlagAddr("--metrics-addr", s) }
+
 // jobFigures gives the live views (app/live) the running job's figures.
 //
 // Everything comes from the job service's metrics, wherever the workers
@@ -46,7 +49,26 @@ func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
 		return live.Figures{}, false
 	}
 	c := countsOf(countersOf(*m))
-	return live.Figures{Counts: c, Partitions: partitionsOf(m, c.ReadBy)}, true
+	return live.Figures{Counts: c, Partitions: partitionsOf(m, c.ReadBy), Distributions: distributionsOf(m)}, true
+}
+
+// distributionsOf sums the distributions of the revenue namespace by name
+// across steps.
+func distributionsOf(m *metrics.Results) map[string]live.Distribution {
+	out := map[string]live.Distribution{}
+	for _, r := range m.AllMetrics().Distributions() {
+		if r.Namespace() != transforms.Namespace {
+			continue
+		}
+		v := r.Result()
+		d, seen := out[r.Name()]
+		if !seen {
+			d.Min, d.Max = v.Min, v.Max
+		}
+		d.Count, d.Sum, d.Min, d.Max = d.Count+v.Count, d.Sum+v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)
+		out[r.Name()] = d
+	}
+	return out
 }
 
 // job finds the running job in the job service, once.

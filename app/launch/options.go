@@ -103,6 +103,8 @@ type Options struct {
 	LiveDir  string
 	Duration time.Duration
 	UI       string
+	// MetricsAddr is --metrics-addr: where /metrics alone is served.
+	MetricsAddr string
 	// SharedFilesystem (--shared-filesystem) says every worker sees this
 	// machine's local paths: without it, a runner whose workers run
 	// elsewhere is refused a local source, archive or sink (see placement).
@@ -238,6 +240,9 @@ func (o Options) Validate() error {
 	}
 	if err := o.Pipeline.Validate(); err != nil {
 		return &ConfigError{Err: err}
+	}
+	if err := o.Sink.CheckPath(); err != nil {
+		return usagef("--sink=%s: %v", o.Sink, err)
 	}
 	if o.Report != "" {
 		if err := report.CheckPath(o.Report); err != nil {

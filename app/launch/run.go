@@ -55,6 +55,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 
 	// Everything up to the job's start is set-up: a failure is a one-line
 	// error and exit 2, as for a bad flag.
+	// The sink first: a sink that cannot be opened, or holds another
+	// configuration's rows, is refused before the demo log is generated.
+	if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
+	}
 	po := o.Pipeline.WithDefaults()
 	var feed gen.LiveConfig
 	switch {
@@ -102,9 +107,6 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	fo.Stop = signal
 	if err := ctx.Err(); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("interrupted before the job started: %w", err)}
-	}
-	if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
-		return nil, &ConfigError{Err: err}
 	}
 	// A restart or a second replay continues each key's changelog where the
 	// sink left it: revisions go on from the stored one, nothing dips, and a
@@ -159,7 +161,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		mon   *live.Monitor
 		hooks runHooks
 	)
-	if o.UI != "" || (o.Streaming() && isTerminal(os.Stdout)) {
+	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
 		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery()}
 		if liveDemo {
 			mon.Title = "hourly revenue · live demo"
@@ -181,7 +183,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}
 		defer srv.Close()
 		uiURL = srv.Addr()
-		slog.Info("live page", "url", srv.URL())
+		slog.Info("live page", "url", srv.URL(), "metrics", srv.URL()+"metrics")
+	}
+	if o.MetricsAddr != "" {
+		addr, _ := metricsAddr(o.MetricsAddr) // checked by Validate
+		srv, err := live.ServeMetrics(addr, mon)
+		if err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		defer srv.Close()
+		slog.Info("metrics for Prometheus", "url", srv.URL()+"metrics")
 	}
 
 	if o.IsPubSub() {

@@ -18,27 +18,31 @@ import (
 // Addr turns --ui's value into a listen address: a bare port listens on the
 // loopback address only (the page shows business figures), HOST:PORT where
 // the user says.
-func Addr(s string) (string, error) {
+func Addr(s string) (string, error) { return FlagAddr("--ui", s) }
+
+// FlagAddr is Addr for the value s of flag (--ui, --metrics-addr).
+func FlagAddr(flag, s string) (string, error) {
 	if p, err := strconv.Atoi(s); err == nil {
 		if p < 1 || p > 65535 {
-			return "", fmt.Errorf("--ui=%s: invalid port: want 1 to 65535", s)
+			return "", fmt.Errorf("%s=%s: invalid port: want 1 to 65535", flag, s)
 		}
 		return net.JoinHostPort("127.0.0.1", s), nil
 	}
 	host, port, err := net.SplitHostPort(s)
 	if err != nil {
-		return "", fmt.Errorf("--ui=%s: want PORT or HOST:PORT", s)
+		return "", fmt.Errorf("%s=%s: want PORT or HOST:PORT", flag, s)
 	}
 	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
-		return "", fmt.Errorf("--ui=%s: invalid port %q", s, port)
+		return "", fmt.Errorf("%s=%s: invalid port %q", flag, s, port)
 	}
 	return net.JoinHostPort(host, port), nil
 }
 
 // Handler serves the page at / and its data at /api/live (the Snapshot as
-// JSON).
+// JSON), and the job's figures for Prometheus at /metrics (WriteMetrics).
 func (m *Monitor) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.MetricsHandler())
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		// The page loads nothing from anywhere: its style and script are
@@ -58,6 +62,19 @@ func (m *Monitor) Handler() http.Handler {
 	return mux
 }
 
+// MetricsHandler serves the job's figures in Prometheus' text format
+// (WriteMetrics), as of the current snapshot.
+func (m *Monitor) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		state, f, ok := m.Figures(r.Context())
+		w.Header().Set("Content-Type", MetricsContentType)
+		w.Header().Set("Cache-Control", "no-store")
+		if err := WriteMetrics(w, state, f, ok, time.Now()); err != nil {
+			slog.Debug("metrics: write", "err", err)
+		}
+	})
+}
+
 // Server is the live page's HTTP server.
 type Server struct {
 	srv  *http.Server
@@ -67,12 +84,28 @@ type Server struct {
 
 // Serve starts serving m's page on addr (see Addr). The listener is open
 // when it returns, so a bad or busy address is an error before any work.
-func Serve(addr string, m *Monitor) (*Server, error) {
+func Serve(addr string, m *Monitor) (*Server, error) { return serve("--ui", addr, m.Handler()) }
+
+// ServeMetrics serves m's figures for Prometheus alone, at /metrics on addr
+// (--metrics-addr; see Addr).
+func ServeMetrics(addr string, m *Monitor) (*Server, error) {
+	return serve("--metrics-addr", addr, metricsOnly(m))
+}
+
+// metricsOnly serves /metrics alone.
+func metricsOnly(m *Monitor) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.MetricsHandler())
+	return mux
+}
+
+// serve starts serving h on addr, the value of flag.
+func serve(flag, addr string, h http.Handler) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--ui: %w", err)
+		return nil, fmt.Errorf("%s: %w", flag, err)
 	}
-	s := &Server{srv: &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}, addr: l.Addr().String(), done: make(chan struct{})}
+	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, addr: l.Addr().String(), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

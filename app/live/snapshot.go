@@ -38,6 +38,9 @@ type Partition struct {
 type Figures struct {
 	Counts     pipeline.Counts
 	Partitions []Partition
+	// Distributions are the job's distributions of the metrics namespace
+	// by name (for /metrics: the delays' sums, the dedup state's size).
+	Distributions map[string]Distribution
 }
 
 // FiguresFunc fetches the running job's figures; ok is false while there
@@ -144,6 +147,10 @@ type Monitor struct {
 	last    Snapshot
 	lastAt  time.Time
 	rows    sinkRows
+	// fig is the figures of the last snapshot (figOK: there were some),
+	// for /metrics.
+	fig   Figures
+	figOK bool
 }
 
 // sinkRows is what a snapshot shows from the sink, with when it was read
@@ -203,9 +210,11 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	if !m.started.IsZero() {
 		s.Elapsed = now.Sub(m.started).Round(time.Second).String()
 	}
+	m.fig, m.figOK = Figures{}, false
 	if m.figures != nil {
 		if f, ok := m.figures(ctx); ok {
 			s.setFigures(f, now)
+			m.fig, m.figOK = f, true
 		}
 	}
 	if m.rows.at.IsZero() || now.Sub(m.rows.at) >= cmp.Or(m.SinkEvery, maxAge) {
@@ -219,6 +228,15 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	s.Windows, s.Keys, s.SinkError = m.rows.windows, m.rows.keys, m.rows.err
 	m.last, m.lastAt = s, now
 	return s
+}
+
+// Figures returns the job's state and figures as of the current snapshot
+// (see Snapshot), and whether there are any yet.
+func (m *Monitor) Figures(ctx context.Context) (state string, f Figures, ok bool) {
+	s := m.Snapshot(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return s.State, m.fig, m.figOK
 }
 
 func (s *Snapshot) setFigures(f Figures, now time.Time) {

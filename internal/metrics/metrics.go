@@ -267,3 +267,10 @@ type delayBucket struct {
 	index   int
 	arrival bool
 }
+
+// IsDelayBucket reports whether name is one of the delay metrics' bucket
+// counters (Bucket), which Counts holds as histograms.
+func IsDelayBucket(name string) bool {
+	_, ok := delayCounters[name]
+	return ok
+}

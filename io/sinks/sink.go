@@ -11,8 +11,11 @@ package sinks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -170,6 +173,30 @@ var (
 	// (the length is checked apart: Go's regexp caps repeats at 1000).
 	datasetRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 )
+
+// CheckPath refuses, before any work, a sink whose place cannot hold it: a
+// SQLite file whose folder does not exist, or a path that is a folder. It
+// reads the local filesystem only (the other schemes pass: opening them is
+// the check). The error does not name the sink: the caller names its flag.
+func (s Spec) CheckPath() error {
+	if s.Scheme != SchemeSQLite {
+		return nil
+	}
+	if fi, err := os.Stat(s.Path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a folder: want a SQLite file", s.Path)
+	}
+	dir := filepath.Dir(s.Path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("folder %s does not exist", dir)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a folder", dir)
+	}
+	return nil
+}
 
 // ParseSpec parses a --sink value: "sqlite:PATH", "jsonl:DIR", "console" or
 // "bigquery:PROJECT.DATASET". Errors are one line and name the bad part, since
