@@ -55,10 +55,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 
 	// Everything up to the job's start is set-up: a failure is a one-line
 	// error and exit 2, as for a bad flag.
-	// The sink first: a sink that cannot be opened, or holds another
-	// configuration's rows, is refused before the demo log is generated.
-	if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
+	// A sink that cannot be opened, or holds another configuration's rows,
+	// is refused before the demo log is generated; for a source the user
+	// gave, after the control folder's probe, so that a refused stop request
+	// opens no sink. (A demo's control folder lies in the log's folder,
+	// which must not exist before the log is generated.)
+	generated := sum.Demo || liveDemo
+	if generated {
+		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
+			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
+		}
 	}
 	po := o.Pipeline.WithDefaults()
 	var feed gen.LiveConfig
@@ -105,6 +111,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		return nil, &ConfigError{Err: err}
 	}
 	fo.Stop = signal
+	if !generated {
+		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
+			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("interrupted before the job started: %w", err)}
 	}
