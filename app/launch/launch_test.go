@@ -521,6 +521,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--dimensions=country,,platform"}, `launch: --dimensions: field 2: empty field name`},
 		{[]string{"--dimensions=amount"}, `launch: --dimensions: field 1: field "amount" is a required input field, not a dimension`},
 		{[]string{"--sink=nope:x"}, `launch: --sink: sink "nope:x": unknown scheme "nope": want sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET`},
+		{[]string{"--sink=jsonl:gs://bucket/out"}, `launch: --sink: sink "jsonl:gs://bucket/out": jsonl writes local files only, not gs:// paths: use a local path, or --sink=bigquery:PROJECT.DATASET in production`},
 		{[]string{"--sink=bigquery:my-project.hourly-revenue"}, `launch: --sink: sink "bigquery:my-project.hourly-revenue": bad dataset "hourly-revenue": want 1-1024 letters, digits or underscores`},
 		{[]string{"--source=" + missing}, `launch: --source=` + missing + `: folder does not exist`},
 		{[]string{"--source=pubsub:projects/p/topics/events"}, `launch: --source=pubsub:projects/p/topics/events: want pubsub:projects/PROJECT/subscriptions/SUBSCRIPTION`},

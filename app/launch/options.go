@@ -399,12 +399,8 @@ func (o Options) flushPolicy() sinks.FlushPolicy {
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: *jobopts.EnvironmentType, Shared: o.SharedFilesystem}
 	switch o.Sink.Scheme {
-	case sinks.SchemeSQLite:
+	case sinks.SchemeSQLite, sinks.SchemeJSONL: // local paths only (ParseSpec)
 		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
-	case sinks.SchemeJSONL:
-		if cli.LocalPath(o.Sink.Path) {
-			p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
-		}
 	}
 	switch {
 	case o.Source == "":

@@ -215,10 +215,16 @@ func ParseSpec(s string) (Spec, error) {
 		if strings.ContainsRune(rest, '?') {
 			return Spec{}, fmt.Errorf("sink %q: the path may not contain '?'", s)
 		}
+		if err := localOnly(s, rest); err != nil {
+			return Spec{}, err
+		}
 		return Spec{Scheme: SchemeSQLite, Path: rest}, nil
 	case SchemeJSONL:
 		if rest == "" {
 			return Spec{}, fmt.Errorf("sink %q: empty directory: want jsonl:DIR", s)
+		}
+		if err := localOnly(s, rest); err != nil {
+			return Spec{}, err
 		}
 		return Spec{Scheme: SchemeJSONL, Path: rest}, nil
 	case SchemeConsole:
@@ -243,6 +249,17 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{Scheme: SchemeBigQuery, Project: project, Dataset: dataset}, nil
 	}
 	return Spec{}, fmt.Errorf("sink %q: unknown scheme %q: want %s", s, scheme, specForms)
+}
+
+// localOnly refuses a SQLite or JSONL path with a URL scheme (gs://, s3://,
+// file://, ...): those sinks write with local file calls, which would make a
+// folder named "gs:" rather than reach the bucket. BigQuery is the
+// production sink.
+func localOnly(spec, path string) error {
+	if scheme, _, ok := strings.Cut(path, "://"); ok {
+		return fmt.Errorf("sink %q: %s writes local files only, not %s:// paths: use a local path, or --sink=bigquery:PROJECT.DATASET in production", spec, spec[:strings.IndexByte(spec, ':')], scheme)
+	}
+	return nil
 }
 
 // Open opens the sink a Spec names. The console sink writes to os.Stdout.
