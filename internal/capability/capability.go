@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/revenue-stream/hourly/internal/localrunner"
 )
 
 // Feature is something a pipeline may need of its runner.
@@ -66,7 +68,8 @@ type Profile struct {
 	// spark, direct.
 	Name string
 	// Runners are the --runner values that select it (the names the SDK
-	// registers).
+	// registers). Prism's has none: localrunner.IsPrism alone decides
+	// which values are prism, here as everywhere else.
 	Runners []string
 	// About says what the profile stands for.
 	About string
@@ -109,9 +112,8 @@ var (
 // step (TestOperationsTableMatchesProfiles).
 var profiles = []Profile{
 	{
-		Name:    "prism",
-		Runners: []string{"prism", "PrismRunner", ""},
-		About:   "Beam's local runner, in this process or as a job server; the default",
+		Name:  "prism",
+		About: "Beam's local runner, in this process or as a job server; the default (selected by localrunner.IsPrism)",
 	},
 	{
 		Name:    "flink",
@@ -184,10 +186,15 @@ var profiles = []Profile{
 // Profiles returns the table, in order.
 func Profiles() []Profile { return slices.Clone(profiles) }
 
-// For returns the profile of a --runner value. A runner the table does not
-// name (a runner registered by a newer SDK, a typo Beam will refuse) gets
-// the conservative universal profile.
+// For returns the profile of a --runner value: prism's when
+// localrunner.IsPrism says so (the one "is this prism?" decision; a value
+// it does not accept, "Prism" say, is never prism here either). A runner
+// the table does not name (a runner registered by a newer SDK, a typo Beam
+// will refuse) gets the conservative universal profile.
 func For(runner string) Profile {
+	if localrunner.IsPrism(runner) {
+		return named("prism")
+	}
 	for _, p := range profiles {
 		if slices.Contains(p.Runners, runner) {
 			return p
@@ -202,13 +209,16 @@ func For(runner string) Profile {
 }
 
 // Universal is the conservative profile of an unknown portable job server.
-func Universal() Profile {
+func Universal() Profile { return named("universal") }
+
+// named returns the table's profile of that name.
+func named(name string) Profile {
 	for _, p := range profiles {
-		if p.Name == "universal" {
+		if p.Name == name {
 			return p
 		}
 	}
-	panic("capability: no universal profile") // the table is a constant
+	panic("capability: no " + name + " profile") // the table is a constant
 }
 
 // Refusal is a pipeline that needs what its runner lacks: the first such

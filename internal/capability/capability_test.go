@@ -21,6 +21,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 )
 
 func TestForNamesEveryRegisteredRunner(t *testing.T) {
@@ -35,6 +36,24 @@ func TestForNamesEveryRegisteredRunner(t *testing.T) {
 	} {
 		if got := capability.For(runner).Name; got != want {
 			t.Errorf("For(%q) = %s, want %s", runner, got, want)
+		}
+	}
+}
+
+// Prism's profile follows localrunner.IsPrism and nothing else: the two
+// agree on every value, and a value IsPrism refuses ("Prism", which Beam's
+// case-sensitive registry does not know either) gets no prism profile.
+func TestPrismProfileIsIsPrism(t *testing.T) {
+	for _, runner := range []string{"", "prism", "PrismRunner", "Prism", "PRISM", "prismrunner", " prism",
+		"universal", "flink", "dataflow", "direct", "spark", "samza-future"} {
+		got := capability.For(runner).Name == "prism"
+		if want := localrunner.IsPrism(runner); got != want {
+			t.Errorf("--runner=%q: capability profile %s, localrunner.IsPrism %v", runner, capability.For(runner).Name, want)
+		}
+	}
+	for _, p := range capability.Profiles() {
+		if p.Name == "prism" && len(p.Runners) != 0 {
+			t.Errorf("the prism profile lists its own runner names %q: IsPrism decides them", p.Runners)
 		}
 	}
 }

@@ -45,6 +45,13 @@ import (
 // The state is the worker's own, like the harness's short ids it renames:
 // per job (worker id) and worker process. A new worker starts with none,
 // which costs nothing: its ids are aliased until described.
+//
+// Only on prism (IsPrism; UseSafeOptions switches it off for every other
+// runner, TestPrismWorkaroundsOnlyOnPrism). Elsewhere nothing replaces it:
+// the runner's own metrics are taken as they come, and where a runner gives
+// none while the job runs (Flink's job server, Dataflow:
+// capability.LiveMetrics) nothing relies on them; resume points are then
+// not sealed during the run (app/launch/seal.go, docs/restart.md).
 const metricGateHook = "revenue_metric_gate"
 
 // settleLag is how long after the worker's answer for an id bundles still

@@ -15,7 +15,9 @@ import (
 // (apache/beam#35771) and was measured here to replay elements the SDK had
 // already processed: the conservation identity broke by 5,465 records in a
 // 1,000,000-event run. The source self-checkpoints (ResumeProcessingIn), so
-// it needs no runner-initiated split.
+// it needs no runner-initiated split. Only on prism (UseSafeOptions):
+// elsewhere nothing replaces it, the runner decides its splits (the
+// replay is prism's handling of them, apache/beam#35771).
 const DisableSplitExperiment = "prism_disable_sdf_split"
 
 // UseSafeOptions sets the next submitted job's prism workarounds for
