@@ -22,12 +22,12 @@ type counter struct {
 
 // countersOf lists a job's counters: the committed values (bundles that
 // finished) when the runner reports committed metrics, as prism and
-// Dataflow batch do, else the attempted ones. Not Result(), which picks per
-// counter: a counter with nothing committed yet would take an in-flight
-// bundle's progress value beside the others' committed ones.
-func countersOf(m beammetrics.Results) []counter {
+// Dataflow batch do, else the attempted ones; committed says which. Not
+// Result(), which picks per counter: a counter with nothing committed yet
+// would take an in-flight bundle's progress value beside the others'
+// committed ones.
+func countersOf(m beammetrics.Results) (_ []counter, committed bool) {
 	all := m.AllMetrics().Counters()
-	committed := false
 	for _, r := range all {
 		committed = committed || r.Committed != 0
 	}
@@ -39,7 +39,31 @@ func countersOf(m beammetrics.Results) []counter {
 		}
 		out = append(out, counter{namespace: r.Namespace(), name: r.Name(), value: v})
 	}
-	return out
+	return out, committed
+}
+
+// reading is one read of a job's counters, with what it can prove.
+type reading struct {
+	Counts
+	// committed: the figures are the runner's committed values (bundles
+	// that finished), not attempted ones, which count in-flight and
+	// retried bundles and are all zero where a runner reports none.
+	committed bool
+	// reported: the runner reported at least one counter.
+	reported bool
+}
+
+func readingOf(m beammetrics.Results) reading {
+	cs, committed := countersOf(m)
+	return reading{Counts: countsOf(cs), committed: committed, reported: len(cs) > 0}
+}
+
+// proves reports whether the reading proves every record read so far has
+// its verdict: committed counters that saw records, all of them judged.
+// Zero read and zero verdicts prove nothing: it is what a runner that
+// reports no metrics while the job runs (Flink's job server) looks like.
+func (r reading) proves() bool {
+	return r.committed && r.Read > 0 && r.Read == r.Verdicts()
 }
 
 // countsOf sums the counters of the revenue namespace by name.

@@ -39,17 +39,33 @@ type jobFigures struct {
 
 // figures is a live.FiguresFunc.
 func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
+	m := f.metrics(ctx)
+	if m == nil {
+		return live.Figures{}, false
+	}
+	c := readingOf(*m).Counts
+	return live.Figures{Counts: c, Partitions: partitionsOf(m, c.ReadBy), Distributions: distributionsOf(m)}, true
+}
+
+// reading reads the job's counters for the sealer (ok false: the job
+// service did not answer).
+func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
+	m := f.metrics(ctx)
+	if m == nil {
+		return reading{}, false
+	}
+	return readingOf(*m), true
+}
+
+// metrics reads the job's metrics from its job service (nil: no answer).
+func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var m *metrics.Results
 	if j := f.job(ctx); j != nil {
 		m, _ = j.metrics(ctx)
 	}
-	if m == nil {
-		return live.Figures{}, false
-	}
-	c := countsOf(countersOf(*m))
-	return live.Figures{Counts: c, Partitions: partitionsOf(m, c.ReadBy), Distributions: distributionsOf(m)}, true
+	return m
 }
 
 // distributionsOf sums the distributions of the revenue namespace by name

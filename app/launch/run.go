@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/localrunner"
@@ -141,7 +142,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			return nil, &ConfigError{Err: err}
 		}
 		if signal.Enabled() {
-			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery())
+			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery(), o.Runner, fo.Resume)
 			defer seal.close()
 		}
 		read = func(s beam.Scope) beam.PCollection {
@@ -242,6 +243,15 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		sum.ReadAhead = &ReadAheadFigures{Budget: fo.ReadAheadRecords, Peak: hooks.readAhead.Peak()}
 	}
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
+	if *jobopts.Async && res.err == nil {
+		// Submitted, not run: the job's figures and rows are still to
+		// come, and no resume point can be proven (docs/operations.md).
+		fmt.Fprintf(out, "job %s submitted (--async): the launcher does not wait for it, so there is no summary and no resume point is sealed\n", res.jobID)
+		return sum, nil
+	}
+	if res.detached != "" {
+		return sum, errors.New(res.detached)
+	}
 	if res.metrics != nil {
 		sum.Counts = *res.metrics
 	}
@@ -274,16 +284,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	sum.Conserved, sum.Identity = check == nil, sum.Counts.Identity()
 	if res.metrics == nil {
 		check = errors.New("the job reported no metrics: the conservation identity cannot be checked")
-		sum.Conserved = false
+		sum.Conserved, sum.unchecked = false, true
 	}
 	if check != nil && res.err == nil {
 		slog.Error("conservation check failed", "err", check)
 	}
 	if seal != nil {
 		// Every output is durable when the job finished, or its graceful
-		// stop settled, and every record read has its verdict.
-		settled := res.err == nil && sum.Conserved && (sum.State == StateDone || res.settled)
-		if err := seal.final(bg, settled); err != nil {
+		// stop settled on the runner's committed counters, and every
+		// record read has its verdict in the committed counters.
+		if err := seal.final(bg, res.unproven(sum)); err != nil {
 			slog.Warn("sealing the run's resume points; a restart re-reads from the previous ones", "err", err)
 		}
 	}
@@ -419,13 +429,42 @@ func settings(po pipeline.Options) map[string]string {
 
 // outcome is how a job ended.
 type outcome struct {
-	jobID       string
-	metrics     *Counts
+	jobID   string
+	metrics *Counts
+	// committed: metrics are the runner's committed counters.
+	committed   bool
 	interrupted bool
 	// settled: the graceful stop saw every record judged and the sink
-	// quiet before it cancelled the job.
-	settled bool
-	err     error
+	// quiet before it cancelled the job, on a reading of the runner's
+	// committed counters that proves it (reading.proves); unsettled says
+	// why not.
+	settled   bool
+	unsettled string
+	// detached: the launcher stopped supervising a job it cannot stop
+	// (a Dataflow job at a graceful stop), in one line.
+	detached string
+	err      error
+}
+
+// unproven says why the run's end proves nothing a seal needs ("" when it
+// proves all of it): the job finished, or its graceful stop settled, and
+// the runner's committed counters saw records, all of them judged.
+func (res outcome) unproven(sum *Summary) string {
+	switch {
+	case res.err != nil:
+		return "the job failed"
+	case res.metrics == nil:
+		return "the job reported no metrics"
+	case !res.committed:
+		return "the runner reported no committed counters (attempted ones prove nothing)"
+	case res.metrics.Read == 0:
+		return "the runner's counters show no record read"
+	case !sum.Conserved:
+		return "the conservation identity does not hold"
+	case sum.State != StateDone && !res.settled:
+		return res.unsettled
+	}
+	return ""
 }
 
 // jobSeq makes job names unique within the process.
@@ -515,7 +554,10 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 		defer t.Stop()
 		sealTick = t.C
 	}
-	var settled bool
+	var (
+		settled   bool
+		unsettled string
+	)
 wait:
 	for {
 		select {
@@ -523,6 +565,11 @@ wait:
 			break wait
 		case <-ctx.Done():
 			interrupted = true
+			if why := stopRefusal(o.Runner); why != "" {
+				// The job runs on; beam.Run waits for its end, and so
+				// would the launcher.
+				return outcome{interrupted: true, detached: fmt.Sprintf("stopping: refused: %s; job %s keeps running", why, name)}
+			}
 			if mon != nil {
 				mon.SetState("STOPPING")
 			}
@@ -542,12 +589,12 @@ wait:
 				// the runner, wherever the workers run.
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
-			r, settled = stop(o, name, hooks.signal, done, hardCancel)
+			r, settled, unsettled = stop(o, name, hooks.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
-			if f, ok := jf.figures(ctx); ok {
+			if r, ok := jf.reading(ctx); ok {
 				// A stop does not cut a seal short: it would be wasted.
-				hooks.seal.observe(context.WithoutCancel(ctx), now, f.Counts)
+				hooks.seal.observe(context.WithoutCancel(ctx), now, r)
 			}
 		case <-tick:
 			if view != nil {
@@ -558,10 +605,11 @@ wait:
 		}
 	}
 	prog.done()
-	res := outcome{interrupted: interrupted, settled: settled, err: r.err}
-	var reported *Counts
+	res := outcome{interrupted: interrupted, settled: settled, unsettled: unsettled, err: r.err}
 	if r.pr != nil {
 		res.jobID = r.pr.JobID()
+	}
+	if r.pr != nil && !*jobopts.Async {
 		func() {
 			// A result whose metrics could not be fetched panics on Metrics().
 			defer func() {
@@ -569,11 +617,13 @@ wait:
 					slog.Warn("the job's metrics are not available", "panic", p)
 				}
 			}()
-			c := countsOf(countersOf(r.pr.Metrics()))
-			reported = &c
+			// No counter at all is no figure: zeros would pass the
+			// conservation check.
+			if m := readingOf(r.pr.Metrics()); m.reported {
+				res.metrics, res.committed = &m.Counts, m.committed
+			}
 		}()
 	}
-	res.metrics = reported
 	if interrupted && r.err != nil && errors.Is(r.err, context.Canceled) {
 		// The hard cancel: the job was stopped, not failed.
 		res.err = nil
@@ -584,7 +634,7 @@ wait:
 // stop is the graceful stop: readers stop, the output settles, the job is
 // cancelled through the job service; the job's context is cancelled only if
 // that fails or the job does not end in time.
-func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool) {
+func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
 	// The readers, folder or Pub/Sub, on whatever worker: each sees the
 	// request within a poll interval, then stops pulling or listing and
 	// never finishes its restriction.
@@ -613,13 +663,15 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var (
-		writes  quietWatch
-		counted bool // the runner's counters were read at least once
+		writes    quietWatch
+		proven    bool // the last reading of the runner's counters proves every record judged
+		read      bool // the runner's counters were read at least once
+		committed bool // a reading had committed counters
 	)
 	for !settled {
 		select {
 		case r := <-done:
-			return r, false // the job ended on its own (or failed) meanwhile
+			return r, false, "the job ended during the stop" // on its own, or failed
 		case <-tick.C:
 		}
 		if j == nil {
@@ -632,7 +684,9 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			if m, err := j.metrics(ctx); err == nil {
 				// The sink's write counters, for workers elsewhere:
 				// LastWrite sees only this process's writers.
-				drained, counted = writes.observe(time.Now(), countsOf(countersOf(*m))), true
+				r := readingOf(*m)
+				drained, proven = writes.observe(time.Now(), r)
+				read, committed = true, committed || r.committed
 			}
 		}
 		last := later(sinks.LastWrite(), writes.changed)
@@ -646,9 +700,22 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			break
 		}
 	}
-	// Settled without the runner's counters is a guess, good enough to
-	// cancel but not to seal resume points on.
-	settled = settled && counted
+	// Settled without the runner's committed counters is a guess, good
+	// enough to cancel but not to seal resume points on: attempted ones
+	// are zero on a runner without live metrics, and look drained.
+	switch why := noLiveProof(o.Runner); {
+	case why != "":
+		unsettled = why
+	case !read:
+		unsettled = "the job service gave no metrics during the stop"
+	case !committed:
+		unsettled = "the runner reported no committed counters during the stop (no live metrics)"
+	case !proven:
+		unsettled = "the runner's committed counters never showed every record judged during the stop"
+	case !settled:
+		unsettled = "the output did not settle before the stop timeout"
+	}
+	settled = settled && unsettled == ""
 
 	if j != nil {
 		if err := j.cancel(ctx); err != nil {
@@ -663,11 +730,11 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	}
 	select {
 	case r := <-done:
-		return r, settled
+		return r, settled, unsettled
 	case <-time.After(o.StopTimeout):
 		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
 		hardCancel()
-		return <-done, settled
+		return <-done, settled, unsettled
 	}
 }
 
@@ -676,4 +743,18 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// stopRefusal says why the launcher cannot stop a job on runner gracefully
+// ("" when it can). Dataflow has no Beam job service: the launcher cannot
+// cancel the job, and the SDK's Dataflow runner waits for the job's end
+// whatever its context says, so a stop would only leave the launcher
+// waiting. Drain is no graceful stop for this pipeline either: Dataflow
+// then advances the watermark to the end of time, and every open window
+// would get its FINAL row before its correction period.
+func stopRefusal(runner string) string {
+	if capability.For(runner).Name == "dataflow" {
+		return "the launcher cannot stop a Dataflow job: cancel it with `gcloud dataflow jobs cancel` (not drain, which closes every open window early; docs/restart.md)"
+	}
+	return ""
 }

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -45,6 +49,16 @@ import (
 // last quiet moment rather than from the previous run's end. A run that
 // crashes seals nothing more: the next one resumes from the last seal,
 // re-reading more, never less.
+//
+// Only evidence the runner really gives counts (reading.proves): committed
+// counters that saw records, all of them judged. A runner without live
+// metrics (capability.LiveMetrics: Flink's job server, Dataflow, an
+// unknown job server) gives none while its job runs, and its attempted
+// counters are zero, which would look drained: such a run seals nothing
+// while it runs nor after a graceful stop, only at the end of a job that
+// finished (its final metrics are reported then). Where a run seals
+// nothing it says why in one line, with what a restart will re-read
+// (decline).
 // sealPoll is how often a following run reads the runner's counters for
 // sealDue.
 const sealPoll = time.Second
@@ -55,12 +69,18 @@ type sealer struct {
 	po    pipeline.Options
 	quiet time.Duration
 	every time.Duration // how often a following run reads a candidate
+	// noLive is why the runner's counters prove nothing while the job
+	// runs ("" when they can).
+	noLive string
+	// points are the resume points a restart would use now: those this run
+	// resumed from, then those it sealed, by partition.
+	points   map[string]model.Checkpoint
+	declined bool
 
-	store     sinks.ProgressStore
-	pending   *sealCandidate
-	lastRead  time.Time // when the last candidate was read
-	writes    quietWatch
-	sealedAny bool
+	store    sinks.ProgressStore
+	pending  *sealCandidate
+	lastRead time.Time // when the last candidate was read
+	writes   quietWatch
 }
 
 // quietWatch follows the sink's write counters in the runner's committed
@@ -71,13 +91,15 @@ type quietWatch struct {
 	changed time.Time
 }
 
-// observe notes a reading taken at now and reports whether every record
-// read has its verdict (nothing in flight between the readers and dedup).
-func (w *quietWatch) observe(now time.Time, c Counts) (drained bool) {
-	if n := c.SinkAccepted + c.SinkStale + c.SinkAudit; n != w.written {
+// observe notes a reading taken at now and reports whether it shows every
+// record read with its verdict (nothing in flight between the readers and
+// dedup; a guess on attempted counters, good enough to time a stop), and
+// whether it proves so (reading.proves, what a seal needs).
+func (w *quietWatch) observe(now time.Time, r reading) (drained, proven bool) {
+	if n := r.SinkAccepted + r.SinkStale + r.SinkAudit; n != w.written {
 		w.written, w.changed = n, now
 	}
-	return c.Read == c.Verdicts()
+	return r.Read == r.Verdicts(), r.proves()
 }
 
 // sealCandidate is a set of resume points read at a time, waiting for the
@@ -87,8 +109,47 @@ type sealCandidate struct {
 	points []model.Checkpoint
 }
 
-func newSealer(spec sinks.Spec, run string, po pipeline.Options, quiet, every time.Duration) *sealer {
-	return &sealer{spec: spec, run: run, po: po, quiet: quiet, every: every}
+// newSealer returns the sealer of a run on runner that resumed from
+// resumed (nil: from every partition's first file).
+func newSealer(spec sinks.Spec, run string, po pipeline.Options, quiet, every time.Duration, runner string, resumed []model.Checkpoint) *sealer {
+	s := &sealer{spec: spec, run: run, po: po, quiet: quiet, every: every, noLive: noLiveProof(runner), points: map[string]model.Checkpoint{}}
+	for _, c := range resumed {
+		s.points[c.Partition] = c
+	}
+	return s
+}
+
+// noLiveProof says why runner's counters prove nothing while its job runs,
+// "" when they can: the runner reports live committed metrics
+// (capability.LiveMetrics; prism does).
+func noLiveProof(runner string) string {
+	if l, lacks := capability.For(runner).Lack(capability.LiveMetrics); lacks {
+		return fmt.Sprintf("--runner=%s gives no live metrics (%s)", runner, l.Proof)
+	}
+	return ""
+}
+
+// decline logs, once per run, why the run seals no (more) resume points
+// and what a restart will therefore re-read.
+func (s *sealer) decline(why string) {
+	if s.declined {
+		return
+	}
+	s.declined = true
+	slog.Warn(fmt.Sprintf("restart: resume points not sealed: %s; %s", why, s.rereads()))
+}
+
+// rereads says what a restart would re-read now.
+func (s *sealer) rereads() string {
+	if len(s.points) == 0 {
+		return "a restart re-reads every partition from its first file"
+	}
+	var at []string
+	for _, p := range slices.Sorted(maps.Keys(s.points)) {
+		c := s.points[p]
+		at = append(at, fmt.Sprintf("%s after %s (line %d)", p, c.File, c.Line))
+	}
+	return fmt.Sprintf("a restart re-reads each partition from its last sealed point (%s), a partition without one from its first file", strings.Join(at, ", "))
 }
 
 // open opens the sink's progress tables on first use (a SQLite file is
@@ -146,12 +207,17 @@ func sealDue(candidateAt, changed, now time.Time, quiet time.Duration, drained b
 }
 
 // observe takes one reading of the runner's committed counters while the
-// job runs: it seals a candidate that sealDue confirms, and reads a new one
-// every s.every. Errors are logged: a seal that fails costs a longer
-// restart, never a wrong one.
-func (s *sealer) observe(ctx context.Context, now time.Time, c Counts) {
-	drained := s.writes.observe(now, c)
-	if s.pending != nil && sealDue(s.pending.at, s.writes.changed, now, s.quiet, drained) {
+// job runs: it seals a candidate that sealDue confirms on a reading that
+// proves it, and reads a new one every s.every. On a runner without live
+// metrics it seals nothing and says so once. Errors are logged: a seal that
+// fails costs a longer restart, never a wrong one.
+func (s *sealer) observe(ctx context.Context, now time.Time, r reading) {
+	if s.noLive != "" {
+		s.decline(s.noLive + " while the job runs")
+		return
+	}
+	_, proven := s.writes.observe(now, r)
+	if s.pending != nil && sealDue(s.pending.at, s.writes.changed, now, s.quiet, proven) {
 		if err := s.seal(ctx, s.pending.points); err != nil {
 			slog.Warn("sealing resume points", "sink", s.spec.String(), "err", err)
 		}
@@ -168,14 +234,14 @@ func (s *sealer) observe(ctx context.Context, now time.Time, c Counts) {
 }
 
 // final seals at the end of a run whose outputs are all durable: it
-// finished, or its graceful stop settled, and conservation holds (the
-// caller says which). The job has ended, so nothing is written after the
+// finished, or its graceful stop settled on the runner's committed
+// counters, and conservation holds on committed counters. The caller says
+// why not (unproven, "" when all holds); then nothing is sealed and
+// decline says so. The job has ended, so nothing is written after the
 // candidate is read.
-func (s *sealer) final(ctx context.Context, settled bool) error {
-	if !settled {
-		if s.store != nil || s.sealedAny {
-			slog.Info("restart: the run did not settle; its last resume points stay sealed, later ones are not")
-		}
+func (s *sealer) final(ctx context.Context, unproven string) error {
+	if unproven != "" {
+		s.decline(unproven)
 		return nil
 	}
 	cand, err := s.candidate(ctx, time.Now())
@@ -189,8 +255,11 @@ func (s *sealer) seal(ctx context.Context, points []model.Checkpoint) error {
 	if err := s.store.SealResume(ctx, points); err != nil {
 		return fmt.Errorf("sink %s: %w", s.spec, err)
 	}
-	s.sealedAny = true
+	if s.points == nil {
+		s.points = map[string]model.Checkpoint{}
+	}
 	for _, c := range points {
+		s.points[c.Partition] = c
 		slog.Info("restart point sealed", "partition", c.Partition, "after", c.File, "max_valid_event_time", fmtEventTime(c.MaxValid))
 	}
 	// Checkpoints of earlier runs are never read again.

@@ -53,7 +53,9 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 	store := &fakeProgress{checkpoints: []model.Checkpoint{cp("a", 10*h), cp("b", 20*h), cp("c", 40*h)}, finalEnd: 30 * h}
 	s := &sealer{store: store, run: "r", po: po, quiet: 2 * time.Second, every: 10 * time.Second}
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	judged := func(read, written int64) Counts { return Counts{Read: read, Counted: read, SinkAccepted: written} }
+	judged := func(read, written int64) reading {
+		return reading{Counts: Counts{Read: read, Counted: read, SinkAccepted: written}, committed: true}
+	}
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 
 	s.observe(context.Background(), at(0), judged(100, 5)) // reads the candidate: b (20h < 28h50m)
@@ -62,14 +64,14 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 	store.finalEnd, store.checkpoints = 50*h, append(store.checkpoints, cp("d", 45*h))
 	steps := []struct {
 		at        time.Duration
-		c         Counts
+		c         reading
 		wantSeals int
 	}{
-		{time.Second, judged(100, 5), 0},                                               // quiet for 1s only
-		{1500 * time.Millisecond, judged(100, 6), 0},                                   // a write: the wait starts again
-		{3 * time.Second, judged(100, 6), 0},                                           // 1.5s after it
-		{3600 * time.Millisecond, Counts{Read: 101, Counted: 100, SinkAccepted: 6}, 0}, // a record in flight
-		{4 * time.Second, judged(101, 6), 1},                                           // judged, quiet since 1.5s
+		{time.Second, judged(100, 5), 0},             // quiet for 1s only
+		{1500 * time.Millisecond, judged(100, 6), 0}, // a write: the wait starts again
+		{3 * time.Second, judged(100, 6), 0},         // 1.5s after it
+		{3600 * time.Millisecond, reading{Counts: Counts{Read: 101, Counted: 100, SinkAccepted: 6}, committed: true}, 0}, // a record in flight
+		{4 * time.Second, judged(101, 6), 1}, // judged, quiet since 1.5s
 	}
 	for _, st := range steps {
 		s.observe(context.Background(), at(st.at), st.c)
@@ -89,10 +91,10 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 	}
 	// At the end of a run that did not settle nothing is sealed.
 	store.checkpoints = append(store.checkpoints, cp("e", 46*h))
-	if err := s.final(context.Background(), false); err != nil || store.seals != 2 {
+	if err := s.final(context.Background(), "the stop did not settle"); err != nil || store.seals != 2 {
 		t.Errorf("final(unsettled): err %v, %d seals; want none", err, store.seals)
 	}
-	if err := s.final(context.Background(), true); err != nil || store.seals != 3 || store.sealed[0].File != "e" {
+	if err := s.final(context.Background(), ""); err != nil || store.seals != 3 || store.sealed[0].File != "e" {
 		t.Errorf("final(settled): err %v, %d seals, sealed %+v; want e sealed", err, store.seals, store.sealed)
 	}
 }

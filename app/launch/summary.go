@@ -53,6 +53,9 @@ type Summary struct {
 	ReadAhead *ReadAheadFigures `json:"read_ahead,omitempty"`
 
 	view sinkView
+	// unchecked: the runner reported no counters, so Conserved is false
+	// without a violation.
+	unchecked bool
 }
 
 // ReadAheadFigures are a run's read-ahead bound and its peak, in records.
@@ -106,7 +109,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 	line("quarantined", c.Quarantined, breakdown(c.QuarantinedBy, ""))
 	line("too_late", c.TooLate, "")
 	verdict := "holds"
-	if !s.Conserved {
+	switch {
+	case s.unchecked:
+		verdict = "NOT CHECKED: the runner reported no counters"
+	case !s.Conserved:
 		verdict = "VIOLATED"
 	}
 	fmt.Fprintf(&b, "conservation: %s: %s\n", s.Identity, verdict)
