@@ -298,3 +298,30 @@ func TestNoLiveMetricsProof(t *testing.T) {
 		t.Errorf("prism has live metrics: %q", noLiveProof("prism"))
 	}
 }
+
+// TestNoLiveMetricsSummaryAndStop: a run whose runner reported no counters
+// does not claim conservation (an all-zero identity would pass the check),
+// and a graceful stop is refused on Dataflow only, where the launcher
+// cannot stop the job.
+func TestNoLiveMetricsSummaryAndStop(t *testing.T) {
+	for _, unchecked := range []bool{false, true} {
+		s := &Summary{Conserved: !unchecked, Identity: Counts{}.Identity(), unchecked: unchecked}
+		var b bytes.Buffer
+		if err := s.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		got := linesWith(b.String(), "conservation:")
+		want := ": holds"
+		if unchecked {
+			want = ": NOT CHECKED: the runner reported no counters"
+		}
+		if len(got) != 1 || !strings.HasSuffix(got[0], want) {
+			t.Errorf("unchecked %v: conservation line %q, want it to end in %q", unchecked, got, want)
+		}
+	}
+	for runner, refused := range map[string]bool{"dataflow": true, "DataflowRunner": true, "prism": false, "": false, "flink": false, "universal": false} {
+		if got := stopRefusal(runner) != ""; got != refused {
+			t.Errorf("--runner=%q: stop refused %v, want %v", runner, got, refused)
+		}
+	}
+}
