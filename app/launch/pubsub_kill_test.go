@@ -16,6 +16,7 @@ import (
 
 	gpubsub "cloud.google.com/go/pubsub/v2"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
@@ -110,8 +111,39 @@ const killConflicts = 5
 // child is a launcher run in its own process.
 type child struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr lockedBuffer
 	done   chan error
+}
+
+// lockedBuffer is the child's stderr: written by exec's copying goroutine
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// tail is what a failure message shows of the child's stderr: its start
+// lines and its last lines (the progress lines say what it was doing when
+// the test gave up), the middle cut.
+func (b *lockedBuffer) tail() string {
+	const head, last = 8, 40
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) <= head+last {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:head], "\n") + fmt.Sprintf("\n[... %d lines ...]\n", len(lines)-head-last) + strings.Join(lines[len(lines)-last:], "\n")
 }
 
 func startChild(t testing.TB, bin, addr string, env []string, args ...string) *child {
@@ -130,16 +162,70 @@ func startChild(t testing.TB, bin, addr string, env []string, args ...string) *c
 	return c
 }
 
-// wait waits for the child to end and returns its wait status.
+// exited reports whether the child has ended, without waiting.
+func (c *child) exited() bool {
+	select {
+	case err := <-c.done:
+		c.done <- err // for wait and the cleanup
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the child to end and returns its wait status. Giving up,
+// it shows the tail of the child's stderr: its progress lines say what it
+// was doing.
 func (c *child) wait(t testing.TB, d time.Duration) syscall.WaitStatus {
 	t.Helper()
 	select {
-	case <-c.done:
-		c.done <- nil // for the cleanup
+	case err := <-c.done:
+		c.done <- err // for the cleanup
 	case <-time.After(d):
-		t.Fatalf("child still running after %s; stderr:\n%s", d, c.stderr.String())
+		t.Fatalf("child still running after %s; stderr (tail):\n%s", d, c.stderr.tail())
 	}
 	return c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+}
+
+// waitArchived waits until the archive under root holds an object (each
+// reader key's partition is a folder of it), or the child has ended: a
+// pull's batch was then written whole, so whatever is published after it
+// comes in a later pull.
+func (c *child) waitArchived(t testing.TB, root string, d time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(d)
+	for !c.exited() {
+		if archivedObjects(ctx, root) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing archived under %s after %s; stderr (tail):\n%s", root, d, c.stderr.tail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// archivedObjects counts the archive objects under root (not their
+// sidecars, which are written first); 0 while root does not exist.
+func archivedObjects(ctx context.Context, root string) int {
+	top, err := files.List(ctx, root)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, part := range top.Dirs {
+		l, err := files.List(ctx, files.Join(root, part))
+		if err != nil {
+			continue
+		}
+		for _, name := range l.Files {
+			if !strings.HasPrefix(name, ".") {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // currentRowsOf reads the sink's latest row per window.
@@ -228,14 +314,20 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 	}
 	published := publishLog(t, addr, k.groups[:3])
 
-	// Run 1 dies at the second batch's boundary.
+	// Run 1 dies at the second batch's boundary. The rest is published
+	// only once its first batch is archived: published before the first
+	// pull, it would come in that same pull, there would be no second
+	// batch, and run 1 would never die (the cause of issue #23's stalls:
+	// whether the rest arrived before the first pull was a race with the
+	// child's start).
 	c1 := startChild(t, k.launchBin, addr, []string{faults.Env + "=" + point + ":2"}, args...)
+	c1.waitArchived(t, archive, 3*time.Minute)
 	maps.Copy(published, publishLog(t, addr, k.groups[3:]))
 	// The bounds are generous: on a loaded machine (the full test suite
 	// beside other builds) prism's start alone has taken over a minute.
 	ws := c1.wait(t, 3*time.Minute)
 	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || !strings.Contains(c1.stderr.String(), point+" fired") {
-		t.Fatalf("run 1 ended with %v, want SIGKILL at %s; stderr:\n%s", ws, point, c1.stderr.String())
+		t.Fatalf("run 1 ended with %v, want SIGKILL at %s; stderr (tail):\n%s", ws, point, c1.stderr.tail())
 	}
 
 	// Run 2 re-emits the archive, pulls the rest, and is stopped
@@ -251,7 +343,7 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rows hold %d events after 3m, want %d; stderr:\n%s", counted, k.wantCounted, c2.stderr.String())
+			t.Fatalf("rows hold %d events after 3m, want %d; stderr (tail):\n%s", counted, k.wantCounted, c2.stderr.tail())
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -260,7 +352,7 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 		t.Fatal(err)
 	}
 	if ws := c2.wait(t, 60*time.Second); ws.ExitStatus() != 0 {
-		t.Fatalf("run 2 exited %v; stderr:\n%s", ws, c2.stderr.String())
+		t.Fatalf("run 2 exited %v; stderr (tail):\n%s", ws, c2.stderr.tail())
 	}
 	got := currentRowsOf(db)
 	if len(got) != len(k.want.Final) {
