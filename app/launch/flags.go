@@ -44,6 +44,8 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "Pub/Sub reader keys over the one subscription, each its own archive partition and watermark: spreads the reading over workers"},
 			{Name: "pubsub-archive-fail-after", Value: cli.Duration(&o.PubSubArchiveFailAfter), Default: cli.FormatDuration(pubsub.DefaultArchiveFailAfter),
 				Usage: "fail the job when the Pub/Sub archive cannot be written for this long"},
+			{Name: "pubsub-stall-after", Value: cli.Duration(&o.PubSubStallAfter), Default: cli.FormatDuration(pubsub.DefaultStallAfter),
+				Usage: "log one line (and show it on the progress line) when a Pub/Sub reader key holds messages and has emitted none for this long, naming what it waits on"},
 		}},
 		{Title: "Output", Flags: []cli.Flag{
 			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sinks.ParseSpec, sinks.Spec.String),

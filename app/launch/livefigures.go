@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
 )
@@ -61,7 +62,7 @@ func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
 func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	var m *metrics.Results
+	var m *beammetrics.Results
 	if j := f.job(ctx); j != nil {
 		m, _ = j.metrics(ctx)
 	}
@@ -70,7 +71,7 @@ func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
 
 // distributionsOf sums the distributions of the revenue namespace by name
 // across steps.
-func distributionsOf(m *metrics.Results) map[string]live.Distribution {
+func distributionsOf(m *beammetrics.Results) map[string]live.Distribution {
 	out := map[string]live.Distribution{}
 	for _, r := range m.AllMetrics().Distributions() {
 		if r.Namespace() != transforms.Namespace {
@@ -108,7 +109,7 @@ func (f *jobFigures) close() {
 
 // partitionsOf reads each partition's watermark and idleness from the
 // sources' gauges, with its read count.
-func partitionsOf(m *metrics.Results, readBy map[string]int64) []live.Partition {
+func partitionsOf(m *beammetrics.Results, readBy map[string]int64) []live.Partition {
 	byName := map[string]*live.Partition{}
 	get := func(name string) *live.Partition {
 		p := byName[name]
@@ -125,6 +126,21 @@ func partitionsOf(m *metrics.Results, readBy map[string]int64) []live.Partition 
 		latest := map[string]time.Time{}
 		for _, g := range m.AllMetrics().Gauges() {
 			if g.Namespace() != transforms.Namespace {
+				continue
+			}
+			if name, ok := strings.CutPrefix(g.Name(), metrics.PubsubStalledPrefix); ok {
+				// A stalled reader's bundle does not finish: its gauge is
+				// in the attempted (in-flight) metrics, and the latest
+				// value of either kind is the current one.
+				v := g.Attempted
+				if g.Committed.Timestamp.After(v.Timestamp) {
+					v = g.Committed
+				}
+				if t, ok := latest[g.Name()]; ok && !v.Timestamp.After(t) {
+					continue
+				}
+				latest[g.Name()] = v.Timestamp
+				get(name).StalledMs = v.Value
 				continue
 			}
 			v := g.Result()

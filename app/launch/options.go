@@ -70,7 +70,11 @@ type Options struct {
 	// defaults).
 	PubSubPullers, PubSubShards int
 	PubSubArchiveFailAfter      time.Duration
-	Sink                        sinks.Spec
+	// PubSubStallAfter is how long a Pub/Sub reader key may hold messages
+	// without emitting any before it logs what it waits on
+	// (--pubsub-stall-after; zero: the pubsub package's default).
+	PubSubStallAfter time.Duration
+	Sink             sinks.Spec
 	// BQFlush is how often the BigQuery sink appends what it buffered
 	// (--bq-flush; see sinks.FlushPolicy). Other sinks ignore it.
 	BQFlush time.Duration
@@ -229,8 +233,8 @@ func (o Options) Validate() error {
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
 			return &ConfigError{Err: err}
 		}
-	} else if o.PubSubArchive != "" || o.PubSubPullers != 0 || o.PubSubShards != 0 || o.PubSubArchiveFailAfter != 0 {
-		return usagef("--pubsub-archive, --pubsub-pullers, --pubsub-shards and --pubsub-archive-fail-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
+	} else if o.PubSubArchive != "" || o.PubSubPullers != 0 || o.PubSubShards != 0 || o.PubSubArchiveFailAfter != 0 || o.PubSubStallAfter != 0 {
+		return usagef("--pubsub-archive, --pubsub-pullers, --pubsub-shards, --pubsub-archive-fail-after and --pubsub-stall-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
 	if err := o.validateDemo(); err != nil {
 		return err
@@ -269,6 +273,9 @@ func (o Options) Validate() error {
 	}
 	if o.PubSubArchiveFailAfter < 0 {
 		return usagef("--pubsub-archive-fail-after must not be negative")
+	}
+	if o.PubSubStallAfter < 0 {
+		return usagef("--pubsub-stall-after must not be negative")
 	}
 	if o.Control != "" {
 		if err := files.Check(o.Control); err != nil {
@@ -338,6 +345,7 @@ func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
 		Pullers:          o.PubSubPullers,
 		Shards:           o.PubSubShards,
 		ArchiveFailAfter: o.PubSubArchiveFailAfter,
+		StallAfter:       o.PubSubStallAfter,
 		Watermark:        po.Watermark,
 		Event:            po.Event,
 		MaxPerCall:       o.MaxPerCall,

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -30,10 +32,11 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, started: time.Now(), last: time.Now(), terminal: isTerminal(w)}
 }
 
-// report shows the figures the job's workers have reported so far, and
-// how far the sources read ahead of the dedup step under budget (the
+// report shows the figures the job's workers have reported so far, the
+// Pub/Sub reader keys among parts that are stalled (--pubsub-stall-after),
+// and how far the sources read ahead of the dedup step under budget (the
 // read-ahead bound; ra nil: none).
-func (p *progress) report(c Counts, ra *localrunner.ReadAhead, budget int) {
+func (p *progress) report(c Counts, parts []live.Partition, ra *localrunner.ReadAhead, budget int) {
 	now := time.Now()
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read
@@ -44,6 +47,13 @@ func (p *progress) report(c Counts, ra *localrunner.ReadAhead, budget int) {
 	// A Pub/Sub source's held (ack deadline extended) and archive-retried
 	// message counts: non-zero means the archive is slow or failing.
 	held, retried := c.Counters[pubsub.MetricHeldExtended], c.Counters[pubsub.MetricArchiveRetries]
+	// Reader keys holding messages without emitting any: "pubsub 1m4s".
+	var stalled []string
+	for _, part := range parts {
+		if part.StalledMs > 0 {
+			stalled = append(stalled, fmt.Sprintf("%s %s", part.Name, (time.Duration(part.StalledMs)*time.Millisecond).Round(time.Second)))
+		}
+	}
 	if p.terminal {
 		line := fmt.Sprintf("%s  read %d (%.0f ev/s)  counted %d  dup %d  conflicts %d  quarantined %d  too_late %d  rows %d (FINAL %d)",
 			now.Sub(p.started).Round(time.Second), c.Read, rate, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, rows, c.Rows["FINAL"])
@@ -56,14 +66,21 @@ func (p *progress) report(c Counts, ra *localrunner.ReadAhead, budget int) {
 		if pending > 0 {
 			line += fmt.Sprintf("  pending %d unterminated last line(s)", pending)
 		}
+		if len(stalled) > 0 {
+			line += "  STALLED " + strings.Join(stalled, ", ")
+		}
 		fmt.Fprintf(p.w, "\r%-100s", line)
 		p.wrote = true
 		return
 	}
-	slog.Info("progress", "elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
+	attrs := []any{"elapsed", now.Sub(p.started).Round(time.Second), "read", c.Read, "events_per_s", int64(rate),
 		"counted", c.Counted, "duplicates", c.Duplicates, "conflicts", c.Conflicts, "quarantined", c.Quarantined,
 		"too_late", c.TooLate, "rows", rows, "final_rows", c.Rows["FINAL"], "pending_unterminated_lines", pending,
-		"pubsub_held", held, "pubsub_archive_retries", retried, "read_ahead", ra.Ahead(), "read_ahead_budget", budget)
+		"pubsub_held", held, "pubsub_archive_retries", retried, "read_ahead", ra.Ahead(), "read_ahead_budget", budget}
+	if len(stalled) > 0 {
+		attrs = append(attrs, "pubsub_stalled", strings.Join(stalled, ", "))
+	}
+	slog.Info("progress", attrs...)
 }
 
 // done ends the updating line so the summary starts on its own line.

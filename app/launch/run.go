@@ -600,7 +600,7 @@ wait:
 			if view != nil {
 				view.draw(mon.Snapshot(ctx))
 			} else if f, ok := jf.figures(ctx); ok {
-				prog.report(f.Counts, hooks.readAhead, o.readAhead())
+				prog.report(f.Counts, f.Partitions, hooks.readAhead, o.readAhead())
 			}
 		}
 	}

@@ -32,6 +32,10 @@ type Partition struct {
 	WatermarkMs int64 `json:"watermark_ms"`
 	Idle        bool  `json:"idle"`
 	Read        int64 `json:"read"`
+	// StalledMs is how long a Pub/Sub reader key (its archive partition)
+	// has held messages without emitting any, once past
+	// --pubsub-stall-after (0: not stalled).
+	StalledMs int64 `json:"stalled_ms,omitempty"`
 }
 
 // Figures are the job's figures so far.

@@ -94,6 +94,14 @@ const (
 	PubsubHeldPeak     Name = "pubsub_held_peak" // gauge
 )
 
+// PubsubStalled is the gauge of how long, in ms, a Pub/Sub reader key
+// (its archive partition) has held messages without emitting any, once
+// that passed --pubsub-stall-after; 0 when it is not stalled.
+func PubsubStalled(partition string) Name { return Name(PubsubStalledPrefix + partition) }
+
+// PubsubStalledPrefix starts the names of the PubsubStalled gauges.
+const PubsubStalledPrefix = "pubsub_stalled_ms_"
+
 // The families of counters, one per partition, reason or state.
 const (
 	readByPartition = "read_partition_"

@@ -205,13 +205,17 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 			delete(pending, expect)
 			expect++
 			if lost || p.err() != nil {
+				r.watch.done(nb.seq)
 				continue // archived (or not) and acknowledged: the next attempt re-emits it
 			}
 			if nb.err != nil {
+				r.watch.done(nb.seq)
 				p.fail(nb.err)
 				continue
 			}
-			if !r.emitBatch(nb) {
+			ok := r.emitBatch(nb)
+			r.watch.done(nb.seq)
+			if !ok {
 				lost = true
 				p.stopAll()
 				continue
@@ -280,6 +284,7 @@ func (r *reader) emitBatch(b *batch) bool {
 	}
 	for _, rec := range recs {
 		r.emit(rec)
+		r.watch.emitted()
 	}
 	r.emitted += len(recs)
 	return true
@@ -332,10 +337,12 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 			}
 		}
 		r.fault(faults.PubSubAfterArchive)
+		r.watch.waitOn(b.seq, waitAcknowledge)
 		r.ack(ctx, p, b.ackIDs)
 		p.held.untrack(b)
 		p.held.release(len(msgs))
 		r.fault(faults.PubSubAfterAck)
+		r.watch.waitOn(b.seq, waitEmit)
 		p.results <- b
 	}
 }
@@ -365,6 +372,11 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	if len(b.lines) > 0 {
 		b.name = makeObjectName(b.hour, b.seq, r.token)
 	}
+	waiting := waitArchiveWrite
+	if b.name == "" {
+		waiting = waitAcknowledge
+	}
+	r.watch.hold(now, b.seq, onHand{waiting: waiting, object: b.name, messages: len(msgs)})
 	return b
 }
 

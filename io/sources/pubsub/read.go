@@ -44,6 +44,7 @@ type readFn struct {
 	AckExtendEvery   time.Duration
 	ArchiveFailAfter time.Duration
 	BacklogAge       time.Duration
+	StallAfter       time.Duration
 	PullTimeout      time.Duration
 	Poll             time.Duration
 	SkipReplay       bool
@@ -142,7 +143,9 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	r.subscription, r.store, r.replayFrom, r.skipReplay = f.Subscription, st, f.ReplayFrom, f.SkipReplay
 	r.maxRecords, r.pullBatch, r.pullers, r.maxHeld = f.MaxPerCall, f.PullBatch, f.Pullers, f.MaxHeld
 	r.pullTimeout, r.ackExtension, r.extendEvery = f.PullTimeout, f.AckExtension, f.AckExtendEvery
-	r.archiveFailAfter, r.backlogAge = f.ArchiveFailAfter, f.BacklogAge
+	r.archiveFailAfter, r.backlogAge, r.stallAfter = f.ArchiveFailAfter, f.BacklogAge, f.StallAfter
+	stalledGauge := metrics.Gauge(metrics.PubsubStalled(st.part))
+	r.stalled = func(ms int64) { stalledGauge.Set(ctx, ms) }
 	r.sub = f.client.SubscriptionAdminClient
 	r.log = slog.Default().With("source", "pubsub", "subscription", f.Subscription, "shard", rest.Shard)
 	r.stop = f.stop.Stopped

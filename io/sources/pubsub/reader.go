@@ -97,6 +97,13 @@ type reader struct {
 	// fails the call (and the job) instead of stalling it.
 	archiveFailAfter time.Duration
 	backlogAge       time.Duration
+	// stallAfter: a call that holds messages and emits none for this long
+	// logs one line saying what it waits on (0: never).
+	stallAfter time.Duration
+	// stalled sets the reader key's stall gauge: how long, in ms, the call
+	// has held messages without emitting (0: it does not).
+	stalled func(ms int64)
+	watch   *stallWatch
 
 	sub   subscriber
 	now   func() time.Time
@@ -122,6 +129,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 		pullTimeout: DefaultPullTimeout, budget: callBudget,
 		ackExtension: DefaultAckExtension, extendEvery: DefaultAckExtendEvery,
 		archiveFailAfter: DefaultArchiveFailAfter, backlogAge: DefaultBacklogAge,
+		stallAfter: DefaultStallAfter, stalled: func(int64) {},
 		token: newToken(),
 		now:   time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
@@ -144,6 +152,8 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 	start := r.now()
 	r.emitted = 0
+	r.watch = newStallWatch(r.stallAfter)
+	defer r.watchStalls()()
 	if !r.rest.Started {
 		if err := r.begin(ctx); err != nil {
 			return 0, err
@@ -216,6 +226,7 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 			r.rest.Object, r.rest.Offset, r.rest.Line = "", 0, 0
 		}
 		r.rest.Object = name
+		r.watch.hold(r.now(), replaySeq, onHand{waiting: waitArchiveRead, object: name})
 		out, done, err := r.replayObject(ctx, start)
 		if err != nil || !done {
 			return out, false, err
@@ -225,6 +236,7 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 			return sdfread.Lost, false, nil
 		}
 	}
+	r.watch.done(replaySeq)
 	setHead(r.store.dir, r.rest.Emitted)
 	return sdfread.Budget, true, nil
 }
@@ -238,6 +250,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 		return 0, false, err
 	}
 	defer rc.Close()
+	r.watch.waitOn(replaySeq, waitEmit)
 	lr := rawlog.NewReaderAt(rc, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
 	for {
 		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
@@ -270,8 +283,56 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			return sdfread.Lost, false, nil
 		}
 		r.emit(rec)
+		r.watch.emitted()
 		r.emitted++
 		r.c.replayed++
+	}
+}
+
+// watchStalls checks the call for a stall every tick, until the returned
+// stop is called (before the call returns: the gauge belongs to its
+// bundle). A stall is logged once per episode, in one line naming the
+// reader key and what the call waits on; the gauge follows it.
+func (r *reader) watchStalls() (stop func()) {
+	w := r.watch
+	if w.after <= 0 {
+		return func() {}
+	}
+	tick := max(min(w.after/4, time.Second), 10*time.Millisecond)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		shown := false
+		for {
+			select {
+			case <-quit:
+				if shown {
+					r.stalled(0)
+				}
+				return
+			case <-t.C:
+			}
+			s := w.check(r.now())
+			if s.report {
+				r.log.Warn("pubsub source stalled: it holds messages and has emitted none",
+					"reader_key", r.store.part, "waiting_on", s.oldest.waiting, "object", s.oldest.object,
+					"messages", s.oldest.messages, "for", s.stalled.Round(time.Millisecond), "limit", "--pubsub-stall-after="+w.after.String())
+			}
+			switch {
+			case s.stalled > 0:
+				r.stalled(s.stalled.Milliseconds())
+				shown = true
+			case shown:
+				r.stalled(0)
+				shown = false
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
 }
 

@@ -90,6 +90,12 @@ type Options struct {
 	// BacklogAge: a message published longer than this before its pull
 	// holds the watermark (default 1m; negative turns the hold off).
 	BacklogAge time.Duration
+	// StallAfter: a reader key that holds messages (pulled, or in the
+	// archive to re-emit) and has emitted none for this long logs one line
+	// naming the key and what it waits on (the archive write, the
+	// acknowledgement, the emit into the steps after it), and sets its
+	// gauge pubsub_stalled_ms_<partition> (default 1m).
+	StallAfter time.Duration
 	// PullTimeout bounds one Pull that waits for messages (default 2s).
 	PullTimeout time.Duration
 	// PollInterval is how long the reader rests after a pull found nothing,
@@ -122,6 +128,7 @@ func (o Options) withDefaults(subscriptionID string) Options {
 	o.AckExtendEvery = cmp.Or(o.AckExtendEvery, DefaultAckExtendEvery)
 	o.ArchiveFailAfter = cmp.Or(o.ArchiveFailAfter, DefaultArchiveFailAfter)
 	o.BacklogAge = cmp.Or(o.BacklogAge, DefaultBacklogAge)
+	o.StallAfter = cmp.Or(o.StallAfter, DefaultStallAfter)
 	return o
 }
 
@@ -179,6 +186,8 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 		return "", "", fmt.Errorf("pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension)
 	case o.ArchiveFailAfter < 0:
 		return "", "", fmt.Errorf("--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter)
+	case o.StallAfter < 0:
+		return "", "", fmt.Errorf("--pubsub-stall-after must not be negative, got %s", o.StallAfter)
 	case o.MaxPerCall < 0:
 		return "", "", fmt.Errorf("pubsub records per call must not be negative, got %d", o.MaxPerCall)
 	case o.PullBatch < 0:
@@ -241,6 +250,7 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		AckExtendEvery:   o.AckExtendEvery,
 		ArchiveFailAfter: o.ArchiveFailAfter,
 		BacklogAge:       o.BacklogAge,
+		StallAfter:       o.StallAfter,
 		PullTimeout:      o.PullTimeout,
 		Poll:             o.PollInterval,
 		SkipReplay:       o.SkipReplay,
