@@ -59,7 +59,7 @@ func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
 }
 
 // metrics reads the job's metrics from its job service (nil: no answer).
-func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
+func (f *jobFigures) metrics(ctx context.Context) *beammetrics.Results {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var m *beammetrics.Results

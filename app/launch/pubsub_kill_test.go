@@ -115,8 +115,8 @@ type child struct {
 	done   chan error
 }
 
-// lockedBuffer is the child's stderr: written by exec's copying goroutine
-// while the test reads it.
+// lockedBuffer is written by one goroutine while the test reads it: a
+// child's stderr (exec's copying goroutine) or the process's log.
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
