@@ -238,15 +238,13 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 
 	switch {
 	case p.err() != nil:
-		forgetHead(r.store.dir)
 		return 0, p.err()
 	case lost:
-		forgetHead(r.store.dir)
 		return sdfread.Lost, nil
 	}
 	// Everything this call archived was emitted: the next call here need
 	// not list the archive.
-	setHead(r.store.dir, r.rest.Emitted)
+	putHead(r.store.dir, r.rest.Emitted)
 	switch {
 	case r.stop():
 		return sdfread.Stopped, nil

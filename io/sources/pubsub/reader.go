@@ -38,32 +38,35 @@ type subscriber interface {
 const ackChunk = 1000
 
 // heads is this process's knowledge of each shard's archive: the last object
-// it wrote and emitted itself, with nothing after it. A call whose
-// restriction stands exactly there skips listing the archive. It is a cache:
-// a new process, another worker or a restored (older) restriction misses it
-// and lists, which costs a List call, never a record.
+// it wrote and emitted itself, with nothing after it. A call takes its
+// shard's head (nothing is left for another call while it runs) and puts
+// it back only when it ends cleanly with everything it archived emitted;
+// a call whose restriction stands exactly at the head it took skips
+// listing the archive. A call that fails, loses its restriction or is
+// unwound by a failing downstream step (a panic through emit) puts nothing
+// back, so its retry lists the archive and re-emits what that call
+// archived and acknowledged. It is a cache: a new process, another worker
+// or a restored (older) restriction misses it and lists, which costs a
+// List call, never a record.
 var heads = struct {
 	sync.Mutex
 	m map[string]string // store dir -> object name
 }{m: map[string]string{}}
 
-func headOf(dir string) (string, bool) {
+// takeHead removes and returns the shard's head.
+func takeHead(dir string) (string, bool) {
 	heads.Lock()
 	defer heads.Unlock()
 	h, ok := heads.m[dir]
+	delete(heads.m, dir)
 	return h, ok
 }
 
-func setHead(dir, name string) {
+// putHead records the shard's head at the clean end of a call.
+func putHead(dir, name string) {
 	heads.Lock()
 	defer heads.Unlock()
 	heads.m[dir] = name
-}
-
-func forgetHead(dir string) {
-	heads.Lock()
-	defer heads.Unlock()
-	delete(heads.m, dir)
 }
 
 // counts are a call's figures for the DoFn's counters.
@@ -162,13 +165,14 @@ func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 			return sdfread.Lost, nil
 		}
 	}
-	if head, ok := headOf(r.store.dir); !ok || head != r.rest.Emitted || r.rest.Object != "" {
+	if head, ok := takeHead(r.store.dir); !ok || head != r.rest.Emitted || r.rest.Object != "" {
 		out, done, err := r.catchUp(ctx, start)
 		if err != nil || !done {
 			return out, err
 		}
 	}
 	if r.stop() {
+		putHead(r.store.dir, r.rest.Emitted)
 		return sdfread.Stopped, nil
 	}
 	return r.pull(ctx, start)
@@ -237,7 +241,6 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 		}
 	}
 	r.watch.done(replaySeq)
-	setHead(r.store.dir, r.rest.Emitted)
 	return sdfread.Budget, true, nil
 }
 

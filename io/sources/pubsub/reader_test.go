@@ -181,7 +181,7 @@ func TestRestoreBehindAck(t *testing.T) {
 
 	// Restore: another worker (no process cache) resumes from the old
 	// checkpoint, and new messages arrive.
-	forgetHead(p.st.dir)
+	takeHead(p.st.dir)
 	q := newPlainReader(t, e, dir)
 	q.rest = checkpoint
 	third := e.publish(purchase("D", "2026-11-04T10:40:00Z", "5"))
@@ -497,7 +497,7 @@ func TestPullFailureIsNotIdleness(t *testing.T) {
 			r.sub = failingPull{}
 			if tc.out == sdfread.Retry {
 				r.store = &store{dir: t.TempDir()}
-				setHead(r.store.dir, "")
+				putHead(r.store.dir, "")
 				r.rest.Started = true
 				out, err := r.pull(context.Background(), start)
 				if err != nil || out != sdfread.Retry {
@@ -509,5 +509,50 @@ func TestPullFailureIsNotIdleness(t *testing.T) {
 				t.Errorf("idle = %v after 2s with a 1s idle timeout, want %v", r.rest.Idle, tc.wantIdle)
 			}
 		})
+	}
+}
+
+// downstreamFailure is the panic a fused downstream step raises through
+// emit when it fails: the SDK unwinds the whole bundle through the reader.
+type downstreamFailure struct{}
+
+// A bundle retried after a downstream step failed inside emit re-emits
+// every message of the failed call, although that call archived and
+// acknowledged them, and in the same process: the process's archive head
+// never decides what a retry reads.
+func TestRetryAfterDownstreamFailure(t *testing.T) {
+	e := newEmulator(t, 10*time.Second)
+	dir := t.TempDir()
+	p := newPlainReader(t, e, dir)
+	p.drain(t) // a clean call: this process now knows the archive's head
+	committed := p.rest
+
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, e.publish(purchase(fmt.Sprint("R", i), "2026-11-04T10:15:00Z", "1"))...)
+	}
+	p.tweak = func(r *reader) {
+		r.emit = func(model.Record) { panic(downstreamFailure{}) }
+	}
+	func() {
+		defer func() {
+			if v := recover(); v != (downstreamFailure{}) {
+				t.Fatalf("the failing call ended with %v, want the downstream failure", v)
+			}
+		}()
+		p.call(context.Background())
+		t.Fatal("the failing call returned")
+	}()
+	assertAckedArchived(t, e, dir) // the failed call got as far as acknowledging
+
+	// The runner retries the bundle from its committed restriction.
+	p.rest, p.tweak = committed, nil
+	p.drain(t)
+	var want []string
+	for _, id := range ids {
+		want = append(want, "pubsub:"+id)
+	}
+	if got := positions(p.out); !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+		t.Errorf("the retry emitted %d of %d messages: %v, want %v", len(got), len(want), got, want)
 	}
 }
