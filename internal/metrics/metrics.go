@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/revenue-stream/hourly/internal/delay"
 )
 
@@ -213,18 +214,39 @@ func (c Counts) Identity() string {
 // String renders the identity as one line.
 func (c Counts) String() string { return c.Identity() }
 
-// CountsFrom sums the pipeline's counters (committed values where the runner
-// reports them, attempted otherwise) across steps.
+// CountsFrom reads a finished pipeline's Counts (Committed).
 func CountsFrom(pr beam.PipelineResult) Counts {
+	if pr == nil {
+		return CountsOf(map[string]int64{})
+	}
+	c, _, _ := Committed(pr.Metrics())
+	return c
+}
+
+// Committed reads a job's Counts from its counters: the committed values
+// (bundles that finished) when the runner reports committed metrics, as
+// prism and Dataflow batch do, else the attempted ones; committed says
+// which, and reported whether the runner reported any counter at all. Not
+// Result(), which picks per counter: a counter with nothing committed yet
+// would take an in-flight bundle's progress value beside the others'
+// committed ones.
+func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
+	all := m.AllMetrics().Counters()
+	for _, r := range all {
+		committed = committed || r.Committed != 0
+	}
 	named := map[string]int64{}
-	if pr != nil {
-		for _, r := range pr.Metrics().AllMetrics().Counters() {
-			if r.Namespace() == Namespace {
-				named[r.Name()] += r.Result()
-			}
+	for _, r := range all {
+		if r.Namespace() != Namespace {
+			continue
+		}
+		if committed {
+			named[r.Name()] += r.Committed
+		} else {
+			named[r.Name()] += r.Attempted
 		}
 	}
-	return CountsOf(named)
+	return CountsOf(named), committed, len(all) > 0
 }
 
 // CountsOf reads the figures from the revenue namespace's counters, summed
