@@ -207,7 +207,7 @@ func TestEarlyFiringsFromTicks(t *testing.T) {
 	}
 	res := runBuilt(t, func(s beam.Scope) (pipeline.Outputs, error) {
 		records, ticks := beam.ParDo2(s, splitTicks, teststream.Create(s, rec.cfg))
-		return pipeline.BuildWithTicks(s, transforms.DecodeRecords(s, records), ticks, o)
+		return pipeline.BuildWithTicks(s, scenario.DecodeRecords(s, records), ticks, o)
 	}, len(rec.sc.Records))
 	rowtest.AssertRowSet(t, "rows", res.rows.Values(), earlyRows())
 }
@@ -522,7 +522,7 @@ func createInOrder(s beam.Scope, recs []model.Record) beam.PCollection {
 	if err := cfg.AdvanceWatermarkToInfinity(); err != nil {
 		panic(err)
 	}
-	return transforms.DecodeRecords(s, teststream.Create(s, cfg))
+	return scenario.DecodeRecords(s, teststream.Create(s, cfg))
 }
 
 func fingerprintOf(t *testing.T, r model.Record) uint64 {

@@ -19,7 +19,6 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/rowtest"
-	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -162,5 +161,5 @@ func (b *Builder) Create(s beam.Scope) beam.PCollection {
 	if err := b.cfg.AdvanceWatermarkToInfinity(); err != nil {
 		panic(err)
 	}
-	return transforms.DecodeRecords(s, teststream.Create(s, b.cfg))
+	return DecodeRecords(s, teststream.Create(s, b.cfg))
 }

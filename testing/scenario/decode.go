@@ -1,4 +1,4 @@
-package transforms
+package scenario
 
 import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
