@@ -53,7 +53,6 @@ func flagTable(o *Options) []cli.Group {
 			{Name: "bq-flush", Value: cli.Duration(&o.BQFlush),
 				Usage: "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)"},
 			cli.Shared("report", cli.String(&o.Report)),
-			cli.Shared("dry-run", cli.DryRun(&o.DryRun)),
 		}},
 		{Title: "Event time, windows and triggers (SPEC §2)", Flags: []cli.Flag{
 			cli.Shared("window", cli.Duration(&p.Triggers.Window)),

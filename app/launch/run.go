@@ -38,14 +38,6 @@ import (
 // Errors before the job starts are *ConfigError (exit 2). A run that failed,
 // or whose figures break the conservation identity, returns an error along
 // with its summary (exit 1).
-//
-// Before it submits the job, Run checks the pipeline proto against the
-// runner's capability profile (cli.CheckedProto): a pipeline the runner
-// cannot run as written is a *ConfigError. With o.DryRun, Run builds the
-// same pipeline without contacting any service (no sink opened, no
-// control-folder probe, no demo generated, no bucket listed, no resume
-// point read: it is built as the first run on an empty sink), writes its
-// proto (see DryRun) and returns a nil summary.
 func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -70,8 +62,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	// opens no sink. (A demo's control folder lies in the log's folder,
 	// which must not exist before the log is generated.)
 	generated := sum.Demo || liveDemo
-	dry := o.DryRun != ""
-	if generated && !dry {
+	if generated {
 		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
 		}
@@ -85,17 +76,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		if feed, err = o.liveFeed(po); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
-		if dry {
-			break
-		}
 		if err := prepareLiveDir(o.LiveDir, feed); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 	case sum.Demo:
 		sum.Source = o.DemoDir
-		if dry {
-			break
-		}
 		if _, err := ensureDemo(o.DemoDir); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
@@ -107,7 +92,6 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	sum.Settings = settings(po)
 	fo := o.folderOptions(po)
-	fo.Unlisted = dry && unlisted(sum.Source)
 	// The sources read against the job's read-ahead account, which the
 	// dedup step's input fills and the dedup step drains: in this process
 	// only (prism has no backpressure; see localrunner.ReadAhead).
@@ -117,18 +101,18 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		fo.ReadAhead, po.ReadAhead = readAhead, readAhead
 		defer localrunner.ReleaseReadAhead(readAhead)
 	}
-	if sum.Demo && !fo.Unlisted {
+	if sum.Demo {
 		if err := sources.Validate(sum.Source, fo); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("demo: %w", err)}
 		}
 	}
 	// The graceful stop's request, for this run only (see stopSignal).
-	signal, err := o.stopSignal(ctx, sum.Source, !dry)
+	signal, err := o.stopSignal(ctx, sum.Source)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
 	fo.Stop = signal
-	if !generated && !dry {
+	if !generated {
 		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
 		}
@@ -154,18 +138,16 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		// from the points sealed once their records' outputs were durable
 		// (resume.go, seal.go). The workers write this run's checkpoints,
 		// stamped with its token, as they read.
-		if !dry {
-			if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
-				return nil, &ConfigError{Err: err}
-			}
+		if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
+			return nil, &ConfigError{Err: err}
 		}
-		if signal.Enabled() && !dry {
+		if signal.Enabled() {
 			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery(), o.Runner, fo.Resume)
 			defer seal.close()
 		}
 		read = func(s beam.Scope) beam.PCollection {
 			records, progress := sources.ReadFolderWithProgress(s, sum.Source, fo)
-			if signal.Enabled() { // the seal's evidence
+			if seal != nil {
 				sinks.WriteProgress(s, o.Sink, signal.Token, progress, sinks.WithFlush(o.flushPolicy()))
 			}
 			return records
@@ -174,18 +156,6 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	p, err := build(read, po, o.Sink, sinks.WithFlush(o.flushPolicy()))
 	if err != nil {
 		return nil, &ConfigError{Err: err}
-	}
-	// What the runner would be sent, refused here if it needs what the
-	// runner lacks: one line, exit 2, before any submission.
-	pb, err := cli.CheckedProto(ctx, o.Runner, p)
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("--runner=%s: %w", o.Runner, err)}
-	}
-	if dry {
-		if err := cli.WriteDryRun(o.DryRun, out, pb); err != nil {
-			return nil, &ConfigError{Err: err}
-		}
-		return nil, nil
 	}
 	if o.PrismUIPort > 0 {
 		// The UI needs the job service's address: start that first.
@@ -376,10 +346,7 @@ func (o Options) absolutePaths() (Options, error) {
 // gs:// source bucket would otherwise show only at the stop, as a cancel
 // after the stop timeout); a replay ends by itself, and one of a read-only
 // bucket must not be refused for a stop it may never need.
-//
-// A dry run (prepare false) names the folder and its token only: nothing
-// is created or probed.
-func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (sources.StopSignal, error) {
+func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSignal, error) {
 	dir := o.ControlDir(source)
 	if dir == "" {
 		return sources.StopSignal{}, nil
@@ -398,9 +365,6 @@ func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (s
 	if err := signal.Validate(); err != nil {
 		return signal, fmt.Errorf("--control: %w", err)
 	}
-	if !prepare {
-		return signal, nil
-	}
 	if err := signal.Prepare(); err != nil {
 		return signal, fmt.Errorf("--control=%s: %w (pass --control=FOLDER the launcher can write)", dir, err)
 	}
@@ -413,17 +377,6 @@ func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (s
 		}
 	}
 	return signal, nil
-}
-
-// unlisted reports whether a dry run must build the read of source without
-// listing it: a bucket (listing it contacts the service) or a folder that
-// is not there yet (the demo's log, generated at the first real run).
-func unlisted(source string) bool {
-	if !files.IsLocal(source) {
-		return true
-	}
-	_, err := os.Stat(source)
-	return err != nil
 }
 
 // ConfigError is a bad command line, setting, source or sink, found before

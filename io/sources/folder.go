@@ -85,12 +85,6 @@ type FolderOptions struct {
 	// (a runner with its own flow control).
 	ReadAhead        string
 	ReadAheadRecords int
-	// Unlisted builds the read without looking at the folder: no partition
-	// is known at construction (followed ones are still discovered) and
-	// the folder need not exist. The transforms, and what they ask of the
-	// runner, are those of a listed folder: launch --dry-run builds so for
-	// a bucket or a demo log not yet generated, contacting no service.
-	Unlisted bool
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
@@ -113,10 +107,8 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	if dir == "" {
 		return nil, nil, errors.New("--source: empty folder path")
 	}
-	if !o.Unlisted {
-		if err := files.CheckDir(context.Background(), dir); err != nil {
-			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
-		}
+	if err := files.CheckDir(context.Background(), dir); err != nil {
+		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 	}
 	if err := o.Watermark.Validate(); err != nil {
 		return nil, nil, err
@@ -139,14 +131,11 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	if o.ReadAheadRecords < 0 {
 		return nil, nil, fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
 	}
-	var parts []string
-	if !o.Unlisted {
-		var err error
-		if parts, err = rawlog.ListPartitions(dir); err != nil {
-			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
-		}
+	parts, err := rawlog.ListPartitions(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 	}
-	if o.Follow && len(parts) == 0 && !o.Unlisted {
+	if o.Follow && len(parts) == 0 {
 		// Later partitions are discovered, but the watermark needs a first
 		// one: with none, it would follow the discovery's processing time
 		// and the first data would all be too late.
