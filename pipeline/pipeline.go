@@ -12,7 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/transforms"
@@ -134,15 +133,12 @@ const (
 	EarlyImpulse = "impulse"
 )
 
-// EarlySourceFor is the default --early-source of a runner, from its
-// capability profile: processing-time timers where the runner fires them
-// (prism, Dataflow), else the periodic impulse, which is also what an
-// unknown job server (--runner=universal, the way Flink users submit) gets.
+// EarlySourceFor is the default --early-source of a runner.
 func EarlySourceFor(runner string) string {
-	if capability.For(runner).Has(capability.ProcessingTimeTimers) {
-		return EarlyTimer
+	if runner == "flink" {
+		return EarlyImpulse
 	}
-	return EarlyImpulse
+	return EarlyTimer
 }
 
 // DedupOrderFor is the default --dedup-order of a runner.

@@ -101,8 +101,8 @@ const filters = "sdks/go/test/integration/integration.go"
 // What the pipeline does instead, shared by the profiles that lack the
 // same thing.
 var (
-	noProcessingTimers = "EARLY refreshes are driven by periodic.Impulse (--early-source=impulse, the default here); " +
-		"the BigQuery sink still flushes on a processing-time timer, so a pipeline with it is refused here before submission (issue #24 item 1)"
+	noProcessingTimers = "no DoFn declares one: EARLY refreshes and BigQuery flushes are driven by a clock PCollection " +
+		"(periodic.Impulse, streaming runs only) and a bounded input's last flush by an event-time timer (docs/operations.md)"
 	noFinalization = "no DoFn requests it: the Pub/Sub source acknowledges a message once its archive write is durable"
 	noMapState     = "the pipeline uses value and bag state only"
 	noLiveMetrics  = "the launcher gets no committed counters while the job runs: nothing that needs them (progress from the runner's figures, sealing resume points) may rely on them (docs/restart.md)"
