@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/rowtest"
@@ -44,13 +45,23 @@ func idOnOtherShard(t *testing.T, prefix string, shards int, taken ...string) st
 //
 // The returning ids are chosen on dedup shards that hold no id of the closed
 // window, which is what lost the 10:40 record before.
+//
+// With 512 shards most shards hold no id at all; each of the three windows
+// with data is still announced to every shard, once, however many bundles
+// carry it (issue #25).
 func TestIdlePartitionReturns(t *testing.T) {
+	for _, shards := range []int{pipeline.DefaultShards, 512} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) { testIdlePartitionReturns(t, shards) })
+	}
+}
+
+func testIdlePartitionReturns(t *testing.T, shards int) {
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
 	o.Triggers.AllowedLateness = time.Hour
 	o.Watermark.OutOfOrderBound = time.Minute
 	o.Watermark.IdleTimeout = 3 * time.Second
-	shards := pipeline.DefaultShards
+	o.DedupShards = shards
 	early := []string{"a1", "b1", "a2"}
 	back := idOnOtherShard(t, "b2", shards, early...)
 	opens := idOnOtherShard(t, "b3", shards, early...)
@@ -89,5 +100,12 @@ func TestIdlePartitionReturns(t *testing.T) {
 	}
 	if c := res.counts; c.Counted != 6 || c.TooLate != 1 || c.AfterFinal != 0 {
 		t.Errorf("counted %d, too_late %d, invariant_data_after_final %d; want 6, 1, 0", c.Counted, c.TooLate, c.AfterFinal)
+	}
+	if n := res.counts.Counters[string(metrics.WindowFanOuts)]; n != 3 {
+		t.Errorf("windows announced to every shard: %d, want 3 (10:00, 11:00, 12:00)", n)
+	}
+	// 7 events come in at most 7 batches; the rest are the announcements.
+	if n := res.counts.DedupElements - 3*int64(shards); n < 1 || n > 7 {
+		t.Errorf("dedup step took in %d elements: %d beside 3 × %d announcements, want 1 to 7 batches", res.counts.DedupElements, n, shards)
 	}
 }

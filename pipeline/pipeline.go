@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/capability"
+	"github.com/revenue-stream/hourly/internal/clock"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/transforms"
@@ -133,12 +133,15 @@ const (
 	EarlyImpulse = "impulse"
 )
 
-// EarlySourceFor is the default --early-source of a runner.
+// EarlySourceFor is the default --early-source of a runner, from its
+// capability profile: processing-time timers where the runner fires them
+// (prism, Dataflow), else the periodic impulse, which is also what an
+// unknown job server (--runner=universal, the way Flink users submit) gets.
 func EarlySourceFor(runner string) string {
-	if runner == "flink" {
-		return EarlyImpulse
+	if capability.For(runner).Has(capability.ProcessingTimeTimers) {
+		return EarlyTimer
 	}
-	return EarlyTimer
+	return EarlyImpulse
 }
 
 // DedupOrderFor is the default --dedup-order of a runner.
@@ -213,7 +216,7 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)
 	if o.Triggers.Early > 0 {
 		if !ticks.IsValid() && o.EarlySource == EarlyImpulse {
-			ticks = periodic.Impulse(s, time.Now(), mtime.MaxTimestamp.ToTime(), o.Triggers.Early, false)
+			ticks = clock.Ticks(s, o.Triggers.Early)
 		}
 		if ticks.IsValid() {
 			deltas = beam.Flatten(s, deltas, transforms.EarlyTicksFrom(s, deltas, ticks, earlyBuckets))

@@ -118,6 +118,38 @@ func TestMinimalSequence(t *testing.T) {
 	// the same rows, audit rows and counts.
 	t.Run("position order", func(t *testing.T) { testMinimalSequence(t, false, pipeline.OrderPosition) })
 	t.Run("position order, reloaded", func(t *testing.T) { testMinimalSequence(t, true, pipeline.OrderPosition) })
+	// C arrives when its partition's watermark (11:10) has passed its
+	// window's end, but the dedup step takes it in with the windows'
+	// announcements, before any of the shard's boundary timers exist: on
+	// prism that is what a dedup step behind its source sees. C is still
+	// LATE (CI on 5cb2bdc counted it ON_TIME).
+	for _, order := range []string{pipeline.OrderArrival, pipeline.OrderPosition} {
+		t.Run(order+", dedup behind", func(t *testing.T) { testMinimalSequenceLagging(t, order) })
+	}
+}
+
+func testMinimalSequenceLagging(t *testing.T, order string) {
+	o := pipeline.Defaults()
+	o.Triggers.Early = 0
+	o.DedupOrder = order
+	sc := scenario.New(o.Watermark, o.Event, readAt)
+	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100.0").
+		Purchase("p0", "X", "2026-11-04T11:20:00Z", "u3", "1").
+		Purchase("p0", "C", "2026-11-04T10:50:00Z", "u4", "20").
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "120").
+		Purchase("p0", "Y", "2026-11-05T11:20:00Z", "u5", "2").
+		AdvanceWatermark().
+		Purchase("p0", "D", "2026-11-04T10:10:00Z", "u6", "7")
+	res := run(t, sc, o)
+	rowtest.AssertRowSet(t, "rows", res.rows.Values(), rowtest.MinimalChangelog())
+	if late := res.tooLate.Values(); len(late) != 1 || late[0].EventID != "D" {
+		t.Errorf("too-late = %+v, want D", late)
+	}
+	if c := res.conflicts.Values(); len(c) != 1 || c[0].EventID != "A" {
+		t.Errorf("conflicts = %+v, want A", c)
+	}
 }
 
 func testMinimalSequence(t *testing.T, noCache bool, order string) {
@@ -482,8 +514,8 @@ func TestDeterministicFirstCopyInPartition(t *testing.T) {
 		{"reversed", swapped, pipeline.OrderPosition, 101_000_000},
 		// (An arrival-order control, where the later copy would count, is not
 		// asserted: which order prism hands a key's elements to the dedup
-		// step in depends on its bundling, which the window announcements of
-		// BatchByShard change. That dependence is what position order removes.)
+		// step in depends on its bundling and on the window announcements
+		// (AnnounceWindows). That dependence is what position order removes.)
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := o

@@ -70,8 +70,8 @@ func (o DedupOptions) Validate() error {
 //
 // Before any dedup verdict it applies rule (b) of the too-late gate: a DoFn
 // cannot read its watermark, so each shard sets event-time timers at the end,
-// close and expiry of every window: BatchByShard announces each bundle's
-// windows to every shard, so the verdict never depends on which ids a shard
+// close and expiry of every window: AnnounceWindows tells every shard about
+// every window with data, so the verdict never depends on which ids a shard
 // holds (a returning partition's id may land on a shard that holds none of
 // its window). A fired timer at T proves
 // the pipeline watermark reached T; windows whose close time is <= T are
@@ -88,7 +88,8 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches := BatchByShard(s, events, o.Shards, o.Policy, o.ReadAhead)
+	batches, windows := BatchByShard(s, events, o.Shards, o.Policy, o.ReadAhead)
+	announced := AnnounceWindows(s, windows, o.Shards, o.Policy, o.Bound)
 	return beam.ParDo3(s, &dedupFn{
 		Policy:      o.Policy,
 		BoundMs:     o.Bound,
@@ -102,7 +103,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		Meta:        state.MakeValueState[[]byte]("meta"),
 		IDs:         state.MakeBagState[[]byte]("ids"),
 		Boundary:    timers.InEventTime("boundary"),
-	}, batches)
+	}, beam.Flatten(s, batches, announced))
 }
 
 type dedupFn struct {
@@ -122,9 +123,18 @@ type dedupFn struct {
 	IDs      state.Bag[[]byte]
 	Boundary timers.EventTime
 
-	counted, duplicates, conflicts, tooLate, expired, reloads, evictions beam.Counter
-	entries                                                              beam.Distribution
-	readAhead                                                            *localrunner.ReadAhead
+	counted, duplicates, conflicts, tooLate, expired, reloads, evictions, elements beam.Counter
+	entries                                                                        beam.Distribution
+	readAhead                                                                      *localrunner.ReadAhead
+	// armedHere holds, per shard, the boundaries whose timers this bundle
+	// set (see heldFor).
+	armedHere map[int][]int64
+}
+
+// StartBundle declares the emitters the SDK requires of it (those of
+// ProcessElement).
+func (f *dedupFn) StartBundle(_ func(model.Event), _ func(model.Conflict), _ func(model.TooLate)) {
+	clear(f.armedHere)
 }
 
 func (f *dedupFn) Setup() {
@@ -135,9 +145,11 @@ func (f *dedupFn) Setup() {
 	f.expired = metrics.Counter(metrics.DedupExpired)
 	f.reloads = metrics.Counter(metrics.DedupStateReloads)
 	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
+	f.elements = metrics.Counter(metrics.DedupElements)
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
 	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
+	f.armedHere = map[int][]int64{}
 }
 
 // load returns the shard's state, from the cache when its token matches the
@@ -183,31 +195,31 @@ func (f *dedupFn) save(ctx context.Context, sp state.Provider, shard int, st *sh
 	return nil
 }
 
-// Timer tags: one timer per window and kind, named by the window start.
-const (
-	tagEnd    = 'e' // window_end: ON_TIME is due, later data is late
-	tagClose  = 'c' // window_end + allowed lateness: the window is closed
-	tagExpire = 'x' // window_end + retention: its ids can be forgotten
-)
+// tagBoundary names a boundary timer by its time: windows share boundaries
+// (a window's end is the next one's start, and with a lateness and a
+// retention of whole windows its close and expiry are other windows' ends),
+// so a shard fires one timer per boundary time, not three per window.
+const tagBoundary = 'b'
 
-// arm sets a window's three timers the first time the shard sees it. Each
-// fired timer at T proves the watermark reached T.
+// arm sets the timers at a window's end (ON_TIME is due, later data is
+// late), close (end + allowed lateness: the window is closed) and expiry (end
+// + retention: its ids can be forgotten) the first time the shard sees it.
+// Each fired timer at T proves the watermark reached T.
 //
 // (A single timer chained along the boundaries would be smaller, but prism
 // v2.77.0 stalls on an event-time timer set from OnTimer once the watermark
 // has passed it.)
-func (f *dedupFn) arm(tp timers.Provider, st *shardState, start int64) {
+func (f *dedupFn) arm(tp timers.Provider, shard int, st *shardState, start int64) {
 	if st.armed[start] {
 		return
 	}
 	st.armed[start] = true
 	end := f.Policy.WindowEnd(start)
-	for _, t := range []struct {
-		tag byte
-		at  int64
-	}{{tagEnd, end}, {tagClose, f.Policy.CloseTime(start)}, {tagExpire, end + f.RetentionMs}} {
-		if t.at > st.known || t.tag == tagExpire {
-			f.Boundary.Set(tp, timeOf(t.at), timers.WithTag(string(t.tag)+strconv.FormatInt(start, 10)))
+	expiry := end + f.RetentionMs
+	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
+		if at > st.known || at == expiry {
+			f.Boundary.Set(tp, timeOf(at), timers.WithTag(string(rune(tagBoundary))+strconv.FormatInt(at, 10)))
+			f.armedHere[shard] = append(f.armedHere[shard], at)
 		}
 	}
 }
@@ -216,16 +228,23 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	// Out of the runner's queue: judged now, or held in state (ByPosition).
 	defer f.readAhead.Taken(len(batch.Events))
+	f.elements.Inc(ctx, 1)
 	st, err := f.load(ctx, sp, shard)
 	if err != nil {
 		return err
 	}
-	f.armAnnounced(tp, st, batch.Windows)
-	if f.ByPosition {
-		if err := f.hold(sp, tp, st, batch); err != nil {
-			return err
+	f.armAnnounced(tp, shard, st, batch.Windows)
+	if len(batch.Events) > 0 {
+		until, hold := batchTimestamp(batch), f.ByPosition
+		if !hold {
+			until, hold = heldFor(f.armedHere[shard], st.known, until)
 		}
-		return f.save(ctx, sp, shard, st)
+		if hold {
+			if err := f.hold(sp, tp, shard, st, batch, until); err != nil {
+				return err
+			}
+			return f.save(ctx, sp, shard, st)
+		}
 	}
 	return f.judge(ctx, sp, tp, shard, st, batch.Events, emit, conflict, late)
 }
@@ -254,7 +273,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provid
 			})
 		case CountVerdict:
 			added.add(v.window, v.id, e.Fingerprint)
-			f.arm(tp, st, f.Policy.WindowStart(e.EventTime))
+			f.arm(tp, shard, st, f.Policy.WindowStart(e.EventTime))
 			f.counted.Inc(ctx, 1)
 			emit(e)
 		}
@@ -276,7 +295,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if len(t.Tag) < 2 {
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	start, err := strconv.ParseInt(t.Tag[1:], 10, 64)
+	at, err := strconv.ParseInt(t.Tag[1:], 10, 64)
 	if err != nil {
 		return fmt.Errorf("dedup: timer tag %q: %w", t.Tag, err)
 	}
@@ -284,21 +303,26 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if err != nil {
 		return err
 	}
-	if t.Tag[0] == tagRelease {
-		events, err := f.release(sp, start)
+	switch t.Tag[0] {
+	case tagRelease:
+		events, err := f.release(sp, at)
 		if err != nil {
 			return err
 		}
 		return f.judge(ctx, sp, tp, shard, st, events, emit, conflict, late)
+	case tagBoundary:
+	default:
+		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	end := f.Policy.WindowEnd(start)
-	switch t.Tag[0] {
-	case tagEnd:
-		st.known = max(st.known, end)
-	case tagClose:
-		st.known = max(st.known, f.Policy.CloseTime(start))
-	case tagExpire:
-		st.known = max(st.known, end+f.RetentionMs)
+	st.known = max(st.known, at)
+	expired := false
+	for start := range st.armed {
+		if f.Policy.WindowEnd(start)+f.RetentionMs <= at {
+			delete(st.armed, start)
+			expired = true
+		}
+	}
+	if expired {
 		if n := st.Expire(f.RetentionMs, f.Policy); n > 0 {
 			f.expired.Inc(ctx, int64(n))
 		}
@@ -314,9 +338,6 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 				}
 			}
 		}
-		delete(st.armed, start)
-	default:
-		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
 	f.entries.Update(ctx, int64(st.ids.n))
 	return f.save(ctx, sp, shard, st)

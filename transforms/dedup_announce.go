@@ -37,12 +37,40 @@ func windowsToArm(p triggers.Policy, start, boundMs, known int64) []int64 {
 	return append(out, start)
 }
 
-// armAnnounced arms the windows a batch announces (see BatchByShard), so that
+// armAnnounced arms the windows a batch announces (see AnnounceWindows), so that
 // every shard learns the end and close of every window whatever ids it holds.
-func (f *dedupFn) armAnnounced(tp timers.Provider, st *shardState, windows []int64) {
+func (f *dedupFn) armAnnounced(tp timers.Provider, shard int, st *shardState, windows []int64) {
 	for _, start := range windows {
 		for _, s := range windowsToArm(f.Policy, start, f.BoundMs, st.known) {
-			f.arm(tp, st, s) // a no-op for a window already armed
+			f.arm(tp, shard, st, s) // a no-op for a window already armed
 		}
 	}
+}
+
+// heldFor says whether a batch stamped ts must wait before it is judged,
+// and until when: the latest of the boundaries this bundle armed on the
+// shard (armedHere) that lie after the shard's known watermark and before
+// ts. It is judged once that boundary's timer fired (a release timer just
+// after it).
+//
+// Why: a shard learns the watermark only from its boundary timers, and
+// prism hands a key's data and timers over in timestamp order, so a batch
+// stamped after a boundary is judged after that boundary's timer fired,
+// and records read after the watermark passed a window's end are late
+// (SPEC §4). But a timer set in this bundle (by an announcement, or by
+// counting a window's first event) cannot fire before the rest of the
+// bundle: a dedup step behind its source takes a window's announcement and
+// the later records of the same shard in one bundle. Without the wait it
+// judged C of SPEC §7 on time (CI on 5cb2bdc: ON_TIME 170). Waiting until
+// that boundary, not until ts, keeps the order prism gives when the timer
+// was set earlier: the batch waits for the watermark to reach the boundary,
+// not for the batch's own partition watermark, which may be ahead of the
+// pipeline's. A dedup step that keeps up holds nothing.
+func heldFor(armedHere []int64, known, ts int64) (until int64, hold bool) {
+	for _, b := range armedHere {
+		if b > known && b < ts && (!hold || b > until) {
+			until, hold = b, true
+		}
+	}
+	return until, hold
 }

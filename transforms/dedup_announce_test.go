@@ -33,31 +33,91 @@ func TestWindowsToArm(t *testing.T) {
 	}
 }
 
-// Every shard hears of every window of a bundle, on its first batch when
-// that holds the dedup watermark below the window's close, else in a marker
-// stamped with the window's earliest event.
-func TestAnnounceReachesEveryShard(t *testing.T) {
+// A bundle's events go to their shards in batches, and each window of the
+// bundle once to AnnounceWindows, at the earliest timestamp of its events.
+func TestBatchByShardNamesEachWindowOnce(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}
+	f := &shardBatchFn{Shards: 3, Policy: p}
+	type window struct{ ts, start, value int64 }
+	var batches []model.EventBatch
+	var windows []window
+	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { batches = append(batches, b) }
+	announce := func(ts beam.EventTime, start, v int64) { windows = append(windows, window{int64(ts), start, v}) }
+	f.StartBundle(emit, announce)
+	for _, e := range []struct {
+		id, at string
+		ts     int64
+	}{
+		{"a", "2026-11-04T12:05:00Z", at("2026-11-04T12:00:00Z")},
+		{"b", "2026-11-04T10:40:00Z", at("2026-11-04T10:09:00Z")}, // a returning partition's
+		{"c", "2026-11-04T12:20:00Z", at("2026-11-04T11:58:00Z")},
+		{"d", "2026-11-04T10:50:00Z", at("2026-11-04T10:30:00Z")},
+	} {
+		f.ProcessElement(beam.EventTime(e.ts), model.Event{EventID: e.id, EventTime: at(e.at), Partition: "p0"}, emit, announce)
+	}
+	f.FinishBundle(emit, announce)
+	n := 0
+	for _, b := range batches {
+		if len(b.Windows) != 0 {
+			t.Errorf("a batch announces windows: %+v", b)
+		}
+		n += len(b.Events)
+	}
 	w10, w12 := at("2026-11-04T10:00:00Z"), at("2026-11-04T12:00:00Z")
-	windows := map[int64]beam.EventTime{w10: beam.EventTime(at("2026-11-04T10:09:00Z")), w12: beam.EventTime(at("2026-11-04T12:29:00Z"))}
-	order := []batchKey{{shard: 1, partition: "p0"}, {shard: 2, partition: "p1"}}
-	pending := map[batchKey]*shardBatch{
-		order[0]: {ts: beam.EventTime(at("2026-11-04T12:29:00Z"))}, // past 10:00's close (12:00)
-		order[1]: {ts: beam.EventTime(at("2026-11-04T10:09:00Z"))},
+	want := []window{{at("2026-11-04T10:09:00Z"), w10, at("2026-11-04T10:09:00Z")}, {at("2026-11-04T11:58:00Z"), w12, at("2026-11-04T11:58:00Z")}}
+	if n != 4 || !slices.Equal(windows, want) {
+		t.Errorf("%d events in batches, windows %v; want 4 and %v", n, windows, want)
 	}
-	batches := make([]model.EventBatch, 2)
-	markers := announce(windows, 3, order, pending, p, batches)
-	if !slices.Equal(batches[0].Windows, []int64{w12}) || !slices.Equal(batches[1].Windows, []int64{w10, w12}) {
-		t.Errorf("windows on batches: %v and %v, want [12:00] and [10:00 12:00]", batches[0].Windows, batches[1].Windows)
+}
+
+// A window goes to every shard the first time, and again only for an
+// element at a lower timestamp with a boundary (an end or close the shards
+// arm for it) between the two.
+func TestMustFanOut(t *testing.T) {
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}
+	bound := time.Minute.Milliseconds()
+	w12 := at("2026-11-04T12:00:00Z")
+	for _, c := range []struct {
+		name       string
+		ts, lowest int64
+		announced  bool
+		want       bool
+	}{
+		{"first", at("2026-11-04T12:20:00Z"), 0, false, true},
+		{"same timestamp", at("2026-11-04T12:20:00Z"), at("2026-11-04T12:20:00Z"), true, false},
+		{"later", at("2026-11-04T12:40:00Z"), at("2026-11-04T12:20:00Z"), true, false},
+		{"lower, no boundary between", at("2026-11-04T12:01:00Z"), at("2026-11-04T12:20:00Z"), true, false},
+		{"lower, across 12:00 (end of 11:00)", at("2026-11-04T11:59:00Z"), at("2026-11-04T12:20:00Z"), true, true},
+		{"lower, onto the boundary", at("2026-11-04T11:59:00Z"), at("2026-11-04T12:00:00Z"), true, true},
+		{"lower, from the boundary", at("2026-11-04T12:00:00Z"), at("2026-11-04T12:20:00Z"), true, false},
+		{"lower, below every armed window", at("2026-11-04T06:00:00Z"), at("2026-11-04T08:30:00Z"), true, false},
+	} {
+		if got := mustFanOut(p, w12, bound, c.ts, c.lowest, c.announced); got != c.want {
+			t.Errorf("%s: mustFanOut = %v, want %v", c.name, got, c.want)
+		}
 	}
-	got := map[int]marker{}
-	for _, m := range markers {
-		got[m.shard] = m
-	}
-	if m := got[0]; len(markers) != 2 || !slices.Equal(m.batch.Windows, []int64{w10, w12}) || m.ts != windows[w10] {
-		t.Errorf("shard 0 marker %+v, want both windows at 10:09 (markers %+v)", m, markers)
-	}
-	if m := got[1]; !slices.Equal(m.batch.Windows, []int64{w10}) || m.ts != windows[w10] || len(m.batch.Events) != 0 {
-		t.Errorf("shard 1 marker %+v, want 10:00 at 10:09", m)
+}
+
+func TestHeldFor(t *testing.T) {
+	const h = int64(3600000)
+	for _, c := range []struct {
+		name      string
+		armed     []int64
+		known, ts int64
+		until     int64
+		hold      bool
+	}{
+		{"nothing armed in the bundle", nil, 0, 5 * h, 0, false},
+		{"boundary after the batch", []int64{6 * h}, 0, 5 * h, 0, false},
+		{"boundary at the batch's timestamp: data sorts first", []int64{5 * h}, 0, 5 * h, 0, false},
+		{"boundary already known", []int64{2 * h}, 2 * h, 5 * h, 0, false},
+		{"one boundary between", []int64{2 * h}, h, 5 * h, 2 * h, true},
+		{"the latest boundary between", []int64{4 * h, 2 * h, 3 * h, 7 * h}, h, 5 * h, 4 * h, true},
+		{"no watermark known", []int64{2 * h}, model.NoWatermark, 5 * h, 2 * h, true},
+	} {
+		until, hold := heldFor(c.armed, c.known, c.ts)
+		if until != c.until || hold != c.hold {
+			t.Errorf("%s: heldFor = %d, %v; want %d, %v", c.name, until, hold, c.until, c.hold)
+		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultDedupCacheBytes bounds the process-wide cache of decoded dedup
-// shards (--dedup-cache-mb).
+// shards (--dedup-cache).
 const DefaultDedupCacheBytes = 1 << 30
 
 // cacheIdleTTL is how long a cached shard may go unused before it is
@@ -112,13 +112,6 @@ func (c *shardCacheT) put(k cacheKey, token uint64, st *shardState) int {
 func (c *shardCacheT) evictLocked(k cacheKey, e *cachedShard) {
 	delete(c.m, k)
 	c.total -= e.bytes
-}
-
-// size returns the entries and bytes held.
-func (c *shardCacheT) size() (int, int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m), c.total
 }
 
 // shardBytes estimates a decoded shard's memory: its id table, plus the

@@ -35,25 +35,25 @@ import (
 // Records behind the watermark (a partition back from idle) are released at
 // once, in the order they come.
 
-const tagRelease = 'r' // timestamp + 1 of held batches: release them
+const tagRelease = 'r' // just after a held batch's wait (see hold): release it
 
-// hold stores a batch in the Pending bag and sets its release timer. The
-// windows of its events are armed now: a timer set from OnTimer after the
-// watermark passed it stalls prism v2.77.0.
-func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, st *shardState, batch model.EventBatch) error {
-	ts := batchTimestamp(batch)
+// hold stores a batch in the Pending bag and sets its release timer just
+// after until: its timestamp (ByPosition), or a boundary it waits for (see
+// heldFor). The windows of its events are armed now: a timer set from
+// OnTimer after the watermark passed it stalls prism v2.77.0.
+func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, shard int, st *shardState, batch model.EventBatch, until int64) error {
 	for _, e := range batch.Events {
 		if start := f.Policy.WindowStart(e.EventTime); !f.Policy.Closed(start, st.known) {
-			f.arm(tp, st, start)
+			f.arm(tp, shard, st, start)
 		}
 	}
 	w := coders.Writer{}
-	w.Varint(ts)
+	w.Varint(until)
 	w.B = append(w.B, coders.EncodeEventBatch(batch)...)
 	if err := f.Pending.Add(sp, w.B); err != nil {
 		return fmt.Errorf("dedup: hold batch: %w", err)
 	}
-	f.Boundary.Set(tp, timeOf(ts+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(ts+1, 10)))
+	f.Boundary.Set(tp, timeOf(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)))
 	return nil
 }
 
@@ -67,7 +67,7 @@ func batchTimestamp(b model.EventBatch) int64 {
 	return ts
 }
 
-// release takes the held batches with a timestamp below at out of the
+// release takes the held batches whose wait ended before at out of the
 // Pending bag and returns their events in position order.
 func (f *dedupFn) release(sp state.Provider, at int64) ([]model.Event, error) {
 	blobs, _, err := f.Pending.Read(sp)
@@ -78,11 +78,11 @@ func (f *dedupFn) release(sp state.Provider, at int64) ([]model.Event, error) {
 	var keep [][]byte
 	for _, b := range blobs {
 		r := coders.Reader{B: b}
-		ts := r.Varint()
+		until := r.Varint()
 		if r.Err != nil {
 			return nil, fmt.Errorf("dedup: decode held batch: %w", r.Err)
 		}
-		if ts >= at {
+		if until >= at {
 			keep = append(keep, b)
 			continue
 		}

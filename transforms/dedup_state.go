@@ -199,8 +199,6 @@ func (b *idBlobs) add(window int64, k idKey, fp uint64) {
 	w.Fixed64(fp)
 }
 
-func (b *idBlobs) empty() bool { return b.n == 0 }
-
 // blobs returns the encoded blobs, in the order their windows came.
 func (b *idBlobs) blobs() [][]byte {
 	out := make([][]byte, 0, len(b.order))

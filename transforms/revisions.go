@@ -69,6 +69,19 @@ func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.R
 	return model.Row{}, false
 }
 
+// adoptSeed continues a key whose state exists after the row the sink held
+// for it when the step started, if that row is newer than what the state
+// published: the state was restored from an older snapshot while the sink
+// kept the rows written since (triggers.WindowState.Adopt). Every worker
+// reads the seed in Setup, which a restore runs again. A row another worker
+// wrote after this one's Setup is older than the state that key carries,
+// and is ignored.
+func (f *revisionsFn) adoptSeed(ctx context.Context, key string, w *triggers.WindowState) {
+	if p, ok := f.published[key]; ok && w.Adopt(p) {
+		f.adopted.Inc(ctx, 1)
+	}
+}
+
 // Timer tags of the revision step.
 const (
 	tagOnTime = "on_time" // at window_end
@@ -115,7 +128,9 @@ type revisionsFn struct {
 	// replayedFinal counts events a replay re-counted into a window the sink
 	// held as FINAL before this run started.
 	replayedFinal beam.Counter
-	rowRevenues   map[model.ResultState]beam.Distribution
+	// adopted counts keys continued after a newer seed row (adoptSeed).
+	adopted     beam.Counter
+	rowRevenues map[model.ResultState]beam.Distribution
 }
 
 func (f *revisionsFn) Setup(ctx context.Context) error {
@@ -141,6 +156,7 @@ func (f *revisionsFn) Setup(ctx context.Context) error {
 	f.afterFinal = metrics.Counter(metrics.AfterFinal)
 	f.markersExpired = metrics.Counter(metrics.RevisionMarkersExpired)
 	f.replayedFinal = metrics.Counter(metrics.ReplayedIntoFinal)
+	f.adopted = metrics.Counter(metrics.RevisionsAdopted)
 	return nil
 }
 
@@ -195,6 +211,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		if w, err = decodeWindow(b); err != nil {
 			return err
 		}
+		f.adoptSeed(ctx, key, w)
 	} else {
 		if d.Tick {
 			return nil
@@ -205,9 +222,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		}
 		w = &triggers.WindowState{Start: start, End: f.Policy.WindowEnd(start), Dims: dims}
 		if p, ok := f.publishedRow(key, w); ok {
-			w.Published = p
-			w.Final = p.State == model.Final
-			w.OnTimeDone = p.State >= model.OnTime
+			w.Adopt(p)
 		}
 		if !d.AfterEnd && !w.OnTimeDone {
 			f.Firing.Set(tp, timeOf(w.End), timers.WithTag(tagOnTime))
@@ -239,11 +254,11 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			f.emit(ctx, emit, r)
 		}
 	default:
-		r, ok, err := w.Add(d.RevenueMicros, d.Count, d.AfterEnd)
+		rows, err := w.Add(d.RevenueMicros, d.Count, d.AfterEnd)
 		if err != nil {
 			return fmt.Errorf("revisions %s: %w", key, err)
 		}
-		if ok {
+		for _, r := range rows {
 			f.emit(ctx, emit, r)
 		}
 	}
@@ -263,6 +278,7 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 	if err != nil {
 		return err
 	}
+	f.adoptSeed(ctx, key, w)
 	switch t.Tag {
 	case tagForget:
 		if !w.Final {

@@ -65,23 +65,60 @@ type WindowState struct {
 
 // Add accumulates a delta. afterEnd says the data was judged after the
 // watermark passed window_end (so it is late data, not on-time data).
-// It returns the LATE row to write, if any.
-func (w *WindowState) Add(revenueMicros, count int64, afterEnd bool) (model.Row, bool, error) {
+// It returns the rows to write, in order.
+//
+// Late data proves the ON_TIME moment has come, even when the on-time
+// firing has not happened yet: its timer is set with the window's first
+// data, and a runner may hand that data and later data to the step in one
+// bundle, before the timer can fire. What was held before is then the
+// ON_TIME row, written first, and the late data a LATE row after it. A
+// window whose first data is late starts with a LATE row.
+func (w *WindowState) Add(revenueMicros, count int64, afterEnd bool) ([]model.Row, error) {
 	s, err := AddMicros(w.RevenueMicros, revenueMicros)
 	if err != nil {
-		return model.Row{}, false, err
+		return nil, err
+	}
+	var rows []model.Row
+	if afterEnd && !w.OnTimeDone {
+		switch {
+		case w.Count > 0:
+			if r, ok := w.OnTime(); ok {
+				rows = append(rows, r)
+			}
+		case w.Published.Revision == 0:
+			// First data arrived after the ON_TIME moment: no ON_TIME row.
+			w.OnTimeDone = true
+		}
 	}
 	w.RevenueMicros = s
 	w.Count += count
-	if afterEnd && !w.OnTimeDone && w.Published.Revision == 0 {
-		// First data arrived after the ON_TIME moment: no ON_TIME row.
-		w.OnTimeDone = true
-	}
 	if !w.OnTimeDone || count == 0 {
-		return model.Row{}, false, nil
+		return rows, nil
 	}
-	r, ok := w.fire(FiringLate)
-	return r, ok, nil
+	if r, ok := w.fire(FiringLate); ok {
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// Adopt continues the key's changelog after p, a row the sink holds, when
+// this state has not published it: at a start (the key's first state), and
+// after the step's state was rolled back to an older snapshot (a Flink
+// failover restores its last checkpoint) while the sink kept the rows
+// written since. Revisions then go on after the sink's, so none is reissued
+// with other content; the no-dip rules keep the restored job silent until
+// it has more to say than p; a FINAL the sink holds keeps the window
+// closed (a closed marker, revision 0, closes a fresh state). The state's
+// own snapshot stays: the restored job rebuilds it from the records its
+// sources re-read. It reports whether p was adopted.
+func (w *WindowState) Adopt(p model.Row) bool {
+	if p.Revision < w.Published.Revision || p.Revision == w.Published.Revision && (p.State != model.Final || w.Final) {
+		return false
+	}
+	w.Published = p
+	w.Final = w.Final || p.State == model.Final
+	w.OnTimeDone = w.OnTimeDone || p.State >= model.OnTime
+	return true
 }
 
 // Tick is an EARLY refresh: a row only before the on-time firing and only
@@ -130,8 +167,11 @@ func (w *WindowState) fire(f Firing) (model.Row, bool) {
 		if f != FiringFinal && (w.Count < p.EventCount || st < p.State) {
 			return model.Row{}, false
 		}
-		// Nothing new to say: same snapshot, same state.
-		if f != FiringFinal && st == p.State && w.Count == p.EventCount && w.RevenueMicros == p.RevenueMicros {
+		// Nothing new to say: same snapshot, same state; or a LATE row
+		// that would only relabel the published snapshot (a replay that
+		// rebuilt it after an adopted ON_TIME or LATE row).
+		same := w.Count == p.EventCount && w.RevenueMicros == p.RevenueMicros
+		if same && (st == p.State && f != FiringFinal || f == FiringLate) {
 			return model.Row{}, false
 		}
 		// An EARLY refresh only when the snapshot changed.

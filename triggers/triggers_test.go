@@ -1,6 +1,7 @@
 package triggers
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -70,11 +71,7 @@ func TestWindowStateMinimalSequence(t *testing.T) {
 	}
 	add := func(rev, n int64, after bool) func() (model.Row, bool) {
 		return func() (model.Row, bool) {
-			r, ok, err := w.Add(rev, n, after)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r, ok
+			return one(t, w, rev, n, after)
 		}
 	}
 	row := func(rev, n, revision int64, st model.ResultState) *model.Row {
@@ -103,9 +100,52 @@ func TestWindowStateMinimalSequence(t *testing.T) {
 	}
 }
 
+// one adds a delta that must give at most one row.
+func one(t *testing.T, w *WindowState, rev, n int64, after bool) (model.Row, bool) {
+	t.Helper()
+	rows, err := w.Add(rev, n, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) > 1 {
+		t.Fatalf("Add gave %d rows, want at most one: %+v", len(rows), rows)
+	}
+	if len(rows) == 0 {
+		return model.Row{}, false
+	}
+	return rows[0], true
+}
+
+// Late data that reaches the step before its ON_TIME timer fired (both in
+// one bundle) writes the ON_TIME row of what was held first, then LATE
+// (CI on 5cb2bdc, position order: LATE 170 as revision 1, no ON_TIME).
+func TestLateDataBeforeTheOnTimeTimer(t *testing.T) {
+	w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
+	if rows, err := w.Add(150e6, 2, false); err != nil || len(rows) != 0 {
+		t.Fatalf("on-time data: %+v, %v; want no row", rows, err)
+	}
+	rows, err := w.Add(20e6, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []model.Row{
+		{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: 150e6, EventCount: 2, Revision: 1, State: model.OnTime, Writer: "stream"},
+		{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: 170e6, EventCount: 3, Revision: 2, State: model.Late, Writer: "stream"},
+	}
+	if !slices.Equal(rows, want) {
+		t.Fatalf("rows = %+v\nwant %+v", rows, want)
+	}
+	if r, ok := w.OnTime(); ok {
+		t.Fatalf("the ON_TIME timer wrote %+v after the window's ON_TIME and LATE rows", r)
+	}
+	if r, ok := w.Close(); !ok || r.Revision != 3 || r.State != model.Final || r.EventCount != 3 {
+		t.Fatalf("FINAL = %+v (%v), want revision 3 of 3 events", r, ok)
+	}
+}
+
 func TestFirstDataAfterEndStartsWithLate(t *testing.T) {
 	w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
-	r, ok, _ := w.Add(5e6, 1, true)
+	r, ok := one(t, w, 5e6, 1, true)
 	if !ok || r.State != model.Late || r.Revision != 1 {
 		t.Fatalf("first row = %+v (%v), want LATE revision 1", r, ok)
 	}
@@ -129,14 +169,14 @@ func TestRestartSeedNeverDips(t *testing.T) {
 	w := &WindowState{Start: 0, End: 3600000, Dims: "{}", Published: published, OnTimeDone: true}
 	// The replay rebuilds the window: smaller snapshots are not written.
 	for i, d := range []int64{100e6, 50e6} {
-		if r, ok, _ := w.Add(d, 1, false); ok {
+		if r, ok := one(t, w, d, 1, false); ok {
 			t.Fatalf("replay step %d wrote %+v below the published count", i, r)
 		}
 	}
-	if r, ok, _ := w.Add(20e6, 1, false); ok {
+	if r, ok := one(t, w, 20e6, 1, false); ok {
 		t.Fatalf("replay reaching the published snapshot wrote %+v", r)
 	}
-	r, ok, _ := w.Add(30e6, 1, false)
+	r, ok := one(t, w, 30e6, 1, false)
 	if !ok || r.Revision != 5 || r.EventCount != 4 || r.State != model.Late {
 		t.Fatalf("new data after catching up = %+v (%v), want LATE revision 5 with 4 events", r, ok)
 	}
@@ -151,10 +191,10 @@ func TestRestartSeedNeverDips(t *testing.T) {
 
 func TestOverflowIsAnError(t *testing.T) {
 	w := &WindowState{}
-	if _, _, err := w.Add(1<<62, 1, false); err != nil {
+	if _, err := w.Add(1<<62, 1, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := w.Add(1<<62, 1, false); err == nil {
+	if _, err := w.Add(1<<62, 1, false); err == nil {
 		t.Fatal("int64 overflow not reported")
 	}
 }

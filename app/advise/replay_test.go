@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/launch"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // TestRecommendationReplaysOnPrism runs the advisor on a generated log,
@@ -89,7 +89,7 @@ func TestRecommendationReplaysOnPrism(t *testing.T) {
 		}
 	}
 
-	s, err := sinks.OpenSQLite(db)
+	s, err := sinktest.OpenSQLite(db)
 	if err != nil {
 		t.Fatal(err)
 	}

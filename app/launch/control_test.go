@@ -105,7 +105,7 @@ func TestStopSignalProbeOnGCS(t *testing.T) {
 		ok      bool
 	}{{writable + "/raw/_control", true}, {readOnly + "/raw/_control", false}} {
 		o.Control = tc.control
-		signal, err := o.stopSignal(ctx, "")
+		signal, err := o.stopSignal(ctx, "", true)
 		if (err == nil) != tc.ok {
 			t.Errorf("--control=%s: %v; want ok %v", tc.control, err, tc.ok)
 		}
@@ -117,7 +117,7 @@ func TestStopSignalProbeOnGCS(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	o.Control = writable + "/raw/_control"
-	if _, err := o.stopSignal(cancelled, ""); err == nil || !strings.HasPrefix(err.Error(), "interrupted before the job started") {
+	if _, err := o.stopSignal(cancelled, "", true); err == nil || !strings.HasPrefix(err.Error(), "interrupted before the job started") {
 		t.Errorf("probe with a cancelled context: %v; want the interruption", err)
 	}
 }

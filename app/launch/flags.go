@@ -53,6 +53,7 @@ func flagTable(o *Options) []cli.Group {
 			{Name: "bq-flush", Value: cli.Duration(&o.BQFlush),
 				Usage: "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)"},
 			cli.Shared("report", cli.String(&o.Report)),
+			cli.Shared("dry-run", cli.DryRun(&o.DryRun)),
 		}},
 		{Title: "Event time, windows and triggers (SPEC §2)", Flags: []cli.Flag{
 			cli.Shared("window", cli.Duration(&p.Triggers.Window)),
@@ -64,7 +65,7 @@ func flagTable(o *Options) []cli.Group {
 			{Name: "idle-advance", Value: cli.Func(&p.Watermark.IdleAdvance, "MODE", parseIdleAdvance, watermark.IdleAdvance.String),
 				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill; prism only)"},
 			cli.Shared("allowed-lateness", cli.Duration(&p.Triggers.AllowedLateness)),
-			{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "impulse on flink, else timer",
+			{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "timer where the runner fires processing-time timers (prism, dataflow), else impulse",
 				Usage: "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go)"},
 		}},
 		{Title: "Validation (SPEC §3)", Flags: []cli.Flag{

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -236,7 +236,7 @@ func stopConserved(t *testing.T, job *backgroundRun, read, counted int64) *Summa
 // readChangelog reads the sink's changelog while a job may be writing it.
 func readChangelog(t *testing.T, path string) []model.Row {
 	t.Helper()
-	db, err := sinks.OpenSQLite(path)
+	db, err := sinktest.OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -26,7 +27,7 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 	po.Published = spec
 	fo := o.folderOptions(po)
 	p, err := build(func(s beam.Scope) beam.PCollection {
-		records, progress := sources.ReadFolderWithProgress(s, source, fo)
+		records, progress := sources.ReadFolder(s, source, fo)
 		sinks.WriteProgress(s, spec, "graph", progress)
 		return records
 	}, po, spec)
@@ -51,7 +52,7 @@ func TestJobGraphHoldsNoHistory(t *testing.T) {
 	full := sinks.Spec{Scheme: sinks.SchemeSQLite, Path: filepath.Join(dir, "b.db")}
 
 	const keys = 100_000
-	db, err := sinks.OpenSQLite(full.Path)
+	db, err := sinktest.OpenSQLite(full.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,11 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/runnertest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -123,8 +125,17 @@ var minimalLog = []string{
 // watermark between records, as it would if they arrived one by one, so the
 // ON_TIME firing comes between X and C as in SPEC §7. (A replay of a whole
 // file in one call is also correct, but gives ON_TIME 170 at once.)
+//
+// The dedup step judges in position order here (--dedup-order=position, the
+// default off prism): each batch waits for the watermark, so C is judged
+// after the 11:00 boundary however far the dedup step lags the reader. In
+// arrival order (prism's default) a lagging dedup step still judged C on
+// time once in CI on f46b313, after heldFor closed the case
+// TestMinimalSequence/arrival,_dedup_behind (package pipeline) reproduces;
+// the rest of that race is open (issue #25's notes).
 func stepping(o Options) Options {
 	o.MaxPerCall = 1
+	o.Pipeline.DedupOrder = pipeline.OrderPosition
 	return o
 }
 
@@ -172,7 +183,7 @@ func (j *backgroundRun) fail(t testing.TB, msg string) {
 	t.Fatalf("%s (run ended with err %v)\n%s", msg, r.err, j.out.String())
 }
 
-// stopAndWait stops the job as SIGINT does (the sources' RequestStop, a
+// stopAndWait stops the job as SIGINT does (the run's stop object, a
 // quiet period, cancel), waits at most limit for Run to return, and fails
 // the test on a timeout or an error. It returns the summary and how long
 // Run took to return after the stop.
@@ -240,6 +251,7 @@ func TestMinimalSequence(t *testing.T) {
 	assertRows(t, "hourly_revenue", sum.Current(), []model.Row{changelog[2], changelog[4], changelog[6]})
 
 	wantMinimalAudit(t, sqliteOf(t, o))
+	wantSinkFigures(t, sum, out)
 
 	// The summary says what happened and where the rows are.
 	for _, want := range []string{
@@ -355,6 +367,7 @@ func TestSparkWatermarkDemo(t *testing.T) {
 func TestReplayTwiceChangesNothing(t *testing.T) {
 	o := stepping(options(t, writeLog(t, minimalLog...)))
 	first, _ := run(t, o)
+	firstChangelog, firstCurrent := first.Changelog(), first.Current()
 	second, _ := run(t, o)
 	c := second.Counts
 	emitted := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
@@ -364,8 +377,8 @@ func TestReplayTwiceChangesNothing(t *testing.T) {
 	if c.Counted == 0 || first.Counts.Counted != c.Counted {
 		t.Errorf("second run counted %d events, first %d: a replay re-judges every record the same way", c.Counted, first.Counts.Counted)
 	}
-	assertRows(t, "changelog after the second run", second.Changelog(), first.Changelog())
-	assertRows(t, "current rows after the second run", second.Current(), first.Current())
+	assertRows(t, "changelog after the second run", second.Changelog(), firstChangelog)
+	assertRows(t, "current rows after the second run", second.Current(), firstCurrent)
 }
 
 // TestDemo replays the demo log end to end: the FINAL rows are exactly what
@@ -375,8 +388,10 @@ func TestReplayTwiceChangesNothing(t *testing.T) {
 func TestDemo(t *testing.T) {
 	o := options(t, "")
 	o.DemoDir = filepath.Join(t.TempDir(), "demo-data")
-	sum, _ := run(t, o)
+	sum, out := run(t, o)
 	wantDemo(t, o, sum)
+	wantSinkFigures(t, sum, out)
+	first := values(sum.Current())
 
 	// The demo log is generated once: a second run replays it, and changes
 	// no value in the sink. (Revision numbers may differ: how many LATE
@@ -386,7 +401,7 @@ func TestDemo(t *testing.T) {
 	if again.Counts.SinkAudit != 0 {
 		t.Errorf("second replay inserted %d audit rows, want none", again.Counts.SinkAudit)
 	}
-	if got, want := values(again.Current()), values(sum.Current()); !slices.Equal(got, want) {
+	if got, want := values(again.Current()), first; !slices.Equal(got, want) {
 		t.Errorf("current values after the second replay:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
@@ -441,7 +456,7 @@ func waitForRow(t *testing.T, path string, what string, ok func(model.Row) bool)
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if db, err := sinks.OpenSQLite(path); err == nil {
+		if db, err := sinktest.OpenSQLite(path); err == nil {
 			rows, err := db.Changelog(context.Background())
 			db.Close()
 			if err == nil && slices.ContainsFunc(rows, ok) {

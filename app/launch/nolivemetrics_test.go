@@ -127,16 +127,26 @@ func TestNoLiveMetricsSealsNothing(t *testing.T) {
 	t.Cleanup(func() { *jobopts.Endpoint, *jobopts.EnvironmentType = endpoint, env })
 	*jobopts.Endpoint, *jobopts.EnvironmentType = proxy.Endpoint, "LOOPBACK"
 	sink := options(t, live).Sink
-	follow := func(token string, last map[string]string) *Summary {
+	// follow runs a follower until it has read every live file but the
+	// newest and, when judged > 0, until prism's job server itself (not
+	// the proxy) shows that many records read and judged: without live
+	// metrics the graceful stop cannot see records in flight, and a
+	// cancel that catches some (a loaded machine) would break the final
+	// figures' conservation, which this test checks.
+	follow := func(token string, last map[string]string, judged int64) *Summary {
 		o := quiet(options(t, live))
 		o.Sink, o.Follow, o.RunToken = sink, true, token
-		o.Pipeline.Triggers.Early = 0 // EARLY rows depend on processing time; the clean replay has none
+		o.Pipeline.Triggers.Early = 0    // EARLY rows depend on processing time; the clean replay has none
+		name := "nolivemetrics-" + token // how judgedAt finds the job
+		*jobopts.JobName = name
+		defer func() { *jobopts.JobName = "" }()
 		j := runInBackground(t, o)
 		waitUntil(t, 3*time.Minute, "every live file but the newest read", func() bool {
 			if j.ended() {
 				j.fail(t, "the follower ended by itself")
 			}
-			return checkpointsReach(t, sink, token, last) && holdsFinal(sink)
+			return checkpointsReach(t, sink, token, last) && holdsFinal(sink) &&
+				(judged == 0 || judgedAt(js.Endpoint, name) == judged)
 		})
 		sum, _ := j.stopAndWait(t, time.Minute)
 		return sum
@@ -144,17 +154,31 @@ func TestNoLiveMetricsSealsNothing(t *testing.T) {
 
 	// 1. Live metrics passed through: the stop settles on them and seals.
 	proxy.PassThrough.Store(true)
-	follow(fmt.Sprintf("proven-%d", time.Now().UnixNano()), feed(0, 2))
+	follow(fmt.Sprintf("proven-%d", time.Now().UnixNano()), feed(0, 2), 0)
 	proven := resumePointsOf(t, sink)
 	if len(proven) != len(parts) {
 		t.Fatalf("negative control: with live metrics the follower sealed %+v, want a point per partition %v", proven, parts)
+	}
+	// after is how many lines of the files fed through day to a restart
+	// from the first run's points reads.
+	after := func(day int) int64 {
+		var n int64
+		for _, c := range proven {
+			fs := files[c.Partition]
+			for _, f := range fs[:len(fs)*day/days] {
+				if f > c.File {
+					n += lines[c.Partition+"/"+f]
+				}
+			}
+		}
+		return n
 	}
 
 	// 2. No live metrics: nothing sealed, one line.
 	proxy.PassThrough.Store(false)
 	warnings := captureWarnings(t)
 	hidden := proxy.Hidden.Load()
-	sum := follow(fmt.Sprintf("unproven-%d", time.Now().UnixNano()), feed(2, 3))
+	sum := follow(fmt.Sprintf("unproven-%d", time.Now().UnixNano()), feed(2, 3), after(3))
 	if proxy.Hidden.Load() == hidden {
 		t.Fatal("the proxy hid no metrics: the run proved nothing about them")
 	}
@@ -182,14 +206,7 @@ func TestNoLiveMetricsSealsNothing(t *testing.T) {
 	// 3. The rest of the log and a bounded replay on the same sink: it
 	// re-reads every file after the first run's points, nothing less.
 	feed(3, days)
-	var want int64
-	for _, c := range proven {
-		for _, f := range files[c.Partition] {
-			if f > c.File {
-				want += lines[c.Partition+"/"+f]
-			}
-		}
-	}
+	want := after(days)
 	ro := quiet(options(t, live))
 	ro.Sink = sink
 	restarted, _ := run(t, ro)
@@ -212,6 +229,26 @@ func TestNoLiveMetricsSealsNothing(t *testing.T) {
 	if !maps.Equal(got.audit, wantState.audit) {
 		t.Errorf("audit rows %v, clean run %v", got.audit, wantState.audit)
 	}
+}
+
+// judgedAt is how many records the job named name, running at prism's
+// job server endpoint, has read, once every one of them has its verdict in
+// the committed counters; -1 while some are in flight or the job is not
+// running yet.
+func judgedAt(endpoint, name string) int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	j, err := findJob(ctx, endpoint, name)
+	if err != nil {
+		return -1
+	}
+	defer j.close()
+	if m, err := j.metrics(ctx); err == nil {
+		if r := readingOf(*m); r.proves() {
+			return r.Read
+		}
+	}
+	return -1
 }
 
 // TestNoLiveMetricsProof is the sealer's rule on its own: readings that

@@ -113,6 +113,10 @@ type Options struct {
 	// machine's local paths: without it, a runner whose workers run
 	// elsewhere is refused a local source, archive or sink (see placement).
 	SharedFilesystem bool
+	// DryRun (--dry-run) is where Run writes the pipeline proto it would
+	// submit, instead of running anything: cli.DryRunStdout or a file
+	// ("": run).
+	DryRun string
 	// Control (--control) is the folder where a graceful stop writes the
 	// run's stop request for its readers, wherever they run (see
 	// ControlDir and sources.StopSignal).
@@ -285,6 +289,11 @@ func (o Options) Validate() error {
 	if err := o.placement(); err != nil {
 		return &ConfigError{Err: err}
 	}
+	if o.DryRun != "" {
+		if err := cli.CheckDryRunFlags(o.Runner); err != nil {
+			return &ConfigError{Err: err}
+		}
+	}
 	switch {
 	case o.IsPubSub():
 		// pubsub.Validate checks the archive too; the flag's own checks
@@ -303,7 +312,8 @@ func (o Options) Validate() error {
 		if err := pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline)); err != nil {
 			return &ConfigError{Err: err}
 		}
-	case o.Source != "":
+	case o.Source != "" && (o.DryRun == "" || files.IsLocal(o.Source)):
+		// A dry run lists no bucket (see unlisted).
 		if err := sources.Validate(o.Source, o.folderOptions(o.Pipeline)); err != nil {
 			return &ConfigError{Err: err}
 		}
@@ -395,6 +405,7 @@ func (o Options) runConfig() map[string]string {
 func (o Options) flushPolicy() sinks.FlushPolicy {
 	p := sinks.DefaultFlushPolicy
 	p.Interval = o.BQFlush
+	p.Clock = o.Streaming()
 	return p
 }
 

@@ -12,8 +12,8 @@ import (
 // runnerFlags saves the SDK's process-wide runner flags, which a command
 // line in the test sets; the returned func puts them back.
 func runnerFlags(t *testing.T) (reset func()) {
-	runner, env := *runners.Runner, *jobopts.EnvironmentType
-	reset = func() { *runners.Runner, *jobopts.EnvironmentType = runner, env }
+	runner, env, endpoint := *runners.Runner, *jobopts.EnvironmentType, *jobopts.Endpoint
+	reset = func() { *runners.Runner, *jobopts.EnvironmentType, *jobopts.Endpoint = runner, env, endpoint }
 	t.Cleanup(reset)
 	return reset
 }

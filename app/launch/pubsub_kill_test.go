@@ -21,6 +21,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // pstestBinary builds the pstest server once per test run, next to the
@@ -230,7 +231,7 @@ func archivedObjects(ctx context.Context, root string) int {
 
 // currentRowsOf reads the sink's latest row per window.
 func currentRowsOf(path string) map[oracle.Key]model.Row {
-	db, err := sinks.OpenSQLite(path)
+	db, err := sinktest.OpenSQLite(path)
 	if err != nil {
 		return nil
 	}

@@ -32,10 +32,13 @@ func writeReport(path string, s *Summary, po pipeline.Options) error {
 		c := s.Counts
 		run.Counts = &c
 	}
-	if s.view.Readable {
-		run.Windows = report.WindowsFromChangelog(s.view.Changelog)
-		run.Audit = &report.Audit{TooLate: s.view.Audit["too_late_events"], Conflicts: s.view.Audit["conflict_events"],
-			Quarantined: s.view.Audit["quarantined_events"]}
+	if v := s.view; v.Readable {
+		changelog, err := v.changelog(context.Background())
+		if err != nil {
+			return fmt.Errorf("report %s: %w", path, err)
+		}
+		run.Windows = report.WindowsFromChangelog(changelog)
+		run.Audit = &report.Audit{TooLate: int(v.Tally.TooLate), Conflicts: int(v.Tally.Conflicts), Quarantined: int(v.Tally.Quarantined)}
 	}
 	// The raw log to trace: the folder read, or the archive a Pub/Sub
 	// source wrote (the same lines in arrival order, with the same policy).

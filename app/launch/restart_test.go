@@ -15,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // demoLog writes a generated demo log of events purchases into a new
@@ -90,7 +91,7 @@ func oracleOf(t testing.TB, dir string) oracle.Result {
 // openSQLite opens a SQLite sink for assertions.
 func openSQLite(t testing.TB, path string) *sinks.SQLite {
 	t.Helper()
-	db, err := sinks.OpenSQLite(path)
+	db, err := sinktest.OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,14 @@ import (
 // Errors before the job starts are *ConfigError (exit 2). A run that failed,
 // or whose figures break the conservation identity, returns an error along
 // with its summary (exit 1).
+//
+// Before it submits the job, Run checks the pipeline proto against the
+// runner's capability profile (cli.CheckedProto): a pipeline the runner
+// cannot run as written is a *ConfigError. With o.DryRun, Run builds the
+// same pipeline without contacting any service (no sink opened, no
+// control-folder probe, no demo generated, no bucket listed, no resume
+// point read: it is built as the first run on an empty sink), writes its
+// proto (see DryRun) and returns a nil summary.
 func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -62,7 +70,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	// opens no sink. (A demo's control folder lies in the log's folder,
 	// which must not exist before the log is generated.)
 	generated := sum.Demo || liveDemo
-	if generated {
+	dry := o.DryRun != ""
+	if generated && !dry {
 		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
 		}
@@ -76,11 +85,17 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		if feed, err = o.liveFeed(po); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
+		if dry {
+			break
+		}
 		if err := prepareLiveDir(o.LiveDir, feed); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
 	case sum.Demo:
 		sum.Source = o.DemoDir
+		if dry {
+			break
+		}
 		if _, err := ensureDemo(o.DemoDir); err != nil {
 			return nil, &ConfigError{Err: err}
 		}
@@ -92,6 +107,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	sum.Settings = settings(po)
 	fo := o.folderOptions(po)
+	fo.Unlisted = dry && unlisted(sum.Source)
 	// The sources read against the job's read-ahead account, which the
 	// dedup step's input fills and the dedup step drains: in this process
 	// only (prism has no backpressure; see localrunner.ReadAhead).
@@ -101,18 +117,18 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		fo.ReadAhead, po.ReadAhead = readAhead, readAhead
 		defer localrunner.ReleaseReadAhead(readAhead)
 	}
-	if sum.Demo {
+	if sum.Demo && !fo.Unlisted {
 		if err := sources.Validate(sum.Source, fo); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("demo: %w", err)}
 		}
 	}
 	// The graceful stop's request, for this run only (see stopSignal).
-	signal, err := o.stopSignal(ctx, sum.Source)
+	signal, err := o.stopSignal(ctx, sum.Source, !dry)
 	if err != nil {
 		return nil, &ConfigError{Err: err}
 	}
 	fo.Stop = signal
-	if !generated {
+	if !generated && !dry {
 		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
 		}
@@ -138,16 +154,18 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		// from the points sealed once their records' outputs were durable
 		// (resume.go, seal.go). The workers write this run's checkpoints,
 		// stamped with its token, as they read.
-		if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
-			return nil, &ConfigError{Err: err}
+		if !dry {
+			if fo.Resume, po.PublishedBound, err = resumePoints(ctx, o.Sink, sum.Source, po); err != nil {
+				return nil, &ConfigError{Err: err}
+			}
 		}
-		if signal.Enabled() {
+		if signal.Enabled() && !dry {
 			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery(), o.Runner, fo.Resume)
 			defer seal.close()
 		}
 		read = func(s beam.Scope) beam.PCollection {
-			records, progress := sources.ReadFolderWithProgress(s, sum.Source, fo)
-			if seal != nil {
+			records, progress := sources.ReadFolder(s, sum.Source, fo)
+			if signal.Enabled() { // the seal's evidence
 				sinks.WriteProgress(s, o.Sink, signal.Token, progress, sinks.WithFlush(o.flushPolicy()))
 			}
 			return records
@@ -156,6 +174,18 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	p, err := build(read, po, o.Sink, sinks.WithFlush(o.flushPolicy()))
 	if err != nil {
 		return nil, &ConfigError{Err: err}
+	}
+	// What the runner would be sent, refused here if it needs what the
+	// runner lacks: one line, exit 2, before any submission.
+	pb, err := cli.CheckedProto(ctx, o.Runner, p)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("--runner=%s: %w", o.Runner, err)}
+	}
+	if dry {
+		if err := cli.WriteDryRun(o.DryRun, out, pb); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+		return nil, nil
 	}
 	if o.PrismUIPort > 0 {
 		// The UI needs the job service's address: start that first.
@@ -346,7 +376,10 @@ func (o Options) absolutePaths() (Options, error) {
 // gs:// source bucket would otherwise show only at the stop, as a cancel
 // after the stop timeout); a replay ends by itself, and one of a read-only
 // bucket must not be refused for a stop it may never need.
-func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSignal, error) {
+//
+// A dry run (prepare false) names the folder and its token only: nothing
+// is created or probed.
+func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (sources.StopSignal, error) {
 	dir := o.ControlDir(source)
 	if dir == "" {
 		return sources.StopSignal{}, nil
@@ -365,6 +398,9 @@ func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSig
 	if err := signal.Validate(); err != nil {
 		return signal, fmt.Errorf("--control: %w", err)
 	}
+	if !prepare {
+		return signal, nil
+	}
 	if err := signal.Prepare(); err != nil {
 		return signal, fmt.Errorf("--control=%s: %w (pass --control=FOLDER the launcher can write)", dir, err)
 	}
@@ -377,6 +413,17 @@ func (o Options) stopSignal(ctx context.Context, source string) (sources.StopSig
 		}
 	}
 	return signal, nil
+}
+
+// unlisted reports whether a dry run must build the read of source without
+// listing it: a bucket (listing it contacts the service) or a folder that
+// is not there yet (the demo's log, generated at the first real run).
+func unlisted(source string) bool {
+	if !files.IsLocal(source) {
+		return true
+	}
+	_, err := os.Stat(source)
+	return err != nil
 }
 
 // ConfigError is a bad command line, setting, source or sink, found before

@@ -11,18 +11,15 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// sinkView is what a run's summary and report show of the sink: the current
-// row of every key, every accepted revision, and the audit tables' sizes.
-// The console sink keeps nothing to read back.
+// sinkView is what a run's summary and report show of the sink: its tables
+// counted where they are stored, and the latest current rows. The console
+// sink keeps nothing to read back.
 type sinkView struct {
-	Readable  bool
-	Current   []model.Row
-	Changelog []model.Row
-	// Audit counts the rows of too_late_events, conflict_events and
-	// quarantined_events.
-	Audit map[string]int
+	Readable bool
+	Tally    sinks.Tally
 	// Query tells the user how to look at the rows.
 	Query string
+	spec  sinks.Spec
 }
 
 // checkSink opens the sink once before the job, to refuse a run whose
@@ -40,9 +37,9 @@ func checkSink(ctx context.Context, spec sinks.Spec, cfg map[string]string) erro
 	return errors.Join(check, s.Close())
 }
 
-// readSink reads the sink back after a run, through the sinks' Reader.
+// readSink counts the sink's tables after a run (Reader.Tally).
 func readSink(ctx context.Context, spec sinks.Spec) (sinkView, error) {
-	v := sinkView{Audit: map[string]int{}}
+	v := sinkView{spec: spec}
 	switch spec.Scheme {
 	case sinks.SchemeSQLite:
 		v.Query = fmt.Sprintf("sqlite3 %s 'select * from hourly_revenue'", shellQuote(spec.Path))
@@ -60,27 +57,18 @@ func readSink(ctx context.Context, spec sinks.Spec) (sinkView, error) {
 	}
 	defer db.Close()
 	v.Readable = true
-	if v.Current, err = db.CurrentRows(ctx); err != nil {
-		return v, err
+	v.Tally, err = db.Tally(ctx, latestRows)
+	return v, err
+}
+
+// changelog reads every revision the sink holds, for the run report.
+func (v sinkView) changelog(ctx context.Context) ([]model.Row, error) {
+	db, ok, err := sinks.OpenReader(ctx, v.spec)
+	if err != nil || !ok {
+		return nil, err
 	}
-	if v.Changelog, err = db.Changelog(ctx); err != nil {
-		return v, err
-	}
-	late, err := db.TooLate(ctx)
-	if err != nil {
-		return v, err
-	}
-	conflicts, err := db.Conflicts(ctx)
-	if err != nil {
-		return v, err
-	}
-	quarantined, err := db.Quarantined(ctx)
-	if err != nil {
-		return v, err
-	}
-	v.Audit[sinks.TooLateEvents.Name], v.Audit[sinks.ConflictEvents.Name], v.Audit[sinks.QuarantinedEvents.Name] =
-		len(late), len(conflicts), len(quarantined)
-	return v, nil
+	defer db.Close()
+	return db.Changelog(ctx)
 }
 
 // shellQuote quotes a path for a command the user can paste.

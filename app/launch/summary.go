@@ -64,13 +64,6 @@ type ReadAheadFigures struct {
 	Peak   int64 `json:"peak"`
 }
 
-// Current returns the sink's current row of every key after the run (nil
-// for the console sink).
-func (s *Summary) Current() []model.Row { return s.view.Current }
-
-// Changelog returns every revision the sink holds after the run.
-func (s *Summary) Changelog() []model.Row { return s.view.Changelog }
-
 // latestRows is how many of the latest hourly rows the summary shows.
 const latestRows = 12
 
@@ -116,6 +109,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 		verdict = "VIOLATED"
 	}
 	fmt.Fprintf(&b, "conservation: %s: %s\n", s.Identity, verdict)
+	if c.Read > 0 {
+		fmt.Fprintf(&b, "dedup step: took in %d elements, %.1f per 1,000 records read (batches of events and window announcements)\n",
+			c.DedupElements, c.DedupElementsPerThousand())
+	}
 	if ra := s.ReadAhead; ra != nil {
 		fmt.Fprintf(&b, "read-ahead: at most %d records waited for the dedup step (--read-ahead=%d)\n", ra.Peak, ra.Budget)
 	}
@@ -130,17 +127,15 @@ func (s *Summary) WriteText(w io.Writer) error {
 
 	v := s.view
 	if v.Readable {
-		byState := map[string]int64{}
-		for _, r := range v.Current {
-			byState[r.State.String()]++
+		t, byState := v.Tally, map[string]int64{}
+		for st, n := range t.Current {
+			byState[st.String()] += n
 		}
 		fmt.Fprintf(&b, "sink %s now holds %d windows (%s) and %d revisions; too_late_events %d, conflict_events %d, quarantined_events %d\n",
-			s.Sink, len(v.Current), stateCounts(byState), len(v.Changelog),
-			v.Audit["too_late_events"], v.Audit["conflict_events"], v.Audit["quarantined_events"])
-		if len(v.Current) > 0 {
-			rows := v.Current[max(0, len(v.Current)-latestRows):]
-			fmt.Fprintf(&b, "\nlatest hourly rows (%d of %d):\n", len(rows), len(v.Current))
-			writeRows(&b, rows)
+			s.Sink, t.Keys(), stateCounts(byState), t.Changelog, t.TooLate, t.Conflicts, t.Quarantined)
+		if len(t.Latest) > 0 {
+			fmt.Fprintf(&b, "\nlatest hourly rows (%d of %d):\n", len(t.Latest), t.Keys())
+			writeRows(&b, t.Latest)
 		}
 	}
 	if v.Query != "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // wholeReader hides the SQLite sink's RecentReader: the monitor then reads
@@ -24,7 +25,7 @@ type wholeReader struct{ sinks.Reader }
 //	go test ./app/live -run X -bench MonitorRefresh -count 5
 func BenchmarkMonitorRefresh(b *testing.B) {
 	ctx := context.Background()
-	db, err := sinks.OpenSQLite(filepath.Join(b.TempDir(), "revenue.db"))
+	db, err := sinktest.OpenSQLite(filepath.Join(b.TempDir(), "revenue.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

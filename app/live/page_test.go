@@ -16,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/cdp"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // fixture is a monitor over a real SQLite sink that the test writes
@@ -30,7 +31,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "revenue.db")
-	db, err := sinks.OpenSQLite(path)
+	db, err := sinktest.OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 		{"dedup_cache_evictions_total", "Decoded dedup shards dropped from a process cache.", metrics.DedupCacheEvictions},
 		{"revision_markers_expired_total", "Closed-window markers of the revision step cleared after the horizon.", metrics.RevisionMarkersExpired},
 		{"revision_seed_rows_total", "Sink rows the revision step loaded when it started.", metrics.RevisionSeedRows},
+		{"revisions_adopted_from_sink_total", "Keys whose restored state continued after a newer row the sink held.", metrics.RevisionsAdopted},
 	} {
 		counter(s.name, s.help, c.Counters[string(s.counter)], s.counter)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // recordingReader is a SQLite reader that records how the monitor reads
@@ -53,7 +54,7 @@ func starts(s live.Snapshot) []string {
 // counts every key.
 func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 	ctx := context.Background()
-	db, err := sinks.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
+	db, err := sinktest.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,17 +138,6 @@ func (ch *Choice) Add(c Copy, counted uint64, hasCounted, tooLate bool) {
 	ch.contents = append(ch.contents, content{fp: c.Fingerprint, copies: 1, counted: !tooLate, tooLate: b2i(tooLate)})
 }
 
-// AddCopies folds in a whole id's copies with the evidence: the plain-Go
-// form of what the Beam step does, for tests and small callers.
-func AddCopies(copies []Copy, ev Evidence) Choice {
-	var ch Choice
-	for _, c := range copies {
-		fp, ok := ev.Counted[c.EventID]
-		ch.Add(c, fp, ok, ev.TooLate[c.Position])
-	}
-	return ch
-}
-
 func (ch Choice) chosen() content {
 	for _, c := range ch.contents {
 		if c.fp == ch.Best.Fingerprint {

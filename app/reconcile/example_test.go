@@ -11,6 +11,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // Reconcile a raw log against a sink whose stream lost a too-late event:
@@ -38,7 +39,7 @@ func ExampleRun() {
 
 	// What the stream wrote (cmd/launch does this for real).
 	db := filepath.Join(tmp, "revenue.db")
-	sink, err := sinks.OpenSQLite(db)
+	sink, err := sinktest.OpenSQLite(db)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -50,6 +50,7 @@ func flagTable(o *Options, r *rangeFlags) []cli.Group {
 				Usage: "the run's id in reconcile_diffs and in the changelog's writer"},
 			cli.Shared("log-level", cli.Level(&o.LogLevel)),
 			cli.Shared("shared-filesystem", cli.Bool(&o.SharedFilesystem)),
+			cli.Shared("dry-run", cli.DryRun(&o.DryRun)),
 		}},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 func TestMain(m *testing.M) {
@@ -42,7 +43,7 @@ func launcherConfig(dims ...string) map[string]string {
 func openSink(t testing.TB, dims ...string) (*sinks.SQLite, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "revenue.db")
-	s, err := sinks.OpenSQLite(path)
+	s, err := sinktest.OpenSQLite(path)
 	if err != nil {
 		t.Fatal(err)
 	}

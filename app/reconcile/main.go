@@ -22,6 +22,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		Usage:    func(stdout, _ io.Writer) { Usage(stdout) },
 		Validate: func() (slog.Level, error) { return o.LogLevel, o.Validate() },
 		Run: func(ctx context.Context, stdout io.Writer) (int, error) {
+			if o.DryRun != "" {
+				if err := DryRun(ctx, o, stdout); err != nil {
+					return ExitError, err
+				}
+				return ExitClean, nil
+			}
 			out, err := Run(ctx, o)
 			if out.RunID != "" {
 				// A run that got as far as comparing has something to

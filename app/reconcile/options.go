@@ -65,6 +65,10 @@ type Options struct {
 	// or work dir is refused (cli.Placement).
 	Runner, EnvironmentType string
 	SharedFilesystem        bool
+	// DryRun (--dry-run) is where Run writes the pipeline proto it would
+	// submit, instead of running anything: cli.DryRunStdout or a file
+	// ("": run).
+	DryRun string
 }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
@@ -107,6 +111,9 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID))
 	}
 	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
+	if o.DryRun != "" {
+		errs = append(errs, cli.CheckDryRunFlags(o.Runner))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

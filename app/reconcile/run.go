@@ -1,8 +1,10 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -88,8 +90,16 @@ func (o Outcome) ExitCode() int {
 // runner the --runner flag names, prism by default), writes
 // reconcile_diffs, applies material corrections with --apply, and writes
 // the report. Any error means exit code 2; errors before the pipeline
-// starts come before any work.
+// starts come before any work. The pipeline is checked against the
+// runner's capability profile before it is submitted (cli.CheckedProto).
+//
+// With o.DryRun, Run builds the same pipeline without contacting any
+// service (the sink is not opened: no audit rows are read; a bucket is not
+// listed), writes its proto (see DryRun) and returns an empty Outcome.
 func Run(ctx context.Context, o Options) (Outcome, error) {
+	if o.DryRun != "" {
+		return Outcome{}, DryRun(ctx, o, os.Stdout) // it validates o
+	}
 	if err := o.Validate(); err != nil {
 		return Outcome{}, err
 	}
@@ -299,30 +309,19 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	// "/" also for gs:// paths, which filepath.Join would mangle.
-	path := strings.TrimSuffix(dir, "/") + "/" + runID + "/recomputed.jsonl"
-	sink := o.Sink
-	if sink.Scheme == sinks.SchemeSQLite {
-		// The comparison step opens the file on a worker, whose working
-		// directory need not be the driver's.
-		abs, err := filepath.Abs(sink.Path)
-		if err != nil {
-			return Result{}, runnerFigures{}, fmt.Errorf("--sink %s: %w", sink, err)
-		}
-		sink.Path = abs
-	}
-
-	p, s := beam.NewPipelineWithRoot()
-	partitions := beam.CreateList(s, parts)
-	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
-	totals, stats, err := Recompute(s, partitions, evidence, set)
+	path := resultPath(dir, runID)
+	sink, err := workerSink(o.Sink)
 	if err != nil {
 		return Result{}, runnerFigures{}, err
 	}
-	comparison := CompareWithSink(s, totals, CompareSettings{
-		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
-	})
-	WriteResult(s, totals, stats, comparison, path)
+
+	p, err := graph(o, sink, parts, set, conflicts, tooLate, path)
+	if err != nil {
+		return Result{}, runnerFigures{}, err
+	}
+	if _, err := cli.CheckedProto(ctx, o.Runner, p); err != nil {
+		return Result{}, runnerFigures{}, fmt.Errorf("--runner=%s: %w", o.Runner, err)
+	}
 	start := time.Now()
 	localrunner.UseSafeOptions(o.Runner)
 	if err := cli.UseSelfAsWorker(); err != nil {
@@ -344,6 +343,81 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 		"keys", len(res.Totals), "compared", res.Comparison.Checked, "differing", len(res.Comparison.Diffs),
 		"took", time.Since(start).Round(time.Millisecond))
 	return res, figures, nil
+}
+
+// resultPath is where the pipeline leaves its result in dir, "/"-joined
+// also for gs:// paths, which filepath.Join would mangle.
+func resultPath(dir, runID string) string {
+	return strings.TrimSuffix(dir, "/") + "/" + runID + "/recomputed.jsonl"
+}
+
+// workerSink is the sink as the comparison step opens it on a worker, whose
+// working directory need not be the driver's: a SQLite path made absolute.
+func workerSink(sink sinks.Spec) (sinks.Spec, error) {
+	if sink.Scheme != sinks.SchemeSQLite {
+		return sink, nil
+	}
+	abs, err := filepath.Abs(sink.Path)
+	if err != nil {
+		return sink, fmt.Errorf("--sink %s: %w", sink, err)
+	}
+	sink.Path = abs
+	return sink, nil
+}
+
+// graph is the reconcile pipeline: recomputation, comparison with the sink,
+// the result written to path.
+func graph(o Options, sink sinks.Spec, parts []string, set Settings, conflicts []model.Conflict, tooLate []model.TooLate, path string) (*beam.Pipeline, error) {
+	p, s := beam.NewPipelineWithRoot()
+	partitions := beam.CreateList(s, parts)
+	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
+	totals, stats, err := Recompute(s, partitions, evidence, set)
+	if err != nil {
+		return nil, err
+	}
+	comparison := CompareWithSink(s, totals, CompareSettings{
+		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
+	})
+	WriteResult(s, totals, stats, comparison, path)
+	return p, nil
+}
+
+// DryRun builds the pipeline Run would submit for o and writes its checked
+// proto to o.DryRun (stdout for cli.DryRunStdout). It contacts no service:
+// the sink is not opened (the stream's audit rows, which a run reads from
+// it, are none), a bucket source is not listed (no partition), and the
+// work dir is named, not created.
+func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	now := cmp.Or(o.Now, time.Now().UTC())
+	runID := cmp.Or(o.RunID, NewRunID(now))
+	set := o.settings(now, nil)
+	var parts []string
+	if files.IsLocal(o.Source) {
+		var err error
+		if parts, err = checkSource(o.Source); err != nil {
+			return err
+		}
+	}
+	dir := o.WorkDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "reconcile-dry-run")
+	}
+	sink, err := workerSink(o.Sink)
+	if err != nil {
+		return err
+	}
+	p, err := graph(o, sink, parts, set, nil, nil, resultPath(dir, runID))
+	if err != nil {
+		return err
+	}
+	pb, err := cli.CheckedProto(ctx, o.Runner, p)
+	if err != nil {
+		return fmt.Errorf("--runner=%s: %w", o.Runner, err)
+	}
+	return cli.WriteDryRun(o.DryRun, stdout, pb)
 }
 
 // comparisonFigures reads the comparison's counters and distribution from

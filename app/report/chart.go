@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -182,7 +183,7 @@ type marker struct {
 	Anchor, DX string
 }
 
-func newHistChart(h Histogram) *histChart {
+func newHistChart(h delay.Histogram) *histChart {
 	c := &histChart{frame: frame{Width: 1120, Height: 300, Left: 110, Top: 70, Right: 1104, Bottom: 262}}
 	var top int64 = 1
 	for _, b := range h.Buckets {
@@ -193,7 +194,7 @@ func newHistChart(h Histogram) *histChart {
 	for p := int64(1); float64(p) <= math.Pow(10, decades); p *= 10 {
 		c.YTicks = append(c.YTicks, tick{num(y(p)), fmtCount(p)})
 	}
-	total := h.Total()
+	total := h.Total
 	slot := c.PlotW() / float64(max(len(h.Buckets), 1))
 	lower := int64(0)
 	for i, b := range h.Buckets {
@@ -224,7 +225,7 @@ func newHistChart(h Histogram) *histChart {
 		for i, b := range h.Buckets {
 			if p.v < b.Upper || i == len(h.Buckets)-1 {
 				frac := 0.5
-				if b.Upper != Unbounded {
+				if b.Upper != delay.Unbounded {
 					frac = float64(p.v-lower) / float64(b.Upper-lower)
 				}
 				x = c.Left + slot*(float64(i)+0.12+0.76*frac)

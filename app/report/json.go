@@ -109,7 +109,7 @@ func writeJSON(w io.Writer, r Run) error {
 		Title:      r.Title,
 		Settings:   nonNil(r.Settings),
 		Partitions: []jsonPartition{},
-		Delays:     jsonHistogram{Unit: r.Delays.Unit, Buckets: []jsonBucket{}, Total: r.Delays.Total(), P50: r.Delays.P50, P95: r.Delays.P95, P99: r.Delays.P99},
+		Delays:     jsonHistogram{Unit: "ms", Buckets: []jsonBucket{}, Total: r.Delays.Total, P50: r.Delays.P50, P95: r.Delays.P95, P99: r.Delays.P99},
 		Reconcile:  r.Reconcile,
 		Advice:     r.Advice,
 	}
@@ -162,7 +162,7 @@ func writeJSON(w io.Writer, r Run) error {
 	lower := int64(0)
 	for _, b := range r.Delays.Buckets {
 		jb := jsonBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count}
-		if b.Upper != Unbounded {
+		if b.Upper != delay.Unbounded {
 			u := b.Upper
 			jb.Upper = &u
 		}

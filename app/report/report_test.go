@@ -66,10 +66,7 @@ func knownRun() Run {
 				{8, ms("2026-11-04T10:10:00Z"), ms("2026-11-05T11:20:00Z")},
 			},
 		}},
-		Delays: Histogram{Unit: "ms", Buckets: []Bucket{
-			{DelayBuckets[0], 4}, {DelayBuckets[1], 0}, {DelayBuckets[2], 0}, {DelayBuckets[3], 1},
-			{DelayBuckets[4], 1}, {DelayBuckets[5], 0}, {DelayBuckets[6], 0}, {Unbounded, 1},
-		}, P50: 0, P95: 25 * time.Hour.Milliseconds(), P99: 25 * time.Hour.Milliseconds()},
+		Delays:  tracedDelays([]int64{4, 0, 0, 1, 1, 0, 0, 1}, 0, 25*time.Hour.Milliseconds(), 25*time.Hour.Milliseconds()),
 		Windows: WindowsFromChangelog(changelog),
 		Audit:   &Audit{TooLate: 1, Conflicts: 1, Quarantined: 1},
 		Reconcile: &Reconcile{
@@ -409,7 +406,7 @@ func TestSelectWindowsCaps(t *testing.T) {
 func TestLabels(t *testing.T) {
 	var got []string
 	lower := int64(0)
-	for _, u := range DelayBuckets {
+	for _, u := range delay.Buckets {
 		got = append(got, bucketLabel(lower, u))
 		lower = u
 	}

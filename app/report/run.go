@@ -28,7 +28,7 @@ type Run struct {
 	// (see TraceFolder).
 	Partitions []PartitionTrace
 	// Delays is the arrival delay distribution (see TraceFolder).
-	Delays Histogram
+	Delays delay.Histogram
 	// Windows is each key's revision history (see WindowsFromChangelog).
 	Windows []WindowHistory
 	// Audit holds the row counts of the sink's audit tables after the run;
@@ -84,36 +84,6 @@ type TracePoint struct {
 // Behind reports whether the event arrived below its partition watermark.
 func (p TracePoint) Behind() bool {
 	return p.Watermark != model.NoWatermark && p.EventTime < p.Watermark
-}
-
-// Histogram is a distribution of non-negative values in Unit.
-type Histogram struct {
-	// Unit is the unit of Upper and the percentiles ("ms" for delays).
-	Unit string
-	// Buckets are in increasing order; bucket i counts values in
-	// [Buckets[i-1].Upper, Buckets[i].Upper) (from 0 for the first). The last
-	// bucket's Upper is math.MaxInt64: it holds everything above.
-	Buckets []Bucket
-	// P50, P95 and P99 are nearest-rank percentiles of the values.
-	P50, P95, P99 int64
-}
-
-// Bucket is one bar of a Histogram.
-type Bucket struct {
-	Upper int64
-	Count int64
-}
-
-// Unbounded is the Upper of a histogram's last, open bucket.
-const Unbounded = delay.Unbounded
-
-// Total is the number of values in the histogram.
-func (h Histogram) Total() int64 {
-	var n int64
-	for _, b := range h.Buckets {
-		n += b.Count
-	}
-	return n
 }
 
 // WindowHistory is one (window, dims) key's accepted snapshots.

@@ -18,10 +18,6 @@ import (
 // hundred kilobytes.
 const MaxTracePoints = 400
 
-// DelayBuckets are the upper bounds (ms, exclusive) of the delay histogram,
-// the same ones the pipeline's delay counters use (package delay).
-var DelayBuckets = delay.Buckets
-
 // TraceFolder replays every partition of a raw-log folder the way the file
 // source reads it — rawlog.Scan in arrival order, each record stamped by a
 // rawlog.Stamper read at now — and records, per valid event, its event time
@@ -42,9 +38,9 @@ var DelayBuckets = delay.Buckets
 //
 // now is the processing time the future_event_time check is made against,
 // as for the source. Partitions come back in sorted order.
-func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time.Time) ([]PartitionTrace, Histogram, error) {
+func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time.Time) ([]PartitionTrace, delay.Histogram, error) {
 	if policy.OutOfOrderBound < 0 {
-		return nil, Histogram{}, fmt.Errorf("report: trace %s: --ooo-bound must not be negative, got %v", dir, policy.OutOfOrderBound)
+		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: --ooo-bound must not be negative, got %v", dir, policy.OutOfOrderBound)
 	}
 	if policy.IdleTimeout <= 0 {
 		// Idleness does not change the partition watermark; any positive
@@ -52,14 +48,14 @@ func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time
 		policy.IdleTimeout = time.Minute
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
+		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
 	}
 	parts, err := rawlog.ListPartitions(dir)
 	if err != nil {
-		return nil, Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
+		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
 	}
 	at := now.UnixMilli()
-	delays := newDelayRecorder(DelayBuckets)
+	delays := newDelayRecorder()
 	traces := make([]PartitionTrace, 0, len(parts))
 	for _, p := range parts {
 		tr := PartitionTrace{Partition: p, Watermark: model.NoWatermark}
@@ -81,7 +77,7 @@ func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time
 			return nil
 		})
 		if err != nil {
-			return nil, Histogram{}, fmt.Errorf("report: trace %s partition %q: %w", dir, p, err)
+			return nil, delay.Histogram{}, fmt.Errorf("report: trace %s partition %q: %w", dir, p, err)
 		}
 		tr.Points = smp.points()
 		tr.Watermark = st.Watermark()
@@ -171,24 +167,20 @@ func (s *sampler) points() []TracePoint {
 // the minute above, so a log with billions of events needs a few thousand
 // entries rather than one per event.
 type delayRecorder struct {
-	buckets []Bucket
-	exact   map[int64]int64
-	n       int64
+	counts []int64 // per delay.Buckets
+	exact  map[int64]int64
+	n      int64
 }
 
-func newDelayRecorder(uppers []int64) *delayRecorder {
-	r := &delayRecorder{exact: map[int64]int64{}}
-	for _, u := range uppers {
-		r.buckets = append(r.buckets, Bucket{Upper: u})
-	}
-	return r
+func newDelayRecorder() *delayRecorder {
+	return &delayRecorder{counts: make([]int64, len(delay.Buckets)), exact: map[int64]int64{}}
 }
 
 func (r *delayRecorder) add(ms int64) {
 	r.n++
-	for i := range r.buckets {
-		if ms < r.buckets[i].Upper || i == len(r.buckets)-1 {
-			r.buckets[i].Count++
+	for i, u := range delay.Buckets {
+		if ms < u || i == len(delay.Buckets)-1 {
+			r.counts[i]++
 			break
 		}
 	}
@@ -199,8 +191,10 @@ func (r *delayRecorder) add(ms int64) {
 	r.exact[q]++
 }
 
-func (r *delayRecorder) histogram() Histogram {
-	h := Histogram{Unit: "ms", Buckets: slices.Clone(r.buckets)}
+// histogram is the bucket counts with the recorded delays' own
+// percentiles, not their buckets' bounds.
+func (r *delayRecorder) histogram() delay.Histogram {
+	h := delay.NewHistogram(r.counts)
 	if r.n == 0 {
 		return h
 	}

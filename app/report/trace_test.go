@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -79,10 +80,7 @@ func TestTraceFolder(t *testing.T) {
 	}
 
 	// Delays: 0 0 15m 0 2h30m in p0, 0 30s 0 in p1.
-	wantH := Histogram{Unit: "ms", Buckets: []Bucket{
-		{DelayBuckets[0], 6}, {DelayBuckets[1], 0}, {DelayBuckets[2], 0}, {DelayBuckets[3], 1},
-		{DelayBuckets[4], 0}, {DelayBuckets[5], 1}, {DelayBuckets[6], 0}, {Unbounded, 0},
-	}, P50: 0, P95: 150 * time.Minute.Milliseconds(), P99: 150 * time.Minute.Milliseconds()}
+	wantH := tracedDelays([]int64{6, 0, 0, 1, 0, 1, 0, 0}, 0, 150*time.Minute.Milliseconds(), 150*time.Minute.Milliseconds())
 	if !reflect.DeepEqual(delays, wantH) {
 		t.Errorf("delays:\n%+v\nwant:\n%+v", delays, wantH)
 	}
@@ -100,7 +98,7 @@ func TestTraceFolderErrors(t *testing.T) {
 		t.Error("invalid event config: no error")
 	}
 	traces, h, err := TraceFolder(t.TempDir(), policy, event.DefaultConfig(), time.Now())
-	if err != nil || len(traces) != 0 || h.Total() != 0 || len(h.Buckets) != len(DelayBuckets) {
+	if err != nil || len(traces) != 0 || h.Total != 0 || len(h.Buckets) != len(delay.Buckets) {
 		t.Errorf("empty folder: %v %v %+v", traces, err, h)
 	}
 }
@@ -137,7 +135,7 @@ func TestSamplerKeepsLateEvents(t *testing.T) {
 }
 
 func TestPercentiles(t *testing.T) {
-	r := newDelayRecorder(DelayBuckets)
+	r := newDelayRecorder()
 	for i := range int64(100) {
 		r.add(i * 1000) // 0s .. 99s
 	}
@@ -146,7 +144,7 @@ func TestPercentiles(t *testing.T) {
 	if h.P50 != 50_000 || h.P95 != 95_000 || h.P99 != 99_000 {
 		t.Errorf("p50/p95/p99 = %d/%d/%d, want 50000/95000/99000", h.P50, h.P95, h.P99)
 	}
-	if h.Buckets[0].Count != 60 || h.Buckets[1].Count != 40 || h.Buckets[5].Count != 1 || h.Total() != 101 {
+	if h.Buckets[0].Count != 60 || h.Buckets[1].Count != 40 || h.Buckets[5].Count != 1 || h.Total != 101 {
 		t.Errorf("buckets = %+v", h.Buckets)
 	}
 	r.add(1 << 50)
@@ -154,4 +152,12 @@ func TestPercentiles(t *testing.T) {
 	if got := r.histogram(); got.P99 != (1<<50)-(1<<50)%60_000 || got.Buckets[7].Count != 2 {
 		t.Errorf("outliers: p99 %d, buckets %+v", got.P99, got.Buckets)
 	}
+}
+
+// tracedDelays is the histogram of counts (per delay.Buckets) with the
+// traced delays' own percentiles.
+func tracedDelays(counts []int64, p50, p95, p99 int64) delay.Histogram {
+	h := delay.NewHistogram(counts)
+	h.P50, h.P95, h.P99 = p50, p95, p99
+	return h
 }

@@ -156,7 +156,7 @@ func newView(r Run) view {
 		}
 		v.Partitions = append(v.Partitions, pv)
 	}
-	v.DelayTotal = r.Delays.Total()
+	v.DelayTotal = r.Delays.Total
 	lower := int64(0)
 	for _, b := range r.Delays.Buckets {
 		v.Delays = append(v.Delays, delayBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count, Share: share(b.Count, v.DelayTotal)})

@@ -17,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // The exit codes are the command's contract, so the tests run the real
@@ -72,7 +73,7 @@ func streamedSink(t *testing.T) (logDir, sinkPath string) {
 		t.Fatal(err)
 	}
 	sinkPath = filepath.Join(t.TempDir(), "revenue.db")
-	sink, err := sinks.OpenSQLite(sinkPath)
+	sink, err := sinktest.OpenSQLite(sinkPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,8 +101,8 @@ const filters = "sdks/go/test/integration/integration.go"
 // What the pipeline does instead, shared by the profiles that lack the
 // same thing.
 var (
-	noProcessingTimers = "no DoFn declares one: EARLY refreshes and BigQuery flushes are driven by a clock PCollection " +
-		"(periodic.Impulse, streaming runs only) and a bounded input's last flush by an event-time timer (docs/operations.md)"
+	noProcessingTimers = "the job's clock is a periodic impulse (internal/clock): it drives the EARLY refresh (--early-source=impulse, the default here), " +
+		"the BigQuery flush of a streaming job and the discovery of new partitions; a bounded job's BigQuery rows flush at the size limits and at the end of the input"
 	noFinalization = "no DoFn requests it: the Pub/Sub source acknowledges a message once its archive write is durable"
 	noMapState     = "the pipeline uses value and bag state only"
 	noLiveMetrics  = "the launcher gets no committed counters while the job runs: nothing that needs them (progress from the runner's figures, sealing resume points) may rely on them (docs/restart.md)"
@@ -182,9 +182,6 @@ var profiles = []Profile{
 		},
 	},
 }
-
-// Profiles returns the table, in order.
-func Profiles() []Profile { return slices.Clone(profiles) }
 
 // For returns the profile of a --runner value: prism's when
 // localrunner.IsPrism says so (the one "is this prism?" decision; a value

@@ -16,6 +16,7 @@ var sharedUsage = map[string]struct{ arg, usage string }{
 	"dimensions":        {"FIELD,...", "payload fields to report by (the dims column; a missing field is null)"},
 	"report":            {"PATH", "write a report of the run to PATH: .html, .md or .json, by extension"},
 	"log-level":         {"", "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)"},
+	"dry-run":           {"", "build the pipeline for --runner as a submission would, check it against the runner's capabilities, write its portable pipeline proto (protojson) to stdout, or to FILE with --dry-run=FILE, and exit 0: no service is contacted, nothing is run"},
 	"shared-filesystem": {"", "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow local paths off the in-process runner"},
 }
 

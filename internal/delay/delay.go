@@ -103,7 +103,9 @@ type Histogram struct {
 	Buckets []Bucket `json:"buckets"`
 	Total   int64    `json:"total"`
 	// P50, P95 and P99 are Percentile's upper bounds (ms; Unbounded,
-	// 9223372036854775807, for the last bucket), 0 when Total is 0.
+	// 9223372036854775807, for the last bucket), 0 when Total is 0. A
+	// report's trace of the raw log (app/report) sets the traced delays' own
+	// nearest-rank values instead.
 	P50 int64 `json:"p50_below_ms"`
 	P95 int64 `json:"p95_below_ms"`
 	P99 int64 `json:"p99_below_ms"`

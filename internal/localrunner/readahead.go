@@ -36,7 +36,7 @@ const DefaultReadAhead = 100_000
 
 // StallAfter is how long a source waits for the dedup step to take
 // anything before it reads on regardless (see ReadAhead).
-const StallAfter = 10 * time.Second
+const StallAfter = 30 * time.Second
 
 // ReadAhead is one job's read-ahead account in this process. The zero
 // value is ready; a nil *ReadAhead bounds nothing.

@@ -41,6 +41,14 @@ const (
 	DedupExpired      Name = "dedup_expired"
 	DedupStateReloads Name = "dedup_state_reloads"
 	DedupStateEntries Name = "dedup_state_entries" // distribution
+	// DedupElements counts the elements the dedup step took in (batches of
+	// events and window announcements): per 1,000 records read it shows the
+	// fan-out of the step, which must not grow with --dedup-shards.
+	DedupElements Name = "dedup_elements"
+	// WindowFanOuts counts the windows announced to every dedup shard
+	// (transforms.AnnounceWindows): once per window with data, whatever the
+	// number of bundles.
+	WindowFanOuts Name = "dedup_window_fanouts"
 	// PartitionsDiscovered counts partition folders a follower found after
 	// its start (--discover-every).
 	PartitionsDiscovered Name = "partitions_discovered"
@@ -54,6 +62,10 @@ const (
 	// loaded when they started (sinks.Published): bounded by the windows a
 	// restart can still reach, not by the sink's history.
 	RevisionSeedRows Name = "revision_seed_rows"
+	// RevisionsAdopted counts keys whose state continued after a newer row
+	// the sink held (triggers.WindowState.Adopt): the step's state was
+	// restored from an older snapshot. Zero on prism, which never restores.
+	RevisionsAdopted Name = "revisions_adopted_from_sink"
 
 	// What the sink made of the rows and audit records.
 	SinkRowsAccepted  Name = "sink_rows_accepted"
@@ -170,6 +182,8 @@ type Counts struct {
 	// AfterFinal counts events that reached a window after its FINAL row;
 	// it must stay zero.
 	AfterFinal int64 `json:"invariant_data_after_final"`
+	// DedupElements counts the elements the dedup step took in.
+	DedupElements int64 `json:"dedup_elements"`
 	// Lateness and Arrival are the valid events' delays, from their bucket
 	// counters, with p50, p95 and p99.
 	Lateness delay.Histogram `json:"event_lateness"`
@@ -209,6 +223,15 @@ func (c Counts) Identity() string {
 	}
 	return fmt.Sprintf("read %d %s counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d",
 		c.Read, op, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate)
+}
+
+// DedupElementsPerThousand is the dedup step's fan-out: the elements it took
+// in per 1,000 records read (0 when nothing was read).
+func (c Counts) DedupElementsPerThousand() float64 {
+	if c.Read == 0 {
+		return 0
+	}
+	return float64(c.DedupElements) * 1000 / float64(c.Read)
 }
 
 // String renders the identity as one line.
@@ -257,7 +280,7 @@ func CountsOf(named map[string]int64) Counts {
 	arrival := make([]int64, len(delay.Buckets))
 	fixed := map[Name]*int64{
 		Read: &c.Read, Counted: &c.Counted, Duplicates: &c.Duplicates, Conflicts: &c.Conflicts,
-		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal,
+		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal, DedupElements: &c.DedupElements,
 		SinkRowsAccepted: &c.SinkAccepted, SinkRowsStale: &c.SinkStale, SinkAuditInserted: &c.SinkAudit, SinkRetries: &c.SinkRetries,
 	}
 	for name, v := range named {

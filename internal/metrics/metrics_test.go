@@ -22,6 +22,7 @@ func TestCountsOfParsesEveryName(t *testing.T) {
 	set(SinkRowsStale, 3)
 	set(SinkAuditInserted, 6)
 	set(SinkRetries, 5)
+	set(DedupElements, 25)
 	set(QuarantinedBy("bad_json"), 2)
 	set(ReadBy("p0"), 6)
 	set(ReadBy("p1"), 4)
@@ -40,6 +41,12 @@ func TestCountsOfParsesEveryName(t *testing.T) {
 	}
 	if c.SinkAccepted != 7 || c.SinkStale != 3 || c.SinkAudit != 6 || c.SinkRetries != 5 {
 		t.Errorf("sink figures: %+v", c)
+	}
+	if c.DedupElements != 25 || c.DedupElementsPerThousand() != 2500 {
+		t.Errorf("dedup elements %d, %v per 1,000 read; want 25, 2500", c.DedupElements, c.DedupElementsPerThousand())
+	}
+	if (Counts{}).DedupElementsPerThousand() != 0 {
+		t.Error("fan-out of a run that read nothing is not 0")
 	}
 	if !maps.Equal(c.QuarantinedBy, map[string]int64{"bad_json": 2}) || !maps.Equal(c.ReadBy, map[string]int64{"p0": 6, "p1": 4}) ||
 		!maps.Equal(c.Rows, map[string]int64{"FINAL": 3}) {

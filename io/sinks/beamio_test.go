@@ -88,7 +88,7 @@ func TestWriteOnPrism(t *testing.T) {
 		t.Errorf("first run counters = %v, want 3 audit rows inserted, no retries", got)
 	}
 
-	db, err := OpenSQLite(path)
+	db, err := openSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

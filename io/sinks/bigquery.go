@@ -111,12 +111,20 @@ func OpenBigQuery(ctx context.Context, spec Spec) (*BigQuery, error) {
 	}
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: sleepCtx,
 		api: &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
-	if err := b.ensureSchema(ctx); err != nil {
+	// The client retries retryable answers with no end: bound the schema
+	// check, so that an unreachable or stuck service is an error that names
+	// it, not a start that never returns.
+	sctx, cancel := context.WithTimeout(ctx, schemaTimeout)
+	defer cancel()
+	if err := b.ensureSchema(sctx); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("bigquery sink %s: %w", spec, err)
 	}
 	return b, nil
 }
+
+// schemaTimeout bounds OpenBigQuery's schema check (a few metadata calls).
+const schemaTimeout = 2 * time.Minute
 
 func (b *BigQuery) String() string { return SchemeBigQuery + ":" + b.project + "." + b.dataset }
 
@@ -197,17 +205,20 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		if len(t.rows) == 0 {
 			continue
 		}
+		// The write step's rules with nothing in between: each row
+		// buffered, then flush steps until nothing is left (seal, append).
 		st := &memStore{}
 		for _, row := range t.rows {
-			if _, err := onRow(st, row, now, DefaultFlushPolicy); err != nil {
-				return Result{}, err
-			}
-		}
-		// Two firings: the first seals into a new stream, the second appends.
-		for range 2 {
-			if _, err := onFlush(ctx, st, b.api, t.name, now, DefaultFlushPolicy, b.sleep); err != nil {
+			if _, _, err := onRow(ctx, st, b.api, t.name, row, DefaultFlushPolicy, false, b.sleep); err != nil {
 				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
+		}
+		for pending := true; pending; {
+			r, err := flushStep(ctx, st, b.api, t.name, false, b.sleep)
+			if err != nil {
+				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+			}
+			pending = r.Pending
 		}
 		switch i {
 		case 0:

@@ -34,20 +34,19 @@ func changelogRows(t *testing.T, n int) [][]byte {
 	return out
 }
 
-// sealed buffers rows and fires the flush timer once: the batch is sealed
-// into a new stream, nothing appended yet.
+// sealed buffers rows and takes one flush step: the batch is sealed into a
+// new stream, nothing appended yet.
 func sealed(t *testing.T, app appender, rows [][]byte) *memStore {
 	t.Helper()
 	st := &memStore{}
-	now := time.Now()
 	for _, r := range rows {
-		if _, err := onRow(st, r, now, DefaultFlushPolicy); err != nil {
+		if _, _, err := onRow(context.Background(), st, app, bqChangelog, r, DefaultFlushPolicy, false, noSleep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := onFlush(context.Background(), st, app, bqChangelog, now, DefaultFlushPolicy, noSleep)
-	if err != nil || res.Appended != 0 || res.Again.IsZero() {
-		t.Fatalf("seal: %+v, %v; want nothing appended and another firing", res, err)
+	res, err := flushStep(context.Background(), st, app, bqChangelog, false, noSleep)
+	if err != nil || res.Appended != 0 || !res.Sealed || !res.Pending {
+		t.Fatalf("seal: %+v, %v; want a batch sealed, nothing appended", res, err)
 	}
 	return st
 }
@@ -67,7 +66,7 @@ func sameRows(t *testing.T, got, want [][]byte) {
 // TestBigQueryRetriedFlushRepeatsNothing is the runner retrying the append
 // step's bundle after a partial write: the first attempt appends the first
 // request of a sealed batch and fails; the runner discards the attempt's
-// state changes and fires the timer again with the committed state. Against
+// state changes and takes the step again with the committed state. Against
 // a write service that checks offsets as BigQuery does, the table then
 // holds exactly the rows of a clean run, each once.
 func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
@@ -78,7 +77,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 	// A clean run.
 	clean, cleanAPI := startFakeWrite(t)
 	st := sealed(t, cleanAPI, rows)
-	if res, err := onFlush(context.Background(), st, cleanAPI, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep); err != nil || res.Appended != len(rows) {
+	if res, err := flushStep(context.Background(), st, cleanAPI, bqChangelog, false, noSleep); err != nil || res.Appended != len(rows) {
 		t.Fatalf("clean flush: %+v, %v", res, err)
 	}
 	sameRows(t, clean.rows(bqChangelog), rows)
@@ -95,7 +94,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 		return nil
 	}
 	defer func() { afterAppend = nil }()
-	if _, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep); !errors.Is(err, failed) {
+	if _, err := flushStep(context.Background(), st, api, bqChangelog, false, noSleep); !errors.Is(err, failed) {
 		t.Fatalf("first attempt: %v, want the injected failure", err)
 	}
 	if got := len(fake.rows(bqChangelog)); got == 0 || got >= len(rows) {
@@ -104,7 +103,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 	afterAppend = nil
 
 	retry := committed
-	res, err := onFlush(context.Background(), &retry, api, bqChangelog, time.Now(), DefaultFlushPolicy, noSleep)
+	res, err := flushStep(context.Background(), &retry, api, bqChangelog, false, noSleep)
 	if err != nil || res.Appended != len(rows) {
 		t.Fatalf("retry: %+v, %v", res, err)
 	}
@@ -140,7 +139,7 @@ func TestBigQueryAppendErrors(t *testing.T) {
 			st := sealed(t, api, rows)
 			fake.fail = tc.fail
 			var waits []time.Duration
-			_, err := onFlush(context.Background(), st, api, bqChangelog, time.Now(), DefaultFlushPolicy, func(_ context.Context, d time.Duration) error {
+			_, err := flushStep(context.Background(), st, api, bqChangelog, false, func(_ context.Context, d time.Duration) error {
 				waits = append(waits, d)
 				return nil
 			})
@@ -214,4 +213,58 @@ func TestRetryableAppendCodes(t *testing.T) {
 	if retryableAppend(context.Canceled) {
 		t.Error("a cancelled context is retried")
 	}
+}
+
+// TestFlushStepRules pins the write step's batching rules: a row buffered
+// before a step is sealed by it and appended by the next one (at most two
+// clock ticks after it arrived); a batch sealed in the current bundle is
+// never appended by it; the size limits seal at once, without a tick.
+func TestFlushStepRules(t *testing.T) {
+	ctx := context.Background()
+	rows := changelogRows(t, 5)
+	fake, api := startFakeWrite(t)
+	st := &memStore{}
+	p := DefaultFlushPolicy
+	p.MaxRows = 3
+
+	first, res, err := onRow(ctx, st, api, bqChangelog, rows[0], p, false, noSleep)
+	if err != nil || !first || res.Sealed || !res.Pending {
+		t.Fatalf("first row: first=%v %+v %v; want the first of a buffer, only buffered", first, res, err)
+	}
+	// A tick seals it; a second step in the same bundle does not append.
+	if res, err = flushStep(ctx, st, api, bqChangelog, false, noSleep); err != nil || !res.Sealed || res.Appended != 0 {
+		t.Fatalf("tick 1: %+v %v; want sealed, nothing appended", res, err)
+	}
+	if res, err = flushStep(ctx, st, api, bqChangelog, true, noSleep); err != nil || res.Appended != 0 || !res.Pending {
+		t.Fatalf("same bundle: %+v %v; want the batch sealed here kept for a later bundle", res, err)
+	}
+	if n := len(fake.rows(bqChangelog)); n != 0 {
+		t.Fatalf("%d rows appended in the bundle that sealed them", n)
+	}
+	// The next tick appends it.
+	if res, err = flushStep(ctx, st, api, bqChangelog, false, noSleep); err != nil || res.Appended != 1 || res.Sealed || res.Pending {
+		t.Fatalf("tick 2: %+v %v; want the row appended, nothing left", res, err)
+	}
+	// Three rows reach MaxRows: the third seals without a tick, the
+	// fourth (a later bundle) appends them and buffers itself.
+	for i, r := range rows[1:4] {
+		first, res, err = onRow(ctx, st, api, bqChangelog, r, p, false, noSleep)
+		if err != nil || first != (i == 0) || res.Sealed != (i == 2) {
+			t.Fatalf("row %d: first=%v %+v %v", i+1, first, res, err)
+		}
+	}
+	if n := len(fake.rows(bqChangelog)); n != 1 {
+		t.Fatalf("%d rows appended before the sealing bundle ended, want 1", n)
+	}
+	if _, res, err = onRow(ctx, st, api, bqChangelog, rows[4], p, false, noSleep); err != nil || res.Appended != 0 || !res.Pending {
+		// Below the limit: only buffered, the sealed batch waits for a tick.
+		t.Fatalf("row 5: %+v %v", res, err)
+	}
+	for pending := true; pending; {
+		if res, err = flushStep(ctx, st, api, bqChangelog, false, noSleep); err != nil {
+			t.Fatal(err)
+		}
+		pending = res.Pending
+	}
+	sameRows(t, fake.rows(bqChangelog), rows)
 }

@@ -9,10 +9,11 @@ import (
 )
 
 // FlushPolicy says when the BigQuery write step appends what it buffered for
-// one (table, shard): after Interval, or as soon as MaxRows rows or MaxBytes
-// bytes wait, whichever comes first. The number of append calls per table
-// is then bounded by shards × (1/Interval + row rate/MaxRows + byte
-// rate/MaxBytes), whatever the runner's bundle rate (docs/bigquery.md).
+// one (table, shard): on the first clock tick after Interval (when the input
+// is unbounded), as soon as MaxRows rows or MaxBytes bytes wait, and at the
+// end of a bounded input. The number of append calls per table is then
+// bounded by shards × (1/Interval + row rate/MaxRows + byte rate/MaxBytes),
+// whatever the runner's bundle rate (docs/bigquery.md).
 type FlushPolicy struct {
 	Interval time.Duration
 	MaxRows  int64
@@ -20,6 +21,13 @@ type FlushPolicy struct {
 	// Shards is how many keys each table's rows are spread over: the
 	// number of appends that may run at once per table.
 	Shards int
+	// Clock ticks every Interval drive the flushes of an unbounded input
+	// (a follower, a subscription): a periodic impulse, which every runner
+	// runs like any source, not processing-time timers, which the portable
+	// Flink runner does not fire for Go. A bounded input has no clock (it
+	// would hold the job open); it flushes at the size limits and at its
+	// end.
+	Clock bool
 }
 
 // DefaultFlushPolicy flushes every 5 s, at 50,000 rows or at 8 MB, over 2
@@ -76,8 +84,8 @@ func decodeSealed(b []byte) (sealedBatch, error) {
 }
 
 // batchStore is the per-key state of the write step: the buffered rows and
-// their size, the sealed batch, and when the flush timer fires. The DoFn
-// keeps it in Beam state; the tests keep it in memory.
+// their size, and the sealed batch. The DoFn keeps it in Beam state; the
+// tests keep it in memory.
 type batchStore interface {
 	Buffer(row []byte) (rows, bytes int64, err error)
 	Buffered() ([][]byte, error)
@@ -85,62 +93,46 @@ type batchStore interface {
 	Sealed() (sealedBatch, bool, error)
 	Seal(sealedBatch) error
 	ClearSealed() error
-	Armed() (time.Time, bool, error)
-	Arm(at time.Time) error
-	Disarm() error
 }
 
-// onRow buffers a row and returns when the flush timer must fire, or the
-// zero time when the armed timer stays as it is.
-func onRow(st batchStore, row []byte, now time.Time, p FlushPolicy) (time.Time, error) {
-	rows, bytes, err := st.Buffer(row)
-	if err != nil {
-		return time.Time{}, err
-	}
-	want := now.Add(p.Interval)
-	if rows >= p.MaxRows || bytes >= p.MaxBytes {
-		want = now
-	}
-	at, armed, err := st.Armed()
-	if err != nil {
-		return time.Time{}, err
-	}
-	if armed && !want.Before(at) {
-		return time.Time{}, nil
-	}
-	return want, st.Arm(want)
-}
-
-// flushResult says what one firing of the flush timer did.
+// flushResult says what one flush step did.
 type flushResult struct {
-	Appended int // rows of the sealed batch appended
-	Requests int // append requests sent
-	// Again is when to fire once more (the zero time: not armed): right
-	// away after sealing, so that the seal is committed before the append.
-	Again time.Time
+	Appended int  // rows of the sealed batch appended
+	Requests int  // append requests sent
+	Sealed   bool // a batch was sealed by this step: it appends at a later one
+	Pending  bool // rows still wait, sealed or buffered
 }
 
-// onFlush is one firing of the flush timer. When a batch is sealed (by the
-// previous firing) it appends it, and re-arms for what was buffered since:
-// at once if that is over the size limits, else an interval later. When
-// none is sealed it seals what is buffered into a new committed stream and
-// asks to fire again at once. Sealing and appending happen in different
-// bundles on purpose: the append only ever reads a batch the runner has
-// committed.
-func onFlush(ctx context.Context, st batchStore, app appender, table string, now time.Time, p FlushPolicy, sleep func(context.Context, time.Duration) error) (flushResult, error) {
+// onRow buffers a row and, once the buffer reaches the size limits, takes
+// a flush step at once (sealedHere as for flushStep). It reports whether the
+// row is the first of an empty buffer, for which the DoFn arms its
+// end-of-input timer.
+func onRow(ctx context.Context, st batchStore, app appender, table string, row []byte, p FlushPolicy, sealedHere bool,
+	sleep func(context.Context, time.Duration) error) (first bool, res flushResult, err error) {
+	rows, bytes, err := st.Buffer(row)
+	if err != nil || (rows < p.MaxRows && bytes < p.MaxBytes) {
+		return rows == 1, flushResult{Pending: true}, err
+	}
+	res, err = flushStep(ctx, st, app, table, sealedHere, sleep)
+	return rows == 1, res, err
+}
+
+// flushStep is one step of a key's flush, taken at a clock tick, at the size
+// limits and at the end of the input. It appends the sealed batch unless
+// that batch was sealed in the current bundle (sealedHere), then, when no
+// batch is sealed, seals what is buffered into a new committed stream.
+// Sealing and appending happen in different bundles on purpose: the append
+// only ever reads a batch the runner has committed, so a retried bundle
+// repeats the same rows at the same offsets of the same stream. A row thus
+// waits at most two steps: the one that seals it and the next.
+func flushStep(ctx context.Context, st batchStore, app appender, table string, sealedHere bool,
+	sleep func(context.Context, time.Duration) error) (flushResult, error) {
 	var res flushResult
-	if err := st.Disarm(); err != nil {
-		return res, err
-	}
-	rows, err := st.Buffered()
+	sb, sealed, err := st.Sealed()
 	if err != nil {
 		return res, err
 	}
-	sb, ok, err := st.Sealed()
-	if err != nil {
-		return res, err
-	}
-	if ok {
+	if sealed && !sealedHere {
 		n, err := appendSealed(ctx, app, table, sb, sleep)
 		res.Requests = n
 		if err != nil {
@@ -150,38 +142,27 @@ func onFlush(ctx context.Context, st batchStore, app appender, table string, now
 		if err := st.ClearSealed(); err != nil {
 			return res, err
 		}
-		if len(rows) == 0 {
-			return res, nil
-		}
-		res.Again = now.Add(p.Interval)
-		if size := bytesOf(rows); int64(len(rows)) >= p.MaxRows || size >= p.MaxBytes {
-			res.Again = now
-		}
-		return res, st.Arm(res.Again)
+		sealed = false
 	}
-	if len(rows) == 0 {
-		return res, nil
-	}
-	stream, err := app.CreateStream(ctx, table)
+	rows, err := st.Buffered()
 	if err != nil {
 		return res, err
 	}
-	if err := st.Seal(sealedBatch{Stream: stream, Rows: rows}); err != nil {
-		return res, err
+	if !sealed && len(rows) > 0 {
+		stream, err := app.CreateStream(ctx, table)
+		if err != nil {
+			return res, err
+		}
+		if err := st.Seal(sealedBatch{Stream: stream, Rows: rows}); err != nil {
+			return res, err
+		}
+		if err := st.ClearBuffer(); err != nil {
+			return res, err
+		}
+		res.Sealed, sealed, rows = true, true, nil
 	}
-	if err := st.ClearBuffer(); err != nil {
-		return res, err
-	}
-	res.Again = now
-	return res, st.Arm(now)
-}
-
-func bytesOf(rows [][]byte) int64 {
-	var n int64
-	for _, r := range rows {
-		n += int64(len(r))
-	}
-	return n
+	res.Pending = sealed || len(rows) > 0
+	return res, nil
 }
 
 // memStore is a batchStore in memory, for the plain-Go callers (BigQuery.Write
@@ -190,8 +171,6 @@ type memStore struct {
 	rows   [][]byte
 	bytes  int64
 	sealed *sealedBatch
-	at     time.Time
-	armed  bool
 }
 
 func (m *memStore) Buffer(row []byte) (int64, int64, error) {
@@ -207,8 +186,5 @@ func (m *memStore) Sealed() (sealedBatch, bool, error) {
 	}
 	return *m.sealed, true, nil
 }
-func (m *memStore) Seal(sb sealedBatch) error       { m.sealed = &sb; return nil }
-func (m *memStore) ClearSealed() error              { m.sealed = nil; return nil }
-func (m *memStore) Armed() (time.Time, bool, error) { return m.at, m.armed, nil }
-func (m *memStore) Arm(at time.Time) error          { m.at, m.armed = at, true; return nil }
-func (m *memStore) Disarm() error                   { m.armed = false; return nil }
+func (m *memStore) Seal(sb sealedBatch) error { m.sealed = &sb; return nil }
+func (m *memStore) ClearSealed() error        { m.sealed = nil; return nil }

@@ -33,26 +33,42 @@ func (c *countingAppender) Append(_ context.Context, table, _ string, _ int64, r
 // to, and under which record key.
 type workload func(i int) (table, key string)
 
-// simulate runs the write step's batching rules (onRow, onFlush: the code
-// the DoFn calls) over `seconds` of simulated time at `rate` events per
-// second, delivered in bundles of `bundle`, with the flush timers firing on
-// the simulated clock as a runner fires them, and counts the calls.
+// simulate runs the write step's batching rules (onRow, flushStep: the
+// code the DoFn calls) over `seconds` of simulated time at `rate` events per
+// second, delivered in bundles of `bundle`, with a clock tick to every key
+// each p.Interval, in a bundle of its own, as the job's clock sends them;
+// then drains what is left as the end of the input does. It counts the
+// calls and checks that every row reached the table.
 func simulate(t *testing.T, p FlushPolicy, rate int, bundle time.Duration, seconds int, w workload, rowBytes map[string]int) *countingAppender {
 	t.Helper()
 	app := newCountingAppender()
 	stores := map[string]*memStore{}
-	timers := map[string]time.Time{}
 	rows := map[string][]byte{}
 	for table, n := range rowBytes {
 		rows[table] = make([]byte, n)
+		for shard := range p.Shards {
+			stores[table+"/"+strconv.Itoa(shard)] = &memStore{}
+		}
 	}
-	start := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC)
 	perBundle := int(int64(rate) * int64(bundle) / int64(time.Second))
 	steps := int(time.Duration(seconds) * time.Second / bundle)
 	ctx := context.Background()
+	sent := map[string]int{}
 	event := 0
-	for step := range steps {
-		now := start.Add(time.Duration(step) * bundle)
+	step := func(k string, sealedHere map[string]bool) bool {
+		table, _, _ := strings.Cut(k, "/")
+		res, err := flushStep(ctx, stores[k], app, table, sealedHere[k], noSleep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Sealed {
+			sealedHere[k] = true
+		}
+		return res.Pending
+	}
+	next := p.Interval
+	for i := range steps {
+		sealedHere := map[string]bool{} // per bundle
 		for range perBundle {
 			table, key := w(event % rate)
 			event++
@@ -60,34 +76,33 @@ func simulate(t *testing.T, p FlushPolicy, rate int, bundle time.Duration, secon
 				continue
 			}
 			k := table + "/" + strconv.Itoa(shardOf(key, p.Shards))
-			st := stores[k]
-			if st == nil {
-				st = &memStore{}
-				stores[k] = st
-			}
-			at, err := onRow(st, rows[table], now, p)
+			sent[table]++
+			_, res, err := onRow(ctx, stores[k], app, table, rows[table], p, sealedHere[k], noSleep)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !at.IsZero() {
-				timers[k] = at
+			if res.Sealed {
+				sealedHere[k] = true
 			}
 		}
-		// The runner fires what is due at the end of the bundle; a timer
-		// re-armed for "now" fires with the next bundle.
-		for k, at := range timers {
-			if at.After(now) {
-				continue
+		if now := time.Duration(i+1) * bundle; now >= next {
+			next += p.Interval
+			tick := map[string]bool{}
+			for k := range stores {
+				step(k, tick)
 			}
-			delete(timers, k)
-			table, _, _ := strings.Cut(k, "/")
-			res, err := onFlush(ctx, stores[k], app, table, now, p, noSleep)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.Again.IsZero() {
-				timers[k] = res.Again
-			}
+		}
+	}
+	for pending := true; pending; { // the end of the input
+		pending = false
+		drain := map[string]bool{}
+		for k := range stores {
+			pending = step(k, drain) || pending
+		}
+	}
+	for table, n := range sent {
+		if app.rows[table] != n {
+			t.Fatalf("%s: %d rows appended of %d", table, app.rows[table], n)
 		}
 	}
 	return app
@@ -152,7 +167,7 @@ func TestBigQueryCallsBoundedByFlushInterval(t *testing.T) {
 					wl.name, bundle, table, rows, app.creates[table], app.appends[table], calls[table])
 			}
 			// 100 times the bundles may not cost more than a few calls
-			// more: a timer fires at the end of the bundle it falls in.
+			// more: the clock, not the bundles, paces the flushes.
 			if first == nil {
 				first = calls
 				continue

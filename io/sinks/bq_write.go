@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/revenue-stream/hourly/internal/clock"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
@@ -23,14 +25,15 @@ func init() {
 	register.DoFn2x1[model.Conflict, func(string, []byte), error](&bqKeyFn[model.Conflict]{})
 	register.DoFn2x1[model.Quarantined, func(string, []byte), error](&bqKeyFn[model.Quarantined]{})
 	register.DoFn2x1[model.Checkpoint, func(string, []byte), error](&bqKeyFn[model.Checkpoint]{})
-	register.DoFn6x1[context.Context, beam.EventTime, state.Provider, timers.Provider, string, []byte, error](&bqAppendFn{})
+	register.DoFn5x1[context.Context, state.Provider, timers.Provider, string, []byte, error](&bqAppendFn{})
+	register.DoFn2x0[[]byte, func(string, []byte)](&bqTickFn{})
 	register.Emitter2[string, []byte]()
 }
 
 // writeBigQuery is the BigQuery write path. Each output record is encoded
 // as its table's row (written_at stamped here) and keyed by table and
 // shard; the keyed, stateful append step buffers the rows and appends them
-// through the Storage Write API on a processing-time timer (FlushPolicy).
+// through the Storage Write API as the FlushPolicy says.
 //
 // Why keyed state and not FinishBundle: the rows reach the append step
 // through the runner's shuffle and are buffered in state the runner
@@ -49,7 +52,13 @@ func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, confli
 		beam.ParDo(s.Scope("Conflicts"), &bqKeyFn[model.Conflict]{Shards: p.Shards, Emulator: emu}, conflicts),
 		beam.ParDo(s.Scope("Quarantined"), &bqKeyFn[model.Quarantined]{Shards: p.Shards, Emulator: emu}, quarantined),
 	}
-	appendBigQuery(s, spec, p, beam.Flatten(s, keyed...))
+	var keys []string
+	for _, table := range []string{bqChangelog, bqTooLate, bqConflicts, bqQuarantined} {
+		for shard := range max(p.Shards, 1) {
+			keys = append(keys, table+"/"+strconv.Itoa(shard))
+		}
+	}
+	appendBigQuery(s, spec, p, beam.Flatten(s, keyed...), keys)
 }
 
 // writeBigQueryProgress appends a run's checkpoints to source_checkpoints
@@ -60,11 +69,17 @@ func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, confli
 func writeBigQueryProgress(s beam.Scope, spec Spec, p FlushPolicy, run string, checkpoints beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQueryProgress")
 	keyed := beam.ParDo(s.Scope("Checkpoints"), &bqKeyFn[model.Checkpoint]{Shards: 1, Emulator: storageEmulator(), Run: run}, checkpoints)
-	appendBigQuery(s, spec, p, keyed)
+	appendBigQuery(s, spec, p, keyed, []string{bqCheckpoints + "/0"})
 }
 
-// appendBigQuery is the keyed append step over "table/shard"-keyed rows.
-func appendBigQuery(s beam.Scope, spec Spec, p FlushPolicy, keyed beam.PCollection) {
+// appendBigQuery is the keyed append step over "table/shard"-keyed rows;
+// keys are all the keys rows can have. With a clock (FlushPolicy.Clock)
+// every key gets a tick every Interval: an empty row.
+func appendBigQuery(s beam.Scope, spec Spec, p FlushPolicy, keyed beam.PCollection, keys []string) {
+	if p.Clock {
+		ticks := beam.ParDo(s.Scope("Ticks"), &bqTickFn{Keys: keys}, clock.Ticks(s, p.Interval))
+		keyed = beam.Flatten(s, keyed, ticks)
+	}
 	beam.ParDo0(s.Scope("Append"), &bqAppendFn{
 		Spec:   spec,
 		Policy: p,
@@ -72,9 +87,17 @@ func appendBigQuery(s beam.Scope, spec Spec, p FlushPolicy, keyed beam.PCollecti
 		Count:  state.MakeValueState[int64]("count"),
 		Bytes:  state.MakeValueState[int64]("bytes"),
 		Sealed: state.MakeValueState[[]byte]("sealed"),
-		At:     state.MakeValueState[int64]("at"),
-		Flush:  timers.InProcessingTime("flush"),
+		Drain:  timers.InEventTime("drain"),
 	}, keyed)
+}
+
+// bqTickFn sends a clock tick to every key of the append step.
+type bqTickFn struct{ Keys []string }
+
+func (f *bqTickFn) ProcessElement(_ []byte, emit func(string, []byte)) {
+	for _, k := range f.Keys {
+		emit(k, nil)
+	}
 }
 
 // shardOf spreads a table's records over n keys by a stable hash of the
@@ -128,7 +151,13 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 }
 
 // bqAppendFn buffers a (table, shard)'s rows and appends them (see onRow and
-// onFlush for the rules).
+// flushStep for the rules). Its elements are rows and, with a clock, ticks
+// (empty rows); an event-time timer at the end of the global window drains
+// a bounded input: it fires once the input is complete and again, in a
+// later bundle, while anything is left, so that sealing and appending stay
+// in different bundles. No processing-time timer: the portable Flink runner
+// fires none for Go (Beam's integration suite filters
+// TestTimers_ProcessingTime.* on Flink).
 type bqAppendFn struct {
 	Spec   Spec
 	Policy FlushPolicy
@@ -137,11 +166,13 @@ type bqAppendFn struct {
 	Count  state.Value[int64]
 	Bytes  state.Value[int64]
 	Sealed state.Value[[]byte]
-	At     state.Value[int64] // when the flush timer fires, Unix ns; absent when not armed
-	Flush  timers.ProcessingTime
+	Drain  timers.EventTime
 
 	sink                   *BigQuery
 	accepted, audit, calls beam.Counter
+	// sealedHere holds the keys that sealed a batch in the current bundle,
+	// whose append must wait for a later one (flushStep).
+	sealedHere map[string]bool
 }
 
 func (f *bqAppendFn) Setup(ctx context.Context) error {
@@ -168,15 +199,29 @@ func (f *bqAppendFn) Teardown() error {
 	return release(f.Spec)
 }
 
-func (f *bqAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, row []byte) error {
-	at, err := onRow(&beamStore{f: f, sp: sp}, row, time.Now(), f.Policy)
+func (f *bqAppendFn) StartBundle() { clear(f.sealedHere) }
+
+func (f *bqAppendFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, row []byte) error {
+	table, err := f.table(key)
 	if err != nil {
-		return fmt.Errorf("sinks.Write %s %s: %w", f.Spec, key, err)
+		return err
 	}
-	// Counted when buffered, not when appended: prism (v2.77.0) now and then
-	// drops the counters of a processing-time timer's bundle. A job that
-	// ends without error has appended every buffered row; a running one
-	// is at most one flush interval behind these counts.
+	st := &beamStore{f: f, sp: sp}
+	if len(row) == 0 { // a clock tick
+		res, err := flushStep(ctx, st, f.sink.api, table, f.sealedHere[key], f.sink.sleep)
+		return f.done(ctx, key, res, err)
+	}
+	first, res, err := onRow(ctx, st, f.sink.api, table, row, f.Policy, f.sealedHere[key], f.sink.sleep)
+	if err := f.done(ctx, key, res, err); err != nil {
+		return err
+	}
+	if first {
+		// Set again with each new buffer: the same timer, once per key.
+		f.Drain.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
+	}
+	// Counted when buffered, not when appended: a job that ends without
+	// error has appended every buffered row; a running one is at most two
+	// flush steps behind these counts.
 	// A checkpoint is not an output of the records: no counter.
 	switch {
 	case strings.HasPrefix(key, bqChangelog+"/"):
@@ -184,31 +229,51 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp s
 	case !strings.HasPrefix(key, bqCheckpoints+"/"):
 		f.audit.Inc(ctx, 1)
 	}
-	if !at.IsZero() {
-		// The timer holds the watermark at the row's timestamp, so a
-		// bounded run cannot finish with rows still buffered.
-		f.Flush.Set(tp, at, timers.WithOutputTimestamp(ts.ToTime()))
+	return nil
+}
+
+// OnTimer is the end-of-input drain: a flush step, and another in a later
+// bundle while rows are left.
+func (f *bqAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, _ timers.Context) error {
+	table, err := f.table(key)
+	if err != nil {
+		return err
+	}
+	res, err := flushStep(ctx, &beamStore{f: f, sp: sp}, f.sink.api, table, f.sealedHere[key], f.sink.sleep)
+	if err := f.done(ctx, key, res, err); err != nil {
+		return err
+	}
+	if res.Pending {
+		f.Drain.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
 	}
 	return nil
 }
 
-func (f *bqAppendFn) OnTimer(ctx context.Context, ts beam.EventTime, sp state.Provider, tp timers.Provider, key string, _ timers.Context) error {
-	table, _, _ := strings.Cut(key, "/")
-	if _, ok := bqRowTypes[table]; !ok {
-		return fmt.Errorf("sinks.Write %s: key %q names no append table", f.Spec, key)
-	}
-	res, err := onFlush(ctx, &beamStore{f: f, sp: sp}, f.sink.api, table, time.Now(), f.Policy, f.sink.sleep)
+// done records what a flush step did.
+func (f *bqAppendFn) done(ctx context.Context, key string, res flushResult, err error) error {
 	f.calls.Inc(ctx, int64(res.Requests))
 	if err != nil {
-		return fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
+		return fmt.Errorf("sinks.Write %s %s: %w", f.Spec, key, err)
 	}
-	if !res.Again.IsZero() {
-		f.Flush.Set(tp, res.Again, timers.WithOutputTimestamp(ts.ToTime()))
+	if res.Sealed {
+		if f.sealedHere == nil {
+			f.sealedHere = map[string]bool{}
+		}
+		f.sealedHere[key] = true
 	}
 	if res.Appended > 0 {
 		noteWrite()
 	}
 	return nil
+}
+
+// table is the append table a key names.
+func (f *bqAppendFn) table(key string) (string, error) {
+	table, _, _ := strings.Cut(key, "/")
+	if _, ok := bqRowTypes[table]; !ok {
+		return "", fmt.Errorf("sinks.Write %s: key %q names no append table", f.Spec, key)
+	}
+	return table, nil
 }
 
 // beamStore is the batchStore of one key in Beam state.
@@ -262,14 +327,3 @@ func (b *beamStore) Sealed() (sealedBatch, bool, error) {
 
 func (b *beamStore) Seal(sb sealedBatch) error { return b.f.Sealed.Write(b.sp, sb.encode()) }
 func (b *beamStore) ClearSealed() error        { return b.f.Sealed.Clear(b.sp) }
-
-func (b *beamStore) Armed() (time.Time, bool, error) {
-	ns, ok, err := b.f.At.Read(b.sp)
-	if err != nil || !ok {
-		return time.Time{}, false, err
-	}
-	return time.Unix(0, ns), true, nil
-}
-
-func (b *beamStore) Arm(at time.Time) error { return b.f.At.Write(b.sp, at.UnixNano()) }
-func (b *beamStore) Disarm() error          { return b.f.At.Clear(b.sp) }

@@ -52,6 +52,7 @@ func conformance(t *testing.T, open func(t *testing.T) sinkUnderTest, skip ...st
 		{"ChangelogFrom", testChangelogFrom},
 		{"RunConfig", testRunConfig},
 		{"Diffs", testDiffs},
+		{"Tally", testTally},
 	} {
 		if slices.Contains(skip, c.name) {
 			continue

@@ -12,7 +12,7 @@ import (
 
 // The jsonl sink read through OpenReader gives back exactly what the SQLite
 // sink gives for the same writes: current rows with their writers, the
-// changelog, the audit tables and the final horizon.
+// changelog, the audit tables, their tally and the final horizon.
 func TestJSONLReaderMatchesSQLite(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out")
@@ -69,6 +69,9 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 	wantSame("too_late_events", func(s Reader) (any, error) { return s.TooLate(ctx) })
 	wantSame("conflict_events", func(s Reader) (any, error) { return s.Conflicts(ctx) })
 	wantSame("quarantined_events", func(s Reader) (any, error) { return s.Quarantined(ctx) })
+	for _, latest := range []int{0, 1, 5} {
+		wantSame("tally", func(s Reader) (any, error) { return s.Tally(ctx, latest) })
+	}
 	wantSame("final horizon", func(s Reader) (any, error) {
 		end, ok, err := s.FinalHorizon(ctx)
 		return [2]any{end, ok}, err

@@ -2,11 +2,12 @@
 // the three audit streams — to the places SPEC §5 names: an embedded SQLite
 // file (the default), JSONL files and the console for debugging, and BigQuery.
 //
-// It is plain Go with no Beam dependency: a DoFn (or reconcile, or a test)
-// hands it a Batch and the sink decides, transactionally, which rows win. The
-// revision rules of SPEC §4 live here as the last line of defence, because
-// a replayed bundle, a restarted job or a second writer can always deliver an
-// older snapshot after a newer one.
+// Apart from the Beam verbs (Write, WriteProgress in beamio.go) it is plain
+// Go: a DoFn (or reconcile, or a test) hands it a Batch and the sink
+// decides, transactionally, which rows win. The revision rules of SPEC §4
+// live here as the last line of defence, because a replayed bundle, a
+// restarted job or a second writer can always deliver an older snapshot
+// after a newer one.
 package sinks
 
 import (
@@ -75,6 +76,9 @@ type Reader interface {
 	TooLate(ctx context.Context) ([]model.TooLate, error)
 	Conflicts(ctx context.Context) ([]model.Conflict, error)
 	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+	// Tally counts every table and returns the latest current rows, for a
+	// run's summary.
+	Tally(ctx context.Context, latest int) (Tally, error)
 }
 
 var (

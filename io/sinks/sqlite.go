@@ -36,14 +36,10 @@ const (
 	maxTxAttempts = 8
 )
 
-// OpenSQLite opens (creating if needed) the SQLite sink at path: WAL mode so
+// openSQLite opens (creating if needed) the SQLite sink at path: WAL mode so
 // readers never block the writer, synchronous=FULL so a committed batch —
 // rows and source progress together — survives a power cut, and the schema
 // created if missing.
-func OpenSQLite(path string) (*SQLite, error) {
-	return openSQLite(context.Background(), path)
-}
-
 func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if path == "" {
 		return nil, errors.New("sqlite sink: empty path")

@@ -34,7 +34,7 @@ func reconcileRow(r model.Row) model.Row { r.Writer = "reconcile:run1"; return r
 
 func openTestSQLite(t testing.TB, path string) *SQLite {
 	t.Helper()
-	s, err := OpenSQLite(path)
+	s, err := openSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestSQLiteRejectsUnwritableBatch(t *testing.T) {
 
 func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "revenue.db")
-	s, err := OpenSQLite(path)
+	s, err := openSQLite(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func TestHelperSQLiteWriter(t *testing.T) {
 	}
 	w, _ := strconv.Atoi(ws)
 	batches, _ := strconv.Atoi(os.Getenv("SINKS_HELPER_BATCHES"))
-	s, err := OpenSQLite(os.Getenv("SINKS_HELPER_PATH"))
+	s, err := openSQLite(context.Background(), os.Getenv("SINKS_HELPER_PATH"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,8 @@ func BenchmarkReadFolder(b *testing.B) {
 	for range b.N {
 		counted.Store(0)
 		p, s := beam.NewPipelineWithRoot()
-		beam.ParDo0(s, countRecord, sources.ReadFolder(s, dir, o))
+		records, _ := sources.ReadFolder(s, dir, o)
+		beam.ParDo0(s, countRecord, records)
 		if err := ptest.Run(p); err != nil {
 			b.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+	"github.com/revenue-stream/hourly/internal/clock"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/rawlog"
 )
@@ -34,11 +34,7 @@ func init() {
 // and restarts from a checkpoint.
 func discoverPartitions(s beam.Scope, dir string, known []string, every time.Duration) beam.PCollection {
 	s = s.Scope("DiscoverPartitions")
-	start := time.Now()
-	// An end far away rather than the end of time, whose distance from now
-	// overflows a time.Duration.
-	ticks := periodic.Impulse(s, start, start.Add(100*365*24*time.Hour), every, false)
-	listed := beam.ParDo(s, &listPartitionsFn{Dir: dir, Known: known}, ticks)
+	listed := beam.ParDo(s, &listPartitionsFn{Dir: dir, Known: known}, clock.Ticks(s, every))
 	return beam.ParDo(s, &newPartitionsFn{Seen: state.MakeValueState[[]string]("seen")}, listed)
 }
 

@@ -117,13 +117,13 @@
 // restriction moves the watermark to the end of time and would write FINAL
 // rows for windows whose correction period has not passed. The job is then
 // cancelled by the launcher; a restarted job resumes where FolderOptions.Resume
-// (or Start) says. Before a streaming run the launcher writes and removes a
+// says. Before a streaming run the launcher writes and removes a
 // probe object there ([StopSignal.Probe]), so that a control folder it
 // cannot write is refused at start rather than found at the stop.
 //
 // # Progress
 //
-// [ReadFolderWithProgress] also returns a model.Checkpoint each time a
+// [ReadFolder] also returns a model.Checkpoint each time a
 // partition has read a file completely: the file, its end mark and the
 // partition's largest valid event time. cmd/launch stores them in the SQLite
 // sink (sinks.WriteProgress) and, on a restart, resumes each partition after

@@ -27,7 +27,7 @@ func ExampleReadFolder() {
 		return
 	}
 	p, s := beam.NewPipelineWithRoot()
-	records := sources.ReadFolder(s, dir, src)
+	records, _ := sources.ReadFolder(s, dir, src)
 	if _, err := pipeline.Build(s, records, o); err != nil {
 		fmt.Println(err)
 		return

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -64,16 +63,12 @@ type FolderOptions struct {
 	// created after the start (--discover-every, default
 	// DefaultDiscoverEvery). A replay reads the partitions there at the start.
 	DiscoverEvery time.Duration
-	// Start holds optional resume positions, at most one per partition. A
-	// key is the path of a file relative to the folder ("p0/000007.jsonl", or
-	// "000007.jsonl" in the root partition), its Mark the complete lines of
-	// that file already consumed: the partition resumes there, and files
-	// sorting before it count as read. May be nil.
-	Start map[string]rawlog.Mark
 	// Resume holds checkpoints to resume after, at most one per partition
-	// (a restart's; see model.Checkpoint): as Start, plus the partition's
-	// watermark restored from the checkpoint's largest valid event time, so
-	// every record after it gets the WatermarkBefore it got in the first run.
+	// (a restart's; see model.Checkpoint): the partition resumes after the
+	// checkpoint's complete lines of its file, files sorting before it count
+	// as read, and the partition's watermark is restored from the
+	// checkpoint's largest valid event time, so every record after it gets
+	// the WatermarkBefore it got in the first run. May be nil.
 	Resume []model.Checkpoint
 	// Stop is the run's graceful-stop request, which the readers look for
 	// once per PollInterval (see StopSignal). The zero value: none.
@@ -85,6 +80,12 @@ type FolderOptions struct {
 	// (a runner with its own flow control).
 	ReadAhead        string
 	ReadAheadRecords int
+	// Unlisted builds the read without looking at the folder: no partition
+	// is known at construction (followed ones are still discovered) and
+	// the folder need not exist. The transforms, and what they ask of the
+	// runner, are those of a listed folder: launch --dry-run builds so for
+	// a bucket or a demo log not yet generated, contacting no service.
+	Unlisted bool
 }
 
 func (o FolderOptions) withDefaults() FolderOptions {
@@ -107,8 +108,10 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	if dir == "" {
 		return nil, nil, errors.New("--source: empty folder path")
 	}
-	if err := files.CheckDir(context.Background(), dir); err != nil {
-		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+	if !o.Unlisted {
+		if err := files.CheckDir(context.Background(), dir); err != nil {
+			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+		}
 	}
 	if err := o.Watermark.Validate(); err != nil {
 		return nil, nil, err
@@ -131,22 +134,22 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	if o.ReadAheadRecords < 0 {
 		return nil, nil, fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
 	}
-	parts, err := rawlog.ListPartitions(dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+	var parts []string
+	if !o.Unlisted {
+		var err error
+		if parts, err = rawlog.ListPartitions(dir); err != nil {
+			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+		}
 	}
-	if o.Follow && len(parts) == 0 {
+	if o.Follow && len(parts) == 0 && !o.Unlisted {
 		// Later partitions are discovered, but the watermark needs a first
 		// one: with none, it would follow the discovery's processing time
 		// and the first data would all be too late.
 		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
 	}
-	start := maps.Clone(o.Start)
+	start := map[string]rawlog.Mark{}
 	maxValid := map[string]int64{}
 	for _, c := range o.Resume {
-		if start == nil {
-			start = map[string]rawlog.Mark{}
-		}
 		key := path.Join(c.Partition, c.File) // "." + f is f: the root partition
 		if _, dup := start[key]; dup {
 			return nil, nil, fmt.Errorf("source resume checkpoint %q given twice", key)
@@ -167,7 +170,7 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	return parts, starts, nil
 }
 
-// startPoint is a parsed FolderOptions.Start entry. DoFn fields are
+// startPoint is a parsed FolderOptions.Resume entry. DoFn fields are
 // serialised as JSON; a slice of plain structs keeps that obvious.
 type startPoint struct {
 	Partition string
@@ -211,20 +214,14 @@ func init() {
 }
 
 // ReadFolder reads the raw-log folder dir and returns its records
-// (model.Record), each timestamped with its partition's watermark before it.
-// See the package doc for the reading rules. Options are checked as by
-// Validate; call Validate first for a clean error, since a bad option here
-// panics, as a construction error does in Beam Go.
-func ReadFolder(s beam.Scope, dir string, o FolderOptions) beam.PCollection {
-	records, _ := ReadFolderWithProgress(s, dir, o)
-	return records
-}
-
-// ReadFolderWithProgress is ReadFolder plus its progress: a
-// model.Checkpoint each time a partition has read a file completely, for a
-// sink to store (sinks.WriteProgress) and a restart to resume from
-// (FolderOptions.Resume).
-func ReadFolderWithProgress(s beam.Scope, dir string, o FolderOptions) (records, checkpoints beam.PCollection) {
+// (model.Record), each timestamped with its partition's watermark before it,
+// and its progress: a model.Checkpoint each time a partition has read a file
+// completely, for a sink to store (sinks.WriteProgress) and a restart to
+// resume from (FolderOptions.Resume). See the package doc for the reading
+// rules. Options are checked as by Validate; call Validate first for a
+// clean error, since a bad option here panics, as a construction error does
+// in Beam Go.
+func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints beam.PCollection) {
 	s = s.Scope("sources.ReadFolder")
 	o = o.withDefaults()
 	parts, starts, err := prepare(dir, o)

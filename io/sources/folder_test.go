@@ -8,6 +8,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
 )
 
 func TestValidate(t *testing.T) {
@@ -26,7 +27,7 @@ func TestValidate(t *testing.T) {
 		t.Errorf("replay of an empty folder: %v", err)
 	}
 	ok := with(func(o *FolderOptions) {
-		o.Start = map[string]rawlog.Mark{"p0/000001.jsonl": {Offset: 2, Line: 1}, "root.jsonl": {}}
+		o.Resume = []model.Checkpoint{{Partition: "p0", File: "000001.jsonl", Offset: 2, Line: 1}, {Partition: rawlog.RootPartition, File: "root.jsonl"}}
 	})
 	if err := Validate(dir, ok); err != nil {
 		t.Errorf("valid start positions: %v", err)
@@ -47,12 +48,12 @@ func TestValidate(t *testing.T) {
 		{"poll", dir, with(func(o *FolderOptions) { o.PollInterval = -time.Second }), "poll interval"},
 		{"per call", dir, with(func(o *FolderOptions) { o.MaxPerCall = -1 }), "records per call"},
 		{"follow empty", empty, with(func(o *FolderOptions) { o.Follow = true }), "no partitions yet"},
-		{"start partition", dir, with(func(o *FolderOptions) { o.Start = map[string]rawlog.Mark{"p9/f": {}} }), `no partition "p9"`},
-		{"start file", dir, with(func(o *FolderOptions) { o.Start = map[string]rawlog.Mark{"p0/": {}} }), "want <partition>/<file>"},
-		{"start deep", dir, with(func(o *FolderOptions) { o.Start = map[string]rawlog.Mark{"p0/a/b": {}} }), "want <partition>/<file>"},
-		{"start mark", dir, with(func(o *FolderOptions) { o.Start = map[string]rawlog.Mark{"p0/f": {Offset: 5}} }), "invalid mark"},
+		{"start partition", dir, with(func(o *FolderOptions) { o.Resume = []model.Checkpoint{{Partition: "p9", File: "f"}} }), `no partition "p9"`},
+		{"start file", dir, with(func(o *FolderOptions) { o.Resume = []model.Checkpoint{{Partition: "p0", File: ".f"}} }), "want <partition>/<file>"},
+		{"start deep", dir, with(func(o *FolderOptions) { o.Resume = []model.Checkpoint{{Partition: "p0", File: "a/b"}} }), "want <partition>/<file>"},
+		{"start mark", dir, with(func(o *FolderOptions) { o.Resume = []model.Checkpoint{{Partition: "p0", File: "f", Offset: 5}} }), "invalid mark"},
 		{"start twice", dir, with(func(o *FolderOptions) {
-			o.Start = map[string]rawlog.Mark{"p0/f": {}, "p0/g": {}}
+			o.Resume = []model.Checkpoint{{Partition: "p0", File: "f"}, {Partition: "p0", File: "g"}}
 		}), "name the same partition"},
 	} {
 		err := Validate(tc.dir, tc.o)

@@ -294,7 +294,7 @@ func testReplayFolder(t *testing.T, dir string) {
 
 	startedAt := time.Now().UnixMilli()
 	p, s := beam.NewPipelineWithRoot()
-	recs := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: policy, Event: cfg, MaxPerCall: 2})
+	recs, _ := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: policy, Event: cfg, MaxPerCall: 2})
 	h := collectRecords(s, recs)
 	if err := ptest.Run(p); err != nil {
 		t.Fatalf("pipeline failed: %v", err)
@@ -355,7 +355,7 @@ func testReplayMinimalSequence(t *testing.T, dir string) {
 	o.Triggers.Early = 0
 
 	p, s := beam.NewPipelineWithRoot()
-	recs := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: o.Watermark, Event: o.Event, MaxPerCall: 1})
+	recs, _ := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: o.Watermark, Event: o.Event, MaxPerCall: 1})
 	out, err := pipeline.Build(s, recs, o)
 	if err != nil {
 		t.Fatal(err)
@@ -409,7 +409,7 @@ func testFollowAndStop(t *testing.T, dir string) {
 
 	p, s := beam.NewPipelineWithRoot()
 	so := followOptions(t, o)
-	recs := sources.ReadFolder(s, dir, so)
+	recs, _ := sources.ReadFolder(s, dir, so)
 	read := collectRecords(s, recs)
 	out, err := pipeline.Build(s, recs, o)
 	if err != nil {
@@ -494,7 +494,7 @@ func TestSlowPartitionHoldsWatermark(t *testing.T) {
 	so := followOptions(t, o)
 	so.MaxPerCall = 1
 	p, s := beam.NewPipelineWithRoot()
-	recs := sources.ReadFolder(s, dir, so)
+	recs, _ := sources.ReadFolder(s, dir, so)
 	read := collectRecords(s, recs)
 	out, err := pipeline.Build(s, recs, o)
 	if err != nil {
@@ -545,7 +545,7 @@ func TestIdlePartitionStopsHolding(t *testing.T) {
 
 	p, s := beam.NewPipelineWithRoot()
 	so := followOptions(t, o)
-	recs := sources.ReadFolder(s, dir, so)
+	recs, _ := sources.ReadFolder(s, dir, so)
 	read := collectRecords(s, recs)
 	out, err := pipeline.Build(s, recs, o)
 	if err != nil {

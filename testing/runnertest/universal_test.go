@@ -63,7 +63,7 @@ func TestPortableJobServerReplay(t *testing.T) {
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0 // a bounded replay has no EARLY rows
 	p, s := beam.NewPipelineWithRoot()
-	records := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: o.Watermark, Event: o.Event})
+	records, _ := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: o.Watermark, Event: o.Event})
 	out, err := pipeline.Build(s, records, o)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,20 @@
+package launch
+
+import (
+	"strings"
+	"testing"
+)
+
+// The summary shows the dedup step's fan-out per 1,000 records read.
+func TestSummaryShowsDedupFanOut(t *testing.T) {
+	c := Counts{Read: 2000, Counted: 2000, DedupElements: 61}
+	s := &Summary{Counts: c, Conserved: true, Identity: c.Identity()}
+	var b strings.Builder
+	if err := s.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	const want = "dedup step: took in 61 elements, 30.5 per 1,000 records read (batches of events and window announcements)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/revenue-stream/hourly/internal/capability"
+)
+
+// DryRunStdout is the destination of a bare --dry-run.
+const DryRunStdout = "-"
+
+// DryRun binds --dry-run: "" (off), DryRunStdout for the bare switch, or
+// the file --dry-run=FILE names. --dry-run=false turns it off again.
+func DryRun(p *string) DryRunValue { return DryRunValue{p} }
+
+// DryRunValue is --dry-run's flag.Value: a switch that takes an optional
+// file.
+type DryRunValue struct{ p *string }
+
+func (v DryRunValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+// IsBoolFlag lets --dry-run stand alone (the flag package then sets "true").
+func (v DryRunValue) IsBoolFlag() bool { return true }
+
+func (v DryRunValue) Set(s string) error {
+	switch s {
+	case "true":
+		*v.p = DryRunStdout
+	case "false":
+		*v.p = ""
+	case "":
+		return fmt.Errorf("want --dry-run or --dry-run=FILE")
+	default:
+		*v.p = s
+	}
+	return nil
+}
+
+// CheckedProto is the pipeline proto runner would be sent for p
+// (PipelineProto), checked against runner's capability profile
+// (capability.Check): a pipeline that needs what the runner lacks is
+// refused with the one-line *capability.Refusal. Every submission and
+// every --dry-run goes through it.
+func CheckedProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
+	pb, err := PipelineProto(ctx, runner, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := capability.Check(pb, capability.For(runner)); err != nil {
+		return nil, err
+	}
+	return pb, nil
+}
+
+// WriteDryRun writes pb as protojson to dest: stdout for DryRunStdout,
+// else the file dest (created or truncated).
+func WriteDryRun(dest string, stdout io.Writer, pb *pipepb.Pipeline) error {
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(pb)
+	if err != nil {
+		return fmt.Errorf("--dry-run: encoding the pipeline proto: %w", err)
+	}
+	b = append(b, '\n')
+	if dest == DryRunStdout {
+		_, err = stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(dest, b, 0o644); err != nil {
+		return fmt.Errorf("--dry-run=%s: %w", dest, err)
+	}
+	return nil
+}
+
+// CheckDryRunFlags refuses a --dry-run for runner that lacks a flag the
+// submission needs and that the dry run cannot look up without contacting
+// a service: on Dataflow --project (the SDK would otherwise ask the
+// environment's credentials), --region (or $CLOUDSDK_COMPUTE_REGION; the
+// SDK would otherwise run gcloud) and --staging_location=gs://BUCKET/PATH.
+func CheckDryRunFlags(runner string) error {
+	if capability.For(runner).Name != "dataflow" {
+		return nil
+	}
+	var missing []string
+	if *gcpopts.Project == "" {
+		missing = append(missing, "--project=PROJECT")
+	}
+	if *gcpopts.Region == "" && os.Getenv("CLOUDSDK_COMPUTE_REGION") == "" {
+		missing = append(missing, "--region=REGION")
+	}
+	if f := flag.Lookup("staging_location"); f == nil || !strings.HasPrefix(f.Value.String(), "gs://") {
+		missing = append(missing, "--staging_location=gs://BUCKET/PATH")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("--dry-run with --runner=%s needs %s (the dry run looks nothing up in the environment's credentials or gcloud)",
+			runner, strings.Join(missing, " "))
+	}
+	return nil
+}
