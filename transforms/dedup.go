@@ -224,6 +224,26 @@ func (f *dedupFn) arm(tp timers.Provider, shard int, st *shardState, start int64
 	}
 }
 
+// armEvents arms the windows of a batch's events that are still open on the
+// shard, before the batch is judged or held: a window's first data on a
+// shard arms it, whatever the window's announcement (AnnounceWindows, a
+// stage of its own that may lag the batches) has done so far. A window armed
+// here in this bundle makes a batch stamped after its end wait for it
+// (heldFor).
+func (f *dedupFn) armEvents(tp timers.Provider, shard int, st *shardState, events []model.Event) {
+	last, armed := int64(0), false
+	for _, e := range events {
+		start := f.Policy.WindowStart(e.EventTime)
+		if armed && start == last {
+			continue
+		}
+		last, armed = start, true
+		if !f.Policy.Closed(start, st.known) {
+			f.arm(tp, shard, st, start)
+		}
+	}
+}
+
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	// Out of the runner's queue: judged now, or held in state (ByPosition).
@@ -234,13 +254,14 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 		return err
 	}
 	f.armAnnounced(tp, shard, st, batch.Windows)
+	f.armEvents(tp, shard, st, batch.Events)
 	if len(batch.Events) > 0 {
 		until, hold := batchTimestamp(batch), f.ByPosition
 		if !hold {
 			until, hold = heldFor(f.armedHere[shard], st.known, until)
 		}
 		if hold {
-			if err := f.hold(sp, tp, shard, st, batch, until); err != nil {
+			if err := f.hold(sp, tp, batch, until); err != nil {
 				return err
 			}
 			return f.save(ctx, sp, shard, st)
@@ -273,7 +294,6 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provid
 			})
 		case CountVerdict:
 			added.add(v.window, v.id, e.Fingerprint)
-			f.arm(tp, shard, st, f.Policy.WindowStart(e.EventTime))
 			f.counted.Inc(ctx, 1)
 			emit(e)
 		}

@@ -39,14 +39,10 @@ const tagRelease = 'r' // just after a held batch's wait (see hold): release it
 
 // hold stores a batch in the Pending bag and sets its release timer just
 // after until: its timestamp (ByPosition), or a boundary it waits for (see
-// heldFor). The windows of its events are armed now: a timer set from
-// OnTimer after the watermark passed it stalls prism v2.77.0.
-func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, shard int, st *shardState, batch model.EventBatch, until int64) error {
-	for _, e := range batch.Events {
-		if start := f.Policy.WindowStart(e.EventTime); !f.Policy.Closed(start, st.known) {
-			f.arm(tp, shard, st, start)
-		}
-	}
+// heldFor). The windows of its events were armed before (armEvents), not
+// at the release: a timer set from OnTimer after the watermark passed it
+// stalls prism v2.77.0.
+func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, batch model.EventBatch, until int64) error {
 	w := coders.Writer{}
 	w.Varint(until)
 	w.B = append(w.B, coders.EncodeEventBatch(batch)...)
