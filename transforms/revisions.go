@@ -170,6 +170,8 @@ func encodeWindow(w *triggers.WindowState) []byte {
 	coders.WriteRow(&b, &w.Published)
 	b.Bool(w.OnTimeDone)
 	b.Bool(w.Final)
+	b.Varint(w.HeldLateMicros)
+	b.Varint(w.HeldLateCount)
 	return b.B
 }
 
@@ -179,6 +181,7 @@ func decodeWindow(b []byte) (*triggers.WindowState, error) {
 	w.Published = coders.ReadRow(&r)
 	w.OnTimeDone = r.Bool()
 	w.Final = r.Bool()
+	w.HeldLateMicros, w.HeldLateCount = r.Varint(), r.Varint()
 	if r.Err != nil {
 		return nil, fmt.Errorf("revisions: decode window state: %w", r.Err)
 	}
@@ -224,7 +227,10 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		if p, ok := f.publishedRow(key, w); ok {
 			w.Adopt(p)
 		}
-		if !d.AfterEnd && !w.OnTimeDone {
+		if !w.OnTimeDone {
+			// Also when the first data is late: its ON_TIME moment is this
+			// step's watermark passing window_end, which releases what
+			// WindowState.Add held (at once when it passed already).
 			f.Firing.Set(tp, timeOf(w.End), timers.WithTag(tagOnTime))
 		}
 		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
@@ -286,22 +292,22 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 		}
 		f.markersExpired.Inc(ctx, 1)
 		return f.State.Clear(sp)
-	case tagOnTime:
-		if r, ok := w.OnTime(); ok {
+	case tagOnTime, tagFinal:
+		fire := w.OnTime
+		if t.Tag == tagFinal {
+			fire = w.Close // ON_TIME's rows too, if it has not fired
+		}
+		rows, err := fire()
+		if err != nil {
+			return fmt.Errorf("revisions %s: %w", key, err)
+		}
+		for _, r := range rows {
 			f.emit(ctx, emit, r)
 		}
-	case tagFinal:
-		// The watermark passed window_end too: with zero lateness both timers
-		// are due together and may fire in either order, and ON_TIME must
-		// still come first, as its own revision.
-		if r, ok := w.OnTime(); ok {
-			f.emit(ctx, emit, r)
+		if t.Tag == tagFinal {
+			// Release the aggregation: keep the closed marker only.
+			w.RevenueMicros, w.Count = 0, 0
 		}
-		if r, ok := w.Close(); ok {
-			f.emit(ctx, emit, r)
-		}
-		// Release the aggregation: keep the closed marker only.
-		w.RevenueMicros, w.Count = 0, 0
 	}
 	return f.State.Write(sp, encodeWindow(w))
 }

@@ -61,39 +61,55 @@ type WindowState struct {
 	OnTimeDone bool
 	// Final is set once the FINAL row has been written: the window is closed.
 	Final bool
+
+	// HeldLateMicros and HeldLateCount are late data that came before the
+	// ON_TIME moment, held apart until it (see Add).
+	HeldLateMicros, HeldLateCount int64
 }
 
 // Add accumulates a delta. afterEnd says the data was judged after the
 // watermark passed window_end (so it is late data, not on-time data).
 // It returns the rows to write, in order.
 //
-// Late data proves the ON_TIME moment has come, even when the on-time
-// firing has not happened yet: its timer is set with the window's first
-// data, and a runner may hand that data and later data to the step in one
-// bundle, before the timer can fire. What was held before is then the
-// ON_TIME row, written first, and the late data a LATE row after it. A
-// window whose first data is late starts with a LATE row.
+// Late data that comes before this step's ON_TIME moment (OnTime) is held
+// apart, not counted into the snapshot: it proves that the watermark of the
+// dedup shard that judged it passed window_end, not that this step's did,
+// and on-time data of the window judged on other shards may still be on
+// its way (a runner fires the shards' timers in any order across keys; CI
+// on 01dc6ce: C's delta reached the step before A's and B's, LATE 20 as
+// revision 1 and no ON_TIME). OnTime writes the ON_TIME row of the on-time
+// data, then a LATE row with what was held.
 func (w *WindowState) Add(revenueMicros, count int64, afterEnd bool) ([]model.Row, error) {
+	if afterEnd && !w.OnTimeDone {
+		s, err := AddMicros(w.HeldLateMicros, revenueMicros)
+		if err != nil {
+			return nil, err
+		}
+		w.HeldLateMicros, w.HeldLateCount = s, w.HeldLateCount+count
+		return nil, nil
+	}
 	s, err := AddMicros(w.RevenueMicros, revenueMicros)
 	if err != nil {
 		return nil, err
 	}
-	var rows []model.Row
-	if afterEnd && !w.OnTimeDone {
-		switch {
-		case w.Count > 0:
-			if r, ok := w.OnTime(); ok {
-				rows = append(rows, r)
-			}
-		case w.Published.Revision == 0:
-			// First data arrived after the ON_TIME moment: no ON_TIME row.
-			w.OnTimeDone = true
-		}
-	}
 	w.RevenueMicros = s
 	w.Count += count
 	if !w.OnTimeDone || count == 0 {
-		return rows, nil
+		return nil, nil
+	}
+	return w.late(nil)
+}
+
+// late counts the held late data into the snapshot (a no-op without) and
+// appends the LATE row, if there is one to write, to rows.
+func (w *WindowState) late(rows []model.Row) ([]model.Row, error) {
+	if w.HeldLateCount > 0 {
+		s, err := AddMicros(w.RevenueMicros, w.HeldLateMicros)
+		if err != nil {
+			return rows, err
+		}
+		w.RevenueMicros, w.Count = s, w.Count+w.HeldLateCount
+		w.HeldLateMicros, w.HeldLateCount = 0, 0
 	}
 	if r, ok := w.fire(FiringLate); ok {
 		rows = append(rows, r)
@@ -130,28 +146,47 @@ func (w *WindowState) Tick() (model.Row, bool) {
 	return w.fire(FiringEarly)
 }
 
-// OnTime is the watermark passing window_end.
-func (w *WindowState) OnTime() (model.Row, bool) {
+// OnTime is this step's watermark passing window_end: the ON_TIME row of
+// the on-time data (none when the window has none: its first row is then
+// LATE), then a LATE row with the late data held until now (see Add).
+func (w *WindowState) OnTime() ([]model.Row, error) {
 	if w.OnTimeDone {
-		return model.Row{}, false
+		if w.HeldLateCount == 0 {
+			return nil, nil
+		}
+		// The ON_TIME moment was adopted from a sink row (Adopt).
+		return w.late(nil)
 	}
 	w.OnTimeDone = true
-	if w.Count == 0 {
-		return model.Row{}, false
+	var rows []model.Row
+	if w.Count > 0 {
+		if r, ok := w.fire(FiringOnTime); ok {
+			rows = append(rows, r)
+		}
 	}
-	return w.fire(FiringOnTime)
+	if w.HeldLateCount == 0 {
+		return rows, nil
+	}
+	return w.late(rows)
 }
 
-// Close is the watermark passing window_end + allowed lateness: the FINAL row,
-// always its own revision, even when nothing changed.
-func (w *WindowState) Close() (model.Row, bool) {
+// Close is the watermark passing window_end + allowed lateness: the rows
+// of OnTime if it has not fired (with zero lateness both moments are due
+// together, and ON_TIME still comes first, as its own revision), then the
+// FINAL row, always its own revision, even when nothing changed.
+func (w *WindowState) Close() ([]model.Row, error) {
 	if w.Final {
-		return model.Row{}, false
+		return nil, nil
 	}
-	w.OnTimeDone = true
-	r, ok := w.fire(FiringFinal)
+	rows, err := w.OnTime()
+	if err != nil {
+		return rows, err
+	}
+	if r, ok := w.fire(FiringFinal); ok {
+		rows = append(rows, r)
+	}
 	w.Final = true
-	return r, ok
+	return rows, nil
 }
 
 // fire decides whether a firing writes a row and builds it.

@@ -83,11 +83,11 @@ func TestWindowStateMinimalSequence(t *testing.T) {
 		{"tick without change", w.Tick, nil},
 		{"B", add(50e6, 1, false), nil},
 		{"early tick", w.Tick, row(150, 2, 2, model.Early)},
-		{"on time", w.OnTime, row(150, 2, 3, model.OnTime)},
+		{"on time", firing(t, w.OnTime), row(150, 2, 3, model.OnTime)},
 		{"tick after on time", w.Tick, nil},
 		{"C late", add(20e6, 1, true), row(170, 3, 4, model.Late)},
-		{"final", w.Close, row(170, 3, 5, model.Final)},
-		{"second close", w.Close, nil},
+		{"final", firing(t, w.Close), row(170, 3, 5, model.Final)},
+		{"second close", firing(t, w.Close), nil},
 	}
 	for _, s := range steps {
 		got, ok := s.do()
@@ -103,62 +103,104 @@ func TestWindowStateMinimalSequence(t *testing.T) {
 // one adds a delta that must give at most one row.
 func one(t *testing.T, w *WindowState, rev, n int64, after bool) (model.Row, bool) {
 	t.Helper()
-	rows, err := w.Add(rev, n, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) > 1 {
-		t.Fatalf("Add gave %d rows, want at most one: %+v", len(rows), rows)
-	}
-	if len(rows) == 0 {
-		return model.Row{}, false
-	}
-	return rows[0], true
+	return atMostOne(t, "Add")(w.Add(rev, n, after))
 }
 
-// Late data that reaches the step before its ON_TIME timer fired (both in
-// one bundle) writes the ON_TIME row of what was held first, then LATE
-// (CI on 5cb2bdc, position order: LATE 170 as revision 1, no ON_TIME).
-func TestLateDataBeforeTheOnTimeTimer(t *testing.T) {
-	w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
-	if rows, err := w.Add(150e6, 2, false); err != nil || len(rows) != 0 {
-		t.Fatalf("on-time data: %+v, %v; want no row", rows, err)
-	}
-	rows, err := w.Add(20e6, 1, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []model.Row{
-		{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: 150e6, EventCount: 2, Revision: 1, State: model.OnTime, Writer: "stream"},
-		{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: 170e6, EventCount: 3, Revision: 2, State: model.Late, Writer: "stream"},
-	}
-	if !slices.Equal(rows, want) {
-		t.Fatalf("rows = %+v\nwant %+v", rows, want)
-	}
-	if r, ok := w.OnTime(); ok {
-		t.Fatalf("the ON_TIME timer wrote %+v after the window's ON_TIME and LATE rows", r)
-	}
-	if r, ok := w.Close(); !ok || r.Revision != 3 || r.State != model.Final || r.EventCount != 3 {
-		t.Fatalf("FINAL = %+v (%v), want revision 3 of 3 events", r, ok)
+// firing turns a firing (OnTime, Close) that must give at most one row into
+// a step.
+func firing(t *testing.T, fire func() ([]model.Row, error)) func() (model.Row, bool) {
+	return func() (model.Row, bool) {
+		t.Helper()
+		return atMostOne(t, "firing")(fire())
 	}
 }
 
+func atMostOne(t *testing.T, what string) func([]model.Row, error) (model.Row, bool) {
+	return func(rows []model.Row, err error) (model.Row, bool) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) > 1 {
+			t.Fatalf("%s gave %d rows, want at most one: %+v", what, len(rows), rows)
+		}
+		if len(rows) == 0 {
+			return model.Row{}, false
+		}
+		return rows[0], true
+	}
+}
+
+// Late data may reach the step before its ON_TIME moment, and before
+// on-time data of the same window: in one bundle with it, or from another
+// dedup shard whose boundary timer fired first (CI on 01dc6ce, position
+// order: C's delta first, LATE 20 as revision 1, no ON_TIME; on 5cb2bdc
+// LATE 170 as revision 1). In every order of A and B (on time) and C
+// (late), nothing is written until the ON_TIME moment, which writes ON_TIME
+// 150 and then LATE 170. (Counting C at once, as before, fails the orders
+// that start with C, and the order A, C, B wrote ON_TIME 100.)
+func TestLateDataBeforeTheOnTimeMoment(t *testing.T) {
+	type delta struct {
+		name   string
+		micros int64
+		late   bool
+	}
+	a, b, c := delta{"A", 100e6, false}, delta{"B", 50e6, false}, delta{"C", 20e6, true}
+	row := func(micros, n, rev int64, st model.ResultState) model.Row {
+		return model.Row{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: micros, EventCount: n, Revision: rev, State: st, Writer: "stream"}
+	}
+	for _, order := range [][]delta{{a, b, c}, {a, c, b}, {c, a, b}, {c, b, a}, {b, c, a}, {b, a, c}} {
+		name := order[0].name + order[1].name + order[2].name
+		w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
+		for _, d := range order {
+			if r, ok := one(t, w, d.micros, 1, d.late); ok {
+				t.Errorf("%s: %s wrote %+v before the ON_TIME moment", name, d.name, r)
+			}
+		}
+		rows, err := w.OnTime()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []model.Row{row(150e6, 2, 1, model.OnTime), row(170e6, 3, 2, model.Late)}; !slices.Equal(rows, want) {
+			t.Errorf("%s: ON_TIME moment wrote %+v\nwant %+v", name, rows, want)
+		}
+		if rows, _ := w.OnTime(); len(rows) != 0 {
+			t.Errorf("%s: a second ON_TIME moment wrote %+v", name, rows)
+		}
+		if r, ok := firing(t, w.Close)(); !ok || r != row(170e6, 3, 3, model.Final) {
+			t.Errorf("%s: FINAL = %+v (%v), want revision 3 of 3 events", name, r, ok)
+		}
+	}
+}
+
+// A window whose first data is late starts with a LATE row, at the ON_TIME
+// moment; so does late data held when the window closes with zero lateness
+// (FINAL's firing runs ON_TIME's first).
 func TestFirstDataAfterEndStartsWithLate(t *testing.T) {
+	late := model.Row{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: 5e6, EventCount: 1, Revision: 1, State: model.Late, Writer: "stream"}
 	w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
-	r, ok := one(t, w, 5e6, 1, true)
-	if !ok || r.State != model.Late || r.Revision != 1 {
-		t.Fatalf("first row = %+v (%v), want LATE revision 1", r, ok)
+	if r, ok := one(t, w, 5e6, 1, true); ok {
+		t.Fatalf("late data wrote %+v before the ON_TIME moment", r)
 	}
-	if _, ok := w.OnTime(); ok {
-		t.Fatal("ON_TIME written after a LATE row")
+	if r, ok := firing(t, w.OnTime)(); !ok || r != late {
+		t.Fatalf("first row = %+v (%v), want %+v", r, ok, late)
+	}
+
+	w = &WindowState{Start: 0, End: 3600000, Dims: "{}"}
+	one(t, w, 5e6, 1, true)
+	rows, err := w.Close()
+	final := late
+	final.Revision, final.State = 2, model.Final
+	if err != nil || !slices.Equal(rows, []model.Row{late, final}) {
+		t.Fatalf("close with late data held: %+v, %v; want LATE then FINAL", rows, err)
 	}
 }
 
 func TestFinalAlwaysItsOwnRevisionEvenUnchanged(t *testing.T) {
 	w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
 	w.Add(5e6, 1, false)
-	on, _ := w.OnTime()
-	fin, ok := w.Close()
+	on, _ := firing(t, w.OnTime)()
+	fin, ok := firing(t, w.Close)()
 	if !ok || fin.Revision != on.Revision+1 || fin.State != model.Final || fin.RevenueMicros != on.RevenueMicros {
 		t.Fatalf("FINAL = %+v after %+v", fin, on)
 	}
@@ -183,7 +225,7 @@ func TestRestartSeedNeverDips(t *testing.T) {
 	// FINAL seals what is published even if the replay saw less.
 	w2 := &WindowState{Start: 0, End: 3600000, Dims: "{}", Published: published, OnTimeDone: true}
 	w2.Add(100e6, 1, false)
-	f, ok := w2.Close()
+	f, ok := firing(t, w2.Close)()
 	if !ok || f.EventCount != 3 || f.RevenueMicros != 170e6 || f.Revision != 5 {
 		t.Fatalf("FINAL after partial replay = %+v, want the published 170 sealed at revision 5", f)
 	}
