@@ -57,11 +57,14 @@ func (f *dedupFn) armAnnounced(tp timers.Provider, shard int, st *shardState, wi
 // prism hands a key's data and timers over in timestamp order, so a batch
 // stamped after a boundary is judged after that boundary's timer fired,
 // and records read after the watermark passed a window's end are late
-// (SPEC §4). But a timer set in this bundle (by an announcement, or by
-// counting a window's first event) cannot fire before the rest of the
+// (SPEC §4). But a timer set in this bundle (by an announcement, or by the
+// batch's own events, armEvents) cannot fire before the rest of the
 // bundle: a dedup step behind its source takes a window's announcement and
-// the later records of the same shard in one bundle. Without the wait it
-// judged C of SPEC §7 on time (CI on 5cb2bdc: ON_TIME 170). Waiting until
+// the later records of the same shard in one bundle, and a batch can even
+// come before its window's announcement (AnnounceWindows is a stage of its
+// own), when only its own events arm the window. Without the wait it
+// judged C of SPEC §7 on time (CI on 5cb2bdc and f46b313: ON_TIME 170;
+// TestBatchAheadOfItsAnnouncementWaitsForTheEnd). Waiting until
 // that boundary, not until ts, keeps the order prism gives when the timer
 // was set earlier: the batch waits for the watermark to reach the boundary,
 // not for the batch's own partition watermark, which may be ahead of the

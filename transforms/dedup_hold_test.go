@@ -1,0 +1,106 @@
+package transforms
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/revenue-stream/hourly/model"
+)
+
+// memShard is a dedup shard's state in memory: the meta value and the ids
+// and pending bags.
+type memShard struct {
+	memState
+	bags map[string][]any
+}
+
+func (m *memShard) ReadBagState(id string) ([]any, []state.Transaction, error) {
+	return m.bags[id], nil, nil
+}
+
+func (m *memShard) WriteBagState(t state.Transaction) error {
+	m.bags[t.Key] = append(m.bags[t.Key], t.Val)
+	return nil
+}
+
+func (m *memShard) ClearBagState(t state.Transaction) error {
+	delete(m.bags, t.Key)
+	return nil
+}
+
+// dedupRun drives one dedup shard as a runner would, a bundle per call.
+type dedupRun struct {
+	t       *testing.T
+	f       *dedupFn
+	sp      *memShard
+	tp      *recordTimers
+	counted []model.Event
+}
+
+func startDedup(t *testing.T) *dedupRun {
+	f := &dedupFn{
+		Policy: rollbackPolicy, BoundMs: (10 * time.Minute).Milliseconds(), RetentionMs: (25 * time.Hour).Milliseconds(),
+		CacheID: "test", NoCache: true,
+		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
+		IDs: state.MakeBagState[[]byte]("ids"), Boundary: timers.InEventTime("boundary"),
+	}
+	f.Setup()
+	return &dedupRun{t: t, f: f, sp: &memShard{memState{values: map[string]any{}}, map[string][]any{}}, tp: &recordTimers{}}
+}
+
+func (r *dedupRun) emit(e model.Event)      { r.counted = append(r.counted, e) }
+func (r *dedupRun) conflict(model.Conflict) { r.t.Fatal("unexpected conflict") }
+func (r *dedupRun) late(model.TooLate)      { r.t.Fatal("unexpected too-late record") }
+
+func (r *dedupRun) process(b model.EventBatch) {
+	r.t.Helper()
+	r.f.StartBundle(nil, nil, nil)
+	if err := r.f.ProcessElement(context.Background(), r.sp, r.tp, 0, b, r.emit, r.conflict, r.late); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *dedupRun) fire(tag byte, at int64) {
+	r.t.Helper()
+	r.f.StartBundle(nil, nil, nil)
+	tc := timers.Context{Family: "boundary", Tag: string(rune(tag)) + strconv.FormatInt(at, 10)}
+	if err := r.f.OnTimer(context.Background(), r.sp, r.tp, 0, tc, r.emit, r.conflict, r.late); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// TestBatchAheadOfItsAnnouncementWaitsForTheEnd: C of SPEC §7 (10:50,
+// stamped 11:10, its partition's watermark after X) reaches its shard
+// before window 10:00's announcement (AnnounceWindows is a stage of its own
+// and may lag the batches). The shard knows no watermark, so judged at once
+// C counts on time, and the window's ON_TIME row says 170 (CI on f46b313).
+// Arming C's own window first makes the batch wait for the window's end:
+// held, with a release timer just after 11:00, and counted late once the
+// boundary timer fired. (Before 01dc6ce the shard armed C's window only when
+// it counted C: C came out at once, AfterEnd false.)
+func TestBatchAheadOfItsAnnouncementWaitsForTheEnd(t *testing.T) {
+	end := at("2026-11-04T11:00:00Z")
+	c := model.Event{EventID: "C", EventTime: at("2026-11-04T10:50:00Z"), AmountMicros: 20e6, Dims: "{}", Fingerprint: 7,
+		Partition: "p", Position: "p/log:5", WatermarkBefore: at("2026-11-04T11:10:00Z")}
+	r := startDedup(t)
+	r.process(model.EventBatch{Events: []model.Event{c}})
+	if len(r.counted) != 0 {
+		t.Fatalf("C judged before the window's end: %+v", r.counted)
+	}
+	release := string(rune(tagRelease)) + strconv.FormatInt(end+1, 10)
+	if tm, ok := r.tp.set[release]; !ok || tm.FireTimestamp.Milliseconds() != end+1 {
+		t.Fatalf("release timer %q = %+v (set %v), want one at the window end + 1 ms", release, tm, ok)
+	}
+	if _, ok := r.tp.set[string(rune(tagBoundary))+strconv.FormatInt(end, 10)]; !ok {
+		t.Fatal("no boundary timer at the window end")
+	}
+	r.fire(tagBoundary, end)
+	r.fire(tagRelease, end+1)
+	if len(r.counted) != 1 || r.counted[0].EventID != "C" || !r.counted[0].AfterEnd {
+		t.Fatalf("released %+v, want C counted after the window end", r.counted)
+	}
+}
