@@ -181,7 +181,11 @@ func decodeWindow(b []byte) (*triggers.WindowState, error) {
 	w.Published = coders.ReadRow(&r)
 	w.OnTimeDone = r.Bool()
 	w.Final = r.Bool()
-	w.HeldLateMicros, w.HeldLateCount = r.Varint(), r.Varint()
+	if len(r.B) > 0 {
+		// Absent in a state written before late data was held apart (a
+		// job restored from an older version's checkpoint): none held.
+		w.HeldLateMicros, w.HeldLateCount = r.Varint(), r.Varint()
+	}
 	if r.Err != nil {
 		return nil, fmt.Errorf("revisions: decode window state: %w", r.Err)
 	}
