@@ -53,9 +53,12 @@ type Server struct {
 	// GRPCHost is host:port of its gRPC API (the Storage Write API), the
 	// value BIGQUERY_STORAGE_EMULATOR_HOST takes.
 	GRPCHost string
-	cmd      *exec.Cmd
-	out      *syncBuffer
-	exited   chan struct{} // closed when the process has exited
+	// proxy fronts the emulator so that it never sees a caller give up on
+	// a call (see detachProxy for the emulator's bug this works around).
+	proxy  *detachProxy
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{} // closed when the process has exited
 }
 
 type syncBuffer struct {
@@ -75,10 +78,26 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// Start runs an emulator for the test, sets BIGQUERY_EMULATOR_HOST and
-// BIGQUERY_STORAGE_EMULATOR_HOST to it for the test's duration (so the test may not be parallel), and stops it at
-// cleanup.
+// Start runs an emulator for the test behind a proxy that keeps callers'
+// cancellations from it (detachProxy), sets BIGQUERY_EMULATOR_HOST and BIGQUERY_STORAGE_EMULATOR_HOST
+// to the proxy for the test's duration (so the test may not be parallel),
+// and stops both at cleanup.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	s := startDirect(t)
+	proxy, host, grpcHost, err := startDetachProxy(s.Host, s.GRPCHost)
+	if err != nil {
+		t.Fatalf("start the proxy in front of the BigQuery emulator: %v", err)
+	}
+	s.proxy = proxy
+	s.Host, s.GRPCHost = host, grpcHost
+	t.Setenv("BIGQUERY_EMULATOR_HOST", s.Host)
+	t.Setenv("BIGQUERY_STORAGE_EMULATOR_HOST", s.GRPCHost)
+	return s
+}
+
+// startDirect runs the bare emulator (no proxy) and stops it at cleanup.
+func startDirect(t testing.TB) *Server {
 	t.Helper()
 	bin := Bin()
 	if _, err := os.Stat(bin); err != nil {
@@ -102,14 +121,15 @@ func Start(t testing.TB) *Server {
 		t.Logf("BigQuery emulator start %d failed, retrying on other ports: %v", attempt, err)
 	}
 	t.Cleanup(func() {
+		if s.proxy != nil {
+			s.proxy.close()
+		}
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 		if t.Failed() {
 			t.Logf("BigQuery emulator output:\n%s", s.out.String())
 		}
 	})
-	t.Setenv("BIGQUERY_EMULATOR_HOST", s.Host)
-	t.Setenv("BIGQUERY_STORAGE_EMULATOR_HOST", s.GRPCHost)
 	return s
 }
 
