@@ -54,6 +54,8 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)"},
 			cli.Shared("report", cli.String(&o.Report)),
 			cli.Shared("dry-run", cli.DryRun(&o.DryRun)),
+			{Name: "rehearse", Value: cli.String(&o.Rehearse), Arg: "RUNNER",
+				Usage: "run on prism the pipeline RUNNER (flink, universal, dataflow) would be sent: its capability check and the defaults chosen from its capabilities (--early-source, --dedup-order); placement and scale stay prism's"},
 		}},
 		{Title: "Event time, windows and triggers (SPEC §2)", Flags: []cli.Flag{
 			cli.Shared("window", cli.Duration(&p.Triggers.Window)),
@@ -144,10 +146,10 @@ func Parse(args []string) (Options, error) {
 		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
 	}
 	if o.Pipeline.EarlySource == "" {
-		o.Pipeline.EarlySource = pipeline.EarlySourceFor(o.Runner)
+		o.Pipeline.EarlySource = pipeline.EarlySourceFor(o.profileRunner())
 	}
 	if o.Pipeline.DedupOrder == "" {
-		o.Pipeline.DedupOrder = pipeline.DedupOrderFor(o.Runner)
+		o.Pipeline.DedupOrder = pipeline.DedupOrderFor(o.profileRunner())
 	}
 	return o, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
@@ -87,6 +88,12 @@ type Options struct {
 	LogLevel slog.Level
 	// Runner is Beam's --runner (prism unless set).
 	Runner string
+	// Rehearse (--rehearse), on prism, names the runner whose submission
+	// this run rehearses: the defaults chosen from capabilities
+	// (--early-source, --dedup-order) and the capability check are that
+	// runner's, so what runs here is what it would be sent, needing only
+	// what it has. Empty rehearses nothing (the profile is Runner's).
+	Rehearse string
 	// Settle is how long a followed file ending in a line without a newline
 	// must stay unchanged before that line is read (--settle; 0 takes
 	// sources.DefaultSettle).
@@ -170,6 +177,15 @@ func (o Options) ArchiveDir() string {
 		return ""
 	}
 	return filepath.Join(pubsub.DefaultArchiveRoot, id)
+}
+
+// profileRunner is the runner whose capability profile the pipeline is
+// built and checked for: the rehearsed one, else the one it runs on.
+func (o Options) profileRunner() string {
+	if o.Rehearse != "" {
+		return o.Rehearse
+	}
+	return o.Runner
 }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
@@ -265,6 +281,14 @@ func (o Options) Validate() error {
 		// this process (localrunner.Shared): a worker holding only idle
 		// partitions would see none active and hold the whole pipeline.
 		return usagef("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
+	}
+	if o.Rehearse != "" {
+		if !localrunner.IsPrism(o.Runner) {
+			return usagef("--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner)
+		}
+		if !capability.Named(o.Rehearse) {
+			return usagef("--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse)
+		}
 	}
 	if o.PrismUIPort != 0 && !localrunner.IsPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)

@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			}
 		}
 		if signal.Enabled() && !dry {
-			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery(), o.Runner, fo.Resume)
+			seal = newSealer(o.Sink, signal.Token, po, o.quietPeriod(), o.sealEvery(), o.profileRunner(), fo.Resume)
 			defer seal.close()
 		}
 		read = func(s beam.Scope) beam.PCollection {
@@ -177,8 +177,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	// What the runner would be sent, refused here if it needs what the
 	// runner lacks: one line, exit 2, before any submission.
-	pb, err := cli.CheckedProto(ctx, o.Runner, p)
-	if err != nil {
+	pb, err := cli.CheckedProto(ctx, o.profileRunner(), p)
+	if err != nil && o.Rehearse != "" {
+		return nil, &ConfigError{Err: fmt.Errorf("--rehearse=%s: %w", o.Rehearse, err)}
+	} else if err != nil {
 		return nil, &ConfigError{Err: fmt.Errorf("--runner=%s: %w", o.Runner, err)}
 	}
 	if dry {

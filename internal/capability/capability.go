@@ -205,6 +205,20 @@ func For(runner string) Profile {
 	return Universal()
 }
 
+// Named reports whether the table names runner (a --runner value any
+// profile lists, or prism): For of any other value is a guess.
+func Named(runner string) bool {
+	if localrunner.IsPrism(runner) {
+		return true
+	}
+	for _, p := range profiles {
+		if slices.ContainsFunc(p.Runners, func(r string) bool { return strings.EqualFold(r, runner) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // Universal is the conservative profile of an unknown portable job server.
 func Universal() Profile { return named("universal") }
 

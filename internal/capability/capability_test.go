@@ -222,3 +222,18 @@ func TestCheckRefusesWhatTheRunnerLacks(t *testing.T) {
 		})
 	}
 }
+
+// TestNamed: every runner the table lists, in any case, and prism's names
+// are named; a typo is not (For would guess universal for it).
+func TestNamed(t *testing.T) {
+	for _, r := range []string{"prism", "flink", "FlinkRunner", "FLINK", "universal", "PortableRunner", "dataflow", "spark", "direct"} {
+		if !capability.Named(r) {
+			t.Errorf("Named(%q) = false, want true", r)
+		}
+	}
+	for _, r := range []string{"flnk", "samza"} {
+		if capability.Named(r) {
+			t.Errorf("Named(%q) = true, want false", r)
+		}
+	}
+}
