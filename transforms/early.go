@@ -18,8 +18,9 @@ func init() {
 	register.Emitter2[string, model.Delta]()
 	register.DoFn3x0[string, model.Delta, func(int, string)](&dirtyMarkFn{})
 	register.DoFn2x0[[]byte, func(int, string)](&tickFanFn{})
-	register.DoFn5x1[context.Context, state.Provider, int, string, func(string, model.Delta), error](&dirtyKeysFn{})
+	register.DoFn6x1[context.Context, beam.EventTime, state.Provider, int, string, func(beam.EventTime, string, model.Delta), error](&dirtyKeysFn{})
 	register.Emitter2[int, string]()
+	register.Emitter3[beam.EventTime, string, model.Delta]()
 }
 
 // EarlyTicks emits one tick per key at most every p.Early of processing time,
@@ -76,12 +77,27 @@ func (f *earlyTickFn) OnTimer(_ context.Context, sp state.Provider, _ timers.Pro
 // every revision key that received data since the previous tick. Keys are
 // spread over buckets stateful keys, each remembering its dirty keys in a
 // bag; the revision step turns a tick into an EARLY row only when the
-// snapshot changed, exactly as with the timer.
+// snapshot changed, exactly as with the timer. An EARLY row therefore
+// follows its data by at most one tick period (--early) plus the time to
+// carry the tick, the bound the timer path has too.
+//
+// A tick reaches a revision key stamped with the earliest event time among
+// the bucket's dirty keys, not with the clock's time: it must come before
+// the key's pending event-time timers (ON_TIME at the window's end), which
+// are all later than that data. Stamped with the clock's time, far ahead of
+// the data's event time in a replay or a catch-up, a runner that delivers a
+// key's elements and timers in timestamp order (prism) would hold the tick
+// behind the ON_TIME timer, and no EARLY row would ever come. A tick
+// processed after the ON_TIME firing anyway writes nothing
+// (triggers.WindowState.Tick).
 func EarlyTicksFrom(s beam.Scope, deltas, ticks beam.PCollection, buckets int) beam.PCollection {
 	s = s.Scope("EarlyTicksFrom")
 	marks := beam.ParDo(s, &dirtyMarkFn{Buckets: buckets}, deltas)
 	fan := beam.ParDo(s, &tickFanFn{Buckets: buckets}, ticks)
-	return beam.ParDo(s, &dirtyKeysFn{Dirty: state.MakeBagState[string]("dirty")}, beam.Flatten(s, marks, fan))
+	return beam.ParDo(s, &dirtyKeysFn{
+		Dirty: state.MakeBagState[string]("dirty"),
+		Since: state.MakeValueState[int64]("since"),
+	}, beam.Flatten(s, marks, fan))
 }
 
 // dirtyMarkFn names the revision key a delta touched, in its bucket.
@@ -102,29 +118,43 @@ func (f *tickFanFn) ProcessElement(_ []byte, emit func(int, string)) {
 	}
 }
 
-// dirtyKeysFn remembers a bucket's dirty keys and, on a tick, emits a tick
-// to each once and forgets them.
+// dirtyKeysFn remembers a bucket's dirty keys and the earliest event time
+// that dirtied one and, on a tick, emits a tick to each key once, stamped
+// with that time, and forgets them.
 type dirtyKeysFn struct {
 	Dirty state.Bag[string]
+	Since state.Value[int64] // earliest mark's event time, ms
 }
 
-func (f *dirtyKeysFn) ProcessElement(_ context.Context, sp state.Provider, _ int, key string, emit func(string, model.Delta)) error {
+func (f *dirtyKeysFn) ProcessElement(_ context.Context, ts beam.EventTime, sp state.Provider, _ int, key string, emit func(beam.EventTime, string, model.Delta)) error {
+	since, dirty, err := f.Since.Read(sp)
+	if err != nil {
+		return fmt.Errorf("early ticks: read state: %w", err)
+	}
 	if key != "" {
+		if !dirty || int64(ts) < since {
+			if err := f.Since.Write(sp, int64(ts)); err != nil {
+				return fmt.Errorf("early ticks: write state: %w", err)
+			}
+		}
 		return f.Dirty.Add(sp, key)
 	}
-	keys, ok, err := f.Dirty.Read(sp)
+	if !dirty {
+		return nil
+	}
+	keys, _, err := f.Dirty.Read(sp)
 	if err != nil {
 		return fmt.Errorf("early ticks: read dirty keys: %w", err)
-	}
-	if !ok || len(keys) == 0 {
-		return nil
 	}
 	seen := make(map[string]bool, len(keys))
 	for _, k := range keys {
 		if !seen[k] {
 			seen[k] = true
-			emit(k, model.Delta{Tick: true})
+			emit(beam.EventTime(since), k, model.Delta{Tick: true})
 		}
+	}
+	if err := f.Since.Clear(sp); err != nil {
+		return fmt.Errorf("early ticks: clear state: %w", err)
 	}
 	return f.Dirty.Clear(sp)
 }
