@@ -554,6 +554,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--follow"}, `launch: --follow needs --source: the demo log is complete, there is nothing to follow`},
 		{[]string{"--follow=maybe"}, `launch: --follow: invalid boolean "maybe"`},
 		{[]string{"--report=run.txt"}, `launch: --report: "run.txt": want a path ending in .html, .json, .md`},
+		{[]string{"--report=" + filepath.Join(missing, "r.html")}, `launch: --report: "` + filepath.Join(missing, "r.html") + `": folder ` + missing + ` does not exist`},
 		{[]string{"--bq-flush=1ms"}, `launch: --bq-flush: bigquery flush interval 1ms: want 10ms to 1h`},
 		{[]string{"--log-level=loud"}, `launch: --log-level: invalid level "loud": want debug, info, warn or error`},
 		{[]string{"--bogus"}, `launch: unknown flag --bogus (see --help)`},

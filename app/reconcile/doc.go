@@ -81,7 +81,8 @@
 //
 // Any count difference, or a revenue difference above --tolerance, is
 // material. Every differing closed key is written to reconcile_diffs; only
-// material ones make the exit code 1 and are applied.
+// material ones are applied, and they set the exit code: 1 if any is
+// unexplained, else 3 while explained ones are not written yet (ExitPending).
 //
 // Keys not yet closed (a row not yet FINAL, or no row for a window the
 // stream has not closed) are open: reported separately in the summary and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -29,11 +30,24 @@ func Extensions() []string {
 	return out
 }
 
-// CheckPath refuses a path whose extension names no form, so that both
-// commands refuse a bad --report the same way, before any work.
+// CheckPath refuses a path whose extension names no form, or whose local
+// folder does not exist, so that both commands refuse a bad --report the
+// same way, before any work.
 func CheckPath(path string) error {
 	if _, ok := formats[strings.ToLower(filepath.Ext(path))]; !ok {
 		return fmt.Errorf("%q: want a path ending in %s", path, strings.Join(Extensions(), ", "))
+	}
+	if !files.IsLocal(path) {
+		if err := files.Check(path); err != nil {
+			return fmt.Errorf("%q: %w", path, err)
+		}
+		return nil
+	}
+	// Checked before any work, so that a run does not end, its work done,
+	// unable to write its report.
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%q: folder %s does not exist", path, dir)
 	}
 	return nil
 }

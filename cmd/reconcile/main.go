@@ -5,8 +5,9 @@
 //
 //	go run ./cmd/reconcile --source=PATH --sink=sqlite:revenue.db [--from=.. --to=.. | --date=..] [--apply]
 //
-// Exit codes: 0 nothing material found, 1 material differences found (with
-// --apply they were written), 2 error. The Beam runner flags (--runner,
+// Exit codes (SPEC §6): 0 nothing material left, 1 unexplained differences
+// or unreadable sink rows (a human must look), 2 error, 3 every material
+// difference explained and some not written yet (run with --apply). The Beam runner flags (--runner,
 // --endpoint, --environment_type, Dataflow's --project, --region,
 // --temp_location, ...) are accepted; prism is the default runner.
 //
