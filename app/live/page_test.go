@@ -79,6 +79,40 @@ func TestSnapshotJSON(t *testing.T) {
 	if want := model.FormatTime(window + 40_000); s.Watermark != want {
 		t.Errorf("watermark %s, want %s", s.Watermark, want)
 	}
+	// /api/live carries every figure as a number too, for scripts and
+	// dashboards: no display string to parse.
+	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api struct {
+		AtMs        int64  `json:"at_ms"`
+		ElapsedMs   *int64 `json:"elapsed_ms"`
+		WatermarkMs int64  `json:"watermark_ms"`
+		Partitions  []struct {
+			Name     string `json:"name"`
+			BehindMs int64  `json:"behind_ms"`
+		} `json:"partitions"`
+		Windows []struct {
+			StartMs       int64 `json:"window_start_ms"`
+			EndMs         int64 `json:"window_end_ms"`
+			RevenueMicros int64 `json:"revenue_micros"`
+			Revisions     []struct {
+				RevenueMicros int64 `json:"revenue_micros"`
+			} `json:"revisions"`
+		} `json:"windows"`
+	}
+	if err := json.Unmarshal(raw, &api); err != nil {
+		t.Fatal(err)
+	}
+	if api.AtMs < window || api.ElapsedMs == nil || api.WatermarkMs != window+40_000 ||
+		len(api.Partitions) != 2 || api.Partitions[0].BehindMs != api.AtMs-(window+40_000) {
+		t.Errorf("numeric figures: %s", raw)
+	}
+	if w := api.Windows; len(w) != 1 || w[0].StartMs != window || w[0].EndMs != window+60_000 || w[0].RevenueMicros != 150_000_000 ||
+		len(w[0].Revisions) != 2 || w[0].Revisions[0].RevenueMicros != 100_000_000 {
+		t.Errorf("numeric windows: %s", raw)
+	}
 	var b strings.Builder
 	if err := live.WriteTable(&b, s, false); err != nil {
 		t.Fatal(err)

@@ -62,22 +62,28 @@ type Revision struct {
 	Revision int64  `json:"revision"`
 	State    string `json:"state"`
 	Revenue  string `json:"revenue"`
-	Count    int64  `json:"count"`
-	Writer   string `json:"writer,omitempty"`
+	// RevenueMicros is Revenue as a number: millionths of the currency.
+	RevenueMicros int64  `json:"revenue_micros"`
+	Count         int64  `json:"count"`
+	Writer        string `json:"writer,omitempty"`
 }
 
 // Window is one (window, dims) key's history, oldest revision first;
 // Omitted revisions between the first and the last few are left out.
 type Window struct {
-	Start     string     `json:"window_start"`
-	End       string     `json:"window_end"`
-	Dims      string     `json:"dims"`
-	State     string     `json:"state"`
-	Revenue   string     `json:"revenue"`
-	Count     int64      `json:"count"`
-	Revision  int64      `json:"revision"`
-	Revisions []Revision `json:"revisions"`
-	Omitted   int        `json:"omitted"`
+	Start   string `json:"window_start"`
+	End     string `json:"window_end"`
+	StartMs int64  `json:"window_start_ms"`
+	EndMs   int64  `json:"window_end_ms"`
+	Dims    string `json:"dims"`
+	State   string `json:"state"`
+	Revenue string `json:"revenue"`
+	// RevenueMicros is Revenue as a number: millionths of the currency.
+	RevenueMicros int64      `json:"revenue_micros"`
+	Count         int64      `json:"count"`
+	Revision      int64      `json:"revision"`
+	Revisions     []Revision `json:"revisions"`
+	Omitted       int        `json:"omitted"`
 }
 
 // Counter is one term of the conservation identity.
@@ -90,17 +96,22 @@ type Counter struct {
 type PartitionView struct {
 	Partition
 	Watermark string `json:"watermark"`
-	// Behind is how far the watermark is behind the snapshot's time.
-	Behind string `json:"behind"`
+	// Behind is how far the watermark is behind the snapshot's time;
+	// BehindMs the same in ms (absent without a watermark).
+	Behind   string `json:"behind"`
+	BehindMs *int64 `json:"behind_ms,omitempty"`
 }
 
 // Snapshot is everything a view shows at one instant.
 type Snapshot struct {
-	Title    string    `json:"title"`
-	At       string    `json:"at"`
-	Elapsed  string    `json:"elapsed"`
-	State    string    `json:"state"`
-	Settings []Setting `json:"settings"`
+	Title   string `json:"title"`
+	At      string `json:"at"`
+	AtMs    int64  `json:"at_ms"`
+	Elapsed string `json:"elapsed"`
+	// ElapsedMs is Elapsed in ms: the job's age.
+	ElapsedMs int64     `json:"elapsed_ms"`
+	State     string    `json:"state"`
+	Settings  []Setting `json:"settings"`
 	// Figures is false until the job reports any.
 	Figures   bool      `json:"figures"`
 	Read      int64     `json:"read"`
@@ -112,8 +123,11 @@ type Snapshot struct {
 	Partitions []PartitionView `json:"partitions"`
 	// Watermark is the minimum over active partitions: what the pipeline's
 	// watermark is built from (SPEC §2).
-	Watermark string   `json:"watermark"`
-	Windows   []Window `json:"windows"`
+	Watermark string `json:"watermark"`
+	// WatermarkMs is Watermark in ms since the epoch, absent while no
+	// partition has one.
+	WatermarkMs *int64   `json:"watermark_ms,omitempty"`
+	Windows     []Window `json:"windows"`
 	// Keys is how many keys the sink holds; Windows has the latest.
 	Keys int `json:"keys"`
 	// SinkError is why the sink could not be read, if it could not.
@@ -210,9 +224,10 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		return m.last
 	}
 	now := time.Now()
-	s := Snapshot{Title: m.Title, At: now.UTC().Format(time.RFC3339), State: cmp.Or(m.state, "STARTING"), Settings: m.Settings}
+	s := Snapshot{Title: m.Title, At: now.UTC().Format(time.RFC3339), AtMs: now.UnixMilli(), State: cmp.Or(m.state, "STARTING"), Settings: m.Settings}
 	if !m.started.IsZero() {
 		s.Elapsed = now.Sub(m.started).Round(time.Second).String()
+		s.ElapsedMs = now.Sub(m.started).Milliseconds()
 	}
 	m.fig, m.figOK = Figures{}, false
 	if m.figures != nil {
@@ -259,7 +274,8 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 		v := PartitionView{Partition: p, Watermark: "-", Behind: "-"}
 		if p.WatermarkMs != model.NoWatermark {
 			v.Watermark = model.FormatTime(p.WatermarkMs)
-			v.Behind = (time.Duration(now.UnixMilli()-p.WatermarkMs) * time.Millisecond).Round(100 * time.Millisecond).String()
+			behind := now.UnixMilli() - p.WatermarkMs
+			v.Behind, v.BehindMs = (time.Duration(behind) * time.Millisecond).Round(100*time.Millisecond).String(), &behind
 			if !p.Idle && (wm == model.NoWatermark || p.WatermarkMs < wm) {
 				wm = p.WatermarkMs
 			}
@@ -268,7 +284,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	}
 	s.Watermark = "-"
 	if wm != model.NoWatermark {
-		s.Watermark = model.FormatTime(wm)
+		s.Watermark, s.WatermarkMs = model.FormatTime(wm), &wm
 	}
 }
 
@@ -331,7 +347,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 const maxRevisions = 10
 
 func window(h report.WindowHistory) Window {
-	w := Window{Start: model.FormatTime(h.WindowStart), End: model.FormatTime(h.WindowEnd), Dims: h.Dims}
+	w := Window{Start: model.FormatTime(h.WindowStart), End: model.FormatTime(h.WindowEnd), StartMs: h.WindowStart, EndMs: h.WindowEnd, Dims: h.Dims}
 	revs := h.Revisions
 	if len(revs) > maxRevisions {
 		w.Omitted = len(revs) - maxRevisions
@@ -339,11 +355,11 @@ func window(h report.WindowHistory) Window {
 	}
 	for _, r := range revs {
 		w.Revisions = append(w.Revisions, Revision{Revision: r.Revision, State: r.State.String(),
-			Revenue: model.FormatMicros(r.RevenueMicros), Count: r.EventCount, Writer: writer(r.Writer)})
+			Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros, Count: r.EventCount, Writer: writer(r.Writer)})
 	}
 	if n := len(h.Revisions); n > 0 {
 		last := h.Revisions[n-1]
-		w.State, w.Revenue, w.Count, w.Revision = last.State.String(), model.FormatMicros(last.RevenueMicros), last.EventCount, last.Revision
+		w.State, w.Revenue, w.RevenueMicros, w.Count, w.Revision = last.State.String(), model.FormatMicros(last.RevenueMicros), last.RevenueMicros, last.EventCount, last.Revision
 	}
 	return w
 }
