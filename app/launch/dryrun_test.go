@@ -93,6 +93,22 @@ func TestDryRun(t *testing.T) {
 			})
 		}
 	}
+	// The bare switch writes the proto to stdout, and nothing else there.
+	t.Run("flink/stdout", func(t *testing.T) {
+		reset()
+		args := append(append([]string{}, runners["flink"]...), "--source="+src, "--follow", "--shared-filesystem", "--dry-run", "--sink=bigquery:my-project.revenue")
+		var stdout, stderr bytes.Buffer
+		if code := Main(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("launch %s: exit %d, stderr %s", strings.Join(args, " "), code, stderr.String())
+		}
+		out := filepath.Join(dir, "stdout.json")
+		if err := os.WriteFile(out, stdout.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if uses := dryruntest.DryRunProto(t, out, "flink"); len(uses[capability.ProcessingTimeTimers]) > 0 {
+			t.Errorf("the proto on stdout uses processing-time timers in %v", uses[capability.ProcessingTimeTimers])
+		}
+	})
 	if n := dialed.Load(); n != 0 {
 		t.Errorf("the dry runs made %d connections to the service addresses", n)
 	}

@@ -2,11 +2,13 @@ package reconcile_test
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 
@@ -19,17 +21,26 @@ import (
 // be sent and writes its portable proto, exit 0, opening no sink and
 // contacting no service (the job server and the BigQuery endpoints point at
 // a tripwire); the proto passes the runner's capability check, so on Flink
-// and universal it has no processing-time timer and no bundle finalization.
+// and universal it has no processing-time timer and no bundle finalization;
+// on Dataflow it needs --project, --region and --staging_location given, so
+// that the SDK asks neither credentials nor gcloud.
 func TestDryRun(t *testing.T) {
 	addr, dialed := dryruntest.Tripwire(t)
 	for _, env := range []string{"BIGQUERY_EMULATOR_HOST", "BIGQUERY_STORAGE_EMULATOR_HOST", "STORAGE_EMULATOR_HOST"} {
 		t.Setenv(env, addr)
 	}
 	runner, envType, endpoint := *runners.Runner, *jobopts.EnvironmentType, *jobopts.Endpoint
-	t.Cleanup(func() { *runners.Runner, *jobopts.EnvironmentType, *jobopts.Endpoint = runner, envType, endpoint })
+	project, region := *gcpopts.Project, *gcpopts.Region
+	staging := flag.Lookup("staging_location")
+	oldStaging := staging.Value.String()
+	t.Cleanup(func() {
+		*runners.Runner, *jobopts.EnvironmentType, *jobopts.Endpoint = runner, envType, endpoint
+		*gcpopts.Project, *gcpopts.Region = project, region
+		staging.Value.Set(oldStaging)
+	})
 	src := writeLog(t, map[string][]string{"p0": {purchase("A", "2026-11-04T10:15:00Z", "u1", "1")}})
 	dir := t.TempDir()
-	for _, runner := range []string{"prism", "flink", "universal"} {
+	for _, runner := range []string{"prism", "flink", "universal", "dataflow"} {
 		for _, sink := range []string{"sqlite", "bigquery"} {
 			t.Run(runner+"/"+sink, func(t *testing.T) {
 				db := filepath.Join(dir, runner+".db")
@@ -39,8 +50,11 @@ func TestDryRun(t *testing.T) {
 				}
 				out := filepath.Join(dir, runner+"-"+sink+".json")
 				args := []string{"--runner=" + runner, "--source=" + src, spec, "--dry-run=" + out}
-				if runner != "prism" {
+				switch runner {
+				case "flink", "universal":
 					args = append(args, "--endpoint="+addr, "--shared-filesystem")
+				case "dataflow":
+					args = append(args, "--project=my-project", "--region=europe-west1", "--staging_location=gs://bucket/staging", "--shared-filesystem")
 				}
 				var stdout, stderr bytes.Buffer
 				if code := reconcile.Main(args, &stdout, &stderr); code != 0 {
