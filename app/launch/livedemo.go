@@ -14,6 +14,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
@@ -127,6 +128,36 @@ func prepareLiveDir(dir string, c gen.LiveConfig) error {
 		if err := os.MkdirAll(filepath.Join(dir, p), 0o755); err != nil {
 			return fmt.Errorf("--demo=live: %w", err)
 		}
+	}
+	return nil
+}
+
+// startLiveSinkClean makes the live demo start clean. Its own sink
+// (DefaultLiveSink, which only the demo writes) is removed with an earlier
+// run's rows, so that the page and the summary show this run alone (a kept
+// file showed a window stuck at an old EARLY revision, then jumping to
+// FINAL, and totals of both runs). A sink the user named is kept, and one
+// line says that its rows continue.
+func (o Options) startLiveSinkClean() error {
+	own, err := sinks.ParseSpec(DefaultLiveSink)
+	if err != nil {
+		return err
+	}
+	if o.Sink.String() != own.String() {
+		slog.Info("live demo: --sink is kept as it is: what it already holds stays beside this run's rows", "sink", o.Sink.String())
+		return nil
+	}
+	removed := false
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		switch err := os.Remove(own.Path + suffix); {
+		case err == nil:
+			removed = true
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("--demo=live: start clean: %w", err)
+		}
+	}
+	if removed {
+		slog.Info("live demo: starting clean: removed the sink of an earlier live demo", "sink", DefaultLiveSink)
 	}
 	return nil
 }

@@ -70,8 +70,10 @@ func TestLiveDemo(t *testing.T) {
 	if !strings.Contains(out.String(), "Live demo: 4 partitions") || !strings.Contains(out.String(), "window 10s · early 1s · allowed-lateness 30s") {
 		t.Errorf("no banner with the settings:\n%s", out.String())
 	}
-	if sum.State != StateCancelled || !sum.Conserved {
-		t.Errorf("state %s, conserved %v: %s", sum.State, sum.Conserved, sum.Identity)
+	// --duration is a planned stop: DONE, and said so.
+	if sum.State != StateDone || !sum.Planned || !sum.Conserved || !strings.Contains(out.String(), ": DONE in ") ||
+		!strings.Contains(out.String(), "(stopped as planned by --duration:") {
+		t.Errorf("state %s, planned %v, conserved %v: %s", sum.State, sum.Planned, sum.Conserved, sum.Identity)
 	}
 	c := sum.Counts
 	if got := slices.Sorted(maps.Keys(c.ReadBy)); !slices.Equal(got, []string{"p0", "p1", "p2", "p3"}) {
@@ -319,5 +321,39 @@ func (w *pageWatch) check(t *testing.T, docs string) {
 		if err := os.WriteFile(filepath.Join(docs, "live.png"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLiveDemoStartsClean: the live demo's own sink is removed with an
+// earlier run's rows (and SQLite's side files) before the run; a sink the
+// user named is kept as it is.
+func TestLiveDemoStartsClean(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, f := range []string{"demo-live.db", "demo-live.db-wal", "mine.db"} {
+		if err := os.WriteFile(f, []byte("an earlier run"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := Parse([]string{"--demo=live"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.startLiveSinkClean(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"demo-live.db", "demo-live.db-wal"} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s survived the live demo's start: %v", f, err)
+		}
+	}
+	o, err = Parse([]string{"--demo=live", "--sink=sqlite:mine.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.startLiveSinkClean(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile("mine.db"); err != nil || string(b) != "an earlier run" {
+		t.Errorf("the user's sink was touched: %q, %v", b, err)
 	}
 }

@@ -71,6 +71,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	// which must not exist before the log is generated.)
 	generated := sum.Demo || liveDemo
 	dry := o.DryRun != ""
+	if liveDemo && !dry {
+		if err := o.startLiveSinkClean(); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	}
 	if generated && !dry {
 		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
 			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
@@ -244,10 +249,13 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	} else {
 		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
 	}
+	planned := func() bool { return false } // the stop came from --duration
 	if o.Duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		parent := ctx
+		timed, cancel := context.WithTimeout(ctx, o.Duration)
 		defer cancel()
+		ctx = timed
+		planned = func() bool { return parent.Err() == nil && errors.Is(timed.Err(), context.DeadlineExceeded) }
 	}
 	if liveDemo {
 		liveBanner(out, o.LiveDir, sum.Sink, uiURL, po, feed)
@@ -290,6 +298,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	switch {
 	case res.err != nil:
 		sum.State, sum.Error = StateFailed, cli.OneLine(res.err)
+	case res.interrupted && planned():
+		sum.State, sum.Planned = StateDone, true
 	case res.interrupted:
 		sum.State = StateCancelled
 	default:

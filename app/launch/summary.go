@@ -34,11 +34,14 @@ type Summary struct {
 	Sink    string `json:"sink"`
 	Runner  string `json:"runner"`
 	JobID   string `json:"job_id,omitempty"`
-	// State is DONE, CANCELLED (after a graceful stop) or FAILED.
-	State       string        `json:"state"`
-	Interrupted bool          `json:"interrupted"`
-	Started     time.Time     `json:"started"`
-	Duration    time.Duration `json:"duration_ns"`
+	// State is DONE (also a streaming run stopped as planned by
+	// --duration), CANCELLED (after a graceful stop) or FAILED.
+	State       string `json:"state"`
+	Interrupted bool   `json:"interrupted"`
+	// Planned is a streaming run stopped by --duration, as asked.
+	Planned  bool          `json:"planned_stop,omitempty"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
 	// Settings are the effective settings, as flags would spell them.
 	Settings map[string]string `json:"settings"`
 	Counts   Counts            `json:"counts"`
@@ -81,7 +84,10 @@ func (s *Summary) WriteText(w io.Writer) error {
 		what = "demo: " + what
 	}
 	fmt.Fprintf(&b, "\n%s -> %s on %s: %s in %s", what, s.Sink, s.Runner, s.State, s.Duration.Round(100*time.Millisecond))
-	if s.Interrupted {
+	switch {
+	case s.Interrupted && s.Planned:
+		b.WriteString(" (stopped as planned by --duration: readers stopped, the job was cancelled; no window was made FINAL early)")
+	case s.Interrupted:
 		b.WriteString(" (interrupted: readers stopped, the job was cancelled; no window was made FINAL early)")
 	}
 	b.WriteString("\n")
