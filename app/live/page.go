@@ -70,6 +70,14 @@ function el(tag, cls, text) {
 }
 function badge(state) { return el("span", "badge " + (classes[state] || "unknown"), state); }
 function num(v) { return Number(v).toLocaleString("en-US"); }
+// money shows micros (millionths, exact integers) as currency: two decimals,
+// rounded half up, with thousands separators.
+function money(m) {
+  const cents = Math.round(Math.abs(m) / 10000);
+  return (m < 0 ? "-" : "") + Math.floor(cents / 100).toLocaleString("en-US") + "." + String(cents % 100).padStart(2, "0");
+}
+// span shows a window as its date and its times, 2026-11-30 12:00–13:00.
+function span(start, end) { return start.slice(0, 10) + " " + start.slice(11, 16) + "–" + end.slice(11, 16); }
 function fill(id, nodes) { document.getElementById(id).replaceChildren(...nodes); }
 function render(s) {
   const st = document.getElementById("state");
@@ -104,25 +112,29 @@ function render(s) {
     w.revisions.forEach((r, i) => {
       if (i === 2 && w.omitted > 0) ol.append(el("li", "gap", w.omitted + " more"));
       const li = el("li");
-      li.append(el("span", "r", "r" + r.revision), " ", badge(r.state), " " + r.revenue + " ", el("span", "r", "· " + num(r.count) + " ev"));
+      li.append(el("span", "r", "r" + r.revision), " ", badge(r.state), " " + money(r.revenue_micros) + " ", el("span", "r", "· " + num(r.count) + " ev"));
       if (r.writer) li.append(" ", el("span", "w", r.writer));
       ol.append(li);
     });
     const revs = el("td"); revs.append(ol);
-    tr.append(el("td", "win", w.window_start.slice(11, 19) + "–" + w.window_end.slice(11, 19)), el("td", "dims", w.dims), st,
-      el("td", "n", w.revenue), el("td", "n", num(w.count)), revs);
+    tr.append(el("td", "win", span(w.window_start, w.window_end)), el("td", "dims", w.dims), st,
+      el("td", "n money", money(w.revenue_micros)), el("td", "n", num(w.count)), revs);
     return tr;
   }));
 }
+// poll never gives up: a failed fetch (the launcher restarting, a network
+// hiccup) keeps the last figures and tries again, less often.
 async function poll() {
+  let wait = 1000;
   try {
     const r = await fetch("api/live", {cache: "no-store"});
     if (r.ok) render(await r.json());
+    else throw new Error("HTTP " + r.status);
   } catch (e) {
-    document.getElementById("meta").textContent = "the job has ended (the page keeps its last figures)";
-    return;
+    document.getElementById("meta").textContent = "no answer from the launcher (" + e.message + "): showing the last figures, trying again";
+    wait = 3000;
   }
-  setTimeout(poll, 1000);
+  setTimeout(poll, wait);
 }
 poll();
 </script>

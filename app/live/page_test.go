@@ -191,18 +191,26 @@ func TestPageInChromium(t *testing.T) {
 	f.write(t, 2, model.OnTime, 150_000_000, 2)
 	stateShown("ON_TIME")
 	f.write(t, 3, model.Late, 170_000_000, 3)
-	f.write(t, 4, model.Final, 170_000_000, 3)
+	f.write(t, 4, model.Final, 1_234_567_885_000, 3) // 1,234,567.885 shows rounded half up
 	stateShown("FINAL")
 
 	var shown struct {
 		Badges   []string
 		Idle     string
 		Identity string
+		Window   string
+		Revenue  string
 	}
 	if err := b.Eval(`({badges: [...document.querySelectorAll("#wins ol.revs .badge")].map(e => e.textContent),
 		idle: document.querySelector("#parts tr[data-partition='p1'] td:nth-child(4)").textContent,
-		identity: document.getElementById("identity").textContent})`, &shown); err != nil {
+		identity: document.getElementById("identity").textContent,
+		window: document.querySelector("#wins tr td.win").textContent,
+		revenue: document.querySelector("#wins tr td.money").textContent})`, &shown); err != nil {
 		t.Fatal(err)
+	}
+	// Money with two decimals and separators, the window with its date.
+	if shown.Window != "2026-11-30 12:00–12:01" || shown.Revenue != "1,234,567.89" {
+		t.Errorf("window shown %q, revenue %q; want 2026-11-30 12:00–12:01 and 1,234,567.89", shown.Window, shown.Revenue)
 	}
 	if got := strings.Join(shown.Badges, " "); got != "EARLY ON_TIME LATE FINAL" {
 		t.Errorf("revisions shown: %s", got)
