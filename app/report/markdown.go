@@ -51,7 +51,7 @@ func writeMarkdown(w io.Writer, r Run) error {
 	}
 
 	if len(v.Partitions) > 0 {
-		b.WriteString("\n## Watermark vs event time, per partition\n\n")
+		b.WriteString("\n## Watermark vs event time, per partition\n\n" + scopeLog)
 		b.WriteString("Partition watermark = largest valid event time seen - out-of-order bound. " +
 			"\"Behind\" counts valid events whose event time lay below the watermark just before them.\n\n")
 		b.WriteString("| partition | records | valid | behind the watermark | final watermark |\n|---|---:|---:|---:|---|\n")
@@ -66,7 +66,7 @@ func writeMarkdown(w io.Writer, r Run) error {
 	}
 
 	if len(v.Delays) > 0 {
-		b.WriteString("\n## Arrival delay\n\n")
+		b.WriteString("\n## Event-time lateness\n\n" + scopeLog)
 		b.WriteString("How far behind the largest event time its partition had already shown each valid event arrived " +
 			"(event-time lateness; for a replayed history the wall-clock delay would only say when the replay ran).\n\n")
 		b.WriteString("| delay | events | share | |\n|---|---:|---:|---|\n")
@@ -87,7 +87,7 @@ func writeMarkdown(w io.Writer, r Run) error {
 	}
 
 	if len(v.MetricDelays) > 0 {
-		b.WriteString("\n## Delay metrics of the job\n\n")
+		b.WriteString("\n## Delay metrics of the job\n\n" + scopeRun)
 		b.WriteString("From the job's bucket counters; a percentile is below the upper bound of the bucket that holds it. " +
 			"Arrival delay is read time - event time (for a replayed history, when the replay ran).\n\n")
 		b.WriteString("| metric | events | p50 | p95 | p99 |")
@@ -119,7 +119,7 @@ func writeMarkdown(w io.Writer, r Run) error {
 
 func mdConservation(b *strings.Builder, v view) {
 	c := v.Conservation
-	b.WriteString("## Conservation\n\n")
+	b.WriteString("## Conservation\n\n" + scopeRun)
 	b.WriteString("| figure | records | share |\n|---|---:|---:|\n")
 	for _, t := range c.Terms {
 		fmt.Fprintf(b, "| %s | %s | %s |\n", t.Name, fmtCount(t.Value), t.Share)
@@ -162,7 +162,7 @@ func mdWindows(b *strings.Builder, v view) {
 				mdCell("`"+r.Dims+"`"), model.FormatMicros(r.RevenueMicros), r.EventCount, r.Revision, r.State, mdCell(r.Writer))
 		}
 	}
-	fmt.Fprintf(b, "\n## Revisions per window\n\n%d keys, %d revisions.", v.WindowsTotal, v.Revisions)
+	fmt.Fprintf(b, "\n## Revisions per window\n\n%s%d keys, %d revisions.", scopeSink, v.WindowsTotal, v.Revisions)
 	if v.WindowsOmitted > 0 {
 		fmt.Fprintf(b, " Showing %d of %d keys: the latest %d and older ones with LATE revisions; %d omitted (the sink's changelog has them all).",
 			len(v.Windows), v.WindowsTotal, LatestWindows, v.WindowsOmitted)
@@ -296,3 +296,11 @@ func mdCell(s string) string {
 	}
 	return mdText(s)
 }
+
+// What each section covers, said under its heading: a report mixes three
+// scopes, and a reader must not take one for another.
+const (
+	scopeRun  = "*Scope: this run.*\n\n"
+	scopeLog  = "*Scope: the whole raw log, traced again for this report (earlier runs' records too).*\n\n"
+	scopeSink = "*Scope: the sink's history (every run into it).* "
+)

@@ -145,6 +145,10 @@ func TestWriteHTML(t *testing.T) {
 	got := writeRead(t, "run.html", knownRun())
 	mustContain(t, "html", got,
 		"<title>Minimal sequence</title>",
+		// Every section says what it covers.
+		"<h2>Conservation</h2>\n<p class=\"scope\">Scope: this run</p>",
+		"<h2>Event-time lateness</h2>\n<p class=\"scope\">Scope: the whole raw log",
+		"<h2>Revisions per window</h2>\n<p class=\"scope\">Scope: the sink's history",
 		"[2026-11-04 10:00, 11:00)", "[2026-11-04 11:00, 12:00)",
 		`<span class="badge ontime">ON_TIME</span> 150.000000`,
 		`<span class="badge late">LATE</span> 170.000000`,
@@ -238,6 +242,9 @@ func TestWriteMarkdown(t *testing.T) {
 	got := writeRead(t, "run.md", knownRun())
 	mustContain(t, "markdown", got,
 		"# Minimal sequence",
+		// Every section says what it covers.
+		"## Conservation\n\n*Scope: this run.*", "## Event-time lateness\n\n*Scope: the whole raw log",
+		"## Watermark vs event time, per partition\n\n*Scope: the whole raw log", "## Revisions per window\n\n*Scope: the sink's history",
 		"| counted | 4 | 50.0% |", "| **read** | **8** | ✓ |",
 		"read 8 = counted 4 + duplicates 1 + conflicts 1 + quarantined 1 + too_late 1: ✓",
 		"| malformed_json | 1 |",
