@@ -84,6 +84,14 @@ type Window struct {
 	Revision      int64      `json:"revision"`
 	Revisions     []Revision `json:"revisions"`
 	Omitted       int        `json:"omitted"`
+	// The countdowns, as of the snapshot: how far the pipeline watermark
+	// still has to advance for the window's ON_TIME moment (window end −
+	// watermark) and for its FINAL one (CloseMs − watermark, CloseMs being
+	// window end + allowed lateness); 0 or less once it has. Absent without
+	// a watermark; the FINAL ones also without the job's settings.
+	OnTimeNeedsMs *int64 `json:"on_time_watermark_needs_ms,omitempty"`
+	CloseMs       *int64 `json:"close_ms,omitempty"`
+	FinalNeedsMs  *int64 `json:"final_watermark_needs_ms,omitempty"`
 }
 
 // Counter is one term of the conservation identity.
@@ -109,8 +117,13 @@ type Snapshot struct {
 	AtMs    int64  `json:"at_ms"`
 	Elapsed string `json:"elapsed"`
 	// ElapsedMs is Elapsed in ms: the job's age.
-	ElapsedMs int64     `json:"elapsed_ms"`
-	State     string    `json:"state"`
+	ElapsedMs int64  `json:"elapsed_ms"`
+	State     string `json:"state"`
+	// Final says the job has ended (DONE, CANCELLED or FAILED), at
+	// EndedAtMs; Elapsed then stops there.
+	Final     bool      `json:"final"`
+	EndedAt   string    `json:"ended_at,omitempty"`
+	EndedAtMs int64     `json:"ended_at_ms,omitempty"`
 	Settings  []Setting `json:"settings"`
 	// Figures is false until the job reports any.
 	Figures   bool      `json:"figures"`
@@ -132,6 +145,11 @@ type Snapshot struct {
 	Keys int `json:"keys"`
 	// SinkError is why the sink could not be read, if it could not.
 	SinkError string `json:"sink_error,omitempty"`
+	// Series is the figures over the last minutes, once there are any.
+	Series *SeriesView `json:"series,omitempty"`
+	// Audit is the latest records of the audit tables, for a sink that
+	// can be read.
+	Audit *Audit `json:"audit,omitempty"`
 }
 
 // States in lifecycle order.
@@ -157,11 +175,29 @@ type Monitor struct {
 	// Reader, if set, is read instead of a reader opened on Sink; Close
 	// closes it.
 	Reader sinks.Reader
+	// AuditEvery is how often the audit tables are read (default
+	// DefaultAuditEvery, never more often than SinkEvery); AuditLatest
+	// how many records of each are kept (default DefaultAuditLatest).
+	AuditEvery  time.Duration
+	AuditLatest int
+	// Series holds the figures over the last minutes; its zero value
+	// keeps DefaultSeriesSpan at most one point per DefaultSeriesStep.
+	Series Series
+	// Window, AllowedLateness and OutOfOrderBound are the job's settings,
+	// for the windows' countdowns to FINAL and the too-late events'
+	// lateness. With Window 0 they are taken from Settings (window,
+	// allowed-lateness, ooo-bound as time.Duration strings, one left out
+	// being 0s, as the launcher shows them); without a window there are
+	// no such figures.
+	Window, AllowedLateness, OutOfOrderBound time.Duration
+	// Now, if set, is the monitor's clock (tests); default time.Now.
+	Now func() time.Time
 
 	mu      sync.Mutex
 	figures FiguresFunc
 	state   string
 	started time.Time
+	ended   time.Time
 	last    Snapshot
 	lastAt  time.Time
 	rows    sinkRows
@@ -169,6 +205,9 @@ type Monitor struct {
 	// for /metrics.
 	fig   Figures
 	figOK bool
+	// audit is the latest audit records, read at auditAt.
+	audit   *Audit
+	auditAt time.Time
 }
 
 // sinkRows is what a snapshot shows from the sink, with when it was read
@@ -190,16 +229,34 @@ type sinkRows struct {
 func (m *Monitor) Start(f FiguresFunc) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.figures, m.state, m.started, m.lastAt = f, "RUNNING", time.Now(), time.Time{}
+	m.figures, m.state, m.started, m.ended, m.lastAt = f, "RUNNING", m.now(), time.Time{}, time.Time{}
+}
+
+// now is the monitor's clock.
+func (m *Monitor) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// FinalState says the job has ended in state: DONE, CANCELLED or FAILED.
+func FinalState(state string) bool {
+	return state == "DONE" || state == "CANCELLED" || state == "FAILED"
 }
 
 // SetState records the job's state (RUNNING, STOPPING, DONE, CANCELLED,
-// FAILED) and drops the cached snapshot and rows: the next snapshot reads
-// the sink, so the views end on what it holds.
+// FAILED) and drops the cached snapshot, rows and audit records: the next
+// snapshot reads the sink, so the views end on what it holds. A final
+// state (FinalState) stays: the views show it, with when the job ended,
+// until the process ends, and the time series keep no later points.
 func (m *Monitor) SetState(state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.state, m.lastAt, m.rows.at = state, time.Time{}, time.Time{}
+	m.state, m.lastAt, m.rows.at, m.auditAt = state, time.Time{}, time.Time{}, time.Time{}
+	if FinalState(state) && m.ended.IsZero() {
+		m.ended = m.now()
+	}
 }
 
 // Close releases the sink reader.
@@ -220,21 +277,35 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	maxAge := cmp.Or(m.MaxAge, time.Second)
-	if !m.lastAt.IsZero() && time.Since(m.lastAt) < maxAge {
+	now := m.now()
+	if !m.lastAt.IsZero() && now.Sub(m.lastAt) < maxAge {
 		return m.last
 	}
-	now := time.Now()
 	s := Snapshot{Title: m.Title, At: now.UTC().Format(time.RFC3339), AtMs: now.UnixMilli(), State: cmp.Or(m.state, "STARTING"), Settings: m.Settings}
+	if !m.ended.IsZero() {
+		s.Final, s.EndedAt, s.EndedAtMs = true, m.ended.UTC().Format(time.RFC3339), m.ended.UnixMilli()
+	}
 	if !m.started.IsZero() {
-		s.Elapsed = now.Sub(m.started).Round(time.Second).String()
-		s.ElapsedMs = now.Sub(m.started).Milliseconds()
+		until := now
+		if s.Final {
+			until = m.ended
+		}
+		s.Elapsed = until.Sub(m.started).Round(time.Second).String()
+		s.ElapsedMs = until.Sub(m.started).Milliseconds()
 	}
 	m.fig, m.figOK = Figures{}, false
 	if m.figures != nil {
 		if f, ok := m.figures(ctx); ok {
 			s.setFigures(f, now)
 			m.fig, m.figOK = f, true
+			if !s.Final {
+				m.Series.Add(now, f)
+			}
 		}
+	}
+	if m.Series.Len() > 0 {
+		v := m.Series.View()
+		s.Series = &v
 	}
 	if m.rows.at.IsZero() || now.Sub(m.rows.at) >= cmp.Or(m.SinkEvery, maxAge) {
 		m.rows.at = now
@@ -244,7 +315,12 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 			m.rows.err = ""
 		}
 	}
-	s.Windows, s.Keys, s.SinkError = m.rows.windows, m.rows.keys, m.rows.err
+	if m.Reader != nil && (m.auditAt.IsZero() || now.Sub(m.auditAt) >= m.auditEvery()) {
+		m.auditAt = now
+		m.audit = m.readAudit(ctx, now)
+	}
+	s.Windows, s.Keys, s.SinkError, s.Audit = slices.Clone(m.rows.windows), m.rows.keys, m.rows.err, m.audit
+	s.countdowns(m.policy())
 	m.last, m.lastAt = s, now
 	return s
 }
@@ -269,22 +345,38 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	for _, st := range states {
 		s.Rows = append(s.Rows, Counter{st.String(), c.Rows[st.String()]})
 	}
-	wm := model.NoWatermark
 	for _, p := range f.Partitions {
 		v := PartitionView{Partition: p, Watermark: "-", Behind: "-"}
 		if p.WatermarkMs != model.NoWatermark {
 			v.Watermark = model.FormatTime(p.WatermarkMs)
 			behind := now.UnixMilli() - p.WatermarkMs
 			v.Behind, v.BehindMs = (time.Duration(behind) * time.Millisecond).Round(100*time.Millisecond).String(), &behind
-			if !p.Idle && (wm == model.NoWatermark || p.WatermarkMs < wm) {
-				wm = p.WatermarkMs
-			}
 		}
 		s.Partitions = append(s.Partitions, v)
 	}
+	wm := pipelineWatermark(f.Partitions)
 	s.Watermark = "-"
 	if wm != model.NoWatermark {
 		s.Watermark, s.WatermarkMs = model.FormatTime(wm), &wm
+	}
+}
+
+// countdowns sets the windows' countdowns to ON_TIME and FINAL against the
+// pipeline watermark.
+func (s *Snapshot) countdowns(p policy) {
+	if s.WatermarkMs == nil {
+		return
+	}
+	wm := *s.WatermarkMs
+	for i := range s.Windows {
+		w := &s.Windows[i]
+		onTime := w.EndMs - wm
+		w.OnTimeNeedsMs = &onTime
+		if p.ok {
+			closed := w.EndMs + p.AllowedLateness.Milliseconds()
+			final := closed - wm
+			w.CloseMs, w.FinalNeedsMs = &closed, &final
+		}
 	}
 }
 

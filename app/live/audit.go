@@ -1,0 +1,226 @@
+package live
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+// The audit drill-down's defaults. The sinks' readers read an audit table
+// whole (sinks.Reader has no read of a table's latest rows), so the tables
+// are read at most every DefaultAuditEvery, and only the latest
+// DefaultAuditLatest records of each are kept.
+const (
+	DefaultAuditEvery  = 10 * time.Second
+	DefaultAuditLatest = 10
+	// maxPayload caps the payload bytes kept of a record (a quarantined
+	// line may be as long as --max-line, or longer).
+	maxPayload = 300
+)
+
+// Audit is the latest records of the audit tables (SPEC §5), newest
+// first, and how many rows each table holds.
+type Audit struct {
+	ReadAt   string `json:"read_at"`
+	ReadAtMs int64  `json:"read_at_ms"`
+	// EveryMs is how often the tables are read.
+	EveryMs         int64              `json:"every_ms"`
+	TooLateRows     int                `json:"too_late_rows"`
+	ConflictRows    int                `json:"conflict_rows"`
+	QuarantinedRows int                `json:"quarantined_rows"`
+	TooLate         []TooLateEvent     `json:"too_late"`
+	Conflicts       []ConflictEvent    `json:"conflicts"`
+	Quarantined     []QuarantinedEvent `json:"quarantined"`
+	// Error is why a table could not be read, if one could not.
+	Error string `json:"error,omitempty"`
+}
+
+// Payload is a record's raw line, cut at maxPayload bytes.
+type Payload struct {
+	Text string `json:"payload"`
+	// Bytes is the whole line's length; Cut says Text is shorter.
+	Bytes int  `json:"payload_bytes"`
+	Cut   bool `json:"payload_cut,omitempty"`
+}
+
+func payload(b []byte) Payload {
+	p := Payload{Bytes: len(b)}
+	if len(b) > maxPayload {
+		b, p.Cut = b[:maxPayload], true
+		for len(b) > 0 && !utf8.Valid(b) { // not half a character
+			b = b[:len(b)-1]
+		}
+	}
+	p.Text = string(b)
+	return p
+}
+
+// TooLateEvent is a too_late_events row: a valid event whose window had
+// closed for its partition's watermark when it came (SPEC §4 rule (a)).
+type TooLateEvent struct {
+	Position    string `json:"source_position"`
+	EventID     string `json:"event_id"`
+	EventTime   string `json:"event_time"`
+	EventTimeMs int64  `json:"event_time_ms"`
+	Reason      string `json:"reason"`
+	Payload
+	// With the job's settings: the event's window, when it closed (window
+	// end + allowed lateness, in event time), and how late the event was
+	// at least. Its event-time lateness (internal/delay: the largest event
+	// time its partition had shown minus its own) is at least ClosedMs +
+	// the out-of-order bound − EventTimeMs, since its partition's
+	// watermark had reached ClosedMs. The watermark at that moment is not
+	// stored, so this is a lower bound.
+	WindowStartMs   *int64 `json:"window_start_ms,omitempty"`
+	WindowEndMs     *int64 `json:"window_end_ms,omitempty"`
+	ClosedMs        *int64 `json:"closed_ms,omitempty"`
+	LateByAtLeastMs *int64 `json:"late_by_at_least_ms,omitempty"`
+}
+
+// ConflictEvent is a conflict_events row: a copy of an event_id whose
+// payload differs from the counted copy's. The table stores the
+// conflicting copy's payload and both fingerprints; the counted copy's
+// payload is in the raw log only.
+type ConflictEvent struct {
+	Position               string `json:"source_position"`
+	EventID                string `json:"event_id"`
+	FirstFingerprint       string `json:"first_fingerprint"`
+	ConflictingFingerprint string `json:"conflicting_fingerprint"`
+	Payload
+}
+
+// QuarantinedEvent is a quarantined_events row: a line that is not a
+// valid event, and why.
+type QuarantinedEvent struct {
+	Position string `json:"source_position"`
+	Reason   string `json:"reason"`
+	Payload
+}
+
+// CompareArrival orders source positions as they arrived, as far as a
+// position tells: by file name, then line (as a number), then partition.
+// Within a partition that is the order its records were read in; across
+// partitions it is the order of the files' names, which the live demo and
+// most producers give by time. Other positions (pubsub:<message_id>, whose
+// ids say nothing of order) come before file positions, by their text.
+func CompareArrival(a, b string) int {
+	pa, fa, la, oka := rawlog.ParsePosition(a)
+	pb, fb, lb, okb := rawlog.ParsePosition(b)
+	switch {
+	case oka && okb:
+		return cmp.Or(strings.Compare(fa, fb), cmp.Compare(la, lb), strings.Compare(pa, pb))
+	case oka != okb:
+		if oka {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(a, b)
+}
+
+// latest returns the n records of rows that arrived last, newest first.
+func latest[T any](rows []T, n int, pos func(T) string) []T {
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b T) int { return CompareArrival(pos(b), pos(a)) })
+	return rows[:min(n, len(rows))]
+}
+
+// policy is what the monitor knows of the job's settings.
+type policy struct {
+	triggers.Policy
+	bound time.Duration
+	ok    bool
+}
+
+// policy returns the job's window, allowed lateness and out-of-order
+// bound: the Monitor's fields, or else the settings shown (see Monitor.Window).
+func (m *Monitor) policy() policy {
+	if m.Window > 0 {
+		return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: true}
+	}
+	var p policy
+	for _, s := range m.Settings {
+		d, err := time.ParseDuration(s.Value)
+		if err != nil {
+			continue
+		}
+		switch s.Name {
+		case "window":
+			p.Window, p.ok = d, d > 0
+		case "allowed-lateness":
+			p.AllowedLateness = d
+		case "ooo-bound":
+			p.bound = d
+		}
+	}
+	return p
+}
+
+// readAudit reads the audit tables through the sink's reader (opened by
+// readSink) and keeps the latest records of each.
+func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
+	if m.Reader == nil {
+		return nil
+	}
+	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
+	n := cmp.Or(m.AuditLatest, DefaultAuditLatest)
+	// A table read with rows it could not read (sinks.UnreadableRows)
+	// returns the others: they are shown, and the error said.
+	var errs []string
+	fail := func(table string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", table, err))
+		}
+	}
+	pol := m.policy()
+	tooLate, err := m.Reader.TooLate(ctx)
+	fail("too_late_events", err)
+	a.TooLateRows = len(tooLate)
+	for _, r := range latest(tooLate, n, func(r model.TooLate) string { return r.Position }) {
+		a.TooLate = append(a.TooLate, tooLateEvent(r, pol))
+	}
+	conflicts, err := m.Reader.Conflicts(ctx)
+	fail("conflict_events", err)
+	a.ConflictRows = len(conflicts)
+	for _, r := range latest(conflicts, n, func(r model.Conflict) string { return r.Position }) {
+		a.Conflicts = append(a.Conflicts, ConflictEvent{Position: r.Position, EventID: r.EventID,
+			FirstFingerprint: model.FingerprintHex(r.FirstFingerprint), ConflictingFingerprint: model.FingerprintHex(r.ConflictingFingerprint),
+			Payload: payload(r.Payload)})
+	}
+	quarantined, err := m.Reader.Quarantined(ctx)
+	fail("quarantined_events", err)
+	a.QuarantinedRows = len(quarantined)
+	for _, r := range latest(quarantined, n, func(r model.Quarantined) string { return r.Position }) {
+		a.Quarantined = append(a.Quarantined, QuarantinedEvent{Position: r.Position, Reason: r.Reason, Payload: payload(r.Payload)})
+	}
+	if len(errs) > 0 {
+		a.Error = "sink " + m.Sink.String() + ": " + strings.Join(errs, "; ")
+	}
+	return a
+}
+
+func tooLateEvent(r model.TooLate, p policy) TooLateEvent {
+	e := TooLateEvent{Position: r.Position, EventID: r.EventID, EventTime: model.FormatTime(r.EventTime), EventTimeMs: r.EventTime,
+		Reason: r.Reason, Payload: payload(r.Payload)}
+	if p.ok {
+		start := p.WindowStart(r.EventTime)
+		end, closed := p.WindowEnd(start), p.CloseTime(start)
+		late := closed + p.bound.Milliseconds() - r.EventTime
+		e.WindowStartMs, e.WindowEndMs, e.ClosedMs, e.LateByAtLeastMs = &start, &end, &closed, &late
+	}
+	return e
+}
+
+// auditEvery is how often the audit tables are read: AuditEvery (default
+// DefaultAuditEvery), and never more often than the changelog.
+func (m *Monitor) auditEvery() time.Duration {
+	return max(cmp.Or(m.AuditEvery, DefaultAuditEvery), m.SinkEvery)
+}

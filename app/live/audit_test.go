@@ -1,0 +1,145 @@
+package live_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/testing/sinktest"
+)
+
+// countingReader counts the reads of the audit tables.
+type countingReader struct {
+	*sinks.SQLite
+	auditReads int
+}
+
+func (r *countingReader) TooLate(ctx context.Context) ([]model.TooLate, error) {
+	r.auditReads++
+	return r.SQLite.TooLate(ctx)
+}
+
+func TestCompareArrival(t *testing.T) {
+	in := []string{"p1/f-00000002.jsonl:9", "pubsub:b", "p0/f-00000001.jsonl:100", "p0/f-00000002.jsonl:10", "pubsub:a", "p0/f-00000002.jsonl:9"}
+	slices.SortFunc(in, live.CompareArrival)
+	want := []string{"pubsub:a", "pubsub:b", "p0/f-00000001.jsonl:100", "p0/f-00000002.jsonl:9", "p1/f-00000002.jsonl:9", "p0/f-00000002.jsonl:10"}
+	if !slices.Equal(in, want) {
+		t.Errorf("arrival order %v\nwant %v", in, want)
+	}
+}
+
+// TestMonitorAudit: the monitor keeps the latest records of each audit
+// table, newest first (too-late ones with their window, when it closed and
+// how late they were at least; conflicts with both fingerprints and the
+// conflicting payload; quarantined lines with their reason, cut when long),
+// counts every row, and reads the tables again only once AuditEvery has
+// passed on its clock.
+func TestMonitorAudit(t *testing.T) {
+	ctx := context.Background()
+	db, err := sinktest.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &countingReader{SQLite: db}
+	c := &clock{t0}
+	mon := &live.Monitor{Reader: rec, Now: c.now, AuditLatest: 2,
+		Settings: []live.Setting{{Name: "window", Value: "1m0s"}, {Name: "ooo-bound", Value: "10s"}, {Name: "allowed-lateness", Value: "3m0s"}}}
+	t.Cleanup(func() { mon.Close() })
+
+	et := window + 14_000 // 12:00:14, in [12:00, 12:01), closed at 12:04:00
+	pos := func(p string, file, line int) string { return fmt.Sprintf("%s/f-%08d.jsonl:%d", p, file, line) }
+	write := func(b sinks.Batch) {
+		t.Helper()
+		if _, err := db.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := `{"event_id":"` + strings.Repeat("x", 400) + `"}`
+	write(sinks.Batch{
+		TooLate: []model.TooLate{
+			{Position: pos("p0", 1, 3), EventID: "a", EventTime: et, Payload: []byte(`{"event_id":"a"}`), Reason: model.ReasonWindowClosed},
+			{Position: pos("p1", 2, 1), EventID: "b", EventTime: et + 1000, Payload: []byte(`{"event_id":"b"}`), Reason: model.ReasonWindowClosed},
+			{Position: pos("p0", 2, 2), EventID: "c", EventTime: et + 2000, Payload: []byte(`{"event_id":"c"}`), Reason: model.ReasonWindowClosed},
+		},
+		Conflicts: []model.Conflict{{Position: pos("p2", 1, 1), EventID: "d", FirstFingerprint: 0xabc, ConflictingFingerprint: 0xdef,
+			Payload: []byte(`{"event_id":"d","amount":"6.00"}`)}},
+		Quarantined: []model.Quarantined{{Position: pos("p3", 1, 1), Payload: []byte(long), Reason: "bad_json"}},
+	})
+	s := mon.Snapshot(ctx)
+	a := s.Audit
+	if a == nil || a.Error != "" {
+		t.Fatalf("audit: %+v", a)
+	}
+	if a.TooLateRows != 3 || a.ConflictRows != 1 || a.QuarantinedRows != 1 || a.ReadAtMs != t0.UnixMilli() || a.EveryMs != 10_000 {
+		t.Errorf("rows: too late %d, conflicts %d, quarantined %d; read at %d every %d", a.TooLateRows, a.ConflictRows, a.QuarantinedRows, a.ReadAtMs, a.EveryMs)
+	}
+	var ids []string
+	for _, e := range a.TooLate {
+		ids = append(ids, e.EventID)
+	}
+	// Two kept, newest first: p0's file 2 line 2, then p1's file 2 line 1.
+	if !slices.Equal(ids, []string{"c", "b"}) {
+		t.Fatalf("latest too-late events %v, want c, b", ids)
+	}
+	e := a.TooLate[0]
+	if e.EventTime != "2026-11-30T12:00:16Z" || e.Reason != model.ReasonWindowClosed || e.Payload.Text != `{"event_id":"c"}` ||
+		e.WindowStartMs == nil || *e.WindowStartMs != window || *e.WindowEndMs != window+minute || *e.ClosedMs != window+4*minute ||
+		*e.LateByAtLeastMs != 4*minute+10_000-16_000 {
+		t.Errorf("too-late event: %+v; want window 12:00–12:01, closed 12:04:00, at least 3m54s late (closed + the 10s bound − 12:00:16)", e)
+	}
+	if cf := a.Conflicts; len(cf) != 1 || cf[0].EventID != "d" || cf[0].FirstFingerprint != "0000000000000abc" ||
+		cf[0].ConflictingFingerprint != "0000000000000def" || cf[0].Payload.Text != `{"event_id":"d","amount":"6.00"}` {
+		t.Errorf("conflicts: %+v", cf)
+	}
+	if q := a.Quarantined; len(q) != 1 || q[0].Reason != "bad_json" || !q[0].Cut || q[0].Bytes != len(long) || len(q[0].Text) != 300 {
+		t.Errorf("quarantined: %+v", q)
+	}
+
+	// A new too-late record: read at the first snapshot 10 s on (the
+	// monitor's clock), not before.
+	write(sinks.Batch{TooLate: []model.TooLate{{Position: pos("p1", 3, 1), EventID: "e", EventTime: et, Payload: []byte(`{}`), Reason: model.ReasonWindowClosed}}})
+	c.t = t0.Add(9 * time.Second)
+	if s := mon.Snapshot(ctx); rec.auditReads != 1 || s.Audit.TooLateRows != 3 {
+		t.Errorf("at 9 s: %d reads of too_late_events, %d rows shown; want the first read's 3", rec.auditReads, s.Audit.TooLateRows)
+	}
+	c.t = t0.Add(10 * time.Second)
+	s = mon.Snapshot(ctx)
+	if rec.auditReads != 2 || s.Audit.TooLateRows != 4 || s.Audit.TooLate[0].EventID != "e" || len(s.Audit.TooLate) != 2 {
+		t.Errorf("at 10 s: %d reads, %d rows, latest %+v", rec.auditReads, s.Audit.TooLateRows, s.Audit.TooLate)
+	}
+}
+
+// TestWindowCountdowns: each window shown says how far the pipeline
+// watermark still has to go for its ON_TIME and its FINAL moments.
+func TestWindowCountdowns(t *testing.T) {
+	f := newFixture(t)
+	f.mon.Settings = []live.Setting{{Name: "window", Value: "1m0s"}, {Name: "allowed-lateness", Value: "30s"}}
+	f.write(t, 1, model.Early, 100_000_000, 1) // p0 at 12:00:20, p1 at 12:00:00 active: the watermark is 12:00:00
+	s := f.mon.Snapshot(context.Background())
+	if len(s.Windows) != 1 {
+		t.Fatalf("windows %+v", s.Windows)
+	}
+	w := s.Windows[0]
+	if w.OnTimeNeedsMs == nil || *w.OnTimeNeedsMs != 60_000 || w.FinalNeedsMs == nil || *w.FinalNeedsMs != 90_000 || *w.CloseMs != window+90_000 {
+		t.Errorf("countdowns %+v; want ON_TIME +60s, FINAL +90s", w)
+	}
+	f.write(t, 2, model.OnTime, 150_000_000, 2) // p0 at 12:00:40, p1 idle: the watermark is 12:00:40
+	f.mon.SetState("RUNNING")                   // drops the cached snapshot
+	w = f.mon.Snapshot(context.Background()).Windows[0]
+	if *w.OnTimeNeedsMs != 20_000 || *w.FinalNeedsMs != 50_000 {
+		t.Errorf("countdowns %d, %d; want +20s, +50s", *w.OnTimeNeedsMs, *w.FinalNeedsMs)
+	}
+	// Without the settings: the ON_TIME countdown only.
+	f.mon.Settings = nil
+	f.mon.SetState("RUNNING")
+	if w := f.mon.Snapshot(context.Background()).Windows[0]; w.OnTimeNeedsMs == nil || w.FinalNeedsMs != nil || w.CloseMs != nil {
+		t.Errorf("without settings: %+v", w)
+	}
+}
