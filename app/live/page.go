@@ -9,10 +9,14 @@ type page struct {
 }
 
 // pageTemplate is the live page: the HTML report's stylesheet, a few rules
-// of its own, and a script that polls /api/live every second and redraws.
+// of its own, and a script that polls /api/live every second and redraws:
+// the job's state (a final one in a banner that stays), the conservation
+// cards, the last minutes' rates and watermark lags as inline SVG charts,
+// the latest windows with their revisions and countdowns, the partitions'
+// watermarks, and the latest audit records in a collapsible section.
 // Everything is inline: the page loads nothing from the network. The
-// script builds elements with textContent only, so data never becomes
-// markup.
+// script builds elements with textContent and setAttribute only, so data
+// never becomes markup.
 var pageTemplate = template.Must(template.New("live").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -24,11 +28,32 @@ var pageTemplate = template.Must(template.New("live").Parse(`<!DOCTYPE html>
 .cards { grid-template-columns: repeat(7, 1fr); }
 .state { font-size: 12px; vertical-align: middle; margin-left: 8px; }
 .state.RUNNING { background: var(--ontime); } .state.STOPPING { background: var(--late); }
-.state.DONE, .state.CANCELLED { background: var(--final); } .state.FAILED { background: var(--bad); }
+.state.DONE { background: var(--final); } .state.CANCELLED { background: #8f4410; } .state.FAILED { background: var(--bad); }
 .state.STARTING { background: var(--early); }
 td.idle { color: var(--late); font-weight: 600; } td.active { color: var(--final); }
 tr.fresh td { animation: fresh 1.2s ease-out; }
 @keyframes fresh { from { background: #fff4d6; } to { background: transparent; } }
+.ended { margin: 12px 0 0; padding: 10px 14px; border-radius: 8px; border-left: 6px solid; font-weight: 600; }
+.ended.DONE { border-color: var(--final); background: #e6f4ec; color: #22643f; }
+.ended.CANCELLED { border-color: var(--late); background: #fdf0e5; color: #8f4410; }
+.ended.FAILED { border-color: var(--bad); background: #fbe9e9; color: var(--bad); }
+.sparks { display: grid; grid-template-columns: repeat(6, 1fr); gap: 10px; }
+.lags { display: grid; grid-template-columns: 1fr 1fr; gap: 10px; margin-top: 10px; }
+figure.chart { margin: 0; border: 1px solid var(--rule); border-radius: 6px; padding: 6px 8px 4px; }
+figure.chart figcaption { display: flex; justify-content: space-between; gap: 8px; font-size: 12px; color: var(--muted); }
+figure.chart figcaption b { color: var(--ink); font-variant-numeric: tabular-nums; }
+figure.chart svg { width: 100%; height: 42px; display: block; }
+.lags figure.chart svg { height: 90px; }
+figure.chart polyline { fill: none; stroke-width: 1.5; vector-effect: non-scaling-stroke; }
+figure.chart .base { stroke: var(--rule); vector-effect: non-scaling-stroke; }
+.keys { display: flex; flex-wrap: wrap; gap: 2px 10px; font-size: 11px; color: var(--muted); }
+.keys i { display: inline-block; width: 10px; height: 3px; vertical-align: middle; margin-right: 3px; }
+td.next div { white-space: nowrap; font-size: 12px; }
+td.next .due { color: var(--ontime); }
+details > summary { cursor: pointer; }
+details > summary h2 { display: inline; }
+td.payload { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; overflow-wrap: anywhere; max-width: 420px; }
+td.pos { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; white-space: nowrap; }
 </style>
 </head>
 <body>
@@ -37,12 +62,20 @@ tr.fresh td { animation: fresh 1.2s ease-out; }
 <h1>{{.Title}} <span id="state" class="badge state STARTING">STARTING</span></h1>
 <p class="meta" id="meta">waiting for the job…</p>
 <div class="settings" id="settings"></div>
+<p class="ended" id="ended" hidden></p>
 </header>
 <section class="cards" aria-label="conservation" id="cards"></section>
+<section id="series">
+<h2>The last minutes</h2>
+<p class="note">Records read and their verdicts per second (from the counters' deltas between the page's snapshots; a gap where the job's metrics restarted), and how far the watermarks trail the clock. Each chart spans <span id="span">10 min</span>, up to now; its scale is from 0 to its largest value.</p>
+<div class="sparks" id="sparks"></div>
+<div class="lags" id="lags"></div>
+</section>
 <section id="windows">
 <h2>Revisions per window</h2>
 <p class="note">The latest windows, newest first; every accepted snapshot in revision order: <span class="badge early">EARLY</span> <span class="badge ontime">ON_TIME</span> <span class="badge late">LATE</span> <span class="badge final">FINAL</span>, each a complete total (never a delta). <span id="keys"></span></p>
-<table style="width:100%"><thead><tr><th>window (UTC)</th><th>dims</th><th>state</th><th class="n">revenue</th><th class="n">events</th><th>revisions</th></tr></thead><tbody id="wins"></tbody></table>
+<table style="width:100%"><thead><tr><th>window (UTC)</th><th>dims</th><th>state</th><th class="n">revenue</th><th class="n">events</th><th>revisions</th><th>next (pipeline watermark)</th></tr></thead><tbody id="wins"></tbody></table>
+<p class="note">Next: how far the pipeline watermark still has to advance for the window's ON_TIME row (its end) and its FINAL row (its end + allowed lateness). The watermark trails the newest event times by the out-of-order bound, so on a live feed ON_TIME comes about that long after the window's end on the clock.</p>
 </section>
 <div class="grid2">
 <section id="watermarks">
@@ -56,6 +89,20 @@ tr.fresh td { animation: fresh 1.2s ease-out; }
 <table style="margin-top:12px"><thead><tr><th>rows emitted by state</th><th class="n">rows</th></tr></thead><tbody id="rows"></tbody></table>
 </section>
 </div>
+<section id="drill">
+<details id="drill-details">
+<summary><h2>Audit records</h2> <span class="note" id="drill-sum">none read yet</span></summary>
+<p class="note">The latest records of each audit table, newest first (by source file and line), as the sink holds them; the tables are read every <span id="drill-every">10 s</span>, whole (the sink's reader reads no part of them), and only the latest are kept. <span id="drill-err"></span></p>
+<h3>Too late <span class="note" id="tl-n"></span></h3>
+<p class="note">Valid events whose window had closed (end + allowed lateness) for their partition's watermark when they came. Late by: their event-time lateness was at least this (the watermark then is not stored, only that it had reached the close).</p>
+<table style="width:100%"><thead><tr><th>source position</th><th>event_id</th><th>event time (UTC)</th><th>window, closed at</th><th class="n">late by</th><th>payload</th></tr></thead><tbody id="tl"></tbody></table>
+<h3>Conflicts <span class="note" id="cf-n"></span></h3>
+<p class="note">Copies of an event_id whose payload differs from the counted copy: both payloads' fingerprints; the table keeps the conflicting copy's payload (the counted one is in the raw log).</p>
+<table style="width:100%"><thead><tr><th>source position</th><th>event_id</th><th>fingerprints: counted → conflicting</th><th>conflicting payload</th></tr></thead><tbody id="cf"></tbody></table>
+<h3>Quarantined <span class="note" id="qu-n"></span></h3>
+<table style="width:100%"><thead><tr><th>source position</th><th>reason</th><th>line</th></tr></thead><tbody id="qu"></tbody></table>
+</details>
+</section>
 <footer>hourly revenue · live page · refreshes every second · self-contained: nothing is loaded from the network</footer>
 </main>
 <script>
@@ -78,11 +125,129 @@ function money(m) {
 }
 // span shows a window as its date and its times, 2026-11-30 12:00–13:00.
 function span(start, end) { return start.slice(0, 10) + " " + start.slice(11, 16) + "–" + end.slice(11, 16); }
+// iso is an epoch-ms instant as RFC 3339 UTC, without milliseconds.
+function iso(ms) { return new Date(ms).toISOString().slice(0, 19) + "Z"; }
+// dur shows ms as 850ms, 12.3s, 4m05s or 2h07m.
+function dur(ms) {
+  const a = Math.abs(ms), sign = ms < 0 ? "-" : "";
+  if (a < 1000) return sign + Math.round(a) + "ms";
+  if (a < 60000) return sign + (a / 1000).toFixed(1) + "s";
+  const s = Math.round(a / 1000);
+  if (s < 3600) return sign + Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+  return sign + Math.floor(s / 3600) + "h" + String(Math.floor(s / 60) % 60).padStart(2, "0") + "m";
+}
+function rate(v) { return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2); }
 function fill(id, nodes) { document.getElementById(id).replaceChildren(...nodes); }
+function last(values) { for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i]; return null; }
+
+const NS = "http://www.w3.org/2000/svg";
+function svg(tag, attrs) { const e = document.createElementNS(NS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; }
+const palette = ["#2b6cb0", "#dd6b20", "#2f855a", "#805ad5", "#c53030", "#319795", "#b7791f", "#4a5568"];
+// chart is a figure with a caption and an SVG drawing lines ({name, colour,
+// values: numbers or null}) against the times at (epoch ms) over the last
+// spanMs, from 0 to the largest value; a null breaks a line.
+function chart(kind, caption, value, at, spanMs, lines, w, h) {
+  const f = el("figure", "chart"); f.dataset.series = kind;
+  const cap = el("figcaption"); cap.append(el("span", "", caption), el("b", "", value)); f.append(cap);
+  const g = svg("svg", {viewBox: "0 0 " + w + " " + h, preserveAspectRatio: "none", role: "img"});
+  g.setAttribute("aria-label", caption);
+  g.append(svg("line", {x1: 0, y1: h - 0.5, x2: w, y2: h - 0.5, class: "base"}));
+  const end = at.length ? at[at.length - 1] : 0, start = end - spanMs;
+  let top = 0;
+  for (const l of lines) for (const v of l.values) if (v !== null && v > top) top = v;
+  top = top || 1;
+  const x = ms => (w * (ms - start) / spanMs).toFixed(1), y = v => (h - 1 - (h - 3) * Math.max(0, v) / top).toFixed(1);
+  let points = 0;
+  for (const l of lines) {
+    let seg = [];
+    const flush = () => {
+      if (seg.length > 1) { const p = svg("polyline", {points: seg.join(" "), stroke: l.colour}); p.dataset.name = l.name; g.append(p); points += seg.length; }
+      seg = [];
+    };
+    l.values.forEach((v, i) => { if (v === null) flush(); else seg.push(x(at[i]) + "," + y(v)); });
+    flush();
+  }
+  f.dataset.points = points; f.dataset.max = top;
+  f.append(g);
+  return f;
+}
+function renderSeries(s) {
+  const v = s.series;
+  if (!v) return;
+  document.getElementById("span").textContent = v.span_ms % 60000 === 0 ? v.span_ms / 60000 + " min" : dur(v.span_ms);
+  fill("sparks", v.rates.map(r => {
+    const now = last(r.per_s);
+    return chart(r.name, r.name + " /s", now === null ? "-" : rate(now), v.at_ms, v.span_ms, [{name: r.name, colour: r.name === "read" ? "#4a6fa5" : "#2f855a", values: r.per_s}], 200, 42);
+  }));
+  const wl = last(v.watermark_lag_ms);
+  const parts = v.partitions.map((p, i) => ({name: p.name, colour: palette[i % palette.length], values: p.lag_ms}));
+  const pf = chart("partition_lag", "watermark lag per partition", "", v.at_ms, v.span_ms, parts, 400, 90);
+  const keys = el("div", "keys");
+  for (const p of parts) { const k = el("span"); const sw = el("i"); sw.style.background = p.colour; const l = last(p.values); k.append(sw, p.name + " " + (l === null ? "-" : dur(l))); keys.append(k); }
+  pf.append(keys);
+  fill("lags", [chart("watermark_lag", "pipeline watermark lag (now − watermark)", wl === null ? "-" : dur(wl), v.at_ms, v.span_ms,
+    [{name: "pipeline", colour: "#2f855a", values: v.watermark_lag_ms}], 400, 90), pf]);
+}
+// need says how far the watermark still has to go for a state's row.
+function need(state, ms) {
+  const d = el("div"); d.dataset.next = state;
+  d.append(badge(state), " ");
+  if (ms > 0) d.append("watermark needs +" + dur(ms));
+  else d.append(el("span", "due", "due: watermark passed by " + dur(-ms)));
+  return d;
+}
+function nextCell(w) {
+  const td = el("td", "next");
+  if (w.state === "FINAL") { td.append(el("div", "", "closed")); return td; }
+  if (w.state === "EARLY" && w.on_time_watermark_needs_ms !== undefined) td.append(need("ON_TIME", w.on_time_watermark_needs_ms));
+  if (w.final_watermark_needs_ms !== undefined) td.append(need("FINAL", w.final_watermark_needs_ms));
+  return td;
+}
+function payloadCell(p) {
+  const td = el("td", "payload", p.payload + (p.payload_cut ? " … (" + num(p.payload_bytes) + " bytes)" : ""));
+  return td;
+}
+function renderAudit(a) {
+  if (!a) return;
+  document.getElementById("drill-sum").textContent = num(a.too_late_rows) + " too late · " + num(a.conflict_rows) + " conflicts · " +
+    num(a.quarantined_rows) + " quarantined · read " + a.read_at.slice(11, 19);
+  document.getElementById("drill-every").textContent = dur(a.every_ms);
+  document.getElementById("drill-err").textContent = a.error || "";
+  const of = (shown, rows) => "(latest " + shown + " of " + num(rows) + ")";
+  document.getElementById("tl-n").textContent = of((a.too_late || []).length, a.too_late_rows);
+  document.getElementById("cf-n").textContent = of((a.conflicts || []).length, a.conflict_rows);
+  document.getElementById("qu-n").textContent = of((a.quarantined || []).length, a.quarantined_rows);
+  fill("tl", (a.too_late || []).map(e => {
+    const tr = el("tr"); tr.dataset.position = e.source_position;
+    const win = e.window_start_ms !== undefined ? span(iso(e.window_start_ms), iso(e.window_end_ms)) + ", closed " + iso(e.closed_ms).slice(11, 19) : "-";
+    tr.append(el("td", "pos", e.source_position), el("td", "pos", e.event_id), el("td", "win", e.event_time), el("td", "win", win),
+      el("td", "n late", e.late_by_at_least_ms !== undefined ? "≥ " + dur(e.late_by_at_least_ms) : "-"), payloadCell(e));
+    return tr;
+  }));
+  fill("cf", (a.conflicts || []).map(e => {
+    const tr = el("tr"); tr.dataset.position = e.source_position;
+    tr.append(el("td", "pos", e.source_position), el("td", "pos", e.event_id), el("td", "pos", e.first_fingerprint + " → " + e.conflicting_fingerprint), payloadCell(e));
+    return tr;
+  }));
+  fill("qu", (a.quarantined || []).map(e => {
+    const tr = el("tr"); tr.dataset.position = e.source_position;
+    tr.append(el("td", "pos", e.source_position), el("td", "", e.reason), payloadCell(e));
+    return tr;
+  }));
+}
+let ended = false;
 function render(s) {
   const st = document.getElementById("state");
   st.textContent = s.state; st.className = "badge state " + s.state;
-  document.getElementById("meta").textContent = "as of " + s.at + (s.elapsed ? " · running for " + s.elapsed : "") + (s.sink_error ? " · sink: " + s.sink_error : "");
+  const end = document.getElementById("ended");
+  ended = s.final;
+  if (s.final) {
+    // A final state stays in view, in a banner of its own colour.
+    end.hidden = false; end.className = "ended " + s.state;
+    end.textContent = "The job has ended: " + s.state + " at " + s.ended_at + " after " + s.elapsed + ". The figures below are its last.";
+    document.title = s.state + " · " + s.title;
+  }
+  document.getElementById("meta").textContent = "as of " + s.at + (s.elapsed ? (s.final ? " · ran for " : " · running for ") + s.elapsed : "") + (s.sink_error ? " · sink: " + s.sink_error : "");
   fill("settings", (s.settings || []).map(x => { const e = el("span", "", x.name + " "); e.append(el("b", "", x.value)); return e; }));
   const cards = [];
   if (s.figures) {
@@ -92,6 +257,7 @@ function render(s) {
     cards.push(card("conservation", s.conserved ? "✓ holds" : "… in flight", s.conserved ? "ok" : ""));
   }
   fill("cards", cards);
+  renderSeries(s);
   document.getElementById("identity").textContent = s.identity || "";
   fill("rows", (s.rows_by_state || []).map(r => { const tr = el("tr"); const td = el("td"); td.append(badge(r.name)); tr.append(td, el("td", "n", num(r.value))); return tr; }));
   document.getElementById("wm").textContent = s.watermark || "-";
@@ -118,12 +284,14 @@ function render(s) {
     });
     const revs = el("td"); revs.append(ol);
     tr.append(el("td", "win", span(w.window_start, w.window_end)), el("td", "dims", w.dims), st,
-      el("td", "n money", money(w.revenue_micros)), el("td", "n", num(w.count)), revs);
+      el("td", "n money", money(w.revenue_micros)), el("td", "n", num(w.count)), revs, nextCell(w));
     return tr;
   }));
+  renderAudit(s.audit);
 }
 // poll never gives up: a failed fetch (the launcher restarting, a network
-// hiccup) keeps the last figures and tries again, less often.
+// hiccup, the launcher gone after the job ended) keeps the last figures and
+// the final state, and tries again, less often.
 async function poll() {
   let wait = 1000;
   try {
@@ -131,7 +299,7 @@ async function poll() {
     if (r.ok) render(await r.json());
     else throw new Error("HTTP " + r.status);
   } catch (e) {
-    document.getElementById("meta").textContent = "no answer from the launcher (" + e.message + "): showing the last figures, trying again";
+    document.getElementById("meta").textContent = "no answer from the launcher (" + e.message + "): showing the last figures" + (ended ? ", the job's final ones" : "") + ", trying again";
     wait = 3000;
   }
   setTimeout(poll, wait);

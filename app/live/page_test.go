@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -138,9 +139,12 @@ func TestAddr(t *testing.T) {
 }
 
 // TestPageInChromium loads the page in a real headless Chromium while the
-// test writes a window's revisions into the sink, and checks that the page
-// shows the window EARLY and then FINAL (it polls by itself), that its
-// JSON matches, and that the browser reported no error.
+// test writes a window's revisions and audit records into the sink, and
+// checks that the page shows the window EARLY (with its countdowns) and
+// then FINAL (it polls by itself), draws the time series, fills the audit
+// drill-down, that its JSON matches, that the browser reported no error,
+// and that a final state shows in its banner and stays when the launcher
+// has gone.
 func TestPageInChromium(t *testing.T) {
 	if _, err := os.Stat(cdp.Chromium); err != nil {
 		t.Skipf("%s not found (apt-get install chromium): cannot test the live page", cdp.Chromium)
@@ -149,6 +153,7 @@ func TestPageInChromium(t *testing.T) {
 		t.Skip("-short: not starting a browser")
 	}
 	f := newFixture(t)
+	f.mon.AuditEvery = time.Millisecond
 	srv, err := live.Serve("127.0.0.1:0", f.mon)
 	if err != nil {
 		t.Fatal(err)
@@ -186,8 +191,38 @@ func TestPageInChromium(t *testing.T) {
 		}
 		t.Fatalf("the page shows the window as %q, want %q; errors: %v", got, want, b.Errors())
 	}
+	// waitFor waits until the expression is true on the page.
+	waitFor := func(what, expr string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			var ok bool
+			if err := b.Eval(expr, &ok); err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("the page never showed %s; errors: %v", what, b.Errors())
+	}
 	f.write(t, 1, model.Early, 100_000_000, 1)
 	stateShown("EARLY")
+	// The pipeline watermark is 12:00:00 (p0 at 12:00:20, p1 at 12:00:00):
+	// a minute to go for ON_TIME and, with no allowed lateness, for FINAL.
+	waitFor("the countdowns", `[...document.querySelectorAll("#wins td.next div")].map(d => d.dataset.next + ": " + d.textContent).join(" | ") ===
+		"ON_TIME: ON_TIME watermark needs +1m00s | FINAL: FINAL watermark needs +1m00s"`)
+	audit := sinks.Batch{
+		TooLate: []model.TooLate{{Position: "p0/f-00000001.jsonl:7", EventID: "late-1", EventTime: window - 50_000,
+			Payload: []byte(`{"event_id":"late-1"}`), Reason: model.ReasonWindowClosed}},
+		Conflicts: []model.Conflict{{Position: "p1/f-00000001.jsonl:3", EventID: "dup-1", FirstFingerprint: 1, ConflictingFingerprint: 2,
+			Payload: []byte(`{"event_id":"dup-1","amount":"6.00"}`)}},
+		Quarantined: []model.Quarantined{{Position: "p2/f-00000001.jsonl:9", Payload: []byte("not json <b>"), Reason: "bad_json"}},
+	}
+	if _, err := f.db.Write(context.Background(), audit); err != nil {
+		t.Fatal(err)
+	}
 	f.write(t, 2, model.OnTime, 150_000_000, 2)
 	stateShown("ON_TIME")
 	f.write(t, 3, model.Late, 170_000_000, 3)
@@ -219,6 +254,55 @@ func TestPageInChromium(t *testing.T) {
 		t.Errorf("partition p1 shown %q, identity %q", shown.Idle, shown.Identity)
 	}
 
+	// The time series: a rate line for read and each verdict, the pipeline
+	// watermark's lag, and one lag line per partition, each with points.
+	waitFor("the time series drawn", `[...document.querySelectorAll("#series figure.chart")].length === 8 &&
+		[...document.querySelectorAll("#series figure.chart")].every(f => Number(f.dataset.points) >= 2)`)
+	var series struct {
+		Kinds []string
+		Lines []string
+		Keys  string
+	}
+	if err := b.Eval(`({kinds: [...document.querySelectorAll("#series figure.chart")].map(f => f.dataset.series),
+		lines: [...document.querySelectorAll("#lags figure[data-series='partition_lag'] polyline")].map(p => p.dataset.name),
+		keys: document.querySelector("#lags .keys").textContent})`, &series); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"read", "counted", "duplicates", "conflicts", "quarantined", "too_late", "watermark_lag", "partition_lag"}; !slices.Equal(series.Kinds, want) {
+		t.Errorf("charts %v, want %v", series.Kinds, want)
+	}
+	if !slices.Contains(series.Lines, "p0") || !slices.Contains(series.Lines, "p1") || !strings.Contains(series.Keys, "p0 ") {
+		t.Errorf("partition lag lines %v, keys %q", series.Lines, series.Keys)
+	}
+	// The audit drill-down: a row in each table, with what it is about.
+	waitFor("the audit records", `document.querySelectorAll("#tl tr, #cf tr, #qu tr").length === 3`)
+	var drill struct {
+		TooLate, Conflict, Quarantined []string
+		Summary                        string
+		Open                           bool
+	}
+	if err := b.Eval(`({tooLate: [...document.querySelectorAll("#tl td")].map(d => d.textContent),
+		conflict: [...document.querySelectorAll("#cf td")].map(d => d.textContent),
+		quarantined: [...document.querySelectorAll("#qu td")].map(d => d.textContent),
+		summary: document.getElementById("drill-sum").textContent,
+		open: document.getElementById("drill-details").open})`, &drill); err != nil {
+		t.Fatal(err)
+	}
+	// 11:59:10 is in [11:59, 12:00), closed at 12:00:00 (no lateness, no
+	// bound): at least 50 s late.
+	if want := []string{"p0/f-00000001.jsonl:7", "late-1", "2026-11-30T11:59:10Z", "2026-11-30 11:59–12:00, closed 12:00:00", "≥ 50.0s", `{"event_id":"late-1"}`}; !slices.Equal(drill.TooLate, want) {
+		t.Errorf("too-late row %q\nwant %q", drill.TooLate, want)
+	}
+	if want := []string{"p1/f-00000001.jsonl:3", "dup-1", "0000000000000001 → 0000000000000002", `{"event_id":"dup-1","amount":"6.00"}`}; !slices.Equal(drill.Conflict, want) {
+		t.Errorf("conflict row %q\nwant %q", drill.Conflict, want)
+	}
+	if want := []string{"p2/f-00000001.jsonl:9", "bad_json", "not json <b>"}; !slices.Equal(drill.Quarantined, want) {
+		t.Errorf("quarantined row %q\nwant %q (as text)", drill.Quarantined, want)
+	}
+	if !strings.HasPrefix(drill.Summary, "1 too late · 1 conflicts · 1 quarantined · read ") || drill.Open {
+		t.Errorf("drill-down summary %q, open %v: want the counts, collapsed", drill.Summary, drill.Open)
+	}
+
 	// The JSON the page polls agrees.
 	resp, err := http.Get(srv.URL() + "api/live")
 	if err != nil {
@@ -232,7 +316,30 @@ func TestPageInChromium(t *testing.T) {
 	if len(s.Windows) != 1 || s.Windows[0].State != "FINAL" || s.Windows[0].Revision != 4 {
 		t.Errorf("api/live windows: %+v", s.Windows)
 	}
+	if s.Series == nil || len(s.Series.AtMs) < 3 || s.Audit == nil || len(s.Audit.TooLate) != 1 {
+		t.Errorf("api/live series %+v, audit %+v", s.Series, s.Audit)
+	}
+
+	// The job ends: its final state shows in a banner, and the title.
+	f.mon.SetState("DONE")
+	waitFor("the final state", `!document.getElementById("ended").hidden && document.getElementById("state").textContent === "DONE"`)
+	var ended struct {
+		Class, Text, Title string
+	}
+	if err := b.Eval(`({class: document.getElementById("ended").className, text: document.getElementById("ended").textContent, title: document.title})`, &ended); err != nil {
+		t.Fatal(err)
+	}
+	if ended.Class != "ended DONE" || !strings.HasPrefix(ended.Text, "The job has ended: DONE at 20") || ended.Title != "DONE · hourly revenue · live page test" {
+		t.Errorf("final state shown: class %q, text %q, title %q", ended.Class, ended.Text, ended.Title)
+	}
 	if errs := b.Errors(); len(errs) > 0 {
 		t.Errorf("the browser reported errors:\n%s", strings.Join(errs, "\n"))
+	}
+	// The launcher goes away (the page's fetches now fail, and say so): the
+	// final state stays in view.
+	srv.Close()
+	waitFor("that the launcher is gone", `document.getElementById("meta").textContent.startsWith("no answer from the launcher")`)
+	if err := b.Eval(`document.getElementById("ended").hidden ? "" : document.getElementById("ended").textContent`, &ended.Text); err != nil || !strings.Contains(ended.Text, "DONE") {
+		t.Errorf("after the launcher went, the banner shows %q (%v)", ended.Text, err)
 	}
 }
