@@ -10,10 +10,12 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The time series' defaults: ten minutes, one point a second at most.
+// The time series' defaults: ten minutes, one point a second at most,
+// rates over 10 s.
 const (
-	DefaultSeriesSpan = 10 * time.Minute
-	DefaultSeriesStep = time.Second
+	DefaultSeriesSpan   = 10 * time.Minute
+	DefaultSeriesStep   = time.Second
+	DefaultSeriesSmooth = 10 * time.Second
 )
 
 // rateNames are the counters a series gives a rate of, in the order of
@@ -32,6 +34,13 @@ type Series struct {
 	// Step is the least time between two points (default
 	// DefaultSeriesStep): figures offered sooner are not kept.
 	Step time.Duration
+	// Smooth is how far back a point's rates reach (default
+	// DefaultSeriesSmooth): over the interval from the earliest point at
+	// most Smooth before it (the previous point at least) that no
+	// counter reset lies between. The job's counters are committed in
+	// bundles, so the rates of one-second intervals jump between 0 and
+	// several times the mean; Smooth below Step gives them as they are.
+	Smooth time.Duration
 
 	ring []point // len(ring) is the capacity once allocated
 	head int     // the oldest point
@@ -67,7 +76,7 @@ func (s *Series) Len() int { return s.n }
 // the ring is full.
 func (s *Series) Add(at time.Time, f Figures) {
 	ms := at.UnixMilli()
-	if s.n > 0 && ms-s.at(s.n-1) < cmp.Or(s.Step, DefaultSeriesStep).Milliseconds() {
+	if s.n > 0 && ms-s.at(s.n-1) < max(1, cmp.Or(s.Step, DefaultSeriesStep).Milliseconds()) {
 		return
 	}
 	if s.ring == nil {
@@ -104,8 +113,8 @@ func (s *Series) get(i int) *point { return &s.ring[(s.head+i)%len(s.ring)] }
 type SeriesView struct {
 	SpanMs int64   `json:"span_ms"`
 	AtMs   []int64 `json:"at_ms"`
-	// Rates are per second over the interval ending at each point, from the
-	// counters' deltas: read, then each verdict.
+	// Rates are per second over the interval ending at each point (see
+	// Series.Smooth), from the counters' deltas: read, then each verdict.
 	Rates []RateSeries `json:"rates"`
 	// WatermarkLagMs is the point's time minus the pipeline watermark (the
 	// minimum over active partitions).
@@ -131,14 +140,21 @@ type PartitionSeries struct {
 func (s *Series) View() SeriesView {
 	v := SeriesView{SpanMs: cmp.Or(s.Span, DefaultSeriesSpan).Milliseconds(), AtMs: make([]int64, s.n),
 		WatermarkLagMs: make([]*int64, s.n)}
+	smooth := cmp.Or(s.Smooth, DefaultSeriesSmooth).Milliseconds()
 	for k, name := range rateNames {
 		r := RateSeries{Name: name, PerSecond: make([]*float64, s.n)}
 		for i := 1; i < s.n; i++ {
-			prev, cur := s.get(i-1), s.get(i)
-			if d := cur.counts[k] - prev.counts[k]; d >= 0 && cur.at > prev.at {
-				x := math.Round(float64(d)*1e6/float64(cur.at-prev.at)) / 1e3
-				r.PerSecond[i] = &x
+			cur := s.get(i)
+			if cur.counts[k] < s.get(i - 1).counts[k] {
+				continue // a reset: no rate
 			}
+			j := i - 1
+			for j > 0 && cur.at-s.at(j-1) <= smooth && s.get(j - 1).counts[k] <= s.get(j).counts[k] {
+				j--
+			}
+			from := s.get(j)
+			x := math.Round(float64(cur.counts[k]-from.counts[k])*1e6/float64(cur.at-from.at)) / 1e3
+			r.PerSecond[i] = &x
 		}
 		v.Rates = append(v.Rates, r)
 	}

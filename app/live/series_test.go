@@ -87,11 +87,11 @@ func TestSeriesBounded(t *testing.T) {
 }
 
 // TestSeriesRates: rates come from the counters' deltas over the time
-// between points; a counter that goes down (the job's metrics restarted)
-// gives no rate at that point, never a negative one, and the next delta
-// is a rate again.
+// between points (Smooth below Step: each interval alone); a counter that
+// goes down (the job's metrics restarted) gives no rate at that point,
+// never a negative one, and the next delta is a rate again.
 func TestSeriesRates(t *testing.T) {
-	s := &live.Series{}
+	s := &live.Series{Smooth: time.Millisecond}
 	for _, p := range []struct {
 		after    time.Duration
 		read, dp int64
@@ -123,6 +123,15 @@ func TestSeriesRates(t *testing.T) {
 		return out
 	}(); !slices.Equal(names, []string{"read", "counted", "duplicates", "conflicts", "quarantined", "too_late"}) {
 		t.Errorf("rates of %v", names)
+	}
+	// Over Smooth (2 s): a point's rate reaches back to the earliest
+	// point at most 2 s before it, never across a reset.
+	s = &live.Series{Smooth: 2 * time.Second}
+	for i, read := range []int64{0, 10, 10, 40, 2, 6, 12} {
+		s.Add(t0.Add(time.Duration(i)*time.Second), figs(read, 0, 0, 0, false))
+	}
+	if got, want := rates(s.View(), "read"), []float64{-1, 10, 5, 15, -1, 4, 5}; !slices.Equal(got, want) {
+		t.Errorf("read/s over 2 s: %v, want %v", got, want)
 	}
 	// Thirds round to thousandths.
 	s = &live.Series{}
