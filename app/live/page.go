@@ -42,6 +42,7 @@ tr.fresh td { animation: fresh 1.2s ease-out; }
 figure.chart { margin: 0; border: 1px solid var(--rule); border-radius: 6px; padding: 6px 8px 4px; }
 figure.chart figcaption { display: flex; justify-content: space-between; gap: 8px; font-size: 12px; color: var(--muted); }
 figure.chart figcaption b { color: var(--ink); font-variant-numeric: tabular-nums; }
+figure.chart .scale { font-size: 11px; color: var(--muted); text-align: right; line-height: 1.2; }
 figure.chart svg { width: 100%; height: 42px; display: block; }
 .lags figure.chart svg { height: 90px; }
 figure.chart polyline { fill: none; stroke-width: 1.5; vector-effect: non-scaling-stroke; }
@@ -67,7 +68,7 @@ td.pos { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospa
 <section class="cards" aria-label="conservation" id="cards"></section>
 <section id="series">
 <h2>The last minutes</h2>
-<p class="note">Records read and their verdicts per second (from the counters' deltas between the page's snapshots; a gap where the job's metrics restarted), and how far the watermarks trail the clock. Each chart spans <span id="span">10 min</span>, up to now; its scale is from 0 to its largest value.</p>
+<p class="note">Records read and their verdicts per second (from the counters' deltas over the last 10 s; a gap where the job's metrics restarted), and how far the watermarks trail the clock. The charts span the last <span id="span">-</span> (at most <span id="span-max">10 min</span>), each from 0 to its largest value (under it, right).</p>
 <div class="sparks" id="sparks"></div>
 <div class="lags" id="lags"></div>
 </section>
@@ -144,19 +145,20 @@ const NS = "http://www.w3.org/2000/svg";
 function svg(tag, attrs) { const e = document.createElementNS(NS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; }
 const palette = ["#2b6cb0", "#dd6b20", "#2f855a", "#805ad5", "#c53030", "#319795", "#b7791f", "#4a5568"];
 // chart is a figure with a caption and an SVG drawing lines ({name, colour,
-// values: numbers or null}) against the times at (epoch ms) over the last
-// spanMs, from 0 to the largest value; a null breaks a line.
-function chart(kind, caption, value, at, spanMs, lines, w, h) {
+// values: numbers or null}) against the times at (epoch ms), from the
+// first to the last, from 0 to the largest value (fmt shows it); a null
+// breaks a line.
+function chart(kind, caption, value, at, lines, w, h, fmt) {
   const f = el("figure", "chart"); f.dataset.series = kind;
+  let top = 0;
+  for (const l of lines) for (const v of l.values) if (v !== null && v > top) top = v;
   const cap = el("figcaption"); cap.append(el("span", "", caption), el("b", "", value)); f.append(cap);
   const g = svg("svg", {viewBox: "0 0 " + w + " " + h, preserveAspectRatio: "none", role: "img"});
   g.setAttribute("aria-label", caption);
   g.append(svg("line", {x1: 0, y1: h - 0.5, x2: w, y2: h - 0.5, class: "base"}));
-  const end = at.length ? at[at.length - 1] : 0, start = end - spanMs;
-  let top = 0;
-  for (const l of lines) for (const v of l.values) if (v !== null && v > top) top = v;
+  const end = at.length ? at[at.length - 1] : 0, start = at.length ? at[0] : 0, range = Math.max(1, end - start);
   top = top || 1;
-  const x = ms => (w * (ms - start) / spanMs).toFixed(1), y = v => (h - 1 - (h - 3) * Math.max(0, v) / top).toFixed(1);
+  const x = ms => (w * (ms - start) / range).toFixed(1), y = v => (h - 1 - (h - 3) * Math.max(0, v) / top).toFixed(1);
   let points = 0;
   for (const l of lines) {
     let seg = [];
@@ -168,25 +170,27 @@ function chart(kind, caption, value, at, spanMs, lines, w, h) {
     flush();
   }
   f.dataset.points = points; f.dataset.max = top;
-  f.append(g);
+  f.append(g, el("div", "scale", "0 – " + fmt(top)));
   return f;
 }
 function renderSeries(s) {
   const v = s.series;
   if (!v) return;
-  document.getElementById("span").textContent = v.span_ms % 60000 === 0 ? v.span_ms / 60000 + " min" : dur(v.span_ms);
+  const at = v.at_ms;
+  document.getElementById("span").textContent = at.length > 1 ? dur(at[at.length - 1] - at[0]) : "-";
+  document.getElementById("span-max").textContent = v.span_ms % 60000 === 0 ? v.span_ms / 60000 + " min" : dur(v.span_ms);
   fill("sparks", v.rates.map(r => {
     const now = last(r.per_s);
-    return chart(r.name, r.name + " /s", now === null ? "-" : rate(now), v.at_ms, v.span_ms, [{name: r.name, colour: r.name === "read" ? "#4a6fa5" : "#2f855a", values: r.per_s}], 200, 42);
+    return chart(r.name, r.name + " /s", now === null ? "-" : rate(now), at, [{name: r.name, colour: r.name === "read" ? "#4a6fa5" : "#2f855a", values: r.per_s}], 200, 42, rate);
   }));
   const wl = last(v.watermark_lag_ms);
   const parts = v.partitions.map((p, i) => ({name: p.name, colour: palette[i % palette.length], values: p.lag_ms}));
-  const pf = chart("partition_lag", "watermark lag per partition", "", v.at_ms, v.span_ms, parts, 400, 90);
+  const pf = chart("partition_lag", "watermark lag per partition", "", at, parts, 400, 90, dur);
   const keys = el("div", "keys");
   for (const p of parts) { const k = el("span"); const sw = el("i"); sw.style.background = p.colour; const l = last(p.values); k.append(sw, p.name + " " + (l === null ? "-" : dur(l))); keys.append(k); }
   pf.append(keys);
-  fill("lags", [chart("watermark_lag", "pipeline watermark lag (now − watermark)", wl === null ? "-" : dur(wl), v.at_ms, v.span_ms,
-    [{name: "pipeline", colour: "#2f855a", values: v.watermark_lag_ms}], 400, 90), pf]);
+  fill("lags", [chart("watermark_lag", "pipeline watermark lag (now − watermark)", wl === null ? "-" : dur(wl), at,
+    [{name: "pipeline", colour: "#2f855a", values: v.watermark_lag_ms}], 400, 90, dur), pf]);
 }
 // need says how far the watermark still has to go for a state's row.
 function need(state, ms) {
