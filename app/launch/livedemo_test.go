@@ -210,8 +210,13 @@ type pageWatch struct {
 	// idle holds the partitions shown idle at some point; watermarks those
 	// shown with a watermark.
 	idle, watermarks map[string]bool
-	errors           []string
-	shot             string
+	// charts holds the most points each time-series chart drew; audit the
+	// most rows each table of the audit drill-down showed; countdown
+	// whether an EARLY window showed how far the watermark had to go.
+	charts, audit map[string]int
+	countdown     bool
+	errors        []string
+	shot          string
 }
 
 // watchPage opens the live page in headless Chromium and reads the state of
@@ -227,7 +232,7 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), watch+time.Minute)
 	defer cancel()
-	b, err := cdp.Start(ctx, t.TempDir(), 1280, 1400)
+	b, err := cdp.Start(ctx, browserDir(t), 1280, 1400)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,19 +251,33 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 	if err := b.Navigate(url); err != nil {
 		t.Fatal(err)
 	}
-	w := &pageWatch{seen: map[string][]string{}, idle: map[string]bool{}, watermarks: map[string]bool{}, shot: filepath.Join(t.TempDir(), "live.png")}
+	w := &pageWatch{seen: map[string][]string{}, idle: map[string]bool{}, watermarks: map[string]bool{}, charts: map[string]int{},
+		audit: map[string]int{}, shot: filepath.Join(t.TempDir(), "live.png")}
 	shot := false
 	for time.Since(start) < watch {
 		var shown struct {
-			States map[string]string
-			Idle   bool
-			Parts  [][3]string
+			States    map[string]string
+			Idle      bool
+			Parts     [][3]string
+			Charts    map[string]int
+			Audit     map[string]int
+			Countdown bool
 		}
 		if err := b.Eval(`({states: Object.fromEntries([...document.querySelectorAll("#wins tr")].map(r => [r.dataset.window, r.dataset.state])),
 			idle: document.querySelector("#parts td.idle") !== null,
-			parts: [...document.querySelectorAll("#parts tr")].map(r => [r.dataset.partition, r.children[1].textContent, r.children[3].textContent])})`, &shown); err != nil {
+			parts: [...document.querySelectorAll("#parts tr")].map(r => [r.dataset.partition, r.children[1].textContent, r.children[3].textContent]),
+			charts: Object.fromEntries([...document.querySelectorAll("#series figure.chart")].map(f => [f.dataset.series, Number(f.dataset.points)])),
+			audit: Object.fromEntries(["tl", "cf", "qu"].map(id => [id, document.querySelectorAll("#" + id + " tr").length])),
+			countdown: [...document.querySelectorAll("#wins tr[data-state='EARLY'] td.next div[data-next='ON_TIME']")].some(d => d.textContent.includes("watermark needs +"))})`, &shown); err != nil {
 			t.Fatal(err)
 		}
+		for k, n := range shown.Charts {
+			w.charts[k] = max(w.charts[k], n)
+		}
+		for k, n := range shown.Audit {
+			w.audit[k] = max(w.audit[k], n)
+		}
+		w.countdown = w.countdown || shown.Countdown
 		for _, p := range shown.Parts {
 			w.watermarks[p[0]] = w.watermarks[p[0]] || strings.HasPrefix(p[1], "20")
 			w.idle[p[0]] = w.idle[p[0]] || p[2] == "idle"
@@ -290,9 +309,31 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 	return w
 }
 
+// browserDir is a folder for Chromium's profile, removed after the test.
+// Not t.TempDir: cdp.Close kills the browser's main process, and its child
+// processes may still write into the profile for a moment, so that
+// t.TempDir's removal could fail the test ("directory not empty"). The
+// removal is retried for a few seconds instead.
+func browserDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "live-demo-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("could not remove Chromium's profile %s", dir)
+	})
+	return dir
+}
+
 // check asserts that the page showed a window first EARLY and later FINAL,
-// with no browser error, and writes the screenshot into docs with
-// -update-live.
+// its time series, audit records and countdowns, with no browser error,
+// and writes the screenshot into docs with -update-live.
 func (w *pageWatch) check(t *testing.T, docs string) {
 	t.Helper()
 	var early2final []string
@@ -310,6 +351,20 @@ func (w *pageWatch) check(t *testing.T, docs string) {
 	if !w.idle["p3"] || len(w.watermarks) != 4 || slices.Contains(slices.Collect(maps.Values(w.watermarks)), false) {
 		t.Errorf("partitions shown: with a watermark %v, idle %v; want p0-p3 with watermarks, p3 idle", w.watermarks, w.idle)
 	}
+	// The time series drew every chart, the audit drill-down showed rows
+	// of each table, and an EARLY window its countdown to ON_TIME.
+	for _, k := range []string{"read", "counted", "duplicates", "conflicts", "quarantined", "too_late", "watermark_lag", "partition_lag"} {
+		if w.charts[k] < 2 {
+			t.Errorf("the %s chart drew %d points at most: %v", k, w.charts[k], w.charts)
+		}
+	}
+	if w.audit["tl"] == 0 || w.audit["cf"] == 0 || w.audit["qu"] == 0 {
+		t.Errorf("audit drill-down rows (too late, conflicts, quarantined): %v; want some of each", w.audit)
+	}
+	if !w.countdown {
+		t.Errorf("no EARLY window showed how far the watermark had to go for ON_TIME")
+	}
+	t.Logf("the live page's charts drew at most %v points, its audit drill-down showed at most %v rows", w.charts, w.audit)
 	if len(w.errors) > 0 {
 		t.Errorf("the browser reported errors:\n%s", strings.Join(w.errors, "\n"))
 	}
