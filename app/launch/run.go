@@ -211,7 +211,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		hooks runHooks
 	)
 	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
-		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery()}
+		mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery(),
+			Window: po.Triggers.Window, AllowedLateness: po.Triggers.AllowedLateness, OutOfOrderBound: po.Watermark.OutOfOrderBound}
 		if liveDemo {
 			mon.Title = "hourly revenue · live demo"
 		}

@@ -140,28 +140,10 @@ type policy struct {
 	ok    bool
 }
 
-// policy returns the job's window, allowed lateness and out-of-order
-// bound: the Monitor's fields, or else the settings shown (see Monitor.Window).
+// policy returns the job's window, allowed lateness and out-of-order bound
+// (the Monitor's fields); without a window there are no such figures.
 func (m *Monitor) policy() policy {
-	if m.Window > 0 {
-		return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: true}
-	}
-	var p policy
-	for _, s := range m.Settings {
-		d, err := time.ParseDuration(s.Value)
-		if err != nil {
-			continue
-		}
-		switch s.Name {
-		case "window":
-			p.Window, p.ok = d, d > 0
-		case "allowed-lateness":
-			p.AllowedLateness = d
-		case "ooo-bound":
-			p.bound = d
-		}
-	}
-	return p
+	return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: m.Window > 0}
 }
 
 // readAudit reads the audit tables through the sink's reader (opened by

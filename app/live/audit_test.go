@@ -50,7 +50,7 @@ func TestMonitorAudit(t *testing.T) {
 	rec := &countingReader{SQLite: db}
 	c := &clock{t0}
 	mon := &live.Monitor{Reader: rec, Now: c.now, AuditLatest: 2,
-		Settings: []live.Setting{{Name: "window", Value: "1m0s"}, {Name: "ooo-bound", Value: "10s"}, {Name: "allowed-lateness", Value: "3m0s"}}}
+		Window: time.Minute, OutOfOrderBound: 10 * time.Second, AllowedLateness: 3 * time.Minute}
 	t.Cleanup(func() { mon.Close() })
 
 	et := window + 14_000 // 12:00:14, in [12:00, 12:01), closed at 12:04:00
@@ -120,7 +120,7 @@ func TestMonitorAudit(t *testing.T) {
 // watermark still has to go for its ON_TIME and its FINAL moments.
 func TestWindowCountdowns(t *testing.T) {
 	f := newFixture(t)
-	f.mon.Settings = []live.Setting{{Name: "window", Value: "1m0s"}, {Name: "allowed-lateness", Value: "30s"}}
+	f.mon.Window, f.mon.AllowedLateness = time.Minute, 30*time.Second
 	f.write(t, 1, model.Early, 100_000_000, 1) // p0 at 12:00:20, p1 at 12:00:00 active: the watermark is 12:00:00
 	s := f.mon.Snapshot(context.Background())
 	if len(s.Windows) != 1 {
@@ -137,7 +137,7 @@ func TestWindowCountdowns(t *testing.T) {
 		t.Errorf("countdowns %d, %d; want +20s, +50s", *w.OnTimeNeedsMs, *w.FinalNeedsMs)
 	}
 	// Without the settings: the ON_TIME countdown only.
-	f.mon.Settings = nil
+	f.mon.Window = 0
 	f.mon.SetState("RUNNING")
 	if w := f.mon.Snapshot(context.Background()).Windows[0]; w.OnTimeNeedsMs == nil || w.FinalNeedsMs != nil || w.CloseMs != nil {
 		t.Errorf("without settings: %+v", w)

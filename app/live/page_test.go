@@ -39,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { db.Close() })
 	f := &fixture{db: db}
 	f.mon = &live.Monitor{Title: "hourly revenue · live page test", Sink: sinks.Spec{Scheme: sinks.SchemeSQLite, Path: path},
-		Settings: []live.Setting{{Name: "window", Value: "1m"}}, MaxAge: time.Millisecond}
+		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Window: time.Minute, MaxAge: time.Millisecond}
 	t.Cleanup(func() { f.mon.Close() })
 	f.figures.Store(&live.Figures{})
 	f.mon.Start(func(context.Context) (live.Figures, bool) { return *f.figures.Load(), true })

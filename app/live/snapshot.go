@@ -185,10 +185,7 @@ type Monitor struct {
 	Series Series
 	// Window, AllowedLateness and OutOfOrderBound are the job's settings,
 	// for the windows' countdowns to FINAL and the too-late events'
-	// lateness. With Window 0 they are taken from Settings (window,
-	// allowed-lateness, ooo-bound as time.Duration strings, one left out
-	// being 0s, as the launcher shows them); without a window there are
-	// no such figures.
+	// lateness; without a window there are no such figures.
 	Window, AllowedLateness, OutOfOrderBound time.Duration
 	// Now, if set, is the monitor's clock (tests); default time.Now.
 	Now func() time.Time
