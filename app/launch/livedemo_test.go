@@ -201,7 +201,7 @@ func TestLiveDirOwnership(t *testing.T) {
 	}
 }
 
-var updateLive = flag.Bool("update-live", false, "TestLiveDemo: write the live page's screenshot to docs/live.png")
+var updateLive = flag.Bool("update-live", false, "TestLiveDemo: write the live page's screenshots to docs/live.png (FINAL windows, an idle partition), docs/live-early.png and docs/live-late.png")
 
 // pageWatch is what a headless Chromium saw of the live page during a job.
 type pageWatch struct {
@@ -217,6 +217,9 @@ type pageWatch struct {
 	countdown     bool
 	errors        []string
 	shot          string
+	// moments holds the pictures of earlier moments: the first window
+	// EARLY, the first LATE (docs/live-early.png, docs/live-late.png).
+	moments map[string]string
 }
 
 // watchPage opens the live page in headless Chromium and reads the state of
@@ -252,7 +255,7 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 		t.Fatal(err)
 	}
 	w := &pageWatch{seen: map[string][]string{}, idle: map[string]bool{}, watermarks: map[string]bool{}, charts: map[string]int{},
-		audit: map[string]int{}, shot: filepath.Join(t.TempDir(), "live.png")}
+		audit: map[string]int{}, shot: filepath.Join(t.TempDir(), "live.png"), moments: map[string]string{}}
 	shot := false
 	for time.Since(start) < watch {
 		var shown struct {
@@ -288,6 +291,15 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 				w.seen[win] = append(seq, st)
 			}
 			final = final || st == "FINAL" && slices.Contains(w.seen[win], "EARLY")
+		}
+		for _, m := range []string{"EARLY", "LATE"} {
+			if _, done := w.moments[m]; !done && slices.Contains(slices.Collect(maps.Values(shown.States)), m) && shown.Charts["read"] >= 2 {
+				path := filepath.Join(filepath.Dir(w.shot), "live-"+strings.ToLower(m)+".png")
+				if err := b.Screenshot(path); err != nil {
+					t.Fatal(err)
+				}
+				w.moments[m] = path
+			}
 		}
 		if !shot && final && shown.Idle {
 			// The picture with everything in it: an idle partition, and
@@ -372,9 +384,21 @@ func (w *pageWatch) check(t *testing.T, docs string) {
 	if err != nil || len(data) < 20<<10 {
 		t.Errorf("screenshot: %d bytes, %v: the page looks empty", len(data), err)
 	}
+	if len(w.moments) != 2 {
+		t.Errorf("pictures of the page's moments: %v, want one with a window EARLY and one with a window LATE", w.moments)
+	}
 	if *updateLive {
 		if err := os.WriteFile(filepath.Join(docs, "live.png"), data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		for _, path := range w.moments {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(docs, filepath.Base(path)), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

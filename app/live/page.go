@@ -124,8 +124,12 @@ function money(m) {
   const cents = Math.round(Math.abs(m) / 10000);
   return (m < 0 ? "-" : "") + Math.floor(cents / 100).toLocaleString("en-US") + "." + String(cents % 100).padStart(2, "0");
 }
-// span shows a window as its date and its times, 2026-11-30 12:00–13:00.
-function span(start, end) { return start.slice(0, 10) + " " + start.slice(11, 16) + "–" + end.slice(11, 16); }
+// span shows a window as its date and its times, 2026-11-30 12:00–13:00,
+// with seconds where a bound has any (windows shorter than a minute).
+function span(start, end) {
+  const n = start.slice(17, 19) !== "00" || end.slice(17, 19) !== "00" ? 19 : 16;
+  return start.slice(0, 10) + " " + start.slice(11, n) + "–" + end.slice(11, n);
+}
 // iso is an epoch-ms instant as RFC 3339 UTC, without milliseconds.
 function iso(ms) { return new Date(ms).toISOString().slice(0, 19) + "Z"; }
 // dur shows ms as 850ms, 12.3s, 4m05s or 2h07m.
