@@ -3,6 +3,7 @@ package launch
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
@@ -434,5 +435,49 @@ func TestLiveDemoStartsClean(t *testing.T) {
 	}
 	if b, err := os.ReadFile("mine.db"); err != nil || string(b) != "an earlier run" {
 		t.Errorf("the user's sink was touched: %q, %v", b, err)
+	}
+}
+
+// TestPageStaysUpUntilCtrlC: with a person at the terminal, a run with --ui
+// whose job ends by itself (here at --duration) keeps serving its page, in
+// its final state, until Ctrl-C (the run's context); without one (a
+// script), Run returns at once, as every other test here shows.
+func TestPageStaysUpUntilCtrlC(t *testing.T) {
+	keep := keepPage
+	keepPage = func() bool { return true }
+	t.Cleanup(func() { keepPage = keep })
+	o := options(t, writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100")))
+	o.Follow, o.Duration = true, 2*time.Second
+	o.PollInterval, o.QuietPeriod = 100*time.Millisecond, 300*time.Millisecond
+	o.UI = "127.0.0.1:" + strconv.Itoa(freePort(t))
+	job := runInBackground(t, o)
+	// The page reports the final state: the job has ended, Run has not.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var s struct{ State string }
+		if resp, err := http.Get("http://" + o.UI + "/api/live"); err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&s)
+			resp.Body.Close()
+		}
+		if s.State == StateDone {
+			break
+		}
+		if job.ended() {
+			job.fail(t, "Run returned while a person was at the terminal")
+		}
+		if time.Now().After(deadline) {
+			job.fail(t, "the page never showed DONE")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if job.ended() {
+		job.fail(t, "Run returned while a person was at the terminal")
+	}
+	sum, _ := job.stopAndWait(t, 10*time.Second) // Ctrl-C
+	if sum.State != StateDone || !sum.Planned {
+		t.Errorf("state %s, planned %v: want DONE as planned", sum.State, sum.Planned)
+	}
+	if _, err := http.Get("http://" + o.UI + "/api/live"); err == nil {
+		t.Errorf("the page is still served after Ctrl-C")
 	}
 }

@@ -251,6 +251,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
 	}
 	planned := func() bool { return false } // the stop came from --duration
+	runCtx := ctx                           // Ctrl-C's, not --duration's
 	if o.Duration > 0 {
 		parent := ctx
 		timed, cancel := context.WithTimeout(ctx, o.Duration)
@@ -351,8 +352,19 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			slog.Info("run report written", "path", o.Report)
 		}
 	}
+	if uiURL != "" && runCtx.Err() == nil && keepPage() {
+		// The job ended by itself or at --duration, with a person at the
+		// terminal: the page stays, with its final state, until Ctrl-C.
+		slog.Info("the job has ended; the live page stays up until Ctrl-C", "url", uiURL, "state", sum.State)
+		<-runCtx.Done()
+	}
 	return sum, errors.Join(res.err, check, viewErr)
 }
+
+// keepPage says whether a run with --ui keeps its page up after the job
+// has ended, until Ctrl-C: when a person is at the terminal. A script's
+// launcher (stdout not a terminal) returns at once.
+var keepPage = func() bool { return isTerminal(os.Stdout) }
 
 // absolutePaths makes the local paths of a run whose workers run in other
 // processes absolute: a worker's working directory is not the launcher's
