@@ -236,7 +236,7 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), watch+time.Minute)
 	defer cancel()
-	b, err := cdp.Start(ctx, browserDir(t), 1280, 1400)
+	b, err := cdp.Start(ctx, cdp.ProfileDir(t), 1280, 1400)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,28 +320,6 @@ func watchPage(t *testing.T, url string, watch time.Duration) *pageWatch {
 		}
 	}
 	return w
-}
-
-// browserDir is a folder for Chromium's profile, removed after the test.
-// Not t.TempDir: cdp.Close kills the browser's main process, and its child
-// processes may still write into the profile for a moment, so that
-// t.TempDir's removal could fail the test ("directory not empty"). The
-// removal is retried for a few seconds instead.
-func browserDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "live-demo-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Logf("could not remove Chromium's profile %s", dir)
-	})
-	return dir
 }
 
 // check asserts that the page showed a window first EARLY and later FINAL,

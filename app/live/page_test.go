@@ -162,7 +162,7 @@ func TestPageInChromium(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	b, err := cdp.Start(ctx, browserDir(t), 1280, 900)
+	b, err := cdp.Start(ctx, cdp.ProfileDir(t), 1280, 900)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,26 +342,4 @@ func TestPageInChromium(t *testing.T) {
 	if err := b.Eval(`document.getElementById("ended").hidden ? "" : document.getElementById("ended").textContent`, &ended.Text); err != nil || !strings.Contains(ended.Text, "DONE") {
 		t.Errorf("after the launcher went, the banner shows %q (%v)", ended.Text, err)
 	}
-}
-
-// browserDir is a folder for Chromium's profile, removed after the test.
-// Not t.TempDir: cdp.Close kills the browser's main process, and its child
-// processes may still write into the profile for a moment, so that
-// t.TempDir's removal failed the test now and then ("directory not empty").
-// The removal is retried for a few seconds instead.
-func browserDir(t *testing.T) string {
-	dir, err := os.MkdirTemp("", "live-page-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Logf("could not remove Chromium's profile %s", dir)
-	})
-	return dir
 }
