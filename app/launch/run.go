@@ -253,11 +253,10 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	planned := func() bool { return false } // the stop came from --duration
 	runCtx := ctx                           // Ctrl-C's, not --duration's
 	if o.Duration > 0 {
-		parent := ctx
 		timed, cancel := context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 		ctx = timed
-		planned = func() bool { return parent.Err() == nil && errors.Is(timed.Err(), context.DeadlineExceeded) }
+		planned = func() bool { return runCtx.Err() == nil && errors.Is(timed.Err(), context.DeadlineExceeded) }
 	}
 	if liveDemo {
 		liveBanner(out, o.LiveDir, sum.Sink, uiURL, po, feed)
