@@ -95,8 +95,9 @@ type Options struct {
 	// runner that moves keys between workers (tests, diagnosis).
 	NoDedupCache bool
 	// ReadAhead names the job's read-ahead account on the embedded runner
-	// (localrunner.ReadAhead), which the dedup step's input counts into and
-	// the sources read against; "" bounds nothing (a runner with its own
+	// (localrunner.ReadAhead): the sources count the valid records they read
+	// into it and read against it, the too-late gate and the dedup step
+	// count out what they take in; "" bounds nothing (a runner with its own
 	// flow control).
 	ReadAhead string
 }
@@ -208,7 +209,7 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 	}
 	s = s.Scope("HourlyRevenue")
 	events, quarantined := transforms.Validate(s, records, o.Event, o.Watermark.OutOfOrderBound)
-	open, lateA := transforms.TooLate(s, events, o.Triggers)
+	open, lateA := transforms.TooLate(s, events, o.Triggers, o.ReadAhead)
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
 	// Events entered dedup without the raw lines the raw log holds: its
 	// audit records read theirs back.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -44,13 +43,9 @@ func ShardOf(eventID string, n int) int {
 // The second output holds one element per window of the bundle,
 // KV<window start, timestamp> stamped with the earliest timestamp of the
 // window's events in the bundle, for AnnounceWindows.
-//
-// readAhead names the job's read-ahead account on the embedded runner
-// (localrunner.ReadAhead; "" for none): the events handed to the dedup step
-// are counted into it.
-func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy, readAhead string) (batches, windows beam.PCollection) {
+func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy) (batches, windows beam.PCollection) {
 	s = s.Scope("BatchByShard")
-	return beam.ParDo2(s, &shardBatchFn{Shards: shards, Policy: p, ReadAhead: readAhead}, events)
+	return beam.ParDo2(s, &shardBatchFn{Shards: shards, Policy: p}, events)
 }
 
 type batchKey struct {
@@ -64,9 +59,8 @@ type shardBatch struct {
 }
 
 type shardBatchFn struct {
-	Shards    int
-	Policy    triggers.Policy
-	ReadAhead string
+	Shards int
+	Policy triggers.Policy
 
 	pending map[batchKey]*shardBatch
 	order   []batchKey
@@ -102,17 +96,14 @@ func (f *shardBatchFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(b
 }
 
 func (f *shardBatchFn) FinishBundle(emit func(beam.EventTime, int, model.EventBatch), window func(beam.EventTime, int64, int64)) {
-	n := 0
 	for _, k := range f.order {
 		b := f.pending[k]
 		emit(b.ts, k.shard, model.EventBatch{Events: b.events})
-		n += len(b.events)
 	}
 	for _, start := range slices.Sorted(maps.Keys(f.windows)) {
 		ts := f.windows[start]
 		window(ts, start, int64(ts))
 	}
-	localrunner.ReadAheadOf(f.ReadAhead).Queued(n)
 	f.pending, f.windows = nil, nil
 	f.order = f.order[:0]
 }

@@ -88,7 +88,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches, windows := BatchByShard(s, events, o.Shards, o.Policy, o.ReadAhead)
+	batches, windows := BatchByShard(s, events, o.Shards, o.Policy)
 	announced := AnnounceWindows(s, windows, o.Shards, o.Policy, o.Bound)
 	return beam.ParDo3(s, &dedupFn{
 		Policy:      o.Policy,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -21,22 +22,32 @@ func init() {
 // so a replay gives the same verdicts however the runner bundles it. Rule (b),
 // the pipeline watermark, needs state and is judged in Dedup, still before
 // any dedup verdict.
-func TooLate(s beam.Scope, events beam.PCollection, p triggers.Policy) (open, tooLate beam.PCollection) {
+//
+// readAhead names the job's read-ahead account on the embedded runner
+// (localrunner.ReadAhead; "" for none): an event routed here never reaches
+// the dedup step, so it leaves the account here.
+func TooLate(s beam.Scope, events beam.PCollection, p triggers.Policy, readAhead string) (open, tooLate beam.PCollection) {
 	s = s.Scope("TooLate")
-	return beam.ParDo2(s, &tooLateFn{Policy: p}, events)
+	return beam.ParDo2(s, &tooLateFn{Policy: p, ReadAhead: readAhead}, events)
 }
 
 type tooLateFn struct {
-	Policy triggers.Policy
+	Policy    triggers.Policy
+	ReadAhead string
 
-	tooLate beam.Counter
+	tooLate   beam.Counter
+	readAhead *localrunner.ReadAhead
 }
 
-func (f *tooLateFn) Setup() { f.tooLate = metrics.Counter(metrics.TooLate) }
+func (f *tooLateFn) Setup() {
+	f.tooLate = metrics.Counter(metrics.TooLate)
+	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
+}
 
 func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func(model.Event), late func(model.TooLate)) {
 	if f.Policy.Closed(f.Policy.WindowStart(e.EventTime), e.WatermarkBefore) {
 		f.tooLate.Inc(ctx, 1)
+		f.readAhead.Taken(1)
 		late(TooLateRecord(e))
 		return
 	}

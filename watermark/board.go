@@ -68,6 +68,16 @@ func (b *Board) Min(now, staleAfter int64) (w int64, ok bool) {
 	return b.min(now, staleAfter, func(string, *boardEntry) bool { return true })
 }
 
+// Holds reports whether partition holds the minimum: its watermark is the
+// smallest Min counts (or it has none, or is not counted, as a partition
+// that has not reported for staleAfter), so that reading it may move the
+// minimum.
+func (b *Board) Holds(partition string, now, staleAfter int64) bool {
+	e := b.parts[partition]
+	m, ok := b.Min(now, staleAfter)
+	return e == nil || !ok || e.watermark <= m
+}
+
 func (b *Board) min(now, staleAfter int64, counts func(string, *boardEntry) bool) (w int64, ok bool) {
 	for name, e := range b.parts {
 		if e.done || now-e.seen > staleAfter || !counts(name, e) {

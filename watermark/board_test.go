@@ -53,3 +53,29 @@ func TestBoard(t *testing.T) {
 		t.Error("an empty board has a minimum")
 	}
 }
+
+// TestBoardHolds: the partitions whose reading may move the minimum are
+// those at it, those with no watermark yet and those not counted.
+func TestBoardHolds(t *testing.T) {
+	b := NewBoard()
+	const stale = 60_000
+	b.Register([]string{"p0", "p1"}, 0)
+	if !b.Holds("p0", 0, stale) || !b.Holds("p1", 0, stale) {
+		t.Fatal("partitions with no watermark yet must hold the minimum")
+	}
+	b.Update("p0", 5_000, 100, false)
+	if b.Holds("p0", 100, stale) || !b.Holds("p1", 100, stale) {
+		t.Fatal("p1 has no watermark: it holds the minimum, p0 does not")
+	}
+	b.Update("p1", 5_000, 200, false)
+	if !b.Holds("p0", 200, stale) || !b.Holds("p1", 200, stale) {
+		t.Fatal("two partitions at the minimum both hold it")
+	}
+	b.Update("p1", 7_000, 300, false)
+	if !b.Holds("p0", 300, stale) || b.Holds("p1", 300, stale) {
+		t.Fatal("p0 alone holds the minimum")
+	}
+	if !b.Holds("p9", 300, stale) {
+		t.Fatal("a partition the board does not know may hold it")
+	}
+}

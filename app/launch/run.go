@@ -281,7 +281,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	}
 	sum.Duration = time.Since(started)
 	if readAhead != "" {
-		sum.ReadAhead = &ReadAheadFigures{Budget: fo.ReadAheadRecords, Peak: hooks.readAhead.Peak()}
+		sum.ReadAhead = &ReadAheadFigures{Budget: fo.ReadAheadRecords, Peak: hooks.readAhead.Peak(), PastBudget: hooks.readAhead.PastBudget()}
 	}
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
 	if *jobopts.Async && res.err == nil {

@@ -61,10 +61,13 @@ type Summary struct {
 	unchecked bool
 }
 
-// ReadAheadFigures are a run's read-ahead bound and its peak, in records.
+// ReadAheadFigures are a run's read-ahead bound and its peak, in records,
+// and how many source calls read past the bound for the watermark to move
+// (localrunner.ReadAhead).
 type ReadAheadFigures struct {
-	Budget int   `json:"budget"`
-	Peak   int64 `json:"peak"`
+	Budget     int   `json:"budget"`
+	Peak       int64 `json:"peak"`
+	PastBudget int64 `json:"calls_past_budget"`
 }
 
 // latestRows is how many of the latest hourly rows the summary shows.
@@ -120,7 +123,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 			c.DedupElements, c.DedupElementsPerThousand())
 	}
 	if ra := s.ReadAhead; ra != nil {
-		fmt.Fprintf(&b, "read-ahead: at most %d records waited for the dedup step (--read-ahead=%d)\n", ra.Peak, ra.Budget)
+		fmt.Fprintf(&b, "read-ahead: at most %d records waited for the dedup step (--read-ahead=%d)", ra.Peak, ra.Budget)
+		if ra.PastBudget > 0 {
+			fmt.Fprintf(&b, "; %d source calls read past it while the records waiting were held behind the watermark", ra.PastBudget)
+		}
+		b.WriteString("\n")
 	}
 
 	fmt.Fprintf(&b, "\nrows emitted: %s; sink accepted %d revisions, %d stale; %d audit rows inserted",

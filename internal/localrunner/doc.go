@@ -67,12 +67,14 @@
 //     can, and what it read waits, encoded, in prism's per-key queue in
 //     front of the dedup step; a replay's peak memory grew with the length
 //     of the log. ReadAhead is a job's account of that queue in this
-//     process (readahead.go): the dedup step's input counts what it hands
-//     over, the dedup step what it takes in, and the folder source pauses
-//     while no call fits under --read-ahead. Flow control only: a record's
-//     verdict never depends on when it was read, and an account that
-//     stops moving (the dedup step in another process) lets the sources
-//     read on after StallAfter. Flink (credit-based network buffers) and
+//     process (readahead.go): the folder source counts the valid records it
+//     reads, the too-late gate and the dedup step what they take in, and
+//     the source pauses while no call fits under --read-ahead. Flow control
+//     only: a record's verdict never depends on when it was read. Records
+//     that prism holds behind a window-end timer until the watermark moves
+//     cannot be taken in: when the dedup step has taken nothing for
+//     Blocked, the partitions holding the watermark read on past the budget
+//     until it does. Flink (credit-based network buffers) and
 //     Dataflow have their own flow control; the launcher enables the
 //     bound only with in-process workers.
 //

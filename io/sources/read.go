@@ -118,7 +118,9 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		// restriction is never finished (see StopSignal).
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
-	if !f.readAhead.Room(f.Budget, f.MaxPerCall) {
+	holds := true
+	boards.With(f.Source, func(b *watermark.Board) { holds = b.Holds(partition, time.Now().UnixMilli(), f.staleAfter()) })
+	if !f.readAhead.Room(f.Budget, f.MaxPerCall, holds) {
 		// The dedup step is behind (prism has no backpressure): read
 		// later. Nothing is read, the watermark stays where it is.
 		return sdf.ResumeProcessingIn(readAheadPause), nil
@@ -136,7 +138,17 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		r.final, r.stop = true, func() bool { return false }
 	}
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
+	// The call's valid records join the read-ahead account as it ends:
+	// they are the events the dedup step will take in (a rejected record
+	// leaves for quarantine before it). Counted here, not where the events
+	// reach the dedup step's input, so that no call asks for room while
+	// another's records are on their way uncounted.
+	queued := 0
+	defer func() { f.readAhead.Queued(queued) }()
 	r.emit = func(rec model.Record) {
+		if rec.Valid != nil {
+			queued++
+		}
 		sdfread.Emit(emit, rec)
 		if faults.Fire(faults.CrashAfterRead) {
 			faults.Crash(faults.CrashAfterRead)
