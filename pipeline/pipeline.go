@@ -12,7 +12,6 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/clock"
-	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
@@ -41,7 +40,7 @@ const TargetShardBytes = 24 << 20
 // that keeps a shard's remembered ids within TargetShardBytes at rate
 // events/s over the retention (plus the window ids are kept beyond it).
 func ShardsFor(runner string, rate int, retention, window time.Duration) int {
-	if localrunner.IsPrism(runner) {
+	if capability.IsPrism(runner) {
 		return DefaultShards
 	}
 	if rate <= 0 {
@@ -95,7 +94,7 @@ type Options struct {
 	// runner that moves keys between workers (tests, diagnosis).
 	NoDedupCache bool
 	// ReadAhead names the job's read-ahead account on the embedded runner
-	// (localrunner.ReadAhead): the sources count the valid records they read
+	// (flow.ReadAhead): the sources count the valid records they read
 	// into it and read against it, the too-late gate and the dedup step
 	// count out what they take in; "" bounds nothing (a runner with its own
 	// flow control).
@@ -147,7 +146,7 @@ func EarlySourceFor(runner string) string {
 
 // DedupOrderFor is the default --dedup-order of a runner.
 func DedupOrderFor(runner string) string {
-	if localrunner.IsPrism(runner) {
+	if capability.IsPrism(runner) {
 		return OrderArrival
 	}
 	return OrderPosition

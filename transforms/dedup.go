@@ -12,7 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -47,7 +47,7 @@ type DedupOptions struct {
 	// order the runner delivers a key's elements in (see dedup_order.go).
 	ByPosition bool
 	// ReadAhead names the job's read-ahead account on the embedded runner
-	// (localrunner.ReadAhead; "" for none).
+	// (flow.ReadAhead; "" for none).
 	ReadAhead string
 }
 
@@ -125,7 +125,7 @@ type dedupFn struct {
 
 	counted, duplicates, conflicts, tooLate, expired, reloads, evictions, elements beam.Counter
 	entries                                                                        beam.Distribution
-	readAhead                                                                      *localrunner.ReadAhead
+	readAhead                                                                      *flow.ReadAhead
 	// armedHere holds, per shard, the boundaries whose timers this bundle
 	// set (see heldFor).
 	armedHere map[int][]int64
@@ -148,7 +148,7 @@ func (f *dedupFn) Setup() {
 	f.elements = metrics.Counter(metrics.DedupElements)
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
-	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
+	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
 	f.armedHere = map[int][]int64{}
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -24,7 +24,7 @@ func init() {
 // any dedup verdict.
 //
 // readAhead names the job's read-ahead account on the embedded runner
-// (localrunner.ReadAhead; "" for none): an event routed here never reaches
+// (flow.ReadAhead; "" for none): an event routed here never reaches
 // the dedup step, so it leaves the account here.
 func TooLate(s beam.Scope, events beam.PCollection, p triggers.Policy, readAhead string) (open, tooLate beam.PCollection) {
 	s = s.Scope("TooLate")
@@ -36,12 +36,12 @@ type tooLateFn struct {
 	ReadAhead string
 
 	tooLate   beam.Counter
-	readAhead *localrunner.ReadAhead
+	readAhead *flow.ReadAhead
 }
 
 func (f *tooLateFn) Setup() {
 	f.tooLate = metrics.Counter(metrics.TooLate)
-	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
+	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
 }
 
 func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func(model.Event), late func(model.TooLate)) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
@@ -87,7 +87,7 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "position: hold each batch until the watermark and judge in source-position order, so the earlier of two copies from one partition counts however the runner delivers them; arrival: as delivered (prism delivers in order)"},
 			{Name: "dedup-cache", Value: cli.Size(&p.DedupCacheBytes), Default: cli.FormatSize(transforms.DefaultDedupCacheBytes),
 				Usage: "bound on a process's cache of decoded dedup shards (a miss costs a reload, never a verdict)"},
-			{Name: "read-ahead", Value: cli.Count(&o.ReadAhead), Default: strconv.Itoa(localrunner.DefaultReadAhead),
+			{Name: "read-ahead", Value: cli.Count(&o.ReadAhead), Default: strconv.Itoa(flow.DefaultReadAhead),
 				Usage: "embedded runner: records read but not yet taken in by the dedup step before the source pauses; peak memory depends on it, not on the length of the log (other runners have their own flow control)"},
 		}},
 		{Title: "Demo, live views and logs", Flags: []cli.Flag{

@@ -13,7 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
@@ -146,8 +146,8 @@ type Options struct {
 	MaxPerCall                int
 	// ReadAhead (--read-ahead) bounds the records read but not yet taken in
 	// by the dedup step when the workers run in this process (prism has no
-	// backpressure; see localrunner.ReadAhead); 0 takes
-	// localrunner.DefaultReadAhead. Other runners have their own flow
+	// backpressure; see flow.ReadAhead); 0 takes
+	// flow.DefaultReadAhead. Other runners have their own flow
 	// control, and setting it for them is refused.
 	ReadAhead int
 }
@@ -276,21 +276,21 @@ func (o Options) Validate() error {
 	if o.ReadAhead != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return usagef("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
 	}
-	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !localrunner.IsPrism(o.Runner) {
+	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !capability.IsPrism(o.Runner) {
 		// The hold follows the other active partitions through a board of
 		// this process (localrunner.Shared): a worker holding only idle
 		// partitions would see none active and hold the whole pipeline.
 		return usagef("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
 	}
 	if o.Rehearse != "" {
-		if !localrunner.IsPrism(o.Runner) {
+		if !capability.IsPrism(o.Runner) {
 			return usagef("--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner)
 		}
 		if !capability.Named(o.Rehearse) {
 			return usagef("--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse)
 		}
 	}
-	if o.PrismUIPort != 0 && !localrunner.IsPrism(o.Runner) {
+	if o.PrismUIPort != 0 && !capability.IsPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
 	}
 	if err := o.flushPolicy().Validate(); err != nil {
@@ -326,7 +326,7 @@ func (o Options) Validate() error {
 			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
 				return usagef("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
 			}
-		} else if !localrunner.IsPrism(o.Runner) {
+		} else if !capability.IsPrism(o.Runner) {
 			// Workers on other machines would each archive to their own
 			// disk, which no restart and no reconcile reads.
 			return usagef("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
@@ -406,12 +406,12 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 
 // readAhead is the read-ahead bound of the run's sources, in records: 0
 // (none) unless the workers run in this process, where the bound's account
-// lives (localrunner.ReadAhead).
+// lives (flow.ReadAhead).
 func (o Options) readAhead() int {
 	if !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return 0
 	}
-	return cmp.Or(o.ReadAhead, localrunner.DefaultReadAhead)
+	return cmp.Or(o.ReadAhead, flow.DefaultReadAhead)
 }
 
 // runConfig is what the sink stores in run_config: the settings that shape

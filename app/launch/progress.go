@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
-	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 )
@@ -36,7 +36,7 @@ func newProgress(w io.Writer) *progress {
 // Pub/Sub reader keys among parts that are stalled (--pubsub-stall-after),
 // and how far the sources read ahead of the dedup step under budget (the
 // read-ahead bound; ra nil: none).
-func (p *progress) report(c Counts, parts []live.Partition, ra *localrunner.ReadAhead, budget int) {
+func (p *progress) report(c Counts, parts []live.Partition, ra *flow.ReadAhead, budget int) {
 	now := time.Now()
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read

@@ -11,7 +11,7 @@ import (
 // whole call and counts its records as the call ends, so only calls that
 // run at the same time, one per partition, overlap), plus one call for each
 // call the account let read past the bound because what waited was held
-// behind the watermark (localrunner.Blocked), and every figure, row
+// behind the watermark (flow.Blocked), and every figure, row
 // and audit payload equals the oracle's. Negative control: the same replay
 // with the bound out of the way lets the sources run far ahead (prism has
 // no backpressure of its own), so the bound is what held them.

@@ -17,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
@@ -115,12 +116,12 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	fo.Unlisted = dry && unlisted(sum.Source)
 	// The sources read against the job's read-ahead account, which the
 	// dedup step's input fills and the dedup step drains: in this process
-	// only (prism has no backpressure; see localrunner.ReadAhead).
+	// only (prism has no backpressure; see flow.ReadAhead).
 	var readAhead string
 	if fo.ReadAheadRecords > 0 && !o.IsPubSub() {
-		readAhead = localrunner.NewReadAheadKey()
+		readAhead = flow.NewReadAheadKey()
 		fo.ReadAhead, po.ReadAhead = readAhead, readAhead
-		defer localrunner.ReleaseReadAhead(readAhead)
+		defer flow.ReleaseReadAhead(readAhead)
 	}
 	if sum.Demo && !fo.Unlisted {
 		if err := sources.Validate(sum.Source, fo); err != nil {
@@ -274,7 +275,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		}()
 	}
 	hooks.mon, hooks.signal, hooks.seal = mon, signal, seal
-	hooks.readAhead = localrunner.ReadAheadOf(readAhead)
+	hooks.readAhead = flow.ReadAheadOf(readAhead)
 	res := execute(ctx, o, p, hooks)
 	if err := signal.Clear(context.WithoutCancel(ctx)); err != nil {
 		slog.Warn("removing the stop request", "path", signal.Path(), "err", err)
@@ -557,7 +558,7 @@ type runHooks struct {
 	seal *sealer
 	// readAhead is the sources' read-ahead account, for the progress line
 	// (nil: none).
-	readAhead *localrunner.ReadAhead
+	readAhead *flow.ReadAhead
 }
 
 func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {

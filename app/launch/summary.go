@@ -63,7 +63,7 @@ type Summary struct {
 
 // ReadAheadFigures are a run's read-ahead bound and its peak, in records,
 // and how many source calls read past the bound for the watermark to move
-// (localrunner.ReadAhead).
+// (flow.ReadAhead).
 type ReadAheadFigures struct {
 	Budget     int   `json:"budget"`
 	Peak       int64 `json:"peak"`

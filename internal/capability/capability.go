@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/revenue-stream/hourly/internal/localrunner"
 )
 
 // Feature is something a pipeline may need of its runner.
@@ -68,7 +66,7 @@ type Profile struct {
 	// spark, direct.
 	Name string
 	// Runners are the --runner values that select it (the names the SDK
-	// registers). Prism's has none: localrunner.IsPrism alone decides
+	// registers). Prism's has none: IsPrism alone decides
 	// which values are prism, here as everywhere else.
 	Runners []string
 	// About says what the profile stands for.
@@ -113,7 +111,7 @@ var (
 var profiles = []Profile{
 	{
 		Name:  "prism",
-		About: "Beam's local runner, in this process or as a job server; the default (selected by localrunner.IsPrism)",
+		About: "Beam's local runner, in this process or as a job server; the default (selected by IsPrism)",
 	},
 	{
 		Name:    "flink",
@@ -184,12 +182,12 @@ var profiles = []Profile{
 }
 
 // For returns the profile of a --runner value: prism's when
-// localrunner.IsPrism says so (the one "is this prism?" decision; a value
+// IsPrism says so (the one "is this prism?" decision; a value
 // it does not accept, "Prism" say, is never prism here either). A runner
 // the table does not name (a runner registered by a newer SDK, a typo Beam
 // will refuse) gets the conservative universal profile.
 func For(runner string) Profile {
-	if localrunner.IsPrism(runner) {
+	if IsPrism(runner) {
 		return named("prism")
 	}
 	for _, p := range profiles {
@@ -208,7 +206,7 @@ func For(runner string) Profile {
 // Named reports whether the table names runner (a --runner value any
 // profile lists, or prism): For of any other value is a guess.
 func Named(runner string) bool {
-	if localrunner.IsPrism(runner) {
+	if IsPrism(runner) {
 		return true
 	}
 	for _, p := range profiles {
@@ -244,4 +242,23 @@ type Refusal struct {
 
 func (r *Refusal) Error() string {
 	return fmt.Sprintf("the %s runner lacks %s, which %s needs (%s)", r.Runner, r.Lack.Feature, r.Where, r.Lack.Proof)
+}
+
+// IsPrism is the one answer to "is this prism?": whether --runner names
+// Beam's local runner, prism, whose traps internal/localrunner works around. It is
+// prism whether it runs in this process (no --endpoint: EnsureJobService
+// starts it) or as a job server elsewhere (--runner=prism
+// --endpoint=HOST:PORT submits to that prism job server, as the SDK's prism
+// runner does), with the workers in this process (LOOPBACK) or not
+// (PROCESS, DOCKER). The empty runner is the commands' default, prism.
+//
+// Every prism-only behaviour is switched on by this answer and nothing
+// else: --runner=universal is an unknown portable job server (Flink's,
+// say), never assumed to be prism.
+func IsPrism(runner string) bool {
+	switch runner {
+	case "", "prism", "PrismRunner":
+		return true
+	}
+	return false
 }

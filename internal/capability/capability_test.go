@@ -21,7 +21,6 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/localrunner"
 )
 
 func TestForNamesEveryRegisteredRunner(t *testing.T) {
@@ -40,15 +39,15 @@ func TestForNamesEveryRegisteredRunner(t *testing.T) {
 	}
 }
 
-// Prism's profile follows localrunner.IsPrism and nothing else: the two
+// Prism's profile follows capability.IsPrism and nothing else: the two
 // agree on every value, and a value IsPrism refuses ("Prism", which Beam's
 // case-sensitive registry does not know either) gets no prism profile.
 func TestPrismProfileIsIsPrism(t *testing.T) {
 	for _, runner := range []string{"", "prism", "PrismRunner", "Prism", "PRISM", "prismrunner", " prism",
 		"universal", "flink", "dataflow", "direct", "spark", "samza-future"} {
 		got := capability.For(runner).Name == "prism"
-		if want := localrunner.IsPrism(runner); got != want {
-			t.Errorf("--runner=%q: capability profile %s, localrunner.IsPrism %v", runner, capability.For(runner).Name, want)
+		if want := capability.IsPrism(runner); got != want {
+			t.Errorf("--runner=%q: capability profile %s, capability.IsPrism %v", runner, capability.For(runner).Name, want)
 		}
 	}
 	for _, p := range capability.Profiles() {

@@ -6,18 +6,18 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
-	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/capability"
 )
 
 // WorkersInProcess reports whether a job run on runner with the given
 // --environment_type has its SDK workers in this very process: prism
-// (localrunner.IsPrism) in its default LOOPBACK environment. Only then are
+// (capability.IsPrism) in its default LOOPBACK environment. Only then are
 // this machine's local paths (and the launcher's memory) what the workers
 // see. Any other runner (universal against a job server, Flink, Dataflow)
 // or environment (PROCESS, DOCKER, EXTERNAL) runs them in other processes,
 // usually on other machines.
 func WorkersInProcess(runner, environmentType string) bool {
-	if !localrunner.IsPrism(runner) {
+	if !capability.IsPrism(runner) {
 		return false
 	}
 	switch strings.ToLower(environmentType) {
@@ -63,7 +63,7 @@ func (p *Placement) Local(flag, instead string) {
 		return
 	}
 	where := "--runner=" + p.Runner
-	if localrunner.IsPrism(p.Runner) {
+	if capability.IsPrism(p.Runner) {
 		where = "--environment_type=" + p.EnvironmentType
 	}
 	p.err = fmt.Errorf("%s is local to this machine, but with %s the workers run in other processes or on other machines: %s, "+

@@ -6,7 +6,7 @@
 // distributed runner. None of them may carry correctness there: a
 // process-wide variable here is at most a cache whose loss costs time.
 //
-// "Is this prism?" has one answer, IsPrism (prism.go): --runner names
+// "Is this prism?" has one answer, capability.IsPrism: --runner names
 // prism, in this process or as a job server at --endpoint. The switches
 // below that are prism-only (the split experiment, the metric gate,
 // --idle-advance=hold) follow it and nothing else; --runner=universal is an
@@ -67,7 +67,7 @@
 //     can, and what it read waits, encoded, in prism's per-key queue in
 //     front of the dedup step; a replay's peak memory grew with the length
 //     of the log. ReadAhead is a job's account of that queue in this
-//     process (readahead.go): the folder source counts the valid records it
+//     process (internal/flow): the folder source counts the valid records it
 //     reads, the too-late gate and the dedup step what they take in, and
 //     the source pauses while no call fits under --read-ahead. Flow control
 //     only: a record's verdict never depends on when it was read. Records

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/revenue-stream/hourly/internal/capability"
 )
 
 // EnsureJobService starts prism's job service in this process before the
@@ -17,7 +18,7 @@ import (
 // when --endpoint is set or the runner is not prism: on Flink or Dataflow
 // the endpoint names the runner's own job service.
 func EnsureJobService(ctx context.Context, runner string) error {
-	if *jobopts.Endpoint != "" || !IsPrism(runner) {
+	if *jobopts.Endpoint != "" || !capability.IsPrism(runner) {
 		return nil
 	}
 	l, err := net.Listen("tcp", "localhost:0")

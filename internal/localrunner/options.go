@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/hooks"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/capability"
 )
 
 // DisableSplitExperiment turns off prism's runner-initiated bundle splits.
@@ -31,7 +32,7 @@ const DisableSplitExperiment = "prism_disable_sdf_split"
 // before beam.Run (or ptest.Run).
 func UseSafeOptions(runner string) {
 	exps := jobopts.GetExperiments()
-	if !IsPrism(runner) {
+	if !capability.IsPrism(runner) {
 		hooks.DisableHook(metricGateHook)
 		if i := slices.Index(exps, DisableSplitExperiment); i >= 0 {
 			*jobopts.Experiments = strings.Join(slices.Delete(exps, i, i+1), ",")

@@ -74,7 +74,7 @@ type FolderOptions struct {
 	// once per PollInterval (see StopSignal). The zero value: none.
 	Stop StopSignal
 	// ReadAhead names the job's read-ahead account on the embedded runner
-	// (localrunner.ReadAhead), and ReadAheadRecords (--read-ahead) bounds
+	// (flow.ReadAhead), and ReadAheadRecords (--read-ahead) bounds
 	// it: a reader call waits while the records read but not yet taken in
 	// by the dedup step leave no room for another call. "" or 0: no bound
 	// (a runner with its own flow control).

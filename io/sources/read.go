@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
@@ -60,7 +61,7 @@ type readFn struct {
 	sdfread.Shape[restriction]
 	open      *openFiles
 	stop      *StopWatch
-	readAhead *localrunner.ReadAhead
+	readAhead *flow.ReadAhead
 }
 
 // staleAfter is how long (ms) a board entry that is not refreshed still
@@ -76,7 +77,7 @@ func (f *readFn) Teardown() { f.open.closeAll() }
 func (f *readFn) Setup() {
 	f.open = newOpenFiles()
 	f.stop = f.Stop.Watch(f.Poll)
-	f.readAhead = localrunner.ReadAheadOf(f.ReadAhead)
+	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
 	now := time.Now().UnixMilli()
 	boards.With(f.Source, func(b *watermark.Board) { b.Register(f.Partitions, now) })
 }

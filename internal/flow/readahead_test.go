@@ -1,4 +1,4 @@
-package localrunner
+package flow
 
 import (
 	"testing"

@@ -1,4 +1,8 @@
-package localrunner
+// Package flow is the embedded runner's flow control: a job's account of
+// the records its sources read ahead of the dedup step (ReadAhead). It has
+// no Beam or runner dependency, so the DoFns that count into it link no
+// runner.
+package flow
 
 import (
 	"crypto/rand"
