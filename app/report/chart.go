@@ -41,6 +41,8 @@ type traceChart struct {
 	frame
 	XTicks, YTicks []tick
 	Dots, Behind   []dot
+	// Drawn is len(Dots) + len(Behind).
+	Drawn int
 	// Line is the watermark polyline's points attribute.
 	Line string
 }
@@ -88,6 +90,7 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 		line.WriteString(" " + num(x(records)) + "," + num(y(tr.Watermark)))
 	}
 	c.Line = line.String()
+	c.Drawn = len(c.Dots) + len(c.Behind)
 	return c
 }
 

@@ -160,6 +160,9 @@ func TestWriteHTML(t *testing.T) {
 		// Charts: a trace with a watermark line and late dots, the histogram
 		// with its percentiles, the reconcile diff.
 		`<polyline class="wm"`, `<circle class="behind"`, "p95 25h00m", ">24h",
+		// The drawn sample keeps each stretch's lowest event, so its share
+		// behind is not the events' (issue #27): both are stated.
+		"2 behind (28.6%)", "drawn: 7 points, 3 of them behind the watermark",
 		"too_late", "170.000000", "180.000000", `<td class="n">&#43;10.000000</td>`, "rev 4", "nothing material left: 1 explained differences (1 too_late) written as corrections (exit 0)",
 		`<tr><th>windows_compared</th><td class="n">2</td></tr>`,
 		// The job's delay metrics: 7 events, ranks 4, 7, 7.
@@ -167,6 +170,11 @@ func TestWriteHTML(t *testing.T) {
 		`>event lateness</td><td class="n">7</td><td class="n">&lt;1m</td><td class="n">&gt;=24h</td><td class="n">&gt;=24h</td><td class="n">4</td>`,
 		`>arrival delay</td><td class="n">7</td><td class="n">&gt;=24h</td>`,
 	)
+	// The on-time dots are drawn over the watermark line, not under it.
+	dots := regexp.MustCompile(`<circle class="dot" cx="[^"]+" cy="[^"]+" r="2"/>`).FindStringIndex(got)
+	if line := strings.Index(got, `<polyline class="wm" points`); line < 0 || dots == nil || dots[0] < line {
+		t.Errorf("the watermark line (at %d) is drawn after the on-time dots (%v): it hides them", line, dots)
+	}
 	checkHTML(t, got, true)
 }
 
