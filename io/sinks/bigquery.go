@@ -63,6 +63,9 @@ type BigQuery struct {
 	api              appender
 	writer           *managedwriter.Client
 	project, dataset string
+	// streams are the committed streams the appends reuse (nil: a new
+	// stream per sealed batch).
+	streams *streamPool
 	// sleep waits between retries; tests shorten it.
 	sleep func(context.Context, time.Duration) error
 	// dmlStats is whether the server reports the rows a DML statement
@@ -110,7 +113,8 @@ func OpenBigQuery(ctx context.Context, spec Spec) (*BigQuery, error) {
 		return nil, fmt.Errorf("bigquery sink %s: storage write client: %w", spec, err)
 	}
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: sleepCtx,
-		api: &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
+		streams: newStreamPool(time.Now),
+		api:     &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
 	// The client retries retryable answers with no end: bound the schema
 	// check, so that an unreachable or stuck service is an error that names
 	// it, not a start that never returns.
@@ -149,8 +153,9 @@ func (b *BigQuery) table(name string) string {
 
 // Write writes a batch directly, without a runner: the stream's rows, the
 // audit records and the source checkpoints are appended through the
-// Storage Write API (each table's rows sealed into one new committed
-// stream), reconcile's corrections go through DML under SPEC §4's rules.
+// Storage Write API (each table's rows sealed into one committed stream,
+// reused across calls as in the write step), reconcile's corrections go
+// through DML under SPEC §4's rules.
 // The pipeline writes its rows and checkpoints through the keyed, batched
 // append step of sinks.Write and sinks.WriteProgress instead.
 //
@@ -209,12 +214,12 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		// buffered, then flush steps until nothing is left (seal, append).
 		st := &memStore{}
 		for _, row := range t.rows {
-			if _, _, err := onRow(ctx, st, b.api, t.name, row, DefaultFlushPolicy, false, b.sleep); err != nil {
+			if _, _, err := onRow(ctx, st, b.api, b.streams, t.name, row, DefaultFlushPolicy, false, b.sleep); err != nil {
 				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 		}
 		for pending := true; pending; {
-			r, err := flushStep(ctx, st, b.api, t.name, false, b.sleep)
+			r, err := flushStep(ctx, st, b.api, b.streams, t.name, false, b.sleep)
 			if err != nil {
 				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}

@@ -26,8 +26,9 @@ var maxAppendBytes = appendRequestBytes
 // transiently; the waits grow from 200 ms to a few seconds.
 const appendAttempts = 6
 
-// appender is the Storage Write API as the write step uses it: a new
-// committed stream per sealed batch, and appends at explicit offsets.
+// appender is the Storage Write API as the write step uses it: committed
+// streams (reused across batches, see streamPool), and appends at
+// explicit offsets.
 type appender interface {
 	// CreateStream creates a committed write stream on table.
 	CreateStream(ctx context.Context, table string) (string, error)
@@ -39,8 +40,9 @@ type appender interface {
 
 // errAlreadyStored is the service's ALREADY_EXISTS for an offset: the rows
 // at that offset were written before. Since a sealed batch is fixed in the
-// runner's state before its first append (see sealedBatch), they are the
-// same rows, and the append counts as done.
+// runner's state before its first append, and no other batch is ever
+// sealed at its stream and offsets (see sealedBatch, streamPool), they are
+// the same rows, and the append counts as done.
 var errAlreadyStored = errors.New("rows already stored at this offset")
 
 // retryableAppend reports whether a failed append may succeed when retried:
@@ -73,12 +75,14 @@ func codeOf(err error) codes.Code {
 }
 
 // appendSealed appends a sealed batch to its stream in requests of at most
-// maxAppendBytes, each at its explicit offset, retrying transient
-// failures with backoff. A request whose rows are already stored counts as
-// done, so a retried flush repeats nothing. It returns the requests sent.
-func appendSealed(ctx context.Context, app appender, table string, sb sealedBatch, sleep func(context.Context, time.Duration) error) (int, error) {
-	requests := 0
-	offset := int64(0)
+// maxAppendBytes, each at its explicit offset from sb.Offset on, retrying
+// transient failures with backoff. A request whose rows are already stored
+// counts as done, so a retried flush repeats nothing. It returns the
+// requests sent and whether the service took every request as new rows
+// (fresh): only then does this process know where the stream ends.
+func appendSealed(ctx context.Context, app appender, table string, sb sealedBatch, sleep func(context.Context, time.Duration) error) (requests int, fresh bool, err error) {
+	fresh = true
+	offset := sb.Offset
 	for lo := 0; lo < len(sb.Rows); {
 		hi, size := lo, 0
 		for hi < len(sb.Rows) && (hi == lo || size+len(sb.Rows[hi]) <= maxAppendBytes) {
@@ -89,27 +93,33 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 		for attempt := 1; ; attempt++ {
 			requests++
 			err := app.Append(ctx, table, sb.Stream, offset, chunk)
-			if err == nil || errors.Is(err, errAlreadyStored) {
+			if errors.Is(err, errAlreadyStored) {
+				fresh = false
+				break
+			}
+			if err == nil {
 				break
 			}
 			if attempt == appendAttempts || !retryableAppend(err) {
-				return requests, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
+				return requests, false, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
 			}
+			// A failed request may have landed all the same: the retry
+			// then reads ALREADY_EXISTS, and the stream is not reused.
 			wait := time.Duration(attempt*attempt) * 200 * time.Millisecond
 			slog.Warn("bigquery sink: append failed, retrying", "table", table, "offset", offset, "attempt", attempt, "wait", wait, "err", err)
 			if err := sleep(ctx, wait); err != nil {
-				return requests, fmt.Errorf("bigquery sink: append to %s: %w", table, err)
+				return requests, false, fmt.Errorf("bigquery sink: append to %s: %w", table, err)
 			}
 		}
 		if afterAppend != nil {
 			if err := afterAppend(table, offset, len(chunk)); err != nil {
-				return requests, err
+				return requests, false, err
 			}
 		}
 		offset += int64(len(chunk))
 		lo = hi
 	}
-	return requests, nil
+	return requests, fresh, nil
 }
 
 // afterAppend, when set (by tests only), runs after each successful append

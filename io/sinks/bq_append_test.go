@@ -40,11 +40,11 @@ func sealed(t *testing.T, app appender, rows [][]byte) *memStore {
 	t.Helper()
 	st := &memStore{}
 	for _, r := range rows {
-		if _, _, err := onRow(context.Background(), st, app, bqChangelog, r, DefaultFlushPolicy, false, noSleep); err != nil {
+		if _, _, err := onRow(context.Background(), st, app, nil, bqChangelog, r, DefaultFlushPolicy, false, noSleep); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := flushStep(context.Background(), st, app, bqChangelog, false, noSleep)
+	res, err := flushStep(context.Background(), st, app, nil, bqChangelog, false, noSleep)
 	if err != nil || res.Appended != 0 || !res.Sealed || !res.Pending {
 		t.Fatalf("seal: %+v, %v; want a batch sealed, nothing appended", res, err)
 	}
@@ -77,7 +77,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 	// A clean run.
 	clean, cleanAPI := startFakeWrite(t)
 	st := sealed(t, cleanAPI, rows)
-	if res, err := flushStep(context.Background(), st, cleanAPI, bqChangelog, false, noSleep); err != nil || res.Appended != len(rows) {
+	if res, err := flushStep(context.Background(), st, cleanAPI, nil, bqChangelog, false, noSleep); err != nil || res.Appended != len(rows) {
 		t.Fatalf("clean flush: %+v, %v", res, err)
 	}
 	sameRows(t, clean.rows(bqChangelog), rows)
@@ -94,7 +94,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 		return nil
 	}
 	defer func() { afterAppend = nil }()
-	if _, err := flushStep(context.Background(), st, api, bqChangelog, false, noSleep); !errors.Is(err, failed) {
+	if _, err := flushStep(context.Background(), st, api, nil, bqChangelog, false, noSleep); !errors.Is(err, failed) {
 		t.Fatalf("first attempt: %v, want the injected failure", err)
 	}
 	if got := len(fake.rows(bqChangelog)); got == 0 || got >= len(rows) {
@@ -103,7 +103,7 @@ func TestBigQueryRetriedFlushRepeatsNothing(t *testing.T) {
 	afterAppend = nil
 
 	retry := committed
-	res, err := flushStep(context.Background(), &retry, api, bqChangelog, false, noSleep)
+	res, err := flushStep(context.Background(), &retry, api, nil, bqChangelog, false, noSleep)
 	if err != nil || res.Appended != len(rows) {
 		t.Fatalf("retry: %+v, %v", res, err)
 	}
@@ -139,7 +139,7 @@ func TestBigQueryAppendErrors(t *testing.T) {
 			st := sealed(t, api, rows)
 			fake.fail = tc.fail
 			var waits []time.Duration
-			_, err := flushStep(context.Background(), st, api, bqChangelog, false, func(_ context.Context, d time.Duration) error {
+			_, err := flushStep(context.Background(), st, api, nil, bqChangelog, false, func(_ context.Context, d time.Duration) error {
 				waits = append(waits, d)
 				return nil
 			})
@@ -227,28 +227,28 @@ func TestFlushStepRules(t *testing.T) {
 	p := DefaultFlushPolicy
 	p.MaxRows = 3
 
-	first, res, err := onRow(ctx, st, api, bqChangelog, rows[0], p, false, noSleep)
+	first, res, err := onRow(ctx, st, api, nil, bqChangelog, rows[0], p, false, noSleep)
 	if err != nil || !first || res.Sealed || !res.Pending {
 		t.Fatalf("first row: first=%v %+v %v; want the first of a buffer, only buffered", first, res, err)
 	}
 	// A tick seals it; a second step in the same bundle does not append.
-	if res, err = flushStep(ctx, st, api, bqChangelog, false, noSleep); err != nil || !res.Sealed || res.Appended != 0 {
+	if res, err = flushStep(ctx, st, api, nil, bqChangelog, false, noSleep); err != nil || !res.Sealed || res.Appended != 0 {
 		t.Fatalf("tick 1: %+v %v; want sealed, nothing appended", res, err)
 	}
-	if res, err = flushStep(ctx, st, api, bqChangelog, true, noSleep); err != nil || res.Appended != 0 || !res.Pending {
+	if res, err = flushStep(ctx, st, api, nil, bqChangelog, true, noSleep); err != nil || res.Appended != 0 || !res.Pending {
 		t.Fatalf("same bundle: %+v %v; want the batch sealed here kept for a later bundle", res, err)
 	}
 	if n := len(fake.rows(bqChangelog)); n != 0 {
 		t.Fatalf("%d rows appended in the bundle that sealed them", n)
 	}
 	// The next tick appends it.
-	if res, err = flushStep(ctx, st, api, bqChangelog, false, noSleep); err != nil || res.Appended != 1 || res.Sealed || res.Pending {
+	if res, err = flushStep(ctx, st, api, nil, bqChangelog, false, noSleep); err != nil || res.Appended != 1 || res.Sealed || res.Pending {
 		t.Fatalf("tick 2: %+v %v; want the row appended, nothing left", res, err)
 	}
 	// Three rows reach MaxRows: the third seals without a tick, the
 	// fourth (a later bundle) appends them and buffers itself.
 	for i, r := range rows[1:4] {
-		first, res, err = onRow(ctx, st, api, bqChangelog, r, p, false, noSleep)
+		first, res, err = onRow(ctx, st, api, nil, bqChangelog, r, p, false, noSleep)
 		if err != nil || first != (i == 0) || res.Sealed != (i == 2) {
 			t.Fatalf("row %d: first=%v %+v %v", i+1, first, res, err)
 		}
@@ -256,12 +256,12 @@ func TestFlushStepRules(t *testing.T) {
 	if n := len(fake.rows(bqChangelog)); n != 1 {
 		t.Fatalf("%d rows appended before the sealing bundle ended, want 1", n)
 	}
-	if _, res, err = onRow(ctx, st, api, bqChangelog, rows[4], p, false, noSleep); err != nil || res.Appended != 0 || !res.Pending {
+	if _, res, err = onRow(ctx, st, api, nil, bqChangelog, rows[4], p, false, noSleep); err != nil || res.Appended != 0 || !res.Pending {
 		// Below the limit: only buffered, the sealed batch waits for a tick.
 		t.Fatalf("row 5: %+v %v", res, err)
 	}
 	for pending := true; pending; {
-		if res, err = flushStep(ctx, st, api, bqChangelog, false, noSleep); err != nil {
+		if res, err = flushStep(ctx, st, api, nil, bqChangelog, false, noSleep); err != nil {
 			t.Fatal(err)
 		}
 		pending = res.Pending

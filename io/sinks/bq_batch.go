@@ -47,16 +47,20 @@ func (p FlushPolicy) Validate() error {
 	return nil
 }
 
-// sealedBatch is a flush's rows bound to the stream they go to. It is
-// written to the runner's state in one bundle and appended in a later one,
-// so every attempt at the append (a retried bundle, a retried request)
+// sealedBatch is a flush's rows bound to the stream and offset they go to.
+// It is written to the runner's state in one bundle and appended in a later
+// one, so every attempt at the append (a retried bundle, a retried request)
 // sends the same rows to the same stream at the same offsets: the Storage
 // Write API answers ALREADY_EXISTS for rows it already has, and a retry can
-// only repeat a write, never change it. A job restored from an older
-// checkpoint seals anew into a new stream: no offset of it can collide with
-// rows of the lost timeline, so nothing is dropped as "already stored".
+// only repeat a write, never change it. The stream is a new one or, at
+// Offset, the end of one this process wrote last (streamPool, which says
+// why no other rows can be there). A job restored from an older checkpoint
+// seals anew, into a new stream or at an end no batch was ever sealed at:
+// no offset of it can collide with rows of the lost timeline, so nothing is
+// dropped as "already stored".
 type sealedBatch struct {
 	Stream string
+	Offset int64
 	Rows   [][]byte
 }
 
@@ -67,6 +71,9 @@ func (sb sealedBatch) encode() []byte {
 	for _, r := range sb.Rows {
 		w.String(string(r))
 	}
+	// Last, so that a batch sealed before offsets existed (none: offset
+	// 0) still decodes.
+	w.Varint(sb.Offset)
 	return w.B
 }
 
@@ -76,6 +83,9 @@ func decodeSealed(b []byte) (sealedBatch, error) {
 	n := r.Varint()
 	for i := int64(0); i < n && r.Err == nil; i++ {
 		sb.Rows = append(sb.Rows, []byte(r.String()))
+	}
+	if r.Err == nil && len(r.B) > 0 {
+		sb.Offset = r.Varint()
 	}
 	if r.Err != nil {
 		return sealedBatch{}, fmt.Errorf("bigquery sink: decode sealed batch: %w", r.Err)
@@ -107,25 +117,27 @@ type flushResult struct {
 // a flush step at once (sealedHere as for flushStep). It reports whether the
 // row is the first of an empty buffer, for which the DoFn arms its
 // end-of-input timer.
-func onRow(ctx context.Context, st batchStore, app appender, table string, row []byte, p FlushPolicy, sealedHere bool,
+func onRow(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, row []byte, p FlushPolicy, sealedHere bool,
 	sleep func(context.Context, time.Duration) error) (first bool, res flushResult, err error) {
 	rows, bytes, err := st.Buffer(row)
 	if err != nil || (rows < p.MaxRows && bytes < p.MaxBytes) {
 		return rows == 1, flushResult{Pending: true}, err
 	}
-	res, err = flushStep(ctx, st, app, table, sealedHere, sleep)
+	res, err = flushStep(ctx, st, app, pool, table, sealedHere, sleep)
 	return rows == 1, res, err
 }
 
 // flushStep is one step of a key's flush, taken at a clock tick, at the size
 // limits and at the end of the input. It appends the sealed batch unless
 // that batch was sealed in the current bundle (sealedHere), then, when no
-// batch is sealed, seals what is buffered into a new committed stream.
+// batch is sealed, seals what is buffered: at the end of a stream of the
+// pool (nil: none) or into a new committed stream. An appended batch whose
+// every request the service took as new rows goes back to the pool.
 // Sealing and appending happen in different bundles on purpose: the append
 // only ever reads a batch the runner has committed, so a retried bundle
 // repeats the same rows at the same offsets of the same stream. A row thus
 // waits at most two steps: the one that seals it and the next.
-func flushStep(ctx context.Context, st batchStore, app appender, table string, sealedHere bool,
+func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, sealedHere bool,
 	sleep func(context.Context, time.Duration) error) (flushResult, error) {
 	var res flushResult
 	sb, sealed, err := st.Sealed()
@@ -133,7 +145,7 @@ func flushStep(ctx context.Context, st batchStore, app appender, table string, s
 		return res, err
 	}
 	if sealed && !sealedHere {
-		n, err := appendSealed(ctx, app, table, sb, sleep)
+		n, fresh, err := appendSealed(ctx, app, table, sb, sleep)
 		res.Requests = n
 		if err != nil {
 			return res, err
@@ -142,6 +154,9 @@ func flushStep(ctx context.Context, st batchStore, app appender, table string, s
 		if err := st.ClearSealed(); err != nil {
 			return res, err
 		}
+		if fresh {
+			pool.put(table, sb.Stream, sb.Offset+int64(len(sb.Rows)))
+		}
 		sealed = false
 	}
 	rows, err := st.Buffered()
@@ -149,11 +164,16 @@ func flushStep(ctx context.Context, st batchStore, app appender, table string, s
 		return res, err
 	}
 	if !sealed && len(rows) > 0 {
-		stream, err := app.CreateStream(ctx, table)
-		if err != nil {
-			return res, err
+		next := sealedBatch{Rows: rows}
+		if s, ok := pool.take(table); ok {
+			next.Stream, next.Offset = s.Name, s.End
+		} else {
+			if next.Stream, err = app.CreateStream(ctx, table); err != nil {
+				return res, err
+			}
+			pool.created(next.Stream)
 		}
-		if err := st.Seal(sealedBatch{Stream: stream, Rows: rows}); err != nil {
+		if err := st.Seal(next); err != nil {
 			return res, err
 		}
 		if err := st.ClearBuffer(); err != nil {

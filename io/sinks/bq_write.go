@@ -208,10 +208,10 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, sp state.Provider, tp t
 	}
 	st := &beamStore{f: f, sp: sp}
 	if len(row) == 0 { // a clock tick
-		res, err := flushStep(ctx, st, f.sink.api, table, f.sealedHere[key], f.sink.sleep)
+		res, err := flushStep(ctx, st, f.sink.api, f.sink.streams, table, f.sealedHere[key], f.sink.sleep)
 		return f.done(ctx, key, res, err)
 	}
-	first, res, err := onRow(ctx, st, f.sink.api, table, row, f.Policy, f.sealedHere[key], f.sink.sleep)
+	first, res, err := onRow(ctx, st, f.sink.api, f.sink.streams, table, row, f.Policy, f.sealedHere[key], f.sink.sleep)
 	if err := f.done(ctx, key, res, err); err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (f *bqAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.P
 	if err != nil {
 		return err
 	}
-	res, err := flushStep(ctx, &beamStore{f: f, sp: sp}, f.sink.api, table, f.sealedHere[key], f.sink.sleep)
+	res, err := flushStep(ctx, &beamStore{f: f, sp: sp}, f.sink.api, f.sink.streams, table, f.sealedHere[key], f.sink.sleep)
 	if err := f.done(ctx, key, res, err); err != nil {
 		return err
 	}
