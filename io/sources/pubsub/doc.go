@@ -9,9 +9,17 @@
 //
 // # Shape
 //
-// Impulse → the subscription name → a splittable DoFn with one restriction
-// per reader key (Options.Shards, default 1; never split further: a key is
-// one arrival order with one watermark). Each call first re-emits the
+// Impulse → one element per reader key (subscription, shard;
+// Options.Shards, default 1) → Reshuffle → a splittable DoFn with one
+// restriction per element, never split (a key is one arrival order with one
+// watermark). The keys are elements, not restrictions of one element,
+// because runners place an SDF's work by its element: Flink keys the SDF's
+// input by it, and the Reshuffle lets a runner that fused the expansion
+// with the Impulse spread the keys over its workers. The restriction's
+// size is one unit plus the records the key knew were waiting for it at
+// its last call, in its archive and in the subscription (size.go): every
+// residual of a checkpoint carries it back to the runner, which sees the
+// backlog instead of a constant. Each call first re-emits the
 // archive objects after the restriction's position, if any, else pulls, for
 // at most MaxPerCall records or about a second, then returns
 // sdf.ResumeProcessingIn so that the runner sees the watermark and can

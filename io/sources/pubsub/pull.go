@@ -131,6 +131,9 @@ type pulling struct {
 	fatal error
 
 	pulled, acked, ackErrors, blank, objects, archiveBytes, archiveRetries, extended atomic.Int64
+	// waitedMs sums, over the timed messages pulled (those with a publish
+	// time), the time each waited between its publish and its pull.
+	waitedMs, timed atomic.Int64
 }
 
 func (p *pulling) fail(err error) {
@@ -169,6 +172,7 @@ func (p *pulling) err() error {
 // The call ends at its budget, when the subscription is empty, on a stop,
 // or when the archive has failed for longer than the limit.
 func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, error) {
+	pullStart := r.now()
 	p := &pulling{
 		held: newHeld(max(r.maxHeld, 1)), results: make(chan *batch, 2*r.pullers),
 		seq: r.rest.Seq, hour: r.rest.Hour,
@@ -245,6 +249,14 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 	// Everything this call archived was emitted: the next call here need
 	// not list the archive.
 	putHead(r.store.dir, r.rest.Emitted)
+	switch pulled := p.pulled.Load(); {
+	case p.caughtUp.Load():
+		r.rest.Pending.Subscription = 0 // a pull found nothing waiting
+	case pulled > 0:
+		r.rest.Pending.Subscription = subscriptionBacklog(pulled, r.now().Sub(pullStart),
+			time.Duration(p.waitedMs.Load())*time.Millisecond, p.timed.Load())
+	}
+	// Otherwise (every pull failed) the last estimate stands.
 	switch {
 	case r.stop():
 		return sdfread.Stopped, nil
@@ -353,6 +365,10 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	backlog := isBacklog(msgs, now, r.backlogAge)
 	for _, m := range msgs {
 		b.ackIDs = append(b.ackIDs, m.GetAckId())
+		if pt := m.GetMessage().GetPublishTime(); pt != nil {
+			p.waitedMs.Add(max(now.Sub(pt.AsTime()).Milliseconds(), 0))
+			p.timed.Add(1)
+		}
 		line := archiveLine(m.GetMessage().GetData())
 		if rawlog.Blank(line) {
 			p.blank.Add(1) // SPEC §3: skipped and not read; acknowledged

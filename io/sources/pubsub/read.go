@@ -21,14 +21,15 @@ import (
 
 func init() {
 	register.DoFn5x2[
-		context.Context, *sdfread.WatermarkEstimator, *sdf.LockRTracker, string,
+		context.Context, *sdfread.WatermarkEstimator, *sdf.LockRTracker, readerKey,
 		func(beam.EventTime, model.Record), sdf.ProcessContinuation, error,
 	](&readFn{})
 	register.Emitter2[beam.EventTime, model.Record]()
 }
 
-// readFn reads the subscription (its one element) with one restriction per
-// reader key. Its exported fields are its configuration.
+// readFn reads the subscription: each element is a reader key (keys.go),
+// with one restriction, never split (a key is one arrival order with one
+// watermark). Its exported fields are its configuration.
 type readFn struct {
 	Project          string
 	Subscription     string
@@ -38,7 +39,6 @@ type readFn struct {
 	MaxPerCall       int
 	PullBatch        int
 	Pullers          int
-	Shards           int
 	MaxHeld          int
 	AckExtension     time.Duration
 	AckExtendEvery   time.Duration
@@ -52,7 +52,6 @@ type readFn struct {
 	// Stop is the run's graceful-stop request (see sources.StopSignal).
 	Stop sources.StopSignal
 
-	sdfread.Shape[restriction]
 	client *gpubsub.Client
 	stores map[int]*store
 	stop   *sources.StopWatch
@@ -97,34 +96,37 @@ func (f *readFn) store(ctx context.Context, shard int) (*store, error) {
 	return s, nil
 }
 
-func (f *readFn) CreateInitialRestriction(_ string) restriction {
-	return newRestriction(0, time.Now().UnixMilli())
+func (f *readFn) CreateInitialRestriction(k readerKey) restriction {
+	return newRestriction(k.Shard, time.Now().UnixMilli())
 }
 
-// SplitRestriction makes one restriction per reader key, each reading the
-// same subscription into its own archive partition: Pub/Sub spreads the
-// messages over all pullers, so several keys spread the load over several
-// workers. Within a key, order and watermark are those of one partition.
-func (f *readFn) SplitRestriction(_ string, rest restriction) []restriction {
-	if rest.Started || f.Shards <= 1 {
-		return []restriction{rest}
-	}
-	out := make([]restriction, f.Shards)
-	for i := range out {
-		out[i] = rest
-		out[i].Shard = i
-	}
-	return out
+// RestrictionSize reports the key's pending records (size.go): the runner
+// sizes every residual a checkpoint hands back, so the size follows the
+// backlog from call to call.
+func (f *readFn) RestrictionSize(_ readerKey, rest restriction) float64 { return rest.size() }
+
+// The watermark estimator starts with no watermark, and its state is its
+// value (sdfread.WatermarkEstimator). sdfread.Shape has the same methods
+// for string elements; these take a reader key.
+
+func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction, _ readerKey) int64 {
+	return model.NoWatermark
 }
+
+func (f *readFn) CreateWatermarkEstimator(state int64) *sdfread.WatermarkEstimator {
+	return sdfread.NewWatermarkEstimator(state)
+}
+
+func (f *readFn) WatermarkEstimatorState(e *sdfread.WatermarkEstimator) int64 { return e.Value() }
 
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
 	return sdf.NewLockRTracker(sdfread.NewCheckpointTracker("pubsub", rest, false))
 }
 
-func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, subscription string, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
+func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, key readerKey, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
 	rest, ok := rt.GetRestriction().(restriction)
 	if !ok {
-		return sdf.StopProcessing(), fmt.Errorf("pubsub source %s: restriction of type %T", subscription, rt.GetRestriction())
+		return sdf.StopProcessing(), fmt.Errorf("pubsub source %s: restriction of type %T", key, rt.GetRestriction())
 	}
 	if rest.Closed {
 		return sdf.StopProcessing(), nil

@@ -222,7 +222,10 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 		r.log.Info("pubsub source: re-emitting from the archive before pulling",
 			"archive", r.store.dir, "after", r.rest.Emitted, "objects", len(names), "first", names[0], "last", names[len(names)-1])
 	}
-	for _, name := range names {
+	for i, name := range names {
+		// What is left, this object included, is the key's pending
+		// archive: a call that ends here leaves it in the restriction.
+		r.rest.Pending.Archive = archiveBacklog(len(names)-i, r.pullBatch)
 		if r.rest.Object != "" && r.rest.Object != name {
 			// The object being re-emitted vanished (an operator deleted
 			// it): the next one continues.
@@ -240,6 +243,7 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 			return sdfread.Lost, false, nil
 		}
 	}
+	r.rest.Pending.Archive = 0
 	r.watch.done(replaySeq)
 	return sdfread.Budget, true, nil
 }

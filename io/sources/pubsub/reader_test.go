@@ -408,16 +408,8 @@ func TestStoreLayout(t *testing.T) {
 
 // Several reader keys share one subscription: each archives to its own
 // partition and together they emit every message once.
+// (keys_test.go: each key is an element of its own.)
 func TestShardsShareTheSubscription(t *testing.T) {
-	f := &readFn{Shards: 3}
-	parts := f.SplitRestriction(testSub, newRestriction(0, 0))
-	if len(parts) != 3 || parts[2].Shard != 2 {
-		t.Fatalf("SplitRestriction = %v, want shards 0, 1, 2", parts)
-	}
-	if again := f.SplitRestriction(testSub, restriction{Started: true, Shard: 1}); len(again) != 1 || again[0].Shard != 1 {
-		t.Errorf("a started restriction was split again: %v", again)
-	}
-
 	e := newEmulator(t, 10*time.Second)
 	dir := t.TempDir()
 	var want []string

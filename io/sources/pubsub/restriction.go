@@ -42,6 +42,9 @@ type restriction struct {
 	// State is the watermark state, the backlog hold included (see
 	// backlog.go and watermark.State).
 	watermark.State
+	// Pending is what the key knew was waiting for it when it claimed
+	// this state: the restriction's size (size.go).
+	Pending pending
 
 	// Closed marks a restriction with no work left: the primary of a
 	// checkpoint, or a truncated one.
@@ -53,13 +56,14 @@ func newRestriction(shard int, now int64) restriction {
 }
 
 func (r restriction) String() string {
-	return fmt.Sprintf("{shard=%d emitted=%q object=%q line=%d seq=%d %v closed=%v}",
-		r.Shard, r.Emitted, r.Object, r.Line, r.Seq, r.State, r.Closed)
+	return fmt.Sprintf("{shard=%d emitted=%q object=%q line=%d seq=%d %v pending=%d+%d closed=%v}",
+		r.Shard, r.Emitted, r.Object, r.Line, r.Seq, r.State, r.Pending.Archive, r.Pending.Subscription, r.Closed)
 }
 
-// restrictionVersion 3: the backlog hold moved into the watermark state (2:
-// the archive position; 1 held a replay phase).
-const restrictionVersion = 3
+// restrictionVersion 4: the pending records, the restriction's size (3: the
+// backlog hold moved into the watermark state; 2: the archive position; 1
+// held a replay phase).
+const restrictionVersion = 4
 
 func encodeRestriction(r restriction) []byte {
 	return sdfread.EncodeRestriction(restrictionVersion, 128+len(r.Emitted)+len(r.Object), func(w *coders.Writer) {
@@ -72,6 +76,8 @@ func encodeRestriction(r restriction) []byte {
 		w.Varint(r.Seq)
 		w.String(r.Hour)
 		r.State.Encode(w)
+		w.Varint(r.Pending.Archive)
+		w.Varint(r.Pending.Subscription)
 		w.Bool(r.Closed)
 	})
 }
@@ -81,7 +87,8 @@ func decodeRestriction(b []byte) (restriction, error) {
 		return restriction{
 			Shard: int(rd.Varint()), Started: rd.Bool(), Emitted: rd.String(), Object: rd.String(),
 			Offset: rd.Varint(), Line: int(rd.Varint()), Seq: rd.Varint(), Hour: rd.String(),
-			State: watermark.DecodeState(rd), Closed: rd.Bool(),
+			State: watermark.DecodeState(rd), Pending: pending{Archive: rd.Varint(), Subscription: rd.Varint()},
+			Closed: rd.Bool(),
 		}
 	})
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/watermark"
@@ -73,10 +72,10 @@ type Options struct {
 	// Pullers is the number of pull streams per reader key (default 8: enough in flight to hide
 	// the archive write's latency behind the other pulls).
 	Pullers int
-	// Shards is the number of reader keys (default 1): restrictions that
-	// pull from the same subscription in parallel, on as many workers as
-	// the runner gives them, each with its own archive partition and
-	// watermark.
+	// Shards is the number of reader keys (default 1): elements of the
+	// reading step that pull from the same subscription in parallel, on as
+	// many workers as the runner spreads them over, each with its own
+	// archive partition and watermark.
 	Shards int
 	// MaxHeld bounds the messages pulled and not yet acknowledged per
 	// reader key (default Pullers × PullBatch).
@@ -204,11 +203,6 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	return project, id, nil
 }
 
-func init() {
-	register.DoFn2x0[[]byte, func(string)](&subscriptionFn{})
-	register.Emitter1[string]()
-}
-
 // Read reads the Pub/Sub subscription ("projects/P/subscriptions/S", with or
 // without the "pubsub:" prefix) as an unbounded PCollection of model.Record,
 // each timestamped with the source's watermark before it. Every record is in
@@ -233,8 +227,7 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		}
 	}
 	name := "projects/" + project + "/subscriptions/" + id
-	imp := beam.Impulse(s)
-	subs := beam.ParDo(s, &subscriptionFn{Subscription: name}, imp)
+	keys := readerKeys(s, name, o.Shards)
 	return beam.ParDo(s, &readFn{
 		Project:          project,
 		Subscription:     name,
@@ -244,7 +237,6 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		MaxPerCall:       o.MaxPerCall,
 		PullBatch:        o.PullBatch,
 		Pullers:          o.Pullers,
-		Shards:           o.Shards,
 		MaxHeld:          o.MaxHeld,
 		AckExtension:     o.AckExtension,
 		AckExtendEvery:   o.AckExtendEvery,
@@ -256,12 +248,5 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		SkipReplay:       o.SkipReplay,
 		ReplayFrom:       o.ReplayFrom,
 		Stop:             o.Stop,
-	}, subs)
+	}, keys)
 }
-
-// subscriptionFn emits the one element the reader's restriction hangs on.
-type subscriptionFn struct {
-	Subscription string
-}
-
-func (f *subscriptionFn) ProcessElement(_ []byte, emit func(string)) { emit(f.Subscription) }

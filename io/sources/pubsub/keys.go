@@ -1,0 +1,63 @@
+package pubsub
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/coders"
+)
+
+func init() {
+	beam.RegisterCoder(reflect.TypeOf((*readerKey)(nil)).Elem(), encodeReaderKey, decodeReaderKey)
+	register.DoFn2x0[[]byte, func(readerKey)](&keysFn{})
+	register.Emitter1[readerKey]()
+}
+
+// readerKey is one reader key: an element of its own, so that a runner can
+// run each key on a different worker. A runner places an SDF's work by its
+// element (Flink keys the SDF's input by it; a restriction split off one
+// element stays where the element is), so the keys are elements, not
+// restrictions of one element (the subscription): those would all run on
+// the subtask that element hashes to.
+type readerKey struct {
+	Subscription string // projects/P/subscriptions/S
+	Shard        int
+}
+
+func (k readerKey) String() string { return fmt.Sprintf("%s#%d", k.Subscription, k.Shard) }
+
+// keysFn expands the Impulse into one element per reader key.
+type keysFn struct {
+	Subscription string
+	Shards       int
+}
+
+func (f *keysFn) ProcessElement(_ []byte, emit func(readerKey)) {
+	for shard := range max(f.Shards, 1) {
+		emit(readerKey{Subscription: f.Subscription, Shard: shard})
+	}
+}
+
+// readerKeys is the reading SDF's input: one element per reader key of the
+// subscription, reshuffled so that a runner that fused them with the
+// Impulse (all on one worker) redistributes them before the SDF.
+func readerKeys(s beam.Scope, subscription string, shards int) beam.PCollection {
+	keys := beam.ParDo(s, &keysFn{Subscription: subscription, Shards: shards}, beam.Impulse(s))
+	return beam.Reshuffle(s, keys)
+}
+
+// The key's coder is deterministic: the runner groups and hashes its bytes.
+func encodeReaderKey(k readerKey) []byte {
+	w := coders.Writer{B: make([]byte, 0, len(k.Subscription)+8)}
+	w.String(k.Subscription)
+	w.Varint(int64(k.Shard))
+	return w.B
+}
+
+func decodeReaderKey(b []byte) (readerKey, error) {
+	rd := coders.Reader{B: b}
+	k := readerKey{Subscription: rd.String(), Shard: int(rd.Varint())}
+	return coders.Done(k, &rd, "pubsub reader key")
+}
