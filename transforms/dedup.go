@@ -148,6 +148,7 @@ func (f *dedupFn) Setup() {
 	f.elements = metrics.Counter(metrics.DedupElements)
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
+	applyMemoryLimit()
 	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
 	f.armedHere = map[int][]int64{}
 }

@@ -1,13 +1,26 @@
 package transforms
 
 import (
+	"bufio"
+	"log/slog"
+	"math"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
 // DefaultDedupCacheBytes bounds the process-wide cache of decoded dedup
-// shards (--dedup-cache).
+// shards (--dedup-cache) on prism, and is the least the launcher sizes it to
+// elsewhere (pipeline.DedupCacheFor).
 const DefaultDedupCacheBytes = 1 << 30
+
+// DedupCacheBytesPerID is what one remembered id costs in the process cache
+// at most: a 28-byte slot of the id table just after it grew (53 % full).
+// cmd/scale measures 50.5 at a shard's peak; docs/capacity.md.
+const DedupCacheBytesPerID = idSlotBytes * 1.5 / idMaxLoad // 52.5
 
 // cacheIdleTTL is how long a cached shard may go unused before it is
 // dropped: on a distributed runner a key that moved to another worker is
@@ -34,8 +47,12 @@ type cachedShard struct {
 }
 
 type shardCacheT struct {
-	mu        sync.Mutex
-	limit     int64
+	mu    sync.Mutex
+	limit int64
+	// ceiling caps limit whatever the flag says: what the process's memory
+	// limit leaves for the cache (applyMemoryLimit; 0 for none).
+	ceiling   int64
+	want      int64 // the last setLimit
 	total     int64
 	m         map[cacheKey]*cachedShard
 	lastSweep time.Time
@@ -43,7 +60,7 @@ type shardCacheT struct {
 }
 
 func newShardCacheT() *shardCacheT {
-	return &shardCacheT{limit: DefaultDedupCacheBytes, m: map[cacheKey]*cachedShard{}, now: time.Now}
+	return &shardCacheT{limit: DefaultDedupCacheBytes, want: DefaultDedupCacheBytes, m: map[cacheKey]*cachedShard{}, now: time.Now}
 }
 
 // setLimit sets the bound in bytes (the process's DoFns share the cache;
@@ -53,8 +70,26 @@ func (c *shardCacheT) setLimit(n int64) {
 		return
 	}
 	c.mu.Lock()
-	c.limit = n
+	c.want = n
+	c.limit = capped(n, c.ceiling)
 	c.mu.Unlock()
+}
+
+// setCeiling caps the bound at n bytes from now on (0: no cap), and returns
+// the bound in force. Entries above it go at the next put.
+func (c *shardCacheT) setCeiling(n int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ceiling = n
+	c.limit = capped(c.want, n)
+	return c.limit
+}
+
+func capped(n, ceiling int64) int64 {
+	if ceiling > 0 {
+		return min(n, ceiling)
+	}
+	return n
 }
 
 // take removes and returns k's entry: the caller mutates the state, and a
@@ -117,3 +152,87 @@ func (c *shardCacheT) evictLocked(k cacheKey, e *cachedShard) {
 // shardBytes estimates a decoded shard's memory: its id table, plus the
 // armed windows and fixed overhead.
 func shardBytes(st *shardState) int64 { return st.ids.bytes() + int64(len(st.armed))*48 + 256 }
+
+// The process's memory limit (issue #25). The cache holds what the worker's
+// shards hold, 23 GiB on a 32 GiB worker at the design rate; without a
+// memory limit Go lets the heap reach twice what is live (GOGC=100) before
+// it collects, and such a worker runs out of memory. Nothing outside the
+// worker can set its GOMEMLIMIT on every runner (Dataflow starts the SDK
+// container itself), so the dedup step applies the rule below once per
+// process, from Setup, on every runner.
+
+// MemoryLimitFor is the Go memory limit a worker with memory bytes applies
+// when nothing set one: three quarters of it, the share the capacity plan
+// gives the SDK harness; the rest is the runner's (Dataflow's runner
+// harness, Flink's TaskManager) and the kernel's.
+func MemoryLimitFor(memory int64) int64 { return memory / 4 * 3 }
+
+// cacheCeiling is the most the cache may hold under a memory limit: the
+// limit less what the rest of the process needs (bundles in flight, a
+// shard being decoded, the revision step's rows), 1 GiB or a quarter of a
+// small limit.
+func cacheCeiling(limit int64) int64 { return limit - min(1<<30, limit/4) }
+
+// decideMemoryLimit is the rule: an explicit GOMEMLIMIT (env, the
+// runtime's own parse of it in current) or a limit something in the process
+// already set is left alone; else, when the worker's memory is known, the
+// limit is MemoryLimitFor(memory). It returns the limit in force
+// (math.MaxInt64 for none) and whether to set it.
+func decideMemoryLimit(env string, current, memory int64) (limit int64, set bool) {
+	if env != "" || current != math.MaxInt64 || memory <= 0 {
+		return current, false
+	}
+	return MemoryLimitFor(memory), true
+}
+
+var memoryOnce sync.Once
+
+// applyMemoryLimit applies the rule to this process once (the first
+// Setup of a dedup DoFn), and caps the shard cache at what the limit in
+// force leaves it.
+func applyMemoryLimit() {
+	memoryOnce.Do(func() {
+		memory := workerMemory()
+		limit, set := decideMemoryLimit(os.Getenv("GOMEMLIMIT"), debug.SetMemoryLimit(-1), memory)
+		if set {
+			debug.SetMemoryLimit(limit)
+		}
+		if limit == math.MaxInt64 {
+			return
+		}
+		bound := shardCache.setCeiling(cacheCeiling(limit))
+		slog.Info("dedup: process memory", "worker_memory", memory, "memory_limit", limit, "set_here", set, "cache_bound", bound)
+	})
+}
+
+// workerMemory is the memory this process may use: its cgroup's limit
+// when it has one below the machine's, else the machine's total (0 when
+// none can be read).
+func workerMemory() int64 {
+	read := func(path string) string {
+		b, _ := os.ReadFile(path)
+		return string(b)
+	}
+	return memoryOf(read("/proc/meminfo"), read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+}
+
+// memoryOf reads workerMemory's files: /proc/meminfo's MemTotal, and a
+// cgroup v2 memory.max ("max" for none) or v1 memory.limit_in_bytes (a
+// huge figure for none), the smallest positive one.
+func memoryOf(meminfo, cgroupV2, cgroupV1 string) int64 {
+	total := int64(0)
+	s := bufio.NewScanner(strings.NewReader(meminfo))
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
+			if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64); err == nil {
+				total = kb << 10
+			}
+		}
+	}
+	for _, c := range []string{cgroupV2, cgroupV1} {
+		if n, err := strconv.ParseInt(strings.TrimSpace(c), 10, 64); err == nil && n > 0 && (total == 0 || n < total) {
+			total = n
+		}
+	}
+	return total
+}
