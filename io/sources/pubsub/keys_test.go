@@ -37,7 +37,8 @@ func TestOneElementPerReaderKey(t *testing.T) {
 // the SDF.
 func TestReadReadsOneElementPerKey(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	Read(s, "pubsub:"+testSub, Options{Shards: 3, ArchiveDir: t.TempDir()})
+	o := pipelineOptions()
+	Read(s, "pubsub:"+testSub, Options{Shards: 3, ArchiveDir: t.TempDir(), Watermark: o.Watermark, Event: o.Event})
 	edges, _, err := p.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -100,6 +100,12 @@ func (f *readFn) CreateInitialRestriction(k readerKey) restriction {
 	return newRestriction(k.Shard, time.Now().UnixMilli())
 }
 
+// SplitRestriction keeps a key's restriction whole: the keys are the
+// elements (keys.go), and a key is one arrival order with one watermark.
+func (f *readFn) SplitRestriction(_ readerKey, rest restriction) []restriction {
+	return []restriction{rest}
+}
+
 // RestrictionSize reports the key's pending records (size.go): the runner
 // sizes every residual a checkpoint hands back, so the size follows the
 // backlog from call to call.
