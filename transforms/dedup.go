@@ -262,7 +262,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 			until, hold = heldFor(f.armedHere[shard], st.known, until)
 		}
 		if hold {
-			if err := f.hold(sp, tp, batch, until); err != nil {
+			if err := f.hold(sp, tp, st, batch, until); err != nil {
 				return err
 			}
 			return f.save(ctx, sp, shard, st)
@@ -326,7 +326,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	}
 	switch t.Tag[0] {
 	case tagRelease:
-		events, err := f.release(sp, at)
+		events, err := f.release(sp, st, at)
 		if err != nil {
 			return err
 		}
@@ -335,28 +335,20 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	default:
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	st.known = max(st.known, at)
-	expired := false
-	for start := range st.armed {
-		if f.Policy.WindowEnd(start)+f.RetentionMs <= at {
-			delete(st.armed, start)
-			expired = true
-		}
+	forgot, compact := st.advance(shard, at, f.RetentionMs, f.Policy)
+	if forgot > 0 {
+		f.expired.Inc(ctx, int64(forgot))
 	}
-	if expired {
-		if n := st.Expire(f.RetentionMs, f.Policy); n > 0 {
-			f.expired.Inc(ctx, int64(n))
+	if compact {
+		// Compact the bag: rewrite what is left, in bounded blobs, at the
+		// shard's own slot (compactionDue) or at the cap.
+		st.stored = st.ids.n
+		if err := f.IDs.Clear(sp); err != nil {
+			return fmt.Errorf("dedup: clear ids: %w", err)
 		}
-		if st.NeedsCompaction() {
-			// Compact the bag: rewrite what is left, in bounded blobs.
-			st.stored = st.ids.n
-			if err := f.IDs.Clear(sp); err != nil {
-				return fmt.Errorf("dedup: clear ids: %w", err)
-			}
-			for _, blob := range st.encodeIDs(f.Policy) {
-				if err := f.IDs.Add(sp, blob); err != nil {
-					return fmt.Errorf("dedup: rewrite ids: %w", err)
-				}
+		for _, blob := range st.encodeIDs(f.Policy) {
+			if err := f.IDs.Add(sp, blob); err != nil {
+				return fmt.Errorf("dedup: rewrite ids: %w", err)
 			}
 		}
 	}

@@ -37,18 +37,131 @@ import (
 
 const tagRelease = 'r' // just after a held batch's wait (see hold): release it
 
+// The Pending bag is only ever appended to, except for a rewrite once the
+// released entries in it weigh at least as much as those still held, so a
+// held batch costs one append, at most one rewrite on average, and no read
+// while the process cache holds the shard: the cost is linear in what is
+// held, however long a lagging partition keeps it there (issue #25; before,
+// every release read the whole bag and wrote back what stayed, quadratic
+// in what was held).
+//
+// Which entries of the bag were released is in the meta value, not in the
+// bag: every entry carries a sequence number, and the meta keeps the
+// releases as (next sequence number, release time) pairs: an entry was
+// released when a release at a later time came after it was added. Releases
+// come in increasing time but for those of a batch behind the watermark, so
+// the pairs that matter (those no later pair covers) are one or a few, and
+// a rewrite clears them. Bag and value state only: Flink's portable runner
+// has no MapState for Go (Beam's test/integration/integration.go filters
+// it). The decoded held batches ride in the process cache with the rest of
+// the shard, trusted under the same token; a cache miss reads the bag once.
+
+// maxReleases bounds the release pairs in the meta: past it the bag is
+// rewritten, which clears them.
+const maxReleases = 16
+
+// heldBatch is one entry of the Pending bag: the time it waits for, its
+// sequence number, and the entry as stored.
+type heldBatch struct {
+	until int64
+	seq   uint64
+	blob  []byte
+}
+
+func (b heldBatch) before(c heldBatch) bool {
+	return b.until < c.until || b.until == c.until && b.seq < c.seq
+}
+
+// release is one release recorded in the meta: the entries added before
+// sequence number seq waiting for a time before at were released.
+type release struct {
+	seq uint64
+	at  int64
+}
+
+// pendingState is the decoded Pending bag of a shard.
+type pendingState struct {
+	// loaded says the fields below mirror the bag (else the next release
+	// reads it).
+	loaded bool
+	// held are the entries still waiting, a min-heap by (until, seq).
+	held []heldBatch
+	// heldBytes and releasedBytes weigh the entries held and those
+	// released but still in the bag.
+	heldBytes, releasedBytes int64
+}
+
+func (p *pendingState) push(b heldBatch) {
+	p.held = append(p.held, b)
+	p.heldBytes += int64(len(b.blob))
+	for i := len(p.held) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !p.held[i].before(p.held[parent]) {
+			break
+		}
+		p.held[i], p.held[parent] = p.held[parent], p.held[i]
+		i = parent
+	}
+}
+
+func (p *pendingState) pop() heldBatch {
+	top := p.held[0]
+	last := len(p.held) - 1
+	p.held[0] = p.held[last]
+	p.held = p.held[:last]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < last && p.held[l].before(p.held[small]) {
+			small = l
+		}
+		if r := l + 1; r < last && p.held[r].before(p.held[small]) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		p.held[i], p.held[small] = p.held[small], p.held[i]
+		i = small
+	}
+	p.heldBytes -= int64(len(top.blob))
+	p.releasedBytes += int64(len(top.blob))
+	return top
+}
+
+// released reports whether a recorded release took the entry (until, seq).
+func (st *shardState) released(until int64, seq uint64) bool {
+	for _, r := range st.releases {
+		if r.seq > seq && r.at > until {
+			return true
+		}
+	}
+	return false
+}
+
+// recordRelease adds a release at at, dropping those it covers (earlier,
+// so with a smaller seq, and at no later a time).
+func (st *shardState) recordRelease(at int64) {
+	st.releases = slices.DeleteFunc(st.releases, func(r release) bool { return r.at <= at })
+	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
+}
+
 // hold stores a batch in the Pending bag and sets its release timer just
 // after until: its timestamp (ByPosition), or a boundary it waits for (see
 // heldFor). The windows of its events were armed before (armEvents), not
 // at the release: a timer set from OnTimer after the watermark passed it
 // stalls prism v2.77.0.
-func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, batch model.EventBatch, until int64) error {
+func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, st *shardState, batch model.EventBatch, until int64) error {
 	w := coders.Writer{}
 	w.Varint(until)
+	w.Uvarint(st.nextSeq)
 	w.B = append(w.B, coders.EncodeEventBatch(batch)...)
 	if err := f.Pending.Add(sp, w.B); err != nil {
 		return fmt.Errorf("dedup: hold batch: %w", err)
 	}
+	if st.pending.loaded {
+		st.pending.push(heldBatch{until: until, seq: st.nextSeq, blob: w.B})
+	}
+	st.nextSeq++
 	f.Boundary.Set(tp, timeOf(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)))
 	return nil
 }
@@ -63,25 +176,45 @@ func batchTimestamp(b model.EventBatch) int64 {
 	return ts
 }
 
-// release takes the held batches whose wait ended before at out of the
-// Pending bag and returns their events in position order.
-func (f *dedupFn) release(sp state.Provider, at int64) ([]model.Event, error) {
+// loadPending decodes the Pending bag (after a cache miss), keeping the
+// entries no recorded release took.
+func (f *dedupFn) loadPending(sp state.Provider, st *shardState) error {
 	blobs, _, err := f.Pending.Read(sp)
 	if err != nil {
-		return nil, fmt.Errorf("dedup: read held batches: %w", err)
+		return fmt.Errorf("dedup: read held batches: %w", err)
 	}
-	var ready []model.Event
-	var keep [][]byte
+	p := pendingState{loaded: true}
 	for _, b := range blobs {
 		r := coders.Reader{B: b}
-		until := r.Varint()
+		until, seq := r.Varint(), r.Uvarint()
 		if r.Err != nil {
-			return nil, fmt.Errorf("dedup: decode held batch: %w", r.Err)
+			return fmt.Errorf("dedup: decode held batch: %w", r.Err)
 		}
-		if until >= at {
-			keep = append(keep, b)
+		if st.released(until, seq) {
+			p.releasedBytes += int64(len(b))
 			continue
 		}
+		p.push(heldBatch{until: until, seq: seq, blob: b})
+	}
+	st.pending = p
+	return nil
+}
+
+// release takes the held batches whose wait ended before at and returns
+// their events in position order.
+func (f *dedupFn) release(sp state.Provider, st *shardState, at int64) ([]model.Event, error) {
+	if !st.pending.loaded {
+		if err := f.loadPending(sp, st); err != nil {
+			return nil, err
+		}
+	}
+	p := &st.pending
+	var ready []model.Event
+	for len(p.held) > 0 && p.held[0].until < at {
+		b := p.pop()
+		r := coders.Reader{B: b.blob}
+		r.Varint()
+		r.Uvarint()
 		batch, err := coders.DecodeEventBatch(r.B)
 		if err != nil {
 			return nil, fmt.Errorf("dedup: decode held batch: %w", err)
@@ -91,13 +224,21 @@ func (f *dedupFn) release(sp state.Provider, at int64) ([]model.Event, error) {
 	if len(ready) == 0 {
 		return nil, nil // released by an earlier timer
 	}
-	if err := f.Pending.Clear(sp); err != nil {
-		return nil, fmt.Errorf("dedup: clear held batches: %w", err)
-	}
-	for _, b := range keep {
-		if err := f.Pending.Add(sp, b); err != nil {
-			return nil, fmt.Errorf("dedup: keep held batch: %w", err)
+	st.recordRelease(at)
+	if p.releasedBytes >= p.heldBytes || len(st.releases) > maxReleases {
+		// What was released weighs at least what stays: rewrite the bag
+		// with the held entries only, which costs no more than the appends
+		// of what was released.
+		if err := f.Pending.Clear(sp); err != nil {
+			return nil, fmt.Errorf("dedup: clear held batches: %w", err)
 		}
+		for _, b := range p.held {
+			if err := f.Pending.Add(sp, b.blob); err != nil {
+				return nil, fmt.Errorf("dedup: keep held batch: %w", err)
+			}
+		}
+		p.releasedBytes = 0
+		st.releases = nil
 	}
 	SortBySourcePosition(ready)
 	return ready, nil

@@ -21,8 +21,15 @@ type shardState struct {
 	// copy's fingerprint and its window.
 	ids idTable
 	// stored counts the entries the state bag holds, live or expired: expiry
-	// rewrites the bag only once most of it is dead (see NeedsCompaction).
+	// rewrites the bag only once most of it is dead (see compactionDue).
 	stored int
+
+	// The Pending bag of position order (dedup_order.go): the next entry's
+	// sequence number, the releases that took entries still in the bag, and
+	// the decoded bag.
+	nextSeq  uint64
+	releases []release
+	pending  pendingState
 }
 
 // Verdict is what dedup decides for one event.
@@ -108,8 +115,62 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 
 // NeedsCompaction reports whether most of the bag's entries are expired
 // ids: rewriting it then costs about as much as the appends that made it,
-// so the cost of compaction stays proportional to the ids added.
+// so the cost of compaction stays proportional to the ids added. It is the
+// cap on the bag (twice its live ids); compactionDue adds each shard's own
+// hour.
 func (st *shardState) NeedsCompaction() bool { return st.stored > 2*st.ids.n }
+
+// Compaction spread over the shards (issue #25). Every shard sees the same
+// boundaries at the same watermark, so with NeedsCompaction alone every
+// shard rewrote its bag at the same expiry timer, about once a retention
+// (some 42 GB cluster-wide in one burst every ~25 h at 2,048 shards). Each
+// shard also compacts at its own slot: at a boundary whose window index
+// modulo the retention in windows (P, 25 by default) is the shard's number
+// modulo P, if anything in the bag is dead. A shard's dead ids then reach P
+// windows against P + 1 windows live, short of the cap, so the slots set
+// the schedule and a 1/P share of the shards compacts in any one window
+// (82 of 2,048, 4 %, in an hour by default). The cap still holds the bag
+// under twice its live ids when traffic falls fast enough to reach it
+// first. The slot depends on the shard number and the boundary's event
+// time only, and a compaction rewrites the live ids it already holds, so it
+// never changes a verdict: a replay judges the same, whenever it rewrites.
+
+// compactionSlots is P: the retention in whole windows (at least 1).
+func compactionSlots(retentionMs int64, p triggers.Policy) int64 {
+	return max(1, retentionMs/p.Window.Milliseconds())
+}
+
+// compactionDue reports whether shard rewrites its ids bag at the boundary
+// at: at the cap, or at its slot if any of the bag is dead.
+func (st *shardState) compactionDue(shard int, at, retentionMs int64, p triggers.Policy) bool {
+	if st.NeedsCompaction() {
+		return true
+	}
+	if st.stored <= st.ids.n {
+		return false
+	}
+	slots := compactionSlots(retentionMs, p)
+	slot := floorDiv(at, p.Window.Milliseconds()) % slots
+	return (slot+slots)%slots == int64(shard)%slots
+}
+
+// advance moves the shard to the boundary timer at: the known watermark,
+// the armed windows whose ids expire there (forgotten), and whether the ids
+// bag is to be rewritten now. It returns how many ids it forgot.
+func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Policy) (forgot int, compact bool) {
+	st.known = max(st.known, at)
+	expired := false
+	for start := range st.armed {
+		if p.WindowEnd(start)+retentionMs <= at {
+			delete(st.armed, start)
+			expired = true
+		}
+	}
+	if expired {
+		forgot = st.Expire(retentionMs, p)
+	}
+	return forgot, st.compactionDue(shard, at, retentionMs, p)
+}
 
 // The shard is stored in two parts so that a batch costs a few State API
 // calls whatever the shard holds (the Go SDK makes a round trip per access):
@@ -140,9 +201,11 @@ const (
 )
 
 type shardMeta struct {
-	token uint64
-	known int64
-	armed map[int64]bool
+	token    uint64
+	known    int64
+	armed    map[int64]bool
+	nextSeq  uint64
+	releases []release
 }
 
 func decodeMeta(b []byte, start int64) (shardMeta, error) {
@@ -157,6 +220,13 @@ func decodeMeta(b []byte, start int64) (shardMeta, error) {
 	for i := uint64(0); i < n && r.Err == nil; i++ {
 		m.armed[r.Varint()] = true
 	}
+	if len(r.B) > 0 { // written since the Pending bag's sequence numbers
+		m.nextSeq = r.Uvarint()
+		n = r.Uvarint()
+		for i := uint64(0); i < n && r.Err == nil; i++ {
+			m.releases = append(m.releases, release{seq: r.Uvarint(), at: r.Varint()})
+		}
+	}
 	if r.Err != nil {
 		return shardMeta{}, fmt.Errorf("dedup: decode shard meta: %w", r.Err)
 	}
@@ -170,6 +240,12 @@ func encodeMeta(token uint64, st *shardState) []byte {
 	w.Uvarint(uint64(len(st.armed)))
 	for start := range st.armed {
 		w.Varint(start)
+	}
+	w.Uvarint(st.nextSeq)
+	w.Uvarint(uint64(len(st.releases)))
+	for _, r := range st.releases {
+		w.Uvarint(r.seq)
+		w.Varint(r.at)
 	}
 	return w.B
 }
@@ -283,6 +359,9 @@ func (st *shardState) windowStartOf(wi uint32, windowMs int64) int64 {
 	return (ref + int64(int32(wi-uint32(ref)))) * windowMs
 }
 
+// newShardState starts a shard from its meta; its Pending bag is read when
+// a release needs it, or known empty when nothing was ever stored.
 func newShardState(m shardMeta) *shardState {
-	return &shardState{known: m.known, armed: m.armed}
+	return &shardState{known: m.known, armed: m.armed, nextSeq: m.nextSeq, releases: m.releases,
+		pending: pendingState{loaded: m.token == 0}}
 }
