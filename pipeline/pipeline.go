@@ -6,6 +6,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -54,6 +55,34 @@ func ShardsFor(runner string, rate int, retention, window time.Duration) int {
 	return max(n, DefaultShards)
 }
 
+// DedupCacheFor returns the default --dedup-cache of a runner: on prism
+// transforms.DefaultDedupCacheBytes (one process holds every shard of a
+// replay, and a miss there reloads from prism's own heap); elsewhere what
+// the decoded shards a worker owns hold, so that a shard is read from the
+// runner's state once, not for every batch: ceil(shards / workers) shards
+// of rate × kept / shards ids each (kept: how long an id stays, the
+// retention plus a window plus the out-of-order bound the expiry timers
+// wait behind), transforms.DedupCacheBytesPerID an id, rounded up to a
+// whole GiB and at least the prism default. workers <= 0 (the submission
+// states no worker count) sizes it for one worker owning every shard: the
+// cache takes only what the worker owns, and the workers' memory limit
+// caps it (transforms.MemoryLimitFor, docs/capacity.md).
+func DedupCacheFor(runner string, rate, shards, workers int, kept time.Duration) int {
+	if capability.IsPrism(runner) || shards <= 0 {
+		return transforms.DefaultDedupCacheBytes
+	}
+	if rate <= 0 {
+		rate = DefaultDesignRate
+	}
+	owned := shards
+	if workers > 0 {
+		owned = (shards + workers - 1) / workers
+	}
+	ids := float64(rate) * kept.Seconds() / float64(shards) * float64(owned)
+	gib := math.Ceil(ids * transforms.DedupCacheBytesPerID / (1 << 30))
+	return max(int(gib)<<30, transforms.DefaultDedupCacheBytes)
+}
+
 // Options are the settings of SPEC §2 and §3, validated together.
 type Options struct {
 	Event     event.Config
@@ -78,7 +107,9 @@ type Options struct {
 	// runner, which fires no processing-time timers for Go).
 	EarlySource string
 	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
-	// (transforms.DefaultDedupCacheBytes when 0).
+	// (transforms.DefaultDedupCacheBytes when 0); the launcher sets
+	// DedupCacheFor(runner, ...) off prism. A worker caps it at what its
+	// memory limit leaves (transforms.MemoryLimitFor).
 	DedupCacheBytes int
 	// Published is the sink whose rows the revision step reads when it
 	// starts, on the worker (sinks.Published): it continues each key's
