@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/sinks"
@@ -85,8 +88,11 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "peak events/s the dedup shards are sized for off prism"},
 			{Name: "dedup-order", Value: cli.String(&p.DedupOrder), Arg: "ORDER", Default: "arrival on prism, else position",
 				Usage: "position: hold each batch until the watermark and judge in source-position order, so the earlier of two copies from one partition counts however the runner delivers them; arrival: as delivered (prism delivers in order)"},
-			{Name: "dedup-cache", Value: cli.Size(&p.DedupCacheBytes), Default: cli.FormatSize(transforms.DefaultDedupCacheBytes),
-				Usage: "bound on a process's cache of decoded dedup shards (a miss costs a reload, never a verdict)"},
+			{Name: "dedup-cache", Value: cli.Func(&p.DedupCacheBytes, "SIZE", parseCacheSize, cli.FormatSize),
+				Default: cli.FormatSize(transforms.DefaultDedupCacheBytes) + " on prism, else what the shards a worker owns hold (--workers; docs/capacity.md)",
+				Usage:   "bound on a process's cache of decoded dedup shards (a miss costs a reload from the runner's state, never a verdict; dedup_state_reloads counts them); a worker caps it at its memory limit less 1 GiB"},
+			{Name: "workers", Value: cli.Count(&o.Workers), Default: "--num_workers (Dataflow), else --parallelism (Flink), else one worker owning every shard",
+				Usage: "off prism: the worker count the dedup cache is sized for (shards per worker); with more than one Flink task slot per TaskManager give the TaskManagers"},
 			{Name: "read-ahead", Value: cli.Count(&o.ReadAhead), Default: strconv.Itoa(flow.DefaultReadAhead),
 				Usage: "embedded runner: records read but not yet taken in by the dedup step before the source pauses; peak memory depends on it, not on the length of the log (other runners have their own flow control)"},
 		}},
@@ -109,6 +115,20 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "folder (local, or gs://BUCKET/PATH) where a graceful stop writes this run's stop request for the readers on every worker"},
 		}},
 	}
+}
+
+// parseCacheSize reads --dedup-cache: a positive size in cli.ParseSize's
+// units, without its 1 GiB cap (--max-line's): a worker's cache is tens of
+// GiB.
+func parseCacheSize(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	digits := len(t) - len(strings.TrimLeft(t, "0123456789"))
+	n, err := strconv.ParseInt(t[:digits], 10, 64)
+	unit, uerr := cli.ParseSize("1" + t[digits:])
+	if err != nil || uerr != nil || n <= 0 || n > math.MaxInt64/int64(unit) {
+		return 0, fmt.Errorf("invalid size %q: want a positive size like 512MiB or 23GiB", s)
+	}
+	return int(n) * unit, nil
 }
 
 func parseIdleAdvance(s string) (watermark.IdleAdvance, error) {
@@ -144,6 +164,11 @@ func Parse(args []string) (Options, error) {
 	if p := &o.Pipeline; p.DedupShards == 0 {
 		d := p.WithDefaults()
 		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
+	}
+	if p := &o.Pipeline; p.DedupCacheBytes == 0 && !capability.IsPrism(o.Runner) {
+		d := p.WithDefaults()
+		kept := d.DedupRetention + d.Triggers.Window + d.Watermark.OutOfOrderBound
+		p.DedupCacheBytes = pipeline.DedupCacheFor(o.Runner, p.DesignRate, p.DedupShards, o.workers(), kept)
 	}
 	if o.Pipeline.EarlySource == "" {
 		o.Pipeline.EarlySource = pipeline.EarlySourceFor(o.profileRunner())

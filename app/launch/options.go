@@ -2,10 +2,12 @@ package launch
 
 import (
 	"cmp"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,6 +152,26 @@ type Options struct {
 	// flow.DefaultReadAhead. Other runners have their own flow
 	// control, and setting it for them is refused.
 	ReadAhead int
+	// Workers (--workers) is the worker count the dedup cache is sized
+	// for off prism (pipeline.DedupCacheFor); 0 takes the submission's
+	// (workers).
+	Workers int
+}
+
+// workers is the worker count the dedup cache is sized for: --workers,
+// else the one the submission states (Dataflow's --num_workers, the
+// workers it starts with; Flink's --parallelism), else 0: unknown, and
+// DedupCacheFor sizes for one worker owning every shard.
+func (o Options) workers() int {
+	if o.Workers > 0 {
+		return o.Workers
+	}
+	if f := flag.Lookup("num_workers"); f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n > 0 {
+			return n
+		}
+	}
+	return max(*jobopts.Parallelism, 0)
 }
 
 // IsPubSub reports whether the source is a Pub/Sub subscription.
@@ -289,6 +311,9 @@ func (o Options) Validate() error {
 		if !capability.Named(o.Rehearse) {
 			return usagef("--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse)
 		}
+	}
+	if o.Workers != 0 && capability.IsPrism(o.Runner) {
+		return usagef("--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)")
 	}
 	if o.PrismUIPort != 0 && !capability.IsPrism(o.Runner) {
 		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)

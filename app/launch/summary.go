@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -121,6 +122,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if c.Read > 0 {
 		fmt.Fprintf(&b, "dedup step: took in %d elements, %.1f per 1,000 records read (batches of events and window announcements)\n",
 			c.DedupElements, c.DedupElementsPerThousand())
+	}
+	if reloads, ok := c.Counters[string(metrics.DedupStateReloads)]; ok {
+		// The capacity plan's steady state: each shard read from state once
+		// per worker, then served by the process cache (docs/capacity.md).
+		fmt.Fprintf(&b, "dedup cache: %d shard reloads from the runner's state, %d evictions (near zero past each shard's first load when --dedup-cache holds the shards a worker owns)\n",
+			reloads, c.Counters[string(metrics.DedupCacheEvictions)])
 	}
 	if ra := s.ReadAhead; ra != nil {
 		fmt.Fprintf(&b, "read-ahead: at most %d records waited for the dedup step (--read-ahead=%d)", ra.Peak, ra.Budget)

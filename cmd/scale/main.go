@@ -87,7 +87,7 @@ func main() {
 
 	fmt.Println("## Capacity plan")
 	fmt.Println()
-	fmt.Printf("Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker; memory = 2 GiB base (runner + SDK harness) + the decoded dedup shards the worker owns (--dedup-cache sized to them), at most 75 %% of the machine.\n\n",
+	fmt.Printf("Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker; memory = 2 GiB base (runner + SDK harness) + the decoded dedup shards the worker owns (measured), at most 75 %% of the machine, the Go memory limit the workers apply; --dedup-cache is the launcher's default for that worker count.\n\n",
 		*vcpus, *memGiB, num(*vcpuRate), *ckptEvery, *uploadMBps)
 	fmt.Println("| runner | rate ev/s | workers | memory / worker | disk / worker | dedup state (steady / peak) | checkpoint (incremental / full) | checkpoint duration | largest key |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
@@ -101,7 +101,12 @@ func main() {
 				int(math.Ceil(cacheTotal/((0.75**memGiB-2)*(1<<30)))))
 			steady, peak := m.avgBytes*int64(m.shards), m.peakBytes*int64(m.shards)
 			cachePerWorker := cacheTotal / float64(workers)
-			mem := fmt.Sprintf("%.1f GiB (--dedup-cache=%.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), math.Ceil(cachePerWorker*1.05/(1<<30)))
+			// The cache the launcher sizes for this many workers
+			// (pipeline.DedupCacheFor: 52.5 B an id, no retries), and the
+			// memory limit the workers apply (transforms.MemoryLimitFor).
+			cache := pipeline.DedupCacheFor("flink", m.rate, m.shards, workers, retention+p.Window+10*time.Minute)
+			limit := transforms.MemoryLimitFor(int64(*memGiB * (1 << 30)))
+			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
 			// What the state takes per checkpoint interval: new ids, plus
 			// the compaction rewrites (amortised) and RocksDB's own
 			// compaction of the SST files (x2, the usual write amplification
