@@ -13,7 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/clock"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -112,14 +112,14 @@ type Options struct {
 	// memory limit leaves (transforms.MemoryLimitFor).
 	DedupCacheBytes int
 	// Published is the sink whose rows the revision step reads when it
-	// starts, on the worker (sinks.Published): it continues each key's
+	// starts, on the worker (sink.Published): it continues each key's
 	// changelog from them, and a window held as FINAL stays closed (SPEC
 	// §4). The zero Spec: the sink holds nothing.
-	Published sinks.Spec
+	Published sink.Spec
 	// PublishedBound limits the rows read from Published to the windows
 	// this run can still reach (the launcher's resume rule); the zero value
 	// reads every row.
-	PublishedBound sinks.SeedBound
+	PublishedBound sink.SeedBound
 	// NoDedupCache makes the dedup step reload its shards from the runner's
 	// state for every batch instead of trusting its process cache, as on a
 	// runner that moves keys between workers (tests, diagnosis).
@@ -194,7 +194,16 @@ func (o Options) Validate() error {
 	if o.EarlySource != "" && o.EarlySource != EarlyTimer && o.EarlySource != EarlyImpulse {
 		early = fmt.Errorf("--early-source must be %s or %s, got %q", EarlyTimer, EarlyImpulse, o.EarlySource)
 	}
-	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order, early)
+	var published error
+	if o.Published.Scheme != "" {
+		// The workers read it (sink.Published) through the backend the
+		// binary registered: refuse a binary without one before any work,
+		// rather than fail every worker's Setup.
+		if err := sink.CheckRegistered(o.Published.Scheme); err != nil {
+			published = fmt.Errorf("--sink: %w", err)
+		}
+	}
+	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order, early, published)
 }
 
 func (o Options) dedup() transforms.DedupOptions {

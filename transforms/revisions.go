@@ -11,7 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -30,7 +30,7 @@ func init() {
 //
 // published seeds each key with the row a sink already holds (after a
 // restart), so revisions continue from there and nothing dips. The step
-// reads it from the sink on the worker, in Setup (sinks.Published), so the
+// reads it from the sink on the worker, in Setup (sink.Published), so the
 // sink's history never enters the job graph. (A side input would do the
 // same, but prism v2.77.0 then stops feeding a streaming job's stateful
 // stage after its first firings.) The zero Spec reads nothing.
@@ -40,7 +40,7 @@ func init() {
 // grows with the retention, not with the sink's history. A window starting
 // before the bound is closed for every record of the run, so it is kept
 // closed even when its row was not loaded.
-func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sinks.Spec, bound sinks.SeedBound) beam.PCollection {
+func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sink.Spec, bound sink.SeedBound) beam.PCollection {
 	s = s.Scope("Revisions")
 	return beam.ParDo(s, &revisionsFn{
 		Policy:    p,
@@ -105,9 +105,9 @@ func markerHorizon(p triggers.Policy) int64 {
 type revisionsFn struct {
 	Policy triggers.Policy
 	// Published is the sink whose rows seed the keys (zero: none).
-	Published sinks.Spec
+	Published sink.Spec
 	// Bound limits the seed to the windows the run can reach.
-	Bound sinks.SeedBound
+	Bound sink.SeedBound
 	// published holds them by key, read in Setup.
 	published map[string]model.Row
 	// seedRows is how many rows Setup loaded; seedReported says the
@@ -135,7 +135,7 @@ type revisionsFn struct {
 
 func (f *revisionsFn) Setup(ctx context.Context) error {
 	if f.Published.Scheme != "" {
-		rows, err := sinks.Published(ctx, f.Published, f.Bound)
+		rows, err := sink.Published(ctx, f.Published, f.Bound)
 		if err != nil {
 			return fmt.Errorf("revisions: %w", err)
 		}

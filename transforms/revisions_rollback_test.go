@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 	"github.com/revenue-stream/hourly/testing/sinktest"
@@ -66,7 +67,7 @@ type stepRun struct {
 	accepted, stale int
 }
 
-func startStep(t *testing.T, spec sinks.Spec, sink rowSink, sp *memState, key string) *stepRun {
+func startStep(t *testing.T, spec sink.Spec, sink rowSink, sp *memState, key string) *stepRun {
 	t.Helper()
 	f := &revisionsFn{Policy: rollbackPolicy, Published: spec, State: state.MakeValueState[[]byte]("window"), Firing: timers.InEventTime("firing")}
 	if err := f.Setup(context.Background()); err != nil {
@@ -132,11 +133,11 @@ func TestRestoredStateContinuesAfterTheSinkRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		testRollback(t, sinks.Spec{Scheme: sinks.SchemeSQLite, Path: path}, db)
+		testRollback(t, sink.Spec{Scheme: sink.SchemeSQLite, Path: path}, db)
 	})
 	t.Run("bigquery", func(t *testing.T) {
 		bqtest.Start(t)
-		spec := sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: bqtest.Project, Dataset: "rollback"}
+		spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "rollback"}
 		db, err := sinks.OpenBigQuery(context.Background(), spec)
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +147,7 @@ func TestRestoredStateContinuesAfterTheSinkRows(t *testing.T) {
 	})
 }
 
-func testRollback(t *testing.T, spec sinks.Spec, sink rowSink) {
+func testRollback(t *testing.T, spec sink.Spec, sink rowSink) {
 	start := at("2026-11-04T10:00:00Z")
 	key := WindowKey(start, "{}")
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -22,7 +22,7 @@ func TestPublishedRowBelowSeedBound(t *testing.T) {
 	}
 	loaded := model.Row{WindowStart: at("2026-11-04T11:00:00Z"), WindowEnd: at("2026-11-04T12:00:00Z"), Dims: "{}",
 		RevenueMicros: 5, EventCount: 1, Revision: 2, State: model.OnTime}
-	f := &revisionsFn{Policy: p, Bound: sinks.SeedBound{Bounded: true, StartFrom: bound},
+	f := &revisionsFn{Policy: p, Bound: sink.SeedBound{Bounded: true, StartFrom: bound},
 		published: map[string]model.Row{WindowKey(loaded.WindowStart, loaded.Dims): loaded}}
 
 	w := win("2026-11-04T11:00:00Z", "{}")
@@ -38,7 +38,7 @@ func TestPublishedRowBelowSeedBound(t *testing.T) {
 	if got, ok := f.publishedRow(WindowKey(w.Start, w.Dims), w); ok {
 		t.Errorf("window at the bound without a row: publishedRow = %+v, want none", got)
 	}
-	f.Bound = sinks.SeedBound{}
+	f.Bound = sink.SeedBound{}
 	w = win("2026-11-04T09:00:00Z", `{"c":"DE"}`)
 	if got, ok := f.publishedRow(WindowKey(w.Start, w.Dims), w); ok {
 		t.Errorf("no bound: publishedRow = %+v, want none", got)

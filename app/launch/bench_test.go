@@ -12,7 +12,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
@@ -46,7 +46,7 @@ func BenchmarkPipelineVsBaseline(b *testing.B) {
 
 		o := Defaults()
 		o.Source = dir
-		o.Sink = sinks.Spec{Scheme: sinks.SchemeSQLite, Path: filepath.Join(b.TempDir(), "revenue.db")}
+		o.Sink = sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(b.TempDir(), "revenue.db")}
 		o.LogLevel = slog.LevelWarn
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

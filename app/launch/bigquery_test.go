@@ -7,6 +7,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -18,7 +19,7 @@ import (
 // event D, and --apply writes the correction back.
 func TestBigQueryEndToEnd(t *testing.T) {
 	bqtest.Start(t)
-	spec := sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: bqtest.Project, Dataset: "revenue"}
+	spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "revenue"}
 	dir := writeLog(t, minimalLog...)
 	o := stepping(options(t, dir))
 	o.Sink = spec

@@ -13,7 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -51,7 +51,7 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "log one line (and show it on the progress line) when a Pub/Sub reader key holds messages and has emitted none for this long, naming what it waits on"},
 		}},
 		{Title: "Output", Flags: []cli.Flag{
-			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sinks.ParseSpec, sinks.Spec.String),
+			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sink.ParseSpec, sink.Spec.String),
 				Usage: "where rows go: sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"},
 			{Name: "bq-flush", Value: cli.Duration(&o.BQFlush),
 				Usage: "bigquery sink: append buffered rows this often (Storage Write API; at most 2 appends per table per interval, more only past 8 MB)"},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/gcstest"
 	"github.com/revenue-stream/hourly/testing/s3test"
 )
@@ -99,7 +99,7 @@ func testSourceOnObjectStore(t *testing.T, store objectStore) {
 			t.Helper()
 			ro := reconcile.Defaults()
 			ro.Source, ro.RunID = source, "gcs"
-			ro.Sink = sinks.Spec{Scheme: sinks.SchemeSQLite, Path: db}
+			ro.Sink = sink.Spec{Scheme: sink.SchemeSQLite, Path: db}
 			res, err := reconcile.Run(ctx, ro)
 			if err != nil {
 				t.Fatalf("reconcile --source=%s: %v", source, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/sinktest"
@@ -19,7 +20,7 @@ import (
 // jobGraphSize builds the job Run would submit for source and sink and
 // returns the size of its serialised pipeline proto, what a runner's job
 // request carries.
-func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
+func jobGraphSize(t *testing.T, source string, spec sink.Spec) int {
 	t.Helper()
 	o := options(t, source)
 	o.Sink = spec
@@ -42,14 +43,14 @@ func jobGraphSize(t *testing.T, source string, spec sinks.Spec) int {
 }
 
 // TestJobGraphHoldsNoHistory: the rows a sink already holds reach the
-// revision step inside the job (read by the step on its worker, sinks.Published), never through the job
+// revision step inside the job (read by the step on its worker, sink.Published), never through the job
 // graph: with 100,000 stored keys the serialised pipeline is exactly as
 // large as with an empty sink (it used to carry about 200 bytes per key).
 func TestJobGraphHoldsNoHistory(t *testing.T) {
 	dir := t.TempDir()
 	source := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
-	empty := sinks.Spec{Scheme: sinks.SchemeSQLite, Path: filepath.Join(dir, "a.db")}
-	full := sinks.Spec{Scheme: sinks.SchemeSQLite, Path: filepath.Join(dir, "b.db")}
+	empty := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(dir, "a.db")}
+	full := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(dir, "b.db")}
 
 	const keys = 100_000
 	db, err := sinktest.OpenSQLite(full.Path)

@@ -23,6 +23,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/oracle"
@@ -67,7 +68,7 @@ func options(t testing.TB, source string) Options {
 	t.Helper()
 	o := Defaults()
 	o.Source = source
-	o.Sink = sinks.Spec{Scheme: sinks.SchemeSQLite, Path: filepath.Join(t.TempDir(), "revenue.db")}
+	o.Sink = sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(t.TempDir(), "revenue.db")}
 	return o
 }
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
@@ -139,7 +139,7 @@ func prepareLiveDir(dir string, c gen.LiveConfig) error {
 // FINAL, and totals of both runs). A sink the user named is kept, and one
 // line says that its rows continue.
 func (o Options) startLiveSinkClean() error {
-	own, err := sinks.ParseSpec(DefaultLiveSink)
+	own, err := sink.ParseSpec(DefaultLiveSink)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/runnertest"
 )
@@ -280,7 +280,7 @@ func TestNoLiveMetricsProof(t *testing.T) {
 		{"committed, all judged", reading{Counts: Counts{Read: 100, Counted: 100}, committed: true}, 1},
 	} {
 		store := &fakeProgress{checkpoints: []model.Checkpoint{cp("p0", "b", 20*h)}, finalEnd: 30 * h}
-		s := newSealer(sinks.Spec{}, "r", Defaults().Pipeline, 2*time.Second, 10*time.Second, "prism", nil)
+		s := newSealer(sink.Spec{}, "r", Defaults().Pipeline, 2*time.Second, 10*time.Second, "prism", nil)
 		s.store = store
 		walk(s, tc.r)
 		if store.seals != tc.seals {
@@ -291,7 +291,7 @@ func TestNoLiveMetricsProof(t *testing.T) {
 	warnings := captureWarnings(t)
 	for _, runner := range []string{"flink", "universal", "dataflow"} {
 		store := &fakeProgress{checkpoints: []model.Checkpoint{cp("p0", "b", 20*h)}, finalEnd: 30 * h}
-		s := newSealer(sinks.Spec{}, "r", Defaults().Pipeline, 2*time.Second, 10*time.Second, runner, []model.Checkpoint{cp("p0", "a", 10*h)})
+		s := newSealer(sink.Spec{}, "r", Defaults().Pipeline, 2*time.Second, 10*time.Second, runner, []model.Checkpoint{cp("p0", "a", 10*h)})
 		s.store = store
 		walk(s, reading{Counts: Counts{Read: 100, Counted: 100}, committed: true})
 		if err := s.final(context.Background(), noLiveProof(runner)); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -77,7 +78,7 @@ type Options struct {
 	// without emitting any before it logs what it waits on
 	// (--pubsub-stall-after; zero: the pubsub package's default).
 	PubSubStallAfter time.Duration
-	Sink             sinks.Spec
+	Sink             sink.Spec
 	// BQFlush is how often the BigQuery sink appends what it buffered
 	// (--bq-flush; see sinks.FlushPolicy). Other sinks ignore it.
 	BQFlush time.Duration
@@ -212,7 +213,7 @@ func (o Options) profileRunner() string {
 
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
-	spec, err := sinks.ParseSpec(DefaultSink)
+	spec, err := sink.ParseSpec(DefaultSink)
 	if err != nil {
 		panic(err) // a constant
 	}
@@ -234,7 +235,7 @@ func Defaults() Options {
 // sealEvery is how often a following folder run reads its seal candidates
 // (see DefaultSealEvery).
 func (o Options) sealEvery() time.Duration {
-	if o.Sink.Scheme == sinks.SchemeBigQuery {
+	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return max(o.SealEvery, bigQuerySealEvery)
 	}
 	return o.SealEvery
@@ -244,7 +245,7 @@ func (o Options) sealEvery() time.Duration {
 // refresh, except on BigQuery, which bills every query (at least 10 MB).
 // The job's figures come from the runner and refresh every second anyway.
 func (o Options) liveSinkEvery() time.Duration {
-	if o.Sink.Scheme == sinks.SchemeBigQuery {
+	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return bigQueryLiveEvery
 	}
 	return 0
@@ -255,7 +256,7 @@ func (o Options) liveSinkEvery() time.Duration {
 // interval (a row counts when the append step buffers it, and is appended
 // by the flush timer up to an interval later).
 func (o Options) quietPeriod() time.Duration {
-	if o.Sink.Scheme == sinks.SchemeBigQuery {
+	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return o.QuietPeriod + o.flushPolicy().Interval
 	}
 	return o.QuietPeriod
@@ -467,7 +468,7 @@ func (o Options) flushPolicy() sinks.FlushPolicy {
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: *jobopts.EnvironmentType, Shared: o.SharedFilesystem}
 	switch o.Sink.Scheme {
-	case sinks.SchemeSQLite, sinks.SchemeJSONL: // local paths only (ParseSpec)
+	case sink.SchemeSQLite, sink.SchemeJSONL: // local paths only (ParseSpec)
 		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
 	}
 	switch {

@@ -11,7 +11,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/gcstest"
 	"github.com/revenue-stream/hourly/testing/s3test"
 )
@@ -62,7 +62,7 @@ func TestPubSubArchiveOnObjectStore(t *testing.T) {
 
 			ro := reconcile.Defaults()
 			ro.Source, ro.RunID = archive, "store"
-			ro.Sink = sinks.Spec{Scheme: sinks.SchemeSQLite, Path: db}
+			ro.Sink = sink.Spec{Scheme: sink.SchemeSQLite, Path: db}
 			res, err := reconcile.Run(context.Background(), ro)
 			if err != nil {
 				t.Fatalf("reconcile --source=%s: %v", archive, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
@@ -443,7 +444,7 @@ func TestPubSubLocalArchiveRefusedOffPrism(t *testing.T) {
 	o := Defaults()
 	o.Source, o.Runner = "pubsub:"+testSub, "dataflow"
 	// A sink every worker reaches, so that the archive is what is judged.
-	o.Sink = sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: "p", Dataset: "d"}
+	o.Sink = sink.Spec{Scheme: sink.SchemeBigQuery, Project: "p", Dataset: "d"}
 	err := o.Validate()
 	if err == nil || !strings.Contains(err.Error(), "--pubsub-archive") || !strings.Contains(err.Error(), "gs://BUCKET/PATH") {
 		t.Errorf("local archive on dataflow: %v", err)

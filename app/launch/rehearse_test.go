@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/bqtest"
@@ -91,7 +92,7 @@ func TestRehearseFlinkOnPrism(t *testing.T) {
 // waitForSinkRow polls a sink of any kind until, for each of oks, some
 // changelog row satisfies it; it fails the test if the job ends first or a
 // minute passes.
-func waitForSinkRow(t *testing.T, job *backgroundRun, spec sinks.Spec, what string, oks ...func(model.Row) bool) {
+func waitForSinkRow(t *testing.T, job *backgroundRun, spec sink.Spec, what string, oks ...func(model.Row) bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	var (

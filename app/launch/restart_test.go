@@ -13,6 +13,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/sinktest"
@@ -127,11 +128,11 @@ type sinkState struct {
 
 func readAll(t testing.TB, db string) sinkState {
 	t.Helper()
-	return readSpec(t, sinks.Spec{Scheme: sinks.SchemeSQLite, Path: db})
+	return readSpec(t, sink.Spec{Scheme: sink.SchemeSQLite, Path: db})
 }
 
 // readSpec reads every table of a readable sink.
-func readSpec(t testing.TB, spec sinks.Spec) sinkState {
+func readSpec(t testing.TB, spec sink.Spec) sinkState {
 	t.Helper()
 	ctx := context.Background()
 	s, ok, err := sinks.OpenReader(ctx, spec)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 )
@@ -67,7 +68,7 @@ func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.
 }
 
 // seedBound is the earliest window the revision step needs the sink's row
-// of (sinks.Published), given where every partition resumes: the rows of
+// of (sink.Published), given where every partition resumes: the rows of
 // earlier windows need not be loaded on any worker.
 //
 // A partition resumed after checkpoint c starts with its watermark restored
@@ -87,14 +88,14 @@ func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.
 // resumes with no watermark (no valid event before its checkpoint), can
 // reach any window: then every row is needed (the zero bound), as for a
 // run that resumes nothing.
-func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, hasOpen bool, po pipeline.Options) sinks.SeedBound {
+func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, hasOpen bool, po pipeline.Options) sink.SeedBound {
 	if len(partitions) == 0 {
-		return sinks.SeedBound{}
+		return sink.SeedBound{}
 	}
 	low, resumed := int64(0), map[string]bool{}
 	for i, c := range resume {
 		if c.MaxValid == model.NoWatermark {
-			return sinks.SeedBound{}
+			return sink.SeedBound{}
 		}
 		if i == 0 || c.MaxValid < low {
 			low = c.MaxValid
@@ -103,14 +104,14 @@ func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, 
 	}
 	for _, p := range partitions {
 		if !resumed[p] {
-			return sinks.SeedBound{}
+			return sink.SeedBound{}
 		}
 	}
 	from := po.Triggers.WindowStart(low - po.Watermark.OutOfOrderBound.Milliseconds() - po.Triggers.AllowedLateness.Milliseconds())
 	if hasOpen {
 		from = min(from, po.Triggers.WindowStart(openStart))
 	}
-	return sinks.SeedBound{Bounded: true, StartFrom: from}
+	return sink.SeedBound{Bounded: true, StartFrom: from}
 }
 
 // resumePoints reads where a folder source resumes each partition (nil:
@@ -120,8 +121,8 @@ func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, 
 // the records before it was durable (see sealer), so resuming after it
 // re-derives anything a crash lost. A sink that keeps no progress (console)
 // resumes nothing.
-func resumePoints(ctx context.Context, spec sinks.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sinks.SeedBound, error) {
-	none := sinks.SeedBound{}
+func resumePoints(ctx context.Context, spec sink.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sink.SeedBound, error) {
+	none := sink.SeedBound{}
 	store, ok, err := sinks.OpenProgress(ctx, spec)
 	if err != nil || !ok {
 		return nil, none, err

@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/bqtest"
@@ -99,7 +100,7 @@ func TestSeedBound(t *testing.T) {
 	// p0's watermark is restored to 100h20m: its windows ending at or
 	// before 76h20m are closed for it (rule (a)); [76h, 77h) is not.
 	got := seedBound(resume, parts, 0, false, po)
-	if want := (sinks.SeedBound{Bounded: true, StartFrom: 76 * h}); got != want {
+	if want := (sink.SeedBound{Bounded: true, StartFrom: 76 * h}); got != want {
 		t.Errorf("seedBound = %+v, want %+v", got, want)
 	}
 	// Check the rule against the too-late verdict itself: the first window
@@ -158,7 +159,7 @@ type restartHooks struct {
 	log func(dir string)
 	// stopped is called with the sink and the live folder (all files in)
 	// after the graceful stop, before the restart.
-	stopped func(sink sinks.Spec, live string)
+	stopped func(spec sink.Spec, live string)
 	// injected says a row was put into the sink by stopped: it is left out
 	// of the comparison with the clean run.
 	injected func(model.Row) bool
@@ -342,7 +343,7 @@ func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
 	cleanSum, _ := run(t, clean)
 
 	o := clean
-	o.Sink = sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: bqtest.Project, Dataset: "restart"}
+	o.Sink = sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "restart"}
 	first, _ := run(t, o)
 	if sealed := resumePointsOf(t, o.Sink); len(sealed) != 4 {
 		t.Fatalf("after the first replay the dataset holds resume points %+v, want one per partition", sealed)
@@ -374,7 +375,7 @@ func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
 // SIGKILLs it.
 func killFollower(t testing.TB, o Options, n int) {
 	t.Helper()
-	if o.Sink.Scheme != sinks.SchemeSQLite {
+	if o.Sink.Scheme != sink.SchemeSQLite {
 		t.Fatalf("killFollower: sink %s: want a SQLite file", o.Sink)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -458,7 +459,7 @@ func BenchmarkRestartAfterGracefulStop(b *testing.B) {
 
 // checkpointsReach reports whether the sink holds a checkpoint of run for
 // each partition's given file, i.e. the follower has read it completely.
-func checkpointsReach(t testing.TB, spec sinks.Spec, run string, last map[string]string) bool {
+func checkpointsReach(t testing.TB, spec sink.Spec, run string, last map[string]string) bool {
 	ctx := context.Background()
 	s, ok, err := sinks.OpenProgress(ctx, spec)
 	if err != nil || !ok {
@@ -481,7 +482,7 @@ func checkpointsReach(t testing.TB, spec sinks.Spec, run string, last map[string
 // holdsFinal reports whether the sink holds a FINAL row: a restart resumes
 // nothing before (it proves no window closed), and a small log can be read
 // completely before the first one is written.
-func holdsFinal(spec sinks.Spec) bool {
+func holdsFinal(spec sink.Spec) bool {
 	ctx := context.Background()
 	s, ok, err := sinks.OpenReader(ctx, spec)
 	if err != nil || !ok {
@@ -493,7 +494,7 @@ func holdsFinal(spec sinks.Spec) bool {
 }
 
 // resumePointsOf returns the sink's sealed resume points.
-func resumePointsOf(t testing.TB, spec sinks.Spec) []model.Checkpoint {
+func resumePointsOf(t testing.TB, spec sink.Spec) []model.Checkpoint {
 	t.Helper()
 	ctx := context.Background()
 	s, ok, err := sinks.OpenProgress(ctx, spec)
@@ -596,8 +597,8 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		stopped: func(sink sinks.Spec, live string) {
-			db, err := sinktest.OpenSQLite(sink.Path)
+		stopped: func(spec sink.Spec, live string) {
+			db, err := sinktest.OpenSQLite(spec.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -623,14 +624,14 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 			// What the restart's revision step will load: the launcher's
 			// rule on the same sink and folder (pruning checkpoints is
 			// idempotent), read as the workers read it.
-			_, bound, err := resumePoints(ctx, sink, live, options(t, live).Pipeline)
+			_, bound, err := resumePoints(ctx, spec, live, options(t, live).Pipeline)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bound.Bounded {
 				t.Fatalf("every partition resumed, yet the seed is not bounded")
 			}
-			if loaded, err = sinks.Published(ctx, sink, bound); err != nil {
+			if loaded, err = sink.Published(ctx, spec, bound); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("seed bound: %s", bound)

@@ -26,6 +26,7 @@ import (
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
 )
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 
 // Run runs the job o describes, prints its summary to out and returns it.
 //
@@ -382,7 +383,7 @@ func (o Options) absolutePaths() (Options, error) {
 		return err
 	}
 	var errs []error
-	if o.Sink.Scheme == sinks.SchemeSQLite || o.Sink.Scheme == sinks.SchemeJSONL {
+	if o.Sink.Scheme == sink.SchemeSQLite || o.Sink.Scheme == sink.SchemeJSONL {
 		errs = append(errs, abs(&o.Sink.Path))
 	}
 	if !o.IsPubSub() {
@@ -460,7 +461,7 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // build is the design card's shape: read the source (the folder or the
 // subscription), compute, write.
-func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sinks.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking (beam.ParDo on a bad
 	// DoFn, a source that cannot list its partitions): turn that into the
 	// one-line error a command owes its user.

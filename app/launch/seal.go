@@ -11,6 +11,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 )
@@ -64,7 +65,7 @@ import (
 const sealPoll = time.Second
 
 type sealer struct {
-	spec  sinks.Spec
+	spec  sink.Spec
 	run   string
 	po    pipeline.Options
 	quiet time.Duration
@@ -111,7 +112,7 @@ type sealCandidate struct {
 
 // newSealer returns the sealer of a run on runner that resumed from
 // resumed (nil: from every partition's first file).
-func newSealer(spec sinks.Spec, run string, po pipeline.Options, quiet, every time.Duration, runner string, resumed []model.Checkpoint) *sealer {
+func newSealer(spec sink.Spec, run string, po pipeline.Options, quiet, every time.Duration, runner string, resumed []model.Checkpoint) *sealer {
 	s := &sealer{spec: spec, run: run, po: po, quiet: quiet, every: every, noLive: noLiveProof(runner), points: map[string]model.Checkpoint{}}
 	for _, c := range resumed {
 		s.points[c.Partition] = c

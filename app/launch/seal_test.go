@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 )
@@ -109,9 +110,9 @@ func TestSinkCadences(t *testing.T) {
 		scheme                    string
 		seal, quiet, liveSinkRead time.Duration
 	}{
-		{sinks.SchemeSQLite, 10 * time.Second, 3 * time.Second, 0},
-		{sinks.SchemeJSONL, 10 * time.Second, 3 * time.Second, 0},
-		{sinks.SchemeBigQuery, 5 * time.Minute, 8 * time.Second, time.Minute},
+		{sink.SchemeSQLite, 10 * time.Second, 3 * time.Second, 0},
+		{sink.SchemeJSONL, 10 * time.Second, 3 * time.Second, 0},
+		{sink.SchemeBigQuery, 5 * time.Minute, 8 * time.Second, time.Minute},
 	} {
 		o.Sink.Scheme = tc.scheme
 		if got := o.sealEvery(); got != tc.seal {

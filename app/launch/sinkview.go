@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -19,13 +20,13 @@ type sinkView struct {
 	Tally    sinks.Tally
 	// Query tells the user how to look at the rows.
 	Query string
-	spec  sinks.Spec
+	spec  sink.Spec
 }
 
 // checkSink opens the sink once before the job, to refuse a run whose
 // settings differ from those its rows were computed with (SPEC §5
 // run_config), and closes it again: the job's writers open their own.
-func checkSink(ctx context.Context, spec sinks.Spec, cfg map[string]string) error {
+func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
 	s, err := sinks.Open(ctx, spec)
 	if err != nil {
 		return err
@@ -38,14 +39,14 @@ func checkSink(ctx context.Context, spec sinks.Spec, cfg map[string]string) erro
 }
 
 // readSink counts the sink's tables after a run (Reader.Tally).
-func readSink(ctx context.Context, spec sinks.Spec) (sinkView, error) {
+func readSink(ctx context.Context, spec sink.Spec) (sinkView, error) {
 	v := sinkView{spec: spec}
 	switch spec.Scheme {
-	case sinks.SchemeSQLite:
+	case sink.SchemeSQLite:
 		v.Query = fmt.Sprintf("sqlite3 %s 'select * from hourly_revenue'", shellQuote(spec.Path))
-	case sinks.SchemeBigQuery:
+	case sink.SchemeBigQuery:
 		v.Query = fmt.Sprintf("bq query --nouse_legacy_sql 'select * from `%s.%s.hourly_revenue`'", spec.Project, spec.Dataset)
-	case sinks.SchemeJSONL:
+	case sink.SchemeJSONL:
 		v.Query = fmt.Sprintf("jq -c . %s (a changelog: the highest revision per window and dims is current)",
 			shellQuote(filepath.Join(spec.Path, sinks.FileHourlyRevenue)))
 	default:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/cdp"
@@ -38,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { db.Close() })
 	f := &fixture{db: db}
-	f.mon = &live.Monitor{Title: "hourly revenue · live page test", Sink: sinks.Spec{Scheme: sinks.SchemeSQLite, Path: path},
+	f.mon = &live.Monitor{Title: "hourly revenue · live page test", Sink: sink.Spec{Scheme: sink.SchemeSQLite, Path: path},
 		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Window: time.Minute, MaxAge: time.Millisecond}
 	t.Cleanup(func() { f.mon.Close() })
 	f.figures.Store(&live.Figures{})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/promtext"
 )
@@ -148,7 +148,7 @@ func TestParseRefuses(t *testing.T) {
 
 // /metrics on the page's server, and alone on --metrics-addr's.
 func TestMetricsEndpoint(t *testing.T) {
-	m := &Monitor{Title: "t", Sink: sinks.Spec{Scheme: sinks.SchemeConsole}}
+	m := &Monitor{Title: "t", Sink: sink.Spec{Scheme: sink.SchemeConsole}}
 	m.Start(func(context.Context) (Figures, bool) { return knownFigures(), true })
 	for name, h := range map[string]http.Handler{"page": m.Handler(), "metrics-addr": metricsOnly(m)} {
 		srv := httptest.NewServer(h)

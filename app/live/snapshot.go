@@ -20,6 +20,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 )
@@ -162,7 +163,7 @@ type Monitor struct {
 	Title    string
 	Settings []Setting
 	// Sink is read for the rows (nothing for a sink without a reader).
-	Sink sinks.Spec
+	Sink sink.Spec
 	// Windows is how many of the latest keys a snapshot holds (default 8).
 	Windows int
 	// MaxAge is how long a snapshot is reused (default 1s): the page and

@@ -7,6 +7,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -30,7 +31,7 @@ type CompareSettings struct {
 	// Sink is the sink whose current rows are compared; the step opens it
 	// itself, on the worker, so it must be reachable from there (as
 	// --source is).
-	Sink            sinks.Spec
+	Sink            sink.Spec
 	Range           Range
 	Triggers        triggers.Policy
 	ToleranceMicros int64
@@ -64,7 +65,7 @@ func CompareWithSink(s beam.Scope, totals beam.PCollection, set CompareSettings)
 
 // compareFn is CompareWithSink's DoFn.
 type compareFn struct {
-	Sink            sinks.Spec
+	Sink            sink.Spec
 	Range           Range
 	Triggers        triggers.Policy
 	ToleranceMicros int64

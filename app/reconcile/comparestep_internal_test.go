@@ -10,7 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/jsonx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -19,7 +19,7 @@ import (
 // must survive that trip to the worker.
 func TestCompareFnSerialises(t *testing.T) {
 	fn := &compareFn{
-		Sink:            sinks.Spec{Scheme: sinks.SchemeBigQuery, Project: "revenue-test", Dataset: "revenue"},
+		Sink:            sink.Spec{Scheme: sink.SchemeBigQuery, Project: "revenue-test", Dataset: "revenue"},
 		Range:           Range{From: 1_000, To: 2_000, HasFrom: true, HasTo: true},
 		Triggers:        triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
 		ToleranceMicros: 10_000,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
@@ -39,7 +40,7 @@ func ExampleRun() {
 
 	// What the stream wrote (cmd/launch does this for real).
 	db := filepath.Join(tmp, "revenue.db")
-	sink, err := sinktest.OpenSQLite(db)
+	store, err := sinktest.OpenSQLite(db)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func ExampleRun() {
 		return model.Row{WindowStart: hour(start), WindowEnd: hour(start) + 3_600_000, Dims: "{}",
 			RevenueMicros: micros, EventCount: count, Revision: 2, State: model.Final, Writer: "stream"}
 	}
-	_, err = sink.Write(ctx, sinks.Batch{
+	_, err = store.Write(ctx, sinks.Batch{
 		Rows: []model.Row{final("2026-11-04T10:00:00Z", 150_000_000, 2), final("2026-11-05T11:00:00Z", 1_000_000, 1)},
 		TooLate: []model.TooLate{{Position: "p0/events.jsonl:5", EventID: "C", EventTime: hour("2026-11-04T10:50:00Z"),
 			Payload: []byte(`{"event_id":"C",...}`)}},
@@ -57,11 +58,11 @@ func ExampleRun() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sink.Close()
+	store.Close()
 
 	o := reconcile.Defaults()
 	o.Source = filepath.Join(tmp, "log")
-	o.Sink = sinks.Spec{Scheme: sinks.SchemeSQLite, Path: db}
+	o.Sink = sink.Spec{Scheme: sink.SchemeSQLite, Path: db}
 	o.Apply = true
 	o.RunID = "example"
 	o.Now = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC) // the read time future checks use

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -22,7 +22,7 @@ func flagTable(o *Options, r *rangeFlags) []cli.Group {
 	return []cli.Group{
 		{Title: "What to check", Flags: []cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH", Usage: "raw-log folder to recompute from (local, gs://, s3://; required)"},
-			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sinks.ParseSpec, sinks.Spec.String),
+			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sink.ParseSpec, sink.Spec.String),
 				Usage: "sink to compare with and correct: sqlite:PATH or bigquery:PROJECT.DATASET"},
 			{Name: "from", Value: cli.String(&r.from), Arg: "HOUR", Usage: "first window start to check, an RFC 3339 whole hour (inclusive)", Default: "every hour in the raw log"},
 			{Name: "to", Value: cli.String(&r.to), Arg: "HOUR", Usage: "window start to stop before, an RFC 3339 whole hour (exclusive)"},

@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
@@ -85,7 +86,7 @@ func writeStream(t testing.TB, s *sinks.SQLite, res oracle.Result, rows []model.
 func options(dir, sinkPath, runID string, dims ...string) reconcile.Options {
 	o := reconcile.Defaults()
 	o.Source = dir
-	o.Sink = sinks.Spec{Scheme: sinks.SchemeSQLite, Path: sinkPath}
+	o.Sink = sink.Spec{Scheme: sink.SchemeSQLite, Path: sinkPath}
 	o.RunID = runID
 	o.Now = readAt
 	o.Event.Dimensions = dims

@@ -12,7 +12,7 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -25,7 +25,7 @@ type Options struct {
 	// Source is the raw-log folder (--source).
 	Source string
 	// Sink is the versioned sink to compare with and correct (--sink).
-	Sink sinks.Spec
+	Sink sink.Spec
 	// Range selects the windows checked (--from/--to or --date).
 	Range Range
 	// Apply writes the material corrections (--apply).
@@ -74,7 +74,7 @@ type Options struct {
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
 	return Options{
-		Sink:      sinks.Spec{Scheme: sinks.SchemeSQLite, Path: "revenue.db"},
+		Sink:      sink.Spec{Scheme: sink.SchemeSQLite, Path: "revenue.db"},
 		Event:     event.DefaultConfig(),
 		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
 		Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
@@ -90,7 +90,7 @@ func (o Options) Validate() error {
 	if o.Source == "" {
 		errs = append(errs, errors.New("--source is required (the raw-log folder)"))
 	}
-	if o.Sink.Scheme != sinks.SchemeSQLite && o.Sink.Scheme != sinks.SchemeBigQuery {
+	if o.Sink.Scheme != sink.SchemeSQLite && o.Sink.Scheme != sink.SchemeBigQuery {
 		errs = append(errs, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", o.Sink))
 	}
 	if o.ToleranceMicros < 0 {
@@ -126,7 +126,7 @@ func (o Options) Validate() error {
 // dir, all on workers.
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: o.EnvironmentType, Shared: o.SharedFilesystem}
-	if o.Sink.Scheme == sinks.SchemeSQLite {
+	if o.Sink.Scheme == sink.SchemeSQLite {
 		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
 	}
 	if cli.LocalPath(o.Source) {

@@ -18,8 +18,10 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
+	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -253,8 +255,8 @@ func checkSource(dir string) ([]string, error) {
 // OpenStore opens the sink a spec names for reconciling: a SQLite file or a
 // BigQuery dataset. The SQLite file must exist: reconciling against a file
 // that is not there is a typo, and opening would create an empty one.
-func OpenStore(ctx context.Context, spec sinks.Spec) (Store, error) {
-	if spec.Scheme != sinks.SchemeSQLite && spec.Scheme != sinks.SchemeBigQuery {
+func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
+	if spec.Scheme != sink.SchemeSQLite && spec.Scheme != sink.SchemeBigQuery {
 		return nil, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", spec)
 	}
 	r, ok, err := sinks.OpenReader(ctx, spec)
@@ -353,21 +355,21 @@ func resultPath(dir, runID string) string {
 
 // workerSink is the sink as the comparison step opens it on a worker, whose
 // working directory need not be the driver's: a SQLite path made absolute.
-func workerSink(sink sinks.Spec) (sinks.Spec, error) {
-	if sink.Scheme != sinks.SchemeSQLite {
-		return sink, nil
+func workerSink(spec sink.Spec) (sink.Spec, error) {
+	if spec.Scheme != sink.SchemeSQLite {
+		return spec, nil
 	}
-	abs, err := filepath.Abs(sink.Path)
+	abs, err := filepath.Abs(spec.Path)
 	if err != nil {
-		return sink, fmt.Errorf("--sink %s: %w", sink, err)
+		return spec, fmt.Errorf("--sink %s: %w", spec, err)
 	}
-	sink.Path = abs
-	return sink, nil
+	spec.Path = abs
+	return spec, nil
 }
 
 // graph is the reconcile pipeline: recomputation, comparison with the sink,
 // the result written to path.
-func graph(o Options, sink sinks.Spec, parts []string, set Settings, conflicts []model.Conflict, tooLate []model.TooLate, path string) (*beam.Pipeline, error) {
+func graph(o Options, sink sink.Spec, parts []string, set Settings, conflicts []model.Conflict, tooLate []model.TooLate, path string) (*beam.Pipeline, error) {
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())

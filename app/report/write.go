@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/revenue-stream/hourly/io/files"
+	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
 )
 
 // formats maps an extension (lower case) to its renderer.

@@ -59,7 +59,7 @@ const (
 	// step cleared after the horizon.
 	RevisionMarkersExpired Name = "revision_markers_expired"
 	// RevisionSeedRows counts the sink rows the revision step's instances
-	// loaded when they started (sinks.Published): bounded by the windows a
+	// loaded when they started (sink.Published): bounded by the windows a
 	// restart can still reach, not by the sink's history.
 	RevisionSeedRows Name = "revision_seed_rows"
 	// RevisionsAdopted counts keys whose state continued after a newer row

@@ -24,14 +24,10 @@ import (
 	"strings"
 	"sync"
 
-	"cloud.google.com/go/storage"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"   // gs://
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // plain paths
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs" // memfs:// (tests)
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"    // s3:// (AWS_* environment)
 )
 
 // IsLocal reports whether path is a local path rather than a scheme://
@@ -104,7 +100,13 @@ func newFilesystem(path string) (f filesystem.Interface, err error) {
 	}()
 	// The client outlives any one call, so it must not hold a call's
 	// context.
-	return filesystem.New(context.Background(), path)
+	f, err = filesystem.New(context.Background(), path)
+	if err != nil {
+		if pkg, ok := storePackages[scheme(path)]; ok && !registered(scheme(path)) {
+			return nil, fmt.Errorf("no filesystem serves %s paths in this binary: import _ %q in its main package", scheme(path), pkg)
+		}
+	}
+	return f, err
 }
 
 // Check refuses a path that cannot be used as a folder before any work:
@@ -118,11 +120,10 @@ func Check(path string) error {
 		return nil
 	}
 	if _, err := filesystemFor(path); err != nil {
-		switch scheme(path) {
-		case "gs://", "s3://", "memfs://": // served, but the client could not be made
-			return err
+		if _, known := storePackages[scheme(path)]; known || registered(scheme(path)) || scheme(path) == "memfs://" {
+			return err // served (or servable), but the client could not be made
 		}
-		return fmt.Errorf("no filesystem serves %s paths (this build serves local paths, gs://, s3:// and memfs://)", scheme(path))
+		return fmt.Errorf("no filesystem serves %s paths (this binary serves local paths, %s)", scheme(path), strings.Join(append(registeredSchemes(), "memfs://"), ", "))
 	}
 	if strings.ContainsAny(path, globChars) {
 		return fmt.Errorf("a %s path must not contain any of %q", scheme(path), globChars)
@@ -137,32 +138,22 @@ func scheme(path string) string {
 	return "local"
 }
 
-// notExist marks the not-found errors of the remote filesystems as
-// fs.ErrNotExist, so that callers test for one error whatever the scheme.
+// notExist marks the not-found errors of the remote filesystems (their
+// Store.NotExist) as fs.ErrNotExist, so that callers test for one error
+// whatever the scheme.
 func notExist(err error) error {
 	if err == nil {
 		return nil
 	}
-	var (
-		noKey    *s3types.NoSuchKey
-		notFound *s3types.NotFound
-		noBucket *s3types.NoSuchBucket
-	)
-	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) ||
-		errors.As(err, &noKey) || errors.As(err, &notFound) || errors.As(err, &noBucket) ||
-		s3Missing(err) {
+	missing := false
+	stores.Range(func(_, s any) bool {
+		missing = s.(Store).NotExist(err)
+		return !missing
+	})
+	if missing {
 		return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
 	}
 	return err
-}
-
-// s3Missing recognises a missing S3 object by its message: Beam's s3
-// OpenRead formats the SDK's error with %v, which drops its type, so only
-// the HTTP status the SDK writes into the message is left ("https response
-// error StatusCode: 404, ..., NoSuchKey"; a missing bucket is a 404 too).
-func s3Missing(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "error getting object s3://") && strings.Contains(msg, "response error StatusCode: 404")
 }
 
 // Open opens a file for reading at byte offset. A local file is seeked; a

@@ -8,12 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strings"
-
-	"cloud.google.com/go/storage"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Range is a byte range of a file.
@@ -23,9 +17,10 @@ type Range struct {
 }
 
 // ReadRanges reads byte ranges of one file and returns each range's bytes,
-// in the order given: a local file with one open and a read per range, a
-// gs:// or s3:// object with a ranged request per range (Beam's filesystems
-// only stream an object from its start, so one line near the end of a large
+// in the order given: a local file with one open and a read per range, an
+// object of a registered Store (s3://, and gs:// in a binary importing
+// io/files/gcs) with a ranged request per range (Beam's filesystems only
+// stream an object from its start, so one line near the end of a large
 // object would download all of it), any other filesystem (memfs://) by
 // streaming once from the first range to the last. A range that runs past
 // the end of the file is an error wrapping io.ErrUnexpectedEOF; a missing
@@ -49,44 +44,19 @@ func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, err
 			}
 			return b, nil
 		}, f.Close
-	case "gs://":
-		c, err := gcsClient()
-		if err != nil {
-			return nil, err
-		}
-		bucket, object, ok := strings.Cut(strings.TrimPrefix(path, "gs://"), "/")
-		if !ok {
-			return nil, fmt.Errorf("read %s: not an object path", path)
-		}
-		o := c.Bucket(bucket).Object(object)
-		read = func(r Range) ([]byte, error) {
-			rr, err := o.NewRangeReader(ctx, r.Offset, int64(r.Length))
-			if err != nil {
-				return nil, notExist(err)
-			}
-			defer rr.Close()
-			return readExactly(rr, r.Length)
-		}
-	case "s3://":
-		c, err := s3Client()
-		if err != nil {
-			return nil, err
-		}
-		bucket, key, ok := strings.Cut(strings.TrimPrefix(path, "s3://"), "/")
-		if !ok {
-			return nil, fmt.Errorf("read %s: not an object path", path)
-		}
-		read = func(r Range) ([]byte, error) {
-			out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
-				Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Offset, r.Offset+int64(r.Length)-1))})
-			if err != nil {
-				return nil, notExist(err)
-			}
-			defer out.Body.Close()
-			return readExactly(out.Body, r.Length)
-		}
 	default:
-		return streamRanges(ctx, path, ranges)
+		st, ok := storeFor(scheme(path))
+		if !ok {
+			return streamRanges(ctx, path, ranges)
+		}
+		rd, err := st.Ranges(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		read = func(r Range) ([]byte, error) {
+			b, err := rd(r)
+			return b, notExist(err)
+		}
 	}
 	out := make([][]byte, len(ranges))
 	var err error
@@ -159,22 +129,13 @@ func readExactly(r io.Reader, n int) ([]byte, error) {
 	return b, nil
 }
 
-// The object-store clients of ReadRanges, one per endpoint environment (see
-// filesystems): Beam's filesystems keep theirs unexported.
-func gcsClient() (*storage.Client, error) {
-	return cachedClient("gs", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
-}
-
-func s3Client() (*s3.Client, error) {
-	return cachedClient("s3", func() (*s3.Client, error) {
-		// As Beam's s3 filesystem builds its own: the standard AWS
-		// environment and shared configuration.
-		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
-		if err != nil {
-			return nil, fmt.Errorf("s3 filesystem: %w", err)
-		}
-		return s3.NewFromConfig(cfg), nil
-	})
+// Client returns the process's client named name for the current endpoint
+// environment (see filesystems), created by create the first time: a
+// Store's Ranges calls it, since Beam's filesystems keep their clients
+// unexported and a client per call would cost a credentials look-up each
+// time.
+func Client[C any](name string, create func() (C, error)) (C, error) {
+	return cachedClient(name, create)
 }
 
 func cachedClient[C any](name string, create func() (C, error)) (C, error) {

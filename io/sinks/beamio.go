@@ -12,6 +12,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 
 	_ "github.com/revenue-stream/hourly/coders" // element coders of the four streams
@@ -49,12 +50,12 @@ func init() {
 // Write panics on a spec ParseSpec would refuse or an invalid option, as
 // beam.ParDo does on a bad DoFn: callers validate --sink before building
 // the graph.
-func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.PCollection, opts ...WriteOption) {
-	if _, err := ParseSpec(spec.String()); err != nil {
+func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined beam.PCollection, opts ...WriteOption) {
+	if _, err := sink.ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
 	}
 	cfg := configOf(opts)
-	if spec.Scheme == SchemeBigQuery {
+	if spec.Scheme == sink.SchemeBigQuery {
 		if err := cfg.flush.Validate(); err != nil {
 			panic(fmt.Errorf("sinks.Write: %w", err))
 		}
@@ -81,10 +82,10 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 //
 // BigQuery's checkpoints go through the rows' keyed append step
 // (writeBigQueryProgress), flushed as opts say.
-func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
+func WriteProgress(s beam.Scope, spec sink.Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
 	switch spec.Scheme {
-	case SchemeSQLite, SchemeJSONL:
-	case SchemeBigQuery:
+	case sink.SchemeSQLite, sink.SchemeJSONL:
+	case sink.SchemeBigQuery:
 		cfg := configOf(opts)
 		if err := cfg.flush.Validate(); err != nil {
 			panic(fmt.Errorf("sinks.WriteProgress: %w", err))
@@ -106,7 +107,7 @@ func keyByPartition(c model.Checkpoint) (string, model.Checkpoint) { return c.Pa
 // path's retries (writeFn.write). It adds to none of the sink_rows_* and
 // sink_audit_* counters: a checkpoint is not an output of the records.
 type progressFn struct {
-	Spec Spec
+	Spec sink.Spec
 	Run  string
 	// Last is the partition's last checkpoint written: the same one
 	// reported again is not written again.
@@ -181,7 +182,7 @@ func WithFlush(p FlushPolicy) WriteOption { return func(c *writeConfig) { c.flus
 
 // writeFn buffers one bundle of a stream and writes it as one Batch.
 type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {
-	Spec Spec
+	Spec sink.Spec
 
 	sink                            Sink
 	buf                             []T
@@ -304,12 +305,12 @@ func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | 
 var shared localrunner.Handles[string, Sink]
 
 // acquire returns the process's handle on spec, opening it on first use.
-func acquire(ctx context.Context, spec Spec) (Sink, error) {
+func acquire(ctx context.Context, spec sink.Spec) (Sink, error) {
 	return shared.Acquire(spec.String(), func() (Sink, error) { return Open(ctx, spec) })
 }
 
 // release drops one reference and closes the handle with the last one.
-func release(spec Spec) error {
+func release(spec sink.Spec) error {
 	if err := shared.Release(spec.String()); err != nil {
 		return fmt.Errorf("sinks.Write: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -45,7 +46,7 @@ func counters(pr beam.PipelineResult) map[metrics.Name]int64 {
 
 // runWrite writes the four streams to spec on prism and returns the write
 // path's counters.
-func runWrite(t *testing.T, spec Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) map[metrics.Name]int64 {
+func runWrite(t *testing.T, spec sink.Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) map[metrics.Name]int64 {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	Write(s, spec,
@@ -65,7 +66,7 @@ func runWrite(t *testing.T, spec Spec, rows []model.Row, late []model.TooLate, c
 
 func TestWriteOnPrism(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "revenue.db")
-	spec := Spec{Scheme: SchemeSQLite, Path: path}
+	spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: path}
 	// Out of order on purpose: the sink keeps the highest revision whatever
 	// order the bundles arrive in.
 	rows := []model.Row{
@@ -154,7 +155,7 @@ func (f *flaky) Write(_ context.Context, b Batch) (Result, error) {
 func (f *flaky) Close() error { return nil }
 
 func testFn(s Sink) *writeFn[model.Row] {
-	return &writeFn[model.Row]{Spec: Spec{Scheme: SchemeConsole}, sink: s,
+	return &writeFn[model.Row]{Spec: sink.Spec{Scheme: sink.SchemeConsole}, sink: s,
 		attempts: writeAttempts, backoff: time.Millisecond, backoffCeiling: 4 * time.Millisecond}
 }
 
@@ -238,7 +239,7 @@ func TestWriteConsolePrintsOneTablePerBundle(t *testing.T) {
 }
 
 func TestSharedHandles(t *testing.T) {
-	spec := Spec{Scheme: SchemeJSONL, Path: t.TempDir()}
+	spec := sink.Spec{Scheme: sink.SchemeJSONL, Path: t.TempDir()}
 	ctx := context.Background()
 	a, err := acquire(ctx, spec)
 	if err != nil {
@@ -273,13 +274,13 @@ func TestWriteRefusesABadSpec(t *testing.T) {
 	}()
 	_, s := beam.NewPipelineWithRoot()
 	empty := beam.CreateList(s, []model.Row{})
-	Write(s, Spec{}, empty, empty, empty, empty)
+	Write(s, sink.Spec{}, empty, empty, empty, empty)
 }
 
 // ExampleWrite shows the write path at the end of the pipeline: the four
 // outputs of pipeline.Build go to the sink a --sink value names.
 func ExampleWrite() {
-	spec, err := ParseSpec("sqlite:revenue.db")
+	spec, err := sink.ParseSpec("sqlite:revenue.db")
 	if err != nil {
 		panic(err)
 	}
@@ -303,10 +304,10 @@ func TestWriteProgressOnPrism(t *testing.T) {
 		{Partition: "p0", File: "b.jsonl", Offset: 40, Line: 4, MaxValid: t10 + hour},
 		{Partition: "p0", File: "b.jsonl", Offset: 40, Line: 4, MaxValid: t10 + hour}, // sent again
 	}
-	for _, spec := range []Spec{{Scheme: SchemeSQLite, Path: filepath.Join(dir, "revenue.db")}, {Scheme: SchemeJSONL, Path: filepath.Join(dir, "out")},
-		{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "progress"}} {
+	for _, spec := range []sink.Spec{{Scheme: sink.SchemeSQLite, Path: filepath.Join(dir, "revenue.db")}, {Scheme: sink.SchemeJSONL, Path: filepath.Join(dir, "out")},
+		{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "progress"}} {
 		t.Run(spec.Scheme, func(t *testing.T) {
-			if spec.Scheme == SchemeBigQuery {
+			if spec.Scheme == sink.SchemeBigQuery {
 				bqtest.Start(t) // prism's loopback workers share the test's environment
 			}
 			p, s := beam.NewPipelineWithRoot()
@@ -347,7 +348,7 @@ func TestWriteProgressOnPrism(t *testing.T) {
 // A sink that keeps no progress gets no progress step.
 func TestWriteProgressSkipsConsole(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	WriteProgress(s, Spec{Scheme: SchemeConsole}, "run-7", beam.CreateList(s, []model.Checkpoint{{Partition: "p0"}}))
+	WriteProgress(s, sink.Spec{Scheme: sink.SchemeConsole}, "run-7", beam.CreateList(s, []model.Checkpoint{{Partition: "p0"}}))
 	edges, _, err := p.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -42,7 +43,7 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, ok, err := OpenReader(ctx, Spec{Scheme: SchemeJSONL, Path: dir})
+	r, ok, err := OpenReader(ctx, sink.Spec{Scheme: sink.SchemeJSONL, Path: dir})
 	if err != nil || !ok {
 		t.Fatalf("OpenReader = %v, %v", ok, err)
 	}
@@ -94,7 +95,7 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 	}
 
 	// A directory that does not exist is not readable yet.
-	if _, ok, err := OpenReader(ctx, Spec{Scheme: SchemeJSONL, Path: filepath.Join(dir, "nope")}); ok || err != nil {
+	if _, ok, err := OpenReader(ctx, sink.Spec{Scheme: sink.SchemeJSONL, Path: filepath.Join(dir, "nope")}); ok || err != nil {
 		t.Errorf("OpenReader of a missing directory = %v, %v; want not ok", ok, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -55,15 +56,15 @@ var (
 // jsonl directory that does not exist yet. A jsonl handle reads the files
 // as they are and writes only source_resume.jsonl (SealResume): the
 // workers' appends to the other files are never touched.
-func OpenProgress(ctx context.Context, spec Spec) (ProgressStore, bool, error) {
+func OpenProgress(ctx context.Context, spec sink.Spec) (ProgressStore, bool, error) {
 	switch spec.Scheme {
-	case SchemeSQLite, SchemeBigQuery:
+	case sink.SchemeSQLite, sink.SchemeBigQuery:
 		r, ok, err := OpenReader(ctx, spec)
 		if err != nil || !ok {
 			return nil, false, err
 		}
 		return r.(ProgressStore), true, nil
-	case SchemeJSONL:
+	case sink.SchemeJSONL:
 		j, ok, err := openJSONLReader(spec.Path)
 		if err != nil || !ok {
 			return nil, false, err

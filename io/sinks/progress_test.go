@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -45,7 +46,7 @@ func TestSQLiteProgress(t *testing.T) {
 	progressConformance(t, func(t *testing.T) progressUnderTest {
 		path := filepath.Join(t.TempDir(), "revenue.db")
 		s := openTestSQLite(t, path)
-		p := openTestProgress(t, Spec{Scheme: SchemeSQLite, Path: path})
+		p := openTestProgress(t, sink.Spec{Scheme: sink.SchemeSQLite, Path: path})
 		return progressUnderTest{w: s, p: p, prunes: true, resumeStored: func(t *testing.T) string {
 			var out []string
 			err := s.query(context.Background(), "raw", `SELECT "partition", "file", "run", sealed_at FROM source_resume ORDER BY "partition"`,
@@ -73,14 +74,14 @@ func TestJSONLProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { j.Close() })
-		p := openTestProgress(t, Spec{Scheme: SchemeJSONL, Path: dir})
+		p := openTestProgress(t, sink.Spec{Scheme: sink.SchemeJSONL, Path: dir})
 		// The launcher's handle writes no batch: the workers' files are
 		// theirs.
 		if _, err := p.Write(context.Background(), Batch{Progress: []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}}); err == nil {
 			t.Fatal("OpenProgress's jsonl handle wrote a batch")
 		}
 		// A reader's handle seals nothing either.
-		r, ok, err := OpenReader(context.Background(), Spec{Scheme: SchemeJSONL, Path: dir})
+		r, ok, err := OpenReader(context.Background(), sink.Spec{Scheme: sink.SchemeJSONL, Path: dir})
 		if err != nil || !ok {
 			t.Fatalf("OpenReader = %v, %v", ok, err)
 		}
@@ -110,8 +111,8 @@ func TestBigQueryProgress(t *testing.T) {
 func TestOpenProgressOfNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	for _, spec := range []Spec{{Scheme: SchemeConsole}, {Scheme: SchemeSQLite, Path: filepath.Join(dir, "none.db")},
-		{Scheme: SchemeJSONL, Path: filepath.Join(dir, "none")}} {
+	for _, spec := range []sink.Spec{{Scheme: sink.SchemeConsole}, {Scheme: sink.SchemeSQLite, Path: filepath.Join(dir, "none.db")},
+		{Scheme: sink.SchemeJSONL, Path: filepath.Join(dir, "none")}} {
 		p, ok, err := OpenProgress(ctx, spec)
 		if p != nil || ok || err != nil {
 			t.Errorf("OpenProgress(%s) = %v, %v, %v; want nothing", spec, p, ok, err)
@@ -122,7 +123,7 @@ func TestOpenProgressOfNothing(t *testing.T) {
 	}
 }
 
-func openTestProgress(t *testing.T, spec Spec) ProgressStore {
+func openTestProgress(t *testing.T, spec sink.Spec) ProgressStore {
 	t.Helper()
 	p, ok, err := OpenProgress(context.Background(), spec)
 	if err != nil || !ok {

@@ -6,13 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
 // testCurrentRowsFrom: a sink reads back only the current rows of windows
 // starting at or after the bound, FINAL or not (the restart seed's read).
 func testCurrentRowsFrom(t *testing.T, u sinkUnderTest) {
-	r, ok := u.s.(currentRowsFrom)
+	r, ok := u.s.(sink.RangeReader)
 	if !ok {
 		t.Fatalf("%s cannot read current rows from a window_start", u.name)
 	}
@@ -91,23 +92,23 @@ func TestPublishedBound(t *testing.T) {
 	final := snap(t, "2026-11-04T09:00:00Z", "{}", 2, model.Final, 2, 200)
 	open := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 100)
 	write(t, s, Batch{Rows: []model.Row{old, final, open}})
-	spec := Spec{Scheme: SchemeSQLite, Path: path}
+	spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: path}
 	marker := func(r model.Row) model.Row {
 		return model.Row{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims, Revision: r.Revision, State: model.Final}
 	}
 	open.Writer = "stream"
 
-	got, err := Published(context.Background(), spec, SeedBound{Bounded: true, StartFrom: final.WindowStart})
+	got, err := sink.Published(context.Background(), spec, sink.SeedBound{Bounded: true, StartFrom: final.WindowStart})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantRows(t, "published from 09:00", got, []model.Row{marker(final), open})
-	got, err = Published(context.Background(), spec, SeedBound{})
+	got, err = sink.Published(context.Background(), spec, sink.SeedBound{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantRows(t, "published, unbounded", got, []model.Row{marker(old), marker(final), open})
-	if (SeedBound{}).Needs(0) != true || (SeedBound{Bounded: true, StartFrom: 10}).Needs(9) {
+	if (sink.SeedBound{}).Needs(0) != true || (sink.SeedBound{Bounded: true, StartFrom: 10}).Needs(9) {
 		t.Error("SeedBound.Needs: the zero bound needs every window, a bound none before it")
 	}
 }

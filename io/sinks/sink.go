@@ -12,16 +12,13 @@ package sinks
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -108,9 +105,9 @@ var (
 // keeps nothing to read back (console) or a SQLite file or jsonl directory
 // that does not exist yet: opening would create an empty one. A jsonl
 // reader reads the files as they are and cannot write.
-func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
+func OpenReader(ctx context.Context, spec sink.Spec) (r Reader, ok bool, err error) {
 	switch spec.Scheme {
-	case SchemeSQLite:
+	case sink.SchemeSQLite:
 		if _, err := os.Stat(spec.Path); err != nil {
 			if os.IsNotExist(err) {
 				return nil, false, nil
@@ -122,13 +119,13 @@ func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
 			return nil, false, err
 		}
 		return s, true, nil
-	case SchemeJSONL:
+	case sink.SchemeJSONL:
 		j, ok, err := openJSONLReader(spec.Path)
 		if err != nil || !ok {
 			return nil, false, err
 		}
 		return j, true, nil
-	case SchemeBigQuery:
+	case sink.SchemeBigQuery:
 		s, err := OpenBigQuery(ctx, spec)
 		if err != nil {
 			return nil, false, err
@@ -138,159 +135,57 @@ func OpenReader(ctx context.Context, spec Spec) (r Reader, ok bool, err error) {
 	return nil, false, nil
 }
 
-// Sink schemes accepted by ParseSpec.
-const (
-	SchemeSQLite   = "sqlite"
-	SchemeJSONL    = "jsonl"
-	SchemeConsole  = "console"
-	SchemeBigQuery = "bigquery"
-)
+// Spec and SchemeBigQuery forward to the contract package for the
+// BigQuery files, which are being reworked apart (bq_*.go, bigquery*.go);
+// the rest of the module names sink.Spec and sink.Scheme* directly.
+// Temporary: delete both once those files do too.
+type Spec = sink.Spec
 
-const specForms = "sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"
+const SchemeBigQuery = sink.SchemeBigQuery
 
-// Spec is a parsed --sink value.
-type Spec struct {
-	Scheme string // sqlite|jsonl|console|bigquery
-	// Path is the SQLite file or the JSONL directory.
-	Path string
-	// Project and Dataset are set for bigquery.
-	Project, Dataset string
+func init() {
+	// Published (package sink) reads a restarted run's seed rows through
+	// these: every process of a binary that imports this package, its
+	// workers included, can read back each scheme ParseSpec accepts.
+	for _, scheme := range []string{sink.SchemeSQLite, sink.SchemeJSONL, sink.SchemeConsole, sink.SchemeBigQuery} {
+		sink.Register(scheme, openCurrent)
+	}
 }
 
-// String renders the spec in the form ParseSpec accepts.
-func (s Spec) String() string {
-	switch s.Scheme {
-	case SchemeConsole:
-		return SchemeConsole
-	case SchemeBigQuery:
-		return SchemeBigQuery + ":" + s.Project + "." + s.Dataset
+// openCurrent is OpenReader as a sink.Opener.
+func openCurrent(ctx context.Context, spec sink.Spec) (sink.CurrentReader, bool, error) {
+	r, ok, err := OpenReader(ctx, spec)
+	if err != nil || !ok {
+		return nil, false, err // never a typed nil inside the interface
 	}
-	return s.Scheme + ":" + s.Path
-}
-
-var (
-	// Google Cloud project ids: 6-30 characters, lowercase letters, digits and
-	// hyphens, starting with a letter and not ending with a hyphen; legacy
-	// domain-scoped ids carry a "domain.tld:" prefix.
-	projectRE = regexp.MustCompile(`^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
-	// BigQuery dataset names: letters, digits and underscores, up to 1024
-	// (the length is checked apart: Go's regexp caps repeats at 1000).
-	datasetRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
-)
-
-// CheckPath refuses, before any work, a sink whose place cannot hold it: a
-// SQLite file whose folder does not exist, or a path that is a folder. It
-// reads the local filesystem only (the other schemes pass: opening them is
-// the check). The error does not name the sink: the caller names its flag.
-func (s Spec) CheckPath() error {
-	if s.Scheme != SchemeSQLite {
-		return nil
-	}
-	if fi, err := os.Stat(s.Path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s is a folder: want a SQLite file", s.Path)
-	}
-	dir := filepath.Dir(s.Path)
-	fi, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("folder %s does not exist", dir)
-	case err != nil:
-		return err
-	case !fi.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	}
-	return nil
-}
-
-// ParseSpec parses a --sink value: "sqlite:PATH", "jsonl:DIR", "console" or
-// "bigquery:PROJECT.DATASET". Errors are one line and name the bad part, since
-// SPEC §6 wants a bad sink string refused before any work starts.
-func ParseSpec(s string) (Spec, error) {
-	if s == "" {
-		return Spec{}, fmt.Errorf("sink is empty: want %s", specForms)
-	}
-	scheme, rest, hasArg := strings.Cut(s, ":")
-	switch scheme {
-	case SchemeSQLite:
-		if rest == "" {
-			return Spec{}, fmt.Errorf("sink %q: empty path: want sqlite:PATH", s)
-		}
-		// The driver reads everything after '?' as connection parameters.
-		if strings.ContainsRune(rest, '?') {
-			return Spec{}, fmt.Errorf("sink %q: the path may not contain '?'", s)
-		}
-		if err := localOnly(s, rest); err != nil {
-			return Spec{}, err
-		}
-		return Spec{Scheme: SchemeSQLite, Path: rest}, nil
-	case SchemeJSONL:
-		if rest == "" {
-			return Spec{}, fmt.Errorf("sink %q: empty directory: want jsonl:DIR", s)
-		}
-		if err := localOnly(s, rest); err != nil {
-			return Spec{}, err
-		}
-		return Spec{Scheme: SchemeJSONL, Path: rest}, nil
-	case SchemeConsole:
-		if hasArg {
-			return Spec{}, fmt.Errorf("sink %q: console takes no argument: want console", s)
-		}
-		return Spec{Scheme: SchemeConsole}, nil
-	case SchemeBigQuery:
-		// A dataset name has no '.', a domain-scoped project may: split on
-		// the last one.
-		i := strings.LastIndexByte(rest, '.')
-		if rest == "" || i < 0 {
-			return Spec{}, fmt.Errorf("sink %q: want bigquery:PROJECT.DATASET", s)
-		}
-		project, dataset := rest[:i], rest[i+1:]
-		if !projectRE.MatchString(project) {
-			return Spec{}, fmt.Errorf("sink %q: bad project id %q: want 6-30 lowercase letters, digits or hyphens, starting with a letter", s, project)
-		}
-		if len(dataset) > 1024 || !datasetRE.MatchString(dataset) {
-			return Spec{}, fmt.Errorf("sink %q: bad dataset %q: want 1-1024 letters, digits or underscores", s, dataset)
-		}
-		return Spec{Scheme: SchemeBigQuery, Project: project, Dataset: dataset}, nil
-	}
-	return Spec{}, fmt.Errorf("sink %q: unknown scheme %q: want %s", s, scheme, specForms)
-}
-
-// localOnly refuses a SQLite or JSONL path with a URL scheme (gs://, s3://,
-// file://, ...): those sinks write with local file calls, which would make a
-// folder named "gs:" rather than reach the bucket. BigQuery is the
-// production sink.
-func localOnly(spec, path string) error {
-	if scheme, _, ok := strings.Cut(path, "://"); ok {
-		return fmt.Errorf("sink %q: %s writes local files only, not %s:// paths: use a local path, or --sink=bigquery:PROJECT.DATASET in production", spec, spec[:strings.IndexByte(spec, ':')], scheme)
-	}
-	return nil
+	return r, true, nil
 }
 
 // Open opens the sink a Spec names. The console sink writes to os.Stdout.
-func Open(ctx context.Context, spec Spec) (Sink, error) {
+func Open(ctx context.Context, spec sink.Spec) (Sink, error) {
 	switch spec.Scheme {
-	case SchemeSQLite:
+	case sink.SchemeSQLite:
 		s, err := openSQLite(ctx, spec.Path)
 		if err != nil {
 			return nil, err // never a typed nil inside the interface
 		}
 		return s, nil
-	case SchemeJSONL:
+	case sink.SchemeJSONL:
 		s, err := OpenJSONL(spec.Path)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
-	case SchemeConsole:
+	case sink.SchemeConsole:
 		return NewConsole(os.Stdout), nil
-	case SchemeBigQuery:
+	case sink.SchemeBigQuery:
 		s, err := OpenBigQuery(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	}
-	return nil, fmt.Errorf("sink %q: unknown scheme: want %s", spec.Scheme, specForms)
+	return nil, fmt.Errorf("sink %q: unknown scheme: want %s", spec.Scheme, sink.Forms)
 }
 
 // writerStream is the Writer of rows the streaming job produces.

@@ -47,6 +47,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
@@ -307,7 +308,7 @@ func measure(mode, dir string, check bool) (r result, err error) {
 		defer os.RemoveAll(work)
 		o := launch.Defaults()
 		o.Source = dir
-		spec, err := sinks.ParseSpec("sqlite:" + filepath.Join(work, "revenue.db"))
+		spec, err := sink.ParseSpec("sqlite:" + filepath.Join(work, "revenue.db"))
 		if err != nil {
 			return r, err
 		}
@@ -352,7 +353,7 @@ func measure(mode, dir string, check bool) (r result, err error) {
 // oracle (oracle.Result.SinkDiff): every window FINAL with the recomputed
 // total, and the audit rows with their exact payloads. It runs after the
 // peak RSS is read.
-func checkSink(dir string, spec sinks.Spec) error {
+func checkSink(dir string, spec sink.Spec) error {
 	want, err := oracle.Replay(dir, oracle.DefaultSettings(time.Now()))
 	if err != nil {
 		return err

@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
+
+	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// for io/files, as a binary imports it
 )
 
 var (

@@ -6,12 +6,13 @@ import (
 	"context"
 
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 )
 
 // OpenSQLite opens (creating if needed) the SQLite sink at path, as
 // --sink=sqlite:path does.
 func OpenSQLite(path string) (*sinks.SQLite, error) {
-	s, err := sinks.Open(context.Background(), sinks.Spec{Scheme: sinks.SchemeSQLite, Path: path})
+	s, err := sinks.Open(context.Background(), sink.Spec{Scheme: sink.SchemeSQLite, Path: path})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,69 @@
+package files
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Store is what this package needs of an object store beyond Beam's
+// filesystem for its scheme: ranged reads (ReadRanges) and its not-found
+// errors (as fs.ErrNotExist).
+type Store struct {
+	// Ranges opens path for ranged reads: read returns one range's
+	// bytes, from a ranged request of its own, or an error wrapping
+	// io.ErrUnexpectedEOF for a range past the end.
+	Ranges func(ctx context.Context, path string) (read func(Range) ([]byte, error), err error)
+	// NotExist reports whether err says that an object or its bucket does
+	// not exist.
+	NotExist func(err error) bool
+}
+
+// stores holds the registered Stores by scheme ("gs://").
+var stores sync.Map
+
+// storePackages names the packages that serve a scheme this package does
+// not import itself, for the error of a binary that did not import them:
+// gs:// brings Google Cloud Storage's client, which transforms and pipeline
+// (which read payloads through ReadRanges) must not link.
+var storePackages = map[string]string{"gs://": "github.com/revenue-stream/hourly/io/files/gcs"}
+
+// RegisterStore registers the Store of scheme ("gs", "s3"). The package
+// serving the scheme calls it from its init, where it also imports Beam's
+// filesystem of the scheme: every process of a binary that imports it, the
+// workers included, then serves the scheme's paths. A second registration
+// of a scheme panics.
+func RegisterStore(scheme string, s Store) {
+	if s.Ranges == nil || s.NotExist == nil {
+		panic(fmt.Sprintf("files.RegisterStore %q: incomplete Store", scheme))
+	}
+	if _, dup := stores.LoadOrStore(scheme+"://", s); dup {
+		panic(fmt.Sprintf("files.RegisterStore %q: registered twice", scheme))
+	}
+}
+
+// storeFor returns the Store of a scheme() value ("gs://").
+func storeFor(scheme string) (Store, bool) {
+	s, ok := stores.Load(scheme)
+	if !ok {
+		return Store{}, false
+	}
+	return s.(Store), true
+}
+
+func registered(scheme string) bool {
+	_, ok := stores.Load(scheme)
+	return ok
+}
+
+// registeredSchemes lists the registered schemes ("gs://"), sorted.
+func registeredSchemes() []string {
+	var out []string
+	stores.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
