@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"bufio"
+	"context"
 	"log/slog"
 	"math"
 	"os"
@@ -73,6 +74,13 @@ func (c *shardCacheT) setLimit(n int64) {
 	c.want = n
 	c.limit = capped(n, c.ceiling)
 	c.mu.Unlock()
+}
+
+// setLimitOf is the bound last asked for (setLimit), before the ceiling.
+func (c *shardCacheT) setLimitOf() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.want
 }
 
 // setCeiling caps the bound at n bytes from now on (0: no cap), and returns
@@ -200,8 +208,16 @@ func applyMemoryLimit() {
 		if limit == math.MaxInt64 {
 			return
 		}
+		want := shardCache.setLimitOf()
 		bound := shardCache.setCeiling(cacheCeiling(limit))
-		slog.Info("dedup: process memory", "worker_memory", memory, "memory_limit", limit, "set_here", set, "cache_bound", bound)
+		// One line when the limit lowers the cache (a plan that does not
+		// fit the worker), else at debug: a prism run's output is unchanged.
+		level := slog.LevelDebug
+		if bound < want {
+			level = slog.LevelInfo
+		}
+		slog.Log(context.Background(), level, "dedup: process memory", "worker_memory", memory, "memory_limit", limit,
+			"set_here", set, "cache_bound", bound, "dedup_cache", want)
 	})
 }
 
