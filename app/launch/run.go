@@ -21,12 +21,16 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
+	// These two register backends in every process of this binary, the
+	// workers included (they run it): gs:// paths for io/files, and every
+	// sink scheme for sink.Published (the revision step's seed).
+	_ "github.com/revenue-stream/hourly/io/files/gcs"
 	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
 )
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 
 // Run runs the job o describes, prints its summary to out and returns it.
 //
