@@ -103,3 +103,55 @@ func TestOffenders(t *testing.T) {
 		t.Errorf("offenders = %v, want only cmd/a → testing/oracle", got)
 	}
 }
+
+// backends are what the job graph's packages must not link (issue 29):
+// the sink backends' clients (BigQuery, SQLite), GCS's, and the embedded
+// runner. A worker gets them from the binary that runs it, which registers
+// them (io/sinks, io/files/gcs); transforms and pipeline only name them.
+var backends = []string{"bigquery", "modernc.org/sqlite", "cloud.google.com/go/storage",
+	"io/filesystem/gcs", "gcsx", "runners/prism", "internal/localrunner"}
+
+// backendsOf returns, for each package, the packages it depends on (or is)
+// whose path contains one of backends.
+func backendsOf(pkgs []pkg) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range pkgs {
+		for _, d := range append([]string{p.ImportPath}, p.Deps...) {
+			if slices.ContainsFunc(backends, func(b string) bool { return strings.Contains(d, b) }) {
+				out[p.ImportPath] = append(out[p.ImportPath], d)
+			}
+		}
+	}
+	return out
+}
+
+// TestGraphFreeOfBackends is issue 29's check: `go list -deps ./transforms
+// ./pipeline` names no BigQuery, SQLite, GCS or prism package.
+func TestGraphFreeOfBackends(t *testing.T) {
+	_, pkgs := goList(t, "./transforms", "./pipeline")
+	if len(pkgs) != 2 {
+		t.Fatalf("go list ./transforms ./pipeline listed %d packages, want 2", len(pkgs))
+	}
+	for p, ds := range backendsOf(pkgs) {
+		t.Errorf("%s depends on %d backend packages: %s; it may name a sink (io/sinks/sink) or a path (io/files), never link a backend", p, len(ds), strings.Join(ds, ", "))
+	}
+}
+
+// TestBackendsOf shows the check can fail: a backend reached directly or
+// through a library is reported, the contract packages are not.
+func TestBackendsOf(t *testing.T) {
+	const m = "example.com/m"
+	got := backendsOf([]pkg{
+		{ImportPath: m + "/transforms", Deps: []string{"fmt", m + "/io/sinks/sink", m + "/io/files", "cloud.google.com/go/storage"}},
+		{ImportPath: m + "/pipeline", Deps: []string{m + "/internal/localrunner", "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism", "modernc.org/sqlite/lib", "google.golang.org/api/bigquery/v2"}},
+		{ImportPath: m + "/clean", Deps: []string{m + "/io/sinks/sink", "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"}},
+	})
+	want := map[string][]string{
+		m + "/transforms": {"cloud.google.com/go/storage"},
+		m + "/pipeline": {m + "/internal/localrunner", "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism",
+			"modernc.org/sqlite/lib", "google.golang.org/api/bigquery/v2"},
+	}
+	if len(got) != len(want) || !slices.Equal(got[m+"/transforms"], want[m+"/transforms"]) || !slices.Equal(got[m+"/pipeline"], want[m+"/pipeline"]) {
+		t.Errorf("backendsOf = %v, want %v", got, want)
+	}
+}
