@@ -157,9 +157,11 @@ func (c *shardCacheT) evictLocked(k cacheKey, e *cachedShard) {
 	c.total -= e.bytes
 }
 
-// shardBytes estimates a decoded shard's memory: its id table, plus the
-// armed windows and fixed overhead.
-func shardBytes(st *shardState) int64 { return st.ids.bytes() + int64(len(st.armed))*48 + 256 }
+// shardBytes estimates a decoded shard's memory: its id table, the batches
+// it holds for position order, plus the armed windows and fixed overhead.
+func shardBytes(st *shardState) int64 {
+	return st.ids.bytes() + st.pending.heldBytes + int64(len(st.armed))*48 + 256
+}
 
 // The process's memory limit (issue #25). The cache holds what the worker's
 // shards hold, 23 GiB on a 32 GiB worker at the design rate; without a
@@ -200,7 +202,7 @@ var memoryOnce sync.Once
 // force leaves it.
 func applyMemoryLimit() {
 	memoryOnce.Do(func() {
-		memory := workerMemory()
+		memory := WorkerMemory()
 		limit, set := decideMemoryLimit(os.Getenv("GOMEMLIMIT"), debug.SetMemoryLimit(-1), memory)
 		if set {
 			debug.SetMemoryLimit(limit)
@@ -221,10 +223,10 @@ func applyMemoryLimit() {
 	})
 }
 
-// workerMemory is the memory this process may use: its cgroup's limit
+// WorkerMemory is the memory this process may use: its cgroup's limit
 // when it has one below the machine's, else the machine's total (0 when
 // none can be read).
-func workerMemory() int64 {
+func WorkerMemory() int64 {
 	read := func(path string) string {
 		b, _ := os.ReadFile(path)
 		return string(b)
@@ -232,7 +234,7 @@ func workerMemory() int64 {
 	return memoryOf(read("/proc/meminfo"), read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 }
 
-// memoryOf reads workerMemory's files: /proc/meminfo's MemTotal, and a
+// memoryOf reads WorkerMemory's files: /proc/meminfo's MemTotal, and a
 // cgroup v2 memory.max ("max" for none) or v1 memory.limit_in_bytes (a
 // huge figure for none), the smallest positive one.
 func memoryOf(meminfo, cgroupV2, cgroupV1 string) int64 {

@@ -87,6 +87,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 			return nil, &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
 		}
 	}
+	o.warnMemory()
 	po := o.Pipeline.WithDefaults()
 	var feed gen.LiveConfig
 	switch {
@@ -119,8 +120,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	sum.Settings = settings(po)
 	fo := o.folderOptions(po)
 	fo.Unlisted = dry && unlisted(sum.Source)
-	// The sources read against the job's read-ahead account, which the
-	// dedup step's input fills and the dedup step drains: in this process
+	// The sources read against the job's read-ahead account, which they
+	// fill and the too-late gate and the dedup step drain: in this process
 	// only (prism has no backpressure; see flow.ReadAhead).
 	var readAhead string
 	if fo.ReadAheadRecords > 0 && !o.IsPubSub() {

@@ -1,0 +1,52 @@
+package launch
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/revenue-stream/hourly/internal/capability"
+	"github.com/revenue-stream/hourly/transforms"
+)
+
+// What a laptop can hold (issue #26). Prism keeps every key's state in its
+// own heap: DedupStateBytesPerID (24 B) per remembered id, and the dedup
+// step's process cache up to --dedup-cache of decoded shards besides. A
+// design rate held for the retention is rate × (retention + window) ids.
+
+// embeddedStateBytes is what the embedded runner holds at rate events/s
+// once the retention is full: the ids in prism's state plus the process
+// cache, bounded by cacheBytes.
+func embeddedStateBytes(rate int, retention, window time.Duration, cacheBytes int64) int64 {
+	ids := int64(float64(rate) * (retention + window).Seconds())
+	return ids*transforms.DedupStateBytesPerID + min(int64(float64(ids)*transforms.DedupCacheBytesPerID), cacheBytes)
+}
+
+// memoryWarning is the one line the launcher logs at start when a design
+// rate set for the embedded runner would hold more state than the machine
+// (transforms.WorkerMemory) has memory, or "" when it fits, when the
+// workers are not in this process, or when no rate was set (a replay holds
+// what its log has).
+func (o Options) memoryWarning(machine int64) string {
+	if o.Pipeline.DesignRate <= 0 || machine <= 0 || !capability.IsPrism(o.Runner) {
+		return ""
+	}
+	po := o.Pipeline.WithDefaults()
+	cache := int64(cmp.Or(po.DedupCacheBytes, transforms.DefaultDedupCacheBytes))
+	need := embeddedStateBytes(po.DesignRate, po.DedupRetention, po.Triggers.Window, cache)
+	if need <= machine {
+		return ""
+	}
+	return fmt.Sprintf("--design-rate=%d on the embedded runner holds about %s of dedup state once the %s retention is full (24 B per id in prism's heap, and the --dedup-cache), more than this machine's %s: lower the rate or --dedup-retention, or run on Flink or Dataflow (docs/capacity.md)",
+		po.DesignRate, gib(need), po.DedupRetention, gib(machine))
+}
+
+// warnMemory logs memoryWarning's line, if any, for this machine.
+func (o Options) warnMemory() {
+	if w := o.memoryWarning(transforms.WorkerMemory()); w != "" {
+		slog.Warn(w)
+	}
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
