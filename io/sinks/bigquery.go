@@ -9,6 +9,7 @@ import (
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
@@ -87,8 +88,8 @@ var (
 // Default Credentials; with BIGQUERY_EMULATOR_HOST set it talks plain HTTP to
 // that host without credentials, and then BIGQUERY_STORAGE_EMULATOR_HOST must
 // name the Storage Write API's local endpoint too.
-func OpenBigQuery(ctx context.Context, spec Spec) (*BigQuery, error) {
-	if spec.Scheme != SchemeBigQuery {
+func OpenBigQuery(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
+	if spec.Scheme != sink.SchemeBigQuery {
 		return nil, fmt.Errorf("sink %s: not a bigquery spec", spec)
 	}
 	var opts, wopts []option.ClientOption
@@ -130,7 +131,7 @@ func OpenBigQuery(ctx context.Context, spec Spec) (*BigQuery, error) {
 // schemaTimeout bounds OpenBigQuery's schema check (a few metadata calls).
 const schemaTimeout = 2 * time.Minute
 
-func (b *BigQuery) String() string { return SchemeBigQuery + ":" + b.project + "." + b.dataset }
+func (b *BigQuery) String() string { return sink.SchemeBigQuery + ":" + b.project + "." + b.dataset }
 
 // Close releases the clients.
 func (b *BigQuery) Close() error {

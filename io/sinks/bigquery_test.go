@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -23,7 +24,7 @@ import (
 func openTestBigQuery(t *testing.T) *BigQuery {
 	t.Helper()
 	bqtest.Start(t)
-	s, err := Open(context.Background(), Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "revenue"})
+	s, err := Open(context.Background(), sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "revenue"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestBigQuerySchema(t *testing.T) {
 		t.Errorf("hourly_revenue view = %q", view.ViewQuery)
 	}
 	// Opening again finds everything in place.
-	again, err := OpenBigQuery(ctx, Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "revenue"})
+	again, err := OpenBigQuery(ctx, sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "revenue"})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/revenue-stream/hourly/internal/clock"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -56,7 +57,7 @@ func TestBigQueryClockFlushesAStreamingJob(t *testing.T) {
 		return
 	}
 	fake, api := startFakeWrite(t)
-	spec := Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "clock"}
+	spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "clock"}
 	if _, err := shared.Acquire(spec.String(), func() (Sink, error) {
 		return &BigQuery{api: api, project: bqtest.Project, dataset: "clock", sleep: noSleep}, nil
 	}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -129,7 +130,7 @@ func TestBigQueryCorrectionsGuarded(t *testing.T) {
 
 // runBigQueryWrite runs sinks.Write on prism into spec, each table's rows
 // over shards keys, and returns the pipeline's error and counters.
-func runBigQueryWrite(t *testing.T, spec Spec, shards int, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) (map[metrics.Name]int64, error) {
+func runBigQueryWrite(t *testing.T, spec sink.Spec, shards int, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) (map[metrics.Name]int64, error) {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	Write(s, spec, beam.CreateList(s, rows), beam.CreateList(s, late), beam.CreateList(s, conflicts), beam.CreateList(s, quarantined),
@@ -162,8 +163,8 @@ func TestBigQueryWriteRetryOnPrism(t *testing.T) {
 			snap(t, "2026-11-04T10:00:00Z", dims, 2, model.Final, 3, int64(k)*1_500_000))
 	}
 	b := auditBatch(t)
-	clean := Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "clean"}
-	retried := Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "retried"}
+	clean := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "clean"}
+	retried := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "retried"}
 
 	got, err := runBigQueryWrite(t, clean, 2, rows, b.TooLate, b.Conflicts, b.Quarantined)
 	if err != nil {
@@ -225,7 +226,7 @@ func TestBigQueryWriteRetryOnPrism(t *testing.T) {
 // nothing left buffered.
 func TestBigQueryWriteStepOnPrism(t *testing.T) {
 	fake, api := startFakeWrite(t)
-	spec := Spec{Scheme: SchemeBigQuery, Project: bqtest.Project, Dataset: "fake"}
+	spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "fake"}
 	// The write step's Setup finds this handle instead of opening one.
 	if _, err := shared.Acquire(spec.String(), func() (Sink, error) {
 		return &BigQuery{api: api, project: bqtest.Project, dataset: "fake", sleep: noSleep}, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/clock"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -41,7 +42,7 @@ func init() {
 // bundling, other EARLY ticks) can never reach BigQuery with content that
 // differs from what a failed attempt wrote; and the append rate follows the
 // flush interval, not the bundle rate.
-func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
+func writeBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQuery")
 	// The row encoding must be the one the workers' write client declares:
 	// both follow BIGQUERY_STORAGE_EMULATOR_HOST (see bqRowType).
@@ -66,7 +67,7 @@ func writeBigQuery(s beam.Scope, spec Spec, p FlushPolicy, rows, tooLate, confli
 // not one write stream per bundle of files read. Being keyed, the step
 // reads a checkpoint only once the source's bundle that emitted it has
 // committed (see WriteProgress).
-func writeBigQueryProgress(s beam.Scope, spec Spec, p FlushPolicy, run string, checkpoints beam.PCollection) {
+func writeBigQueryProgress(s beam.Scope, spec sink.Spec, p FlushPolicy, run string, checkpoints beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQueryProgress")
 	keyed := beam.ParDo(s.Scope("Checkpoints"), &bqKeyFn[model.Checkpoint]{Shards: 1, Emulator: storageEmulator(), Run: run}, checkpoints)
 	appendBigQuery(s, spec, p, keyed, []string{bqCheckpoints + "/0"})
@@ -75,7 +76,7 @@ func writeBigQueryProgress(s beam.Scope, spec Spec, p FlushPolicy, run string, c
 // appendBigQuery is the keyed append step over "table/shard"-keyed rows;
 // keys are all the keys rows can have. With a clock (FlushPolicy.Clock)
 // every key gets a tick every Interval: an empty row.
-func appendBigQuery(s beam.Scope, spec Spec, p FlushPolicy, keyed beam.PCollection, keys []string) {
+func appendBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, keyed beam.PCollection, keys []string) {
 	if p.Clock {
 		ticks := beam.ParDo(s.Scope("Ticks"), &bqTickFn{Keys: keys}, clock.Ticks(s, p.Interval))
 		keyed = beam.Flatten(s, keyed, ticks)
@@ -159,7 +160,7 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 // fires none for Go (Beam's integration suite filters
 // TestTimers_ProcessingTime.* on Flink).
 type bqAppendFn struct {
-	Spec   Spec
+	Spec   sink.Spec
 	Policy FlushPolicy
 
 	Rows   state.Bag[[]byte]

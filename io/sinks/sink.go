@@ -135,14 +135,6 @@ func OpenReader(ctx context.Context, spec sink.Spec) (r Reader, ok bool, err err
 	return nil, false, nil
 }
 
-// Spec and SchemeBigQuery forward to the contract package for the
-// BigQuery files, which are being reworked apart (bq_*.go, bigquery*.go);
-// the rest of the module names sink.Spec and sink.Scheme* directly.
-// Temporary: delete both once those files do too.
-type Spec = sink.Spec
-
-const SchemeBigQuery = sink.SchemeBigQuery
-
 func init() {
 	// Published (package sink) reads a restarted run's seed rows through
 	// these: every process of a binary that imports this package, its
