@@ -123,7 +123,8 @@ func Check(path string) error {
 		if _, known := storePackages[scheme(path)]; known || registered(scheme(path)) || scheme(path) == "memfs://" {
 			return err // served (or servable), but the client could not be made
 		}
-		return fmt.Errorf("no filesystem serves %s paths (this binary serves local paths, %s)", scheme(path), strings.Join(append(registeredSchemes(), "memfs://"), ", "))
+		served := append([]string{"local paths"}, append(registeredSchemes(), "memfs://")...)
+		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", scheme(path), strings.Join(served[:len(served)-1], ", "), served[len(served)-1])
 	}
 	if strings.ContainsAny(path, globChars) {
 		return fmt.Errorf("a %s path must not contain any of %q", scheme(path), globChars)
