@@ -306,7 +306,7 @@ func TestNoLiveMetricsProof(t *testing.T) {
 		t.Fatalf("want one line per run, got:\n%s", warnings.String())
 	}
 	for i, runner := range []string{"flink", "universal", "dataflow"} {
-		for _, want := range []string{"--runner=" + runner + " gives no live metrics", "while the job runs", "p0 after a (line 7)"} {
+		for _, want := range []string{"the " + runner + " runner gives no live metrics", "while the job runs", "p0 after a (line 7)"} {
 			if !strings.Contains(declined[i], want) {
 				t.Errorf("--runner=%s: the line %q does not say %q", runner, declined[i], want)
 			}

@@ -125,7 +125,7 @@ func newSealer(spec sink.Spec, run string, po pipeline.Options, quiet, every tim
 // (capability.LiveMetrics; prism does).
 func noLiveProof(runner string) string {
 	if l, lacks := capability.For(runner).Lack(capability.LiveMetrics); lacks {
-		return fmt.Sprintf("--runner=%s gives no live metrics (%s)", runner, l.Proof)
+		return fmt.Sprintf("the %s runner gives no live metrics (%s)", runner, l.Proof)
 	}
 	return ""
 }

@@ -65,7 +65,8 @@ func Emit(emit func(beam.EventTime, model.Record), rec model.Record) {
 type Shape[R Checkpointable[R]] struct{}
 
 // RestrictionSize is a constant: every restriction is one unit of work of
-// unknown length (a partition, a reader key), none once closed.
+// unknown length (a folder partition), none once closed. The Pub/Sub
+// source sizes its reader keys by their backlog instead (pubsub/size.go).
 func (Shape[R]) RestrictionSize(_ string, rest R) float64 {
 	if rest.IsClosed() {
 		return 0
