@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"flag"
 	"strings"
 	"testing"
@@ -70,12 +69,7 @@ func TestDedupCacheBadFlags(t *testing.T) {
 		{[]string{"--workers=4"}, `launch: --workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)`},
 	} {
 		reset()
-		var stdout, stderr bytes.Buffer
-		code := Main(tc.args, &stdout, &stderr)
-		if code != ExitUsage || stderr.String() != tc.want+"\n" || stdout.Len() != 0 {
-			t.Errorf("launch %s: exit %d, stderr %q, stdout %q\nwant exit 2, stderr %q", strings.Join(tc.args, " "),
-				code, stderr.String(), stdout.String(), tc.want+"\n")
-		}
+		wantRefused(t, tc.args, tc.want)
 	}
 	// Above cli.ParseSize's 1 GiB cap (--max-line's): accepted.
 	if n, err := parseCacheSize("23GiB"); err != nil || n != 23<<30 {

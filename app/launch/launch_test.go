@@ -561,12 +561,19 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"--bogus"}, `launch: unknown flag --bogus (see --help)`},
 		{[]string{"replay"}, `launch: unexpected argument "replay": flags take the form --name=value`},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := Main(tc.args, &stdout, &stderr)
-		if code != ExitUsage || stderr.String() != tc.want+"\n" || stdout.Len() != 0 {
-			t.Errorf("launch %s: exit %d, stderr %q, stdout %q\nwant exit 2, stderr %q", strings.Join(tc.args, " "),
-				code, stderr.String(), stdout.String(), tc.want+"\n")
-		}
+		wantRefused(t, tc.args, tc.want)
+	}
+}
+
+// wantRefused runs launch with args and holds it to the bad-flag contract:
+// exit 2, the one line want on stderr, nothing on stdout, before any work.
+func wantRefused(t *testing.T, args []string, want string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Main(args, &stdout, &stderr)
+	if code != ExitUsage || stderr.String() != want+"\n" || stdout.Len() != 0 {
+		t.Errorf("launch %s: exit %d, stderr %q, stdout %q\nwant exit 2, stderr %q", strings.Join(args, " "),
+			code, stderr.String(), stdout.String(), want+"\n")
 	}
 }
 

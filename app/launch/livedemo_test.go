@@ -169,11 +169,7 @@ func TestLiveDemoFlags(t *testing.T) {
 		{[]string{"--demo=live", "--ui=70000"}, `launch: --ui=70000: invalid port: want 1 to 65535`},
 		{[]string{"--demo=live", "--ui=host"}, `launch: --ui=host: want PORT or HOST:PORT`},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := Main(tc.args, &stdout, &stderr)
-		if code != ExitUsage || stderr.String() != tc.want+"\n" || stdout.Len() != 0 {
-			t.Errorf("launch %s: exit %d, stderr %q\nwant exit 2, stderr %q", strings.Join(tc.args, " "), code, stderr.String(), tc.want+"\n")
-		}
+		wantRefused(t, tc.args, tc.want)
 	}
 }
 

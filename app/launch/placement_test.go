@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -48,12 +47,7 @@ func TestRefusesLocalPartsOffProcess(t *testing.T) {
 			"launch: --control=control is local to this machine, but with --runner=dataflow the workers run in other processes or on other machines: write the stop request to a bucket with --control=gs://BUCKET/PATH" + shared},
 	} {
 		reset()
-		var stdout, stderr bytes.Buffer
-		code := Main(tc.args, &stdout, &stderr)
-		if code != ExitUsage || stderr.String() != tc.want+"\n" || stdout.Len() != 0 {
-			t.Errorf("launch %s: exit %d, stderr %q, stdout %q\nwant exit 2, stderr %q", strings.Join(tc.args, " "),
-				code, stderr.String(), stdout.String(), tc.want+"\n")
-		}
+		wantRefused(t, tc.args, tc.want)
 
 		// The same command line with --shared-filesystem passes the check.
 		reset()
@@ -87,13 +81,8 @@ func TestIdleAdvanceHoldOnlyOnPrism(t *testing.T) {
 	for _, runner := range []string{"flink", "universal", "dataflow"} {
 		reset()
 		args := []string{"--runner=" + runner, "--idle-advance=hold", "--source=" + dir, "--shared-filesystem"}
-		var stdout, stderr bytes.Buffer
-		code := Main(args, &stdout, &stderr)
-		want := "launch: --idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on " +
-			runner + " a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time\n"
-		if code != ExitUsage || stderr.String() != want || stdout.Len() != 0 {
-			t.Errorf("launch %s: exit %d, stderr %q\nwant exit 2, stderr %q", strings.Join(args, " "), code, stderr.String(), want)
-		}
+		wantRefused(t, args, "launch: --idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on "+
+			runner+" a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time")
 	}
 	for _, runner := range []string{"prism", "PrismRunner"} {
 		reset()
