@@ -1,6 +1,7 @@
 package sinks
 
 import (
+	"cmp"
 	"context"
 	"math/big"
 	"strings"
@@ -67,6 +68,15 @@ func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string, params .
 	return sortedRows(snapshots(rows)), nil
 }
 
+// readEntries is readSnapshots keeping written_at.
+func (b *BigQuery) readEntries(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) ([]ChangelogEntry, error) {
+	rows, err := readBQ(ctx, b, changelogCodec, what, sql, params...)
+	if err != nil {
+		return nil, err
+	}
+	return sortedEntries(rows), nil
+}
+
 // CurrentRows returns the current snapshot of every key (the hourly_revenue
 // view), ordered by window_start then dims.
 func (b *BigQuery) CurrentRows(ctx context.Context) ([]model.Row, error) {
@@ -88,17 +98,34 @@ func (b *BigQuery) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]mo
 
 // Changelog returns every accepted snapshot, ordered by key then revision.
 func (b *BigQuery) Changelog(ctx context.Context) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqChangelog, `SELECT `+bqColumns(HourlyRevenueChangelog)+` FROM `+b.table(bqChangelog)+
-		` WHERE TRUE`+oncePer("window_start, dims, revision", revisionOrder))
+	return b.readSnapshots(ctx, "read "+bqChangelog, b.changelogSQL(""))
 }
 
 // ChangelogFrom is Changelog limited to windows starting at or after
 // windowStart (epoch ms): a filter on the partition column, so BigQuery
 // prunes the older day partitions before it reads.
 func (b *BigQuery) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqChangelog, `SELECT `+bqColumns(HourlyRevenueChangelog)+` FROM `+b.table(bqChangelog)+
-		` WHERE window_start >= TIMESTAMP_MILLIS(@from)`+oncePer("window_start, dims, revision", revisionOrder),
+	return b.readSnapshots(ctx, "read "+bqChangelog, b.changelogSQL(`window_start >= TIMESTAMP_MILLIS(@from)`),
 		bigquery.QueryParameter{Name: "from", Value: windowStart})
+}
+
+// ChangelogEntries is Changelog with each snapshot's written_at (the
+// changelog keeps it; the hourly_revenue view does not).
+func (b *BigQuery) ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error) {
+	return b.readEntries(ctx, "read "+bqChangelog, b.changelogSQL(""))
+}
+
+// ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
+func (b *BigQuery) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error) {
+	return b.readEntries(ctx, "read "+bqChangelog, b.changelogSQL(`window_start >= TIMESTAMP_MILLIS(@from)`),
+		bigquery.QueryParameter{Name: "from", Value: windowStart})
+}
+
+// changelogSQL selects the changelog's rows where filter holds (every
+// row: ""), one per revision.
+func (b *BigQuery) changelogSQL(filter string) string {
+	return `SELECT ` + bqColumns(HourlyRevenueChangelog) + ` FROM ` + b.table(bqChangelog) +
+		` WHERE ` + cmp.Or(filter, "TRUE") + oncePer("window_start, dims, revision", revisionOrder)
 }
 
 // KeyCount returns how many (window, dims) keys the sink holds.
@@ -165,9 +192,62 @@ func (b *BigQuery) Quarantined(ctx context.Context) ([]model.Quarantined, error)
 // (a replayed record may have been appended again; its copies are the same
 // row, and ordering by every other column makes the pick total anyway).
 func readBQAudit[T any](ctx context.Context, b *BigQuery, c codec[T]) ([]T, error) {
-	rest := c.t.Names()[1:]
-	return readBQ(ctx, b, c, "read "+c.t.Name, `SELECT `+bqColumns(c.t)+` FROM `+b.table(c.t.Name)+
-		` WHERE TRUE`+oncePer("source_position", strings.Join(rest, ", "))+` ORDER BY source_position`)
+	return readBQ(ctx, b, c, "read "+c.t.Name, b.auditSQL(c.t)+` ORDER BY source_position`)
+}
+
+// auditSQL selects an audit table's rows, one per source_position (see
+// readBQAudit).
+func (b *BigQuery) auditSQL(t *Table) string {
+	rest := t.Names()[1:]
+	return `SELECT ` + bqColumns(t) + ` FROM ` + b.table(t.Name) + ` WHERE TRUE` + oncePer("source_position", strings.Join(rest, ", "))
+}
+
+var bqDialect = sqlDialect{strpos: "STRPOS", toInt: func(e string) string { return "COALESCE(SAFE_CAST(" + e + " AS INT64), 0)" }}
+
+// LatestTooLate returns the n too_late_events rows that arrived last,
+// newest first, sorted and cut by BigQuery (see SQLite.LatestTooLate and
+// latestSQL; the same query over the table's rows, one per
+// source_position). The query still scans the table's columns, billed as
+// such; what it returns is n rows.
+func (b *BigQuery) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
+	return readBQLatestAudit(ctx, b, tooLateCodec, n)
+}
+
+// LatestConflicts is LatestTooLate for conflict_events.
+func (b *BigQuery) LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error) {
+	return readBQLatestAudit(ctx, b, conflictCodec, n)
+}
+
+// LatestQuarantined is LatestTooLate for quarantined_events.
+func (b *BigQuery) LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error) {
+	return readBQLatestAudit(ctx, b, quarantinedCodec, n)
+}
+
+func readBQLatestAudit[T any](ctx context.Context, b *BigQuery, c codec[T], n int) ([]T, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	return readBQ(ctx, b, c, "read latest "+c.t.Name, latestSQL(bqDialect, bqColumns(c.t), "("+b.auditSQL(c.t)+")", n))
+}
+
+// AuditCounts counts the audit tables' rows, one per source_position, in
+// one query (a query is billed at least 10 MB).
+func (b *BigQuery) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
+	count := func(t *Table) string { return `(SELECT COUNT(DISTINCT source_position) FROM ` + b.table(t.Name) + `)` }
+	err = b.read(ctx, "count the audit tables", `SELECT `+count(TooLateEvents)+` AS too_late, `+count(ConflictEvents)+` AS conflicts, `+
+		count(QuarantinedEvents)+` AS quarantined`, nil, func(it *bigquery.RowIterator) error {
+		var r struct {
+			TooLate     int64 `bigquery:"too_late"`
+			Conflicts   int64 `bigquery:"conflicts"`
+			Quarantined int64 `bigquery:"quarantined"`
+		}
+		if err := it.Next(&r); err != nil {
+			return err
+		}
+		c = AuditCounts{TooLate: r.TooLate, Conflicts: r.Conflicts, Quarantined: r.Quarantined}
+		return nil
+	})
+	return c, err
 }
 
 // Diffs returns the stored reconcile diffs ordered by run, window and dims.

@@ -5,7 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"time"
 
+	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -91,7 +95,7 @@ func (s *SQLite) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]mode
 
 // Changelog returns every accepted snapshot, ordered by key then revision.
 func (s *SQLite) Changelog(ctx context.Context) ([]model.Row, error) {
-	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog", sqliteSelect(HourlyRevenueChangelog))
+	rows, err := s.readChangelog(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -102,19 +106,67 @@ func (s *SQLite) Changelog(ctx context.Context) ([]model.Row, error) {
 // windowStart (epoch ms), read through the primary key's index on
 // window_start (see CurrentRowsFrom for the TEXT pre-filter).
 func (s *SQLite) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog",
-		sqliteSelect(HourlyRevenueChangelog)+` WHERE window_start >= ?`, secondPrefix(windowStart))
+	rows, err := s.readChangelog(ctx, &windowStart)
 	if err != nil {
 		return nil, err
 	}
-	all := snapshots(rows)
-	out := all[:0]
-	for _, r := range all {
-		if r.WindowStart >= windowStart {
+	return sortedRows(snapshots(rows)), nil
+}
+
+// ChangelogEntry is an accepted snapshot with when the sink accepted it:
+// a row of hourly_revenue_changelog. WrittenAt is the zero time where the
+// sink keeps none.
+type ChangelogEntry struct {
+	model.Row
+	WrittenAt time.Time
+}
+
+// ChangelogEntries is Changelog with each snapshot's written_at.
+func (s *SQLite) ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error) {
+	rows, err := s.readChangelog(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sortedEntries(rows), nil
+}
+
+// ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
+func (s *SQLite) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error) {
+	rows, err := s.readChangelog(ctx, &windowStart)
+	if err != nil {
+		return nil, err
+	}
+	return sortedEntries(rows), nil
+}
+
+// readChangelog reads the changelog, or only its windows starting at or
+// after *from (epoch ms) through the index on window_start.
+func (s *SQLite) readChangelog(ctx context.Context, from *int64) ([]changelogRow, error) {
+	if from == nil {
+		return readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog", sqliteSelect(HourlyRevenueChangelog))
+	}
+	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog",
+		sqliteSelect(HourlyRevenueChangelog)+` WHERE window_start >= ?`, secondPrefix(*from))
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if r.WindowStart >= *from { // the TEXT range is only a pre-filter
 			out = append(out, r)
 		}
 	}
-	return sortedRows(out), nil
+	return out, nil
+}
+
+// sortedEntries orders changelog rows by key then revision, as sortedRows.
+func sortedEntries(rows []changelogRow) []ChangelogEntry {
+	out := make([]ChangelogEntry, len(rows))
+	for i, r := range rows {
+		out[i] = ChangelogEntry{Row: r.Row, WrittenAt: r.WrittenAt}
+	}
+	slices.SortStableFunc(out, func(a, b ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
+	return out
 }
 
 // KeyCount returns how many (window, dims) keys the sink holds.
@@ -154,6 +206,98 @@ func (s *SQLite) Quarantined(ctx context.Context) ([]model.Quarantined, error) {
 // readAudit reads an audit table ordered by source_position.
 func readAudit[T any](ctx context.Context, s *SQLite, c codec[T]) ([]T, error) {
 	return readTable(ctx, s, c, "read "+c.t.Name, sqliteSelect(c.t)+` ORDER BY source_position`)
+}
+
+// LatestTooLate returns the n too_late_events rows that arrived last,
+// newest first (see latestSQL for the order), sorted and cut where they
+// are stored: a view refreshed every few seconds (app/live) never holds
+// the whole table. TooLate still reads it whole, for reconcile.
+func (s *SQLite) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
+	return readLatestAudit(ctx, s, tooLateCodec, n)
+}
+
+// LatestConflicts is LatestTooLate for conflict_events.
+func (s *SQLite) LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error) {
+	return readLatestAudit(ctx, s, conflictCodec, n)
+}
+
+// LatestQuarantined is LatestTooLate for quarantined_events.
+func (s *SQLite) LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error) {
+	return readLatestAudit(ctx, s, quarantinedCodec, n)
+}
+
+// readLatestAudit reads the n rows of an audit table that arrived last,
+// newest first. A row that cannot be read is named in an UnreadableRows
+// error and still takes its place among the n.
+func readLatestAudit[T any](ctx context.Context, s *SQLite, c codec[T], n int) ([]T, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	cols := identList("", c.t.Names())
+	return readTable(ctx, s, c, "read latest "+c.t.Name, latestSQL(sqliteDialect, cols, ident(c.t.Name), n))
+}
+
+// AuditCounts is how many rows each audit table holds.
+type AuditCounts struct {
+	TooLate, Conflicts, Quarantined int64
+}
+
+// AuditCounts counts the audit tables' rows where they are stored, in one
+// statement.
+func (s *SQLite) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
+	err = s.query(ctx, "count the audit tables", `SELECT (SELECT COUNT(*) FROM `+ident(TooLateEvents.Name)+`),
+		(SELECT COUNT(*) FROM `+ident(ConflictEvents.Name)+`), (SELECT COUNT(*) FROM `+ident(QuarantinedEvents.Name)+`)`,
+		func(rs *sql.Rows) error { return rs.Scan(&c.TooLate, &c.Conflicts, &c.Quarantined) })
+	return c, err
+}
+
+// sqlDialect is what differs between SQLite and BigQuery in a query both
+// send (latestSQL).
+type sqlDialect struct {
+	// strpos is the function giving the 1-based position of a substring
+	// (0: none).
+	strpos string
+	// toInt turns an expression of digits into an integer, 0 when it is
+	// empty.
+	toInt func(expr string) string
+}
+
+var sqliteDialect = sqlDialect{strpos: "INSTR", toInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
+
+// latestSQL selects cols of the n rows of from (an audit table, or a
+// subquery of its columns) that arrived last, newest first, by their
+// source_position as far as it tells (app/live's CompareArrival; the same
+// in SQLite and BigQuery): file positions "<partition>/<file>:<line>"
+// (rawlog.Position) by file name, then line as a number, then partition,
+// after every other position (pubsub:<message_id>), which go by their
+// text. Within a partition that is the order its lines were read in;
+// across partitions the order of the files' names, which producers and
+// the live demo give by time. The table has no column of when a row was
+// written, and BigQuery no order of insertion.
+//
+// The position is split as rawlog.ParsePosition does, with functions both
+// dialects have: the line is the trailing digits (RTRIM of the digits
+// leaves the rest), the path what precedes the last ':', the partition
+// what precedes the path's first '/' (none: the root partition "."). ABS
+// keeps every SUBSTR length non-negative, which BigQuery requires even in
+// a CASE branch not taken. The engine sorts the whole table but keeps only
+// n rows (a top-n sort); the caller receives n.
+func latestSQL(d sqlDialect, cols, from string, n int) string {
+	named := rawlog.NamedPartition + ":"
+	file := `CASE WHEN NOT (SUBSTR(source_position, 1, ` + strconv.Itoa(len(named)) + `) = '` + named + `' AND LENGTH(source_position) > ` + strconv.Itoa(len(named)) + `)
+	AND SUBSTR(arr_rest, -1) = ':' AND LENGTH(arr_rest) >= 2 AND arr_line >= 1
+	AND (arr_slash = 0 OR (arr_slash > 1 AND arr_slash < LENGTH(arr_path))) THEN 1 ELSE 0 END`
+	return `SELECT ` + cols + ` FROM (
+SELECT ` + cols + `, ` + file + ` AS arr_file,
+	CASE WHEN arr_slash > 0 THEN SUBSTR(arr_path, arr_slash + 1) ELSE arr_path END AS arr_name, arr_line,
+	CASE WHEN arr_slash > 0 THEN SUBSTR(arr_path, 1, ABS(arr_slash - 1)) ELSE '` + rawlog.RootPartition + `' END AS arr_partition
+FROM (SELECT ` + cols + `, arr_rest, arr_path, arr_line, ` + d.strpos + `(arr_path, '/') AS arr_slash
+FROM (SELECT ` + cols + `, arr_rest, SUBSTR(arr_rest, 1, ABS(LENGTH(arr_rest) - 1)) AS arr_path,
+	` + d.toInt(`SUBSTR(source_position, LENGTH(arr_rest) + 1)`) + ` AS arr_line
+FROM (SELECT ` + cols + `, RTRIM(source_position, '0123456789') AS arr_rest FROM ` + from + `))))
+ORDER BY arr_file DESC, CASE WHEN arr_file = 1 THEN arr_name ELSE '' END DESC, CASE WHEN arr_file = 1 THEN arr_line ELSE 0 END DESC,
+	CASE WHEN arr_file = 1 THEN arr_partition ELSE '' END DESC, source_position DESC
+LIMIT ` + strconv.Itoa(n)
 }
 
 // FinalHorizon returns the latest window_end (epoch ms) among FINAL rows: on
