@@ -10,14 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/revenue-stream/hourly/io/rawlog"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// The audit drill-down's defaults. The sinks' readers read an audit table
-// whole (sinks.Reader has no read of a table's latest rows), so the tables
-// are read at most every DefaultAuditEvery, and only the latest
-// DefaultAuditLatest records of each are kept.
+// The audit drill-down's defaults: the tables are read every
+// DefaultAuditEvery, their latest DefaultAuditLatest records each.
 const (
 	DefaultAuditEvery  = 10 * time.Second
 	DefaultAuditLatest = 10
@@ -111,6 +110,8 @@ type QuarantinedEvent struct {
 // partitions it is the order of the files' names, which the live demo and
 // most producers give by time. Other positions (pubsub:<message_id>, whose
 // ids say nothing of order) come before file positions, by their text.
+// The sinks' bounded readers (latestAuditReader) sort in SQL the same way
+// (TestLatestAuditInArrivalOrder holds them to it).
 func CompareArrival(a, b string) int {
 	pa, fa, la, oka := rawlog.ParsePosition(a)
 	pb, fb, lb, okb := rawlog.ParsePosition(b)
@@ -146,41 +147,77 @@ func (m *Monitor) policy() policy {
 	return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: m.Window > 0}
 }
 
-// readAudit reads the audit tables through the sink's reader (opened by
-// readSink) and keeps the latest records of each.
+// latestAuditReader reads the latest records of the audit tables where
+// they are stored (ORDER BY … LIMIT, in CompareArrival's order) and counts
+// the tables there: sinks.SQLite and sinks.BigQuery. A monitor never holds
+// a whole audit table of theirs; the jsonl debug sink, which reads its
+// files whole anyway, is cut here.
+type latestAuditReader interface {
+	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
+	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
+	LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error)
+	AuditCounts(ctx context.Context) (sinks.AuditCounts, error)
+}
+
+// auditRows is the latest records of the audit tables, newest first, and
+// the tables' row counts.
+type auditRows struct {
+	tooLate                  []model.TooLate
+	conflicts                []model.Conflict
+	quarantined              []model.Quarantined
+	counts                   sinks.AuditCounts
+	tooLateErr, conflictsErr error
+	quarantinedErr, countErr error
+}
+
+// readAuditRows reads the latest n records of each audit table through r.
+func readAuditRows(ctx context.Context, r sinks.Reader, n int) (a auditRows) {
+	if lr, ok := r.(latestAuditReader); ok {
+		a.tooLate, a.tooLateErr = lr.LatestTooLate(ctx, n)
+		a.conflicts, a.conflictsErr = lr.LatestConflicts(ctx, n)
+		a.quarantined, a.quarantinedErr = lr.LatestQuarantined(ctx, n)
+		a.counts, a.countErr = lr.AuditCounts(ctx)
+		return a
+	}
+	tooLate, err := r.TooLate(ctx)
+	a.tooLate, a.counts.TooLate, a.tooLateErr = latest(tooLate, n, func(r model.TooLate) string { return r.Position }), int64(len(tooLate)), err
+	conflicts, err := r.Conflicts(ctx)
+	a.conflicts, a.counts.Conflicts, a.conflictsErr = latest(conflicts, n, func(r model.Conflict) string { return r.Position }), int64(len(conflicts)), err
+	quarantined, err := r.Quarantined(ctx)
+	a.quarantined, a.counts.Quarantined, a.quarantinedErr = latest(quarantined, n, func(r model.Quarantined) string { return r.Position }), int64(len(quarantined)), err
+	return a
+}
+
+// readAudit reads the latest records of the audit tables through the
+// sink's reader (opened by readSink).
 func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	if m.Reader == nil {
 		return nil
 	}
 	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
-	n := cmp.Or(m.AuditLatest, DefaultAuditLatest)
+	rows := readAuditRows(ctx, m.Reader, cmp.Or(m.AuditLatest, DefaultAuditLatest))
 	// A table read with rows it could not read (sinks.UnreadableRows)
 	// returns the others: they are shown, and the error said.
 	var errs []string
-	fail := func(table string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", table, err))
+	for _, e := range []struct {
+		table string
+		err   error
+	}{{"too_late_events", rows.tooLateErr}, {"conflict_events", rows.conflictsErr}, {"quarantined_events", rows.quarantinedErr}, {"row counts", rows.countErr}} {
+		if e.err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", e.table, e.err))
 		}
 	}
 	pol := m.policy()
-	tooLate, err := m.Reader.TooLate(ctx)
-	fail("too_late_events", err)
-	a.TooLateRows = len(tooLate)
-	for _, r := range latest(tooLate, n, func(r model.TooLate) string { return r.Position }) {
+	a.TooLateRows, a.ConflictRows, a.QuarantinedRows = int(rows.counts.TooLate), int(rows.counts.Conflicts), int(rows.counts.Quarantined)
+	for _, r := range rows.tooLate {
 		a.TooLate = append(a.TooLate, tooLateEvent(r, pol))
 	}
-	conflicts, err := m.Reader.Conflicts(ctx)
-	fail("conflict_events", err)
-	a.ConflictRows = len(conflicts)
-	for _, r := range latest(conflicts, n, func(r model.Conflict) string { return r.Position }) {
+	for _, r := range rows.conflicts {
 		a.Conflicts = append(a.Conflicts, ConflictEvent{Position: r.Position, EventID: r.EventID,
 			FirstFingerprint: model.FingerprintHex(r.FirstFingerprint), ConflictingFingerprint: model.FingerprintHex(r.ConflictingFingerprint),
 			Payload: payload(r.Payload)})
 	}
-	quarantined, err := m.Reader.Quarantined(ctx)
-	fail("quarantined_events", err)
-	a.QuarantinedRows = len(quarantined)
-	for _, r := range latest(quarantined, n, func(r model.Quarantined) string { return r.Position }) {
+	for _, r := range rows.quarantined {
 		a.Quarantined = append(a.Quarantined, QuarantinedEvent{Position: r.Position, Reason: r.Reason, Payload: payload(r.Payload)})
 	}
 	if len(errs) > 0 {

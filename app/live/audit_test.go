@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,15 +16,35 @@ import (
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
-// countingReader counts the reads of the audit tables.
+// countingReader counts the reads of too_late_events' latest rows and
+// their limits, and fails the test when an audit table is read whole: the
+// monitor reads a SQLite sink's latest rows only, sorted and cut by SQLite.
 type countingReader struct {
 	*sinks.SQLite
+	t          *testing.T
 	auditReads int
+	limits     []int
+}
+
+func (r *countingReader) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
+	r.auditReads++
+	r.limits = append(r.limits, n)
+	return r.SQLite.LatestTooLate(ctx, n)
 }
 
 func (r *countingReader) TooLate(ctx context.Context) ([]model.TooLate, error) {
-	r.auditReads++
+	r.t.Error("the monitor read too_late_events whole")
 	return r.SQLite.TooLate(ctx)
+}
+
+func (r *countingReader) Conflicts(ctx context.Context) ([]model.Conflict, error) {
+	r.t.Error("the monitor read conflict_events whole")
+	return r.SQLite.Conflicts(ctx)
+}
+
+func (r *countingReader) Quarantined(ctx context.Context) ([]model.Quarantined, error) {
+	r.t.Error("the monitor read quarantined_events whole")
+	return r.SQLite.Quarantined(ctx)
 }
 
 func TestCompareArrival(t *testing.T) {
@@ -47,7 +68,7 @@ func TestMonitorAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &countingReader{SQLite: db}
+	rec := &countingReader{SQLite: db, t: t}
 	c := &clock{t0}
 	mon := &live.Monitor{Reader: rec, Now: c.now, AuditLatest: 2,
 		Window: time.Minute, OutOfOrderBound: 10 * time.Second, AllowedLateness: 3 * time.Minute}
@@ -113,6 +134,54 @@ func TestMonitorAudit(t *testing.T) {
 	s = mon.Snapshot(ctx)
 	if rec.auditReads != 2 || s.Audit.TooLateRows != 4 || s.Audit.TooLate[0].EventID != "e" || len(s.Audit.TooLate) != 2 {
 		t.Errorf("at 10 s: %d reads, %d rows, latest %+v", rec.auditReads, s.Audit.TooLateRows, s.Audit.TooLate)
+	}
+	if !slices.Equal(rec.limits, []int{2, 2}) {
+		t.Errorf("latest rows asked for: %v; want AuditLatest, 2, at each read", rec.limits)
+	}
+
+	// A reader without the bounded reads (the jsonl debug sink's) is read
+	// whole and cut by the monitor: the same records.
+	whole := &live.Monitor{Reader: wholeReader{db}, Now: c.now, AuditLatest: 2,
+		Window: time.Minute, OutOfOrderBound: 10 * time.Second, AllowedLateness: 3 * time.Minute}
+	if got := whole.Snapshot(ctx).Audit; !reflect.DeepEqual(got, s.Audit) {
+		t.Errorf("read whole and cut:\n%+v\nread bounded:\n%+v", got, s.Audit)
+	}
+}
+
+// TestLatestAuditInArrivalOrder: the sink's bounded reads (ORDER BY …
+// LIMIT in SQL) order records as CompareArrival does, on positions whose
+// text order differs from it (line 9 before 10, partition last, pubsub ids
+// first, the root partition).
+func TestLatestAuditInArrivalOrder(t *testing.T) {
+	ctx := context.Background()
+	db, err := sinktest.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	positions := []string{"p1/f-00000002.jsonl:9", "pubsub:b", "p0/f-00000001.jsonl:100", "p0/f-00000002.jsonl:10", "pubsub:a",
+		"p0/f-00000002.jsonl:9", "f-00000002.jsonl:9", "p10/f-00000001.jsonl:7", "pubsub/f-00000003.jsonl:1", "p2/f-00000002.jsonl:10"}
+	var b sinks.Batch
+	for i, p := range positions {
+		b.Quarantined = append(b.Quarantined, model.Quarantined{Position: p, Payload: []byte(fmt.Sprint(i)), Reason: "bad_json"})
+	}
+	if _, err := db.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(positions)
+	slices.SortFunc(want, func(a, b string) int { return live.CompareArrival(b, a) }) // newest first
+	for _, n := range []int{3, len(positions)} {
+		rows, err := db.LatestQuarantined(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.Position)
+		}
+		if !slices.Equal(got, want[:n]) {
+			t.Errorf("latest %d: %q\nwant %q", n, got, want[:n])
+		}
 	}
 }
 

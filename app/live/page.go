@@ -12,8 +12,9 @@ type page struct {
 // of its own, and a script that polls /api/live every second and redraws:
 // the job's state (a final one in a banner that stays), the conservation
 // cards, the last minutes' rates and watermark lags as inline SVG charts,
-// the latest windows with their revisions and countdowns, the partitions'
-// watermarks, and the latest audit records in a collapsible section.
+// the latest windows with their revisions (when each was written and what
+// caused it) and countdowns, the partitions' watermarks, and the latest
+// audit records and idle episodes in a collapsible section.
 // Everything is inline: the page loads nothing from the network. The
 // script builds elements with textContent and setAttribute only, so data
 // never becomes markup.
@@ -50,6 +51,11 @@ figure.chart .base { stroke: var(--rule); vector-effect: non-scaling-stroke; }
 .keys { display: flex; flex-wrap: wrap; gap: 2px 10px; font-size: 11px; color: var(--muted); }
 .keys i { display: inline-block; width: 10px; height: 3px; vertical-align: middle; margin-right: 3px; }
 td.next div { white-space: nowrap; font-size: 12px; }
+#wins ol.revs { display: block; }
+#wins ol.revs li + li::before { content: none; }
+#wins ol.revs .add { color: var(--muted); font-size: 12px; }
+#wins ol.revs .why { color: var(--muted); font-size: 12px; margin-left: 4px; }
+#wins ol.revs .why .cause { color: var(--ink); }
 td.next .due { color: var(--ontime); }
 details > summary { cursor: pointer; }
 details > summary h2 { display: inline; }
@@ -74,8 +80,9 @@ td.pos { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospa
 </section>
 <section id="windows">
 <h2>Revisions per window</h2>
-<p class="note">The latest windows, newest first; every accepted snapshot in revision order: <span class="badge early">EARLY</span> <span class="badge ontime">ON_TIME</span> <span class="badge late">LATE</span> <span class="badge final">FINAL</span>, each a complete total (never a delta). <span id="keys"></span></p>
-<table style="width:100%"><thead><tr><th>window (UTC)</th><th>dims</th><th>state</th><th class="n">revenue</th><th class="n">events</th><th>revisions</th><th>next (pipeline watermark)</th></tr></thead><tbody id="wins"></tbody></table>
+<p class="note">The latest windows, newest first; every accepted snapshot in revision order: <span class="badge early">EARLY</span> <span class="badge ontime">ON_TIME</span> <span class="badge late">LATE</span> <span class="badge final">FINAL</span>, each a complete total (never a delta), with what it added to the one before, when the sink wrote it (UTC, and how long after the window's end on the clock) and what caused it. <span id="keys"></span></p>
+<table style="width:100%"><thead><tr><th>window (UTC)</th><th>dims</th><th>state</th><th class="n">revenue</th><th class="n">events</th><th>revisions: added · written · cause</th><th>next (pipeline watermark)</th></tr></thead><tbody id="wins"></tbody></table>
+<p class="note">Causes: an EARLY tick is the processing-time trigger (every --early) finding new data since the last row; ON_TIME comes when the watermark passes the window's end; LATE rows carry data that came within the allowed lateness (the sink does not record from which partition: see the idle episodes under Audit records for partitions that came back); FINAL comes when the watermark passes end + allowed lateness, changed or not; a correction is written by reconcile --apply. <span id="written-note"></span></p>
 <p class="note">Next: how far the pipeline watermark still has to advance for the window's ON_TIME row (its end) and its FINAL row (its end + allowed lateness). The watermark trails the newest event times by the out-of-order bound, so on a live feed ON_TIME comes about that long after the window's end on the clock.</p>
 </section>
 <div class="grid2">
@@ -93,7 +100,7 @@ td.pos { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospa
 <section id="drill">
 <details id="drill-details">
 <summary><h2>Audit records</h2> <span class="note" id="drill-sum">none read yet</span></summary>
-<p class="note">The latest records of each audit table, newest first (by source file and line), as the sink holds them; the tables are read every <span id="drill-every">10 s</span>, whole (the sink's reader reads no part of them), and only the latest are kept. <span id="drill-err"></span></p>
+<p class="note">The latest records of each audit table, newest first (by source file and line), as the sink holds them, read every <span id="drill-every">10 s</span>: SQLite and BigQuery sort and cut each table themselves and count its rows, so the page never holds a whole table. <span id="drill-err"></span></p>
 <h3>Too late <span class="note" id="tl-n"></span></h3>
 <p class="note">Valid events whose window had closed (end + allowed lateness) for their partition's watermark when they came. Late by: their event-time lateness was at least this (the watermark then is not stored, only that it had reached the close).</p>
 <table style="width:100%"><thead><tr><th>source position</th><th>event_id</th><th>event time (UTC)</th><th>window, closed at</th><th class="n">late by</th><th>payload</th></tr></thead><tbody id="tl"></tbody></table>
@@ -102,6 +109,9 @@ td.pos { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospa
 <table style="width:100%"><thead><tr><th>source position</th><th>event_id</th><th>fingerprints: counted → conflicting</th><th>conflicting payload</th></tr></thead><tbody id="cf"></tbody></table>
 <h3>Quarantined <span class="note" id="qu-n"></span></h3>
 <table style="width:100%"><thead><tr><th>source position</th><th>reason</th><th>line</th></tr></thead><tbody id="qu"></tbody></table>
+<h3>Idle episodes <span class="note" id="idle-n"></span></h3>
+<p class="note">Times a partition was idle (no data for --idle-timeout: out of the watermark's minimum, so the others' windows could close), newest first, as this page's monitor saw them since <span id="idle-since">-</span>: nothing stores idleness, so the bounds are those of the snapshots that saw it begin and end, and an episode shorter than a snapshot may go unseen; the job counts every move to idle: <span id="idle-moves">-</span>. Records after: what the partition delivered from going idle to being seen active again (its backlog, as far as the job's counters were committed).</p>
+<table style="width:100%"><thead><tr><th>partition</th><th>idle from (UTC)</th><th>until</th><th class="n">for</th><th>watermark held at</th><th class="n">records after</th></tr></thead><tbody id="idle"></tbody></table>
 </details>
 </section>
 <footer>hourly revenue · live page · refreshes every second · self-contained: nothing is loaded from the network</footer>
@@ -204,6 +214,26 @@ function need(state, ms) {
   else d.append(el("span", "due", "due: watermark passed by " + dur(-ms)));
   return d;
 }
+// causes says what made the job write a revision (Revision.Cause).
+const causes = {early_tick: "EARLY tick", watermark: "watermark passed the end", late_data: "late data",
+  closed: "watermark passed end + lateness", reconcile: "correction by reconcile"};
+function cause(r, first) {
+  if (r.cause === "late_data" && first) return "late data: the window's first, after the watermark passed its end";
+  return causes[r.cause] || r.cause || "-";
+}
+// added says what a revision added to the one before it.
+function added(r) {
+  if (r.added_events === 0 && r.added_revenue_micros === 0) return "(unchanged)";
+  const sign = v => v < 0 ? "−" : "+";
+  return "(" + sign(r.added_events) + num(Math.abs(r.added_events)) + " ev, " + sign(r.added_revenue_micros) + money(Math.abs(r.added_revenue_micros)) + ")";
+}
+// written says when the sink wrote a revision, and how long after the
+// window's end on the clock.
+function written(r) {
+  if (r.written_at_ms === undefined) return "write time not returned";
+  const a = r.written_after_end_ms;
+  return "written " + r.written_at.slice(11, 23) + ", " + (a >= 0 ? "end +" + dur(a) : dur(-a) + " before the end");
+}
 function nextCell(w) {
   const td = el("td", "next");
   if (w.state === "FINAL") { td.append(el("div", "", "closed")); return td; }
@@ -215,9 +245,11 @@ function payloadCell(p) {
   const td = el("td", "payload", p.payload + (p.payload_cut ? " … (" + num(p.payload_bytes) + " bytes)" : ""));
   return td;
 }
+// summary is the drill-down's one line, shown while it is collapsed.
+const summary = {audit: "", idle: ""};
 function renderAudit(a) {
   if (!a) return;
-  document.getElementById("drill-sum").textContent = num(a.too_late_rows) + " too late · " + num(a.conflict_rows) + " conflicts · " +
+  summary.audit = num(a.too_late_rows) + " too late · " + num(a.conflict_rows) + " conflicts · " +
     num(a.quarantined_rows) + " quarantined · read " + a.read_at.slice(11, 19);
   document.getElementById("drill-every").textContent = dur(a.every_ms);
   document.getElementById("drill-err").textContent = a.error || "";
@@ -275,6 +307,8 @@ function render(s) {
     return tr;
   }));
   document.getElementById("keys").textContent = s.keys ? "The sink holds " + num(s.keys) + " keys." : "";
+  document.getElementById("written-note").textContent = s.write_times || !(s.windows || []).length ? "" :
+    "This sink's reader returns no write times (the jsonl debug sink's does not).";
   fill("wins", (s.windows || []).map(w => {
     const key = w.window_start + " " + w.dims;
     const tr = el("tr", seen.has(key) && seen.get(key) !== w.revision ? "fresh" : "");
@@ -285,9 +319,14 @@ function render(s) {
     const ol = el("ol", "revs");
     w.revisions.forEach((r, i) => {
       if (i === 2 && w.omitted > 0) ol.append(el("li", "gap", w.omitted + " more"));
-      const li = el("li");
-      li.append(el("span", "r", "r" + r.revision), " ", badge(r.state), " " + money(r.revenue_micros) + " ", el("span", "r", "· " + num(r.count) + " ev"));
+      const li = el("li"); li.dataset.revision = r.revision; li.dataset.cause = r.cause;
+      if (r.written_at_ms !== undefined) li.dataset.written = r.written_at;
+      li.append(el("span", "r", "r" + r.revision), " ", badge(r.state), " " + money(r.revenue_micros) + " ", el("span", "r", "· " + num(r.count) + " ev"),
+        " ", el("span", "add", added(r)));
       if (r.writer) li.append(" ", el("span", "w", r.writer));
+      const why = el("span", "why");
+      why.append("· ", el("span", "when", written(r)), " · ", el("span", "cause", cause(r, r.revision === 1 || (i === 0 && w.omitted === 0))));
+      li.append(why);
       ol.append(li);
     });
     const revs = el("td"); revs.append(ol);
@@ -296,6 +335,25 @@ function render(s) {
     return tr;
   }));
   renderAudit(s.audit);
+  renderIdle(s.idle);
+  const sum = [summary.audit, summary.idle].filter(x => x).join(" · ");
+  if (sum) document.getElementById("drill-sum").textContent = sum;
+}
+function renderIdle(v) {
+  if (!v) return;
+  const eps = v.episodes || [];
+  summary.idle = eps.length + " idle episode" + (eps.length === 1 ? "" : "s");
+  document.getElementById("idle-n").textContent = "(" + eps.length + " seen" + (v.dropped ? ", latest kept; " + v.dropped + " older" : "") + ")";
+  document.getElementById("idle-since").textContent = iso(v.watched_since_ms);
+  document.getElementById("idle-moves").textContent = (v.moves_to_idle || []).map(m => m.name + " " + num(m.value)).join(", ") || "-";
+  fill("idle", eps.map(e => {
+    const tr = el("tr"); tr.dataset.partition = e.partition; tr.dataset.ongoing = e.ongoing;
+    const from = iso(e.since_ms).slice(11, 19) + (e.active_seen_ms ? " (active at " + iso(e.active_seen_ms).slice(11, 19) + ")" : " (idle when first seen)");
+    tr.append(el("td", "", e.partition), el("td", "win", from), el("td", e.ongoing ? "idle" : "win", e.ongoing ? "still idle" : iso(e.until_ms).slice(11, 19)),
+      el("td", "n", dur(e.duration_ms)), el("td", "win", e.watermark_ms !== undefined ? iso(e.watermark_ms) : "-"),
+      el("td", "n", e.ongoing ? "-" : "+" + num(e.read_after - e.read)));
+    return tr;
+  }));
 }
 // poll never gives up: a failed fetch (the launcher restarting, a network
 // hiccup, the launcher gone after the job ended) keeps the last figures and

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -26,11 +28,16 @@ import (
 // sets.
 type fixture struct {
 	db      *sinks.SQLite
+	path    string
 	mon     *live.Monitor
 	figures atomic.Pointer[live.Figures]
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureAt(t, nil) }
+
+// newFixtureAt is newFixture with the monitor's clock now (nil: the
+// wall clock, for a browser that polls in real time).
+func newFixtureAt(t *testing.T, now func() time.Time) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "revenue.db")
 	db, err := sinktest.OpenSQLite(path)
@@ -38,9 +45,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	f := &fixture{db: db}
+	f := &fixture{db: db, path: path}
 	f.mon = &live.Monitor{Title: "hourly revenue · live page test", Sink: sink.Spec{Scheme: sink.SchemeSQLite, Path: path},
-		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Window: time.Minute, MaxAge: time.Millisecond}
+		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Window: time.Minute, MaxAge: time.Millisecond, Now: now}
 	t.Cleanup(func() { f.mon.Close() })
 	f.figures.Store(&live.Figures{})
 	f.mon.Start(func(context.Context) (live.Figures, bool) { return *f.figures.Load(), true })
@@ -255,6 +262,27 @@ func TestPageInChromium(t *testing.T) {
 		t.Errorf("partition p1 shown %q, identity %q", shown.Idle, shown.Identity)
 	}
 
+	// The revision history: what each revision added, when the sink wrote
+	// it (fixed here: the sink stamps its own clock) and what caused it.
+	for rev, at := range []string{"2026-11-30T12:00:30.000Z", "2026-11-30T12:01:17.200Z", "2026-11-30T12:02:05.000Z", "2026-11-30T12:04:20.000Z"} {
+		f.setWrittenAt(t, int64(rev+1), at)
+	}
+	waitFor("the write times", `[...document.querySelectorAll("#wins ol.revs li")].map(li => li.dataset.written).join(" ") ===
+		"2026-11-30T12:00:30.000Z 2026-11-30T12:01:17.200Z 2026-11-30T12:02:05.000Z 2026-11-30T12:04:20.000Z"`)
+	var history [][]string
+	if err := b.Eval(`[...document.querySelectorAll("#wins ol.revs li")].map(li => [li.dataset.cause, li.querySelector(".add").textContent, li.querySelector(".why").textContent])`, &history); err != nil {
+		t.Fatal(err)
+	}
+	wantHistory := [][]string{
+		{"early_tick", "(+1 ev, +100.00)", "· written 12:00:30.000, 30.0s before the end · EARLY tick"},
+		{"watermark", "(+1 ev, +50.00)", "· written 12:01:17.200, end +17.2s · watermark passed the end"},
+		{"late_data", "(+1 ev, +20.00)", "· written 12:02:05.000, end +1m05s · late data"},
+		{"closed", "(+0 ev, +1,234,397.89)", "· written 12:04:20.000, end +3m20s · watermark passed end + lateness"},
+	}
+	if !reflect.DeepEqual(history, wantHistory) {
+		t.Errorf("revision history shown:\n%q\nwant\n%q", history, wantHistory)
+	}
+
 	// The time series: a rate line for read and each verdict, the pipeline
 	// watermark's lag, and one lag line per partition, each with points.
 	waitFor("the time series drawn", `[...document.querySelectorAll("#series figure.chart")].length === 8 &&
@@ -300,8 +328,32 @@ func TestPageInChromium(t *testing.T) {
 	if want := []string{"p2/f-00000001.jsonl:9", "bad_json", "not json <b>"}; !slices.Equal(drill.Quarantined, want) {
 		t.Errorf("quarantined row %q\nwant %q (as text)", drill.Quarantined, want)
 	}
-	if !strings.HasPrefix(drill.Summary, "1 too late · 1 conflicts · 1 quarantined · read ") || drill.Open {
-		t.Errorf("drill-down summary %q, open %v: want the counts, collapsed", drill.Summary, drill.Open)
+	if !strings.HasPrefix(drill.Summary, "1 too late · 1 conflicts · 1 quarantined · read ") || !strings.Contains(drill.Summary, " idle episode") || drill.Open {
+		t.Errorf("drill-down summary %q, open %v: want the counts and idle episodes, collapsed", drill.Summary, drill.Open)
+	}
+
+	// The idle episodes: p1, idle at the even revisions, comes back; the
+	// job counted two moves to idle.
+	fig := *f.figures.Load()
+	fig.Partitions = []live.Partition{fig.Partitions[0], {Name: "p1", WatermarkMs: window, Read: 2}}
+	fig.Counts.Counters = map[string]int64{"idle_transitions_p1": 2}
+	f.figures.Store(&fig)
+	waitFor("an idle episode ended", `document.querySelector("#idle tr[data-partition='p1'][data-ongoing='false']") !== null`)
+	var idle struct {
+		Cells []string
+		Moves string
+	}
+	if err := b.Eval(`({cells: [...document.querySelectorAll("#idle tr[data-partition='p1'][data-ongoing='false'] td")].map(d => d.textContent),
+		moves: document.getElementById("idle-moves").textContent})`, &idle); err != nil {
+		t.Fatal(err)
+	}
+	clock := regexp.MustCompile(`^\d\d:\d\d:\d\d$`)
+	if c := idle.Cells; len(c) != 6 || c[0] != "p1" || !regexp.MustCompile(`^\d\d:\d\d:\d\d \(active at \d\d:\d\d:\d\d\)$`).MatchString(c[1]) ||
+		!clock.MatchString(c[2]) || !regexp.MustCompile(`^(\d+ms|\d+\.\ds|\d+m\d\ds)$`).MatchString(c[3]) || c[4] != "2026-11-30T12:00:00Z" || c[5] != "+0" {
+		t.Errorf("idle episode shown %q; want p1, from (active at), until, how long, the watermark 12:00:00 it held, +0 records", c)
+	}
+	if idle.Moves != "p0 0, p1 2" {
+		t.Errorf("moves to idle shown %q, want p0 0, p1 2", idle.Moves)
 	}
 
 	// The JSON the page polls agrees.

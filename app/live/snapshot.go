@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +68,43 @@ type Revision struct {
 	RevenueMicros int64  `json:"revenue_micros"`
 	Count         int64  `json:"count"`
 	Writer        string `json:"writer,omitempty"`
+	// Cause is what made the job write the revision (Cause*), from its
+	// state and writer.
+	Cause string `json:"cause"`
+	// AddedEvents and AddedRevenueMicros are the change from the previous
+	// revision (the first one's: from nothing); a reconcile correction may
+	// lower them.
+	AddedEvents        int64 `json:"added_events"`
+	AddedRevenueMicros int64 `json:"added_revenue_micros"`
+	// WrittenAt is when the sink accepted the revision (the changelog's
+	// written_at), absent where the sink's reader returns none
+	// (Snapshot.WriteTimes); AfterEndMs is WrittenAt − the window's end:
+	// on a live feed, how long after its end on the clock the row came.
+	WrittenAt   string `json:"written_at,omitempty"`
+	WrittenAtMs int64  `json:"written_at_ms,omitempty"`
+	AfterEndMs  *int64 `json:"written_after_end_ms,omitempty"`
 }
+
+// The causes of a revision (Revision.Cause), SPEC §4. The sink does not
+// record which partition delivered a LATE revision's data.
+const (
+	// CauseEarlyTick: an EARLY row, written when the processing-time
+	// trigger (every --early) found the snapshot changed since the last.
+	CauseEarlyTick = "early_tick"
+	// CauseWatermark: the ON_TIME row, written when the watermark passed
+	// the window's end.
+	CauseWatermark = "watermark"
+	// CauseLateData: a LATE row, written for data that came within the
+	// allowed lateness after the ON_TIME row, or for a window whose first
+	// data came once the watermark had passed its end.
+	CauseLateData = "late_data"
+	// CauseClosed: the FINAL row, written when the watermark passed the
+	// window's end + allowed lateness, changed or not.
+	CauseClosed = "closed"
+	// CauseReconcile: a correction written by reconcile --apply (writer
+	// reconcile:<run_id>).
+	CauseReconcile = "reconcile"
+)
 
 // Window is one (window, dims) key's history, oldest revision first;
 // Omitted revisions between the first and the last few are left out.
@@ -144,6 +181,10 @@ type Snapshot struct {
 	Windows     []Window `json:"windows"`
 	// Keys is how many keys the sink holds; Windows has the latest.
 	Keys int `json:"keys"`
+	// WriteTimes says the sink's reader returns when each revision was
+	// written (SQLite and BigQuery read their changelog's written_at; the
+	// jsonl debug sink's reader does not).
+	WriteTimes bool `json:"write_times"`
 	// SinkError is why the sink could not be read, if it could not.
 	SinkError string `json:"sink_error,omitempty"`
 	// Series is the figures over the last minutes, once there are any.
@@ -151,6 +192,8 @@ type Snapshot struct {
 	// Audit is the latest records of the audit tables, for a sink that
 	// can be read.
 	Audit *Audit `json:"audit,omitempty"`
+	// Idle is the partitions' idle episodes, once there are figures.
+	Idle *IdleView `json:"idle,omitempty"`
 }
 
 // States in lifecycle order.
@@ -206,6 +249,8 @@ type Monitor struct {
 	// audit is the latest audit records, read at auditAt.
 	audit   *Audit
 	auditAt time.Time
+	// idle follows the partitions' idleness from snapshot to snapshot.
+	idle idleTracker
 }
 
 // sinkRows is what a snapshot shows from the sink, with when it was read
@@ -215,6 +260,7 @@ type sinkRows struct {
 	windows []Window
 	keys    int
 	err     string
+	written bool
 	// from is the window_start of the oldest key shown once there are as
 	// many keys as shown (bounded): the latest keys stay at or after it
 	// for good, since keys are only ever added and a key's revisions all
@@ -298,7 +344,9 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 			m.fig, m.figOK = f, true
 			if !s.Final {
 				m.Series.Add(now, f)
+				m.idle.add(now.UnixMilli(), f.Partitions)
 			}
+			s.Idle = m.idle.view(s.AtMs, s.EndedAtMs, f)
 		}
 	}
 	if m.Series.Len() > 0 {
@@ -317,7 +365,7 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		m.auditAt = now
 		m.audit = m.readAudit(ctx, now)
 	}
-	s.Windows, s.Keys, s.SinkError, s.Audit = slices.Clone(m.rows.windows), m.rows.keys, m.rows.err, m.audit
+	s.Windows, s.Keys, s.WriteTimes, s.SinkError, s.Audit = slices.Clone(m.rows.windows), m.rows.keys, m.rows.written, m.rows.err, m.audit
 	s.countdowns(m.policy())
 	m.last, m.lastAt = s, now
 	return s
@@ -378,14 +426,22 @@ func (s *Snapshot) countdowns(p policy) {
 	}
 }
 
+// entryReader is a sink reader that returns the changelog with when each
+// revision was written (sinks.SQLite, sinks.BigQuery), whole or from a
+// window_start.
+type entryReader interface {
+	ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error)
+	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sinks.ChangelogEntry, error)
+}
+
 // readSink reads the latest windows from the sink's changelog into m.rows.
 // The reader is opened once, when the sink exists, and kept.
 //
-// A sink that can read part of its changelog where it stores it
-// (sinks.RecentReader: SQLite's index, BigQuery's partitions) is read whole
-// once, then only from the oldest key shown on: what a refresh reads stays
-// about the size of the windows shown, however long the job has run. The
-// jsonl debug sink is read whole every time.
+// A sink that can read part of its changelog where it stores it (SQLite's
+// index, BigQuery's partitions) is read whole once, then only from the
+// oldest key shown on: what a refresh reads stays about the size of the
+// windows shown, however long the job has run. The jsonl debug sink is
+// read whole every time, without write times.
 func (m *Monitor) readSink(ctx context.Context) error {
 	if m.Reader == nil {
 		r, ok, err := sinks.OpenReader(ctx, m.Sink)
@@ -395,25 +451,46 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		m.Reader = r
 	}
 	var (
-		rows []model.Row
-		keys = -1
-		err  error
+		entries []sinks.ChangelogEntry
+		keys    = -1
+		err     error
 	)
-	recent, ok := m.Reader.(sinks.RecentReader)
-	if ok && m.rows.bounded {
-		rows, err = recent.ChangelogFrom(ctx, m.rows.from)
-	} else {
-		rows, err = m.Reader.Changelog(ctx)
+	recent, isRecent := m.Reader.(sinks.RecentReader)
+	er, written := m.Reader.(entryReader)
+	bounded := m.rows.bounded && (written || isRecent)
+	switch {
+	case written && bounded:
+		entries, err = er.ChangelogEntriesFrom(ctx, m.rows.from)
+	case written:
+		entries, err = er.ChangelogEntries(ctx)
+	default:
+		var rows []model.Row
+		if bounded {
+			rows, err = recent.ChangelogFrom(ctx, m.rows.from)
+		} else {
+			rows, err = m.Reader.Changelog(ctx)
+		}
+		for _, r := range rows {
+			entries = append(entries, sinks.ChangelogEntry{Row: r})
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", m.Sink, err)
 	}
-	if ok {
+	if isRecent {
 		n, err := recent.KeyCount(ctx)
 		if err != nil {
 			return fmt.Errorf("sink %s: %w", m.Sink, err)
 		}
 		keys = int(n)
+	}
+	rows := make([]model.Row, len(entries))
+	at := make(map[revKey]time.Time, len(entries))
+	for i, e := range entries {
+		rows[i] = e.Row
+		if !e.WrittenAt.IsZero() {
+			at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
+		}
 	}
 	hist := report.WindowsFromChangelog(rows)
 	if keys < 0 {
@@ -425,33 +502,68 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		m.rows.from, m.rows.bounded = latest[0].WindowStart, true
 	}
 	slices.Reverse(latest) // newest first
-	m.rows.windows, m.rows.keys = nil, keys
+	m.rows.windows, m.rows.keys, m.rows.written = nil, keys, written
 	for _, h := range latest {
-		m.rows.windows = append(m.rows.windows, window(h))
+		m.rows.windows = append(m.rows.windows, window(h, at))
 	}
 	return nil
+}
+
+// revKey names one revision of a key.
+type revKey struct {
+	start    int64
+	dims     string
+	revision int64
 }
 
 // maxRevisions caps a window's revisions shown: the first and the latest
 // ones tell the story.
 const maxRevisions = 10
 
-func window(h report.WindowHistory) Window {
+// window is h as shown, with each revision's cause, change and, where at
+// has it, when it was written.
+func window(h report.WindowHistory, at map[revKey]time.Time) Window {
 	w := Window{Start: model.FormatTime(h.WindowStart), End: model.FormatTime(h.WindowEnd), StartMs: h.WindowStart, EndMs: h.WindowEnd, Dims: h.Dims}
-	revs := h.Revisions
+	revs := make([]Revision, len(h.Revisions))
+	var prev model.Row // the revision before: from nothing for the first
+	for i, r := range h.Revisions {
+		v := Revision{Revision: r.Revision, State: r.State.String(), Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros,
+			Count: r.EventCount, Writer: writer(r.Writer), Cause: cause(r),
+			AddedEvents: r.EventCount - prev.EventCount, AddedRevenueMicros: r.RevenueMicros - prev.RevenueMicros}
+		if t, ok := at[revKey{h.WindowStart, h.Dims, r.Revision}]; ok {
+			after := t.UnixMilli() - h.WindowEnd
+			v.WrittenAt, v.WrittenAtMs, v.AfterEndMs = t.UTC().Format("2006-01-02T15:04:05.000Z"), t.UnixMilli(), &after
+		}
+		revs[i], prev = v, r
+	}
 	if len(revs) > maxRevisions {
 		w.Omitted = len(revs) - maxRevisions
 		revs = append(slices.Clip(revs[:2]), revs[len(revs)-(maxRevisions-2):]...)
 	}
-	for _, r := range revs {
-		w.Revisions = append(w.Revisions, Revision{Revision: r.Revision, State: r.State.String(),
-			Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros, Count: r.EventCount, Writer: writer(r.Writer)})
-	}
+	w.Revisions = revs
 	if n := len(h.Revisions); n > 0 {
 		last := h.Revisions[n-1]
 		w.State, w.Revenue, w.RevenueMicros, w.Count, w.Revision = last.State.String(), model.FormatMicros(last.RevenueMicros), last.RevenueMicros, last.EventCount, last.Revision
 	}
 	return w
+}
+
+// cause is what made the job write r (see the Cause constants).
+func cause(r model.Row) string {
+	if strings.HasPrefix(r.Writer, "reconcile:") { // app/reconcile.Writer
+		return CauseReconcile
+	}
+	switch r.State {
+	case model.Early:
+		return CauseEarlyTick
+	case model.OnTime:
+		return CauseWatermark
+	case model.Late:
+		return CauseLateData
+	case model.Final:
+		return CauseClosed
+	}
+	return ""
 }
 
 // writer shows only writers other than the stream.

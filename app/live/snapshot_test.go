@@ -14,20 +14,21 @@ import (
 )
 
 // recordingReader is a SQLite reader that records how the monitor reads
-// it: whole (Changelog) or from a window_start (ChangelogFrom).
+// it: whole (ChangelogEntries) or from a window_start
+// (ChangelogEntriesFrom).
 type recordingReader struct {
 	*sinks.SQLite
 	reads []int64 // -1 for a whole read, else the window_start read from
 }
 
-func (r *recordingReader) Changelog(ctx context.Context) ([]model.Row, error) {
+func (r *recordingReader) ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error) {
 	r.reads = append(r.reads, -1)
-	return r.SQLite.Changelog(ctx)
+	return r.SQLite.ChangelogEntries(ctx)
 }
 
-func (r *recordingReader) ChangelogFrom(ctx context.Context, from int64) ([]model.Row, error) {
+func (r *recordingReader) ChangelogEntriesFrom(ctx context.Context, from int64) ([]sinks.ChangelogEntry, error) {
 	r.reads = append(r.reads, from)
-	return r.SQLite.ChangelogFrom(ctx, from)
+	return r.SQLite.ChangelogEntriesFrom(ctx, from)
 }
 
 const minute = int64(time.Minute / time.Millisecond)
@@ -68,7 +69,8 @@ func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 		write(row(i, "{}", 1, model.OnTime, 100))
 	}
 	rec := &recordingReader{SQLite: db}
-	mon := &live.Monitor{Reader: rec, Windows: 3, MaxAge: time.Nanosecond}
+	c := &clock{t0}
+	mon := &live.Monitor{Reader: rec, Windows: 3, Now: c.now}
 	t.Cleanup(func() { mon.Close() })
 
 	s := mon.Snapshot(ctx)
@@ -80,7 +82,7 @@ func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 	// and a new key: a second dims value at 12:04, which sorts before {}
 	// and pushes 12:03 out.
 	write(row(4, "{}", 2, model.Late, 150), row(1, "{}", 2, model.Late, 170), row(4, `{"shop":"a"}`, 1, model.OnTime, 9))
-	time.Sleep(time.Millisecond)
+	c.t = c.t.Add(time.Second) // past MaxAge
 	s = mon.Snapshot(ctx)
 	if want := []string{"12:05 {} r1", "12:04 {} r2", `12:04 {"shop":"a"} r1`}; !slices.Equal(starts(s), want) || s.Keys != 7 {
 		t.Fatalf("second snapshot: %v, %d keys; want %v, 7 keys", starts(s), s.Keys, want)
@@ -88,7 +90,7 @@ func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 	if got := s.Windows[1].Revisions; len(got) != 2 || got[0].State != "ON_TIME" || got[1].State != "LATE" || got[1].Revenue != "0.000150" {
 		t.Errorf("12:04 {} revisions: %+v; want ON_TIME then LATE 0.000150", got)
 	}
-	time.Sleep(time.Millisecond)
+	c.t = c.t.Add(time.Second)
 	mon.Snapshot(ctx)
 	want := []int64{-1, window + 3*minute, window + 4*minute}
 	if !slices.Equal(rec.reads, want) {
@@ -101,14 +103,15 @@ func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 // has passed (a BigQuery sink bills every query), or the job's state
 // changes.
 func TestMonitorSinkEvery(t *testing.T) {
-	f := newFixture(t)
+	c := &clock{t0}
+	f := newFixtureAt(t, c.now)
 	f.mon.SinkEvery = time.Hour
 	f.write(t, 1, model.Early, 100_000_000, 1)
 	if s := f.mon.Snapshot(context.Background()); len(s.Windows) != 1 || s.Windows[0].State != "EARLY" || s.Read != 5 {
 		t.Fatalf("first snapshot: windows %+v, read %d", s.Windows, s.Read)
 	}
 	f.write(t, 2, model.OnTime, 150_000_000, 2)
-	time.Sleep(2 * time.Millisecond) // past MaxAge, not SinkEvery
+	c.t = c.t.Add(2 * time.Millisecond) // past MaxAge, not SinkEvery
 	s := f.mon.Snapshot(context.Background())
 	if s.Read != 6 {
 		t.Errorf("figures not refreshed: read %d, want 6", s.Read)
