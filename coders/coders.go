@@ -109,6 +109,7 @@ func writeEvent(w *Writer, v *model.Event) {
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
 	w.Bool(v.AfterEnd)
+	w.Varint(v.PipelineWatermark)
 }
 
 func readEvent(r *Reader) model.Event {
@@ -116,6 +117,7 @@ func readEvent(r *Reader) model.Event {
 		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.String(), Fingerprint: r.Fixed64(), Partition: r.String(), Position: r.String(),
 		Payload: r.Bytes(), Ref: readRef(r, ""), ReadAt: r.Varint(), WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
+		PipelineWatermark: r.Varint(),
 	}
 }
 
@@ -178,6 +180,7 @@ func writeBatchEvent(w *Writer, v, prev *model.Event) {
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
 	w.Bool(v.AfterEnd)
+	w.Varint(v.PipelineWatermark)
 }
 
 func readBatchEvent(r *Reader, prev *model.Event) model.Event {
@@ -185,7 +188,7 @@ func readBatchEvent(r *Reader, prev *model.Event) model.Event {
 		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.FrontString(prev.Dims), Fingerprint: r.Fixed64(), Partition: r.FrontString(prev.Partition),
 		Position: r.FrontString(prev.Position), Payload: r.Bytes(), Ref: readRef(r, prev.Ref.Path), ReadAt: r.Varint(),
-		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
+		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(), PipelineWatermark: r.Varint(),
 	}
 }
 

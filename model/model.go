@@ -72,9 +72,13 @@ type Event struct {
 	Ref             LineRef
 	ReadAt          int64
 	WatermarkBefore int64
-	// AfterEnd is set by the dedup stage when the event was judged after the
-	// pipeline watermark had passed its window_end: it is late data.
+	// AfterEnd is set by the watermark gate when the event was judged after
+	// the pipeline watermark had passed its window_end: it is late data.
 	AfterEnd bool
+	// PipelineWatermark is the pipeline watermark as the watermark gate knew
+	// it when it let the event through (its latest fired boundary timer;
+	// NoWatermark before any): the dedup shards forget ids by it.
+	PipelineWatermark int64
 }
 
 // LineRef is where a record's line lies in the raw log: the file as the

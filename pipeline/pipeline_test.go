@@ -377,21 +377,40 @@ func TestQuarantineEveryReason(t *testing.T) {
 	}
 }
 
-// Dedup state is released once each id's retention has passed.
+// Dedup state is released once each id's retention has passed: a shard
+// forgets a window's ids when a batch brings the news that the watermark
+// passed their expiry (the watermark gate stamps it on the events; the
+// shards carry no timers). A and B's window [10:00, 11:00) expires at
+// 11:00 + 30 h = 2026-11-05T17:00; C, on the same shard, comes after p0's
+// watermark passed it.
 func TestDedupRetentionExpiry(t *testing.T) {
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
 	o.DedupRetention = 30 * time.Hour
+	shards := o.WithDefaults().DedupShards
+	onShardOf := func(prefix, of string) string {
+		for i := range 1000 {
+			if id := fmt.Sprintf("%s-%d", prefix, i); transforms.ShardOf(id, shards) == transforms.ShardOf(of, shards) {
+				return id
+			}
+		}
+		t.Fatalf("no id with prefix %q on the shard of %q", prefix, of)
+		return ""
+	}
+	b, c := onShardOf("B", "A"), onShardOf("C", "A")
 	sc := scenario.New(o.Watermark, o.Event, readAt)
 	sc.Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
-		Purchase("p0", "B", "2026-11-04T10:20:00Z", "u2", "50").
-		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100")
+		Purchase("p0", b, "2026-11-04T10:20:00Z", "u2", "50").
+		Purchase("p0", "A", "2026-11-04T10:15:00Z", "u1", "100").
+		Purchase("p0", "D", "2026-11-05T17:30:00Z", "u3", "1").
+		AdvanceWatermark().
+		Purchase("p0", c, "2026-11-05T17:40:00Z", "u4", "2")
 	res := run(t, sc, o)
 	if got := res.counts.Counters["dedup_expired"]; got != 2 {
-		t.Errorf("dedup_expired = %d, want 2 (every remembered id released)", got)
+		t.Errorf("dedup_expired = %d, want 2 (A and %s released before %s was judged)", got, b, c)
 	}
-	if res.counts.Duplicates != 1 {
-		t.Errorf("duplicates = %d, want 1", res.counts.Duplicates)
+	if res.counts.Duplicates != 1 || res.counts.Counted != 4 {
+		t.Errorf("duplicates = %d, counted %d; want 1 and 4", res.counts.Duplicates, res.counts.Counted)
 	}
 }
 

@@ -17,34 +17,34 @@ func init() {
 	register.Emitter2[int, model.EventBatch]()
 }
 
-// AnnounceWindows tells every dedup shard about every window with data
-// (issue #12), so that each shard arms the end and close timers of every
-// window, not only of the windows it holds ids of: without it a record of a
-// returning partition whose id lands on a shard that holds none of its
-// window would be counted into a window already FINAL, or start a window
-// past its end with ON_TIME instead of LATE.
+// AnnounceWindows tells every key of the watermark gate about every window
+// with data (issue #12), so that each key arms the end and close timers of
+// every window, not only of the windows its records fell in: without it a
+// record of a returning partition whose id lands on a key that saw none of
+// its window would be counted into a window already FINAL, or start a
+// window past its end with ON_TIME instead of LATE.
 //
 // windows holds, per source bundle, one element per window of the bundle:
 // KV<window start, timestamp>, stamped with the earliest timestamp of the
 // window's events in the bundle, which rule (a) put below its close time
 // (see BatchByShard). The step is keyed by window start and remembers in its
 // state the lowest timestamp it announced the window at: it announces a
-// window to every shard the first time, and again only when a later element
+// window to every key the first time, and again only when a later element
 // comes at a lower timestamp with a boundary in between (mustFanOut). The
-// work per bundle is one state read per window of the bundle, whatever the
-// shard count; the shard count is paid once per window.
+// work per bundle is one state read per window of the bundle; the keys
+// (GateKeys, not the dedup shards) are paid once per window.
 //
 // An announcement (model.EventBatch with Windows and no events) carries the
-// timestamp of the element that caused it, so until a shard has taken it in
-// and armed the window's timers it holds the dedup step's watermark below
-// that timestamp, and with it the revision step's: FINAL cannot be written
-// before every shard knows the window is closed. A retried bundle repeats its
+// timestamp of the element that caused it, so until a key has taken it in
+// and armed the window's timers it holds the gate's watermark below that
+// timestamp, and with it the revision step's: FINAL cannot be written
+// before every key knows the window is closed. A retried bundle repeats its
 // announcements; the state that suppresses later ones is committed with the
 // bundle that emitted them.
-func AnnounceWindows(s beam.Scope, windows beam.PCollection, shards int, p triggers.Policy, boundMs int64) beam.PCollection {
+func AnnounceWindows(s beam.Scope, windows beam.PCollection, keys int, p triggers.Policy, boundMs int64) beam.PCollection {
 	s = s.Scope("AnnounceWindows")
 	return beam.ParDo(s, &announceFn{
-		Shards:  shards,
+		Keys:    keys,
 		Policy:  p,
 		BoundMs: boundMs,
 		Lowest:  state.MakeValueState[int64]("lowest"),
@@ -52,7 +52,7 @@ func AnnounceWindows(s beam.Scope, windows beam.PCollection, shards int, p trigg
 }
 
 type announceFn struct {
-	Shards  int
+	Keys    int
 	Policy  triggers.Policy
 	BoundMs int64
 	// Lowest is the lowest timestamp the window was announced at.
@@ -76,19 +76,19 @@ func (f *announceFn) ProcessElement(ctx context.Context, sp state.Provider, star
 	}
 	f.fanOuts.Inc(ctx, 1)
 	windows := []int64{start}
-	for shard := range f.Shards {
-		emit(shard, model.EventBatch{Windows: windows})
+	for key := range f.Keys {
+		emit(key, model.EventBatch{Windows: windows})
 	}
 	return nil
 }
 
 // mustFanOut reports whether an element of window start at timestamp ts must
-// be announced to every shard, given the lowest timestamp the window was
+// be announced to every key, given the lowest timestamp the window was
 // announced at before (announced false: never).
 //
-// An announcement at timestamp t holds the dedup step's watermark below
-// every boundary after t until the shards armed it: the end and close of the
-// windows a shard arms for start (windowsToArm). A later element at ts < t
+// An announcement at timestamp t holds the gate's watermark below every
+// boundary after t until the keys armed it: the end and close of the
+// windows a key arms for start (windowsToArm). A later element at ts < t
 // would hold below the boundaries in (ts, t] too, which the earlier
 // announcement did not: it is announced again. On prism, which runs a
 // stateful step's element only once the watermark reached its timestamp, such

@@ -40,12 +40,13 @@ func ShardOf(eventID string, n int) int {
 // dedup step sees each partition's copies of an id in arrival order: "first
 // copy counts" stays the first copy read.
 //
-// The second output holds one element per window of the bundle,
-// KV<window start, timestamp> stamped with the earliest timestamp of the
-// window's events in the bundle, for AnnounceWindows.
-func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy) (batches, windows beam.PCollection) {
+// The second output (the watermark gate's batches only, announce true)
+// holds one element per window of the bundle, KV<window start, timestamp>
+// stamped with the earliest timestamp of the window's events in the bundle,
+// for AnnounceWindows.
+func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy, announce bool) (batches, windows beam.PCollection) {
 	s = s.Scope("BatchByShard")
-	return beam.ParDo2(s, &shardBatchFn{Shards: shards, Policy: p}, events)
+	return beam.ParDo2(s, &shardBatchFn{Shards: shards, Policy: p, Announce: announce}, events)
 }
 
 type batchKey struct {
@@ -59,8 +60,9 @@ type shardBatch struct {
 }
 
 type shardBatchFn struct {
-	Shards int
-	Policy triggers.Policy
+	Shards   int
+	Policy   triggers.Policy
+	Announce bool
 
 	pending map[batchKey]*shardBatch
 	order   []batchKey
@@ -89,6 +91,9 @@ func (f *shardBatchFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(b
 		b.ts = ts
 	}
 	b.events = append(b.events, e)
+	if !f.Announce {
+		return
+	}
 	w := f.Policy.WindowStart(e.EventTime)
 	if first, ok := f.windows[w]; !ok || ts < first {
 		f.windows[w] = ts

@@ -6,21 +6,19 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
-	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
 func init() {
-	register.DoFn8x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
-		func(model.Event), func(model.Conflict), func(model.TooLate), error](&dedupFn{})
+	register.DoFn7x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
+		func(model.Event), func(model.Conflict), error](&dedupFn{})
 	register.Emitter1[model.Conflict]()
 }
 
@@ -33,7 +31,7 @@ type DedupOptions struct {
 	// Shards is the number of dedup state keys.
 	Shards int
 	// Bound is the out-of-order bound (ms): how far below an announced
-	// window the shards arm windows (see windowsToArm).
+	// window the gate arms windows (see windowsToArm).
 	Bound int64
 	// NoCache makes every batch reload its shard from the runner's state, as
 	// on a runner that moves keys between workers: for tests and diagnosis.
@@ -68,47 +66,39 @@ func (o DedupOptions) Validate() error {
 // (same payload fingerprint) are dropped and counted; a copy with a different
 // fingerprint goes to the conflict output and is never counted.
 //
-// Before any dedup verdict it applies rule (b) of the too-late gate: a DoFn
-// cannot read its watermark, so each shard sets event-time timers at the end,
-// close and expiry of every window: AnnounceWindows tells every shard about
-// every window with data, so the verdict never depends on which ids a shard
-// holds (a returning partition's id may land on a shard that holds none of
-// its window). A fired timer at T proves
-// the pipeline watermark reached T; windows whose close time is <= T are
-// closed, and windows whose end is <= T take late data. Every event let
-// through carries a timestamp below its window's close time (the partition
-// watermark before it, which rule (a) checked), and that timestamp holds the
-// revision step's watermark until the event is counted: FINAL cannot overtake
-// it.
+// Before any dedup verdict WatermarkGate applies rule (b) of the too-late
+// gate on a few keys of its own; the dedup shards, however many, carry no
+// watermark timers: they learn the watermark, to forget ids, from what the
+// gate stamped on the events (model.Event.PipelineWatermark). Their work
+// per record does not grow with the shard count but through the batches'
+// size (issue #25).
 //
-// The counted events carry AfterEnd; conflicts and rule-(b) too-late records
-// come out separately.
+// The counted events carry the gate's AfterEnd; conflicts and rule-(b)
+// too-late records come out separately.
 func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
 	s = s.Scope("Dedup")
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches, windows := BatchByShard(s, events, o.Shards, o.Policy)
-	announced := AnnounceWindows(s, windows, o.Shards, o.Policy, o.Bound)
-	return beam.ParDo3(s, &dedupFn{
+	open, tooLate := WatermarkGate(s, events, o)
+	batches, _ := BatchByShard(s, open, o.Shards, o.Policy, false)
+	counted, conflicts = beam.ParDo2(s, &dedupFn{
 		Policy:      o.Policy,
-		BoundMs:     o.Bound,
 		RetentionMs: o.Retention,
 		CacheID:     newCacheID(),
 		NoCache:     o.NoCache,
 		CacheBytes:  o.CacheBytes,
 		ByPosition:  o.ByPosition,
-		ReadAhead:   o.ReadAhead,
 		Pending:     state.MakeBagState[[]byte]("pending"),
 		Meta:        state.MakeValueState[[]byte]("meta"),
 		IDs:         state.MakeBagState[[]byte]("ids"),
-		Boundary:    timers.InEventTime("boundary"),
-	}, beam.Flatten(s, batches, announced))
+		Release:     timers.InEventTime("release"),
+	}, batches)
+	return counted, conflicts, tooLate
 }
 
 type dedupFn struct {
 	Policy      triggers.Policy
-	BoundMs     int64
 	RetentionMs int64
 
 	// CacheID names this pipeline's entries in the process-wide shard cache.
@@ -116,32 +106,20 @@ type dedupFn struct {
 	NoCache    bool
 	CacheBytes int64
 	ByPosition bool
-	ReadAhead  string
 	// Pending holds batches until their release timer (ByPosition only).
-	Pending  state.Bag[[]byte]
-	Meta     state.Value[[]byte]
-	IDs      state.Bag[[]byte]
-	Boundary timers.EventTime
+	Pending state.Bag[[]byte]
+	Meta    state.Value[[]byte]
+	IDs     state.Bag[[]byte]
+	Release timers.EventTime
 
-	counted, duplicates, conflicts, tooLate, expired, reloads, evictions, elements beam.Counter
-	entries                                                                        beam.Distribution
-	readAhead                                                                      *flow.ReadAhead
-	// armedHere holds, per shard, the boundaries whose timers this bundle
-	// set (see heldFor).
-	armedHere map[int][]int64
-}
-
-// StartBundle declares the emitters the SDK requires of it (those of
-// ProcessElement).
-func (f *dedupFn) StartBundle(_ func(model.Event), _ func(model.Conflict), _ func(model.TooLate)) {
-	clear(f.armedHere)
+	counted, duplicates, conflicts, expired, reloads, evictions, elements beam.Counter
+	entries                                                               beam.Distribution
 }
 
 func (f *dedupFn) Setup() {
 	f.counted = metrics.Counter(metrics.Counted)
 	f.duplicates = metrics.Counter(metrics.Duplicates)
 	f.conflicts = metrics.Counter(metrics.Conflicts)
-	f.tooLate = metrics.Counter(metrics.TooLate)
 	f.expired = metrics.Counter(metrics.DedupExpired)
 	f.reloads = metrics.Counter(metrics.DedupStateReloads)
 	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
@@ -149,138 +127,41 @@ func (f *dedupFn) Setup() {
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
 	applyMemoryLimit()
-	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
-	f.armedHere = map[int][]int64{}
 }
 
-// load returns the shard's state, from the cache when its token matches the
-// stored one, else decoded from the bag. The cache entry is dropped while the
-// caller mutates the state: a failure half-way leaves no stale entry.
-func (f *dedupFn) load(ctx context.Context, sp state.Provider, shard int) (*shardState, error) {
-	b, _, err := f.Meta.Read(sp)
-	if err != nil {
-		return nil, fmt.Errorf("dedup: read meta: %w", err)
-	}
-	m, err := decodeMeta(b, model.NoWatermark)
-	if err != nil {
-		return nil, err
-	}
-	key := cacheKey{pipeline: f.CacheID, shard: shard}
-	if c, ok := shardCache.take(key); ok && !f.NoCache && m.token != 0 && c.token == m.token {
-		c.st.known = max(c.st.known, m.known)
-		return c.st, nil
-	}
-	f.reloads.Inc(ctx, 1)
-	st := newShardState(m)
-	if m.token == 0 {
-		return st, nil
-	}
-	blobs, _, err := f.IDs.Read(sp)
-	if err != nil {
-		return nil, fmt.Errorf("dedup: read ids: %w", err)
-	}
-	return st, st.loadIDs(blobs, f.Policy, f.RetentionMs)
+func (f *dedupFn) store(shard int) shardStore {
+	return shardStore{meta: f.Meta, ids: &f.IDs, key: cacheKey{pipeline: f.CacheID, shard: shard}, noCache: f.NoCache,
+		policy: f.Policy, retentionMs: f.RetentionMs}
 }
 
-// save writes the meta with a fresh token and refreshes the cache.
-func (f *dedupFn) save(ctx context.Context, sp state.Provider, shard int, st *shardState) error {
-	token := mrand.Uint64() | 1
-	if err := f.Meta.Write(sp, encodeMeta(token, st)); err != nil {
-		return fmt.Errorf("dedup: write meta: %w", err)
-	}
-	if !f.NoCache {
-		if n := shardCache.put(cacheKey{pipeline: f.CacheID, shard: shard}, token, st); n > 0 {
-			f.evictions.Inc(ctx, int64(n))
-		}
-	}
-	return nil
-}
-
-// tagBoundary names a boundary timer by its time: windows share boundaries
-// (a window's end is the next one's start, and with a lateness and a
-// retention of whole windows its close and expiry are other windows' ends),
-// so a shard fires one timer per boundary time, not three per window.
-const tagBoundary = 'b'
-
-// arm sets the timers at a window's end (ON_TIME is due, later data is
-// late), close (end + allowed lateness: the window is closed) and expiry (end
-// + retention: its ids can be forgotten) the first time the shard sees it.
-// Each fired timer at T proves the watermark reached T.
-//
-// (A single timer chained along the boundaries would be smaller, but prism
-// v2.77.0 stalls on an event-time timer set from OnTimer once the watermark
-// has passed it.)
-func (f *dedupFn) arm(tp timers.Provider, shard int, st *shardState, start int64) {
-	if st.armed[start] {
-		return
-	}
-	st.armed[start] = true
-	end := f.Policy.WindowEnd(start)
-	expiry := end + f.RetentionMs
-	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
-		if at > st.known || at == expiry {
-			f.Boundary.Set(tp, timeOf(at), timers.WithTag(string(rune(tagBoundary))+strconv.FormatInt(at, 10)))
-			f.armedHere[shard] = append(f.armedHere[shard], at)
-		}
-	}
-}
-
-// armEvents arms the windows of a batch's events that are still open on the
-// shard, before the batch is judged or held: a window's first data on a
-// shard arms it, whatever the window's announcement (AnnounceWindows, a
-// stage of its own that may lag the batches) has done so far. A window armed
-// here in this bundle makes a batch stamped after its end wait for it
-// (heldFor).
-func (f *dedupFn) armEvents(tp timers.Provider, shard int, st *shardState, events []model.Event) {
-	last, armed := int64(0), false
-	for _, e := range events {
-		start := f.Policy.WindowStart(e.EventTime)
-		if armed && start == last {
-			continue
-		}
-		last, armed = start, true
-		if !f.Policy.Closed(start, st.known) {
-			f.arm(tp, shard, st, start)
-		}
-	}
-}
+func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
-	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
-	// Out of the runner's queue: judged now, or held in state (ByPosition).
-	defer f.readAhead.Taken(len(batch.Events))
+	emit func(model.Event), conflict func(model.Conflict)) error {
 	f.elements.Inc(ctx, 1)
-	st, err := f.load(ctx, sp, shard)
+	st, err := f.store(shard).load(ctx, sp, f.reloads)
 	if err != nil {
+		return fmt.Errorf("dedup: %w", err)
+	}
+	if err := f.advance(ctx, sp, shard, st, batchWatermark(batch)); err != nil {
 		return err
 	}
-	f.armAnnounced(tp, shard, st, batch.Windows)
-	f.armEvents(tp, shard, st, batch.Events)
-	if len(batch.Events) > 0 {
-		until, hold := batchTimestamp(batch), f.ByPosition
-		if !hold {
-			until, hold = heldFor(f.armedHere[shard], st.known, until)
+	if f.ByPosition && len(batch.Events) > 0 {
+		if err := f.held().hold(sp, tp, st, batch, batchTimestamp(batch)); err != nil {
+			return fmt.Errorf("dedup: %w", err)
 		}
-		if hold {
-			if err := f.hold(sp, tp, st, batch, until); err != nil {
-				return err
-			}
-			return f.save(ctx, sp, shard, st)
-		}
+		return f.store(shard).save(ctx, sp, st, f.evictions)
 	}
-	return f.judge(ctx, sp, tp, shard, st, batch.Events, emit, conflict, late)
+	return f.judge(ctx, sp, shard, st, batch.Events, emit, conflict)
 }
 
 // judge gives each event its verdict in the order given, emits, appends the
 // counted ids to the bag and saves the shard.
-func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, st *shardState, events []model.Event,
-	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
+func (f *dedupFn) judge(ctx context.Context, sp state.Provider, shard int, st *shardState, events []model.Event,
+	emit func(model.Event), conflict func(model.Conflict)) error {
 	var added idBlobs
 	for _, e := range events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
-		case TooLateVerdict:
-			f.tooLate.Inc(ctx, 1)
-			late(TooLateRecord(e))
 		case DuplicateVerdict:
 			f.duplicates.Inc(ctx, 1)
 		case ConflictVerdict:
@@ -308,52 +189,121 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, tp timers.Provid
 	}
 	st.stored += added.n
 	f.entries.Update(ctx, int64(st.ids.n))
-	return f.save(ctx, sp, shard, st)
+	return f.store(shard).save(ctx, sp, st, f.evictions)
 }
 
-func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
-	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
-	if len(t.Tag) < 2 {
-		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
-	}
-	at, err := strconv.ParseInt(t.Tag[1:], 10, 64)
-	if err != nil {
-		return fmt.Errorf("dedup: timer tag %q: %w", t.Tag, err)
-	}
-	st, err := f.load(ctx, sp, shard)
-	if err != nil {
-		return err
-	}
-	switch t.Tag[0] {
-	case tagRelease:
-		events, err := f.release(sp, st, at)
-		if err != nil {
-			return err
-		}
-		return f.judge(ctx, sp, tp, shard, st, events, emit, conflict, late)
-	case tagBoundary:
-	default:
-		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
-	}
-	forgot, compact := st.advance(shard, at, f.RetentionMs, f.Policy)
+// advance moves the shard to the watermark the gate stamped on a batch:
+// it forgets the ids whose retention passed and rewrites the ids bag when
+// compaction is due. Ids are forgotten when the watermark is known to have
+// passed their expiry, as the gate's expiry timers tell it, before the
+// batch that brings the news is judged.
+func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st *shardState, w int64) error {
+	forgot, compact := st.advance(shard, w, f.RetentionMs, f.Policy)
 	if forgot > 0 {
 		f.expired.Inc(ctx, int64(forgot))
 	}
-	if compact {
-		// Compact the bag: rewrite what is left, in bounded blobs, at the
-		// shard's own slot (compactionDue) or at the cap.
-		st.stored = st.ids.n
-		if err := f.IDs.Clear(sp); err != nil {
-			return fmt.Errorf("dedup: clear ids: %w", err)
-		}
-		for _, blob := range st.encodeIDs(f.Policy) {
-			if err := f.IDs.Add(sp, blob); err != nil {
-				return fmt.Errorf("dedup: rewrite ids: %w", err)
-			}
+	if !compact {
+		return nil
+	}
+	// Compact the bag: rewrite what is left, in bounded blobs, at the
+	// shard's own slot (compactionDue) or at the cap.
+	st.stored = st.ids.n
+	if err := f.IDs.Clear(sp); err != nil {
+		return fmt.Errorf("dedup: clear ids: %w", err)
+	}
+	for _, blob := range st.encodeIDs(f.Policy) {
+		if err := f.IDs.Add(sp, blob); err != nil {
+			return fmt.Errorf("dedup: rewrite ids: %w", err)
 		}
 	}
 	f.entries.Update(ctx, int64(st.ids.n))
-	return f.save(ctx, sp, shard, st)
+	return nil
+}
+
+// batchWatermark is the latest watermark the gate stamped on a batch's
+// events.
+func batchWatermark(b model.EventBatch) int64 {
+	w := model.NoWatermark
+	for _, e := range b.Events {
+		w = max(w, e.PipelineWatermark)
+	}
+	return w
+}
+
+// OnTimer releases the batches held for position order whose wait ended.
+func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
+	emit func(model.Event), conflict func(model.Conflict)) error {
+	at, tag, err := parseTimerTag(t.Tag)
+	if err != nil {
+		return fmt.Errorf("dedup: %w", err)
+	}
+	if tag != tagRelease {
+		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
+	}
+	st, err := f.store(shard).load(ctx, sp, f.reloads)
+	if err != nil {
+		return fmt.Errorf("dedup: %w", err)
+	}
+	events, err := f.held().release(sp, st, at)
+	if err != nil {
+		return fmt.Errorf("dedup: %w", err)
+	}
+	return f.judge(ctx, sp, shard, st, events, emit, conflict)
+}
+
+// shardStore reads and writes a keyed step's shardState: a meta value and,
+// for the dedup shards, an ids bag, through the process-wide cache.
+type shardStore struct {
+	meta state.Value[[]byte]
+	ids  *state.Bag[[]byte] // nil: the key holds no ids (the gate)
+	key  cacheKey
+	// noCache reloads from the runner's state every time.
+	noCache     bool
+	policy      triggers.Policy
+	retentionMs int64
+}
+
+// load returns the key's state, from the cache when its token matches the
+// stored one, else decoded from the runner's state. The cache entry is
+// dropped while the caller mutates the state: a failure half-way leaves no
+// stale entry.
+func (s shardStore) load(ctx context.Context, sp state.Provider, reloads beam.Counter) (*shardState, error) {
+	b, _, err := s.meta.Read(sp)
+	if err != nil {
+		return nil, fmt.Errorf("read meta: %w", err)
+	}
+	m, err := decodeMeta(b, model.NoWatermark)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := shardCache.take(s.key); ok && !s.noCache && m.token != 0 && c.token == m.token {
+		c.st.known = max(c.st.known, m.known)
+		return c.st, nil
+	}
+	reloads.Inc(ctx, 1)
+	st := newShardState(m)
+	if m.token == 0 || s.ids == nil {
+		return st, nil
+	}
+	blobs, _, err := s.ids.Read(sp)
+	if err != nil {
+		return nil, fmt.Errorf("read ids: %w", err)
+	}
+	return st, st.loadIDs(blobs, s.policy, s.retentionMs)
+}
+
+// save writes the meta with a fresh token and refreshes the cache.
+func (s shardStore) save(ctx context.Context, sp state.Provider, st *shardState, evictions beam.Counter) error {
+	token := mrand.Uint64() | 1
+	if err := s.meta.Write(sp, encodeMeta(token, st)); err != nil {
+		return fmt.Errorf("write meta: %w", err)
+	}
+	if !s.noCache {
+		if n := shardCache.put(s.key, token, st); n > 0 {
+			evictions.Inc(ctx, int64(n))
+		}
+	}
+	return nil
 }
 
 func newCacheID() string {

@@ -117,10 +117,10 @@ func TestCompactionNeverChangesAVerdict(t *testing.T) {
 	var first *outcome
 	for _, shard := range []int{0, 1, 12, 2047} {
 		f := &dedupFn{
-			Policy: skewPolicy, BoundMs: skewWatermark.OutOfOrderBound.Milliseconds(),
+			Policy:      skewPolicy,
 			RetentionMs: (25 * time.Hour).Milliseconds(), CacheID: "compaction", NoCache: true,
 			Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
-			IDs: state.MakeBagState[[]byte]("ids"), Boundary: timers.InEventTime("boundary"),
+			IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
 		}
 		f.Setup()
 		run := &skewRun{readMinute: map[string]int{}, outMinute: map[string]int{}}
@@ -150,7 +150,10 @@ func TestCompactionNeverChangesAVerdict(t *testing.T) {
 			}
 			wm := skewStart + int64(hour)*h + 50*time.Minute.Milliseconds() - skewWatermark.OutOfOrderBound.Milliseconds()
 			for i := range b.Events {
+				// The gate knows the watermark passed the hour's start
+				// (the previous window's end) and stamps it.
 				b.Events[i].WatermarkBefore = wm
+				b.Events[i].PipelineWatermark = skewStart + int64(hour)*h
 			}
 			before := sp.idClears
 			d.process(b)

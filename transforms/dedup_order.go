@@ -145,24 +145,32 @@ func (st *shardState) recordRelease(at int64) {
 	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
 }
 
+// heldBatches is where a keyed step holds batches: the Pending bag, and the
+// timer family whose release timers (tagRelease) free them. The watermark
+// gate holds a batch until a boundary it waits for (heldFor), the dedup
+// step in position order until the watermark passes the batch's timestamp.
+type heldBatches struct {
+	bag   state.Bag[[]byte]
+	timer timers.EventTime
+}
+
 // hold stores a batch in the Pending bag and sets its release timer just
-// after until: its timestamp (ByPosition), or a boundary it waits for (see
-// heldFor). The windows of its events were armed before (armEvents), not
-// at the release: a timer set from OnTimer after the watermark passed it
-// stalls prism v2.77.0.
-func (f *dedupFn) hold(sp state.Provider, tp timers.Provider, st *shardState, batch model.EventBatch, until int64) error {
+// after until. The windows of its events were armed before, not at the
+// release: a timer set from OnTimer after the watermark passed it stalls
+// prism v2.77.0.
+func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState, batch model.EventBatch, until int64) error {
 	w := coders.Writer{}
 	w.Varint(until)
 	w.Uvarint(st.nextSeq)
 	w.B = append(w.B, coders.EncodeEventBatch(batch)...)
-	if err := f.Pending.Add(sp, w.B); err != nil {
-		return fmt.Errorf("dedup: hold batch: %w", err)
+	if err := h.bag.Add(sp, w.B); err != nil {
+		return fmt.Errorf("hold batch: %w", err)
 	}
 	if st.pending.loaded {
 		st.pending.push(heldBatch{until: until, seq: st.nextSeq, blob: w.B})
 	}
 	st.nextSeq++
-	f.Boundary.Set(tp, timeOf(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)))
+	h.timer.Set(tp, timeOf(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)))
 	return nil
 }
 
@@ -176,19 +184,19 @@ func batchTimestamp(b model.EventBatch) int64 {
 	return ts
 }
 
-// loadPending decodes the Pending bag (after a cache miss), keeping the
-// entries no recorded release took.
-func (f *dedupFn) loadPending(sp state.Provider, st *shardState) error {
-	blobs, _, err := f.Pending.Read(sp)
+// load decodes the Pending bag (after a cache miss), keeping the entries no
+// recorded release took.
+func (h heldBatches) load(sp state.Provider, st *shardState) error {
+	blobs, _, err := h.bag.Read(sp)
 	if err != nil {
-		return fmt.Errorf("dedup: read held batches: %w", err)
+		return fmt.Errorf("read held batches: %w", err)
 	}
 	p := pendingState{loaded: true}
 	for _, b := range blobs {
 		r := coders.Reader{B: b}
 		until, seq := r.Varint(), r.Uvarint()
 		if r.Err != nil {
-			return fmt.Errorf("dedup: decode held batch: %w", r.Err)
+			return fmt.Errorf("decode held batch: %w", r.Err)
 		}
 		if st.released(until, seq) {
 			p.releasedBytes += int64(len(b))
@@ -202,9 +210,9 @@ func (f *dedupFn) loadPending(sp state.Provider, st *shardState) error {
 
 // release takes the held batches whose wait ended before at and returns
 // their events in position order.
-func (f *dedupFn) release(sp state.Provider, st *shardState, at int64) ([]model.Event, error) {
+func (h heldBatches) release(sp state.Provider, st *shardState, at int64) ([]model.Event, error) {
 	if !st.pending.loaded {
-		if err := f.loadPending(sp, st); err != nil {
+		if err := h.load(sp, st); err != nil {
 			return nil, err
 		}
 	}
@@ -217,7 +225,7 @@ func (f *dedupFn) release(sp state.Provider, st *shardState, at int64) ([]model.
 		r.Uvarint()
 		batch, err := coders.DecodeEventBatch(r.B)
 		if err != nil {
-			return nil, fmt.Errorf("dedup: decode held batch: %w", err)
+			return nil, fmt.Errorf("decode held batch: %w", err)
 		}
 		ready = append(ready, batch.Events...)
 	}
@@ -229,12 +237,12 @@ func (f *dedupFn) release(sp state.Provider, st *shardState, at int64) ([]model.
 		// What was released weighs at least what stays: rewrite the bag
 		// with the held entries only, which costs no more than the appends
 		// of what was released.
-		if err := f.Pending.Clear(sp); err != nil {
-			return nil, fmt.Errorf("dedup: clear held batches: %w", err)
+		if err := h.bag.Clear(sp); err != nil {
+			return nil, fmt.Errorf("clear held batches: %w", err)
 		}
 		for _, b := range p.held {
-			if err := f.Pending.Add(sp, b.blob); err != nil {
-				return nil, fmt.Errorf("dedup: keep held batch: %w", err)
+			if err := h.bag.Add(sp, b.blob); err != nil {
+				return nil, fmt.Errorf("keep held batch: %w", err)
 			}
 		}
 		p.releasedBytes = 0

@@ -122,8 +122,6 @@ func (d *skewDriver) conflict(c model.Conflict) {
 	d.run.outMinute[c.Position] = d.minute
 }
 
-func (d *skewDriver) late(model.TooLate) { d.run.tooLate++ }
-
 // bundle runs one call as a bundle of its own, then collects the timers it set.
 func (d *skewDriver) bundle(call func() error) {
 	d.t.Helper()
@@ -131,7 +129,6 @@ func (d *skewDriver) bundle(call func() error) {
 		shardCache.take(cacheKey{pipeline: d.f.CacheID, shard: d.shard})
 	}
 	d.bundles++
-	d.f.StartBundle(nil, nil, nil)
 	if err := call(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -146,7 +143,7 @@ func (d *skewDriver) process(b model.EventBatch) {
 	d.run.maxHeld = max(d.run.maxHeld, d.held-len(d.run.counted)-len(d.run.conflicts)-d.run.tooLate)
 	d.run.delivered += len(b.Events)
 	d.bundle(func() error {
-		return d.f.ProcessElement(context.Background(), d.sp, d.tp, d.shard, b, d.emit, d.conflict, d.late)
+		return d.f.ProcessElement(context.Background(), d.sp, d.tp, d.shard, b, d.emit, d.conflict)
 	})
 }
 
@@ -164,11 +161,11 @@ func (d *skewDriver) fireUpTo(w int64) {
 			return
 		}
 		delete(d.timers, tag)
-		tc := timers.Context{Family: "boundary", Tag: tag}
+		tc := timers.Context{Family: "release", Tag: tag}
 		held, ok := d.heldBytes()
 		out := len(d.run.outMinute)
 		d.bundle(func() error {
-			return d.f.OnTimer(context.Background(), d.sp, d.tp, d.shard, tc, d.emit, d.conflict, d.late)
+			return d.f.OnTimer(context.Background(), d.sp, d.tp, d.shard, tc, d.emit, d.conflict)
 		})
 		if after, ok2 := d.heldBytes(); ok && ok2 && tag[0] == tagRelease && len(d.run.outMinute) > out {
 			d.run.wholeBagRead += held
@@ -201,10 +198,10 @@ var skewStart = rowtest.MS("2026-11-04T08:00:00Z")
 func runSkew(t *testing.T, s skew) *skewRun {
 	t.Helper()
 	f := &dedupFn{
-		Policy: skewPolicy, BoundMs: skewWatermark.OutOfOrderBound.Milliseconds(),
+		Policy:      skewPolicy,
 		RetentionMs: (25 * time.Hour).Milliseconds(), CacheID: "skew-" + t.Name(), NoCache: s.NoCache, ByPosition: true,
 		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
-		IDs: state.MakeBagState[[]byte]("ids"), Boundary: timers.InEventTime("boundary"),
+		IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
 	}
 	f.Setup()
 	t.Cleanup(func() { shardCache.take(cacheKey{pipeline: f.CacheID, shard: 0}) })

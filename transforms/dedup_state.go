@@ -9,13 +9,14 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// shardState is the whole state of one dedup shard.
+// shardState is the whole state of one dedup shard or watermark gate key.
 type shardState struct {
-	// known is the largest boundary timer that fired: the pipeline watermark
-	// is at least this.
+	// known is the pipeline watermark as far as the key knows: the largest
+	// boundary timer that fired on a gate key, the largest watermark the
+	// gate stamped on a dedup shard's events.
 	known int64
 	// armed lists the windows (by start) whose end, close and expiry timers
-	// are set, so a batch sets each window's timers once.
+	// a gate key set, so it sets each window's timers once.
 	armed map[int64]bool
 	// ids holds every remembered id (its 128-bit hash) with the counted
 	// copy's fingerprint and its window.
@@ -42,8 +43,6 @@ const (
 	DuplicateVerdict
 	// ConflictVerdict: same id, different fingerprint; conflict output.
 	ConflictVerdict
-	// TooLateVerdict: rule (b): the window closed where it is judged.
-	TooLateVerdict
 )
 
 // Judgement is a verdict plus, for a conflict, the counted copy's fingerprint.
@@ -56,15 +55,10 @@ type Judgement struct {
 	window int64
 }
 
-// Judge applies SPEC §4's order to one event that passed validation and rule
-// (a): rule (b) of the too-late gate, then dedup. A counted event is
-// remembered and gets AfterEnd set when the shard knows the watermark passed
-// its window end.
+// Judge gives one event that passed validation and both rules of the
+// too-late gate its dedup verdict; a counted event is remembered.
 func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 	start := p.WindowStart(e.EventTime)
-	if p.Closed(start, st.known) {
-		return Judgement{Verdict: TooLateVerdict}
-	}
 	k := hashID(e.EventID)
 	if prev, ok := st.ids.get(k); ok {
 		if prev == e.Fingerprint {
@@ -73,7 +67,6 @@ func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 		return Judgement{Verdict: ConflictVerdict, First: prev}
 	}
 	st.ids.put(k, e.Fingerprint, windowIndex(start, p))
-	e.AfterEnd = st.known != model.NoWatermark && p.WindowEnd(start) <= st.known
 	return Judgement{Verdict: CountVerdict, id: k, window: start}
 }
 
@@ -97,8 +90,12 @@ func floorDiv(a, b int64) int64 {
 // window is closed by then (retention >= window + lateness), so a later copy
 // is judged too late before dedup ever looks it up.
 func (st *shardState) expiredBefore(retentionMs int64, p triggers.Policy) uint32 {
+	return expiredBefore(st.known, retentionMs, p)
+}
+
+func expiredBefore(known, retentionMs int64, p triggers.Policy) uint32 {
 	// window_end + retention <= known  <=>  start <= known - retention - window
-	return windowIndex(st.known-retentionMs-p.Window.Milliseconds(), p) + 1
+	return windowIndex(known-retentionMs-p.Window.Milliseconds(), p) + 1
 }
 
 func (st *shardState) windowExpired(win, before uint32) bool { return int32(win-before) < 0 }
@@ -140,36 +137,43 @@ func compactionSlots(retentionMs int64, p triggers.Policy) int64 {
 	return max(1, retentionMs/p.Window.Milliseconds())
 }
 
-// compactionDue reports whether shard rewrites its ids bag at the boundary
-// at: at the cap, or at its slot if any of the bag is dead.
-func (st *shardState) compactionDue(shard int, at, retentionMs int64, p triggers.Policy) bool {
+// compactionDue reports whether shard rewrites its ids bag as its known
+// watermark moves from prev to at: at the cap, or when a boundary in
+// (prev, at] falls in its slot and any of the bag is dead.
+func (st *shardState) compactionDue(shard int, prev, at, retentionMs int64, p triggers.Policy) bool {
 	if st.NeedsCompaction() {
 		return true
 	}
 	if st.stored <= st.ids.n {
 		return false
 	}
-	slots := compactionSlots(retentionMs, p)
-	slot := floorDiv(at, p.Window.Milliseconds()) % slots
-	return (slot+slots)%slots == int64(shard)%slots
-}
-
-// advance moves the shard to the boundary timer at: the known watermark,
-// the armed windows whose ids expire there (forgotten), and whether the ids
-// bag is to be rewritten now. It returns how many ids it forgot.
-func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Policy) (forgot int, compact bool) {
-	st.known = max(st.known, at)
-	expired := false
-	for start := range st.armed {
-		if p.WindowEnd(start)+retentionMs <= at {
-			delete(st.armed, start)
-			expired = true
+	slots, w := compactionSlots(retentionMs, p), p.Window.Milliseconds()
+	hi := floorDiv(at, w)
+	lo := hi - slots
+	if prev != model.NoWatermark {
+		lo = max(lo, floorDiv(prev, w))
+	}
+	for i := lo + 1; i <= hi; i++ {
+		if ((i%slots)+slots)%slots == int64(shard)%slots {
+			return true
 		}
 	}
-	if expired {
+	return false
+}
+
+// advance moves the shard's known watermark to at (when later): the ids
+// whose retention it passed are forgotten, and it says whether the ids bag
+// is to be rewritten now. It returns how many ids it forgot.
+func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Policy) (forgot int, compact bool) {
+	if at <= st.known {
+		return 0, false
+	}
+	prev := st.known
+	st.known = at
+	if prev == model.NoWatermark || st.expiredBefore(retentionMs, p) != expiredBefore(prev, retentionMs, p) {
 		forgot = st.Expire(retentionMs, p)
 	}
-	return forgot, st.compactionDue(shard, at, retentionMs, p)
+	return forgot, st.compactionDue(shard, prev, at, retentionMs, p)
 }
 
 // The shard is stored in two parts so that a batch costs a few State API

@@ -21,24 +21,46 @@ func TestJudgeOrderAndVerdicts(t *testing.T) {
 		return &model.Event{EventID: id, EventTime: at(ts), Fingerprint: fp}
 	}
 	steps := []struct {
-		name  string
-		known int64
-		e     *model.Event
-		want  Judgement
-		after bool
+		name string
+		e    *model.Event
+		want Judgement
 	}{
-		{"first copy counts", model.NoWatermark, ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: CountVerdict}, false},
-		{"identical copy is a duplicate", model.NoWatermark, ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: DuplicateVerdict}, false},
-		{"other payload is a conflict naming the counted one", model.NoWatermark, ev("A", "2026-11-04T10:15:00Z", 2), Judgement{Verdict: ConflictVerdict, First: 1}, false},
-		{"data after window end is late data", at("2026-11-04T11:00:00Z"), ev("C", "2026-11-04T10:50:00Z", 3), Judgement{Verdict: CountVerdict}, true},
-		{"one ms before close is open", at("2026-11-05T10:59:59.999Z"), ev("E", "2026-11-04T10:10:00Z", 4), Judgement{Verdict: CountVerdict}, true},
-		{"at close: too late, even for a copy", at("2026-11-05T11:00:00Z"), ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: TooLateVerdict}, false},
+		{"first copy counts", ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: CountVerdict}},
+		{"identical copy is a duplicate", ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: DuplicateVerdict}},
+		{"other payload is a conflict naming the counted one", ev("A", "2026-11-04T10:15:00Z", 2), Judgement{Verdict: ConflictVerdict, First: 1}},
+		{"another id counts", ev("C", "2026-11-04T10:50:00Z", 3), Judgement{Verdict: CountVerdict}},
 	}
 	for _, s := range steps {
-		st.known = s.known
 		got := st.Judge(s.e, p)
-		if got.Verdict != s.want.Verdict || got.First != s.want.First || s.e.AfterEnd != s.after {
-			t.Errorf("%s: got %+v afterEnd=%v, want %+v afterEnd=%v", s.name, got, s.e.AfterEnd, s.want, s.after)
+		if got.Verdict != s.want.Verdict || got.First != s.want.First {
+			t.Errorf("%s: got %+v, want %+v", s.name, got, s.want)
+		}
+	}
+}
+
+// Rule (b) at the watermark gate, before any dedup verdict: a record of a
+// closed window is too late, even a copy; one after its window's end is
+// late data; either way it is stamped with the watermark the gate knew.
+func TestGateRuleB(t *testing.T) {
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
+	steps := []struct {
+		name      string
+		known     int64
+		e         model.Event
+		pass, end bool
+	}{
+		{"no watermark yet: on time", model.NoWatermark, model.Event{EventID: "A", EventTime: at("2026-11-04T10:15:00Z")}, true, false},
+		{"1 ms before the end: on time", at("2026-11-04T10:59:59.999Z"), model.Event{EventID: "B", EventTime: at("2026-11-04T10:50:00Z")}, true, false},
+		{"data after window end is late data", at("2026-11-04T11:00:00Z"), model.Event{EventID: "C", EventTime: at("2026-11-04T10:50:00Z")}, true, true},
+		{"one ms before close is open", at("2026-11-05T10:59:59.999Z"), model.Event{EventID: "E", EventTime: at("2026-11-04T10:10:00Z")}, true, true},
+		{"at close: too late, even for a copy", at("2026-11-05T11:00:00Z"), model.Event{EventID: "A", EventTime: at("2026-11-04T10:15:00Z")}, false, false},
+	}
+	for _, s := range steps {
+		st := fresh()
+		st.known = s.known
+		e := s.e
+		if got := st.Gate(&e, p); got != s.pass || e.AfterEnd != s.end || (got && e.PipelineWatermark != s.known) {
+			t.Errorf("%s: passed %v afterEnd=%v watermark %d, want %v afterEnd=%v watermark %d", s.name, got, e.AfterEnd, e.PipelineWatermark, s.pass, s.end, s.known)
 		}
 	}
 }

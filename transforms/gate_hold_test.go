@@ -32,64 +32,66 @@ func (m *memShard) ClearBagState(t state.Transaction) error {
 	return nil
 }
 
-// dedupRun drives one dedup shard as a runner would, a bundle per call.
-type dedupRun struct {
-	t       *testing.T
-	f       *dedupFn
-	sp      *memShard
-	tp      *recordTimers
-	counted []model.Event
+// gateRun drives one watermark gate key as a runner would, a bundle per
+// call.
+type gateRun struct {
+	t      *testing.T
+	f      *gateFn
+	sp     *memShard
+	tp     *recordTimers
+	passed []model.Event
+	late   []model.TooLate
 }
 
-func startDedup(t *testing.T) *dedupRun {
-	f := &dedupFn{
+func startGate(t *testing.T) *gateRun {
+	f := &gateFn{
 		Policy: rollbackPolicy, BoundMs: (10 * time.Minute).Milliseconds(), RetentionMs: (25 * time.Hour).Milliseconds(),
 		CacheID: "test", NoCache: true,
 		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
-		IDs: state.MakeBagState[[]byte]("ids"), Boundary: timers.InEventTime("boundary"),
+		Boundary: timers.InEventTime("boundary"),
 	}
 	f.Setup()
-	return &dedupRun{t: t, f: f, sp: &memShard{memState{values: map[string]any{}}, map[string][]any{}}, tp: &recordTimers{}}
+	return &gateRun{t: t, f: f, sp: &memShard{memState{values: map[string]any{}}, map[string][]any{}}, tp: &recordTimers{}}
 }
 
-func (r *dedupRun) emit(e model.Event)      { r.counted = append(r.counted, e) }
-func (r *dedupRun) conflict(model.Conflict) { r.t.Fatal("unexpected conflict") }
-func (r *dedupRun) late(model.TooLate)      { r.t.Fatal("unexpected too-late record") }
+func (r *gateRun) emit(e model.Event)      { r.passed = append(r.passed, e) }
+func (r *gateRun) tooLate(l model.TooLate) { r.late = append(r.late, l) }
 
-func (r *dedupRun) process(b model.EventBatch) {
+func (r *gateRun) process(b model.EventBatch) {
 	r.t.Helper()
-	r.f.StartBundle(nil, nil, nil)
-	if err := r.f.ProcessElement(context.Background(), r.sp, r.tp, 0, b, r.emit, r.conflict, r.late); err != nil {
+	r.f.StartBundle(nil, nil)
+	if err := r.f.ProcessElement(context.Background(), r.sp, r.tp, 0, b, r.emit, r.tooLate); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
-func (r *dedupRun) fire(tag byte, at int64) {
+func (r *gateRun) fire(tag byte, at int64) {
 	r.t.Helper()
-	r.f.StartBundle(nil, nil, nil)
+	r.f.StartBundle(nil, nil)
 	tc := timers.Context{Family: "boundary", Tag: string(rune(tag)) + strconv.FormatInt(at, 10)}
-	if err := r.f.OnTimer(context.Background(), r.sp, r.tp, 0, tc, r.emit, r.conflict, r.late); err != nil {
+	if err := r.f.OnTimer(context.Background(), r.sp, r.tp, 0, tc, r.emit, r.tooLate); err != nil {
 		r.t.Fatal(err)
 	}
 }
 
 // TestBatchAheadOfItsAnnouncementWaitsForTheEnd: C of SPEC §7 (10:50,
-// stamped 11:10, its partition's watermark after X) reaches its shard
+// stamped 11:10, its partition's watermark after X) reaches its gate key
 // before window 10:00's announcement (AnnounceWindows is a stage of its own
-// and may lag the batches). The shard knows no watermark, so judged at once
-// C counts on time, and the window's ON_TIME row says 170 (CI on f46b313).
+// and may lag the batches). The key knows no watermark, so judged at once
+// C passes on time, and the window's ON_TIME row says 170 (CI on f46b313).
 // Arming C's own window first makes the batch wait for the window's end:
-// held, with a release timer just after 11:00, and counted late once the
-// boundary timer fired. (Before 01dc6ce the shard armed C's window only when
-// it counted C: C came out at once, AfterEnd false.)
+// held, with a release timer just after 11:00, and passed as late data once
+// the boundary timer fired. (Before 01dc6ce the dedup shard armed C's window
+// only when it counted C: C came out at once, AfterEnd false.) Later, at the
+// window's close, a copy of C is too late.
 func TestBatchAheadOfItsAnnouncementWaitsForTheEnd(t *testing.T) {
 	end := at("2026-11-04T11:00:00Z")
 	c := model.Event{EventID: "C", EventTime: at("2026-11-04T10:50:00Z"), AmountMicros: 20e6, Dims: "{}", Fingerprint: 7,
 		Partition: "p", Position: "p/log:5", WatermarkBefore: at("2026-11-04T11:10:00Z")}
-	r := startDedup(t)
+	r := startGate(t)
 	r.process(model.EventBatch{Events: []model.Event{c}})
-	if len(r.counted) != 0 {
-		t.Fatalf("C judged before the window's end: %+v", r.counted)
+	if len(r.passed) != 0 {
+		t.Fatalf("C judged before the window's end: %+v", r.passed)
 	}
 	release := string(rune(tagRelease)) + strconv.FormatInt(end+1, 10)
 	if tm, ok := r.tp.set[release]; !ok || tm.FireTimestamp.Milliseconds() != end+1 {
@@ -100,7 +102,18 @@ func TestBatchAheadOfItsAnnouncementWaitsForTheEnd(t *testing.T) {
 	}
 	r.fire(tagBoundary, end)
 	r.fire(tagRelease, end+1)
-	if len(r.counted) != 1 || r.counted[0].EventID != "C" || !r.counted[0].AfterEnd {
-		t.Fatalf("released %+v, want C counted after the window end", r.counted)
+	if len(r.passed) != 1 || r.passed[0].EventID != "C" || !r.passed[0].AfterEnd || r.passed[0].PipelineWatermark != end {
+		t.Fatalf("released %+v, want C passed as late data stamped with the window end", r.passed)
+	}
+	closes := end + rollbackPolicy.AllowedLateness.Milliseconds()
+	if _, ok := r.tp.set[string(rune(tagBoundary))+strconv.FormatInt(closes, 10)]; !ok {
+		t.Fatal("no boundary timer at the window's close")
+	}
+	r.fire(tagBoundary, closes)
+	copyC := c
+	copyC.WatermarkBefore = closes + 1
+	r.process(model.EventBatch{Events: []model.Event{copyC}})
+	if len(r.passed) != 1 || len(r.late) != 1 || r.late[0].EventID != "C" {
+		t.Fatalf("after the close: passed %d, too late %+v; want the copy too late", len(r.passed), r.late)
 	}
 }

@@ -57,7 +57,7 @@ func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, publish
 // partition the run started with had its watermark restored past the
 // window's close, so the pipeline watermark is past it too and the window
 // is closed for every record of the run (SPEC §4 rule (b)). Only a
-// partition discovered after the start, before the dedup gate's first
+// partition discovered after the start, before the watermark gate's first
 // boundary timer, could bring one here.
 func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.Row, bool) {
 	if r, ok := f.published[key]; ok {
@@ -91,9 +91,9 @@ const (
 
 // markerHorizon is how long after its close a window's closed marker is
 // kept: window + allowed lateness, the default dedup retention. Once the
-// watermark passed the close, every dedup shard that armed the window has
-// its close timer fired (its hold kept this step's watermark below the
-// close until then), so the dedup gate sends the window's records to
+// watermark passed the close, every watermark gate key that armed the
+// window has its close timer fired (its hold kept this step's watermark
+// below the close until then), so the gate sends the window's records to
 // too_late before they reach this step, and after a restart the seed
 // watermark (the latest FINAL close) does the same: the marker is no longer
 // needed, and without this the step's state would grow by a marker per
@@ -252,7 +252,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			return nil
 		}
 		if !d.Tick && d.Count > 0 {
-			// The dedup gate closes a window before this step's FINAL can
+			// The watermark gate closes a window before this step's FINAL can
 			// fire (its boundary timer holds our watermark), so this means
 			// an invariant broke: say so loudly rather than change a FINAL.
 			f.afterFinal.Inc(ctx, d.Count)

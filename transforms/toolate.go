@@ -20,8 +20,8 @@ func init() {
 // closed before its own partition's watermark (just before the record) goes to
 // the too-late output. The verdict depends on the partition's records alone,
 // so a replay gives the same verdicts however the runner bundles it. Rule (b),
-// the pipeline watermark, needs state and is judged in Dedup, still before
-// any dedup verdict.
+// the pipeline watermark, needs state and is judged in WatermarkGate, still
+// before any dedup verdict.
 //
 // readAhead names the job's read-ahead account on the embedded runner
 // (flow.ReadAhead; "" for none): an event routed here never reaches

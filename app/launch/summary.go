@@ -120,7 +120,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "conservation: %s: %s\n", s.Identity, verdict)
 	if c.Read > 0 {
-		fmt.Fprintf(&b, "dedup step: took in %d elements, %.1f per 1,000 records read (batches of events and window announcements)\n",
+		fmt.Fprintf(&b, "dedup step: took in %d batches, %.1f per 1,000 records read (one per shard and partition a source bundle touches)\n",
 			c.DedupElements, c.DedupElementsPerThousand())
 	}
 	if reloads, ok := c.Counters[string(metrics.DedupStateReloads)]; ok {

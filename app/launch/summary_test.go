@@ -13,7 +13,7 @@ func TestSummaryShowsDedupFanOut(t *testing.T) {
 	if err := s.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	const want = "dedup step: took in 61 elements, 30.5 per 1,000 records read (batches of events and window announcements)\n"
+	const want = "dedup step: took in 61 batches, 30.5 per 1,000 records read (one per shard and partition a source bundle touches)\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}

@@ -41,13 +41,13 @@ const (
 	DedupExpired      Name = "dedup_expired"
 	DedupStateReloads Name = "dedup_state_reloads"
 	DedupStateEntries Name = "dedup_state_entries" // distribution
-	// DedupElements counts the elements the dedup step took in (batches of
-	// events and window announcements): per 1,000 records read it shows the
-	// fan-out of the step, which must not grow with --dedup-shards.
+	// DedupElements counts the batches the dedup step took in: at most one
+	// per shard and partition a bundle touches, so per 1,000 records read
+	// it shows how dense the batches are (docs/capacity.md).
 	DedupElements Name = "dedup_elements"
-	// WindowFanOuts counts the windows announced to every dedup shard
-	// (transforms.AnnounceWindows): once per window with data, whatever the
-	// number of bundles.
+	// WindowFanOuts counts the windows announced to every key of the
+	// watermark gate (transforms.AnnounceWindows): once per window with data,
+	// whatever the number of bundles and of dedup shards.
 	WindowFanOuts Name = "dedup_window_fanouts"
 	// PartitionsDiscovered counts partition folders a follower found after
 	// its start (--discover-every).

@@ -1,0 +1,252 @@
+package transforms
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
+)
+
+func init() {
+	register.DoFn7x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
+		func(model.Event), func(model.TooLate), error](&gateFn{})
+}
+
+// GateKeys is how many keys the watermark gate runs on. Its work per record
+// is a comparison, and every key arms the timers of every window, so a few
+// keys suffice to spread it over as many workers: the dedup shards, however
+// many, carry no watermark timers at all (issue #25: with 2,048 shards each
+// arming every window, the timers and announcements cost more than the
+// records).
+const GateKeys = 8
+
+// WatermarkGate is rule (b) of the too-late gate (SPEC §4): a record whose
+// window closed before the pipeline watermark where it is judged goes to
+// the too-late output; the others go on marked AfterEnd when that
+// watermark had passed their window's end (a window whose first data comes
+// then starts with a LATE row), and stamped with the watermark the gate knew
+// (model.Event.PipelineWatermark), by which the dedup shards forget ids.
+//
+// A DoFn cannot read its watermark, so each of the GateKeys keys sets
+// event-time timers at the end, close and expiry of every window, and a
+// fired timer at T proves the watermark reached T. Records go to the key
+// ShardOf(event_id, GateKeys), in batches of one partition per bundle
+// (BatchByShard), and AnnounceWindows tells every key about every window
+// with data, so a key knows a window closed whatever records it saw (a
+// returning partition's record may land on a key that saw nothing of its
+// window). Every record let through carries a timestamp below its window's
+// close time (its partition watermark, which rule (a) checked), and that
+// timestamp holds the revision step's watermark until the record is
+// counted: FINAL cannot overtake it.
+func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (open, tooLate beam.PCollection) {
+	s = s.Scope("WatermarkGate")
+	batches, windows := BatchByShard(s, events, GateKeys, o.Policy, true)
+	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
+	return beam.ParDo2(s, &gateFn{
+		Policy:      o.Policy,
+		BoundMs:     o.Bound,
+		RetentionMs: o.Retention,
+		CacheID:     newCacheID(),
+		NoCache:     o.NoCache,
+		ReadAhead:   o.ReadAhead,
+		Pending:     state.MakeBagState[[]byte]("pending"),
+		Meta:        state.MakeValueState[[]byte]("meta"),
+		Boundary:    timers.InEventTime("boundary"),
+	}, beam.Flatten(s, batches, announced))
+}
+
+type gateFn struct {
+	Policy      triggers.Policy
+	BoundMs     int64
+	RetentionMs int64
+
+	// CacheID names this step's entries in the process-wide shard cache.
+	CacheID   string
+	NoCache   bool
+	ReadAhead string
+	// Pending holds batches that wait for a boundary armed in their own
+	// bundle (heldFor).
+	Pending  state.Bag[[]byte]
+	Meta     state.Value[[]byte]
+	Boundary timers.EventTime
+
+	tooLate, reloads, evictions beam.Counter
+	readAhead                   *flow.ReadAhead
+	// armedHere holds, per key, the boundaries whose timers this bundle set
+	// (see heldFor).
+	armedHere map[int][]int64
+}
+
+func (f *gateFn) Setup() {
+	f.tooLate = metrics.Counter(metrics.TooLate)
+	f.reloads = metrics.Counter(metrics.DedupStateReloads)
+	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
+	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
+	f.armedHere = map[int][]int64{}
+}
+
+// StartBundle declares the emitters the SDK requires of it (those of
+// ProcessElement).
+func (f *gateFn) StartBundle(_ func(model.Event), _ func(model.TooLate)) {
+	clear(f.armedHere)
+}
+
+func (f *gateFn) store(key int) shardStore {
+	return shardStore{meta: f.Meta, key: cacheKey{pipeline: f.CacheID, shard: key}, noCache: f.NoCache}
+}
+
+func (f *gateFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Boundary} }
+
+func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key int, batch model.EventBatch,
+	emit func(model.Event), late func(model.TooLate)) error {
+	// Out of the runner's queue: judged now, or held in state. Past the
+	// gate nothing waits for the watermark (the dedup step has no
+	// boundary timers), so this is where the read-ahead account is paid.
+	defer f.readAhead.Taken(len(batch.Events))
+	st, err := f.store(key).load(ctx, sp, f.reloads)
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	for _, start := range batch.Windows {
+		for _, s := range windowsToArm(f.Policy, start, f.BoundMs, st.known) {
+			f.arm(tp, key, st, s) // a no-op for a window already armed
+		}
+	}
+	f.armEvents(tp, key, st, batch.Events)
+	if len(batch.Events) > 0 {
+		if until, hold := heldFor(f.armedHere[key], st.known, batchTimestamp(batch)); hold {
+			if err := f.held().hold(sp, tp, st, batch, until); err != nil {
+				return fmt.Errorf("gate: %w", err)
+			}
+			return f.store(key).save(ctx, sp, st, f.evictions)
+		}
+	}
+	f.judge(ctx, st, batch.Events, emit, late)
+	return f.store(key).save(ctx, sp, st, f.evictions)
+}
+
+// judge applies rule (b) to each event at the watermark the key knows.
+func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(model.Event), late func(model.TooLate)) {
+	for _, e := range events {
+		if !st.Gate(&e, f.Policy) {
+			f.tooLate.Inc(ctx, 1)
+			late(TooLateRecord(e))
+			continue
+		}
+		emit(e)
+	}
+}
+
+// Gate applies rule (b) of the too-late gate to one event at the known
+// watermark: false when its window is closed (too late); else it marks the
+// event AfterEnd when the watermark passed its window's end, and stamps it
+// with the watermark.
+func (st *shardState) Gate(e *model.Event, p triggers.Policy) bool {
+	start := p.WindowStart(e.EventTime)
+	if p.Closed(start, st.known) {
+		return false
+	}
+	e.AfterEnd = st.known != model.NoWatermark && p.WindowEnd(start) <= st.known
+	e.PipelineWatermark = st.known
+	return true
+}
+
+func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key int, t timers.Context,
+	emit func(model.Event), late func(model.TooLate)) error {
+	at, tag, err := parseTimerTag(t.Tag)
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	st, err := f.store(key).load(ctx, sp, f.reloads)
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	switch tag {
+	case tagRelease:
+		events, err := f.held().release(sp, st, at)
+		if err != nil {
+			return fmt.Errorf("gate: %w", err)
+		}
+		f.judge(ctx, st, events, emit, late)
+	case tagBoundary:
+		st.known = max(st.known, at)
+		for start := range st.armed {
+			if f.Policy.WindowEnd(start)+f.RetentionMs <= at {
+				delete(st.armed, start)
+			}
+		}
+	default:
+		return fmt.Errorf("gate: unexpected timer tag %q", t.Tag)
+	}
+	return f.store(key).save(ctx, sp, st, f.evictions)
+}
+
+// parseTimerTag splits a timer tag into its kind (tagBoundary, tagRelease)
+// and time.
+func parseTimerTag(tag string) (int64, byte, error) {
+	if len(tag) < 2 {
+		return 0, 0, fmt.Errorf("unexpected timer tag %q", tag)
+	}
+	at, err := strconv.ParseInt(tag[1:], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("timer tag %q: %w", tag, err)
+	}
+	return at, tag[0], nil
+}
+
+// tagBoundary names a boundary timer by its time: windows share boundaries
+// (a window's end is the next one's start, and with a lateness and a
+// retention of whole windows its close and expiry are other windows' ends),
+// so a key fires one timer per boundary time, not three per window.
+const tagBoundary = 'b'
+
+// arm sets the timers at a window's end (ON_TIME is due, later data is
+// late), close (end + allowed lateness: the window is closed) and expiry (end
+// + retention: its ids can be forgotten; the dedup shards learn it from the
+// watermark the gate stamps) the first time the key sees it. Each fired
+// timer at T proves the watermark reached T.
+//
+// (A single timer chained along the boundaries would be smaller, but prism
+// v2.77.0 stalls on an event-time timer set from OnTimer once the watermark
+// has passed it.)
+func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
+	if st.armed[start] {
+		return
+	}
+	st.armed[start] = true
+	end := f.Policy.WindowEnd(start)
+	expiry := end + f.RetentionMs
+	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
+		if at > st.known || at == expiry {
+			f.Boundary.Set(tp, timeOf(at), timers.WithTag(string(rune(tagBoundary))+strconv.FormatInt(at, 10)))
+			f.armedHere[key] = append(f.armedHere[key], at)
+		}
+	}
+}
+
+// armEvents arms the windows of a batch's events that are still open on the
+// key, before the batch is judged or held: a window's first data on a key
+// arms it, whatever the window's announcement (AnnounceWindows, a stage of
+// its own that may lag the batches) has done so far. A window armed here in
+// this bundle makes a batch stamped after its end wait for it (heldFor).
+func (f *gateFn) armEvents(tp timers.Provider, key int, st *shardState, events []model.Event) {
+	last, armed := int64(0), false
+	for _, e := range events {
+		start := f.Policy.WindowStart(e.EventTime)
+		if armed && start == last {
+			continue
+		}
+		last, armed = start, true
+		if !f.Policy.Closed(start, st.known) {
+			f.arm(tp, key, st, start)
+		}
+	}
+}
