@@ -182,7 +182,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, shard int, st *s
 	}
 	// The ids this batch remembered, appended without reading the bag: the
 	// cache is only an optimisation, the bag is the state.
-	for _, blob := range added.blobs() {
+	if blob := added.blob(); blob != nil {
 		if err := f.IDs.Add(sp, blob); err != nil {
 			return fmt.Errorf("dedup: append ids: %w", err)
 		}

@@ -15,7 +15,8 @@ type DedupShardSim struct {
 	st          *shardState
 	bag         [][]byte
 	bagBytes    int64
-	armed       map[int64]bool
+	// Shard is the shard's number, which sets its compaction slot.
+	Shard int
 	// Compactions counts bag rewrites; CompactedBytes what they wrote.
 	Compactions    int
 	CompactedBytes int64
@@ -27,7 +28,7 @@ type DedupShardSim struct {
 
 // NewDedupShardSim starts an empty shard.
 func NewDedupShardSim(p triggers.Policy, retentionMs int64) *DedupShardSim {
-	return &DedupShardSim{p: p, retentionMs: retentionMs, st: newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}}), armed: map[int64]bool{}}
+	return &DedupShardSim{p: p, retentionMs: retentionMs, st: newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}})}
 }
 
 // Batch judges a batch as ProcessElement does, appends its blobs to the bag
@@ -38,11 +39,10 @@ func (s *DedupShardSim) Batch(events []model.Event) int {
 	for i := range events {
 		if v := s.st.Judge(&events[i], s.p); v.Verdict == CountVerdict {
 			added.add(v.window, v.id, events[i].Fingerprint)
-			s.armed[v.window] = true
 			counted++
 		}
 	}
-	for _, b := range added.blobs() {
+	if b := added.blob(); b != nil {
 		s.bag = append(s.bag, b)
 		s.bagBytes += int64(len(b))
 		s.AppendedBytes += int64(len(b))
@@ -52,30 +52,22 @@ func (s *DedupShardSim) Batch(events []model.Event) int {
 	return counted
 }
 
-// Advance delivers the boundary timers up to watermark w as OnTimer does:
-// known moves, expired windows are forgotten, and the bag is compacted when
-// most of it is dead.
+// Advance moves the shard to watermark w as a batch stamped with it does
+// (dedupFn.advance): expired windows are forgotten, and the bag is
+// compacted at the shard's slot or when most of it is dead.
 func (s *DedupShardSim) Advance(w int64) {
-	for start := range s.armed {
-		if s.p.WindowEnd(start)+s.retentionMs > w {
-			continue
-		}
-		delete(s.armed, start)
-		s.st.known = max(s.st.known, s.p.WindowEnd(start)+s.retentionMs)
-		s.st.Expire(s.retentionMs, s.p)
-		if s.st.NeedsCompaction() {
-			s.st.stored = s.st.ids.n
-			s.bag = s.st.encodeIDs(s.p)
-			s.bagBytes = 0
-			for _, b := range s.bag {
-				s.bagBytes += int64(len(b))
-				s.MaxValue = max(s.MaxValue, len(b))
-			}
-			s.Compactions++
-			s.CompactedBytes += s.bagBytes
-		}
+	if _, compact := s.st.advance(s.Shard, w, s.retentionMs, s.p); !compact {
+		return
 	}
-	s.st.known = max(s.st.known, w)
+	s.st.stored = s.st.ids.n
+	s.bag = s.st.encodeIDs(s.p)
+	s.bagBytes = 0
+	for _, b := range s.bag {
+		s.bagBytes += int64(len(b))
+		s.MaxValue = max(s.MaxValue, len(b))
+	}
+	s.Compactions++
+	s.CompactedBytes += s.bagBytes
 }
 
 // Live returns the ids remembered.

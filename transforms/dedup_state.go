@@ -254,8 +254,17 @@ func encodeMeta(token uint64, st *shardState) []byte {
 	return w.B
 }
 
-// idBlobs accumulates ids for bag entries, one blob per window: the
-// window start, then idEntryBytes per id.
+// An ids bag entry (a blob) holds sections, one per window: a 0 byte (the
+// format mark), then per section the window start, the number of ids and
+// idEntryBytes per id. A batch appends one blob whatever the windows its
+// counted ids fall in: the Go SDK makes two State API round trips per
+// append (the length prefix and the data go as two requests), and a
+// replay's batch spans many windows (issue #25: one blob per window cost
+// 14 round trips for a batch of 7 events). Blobs written before this format
+// (a window start that is never 0, then ids) are still read.
+const idBlobMark = 0
+
+// idBlobs accumulates the ids a batch counted, per window, for one blob.
 type idBlobs struct {
 	order []int64
 	by    map[int64]*coders.Writer
@@ -269,7 +278,6 @@ func (b *idBlobs) add(window int64, k idKey, fp uint64) {
 	w, ok := b.by[window]
 	if !ok {
 		w = &coders.Writer{}
-		w.Varint(window)
 		b.by[window] = w
 		b.order = append(b.order, window)
 	}
@@ -279,41 +287,86 @@ func (b *idBlobs) add(window int64, k idKey, fp uint64) {
 	w.Fixed64(fp)
 }
 
-// blobs returns the encoded blobs, in the order their windows came.
-func (b *idBlobs) blobs() [][]byte {
-	out := make([][]byte, 0, len(b.order))
-	for _, win := range b.order {
-		out = append(out, b.by[win].B)
+// blob returns the encoded entry (nil when no id was added), its sections
+// in the order their windows came.
+func (b *idBlobs) blob() []byte {
+	if b.n == 0 {
+		return nil
 	}
-	return out
+	size := 1
+	for _, win := range b.order {
+		size += 20 + len(b.by[win].B)
+	}
+	w := coders.Writer{B: make([]byte, 0, size)}
+	w.B = append(w.B, idBlobMark)
+	for _, win := range b.order {
+		w.Varint(win)
+		w.Uvarint(uint64(len(b.by[win].B) / idEntryBytes))
+		w.B = append(w.B, b.by[win].B...)
+	}
+	return w.B
+}
+
+// idSection is one window's ids in a blob.
+type idSection struct {
+	start   int64
+	entries []byte // idEntryBytes per id
+}
+
+// idSections decodes a blob into its sections.
+func idSections(blob []byte) ([]idSection, error) {
+	r := coders.Reader{B: blob}
+	if len(blob) == 0 || blob[0] != idBlobMark {
+		// The format before sections: one window, then its ids.
+		start := r.Varint()
+		if r.Err != nil || len(r.B)%idEntryBytes != 0 {
+			return nil, fmt.Errorf("dedup: decode shard ids: blob of %d bytes is not a window of ids", len(blob))
+		}
+		return []idSection{{start: start, entries: r.B}}, nil
+	}
+	r.B = r.B[1:]
+	var out []idSection
+	for len(r.B) > 0 {
+		start, n := r.Varint(), r.Uvarint()
+		if r.Err != nil || n > uint64(len(r.B)/idEntryBytes) {
+			return nil, fmt.Errorf("dedup: decode shard ids: a section of %d ids in a blob of %d bytes", n, len(blob))
+		}
+		size := int(n) * idEntryBytes
+		out = append(out, idSection{start: start, entries: r.B[:size]})
+		r.B = r.B[size:]
+	}
+	return out, nil
 }
 
 // loadIDs loads every bag entry, counting it in stored and remembering the
 // ids whose retention has not passed (a bag may hold expired ids until it is
-// compacted). Whole blobs of expired windows are skipped without decoding.
+// compacted). Sections of expired windows are skipped without decoding.
 func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int64) error {
+	var sections []idSection
 	total := 0
 	for _, blob := range blobs {
-		total += len(blob) / idEntryBytes
+		secs, err := idSections(blob)
+		if err != nil {
+			return err
+		}
+		for _, s := range secs {
+			total += len(s.entries) / idEntryBytes
+		}
+		sections = append(sections, secs...)
 	}
 	if st.ids.n == 0 {
 		st.ids = newIDTable(total)
 	}
 	before := st.expiredBefore(retentionMs, p)
-	for _, blob := range blobs {
-		r := coders.Reader{B: blob}
-		start := r.Varint()
-		if r.Err != nil || len(r.B)%idEntryBytes != 0 {
-			return fmt.Errorf("dedup: decode shard ids: blob of %d bytes is not a window of ids", len(blob))
-		}
-		n := len(r.B) / idEntryBytes
+	for _, s := range sections {
+		n := len(s.entries) / idEntryBytes
 		st.stored += n
-		win := windowIndex(start, p)
+		win := windowIndex(s.start, p)
 		if st.known != model.NoWatermark && st.windowExpired(win, before) {
 			continue
 		}
 		for i := 0; i < n; i++ {
-			e := r.B[i*idEntryBytes:]
+			e := s.entries[i*idEntryBytes:]
 			k := idKey{lo: binary.LittleEndian.Uint64(e), hi: binary.LittleEndian.Uint64(e[8:])}
 			st.ids.put(k, binary.LittleEndian.Uint64(e[16:]), win)
 		}
@@ -321,34 +374,26 @@ func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int
 	return nil
 }
 
-// encodeIDs writes the live ids for compaction: grouped by window, at most
-// compactChunkIDs a blob.
+// encodeIDs writes the live ids for compaction: one window a blob, at most
+// compactChunkIDs ids each.
 func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
-	type chunk struct {
-		start int64
-		w     *coders.Writer
-		n     int
-	}
-	open := map[uint32]*chunk{}
+	open := map[uint32]*idBlobs{}
 	var out [][]byte
 	win := p.Window.Milliseconds()
 	st.ids.each(func(k idKey, fp uint64, wi uint32) {
 		c := open[wi]
 		if c == nil {
-			c = &chunk{start: st.windowStartOf(wi, win), w: &coders.Writer{}}
-			c.w.Varint(c.start)
+			c = &idBlobs{}
 			open[wi] = c
 		}
-		c.w.Fixed64(k.lo)
-		c.w.Fixed64(k.hi)
-		c.w.Fixed64(fp)
-		if c.n++; c.n == compactChunkIDs {
-			out = append(out, c.w.B)
+		c.add(st.windowStartOf(wi, win), k, fp)
+		if c.n == compactChunkIDs {
+			out = append(out, c.blob())
 			delete(open, wi)
 		}
 	})
 	for _, c := range open {
-		out = append(out, c.w.B)
+		out = append(out, c.blob())
 	}
 	return out
 }

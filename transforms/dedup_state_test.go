@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/triggers"
@@ -95,7 +96,7 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	var expired, extra idBlobs
 	expired.add(at("2026-11-04T10:00:00Z"), hashID("old"), 1)
 	extra.add(at("2026-11-05T01:00:00Z"), hashID("late-added"), 9)
-	blobs := append(append(expired.blobs(), st.encodeIDs(p)...), extra.blobs()...)
+	blobs := append(append([][]byte{expired.blob()}, st.encodeIDs(p)...), extra.blob())
 	if err := back.loadIDs(blobs, p, retention); err != nil {
 		t.Fatal(err)
 	}
@@ -299,5 +300,51 @@ func TestShardCacheBoundAndIdleEviction(t *testing.T) {
 	}
 	if e, ok := c.take(cacheKey{"p", 3}); !ok || e.token != 3 {
 		t.Fatal("the shard in use was evicted")
+	}
+}
+
+// A batch's ids go to the bag as one blob, one section per window, however
+// many windows they fall in (two State API round trips per append); blobs
+// in the format before sections still load, and a section that claims more
+// ids than its blob holds is an error.
+func TestIDBlobOneAppendPerBatch(t *testing.T) {
+	p := triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour}
+	retention := (25 * time.Hour).Milliseconds()
+	st := fresh()
+	var added idBlobs
+	for i, ts := range []string{"2026-11-04T10:05:00Z", "2026-11-04T13:05:00Z", "2026-11-04T10:25:00Z", "2026-11-04T17:45:00Z"} {
+		e := model.Event{EventID: fmt.Sprint("id", i), EventTime: at(ts), Fingerprint: uint64(i + 1)}
+		if v := st.Judge(&e, p); v.Verdict == CountVerdict {
+			added.add(v.window, v.id, e.Fingerprint)
+		}
+	}
+	blob := added.blob()
+	secs, err := idSections(blob)
+	if err != nil || len(secs) != 3 || secs[0].start != at("2026-11-04T10:00:00Z") || len(secs[0].entries) != 2*idEntryBytes {
+		t.Fatalf("one blob for ids in 3 windows: %d sections (%v), want 3, the first with 2 ids", len(secs), err)
+	}
+	old := coders.Writer{}
+	old.Varint(at("2026-11-04T09:00:00Z"))
+	k := hashID("before")
+	old.Fixed64(k.lo)
+	old.Fixed64(k.hi)
+	old.Fixed64(77)
+	back := fresh()
+	if err := back.loadIDs([][]byte{blob, old.B}, p, retention); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if fp, ok := back.ids.get(hashID(fmt.Sprint("id", i))); !ok || fp != uint64(i+1) {
+			t.Errorf("id%d: fingerprint %d, %v; want %d", i, fp, ok, i+1)
+		}
+	}
+	if fp, ok := back.ids.get(k); !ok || fp != 77 || back.stored != 5 {
+		t.Errorf("old-format blob: fingerprint %d, %v, stored %d; want 77 and 5 entries", fp, ok, back.stored)
+	}
+	if (&idBlobs{}).blob() != nil {
+		t.Error("a batch that counted nothing appends a blob")
+	}
+	if _, err := idSections(blob[:len(blob)-1]); err == nil {
+		t.Error("a truncated blob decodes")
 	}
 }

@@ -26,7 +26,13 @@ import (
 // Defaults of FolderOptions.
 const (
 	DefaultPollInterval = time.Second
-	DefaultMaxPerCall   = 5000
+	// DefaultMaxPerCall: a call is a bundle, and the dedup step takes in
+	// one batch per shard and partition a bundle touches, so the batches'
+	// size is the call's over the shard count. 25,000 (a quarter of the
+	// default read-ahead, so every partition of a four-partition log has a
+	// call in flight) makes a replay at --dedup-shards=2048 1.4x faster
+	// than 5,000 (issue #25); callBudget still ends a call after 200 ms.
+	DefaultMaxPerCall = 25000
 )
 
 // callBudget bounds the processing time of one ProcessElement call, for the
@@ -53,7 +59,7 @@ type FolderOptions struct {
 	// PollInterval is how often a follower looks for new data (default 1s).
 	PollInterval time.Duration
 	// MaxPerCall is how many records a reader emits before returning to the
-	// runner so that it sees the watermark (default 5000).
+	// runner so that it sees the watermark (default 25,000).
 	MaxPerCall int
 	// Settle is how long a followed file that ends in a line without a
 	// newline must stay unchanged before that line is read (--settle,
