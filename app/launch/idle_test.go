@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/sinktest"
@@ -99,6 +102,98 @@ func idOnOtherShard(t *testing.T, prefix string, taken ...string) string {
 	return ""
 }
 
+// readerWatch follows a running job's folder readers through the gauges each
+// reader call sets as it hands its partition's watermark to the runner
+// (revenue/partition_idle_<p> and revenue/watermark_lag_ms_<p>), read
+// committed from the job service: a committed value was reported by a call
+// that has ended.
+type readerWatch struct{ jf *jobFigures }
+
+// watchReaders names the next job the test runs so that its gauges can be
+// read while it runs.
+func watchReaders(t *testing.T) *readerWatch {
+	name := fmt.Sprintf("idle-test-%d", time.Now().UnixNano())
+	*jobopts.JobName = name
+	jf := &jobFigures{name: name}
+	t.Cleanup(func() { *jobopts.JobName = ""; jf.close() })
+	return &readerWatch{jf: jf}
+}
+
+// readerReport is what a partition's reader reported in its last call that
+// has ended.
+type readerReport struct {
+	at        time.Time // when that call set the gauges
+	idle      bool
+	watermark int64 // the partition's reported watermark; model.NoWatermark: none yet
+}
+
+func (w *readerWatch) reports() map[string]readerReport {
+	m := w.jf.metrics(context.Background())
+	if m == nil {
+		return nil
+	}
+	// The latest committed value of each partition's two gauges.
+	idle, lag := map[string]beammetrics.GaugeValue{}, map[string]beammetrics.GaugeValue{}
+	for _, g := range m.AllMetrics().Gauges() {
+		if g.Namespace() != metrics.Namespace {
+			continue
+		}
+		for prefix, latest := range map[metrics.Name]map[string]beammetrics.GaugeValue{metrics.PartitionIdle(""): idle, metrics.WatermarkLag(""): lag} {
+			if p, ok := strings.CutPrefix(g.Name(), string(prefix)); ok && g.Committed.Timestamp.After(latest[p].Timestamp) {
+				latest[p] = g.Committed
+			}
+		}
+	}
+	out := map[string]readerReport{}
+	for p, v := range idle {
+		r := readerReport{at: v.Timestamp, idle: v.Value == 1, watermark: model.NoWatermark}
+		if l, ok := lag[p]; ok {
+			r.watermark = l.Timestamp.UnixMilli() - l.Value // the lag was measured when the gauge was set
+		}
+		out[p] = r
+	}
+	return out
+}
+
+// waitFor waits until cond holds for the readers' reports, and returns them.
+func (w *readerWatch) waitFor(t *testing.T, what string, cond func(map[string]readerReport) bool) map[string]readerReport {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r := w.reports()
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after a minute waiting for %s; the readers report %+v", what, r)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitCalls waits until the reader of each of partitions has ended n calls
+// that began after this one was made: calls that saw the folder, and the
+// other partitions, as they are now. The reports' times tell the calls
+// apart; the first report seen may come from a call that began before, hence
+// n+1 reports. Reports missed between two looks make the wait longer, never
+// shorter. It returns the last reports.
+func (w *readerWatch) waitCalls(t *testing.T, n int, partitions ...string) map[string]readerReport {
+	t.Helper()
+	start := time.Now()
+	seen, last := map[string]int{}, map[string]time.Time{}
+	return w.waitFor(t, fmt.Sprintf("%d reader calls of %v", n, partitions), func(r map[string]readerReport) bool {
+		done := true
+		for _, p := range partitions {
+			if at := r[p].at; at.After(start) && at.After(last[p]) {
+				seen[p]++
+				last[p] = at
+			}
+			done = done && seen[p] > n
+		}
+		return done
+	})
+}
+
 // Case 1 and 2 of issue #12 with a real folder and --follow: p1 writes one
 // event at 10:10 and goes quiet, p0 keeps producing and moves the watermark
 // past 12:00, so [10:00, 11:00) gets its FINAL row with 3 events. p1 comes
@@ -112,10 +207,15 @@ func TestFollowIdlePartitionReturns(t *testing.T) {
 		purchase("a2", "2026-11-04T10:20:00Z", "u2", "25")+"\n")
 	putFile(t, dir, "p1", "000001.jsonl", purchase("b1", "2026-11-04T10:10:00Z", "u3", "50")+"\n")
 	o := followOptions(t, dir)
+	readers := watchReaders(t)
 	job := runInBackground(t, o)
 
-	// p0 moves on once p1 had time to be read; p1 stays silent.
-	time.Sleep(time.Second)
+	// p0 moves on once p1 has read b1 and reported its watermark (10:09);
+	// p1 stays silent.
+	readers.waitFor(t, "p1's watermark", func(r map[string]readerReport) bool {
+		p1, ok := r["p1"]
+		return ok && p1.watermark != model.NoWatermark
+	})
 	feed(t, dir, "p0", "2026-11-04T12:30:00Z")
 	waitForRow(t, o.Sink.Path, "FINAL [10:00)", func(r model.Row) bool {
 		return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.Final
@@ -169,6 +269,7 @@ func TestFollowDiscoversNewPartition(t *testing.T) {
 	o.PollInterval = 100 * time.Millisecond
 	o.QuietPeriod = 500 * time.Millisecond
 	o.DiscoverEvery = 200 * time.Millisecond
+	readers := watchReaders(t)
 	job := runInBackground(t, o)
 	waitForRow(t, o.Sink.Path, "ON_TIME [10:00)", func(r model.Row) bool {
 		return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.OnTime
@@ -180,12 +281,26 @@ func TestFollowDiscoversNewPartition(t *testing.T) {
 		return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.Late && r.EventCount == 2
 	})
 	// p0 alone would now close [11:00); p1, active at 10:20, holds it.
+	// Both readers have reported in five calls since p0 reported 12:20:
+	// enough for the row to reach the sink, had p1 not held it (the negative
+	// control below; in trials on one shared core it took two to four).
 	putFile(t, dir, "p0", "000002.jsonl", purchase("Z", "2026-11-04T12:30:00Z", "u4", "3")+"\n") // p0 watermark 12:20
-	time.Sleep(2 * time.Second)
+	reported := func(p, at string) func(map[string]readerReport) bool {
+		return func(r map[string]readerReport) bool { return r[p].watermark >= ms(at) }
+	}
+	readers.waitFor(t, "p0 at 12:20", reported("p0", "2026-11-04T12:20:00Z"))
+	readers.waitCalls(t, 5, "p0", "p1")
 	if rows := rowsOf(readChangelog(t, o.Sink.Path), "2026-11-04T11:00:00Z"); len(rows) != 0 {
 		t.Fatalf("[11:00) has rows while the new partition holds the watermark at 10:20:\n%s", table(rows))
 	}
 	putFile(t, dir, "p1", "000002.jsonl", purchase("D", "2026-11-04T12:40:00Z", "u5", "4")+"\n") // p1 12:30: minimum 12:20
+	// Negative control: once p1 no longer holds [11:00), the same wait gives
+	// its row, so the check above could have seen one.
+	readers.waitFor(t, "p1 at 12:30", reported("p1", "2026-11-04T12:30:00Z"))
+	readers.waitCalls(t, 5, "p0", "p1")
+	if rows := rowsOf(readChangelog(t, o.Sink.Path), "2026-11-04T11:00:00Z"); len(rows) == 0 {
+		t.Errorf("negative control: no [11:00) row five reader calls after p1 reported 12:30: the wait above proves nothing")
+	}
 	waitForRow(t, o.Sink.Path, "ON_TIME [11:00)", func(r model.Row) bool {
 		return r.WindowStart == ms("2026-11-04T11:00:00Z") && r.State == model.OnTime
 	})
@@ -262,14 +377,30 @@ func TestFollowAllIdle(t *testing.T) {
 			o.Pipeline.Watermark.IdleTimeout = 2 * time.Second
 			o.Pipeline.Watermark.IdleAdvance = advance
 			logs := captureLogs(t)
+			readers := watchReaders(t)
 			job := runInBackground(t, o)
 			final := func(r model.Row) bool {
 				return r.WindowStart == ms("2026-11-04T10:00:00Z") && r.State == model.Final
 			}
+			// Both partitions idle, and three calls of each reader since:
+			// with every partition idle, each call reports the watermark
+			// advanced with processing time, or held.
+			readers.waitFor(t, "both partitions idle", func(r map[string]readerReport) bool { return r["p0"].idle && r["p1"].idle })
+			r := readers.waitCalls(t, 3, "p0", "p1")
+			held := r["p0"].watermark < ms("2026-11-04T11:00:00Z") && r["p1"].watermark < ms("2026-11-04T11:00:00Z")
+			switch {
+			case advance == watermark.AdvanceHold && !held:
+				t.Errorf("every partition idle under hold, yet the readers report watermarks p0 %s, p1 %s",
+					model.FormatTime(r["p0"].watermark), model.FormatTime(r["p1"].watermark))
+			case advance == watermark.AdvanceProcessingTime && held:
+				// Negative control of the check above: the same wait shows
+				// the advance it looks for.
+				t.Errorf("negative control: every partition idle under processing-time, yet the readers report watermarks p0 %s, p1 %s: the check proves nothing",
+					model.FormatTime(r["p0"].watermark), model.FormatTime(r["p1"].watermark))
+			}
 			if advance == watermark.AdvanceProcessingTime {
 				waitForRow(t, o.Sink.Path, "FINAL [10:00) once every partition is idle", final)
 			}
-			time.Sleep(5 * time.Second) // both partitions idle for a while
 			sum := stopConserved(t, job, 2, 2)
 			rows := rowsOf(sum.Changelog(), "2026-11-04T10:00:00Z")
 			want := []model.Row{

@@ -133,6 +133,26 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
+// waitReaderCalls waits until the reader of each of partitions in folder dir
+// has ended n calls begun after this one was made: calls that looked at the
+// folder as it is now. It counts the calls (sources.ReaderCalls), not time,
+// so a loaded machine makes it slower, never shorter.
+func waitReaderCalls(t *testing.T, dir string, n int, partitions ...string) {
+	t.Helper()
+	want := map[string]int{}
+	for _, p := range partitions {
+		want[p] = sources.ReaderCalls(dir, p) + n + 1 // call n+1 begins once call n has ended
+	}
+	waitFor(t, time.Minute, fmt.Sprintf("%d reader calls of %v", n, partitions), func() bool {
+		for _, p := range partitions {
+			if sources.ReaderCalls(dir, p) < want[p] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func findRow(rows []model.Row, start string, st model.ResultState) (model.Row, bool) {
 	for _, r := range rows {
 		if r.WindowStart == ms(start) && r.State == st {
@@ -399,9 +419,35 @@ func testReplayMinimalSequence(t *testing.T, dir string) {
 
 // --- (3) follow mode and graceful stop ------------------------------------
 
-func TestFollowAndStop(t *testing.T) { inFolders(t, testFollowAndStop) }
+func TestFollowAndStop(t *testing.T) {
+	inFolders(t, func(t *testing.T, dir string) { testFollowAndStop(t, dir, true) })
+	// The same run without the stop request: within the same wait the
+	// reader reads the file put where the stop would have been, and the
+	// checks that the stopped runs pass see it.
+	t.Run("negative control: no stop", func(t *testing.T) { testFollowAndStop(t, t.TempDir(), false) })
+}
 
-func testFollowAndStop(t *testing.T, dir string) {
+// readAfterStop is what the run read of a file put after the stop.
+func readAfterStop(read recordsHandle) []string {
+	var out []string
+	for _, r := range read.values() {
+		if strings.Contains(r.Record.Position, "000004") {
+			out = append(out, r.Record.Position)
+		}
+	}
+	return out
+}
+
+// finalPastWatermark reports a FINAL row for a window other than [10:00,
+// 11:00): the watermark reached 12:20 before the stop, so only that window
+// (closing at 12:00) may be FINAL.
+func finalPastWatermark(rows []model.Row) bool {
+	return slices.ContainsFunc(rows, func(r model.Row) bool {
+		return r.State == model.Final && r.WindowStart != ms("2026-11-04T10:00:00Z")
+	})
+}
+
+func testFollowAndStop(t *testing.T, dir string, stop bool) {
 	mkPartition(t, dir, "p0")
 	o := pipeline.Defaults()
 	o.Triggers.Early = 0
@@ -409,6 +455,7 @@ func testFollowAndStop(t *testing.T, dir string) {
 
 	p, s := beam.NewPipelineWithRoot()
 	so := followOptions(t, o)
+	so.Settle = time.Hour // a last line without a newline waits for the stop
 	recs, _ := sources.ReadFolder(s, dir, so)
 	read := collectRecords(s, recs)
 	out, err := pipeline.Build(s, recs, o)
@@ -440,34 +487,54 @@ func testFollowAndStop(t *testing.T, dir string) {
 		return ok && r.EventCount == 3 && r.RevenueMicros == 170_000_000
 	})
 
-	put(t, dir, "p0", "000003.jsonl", purchase("Z", "2026-11-04T12:30:00Z", "3")) // watermark 12:20 > 12:00 = close of [10:00)
+	// Z moves the watermark to 12:20 > 12:00 = close of [10:00); T, a last
+	// line without a newline, waits: it does not settle within the test,
+	// and no later file comes before the stop.
+	putRaw(t, dir, "p0", "000003.jsonl", purchase("Z", "2026-11-04T12:30:00Z", "3")+"\n"+purchase("T", "2026-11-04T12:35:00Z", "5"))
 	waitFor(t, time.Minute, "FINAL [10:00, 11:00)", func() bool {
 		_, ok := findRow(rows.Values(), "2026-11-04T10:00:00Z", model.Final)
 		return ok
 	})
 
 	// After the stop nothing more is read, and the watermark stays: the
-	// file below would close [11:00, 12:00) if it were read. The readers
-	// see the request within a poll interval (100ms).
-	j.requestStop(t)
-	time.Sleep(300 * time.Millisecond)
+	// file below would close [11:00, 12:00) if it were read.
+	if stop {
+		// The stopped reader's last pass reads T (SPEC §3), which nothing
+		// else reads: once T is read, p0's reader has seen the stop, and
+		// every later call sees it too.
+		j.requestStop(t)
+		waitFor(t, time.Minute, "T, read by the last pass", func() bool {
+			return slices.ContainsFunc(read.values(), func(r stamped) bool { return r.Record.Position == "p0/000003.jsonl:2" })
+		})
+	}
 	put(t, dir, "p0", "000004.jsonl", purchase("W", "2026-11-04T14:30:00Z", "4"))
-	time.Sleep(1 * time.Second) // ten polls
+	// Two calls of p0's reader that began after 000004 appeared have ended:
+	// a reader that had not stopped read it in the first of them, and what
+	// a call emits reaches collectRecords within the call (the negative
+	// control shows both).
+	waitReaderCalls(t, dir, 2, "p0")
+	if !stop {
+		if len(readAfterStop(read)) == 0 {
+			t.Errorf("negative control: without the stop, 000004 was not read within two reader calls: the wait proves nothing")
+		}
+		waitFor(t, time.Minute, "FINAL [11:00, 12:00) once W is read", func() bool {
+			_, ok := findRow(rows.Values(), "2026-11-04T11:00:00Z", model.Final)
+			return ok
+		})
+		if !finalPastWatermark(rows.Values()) {
+			t.Errorf("negative control: the FINAL check misses FINAL [11:00):\n%s", table(rows.Values()))
+		}
+		return
+	}
 	j.stop(t)
 	stopped = true
 
-	for _, r := range read.values() {
-		if strings.Contains(r.Record.Position, "000004") {
-			t.Errorf("read %s after the stop", r.Record.Position)
-		}
+	for _, pos := range readAfterStop(read) {
+		t.Errorf("read %s after the stop", pos)
 	}
 	got := rows.Values()
-	for _, r := range got {
-		// The watermark reached 12:20: only [10:00, 11:00) (closing at
-		// 12:00) may be FINAL.
-		if r.State == model.Final && r.WindowStart != ms("2026-11-04T10:00:00Z") {
-			t.Errorf("FINAL for a window whose close the watermark did not pass:\n%s", table(got))
-		}
+	if finalPastWatermark(got) {
+		t.Errorf("FINAL for a window whose close the watermark did not pass:\n%s", table(got))
 	}
 	if r, ok := findRow(got, "2026-11-04T10:00:00Z", model.Final); !ok || r.EventCount != 3 || r.RevenueMicros != 170_000_000 {
 		t.Errorf("FINAL [10:00) = %+v\n%s", r, table(got))
@@ -507,13 +574,21 @@ func TestSlowPartitionHoldsWatermark(t *testing.T) {
 	onTime := func(start string) bool { _, ok := findRow(rows.Values(), start, model.OnTime); return ok }
 	waitFor(t, time.Minute, "both partitions' records", func() bool { return len(read.values()) >= 4 })
 	// p0 alone would close [10:00) and [11:00); p1 (10:10) holds both.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if onTime("2026-11-04T10:00:00Z") {
-			t.Fatalf("ON_TIME while p1 holds the watermark at 10:10:\n%s", table(rows.Values()))
-		}
+	// Each reader has reported its watermark in three calls since: p0's
+	// 12:20 would have closed [10:00) by then, as p1's 11:30 does below.
+	waitReaderCalls(t, dir, 3, "p0", "p1")
+	if onTime("2026-11-04T10:00:00Z") {
+		t.Fatalf("ON_TIME while p1 holds the watermark at 10:10:\n%s", table(rows.Values()))
 	}
 
 	put(t, dir, "p1", "000002.jsonl", purchase("C", "2026-11-04T11:40:00Z", "1")) // p1 11:30: min 11:30
+	// Negative control: once p1 no longer holds [10:00), the same wait
+	// gives its ON_TIME row, so the check above could have seen one.
+	waitFor(t, time.Minute, "C", func() bool { return len(read.values()) >= 5 })
+	waitReaderCalls(t, dir, 3, "p0", "p1")
+	if !onTime("2026-11-04T10:00:00Z") {
+		t.Errorf("negative control: no ON_TIME [10:00) three reader calls after p1 moved to 11:30: the wait above proves nothing\n%s", table(rows.Values()))
+	}
 	waitFor(t, time.Minute, "ON_TIME [10:00)", func() bool { return onTime("2026-11-04T10:00:00Z") })
 	if r, _ := findRow(rows.Values(), "2026-11-04T10:00:00Z", model.OnTime); r.EventCount != 2 {
 		t.Errorf("ON_TIME [10:00) has %d events, want 2 (A from p0, B from p1)", r.EventCount)

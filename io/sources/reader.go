@@ -60,12 +60,17 @@ type reader struct {
 	path string
 }
 
+// readerClock gives the reader of partition in folder dir its processing-time
+// clock: time.Now. Tests replace it (calls_test.go) to count a partition's
+// reader calls; nothing else does.
+var readerClock = func(dir, partition string) func() time.Time { return time.Now }
+
 // newReader resumes a partition from rest.
 func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
 	r := &reader{
 		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
 		maxRecords: DefaultMaxPerCall, budget: callBudget, settle: DefaultSettle,
-		now: time.Now, stop: func() bool { return false },
+		now: readerClock(dir, partition), stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
 		others:     func() (int64, bool) { return model.NoWatermark, false },
 		checkpoint: func(model.Checkpoint) {},
