@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -89,6 +90,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 		NoCache:     o.NoCache,
 		CacheBytes:  o.CacheBytes,
 		ByPosition:  o.ByPosition,
+		ReadAhead:   o.ReadAhead,
 		Pending:     state.MakeBagState[[]byte]("pending"),
 		Meta:        state.MakeValueState[[]byte]("meta"),
 		IDs:         state.MakeBagState[[]byte]("ids"),
@@ -106,6 +108,7 @@ type dedupFn struct {
 	NoCache    bool
 	CacheBytes int64
 	ByPosition bool
+	ReadAhead  string
 	// Pending holds batches until their release timer (ByPosition only).
 	Pending state.Bag[[]byte]
 	Meta    state.Value[[]byte]
@@ -114,6 +117,7 @@ type dedupFn struct {
 
 	counted, duplicates, conflicts, expired, reloads, evictions, elements beam.Counter
 	entries                                                               beam.Distribution
+	readAhead                                                             *flow.ReadAhead
 }
 
 func (f *dedupFn) Setup() {
@@ -127,6 +131,7 @@ func (f *dedupFn) Setup() {
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
 	applyMemoryLimit()
+	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
 }
 
 func (f *dedupFn) store(shard int) shardStore {
@@ -138,6 +143,10 @@ func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer:
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	emit func(model.Event), conflict func(model.Conflict)) error {
+	// Out of the runner's queue: judged now, or held in state (ByPosition).
+	// The dedup step, the slowest, pays the read-ahead account: what the
+	// gate passed waits in prism's queue in front of it.
+	defer f.readAhead.Taken(len(batch.Events))
 	f.elements.Inc(ctx, 1)
 	st, err := f.store(shard).load(ctx, sp, f.reloads)
 	if err != nil {

@@ -107,10 +107,6 @@ func (f *gateFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: 
 
 func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key int, batch model.EventBatch,
 	emit func(model.Event), late func(model.TooLate)) error {
-	// Out of the runner's queue: judged now, or held in state. Past the
-	// gate nothing waits for the watermark (the dedup step has no
-	// boundary timers), so this is where the read-ahead account is paid.
-	defer f.readAhead.Taken(len(batch.Events))
 	st, err := f.store(key).load(ctx, sp, f.reloads)
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)
@@ -133,11 +129,14 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 	return f.store(key).save(ctx, sp, st, f.evictions)
 }
 
-// judge applies rule (b) to each event at the watermark the key knows.
+// judge applies rule (b) to each event at the watermark the key knows. A
+// too-late record never reaches the dedup step, which pays the read-ahead
+// account for the others: it leaves the account here.
 func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(model.Event), late func(model.TooLate)) {
 	for _, e := range events {
 		if !st.Gate(&e, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
+			f.readAhead.Taken(1)
 			late(TooLateRecord(e))
 			continue
 		}

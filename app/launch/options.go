@@ -421,7 +421,7 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 		Watermark:    po.Watermark,
 		Event:        po.Event,
 		PollInterval: o.PollInterval,
-		MaxPerCall:   o.MaxPerCall,
+		MaxPerCall:   cmp.Or(o.MaxPerCall, sources.CallSizeFor(po.DedupShards)),
 		Settle:       o.Settle,
 		// DiscoverEvery is only set by the flag: 0 takes the default.
 		DiscoverEvery: o.DiscoverEvery,

@@ -42,7 +42,7 @@ func TestRestartAfterKillConverges(t *testing.T) {
 		t.Skip("kills and restarts the real binary several times")
 	}
 	bin := buildBinary(t)
-	logDir := demoLog(t, 100_000) // enough for the watermark to advance in steps (25,000 records per reader call: four steps per partition)
+	logDir := demoLog(t, 100_000) // enough for the watermark to advance in steps (5,000 records per reader call at 8 shards)
 	clean := filepath.Join(t.TempDir(), "clean.db")
 	began := time.Now()
 	runBinary(t, bin, logDir, clean, 0)

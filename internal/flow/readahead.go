@@ -1,6 +1,5 @@
 // Package flow is the embedded runner's flow control: a job's account of
-// the records its sources read ahead of the watermark gate, the first
-// stateful step (ReadAhead). It has
+// the records its sources read ahead of the dedup step (ReadAhead). It has
 // no Beam or runner dependency, so the DoFns that count into it link no
 // runner.
 package flow
@@ -21,10 +20,12 @@ import (
 // (1,056 queued batches, 96 MB, 4.5 days of event time between the source
 // and dedup at the peak of a 12-day replay). A ReadAhead is one job's
 // account of that queue in this process: a source adds the valid records
-// of each call as the call ends (Queued: the events the gate will take
-// in), the gate subtracts what it takes in (Taken), and a source
+// of each call as the call ends (Queued: the events the dedup step will
+// take in), the dedup step subtracts what it takes in (Taken), the
+// too-late gates what they route to too_late, and a source
 // reads only while the difference leaves room for another call (Room).
-// Counting at the source, not where the events reach the gate's input, leaves no records in flight uncounted whatever prism fuses: only
+// Counting at the source, not where the events reach the dedup step's
+// input, leaves no records in flight uncounted whatever prism fuses: only
 // calls running at the same time (at most one per partition) read past the
 // budget, each by at most one call.
 //
@@ -37,23 +38,23 @@ import (
 // included, so a batch stamped after a pending window-end timer of its
 // gate key waits until the watermark passes that end, and the watermark moves
 // only when the sources read on. When the queue is full of such records a
-// plain count would hold the sources forever. So when the gate has
+// plain count would hold the sources forever. So when the dedup step has
 // taken nothing for Blocked while no call fits, the partitions holding the
 // watermark (the lowest on their source's board) read on past the budget
-// until the gate takes records again; the others wait. What waits
+// until the dedup step takes records again; the others wait. What waits
 // past the budget is then what the watermark's lag holds back (about the
 // out-of-order bound's worth of events, and the partitions' skew), which
 // no bound can remove, and PastBudget counts the calls that read it.
 
 // DefaultReadAhead is the default --read-ahead: records read but not yet
-// taken in by the watermark gate. About 10 MB of encoded events in prism's
-// queue (about 100 bytes each without their payload), and four reader calls
-// of 25,000 records: enough for the gate never to wait for input.
+// taken in by the dedup step. About 10 MB of encoded events in prism's
+// queue (about 100 bytes each without their payload), and 20 reader calls
+// of 5,000 records: enough for the dedup step never to wait for input.
 const DefaultReadAhead = 100_000
 
-// Blocked is how long the gate must have taken nothing in, with no
+// Blocked is how long the dedup step must have taken nothing in, with no
 // call fitting under the budget, before the partitions holding the
-// watermark read on past it (see ReadAhead). A running gate takes a
+// watermark read on past it (see ReadAhead). A running dedup step takes a
 // batch every few milliseconds.
 const Blocked = 100 * time.Millisecond
 
@@ -107,7 +108,7 @@ func ReleaseReadAhead(key string) {
 	readAheads.mu.Unlock()
 }
 
-// Queued counts n records read for the watermark gate.
+// Queued counts n records read for the dedup step.
 func (a *ReadAhead) Queued(n int) {
 	if a == nil || n <= 0 {
 		return
@@ -117,7 +118,8 @@ func (a *ReadAhead) Queued(n int) {
 	}
 }
 
-// Taken counts n records the watermark gate took in.
+// Taken counts n records the dedup step took in (or a too-late gate
+// routed to too_late).
 func (a *ReadAhead) Taken(n int) {
 	if a != nil && n > 0 {
 		a.taken.Add(int64(n))
@@ -125,7 +127,7 @@ func (a *ReadAhead) Taken(n int) {
 	}
 }
 
-// Ahead is how many records wait between the sources and the watermark gate.
+// Ahead is how many records wait between the sources and the dedup step.
 func (a *ReadAhead) Ahead() int64 {
 	if a == nil {
 		return 0
@@ -152,7 +154,7 @@ func (a *ReadAhead) PastBudget() int64 {
 
 // Room reports whether a source call of up to call records may read now
 // under budget: while what waits leaves room for it, or, for a partition
-// holding its source's watermark (holdsWatermark), while the gate has
+// holding its source's watermark (holdsWatermark), while the dedup step has
 // taken nothing for Blocked (see ReadAhead). ok is false when the caller
 // should pause and ask again.
 func (a *ReadAhead) Room(budget, call int, holdsWatermark bool) (ok bool) {

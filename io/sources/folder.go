@@ -26,14 +26,22 @@ import (
 // Defaults of FolderOptions.
 const (
 	DefaultPollInterval = time.Second
-	// DefaultMaxPerCall: a call is a bundle, and the dedup step takes in
-	// one batch per shard and partition a bundle touches, so the batches'
-	// size is the call's over the shard count. 25,000 (a quarter of the
-	// default read-ahead, so every partition of a four-partition log has a
-	// call in flight) makes a replay at --dedup-shards=2048 1.4x faster
-	// than 5,000 (issue #25); callBudget still ends a call after 200 ms.
-	DefaultMaxPerCall = 25000
+	DefaultMaxPerCall   = 5000
 )
+
+// CallSizeFor is the records a reader call emits by default for a job with
+// shards dedup shards. A call is a bundle, and the dedup step takes in one
+// batch per shard and partition a bundle touches, so the batches hold the
+// call's records over the shard count: the call grows with the shards to
+// keep about 12 records a batch, from DefaultMaxPerCall (8 shards, prism's
+// default) to 25,000 (2,048 shards: a replay 1.4x faster than with 5,000,
+// issue #25). It does not grow further: the read-ahead bound lets through
+// a call per partition and per call read past it, so a replay's memory
+// grows with the call (a 12-day replay at 8 shards: 202 MiB peak with
+// 5,000, 390 MiB with 25,000).
+func CallSizeFor(shards int) int {
+	return min(max(DefaultMaxPerCall, 12*shards), 25_000)
+}
 
 // callBudget bounds the processing time of one ProcessElement call, for the
 // same reason as MaxPerCall: the runner sees the watermark only between calls.
@@ -59,7 +67,8 @@ type FolderOptions struct {
 	// PollInterval is how often a follower looks for new data (default 1s).
 	PollInterval time.Duration
 	// MaxPerCall is how many records a reader emits before returning to the
-	// runner so that it sees the watermark (default 25,000).
+	// runner so that it sees the watermark (default CallSizeFor the
+	// job's dedup shards).
 	MaxPerCall int
 	// Settle is how long a followed file that ends in a line without a
 	// newline must stay unchanged before that line is read (--settle,
