@@ -13,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/transforms"
 )
 
 // Job states a Summary reports.
@@ -120,8 +121,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "conservation: %s: %s\n", s.Identity, verdict)
 	if c.Read > 0 {
-		fmt.Fprintf(&b, "dedup step: took in %d batches, %.1f per 1,000 records read (one per shard and partition a source bundle touches)\n",
-			c.DedupElements, c.DedupElementsPerThousand())
+		fmt.Fprintf(&b, "dedup step: took in %d batches, %.1f per 1,000 records read (one per shard and partition a source bundle touches); %d windows announced to the watermark gate's %d keys, whatever the shard count\n",
+			c.DedupElements, c.DedupElementsPerThousand(), c.Counters[string(metrics.WindowFanOuts)], transforms.GateKeys)
 	}
 	if reloads, ok := c.Counters[string(metrics.DedupStateReloads)]; ok {
 		// The capacity plan's steady state: each shard read from state once

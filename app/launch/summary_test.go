@@ -7,13 +7,13 @@ import (
 
 // The summary shows the dedup step's fan-out per 1,000 records read.
 func TestSummaryShowsDedupFanOut(t *testing.T) {
-	c := Counts{Read: 2000, Counted: 2000, DedupElements: 61}
+	c := Counts{Read: 2000, Counted: 2000, DedupElements: 61, Counters: map[string]int64{"dedup_window_fanouts": 3}}
 	s := &Summary{Counts: c, Conserved: true, Identity: c.Identity()}
 	var b strings.Builder
 	if err := s.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	const want = "dedup step: took in 61 batches, 30.5 per 1,000 records read (one per shard and partition a source bundle touches)\n"
+	const want = "dedup step: took in 61 batches, 30.5 per 1,000 records read (one per shard and partition a source bundle touches); 3 windows announced to the watermark gate's 8 keys, whatever the shard count\n"
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
