@@ -28,9 +28,10 @@ func ShardOf(eventID string, n int) int {
 	return int(h % uint32(n))
 }
 
-// BatchByShard groups a bundle's events by dedup shard, so that the stateful
-// dedup step reads and writes its state once per batch instead of once per
-// event: the Go SDK makes a State API round trip per access and caches
+// BatchByShard groups a bundle's events by key of a stateful step (the
+// watermark gate's, which batches what it passes by dedup shard in turn), so
+// that the step reads and writes its state once per batch instead of once
+// per event: the Go SDK makes a State API round trip per access and caches
 // nothing across elements (measured: 8,900 ev/s per-id state, 110,000 ev/s
 // per-shard batches on this machine).
 //
@@ -40,13 +41,12 @@ func ShardOf(eventID string, n int) int {
 // dedup step sees each partition's copies of an id in arrival order: "first
 // copy counts" stays the first copy read.
 //
-// The second output (the watermark gate's batches only, announce true)
-// holds one element per window of the bundle, KV<window start, timestamp>
-// stamped with the earliest timestamp of the window's events in the bundle,
-// for AnnounceWindows.
-func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy, announce bool) (batches, windows beam.PCollection) {
+// The second output holds one element per window of the bundle,
+// KV<window start, timestamp> stamped with the earliest timestamp of the
+// window's events in the bundle, for AnnounceWindows.
+func BatchByShard(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy) (batches, windows beam.PCollection) {
 	s = s.Scope("BatchByShard")
-	return beam.ParDo2(s, &shardBatchFn{Shards: shards, Policy: p, Announce: announce}, events)
+	return beam.ParDo2(s, &shardBatchFn{Shards: shards, Policy: p}, events)
 }
 
 type batchKey struct {
@@ -60,9 +60,8 @@ type shardBatch struct {
 }
 
 type shardBatchFn struct {
-	Shards   int
-	Policy   triggers.Policy
-	Announce bool
+	Shards int
+	Policy triggers.Policy
 
 	pending map[batchKey]*shardBatch
 	order   []batchKey
@@ -91,9 +90,6 @@ func (f *shardBatchFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(b
 		b.ts = ts
 	}
 	b.events = append(b.events, e)
-	if !f.Announce {
-		return
-	}
 	w := f.Policy.WindowStart(e.EventTime)
 	if first, ok := f.windows[w]; !ok || ts < first {
 		f.windows[w] = ts

@@ -81,8 +81,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	open, tooLate := WatermarkGate(s, events, o)
-	batches, _ := BatchByShard(s, open, o.Shards, o.Policy, false)
+	batches, tooLate := WatermarkGate(s, events, o)
 	counted, conflicts = beam.ParDo2(s, &dedupFn{
 		Policy:      o.Policy,
 		RetentionMs: o.Retention,

@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register.DoFn7x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
-		func(model.Event), func(model.TooLate), error](&gateFn{})
+		func(int, model.EventBatch), func(model.TooLate), error](&gateFn{})
 }
 
 // GateKeys is how many keys the watermark gate runs on. Its work per record
@@ -42,15 +42,20 @@ const GateKeys = 8
 // (BatchByShard), and AnnounceWindows tells every key about every window
 // with data, so a key knows a window closed whatever records it saw (a
 // returning partition's record may land on a key that saw nothing of its
-// window). Every record let through carries a timestamp below its window's
+// window). The records it lets through leave it already in the dedup step's
+// batches, KV<shard, EventBatch> of one shard and partition each: a gate
+// key's records are those of the shards congruent to it modulo GateKeys
+// (ShardOf is a hash modulo the count), so regrouping after the gate would
+// merge nothing, and per-event elements would cost an allocation each. Every record let through carries a timestamp below its window's
 // close time (its partition watermark, which rule (a) checked), and that
 // timestamp holds the revision step's watermark until the record is
 // counted: FINAL cannot overtake it.
 func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (open, tooLate beam.PCollection) {
 	s = s.Scope("WatermarkGate")
-	batches, windows := BatchByShard(s, events, GateKeys, o.Policy, true)
+	batches, windows := BatchByShard(s, events, GateKeys, o.Policy)
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
+		Shards:      o.Shards,
 		Policy:      o.Policy,
 		BoundMs:     o.Bound,
 		RetentionMs: o.Retention,
@@ -64,6 +69,9 @@ func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (open,
 }
 
 type gateFn struct {
+	// Shards is the dedup step's shard count, which the passed records are
+	// batched by.
+	Shards      int
 	Policy      triggers.Policy
 	BoundMs     int64
 	RetentionMs int64
@@ -95,7 +103,7 @@ func (f *gateFn) Setup() {
 
 // StartBundle declares the emitters the SDK requires of it (those of
 // ProcessElement).
-func (f *gateFn) StartBundle(_ func(model.Event), _ func(model.TooLate)) {
+func (f *gateFn) StartBundle(_ func(int, model.EventBatch), _ func(model.TooLate)) {
 	clear(f.armedHere)
 }
 
@@ -106,7 +114,7 @@ func (f *gateFn) store(key int) shardStore {
 func (f *gateFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Boundary} }
 
 func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key int, batch model.EventBatch,
-	emit func(model.Event), late func(model.TooLate)) error {
+	emit func(int, model.EventBatch), late func(model.TooLate)) error {
 	st, err := f.store(key).load(ctx, sp, f.reloads)
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)
@@ -129,10 +137,17 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 	return f.store(key).save(ctx, sp, st, f.evictions)
 }
 
-// judge applies rule (b) to each event at the watermark the key knows. A
-// too-late record never reaches the dedup step, which pays the read-ahead
-// account for the others: it leaves the account here.
-func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(model.Event), late func(model.TooLate)) {
+// judge applies rule (b) to each event at the watermark the key knows, and
+// emits the others in batches of one dedup shard and partition, in the
+// order given. A too-late record never reaches the dedup step, which pays
+// the read-ahead account for the others: it leaves the account here.
+func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(int, model.EventBatch), late func(model.TooLate)) {
+	type batchKey struct {
+		shard     int
+		partition string
+	}
+	var order []batchKey
+	batches := map[batchKey]*model.EventBatch{}
 	for _, e := range events {
 		if !st.Gate(&e, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
@@ -140,7 +155,17 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 			late(TooLateRecord(e))
 			continue
 		}
-		emit(e)
+		k := batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}
+		b, ok := batches[k]
+		if !ok {
+			b = &model.EventBatch{}
+			batches[k] = b
+			order = append(order, k)
+		}
+		b.Events = append(b.Events, e)
+	}
+	for _, k := range order {
+		emit(k.shard, *batches[k])
 	}
 }
 
@@ -159,7 +184,7 @@ func (st *shardState) Gate(e *model.Event, p triggers.Policy) bool {
 }
 
 func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key int, t timers.Context,
-	emit func(model.Event), late func(model.TooLate)) error {
+	emit func(int, model.EventBatch), late func(model.TooLate)) error {
 	at, tag, err := parseTimerTag(t.Tag)
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)

@@ -37,7 +37,7 @@ func TestWindowsToArm(t *testing.T) {
 // bundle once to AnnounceWindows, at the earliest timestamp of its events.
 func TestBatchByShardNamesEachWindowOnce(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}
-	f := &shardBatchFn{Shards: 3, Policy: p, Announce: true}
+	f := &shardBatchFn{Shards: 3, Policy: p}
 	type window struct{ ts, start, value int64 }
 	var batches []model.EventBatch
 	var windows []window

@@ -45,6 +45,7 @@ type gateRun struct {
 
 func startGate(t *testing.T) *gateRun {
 	f := &gateFn{
+		Shards: 2048,
 		Policy: rollbackPolicy, BoundMs: (10 * time.Minute).Milliseconds(), RetentionMs: (25 * time.Hour).Milliseconds(),
 		CacheID: "test", NoCache: true,
 		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
@@ -54,7 +55,15 @@ func startGate(t *testing.T) *gateRun {
 	return &gateRun{t: t, f: f, sp: &memShard{memState{values: map[string]any{}}, map[string][]any{}}, tp: &recordTimers{}}
 }
 
-func (r *gateRun) emit(e model.Event)      { r.passed = append(r.passed, e) }
+// emit takes a batch the gate passed: one dedup shard's and partition's.
+func (r *gateRun) emit(shard int, b model.EventBatch) {
+	for _, e := range b.Events {
+		if want := ShardOf(e.EventID, r.f.Shards); shard != want || e.Partition != b.Events[0].Partition {
+			r.t.Errorf("%s passed to shard %d in a batch of %s, want shard %d", e.EventID, shard, b.Events[0].Partition, want)
+		}
+	}
+	r.passed = append(r.passed, b.Events...)
+}
 func (r *gateRun) tooLate(l model.TooLate) { r.late = append(r.late, l) }
 
 func (r *gateRun) process(b model.EventBatch) {

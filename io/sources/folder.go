@@ -32,15 +32,16 @@ const (
 // CallSizeFor is the records a reader call emits by default for a job with
 // shards dedup shards. A call is a bundle, and the dedup step takes in one
 // batch per shard and partition a bundle touches, so the batches hold the
-// call's records over the shard count: the call grows with the shards to
-// keep about 12 records a batch, from DefaultMaxPerCall (8 shards, prism's
-// default) to 25,000 (2,048 shards: a replay 1.4x faster than with 5,000,
-// issue #25). It does not grow further: the read-ahead bound lets through
-// a call per partition and per call read past it, so a replay's memory
-// grows with the call (a 12-day replay at 8 shards: 202 MiB peak with
-// 5,000, 390 MiB with 25,000).
+// call's records over the shard count, and each costs about six State API
+// round trips whatever it holds: the call grows with the shards to keep
+// about 24 records a batch, from DefaultMaxPerCall (up to 208 shards;
+// prism's default is 8) to 50,000 (half the default read-ahead; 2,048
+// shards: 49,152). It does not grow further: the read-ahead bound lets
+// through a call per partition and per call read past it, so a replay's
+// memory grows with the call (a 12-day replay at 8 shards: 202 MiB peak
+// with 5,000 a call, 390 MiB with 25,000).
 func CallSizeFor(shards int) int {
-	return min(max(DefaultMaxPerCall, 12*shards), 25_000)
+	return min(max(DefaultMaxPerCall, 24*shards), 50_000)
 }
 
 // callBudget bounds the processing time of one ProcessElement call, for the
