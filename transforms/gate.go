@@ -43,16 +43,18 @@ const GateKeys = 8
 // with data, so a key knows a window closed whatever records it saw (a
 // returning partition's record may land on a key that saw nothing of its
 // window). The records it lets through leave it already in the dedup step's
-// batches, KV<shard, EventBatch> of one shard and partition each: a gate
-// key's records are those of the shards congruent to it modulo GateKeys
-// (ShardOf is a hash modulo the count), so regrouping after the gate would
-// merge nothing, and per-event elements would cost an allocation each. Every record let through carries a timestamp below its window's
+// batches, KV<shard, EventBatch> of one shard and partition each: when the
+// shard count is a multiple of GateKeys (pipeline.ShardsFor's powers of two
+// are) a gate key's records are those of the shards congruent to it modulo
+// GateKeys (ShardOf is a hash modulo the count), so regrouping after the
+// gate would merge nothing, and per-event elements would cost an allocation
+// each. Every record let through carries a timestamp below its window's
 // close time (its partition watermark, which rule (a) checked), and that
 // timestamp holds the revision step's watermark until the record is
 // counted: FINAL cannot overtake it.
-func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (open, tooLate beam.PCollection) {
+func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (batches, tooLate beam.PCollection) {
 	s = s.Scope("WatermarkGate")
-	batches, windows := BatchByShard(s, events, GateKeys, o.Policy)
+	keyed, windows := BatchByShard(s, events, GateKeys, o.Policy)
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
 		Shards:      o.Shards,
@@ -65,7 +67,7 @@ func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (open,
 		Pending:     state.MakeBagState[[]byte]("pending"),
 		Meta:        state.MakeValueState[[]byte]("meta"),
 		Boundary:    timers.InEventTime("boundary"),
-	}, beam.Flatten(s, batches, announced))
+	}, beam.Flatten(s, keyed, announced))
 }
 
 type gateFn struct {
