@@ -18,29 +18,18 @@ func init() {
 }
 
 // AnnounceWindows tells every key of the watermark gate about every window
-// with data (issue #12), so that each key arms the end and close timers of
-// every window, not only of the windows its records fell in: without it a
-// record of a returning partition whose id lands on a key that saw none of
-// its window would be counted into a window already FINAL, or start a
-// window past its end with ON_TIME instead of LATE.
+// with data (issue #12), so that each key arms the timers of every window:
+// otherwise a returning partition's record on a key that saw none of its
+// window would be counted into a window already FINAL, or start it ON_TIME
+// instead of LATE.
 //
-// windows holds, per source bundle, one element per window of the bundle:
-// KV<window start, timestamp>, stamped with the earliest timestamp of the
-// window's events in the bundle, which rule (a) put below its close time
-// (see BatchByShard). The step is keyed by window start and remembers in its
-// state the lowest timestamp it announced the window at: it announces a
-// window to every key the first time, and again only when a later element
-// comes at a lower timestamp with a boundary in between (mustFanOut). The
-// work per bundle is one state read per window of the bundle; the keys
-// (GateKeys, not the dedup shards) are paid once per window.
-//
-// An announcement (model.EventBatch with Windows and no events) carries the
-// timestamp of the element that caused it, so until a key has taken it in
-// and armed the window's timers it holds the gate's watermark below that
-// timestamp, and with it the revision step's: FINAL cannot be written
-// before every key knows the window is closed. A retried bundle repeats its
-// announcements; the state that suppresses later ones is committed with the
-// bundle that emitted them.
+// windows holds KV<window start, timestamp> per window of a source bundle,
+// stamped with the earliest timestamp of its events there (below the
+// window's close, rule (a)). Keyed by window, the step remembers the lowest
+// timestamp it announced at, and announces again only when a later element
+// comes lower across a boundary (mustFanOut). An announcement carries that
+// timestamp, so it holds the gate's watermark, and the revision step's,
+// until every key armed the window: FINAL cannot come before.
 func AnnounceWindows(s beam.Scope, windows beam.PCollection, keys int, p triggers.Policy, boundMs int64) beam.PCollection {
 	s = s.Scope("AnnounceWindows")
 	return beam.ParDo(s, &announceFn{
@@ -86,16 +75,10 @@ func (f *announceFn) ProcessElement(ctx context.Context, sp state.Provider, star
 // be announced to every key, given the lowest timestamp the window was
 // announced at before (announced false: never).
 //
-// An announcement at timestamp t holds the gate's watermark below every
-// boundary after t until the keys armed it: the end and close of the
-// windows a key arms for start (windowsToArm). A later element at ts < t
-// would hold below the boundaries in (ts, t] too, which the earlier
-// announcement did not: it is announced again. On prism, which runs a
-// stateful step's element only once the watermark reached its timestamp, such
-// an element is behind the watermark and these boundaries are already past;
-// runners that run elements ahead of the watermark get the same holds as an
-// announcement by every bundle would give. Each repeat crosses at least one
-// boundary, so a window is announced at most 1 + 2·(maxGapWindows+1) times.
+// An announcement at t holds the gate's watermark below the boundaries after
+// t until the keys armed them (windowsToArm). A later element at ts < t must
+// also hold the boundaries in (ts, t], so it is announced again. Each repeat
+// crosses a boundary: at most 1 + 2·(maxGapWindows+1) announcements a window.
 func mustFanOut(p triggers.Policy, start, boundMs, ts, lowest int64, announced bool) bool {
 	if !announced {
 		return true

@@ -12,14 +12,10 @@ import (
 // length (SPEC allows 256), and a cryptographic hash keeps a client from
 // crafting two ids that collide.
 //
-// Collision probability: with n ids remembered at once, about n²/2^128
-// (birthday bound over 127 bits). At the design peak a shard set remembers
-// 25.5 h × 20,000 ev/s = 1.84e9 ids: (1.84e9)² / 2^128 = 1.0e-20 per
-// retention period, 1e-17 over 3 years of operation; at 100,000 ev/s 2.5e-19
-// per period. A collision would drop one event as a duplicate (or send it to
-// the conflict stream); reconcile, which compares real ids from the raw log,
-// would report it. The audit tables keep the real id: they are written from
-// the event's payload, never from this state.
+// Collisions: about n²/2^128 for n ids remembered at once; at the design
+// peak (1.84e9 ids over 25.5 h) 1.0e-20 per retention period. A collision
+// would drop one event as a duplicate or conflict, and reconcile, which
+// compares the real ids of the raw log, would report it.
 type idKey struct{ lo, hi uint64 }
 
 func hashID(id string) idKey {

@@ -16,45 +16,24 @@ import (
 
 // Deterministic first copy (DedupOptions.ByPosition).
 //
-// Prism hands a key's elements to the dedup step in timestamp order, then
-// arrival order, which within a partition is position order. Flink keeps
-// the order of one upstream channel but not across a rescale, and Dataflow
-// promises none: there, of two copies of an id from one partition, the one
-// delivered first would count. ByPosition makes the choice independent of
-// delivery: a batch waits in the Pending bag until the watermark passes its
-// timestamp (a release timer at timestamp + 1), when every batch with an
-// earlier or equal timestamp has arrived, and the released events are
-// judged in (timestamp, partition, file, line) order. Within a partition
-// timestamps never decrease along positions, so the earlier copy is judged
-// first. Across partitions the order is still deterministic, and whichever
-// copy counted is what conflict_events.first_fingerprint records.
-//
-// The price: an event waits for the watermark (the skew between partitions,
-// not the out-of-order bound: a record's timestamp is its partition's
-// watermark already), one more bag write and read, and a timer per batch.
-// Records behind the watermark (a partition back from idle) are released at
-// once, in the order they come.
+// Prism hands a key's elements over in timestamp, then arrival order; Flink
+// keeps one channel's order but not across a rescale, and Dataflow promises
+// none. ByPosition makes the first copy independent of delivery: a batch
+// waits in the Pending bag until the watermark passes its timestamp (a
+// release timer), and released events are judged in (timestamp, partition,
+// file, line) order. The price: a wait for the skew between partitions, one
+// more bag write and read, a timer per batch. Records already behind the
+// watermark are released at once.
 
 const tagRelease = 'r' // just after a held batch's wait (see hold): release it
 
-// The Pending bag is only ever appended to, except for a rewrite once the
-// released entries in it weigh at least as much as those still held, so a
-// held batch costs one append, at most one rewrite on average, and no read
-// while the process cache holds the shard: the cost is linear in what is
-// held, however long a lagging partition keeps it there (issue #25; before,
-// every release read the whole bag and wrote back what stayed, quadratic
-// in what was held).
-//
-// Which entries of the bag were released is in the meta value, not in the
-// bag: every entry carries a sequence number, and the meta keeps the
-// releases as (next sequence number, release time) pairs: an entry was
-// released when a release at a later time came after it was added. Releases
-// come in increasing time but for those of a batch behind the watermark, so
-// the pairs that matter (those no later pair covers) are one or a few, and
-// a rewrite clears them. Bag and value state only: Flink's portable runner
-// has no MapState for Go (Beam's test/integration/integration.go filters
-// it). The decoded held batches ride in the process cache with the rest of
-// the shard, trusted under the same token; a cache miss reads the bag once.
+// The Pending bag is only appended to, and rewritten once its released
+// entries weigh as much as those held: a held batch costs one append and at
+// most one rewrite on average, linear in what is held however long a lagging
+// partition holds it. Which entries were released is in the meta value:
+// entries carry sequence numbers, and the meta keeps (next sequence number,
+// release time) pairs. Bag and value state only: Flink's portable runner has
+// no MapState for Go (test/integration/integration.go).
 
 // maxReleases bounds the release pairs in the meta: past it the bag is
 // rewritten, which clears them.

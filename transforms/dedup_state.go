@@ -25,9 +25,7 @@ type shardState struct {
 	// rewrites the bag only once most of it is dead (see compactionDue).
 	stored int
 
-	// The Pending bag of position order (dedup_order.go): the next entry's
-	// sequence number, the releases that took entries still in the bag, and
-	// the decoded bag.
+	// Position order's Pending bag (dedup_order.go).
 	nextSeq  uint64
 	releases []release
 	pending  pendingState
@@ -84,11 +82,9 @@ func floorDiv(a, b int64) int64 {
 }
 
 // expiredBefore returns the index of the first window whose ids are still
-// remembered at the known watermark: a window's ids are forgotten together,
-// once window_end + retention has passed. That keeps each id at least the
-// retention from its event_time (SPEC §2), at most one window more; its
-// window is closed by then (retention >= window + lateness), so a later copy
-// is judged too late before dedup ever looks it up.
+// remembered: a window's ids are forgotten together once window_end +
+// retention has passed (SPEC §2). Its window is closed by then, so a later
+// copy is judged too late before dedup looks it up.
 func (st *shardState) expiredBefore(retentionMs int64, p triggers.Policy) uint32 {
 	return expiredBefore(st.known, retentionMs, p)
 }
@@ -111,26 +107,16 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 }
 
 // NeedsCompaction reports whether most of the bag's entries are expired
-// ids: rewriting it then costs about as much as the appends that made it,
-// so the cost of compaction stays proportional to the ids added. It is the
-// cap on the bag (twice its live ids); compactionDue adds each shard's own
-// hour.
+// ids: the cap (twice the live ids) that keeps compaction's cost
+// proportional to the ids added.
 func (st *shardState) NeedsCompaction() bool { return st.stored > 2*st.ids.n }
 
-// Compaction spread over the shards (issue #25). Every shard sees the same
-// boundaries at the same watermark, so with NeedsCompaction alone every
-// shard rewrote its bag at the same expiry timer, about once a retention
-// (some 42 GB cluster-wide in one burst every ~25 h at 2,048 shards). Each
-// shard also compacts at its own slot: at a boundary whose window index
-// modulo the retention in windows (P, 25 by default) is the shard's number
-// modulo P, if anything in the bag is dead. A shard's dead ids then reach P
-// windows against P + 1 windows live, short of the cap, so the slots set
-// the schedule and a 1/P share of the shards compacts in any one window
-// (82 of 2,048, 4 %, in an hour by default). The cap still holds the bag
-// under twice its live ids when traffic falls fast enough to reach it
-// first. The slot depends on the shard number and the boundary's event
-// time only, and a compaction rewrites the live ids it already holds, so it
-// never changes a verdict: a replay judges the same, whenever it rewrites.
+// Compaction is spread over the shards: with the cap alone every shard saw
+// the same boundaries and rewrote its bag in the same hour (42 GB in one
+// burst at 2,048 shards). Each shard also compacts at its own slot, a
+// boundary whose window index is its number modulo P (the retention in
+// windows), so 1/P of the shards compacts in any window (82 of 2,048). A
+// compaction rewrites live ids only, so it never changes a verdict.
 
 // compactionSlots is P: the retention in whole windows (at least 1).
 func compactionSlots(retentionMs int64, p triggers.Policy) int64 {
@@ -176,24 +162,16 @@ func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Polic
 	return forgot, st.compactionDue(shard, prev, at, retentionMs, p)
 }
 
-// The shard is stored in two parts so that a batch costs a few State API
-// calls whatever the shard holds (the Go SDK makes a round trip per access):
+// A shard is stored in two parts, so that a batch costs a few State API
+// round trips whatever the shard holds:
+//   - meta, one small value: a token changed by every write, the known
+//     watermark, the armed windows;
+//   - ids, a bag of blobs: a batch appends one without reading; compaction
+//     rewrites the live ids in blobs of at most compactChunkIDs ids.
 //
-//   - meta, one small value: a token that changes on every write, the known
-//     watermark, and the armed windows;
-//   - ids, a bag of blobs, each holding ids of one window: a batch appends
-//     one blob per window it counted ids in, without reading (a blind
-//     write); compaction rewrites the live ids in blobs of at most
-//     compactChunkIDs ids, so no single value grows with the shard.
-//
-// An id costs idEntryBytes in the bag: its 128-bit hash and the counted
-// copy's fingerprint (the window is the blob's). The shard count bounds a
-// key (see pipeline.ShardsFor and docs/capacity.md).
-//
-// A process-wide cache keeps the decoded ids between bundles, keyed by the
-// shard and checked against the token, so it is only trusted when nothing
-// else wrote the shard since (a retried bundle, a key that moved to another
-// worker, a restore from a checkpoint all change or roll back the token).
+// The decoded ids are cached between bundles (dedup_cache.go) and trusted
+// only while the token matches: a retry, a moved key or a restore changes
+// or rolls it back.
 
 // DedupStateBytesPerID is what one remembered id costs in the runner's
 // state (measured by BenchmarkStateBytesPerID and cmd/scale).
@@ -254,14 +232,10 @@ func encodeMeta(token uint64, st *shardState) []byte {
 	return w.B
 }
 
-// An ids bag entry (a blob) holds sections, one per window: a 0 byte (the
-// format mark), then per section the window start, the number of ids and
-// idEntryBytes per id. A batch appends one blob whatever the windows its
-// counted ids fall in: the Go SDK makes two State API round trips per
-// append (the length prefix and the data go as two requests), and a
-// replay's batch spans many windows (issue #25: one blob per window cost
-// 14 round trips for a batch of 7 events). Blobs written before this format
-// (a window start that is never 0, then ids) are still read.
+// An ids blob is a 0 byte (the format mark), then per window its start, its
+// number of ids and idEntryBytes per id (128-bit hash, fingerprint). A batch
+// appends one blob whatever windows it spans: the Go SDK makes two round
+// trips per append. Blobs of the older one-window format still load.
 const idBlobMark = 0
 
 // idBlobs accumulates the ids a batch counted, per window, for one blob.

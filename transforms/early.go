@@ -72,24 +72,16 @@ func (f *earlyTickFn) OnTimer(_ context.Context, sp state.Provider, _ timers.Pro
 // runners that do not fire them for the Go SDK: Beam's Go integration suite
 // filters TestTimers_ProcessingTime.* on the portable Flink runner ("Flink
 // doesn't support processing time timers", sdks/go/test/integration/
-// integration.go). Each element of ticks (in production periodic.Impulse
-// every --early, a source Flink runs like any other) asks for one tick to
-// every revision key that received data since the previous tick. Keys are
-// spread over buckets stateful keys, each remembering its dirty keys in a
-// bag; the revision step turns a tick into an EARLY row only when the
-// snapshot changed, exactly as with the timer. An EARLY row therefore
-// follows its data by at most one tick period (--early) plus the time to
-// carry the tick, the bound the timer path has too.
+// integration.go). Each element of ticks (periodic.Impulse every --early)
+// asks for one tick to every revision key that got data since the last
+// tick; buckets stateful keys remember the dirty keys in a bag. An EARLY
+// row follows its data by at most one tick period, as with the timer.
 //
-// A tick reaches a revision key stamped with the earliest event time among
-// the bucket's dirty keys, not with the clock's time: it must come before
-// the key's pending event-time timers (ON_TIME at the window's end), which
-// are all later than that data. Stamped with the clock's time, far ahead of
-// the data's event time in a replay or a catch-up, a runner that delivers a
-// key's elements and timers in timestamp order (prism) would hold the tick
-// behind the ON_TIME timer, and no EARLY row would ever come. A tick
-// processed after the ON_TIME firing anyway writes nothing
-// (triggers.WindowState.Tick).
+// A tick is stamped with the earliest event time among the bucket's dirty
+// keys, not the clock's: stamped far ahead (a replay), a runner delivering
+// a key's elements and timers in timestamp order would hold it behind the
+// ON_TIME timer and no EARLY row would come. A tick after ON_TIME writes
+// nothing (triggers.WindowState.Tick).
 func EarlyTicksFrom(s beam.Scope, deltas, ticks beam.PCollection, buckets int) beam.PCollection {
 	s = s.Scope("EarlyTicksFrom")
 	marks := beam.ParDo(s, &dirtyMarkFn{Buckets: buckets}, deltas)

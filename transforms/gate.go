@@ -20,12 +20,8 @@ func init() {
 		func(int, model.EventBatch), func(model.TooLate), error](&gateFn{})
 }
 
-// GateKeys is how many keys the watermark gate runs on. Its work per record
-// is a comparison, and every key arms the timers of every window, so a few
-// keys suffice to spread it over as many workers: the dedup shards, however
-// many, carry no watermark timers at all (issue #25: with 2,048 shards each
-// arming every window, the timers and announcements cost more than the
-// records).
+// GateKeys is how many keys the watermark gate runs on. Every key arms the
+// timers of every window, so the dedup shards, however many, need none.
 const GateKeys = 8
 
 // WatermarkGate is rule (b) of the too-late gate (SPEC §4): a record whose
@@ -35,26 +31,19 @@ const GateKeys = 8
 // then starts with a LATE row), and stamped with the watermark the gate knew
 // (model.Event.PipelineWatermark), by which the dedup shards forget ids.
 //
-// A DoFn cannot read its watermark, so each of the GateKeys keys sets
-// event-time timers at the end, close and expiry of every window, and a
-// fired timer at T proves the watermark reached T. Records go to the key
-// ShardOf(event_id, GateKeys), in batches of one partition per bundle
-// (BatchByShard), and AnnounceWindows tells every key about every window
-// with data, so a key knows a window closed whatever records it saw (a
-// returning partition's record may land on a key that saw nothing of its
-// window). The records it lets through leave it already in the dedup step's
-// batches, KV<shard, EventBatch> of one shard and partition each: when the
-// shard count is a multiple of GateKeys (pipeline.ShardsFor's powers of two
-// are) a gate key's records are those of the shards congruent to it modulo
-// GateKeys (ShardOf is a hash modulo the count), so regrouping after the
-// gate would merge nothing, and per-event elements would cost an allocation
-// each. Every record let through carries a timestamp below its window's
-// close time (its partition watermark, which rule (a) checked), and that
-// timestamp holds the revision step's watermark until the record is
-// counted: FINAL cannot overtake it.
+// A DoFn cannot read its watermark, so each key sets event-time timers at
+// the end, close and expiry of every window: a timer fired at T proves the
+// watermark reached T. Records go to key ShardOf(event_id, GateKeys), and
+// AnnounceWindows tells every key of every window with data (a returning
+// partition's record may land on a key that saw nothing of its window).
+// Records leave already in the dedup step's batches, one shard and
+// partition each: with a shard count that is a multiple of GateKeys, a gate
+// key's records are those of the shards congruent to it, so regrouping
+// would merge nothing. A record's timestamp stays below its window's close
+// (rule (a)) and holds the revision step's watermark: FINAL cannot overtake it.
 func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (batches, tooLate beam.PCollection) {
 	s = s.Scope("WatermarkGate")
-	keyed, windows := BatchByShard(s, events, GateKeys, o.Policy)
+	keyed, windows := BatchByKey(s, events, GateKeys, o.Policy)
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
 		Shards:      o.Shards,

@@ -35,9 +35,9 @@ func TestWindowsToArm(t *testing.T) {
 
 // A bundle's events go to their shards in batches, and each window of the
 // bundle once to AnnounceWindows, at the earliest timestamp of its events.
-func TestBatchByShardNamesEachWindowOnce(t *testing.T) {
+func TestBatchByKeyNamesEachWindowOnce(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}
-	f := &shardBatchFn{Shards: 3, Policy: p}
+	f := &keyBatchFn{Shards: 3, Policy: p}
 	type window struct{ ts, start, value int64 }
 	var batches []model.EventBatch
 	var windows []window

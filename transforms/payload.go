@@ -20,21 +20,14 @@ func init() {
 	register.Emitter2[beam.EventTime, model.TooLate]()
 }
 
-// Payloads gives the dedup step's audit records (conflicts, and records too
-// late by rule (b)) their payloads back. Events enter the dedup step
-// without their raw line when the raw log holds it (model.Event.Ref), so
-// that the line does not travel through the shuffle with every event
-// (issue #26); the few that become audit rows (about 0.6 % of a realistic
-// log) read it back here, by position, through Beam's filesystem, which
-// every worker reaches, and idempotently, so a retried bundle reads the
-// same bytes again. Each payload read back is parsed again and must be the
-// record's (its event_id, and its fingerprint or event time): a raw-log
-// file changed or removed under the job fails the bundle with the file's
-// name rather than write a wrong payload. Records that carry their payload
-// (built by hand, no raw log) pass through.
-//
-// The reads of a bundle are made at its end, several files at once: one
-// object-store request per record, not one per bundle in sequence.
+// Payloads gives conflicts and rule-(b) too-late records their payloads
+// back. Events cross the shuffle without their raw line when the raw log
+// holds it (model.Event.Ref, issue #26); the few audit records (about 0.6 %)
+// read it back here by position through Beam's filesystem, at the bundle's
+// end, several at once. A line read back must parse to the record's
+// event_id and fingerprint or event time: a raw-log file changed under the
+// job fails the bundle rather than write a wrong payload. Records that
+// carry their payload pass through.
 func Payloads(s beam.Scope, cfg event.Config, conflicts, tooLate beam.PCollection) (beam.PCollection, beam.PCollection) {
 	s = s.Scope("Payloads")
 	return beam.ParDo(s, &conflictPayloadFn{Config: cfg}, conflicts), beam.ParDo(s, &tooLatePayloadFn{Config: cfg}, tooLate)
