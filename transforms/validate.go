@@ -28,14 +28,14 @@ func init() {
 	register.Emitter1[model.Quarantined]()
 }
 
-// Validate parses raw records into events; rejected records come out in the
-// second collection with their quarantine reason. Nothing is dropped: every
-// record read ends in exactly one of the two.
-//
-// Each valid event's delays are recorded (metrics.Lateness, metrics.Arrival):
-// bound is the out-of-order bound the source stamped the records with, so
-// that WatermarkBefore + bound is the largest event time the partition had
-// shown before the record.
+// Validate splits records by their validation verdict (event.Parse): valid
+// events in the first collection, rejected records in the second with their
+// quarantine reason; every record read ends in exactly one. The source
+// parses each record already (only a valid event time may advance its
+// partition's watermark) and the record carries that verdict; a record
+// without one (built by hand) is parsed here. It counts the records read
+// and quarantined, and each event's delays (metrics.Lateness, Arrival)
+// against bound, the out-of-order bound the source stamped with.
 func Validate(s beam.Scope, records beam.PCollection, cfg event.Config, bound time.Duration) (events, quarantined beam.PCollection) {
 	s = s.Scope("Validate")
 	return beam.ParDo2(s, &validateFn{Config: cfg, Bound: bound}, records)
@@ -92,10 +92,8 @@ func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit fu
 	emit(ev)
 }
 
-// verdict is the record's validation result. The source's stamper
-// validated it already (only a valid event time advances a partition
-// watermark) and the record carries the verdict; a record that carries none
-// (one built by hand, as tests do) is parsed here.
+// verdict is the record's validation result: the one it carries, or
+// event.Parse's.
 func verdict(r model.Record, cfg event.Config) (model.Event, *model.Quarantined) {
 	switch {
 	case r.Valid != nil:
