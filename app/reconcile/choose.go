@@ -14,19 +14,6 @@ type Copy struct {
 	AmountMicros int64
 }
 
-// Evidence is what the stream recorded about the ids being chosen, read
-// from the sink's audit tables.
-type Evidence struct {
-	// Counted maps an event_id to the fingerprint the stream counted for it,
-	// as conflict_events.first_fingerprint says. Only ids that had a
-	// conflicting copy appear: for the others every non-too-late copy has
-	// the counted content, or the stream would have reported a conflict.
-	Counted map[string]uint64
-	// TooLate holds the source positions of too_late_events: copies the
-	// stream never counted.
-	TooLate map[string]bool
-}
-
 // Rule says which clause of SPEC §6 decided an id's payload.
 type Rule uint8
 

@@ -199,7 +199,6 @@ func newHistChart(h delay.Histogram) *histChart {
 	}
 	total := h.Total
 	slot := c.PlotW() / float64(max(len(h.Buckets), 1))
-	lower := int64(0)
 	for i, b := range h.Buckets {
 		x0 := c.Left + slot*float64(i)
 		top := y(b.Count)
@@ -207,12 +206,11 @@ func newHistChart(h delay.Histogram) *histChart {
 			X: num(x0 + slot*0.12), W: num(slot * 0.76),
 			Y: num(top), H: num(c.Bottom - top),
 			CX: num(x0 + slot/2), LabelY: num(top - 6),
-			Name: bucketLabel(lower, b.Upper), Count: fmtCount(b.Count), Share: share(b.Count, total),
+			Name: b.Label, Count: fmtCount(b.Count), Share: share(b.Count, total),
 		})
 		if b.Count == 0 {
 			c.Bars[len(c.Bars)-1].Share = "" // "0", not "0 · 0.0%"
 		}
-		lower = b.Upper
 	}
 	if total == 0 {
 		return c

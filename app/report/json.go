@@ -35,7 +35,7 @@ type Document struct {
 	Conservation jsonConservation `json:"conservation"`
 	AuditTables  map[string]int   `json:"audit_tables,omitempty"`
 	Partitions   []jsonPartition  `json:"partitions"`
-	Delays       jsonHistogram    `json:"delays"`
+	Delays       delay.Histogram  `json:"delays"`
 	Windows      jsonWindows      `json:"windows"`
 	Reconcile    *Reconcile       `json:"reconcile,omitempty"`
 	Advice       *Advice          `json:"advice,omitempty"`
@@ -62,22 +62,6 @@ type jsonPoint struct {
 	Record    int    `json:"record"`
 	EventTime int64  `json:"event_time_ms"`
 	Watermark *int64 `json:"watermark_ms"`
-}
-
-type jsonHistogram struct {
-	Unit    string       `json:"unit"`
-	Buckets []jsonBucket `json:"buckets"`
-	Total   int64        `json:"total"`
-	P50     int64        `json:"p50"`
-	P95     int64        `json:"p95"`
-	P99     int64        `json:"p99"`
-}
-
-type jsonBucket struct {
-	Label string `json:"label"`
-	// Upper is null for the last, open bucket.
-	Upper *int64 `json:"upper"`
-	Count int64  `json:"count"`
 }
 
 type jsonWindows struct {
@@ -109,7 +93,7 @@ func writeJSON(w io.Writer, r Run) error {
 		Title:      r.Title,
 		Settings:   nonNil(r.Settings),
 		Partitions: []jsonPartition{},
-		Delays:     jsonHistogram{Unit: "ms", Buckets: []jsonBucket{}, Total: r.Delays.Total, P50: r.Delays.P50, P95: r.Delays.P95, P99: r.Delays.P99},
+		Delays:     nonEmpty(r.Delays),
 		Reconcile:  r.Reconcile,
 		Advice:     r.Advice,
 	}
@@ -158,16 +142,6 @@ func writeJSON(w io.Writer, r Run) error {
 			jp.Points = append(jp.Points, jpt)
 		}
 		out.Partitions = append(out.Partitions, jp)
-	}
-	lower := int64(0)
-	for _, b := range r.Delays.Buckets {
-		jb := jsonBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count}
-		if b.Upper != delay.Unbounded {
-			u := b.Upper
-			jb.Upper = &u
-		}
-		out.Delays.Buckets = append(out.Delays.Buckets, jb)
-		lower = b.Upper
 	}
 	shown, omitted := selectWindows(r.Windows)
 	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: []jsonWindow{}}

@@ -422,7 +422,7 @@ func TestLabels(t *testing.T) {
 	var got []string
 	lower := int64(0)
 	for _, u := range delay.Buckets {
-		got = append(got, bucketLabel(lower, u))
+		got = append(got, delay.LabelOf(lower, u))
 		lower = u
 	}
 	if want := "<1m 1-5m 5-10m 10-30m 30m-1h 1-6h 6-24h >24h"; strings.Join(got, " ") != want {

@@ -156,12 +156,7 @@ func newView(r Run) view {
 		}
 		v.Partitions = append(v.Partitions, pv)
 	}
-	v.DelayTotal = r.Delays.Total
-	lower := int64(0)
-	for _, b := range r.Delays.Buckets {
-		v.Delays = append(v.Delays, delayBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count, Share: share(b.Count, v.DelayTotal)})
-		lower = b.Upper
-	}
+	v.DelayTotal, v.Delays = r.Delays.Total, delayBuckets(r.Delays)
 	if v.DelayTotal > 0 {
 		v.Percentile = []percentile{
 			{"p50", fmtDelay(r.Delays.P50)},
@@ -199,10 +194,16 @@ func metricDelays(c pipeline.Counts) []metricDelay {
 		}
 		md := metricDelay{Name: m.name, What: m.what, Total: m.h.Total,
 			P50: delay.Below(m.h.P50), P95: delay.Below(m.h.P95), P99: delay.Below(m.h.P99)}
-		for _, b := range m.h.Buckets {
-			md.Buckets = append(md.Buckets, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, m.h.Total)})
-		}
+		md.Buckets = delayBuckets(m.h)
 		out = append(out, md)
+	}
+	return out
+}
+
+func delayBuckets(h delay.Histogram) []delayBucket {
+	var out []delayBucket
+	for _, b := range h.Buckets {
+		out = append(out, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, h.Total)})
 	}
 	return out
 }
@@ -337,9 +338,6 @@ func fmtDelay(ms int64) string {
 	}
 	return fmt.Sprintf("%dd%02dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
 }
-
-// bucketLabel names [lower, upper): "<1m", "1-5m", "30m-1h", ">24h".
-func bucketLabel(lower, upper int64) string { return delay.LabelOf(lower, upper) }
 
 // share is part/whole in percent with one decimal, "" for an empty whole.
 func share(part, whole int64) string {
