@@ -9,9 +9,8 @@ import (
 	"github.com/revenue-stream/hourly/coders"
 )
 
-// Hand-written coders, as in package coders: Beam's default schema coder
-// builds rows by reflection, and copy batches are most of what the
-// recomputation shuffles.
+// Hand-written coders, as in package coders: the schema coder reflects, and copy batches dominate
+// the shuffle.
 func init() {
 	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
 	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
@@ -40,8 +39,7 @@ type streamConflict struct {
 	FirstFingerprint  uint64
 }
 
-// count reads a length and bounds it by the bytes left, so a corrupt length
-// cannot allocate gigabytes before the decode fails.
+// count bounds a length by the bytes left, so a corrupt one cannot allocate gigabytes.
 func count(r *coders.Reader, minBytes int) int {
 	n := r.Uvarint()
 	if r.Err == nil && n > uint64(len(r.B)/minBytes) {
@@ -132,8 +130,7 @@ func decodeTotals(data []byte) (Totals, error) {
 	return coders.Done(t, &r, "totals")
 }
 
-// The JSON coders are named functions, not generic instantiations: Beam
-// resolves a coder's functions by name on the workers.
+// Named functions, not generic ones: Beam resolves coder functions by name on the workers.
 func encodeStats(s Stats) ([]byte, error)           { return json.Marshal(s) }
 func decodeStats(b []byte) (Stats, error)           { return decodeJSON[Stats](b, "stats") }
 func encodeComparison(c Comparison) ([]byte, error) { return json.Marshal(c) }
