@@ -8,16 +8,10 @@ type page struct {
 	CSS   template.CSS
 }
 
-// pageTemplate is the live page: the HTML report's stylesheet, a few rules
-// of its own, and a script that polls /api/live every second and redraws:
-// the job's state (a final one in a banner that stays), the conservation
-// cards, the last minutes' rates and watermark lags as inline SVG charts,
-// the latest windows with their revisions (when each was written and what
-// caused it) and countdowns, the partitions' watermarks, and the latest
-// audit records and idle episodes in a collapsible section.
-// Everything is inline: the page loads nothing from the network. The
-// script builds elements with textContent and setAttribute only, so data
-// never becomes markup.
+// pageTemplate is the live page: the report's stylesheet and a script that polls /api/live every
+// second and redraws state, cards, charts, windows, partitions and audit records. It loads nothing
+// from the network, and builds elements with textContent and setAttribute only, so data never
+// becomes markup.
 var pageTemplate = template.Must(template.New("live").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -128,14 +122,12 @@ function el(tag, cls, text) {
 }
 function badge(state) { return el("span", "badge " + (classes[state] || "unknown"), state); }
 function num(v) { return Number(v).toLocaleString("en-US"); }
-// money shows micros (millionths, exact integers) as currency: two decimals,
-// rounded half up, with thousands separators.
+// money shows micros as currency: two decimals, rounded half up, thousands separators.
 function money(m) {
   const cents = Math.round(Math.abs(m) / 10000);
   return (m < 0 ? "-" : "") + Math.floor(cents / 100).toLocaleString("en-US") + "." + String(cents % 100).padStart(2, "0");
 }
-// span shows a window as its date and its times, 2026-11-30 12:00–13:00,
-// with seconds where a bound has any (windows shorter than a minute).
+// span shows a window as 2026-11-30 12:00–13:00, with seconds where a bound has any.
 function span(start, end) {
   const n = start.slice(17, 19) !== "00" || end.slice(17, 19) !== "00" ? 19 : 16;
   return start.slice(0, 10) + " " + start.slice(11, n) + "–" + end.slice(11, n);
@@ -158,10 +150,8 @@ function last(values) { for (let i = values.length - 1; i >= 0; i--) if (values[
 const NS = "http://www.w3.org/2000/svg";
 function svg(tag, attrs) { const e = document.createElementNS(NS, tag); for (const k in attrs) e.setAttribute(k, attrs[k]); return e; }
 const palette = ["#2b6cb0", "#dd6b20", "#2f855a", "#805ad5", "#c53030", "#319795", "#b7791f", "#4a5568"];
-// chart is a figure with a caption and an SVG drawing lines ({name, colour,
-// values: numbers or null}) against the times at (epoch ms), from the
-// first to the last, from 0 to the largest value (fmt shows it); a null
-// breaks a line.
+// chart draws lines ({name, colour, values}) against the times at, from 0 to the largest value; a
+// null breaks a line.
 function chart(kind, caption, value, at, lines, w, h, fmt) {
   const f = el("figure", "chart"); f.dataset.series = kind;
   let top = 0;
@@ -227,8 +217,7 @@ function added(r) {
   const sign = v => v < 0 ? "−" : "+";
   return "(" + sign(r.added_events) + num(Math.abs(r.added_events)) + " ev, " + sign(r.added_revenue_micros) + money(Math.abs(r.added_revenue_micros)) + ")";
 }
-// written says when the sink wrote a revision, and how long after the
-// window's end on the clock.
+// written says when the sink wrote a revision, and how long after the window's end.
 function written(r) {
   if (r.written_at_ms === undefined) return "write time not returned";
   const a = r.written_after_end_ms;
@@ -355,9 +344,7 @@ function renderIdle(v) {
     return tr;
   }));
 }
-// poll never gives up: a failed fetch (the launcher restarting, a network
-// hiccup, the launcher gone after the job ended) keeps the last figures and
-// the final state, and tries again, less often.
+// poll never gives up: a failed fetch keeps the last figures and tries again, less often.
 async function poll() {
   let wait = 1000;
   try {
