@@ -10,10 +10,8 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The charts are drawn here as geometry (positions and labels, all
-// strings) and rendered by the HTML template, so that every label coming
-// from the data is escaped by html/template like the rest of the page.
-// Colours live in the page's style sheet, keyed by class.
+// Charts are geometry (strings) rendered by the HTML template, so every label from the data is
+// escaped by html/template; colours live in the style sheet.
 
 // frame is a chart's canvas and plot area, in SVG user units.
 type frame struct {
@@ -24,8 +22,7 @@ type frame struct {
 func (f frame) PlotW() float64 { return f.Right - f.Left }
 func (f frame) PlotH() float64 { return f.Bottom - f.Top }
 
-// Coordinates are rendered with one decimal: sub-pixel precision is
-// invisible and would only make the file bigger.
+// One decimal: sub-pixel precision is invisible.
 func num(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 type tick struct {
@@ -35,8 +32,7 @@ type tick struct {
 
 type dot struct{ X, Y string }
 
-// traceChart is one partition's event times (dots) and watermark (line)
-// over the record index.
+// traceChart is one partition's event times (dots) and watermark (line) over the record index.
 type traceChart struct {
 	frame
 	XTicks, YTicks []tick
@@ -94,8 +90,7 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	return c
 }
 
-// niceInts returns round values from 0 to top, at most about n+1 of them,
-// 1, 2 or 5 times a power of ten apart.
+// niceInts returns round values from 0 to top, about n+1, 1, 2 or 5 times a power of ten apart.
 func niceInts(top, n int) []int {
 	step := niceStep(top, n)
 	var out []int
@@ -124,9 +119,7 @@ var timeSteps = []time.Duration{
 	365 * 24 * time.Hour,
 }
 
-// timeTicks places at most about n ticks on UTC-aligned round instants in
-// [lo, hi] (epoch multiples of the step are UTC-aligned: the epoch is a UTC
-// midnight).
+// timeTicks places about n ticks on UTC-aligned round instants in [lo, hi].
 func timeTicks(lo, hi int64, n int, pos func(int64) string) []tick {
 	step := timeSteps[len(timeSteps)-1].Milliseconds()
 	for _, s := range timeSteps {
@@ -161,9 +154,7 @@ func mod(a, b int64) int64 {
 	return m
 }
 
-// histChart is the arrival delay histogram on a logarithmic count axis, so
-// the rare long delays, which are the interesting ones, stay visible next
-// to the bulk of in-order events.
+// histChart is the delay histogram on a log count axis, so rare long delays stay visible.
 type histChart struct {
 	frame
 	Bars    []bar
@@ -181,8 +172,7 @@ type bar struct {
 type marker struct {
 	X, Top, Bottom string
 	LabelY, Label  string
-	// Anchor and DX put the label left of the line near the right edge,
-	// where it would otherwise be cut off.
+	// Anchor and DX put the label left of a line near the right edge.
 	Anchor, DX string
 }
 
@@ -215,8 +205,7 @@ func newHistChart(h delay.Histogram) *histChart {
 	if total == 0 {
 		return c
 	}
-	// Each percentile sits in its bucket, linearly within the bucket's
-	// bounds, and its label on its own row so that close ones do not collide.
+	// Each percentile sits linearly within its bucket, its label on its own row.
 	for row, p := range []struct {
 		name string
 		v    int64
@@ -248,8 +237,7 @@ func newHistChart(h delay.Histogram) *histChart {
 	return c
 }
 
-// revenueChart shows the latest revenue of each window shown, coloured by
-// its latest state: the shape of the day at a glance.
+// revenueChart shows each shown window's latest revenue, coloured by state.
 type revenueChart struct {
 	frame
 	Bars   []revenueBar

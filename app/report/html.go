@@ -13,8 +13,7 @@ var htmlSource string
 //go:embed advice.html.tmpl
 var adviceSource string
 
-// htmlTemplate is parsed once; html/template escapes every value by its
-// context (text, attribute, SVG title), so data never becomes markup.
+// htmlTemplate is parsed once; html/template escapes every value by its context.
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"count": fmtCount,
 	"int64": func(v int) int64 { return int64(v) },
@@ -25,8 +24,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"orDash": orDash,
 }).Parse(htmlSource + adviceSource))
 
-// htmlPage is what the template renders: the shared view plus the charts,
-// which only the HTML form draws.
+// htmlPage is the shared view plus the charts only HTML draws.
 type htmlPage struct {
 	view
 	Delay   *histChart

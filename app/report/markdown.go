@@ -271,9 +271,8 @@ func textBar(v, top int64, width int) string {
 	return strings.Repeat("█", n)
 }
 
-// mdText neutralises what would turn data into Markdown or HTML markup (a
-// Markdown renderer passes inline HTML through). "_" is left alone: inside a
-// word (too_late, ON_TIME) it never starts emphasis.
+// mdText neutralises Markdown and inline HTML markup in data; "_" inside a word never starts
+// emphasis.
 var mdReplacer = strings.NewReplacer(
 	"\\", "\\\\", "`", "\\`", "*", "\\*", "[", "\\[", "]", "\\]",
 	"<", "&lt;", ">", "&gt;", "&", "&amp;", "|", "\\|",
@@ -282,8 +281,7 @@ var mdReplacer = strings.NewReplacer(
 
 func mdText(s string) string { return mdReplacer.Replace(s) }
 
-// mdCell escapes a table cell. Code spans (dims) keep their backticks but
-// may hold neither a pipe nor a newline, which would break the table.
+// mdCell escapes a table cell: a pipe or a newline would break the table.
 var mdCodeReplacer = strings.NewReplacer("|", "\\|", "\r\n", " ", "\n", " ", "\r", " ")
 
 func mdCell(s string) string {
@@ -297,8 +295,7 @@ func mdCell(s string) string {
 	return mdText(s)
 }
 
-// What each section covers, said under its heading: a report mixes three
-// scopes, and a reader must not take one for another.
+// What each section covers: a report mixes three scopes.
 const (
 	scopeRun  = "*Scope: this run.*\n\n"
 	scopeLog  = "*Scope: the whole raw log, traced again for this report (earlier runs' records too).*\n\n"

@@ -14,8 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// view is a Run prepared for display: the figures the HTML and Markdown
-// forms share, selected and formatted once so the two never disagree.
+// view is a Run prepared once for the HTML and Markdown forms, so they never disagree.
 type view struct {
 	Run      Run
 	Title    string
@@ -25,8 +24,7 @@ type view struct {
 	Settings []Figure
 	Job      []Figure
 
-	// Conservation is nil when the run has no counts; NoMetrics says a
-	// job ran but reported none.
+	// Conservation is nil without counts; NoMetrics says a job ran but reported none.
 	Conservation *conservation
 	NoMetrics    bool
 	Reasons      []reasonCount
@@ -36,8 +34,7 @@ type view struct {
 	Delays     []delayBucket
 	DelayTotal int64
 	Percentile []percentile
-	// MetricDelays are the job's own delay metrics (pipeline.Counts'
-	// bucket counters), when it reported any.
+	// MetricDelays are the job's own delay metrics, when it reported any.
 	MetricDelays []metricDelay
 
 	Windows        []windowView
@@ -97,8 +94,7 @@ type percentile struct {
 	Value string
 }
 
-// metricDelay is one delay metric of the job: its percentiles (bounds of
-// the buckets holding them) and bucket counts.
+// metricDelay is one delay metric of the job: its percentiles and bucket counts.
 type metricDelay struct {
 	Name, What    string
 	Total         int64
@@ -178,8 +174,7 @@ func newView(r Run) view {
 	return v
 }
 
-// metricDelays lists the job's delay metrics, none when it counted no
-// valid event.
+// metricDelays lists the job's delay metrics, none when it counted no valid event.
 func metricDelays(c pipeline.Counts) []metricDelay {
 	var out []metricDelay
 	for _, m := range []struct {
@@ -231,9 +226,7 @@ func newConservation(c pipeline.Counts) conservation {
 	return cv
 }
 
-// reasons lists every SPEC reason in SPEC order, then any other reason the
-// counters carry (a newer job's), so a zero is shown as a zero rather than
-// left out.
+// reasons lists every SPEC reason in SPEC order, zeros too, then any other the counters carry.
 func reasons(by map[string]int64) []reasonCount {
 	out := make([]reasonCount, 0, len(model.QuarantineReasons))
 	known := map[string]bool{}
@@ -277,8 +270,7 @@ func newWindowView(w WindowHistory) windowView {
 	return wv
 }
 
-// stateClass is the CSS class of a state badge. It is one of a fixed set,
-// so it is safe in a class attribute whatever the data says.
+// stateClass is a state badge's CSS class, from a fixed set: safe in an attribute.
 func stateClass(s model.ResultState) string {
 	switch s {
 	case model.Early:
@@ -309,8 +301,7 @@ func fmtEventTime(ms int64) string {
 	return model.FormatTime(ms)
 }
 
-// fmtWindow renders [start, end) compactly: the end's date is left out when
-// it is the start's day or the midnight that ends it.
+// fmtWindow renders [start, end), the end's date left out on the same day or its midnight.
 func fmtWindow(start, end int64) string {
 	s, e := time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()
 	layout, clock := "2006-01-02 15:04", "15:04"
