@@ -140,14 +140,10 @@ func hasFamilyPrefix(name string) bool {
 }
 
 func (e *exposition) partitions(ps []Partition, now time.Time) {
-	wm := model.NoWatermark
 	e.family("partition_watermark_timestamp_seconds", "gauge", "A source partition's watermark (event time), since the epoch; absent before its first valid event.")
 	for _, p := range ps {
 		if p.WatermarkMs != model.NoWatermark {
 			e.sample("partition_watermark_timestamp_seconds", labels("partition", p.Name), float64(p.WatermarkMs)/1000)
-			if !p.Idle && (wm == model.NoWatermark || p.WatermarkMs < wm) {
-				wm = p.WatermarkMs
-			}
 		}
 	}
 	e.family("partition_watermark_lag_seconds", "gauge", "How far a source partition's watermark trails the time of the scrape.")
@@ -160,7 +156,7 @@ func (e *exposition) partitions(ps []Partition, now time.Time) {
 	for _, p := range ps {
 		e.sample("partition_idle", labels("partition", p.Name), b2f(p.Idle))
 	}
-	if wm != model.NoWatermark {
+	if wm := pipelineWatermark(ps); wm != model.NoWatermark {
 		e.family("watermark_timestamp_seconds", "gauge", "The pipeline's watermark: the minimum over the active partitions' (SPEC §2).")
 		e.sample("watermark_timestamp_seconds", "", float64(wm)/1000)
 		e.family("watermark_lag_seconds", "gauge", "How far the pipeline's watermark trails the time of the scrape.")

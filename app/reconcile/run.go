@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/localrunner"
@@ -87,14 +88,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := o.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{Options: o, Started: time.Now().UTC(), RunID: o.RunID}
-	if out.RunID == "" {
-		out.RunID = NewRunID(out.Started)
-	}
-	readAt := o.Now
-	if readAt.IsZero() {
-		readAt = out.Started
-	}
+	out := Outcome{Options: o, Started: time.Now().UTC()}
+	out.RunID = cmp.Or(o.RunID, NewRunID(out.Started))
+	readAt := cmp.Or(o.Now, out.Started)
 
 	parts, err := checkSource(o.Source)
 	if err != nil {
@@ -109,19 +105,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
-	conflicts, err := st.Conflicts(ctx)
+	conflicts, tooLate, future, err := streamEvidence(ctx, st, o.Source)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
-	}
-	tooLate, err := st.TooLate(ctx)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
-	}
-	future, err := streamFuture(ctx, st)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if err := resolveNamed(o.Source, conflicts, tooLate, future); err != nil {
 		return Outcome{}, err
 	}
 
@@ -221,12 +206,9 @@ func checkSource(dir string) ([]string, error) {
 	return parts, nil
 }
 
-// OpenStore opens the sink to reconcile: a SQLite file, which must exist (opening would create it),
-// or a BigQuery dataset.
+// OpenStore opens the sink Options.Validate accepted: a SQLite file, which must exist (opening
+// would create it), or a BigQuery dataset.
 func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
-	if spec.Scheme != sink.SchemeSQLite && spec.Scheme != sink.SchemeBigQuery {
-		return nil, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", spec)
-	}
 	r, ok, err := sinks.OpenReader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("--sink %s: %w", spec, err)
@@ -242,19 +224,26 @@ func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
 	return st, nil
 }
 
-// streamFuture returns the positions the stream quarantined as future_event_time.
-func streamFuture(ctx context.Context, st Store) ([]string, error) {
+// streamEvidence reads the stream's audit rows the recomputation needs: conflicts, too-late events
+// and the positions quarantined as future_event_time, resolved to the raw log's positions.
+func streamEvidence(ctx context.Context, st Store, source string) (
+	conflicts []model.Conflict, tooLate []model.TooLate, future []string, err error) {
+	if conflicts, err = st.Conflicts(ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
+	if tooLate, err = st.TooLate(ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
 	q, err := st.Quarantined(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: %w", err)
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
-	var out []string
 	for _, r := range q {
 		if r.Reason == model.ReasonFutureEventTime {
-			out = append(out, r.Position)
+			future = append(future, r.Position)
 		}
 	}
-	return out, nil
+	return conflicts, tooLate, future, resolveNamed(source, conflicts, tooLate, future)
 }
 
 // runnerFigures are the comparison's metrics as the runner reported them.
@@ -278,17 +267,9 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 		dir = tmp
 	}
 	path := resultPath(dir, runID)
-	sink, err := workerSink(o.Sink)
+	p, _, err := graph(ctx, o, parts, set, conflicts, tooLate, path)
 	if err != nil {
 		return Result{}, runnerFigures{}, err
-	}
-
-	p, err := graph(o, sink, parts, set, conflicts, tooLate, path)
-	if err != nil {
-		return Result{}, runnerFigures{}, err
-	}
-	if _, err := cli.CheckedProto(ctx, o.Runner, p); err != nil {
-		return Result{}, runnerFigures{}, fmt.Errorf("--runner=%s: %w", o.Runner, err)
 	}
 	start := time.Now()
 	localrunner.UseSafeOptions(o.Runner)
@@ -331,20 +312,30 @@ func workerSink(spec sink.Spec) (sink.Spec, error) {
 	return spec, nil
 }
 
-// graph is the reconcile pipeline, its result written to path.
-func graph(o Options, sink sink.Spec, parts []string, set Settings, conflicts []model.Conflict, tooLate []model.TooLate, path string) (*beam.Pipeline, error) {
+// graph is the reconcile pipeline, its result written to path, and its proto checked against the
+// runner's capabilities.
+func graph(ctx context.Context, o Options, parts []string, set Settings, conflicts []model.Conflict,
+	tooLate []model.TooLate, path string) (*beam.Pipeline, *pipepb.Pipeline, error) {
+	sink, err := workerSink(o.Sink)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
 	totals, stats, err := Recompute(s, partitions, evidence, set)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	comparison := CompareWithSink(s, totals, CompareSettings{
 		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
 	})
 	WriteResult(s, totals, stats, comparison, path)
-	return p, nil
+	pb, err := cli.CheckedProto(ctx, o.Runner, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--runner=%s: %w", o.Runner, err)
+	}
+	return p, pb, nil
 }
 
 // DryRun writes the checked proto of the pipeline Run would submit to o.DryRun. It contacts no
@@ -367,17 +358,9 @@ func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "reconcile-dry-run")
 	}
-	sink, err := workerSink(o.Sink)
+	_, pb, err := graph(ctx, o, parts, set, nil, nil, resultPath(dir, runID))
 	if err != nil {
 		return err
-	}
-	p, err := graph(o, sink, parts, set, nil, nil, resultPath(dir, runID))
-	if err != nil {
-		return err
-	}
-	pb, err := cli.CheckedProto(ctx, o.Runner, p)
-	if err != nil {
-		return fmt.Errorf("--runner=%s: %w", o.Runner, err)
 	}
 	return cli.WriteDryRun(o.DryRun, stdout, pb)
 }
