@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func (o Options) Validate() error {
 	if o.Top < 0 {
 		errs = append(errs, fmt.Errorf("top differences must not be negative, got %d", o.Top))
 	}
-	if o.RunID != "" && !validRunID(o.RunID) {
+	if o.RunID != "" && !runIDPattern.MatchString(o.RunID) {
 		errs = append(errs, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID))
 	}
 	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
@@ -128,19 +129,7 @@ func (o Options) placement() error {
 	return p.Err()
 }
 
-func validRunID(id string) bool {
-	if len(id) > 128 {
-		return false
-	}
-	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 // RunConfig is what the sink's run_config must hold, in the launcher's keys and formats: rows
 // computed with another window, dimensions or lateness would not line up.
