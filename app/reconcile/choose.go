@@ -45,9 +45,8 @@ func (r Rule) String() string {
 // Choice folds the copies of one event_id, in any order, into the one reconcile counts. SPEC §6:
 // the one the stream counted (conflict_events.first_fingerprint), else the lowest source_position;
 // between them, a clause the SPEC implies: a copy in too_late_events was not counted, so others
-// come first.
-// The choice is the minimum of the rank (other content, too late, position), so the Beam step keeps
-// one Choice per id, never the id's copies.
+// come first. The choice is the minimum of the rank (other content, too late, position), so the
+// Beam step keeps one Choice per id, never the id's copies.
 type Choice struct {
 	// Best is the chosen copy; valid once Copies > 0.
 	Best Copy

@@ -20,11 +20,10 @@ const MaxTracePoints = 400
 // TraceFolder replays every partition of a raw-log folder as the file source reads it (rawlog.Scan,
 // a rawlog.Stamper read at now) and records per valid event its event time and the partition
 // watermark before it: the deterministic watermarks of SPEC §4 rule (a). The pipeline watermark
-// depends on the runner and is not traced.
-// The delay histogram measures event-time lateness (behind the partition's largest event time so
-// far), which decides ON_TIME, LATE or too late; a replay's wall-clock delay would measure the
-// replay. Percentiles are exact to the second (the minute above an hour). Partitions come back
-// sorted.
+// depends on the runner and is not traced. The delay histogram measures event-time lateness (behind
+// the partition's largest event time so far), which decides ON_TIME, LATE or too late; a replay's
+// wall-clock delay would measure the replay. Percentiles are exact to the second (the minute above
+// an hour). Partitions come back sorted.
 func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time.Time) ([]PartitionTrace, delay.Histogram, error) {
 	if policy.OutOfOrderBound < 0 {
 		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: --ooo-bound must not be negative, got %v", dir, policy.OutOfOrderBound)
