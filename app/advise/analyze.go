@@ -17,8 +17,7 @@ type Advice struct {
 	Log      LogSummary `json:"log"`
 	// Lateness is the measured event lateness of every valid record.
 	Lateness Distribution `json:"event_lateness"`
-	// Bounds, LatenessTable, Retention and Idle try each candidate of one setting, the others as
-	// they are.
+	// Bounds, LatenessTable, Retention and Idle try each candidate of one setting, the others kept.
 	Bounds         []Outcome      `json:"ooo_bound"`
 	LatenessTable  []Outcome      `json:"allowed_lateness"`
 	Retention      []RetentionRow `json:"dedup_retention"`
@@ -100,8 +99,7 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 	return a, nil
 }
 
-// measuredLateness is each valid record's event lateness, sorted (the stream's event_lateness,
-// exact).
+// measuredLateness is each valid record's exact event lateness (the stream's metric), sorted.
 func measuredLateness(l *replayLog) []int64 {
 	parts := make([]*watermark.Partition, len(l.Partitions))
 	for i := range parts {
@@ -152,8 +150,7 @@ func (an *analysis) sim(bound, idle time.Duration) *sim {
 	return s
 }
 
-// judge judges a replay with a lateness and a retention (classes, if not nil, gets each record's
-// class).
+// judge judges a replay with a lateness and a retention (classes, if not nil, gets the classes).
 func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool, classes []uint8) Outcome {
 	tp := an.o.Triggers
 	tp.AllowedLateness = lateness

@@ -24,8 +24,7 @@ type CopyStats struct {
 	Copies      int64 `json:"copies"`
 	Identical   int64 `json:"identical"`
 	Conflicting int64 `json:"conflicting"`
-	// GapEventTime is, per copy, how far the pipeline watermark was past the first copy's window
-	// end.
+	// GapEventTime is, per copy, how far the watermark was past the first copy's window end.
 	GapEventTime Distribution `json:"watermark_past_window_end"`
 	// GapArrival is, per copy, the processing time since the first copy (empty without a clock).
 	GapArrival Distribution `json:"arrival_after_first_copy"`

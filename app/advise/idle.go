@@ -12,8 +12,7 @@ type IdleRow struct {
 	// partition came back with data made late or too late by it.
 	Episodes         int `json:"went_idle"`
 	EpisodesWithLoss int `json:"came_back_with_late_data"`
-	// LateByIdle and TooLateByIdle are the records late or too late only because some partition
-	// went idle.
+	// LateByIdle and TooLateByIdle are the records late or too late only because of idleness.
 	LateByIdle    Tally   `json:"late_by_idleness"`
 	TooLateByIdle Tally   `json:"too_late_by_idleness"`
 	OnTime        Latency `json:"on_time_after_window_end"`

@@ -16,8 +16,7 @@ type Tally struct {
 
 func (t *Tally) add(amount int64) { t.Events++; t.RevenueMicros += amount }
 
-// Fates splits distinct events (one per event_id): counted ON_TIME, counted later in a LATE
-// revision, or too late.
+// Fates splits distinct events: counted ON_TIME, counted later in a LATE revision, or too late.
 type Fates struct {
 	OnTime  Tally `json:"on_time"`
 	Late    Tally `json:"late"`

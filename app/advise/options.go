@@ -17,8 +17,8 @@ import (
 // Range selects the windows measured, as reconcile's --from/--to/--date do.
 type Range = reconcile.Range
 
-// Options are the settings of one advice run: the job's current ones (as cmd/launch spells them),
-// the candidates and the targets.
+// Options are one advice run's settings: the job's (as cmd/launch spells them), candidates,
+// targets.
 type Options struct {
 	// Source is the raw-log folder (local, gs://, s3://) or a Pub/Sub archive.
 	Source string
@@ -70,8 +70,7 @@ type Targets struct {
 	ResidualDups int64
 }
 
-// Defaults are cmd/launch's defaults, the docs' candidates and targets of 1 % late, none counted
-// twice.
+// Defaults are cmd/launch's defaults, the docs' candidates, and targets of 1 % late, none twice.
 func Defaults() Options {
 	return Options{
 		Event:     event.DefaultConfig(),

@@ -233,8 +233,7 @@ func (r *reader) partition(idx uint16, name string) ([]rec, error) {
 	return out, nil
 }
 
-// sideFields reads a record's arrival (-1 when absent) and segment, in event.Parse's canonical
-// forms.
+// sideFields reads a record's arrival (-1 when absent) and segment, as event.Parse spells them.
 func (r *reader) sideFields(m model.Record) (at int64, seg uint32) {
 	m.ReadAt, m.WatermarkBefore = math.MaxInt64/2, model.NoWatermark // only the fields are wanted here
 	ev, q := event.Parse(m, *r.side)

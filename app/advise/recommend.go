@@ -73,8 +73,8 @@ func overShare(what string, part, total Tally, ppm int64, flag string) (int64, s
 		Share(part.Events, total.Events), Share(part.RevenueMicros, total.RevenueMicros), flag, PPM(ppm))
 }
 
-// ppmCeil is part/whole in ppm rounded up, so it is within t exactly when part*1e6 <= t*whole; 0
-// for a whole not positive.
+// ppmCeil is part/whole in ppm rounded up (within t exactly when part*1e6 <= t*whole); 0 if whole
+// <= 0.
 func ppmCeil(part, whole int64) int64 {
 	if whole <= 0 || part <= 0 {
 		return 0

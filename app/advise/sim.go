@@ -23,8 +23,7 @@ type sim struct {
 	// onTime maps window starts to when the pipeline watermark reaches their end (absent: never;
 	// nil without a clock).
 	onTime map[int64]int64
-	// episode is, per record, the idle episode its partition came back from last (-1: none);
-	// episodes counts them.
+	// episode is, per record, the idle episode its partition last came back from (-1: none).
 	episode  []int32
 	episodes int
 }
@@ -118,8 +117,8 @@ func (c *clockRun) advance(t int64) {
 	}
 }
 
-// nextInstant is the next time a report can change without an arrival: an idle timeout expiring, or
-// a window end + bound.
+// nextInstant is the next time a report can change without an arrival: an idle timeout, or end +
+// bound.
 func (c *clockRun) nextInstant() int64 {
 	next := int64(math.MaxInt64)
 	for len(c.crossings) > 0 && c.crossings[0] <= c.now {

@@ -35,8 +35,8 @@ type IdleEpisode struct {
 
 // IdleView is the idle episodes a snapshot shows.
 type IdleView struct {
-	// Episodes are the ongoing ones and at most DefaultIdleEpisodes others, newest first; Dropped
-	// counts older ones.
+	// Episodes are the ongoing ones and up to DefaultIdleEpisodes others, newest first; Dropped the
+	// rest.
 	Episodes []IdleEpisode `json:"episodes"`
 	Dropped  int           `json:"dropped,omitempty"`
 	// Moves is each partition's moves to idle as the job counted them, seen or not.

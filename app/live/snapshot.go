@@ -27,8 +27,7 @@ type Partition struct {
 	WatermarkMs int64 `json:"watermark_ms"`
 	Idle        bool  `json:"idle"`
 	Read        int64 `json:"read"`
-	// StalledMs is how long a Pub/Sub reader key has held messages past --pubsub-stall-after (0:
-	// not stalled).
+	// StalledMs is how long a Pub/Sub reader key has held messages past --pubsub-stall-after.
 	StalledMs int64 `json:"stalled_ms,omitempty"`
 }
 
@@ -60,8 +59,8 @@ type Revision struct {
 	Writer        string `json:"writer,omitempty"`
 	// Cause is why the job wrote the revision (Cause*).
 	Cause string `json:"cause"`
-	// AddedEvents and AddedRevenueMicros are the change from the previous revision (reconcile may
-	// lower them).
+	// AddedEvents and AddedRevenueMicros are the change from the previous revision (may be
+	// negative).
 	AddedEvents        int64 `json:"added_events"`
 	AddedRevenueMicros int64 `json:"added_revenue_micros"`
 	// WrittenAt is the changelog's written_at, absent where the reader has none; AfterEndMs is
@@ -153,8 +152,7 @@ type Snapshot struct {
 	Windows     []Window `json:"windows"`
 	// Keys is how many keys the sink holds; Windows has the latest.
 	Keys int `json:"keys"`
-	// WriteTimes says the sink's reader returns written_at (SQLite and BigQuery do, jsonl does
-	// not).
+	// WriteTimes says the sink's reader returns written_at (SQLite and BigQuery; not jsonl).
 	WriteTimes bool `json:"write_times"`
 	// SinkError is why the sink could not be read, if it could not.
 	SinkError string `json:"sink_error,omitempty"`
@@ -190,8 +188,7 @@ type Monitor struct {
 	AuditLatest int
 	// Series holds the figures over the last minutes (zero value: the defaults).
 	Series Series
-	// Window, AllowedLateness and OutOfOrderBound are the job's settings, for countdowns and
-	// lateness.
+	// Window, AllowedLateness and OutOfOrderBound are the job's settings, for countdowns.
 	Window, AllowedLateness, OutOfOrderBound time.Duration
 	// Now, if set, is the monitor's clock (tests); default time.Now.
 	Now func() time.Time
@@ -325,8 +322,7 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	return s
 }
 
-// Figures returns the job's state and figures as of the current snapshot, and whether there are
-// any.
+// Figures returns the job's state and figures as of the current snapshot, and whether any.
 func (m *Monitor) Figures(ctx context.Context) (state string, f Figures, ok bool) {
 	s := m.Snapshot(ctx)
 	m.mu.Lock()
@@ -379,7 +375,7 @@ func (s *Snapshot) countdowns(p policy) {
 	}
 }
 
-// entryReader returns the changelog with written_at (sinks.SQLite, sinks.BigQuery), whole or from a
+// entryReader returns the changelog with written_at (SQLite, BigQuery), whole or from a
 // window_start.
 type entryReader interface {
 	ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error)

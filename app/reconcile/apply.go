@@ -52,8 +52,7 @@ func Corrections(diffs []Diff, p triggers.Policy, runID string) []model.Row {
 	return out
 }
 
-// apply writes the corrections in one batch and records their revisions in c.Diffs. A refused
-// correction (a concurrent writer) fails the run.
+// apply writes the corrections in one batch and records their revisions; a refusal fails the run.
 func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runID string) (int, error) {
 	rows := Corrections(c.Diffs, p, runID)
 	if len(rows) == 0 {

@@ -21,8 +21,7 @@ const (
 	RuleOnePayload Rule = iota
 	// RuleStreamFingerprint: the payload conflict_events.first_fingerprint names.
 	RuleStreamFingerprint
-	// RuleCounted: no conflict row, but the stream judged some copies too late and counted the
-	// first other.
+	// RuleCounted: no conflict row; the stream judged copies too late and counted the first other.
 	RuleCounted
 	// RuleLowestPosition: the copy at the lowest source_position.
 	RuleLowestPosition
@@ -154,8 +153,7 @@ func b2i(b bool) int {
 // TooLate says every copy of the chosen content was too late: the stream never counted the id.
 func (ch Choice) TooLate() bool { return ch.Copies > 0 && !ch.chosen().counted }
 
-// StreamFingerprintMissing says no copy has the content conflict_events names: lower clauses
-// decided.
+// StreamFingerprintMissing says no copy has conflict_events' content: lower clauses decided.
 func (ch Choice) StreamFingerprintMissing() bool { return ch.hasCounted && ch.bestRank.otherContent }
 
 // Rule reports which clause decided the choice.

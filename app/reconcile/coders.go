@@ -9,8 +9,7 @@ import (
 	"github.com/revenue-stream/hourly/coders"
 )
 
-// Hand-written coders, as in package coders: the schema coder reflects, and copy batches dominate
-// the shuffle.
+// Hand-written coders, as in package coders: copy batches dominate the shuffle.
 func init() {
 	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
 	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)

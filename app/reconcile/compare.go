@@ -15,8 +15,7 @@ import (
 const (
 	// ClassTooLate: the FINAL row is short by exactly the too_late_events.
 	ClassTooLate = "too_late"
-	// ClassMissingWindow: no row for a closed window whose events were all too late (a lost row is
-	// unexplained).
+	// ClassMissingWindow: no row for a closed window whose events were all too late.
 	ClassMissingWindow = "missing_window"
 	// ClassUnexplained: any other difference; someone should look.
 	ClassUnexplained = "unexplained"
@@ -127,13 +126,12 @@ func (c Comparison) Material() []Diff {
 const (
 	// MetricWindowsCompared counts the closed keys compared (Checked).
 	MetricWindowsCompared = "windows_compared"
-	// MetricWindowsDiffering counts the differing closed keys; with "_" + a class, those of each
+	// MetricWindowsDiffering counts the differing closed keys; + "_" + a class, those of that
 	// class.
 	MetricWindowsDiffering = "windows_differing"
 	// MetricWindowsMaterial counts the material differences.
 	MetricWindowsMaterial = "windows_material"
-	// MetricDeltaMicrosAbs and MetricDeltaCountAbs sum absolute deltas, so a gain does not hide a
-	// loss.
+	// MetricDeltaMicrosAbs and MetricDeltaCountAbs sum absolute deltas: a gain cannot hide a loss.
 	MetricDeltaMicrosAbs = "delta_micros_abs"
 	MetricDeltaCountAbs  = "delta_count_abs"
 	// MetricOpenCompared and MetricOpenDiffering count the open keys.
@@ -182,8 +180,7 @@ func (c Comparison) Metrics() map[string]int64 {
 type CompareInput struct {
 	// Recomputed is the raw log's total per key (Result.Totals).
 	Recomputed map[Key]Totals
-	// Rows are the sink's current rows (Compare selects the range); Unreadable's keys are not
-	// compared.
+	// Rows are the sink's current rows (Compare selects); Unreadable's keys are not compared.
 	Rows       []model.Row
 	Unreadable []Unreadable
 	Range      Range
@@ -269,8 +266,7 @@ func Compare(in CompareInput) Comparison {
 	return c
 }
 
-// classify names why a closed key differs (SPEC §6: explained when the audit tables account for
-// it).
+// classify names why a closed key differs (SPEC §6: explained when the audit tables say why).
 func classify(d Diff) string {
 	r := d.Recomputed
 	if !d.HasRow {

@@ -18,8 +18,7 @@ func init() {
 	register.Emitter1[Comparison]()
 }
 
-// MetricWindowDeltaMicros is a Beam distribution in Namespace: |delta_micros| per differing closed
-// key.
+// MetricWindowDeltaMicros is a Beam distribution in Namespace: |delta_micros| per differing key.
 const MetricWindowDeltaMicros = "window_delta_micros_abs"
 
 // CompareSettings are the comparison step's serialised configuration.

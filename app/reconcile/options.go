@@ -29,8 +29,7 @@ type Options struct {
 	Range Range
 	// Apply writes the material corrections (--apply).
 	Apply bool
-	// ToleranceMicros is --tolerance: a revenue difference up to it, with equal counts, is not
-	// material.
+	// ToleranceMicros is --tolerance: a revenue difference up to it, counts equal, is not material.
 	ToleranceMicros int64
 	// Report is the report file (--report; .md, .json or .html), or "".
 	Report string
@@ -54,8 +53,7 @@ type Options struct {
 	// LogLevel is --log-level.
 	LogLevel slog.Level
 
-	// Runner, EnvironmentType and SharedFilesystem decide whether local paths are refused
-	// (cli.Placement).
+	// Runner, EnvironmentType and SharedFilesystem decide whether local paths are refused.
 	Runner, EnvironmentType string
 	SharedFilesystem        bool
 	// DryRun (--dry-run) is where Run writes the pipeline proto instead of running ("": run).
@@ -110,8 +108,7 @@ func (o Options) Validate() error {
 	return o.placement()
 }
 
-// placement refuses what out-of-process workers could not reach: the source, the sink and the work
-// dir.
+// placement refuses what out-of-process workers could not reach: source, sink and work dir.
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: o.EnvironmentType, Shared: o.SharedFilesystem}
 	if o.Sink.Scheme == sink.SchemeSQLite {

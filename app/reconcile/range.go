@@ -7,8 +7,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Range selects windows whose window_start is in [From, To); zero means every window in the raw
-// log.
+// Range selects windows whose window_start is in [From, To); zero: every window in the raw log.
 type Range struct {
 	From, To       int64 // epoch ms
 	HasFrom, HasTo bool
@@ -34,8 +33,7 @@ func (r Range) String() string {
 	return "[" + model.FormatTime(r.From) + ", " + model.FormatTime(r.To) + ")"
 }
 
-// ParseRange reads --from and --to (RFC 3339 on a whole UTC hour, either open) or --date=YYYY-MM-DD
-// (a UTC day).
+// ParseRange reads --from and --to (RFC 3339 whole UTC hours, either open) or --date=YYYY-MM-DD.
 func ParseRange(from, to, date string) (Range, error) {
 	var r Range
 	if date != "" {

@@ -24,9 +24,6 @@ func init() {
 	register.Emitter1[string]()
 }
 
-// A file, written by textio through Beam's filesystem layer, because the driver must get the result
-// back from workers anywhere: a collector works only in prism's loopback mode.
-
 // resultLine is one line of the result file: a key's totals, the run's Stats (exactly one), the
 // "comparison" head, or a "diff" or "open" line per differing key.
 type resultLine struct {

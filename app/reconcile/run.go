@@ -130,8 +130,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 			"counters", metricsLine(out.Counters), "comparison", metricsLine(want))
 	}
 
-	// Diffs before and after the corrections: a crash in between leaves "not applied" rows beside
-	// the changelog's.
+	// Diffs before and after the corrections: a crash between leaves "not applied" rows.
 	if err := st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs)); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
