@@ -50,12 +50,6 @@ type TradeOffPoint struct {
 	Recommended   bool    `json:"recommended"`
 }
 
-// Count renders an integer with thousands separators (as every form does).
-func Count(n int64) string { return fmtCount(n) }
-
-// Delay renders a delay in ms compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
-func Delay(ms int64) string { return fmtDelay(ms) }
-
 // WriteText renders the advice as aligned plain-text tables: the command's summary.
 func (a Advice) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

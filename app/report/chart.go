@@ -62,7 +62,7 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	y := func(ms int64) float64 { return c.Bottom - c.PlotH()*float64(ms-lo)/float64(hi-lo) }
 
 	for _, v := range niceInts(records, 5) {
-		c.XTicks = append(c.XTicks, tick{num(x(v)), fmtCount(int64(v))})
+		c.XTicks = append(c.XTicks, tick{num(x(v)), Count(int64(v))})
 	}
 	c.YTicks = timeTicks(lo, hi, 5, func(ms int64) string { return num(y(ms)) })
 
@@ -185,7 +185,7 @@ func newHistChart(h delay.Histogram) *histChart {
 	decades := math.Ceil(math.Log10(float64(top + 1)))
 	y := func(v int64) float64 { return c.Bottom - c.PlotH()*math.Log10(float64(v+1))/decades }
 	for p := int64(1); float64(p) <= math.Pow(10, decades); p *= 10 {
-		c.YTicks = append(c.YTicks, tick{num(y(p)), fmtCount(p)})
+		c.YTicks = append(c.YTicks, tick{num(y(p)), Count(p)})
 	}
 	total := h.Total
 	slot := c.PlotW() / float64(max(len(h.Buckets), 1))
@@ -196,7 +196,7 @@ func newHistChart(h delay.Histogram) *histChart {
 			X: num(x0 + slot*0.12), W: num(slot * 0.76),
 			Y: num(top), H: num(c.Bottom - top),
 			CX: num(x0 + slot/2), LabelY: num(top - 6),
-			Name: b.Label, Count: fmtCount(b.Count), Share: share(b.Count, total),
+			Name: b.Label, Count: Count(b.Count), Share: share(b.Count, total),
 		})
 		if b.Count == 0 {
 			c.Bars[len(c.Bars)-1].Share = "" // "0", not "0 · 0.0%"
@@ -226,7 +226,7 @@ func newHistChart(h delay.Histogram) *histChart {
 		labelY := c.Top - 50 + float64(row)*17
 		m := marker{
 			X: num(x), Top: num(labelY + 4), Bottom: num(c.Bottom),
-			LabelY: num(labelY), Label: p.name + " " + fmtDelay(p.v),
+			LabelY: num(labelY), Label: p.name + " " + Delay(p.v),
 			Anchor: "start", DX: "4",
 		}
 		if x > c.Right-120 {
@@ -267,7 +267,7 @@ func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
 	}
 	y := func(v int64) float64 { return c.Bottom - c.PlotH()*float64(v-lo)/float64(hi-lo) }
 	for _, v := range niceMoney(lo, hi, 4) {
-		c.YTicks = append(c.YTicks, tick{num(y(v)), fmtCount(v / 1_000_000)})
+		c.YTicks = append(c.YTicks, tick{num(y(v)), Count(v / 1_000_000)})
 	}
 	c.Zero = num(y(0))
 	slot := c.PlotW() / float64(len(hs))

@@ -15,7 +15,7 @@ var adviceSource string
 
 // htmlTemplate is parsed once; html/template escapes every value by its context.
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"count": fmtCount,
+	"count": Count,
 	"int64": func(v int) int64 { return int64(v) },
 	// plus and minus offset a coordinate: {{.Bottom | plus 16}}.
 	"plus":   func(d, v float64) string { return num(v + d) },

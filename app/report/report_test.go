@@ -429,13 +429,13 @@ func TestLabels(t *testing.T) {
 		t.Errorf("bucket labels = %q, want %q", strings.Join(got, " "), want)
 	}
 	for in, want := range map[int64]string{0: "0s", 59_999: "59s", 252_000: "4m12s", 11_100_000: "3h05m", 187_200_000: "2d04h"} {
-		if got := fmtDelay(in); got != want {
-			t.Errorf("fmtDelay(%d) = %q, want %q", in, got, want)
+		if got := Delay(in); got != want {
+			t.Errorf("Delay(%d) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 41234567: "41,234,567", -1234: "-1,234"} {
-		if got := fmtCount(in); got != want {
-			t.Errorf("fmtCount(%d) = %q, want %q", in, got, want)
+		if got := Count(in); got != want {
+			t.Errorf("Count(%d) = %q, want %q", in, got, want)
 		}
 	}
 	if got := fmtWindow(ms("2026-11-04T23:00:00Z"), ms("2026-11-05T00:00:00Z")); got != "[2026-11-04 23:00, 00:00)" {

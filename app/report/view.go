@@ -155,9 +155,9 @@ func newView(r Run) view {
 	v.DelayTotal, v.Delays = r.Delays.Total, delayBuckets(r.Delays)
 	if v.DelayTotal > 0 {
 		v.Percentile = []percentile{
-			{"p50", fmtDelay(r.Delays.P50)},
-			{"p95", fmtDelay(r.Delays.P95)},
-			{"p99", fmtDelay(r.Delays.P99)},
+			{"p50", Delay(r.Delays.P50)},
+			{"p95", Delay(r.Delays.P95)},
+			{"p99", Delay(r.Delays.P99)},
 		}
 	}
 	shown, omitted := selectWindows(r.Windows)
@@ -316,8 +316,8 @@ func fmtWindow(start, end int64) string {
 	return "[" + s.Format(layout) + ", " + e.Format(endLayout) + ")"
 }
 
-// fmtDelay renders a delay compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
-func fmtDelay(ms int64) string {
+// Delay renders a delay in ms compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
+func Delay(ms int64) string {
 	d := time.Duration(ms) * time.Millisecond
 	switch {
 	case d < time.Minute:
@@ -341,8 +341,8 @@ func share(part, whole int64) string {
 	return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + "%"
 }
 
-// fmtCount renders an integer with thousands separators.
-func fmtCount(n int64) string {
+// Count renders an integer with thousands separators, as every form does.
+func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	if neg {
