@@ -9,8 +9,7 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// Advice is everything the advisor found: the log, the measured delays,
-// one table per setting and the recommendation.
+// Advice is everything the advisor found.
 type Advice struct {
 	Options Options `json:"-"`
 	// Settings are the job's current settings as cmd/launch flags.
@@ -18,8 +17,7 @@ type Advice struct {
 	Log      LogSummary `json:"log"`
 	// Lateness is the measured event lateness of every valid record.
 	Lateness Distribution `json:"event_lateness"`
-	// Bounds, LatenessTable, Retention and Idle try each candidate of
-	// one setting with the others as they are.
+	// Bounds, LatenessTable, Retention and Idle try each candidate of one setting, the others kept.
 	Bounds         []Outcome      `json:"ooo_bound"`
 	LatenessTable  []Outcome      `json:"allowed_lateness"`
 	Retention      []RetentionRow `json:"dedup_retention"`
@@ -48,9 +46,7 @@ type LogSummary struct {
 	Last  int64 `json:"last_arrival_ms"`
 }
 
-// Distribution is an exact distribution of delays (ms) and its counts in
-// the stream's delay buckets (internal/delay), for comparison with the
-// job's own histograms.
+// Distribution is an exact distribution of delays (ms) and its counts in internal/delay's buckets.
 type Distribution struct {
 	Count int64 `json:"count"`
 	P50   int64 `json:"p50_ms"`
@@ -103,9 +99,7 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 	return a, nil
 }
 
-// measuredLateness is each valid record's event lateness, sorted: how far
-// behind the largest event time its partition had shown it arrived (the
-// stream's event_lateness metric, exact rather than bucketed).
+// measuredLateness is each valid record's exact event lateness (the stream's metric), sorted.
 func measuredLateness(l *replayLog) []int64 {
 	parts := make([]*watermark.Partition, len(l.Partitions))
 	for i := range parts {
@@ -122,9 +116,8 @@ func measuredLateness(l *replayLog) []int64 {
 	return values
 }
 
-// analysis holds the watermark replays while the tables are computed. A
-// replay's per-record arrays are most of the advisor's memory, so it keeps
-// two: the current settings' (used by every table) and the last other one.
+// analysis holds the replays while the tables are computed: two at most (the current settings' and
+// the last other), as they are most of the memory.
 type analysis struct {
 	l       *replayLog
 	o       Options
@@ -157,8 +150,7 @@ func (an *analysis) sim(bound, idle time.Duration) *sim {
 	return s
 }
 
-// judge judges a replay with a lateness and a retention (classes, when
-// not nil, receives each record's class).
+// judge judges a replay with a lateness and a retention (classes, if not nil, gets the classes).
 func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool, classes []uint8) Outcome {
 	tp := an.o.Triggers
 	tp.AllowedLateness = lateness
@@ -191,9 +183,7 @@ func (an *analysis) run(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// percentileBounds are the bounds at the measured lateness's percentiles
-// (--try-lateness-percentiles), rounded up to a whole minute: each keeps
-// that share of records on time in its own partition.
+// percentileBounds are the bounds at the measured lateness's percentiles, rounded up to a minute.
 func percentileBounds(sorted []int64, ps []int) []time.Duration {
 	var out []time.Duration
 	m := time.Minute.Milliseconds()

@@ -2,46 +2,35 @@ package advise
 
 import "slices"
 
-// RetentionRow is one dedup horizon tried, with the other settings as they
-// are.
+// RetentionRow is one dedup horizon tried.
 type RetentionRow struct {
 	Retention Duration `json:"dedup_retention"`
-	// Refused: shorter than window + allowed lateness, which cmd/launch
-	// refuses (a retry inside the correction period would count twice).
+	// Refused: shorter than window + allowed lateness, which cmd/launch refuses.
 	Refused bool `json:"refused"`
-	// BeyondEventTime counts the later copies that came once the pipeline
-	// watermark had passed their first copy's window end + the horizon: the
-	// job had forgotten the id (its dedup state expires by the watermark).
+	// BeyondEventTime counts later copies that came once the pipeline watermark passed the first
+	// copy's window end + the horizon: the id was forgotten.
 	BeyondEventTime int64 `json:"forgotten_before_copy"`
-	// BeyondArrival counts the later copies that came more than the
-	// horizon of processing time after the first one: what a processing-
-	// time TTL would miss. -1 without an arrival clock.
+	// BeyondArrival counts later copies more than the horizon of processing time after the first
+	// (what a TTL would miss); -1 without a clock.
 	BeyondArrival int64 `json:"later_than_horizon_in_arrival"`
-	// DoubleCounted are the residual duplicates: copies counted a second
-	// time, and the revenue they add twice.
+	// DoubleCounted are the copies counted a second time, and their revenue.
 	DoubleCounted Tally `json:"counted_twice"`
-	// ToReconcile counts the copies beyond the horizon that were too late
-	// anyway: audited, and deduplicated by reconciliation.
+	// ToReconcile counts copies beyond the horizon that were too late anyway.
 	ToReconcile int64 `json:"too_late_anyway"`
 }
 
-// CopyStats describes the later copies of event ids (every valid copy after
-// an id's first one), whose gaps decide what a dedup horizon must cover.
+// CopyStats describes the later copies of event ids, whose gaps decide the dedup horizon.
 type CopyStats struct {
 	Copies      int64 `json:"copies"`
 	Identical   int64 `json:"identical"`
 	Conflicting int64 `json:"conflicting"`
-	// GapEventTime is, per copy, how far the pipeline watermark was past the
-	// first copy's window end when it came (0 when not past it): a copy
-	// whose gap reaches the horizon finds its id forgotten.
+	// GapEventTime is, per copy, how far the watermark was past the first copy's window end.
 	GapEventTime Distribution `json:"watermark_past_window_end"`
-	// GapArrival is, per copy, the processing time since the first copy
-	// (empty without an arrival clock).
+	// GapArrival is, per copy, the processing time since the first copy (empty without a clock).
 	GapArrival Distribution `json:"arrival_after_first_copy"`
 }
 
-// retention tries each dedup horizon at the current bound, idle timeout
-// and lateness.
+// retention tries each dedup horizon at the current bound, idle timeout and lateness.
 func (an *analysis) retention() {
 	o := an.o
 	s := an.sim(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout)

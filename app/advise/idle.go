@@ -8,36 +8,27 @@ import (
 // IdleRow is one idle timeout tried, with the other settings as they are.
 type IdleRow struct {
 	Idle Duration `json:"idle_timeout"`
-	// Episodes counts the silences long enough for a partition to go idle
-	// (leaving the watermark minimum); EpisodesWithLoss those after which
-	// the partition came back with data that became late or too late
-	// because of it (records judged while the partition was still behind
-	// the pipeline watermark it had let advance).
+	// Episodes counts the silences long enough to go idle; EpisodesWithLoss those after which the
+	// partition came back with data made late or too late by it.
 	Episodes         int `json:"went_idle"`
 	EpisodesWithLoss int `json:"came_back_with_late_data"`
-	// LateByIdle and TooLateByIdle are the records judged late (a LATE
-	// revision) or too late that would not have been had no partition ever
-	// gone idle: returning partitions' old records, and stragglers of
-	// active ones whose ON_TIME came sooner.
+	// LateByIdle and TooLateByIdle are the records late or too late only because of idleness.
 	LateByIdle    Tally   `json:"late_by_idleness"`
 	TooLateByIdle Tally   `json:"too_late_by_idleness"`
 	OnTime        Latency `json:"on_time_after_window_end"`
 	Fates         Fates   `json:"events"`
 }
 
-// Silences are one partition's gaps between arrivals (processing time),
-// from the log's first arrival to its own last record.
+// Silences are one partition's gaps between arrivals, from the log's first arrival to its own last.
 type Silences struct {
 	Partition string `json:"partition"`
 	Records   int64  `json:"records"`
 	Longest   int64  `json:"longest_ms"`
-	// AtLeast counts the silences of at least each idle candidate (in
-	// Advice.Idle's order).
+	// AtLeast counts the silences of at least each idle candidate (Advice.Idle's order).
 	AtLeast []int64 `json:"at_least_each_timeout"`
 }
 
-// idle tries each idle timeout at the current bound and lateness, against
-// a replay where no partition ever goes idle.
+// idle tries each idle timeout against a replay where no partition ever goes idle.
 func (an *analysis) idle() {
 	o := an.o
 	bound := o.Watermark.OutOfOrderBound
@@ -78,9 +69,7 @@ func (an *analysis) idle() {
 	}
 }
 
-// silences measures each partition's gaps between arrivals: a silence of
-// at least the idle timeout makes the partition idle (the first record
-// after it comes back).
+// silences measures each partition's gaps between arrivals.
 func (an *analysis) silences(idles []time.Duration) {
 	last := make([]int64, len(an.l.Partitions))
 	for i := range last {

@@ -10,16 +10,12 @@ import (
 	"github.com/revenue-stream/hourly/io/files"
 )
 
-// JobFigures are what a streaming run measured itself (its JSON run
-// report, cmd/launch --report=run.json): the delay histograms the job
-// counts for every valid event, and its verdict counts.
+// JobFigures are what a streaming run measured itself (cmd/launch --report=run.json).
 type JobFigures struct {
 	Path     string            `json:"path"`
 	Settings map[string]string `json:"settings"`
-	// Lateness is the job's event_lateness histogram: it must match the
-	// advisor's own count of the same log, bucket for bucket, when the job
-	// read this log from its start. Arrival is the job's arrival delay
-	// (read time − event time), which only a live run measures.
+	// Lateness must match the advisor's own count bucket for bucket when the job read this log from
+	// its start; Arrival only a live run measures.
 	Lateness delay.Histogram `json:"event_lateness"`
 	Arrival  delay.Histogram `json:"arrival_delay"`
 	// Read, TooLate, Duplicates and Conflicts are the job's own figures.

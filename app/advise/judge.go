@@ -16,9 +16,7 @@ type Tally struct {
 
 func (t *Tally) add(amount int64) { t.Events++; t.RevenueMicros += amount }
 
-// Fates splits distinct events (one per event_id) by what the stream makes
-// of them: counted in the window's ON_TIME row, counted later through a LATE
-// revision (the correction path), or too late (left to reconciliation).
+// Fates splits distinct events: counted ON_TIME, counted later in a LATE revision, or too late.
 type Fates struct {
 	OnTime  Tally `json:"on_time"`
 	Late    Tally `json:"late"`
@@ -31,8 +29,7 @@ func (f Fates) Total() Tally {
 		f.OnTime.RevenueMicros + f.Late.RevenueMicros + f.TooLate.RevenueMicros}
 }
 
-// Records are the verdicts of the valid records, as the stream counts them
-// (SPEC §4's conservation terms, less the quarantine).
+// Records are the verdicts of the valid records (SPEC §4's terms, less the quarantine).
 type Records struct {
 	Counted    int64 `json:"counted"`
 	Duplicates int64 `json:"duplicates"`
@@ -40,8 +37,7 @@ type Records struct {
 	TooLate    int64 `json:"too_late"`
 }
 
-// Latency is when ON_TIME rows come: processing time after the window end,
-// over the windows that had data before it (ms).
+// Latency is when ON_TIME rows come: processing time after the window end (ms).
 type Latency struct {
 	// Known is false without an arrival clock.
 	Known   bool  `json:"known"`
@@ -49,14 +45,11 @@ type Latency struct {
 	P50     int64 `json:"p50_ms"`
 	P95     int64 `json:"p95_ms"`
 	Max     int64 `json:"max_ms"`
-	// Never counts windows whose ON_TIME did not come within the log (the
-	// watermark held: --idle-advance=hold, or a partition that never
-	// produced).
+	// Never counts windows whose ON_TIME did not come within the log (the watermark held).
 	Never int `json:"never"`
 }
 
-// Outcome is what the stream would make of the log with one set of
-// settings.
+// Outcome is what the stream would make of the log with one set of settings.
 type Outcome struct {
 	Bound     Duration `json:"ooo_bound"`
 	Idle      Duration `json:"idle_timeout"`
@@ -64,12 +57,10 @@ type Outcome struct {
 	Retention Duration `json:"dedup_retention"`
 	Fates     Fates    `json:"events"`
 	Records   Records  `json:"records"`
-	// DoubleCounted are copies counted a second time because their id had
-	// been forgotten (a retention shorter than the job allows).
+	// DoubleCounted are copies counted again because their id was forgotten.
 	DoubleCounted Tally   `json:"counted_twice"`
 	OnTime        Latency `json:"on_time_after_window_end"`
-	// ByPartition and BySegment split Fates (by the partition and segment
-	// of the copy judged, in LogSummary's order; nil unless asked for).
+	// ByPartition and BySegment split Fates in LogSummary's order (nil unless asked for).
 	ByPartition []Fates `json:"by_partition,omitempty"`
 	BySegment   []Fates `json:"by_segment,omitempty"`
 }
@@ -99,8 +90,7 @@ const (
 	classTooLate
 )
 
-// judgement is one evaluation of a watermark replay with a lateness and a
-// retention.
+// judgement is one evaluation of a replay with a lateness and a retention.
 type judgement struct {
 	l         *replayLog
 	s         *sim
@@ -130,14 +120,9 @@ func (s *scratch) reset(ids int) {
 	clear(s.first[:ids])
 }
 
-// judge applies SPEC §4 to every valid record in arrival order with the
-// replay's own rule (event.Seen.Judge): the too-late gate, rule (a) on the
-// partition watermark before the record and rule (b) on the pipeline
-// watermark where it is judged, then dedup by event_id and fingerprint. A
-// counted record whose window end the pipeline watermark had passed is late
-// (a LATE revision; the stream's AfterEnd). An id is forgotten once the
-// pipeline watermark passes its counted window's end + retention, as the
-// stream's dedup state does: a later copy then counts again.
+// judge applies SPEC §4 to every valid record in arrival order (event.Seen.Judge): rules (a) and
+// (b), then dedup. A counted record past its window end is late. An id is forgotten once the
+// pipeline watermark passes its window's end + retention, as the stream's dedup state is.
 func (j judgement) judge() Outcome {
 	l, s, tp := j.l, j.s, j.tp
 	o := Outcome{Bound: Duration(s.bound), Idle: Duration(s.idle), Lateness: Duration(tp.AllowedLateness), Retention: Duration(time.Duration(j.retention) * time.Millisecond)}
@@ -227,8 +212,7 @@ func (j judgement) judge() Outcome {
 	return o
 }
 
-// latency measures when ON_TIME came for the windows that had data before
-// it.
+// latency measures when ON_TIME came for the windows with data before it.
 func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency {
 	if s.onTime == nil {
 		return Latency{}
@@ -254,8 +238,7 @@ func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency
 	return lt
 }
 
-// nearestRank is the p-th percentile of sorted values, nearest rank (as
-// internal/delay reads its buckets).
+// nearestRank is the p-th percentile of sorted values, nearest rank (as internal/delay).
 func nearestRank(sorted []int64, p int) int64 {
 	if len(sorted) == 0 {
 		return 0

@@ -14,15 +14,13 @@ import (
 const (
 	// ExitMet: the recommendation meets every target.
 	ExitMet = 0
-	// ExitMissed: no candidate meets every target (the summary says which
-	// are missed and gives the closest settings).
+	// ExitMissed: no candidate meets every target.
 	ExitMissed = 1
 	// ExitError: a bad flag or an unreadable source.
 	ExitError = cli.ExitUsage
 )
 
-// Main runs cmd/advise with args (without the program name) and returns its
-// exit code.
+// Main runs cmd/advise with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	c := newCommand()
 	return cli.Main(cli.Command{

@@ -17,24 +17,17 @@ import (
 // Range selects the windows measured, as reconcile's --from/--to/--date do.
 type Range = reconcile.Range
 
-// Options are the settings of one advice run: the job's current settings
-// (named and spelled as cmd/launch's flags), the candidate values to try and
-// the user's targets.
+// Options are one advice run's settings: the job's (as cmd/launch spells them), candidates,
+// targets.
 type Options struct {
-	// Source is the raw-log folder (local, gs://, s3://) or a Pub/Sub
-	// archive (--source).
+	// Source is the raw-log folder (local, gs://, s3://) or a Pub/Sub archive.
 	Source string
-	// ArrivalField names a payload field that holds each record's arrival
-	// instant (RFC 3339 or epoch ms, like event_time), e.g. a collector's
-	// received_at (--arrival-field). Without it a Pub/Sub archive's publish
-	// times are the arrival clock; a folder has none (see Clock).
+	// ArrivalField names a payload field with each record's arrival instant (--arrival-field);
+	// without, a Pub/Sub archive's publish times are the clock.
 	ArrivalField string
-	// Segments are the payload fields figures are split by (--segment-by;
-	// default the job's --dimensions). They only group figures: the
-	// fingerprint stays the job's.
+	// Segments are the fields figures are split by (--segment-by; default --dimensions).
 	Segments []string
-	// Range selects the windows measured (--from/--to or --date); every
-	// record is still replayed, since watermarks need them all.
+	// Range selects the windows measured; every record is still replayed.
 	Range Range
 
 	// The job's settings: validation, watermark, windows, dedup.
@@ -44,49 +37,40 @@ type Options struct {
 	// Retention is --dedup-retention; 0 means window + allowed lateness.
 	Retention time.Duration
 
-	// Try holds the candidate values of each setting; the current value is
-	// always added.
+	// Try holds each setting's candidates; the current value is always added.
 	Try Candidates
 	// Targets drive the recommendation.
 	Targets Targets
 
 	// Report is the report file (.html, .md or .json), or "".
 	Report string
-	// JobReport is a cmd/launch JSON run report whose delay metrics (what
-	// the stream measured) are shown beside the advisor's, or "".
+	// JobReport is a cmd/launch JSON run report whose delay metrics are shown beside the advisor's.
 	JobReport string
-	// Now is the processing time records without an arrival clock are read
-	// at (the --max-future check); zero means the wall clock.
+	// Now is the read time without an arrival clock (--max-future); zero: the wall clock.
 	Now time.Time
 }
 
 // Candidates are the values tried for each setting.
 type Candidates struct {
 	Bounds, Lateness, Retention, Idle []time.Duration
-	// LatenessPercentiles adds the measured event lateness's percentiles
-	// (rounded up to a minute) to Bounds.
+	// LatenessPercentiles adds the measured lateness's percentiles to Bounds.
 	LatenessPercentiles []int
 }
 
-// Targets are what the user asks of the settings. Shares are in parts per
-// million, so that comparisons are exact.
+// Targets are what the user asks; shares in parts per million, for exact comparisons.
 type Targets struct {
-	// LateSharePPM bounds the share of events, and of revenue, that reach
-	// the correction path (LATE revisions); -1 when not set.
+	// LateSharePPM bounds the share of events and revenue in LATE revisions; -1 when not set.
 	LateSharePPM int64
-	// TooLateSharePPM bounds the share left to reconciliation; -1 when
-	// not set (the allowed lateness then stays as it is: it is the
-	// business's correction period).
+	// TooLateSharePPM bounds the share left to reconciliation; -1 when not set (the lateness then
+	// stays: it is the business's correction period).
 	TooLateSharePPM int64
-	// OnTime bounds how long after its end every window's ON_TIME row comes
-	// (needs an arrival clock); 0 when not set.
+	// OnTime bounds how long after its end ON_TIME comes (needs a clock); 0 when not set.
 	OnTime time.Duration
 	// ResidualDups bounds the copies counted twice.
 	ResidualDups int64
 }
 
-// Defaults are cmd/launch's defaults, the candidates of the docs and the
-// targets of the example: 1 % late, no duplicate counted twice.
+// Defaults are cmd/launch's defaults, the docs' candidates, and targets of 1 % late, none twice.
 func Defaults() Options {
 	return Options{
 		Event:     event.DefaultConfig(),
@@ -105,8 +89,7 @@ func Defaults() Options {
 
 func durations(ds ...time.Duration) []time.Duration { return ds }
 
-// RetentionOrDefault is the job's dedup retention: --dedup-retention, or
-// window + allowed lateness.
+// RetentionOrDefault is --dedup-retention, or window + allowed lateness.
 func (o Options) RetentionOrDefault() time.Duration {
 	if o.Retention == 0 {
 		return o.Triggers.Window + o.Triggers.AllowedLateness
@@ -114,8 +97,7 @@ func (o Options) RetentionOrDefault() time.Duration {
 	return o.Retention
 }
 
-// Validate checks every setting without touching the source, each error
-// naming its flag.
+// Validate checks every setting without touching the source, each error naming its flag.
 func (o Options) Validate() error {
 	var errs []error
 	if o.Source == "" {
@@ -175,8 +157,7 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// candidates returns the values to try for one setting: the given ones and
-// the current one, sorted, without repeats.
+// candidates returns try and current, sorted, without repeats.
 func candidates(try []time.Duration, current time.Duration) []time.Duration {
 	out := append(slices.Clone(try), current)
 	slices.Sort(out)

@@ -19,16 +19,12 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Clock is where a record's arrival instant (the processing time a live job
-// would read it at) comes from.
+// Clock is where a record's arrival instant comes from.
 type Clock uint8
 
 const (
-	// NoClock: the log says nothing about arrival. Figures that need
-	// processing time (when ON_TIME comes, idleness) are not computed, and
-	// the late share is judged by each partition's own watermark, as a
-	// replay of the log would (an upper bound for a live job, whose
-	// pipeline watermark trails the slowest partition).
+	// NoClock: nothing says when records arrived. ON_TIME timing and idleness are not computed, and
+	// partitions are judged by their own watermarks (an upper bound for a live job).
 	NoClock Clock = iota
 	// FieldClock: a payload field (--arrival-field).
 	FieldClock
@@ -40,8 +36,7 @@ func (c Clock) String() string {
 	return [...]string{"none", "payload field", "Pub/Sub publish time"}[c]
 }
 
-// rec is one record of the replayed log, validated once with the job's
-// rules. Every figure is computed from these.
+// rec is one record of the replayed log, validated once with the job's rules.
 type rec struct {
 	at      int64 // arrival, epoch ms (non-decreasing within a partition); 0 without a clock
 	et      int64 // event time (valid records)
@@ -54,9 +49,8 @@ type rec struct {
 	backlog bool // a Pub/Sub archive line pulled from a backlog
 }
 
-// replayLog is the whole raw log in arrival order across partitions: by
-// arrival instant, then partition, then each partition's own order (without
-// a clock, partition after partition, as the offline oracle replays).
+// replayLog is the whole raw log in arrival order: by arrival, partition, then file order (without
+// a clock, partition after partition).
 type replayLog struct {
 	Source     string
 	Partitions []string
@@ -65,21 +59,17 @@ type replayLog struct {
 	IDs        int // distinct event ids
 	recs       []rec
 
-	// Read counts the records (non-blank lines), Valid those that passed
-	// validation; Quarantined splits the rest by reason.
+	// Read counts records, Valid the valid ones; Quarantined splits the rest by reason.
 	Read, Valid, Blank int64
 	Quarantined        map[string]int64
-	// NoArrival counts records whose arrival had to be taken from their
-	// neighbours (the field missing or unreadable).
+	// NoArrival counts records whose arrival was taken from their neighbours.
 	NoArrival int64
 	// Start and End are the first and last arrival instants.
 	Start, End int64
 }
 
-// readLog reads every partition of the source in arrival order with the
-// stream's rules: rawlog for lines and positions, rawlog.Stamper and
-// event.Parse for validation, the Pub/Sub archive's sidecars for publish
-// times and backlog flags.
+// readLog reads every partition in arrival order with the stream's rules, and the archive's
+// sidecars for publish times and backlog flags.
 func readLog(ctx context.Context, o Options) (*replayLog, error) {
 	parts, err := rawlog.ListPartitions(o.Source)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -152,8 +142,7 @@ type reader struct {
 	// segs interns segment keys; segIdx finds them.
 	segs   []string
 	segIdx map[string]uint32
-	// side is the parse config that extracts the segment and arrival
-	// fields (nil when neither is asked for).
+	// side parses the segment and arrival fields (nil when neither is asked for).
 	side *event.Config
 	now  int64
 }
@@ -244,9 +233,7 @@ func (r *reader) partition(idx uint16, name string) ([]rec, error) {
 	return out, nil
 }
 
-// sideFields reads a record's arrival instant (-1 when absent or
-// unreadable) and segment from its payload, with event.Parse's canonical
-// forms. An invalid line has neither; validation quarantines it anyway.
+// sideFields reads a record's arrival (-1 when absent) and segment, as event.Parse spells them.
 func (r *reader) sideFields(m model.Record) (at int64, seg uint32) {
 	m.ReadAt, m.WatermarkBefore = math.MaxInt64/2, model.NoWatermark // only the fields are wanted here
 	ev, q := event.Parse(m, *r.side)
@@ -270,11 +257,9 @@ func (r *reader) sideFields(m model.Record) (at int64, seg uint32) {
 	return at, r.intern(s)
 }
 
-// fillArrivals makes a partition's arrivals usable as its processing time:
-// a reader reads line k after line k-1, so an arrival never goes back (a
-// smaller one is raised to the one before), and a record without one takes
-// its predecessor's (the first ones their first successor's). It returns
-// how many had none.
+// fillArrivals makes a partition's arrivals usable: never going back (line k is read after k-1), a
+// missing one taken from its predecessor (the first ones from their successor). It returns how many
+// were missing.
 func fillArrivals(recs []rec) (missing int64) {
 	last := int64(-1)
 	for i := range recs {
@@ -305,8 +290,7 @@ type sidecar struct {
 	entries []pubsub.SidecarEntry
 }
 
-// entry is the sidecar entry of the record at a file position, nil when the
-// sidecar has none (an archive that lost it).
+// entry is the sidecar entry at a file position, nil when the sidecar has none.
 func (s *sidecar) entry(dir, pos string) (*pubsub.SidecarEntry, error) {
 	part, file, line, ok := rawlog.ParsePosition(pos)
 	if !ok {

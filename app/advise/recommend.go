@@ -13,11 +13,9 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// Recommendation is the smallest settings among the candidates that meet
-// the targets, and what they achieve.
+// Recommendation is the smallest candidate settings that meet the targets, and what they achieve.
 type Recommendation struct {
-	// Met says every target is met; Misses says how the others are missed
-	// (see recommend for which are kept).
+	// Met says every target is met; Misses says how the others are missed.
 	Met    bool     `json:"met"`
 	Misses []string `json:"misses"`
 	// Outcome is what the recommended settings achieve.
@@ -26,17 +24,14 @@ type Recommendation struct {
 	Flags []string `json:"flags"`
 }
 
-// target is one of the user's targets as a measure on an outcome: how far
-// it is missed (0: met), and in words.
+// target is one of the user's targets: how far an outcome misses it (0: met), and in words.
 type target struct {
 	set  bool
 	miss func(Outcome) (int64, string)
 }
 
-// targets lists the set targets in the order they are kept when not all
-// can be met: no duplicate counted twice, then what is left to
-// reconciliation, then when ON_TIME comes, then the share in LATE
-// revisions (automatic corrections, the cheapest to give up).
+// targets lists the targets in the order kept when not all can be met: none counted twice, too
+// late, ON_TIME, then late (automatic corrections, the cheapest to give up).
 func (an *analysis) targets() []target {
 	t := an.o.Targets
 	clock := an.l.Clock != NoClock
@@ -68,8 +63,7 @@ func (an *analysis) targets() []target {
 	}
 }
 
-// overShare is how far (ppm) a share exceeds its target, 0 when it does
-// not: both the share of events and the share of revenue must be within.
+// overShare is how far (ppm) the share of events or of revenue exceeds its target.
 func overShare(what string, part, total Tally, ppm int64, flag string) (int64, string) {
 	over := max(ppmCeil(part.Events, total.Events)-ppm, ppmCeil(part.RevenueMicros, total.RevenueMicros)-ppm, 0)
 	if over == 0 {
@@ -79,9 +73,8 @@ func overShare(what string, part, total Tally, ppm int64, flag string) (int64, s
 		Share(part.Events, total.Events), Share(part.RevenueMicros, total.RevenueMicros), flag, PPM(ppm))
 }
 
-// ppmCeil is part/whole in parts per million, rounded up, exactly (so that
-// it is within a target t exactly when part*1e6 <= t*whole); 0 for a whole
-// that is not positive.
+// ppmCeil is part/whole in ppm rounded up (within t exactly when part*1e6 <= t*whole); 0 if whole
+// <= 0.
 func ppmCeil(part, whole int64) int64 {
 	if whole <= 0 || part <= 0 {
 		return 0
@@ -93,13 +86,9 @@ func ppmCeil(part, whole int64) int64 {
 	return q.Int64()
 }
 
-// recommend searches the candidates (bound × idle timeout × lateness, the
-// retention at its floor) for the smallest settings that meet the
-// targets: the smallest allowed lateness, then the smallest bound, then
-// the smallest idle timeout (each is time the job waits or state it
-// keeps). When no point meets them all, the targets are taken in order
-// (targets): each one met where it can be, else missed by as little as
-// possible.
+// recommend searches bound × idle timeout × lateness (retention at its floor) for the smallest
+// lateness, then bound, then idle timeout that meet the targets; else each target in order is met
+// where it can be, or missed by the least.
 func (an *analysis) recommend(bounds []time.Duration) {
 	o := an.o
 	idles := []time.Duration{o.Watermark.IdleTimeout}
@@ -170,8 +159,7 @@ func (an *analysis) flags(bound, idle, lateness, retention time.Duration) []stri
 	return f
 }
 
-// Span renders a setting as a flag value time.ParseDuration reads, without
-// zero units: "30m", "25h", "11h43m", "1m30s", "500ms", "0s".
+// Span renders a setting as a flag value without zero units: "30m", "25h", "11h43m", "500ms", "0s".
 func Span(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
@@ -183,8 +171,7 @@ func Span(d time.Duration) string {
 	return s
 }
 
-// Share renders part/whole in percent with two decimals ("—" when whole is
-// not positive).
+// Share renders part/whole in percent with two decimals ("—" when whole is not positive).
 func Share(part, whole int64) string {
 	if whole <= 0 {
 		return "—"

@@ -13,12 +13,10 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// MaxSegments is how many segments the tables list (the most events
-// first); the JSON figures have them all.
+// MaxSegments is how many segments the tables list (the JSON has them all).
 const MaxSegments = 12
 
-// NewReport lays the advice out as the report's sections: the command's
-// summary, and the .md, .html and .json forms, all from these.
+// NewReport lays the advice out as the report's sections, for the summary and every form.
 func NewReport(a *Advice) *report.Advice {
 	r := &report.Advice{Title: "Settings advice for " + a.Log.Source, Figures: a}
 	r.Sections = []report.AdviceSection{a.logSection(), a.boundSection(), a.latenessSection(), a.retentionSection(), a.idleSection()}
@@ -121,8 +119,7 @@ func (a *Advice) boundSection() report.AdviceSection {
 	return s
 }
 
-// outcomeTable is one row per value tried of a setting, the current one
-// marked.
+// outcomeTable is one row per value tried, the current one marked.
 func outcomeTable(head []string, outs []Outcome, setting func(Outcome) Duration, current time.Duration, cells func(Outcome, Tally) []string) report.Table {
 	t := report.Table{Head: head, Current: -1}
 	for i, o := range outs {
@@ -134,8 +131,7 @@ func outcomeTable(head []string, outs []Outcome, setting func(Outcome) Duration,
 	return t
 }
 
-// split is the late / too-late share of events per partition or segment,
-// one column per bound.
+// split is the late / too-late share per partition or segment, a column per bound.
 func (a *Advice) split(what string, names []string, by func(Outcome) []Fates, limit int) report.Table {
 	t := report.Table{Caption: "late % / too late % of events by " + what + ", per bound", Head: []string{what}, Current: -1}
 	if len(a.Bounds) == 0 {
@@ -276,8 +272,7 @@ func (a *Advice) jobSection() report.AdviceSection {
 	return s
 }
 
-// segmentLabel shows a segment's canonical JSON object as field=value
-// pairs ("country=US,platform=ios"); a partition name stays as it is.
+// segmentLabel shows a segment as field=value pairs; a partition name stays as it is.
 func segmentLabel(s string) string {
 	var fields map[string]json.RawMessage
 	if !strings.HasPrefix(s, "{") || json.Unmarshal([]byte(s), &fields) != nil {

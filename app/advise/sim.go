@@ -10,30 +10,20 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// never is the idle timeout of "no partition ever goes idle": the
-// reference the idle table compares with.
+// never is the idle timeout of "no partition ever goes idle".
 const never = 100 * 365 * 24 * time.Hour
 
-// sim is one replay of the log's watermarks under one out-of-order bound
-// and idle timeout: for every record, what the stream's rules make of
-// event-time progress where it is judged. The per-partition rules are
-// watermark.Partition's (Observe for the partition watermark, Report for
-// what a source hands the runner, idleness and the all-idle advance), so
-// the advisor's watermarks are the stream's.
+// sim is one replay of the log's watermarks under one bound and idle timeout, with
+// watermark.Partition's rules, so the advisor's watermarks are the stream's.
 type sim struct {
 	bound, idle time.Duration
-	// own is each record's partition watermark just before it (rule (a) of
-	// the too-late gate); pipe the pipeline watermark when it arrives (rule
-	// (b), and whether ON_TIME has passed). Without an arrival clock pipe
-	// is own: a replay judges each partition by its own progress.
+	// own is each record's partition watermark before it (rule (a)); pipe the pipeline watermark
+	// when it arrives (rule (b)); without a clock pipe is own.
 	own, pipe []int64
-	// onTime maps window starts to the processing time (epoch ms) the
-	// pipeline watermark reaches their end at: when ON_TIME comes. Absent:
-	// not within the log (the watermark holds). Nil without a clock.
+	// onTime maps window starts to when the pipeline watermark reaches their end (absent: never;
+	// nil without a clock).
 	onTime map[int64]int64
-	// episode is, per record, the idle episode its partition came back
-	// from last (-1: none yet): a record that finds its partition idle
-	// starts one. episodes counts them.
+	// episode is, per record, the idle episode its partition last came back from (-1: none).
 	episode  []int32
 	episodes int
 }
@@ -59,8 +49,7 @@ func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim
 		s.pipe[i] = c.pipe
 		part := c.parts[r.part]
 		if part.Idle(r.at) {
-			// The first record after a silence long enough to go idle:
-			// what follows comes back from this episode.
+			// The first record after a silence long enough to go idle.
 			c.back[r.part] = int32(c.episodes)
 			c.episodes++
 		}
@@ -73,11 +62,8 @@ func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim
 	return s
 }
 
-// clockRun is the watermark replay with an arrival clock: every partition
-// reports at every instant something can change (an arrival, an idle
-// timeout expiring, processing time reaching a window end + the bound,
-// where an idle partition's advance crosses it), and the pipeline
-// watermark is the minimum of the reports, as a runner computes it.
+// clockRun is the replay with an arrival clock: every partition reports at every instant something
+// can change, and the pipeline watermark is the minimum, as a runner computes it.
 type clockRun struct {
 	bound, idle int64 // ms
 	parts       []*watermark.Partition
@@ -116,8 +102,7 @@ func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun
 	return c
 }
 
-// advance reports every instant before t, then t itself (t = MaxInt64:
-// every remaining instant, the log having ended).
+// advance reports every instant before t, then t (MaxInt64: all remaining).
 func (c *clockRun) advance(t int64) {
 	for {
 		next := c.nextInstant()
@@ -127,15 +112,13 @@ func (c *clockRun) advance(t int64) {
 		c.report(next)
 	}
 	if t != math.MaxInt64 && t > c.now {
-		// Once per instant: the pipeline watermark at an instant is what
-		// the records that arrived before it made.
+		// Once per instant: the records that arrived before it made its watermark.
 		c.report(t)
 	}
 }
 
-// nextInstant is the next processing time after now at which a report can
-// differ without an arrival: a partition's idle timeout expiring, or a
-// window end + bound.
+// nextInstant is the next time a report can change without an arrival: an idle timeout, or end +
+// bound.
 func (c *clockRun) nextInstant() int64 {
 	next := int64(math.MaxInt64)
 	for len(c.crossings) > 0 && c.crossings[0] <= c.now {
@@ -152,12 +135,10 @@ func (c *clockRun) nextInstant() int64 {
 	return next
 }
 
-// report hands every partition's watermark to the runner at processing
-// time now, as each source does on each call, and takes the minimum.
+// report takes every partition's watermark at now and the minimum.
 func (c *clockRun) report(now int64) {
 	c.now = now
-	// The lowest reports of the active partitions, for each partition's
-	// "the others that are active" (the all-idle rule of --idle-advance).
+	// The lowest active reports, for the all-idle rule of --idle-advance.
 	low1, low2, lowAt, active := int64(math.MaxInt64), int64(math.MaxInt64), -1, 0
 	for i, p := range c.parts {
 		if p.Idle(now) {
@@ -189,8 +170,7 @@ func (c *clockRun) report(now int64) {
 	}
 }
 
-// onTimes finds, for each window with data, the first processing time the
-// pipeline watermark reached its end.
+// onTimes finds when the pipeline watermark first reached each window's end.
 func (c *clockRun) onTimes() map[int64]int64 {
 	out := make(map[int64]int64, len(c.starts))
 	for k, ws := range c.starts {

@@ -15,18 +15,15 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// The audit drill-down's defaults: the tables are read every
-// DefaultAuditEvery, their latest DefaultAuditLatest records each.
+// The audit drill-down's defaults: read every DefaultAuditEvery, DefaultAuditLatest records each.
 const (
 	DefaultAuditEvery  = 10 * time.Second
 	DefaultAuditLatest = 10
-	// maxPayload caps the payload bytes kept of a record (a quarantined
-	// line may be as long as --max-line, or longer).
+	// maxPayload caps the payload bytes kept (a quarantined line may be as long as --max-line).
 	maxPayload = 300
 )
 
-// Audit is the latest records of the audit tables (SPEC §5), newest
-// first, and how many rows each table holds.
+// Audit is the latest records of the audit tables (SPEC §5), newest first, and their row counts.
 type Audit struct {
 	ReadAt   string `json:"read_at"`
 	ReadAtMs int64  `json:"read_at_ms"`
@@ -62,8 +59,7 @@ func payload(b []byte) Payload {
 	return p
 }
 
-// TooLateEvent is a too_late_events row: a valid event whose window had
-// closed for its partition's watermark when it came (SPEC §4 rule (a)).
+// TooLateEvent is a too_late_events row (SPEC §4 rule (a)).
 type TooLateEvent struct {
 	Position    string `json:"source_position"`
 	EventID     string `json:"event_id"`
@@ -71,23 +67,17 @@ type TooLateEvent struct {
 	EventTimeMs int64  `json:"event_time_ms"`
 	Reason      string `json:"reason"`
 	Payload
-	// With the job's settings: the event's window, when it closed (window
-	// end + allowed lateness, in event time), and how late the event was
-	// at least. Its event-time lateness (internal/delay: the largest event
-	// time its partition had shown minus its own) is at least ClosedMs +
-	// the out-of-order bound − EventTimeMs, since its partition's
-	// watermark had reached ClosedMs. The watermark at that moment is not
-	// stored, so this is a lower bound.
+	// With the job's settings: the event's window, when it closed (end + allowed lateness) and a
+	// lower bound of its lateness: ClosedMs + the out-of-order bound − EventTimeMs (the watermark
+	// then is not stored).
 	WindowStartMs   *int64 `json:"window_start_ms,omitempty"`
 	WindowEndMs     *int64 `json:"window_end_ms,omitempty"`
 	ClosedMs        *int64 `json:"closed_ms,omitempty"`
 	LateByAtLeastMs *int64 `json:"late_by_at_least_ms,omitempty"`
 }
 
-// ConflictEvent is a conflict_events row: a copy of an event_id whose
-// payload differs from the counted copy's. The table stores the
-// conflicting copy's payload and both fingerprints; the counted copy's
-// payload is in the raw log only.
+// ConflictEvent is a conflict_events row: the conflicting copy's payload and both fingerprints (the
+// counted payload is in the raw log only).
 type ConflictEvent struct {
 	Position               string `json:"source_position"`
 	EventID                string `json:"event_id"`
@@ -96,22 +86,16 @@ type ConflictEvent struct {
 	Payload
 }
 
-// QuarantinedEvent is a quarantined_events row: a line that is not a
-// valid event, and why.
+// QuarantinedEvent is a quarantined_events row.
 type QuarantinedEvent struct {
 	Position string `json:"source_position"`
 	Reason   string `json:"reason"`
 	Payload
 }
 
-// CompareArrival orders source positions as they arrived, as far as a
-// position tells: by file name, then line (as a number), then partition.
-// Within a partition that is the order its records were read in; across
-// partitions it is the order of the files' names, which the live demo and
-// most producers give by time. Other positions (pubsub:<message_id>, whose
-// ids say nothing of order) come before file positions, by their text.
-// The sinks' bounded readers (latestAuditReader) sort in SQL the same way
-// (TestLatestAuditInArrivalOrder holds them to it).
+// CompareArrival orders source positions as they arrived, as far as a position tells: by file name,
+// line number, then partition. Other positions (pubsub:<message_id>) come first, by text. The
+// sinks' bounded readers sort the same way in SQL (TestLatestAuditInArrivalOrder).
 func CompareArrival(a, b string) int {
 	pa, fa, la, oka := rawlog.ParsePosition(a)
 	pb, fb, lb, okb := rawlog.ParsePosition(b)
@@ -141,17 +125,13 @@ type policy struct {
 	ok    bool
 }
 
-// policy returns the job's window, allowed lateness and out-of-order bound
-// (the Monitor's fields); without a window there are no such figures.
+// policy returns the job's window, allowed lateness and out-of-order bound.
 func (m *Monitor) policy() policy {
 	return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: m.Window > 0}
 }
 
-// latestAuditReader reads the latest records of the audit tables where
-// they are stored (ORDER BY … LIMIT, in CompareArrival's order) and counts
-// the tables there: sinks.SQLite and sinks.BigQuery. A monitor never holds
-// a whole audit table of theirs; the jsonl debug sink, which reads its
-// files whole anyway, is cut here.
+// latestAuditReader reads the latest audit records and table counts where they are stored
+// (sinks.SQLite, sinks.BigQuery), so a monitor never holds a whole table; jsonl is cut here.
 type latestAuditReader interface {
 	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
 	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
@@ -159,8 +139,7 @@ type latestAuditReader interface {
 	AuditCounts(ctx context.Context) (sinks.AuditCounts, error)
 }
 
-// auditRows is the latest records of the audit tables, newest first, and
-// the tables' row counts.
+// auditRows is the latest audit records, newest first, and the tables' row counts.
 type auditRows struct {
 	tooLate                  []model.TooLate
 	conflicts                []model.Conflict
@@ -188,16 +167,15 @@ func readAuditRows(ctx context.Context, r sinks.Reader, n int) (a auditRows) {
 	return a
 }
 
-// readAudit reads the latest records of the audit tables through the
-// sink's reader (opened by readSink).
+// readAudit reads the audit tables through the reader readSink opened.
 func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	if m.Reader == nil {
 		return nil
 	}
 	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
 	rows := readAuditRows(ctx, m.Reader, cmp.Or(m.AuditLatest, DefaultAuditLatest))
-	// A table read with rows it could not read (sinks.UnreadableRows)
-	// returns the others: they are shown, and the error said.
+	// A table with unreadable rows (sinks.UnreadableRows) returns the others: shown, the error
+	// said.
 	var errs []string
 	for _, e := range []struct {
 		table string
@@ -238,8 +216,7 @@ func tooLateEvent(r model.TooLate, p policy) TooLateEvent {
 	return e
 }
 
-// auditEvery is how often the audit tables are read: AuditEvery (default
-// DefaultAuditEvery), and never more often than the changelog.
+// auditEvery is AuditEvery (default DefaultAuditEvery), never more often than the changelog.
 func (m *Monitor) auditEvery() time.Duration {
 	return max(cmp.Or(m.AuditEvery, DefaultAuditEvery), m.SinkEvery)
 }

@@ -8,59 +8,44 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// DefaultIdleEpisodes is how many idle episodes a monitor keeps, besides
-// the ongoing ones.
+// DefaultIdleEpisodes is how many ended idle episodes a monitor keeps.
 const DefaultIdleEpisodes = 20
 
-// IdleEpisode is a time a source partition was idle (out of the watermark
-// minimum, SPEC §2) as the monitor saw it. Nothing stores idleness: the
-// job reports it as a gauge (revenue/partition_idle_<partition>), which the
-// monitor reads at each snapshot, so an episode's bounds are those of the
-// snapshots that saw it begin and end (a second apart while the page is
-// open), and an episode shorter than that may go unseen (IdleView.Moves
-// counts every one).
+// IdleEpisode is a time a partition was idle (out of the watermark minimum, SPEC §2) as the monitor
+// saw it: the job reports idleness as a gauge, so the bounds are those of the snapshots that saw
+// it, and a short episode may go unseen (IdleView.Moves counts all).
 type IdleEpisode struct {
 	Partition string `json:"partition"`
-	// SinceMs is the first snapshot that saw the partition idle;
-	// ActiveSeenMs the last one before that saw it active (absent: it was
-	// idle when the monitor first saw it). The move to idle lies between.
+	// SinceMs is the first snapshot that saw the partition idle; ActiveSeenMs the last before that
+	// saw it active (absent: idle when first seen).
 	SinceMs      int64 `json:"since_ms"`
 	ActiveSeenMs int64 `json:"active_seen_ms,omitempty"`
-	// UntilMs is the first snapshot that saw it active again, absent
-	// while Ongoing.
+	// UntilMs is the first snapshot that saw it active again, absent while Ongoing.
 	UntilMs int64 `json:"until_ms,omitempty"`
 	Ongoing bool  `json:"ongoing"`
-	// DurationMs is UntilMs (while ongoing: the snapshot's time, or the
-	// job's end) − SinceMs.
+	// DurationMs is UntilMs (ongoing: the snapshot's time or the job's end) − SinceMs.
 	DurationMs int64 `json:"duration_ms"`
-	// WatermarkMs is the partition's watermark when it was first seen
-	// idle: where it stood while the others moved on (absent: none yet).
+	// WatermarkMs is the partition's watermark when first seen idle.
 	WatermarkMs *int64 `json:"watermark_ms,omitempty"`
-	// Read is the records read from the partition when it was first seen
-	// idle, and ReadAfter when it was first seen active again: what it
-	// delivered meanwhile (the backlog it came back with, as far as the
-	// job's committed counters had it).
+	// Read and ReadAfter are the records read when first seen idle and active again: the backlog it
+	// came back with.
 	Read      int64 `json:"read"`
 	ReadAfter int64 `json:"read_after,omitempty"`
 }
 
 // IdleView is the idle episodes a snapshot shows.
 type IdleView struct {
-	// Episodes are the latest, newest first: the ongoing ones and at most
-	// DefaultIdleEpisodes others; Dropped counts the older ones let go.
+	// Episodes are the ongoing ones and up to DefaultIdleEpisodes others, newest first; Dropped the
+	// rest.
 	Episodes []IdleEpisode `json:"episodes"`
 	Dropped  int           `json:"dropped,omitempty"`
-	// Moves is each partition's moves to idle as the job counted them
-	// (revenue/idle_transitions_<partition>): all of them, also those
-	// before the monitor looked or between two of its snapshots.
+	// Moves is each partition's moves to idle as the job counted them, seen or not.
 	Moves []Counter `json:"moves_to_idle"`
-	// WatchedSinceMs is the first snapshot with figures: the episodes
-	// begin there.
+	// WatchedSinceMs is the first snapshot with figures.
 	WatchedSinceMs int64 `json:"watched_since_ms"`
 }
 
-// idleTracker follows each partition's idleness from snapshot to
-// snapshot. It is not safe for concurrent use: the Monitor guards it.
+// idleTracker follows each partition's idleness across snapshots; the Monitor guards it.
 type idleTracker struct {
 	since    int64
 	seen     map[string]partSeen
@@ -137,8 +122,7 @@ func (t *idleTracker) trim() {
 	}
 }
 
-// view is the episodes as of at (epoch ms; endedAt, when not 0, stops the
-// ongoing ones' durations there), with f's counts of moves to idle.
+// view is the episodes as of at (endedAt, when not 0, stops ongoing ones there).
 func (t *idleTracker) view(at, endedAt int64, f Figures) *IdleView {
 	v := &IdleView{Episodes: []IdleEpisode{}, Dropped: t.dropped, WatchedSinceMs: t.since}
 	end := cmp.Or(endedAt, at)

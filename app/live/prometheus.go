@@ -18,8 +18,7 @@ import (
 // MetricsContentType is the Prometheus text exposition format's (0.0.4).
 const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Distribution is one of the job's distributions (dedup_state_entries,
-// event_lateness_ms, ...), summed across steps.
+// Distribution is one of the job's distributions, summed across steps.
 type Distribution struct {
 	Count, Sum, Min, Max int64
 }
@@ -27,28 +26,11 @@ type Distribution struct {
 // promPrefix heads every metric name: the pipeline's metrics namespace.
 const promPrefix = metrics.Namespace + "_"
 
-// WriteMetrics writes the job's figures in the Prometheus text exposition
-// format, named by Prometheus' conventions (base units: seconds; counters
-// end in _total; one family per quantity, its parts as labels):
-//
-//   - the conservation counters of SPEC §4: revenue_records_read_total and
-//     revenue_records_judged_total{verdict} (counted, duplicate, conflict,
-//     quarantined, too_late), so that read_total = sum(judged_total);
-//   - the reads per partition, quarantines per reason, rows emitted per
-//     result state, and the invariant revenue_data_after_final_total;
-//   - the two delay metrics as histograms (revenue_event_lateness_seconds,
-//     revenue_arrival_delay_seconds) over the delay buckets;
-//   - per partition the watermark (a timestamp), its lag behind the scrape
-//     and whether the partition is idle, and the pipeline's watermark (the
-//     minimum over the active partitions);
-//   - what the sink made of the rows (accepted, stale, audit rows, retries);
-//   - the state figures: the dedup state's entries per shard read, its
-//     reloads, expiries and cache evictions, the revision step's markers and
-//     seed rows;
-//   - every other counter of the namespace as revenue_<name>_total.
-//
-// state is the job's (RUNNING, DONE, ...), shown as revenue_job_state; ok
-// false (no figures yet) writes that alone.
+// WriteMetrics writes the job's figures in the Prometheus text format, by its conventions (seconds,
+// _total counters, parts as labels): the SPEC §4 conservation counters (read_total =
+// sum(judged_total{verdict})), per-partition reads and watermarks, quarantines per reason, rows per
+// state, the delay histograms, the sink's and the state's figures, and every other counter as
+// revenue_<name>_total. state is shown as revenue_job_state; !ok writes that alone.
 func WriteMetrics(w io.Writer, state string, f Figures, ok bool, now time.Time) error {
 	e := &exposition{}
 	e.family("job_state", "gauge", "The job's state: 1 for the current one.")
@@ -124,8 +106,6 @@ func (e *exposition) figures(f Figures, now time.Time) {
 		e.sample("dedup_state_entries_max", "", float64(d.Max))
 	}
 
-	// The families of counters, labelled above or below, and the delay
-	// buckets (the histograms).
 	idle := map[string]int64{}
 	var rest []string
 	for _, name := range slices.Sorted(maps.Keys(c.Counters)) {
@@ -149,8 +129,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 	}
 }
 
-// hasFamilyPrefix: the counters CountsOf splits into ReadBy, QuarantinedBy
-// and Rows (exposed with labels above).
+// hasFamilyPrefix: the counters CountsOf splits into ReadBy, QuarantinedBy and Rows.
 func hasFamilyPrefix(name string) bool {
 	for _, p := range []string{"read_partition_", "quarantined_", "rows_"} {
 		if strings.HasPrefix(name, p) {
@@ -161,14 +140,10 @@ func hasFamilyPrefix(name string) bool {
 }
 
 func (e *exposition) partitions(ps []Partition, now time.Time) {
-	wm := model.NoWatermark
 	e.family("partition_watermark_timestamp_seconds", "gauge", "A source partition's watermark (event time), since the epoch; absent before its first valid event.")
 	for _, p := range ps {
 		if p.WatermarkMs != model.NoWatermark {
 			e.sample("partition_watermark_timestamp_seconds", labels("partition", p.Name), float64(p.WatermarkMs)/1000)
-			if !p.Idle && (wm == model.NoWatermark || p.WatermarkMs < wm) {
-				wm = p.WatermarkMs
-			}
 		}
 	}
 	e.family("partition_watermark_lag_seconds", "gauge", "How far a source partition's watermark trails the time of the scrape.")
@@ -181,7 +156,7 @@ func (e *exposition) partitions(ps []Partition, now time.Time) {
 	for _, p := range ps {
 		e.sample("partition_idle", labels("partition", p.Name), b2f(p.Idle))
 	}
-	if wm != model.NoWatermark {
+	if wm := pipelineWatermark(ps); wm != model.NoWatermark {
 		e.family("watermark_timestamp_seconds", "gauge", "The pipeline's watermark: the minimum over the active partitions' (SPEC §2).")
 		e.sample("watermark_timestamp_seconds", "", float64(wm)/1000)
 		e.family("watermark_lag_seconds", "gauge", "How far the pipeline's watermark trails the time of the scrape.")
@@ -189,10 +164,8 @@ func (e *exposition) partitions(ps []Partition, now time.Time) {
 	}
 }
 
-// histogram writes h, whose buckets hold delays in [previous upper, upper)
-// ms, as a Prometheus histogram: cumulative, le the bucket's upper bound in
-// seconds (an integer ms delay below upper is at most upper - 1 ms), the
-// last +Inf. The sum comes from the delay's distribution.
+// histogram writes h as a cumulative Prometheus histogram, le in seconds (an integer ms delay below
+// upper is at most upper - 1 ms), the last +Inf.
 func (e *exposition) histogram(name, help string, h delay.Histogram, d Distribution) {
 	e.family(name, "histogram", help+" Buckets from the job's delay counters (ms resolution).")
 	var cum int64

@@ -10,36 +10,27 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The time series' defaults: ten minutes, one point a second at most,
-// rates over 10 s.
+// The time series' defaults: ten minutes, at most a point a second, rates over 10 s.
 const (
 	DefaultSeriesSpan   = 10 * time.Minute
 	DefaultSeriesStep   = time.Second
 	DefaultSeriesSmooth = 10 * time.Second
 )
 
-// rateNames are the counters a series gives a rate of, in the order of
-// point.counts: the records read and their five verdicts.
+// rateNames are the counters given a rate, in point.counts order: read and the five verdicts.
 var rateNames = []string{"read", "counted", "duplicates", "conflicts", "quarantined", "too_late"}
 
-// Series keeps the job's figures over the last minutes in a bounded ring,
-// for the live page's charts: the conservation counters (as rates, from
-// the deltas between points), the pipeline watermark and each partition's.
-// It holds at most Span/Step points whatever the job's age, and takes
-// the time of each point from its caller (no clock of its own). It is not
-// safe for concurrent use: the Monitor guards it.
+// Series keeps the job's figures over the last minutes in a bounded ring for the live page's charts
+// (counter rates, watermarks), at most Span/Step points. Callers give each point's time; not safe
+// for concurrent use (the Monitor guards it).
 type Series struct {
 	// Span is how far back the series reach (default DefaultSeriesSpan).
 	Span time.Duration
-	// Step is the least time between two points (default
-	// DefaultSeriesStep): figures offered sooner are not kept.
+	// Step is the least time between two points (default DefaultSeriesStep).
 	Step time.Duration
-	// Smooth is how far back a point's rates reach (default
-	// DefaultSeriesSmooth): over the interval from the earliest point at
-	// most Smooth before it (the previous point at least) that no
-	// counter reset lies between. The job's counters are committed in
-	// bundles, so the rates of one-second intervals jump between 0 and
-	// several times the mean; Smooth below Step gives them as they are.
+	// Smooth is how far back a point's rates reach (default DefaultSeriesSmooth), never across a
+	// counter reset. Counters are committed in bundles, so one-second rates jump; Smooth below Step
+	// gives them raw.
 	Smooth time.Duration
 
 	ring []point // len(ring) is the capacity once allocated
@@ -70,10 +61,8 @@ func (s *Series) Cap() int {
 // Len is how many points the ring holds.
 func (s *Series) Len() int { return s.n }
 
-// Add records the figures f as of at. It keeps nothing when at is less
-// than Step after the latest point (or before it: a clock going back),
-// and drops the points older than Span before at, and the oldest one when
-// the ring is full.
+// Add records f as of at, unless at is less than Step after the latest point (or before it), and
+// drops points older than Span or beyond the ring.
 func (s *Series) Add(at time.Time, f Figures) {
 	ms := at.UnixMilli()
 	if s.n > 0 && ms-s.at(s.n-1) < max(1, cmp.Or(s.Step, DefaultSeriesStep).Milliseconds()) {
@@ -105,19 +94,14 @@ func (s *Series) at(i int) int64 { return s.get(i).at }
 
 func (s *Series) get(i int) *point { return &s.ring[(s.head+i)%len(s.ring)] }
 
-// SeriesView is a Series as /api/live carries it: one array per quantity,
-// index i for the point at AtMs[i], oldest first. A value is null where
-// there is none: no rate at the first point or where a counter went down
-// (the job's metrics restarted: the delta is not a rate), no lag without a
-// watermark.
+// SeriesView is a Series as /api/live carries it: one array per quantity, index i for AtMs[i],
+// oldest first; null where there is no value (the first point, a counter reset, no watermark).
 type SeriesView struct {
 	SpanMs int64   `json:"span_ms"`
 	AtMs   []int64 `json:"at_ms"`
-	// Rates are per second over the interval ending at each point (see
-	// Series.Smooth), from the counters' deltas: read, then each verdict.
+	// Rates are per second over the interval ending at each point (see Series.Smooth).
 	Rates []RateSeries `json:"rates"`
-	// WatermarkLagMs is the point's time minus the pipeline watermark (the
-	// minimum over active partitions).
+	// WatermarkLagMs is the point's time minus the pipeline watermark.
 	WatermarkLagMs []*int64 `json:"watermark_lag_ms"`
 	// Partitions are each partition's watermark lag, in name order.
 	Partitions []PartitionSeries `json:"partitions"`
@@ -182,8 +166,7 @@ func (s *Series) View() SeriesView {
 	return v
 }
 
-// pipelineWatermark is the minimum watermark over the active partitions
-// (SPEC §2), or model.NoWatermark.
+// pipelineWatermark is the minimum over active partitions (SPEC §2), or model.NoWatermark.
 func pipelineWatermark(parts []Partition) int64 {
 	wm := model.NoWatermark
 	for _, p := range parts {

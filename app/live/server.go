@@ -15,9 +15,8 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 )
 
-// Addr turns --ui's value into a listen address: a bare port listens on the
-// loopback address only (the page shows business figures), HOST:PORT where
-// the user says.
+// Addr turns --ui's value into a listen address: a bare port listens on loopback only (the page
+// shows business figures).
 func Addr(s string) (string, error) { return FlagAddr("--ui", s) }
 
 // FlagAddr is Addr for the value s of flag (--ui, --metrics-addr).
@@ -38,15 +37,12 @@ func FlagAddr(flag, s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// Handler serves the page at / and its data at /api/live (the Snapshot as
-// JSON), and the job's figures for Prometheus at /metrics (WriteMetrics).
+// Handler serves the page at /, the Snapshot as JSON at /api/live and WriteMetrics at /metrics.
 func (m *Monitor) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.MetricsHandler())
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		// The page loads nothing from anywhere: its style and script are
-		// inline.
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:")
 		if err := pageTemplate.Execute(w, page{Title: m.Title, CSS: template.CSS(report.Stylesheet())}); err != nil {
 			slog.Warn("live page", "err", err)
@@ -62,8 +58,7 @@ func (m *Monitor) Handler() http.Handler {
 	return mux
 }
 
-// MetricsHandler serves the job's figures in Prometheus' text format
-// (WriteMetrics), as of the current snapshot.
+// MetricsHandler serves WriteMetrics as of the current snapshot.
 func (m *Monitor) MetricsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		state, f, ok := m.Figures(r.Context())
@@ -82,12 +77,10 @@ type Server struct {
 	done chan struct{}
 }
 
-// Serve starts serving m's page on addr (see Addr). The listener is open
-// when it returns, so a bad or busy address is an error before any work.
+// Serve starts serving m's page on addr, so a bad or busy address is an error before any work.
 func Serve(addr string, m *Monitor) (*Server, error) { return serve("--ui", addr, m.Handler()) }
 
-// ServeMetrics serves m's figures for Prometheus alone, at /metrics on addr
-// (--metrics-addr; see Addr).
+// ServeMetrics serves only /metrics on addr (--metrics-addr).
 func ServeMetrics(addr string, m *Monitor) (*Server, error) {
 	return serve("--metrics-addr", addr, metricsOnly(m))
 }

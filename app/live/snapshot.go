@@ -1,13 +1,7 @@
-// Package live shows a running job as it goes: a snapshot of what the sink
-// holds (the revisions of the latest windows) and of the job's own figures
-// (the conservation counters, each partition's watermark and idleness),
-// rendered as a table redrawn in a terminal (WriteTable) or as a small web
-// page that polls a JSON endpoint (Handler).
-//
-// Nothing here reads process-wide state: rows come through the sink's
-// reader (sinks.Reader), which every worker and the launcher reach alike,
-// and figures through the Figures function the launcher supplies from the
-// job's metrics.
+// Package live shows a running job: the sink's latest windows and the job's figures (conservation
+// counters, partition watermarks), as a terminal table (WriteTable) or a web page polling a JSON
+// endpoint (Handler). Rows come through the sink's reader and figures through the launcher's
+// FiguresFunc: no process-wide state.
 package live
 
 import (
@@ -29,14 +23,11 @@ import (
 // Partition is one source partition as the job's metrics report it.
 type Partition struct {
 	Name string `json:"name"`
-	// WatermarkMs is the partition's reported watermark (epoch ms), or
-	// model.NoWatermark before its first valid event.
+	// WatermarkMs is the partition's watermark (epoch ms), or model.NoWatermark.
 	WatermarkMs int64 `json:"watermark_ms"`
 	Idle        bool  `json:"idle"`
 	Read        int64 `json:"read"`
-	// StalledMs is how long a Pub/Sub reader key (its archive partition)
-	// has held messages without emitting any, once past
-	// --pubsub-stall-after (0: not stalled).
+	// StalledMs is how long a Pub/Sub reader key has held messages past --pubsub-stall-after.
 	StalledMs int64 `json:"stalled_ms,omitempty"`
 }
 
@@ -44,13 +35,11 @@ type Partition struct {
 type Figures struct {
 	Counts     pipeline.Counts
 	Partitions []Partition
-	// Distributions are the job's distributions of the metrics namespace
-	// by name (for /metrics: the delays' sums, the dedup state's size).
+	// Distributions are the job's distributions by name (for /metrics).
 	Distributions map[string]Distribution
 }
 
-// FiguresFunc fetches the running job's figures; ok is false while there
-// are none yet.
+// FiguresFunc fetches the running job's figures; ok is false while there are none.
 type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
 
 // Setting is one setting shown in the header.
@@ -68,46 +57,34 @@ type Revision struct {
 	RevenueMicros int64  `json:"revenue_micros"`
 	Count         int64  `json:"count"`
 	Writer        string `json:"writer,omitempty"`
-	// Cause is what made the job write the revision (Cause*), from its
-	// state and writer.
+	// Cause is why the job wrote the revision (Cause*).
 	Cause string `json:"cause"`
-	// AddedEvents and AddedRevenueMicros are the change from the previous
-	// revision (the first one's: from nothing); a reconcile correction may
-	// lower them.
+	// AddedEvents and AddedRevenueMicros are the change from the previous revision (may be
+	// negative).
 	AddedEvents        int64 `json:"added_events"`
 	AddedRevenueMicros int64 `json:"added_revenue_micros"`
-	// WrittenAt is when the sink accepted the revision (the changelog's
-	// written_at), absent where the sink's reader returns none
-	// (Snapshot.WriteTimes); AfterEndMs is WrittenAt − the window's end:
-	// on a live feed, how long after its end on the clock the row came.
+	// WrittenAt is the changelog's written_at, absent where the reader has none; AfterEndMs is
+	// WrittenAt − the window's end.
 	WrittenAt   string `json:"written_at,omitempty"`
 	WrittenAtMs int64  `json:"written_at_ms,omitempty"`
 	AfterEndMs  *int64 `json:"written_after_end_ms,omitempty"`
 }
 
-// The causes of a revision (Revision.Cause), SPEC §4. The sink does not
-// record which partition delivered a LATE revision's data.
+// The causes of a revision (Revision.Cause), SPEC §4.
 const (
-	// CauseEarlyTick: an EARLY row, written when the processing-time
-	// trigger (every --early) found the snapshot changed since the last.
+	// CauseEarlyTick: an EARLY row, the snapshot having changed since the last --early tick.
 	CauseEarlyTick = "early_tick"
-	// CauseWatermark: the ON_TIME row, written when the watermark passed
-	// the window's end.
+	// CauseWatermark: the ON_TIME row, the watermark past the window's end.
 	CauseWatermark = "watermark"
-	// CauseLateData: a LATE row, written for data that came within the
-	// allowed lateness after the ON_TIME row, or for a window whose first
-	// data came once the watermark had passed its end.
+	// CauseLateData: a LATE row, for data within the allowed lateness after ON_TIME.
 	CauseLateData = "late_data"
-	// CauseClosed: the FINAL row, written when the watermark passed the
-	// window's end + allowed lateness, changed or not.
+	// CauseClosed: the FINAL row, the watermark past the window's end + allowed lateness.
 	CauseClosed = "closed"
-	// CauseReconcile: a correction written by reconcile --apply (writer
-	// reconcile:<run_id>).
+	// CauseReconcile: a reconcile --apply correction (writer reconcile:<run_id>).
 	CauseReconcile = "reconcile"
 )
 
-// Window is one (window, dims) key's history, oldest revision first;
-// Omitted revisions between the first and the last few are left out.
+// Window is one (window, dims) key's history, oldest first, Omitted revisions left out.
 type Window struct {
 	Start   string `json:"window_start"`
 	End     string `json:"window_end"`
@@ -122,11 +99,9 @@ type Window struct {
 	Revision      int64      `json:"revision"`
 	Revisions     []Revision `json:"revisions"`
 	Omitted       int        `json:"omitted"`
-	// The countdowns, as of the snapshot: how far the pipeline watermark
-	// still has to advance for the window's ON_TIME moment (window end −
-	// watermark) and for its FINAL one (CloseMs − watermark, CloseMs being
-	// window end + allowed lateness); 0 or less once it has. Absent without
-	// a watermark; the FINAL ones also without the job's settings.
+	// The countdowns: how far the watermark still has to go to ON_TIME (window end) and FINAL
+	// (CloseMs: end + allowed lateness); 0 or less once passed, absent without a watermark or
+	// settings.
 	OnTimeNeedsMs *int64 `json:"on_time_watermark_needs_ms,omitempty"`
 	CloseMs       *int64 `json:"close_ms,omitempty"`
 	FinalNeedsMs  *int64 `json:"final_watermark_needs_ms,omitempty"`
@@ -142,8 +117,7 @@ type Counter struct {
 type PartitionView struct {
 	Partition
 	Watermark string `json:"watermark"`
-	// Behind is how far the watermark is behind the snapshot's time;
-	// BehindMs the same in ms (absent without a watermark).
+	// Behind is how far the watermark lags the snapshot's time (BehindMs in ms).
 	Behind   string `json:"behind"`
 	BehindMs *int64 `json:"behind_ms,omitempty"`
 }
@@ -157,8 +131,7 @@ type Snapshot struct {
 	// ElapsedMs is Elapsed in ms: the job's age.
 	ElapsedMs int64  `json:"elapsed_ms"`
 	State     string `json:"state"`
-	// Final says the job has ended (DONE, CANCELLED or FAILED), at
-	// EndedAtMs; Elapsed then stops there.
+	// Final says the job has ended (DONE, CANCELLED or FAILED), at EndedAtMs.
 	Final     bool      `json:"final"`
 	EndedAt   string    `json:"ended_at,omitempty"`
 	EndedAtMs int64     `json:"ended_at_ms,omitempty"`
@@ -172,25 +145,20 @@ type Snapshot struct {
 	// Rows counts the rows the job emitted by state.
 	Rows       []Counter       `json:"rows_by_state"`
 	Partitions []PartitionView `json:"partitions"`
-	// Watermark is the minimum over active partitions: what the pipeline's
-	// watermark is built from (SPEC §2).
+	// Watermark is the minimum over active partitions (SPEC §2).
 	Watermark string `json:"watermark"`
-	// WatermarkMs is Watermark in ms since the epoch, absent while no
-	// partition has one.
+	// WatermarkMs is Watermark in epoch ms, absent while there is none.
 	WatermarkMs *int64   `json:"watermark_ms,omitempty"`
 	Windows     []Window `json:"windows"`
 	// Keys is how many keys the sink holds; Windows has the latest.
 	Keys int `json:"keys"`
-	// WriteTimes says the sink's reader returns when each revision was
-	// written (SQLite and BigQuery read their changelog's written_at; the
-	// jsonl debug sink's reader does not).
+	// WriteTimes says the sink's reader returns written_at (SQLite and BigQuery; not jsonl).
 	WriteTimes bool `json:"write_times"`
 	// SinkError is why the sink could not be read, if it could not.
 	SinkError string `json:"sink_error,omitempty"`
 	// Series is the figures over the last minutes, once there are any.
 	Series *SeriesView `json:"series,omitempty"`
-	// Audit is the latest records of the audit tables, for a sink that
-	// can be read.
+	// Audit is the latest records of the audit tables, for a readable sink.
 	Audit *Audit `json:"audit,omitempty"`
 	// Idle is the partitions' idle episodes, once there are figures.
 	Idle *IdleView `json:"idle,omitempty"`
@@ -199,8 +167,7 @@ type Snapshot struct {
 // States in lifecycle order.
 var states = []model.ResultState{model.Early, model.OnTime, model.Late, model.Final}
 
-// Monitor assembles snapshots of a running job. Its methods are safe for
-// concurrent use (the terminal view and the web page share one).
+// Monitor assembles snapshots of a running job; safe for concurrent use.
 type Monitor struct {
 	// Title heads the views; Settings are shown under it.
 	Title    string
@@ -209,27 +176,19 @@ type Monitor struct {
 	Sink sink.Spec
 	// Windows is how many of the latest keys a snapshot holds (default 8).
 	Windows int
-	// MaxAge is how long a snapshot is reused (default 1s): the page and
-	// the terminal share the reads.
+	// MaxAge is how long a snapshot is reused (default 1s).
 	MaxAge time.Duration
-	// SinkEvery is how long the rows read from the sink are reused
-	// (default MaxAge): a warehouse billed per query (BigQuery) is read
-	// less often than the job's figures, which come from the runner.
+	// SinkEvery is how long sink rows are reused (default MaxAge): BigQuery bills per query.
 	SinkEvery time.Duration
-	// Reader, if set, is read instead of a reader opened on Sink; Close
-	// closes it.
+	// Reader, if set, is read instead of one opened on Sink; Close closes it.
 	Reader sinks.Reader
-	// AuditEvery is how often the audit tables are read (default
-	// DefaultAuditEvery, never more often than SinkEvery); AuditLatest
-	// how many records of each are kept (default DefaultAuditLatest).
+	// AuditEvery is how often the audit tables are read (default DefaultAuditEvery, at most as
+	// often as SinkEvery); AuditLatest how many records each (default DefaultAuditLatest).
 	AuditEvery  time.Duration
 	AuditLatest int
-	// Series holds the figures over the last minutes; its zero value
-	// keeps DefaultSeriesSpan at most one point per DefaultSeriesStep.
+	// Series holds the figures over the last minutes (zero value: the defaults).
 	Series Series
-	// Window, AllowedLateness and OutOfOrderBound are the job's settings,
-	// for the windows' countdowns to FINAL and the too-late events'
-	// lateness; without a window there are no such figures.
+	// Window, AllowedLateness and OutOfOrderBound are the job's settings, for countdowns.
 	Window, AllowedLateness, OutOfOrderBound time.Duration
 	// Now, if set, is the monitor's clock (tests); default time.Now.
 	Now func() time.Time
@@ -242,8 +201,7 @@ type Monitor struct {
 	last    Snapshot
 	lastAt  time.Time
 	rows    sinkRows
-	// fig is the figures of the last snapshot (figOK: there were some),
-	// for /metrics.
+	// fig is the last snapshot's figures (figOK: some), for /metrics.
 	fig   Figures
 	figOK bool
 	// audit is the latest audit records, read at auditAt.
@@ -253,18 +211,15 @@ type Monitor struct {
 	idle idleTracker
 }
 
-// sinkRows is what a snapshot shows from the sink, with when it was read
-// and from which window on the next read may start.
+// sinkRows is what a snapshot shows from the sink, read when, and from which window on.
 type sinkRows struct {
 	at      time.Time
 	windows []Window
 	keys    int
 	err     string
 	written bool
-	// from is the window_start of the oldest key shown once there are as
-	// many keys as shown (bounded): the latest keys stay at or after it
-	// for good, since keys are only ever added and a key's revisions all
-	// share its window_start.
+	// from is the oldest shown key's window_start once the keys shown are bounded: keys are only
+	// ever added, so the latest stay at or after it.
 	from    int64
 	bounded bool
 }
@@ -289,11 +244,8 @@ func FinalState(state string) bool {
 	return state == "DONE" || state == "CANCELLED" || state == "FAILED"
 }
 
-// SetState records the job's state (RUNNING, STOPPING, DONE, CANCELLED,
-// FAILED) and drops the cached snapshot, rows and audit records: the next
-// snapshot reads the sink, so the views end on what it holds. A final
-// state (FinalState) stays: the views show it, with when the job ended,
-// until the process ends, and the time series keep no later points.
+// SetState records the job's state and drops the cached snapshot, rows and audit records, so the
+// views end on what the sink holds. A final state (FinalState) stays until the process ends.
 func (m *Monitor) SetState(state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -315,8 +267,7 @@ func (m *Monitor) Close() error {
 	return err
 }
 
-// Snapshot returns the current snapshot, reading the sink and the figures
-// at most once per MaxAge.
+// Snapshot returns the current snapshot, reading at most once per MaxAge.
 func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -371,8 +322,7 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	return s
 }
 
-// Figures returns the job's state and figures as of the current snapshot
-// (see Snapshot), and whether there are any yet.
+// Figures returns the job's state and figures as of the current snapshot, and whether any.
 func (m *Monitor) Figures(ctx context.Context) (state string, f Figures, ok bool) {
 	s := m.Snapshot(ctx)
 	m.mu.Lock()
@@ -407,8 +357,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	}
 }
 
-// countdowns sets the windows' countdowns to ON_TIME and FINAL against the
-// pipeline watermark.
+// countdowns sets the windows' countdowns to ON_TIME and FINAL.
 func (s *Snapshot) countdowns(p policy) {
 	if s.WatermarkMs == nil {
 		return
@@ -426,22 +375,16 @@ func (s *Snapshot) countdowns(p policy) {
 	}
 }
 
-// entryReader is a sink reader that returns the changelog with when each
-// revision was written (sinks.SQLite, sinks.BigQuery), whole or from a
+// entryReader returns the changelog with written_at (SQLite, BigQuery), whole or from a
 // window_start.
 type entryReader interface {
 	ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error)
 	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sinks.ChangelogEntry, error)
 }
 
-// readSink reads the latest windows from the sink's changelog into m.rows.
-// The reader is opened once, when the sink exists, and kept.
-//
-// A sink that can read part of its changelog where it stores it (SQLite's
-// index, BigQuery's partitions) is read whole once, then only from the
-// oldest key shown on: what a refresh reads stays about the size of the
-// windows shown, however long the job has run. The jsonl debug sink is
-// read whole every time, without write times.
+// readSink reads the latest windows from the changelog into m.rows, opening the reader once. An
+// entryReader is read whole once, then from the oldest key shown on, so a refresh stays the size of
+// what is shown; jsonl is read whole every time.
 func (m *Monitor) readSink(ctx context.Context) error {
 	if m.Reader == nil {
 		r, ok, err := sinks.OpenReader(ctx, m.Sink)
@@ -516,12 +459,10 @@ type revKey struct {
 	revision int64
 }
 
-// maxRevisions caps a window's revisions shown: the first and the latest
-// ones tell the story.
+// maxRevisions caps a window's revisions shown.
 const maxRevisions = 10
 
-// window is h as shown, with each revision's cause, change and, where at
-// has it, when it was written.
+// window is h as shown, with each revision's cause, change and write time.
 func window(h report.WindowHistory, at map[revKey]time.Time) Window {
 	w := Window{Start: model.FormatTime(h.WindowStart), End: model.FormatTime(h.WindowEnd), StartMs: h.WindowStart, EndMs: h.WindowEnd, Dims: h.Dims}
 	revs := make([]Revision, len(h.Revisions))

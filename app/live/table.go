@@ -16,9 +16,7 @@ var stateColour = map[string]string{
 
 const reset = "\x1b[0m"
 
-// WriteTable renders s as a compact table: the latest windows with their
-// revenue, count, revision and state, the conservation counters, and each
-// partition's watermark and idleness. colour adds ANSI colours by state.
+// WriteTable renders s as a compact table of windows, counters and partitions, colour by state.
 func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 	paint := func(state, text string) string {
 		if c, ok := stateColour[state]; ok && colour {

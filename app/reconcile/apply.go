@@ -9,11 +9,9 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// Store is what the driver needs of a versioned sink: its run_config, the
-// audit tables the recomputation takes as evidence, the versioned Write for
-// corrections, and reconcile_diffs. *sinks.SQLite and *sinks.BigQuery are.
-// The current rows and the final horizon are read by the pipeline's
-// comparison step (CompareWithSink), not through the driver's Store.
+// Store is what the driver needs of a versioned sink (*sinks.SQLite, *sinks.BigQuery): run_config,
+// the audit tables, the versioned Write and reconcile_diffs. Current rows are read by
+// CompareWithSink.
 type Store interface {
 	sinks.Sink
 	sinks.ConfigChecker
@@ -31,11 +29,9 @@ var (
 // Writer is the changelog writer of a run's corrections.
 func Writer(runID string) string { return "reconcile:" + runID }
 
-// Corrections returns the rows --apply writes: for each applicable diff
-// (material, its window in the raw log), the recomputed total as a FINAL row one revision above the current one (1 for
-// a missing window). The sink accepts a lower count from a reconcile
-// writer only (SPEC §4), and never un-finals a row, so a correction stays
-// FINAL like the row it replaces.
+// Corrections returns the rows --apply writes: each applicable diff's recomputed total as a FINAL
+// row one revision above the current one (1 for a missing window). The sink accepts a lower count
+// from a reconcile writer only (SPEC §4).
 func Corrections(diffs []Diff, p triggers.Policy, runID string) []model.Row {
 	var out []model.Row
 	for _, d := range diffs {
@@ -56,10 +52,7 @@ func Corrections(diffs []Diff, p triggers.Policy, runID string) []model.Row {
 	return out
 }
 
-// apply writes the corrections in one batch and records their revisions in
-// c.Diffs. A correction the sink refuses means another writer changed the
-// key since it was read (a concurrent reconcile, say): the run fails rather
-// than report a correction that is not there.
+// apply writes the corrections in one batch and records their revisions; a refusal fails the run.
 func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runID string) (int, error) {
 	rows := Corrections(c.Diffs, p, runID)
 	if len(rows) == 0 {

@@ -2,8 +2,7 @@ package reconcile
 
 import "github.com/revenue-stream/hourly/io/rawlog"
 
-// Copy is one valid copy of an event as the raw log holds it, reduced to what
-// the choice and the totals need: the payload itself stays in the log.
+// Copy is one valid copy of an event, reduced to what the choice and the totals need.
 type Copy struct {
 	EventID  string
 	Position string
@@ -14,30 +13,15 @@ type Copy struct {
 	AmountMicros int64
 }
 
-// Evidence is what the stream recorded about the ids being chosen, read
-// from the sink's audit tables.
-type Evidence struct {
-	// Counted maps an event_id to the fingerprint the stream counted for it,
-	// as conflict_events.first_fingerprint says. Only ids that had a
-	// conflicting copy appear: for the others every non-too-late copy has
-	// the counted content, or the stream would have reported a conflict.
-	Counted map[string]uint64
-	// TooLate holds the source positions of too_late_events: copies the
-	// stream never counted.
-	TooLate map[string]bool
-}
-
 // Rule says which clause of SPEC §6 decided an id's payload.
 type Rule uint8
 
 const (
 	// RuleOnePayload: every copy has the same content; nothing to choose.
 	RuleOnePayload Rule = iota
-	// RuleStreamFingerprint: the payload the stream counted, named by its
-	// first_fingerprint in conflict_events.
+	// RuleStreamFingerprint: the payload conflict_events.first_fingerprint names.
 	RuleStreamFingerprint
-	// RuleCounted: no conflict row names the counted payload, but the stream
-	// judged some copies too late and counted the first of the others.
+	// RuleCounted: no conflict row; the stream judged copies too late and counted the first other.
 	RuleCounted
 	// RuleLowestPosition: the copy at the lowest source_position.
 	RuleLowestPosition
@@ -57,21 +41,11 @@ func (r Rule) String() string {
 	return "unknown"
 }
 
-// Choice folds the copies of one event_id, in any order, into the one that
-// reconcile counts. SPEC §6: "for an id with several payloads, the one the
-// stream counted (its first_fingerprint in conflict_events), else the lowest
-// source_position". Between those two clauses sits one the SPEC implies: a
-// copy the stream judged too late is not the one it counted, so when no
-// conflict row names the counted payload, copies outside too_late_events are
-// preferred. Without it, an id whose first copy was too late and whose later
-// copy (with other content) was counted would be recomputed from the copy
-// the stream never counted, and reconcile would "correct" a right total.
-//
-// Every clause is a preference on one copy, so the choice is the minimum of
-// a lexicographic rank — (content differs from the counted fingerprint,
-// judged too late, source position) — and needs only the best copy so far
-// plus a tally per distinct content: the Beam step keeps one Choice per id,
-// never the id's copies.
+// Choice folds the copies of one event_id, in any order, into the one reconcile counts. SPEC §6:
+// the one the stream counted (conflict_events.first_fingerprint), else the lowest source_position;
+// between them, a clause the SPEC implies: a copy in too_late_events was not counted, so others
+// come first. The choice is the minimum of the rank (other content, too late, position), so the
+// Beam step keeps one Choice per id, never the id's copies.
 type Choice struct {
 	// Best is the chosen copy; valid once Copies > 0.
 	Best Copy
@@ -90,8 +64,7 @@ type content struct {
 	copies int
 	// tooLate counts the copies the stream judged too late.
 	tooLate int
-	// counted: some copy was not judged too late, so the stream counted
-	// this content (or should have).
+	// counted: some copy was not too late, so the stream counted this content.
 	counted bool
 }
 
@@ -111,9 +84,8 @@ func (a rank) less(b rank) bool {
 	return rawlog.ComparePositions(a.position, b.position) < 0
 }
 
-// Add folds in one copy. counted and hasCounted are the id's entry in
-// Evidence.Counted (the same for every copy of the id); tooLate says whether
-// the copy's position is in Evidence.TooLate.
+// Add folds in one copy: counted and hasCounted are the id's Evidence.Counted entry, tooLate
+// whether the copy's position is in Evidence.TooLate.
 func (ch *Choice) Add(c Copy, counted uint64, hasCounted, tooLate bool) {
 	r := rank{otherContent: hasCounted && c.Fingerprint != counted, tooLate: tooLate, position: c.Position}
 	if ch.Copies == 0 {
@@ -150,17 +122,14 @@ func (ch Choice) chosen() content {
 // Payloads is the number of distinct contents among the copies.
 func (ch Choice) Payloads() int { return len(ch.contents) }
 
-// Conflicting counts the copies whose content differs from the chosen one:
-// they are reported, never summed.
+// Conflicting counts the copies whose content differs from the chosen one.
 func (ch Choice) Conflicting() int { return ch.Copies - ch.chosen().copies }
 
 // Duplicates counts the extra copies identical to the chosen one.
 func (ch Choice) Duplicates() int { return max(ch.chosen().copies-1, 0) }
 
-// DuplicatesTooLate and ConflictingTooLate count, among Duplicates and
-// Conflicting, the copies the stream judged too late: the stream's too-late
-// gate comes before its dedup (SPEC §4), so it counted those as too_late,
-// not as duplicates or conflicts.
+// DuplicatesTooLate and ConflictingTooLate count the too-late copies among Duplicates and
+// Conflicting: the too-late gate comes before dedup (SPEC §4).
 func (ch Choice) DuplicatesTooLate() int {
 	return max(ch.chosen().tooLate-b2i(ch.Copies > 0 && ch.bestRank.tooLate), 0)
 }
@@ -181,13 +150,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-// TooLate says the stream judged every copy of the chosen content too late:
-// it never counted the id, which explains a FINAL row short by its amount.
+// TooLate says every copy of the chosen content was too late: the stream never counted the id.
 func (ch Choice) TooLate() bool { return ch.Copies > 0 && !ch.chosen().counted }
 
-// StreamFingerprintMissing says conflict_events names a counted content that
-// no copy in the raw log has: the log lacks the copy the stream counted, so
-// the lower clauses decided instead.
+// StreamFingerprintMissing says no copy has conflict_events' content: lower clauses decided.
 func (ch Choice) StreamFingerprintMissing() bool { return ch.hasCounted && ch.bestRank.otherContent }
 
 // Rule reports which clause decided the choice.

@@ -9,17 +9,13 @@ import (
 	"github.com/revenue-stream/hourly/coders"
 )
 
-// Hand-written coders, as in package coders: Beam's default schema coder
-// builds rows by reflection, and copy batches are most of what the
-// recomputation shuffles.
+// Hand-written coders, as in package coders: copy batches dominate the shuffle.
 func init() {
 	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
 	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
 	beam.RegisterCoder(reflect.TypeOf((*Totals)(nil)).Elem(), encodeTotals, decodeTotals)
-	// Stats is one small element per partition and per shard: JSON keeps it
-	// readable and lets it grow fields without a coder change.
+	// Stats and Comparison are few and small: JSON lets them grow fields.
 	beam.RegisterCoder(reflect.TypeOf((*Stats)(nil)).Elem(), encodeStats, decodeStats)
-	// Comparison is one element per run (CompareWithSink's): JSON as well.
 	beam.RegisterCoder(reflect.TypeOf((*Comparison)(nil)).Elem(), encodeComparison, decodeComparison)
 }
 
@@ -42,19 +38,7 @@ type streamConflict struct {
 	FirstFingerprint  uint64
 }
 
-func finish[T any](v T, r *coders.Reader, what string) (T, error) {
-	var zero T
-	if r.Err != nil {
-		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
-	}
-	if len(r.B) != 0 {
-		return zero, fmt.Errorf("decode %s: %d trailing bytes", what, len(r.B))
-	}
-	return v, nil
-}
-
-// count reads a length and bounds it by the bytes left, so a corrupt length
-// cannot allocate gigabytes before the decode fails.
+// count bounds a length by the bytes left, so a corrupt one cannot allocate gigabytes.
 func count(r *coders.Reader, minBytes int) int {
 	n := r.Uvarint()
 	if r.Err == nil && n > uint64(len(r.B)/minBytes) {
@@ -97,7 +81,7 @@ func decodeCopyBatch(data []byte) (copyBatch, error) {
 		c.AmountMicros = r.Varint()
 		b.Copies = append(b.Copies, c)
 	}
-	return finish(b, &r, "copy batch")
+	return coders.Done(b, &r, "copy batch")
 }
 
 func encodeEvidenceBatch(b evidenceBatch) []byte {
@@ -127,7 +111,7 @@ func decodeEvidenceBatch(data []byte) (evidenceBatch, error) {
 	for i := 0; i < n && r.Err == nil; i++ {
 		b.TooLate = append(b.TooLate, r.String())
 	}
-	return finish(b, &r, "evidence batch")
+	return coders.Done(b, &r, "evidence batch")
 }
 
 func encodeTotals(t Totals) []byte {
@@ -142,25 +126,19 @@ func encodeTotals(t Totals) []byte {
 func decodeTotals(data []byte) (Totals, error) {
 	r := coders.Reader{B: data}
 	t := Totals{RevenueMicros: r.Varint(), Count: r.Varint(), TooLateRevenueMicros: r.Varint(), TooLateCount: r.Varint()}
-	return finish(t, &r, "totals")
+	return coders.Done(t, &r, "totals")
 }
 
-func encodeStats(s Stats) ([]byte, error) { return json.Marshal(s) }
-
-func decodeStats(data []byte) (Stats, error) {
-	var s Stats
-	if err := json.Unmarshal(data, &s); err != nil {
-		return Stats{}, fmt.Errorf("decode stats: %w", err)
-	}
-	return s, nil
-}
-
+// Named functions, not generic ones: Beam resolves coder functions by name on the workers.
+func encodeStats(s Stats) ([]byte, error)           { return json.Marshal(s) }
+func decodeStats(b []byte) (Stats, error)           { return decodeJSON[Stats](b, "stats") }
 func encodeComparison(c Comparison) ([]byte, error) { return json.Marshal(c) }
+func decodeComparison(b []byte) (Comparison, error) { return decodeJSON[Comparison](b, "comparison") }
 
-func decodeComparison(data []byte) (Comparison, error) {
-	var c Comparison
-	if err := json.Unmarshal(data, &c); err != nil {
-		return Comparison{}, fmt.Errorf("decode comparison: %w", err)
+func decodeJSON[T any](data []byte, what string) (T, error) {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, fmt.Errorf("decode %s: %w", what, err)
 	}
-	return c, nil
+	return v, nil
 }

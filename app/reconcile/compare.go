@@ -13,13 +13,9 @@ import (
 
 // Classifications of reconcile_diffs (SPEC §5).
 const (
-	// ClassTooLate: the FINAL row is short by exactly the events the stream
-	// judged too late (too_late_events): the designed gap, now filled.
+	// ClassTooLate: the FINAL row is short by exactly the too_late_events.
 	ClassTooLate = "too_late"
-	// ClassMissingWindow: the raw log has events for a closed window the
-	// sink has no row for, and the stream judged every one of them too late
-	// (too_late_events): a window the stream never opened. A missing row
-	// with events the stream counted is unexplained (a lost row).
+	// ClassMissingWindow: no row for a closed window whose events were all too late.
 	ClassMissingWindow = "missing_window"
 	// ClassUnexplained: any other difference; someone should look.
 	ClassUnexplained = "unexplained"
@@ -40,22 +36,17 @@ func compareKeys(a, b Key) int {
 // Diff is one window key whose streamed and recomputed totals differ.
 type Diff struct {
 	Key
-	// Streamed is the sink's current row; zero with HasRow false when the
-	// sink has no row for the key.
+	// Streamed is the sink's current row (HasRow false: none).
 	Streamed model.Row
 	HasRow   bool
 	// Recomputed is the raw log's total for the key.
 	Recomputed Totals
-	// Classification is one of the Class* constants; empty for an open
-	// window, which is not classified.
+	// Classification is a Class* constant; empty for an open window.
 	Classification string
-	// Material: a count difference, or a revenue difference above the
-	// tolerance. Only material differences are applied.
+	// Material: a count difference or a revenue one above the tolerance; only these are applied.
 	Material bool
-	// InLog says the raw log has events for the window (any dims). A
-	// material diff of a window it has none for is held back from --apply:
-	// emptying a whole window because the raw log lacks it (a trimmed log,
-	// a wrong --source) would destroy the stream's result, not correct it.
+	// InLog: the raw log has events for the window. Without, a material diff is held back from
+	// --apply: a trimmed log or a wrong --source looks the same.
 	InLog bool
 	// AppliedRevision is the revision --apply wrote, 0 if none.
 	AppliedRevision int64
@@ -72,28 +63,19 @@ func (d Diff) DeltaCount() int64 { return d.Recomputed.Count - d.Streamed.EventC
 
 // Comparison is the outcome of Compare.
 type Comparison struct {
-	// Checked counts the closed window keys compared: FINAL rows and
-	// missing windows. Open keys are counted apart.
+	// Checked counts the closed keys compared (FINAL rows and missing windows).
 	Checked int
-	// Diffs are the closed keys that differ, ordered by key. Every one is
-	// written to reconcile_diffs; the material ones are applied (see
-	// Diff.Applicable).
+	// Diffs are the closed keys that differ, by key: all go to reconcile_diffs.
 	Diffs []Diff
-	// OpenChecked counts keys the stream may still change: a row not yet
-	// FINAL, or no row for a window it has not closed yet. Open lists those
-	// that differ. They are reported but never written, applied or
-	// material: the stream's own LATE and FINAL rows will correct them, and
-	// a reconcile revision would collide with the stream's next one.
+	// OpenChecked counts keys the stream may still change, Open those that differ: reported only,
+	// since a reconcile revision would collide with the stream's next one.
 	OpenChecked int
 	Open        []Diff
-	// Unreadable lists the sink rows that could not be read (a corrupt
-	// amount, an unknown state): their keys are not compared, and each
-	// counts as unexplained (SPEC §6).
+	// Unreadable lists sink rows that could not be read: not compared, each unexplained (SPEC §6).
 	Unreadable []Unreadable
 }
 
-// Unreadable is a sink row that could not be read, named by table, window,
-// dims and column.
+// Unreadable is a sink row that could not be read.
 type Unreadable struct {
 	Table       string `json:"table"`
 	WindowStart string `json:"window_start"`
@@ -118,8 +100,7 @@ func (c Comparison) Held() []Diff {
 	return out
 }
 
-// Unexplained returns the material diffs no audit table accounts for, and
-// those --apply holds back (see Diff.InLog): a human must look at them.
+// Unexplained returns the material diffs no audit table accounts for, and the held ones.
 func (c Comparison) Unexplained() []Diff {
 	var out []Diff
 	for _, d := range c.Diffs {
@@ -141,36 +122,29 @@ func (c Comparison) Material() []Diff {
 	return out
 }
 
-// Metrics of a comparison: Beam counters in Namespace, incremented by the
-// pipeline's comparison step (SPEC §6's summary figures; see
-// Comparison.Metrics).
+// Metrics of a comparison: Beam counters in Namespace (see Comparison.Metrics).
 const (
 	// MetricWindowsCompared counts the closed keys compared (Checked).
 	MetricWindowsCompared = "windows_compared"
-	// MetricWindowsDiffering counts the closed keys that differ, and
-	// MetricWindowsDiffering + "_" + a classification those of each class.
+	// MetricWindowsDiffering counts the differing closed keys; + "_" + a class, those of that
+	// class.
 	MetricWindowsDiffering = "windows_differing"
 	// MetricWindowsMaterial counts the material differences.
 	MetricWindowsMaterial = "windows_material"
-	// MetricDeltaMicrosAbs sums |delta_micros| over the differing closed
-	// keys, MetricDeltaCountAbs |recomputed_count - streamed_count|: a gain
-	// in one window does not hide a loss in another.
+	// MetricDeltaMicrosAbs and MetricDeltaCountAbs sum absolute deltas: a gain cannot hide a loss.
 	MetricDeltaMicrosAbs = "delta_micros_abs"
 	MetricDeltaCountAbs  = "delta_count_abs"
-	// MetricOpenCompared and MetricOpenDiffering count the open keys
-	// (reported only).
+	// MetricOpenCompared and MetricOpenDiffering count the open keys.
 	MetricOpenCompared  = "open_windows_compared"
 	MetricOpenDiffering = "open_windows_differing"
-	// MetricRowsUnreadable counts the sink rows in scope that could not be
-	// read (Comparison.Unreadable).
+	// MetricRowsUnreadable counts Comparison.Unreadable.
 	MetricRowsUnreadable = "sink_rows_unreadable"
 )
 
 // Classes lists the classifications in SPEC §5's order.
 var Classes = []string{ClassTooLate, ClassMissingWindow, ClassUnexplained}
 
-// MetricNames lists the comparison's metrics in the order summaries show
-// them.
+// MetricNames lists the metrics in the order summaries show them.
 var MetricNames = []string{
 	MetricWindowsCompared, MetricWindowsDiffering,
 	MetricWindowsDiffering + "_" + ClassTooLate, MetricWindowsDiffering + "_" + ClassMissingWindow,
@@ -179,11 +153,8 @@ var MetricNames = []string{
 	MetricRowsUnreadable,
 }
 
-// Metrics returns the comparison's figures by metric name (every one of
-// MetricNames, zeros included). The pipeline's comparison step
-// (CompareWithSink) increments a Beam counter in Namespace by each of them;
-// the summary and the report show those counters as the runner reports
-// them (Outcome.Counters), and these figures only when it reports none.
+// Metrics returns the figures by metric name, zeros included: what CompareWithSink counts, and the
+// summary's fallback when the runner reports no counters.
 func (c Comparison) Metrics() map[string]int64 {
 	m := make(map[string]int64, len(MetricNames))
 	for _, n := range MetricNames {
@@ -209,40 +180,27 @@ func (c Comparison) Metrics() map[string]int64 {
 type CompareInput struct {
 	// Recomputed is the raw log's total per key (Result.Totals).
 	Recomputed map[Key]Totals
-	// Rows are the sink's current rows (any range; Compare selects), and
-	// Unreadable those that could not be read: their keys are not
-	// compared.
+	// Rows are the sink's current rows (Compare selects); Unreadable's keys are not compared.
 	Rows       []model.Row
 	Unreadable []Unreadable
 	Range      Range
 	// Triggers gives the window size and allowed lateness.
 	Triggers triggers.Policy
-	// FinalHorizon is the latest window_end of a FINAL row in the sink
-	// (HasHorizon false when there is none).
+	// FinalHorizon is the latest window_end of a FINAL row (HasHorizon: there is one).
 	FinalHorizon int64
 	HasHorizon   bool
 	// ToleranceMicros is --tolerance.
 	ToleranceMicros int64
 }
 
-// closed says whether the stream has closed a window, so that a missing row
-// is a loss rather than a row still to come. The stream says so itself: a
-// FINAL row for a window ending at H means its watermark passed
-// H + allowed lateness, which closes every window ending by H. The raw log
-// cannot say it: the stream may not have read the newest files yet, and a
-// correction written for a window it still has open would collide with its
-// next revisions.
+// closed says the stream has closed a window: a FINAL row ending at H closes every window ending by
+// H. The raw log cannot tell (the stream may lag it).
 func (in CompareInput) closed(start int64) bool {
 	return in.HasHorizon && in.Triggers.WindowEnd(start) <= in.FinalHorizon
 }
 
-// Compare diffs recomputed totals against the sink's rows (SPEC §6).
-//
-// Scope: with an explicit range, every key whose window_start is in it, on
-// either side; by default, every key of a window present in the raw log
-// (its sink rows included, whatever their dims). Sink rows of windows absent
-// from the raw log are not checked by default: a raw log is often kept for
-// less time than the table, and its absence proves nothing.
+// Compare diffs recomputed totals against the sink's rows (SPEC §6): keys in the range, else every
+// key of a window in the raw log.
 func Compare(in CompareInput) Comparison {
 	present := map[int64]bool{}
 	for k := range in.Recomputed {
@@ -308,11 +266,7 @@ func Compare(in CompareInput) Comparison {
 	return c
 }
 
-// classify names why a closed key differs (SPEC §6: explained when the
-// audit tables account for it). A missing row whose every event the stream
-// judged too late is missing_window: the window itself is what is missing.
-// A FINAL row short by exactly the too-late part of the recomputation is
-// too_late. Anything else, a lost row included, is unexplained.
+// classify names why a closed key differs (SPEC §6: explained when the audit tables say why).
 func classify(d Diff) string {
 	r := d.Recomputed
 	if !d.HasRow {

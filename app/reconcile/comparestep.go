@@ -18,41 +18,23 @@ func init() {
 	register.Emitter1[Comparison]()
 }
 
-// MetricWindowDeltaMicros is a Beam distribution in Namespace: one update of
-// |delta_micros| per differing closed key (Comparison.Diffs), so its count is
-// windows_differing, its sum delta_micros_abs, and its max the largest
-// single revenue difference.
+// MetricWindowDeltaMicros is a Beam distribution in Namespace: |delta_micros| per differing key.
 const MetricWindowDeltaMicros = "window_delta_micros_abs"
 
-// CompareSettings are what the comparison step needs besides the totals:
-// the sink to read and CompareInput's settings. They are the DoFn's
-// serialised configuration, so every field is plain data.
+// CompareSettings are the comparison step's serialised configuration.
 type CompareSettings struct {
-	// Sink is the sink whose current rows are compared; the step opens it
-	// itself, on the worker, so it must be reachable from there (as
-	// --source is).
+	// Sink is opened by the step on the worker, so it must be reachable from there.
 	Sink            sink.Spec
 	Range           Range
 	Triggers        triggers.Policy
 	ToleranceMicros int64
 }
 
-// CompareWithSink is the pipeline's last step: once totals
-// (PCollection<KV<string, Totals>>, Recompute's) are complete, it reads the
-// sink's current rows and final horizon, runs Compare, increments the
-// comparison's Beam counters (Comparison.Metrics' names, in Namespace) and
-// the MetricWindowDeltaMicros distribution, and returns the Comparison as a
-// single element.
-//
-// The totals arrive as a side input of a step driven by one Impulse
-// element: a side input is complete before the step runs, and the step runs
-// exactly once even when there are no totals at all (an explicit range over
-// a raw log without valid events still checks the sink's rows), where a
-// global Combine would produce nothing. The sink is read inside the step,
-// after the recomputation, as late as possible: a window the stream
-// finalised meanwhile is compared as FINAL. One DoFn call in one bundle
-// increments every counter once, so concurrent bundles cannot lose updates
-// (see internal/localrunner/metricgate.go for prism's defect with those).
+// CompareWithSink is the pipeline's last step: once totals are complete it reads the sink, runs
+// Compare, counts Comparison.Metrics and MetricWindowDeltaMicros, and returns the Comparison.
+// The totals are a side input of a step driven by one Impulse: it runs exactly once, even with no
+// totals, where a global Combine would produce nothing. One DoFn call increments every counter
+// once, so concurrent bundles cannot lose updates (internal/localrunner/metricgate.go).
 func CompareWithSink(s beam.Scope, totals beam.PCollection, set CompareSettings) beam.PCollection {
 	s = s.Scope("CompareWithSink")
 	return beam.ParDo(s, &compareFn{
@@ -117,8 +99,7 @@ func (f *compareFn) ProcessElement(ctx context.Context, _ []byte, totals func(*s
 	return nil
 }
 
-// readSink opens the sink and reads what Compare needs of it: the current
-// rows and the final horizon.
+// readSink reads the sink's current rows and final horizon.
 func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	r, ok, err := sinks.OpenReader(ctx, f.Sink)
 	if err != nil {
@@ -128,9 +109,7 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: --sink %s: not readable from the worker (no such file?)", f.Sink)
 	}
 	defer r.Close()
-	// A row that cannot be read is left out of the comparison and reported
-	// (SPEC §6: one line naming the table, window and column, counted as
-	// unexplained); the others are compared.
+	// An unreadable row is reported and counted as unexplained (SPEC §6); the others are compared.
 	rows, err := r.CurrentRows(ctx)
 	bad, ok := sinks.Unreadable(err)
 	if !ok {

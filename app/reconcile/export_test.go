@@ -10,3 +10,12 @@ func AddCopies(copies []Copy, ev Evidence) Choice {
 	}
 	return ch
 }
+
+// Evidence is what the stream recorded about the ids being chosen, read
+// from the sink's audit tables.
+type Evidence struct {
+	// Counted maps an event_id to conflict_events.first_fingerprint.
+	Counted map[string]uint64
+	// TooLate holds the source positions of too_late_events.
+	TooLate map[string]bool
+}

@@ -8,9 +8,8 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 )
 
-// Main runs cmd/reconcile with args (without the program name) and returns
-// its exit code (SPEC §6: ExitClean, ExitUnexplained, ExitError, ExitPending; a bad flag is one
-// line on stderr before any work).
+// Main runs cmd/reconcile with args (without the program name) and returns its SPEC §6 exit code;
+// a bad flag is one line on stderr before any work.
 func Main(args []string, stdout, stderr io.Writer) int {
 	var o Options
 	return cli.Main(cli.Command{
@@ -30,8 +29,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			}
 			out, err := Run(ctx, o)
 			if out.RunID != "" {
-				// A run that got as far as comparing has something to
-				// show, even if a later step (the report) failed.
+				// A run that got as far as comparing has something to show.
 				if werr := WriteSummary(stdout, out); werr != nil && err == nil {
 					err = werr
 				}

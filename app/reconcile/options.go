@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -17,10 +18,8 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// Options are the settings of one reconcile run, validated together. The
-// validation, watermark and window settings must be the stream's: verdicts
-// and keys depend on them (run_config enforces the window, dimensions and
-// allowed lateness).
+// Options are the settings of one reconcile run. The validation, watermark and window settings must
+// be the stream's: verdicts and keys depend on them.
 type Options struct {
 	// Source is the raw-log folder (--source).
 	Source string
@@ -30,8 +29,7 @@ type Options struct {
 	Range Range
 	// Apply writes the material corrections (--apply).
 	Apply bool
-	// ToleranceMicros is --tolerance: a revenue difference up to it, with
-	// equal counts, is not material.
+	// ToleranceMicros is --tolerance: a revenue difference up to it, counts equal, is not material.
 	ToleranceMicros int64
 	// Report is the report file (--report; .md, .json or .html), or "".
 	Report string
@@ -43,31 +41,22 @@ type Options struct {
 
 	// Shards is the number of choice keys (--shards).
 	Shards int
-	// WorkDir is where the pipeline writes its result for the driver
-	// (--work-dir): any Beam filesystem every worker and the driver reach.
-	// "" means a local temporary folder, removed after the run.
+	// WorkDir (--work-dir) is where the pipeline leaves its result, reachable by workers and
+	// driver; "" means a local temporary folder.
 	WorkDir string
-	// RunID names the run in reconcile_diffs and in the changelog's writer
-	// (reconcile:<run_id>); "" generates one from the time and a random
-	// suffix.
+	// RunID names the run (writer reconcile:<run_id>); "" generates one.
 	RunID string
-	// Now is the processing time records are read at; zero means the wall
-	// clock at the start of the run.
+	// Now is the processing time records are read at; zero means the start of the run.
 	Now time.Time
 	// Top is how many differences the summary lists.
 	Top int
 	// LogLevel is --log-level.
 	LogLevel slog.Level
 
-	// Runner and EnvironmentType are Beam's --runner and --environment_type
-	// ("" for prism in this process); SharedFilesystem is
-	// --shared-filesystem. Together they decide whether a local source, sink
-	// or work dir is refused (cli.Placement).
+	// Runner, EnvironmentType and SharedFilesystem decide whether local paths are refused.
 	Runner, EnvironmentType string
 	SharedFilesystem        bool
-	// DryRun (--dry-run) is where Run writes the pipeline proto it would
-	// submit, instead of running anything: cli.DryRunStdout or a file
-	// ("": run).
+	// DryRun (--dry-run) is where Run writes the pipeline proto instead of running ("": run).
 	DryRun string
 }
 
@@ -83,8 +72,7 @@ func Defaults() Options {
 	}
 }
 
-// Validate checks every setting without touching the filesystem, each error
-// naming its flag.
+// Validate checks every setting without touching the filesystem, each error naming its flag.
 func (o Options) Validate() error {
 	var errs []error
 	if o.Source == "" {
@@ -107,7 +95,7 @@ func (o Options) Validate() error {
 	if o.Top < 0 {
 		errs = append(errs, fmt.Errorf("top differences must not be negative, got %d", o.Top))
 	}
-	if o.RunID != "" && !validRunID(o.RunID) {
+	if o.RunID != "" && !runIDPattern.MatchString(o.RunID) {
 		errs = append(errs, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID))
 	}
 	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
@@ -120,10 +108,7 @@ func (o Options) Validate() error {
 	return o.placement()
 }
 
-// placement refuses the parts the pipeline's workers could not reach when
-// they run in other processes: the recomputation reads the source folder,
-// the comparison step opens the sink, and the result is written to the work
-// dir, all on workers.
+// placement refuses what out-of-process workers could not reach: source, sink and work dir.
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: o.EnvironmentType, Shared: o.SharedFilesystem}
 	if o.Sink.Scheme == sink.SchemeSQLite {
@@ -141,24 +126,10 @@ func (o Options) placement() error {
 	return p.Err()
 }
 
-func validRunID(id string) bool {
-	if len(id) > 128 {
-		return false
-	}
-	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// RunConfig is what the sink's run_config must hold for these options: the
-// keys and formats the launcher stores, so a reconcile run against rows
-// computed with another window, other dimensions or another lateness is
-// refused (its window_start keys would not line up).
+// RunConfig is what the sink's run_config must hold, in the launcher's keys and formats: rows
+// computed with another window, dimensions or lateness would not line up.
 func (o Options) RunConfig() map[string]string {
 	return map[string]string{
 		"window":           o.Triggers.Window.String(),
@@ -167,8 +138,7 @@ func (o Options) RunConfig() map[string]string {
 	}
 }
 
-// NewRunID returns a run id: the UTC start time, sortable, and a random
-// suffix so two runs started in the same second differ.
+// NewRunID returns the UTC start time, sortable, with a random suffix.
 func NewRunID(now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)

@@ -7,8 +7,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Range selects the windows a run checks: those whose window_start lies in
-// [From, To). A zero Range means every window present in the raw log.
+// Range selects windows whose window_start is in [From, To); zero: every window in the raw log.
 type Range struct {
 	From, To       int64 // epoch ms
 	HasFrom, HasTo bool
@@ -17,8 +16,7 @@ type Range struct {
 // All reports whether the range is the default: every window present.
 func (r Range) All() bool { return !r.HasFrom && !r.HasTo }
 
-// Contains reports whether a window starting at start is in the range. For
-// the default range it is true: the caller restricts to the windows present.
+// Contains reports whether start is in the range (always, for the zero Range).
 func (r Range) Contains(start int64) bool {
 	return (!r.HasFrom || start >= r.From) && (!r.HasTo || start < r.To)
 }
@@ -35,10 +33,7 @@ func (r Range) String() string {
 	return "[" + model.FormatTime(r.From) + ", " + model.FormatTime(r.To) + ")"
 }
 
-// ParseRange reads --from, --to and --date (any may be empty). --from and
-// --to are RFC 3339 instants on a whole UTC hour ("2026-11-04T10:00:00Z";
-// any offset, normalised to UTC) and give [from, to); either may be left
-// open. --date=YYYY-MM-DD is that UTC day and excludes the other two.
+// ParseRange reads --from and --to (RFC 3339 whole UTC hours, either open) or --date=YYYY-MM-DD.
 func ParseRange(from, to, date string) (Range, error) {
 	var r Range
 	if date != "" {

@@ -30,28 +30,22 @@ func init() {
 	register.Function2x1[Stats, Stats, Stats](mergeStats)
 }
 
-// DefaultShards is the number of keys the choice step groups event ids by:
-// the same spread the stream's dedup uses.
+// DefaultShards is the number of choice keys: the stream's dedup spread.
 const DefaultShards = 64
 
-// Settings configure the recomputation: the stream's validation and
-// watermark settings (the verdicts depend on them) and the window size.
+// Settings configure the recomputation: the stream's validation, watermark and window settings.
 type Settings struct {
 	// Source is the raw-log folder; every worker must be able to read it.
 	Source    string
 	Event     event.Config
 	Watermark watermark.Policy
-	// Triggers gives the window size; lateness and early firings play no
-	// part in a recomputation.
+	// Triggers gives the window size; lateness and early firings play no part.
 	Triggers triggers.Policy
-	// ReadAt is the processing time the future_event_time check is made
-	// against (a fixed instant, so a recomputation does not drift while it
-	// runs).
+	// ReadAt is the fixed processing time of the future_event_time check.
 	ReadAt time.Time
 	// Shards is the number of choice keys (DefaultShards when 0).
 	Shards int
-	// StreamFuture lists the positions the stream quarantined as
-	// future_event_time (see Stats.StreamFuture).
+	// StreamFuture lists the positions of Stats.StreamFuture.
 	StreamFuture []string
 }
 
@@ -81,21 +75,15 @@ func (s Settings) shards() int {
 	return s.Shards
 }
 
-// Recompute is the batch half of reconcile: it reads every partition of the
-// raw log (partitions: PCollection<string>) with the stream's reading,
-// stamping and validation rules, keeps one payload per event_id by the SPEC
-// §6 choice (Choice) given what the stream recorded (evidence: made by
-// StreamEvidence), and sums revenue and event count per window and dims.
-//
-// totals is PCollection<KV<string, Totals>> keyed by transforms.WindowKey;
-// stats is a single Stats.
+// Recompute reads every partition with the stream's rules, keeps one payload per event_id (Choice,
+// given StreamEvidence's evidence) and sums revenue and count per window and dims. totals is
+// PCollection<KV<string, Totals>> keyed by transforms.WindowKey; stats is a single Stats.
 func Recompute(s beam.Scope, partitions, evidence beam.PCollection, o Settings) (totals, stats beam.PCollection, err error) {
 	if err := o.Validate(); err != nil {
 		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("reconcile: %w", err)
 	}
 	s = s.Scope("Recompute")
-	// Create hands every partition to one bundle; the Reshuffle lets a
-	// distributed runner read partitions on different workers.
+	// Create hands every partition to one bundle: the Reshuffle spreads them over workers.
 	copies, readStats := beam.ParDo2(s, &scanFn{
 		Source:       o.Source,
 		Event:        o.Event,
@@ -128,20 +116,13 @@ func mergeStats(a, b Stats) Stats { return a.Merge(b) }
 // evidenceItems bounds an evidence batch, like batchCopies for copies.
 const evidenceItems = 4096
 
-// StreamEvidence brings the stream's audit rows into the pipeline as the
-// evidence Recompute groups with the copies (see Evidence). The rows come
-// from the driver, which has read them from the sink; a sink a pipeline can
-// read itself (BigQuery) would read them here instead.
+// StreamEvidence brings the stream's audit rows, read by the driver, into the pipeline.
 func StreamEvidence(s beam.Scope, conflicts []model.Conflict, tooLate []model.TooLate, shards int) beam.PCollection {
 	return beam.CreateList(s.Scope("StreamEvidence"), evidenceBatches(conflicts, tooLate, shards))
 }
 
-// evidenceBatches puts each conflict and too-late row in the batch of the
-// shard of its event_id. Of several conflict rows for one id, the
-// lowest position's first_fingerprint counts: the stream's dedup memory of
-// an id does not change while it remembers it, so rows disagreeing means it
-// forgot the id and counted it again later; the earlier count is the one
-// the stream published first.
+// evidenceBatches puts each audit row in its event_id's shard. Of several conflict rows for one id
+// the lowest position's counts: the stream published that count first.
 func evidenceBatches(conflicts []model.Conflict, tooLate []model.TooLate, shards int) []evidenceBatch {
 	if shards <= 0 {
 		shards = DefaultShards
@@ -176,8 +157,7 @@ func evidenceBatches(conflicts []model.Conflict, tooLate []model.TooLate, shards
 	return out
 }
 
-// chooseFn receives one shard's evidence and copies, picks each id's
-// payload and emits the shard's per-window sums.
+// chooseFn picks each id's payload in one shard and emits the shard's per-window sums.
 type chooseFn struct {
 	ids, conflicting beam.Counter
 }

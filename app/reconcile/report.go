@@ -14,23 +14,18 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Report is the run as the report files and the summary present it: the
-// reconcile part of a report.Run, which package report renders in every
-// form (NewReport builds it).
+// Report is the reconcile part of a report.Run (NewReport builds it).
 type Report = report.Reconcile
 
 // Report.MetricsSource values.
 const (
-	// MetricsFromCounters: the Beam counters of the pipeline's comparison
-	// step, as the runner reported them.
+	// MetricsFromCounters: the runner's counters of the comparison step.
 	MetricsFromCounters = "beam_counters"
-	// MetricsFromComparison: Comparison.Metrics(), the runner having
-	// reported none of those counters.
+	// MetricsFromComparison: Comparison.Metrics(), the runner having reported none.
 	MetricsFromComparison = "comparison"
 )
 
-// NewReport builds the report of an outcome. Diffs are listed by size:
-// largest revenue difference first, then largest count difference.
+// NewReport builds the report of an outcome, diffs largest revenue difference first, then count.
 func NewReport(o Outcome) Report {
 	r := Report{
 		RunID:            o.RunID,
@@ -121,8 +116,7 @@ func reportDiff(d Diff) report.Diff {
 	return rd
 }
 
-// WriteSummary prints the run's summary: what was read, what was checked,
-// what differs and the top differences (at most Options.Top).
+// WriteSummary prints what was read, checked and differs, and the top Options.Top differences.
 func WriteSummary(w io.Writer, o Outcome) error {
 	r := NewReport(o)
 	st := o.Stats
@@ -166,9 +160,7 @@ func WriteSummary(w io.Writer, o Outcome) error {
 	return nil
 }
 
-// streamTerms sets the raw log's figures against the job's conservation
-// line: the same identity in the stream's terms, and why its duplicates,
-// conflicts and too_late differ from the ids and copies above.
+// streamTerms sets the raw log's figures in the terms of the job's conservation line.
 func streamTerms(s Stats) string {
 	return fmt.Sprintf("%s, as the stream counts them (its too-late gate comes before dedup: too_late = %d ids + %d duplicate + %d conflicting copies judged too late)",
 		s.StreamCounts().Identity(), s.TooLateIDs, s.DuplicatesTooLate, s.ConflictingTooLate)
@@ -182,8 +174,7 @@ func metricsNote(r Report) string {
 	return "computed from the comparison: the runner reported no counters"
 }
 
-// metricsLine renders the metrics as "reconcile.name=value ..." in
-// MetricNames order.
+// metricsLine renders "reconcile.name=value ..." in MetricNames order.
 func metricsLine(m map[string]int64) string {
 	parts := make([]string, len(MetricNames))
 	for i, n := range MetricNames {
@@ -206,9 +197,7 @@ func diffTable(w io.Writer, diffs []report.Diff, indent string) error {
 	return tw.Flush()
 }
 
-// WriteReport writes the run's report to path (local or on any filesystem
-// Beam serves) through package report, in the form its extension names
-// (report.Extensions): the same renderer as cmd/launch's --report.
+// WriteReport writes the run's report to path through package report, as cmd/launch's --report.
 func WriteReport(path string, o Outcome) error {
 	rec := NewReport(o)
 	run := report.Run{

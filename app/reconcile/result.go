@@ -24,20 +24,8 @@ func init() {
 	register.Emitter1[string]()
 }
 
-// Why a file: the recomputed totals and the comparison are small (a line
-// per window and dims key, and per differing one), but the driver must get
-// them back from workers that may run anywhere. A process-wide collector
-// only works where the runner executes the DoFns in the driver's process
-// (prism's loopback mode), and a DoFn writing them to the SQLite sink only
-// where workers share the driver's disk. textio writes one file through
-// Beam's filesystem layer, so a work directory on gs:// serves Dataflow and
-// a local one serves prism, and the file is rewritten whole if the runner
-// retries the write.
-
-// resultLine is one line of the result file: a window key's totals, the
-// run's Stats (exactly one), or part of the comparison: one "comparison"
-// line with its counts, then one "diff" line per differing closed key and
-// one "open" line per differing open key.
+// resultLine is one line of the result file: a key's totals, the run's Stats (exactly one), the
+// "comparison" head, or a "diff" or "open" line per differing key.
 type resultLine struct {
 	Kind        string          `json:"kind"` // "total", "stats", "comparison", "diff" or "open"
 	WindowStart int64           `json:"window_start_ms,omitempty"`
@@ -48,23 +36,19 @@ type resultLine struct {
 	Diff        *Diff           `json:"diff,omitempty"`
 }
 
-// comparisonHead is the "comparison" line: Comparison without its diffs,
-// which follow one a line (a single line could outgrow the reader's
-// buffer), and how many of them there are, so a missing one is noticed.
+// comparisonHead is Comparison without its diffs, which follow one a line (one line could outgrow
+// the reader's buffer), with their number so a missing one is noticed.
 type comparisonHead struct {
 	Checked     int `json:"windows_compared"`
 	OpenChecked int `json:"open_windows_compared"`
 	Diffs       int `json:"diff_lines"`
 	Open        int `json:"open_lines"`
-	// Unreadable are the sink rows the comparison could not read (few:
-	// they ride on this line).
+	// Unreadable rows are few: they ride on this line.
 	Unreadable []Unreadable `json:"unreadable,omitempty"`
 }
 
-// WriteResult writes Recompute's outputs, and the Comparison
-// CompareWithSink returns, to one JSON-lines file at path (any Beam
-// filesystem: a local path, gs://...). comparison may be a zero
-// PCollection: the file then holds the recomputation only.
+// WriteResult writes Recompute's outputs and the Comparison to one JSON-lines file at path (any
+// Beam filesystem). A zero comparison writes the recomputation only.
 func WriteResult(s beam.Scope, totals, stats, comparison beam.PCollection, path string) {
 	s = s.Scope("WriteResult")
 	parts := []beam.PCollection{beam.ParDo(s, formatTotal, totals), beam.ParDo(s, formatStats, stats)}
@@ -166,8 +150,7 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
 	}
 	if stats != 1 {
-		// The stats line is always written: without it the file is not a
-		// complete result.
+		// Without the stats line the file is not a complete result.
 		return Result{}, fmt.Errorf("reconcile: read result %s: %d stats lines, want 1 (incomplete result?)", path, stats)
 	}
 	switch {

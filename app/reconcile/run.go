@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/localrunner"
@@ -25,19 +26,15 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Exit codes of SPEC §6, so that a daily scheduler can tell a normal day
-// from an anomaly.
+// Exit codes of SPEC §6, so that a daily scheduler can tell a normal day from an anomaly.
 const (
-	// ExitClean: nothing material left (none found, or every one explained
-	// and written with --apply).
+	// ExitClean: nothing material left (none found, or all explained and applied).
 	ExitClean = 0
-	// ExitUnexplained: unexplained differences or unreadable sink rows: a
-	// human must look, whatever --apply did.
+	// ExitUnexplained: unexplained differences or unreadable sink rows: a human must look.
 	ExitUnexplained = 1
 	// ExitError: the run failed (bad flags, an unreadable source or sink).
 	ExitError = 2
-	// ExitPending: every material difference is explained, and some are
-	// not written yet: run with --apply.
+	// ExitPending: every material difference is explained, some not yet written: run with --apply.
 	ExitPending = 3
 )
 
@@ -50,17 +47,13 @@ type Outcome struct {
 	// Partitions are the raw log's partitions.
 	Partitions []string
 	Stats      Stats
-	// Comparison is the pipeline's (CompareWithSink): the driver does not
-	// compare again.
+	// Comparison is the pipeline's (CompareWithSink); the driver does not compare again.
 	Comparison
-	// Counters are the comparison's figures by metric name (every one of
-	// MetricNames): the Beam counters of the pipeline's comparison step, as
-	// the runner reported them when CountersFromRunner, else
-	// Comparison.Metrics() (the runner reported none of them).
+	// Counters are the comparison's figures by metric name: the runner's counters when
+	// CountersFromRunner, else Comparison.Metrics().
 	Counters           map[string]int64
 	CountersFromRunner bool
-	// WindowDelta is the MetricWindowDeltaMicros distribution as the runner
-	// reported it; zero when nothing differed or the runner reported none.
+	// WindowDelta is the runner's MetricWindowDeltaMicros distribution (zero if none).
 	WindowDelta Distribution
 	// Applied counts corrections written (--apply).
 	Applied int
@@ -71,10 +64,7 @@ type Distribution struct {
 	Count, Sum, Min, Max int64
 }
 
-// ExitCode maps the outcome to SPEC §6's exit codes: ExitUnexplained when
-// any material difference is unexplained (or held back from --apply) or a
-// sink row could not be read, else ExitPending while an explained one is
-// not written, else ExitClean.
+// ExitCode maps the outcome to SPEC §6's exit codes.
 func (o Outcome) ExitCode() int {
 	if len(o.Unexplained()) > 0 || len(o.Unreadable) > 0 {
 		return ExitUnexplained
@@ -87,17 +77,10 @@ func (o Outcome) ExitCode() int {
 	return ExitClean
 }
 
-// Run reconciles: it checks the source and the sink, recomputes the raw log
-// and compares it with the sink's rows in a Beam batch pipeline (on the
-// runner the --runner flag names, prism by default), writes
-// reconcile_diffs, applies material corrections with --apply, and writes
-// the report. Any error means exit code 2; errors before the pipeline
-// starts come before any work. The pipeline is checked against the
-// runner's capability profile before it is submitted (cli.CheckedProto).
-//
-// With o.DryRun, Run builds the same pipeline without contacting any
-// service (the sink is not opened: no audit rows are read; a bucket is not
-// listed), writes its proto (see DryRun) and returns an empty Outcome.
+// Run reconciles: it checks the source and the sink, recomputes and compares in a Beam batch
+// pipeline (--runner, prism by default), writes reconcile_diffs, applies with --apply, and writes
+// the report. Any error means exit code 2. With o.DryRun it only writes the pipeline proto (see
+// DryRun).
 func Run(ctx context.Context, o Options) (Outcome, error) {
 	if o.DryRun != "" {
 		return Outcome{}, DryRun(ctx, o, os.Stdout) // it validates o
@@ -105,14 +88,9 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := o.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{Options: o, Started: time.Now().UTC(), RunID: o.RunID}
-	if out.RunID == "" {
-		out.RunID = NewRunID(out.Started)
-	}
-	readAt := o.Now
-	if readAt.IsZero() {
-		readAt = out.Started
-	}
+	out := Outcome{Options: o, Started: time.Now().UTC()}
+	out.RunID = cmp.Or(o.RunID, NewRunID(out.Started))
+	readAt := cmp.Or(o.Now, out.Started)
 
 	parts, err := checkSource(o.Source)
 	if err != nil {
@@ -127,19 +105,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
-	conflicts, err := st.Conflicts(ctx)
+	conflicts, tooLate, future, err := streamEvidence(ctx, st, o.Source)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
-	}
-	tooLate, err := st.TooLate(ctx)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
-	}
-	future, err := streamFuture(ctx, st)
-	if err != nil {
-		return Outcome{}, err
-	}
-	if err := resolveNamed(o.Source, conflicts, tooLate, future); err != nil {
 		return Outcome{}, err
 	}
 
@@ -152,16 +119,10 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		slog.Warn("reconcile: files end in a line without a newline; those lines were read as lines",
 			"count", len(res.Stats.Unterminated), "first", res.Stats.Unterminated[0])
 	}
-	// The pipeline's last step compared (CompareWithSink), reading the
-	// sink's rows after the recomputation, as late as possible.
 	out.Comparison = *res.Comparison
 	out.Counters, out.CountersFromRunner, out.WindowDelta = figures.counters, figures.ok, figures.windowDelta
 	if want := out.Comparison.Metrics(); !figures.ok {
-		// The fallback, and the only one: the runner reported none of the
-		// comparison's counters (a runner without metrics, or metrics it
-		// could not deliver). The figures are then computed from the
-		// Comparison the same step wrote, which is what those counters
-		// count.
+		// The runner reported none of the counters: use what the same step wrote.
 		slog.Warn("reconcile: the runner reported no comparison counters; the metrics are computed from the comparison instead")
 		out.Counters = want
 	} else if !maps.Equal(out.Counters, want) {
@@ -169,10 +130,7 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 			"counters", metricsLine(out.Counters), "comparison", metricsLine(want))
 	}
 
-	// The diffs are recorded before the corrections, then again with their
-	// revisions: a crash in between leaves diffs saying "not applied" next
-	// to changelog rows that name this run, which a rerun (finding nothing)
-	// makes plain, rather than corrections with no diff rows at all.
+	// Diffs before and after the corrections: a crash between leaves "not applied" rows.
 	if err := st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs)); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
@@ -195,12 +153,8 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	return out, nil
 }
 
-// resolveNamed rewrites, in place, the audit positions the stream gave
-// records their source names (Pub/Sub: "pubsub:<message id>") to the raw
-// log's file positions ("pubsub/<file>:<line>"), through the archive's id
-// sidecars: reconcile reads the archive by file and line, and matches the
-// stream's verdicts by position. A position no sidecar names stays as it is
-// (and matches nothing, as before).
+// resolveNamed rewrites in place the stream's named positions ("pubsub:<message id>") to the raw
+// log's file positions through the archive's id sidecars; an unknown one stays as it is.
 func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLate, future []string) error {
 	var positions []string
 	for _, c := range conflicts {
@@ -236,8 +190,7 @@ func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLat
 	return nil
 }
 
-// checkSource lists the raw log's partitions, refusing a folder without any:
-// reconciling against nothing would flag every row of an explicit range.
+// checkSource lists the raw log's partitions, refusing a folder without any.
 func checkSource(dir string) ([]string, error) {
 	if err := files.CheckDir(context.Background(), dir); err != nil {
 		return nil, fmt.Errorf("--source %s: %w", dir, err)
@@ -252,13 +205,9 @@ func checkSource(dir string) ([]string, error) {
 	return parts, nil
 }
 
-// OpenStore opens the sink a spec names for reconciling: a SQLite file or a
-// BigQuery dataset. The SQLite file must exist: reconciling against a file
-// that is not there is a typo, and opening would create an empty one.
+// OpenStore opens the sink Options.Validate accepted: a SQLite file, which must exist (opening
+// would create it), or a BigQuery dataset.
 func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
-	if spec.Scheme != sink.SchemeSQLite && spec.Scheme != sink.SchemeBigQuery {
-		return nil, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", spec)
-	}
 	r, ok, err := sinks.OpenReader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("--sink %s: %w", spec, err)
@@ -274,20 +223,26 @@ func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
 	return st, nil
 }
 
-// streamFuture returns the positions the stream quarantined as
-// future_event_time (see Stats.StreamFuture).
-func streamFuture(ctx context.Context, st Store) ([]string, error) {
+// streamEvidence reads the stream's audit rows the recomputation needs: conflicts, too-late events
+// and the positions quarantined as future_event_time, resolved to the raw log's positions.
+func streamEvidence(ctx context.Context, st Store, source string) (
+	conflicts []model.Conflict, tooLate []model.TooLate, future []string, err error) {
+	if conflicts, err = st.Conflicts(ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
+	if tooLate, err = st.TooLate(ctx); err != nil {
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
 	q, err := st.Quarantined(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: %w", err)
+		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
-	var out []string
 	for _, r := range q {
 		if r.Reason == model.ReasonFutureEventTime {
-			out = append(out, r.Position)
+			future = append(future, r.Position)
 		}
 	}
-	return out, nil
+	return conflicts, tooLate, future, resolveNamed(source, conflicts, tooLate, future)
 }
 
 // runnerFigures are the comparison's metrics as the runner reported them.
@@ -298,8 +253,7 @@ type runnerFigures struct {
 	ok bool
 }
 
-// recompute builds and runs the batch pipeline, recomputation and
-// comparison, and reads its result and the comparison's metrics back.
+// recompute builds and runs the pipeline and reads back its result and metrics.
 func recompute(ctx context.Context, o Options, runID string, parts []string, set Settings,
 	conflicts []model.Conflict, tooLate []model.TooLate) (Result, runnerFigures, error) {
 	dir := o.WorkDir
@@ -312,17 +266,9 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 		dir = tmp
 	}
 	path := resultPath(dir, runID)
-	sink, err := workerSink(o.Sink)
+	p, _, err := graph(ctx, o, parts, set, conflicts, tooLate, path)
 	if err != nil {
 		return Result{}, runnerFigures{}, err
-	}
-
-	p, err := graph(o, sink, parts, set, conflicts, tooLate, path)
-	if err != nil {
-		return Result{}, runnerFigures{}, err
-	}
-	if _, err := cli.CheckedProto(ctx, o.Runner, p); err != nil {
-		return Result{}, runnerFigures{}, fmt.Errorf("--runner=%s: %w", o.Runner, err)
 	}
 	start := time.Now()
 	localrunner.UseSafeOptions(o.Runner)
@@ -347,14 +293,12 @@ func recompute(ctx context.Context, o Options, runID string, parts []string, set
 	return res, figures, nil
 }
 
-// resultPath is where the pipeline leaves its result in dir, "/"-joined
-// also for gs:// paths, which filepath.Join would mangle.
+// resultPath joins with "/": filepath.Join would mangle gs:// paths.
 func resultPath(dir, runID string) string {
 	return strings.TrimSuffix(dir, "/") + "/" + runID + "/recomputed.jsonl"
 }
 
-// workerSink is the sink as the comparison step opens it on a worker, whose
-// working directory need not be the driver's: a SQLite path made absolute.
+// workerSink makes a SQLite path absolute: a worker's working directory need not be the driver's.
 func workerSink(spec sink.Spec) (sink.Spec, error) {
 	if spec.Scheme != sink.SchemeSQLite {
 		return spec, nil
@@ -367,28 +311,34 @@ func workerSink(spec sink.Spec) (sink.Spec, error) {
 	return spec, nil
 }
 
-// graph is the reconcile pipeline: recomputation, comparison with the sink,
-// the result written to path.
-func graph(o Options, sink sink.Spec, parts []string, set Settings, conflicts []model.Conflict, tooLate []model.TooLate, path string) (*beam.Pipeline, error) {
+// graph is the reconcile pipeline, its result written to path, and its proto checked against the
+// runner's capabilities.
+func graph(ctx context.Context, o Options, parts []string, set Settings, conflicts []model.Conflict,
+	tooLate []model.TooLate, path string) (*beam.Pipeline, *pipepb.Pipeline, error) {
+	sink, err := workerSink(o.Sink)
+	if err != nil {
+		return nil, nil, err
+	}
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
 	totals, stats, err := Recompute(s, partitions, evidence, set)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	comparison := CompareWithSink(s, totals, CompareSettings{
 		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
 	})
 	WriteResult(s, totals, stats, comparison, path)
-	return p, nil
+	pb, err := cli.CheckedProto(ctx, o.Runner, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--runner=%s: %w", o.Runner, err)
+	}
+	return p, pb, nil
 }
 
-// DryRun builds the pipeline Run would submit for o and writes its checked
-// proto to o.DryRun (stdout for cli.DryRunStdout). It contacts no service:
-// the sink is not opened (the stream's audit rows, which a run reads from
-// it, are none), a bucket source is not listed (no partition), and the
-// work dir is named, not created.
+// DryRun writes the checked proto of the pipeline Run would submit to o.DryRun. It contacts no
+// service: no sink, no bucket listing, no work dir.
 func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -407,30 +357,20 @@ func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "reconcile-dry-run")
 	}
-	sink, err := workerSink(o.Sink)
+	_, pb, err := graph(ctx, o, parts, set, nil, nil, resultPath(dir, runID))
 	if err != nil {
 		return err
-	}
-	p, err := graph(o, sink, parts, set, nil, nil, resultPath(dir, runID))
-	if err != nil {
-		return err
-	}
-	pb, err := cli.CheckedProto(ctx, o.Runner, p)
-	if err != nil {
-		return fmt.Errorf("--runner=%s: %w", o.Runner, err)
 	}
 	return cli.WriteDryRun(o.DryRun, stdout, pb)
 }
 
-// comparisonFigures reads the comparison's counters and distribution from
-// a pipeline result, summed over steps (there is one).
+// comparisonFigures reads the comparison's counters and distribution from a pipeline result.
 func comparisonFigures(pr beam.PipelineResult) (f runnerFigures) {
 	if pr == nil {
 		return runnerFigures{}
 	}
 	defer func() {
-		// A result whose metrics could not be fetched panics on Metrics()
-		// (the runners dereference a nil pointer).
+		// The runners panic on Metrics() when they could not fetch them.
 		if p := recover(); p != nil {
 			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
 			f = runnerFigures{}

@@ -20,30 +20,22 @@ func init() {
 	register.Emitter1[Stats]()
 }
 
-// batchCopies is how many copies a shard's buffer holds before it is sent
-// on: large enough that per-element overhead vanishes, small enough that a
-// partition of any size is read in bounded memory (shards × batchCopies).
+// batchCopies bounds a shard's buffer: memory stays at shards × batchCopies per partition.
 const batchCopies = 2048
 
-// scanFn reads one partition in arrival order, stamping and validating each
-// record exactly as the stream's file source does (rawlog.Scan for lines and
-// positions, rawlog.Stamper for the partition watermark and event.Parse),
-// and sends each valid copy to the choice step's shard for its event_id
-// (transforms.ShardOf, the stream's dedup sharding).
-//
-// A partition is one element: its records must be stamped in order, since
-// --max-age judges each against the watermark of the records before it.
+// scanFn reads one partition in arrival order with the file source's rules (rawlog.Scan,
+// rawlog.Stamper, event.Parse) and sends each valid copy to its event_id's shard
+// (transforms.ShardOf). A partition is one element: --max-age judges each record against the
+// watermark of those before it.
 type scanFn struct {
 	Source    string
 	Event     event.Config
 	Watermark watermark.Policy
 	Triggers  triggers.Policy
-	// ReadAt is the processing time (epoch ms) records are read at: the
-	// future_event_time check is made against it.
+	// ReadAt is the processing time (epoch ms) of the future_event_time check.
 	ReadAt int64
 	Shards int
-	// StreamFuture holds the positions the stream quarantined as
-	// future_event_time: see Stats.StreamFuture.
+	// StreamFuture: see Stats.StreamFuture.
 	StreamFuture []string
 
 	skip              map[string]bool
@@ -71,8 +63,7 @@ func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func
 	info, err := rawlog.Scan(f.Source, partition, f.Event.MaxLine, f.ReadAt, func(rec model.Record) error {
 		st.Read++
 		if f.skip[rec.Position] {
-			// Not stamped either: the stream's Stamper never let this
-			// record move the watermark.
+			// Not stamped: the stream's Stamper never let it move the watermark.
 			st.StreamFuture++
 			st.Quarantined[model.ReasonFutureEventTime]++
 			return nil
@@ -88,8 +79,7 @@ func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func
 			d = ev.Dims
 			dims[d] = d
 		}
-		// event.Parse copies the id out of the line; the position is a
-		// fresh string per record. Nothing here aliases the reused buffer.
+		// Nothing here aliases the reused line buffer.
 		shard := transforms.ShardOf(ev.EventID, f.Shards)
 		buf[shard] = append(buf[shard], Copy{
 			EventID:      ev.EventID,

@@ -8,26 +8,20 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Stats account for what the recomputation read and chose. The read side
-// mirrors SPEC §4's conservation: Read = Valid + the quarantined ones; on the
-// choice side Valid = IDs + Duplicates + ConflictingCopies.
+// Stats account for what the recomputation read and chose (SPEC §4): Read = Valid + quarantined,
+// Valid = IDs + Duplicates + ConflictingCopies.
 type Stats struct {
 	Partitions int64 `json:"partitions"`
 	Files      int64 `json:"files"`
-	// Read counts records (non-blank complete lines); Blank the skipped
-	// blank lines.
+	// Read counts records (non-blank complete lines); Blank the skipped blank lines.
 	Read  int64 `json:"read"`
 	Blank int64 `json:"blank"`
-	// Unterminated lists final lines without a newline: read as lines like
-	// any other (SPEC §3), and listed because a producer usually ends a line.
+	// Unterminated lists final lines without a newline (read as lines, SPEC §3).
 	Unterminated []string `json:"unterminated,omitempty"`
 	// Quarantined counts rejected records by reason.
 	Quarantined map[string]int64 `json:"quarantined,omitempty"`
-	// StreamFuture counts records that the stream quarantined as
-	// future_event_time and reconcile therefore leaves out, even if their
-	// time has passed since (they are included in Quarantined): that verdict
-	// depends on the processing time of the stream's read, which no
-	// recomputation can replay.
+	// StreamFuture counts records the stream quarantined as future_event_time, left out (and in
+	// Quarantined): no recomputation can replay the stream's read time.
 	StreamFuture int64 `json:"stream_future"`
 	// Valid counts valid copies.
 	Valid int64 `json:"valid"`
@@ -36,31 +30,23 @@ type Stats struct {
 	IDs int64 `json:"ids"`
 	// Duplicates counts extra copies identical to the chosen one.
 	Duplicates int64 `json:"duplicates"`
-	// ConflictingIDs counts ids with several payloads; ConflictingCopies the
-	// copies whose payload was not chosen: reported, never summed.
+	// ConflictingIDs counts ids with several payloads; ConflictingCopies the copies not chosen.
 	ConflictingIDs    int64 `json:"conflicting_ids"`
 	ConflictingCopies int64 `json:"conflicting_copies"`
-	// DuplicatesTooLate and ConflictingTooLate count, among Duplicates and
-	// ConflictingCopies, the copies the stream judged too late
-	// (too_late_events): its too-late gate comes before dedup, so it counted
-	// them as too_late. See StreamCounts.
+	// DuplicatesTooLate and ConflictingTooLate: see Choice.DuplicatesTooLate.
 	DuplicatesTooLate  int64 `json:"duplicates_too_late"`
 	ConflictingTooLate int64 `json:"conflicting_too_late"`
 	// By* count, among ConflictingIDs, which SPEC §6 clause chose.
 	ByStreamFingerprint int64 `json:"by_stream_fingerprint"`
 	ByStreamCounted     int64 `json:"by_stream_counted"`
 	ByLowestPosition    int64 `json:"by_lowest_position"`
-	// StreamFingerprintMissing counts ids whose counted fingerprint (from
-	// conflict_events) matches no copy in the raw log.
+	// StreamFingerprintMissing counts ids whose conflict_events fingerprint matches no copy.
 	StreamFingerprintMissing int64 `json:"stream_fingerprint_missing"`
-	// TooLateIDs counts ids the stream never counted because every copy of
-	// their chosen payload was too late.
+	// TooLateIDs counts ids every chosen copy of which was too late.
 	TooLateIDs int64 `json:"too_late_ids"`
 
-	// LogWatermark is the lowest partition watermark at the end of the log
-	// (partitions without a valid event aside), and HasLogWatermark whether
-	// there is one: how far the raw log reaches, for the report. A stream
-	// that has read the whole log has a watermark at least this high.
+	// LogWatermark is the lowest partition watermark at the end of the log (HasLogWatermark: there
+	// is one): how far the raw log reaches.
 	LogWatermark    int64 `json:"log_watermark"`
 	HasLogWatermark bool  `json:"has_log_watermark"`
 }
@@ -104,12 +90,9 @@ func (s Stats) Merge(o Stats) Stats {
 	return s
 }
 
-// StreamCounts returns the recomputation's figures in the stream's terms,
-// those of its conservation identity (SPEC §4): the stream judges a record
-// too late before dedup, so a copy reconcile calls a duplicate or a
-// conflicting copy is the stream's too_late when the stream judged it too
-// late. A stream that read the whole log once reports the same six figures
-// (read, counted, duplicates, conflicts, quarantined, too_late).
+// StreamCounts returns the figures in the stream's terms (SPEC §4): a too-late duplicate or
+// conflicting copy is the stream's too_late. A stream that read the whole log once reports the same
+// figures.
 func (s Stats) StreamCounts() metrics.Counts {
 	return metrics.Counts{
 		Read:        s.Read,

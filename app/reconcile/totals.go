@@ -6,10 +6,8 @@ import "github.com/revenue-stream/hourly/triggers"
 type Totals struct {
 	// RevenueMicros and Count cover every distinct valid event.
 	RevenueMicros, Count int64
-	// TooLateRevenueMicros and TooLateCount are the part from events the
-	// stream judged too late (every copy of the chosen content is in
-	// too_late_events): it never counted them, so they explain a FINAL row
-	// that is short by exactly that much.
+	// TooLateRevenueMicros and TooLateCount are the part the stream judged too late and never
+	// counted.
 	TooLateRevenueMicros, TooLateCount int64
 }
 

@@ -7,36 +7,29 @@ import (
 	"text/tabwriter"
 )
 
-// Advice is what the advisor (cmd/advise) found, as its report shows it:
-// the command builds the sections once (advise.NewReport) and this package
-// renders them as text (the command's summary), Markdown, HTML and JSON,
-// so the forms never disagree.
+// Advice is what cmd/advise found, laid out once (advise.NewReport) and rendered here as text,
+// Markdown, HTML and JSON, so the forms never disagree.
 type Advice struct {
 	Title    string          `json:"title"`
 	Sections []AdviceSection `json:"sections"`
-	// TradeOff is the out-of-order bound's trade-off, drawn as a chart in
-	// the HTML form: the share late against the bound.
+	// TradeOff is the bound's trade-off (share late against the bound), charted in HTML.
 	TradeOff []TradeOffPoint `json:"trade_off"`
-	// Figures are the advisor's figures for machines (advise.Figures, with
-	// its own JSON names).
+	// Figures are the advisor's figures for machines (advise.Figures).
 	Figures any `json:"figures"`
 }
 
-// AdviceSection is one setting's part of the advice: some lines, then
-// tables.
+// AdviceSection is one setting's part of the advice: lines, then tables.
 type AdviceSection struct {
 	Title  string   `json:"title"`
 	Lines  []string `json:"lines,omitempty"`
 	Tables []Table  `json:"tables,omitempty"`
-	// Command, when set, is the section's command line (the recommended
-	// flags), shown as code.
+	// Command, when set, is the recommended flags, shown as code.
 	Command string `json:"command,omitempty"`
 	// TradeOff asks the HTML form to draw Advice.TradeOff after the tables.
 	TradeOff bool `json:"-"`
 }
 
-// Table is a titled table of display strings. Current is the index of the
-// row holding the job's current setting (-1: none), which every form marks.
+// Table is a titled table of display strings; Current is the current setting's row (-1: none).
 type Table struct {
 	Caption string     `json:"caption,omitempty"`
 	Head    []string   `json:"head"`
@@ -46,8 +39,7 @@ type Table struct {
 	Note string `json:"note,omitempty"`
 }
 
-// TradeOffPoint is one bound tried: the shares (percent) of events and of
-// revenue that reach LATE revisions, and of events too late.
+// TradeOffPoint is one bound tried: the shares (percent) late by events and revenue, and too late.
 type TradeOffPoint struct {
 	Bound         string  `json:"bound"`
 	BoundMs       int64   `json:"bound_ms"`
@@ -58,14 +50,7 @@ type TradeOffPoint struct {
 	Recommended   bool    `json:"recommended"`
 }
 
-// Count renders an integer with thousands separators (as every form does).
-func Count(n int64) string { return fmtCount(n) }
-
-// Delay renders a delay in ms compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
-func Delay(ms int64) string { return fmtDelay(ms) }
-
-// WriteText renders the advice as aligned plain-text tables: the
-// command's summary.
+// WriteText renders the advice as aligned plain-text tables: the command's summary.
 func (a Advice) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, s := range a.Sections {

@@ -6,9 +6,7 @@ import (
 	"strings"
 )
 
-// tradeOffChart is the bound's trade-off: share late (events and revenue)
-// and share too late against the bound, one point per bound tried, the
-// bounds evenly spaced in their order.
+// tradeOffChart is share late and too late against the bounds tried, evenly spaced.
 type tradeOffChart struct {
 	frame
 	XTicks, YTicks []tick

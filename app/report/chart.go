@@ -10,10 +10,8 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The charts are drawn here as geometry (positions and labels, all
-// strings) and rendered by the HTML template, so that every label coming
-// from the data is escaped by html/template like the rest of the page.
-// Colours live in the page's style sheet, keyed by class.
+// Charts are geometry (strings) rendered by the HTML template, so every label from the data is
+// escaped by html/template; colours live in the style sheet.
 
 // frame is a chart's canvas and plot area, in SVG user units.
 type frame struct {
@@ -24,8 +22,7 @@ type frame struct {
 func (f frame) PlotW() float64 { return f.Right - f.Left }
 func (f frame) PlotH() float64 { return f.Bottom - f.Top }
 
-// Coordinates are rendered with one decimal: sub-pixel precision is
-// invisible and would only make the file bigger.
+// One decimal: sub-pixel precision is invisible.
 func num(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
 type tick struct {
@@ -35,8 +32,7 @@ type tick struct {
 
 type dot struct{ X, Y string }
 
-// traceChart is one partition's event times (dots) and watermark (line)
-// over the record index.
+// traceChart is one partition's event times (dots) and watermark (line) over the record index.
 type traceChart struct {
 	frame
 	XTicks, YTicks []tick
@@ -66,7 +62,7 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	y := func(ms int64) float64 { return c.Bottom - c.PlotH()*float64(ms-lo)/float64(hi-lo) }
 
 	for _, v := range niceInts(records, 5) {
-		c.XTicks = append(c.XTicks, tick{num(x(v)), fmtCount(int64(v))})
+		c.XTicks = append(c.XTicks, tick{num(x(v)), Count(int64(v))})
 	}
 	c.YTicks = timeTicks(lo, hi, 5, func(ms int64) string { return num(y(ms)) })
 
@@ -94,8 +90,7 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	return c
 }
 
-// niceInts returns round values from 0 to top, at most about n+1 of them,
-// 1, 2 or 5 times a power of ten apart.
+// niceInts returns round values from 0 to top, about n+1, 1, 2 or 5 times a power of ten apart.
 func niceInts(top, n int) []int {
 	step := niceStep(top, n)
 	var out []int
@@ -124,9 +119,7 @@ var timeSteps = []time.Duration{
 	365 * 24 * time.Hour,
 }
 
-// timeTicks places at most about n ticks on UTC-aligned round instants in
-// [lo, hi] (epoch multiples of the step are UTC-aligned: the epoch is a UTC
-// midnight).
+// timeTicks places about n ticks on UTC-aligned round instants in [lo, hi].
 func timeTicks(lo, hi int64, n int, pos func(int64) string) []tick {
 	step := timeSteps[len(timeSteps)-1].Milliseconds()
 	for _, s := range timeSteps {
@@ -161,9 +154,7 @@ func mod(a, b int64) int64 {
 	return m
 }
 
-// histChart is the arrival delay histogram on a logarithmic count axis, so
-// the rare long delays, which are the interesting ones, stay visible next
-// to the bulk of in-order events.
+// histChart is the delay histogram on a log count axis, so rare long delays stay visible.
 type histChart struct {
 	frame
 	Bars    []bar
@@ -181,8 +172,7 @@ type bar struct {
 type marker struct {
 	X, Top, Bottom string
 	LabelY, Label  string
-	// Anchor and DX put the label left of the line near the right edge,
-	// where it would otherwise be cut off.
+	// Anchor and DX put the label left of a line near the right edge.
 	Anchor, DX string
 }
 
@@ -195,11 +185,10 @@ func newHistChart(h delay.Histogram) *histChart {
 	decades := math.Ceil(math.Log10(float64(top + 1)))
 	y := func(v int64) float64 { return c.Bottom - c.PlotH()*math.Log10(float64(v+1))/decades }
 	for p := int64(1); float64(p) <= math.Pow(10, decades); p *= 10 {
-		c.YTicks = append(c.YTicks, tick{num(y(p)), fmtCount(p)})
+		c.YTicks = append(c.YTicks, tick{num(y(p)), Count(p)})
 	}
 	total := h.Total
 	slot := c.PlotW() / float64(max(len(h.Buckets), 1))
-	lower := int64(0)
 	for i, b := range h.Buckets {
 		x0 := c.Left + slot*float64(i)
 		top := y(b.Count)
@@ -207,18 +196,16 @@ func newHistChart(h delay.Histogram) *histChart {
 			X: num(x0 + slot*0.12), W: num(slot * 0.76),
 			Y: num(top), H: num(c.Bottom - top),
 			CX: num(x0 + slot/2), LabelY: num(top - 6),
-			Name: bucketLabel(lower, b.Upper), Count: fmtCount(b.Count), Share: share(b.Count, total),
+			Name: b.Label, Count: Count(b.Count), Share: share(b.Count, total),
 		})
 		if b.Count == 0 {
 			c.Bars[len(c.Bars)-1].Share = "" // "0", not "0 · 0.0%"
 		}
-		lower = b.Upper
 	}
 	if total == 0 {
 		return c
 	}
-	// Each percentile sits in its bucket, linearly within the bucket's
-	// bounds, and its label on its own row so that close ones do not collide.
+	// Each percentile sits linearly within its bucket, its label on its own row.
 	for row, p := range []struct {
 		name string
 		v    int64
@@ -239,7 +226,7 @@ func newHistChart(h delay.Histogram) *histChart {
 		labelY := c.Top - 50 + float64(row)*17
 		m := marker{
 			X: num(x), Top: num(labelY + 4), Bottom: num(c.Bottom),
-			LabelY: num(labelY), Label: p.name + " " + fmtDelay(p.v),
+			LabelY: num(labelY), Label: p.name + " " + Delay(p.v),
 			Anchor: "start", DX: "4",
 		}
 		if x > c.Right-120 {
@@ -250,8 +237,7 @@ func newHistChart(h delay.Histogram) *histChart {
 	return c
 }
 
-// revenueChart shows the latest revenue of each window shown, coloured by
-// its latest state: the shape of the day at a glance.
+// revenueChart shows each shown window's latest revenue, coloured by state.
 type revenueChart struct {
 	frame
 	Bars   []revenueBar
@@ -281,7 +267,7 @@ func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
 	}
 	y := func(v int64) float64 { return c.Bottom - c.PlotH()*float64(v-lo)/float64(hi-lo) }
 	for _, v := range niceMoney(lo, hi, 4) {
-		c.YTicks = append(c.YTicks, tick{num(y(v)), fmtCount(v / 1_000_000)})
+		c.YTicks = append(c.YTicks, tick{num(y(v)), Count(v / 1_000_000)})
 	}
 	c.Zero = num(y(0))
 	slot := c.PlotW() / float64(len(hs))

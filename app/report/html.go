@@ -13,10 +13,9 @@ var htmlSource string
 //go:embed advice.html.tmpl
 var adviceSource string
 
-// htmlTemplate is parsed once; html/template escapes every value by its
-// context (text, attribute, SVG title), so data never becomes markup.
+// htmlTemplate is parsed once; html/template escapes every value by its context.
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"count": fmtCount,
+	"count": Count,
 	"int64": func(v int) int64 { return int64(v) },
 	// plus and minus offset a coordinate: {{.Bottom | plus 16}}.
 	"plus":   func(d, v float64) string { return num(v + d) },
@@ -25,8 +24,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"orDash": orDash,
 }).Parse(htmlSource + adviceSource))
 
-// htmlPage is what the template renders: the shared view plus the charts,
-// which only the HTML form draws.
+// htmlPage is the shared view plus the charts only HTML draws.
 type htmlPage struct {
 	view
 	Delay   *histChart

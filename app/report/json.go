@@ -16,12 +16,10 @@ import (
 // noMetrics is why a job's run has no conservation verdict.
 const noMetrics = "the job reported no metrics: the conservation identity cannot be checked"
 
-// The JSON form spells times as RFC 3339 UTC and money as the exact decimal
-// string plus integer micros, like the sink's tables, so a consumer never
-// has to guess a unit or lose a cent to a float.
+// The JSON form spells times as RFC 3339 UTC and money as exact decimals plus micros, like the
+// sink.
 
-// Document is the JSON form of a report, for machines (and for tests that
-// read a report back).
+// Document is the JSON form of a report.
 type Document struct {
 	Title    string     `json:"title"`
 	Started  *time.Time `json:"started,omitempty"`
@@ -29,13 +27,12 @@ type Document struct {
 	// Job is Run.Job by name (source, sink, runner, state, ...).
 	Job      map[string]string `json:"job,omitempty"`
 	Settings map[string]string `json:"settings"`
-	// Counts are the job's figures with their metric names (null when the
-	// run has none).
+	// Counts are the job's figures (null when the run has none).
 	Counts       *pipeline.Counts `json:"counts"`
 	Conservation jsonConservation `json:"conservation"`
 	AuditTables  map[string]int   `json:"audit_tables,omitempty"`
 	Partitions   []jsonPartition  `json:"partitions"`
-	Delays       jsonHistogram    `json:"delays"`
+	Delays       delay.Histogram  `json:"delays"`
 	Windows      jsonWindows      `json:"windows"`
 	Reconcile    *Reconcile       `json:"reconcile,omitempty"`
 	Advice       *Advice          `json:"advice,omitempty"`
@@ -56,28 +53,11 @@ type jsonPartition struct {
 	Points    []jsonPoint `json:"points"`
 }
 
-// jsonPoint uses epoch milliseconds: a trace has hundreds of points per
-// partition and is meant for plotting.
+// jsonPoint uses epoch milliseconds: it is meant for plotting.
 type jsonPoint struct {
 	Record    int    `json:"record"`
 	EventTime int64  `json:"event_time_ms"`
 	Watermark *int64 `json:"watermark_ms"`
-}
-
-type jsonHistogram struct {
-	Unit    string       `json:"unit"`
-	Buckets []jsonBucket `json:"buckets"`
-	Total   int64        `json:"total"`
-	P50     int64        `json:"p50"`
-	P95     int64        `json:"p95"`
-	P99     int64        `json:"p99"`
-}
-
-type jsonBucket struct {
-	Label string `json:"label"`
-	// Upper is null for the last, open bucket.
-	Upper *int64 `json:"upper"`
-	Count int64  `json:"count"`
 }
 
 type jsonWindows struct {
@@ -91,15 +71,11 @@ type jsonWindow struct {
 	WindowEnd   string    `json:"window_end"`
 	Dims        string    `json:"dims"`
 	Revisions   []JSONRow `json:"revisions"`
-	// RevisionsOmitted counts the revisions left out between the first and
-	// the last ones shown (see MaxRevisions).
+	// RevisionsOmitted counts the revisions left out (see MaxRevisions).
 	RevisionsOmitted int `json:"revisions_omitted"`
 }
 
-// JSONRow is a snapshot row (a window's revision) as JSON: the sinks'
-// table contract spells it (sinks.RowJSON: hourly_revenue's columns, as the
-// jsonl sink writes them, plus the writer), so a report's rows and the
-// sink's rows are one format.
+// JSONRow is a snapshot row as JSON, in the sinks' own format (sinks.RowJSON).
 type JSONRow = sinks.RowJSON
 
 func jsonRow(r model.Row) JSONRow { return JSONRow(r) }
@@ -109,7 +85,7 @@ func writeJSON(w io.Writer, r Run) error {
 		Title:      r.Title,
 		Settings:   nonNil(r.Settings),
 		Partitions: []jsonPartition{},
-		Delays:     jsonHistogram{Unit: "ms", Buckets: []jsonBucket{}, Total: r.Delays.Total, P50: r.Delays.P50, P95: r.Delays.P95, P99: r.Delays.P99},
+		Delays:     nonEmpty(r.Delays),
 		Reconcile:  r.Reconcile,
 		Advice:     r.Advice,
 	}
@@ -159,16 +135,6 @@ func writeJSON(w io.Writer, r Run) error {
 		}
 		out.Partitions = append(out.Partitions, jp)
 	}
-	lower := int64(0)
-	for _, b := range r.Delays.Buckets {
-		jb := jsonBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count}
-		if b.Upper != delay.Unbounded {
-			u := b.Upper
-			jb.Upper = &u
-		}
-		out.Delays.Buckets = append(out.Delays.Buckets, jb)
-		lower = b.Upper
-	}
 	shown, omitted := selectWindows(r.Windows)
 	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: []jsonWindow{}}
 	for _, w := range shown {
@@ -197,8 +163,7 @@ func nonNil[V any](m map[string]V) map[string]V {
 	return m
 }
 
-// nonEmpty gives a Counts built by hand (no buckets) the empty histogram's
-// buckets, so the JSON always lists them.
+// nonEmpty gives a histogram without buckets the empty one's, so the JSON always lists them.
 func nonEmpty(h delay.Histogram) delay.Histogram {
 	if len(h.Buckets) == 0 {
 		return delay.NewHistogram(nil)

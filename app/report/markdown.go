@@ -47,7 +47,7 @@ func writeMarkdown(w io.Writer, r Run) error {
 	if a := r.Audit; a != nil {
 		b.WriteString("\n| audit table (sink, all runs) | rows |\n|---|---:|\n")
 		fmt.Fprintf(&b, "| too_late_events | %s |\n| conflict_events | %s |\n| quarantined_events | %s |\n",
-			fmtCount(int64(a.TooLate)), fmtCount(int64(a.Conflicts)), fmtCount(int64(a.Quarantined)))
+			Count(int64(a.TooLate)), Count(int64(a.Conflicts)), Count(int64(a.Quarantined)))
 	}
 
 	if len(v.Partitions) > 0 {
@@ -56,12 +56,12 @@ func writeMarkdown(w io.Writer, r Run) error {
 			"\"Behind\" counts valid events whose event time lay below the watermark just before them.\n\n")
 		b.WriteString("| partition | records | valid | behind the watermark | final watermark |\n|---|---:|---:|---:|---|\n")
 		for _, p := range v.Partitions {
-			behind := fmtCount(int64(p.Trace.Behind))
+			behind := Count(int64(p.Trace.Behind))
 			if p.BehindPct != "" {
 				behind += " (" + p.BehindPct + ")"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(p.Trace.Partition),
-				fmtCount(int64(p.Trace.Read)), fmtCount(int64(p.Trace.Valid)), behind, p.Watermark)
+				Count(int64(p.Trace.Read)), Count(int64(p.Trace.Valid)), behind, p.Watermark)
 		}
 	}
 
@@ -75,14 +75,14 @@ func writeMarkdown(w io.Writer, r Run) error {
 			top = max(top, d.Count)
 		}
 		for _, d := range v.Delays {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.Label, fmtCount(d.Count), d.Share, textBar(d.Count, top, 30))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.Label, Count(d.Count), d.Share, textBar(d.Count, top, 30))
 		}
 		if len(v.Percentile) > 0 {
 			parts := make([]string, len(v.Percentile))
 			for i, p := range v.Percentile {
 				parts[i] = p.Name + " " + p.Value
 			}
-			fmt.Fprintf(&b, "\n%s events: %s\n", fmtCount(v.DelayTotal), strings.Join(parts, ", "))
+			fmt.Fprintf(&b, "\n%s events: %s\n", Count(v.DelayTotal), strings.Join(parts, ", "))
 		}
 	}
 
@@ -96,9 +96,9 @@ func writeMarkdown(w io.Writer, r Run) error {
 		}
 		b.WriteString("\n|---|---:|---:|---:|---:|" + strings.Repeat("---:|", len(v.MetricDelays[0].Buckets)) + "\n")
 		for _, m := range v.MetricDelays {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", m.Name, fmtCount(m.Total), m.P50, m.P95, m.P99)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", m.Name, Count(m.Total), m.P50, m.P95, m.P99)
 			for _, d := range m.Buckets {
-				fmt.Fprintf(&b, " %s |", fmtCount(d.Count))
+				fmt.Fprintf(&b, " %s |", Count(d.Count))
 			}
 			b.WriteString("\n")
 		}
@@ -122,12 +122,12 @@ func mdConservation(b *strings.Builder, v view) {
 	b.WriteString("## Conservation\n\n" + scopeRun)
 	b.WriteString("| figure | records | share |\n|---|---:|---:|\n")
 	for _, t := range c.Terms {
-		fmt.Fprintf(b, "| %s | %s | %s |\n", t.Name, fmtCount(t.Value), t.Share)
+		fmt.Fprintf(b, "| %s | %s | %s |\n", t.Name, Count(t.Value), t.Share)
 	}
-	fmt.Fprintf(b, "| **sum** | **%s** | |\n", fmtCount(c.Sum))
-	fmt.Fprintf(b, "| **read** | **%s** | %s |\n", fmtCount(c.Read), mark(c.Holds))
+	fmt.Fprintf(b, "| **sum** | **%s** | |\n", Count(c.Sum))
+	fmt.Fprintf(b, "| **read** | **%s** | %s |\n", Count(c.Read), mark(c.Holds))
 	if c.AfterFinal != 0 {
-		fmt.Fprintf(b, "| data after FINAL (must be 0) | %s | ✗ |\n", fmtCount(c.AfterFinal))
+		fmt.Fprintf(b, "| data after FINAL (must be 0) | %s | ✗ |\n", Count(c.AfterFinal))
 	}
 	terms := make([]string, len(c.Terms))
 	for i, t := range c.Terms {
@@ -143,11 +143,11 @@ func mdConservation(b *strings.Builder, v view) {
 	}
 	b.WriteString("\n\n| quarantine reason | records |\n|---|---:|\n")
 	for _, q := range v.Reasons {
-		fmt.Fprintf(b, "| %s | %s |\n", mdCell(q.Reason), fmtCount(q.Count))
+		fmt.Fprintf(b, "| %s | %s |\n", mdCell(q.Reason), Count(q.Count))
 	}
 	b.WriteString("\n| rows emitted by state | rows |\n|---|---:|\n")
 	for _, s := range v.RowsByState {
-		fmt.Fprintf(b, "| %s | %s |\n", s.State, fmtCount(s.Count))
+		fmt.Fprintf(b, "| %s | %s |\n", s.State, Count(s.Count))
 	}
 }
 
@@ -271,9 +271,8 @@ func textBar(v, top int64, width int) string {
 	return strings.Repeat("█", n)
 }
 
-// mdText neutralises what would turn data into Markdown or HTML markup (a
-// Markdown renderer passes inline HTML through). "_" is left alone: inside a
-// word (too_late, ON_TIME) it never starts emphasis.
+// mdText neutralises Markdown and inline HTML markup in data; "_" inside a word never starts
+// emphasis.
 var mdReplacer = strings.NewReplacer(
 	"\\", "\\\\", "`", "\\`", "*", "\\*", "[", "\\[", "]", "\\]",
 	"<", "&lt;", ">", "&gt;", "&", "&amp;", "|", "\\|",
@@ -282,8 +281,7 @@ var mdReplacer = strings.NewReplacer(
 
 func mdText(s string) string { return mdReplacer.Replace(s) }
 
-// mdCell escapes a table cell. Code spans (dims) keep their backticks but
-// may hold neither a pipe nor a newline, which would break the table.
+// mdCell escapes a table cell: a pipe or a newline would break the table.
 var mdCodeReplacer = strings.NewReplacer("|", "\\|", "\r\n", " ", "\n", " ", "\r", " ")
 
 func mdCell(s string) string {
@@ -297,8 +295,7 @@ func mdCell(s string) string {
 	return mdText(s)
 }
 
-// What each section covers, said under its heading: a report mixes three
-// scopes, and a reader must not take one for another.
+// What each section covers: a report mixes three scopes.
 const (
 	scopeRun  = "*Scope: this run.*\n\n"
 	scopeLog  = "*Scope: the whole raw log, traced again for this report (earlier runs' records too).*\n\n"

@@ -9,17 +9,13 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Reconcile is what a reconcile run (cmd/reconcile) found, as its report
-// shows it: the command builds it (reconcile.NewReport) and this package
-// renders it, in the same page, Markdown or JSON as a streaming run. Money
-// is given as exact decimal strings (six fractional digits) and as micros.
+// Reconcile is what cmd/reconcile found (reconcile.NewReport builds it). Money is given as exact
+// decimal strings and as micros.
 type Reconcile struct {
 	RunID    string `json:"run_id"`
 	Started  string `json:"started"`
 	Finished string `json:"finished"`
-	// ExitCode is SPEC §6's: 0 nothing material left, 1 unexplained
-	// differences or unreadable sink rows, 3 explained corrections pending
-	// (see Verdict).
+	// ExitCode is SPEC §6's (see Verdict).
 	ExitCode int `json:"exit_code"`
 
 	Source     string            `json:"source"`
@@ -30,8 +26,7 @@ type Reconcile struct {
 	Tolerance  string            `json:"tolerance"`
 	Config     map[string]string `json:"run_config"`
 
-	// Stats are the raw log's figures for machines (reconcile.Stats, with
-	// its own JSON names); RawLog lists them for people, in reading order.
+	// Stats are the raw log's figures for machines; RawLog lists them for people.
 	Stats  any      `json:"stats"`
 	RawLog []Figure `json:"-"`
 
@@ -40,24 +35,19 @@ type Reconcile struct {
 	Material         int `json:"material"`
 	Applied          int `json:"applied"`
 	Held             int `json:"held_back"`
-	// Unexplained counts the material differences a human must look at:
-	// classified unexplained, or held back (see Diff.Held).
+	// Unexplained counts the material differences a human must look at (unexplained or held).
 	Unexplained int `json:"unexplained"`
-	// Unreadable names each sink row that could not be read, in one line
-	// (table, window, dims, column, why); each counts as unexplained.
+	// Unreadable names each unreadable sink row in one line; each counts as unexplained.
 	Unreadable []string `json:"unreadable_rows,omitempty"`
-	// StreamTerms restates the raw log's figures in the stream's terms
-	// (its too-late gate comes before dedup), so they can be set against
-	// the job's conservation line.
+	// StreamTerms restates the raw log's figures in the stream's terms, to set against its
+	// conservation line.
 	StreamTerms      string         `json:"-"`
 	ByClass          map[string]int `json:"by_classification"`
 	TotalDelta       string         `json:"total_delta"`
 	TotalDeltaMicros int64          `json:"total_delta_micros"`
 	TotalDeltaCount  int64          `json:"total_delta_count"`
-	// Metrics are the comparison's figures by metric name, in Namespace,
-	// shown in MetricNames order. MetricsSource says where they come from
-	// (reconcile.MetricsFromCounters or MetricsFromComparison) and
-	// MetricsNote says it in words.
+	// Metrics are the comparison's figures by name, in MetricNames order; MetricsSource and
+	// MetricsNote say where they come from.
 	Metrics       map[string]int64 `json:"metrics"`
 	MetricsSource string           `json:"metrics_source"`
 	MetricsNote   string           `json:"-"`
@@ -90,8 +80,7 @@ type Diff struct {
 	Classification string `json:"classification,omitempty"`
 	Material       bool   `json:"material"`
 	Applied        int64  `json:"applied_revision,omitempty"`
-	// Held: material, but its window has no events in the raw log, so
-	// --apply does not write it.
+	// Held: material, but no raw event in its window, so --apply does not write it.
 	Held bool `json:"held_back,omitempty"`
 }
 
@@ -106,8 +95,7 @@ func (d Diff) AppliedCell() string {
 	return "-"
 }
 
-// ClassCell is the classification, marked when the difference is within
-// the tolerance (recorded, not material).
+// ClassCell is the classification, marked when within the tolerance (not material).
 func (d Diff) ClassCell() string {
 	if !d.Material && d.Classification != "" {
 		return d.Classification + " (within tolerance)"
@@ -115,8 +103,7 @@ func (d Diff) ClassCell() string {
 	return orDash(d.Classification)
 }
 
-// Verdict is the run's outcome in one sentence, ending in its exit code
-// (SPEC §6).
+// Verdict is the run's outcome in one sentence, ending in its exit code (SPEC §6).
 func (r Reconcile) Verdict() string {
 	switch r.ExitCode {
 	case 0:
@@ -145,8 +132,7 @@ func (r Reconcile) Verdict() string {
 	return fmt.Sprintf("%s (exit %d)", v, r.ExitCode)
 }
 
-// explained sums the explained classifications up: "18 too_late, 7
-// missing_window".
+// explained sums up the explained classes: "18 too_late, 7 missing_window".
 func (r Reconcile) explained() string {
 	var parts []string
 	for _, c := range slices.Sorted(maps.Keys(r.ByClass)) {
@@ -157,8 +143,7 @@ func (r Reconcile) explained() string {
 	return strings.Join(parts, ", ")
 }
 
-// Classes sums the differing keys up by classification:
-// "1 missing_window, 0 too_late, 0 unexplained".
+// Classes sums the differing keys up by class: "1 missing_window, 0 too_late, 0 unexplained".
 func (r Reconcile) Classes() string {
 	var s string
 	for i, c := range slices.Sorted(maps.Keys(r.ByClass)) {
@@ -170,8 +155,7 @@ func (r Reconcile) Classes() string {
 	return s
 }
 
-// MetricFigures lists the metrics in MetricNames order (by name when the
-// order is not given).
+// MetricFigures lists the metrics in MetricNames order (else by name).
 func (r Reconcile) MetricFigures() []Figure {
 	names := r.MetricNames
 	if len(names) == 0 {
@@ -184,8 +168,7 @@ func (r Reconcile) MetricFigures() []Figure {
 	return out
 }
 
-// Signed renders a money delta with its sign, so "+0.500000" reads as a
-// gain.
+// Signed renders a money delta with its sign: "+0.500000".
 func Signed(micros int64) string {
 	if micros > 0 {
 		return "+" + model.FormatMicros(micros)

@@ -422,20 +422,20 @@ func TestLabels(t *testing.T) {
 	var got []string
 	lower := int64(0)
 	for _, u := range delay.Buckets {
-		got = append(got, bucketLabel(lower, u))
+		got = append(got, delay.LabelOf(lower, u))
 		lower = u
 	}
 	if want := "<1m 1-5m 5-10m 10-30m 30m-1h 1-6h 6-24h >24h"; strings.Join(got, " ") != want {
 		t.Errorf("bucket labels = %q, want %q", strings.Join(got, " "), want)
 	}
 	for in, want := range map[int64]string{0: "0s", 59_999: "59s", 252_000: "4m12s", 11_100_000: "3h05m", 187_200_000: "2d04h"} {
-		if got := fmtDelay(in); got != want {
-			t.Errorf("fmtDelay(%d) = %q, want %q", in, got, want)
+		if got := Delay(in); got != want {
+			t.Errorf("Delay(%d) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 41234567: "41,234,567", -1234: "-1,234"} {
-		if got := fmtCount(in); got != want {
-			t.Errorf("fmtCount(%d) = %q, want %q", in, got, want)
+		if got := Count(in); got != want {
+			t.Errorf("Count(%d) = %q, want %q", in, got, want)
 		}
 	}
 	if got := fmtWindow(ms("2026-11-04T23:00:00Z"), ms("2026-11-05T00:00:00Z")); got != "[2026-11-04 23:00, 00:00)" {

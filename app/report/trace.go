@@ -13,38 +13,23 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// MaxTracePoints caps a partition's trace: enough for a chart 1,200 pixels
-// wide, small enough that a report of a billion-event run stays a few
-// hundred kilobytes.
+// MaxTracePoints caps a partition's trace: enough for a 1,200-pixel chart, a few hundred KB a
+// report.
 const MaxTracePoints = 400
 
-// TraceFolder replays every partition of a raw-log folder the way the file
-// source reads it — rawlog.Scan in arrival order, each record stamped by a
-// rawlog.Stamper read at now — and records, per valid event, its event time
-// and the partition watermark just before it. Those are the deterministic
-// per-partition watermarks of SPEC §4 rule (a): replaying a partition gives
-// the same ones however a runner bundles it. The pipeline watermark (the
-// minimum over active partitions) depends on how fast the runner read each
-// partition and is not traced.
-//
-// The delay histogram measures event-time lateness: for each valid event,
-// how far behind the largest event time its partition had shown before it
-// the event arrived (0 for an event that moved the partition forward). That
-// is what decides whether an event lands ON_TIME, LATE or too late. The
-// wall-clock arrival delay (read time minus event time) is deliberately not
-// used: for a replayed history it measures when the replay ran, not how the
-// events travelled. Percentiles are exact to the second (to the minute for
-// delays above an hour), which keeps the memory bounded on big logs.
-//
-// now is the processing time the future_event_time check is made against,
-// as for the source. Partitions come back in sorted order.
+// TraceFolder replays every partition of a raw-log folder as the file source reads it (rawlog.Scan,
+// a rawlog.Stamper read at now) and records per valid event its event time and the partition
+// watermark before it: the deterministic watermarks of SPEC §4 rule (a). The pipeline watermark
+// depends on the runner and is not traced. The delay histogram measures event-time lateness (behind
+// the partition's largest event time so far), which decides ON_TIME, LATE or too late; a replay's
+// wall-clock delay would measure the replay. Percentiles are exact to the second (the minute above
+// an hour). Partitions come back sorted.
 func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time.Time) ([]PartitionTrace, delay.Histogram, error) {
 	if policy.OutOfOrderBound < 0 {
 		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: --ooo-bound must not be negative, got %v", dir, policy.OutOfOrderBound)
 	}
 	if policy.IdleTimeout <= 0 {
-		// Idleness does not change the partition watermark; any positive
-		// value keeps the stamper's policy valid.
+		// Idleness does not change the partition watermark; any positive value is valid.
 		policy.IdleTimeout = time.Minute
 	}
 	if err := cfg.Validate(); err != nil {
@@ -86,13 +71,9 @@ func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time
 	return traces, delays.histogram(), nil
 }
 
-// sampler keeps a bounded, representative sample of a partition's points
-// without knowing in advance how many will come. Records are grouped into
-// consecutive buckets of equal width, and each bucket keeps its lowest and
-// highest event time: a stride sample would drop exactly the rare late
-// events the chart exists to show, whereas the minimum of each bucket keeps
-// them. When the buckets outgrow the limit, neighbours are merged and the
-// width doubles, so memory stays bounded by the limit.
+// sampler keeps a bounded sample of a partition's points: equal-width buckets of records each keep
+// their lowest and highest event time (a stride sample would drop the rare late events), and
+// neighbours merge, width doubling, when they outgrow the limit.
 type sampler struct {
 	maxBuckets int
 	width      int // records per bucket
@@ -162,10 +143,8 @@ func (s *sampler) points() []TracePoint {
 	return out
 }
 
-// delayRecorder counts delays into fixed buckets and, for the percentiles,
-// into a map of quantised values: exact to the second below an hour and to
-// the minute above, so a log with billions of events needs a few thousand
-// entries rather than one per event.
+// delayRecorder counts delays into buckets and, for percentiles, a map quantised to the second
+// below an hour and the minute above: a few thousand entries for billions of events.
 type delayRecorder struct {
 	counts []int64 // per delay.Buckets
 	exact  map[int64]int64
@@ -191,8 +170,7 @@ func (r *delayRecorder) add(ms int64) {
 	r.exact[q]++
 }
 
-// histogram is the bucket counts with the recorded delays' own
-// percentiles, not their buckets' bounds.
+// histogram is the bucket counts with the recorded delays' own percentiles.
 func (r *delayRecorder) histogram() delay.Histogram {
 	h := delay.NewHistogram(r.counts)
 	if r.n == 0 {
@@ -203,8 +181,7 @@ func (r *delayRecorder) histogram() delay.Histogram {
 	return h
 }
 
-// percentile is the nearest-rank percentile: the smallest value with at
-// least p% of the values at or below it.
+// percentile is the nearest-rank percentile.
 func (r *delayRecorder) percentile(keys []int64, p int64) int64 {
 	rank := (r.n*p + 99) / 100
 	var seen int64

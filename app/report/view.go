@@ -14,8 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// view is a Run prepared for display: the figures the HTML and Markdown
-// forms share, selected and formatted once so the two never disagree.
+// view is a Run prepared once for the HTML and Markdown forms, so they never disagree.
 type view struct {
 	Run      Run
 	Title    string
@@ -25,8 +24,7 @@ type view struct {
 	Settings []Figure
 	Job      []Figure
 
-	// Conservation is nil when the run has no counts; NoMetrics says a
-	// job ran but reported none.
+	// Conservation is nil without counts; NoMetrics says a job ran but reported none.
 	Conservation *conservation
 	NoMetrics    bool
 	Reasons      []reasonCount
@@ -36,8 +34,7 @@ type view struct {
 	Delays     []delayBucket
 	DelayTotal int64
 	Percentile []percentile
-	// MetricDelays are the job's own delay metrics (pipeline.Counts'
-	// bucket counters), when it reported any.
+	// MetricDelays are the job's own delay metrics, when it reported any.
 	MetricDelays []metricDelay
 
 	Windows        []windowView
@@ -97,8 +94,7 @@ type percentile struct {
 	Value string
 }
 
-// metricDelay is one delay metric of the job: its percentiles (bounds of
-// the buckets holding them) and bucket counts.
+// metricDelay is one delay metric of the job: its percentiles and bucket counts.
 type metricDelay struct {
 	Name, What    string
 	Total         int64
@@ -156,17 +152,12 @@ func newView(r Run) view {
 		}
 		v.Partitions = append(v.Partitions, pv)
 	}
-	v.DelayTotal = r.Delays.Total
-	lower := int64(0)
-	for _, b := range r.Delays.Buckets {
-		v.Delays = append(v.Delays, delayBucket{Label: bucketLabel(lower, b.Upper), Count: b.Count, Share: share(b.Count, v.DelayTotal)})
-		lower = b.Upper
-	}
+	v.DelayTotal, v.Delays = r.Delays.Total, delayBuckets(r.Delays)
 	if v.DelayTotal > 0 {
 		v.Percentile = []percentile{
-			{"p50", fmtDelay(r.Delays.P50)},
-			{"p95", fmtDelay(r.Delays.P95)},
-			{"p99", fmtDelay(r.Delays.P99)},
+			{"p50", Delay(r.Delays.P50)},
+			{"p95", Delay(r.Delays.P95)},
+			{"p99", Delay(r.Delays.P99)},
 		}
 	}
 	shown, omitted := selectWindows(r.Windows)
@@ -183,8 +174,7 @@ func newView(r Run) view {
 	return v
 }
 
-// metricDelays lists the job's delay metrics, none when it counted no
-// valid event.
+// metricDelays lists the job's delay metrics, none when it counted no valid event.
 func metricDelays(c pipeline.Counts) []metricDelay {
 	var out []metricDelay
 	for _, m := range []struct {
@@ -199,10 +189,16 @@ func metricDelays(c pipeline.Counts) []metricDelay {
 		}
 		md := metricDelay{Name: m.name, What: m.what, Total: m.h.Total,
 			P50: delay.Below(m.h.P50), P95: delay.Below(m.h.P95), P99: delay.Below(m.h.P99)}
-		for _, b := range m.h.Buckets {
-			md.Buckets = append(md.Buckets, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, m.h.Total)})
-		}
+		md.Buckets = delayBuckets(m.h)
 		out = append(out, md)
+	}
+	return out
+}
+
+func delayBuckets(h delay.Histogram) []delayBucket {
+	var out []delayBucket
+	for _, b := range h.Buckets {
+		out = append(out, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, h.Total)})
 	}
 	return out
 }
@@ -230,9 +226,7 @@ func newConservation(c pipeline.Counts) conservation {
 	return cv
 }
 
-// reasons lists every SPEC reason in SPEC order, then any other reason the
-// counters carry (a newer job's), so a zero is shown as a zero rather than
-// left out.
+// reasons lists every SPEC reason in SPEC order, zeros too, then any other the counters carry.
 func reasons(by map[string]int64) []reasonCount {
 	out := make([]reasonCount, 0, len(model.QuarantineReasons))
 	known := map[string]bool{}
@@ -276,8 +270,7 @@ func newWindowView(w WindowHistory) windowView {
 	return wv
 }
 
-// stateClass is the CSS class of a state badge. It is one of a fixed set,
-// so it is safe in a class attribute whatever the data says.
+// stateClass is a state badge's CSS class, from a fixed set: safe in an attribute.
 func stateClass(s model.ResultState) string {
 	switch s {
 	case model.Early:
@@ -308,8 +301,7 @@ func fmtEventTime(ms int64) string {
 	return model.FormatTime(ms)
 }
 
-// fmtWindow renders [start, end) compactly: the end's date is left out when
-// it is the start's day or the midnight that ends it.
+// fmtWindow renders [start, end), the end's date left out on the same day or its midnight.
 func fmtWindow(start, end int64) string {
 	s, e := time.UnixMilli(start).UTC(), time.UnixMilli(end).UTC()
 	layout, clock := "2006-01-02 15:04", "15:04"
@@ -324,8 +316,8 @@ func fmtWindow(start, end int64) string {
 	return "[" + s.Format(layout) + ", " + e.Format(endLayout) + ")"
 }
 
-// fmtDelay renders a delay compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
-func fmtDelay(ms int64) string {
+// Delay renders a delay in ms compactly: 0s, 42s, 4m12s, 3h05m, 2d04h.
+func Delay(ms int64) string {
 	d := time.Duration(ms) * time.Millisecond
 	switch {
 	case d < time.Minute:
@@ -338,9 +330,6 @@ func fmtDelay(ms int64) string {
 	return fmt.Sprintf("%dd%02dh", int64(d/(24*time.Hour)), int64(d%(24*time.Hour)/time.Hour))
 }
 
-// bucketLabel names [lower, upper): "<1m", "1-5m", "30m-1h", ">24h".
-func bucketLabel(lower, upper int64) string { return delay.LabelOf(lower, upper) }
-
 // share is part/whole in percent with one decimal, "" for an empty whole.
 func share(part, whole int64) string {
 	if whole == 0 {
@@ -352,8 +341,8 @@ func share(part, whole int64) string {
 	return strconv.FormatFloat(100*float64(part)/float64(whole), 'f', 1, 64) + "%"
 }
 
-// fmtCount renders an integer with thousands separators.
-func fmtCount(n int64) string {
+// Count renders an integer with thousands separators, as every form does.
+func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)
 	neg := strings.HasPrefix(s, "-")
 	if neg {

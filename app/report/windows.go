@@ -9,20 +9,15 @@ import (
 
 // Caps on the windows a report shows (see selectWindows).
 const (
-	// LatestWindows is how many of the latest keys are always shown: two
-	// days of hourly windows without dimensions.
+	// LatestWindows is how many of the latest keys are always shown: two days of hourly windows.
 	LatestWindows = 48
-	// MaxLateWindows caps the older keys shown because they received LATE
-	// revisions, the ones a reader of the report wants to see.
+	// MaxLateWindows caps the older keys shown for their LATE revisions.
 	MaxLateWindows = 200
-	// MaxRevisions caps the revisions shown per key: a stream may write a
-	// LATE revision for every late event, hundreds for one window. The first
-	// and last ones tell the story; the middle is counted.
+	// MaxRevisions caps the revisions shown per key (a stream may write hundreds): first and last.
 	MaxRevisions = 8
 )
 
-// trimRevisions keeps the first and last revisions of a long history and
-// returns how many it left out between them.
+// trimRevisions keeps the first and last revisions and returns how many it left out.
 func trimRevisions(revs []model.Row) (head, tail []model.Row, omitted int) {
 	if len(revs) <= MaxRevisions {
 		return revs, nil, 0
@@ -32,10 +27,8 @@ func trimRevisions(revs []model.Row) (head, tail []model.Row, omitted int) {
 	return revs[:h], revs[len(revs)-t:], len(revs) - MaxRevisions
 }
 
-// WindowsFromChangelog groups a sink's changelog (sinks.SQLite.Changelog)
-// into one history per (window_start, dims) key, ordered by window start then
-// dims, each key's revisions in increasing revision order. The input order
-// does not matter.
+// WindowsFromChangelog groups a changelog into one history per (window_start, dims) key, by key,
+// each in revision order.
 func WindowsFromChangelog(rows []model.Row) []WindowHistory {
 	type key struct {
 		start int64
@@ -65,10 +58,8 @@ func WindowsFromChangelog(rows []model.Row) []WindowHistory {
 	return out
 }
 
-// selectWindows picks what a report shows: the latest LatestWindows keys
-// (by window start, then dims) and, before them, up to MaxLateWindows keys
-// that received LATE revisions, the most recent ones first to go in. It
-// returns them in window order and the number left out.
+// selectWindows picks the latest LatestWindows keys and, before them, up to MaxLateWindows with
+// LATE revisions, newest first; it returns them in window order and the number left out.
 func selectWindows(ws []WindowHistory) (shown []WindowHistory, omitted int) {
 	sorted := slices.Clone(ws)
 	slices.SortStableFunc(sorted, func(a, b WindowHistory) int {

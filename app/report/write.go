@@ -20,8 +20,7 @@ var formats = map[string]func(io.Writer, Run) error{
 	".json": writeJSON,
 }
 
-// Extensions lists the accepted extensions, sorted, for flag validation and
-// messages.
+// Extensions lists the accepted extensions, sorted.
 func Extensions() []string {
 	out := make([]string, 0, len(formats))
 	for ext := range formats {
@@ -31,9 +30,7 @@ func Extensions() []string {
 	return out
 }
 
-// CheckPath refuses a path whose extension names no form, or whose local
-// folder does not exist, so that both commands refuse a bad --report the
-// same way, before any work.
+// CheckPath refuses an unknown extension or a missing local folder, before any work.
 func CheckPath(path string) error {
 	if _, ok := formats[strings.ToLower(filepath.Ext(path))]; !ok {
 		return fmt.Errorf("%q: want a path ending in %s", path, strings.Join(Extensions(), ", "))
@@ -44,8 +41,6 @@ func CheckPath(path string) error {
 		}
 		return nil
 	}
-	// Checked before any work, so that a run does not end, its work done,
-	// unable to write its report.
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%q: folder %s does not exist", path, dir)
@@ -53,11 +48,8 @@ func CheckPath(path string) error {
 	return nil
 }
 
-// Write renders r to path in the form its extension names (.html, .md or
-// .json, in any case). The path may be local or on any filesystem Beam
-// serves (gs://...). A reader or a crashed run never sees half a report, and
-// an older report at path stays whole until the new one is complete (see
-// files.WriteFile).
+// Write renders r to path (local or gs://...) in the form its extension names. A reader never sees
+// half a report (files.WriteFile).
 func Write(path string, r Run) error {
 	if err := CheckPath(path); err != nil {
 		return fmt.Errorf("report: %w", err)
