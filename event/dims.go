@@ -11,11 +11,9 @@ import (
 // NoDims is the canonical dims of an event when no dimensions are configured.
 const NoDims = "{}"
 
-// CanonicalDims renders the named fields as a canonical JSON object: keys
-// sorted by their UTF-8 bytes, values re-encoded canonically (see the package
-// doc), null for a missing field, no whitespace, "{}" when names is empty. It
-// is the dims column of the output tables and part of the fingerprint, so two
-// spellings of one value ("\u00e9" and "é", 1.0 and 1) must give one key.
+// CanonicalDims renders the named fields as a canonical JSON object (see the
+// package doc), "{}" when names is empty: two spellings of one value ("\u00e9"
+// and "é", 1.0 and 1) give one dims key and one fingerprint.
 func CanonicalDims(fields map[string]json.RawMessage, names []string) (string, error) {
 	if len(names) == 0 {
 		return NoDims, nil
@@ -66,9 +64,7 @@ func appendCanonical(dst, data []byte, i int) ([]byte, int) {
 	switch c := data[i]; {
 	case c == '"':
 		end, esc, _ := scanString(data, i)
-		if !esc {
-			// Without escapes the raw token is already canonical: a
-			// valid string holds no raw '"' or control character.
+		if !esc { // a valid unescaped string is already canonical
 			return append(dst, data[i:end]...), end
 		}
 		var tmp [64]byte
@@ -154,9 +150,7 @@ func skipValue(data []byte, i int) int {
 	case c == 'f':
 		return i + 5
 	}
-	// Object or array: track depth, skipping strings whole so brackets
-	// inside them do not count.
-	depth := 0
+	depth := 0 // object or array; strings are skipped whole
 	for i < len(data) {
 		switch data[i] {
 		case '"':
