@@ -120,11 +120,7 @@ func (s *scanner) found() string {
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func (s *scanner) skipWS() {
-	for s.pos < len(s.data) && isWS(s.data[s.pos]) {
-		s.pos++
-	}
-}
+func (s *scanner) skipWS() { s.pos = skipWSAt(s.data, s.pos) }
 
 func (s *scanner) value() error {
 	if s.pos >= len(s.data) {
@@ -437,15 +433,7 @@ func stringToken(raw []byte) ([]byte, error) {
 }
 
 // trimWS removes JSON whitespace around a token.
-func trimWS(b []byte) []byte {
-	for len(b) > 0 && isWS(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isWS(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\n\r") }
 
 // kind names the JSON type of a raw value for error messages.
 func kind(raw []byte) string {

@@ -156,22 +156,22 @@ func DedupOrderFor(runner string) string {
 // Validate checks every setting, each error naming its flag.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	var order error
+	errs := []error{o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate()}
 	if o.DedupOrder != "" && o.DedupOrder != OrderArrival && o.DedupOrder != OrderPosition {
-		order = fmt.Errorf("--dedup-order must be %s or %s, got %q", OrderArrival, OrderPosition, o.DedupOrder)
+		errs = append(errs, fmt.Errorf("--dedup-order must be %s or %s, got %q",
+			OrderArrival, OrderPosition, o.DedupOrder))
 	}
-	var early error
 	if o.EarlySource != "" && o.EarlySource != EarlyTimer && o.EarlySource != EarlyImpulse {
-		early = fmt.Errorf("--early-source must be %s or %s, got %q", EarlyTimer, EarlyImpulse, o.EarlySource)
+		errs = append(errs, fmt.Errorf("--early-source must be %s or %s, got %q",
+			EarlyTimer, EarlyImpulse, o.EarlySource))
 	}
-	var published error
 	if o.Published.Scheme != "" {
 		// Refuse a binary without the backend now rather than in every Setup.
 		if err := sink.CheckRegistered(o.Published.Scheme); err != nil {
-			published = fmt.Errorf("--sink: %w", err)
+			errs = append(errs, fmt.Errorf("--sink: %w", err))
 		}
 	}
-	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order, early, published)
+	return errors.Join(errs...)
 }
 
 func (o Options) dedup() transforms.DedupOptions {

@@ -164,33 +164,30 @@ var profiles = []Profile{
 // For returns the profile of a --runner value: prism's when IsPrism says so,
 // the conservative universal profile for a runner the table does not name.
 func For(runner string) Profile {
-	if IsPrism(runner) {
-		return named("prism")
-	}
-	for _, p := range profiles {
-		if slices.Contains(p.Runners, runner) {
-			return p
-		}
-	}
-	for _, p := range profiles {
-		if slices.ContainsFunc(p.Runners, func(r string) bool { return r != "" && strings.EqualFold(r, runner) }) {
-			return p
-		}
-	}
-	return Universal()
+	p, _ := lookup(runner)
+	return p
 }
 
 // Named reports whether the table names runner; For of any other is a guess.
 func Named(runner string) bool {
+	_, ok := lookup(runner)
+	return ok
+}
+
+// lookup finds runner's profile, an exact name first, then ignoring case.
+func lookup(runner string) (Profile, bool) {
 	if IsPrism(runner) {
-		return true
+		return named("prism"), true
 	}
-	for _, p := range profiles {
-		if slices.ContainsFunc(p.Runners, func(r string) bool { return strings.EqualFold(r, runner) }) {
-			return true
+	exact := func(a, b string) bool { return a == b }
+	for _, eq := range []func(a, b string) bool{exact, strings.EqualFold} {
+		for _, p := range profiles {
+			if slices.ContainsFunc(p.Runners, func(r string) bool { return eq(r, runner) }) {
+				return p, true
+			}
 		}
 	}
-	return false
+	return Universal(), false
 }
 
 // Universal is the conservative profile of an unknown portable job server.
