@@ -18,8 +18,7 @@ const NoWatermark int64 = math.MinInt64
 type Record struct {
 	// Partition names the source partition (a subfolder, or "pubsub").
 	Partition string
-	// Position is the stable source position ("<partition>/<file>:<line>" or
-	// "pubsub:<message_id>") that keys audit rows.
+	// Position ("<partition>/<file>:<line>" or "pubsub:<id>") keys audit rows.
 	Position string
 	// Line is the raw payload (only a prefix when Oversized).
 	Line []byte
@@ -29,12 +28,10 @@ type Record struct {
 	Oversized bool
 	// ReadAt is the processing time (epoch ms) the source read it at.
 	ReadAt int64
-	// WatermarkBefore is the partition watermark (epoch ms) just before this
-	// record, or NoWatermark: rule (a) of the too-late gate.
+	// WatermarkBefore is the partition watermark just before it (rule (a)).
 	WatermarkBefore int64
-	// Valid and Rejected are the verdict of the source's stamper
-	// (rawlog.Stamper.StampRecord), so no line is parsed twice; both nil
-	// for a record built by hand, which validation then parses.
+	// Valid and Rejected are the source stamper's verdict, so no line is
+	// parsed twice; both nil for a record built by hand.
 	Valid    *Event
 	Rejected *Quarantined
 }
@@ -47,8 +44,7 @@ type Event struct {
 	UserID    string
 	// AmountMicros is the exact amount in millionths of the currency unit.
 	AmountMicros int64
-	// Dims is the canonical JSON object of the configured dimensions
-	// (sorted keys, "{}" when none).
+	// Dims is the canonical JSON object of the dimensions ("{}" when none).
 	Dims string
 	// Fingerprint is the canonical business-content fingerprint.
 	Fingerprint uint64
@@ -61,8 +57,7 @@ type Event struct {
 	Ref             LineRef
 	ReadAt          int64
 	WatermarkBefore int64
-	// AfterEnd says the pipeline watermark had passed window_end when the
-	// watermark gate judged the event: late data.
+	// AfterEnd says the watermark gate judged it after window_end: late data.
 	AfterEnd bool
 	// PipelineWatermark is the gate's latest fired boundary timer when it let
 	// the event through (NoWatermark before any); dedup forgets ids by it.
@@ -129,8 +124,7 @@ type TooLate struct {
 	Ref LineRef
 }
 
-// Conflict is a copy of an event_id whose payload fingerprint differs from the
-// first counted copy.
+// Conflict is a copy of an event_id with another fingerprint than the counted one.
 type Conflict struct {
 	Position               string
 	EventID                string
@@ -181,8 +175,7 @@ func ParseResultState(s string) (ResultState, error) {
 	return StateUnknown, fmt.Errorf("unknown result_state %q", s)
 }
 
-// Row is one versioned snapshot of a window and dimension key: always a
-// complete total, never a delta.
+// Row is one versioned snapshot (a complete total) of a window and dims key.
 type Row struct {
 	WindowStart   int64 // epoch ms
 	WindowEnd     int64 // epoch ms
@@ -198,8 +191,7 @@ type Row struct {
 // Key identifies the row's key in the tables.
 func (r Row) Key() string { return FormatTime(r.WindowStart) + " " + r.Dims }
 
-// CompareRows orders rows by key (window_start, then dims), then revision:
-// the order a key's snapshots are applied and listed in.
+// CompareRows orders rows by window_start, dims, then revision.
 func CompareRows(a, b Row) int {
 	if a.WindowStart != b.WindowStart {
 		return cmp.Compare(a.WindowStart, b.WindowStart)
@@ -210,8 +202,7 @@ func CompareRows(a, b Row) int {
 	return cmp.Compare(a.Revision, b.Revision)
 }
 
-// FormatTime renders epoch milliseconds as RFC 3339 UTC, with milliseconds only
-// when they are not zero (window bounds render as 2026-11-04T10:00:00Z).
+// FormatTime renders epoch ms as RFC 3339 UTC, with milliseconds when non-zero.
 func FormatTime(ms int64) string {
 	t := time.UnixMilli(ms).UTC()
 	if ms%1000 == 0 {
@@ -234,8 +225,7 @@ func FormatMicros(m int64) string {
 	return s
 }
 
-// EventBatch is a bundle's events for one dedup shard, so state is read and
-// written once per batch.
+// EventBatch is a bundle's events for one dedup shard (one state access).
 type EventBatch struct {
 	Events []Event
 	// Windows announces window starts, events or not, so every shard arms
@@ -243,8 +233,7 @@ type EventBatch struct {
 	Windows []int64
 }
 
-// Delta is a per-bundle partial aggregate of one (window, dims) key, or an
-// EARLY tick (Tick set, zero sums).
+// Delta is a per-bundle partial aggregate of a (window, dims) key, or a Tick.
 type Delta struct {
 	RevenueMicros int64
 	Count         int64

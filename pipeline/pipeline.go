@@ -23,8 +23,7 @@ import (
 // faster (211,150 records: 8 shards 2.9 s, 64 shards 4.2 s, 256 shards 8.9 s).
 const DefaultShards = 8
 
-// DefaultDesignRate is the peak input rate (events/s) distributed runners'
-// dedup shards are sized for (SPEC §1).
+// DefaultDesignRate is the peak events/s shards are sized for off prism (SPEC §1).
 const DefaultDesignRate = 20_000
 
 // TargetShardBytes is the live dedup state a shard is sized for: lazy
@@ -89,8 +88,7 @@ type Options struct {
 	// EarlySource is EarlyTimer or EarlyImpulse (for runners that fire no
 	// processing-time timers for Go, such as Flink's).
 	EarlySource string
-	// DedupCacheBytes bounds the process cache of decoded dedup shards
-	// (transforms.DefaultDedupCacheBytes when 0).
+	// DedupCacheBytes bounds the process cache of decoded dedup shards.
 	DedupCacheBytes int
 	// Published is the sink the revision step continues each key's changelog
 	// from at start, so a FINAL window stays closed (zero: nothing held).
@@ -99,8 +97,7 @@ type Options struct {
 	PublishedBound sink.SeedBound
 	// NoDedupCache reloads shards from state for every batch (tests, diagnosis).
 	NoDedupCache bool
-	// ReadAhead names the job's read-ahead account (flow.ReadAhead); "" bounds
-	// nothing (a runner with its own flow control).
+	// ReadAhead names the job's read-ahead account (flow.ReadAhead); "": none.
 	ReadAhead string
 }
 

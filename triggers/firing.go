@@ -35,8 +35,7 @@ func (f Firing) State() model.ResultState {
 	return model.StateUnknown
 }
 
-// ErrOverflow is returned when a window total leaves the int64 micros range:
-// exactness is never traded for a wrap-around.
+// ErrOverflow: a window total left the int64 micros range (never wrapped).
 var ErrOverflow = errors.New("revenue total overflows int64 micros")
 
 // WindowState is the snapshot and revision bookkeeping of one (window_start,
@@ -50,8 +49,7 @@ type WindowState struct {
 
 	RevenueMicros, Count int64
 
-	// Published is the last row written for the key, by this run or an
-	// earlier one (Revision 0: none).
+	// Published is the key's last row, by any run (Revision 0: none).
 	Published model.Row
 
 	// OnTimeDone is set once the ON_TIME moment passed, with or without a row.
@@ -119,8 +117,7 @@ func (w *WindowState) Adopt(p model.Row) bool {
 	return true
 }
 
-// Tick is an EARLY refresh: a row only before the on-time firing and only
-// when the snapshot changed since the last row.
+// Tick is an EARLY refresh: a row before ON_TIME, if the snapshot changed.
 func (w *WindowState) Tick() (model.Row, bool) {
 	if w.OnTimeDone || w.Final {
 		return model.Row{}, false
@@ -200,8 +197,7 @@ func (w *WindowState) fire(f Firing) (model.Row, bool) {
 		Writer:        "stream",
 	}
 	if f == FiringFinal && w.Count < p.EventCount {
-		// A replay may not rebuild the whole window: FINAL seals what was
-		// published rather than dipping.
+		// A replay may not rebuild the window: FINAL seals what was published.
 		r.RevenueMicros, r.EventCount = p.RevenueMicros, p.EventCount
 	}
 	w.Published = r

@@ -10,13 +10,11 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Policy holds the watermark settings (allowed lateness and dedup retention
-// are separate on purpose, SPEC §2).
+// Policy holds the watermark settings of SPEC §2.
 type Policy struct {
 	// OutOfOrderBound: partition_watermark = max_valid - bound.
 	OutOfOrderBound time.Duration
-	// IdleTimeout is the processing time after which a silent partition
-	// leaves the pipeline minimum.
+	// IdleTimeout is when a silent partition leaves the pipeline minimum.
 	IdleTimeout time.Duration
 	// IdleAdvance is the --idle-advance setting.
 	IdleAdvance IdleAdvance
@@ -68,8 +66,7 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Partition tracks one source partition. The zero value is not usable; use
-// NewPartition or Resume.
+// Partition tracks one source partition (made by NewPartition or Resume).
 type Partition struct {
 	bound, idle int64 // ms
 	advance     IdleAdvance
@@ -102,8 +99,7 @@ func (p *Partition) Watermark() int64 {
 	return p.s.MaxValid - p.bound
 }
 
-// Before is the watermark the next record is judged against (its
-// WatermarkBefore): Watermark, or the backlog hold while it holds.
+// Before is the next record's WatermarkBefore: Watermark, capped by a backlog hold.
 func (p *Partition) Before() int64 {
 	if p.s.Holding {
 		return min(p.Watermark(), p.s.Hold)
@@ -147,15 +143,13 @@ func (p *Partition) Reported(now int64) int64 {
 	return p.Report(now, model.NoWatermark, false).Watermark
 }
 
-// Report is what a source learns when it hands the partition's watermark to
-// the runner.
+// Report is what a source learns when it reports the partition's watermark.
 type Report struct {
 	// Watermark is the value to report; it never decreases.
 	Watermark int64
 	// WentIdle and CameBack say idleness changed since the last report.
 	WentIdle, CameBack bool
-	// ByIdleness says the value advanced with every partition idle (windows
-	// can become FINAL without new data).
+	// ByIdleness says it advanced with every partition idle (no new data).
 	ByIdleness bool
 }
 
