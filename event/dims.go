@@ -93,77 +93,25 @@ func appendCanonical(dst, data []byte, i int) ([]byte, int) {
 			dst = append(dst, ',')
 			i = skipWSAt(data, i+1) // past ','
 		}
-	default: // '{'
-		type kv struct {
-			key        []byte
-			start, end int
-		}
-		var kvs []kv
-		i = skipWSAt(data, i+1)
-		for data[i] != '}' {
-			end, esc, _ := scanString(data, i)
-			key := data[i+1 : end-1]
-			if esc {
-				key = unescape(nil, key)
-			}
-			i = skipWSAt(data, end)
-			i = skipWSAt(data, i+1) // past ':'
-			vend := skipValue(data, i)
-			kvs = append(kvs, kv{key, i, vend})
-			i = skipWSAt(data, vend)
-			if data[i] == ',' {
-				i = skipWSAt(data, i+1)
-			}
-		}
-		slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+	default: // '{': a scanner collects the (validated) outermost members
+		s := scanner{data: data, pos: i}
+		_ = s.value()
+		slices.SortFunc(s.members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 		dst = append(dst, '{')
-		for j, m := range kvs {
+		for j, m := range s.members {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
 			dst = appendQuoted(dst, m.key)
 			dst = append(dst, ':')
-			dst, _ = appendCanonical(dst, data, m.start)
+			dst, _ = appendCanonical(dst, m.val, 0)
 		}
-		return append(dst, '}'), i + 1
+		return append(dst, '}'), s.pos
 	}
 }
 
 func skipWSAt(data []byte, i int) int {
 	for i < len(data) && isWS(data[i]) {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index past the validated JSON value at data[i].
-func skipValue(data []byte, i int) int {
-	switch c := data[i]; {
-	case c == '"':
-		end, _, _ := scanString(data, i)
-		return end
-	case c == '-' || (c >= '0' && c <= '9'):
-		end, _ := scanNumber(data, i)
-		return end
-	case c == 't' || c == 'n':
-		return i + 4
-	case c == 'f':
-		return i + 5
-	}
-	depth := 0 // object or array; strings are skipped whole
-	for i < len(data) {
-		switch data[i] {
-		case '"':
-			i, _, _ = scanString(data, i)
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
 		i++
 	}
 	return i
