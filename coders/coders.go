@@ -33,10 +33,8 @@ func Done[T any](v T, r *Reader, what string) (T, error) {
 	return v, nil
 }
 
-// EncodeRecord encodes a raw record with its verdict, if any: of a valid
-// event only the fields the record does not hold (the payload is the line),
-// of a rejection its reason, detail and payload (an oversized line's is a
-// prefix of its own).
+// EncodeRecord encodes a raw record with its verdict: of a valid event only
+// the fields the record does not hold, of a rejection all of it.
 func EncodeRecord(v model.Record) []byte {
 	w := Writer{B: make([]byte, 0, len(v.Line)+len(v.Position)+len(v.Partition)+96)}
 	w.String(v.Partition)
@@ -121,8 +119,7 @@ func readEvent(r *Reader) model.Event {
 	}
 }
 
-// writeRef writes a line ref, its path front-coded against prev (the
-// previous ref's path in a batch, "" elsewhere).
+// writeRef writes a line ref, its path front-coded against prev ("" outside a batch).
 func writeRef(w *Writer, v model.LineRef, prev string) {
 	w.FrontString(prev, v.Path)
 	w.Varint(v.Offset)
@@ -162,10 +159,8 @@ func EncodeEventBatch(v model.EventBatch) []byte {
 	return w.B
 }
 
-// writeBatchEvent writes an event of a batch: as writeEvent, with the
-// partition, position and dims front-coded against the previous event's
-// (a batch holds one partition's events in read order, so they share long
-// prefixes).
+// writeBatchEvent is writeEvent with dims, partition and position front-coded
+// against the previous event's (one partition's events share long prefixes).
 func writeBatchEvent(w *Writer, v, prev *model.Event) {
 	w.String(v.EventID)
 	w.Varint(v.EventTime)

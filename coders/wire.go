@@ -1,7 +1,6 @@
-// Package coders holds compact binary coders for the pipeline's element types.
-// Beam's default for Go structs is a schema row coder built by reflection;
-// these hand-written ones are smaller on the wire and cheaper to run, and they
-// are the format dedup and revision state is stored in.
+// Package coders holds compact binary coders for the pipeline's element types,
+// smaller and cheaper than Beam's reflective schema coder; dedup and revision
+// state are stored in this format.
 package coders
 
 import (
@@ -32,11 +31,9 @@ func (w *Writer) Bytes(b []byte) { w.Uvarint(uint64(len(b))); w.B = append(w.B, 
 // String appends a length-prefixed string.
 func (w *Writer) String(s string) { w.Uvarint(uint64(len(s))); w.B = append(w.B, s...) }
 
-// FrontString writes s front-coded against prev, the same field of the
-// previous element: the length of their common prefix, then the rest. In a
-// batch of one partition's events, "p0/000123.jsonl:4567" after
-// "p0/000123.jsonl:4566" costs 4 bytes instead of 21, and a repeated
-// partition or dims 2.
+// FrontString writes s as the length of its common prefix with prev (the same
+// field of the previous element), then the rest: a position after its
+// predecessor costs 4 bytes instead of 21.
 func (w *Writer) FrontString(prev, s string) {
 	n := 0
 	for n < len(prev) && n < len(s) && prev[n] == s[n] {
@@ -55,8 +52,7 @@ func (w *Writer) Bool(b bool) {
 	}
 }
 
-// Reader consumes what Writer produced. The first error sticks; callers check
-// Err once at the end.
+// Reader consumes what Writer produced; the first error sticks in Err.
 type Reader struct {
 	B   []byte
 	Err error
@@ -101,8 +97,7 @@ func (r *Reader) Fixed64() uint64 {
 	return v
 }
 
-// Bytes reads a length-prefixed slice, copying it out so the result does not
-// alias the (reused) input buffer.
+// Bytes reads a length-prefixed slice, copied so it does not alias the input.
 func (r *Reader) Bytes() []byte {
 	n := r.Uvarint()
 	if r.Err != nil || uint64(len(r.B)) < n {

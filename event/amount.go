@@ -15,11 +15,8 @@ const (
 	AmountLimitMicros = 1_000_000_000_000 * MicrosPerUnit
 )
 
-// ParseAmount reads the raw JSON token of an amount and returns it in exact
-// micros. raw is a JSON number (100, 100.10, 1e2, -3.5) or a JSON string
-// whose whole content is a JSON number literal ("100.00", "1.5E-3"); see the
-// package doc for why both share one grammar. The digits are converted
-// exactly, never through float64.
+// ParseAmount reads an amount's raw JSON token (a number, or a string holding
+// exactly a number literal) in exact micros, never through float64.
 func ParseAmount(raw []byte) (int64, error) {
 	raw = trimWS(raw)
 	tok := raw
@@ -54,8 +51,8 @@ func ParseAmount(raw []byte) (int64, error) {
 // clipLen bounds how much of an offending value an error message quotes.
 const clipLen = 48
 
-// clip renders a raw value for an error message: at most clipLen bytes (cut
-// on a UTF-8 boundary), quoted with Go syntax when it is not printable.
+// clip renders a raw value for an error message: at most clipLen bytes,
+// quoted when not printable.
 func clip(raw []byte) string {
 	s := raw
 	cut := false

@@ -13,21 +13,17 @@ const (
 	DefaultMaxLine   = 1 << 20
 )
 
-// Config holds the validation settings. Build it with [DefaultConfig], set the
-// flags, and call [Config.Validate] once before the first [Parse]: Parse is on
-// the hot path and trusts its Config.
+// Config holds the validation settings. Call [Config.Validate] once before
+// the first [Parse], which is on the hot path and trusts its Config.
 type Config struct {
-	// Dimensions are the payload field names used as reporting dimensions
-	// (--dimensions). May be empty.
+	// Dimensions are the payload fields reported as dimensions (--dimensions).
 	Dimensions []string
-	// MaxFuture quarantines an event whose event_time is more than this
-	// ahead of Record.ReadAt (--max-future). Must be positive: such a record
-	// must never advance a partition watermark.
+	// MaxFuture quarantines an event_time more than this ahead of
+	// Record.ReadAt (--max-future), so it never advances a watermark.
 	MaxFuture time.Duration
 	// MaxAge, when positive, quarantines an event older than
-	// Record.WatermarkBefore - MaxAge (--max-age). It is measured against the
-	// partition watermark, not the wall clock, so replaying an old log gives
-	// the same verdicts. 0 turns it off.
+	// Record.WatermarkBefore - MaxAge (--max-age): the partition watermark,
+	// not the wall clock, so a replay gives the same verdicts.
 	MaxAge time.Duration
 	// MaxLine is the longest accepted line in bytes (--max-line).
 	MaxLine int
@@ -39,12 +35,10 @@ func DefaultConfig() Config {
 	return Config{MaxFuture: DefaultMaxFuture, MaxLine: DefaultMaxLine}
 }
 
-// requiredFields are the input fields of SPEC §3. They are not dimensions:
-// they are the event itself.
+// requiredFields are the input fields of SPEC §3, never dimensions.
 var requiredFields = [...]string{"event_id", "event_time", "user_id", "amount"}
 
-// Validate reports the first invalid setting as a one-line error naming its
-// flag, so the command can refuse to start before any work (SPEC §6).
+// Validate reports the first invalid setting, naming its flag (SPEC §6).
 func (c Config) Validate() error {
 	if c.MaxFuture <= 0 {
 		return fmt.Errorf("--max-future must be positive, got %v", c.MaxFuture)
@@ -68,10 +62,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// validateDimensionName rejects names that cannot be what the user meant: an
-// empty name (",," in the flag), surrounding spaces ("a, b"), control
-// characters, invalid UTF-8, and the required fields, which are not
-// dimensions.
+// validateDimensionName rejects names that cannot be what the user meant
+// (",,", "a, b", control characters, bad UTF-8, a required field).
 func validateDimensionName(name string) error {
 	switch {
 	case name == "":

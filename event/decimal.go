@@ -5,17 +5,15 @@ import (
 	"strconv"
 )
 
-// maxExp saturates decimal exponents. Anything near it is far out of range for
-// amounts and times; canonical numbers keep their original text instead.
+// maxExp saturates decimal exponents (canonical numbers then keep their text).
 const maxExp = 1 << 40
 
 // scanNumber checks the RFC 8259 number grammar
 //
 //	-? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?
 //
-// from data[i] and returns the index just past the number. ok is false when
-// the grammar fails; end then points at the offending byte. The caller checks
-// what follows the number.
+// from data[i] and returns the index past the number, or (ok false) of the
+// offending byte.
 func scanNumber(data []byte, i int) (end int, ok bool) {
 	if i < len(data) && data[i] == '-' {
 		i++
@@ -58,19 +56,12 @@ func skipDigits(data []byte, i int) int {
 	return i
 }
 
-// decimal is the exact value of a JSON number literal,
-//
-//	(-1)^neg × sig × 10^exp
-//
-// where sig is the digit string from the first to the last non-zero digit
-// (empty for zero) and exp is the power of ten of sig's last digit. Keeping
-// the digits as text is what lets money be exact and numbers of any length be
-// compared by value.
+// decimal is the exact value (-1)^neg × sig × 10^exp of a JSON number
+// literal, sig being its digits from the first to the last non-zero one and
+// exp the power of ten of the last: text keeps money exact.
 type decimal struct {
 	neg bool
-	// sig is whole followed by frac (the digits before and after the
-	// point), trimmed of leading and trailing zeros; two slices of the
-	// token rather than one copied string.
+	// sig is whole then frac, slices of the token trimmed of outer zeros.
 	whole, frac []byte
 	exp         int64
 	// overflow is set when the exponent saturated at ±maxExp.
@@ -131,8 +122,7 @@ func parseDecimal(tok []byte) (decimal, bool) {
 			e = -e
 		}
 	}
-	// Value = whole.frac × 10^e. Drop leading zeros (across the point) and
-	// trailing zeros (adjusting the exponent of the last digit).
+	// Drop leading zeros (across the point) and trailing zeros.
 	lastExp := e - int64(len(frac)) // power of ten of the last written digit
 	for len(whole) > 0 && whole[0] == '0' {
 		whole = whole[1:]
@@ -165,52 +155,37 @@ var (
 	errTooPrecise = errors.New("too many fractional digits")
 )
 
-// scaled returns the magnitude of d × 10^scale as an integer, which must not
-// exceed limit. With floor false, the result must be exact (errTooPrecise
-// otherwise). With floor true, digits below the unit are dropped towards
-// negative infinity, so for a negative value the magnitude rounds up.
+// scaled returns the magnitude of d × 10^scale as an integer of at most limit:
+// exact (else errTooPrecise), or with floor, rounded towards negative infinity.
 func (d *decimal) scaled(scale int64, floor bool, limit uint64) (uint64, error) {
 	if d.isZero() {
 		return 0, nil
 	}
-	k := int64(d.k())
-	e := d.exp + scale // power of ten of the last significant digit
-	if e >= 0 {
-		if k+e > 20 { // at least 10^20 > any uint64 limit
-			return 0, errTooLarge
+	keep := int64(d.k()) // digits at or above the unit
+	e := d.exp + scale   // power of ten of the last significant digit
+	if e < 0 {           // that non-zero digit lies below the unit
+		if !floor {
+			return 0, errTooPrecise
 		}
-		var m uint64
-		for i := 0; i < int(k); i++ {
-			m = m*10 + uint64(d.digit(i)-'0')
-			if m > limit {
-				return 0, errTooLarge
-			}
-		}
-		for ; e > 0; e-- {
-			if m > limit/10 {
-				return 0, errTooLarge
-			}
-			m *= 10
-		}
-		return m, nil
+		keep += e
 	}
-	// e < 0: the last significant digit, which is non-zero, lies below the
-	// unit, so the value is not an integer at this scale.
-	if !floor {
-		return 0, errTooPrecise
-	}
-	keep := k + e // digits at or above the unit
-	var m uint64
-	if keep > 20 {
+	if keep+max(e, 0) > 20 { // at least 10^20 > any uint64 limit
 		return 0, errTooLarge
 	}
+	var m uint64
 	for i := 0; i < int(keep); i++ {
 		m = m*10 + uint64(d.digit(i)-'0')
 		if m > limit {
 			return 0, errTooLarge
 		}
 	}
-	if d.neg {
+	for ; e > 0; e-- {
+		if m > limit/10 {
+			return 0, errTooLarge
+		}
+		m *= 10
+	}
+	if e < 0 && d.neg {
 		m++ // floor: -1.5 -> -2
 	}
 	if m > limit {
@@ -219,14 +194,11 @@ func (d *decimal) scaled(scale int64, floor bool, limit uint64) (uint64, error) 
 	return m, nil
 }
 
-// appendCanonicalNumber appends the canonical text of a JSON number literal:
-// its exact value in the ECMAScript Number-to-String layout (the one RFC 8785
-// uses), without going through float64. tok must be a valid number literal.
+// appendCanonicalNumber appends a valid number literal's exact value in the
+// ECMAScript Number-to-String layout (as RFC 8785), never through float64.
 func appendCanonicalNumber(dst, tok []byte) []byte {
 	d, ok := parseDecimal(tok)
-	if !ok || d.overflow {
-		// Cannot happen for validated input without an absurd exponent;
-		// keep the text, which is at least deterministic.
+	if !ok || d.overflow { // an absurd exponent keeps its (deterministic) text
 		return append(dst, tok...)
 	}
 	if d.isZero() {

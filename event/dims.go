@@ -11,11 +11,9 @@ import (
 // NoDims is the canonical dims of an event when no dimensions are configured.
 const NoDims = "{}"
 
-// CanonicalDims renders the named fields as a canonical JSON object: keys
-// sorted by their UTF-8 bytes, values re-encoded canonically (see the package
-// doc), null for a missing field, no whitespace, "{}" when names is empty. It
-// is the dims column of the output tables and part of the fingerprint, so two
-// spellings of one value ("\u00e9" and "é", 1.0 and 1) must give one key.
+// CanonicalDims renders the named fields as a canonical JSON object (see the
+// package doc), "{}" when names is empty: two spellings of one value ("\u00e9"
+// and "é", 1.0 and 1) give one dims key and one fingerprint.
 func CanonicalDims(fields map[string]json.RawMessage, names []string) (string, error) {
 	if len(names) == 0 {
 		return NoDims, nil
@@ -66,9 +64,7 @@ func appendCanonical(dst, data []byte, i int) ([]byte, int) {
 	switch c := data[i]; {
 	case c == '"':
 		end, esc, _ := scanString(data, i)
-		if !esc {
-			// Without escapes the raw token is already canonical: a
-			// valid string holds no raw '"' or control character.
+		if !esc { // a valid unescaped string is already canonical
 			return append(dst, data[i:end]...), end
 		}
 		var tmp [64]byte
@@ -97,79 +93,25 @@ func appendCanonical(dst, data []byte, i int) ([]byte, int) {
 			dst = append(dst, ',')
 			i = skipWSAt(data, i+1) // past ','
 		}
-	default: // '{'
-		type kv struct {
-			key        []byte
-			start, end int
-		}
-		var kvs []kv
-		i = skipWSAt(data, i+1)
-		for data[i] != '}' {
-			end, esc, _ := scanString(data, i)
-			key := data[i+1 : end-1]
-			if esc {
-				key = unescape(nil, key)
-			}
-			i = skipWSAt(data, end)
-			i = skipWSAt(data, i+1) // past ':'
-			vend := skipValue(data, i)
-			kvs = append(kvs, kv{key, i, vend})
-			i = skipWSAt(data, vend)
-			if data[i] == ',' {
-				i = skipWSAt(data, i+1)
-			}
-		}
-		slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+	default: // '{': a scanner collects the (validated) outermost members
+		s := scanner{data: data, pos: i}
+		_ = s.value()
+		slices.SortFunc(s.members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 		dst = append(dst, '{')
-		for j, m := range kvs {
+		for j, m := range s.members {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
 			dst = appendQuoted(dst, m.key)
 			dst = append(dst, ':')
-			dst, _ = appendCanonical(dst, data, m.start)
+			dst, _ = appendCanonical(dst, m.val, 0)
 		}
-		return append(dst, '}'), i + 1
+		return append(dst, '}'), s.pos
 	}
 }
 
 func skipWSAt(data []byte, i int) int {
 	for i < len(data) && isWS(data[i]) {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index past the validated JSON value at data[i].
-func skipValue(data []byte, i int) int {
-	switch c := data[i]; {
-	case c == '"':
-		end, _, _ := scanString(data, i)
-		return end
-	case c == '-' || (c >= '0' && c <= '9'):
-		end, _ := scanNumber(data, i)
-		return end
-	case c == 't' || c == 'n':
-		return i + 4
-	case c == 'f':
-		return i + 5
-	}
-	// Object or array: track depth, skipping strings whole so brackets
-	// inside them do not count.
-	depth := 0
-	for i < len(data) {
-		switch data[i] {
-		case '"':
-			i, _, _ = scanString(data, i)
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
 		i++
 	}
 	return i

@@ -3,10 +3,10 @@ package event
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
-// Event-time range: the instants RFC 3339 can write (four-digit years), so
-// that every accepted event_time renders back as RFC 3339 in the sinks.
+// Event-time range: four-digit years, so every event_time renders as RFC 3339.
 const (
 	// MinEventTime is 0000-01-01T00:00:00Z in epoch milliseconds.
 	MinEventTime int64 = -62167219200000
@@ -14,13 +14,8 @@ const (
 	MaxEventTime int64 = 253402300799999
 )
 
-const msPerDay = 86_400_000
-
-// ParseEventTime reads the raw JSON token of an event_time and returns epoch
-// milliseconds (UTC). raw is an RFC 3339 string with any offset, or epoch
-// milliseconds as a JSON number or as a string holding a JSON number literal.
-// Finer digits are truncated: the instant is floored to its millisecond (see
-// the package doc).
+// ParseEventTime reads an event_time's raw JSON token (RFC 3339, or epoch ms
+// as a number or numeric string) as epoch ms, floored to its millisecond.
 func ParseEventTime(raw []byte) (int64, error) {
 	raw = trimWS(raw)
 	if len(raw) == 0 {
@@ -54,8 +49,7 @@ func ParseEventTime(raw []byte) (int64, error) {
 
 // epochMillis floors a decimal count of milliseconds and checks the range.
 func epochMillis(d decimal, raw []byte) (int64, error) {
-	// The limit only has to cover both ends of the range (and the +1 of
-	// flooring); the exact range check follows.
+	// The limit covers both ends (and flooring's +1); the exact check follows.
 	m, err := d.scaled(0, true, uint64(MaxEventTime)+1)
 	if err == nil {
 		ms := int64(m)
@@ -73,9 +67,8 @@ func epochMillis(d decimal, raw []byte) (int64, error) {
 //
 //	YYYY-MM-DD ("T" | "t" | " ") hh:mm:ss [.frac] ("Z" | "z" | ("+" | "-") hh:mm)
 //
-// by hand: time.Parse rejects the lower-case separators and the leap second
-// that RFC 3339 allows, and allocates a zone for every non-UTC offset on
-// what is the hot path.
+// by hand: time.Parse rejects the lower-case separators and leap second RFC
+// 3339 allows, and allocates a zone per non-UTC offset on the hot path.
 func parseRFC3339(s []byte) (int64, error) {
 	if len(s) < len("2006-01-02T15:04:05") {
 		return 0, errors.New("want YYYY-MM-DDThh:mm:ss followed by Z or ±hh:mm")
@@ -93,7 +86,8 @@ func parseRFC3339(s []byte) (int64, error) {
 	if sep := s[10]; sep != 'T' && sep != 't' && sep != ' ' {
 		return 0, fmt.Errorf("unexpected %q between date and time", sep)
 	}
-	if month < 1 || month > 12 || day < 1 || day > daysIn(year, month) {
+	date := time.Date(year, time.Month(month), day, 0, 0, 0, 0, time.UTC)
+	if month < 1 || month > 12 || day < 1 || date.Day() != day {
 		return 0, errors.New("no such date")
 	}
 	if hour > 23 || minute > 59 || sec > 60 {
@@ -117,9 +111,7 @@ func parseRFC3339(s []byte) (int64, error) {
 		}
 		i = j
 	}
-	if sec == 60 {
-		// Leap second: keep it in its minute rather than spilling into the
-		// next (possibly the next hour's window).
+	if sec == 60 { // a leap second stays in its minute (and hour's window)
 		sec, frac = 59, 999
 	}
 	if i >= len(s) {
@@ -149,7 +141,7 @@ func parseRFC3339(s []byte) (int64, error) {
 	if i != len(s) {
 		return 0, errors.New("unexpected text after the offset")
 	}
-	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec) - offset
+	secs := date.Unix() + int64(hour*3600+minute*60+sec) - offset
 	ms := secs*1000 + frac
 	if ms < MinEventTime || ms > MaxEventTime {
 		return 0, errors.New("outside years 0000-9999 in UTC")
@@ -170,36 +162,4 @@ func digits(s []byte, i, n int) (int, bool) {
 		v = v*10 + int(c-'0')
 	}
 	return v, true
-}
-
-func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
-
-func daysIn(year, month int) int {
-	switch month {
-	case 2:
-		if isLeap(year) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
-// date (Howard Hinnant's algorithm), for years 0 to 9999.
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era)*146097 + int64(doe) - 719468
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/binary"
 )
 
-// fingerprintDomain versions the fingerprint encoding. Fingerprints are
-// written to audit tables (conflict_events) and compared across processes,
-// releases and the reconcile job, so the encoding must never change silently:
-// a new encoding needs a new domain string.
+// fingerprintDomain versions the encoding: fingerprints are stored and
+// compared across releases, so a new encoding needs a new domain string.
 const fingerprintDomain = "revenue-stream/hourly event fingerprint v1\x00"
 
 // Fingerprint returns the canonical business-content fingerprint of an event
@@ -17,15 +15,9 @@ const fingerprintDomain = "revenue-stream/hourly event fingerprint v1\x00"
 //	domain || i64be(eventTimeMs) || u64be(len(userID)) || userID ||
 //	i64be(amountMicros) || u64be(len(dims)) || dims
 //
-// The inputs are already canonical (millisecond UTC time, exact micros,
-// unescaped user id, canonical dims), so "100.0", 100 and 1e2 give the same
-// fingerprint, as do the same instant written with different offsets. The
-// length prefixes keep field boundaries unambiguous (user "a" with dims "bc"
-// differs from user "ab" with dims "c"). SHA-256 is stable everywhere,
-// well distributed, and hardware-accelerated on amd64 and arm64; 64 bits keep
-// a false "identical copy" verdict between two different payloads of one
-// event_id at about 2^-64. event_id is deliberately not included: dedup is
-// keyed by it, and the fingerprint says whether two copies agree.
+// The inputs are canonical, so "100.0", 100 and 1e2 agree; length prefixes
+// keep field boundaries unambiguous. event_id is not included: dedup is keyed
+// by it, and the fingerprint says whether two copies agree.
 func Fingerprint(eventTimeMs int64, userID string, amountMicros int64, dims string) uint64 {
 	var buf [192]byte // fits a typical event without a heap allocation
 	b := append(buf[:0], fingerprintDomain...)

@@ -17,11 +17,9 @@ const MaxEventIDBytes = 256
 // MaxPayloadPrefix is how much of an oversized line its quarantine row keeps.
 const MaxPayloadPrefix = 1 << 10
 
-// Parse validates one raw record against SPEC §3. It returns the event and a
-// nil *Quarantined, or a zero Event and the quarantine record; the checks run
-// in the order given in the package doc. c must have passed
-// [Config.Validate]. Parse never panics and keeps no state, so the stream
-// and the reconcile job can call it on any worker.
+// Parse validates one raw record against SPEC §3, in the package doc's order:
+// the event, or a zero Event and the quarantine record. c must have passed
+// [Config.Validate]. Parse never panics and keeps no state.
 func Parse(r model.Record, c Config) (model.Event, *model.Quarantined) {
 	if r.Oversized || len(r.Line) > c.MaxLine {
 		return model.Event{}, oversized(r, c)
@@ -87,8 +85,7 @@ func Parse(r model.Record, c Config) (model.Event, *model.Quarantined) {
 		}
 	}
 
-	// One allocation holds event_id, user_id and dims: they live and die
-	// together in the Event.
+	// One allocation holds event_id, user_id and dims, which die together.
 	var stack [256]byte
 	buf := append(stack[:0], eventID...)
 	buf = append(buf, userID...)
@@ -145,9 +142,8 @@ func lookup(fields []member, name string) []byte {
 	return nil
 }
 
-// idField reads a required id: a JSON string, non-empty, not blank, without
-// control characters, and at most maxLen bytes when maxLen > 0. The result
-// aliases raw unless the string had escapes.
+// idField reads a required id: a non-empty, non-blank JSON string without
+// control characters, of at most maxLen bytes when maxLen > 0.
 func idField(raw []byte, field string, maxLen int) ([]byte, error) {
 	if raw[0] != '"' {
 		return nil, fmt.Errorf("%s must be a string, got %s", field, kind(raw))
@@ -174,9 +170,8 @@ func quarantine(r model.Record, reason, detail string) *model.Quarantined {
 	return &model.Quarantined{Position: r.Position, Payload: r.Line, Reason: reason, Detail: detail}
 }
 
-// oversized rejects a line without parsing it. It copies at most
-// MaxPayloadPrefix bytes, cut on a UTF-8 boundary, so the audit row neither
-// pins the whole line in memory nor ends in half a character.
+// oversized rejects a line without parsing it, copying at most
+// MaxPayloadPrefix bytes cut on a UTF-8 boundary.
 func oversized(r model.Record, c Config) *model.Quarantined {
 	prefix := r.Line
 	if len(prefix) > MaxPayloadPrefix {
@@ -198,8 +193,7 @@ func oversized(r model.Record, c Config) *model.Quarantined {
 	}
 }
 
-// satAdd adds without wrapping around, so extreme ReadAt or watermark values
-// cannot turn a bound inside out.
+// satAdd adds without wrapping, so extreme values cannot invert a bound.
 func satAdd(a, b int64) int64 {
 	s := a + b
 	if b > 0 && s < a {

@@ -8,24 +8,20 @@ import (
 	"unicode/utf8"
 )
 
-// maxDepth bounds object/array nesting so a hostile line ("[[[[...") cannot
-// grow the stack without limit. Real payloads are a few levels deep.
+// maxDepth bounds nesting so a hostile line ("[[[[...") cannot grow the stack.
 const maxDepth = 128
 
-// dupMapThreshold is the key count from which an object's duplicate check
-// switches from a linear scan (fast for the handful of keys of a real event)
-// to a map (so a line with 100,000 keys is not quadratic).
+// dupMapThreshold is the key count from which the duplicate-key check uses a
+// map rather than a linear scan, so 100,000 keys are not quadratic.
 const dupMapThreshold = 32
 
-// member is one key of an object being scanned, with the raw text of its
-// value (no surrounding whitespace).
+// member is one key of an object being scanned, with its raw value.
 type member struct {
 	key []byte // unescaped; aliases the input unless the key had escapes
 	val []byte
 }
 
-// syntaxError locates a JSON error in the line. It is only built on the
-// failure path.
+// syntaxError locates a JSON error in the line.
 type syntaxError struct {
 	off int
 	msg string
@@ -35,23 +31,19 @@ func (e *syntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.off, e.msg)
 }
 
-// scanner is a strict, allocation-light JSON validator. It checks a whole
-// value (RFC 8259 plus the rules in the package doc: no duplicate keys, valid
-// UTF-8, no lone surrogates, bounded depth) in one pass and, for the
-// outermost object, records each member's key and raw value so that Parse
-// can pick its fields without a second decode.
+// scanner is a strict, allocation-light JSON validator (RFC 8259 plus the
+// package doc's rules) that records the outermost object's members in one
+// pass, so Parse picks its fields without a second decode.
 type scanner struct {
 	data  []byte
 	pos   int
 	depth int
-	// members is a stack: the outermost object's members first, then those
-	// of the nested object being scanned (popped when it ends).
+	// members is a stack: the outermost object's members, then those of the
+	// nested object being scanned.
 	members []member
 }
 
-// scanners recycles scanners and their member stacks: Parse is on the hot
-// path, and a fresh member stack per line would be the bulk of its garbage
-// (Go's escape analysis moves it to the heap whatever the declaration).
+// scanners recycles member stacks, which would be the bulk of Parse's garbage.
 var scanners = sync.Pool{New: func() any { return &scanner{members: make([]member, 0, 16)} }}
 
 // maxPooledMembers keeps one huge line from parking a huge stack in the pool.
@@ -59,8 +51,7 @@ const maxPooledMembers = 256
 
 func getScanner() *scanner { return scanners.Get().(*scanner) }
 
-// putScanner returns s to the pool without references into the line, so a
-// pooled scanner never keeps a (possibly 1 MiB) line alive.
+// putScanner pools s without references that would keep a line alive.
 func putScanner(s *scanner) {
 	if cap(s.members) > maxPooledMembers {
 		return
@@ -74,46 +65,38 @@ func putScanner(s *scanner) {
 // bomUTF8 is ignored at the start of a line (RFC 8259 §8.1).
 var bomUTF8 = []byte{0xEF, 0xBB, 0xBF}
 
-// scanLine validates line as exactly one JSON value surrounded by optional
-// whitespace. It reports whether that value is an object; if so,
-// s.members holds its members in input order.
+// scanLine validates line as exactly one JSON value with optional whitespace
+// around it, and reports whether it is an object (then s.members holds its
+// members in input order).
 func (s *scanner) scanLine(line []byte) (isObject bool, err error) {
-	s.data = line
-	s.pos = 0
-	s.depth = 0
-	s.members = s.members[:0]
+	*s = scanner{data: line, members: s.members[:0]}
 	if bytes.HasPrefix(line, bomUTF8) {
 		s.pos = len(bomUTF8)
 	}
-	s.skipWS()
-	if s.pos == len(s.data) {
-		return false, &syntaxError{s.pos, "empty line"}
-	}
-	isObject = s.data[s.pos] == '{'
-	if err := s.value(); err != nil {
+	start := s.pos
+	if err := s.whole("empty line"); err != nil {
 		return false, err
 	}
-	s.skipWS()
-	if s.pos != len(s.data) {
-		return false, s.errorf("unexpected %s after the JSON value", s.found())
-	}
-	return isObject, nil
+	return trimWS(line[start:])[0] == '{', nil
 }
 
-// scanValue validates raw as exactly one JSON value with optional surrounding
-// whitespace, for functions that take an unvalidated token.
+// scanValue validates raw as exactly one JSON value with optional whitespace.
 func scanValue(raw []byte) error {
-	var s scanner
-	s.data = raw
+	s := scanner{data: raw}
+	return s.whole("empty value")
+}
+
+// whole scans one value from s.pos to the end, whitespace allowed around it.
+func (s *scanner) whole(empty string) error {
 	s.skipWS()
-	if s.pos == len(raw) {
-		return &syntaxError{0, "empty value"}
+	if s.pos == len(s.data) {
+		return &syntaxError{s.pos, empty}
 	}
 	if err := s.value(); err != nil {
 		return err
 	}
 	s.skipWS()
-	if s.pos != len(raw) {
+	if s.pos != len(s.data) {
 		return s.errorf("unexpected %s after the JSON value", s.found())
 	}
 	return nil
@@ -137,11 +120,7 @@ func (s *scanner) found() string {
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func (s *scanner) skipWS() {
-	for s.pos < len(s.data) && isWS(s.data[s.pos]) {
-		s.pos++
-	}
-}
+func (s *scanner) skipWS() { s.pos = skipWSAt(s.data, s.pos) }
 
 func (s *scanner) value() error {
 	if s.pos >= len(s.data) {
@@ -253,28 +232,23 @@ func (s *scanner) object() error {
 		if esc {
 			key = unescape(nil, key)
 		}
-		n := len(s.members) - base
-		switch {
-		case seen != nil:
-			if _, dup := seen[string(key)]; dup {
-				return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
-			}
-			seen[string(key)] = struct{}{}
-		case n < dupMapThreshold:
+		dup := false
+		if n := len(s.members) - base; seen == nil && n < dupMapThreshold {
 			for _, m := range s.members[base:] {
-				if bytes.Equal(m.key, key) {
-					return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
+				dup = dup || bytes.Equal(m.key, key)
+			}
+		} else {
+			if seen == nil {
+				seen = make(map[string]struct{}, 2*n)
+				for _, m := range s.members[base:] {
+					seen[string(m.key)] = struct{}{}
 				}
 			}
-		default:
-			seen = make(map[string]struct{}, 2*n)
-			for _, m := range s.members[base:] {
-				seen[string(m.key)] = struct{}{}
-			}
-			if _, dup := seen[string(key)]; dup {
-				return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
-			}
+			_, dup = seen[string(key)]
 			seen[string(key)] = struct{}{}
+		}
+		if dup {
+			return &syntaxError{keyAt, "duplicate key " + strconv.Quote(string(key))}
 		}
 		idx := len(s.members)
 		s.members = append(s.members, member{key: key})
@@ -312,9 +286,8 @@ func (s *scanner) object() error {
 	}
 }
 
-// scanString validates the JSON string starting at data[i] (a '"') and
-// returns the index just past its closing quote and whether it contains
-// escapes.
+// scanString validates the JSON string at data[i] and returns the index past
+// its closing quote and whether it has escapes.
 func scanString(data []byte, i int) (end int, escaped bool, err error) {
 	start := i
 	i++
@@ -397,8 +370,7 @@ func hex4(data []byte, i int) (int, bool) {
 	return v, true
 }
 
-// unescape appends the unescaped content of a validated JSON string body (the
-// bytes between the quotes) to dst.
+// unescape appends the content of a validated JSON string body to dst.
 func unescape(dst, body []byte) []byte {
 	for i := 0; i < len(body); {
 		c := body[i]
@@ -440,8 +412,8 @@ func unescape(dst, body []byte) []byte {
 	return dst
 }
 
-// stringToken validates raw as one complete JSON string token and returns its
-// unescaped content. The content aliases raw unless it had escapes.
+// stringToken validates raw as one JSON string token and returns its
+// unescaped content (aliasing raw unless it had escapes).
 func stringToken(raw []byte) ([]byte, error) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return nil, fmt.Errorf("not a JSON string")
@@ -461,15 +433,7 @@ func stringToken(raw []byte) ([]byte, error) {
 }
 
 // trimWS removes JSON whitespace around a token.
-func trimWS(b []byte) []byte {
-	for len(b) > 0 && isWS(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isWS(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+func trimWS(b []byte) []byte { return bytes.Trim(b, " \t\n\r") }
 
 // kind names the JSON type of a raw value for error messages.
 func kind(raw []byte) string {

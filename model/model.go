@@ -1,8 +1,6 @@
-// Package model holds the data types that flow through the pipeline and into
-// the sinks: raw records, validated events, audit records and versioned
-// snapshot rows. It has no behaviour beyond small helpers, so every other
-// package (plain-Go rules, Beam transforms, sinks, reconcile) shares one
-// vocabulary.
+// Package model holds the data types that flow through the pipeline into the
+// sinks (records, events, audit records, snapshot rows): one vocabulary for
+// every package, with no behaviour beyond small helpers.
 package model
 
 import (
@@ -13,36 +11,27 @@ import (
 	"time"
 )
 
-// NoWatermark marks a record whose partition watermark is unknown (no valid
-// event seen yet, or a source that does not track one).
+// NoWatermark marks an unknown partition watermark.
 const NoWatermark int64 = math.MinInt64
 
 // Record is one raw input line as read from a source, before validation.
 type Record struct {
 	// Partition names the source partition (a subfolder, or "pubsub").
 	Partition string
-	// Position is the stable source position: "<partition>/<file>:<line>" or
-	// "pubsub:<message_id>". Audit rows are keyed by it.
+	// Position ("<partition>/<file>:<line>" or "pubsub:<id>") keys audit rows.
 	Position string
-	// Line is the raw payload. For an oversized line it holds a prefix only.
+	// Line is the raw payload (only a prefix when Oversized).
 	Line []byte
-	// Ref is where Line lies in the raw log (the zero LineRef: nowhere, as
-	// for a record built by hand).
+	// Ref is where Line lies in the raw log (zero: nowhere).
 	Ref LineRef
-	// Oversized is set by the source when the line exceeded --max-line; Line
-	// then holds only a prefix and the record is quarantined.
+	// Oversized says the line exceeded --max-line.
 	Oversized bool
-	// ReadAt is the processing time (epoch ms) at which the source read it.
+	// ReadAt is the processing time (epoch ms) the source read it at.
 	ReadAt int64
-	// WatermarkBefore is the partition watermark (epoch ms) just before this
-	// record, or NoWatermark. It decides rule (a) of the too-late gate.
+	// WatermarkBefore is the partition watermark just before it (rule (a)).
 	WatermarkBefore int64
-	// Valid and Rejected are validation's verdict, set by the source's
-	// stamper (rawlog.Stamper.StampRecord), which validates every line anyway (only a valid event time
-	// advances a partition watermark), so that no line is parsed twice:
-	// Valid is the event of a good line (its Payload is Line), Rejected the
-	// quarantine row of a bad one. Both nil: not validated yet (a record
-	// built by hand); validation then parses it.
+	// Valid and Rejected are the source stamper's verdict, so no line is
+	// parsed twice; both nil for a record built by hand.
 	Valid    *Event
 	Rejected *Quarantined
 }
@@ -55,40 +44,30 @@ type Event struct {
 	UserID    string
 	// AmountMicros is the exact amount in millionths of the currency unit.
 	AmountMicros int64
-	// Dims is the canonical JSON object of the configured dimensions
-	// (sorted keys, "{}" when none).
+	// Dims is the canonical JSON object of the dimensions ("{}" when none).
 	Dims string
 	// Fingerprint is the canonical business-content fingerprint.
 	Fingerprint uint64
 	Partition   string
 	Position    string
-	// Payload is the raw line, kept for audit outputs. It is dropped where
-	// the event enters the dedup step when Ref says where the raw log
-	// holds it: the few events that become audit rows read it back there
-	// (transforms.Payloads), the others never carry it through the shuffle.
+	// Payload is the raw line for audit outputs, dropped before the dedup
+	// shuffle when Ref is set (transforms.Payloads reads it back).
 	Payload []byte
-	// Ref is where the line lies in the raw log (zero: nowhere; the payload
-	// then travels with the event).
+	// Ref is where the line lies in the raw log (zero: the payload travels).
 	Ref             LineRef
 	ReadAt          int64
 	WatermarkBefore int64
-	// AfterEnd is set by the watermark gate when the event was judged after
-	// the pipeline watermark had passed its window_end: it is late data.
+	// AfterEnd says the watermark gate judged it after window_end: late data.
 	AfterEnd bool
-	// PipelineWatermark is the pipeline watermark as the watermark gate knew
-	// it when it let the event through (its latest fired boundary timer;
-	// NoWatermark before any): the dedup shards forget ids by it.
+	// PipelineWatermark is the gate's latest fired boundary timer when it let
+	// the event through (NoWatermark before any); dedup forgets ids by it.
 	PipelineWatermark int64
 }
 
-// LineRef is where a record's line lies in the raw log: the file as the
-// reader opened it (a local path, or a gs:// or s3:// object that every
-// worker reaches through Beam's filesystem) and the byte range of the line's
-// content (without its "\n" or a trailing "\r"). Raw-log files are
-// immutable once they appear (SPEC §6), so the range reads back the very
-// bytes the record was judged on, on any worker and after any retry
-// (issue #26: the raw line no longer travels into the dedup step with every
-// event). The zero LineRef names no file.
+// LineRef is where a line lies in the raw log: the file (local, gs:// or
+// s3://) and the byte range of its content without the line end. Raw-log
+// files are immutable (SPEC §6), so any worker reads back the very bytes
+// judged. The zero LineRef names no file.
 type LineRef struct {
 	Path   string
 	Offset int64
@@ -141,20 +120,18 @@ type TooLate struct {
 	EventTime int64
 	Payload   []byte
 	Reason    string
-	// Ref is where the raw log holds the payload, for a record whose
-	// Payload was dropped before the dedup step (see Event.Payload).
+	// Ref: see Event.Payload.
 	Ref LineRef
 }
 
-// Conflict is a copy of an event_id whose payload fingerprint differs from the
-// first counted copy.
+// Conflict is a copy of an event_id with another fingerprint than the counted one.
 type Conflict struct {
 	Position               string
 	EventID                string
 	FirstFingerprint       uint64
 	ConflictingFingerprint uint64
 	Payload                []byte
-	// Ref: see TooLate.Ref.
+	// Ref: see Event.Payload.
 	Ref LineRef
 }
 
@@ -198,8 +175,7 @@ func ParseResultState(s string) (ResultState, error) {
 	return StateUnknown, fmt.Errorf("unknown result_state %q", s)
 }
 
-// Row is one versioned snapshot of a window and dimension key: always a
-// complete total, never a delta.
+// Row is one versioned snapshot (a complete total) of a window and dims key.
 type Row struct {
 	WindowStart   int64 // epoch ms
 	WindowEnd     int64 // epoch ms
@@ -215,8 +191,7 @@ type Row struct {
 // Key identifies the row's key in the tables.
 func (r Row) Key() string { return FormatTime(r.WindowStart) + " " + r.Dims }
 
-// CompareRows orders rows by key (window_start, then dims), then revision:
-// the order a key's snapshots are applied and listed in.
+// CompareRows orders rows by window_start, dims, then revision.
 func CompareRows(a, b Row) int {
 	if a.WindowStart != b.WindowStart {
 		return cmp.Compare(a.WindowStart, b.WindowStart)
@@ -227,8 +202,7 @@ func CompareRows(a, b Row) int {
 	return cmp.Compare(a.Revision, b.Revision)
 }
 
-// FormatTime renders epoch milliseconds as RFC 3339 UTC, with milliseconds only
-// when they are not zero (window bounds render as 2026-11-04T10:00:00Z).
+// FormatTime renders epoch ms as RFC 3339 UTC, with milliseconds when non-zero.
 func FormatTime(ms int64) string {
 	t := time.UnixMilli(ms).UTC()
 	if ms%1000 == 0 {
@@ -251,23 +225,19 @@ func FormatMicros(m int64) string {
 	return s
 }
 
-// EventBatch is a bundle's worth of events for one dedup shard: the dedup
-// stage reads and writes its state once per batch rather than once per event.
+// EventBatch is a bundle's events for one dedup shard (one state access).
 type EventBatch struct {
 	Events []Event
-	// Windows announces window starts to the shard, events or not: every
-	// shard arms the end and close timers of every window, so that rule (b)
-	// of the too-late gate does not depend on which ids a shard holds.
+	// Windows announces window starts, events or not, so every shard arms
+	// every window's timers and rule (b) does not depend on a shard's ids.
 	Windows []int64
 }
 
-// Delta is a partial aggregate of one (window, dims) key, pre-combined per
-// bundle before the revision step, or an EARLY tick (Tick set, zero sums).
+// Delta is a per-bundle partial aggregate of a (window, dims) key, or a Tick.
 type Delta struct {
 	RevenueMicros int64
 	Count         int64
-	// AfterEnd is set when every event in it was judged after the watermark
-	// had passed its window_end.
+	// AfterEnd says every event in it was judged after window_end.
 	AfterEnd bool
 	// Tick marks an early-refresh signal rather than data.
 	Tick bool

@@ -5,10 +5,8 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 )
 
-// Counts are the conservation figures of SPEC §4 for one run, and what the
-// sink made of its rows; package internal/metrics owns the names and the
-// parsing.
+// Counts are a run's figures (metrics.Counts).
 type Counts = metrics.Counts
 
-// CountsFrom reads a run's Counts from the result of a pipeline Build made.
+// CountsFrom reads a run's committed Counts (metrics.CountsFrom).
 func CountsFrom(pr beam.PipelineResult) Counts { return metrics.CountsFrom(pr) }

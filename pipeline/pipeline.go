@@ -19,27 +19,21 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// DefaultShards is the number of dedup state keys on prism. Each shard costs
-// a state key, three timers per window and a bundle slot, so on one machine
-// fewer is faster (measured on prism, 211,150 records: 2 shards 2.7 s,
-// 8 shards 2.9 s, 16 shards 3.2 s, 64 shards 4.2 s, 256 shards 8.9 s). On a
-// distributed runner ShardsFor sizes them from the design rate instead.
+// DefaultShards is the number of dedup state keys on prism, where fewer is
+// faster (211,150 records: 8 shards 2.9 s, 64 shards 4.2 s, 256 shards 8.9 s).
 const DefaultShards = 8
 
-// DefaultDesignRate is the peak input rate (events/s) distributed runners'
-// dedup shards are sized for (SPEC §1).
+// DefaultDesignRate is the peak events/s shards are sized for off prism (SPEC §1).
 const DefaultDesignRate = 20_000
 
-// TargetShardBytes is the live dedup state one shard key is sized to hold at
-// the design rate: lazy compaction lets a key's bag reach twice its live
-// ids, and ids do not spread perfectly evenly, so 24 MiB live keeps every key
-// and value under SPEC §8's 64 MB.
+// TargetShardBytes is the live dedup state a shard is sized for: lazy
+// compaction doubles a bag and ids spread unevenly, so 24 MiB stays under
+// SPEC §8's 64 MB.
 const TargetShardBytes = 24 << 20
 
-// ShardsFor returns the dedup shard count for a runner: DefaultShards on
-// prism (one machine, where fewer keys are faster), else the power of two
-// that keeps a shard's remembered ids within TargetShardBytes at rate
-// events/s over the retention (plus the window ids are kept beyond it).
+// ShardsFor returns the dedup shard count: DefaultShards on prism, else the
+// power of two keeping a shard's ids (rate × (retention + window)) within
+// TargetShardBytes.
 func ShardsFor(runner string, rate int, retention, window time.Duration) int {
 	if capability.IsPrism(runner) {
 		return DefaultShards
@@ -55,17 +49,11 @@ func ShardsFor(runner string, rate int, retention, window time.Duration) int {
 	return max(n, DefaultShards)
 }
 
-// DedupCacheFor returns the default --dedup-cache of a runner: on prism
-// transforms.DefaultDedupCacheBytes (one process holds every shard of a
-// replay, and a miss there reloads from prism's own heap); elsewhere what
-// the decoded shards a worker owns hold, so that a shard is read from the
-// runner's state once, not for every batch: ceil(shards / workers) shards
-// of rate × kept / shards ids each (kept: how long an id stays, the
-// retention plus a window plus the out-of-order bound the expiry timers
-// wait behind), transforms.DedupCacheBytesPerID an id, rounded up to a
-// whole GiB and at least the prism default. workers <= 0 (the submission
-// states no worker count) sizes it for one worker owning every shard: the
-// cache takes only what the worker owns, and the workers' memory limit
+// DedupCacheFor returns a runner's default --dedup-cache: on prism
+// transforms.DefaultDedupCacheBytes; elsewhere what a worker's decoded shards
+// hold (ceil(shards/workers) shards of rate × kept / shards ids, kept being
+// how long an id stays), so each shard is read from state once, rounded up to
+// a GiB. workers <= 0 means one worker owns every shard; the memory limit
 // caps it (transforms.MemoryLimitFor, docs/capacity.md).
 func DedupCacheFor(runner string, rate, shards, workers int, kept time.Duration) int {
 	if capability.IsPrism(runner) || shards <= 0 {
@@ -90,45 +78,26 @@ type Options struct {
 	Triggers  triggers.Policy
 	// DedupRetention defaults to window + allowed lateness; shorter is refused.
 	DedupRetention time.Duration
-	// DedupShards is the number of dedup state keys: DefaultShards when 0;
-	// the launcher sets ShardsFor(runner, DesignRate, ...) off prism.
+	// DedupShards is the number of dedup state keys (DefaultShards when 0).
 	DedupShards int
-	// DesignRate is the peak events/s the dedup shards are sized for off
-	// prism (DefaultDesignRate when 0).
+	// DesignRate is the peak events/s shards are sized for off prism.
 	DesignRate int
-	// DedupOrder is how the dedup step orders a key's elements before
-	// judging them: OrderArrival (prism's default: prism delivers them in
-	// timestamp, then arrival order) or OrderPosition (held until the
-	// watermark, then judged in source-position order; the launcher's
-	// default off prism).
+	// DedupOrder is OrderArrival (prism delivers in timestamp, then arrival
+	// order) or OrderPosition (held until the watermark, judged in source order).
 	DedupOrder string
-	// EarlySource drives the EARLY refresh: EarlyTimer (processing-time
-	// timers) or EarlyImpulse (a periodic impulse; for the portable Flink
-	// runner, which fires no processing-time timers for Go).
+	// EarlySource is EarlyTimer or EarlyImpulse (for runners that fire no
+	// processing-time timers for Go, such as Flink's).
 	EarlySource string
-	// DedupCacheBytes bounds the process-wide cache of decoded dedup shards
-	// (transforms.DefaultDedupCacheBytes when 0); the launcher sets
-	// DedupCacheFor(runner, ...) off prism. A worker caps it at what its
-	// memory limit leaves (transforms.MemoryLimitFor).
+	// DedupCacheBytes bounds the process cache of decoded dedup shards.
 	DedupCacheBytes int
-	// Published is the sink whose rows the revision step reads when it
-	// starts, on the worker (sink.Published): it continues each key's
-	// changelog from them, and a window held as FINAL stays closed (SPEC
-	// §4). The zero Spec: the sink holds nothing.
+	// Published is the sink the revision step continues each key's changelog
+	// from at start, so a FINAL window stays closed (zero: nothing held).
 	Published sink.Spec
-	// PublishedBound limits the rows read from Published to the windows
-	// this run can still reach (the launcher's resume rule); the zero value
-	// reads every row.
+	// PublishedBound limits Published to the windows this run can reach.
 	PublishedBound sink.SeedBound
-	// NoDedupCache makes the dedup step reload its shards from the runner's
-	// state for every batch instead of trusting its process cache, as on a
-	// runner that moves keys between workers (tests, diagnosis).
+	// NoDedupCache reloads shards from state for every batch (tests, diagnosis).
 	NoDedupCache bool
-	// ReadAhead names the job's read-ahead account on the embedded runner
-	// (flow.ReadAhead): the sources count the valid records they read
-	// into it and read against it, the too-late gate and the dedup step
-	// count out what they take in; "" bounds nothing (a runner with its own
-	// flow control).
+	// ReadAhead names the job's read-ahead account (flow.ReadAhead); "": none.
 	ReadAhead string
 }
 
@@ -164,10 +133,8 @@ const (
 	EarlyImpulse = "impulse"
 )
 
-// EarlySourceFor is the default --early-source of a runner, from its
-// capability profile: processing-time timers where the runner fires them
-// (prism, Dataflow), else the periodic impulse, which is also what an
-// unknown job server (--runner=universal, the way Flink users submit) gets.
+// EarlySourceFor is a runner's default --early-source: timers where its
+// capability profile has processing-time timers, else the periodic impulse.
 func EarlySourceFor(runner string) string {
 	if capability.For(runner).Has(capability.ProcessingTimeTimers) {
 		return EarlyTimer
@@ -186,24 +153,22 @@ func DedupOrderFor(runner string) string {
 // Validate checks every setting, each error naming its flag.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	var order error
+	errs := []error{o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate()}
 	if o.DedupOrder != "" && o.DedupOrder != OrderArrival && o.DedupOrder != OrderPosition {
-		order = fmt.Errorf("--dedup-order must be %s or %s, got %q", OrderArrival, OrderPosition, o.DedupOrder)
+		errs = append(errs, fmt.Errorf("--dedup-order must be %s or %s, got %q",
+			OrderArrival, OrderPosition, o.DedupOrder))
 	}
-	var early error
 	if o.EarlySource != "" && o.EarlySource != EarlyTimer && o.EarlySource != EarlyImpulse {
-		early = fmt.Errorf("--early-source must be %s or %s, got %q", EarlyTimer, EarlyImpulse, o.EarlySource)
+		errs = append(errs, fmt.Errorf("--early-source must be %s or %s, got %q",
+			EarlyTimer, EarlyImpulse, o.EarlySource))
 	}
-	var published error
 	if o.Published.Scheme != "" {
-		// The workers read it (sink.Published) through the backend the
-		// binary registered: refuse a binary without one before any work,
-		// rather than fail every worker's Setup.
+		// Refuse a binary without the backend now rather than in every Setup.
 		if err := sink.CheckRegistered(o.Published.Scheme); err != nil {
-			published = fmt.Errorf("--sink: %w", err)
+			errs = append(errs, fmt.Errorf("--sink: %w", err))
 		}
 	}
-	return errors.Join(o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(), order, early, published)
+	return errors.Join(errs...)
 }
 
 func (o Options) dedup() transforms.DedupOptions {
@@ -227,9 +192,8 @@ type Outputs struct {
 	Quarantined beam.PCollection // model.Quarantined
 }
 
-// Build reads like the design card: validate, gate too-late records, dedup
-// (whose audit records read their payloads back from the raw log), combine
-// per window and dims, assign revisions.
+// Build reads like the design card: validate, gate too-late records, dedup,
+// combine per window and dims, assign revisions.
 func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	return BuildWithTicks(s, records, beam.PCollection{}, o)
 }
@@ -237,10 +201,8 @@ func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 // earlyBuckets spreads the impulse-driven EARLY source's dirty keys.
 const earlyBuckets = 16
 
-// BuildWithTicks is Build with the EARLY refresh driven by ticks (any
-// element type) instead of processing-time timers, when ticks is valid:
-// tests drive it from a TestStream. Otherwise, with EarlySource
-// EarlyImpulse, a periodic impulse every --early drives it.
+// BuildWithTicks is Build with the EARLY refresh driven by ticks (any element
+// type; tests use a TestStream) when ticks is valid.
 func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (Outputs, error) {
 	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
@@ -250,8 +212,7 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 	events, quarantined := transforms.Validate(s, records, o.Event, o.Watermark.OutOfOrderBound)
 	open, lateA := transforms.TooLate(s, events, o.Triggers, o.ReadAhead)
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
-	// Events entered dedup without the raw lines the raw log holds: its
-	// audit records read theirs back.
+	// Audit records read back the raw lines dropped before dedup.
 	conflicts, lateB = transforms.Payloads(s, o.Event, conflicts, lateB)
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)
 	if o.Triggers.Early > 0 {

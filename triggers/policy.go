@@ -1,17 +1,9 @@
-// Package triggers is the windowing and firing strategy of SPEC §4: fixed,
-// UTC-aligned, half-open windows; EARLY refreshes on processing time; an
-// ON_TIME firing when the watermark passes the window end; LATE firings for
-// data within allowed lateness; a FINAL firing when the correction period
-// closes; accumulating snapshots throughout.
-//
-// Why not Beam's own trigger machinery: measured on prism (Beam v2.77.0),
-// CombinePerKey drops PaneInfo, late panes are batched until window expiry,
-// late data is relabelled EARLY/ON_TIME under an early processing-time
-// trigger, and records past the runner's allowed lateness are dropped without
-// a trace. The SDK also hard-codes ClosingBehavior EMIT_IF_NONEMPTY, so no
-// FINAL pane comes for free. So the pipeline keeps every element in the global
-// window and derives firings itself, in stateful DoFns driven by the timers
-// this package computes, and the firing→state rules below are plain Go.
+// Package triggers is the firing policy of SPEC §4 in plain Go: fixed UTC
+// windows; EARLY refreshes, ON_TIME, LATE and FINAL rows; accumulating
+// snapshots. It holds no Beam triggers: on prism (v2.77.0) CombinePerKey drops
+// PaneInfo, late panes wait for expiry, late data is relabelled EARLY/ON_TIME,
+// data past lateness vanishes, and EMIT_IF_NONEMPTY gives no FINAL pane. So
+// stateful DoFns in the global window fire from timers computed here.
 package triggers
 
 import (
@@ -21,11 +13,9 @@ import (
 
 // Policy is the strategy built from the settings of SPEC §2.
 type Policy struct {
-	// Window is the window size (default 1h). Windows are aligned to the Unix
-	// epoch, which is UTC: 1h windows are UTC calendar hours.
+	// Window is the window size, aligned to the Unix epoch (UTC hours for 1h).
 	Window time.Duration
-	// Early is the processing-time refresh period of EARLY rows; 0 turns
-	// early firings off (and a bounded replay always runs with 0).
+	// Early is the EARLY refresh period; 0 turns early firings off.
 	Early time.Duration
 	// AllowedLateness is how long after window_end a window stays correctable.
 	AllowedLateness time.Duration
@@ -69,7 +59,6 @@ func (p Policy) CloseTime(start int64) int64 {
 	return p.WindowEnd(start) + p.AllowedLateness.Milliseconds()
 }
 
-// Closed is the too-late verdict of SPEC §4: a window is closed for a record
-// when end + allowed_lateness <= W. W is model.NoWatermark (MinInt64) when
-// unknown, which closes nothing.
+// Closed is the too-late verdict of SPEC §4: end + allowed_lateness <= w
+// (model.NoWatermark closes nothing).
 func (p Policy) Closed(start, w int64) bool { return p.CloseTime(start) <= w }

@@ -2,12 +2,9 @@ package watermark
 
 import "github.com/revenue-stream/hourly/model"
 
-// Board is one source's view of the watermarks its partitions reported: the
-// minimum over partitions that a runner computes from per-partition
-// estimators, kept where a runner shows a reader only part of them (prism:
-// see internal/localrunner). Each reader reports min(own, Board.Min), which
-// only lowers an estimate to the minimum the runner computes anyway. Not
-// safe for concurrent use: the holder locks it.
+// Board is one source's view of its partitions' watermarks, for runners that
+// show a reader only some of them (prism: internal/localrunner). A reader
+// reports min(own, Board.Min). Not safe for concurrent use.
 type Board struct {
 	parts map[string]*boardEntry
 }
@@ -22,9 +19,8 @@ type boardEntry struct {
 // NewBoard is an empty board.
 func NewBoard() *Board { return &Board{parts: map[string]*boardEntry{}} }
 
-// Register adds the partitions a source will read, as seen at now with no
-// watermark, unless they are known already: a partition that has not run
-// yet holds the minimum like one that has seen nothing.
+// Register adds unknown partitions as seen at now with no watermark, so one
+// that has not run yet holds the minimum.
 func (b *Board) Register(partitions []string, now int64) {
 	for _, p := range partitions {
 		if b.parts[p] == nil {
@@ -46,18 +42,15 @@ func (b *Board) Update(partition string, watermark, now int64, idle bool) {
 	e.idle = idle
 }
 
-// Finish removes a partition from the minimum: its restriction is done, so
-// the runner has moved its watermark to the end of time.
+// Finish removes a partition whose restriction is done from the minimum.
 func (b *Board) Finish(partition string) {
 	if e := b.parts[partition]; e != nil {
 		e.done = true
 	}
 }
 
-// Active is the smallest watermark among the other partitions (not except)
-// that are active: unfinished, updated within staleAfter ms of now and not
-// idle. ok is false when there is none: every other partition is idle (or
-// finished), which is what --idle-advance decides about (Partition.Report).
+// Active is Min over the partitions other than except that are not idle; ok
+// is false when there is none (the case --idle-advance decides).
 func (b *Board) Active(except string, now, staleAfter int64) (w int64, ok bool) {
 	return b.min(now, staleAfter, func(name string, e *boardEntry) bool { return name != except && !e.idle })
 }
@@ -68,10 +61,8 @@ func (b *Board) Min(now, staleAfter int64) (w int64, ok bool) {
 	return b.min(now, staleAfter, func(string, *boardEntry) bool { return true })
 }
 
-// Holds reports whether partition holds the minimum: its watermark is the
-// smallest Min counts (or it has none, or is not counted, as a partition
-// that has not reported for staleAfter), so that reading it may move the
-// minimum.
+// Holds reports whether reading partition may move Min: its watermark is the
+// smallest, or Min has none, or the partition is unknown.
 func (b *Board) Holds(partition string, now, staleAfter int64) bool {
 	e := b.parts[partition]
 	m, ok := b.Min(now, staleAfter)

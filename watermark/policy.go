@@ -1,7 +1,6 @@
-// Package watermark is the event-time progress policy of SPEC §2, in plain Go:
-// per-partition bounded out-of-orderness, idleness, and the pipeline watermark
-// as the minimum over active partitions. Sources run it; tests and the offline
-// oracle run the very same code without a runner.
+// Package watermark is the event-time progress policy of SPEC §2 in plain Go:
+// per-partition bounded out-of-orderness, idleness, and the minimum over
+// active partitions. Sources, tests and the offline oracle run the same code.
 package watermark
 
 import (
@@ -11,17 +10,13 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Policy holds the two watermark settings. Allowed lateness and dedup
-// retention are separate settings on purpose (SPEC §2) and live elsewhere.
+// Policy holds the watermark settings of SPEC §2.
 type Policy struct {
-	// OutOfOrderBound is how far behind the largest valid event time a
-	// partition's watermark trails: partition_watermark = max_valid - bound.
+	// OutOfOrderBound: partition_watermark = max_valid - bound.
 	OutOfOrderBound time.Duration
-	// IdleTimeout is the processing time after which a partition that produced
-	// nothing leaves the pipeline minimum.
+	// IdleTimeout is when a silent partition leaves the pipeline minimum.
 	IdleTimeout time.Duration
-	// IdleAdvance is what the watermark does when every partition is idle
-	// (--idle-advance); the zero value is AdvanceProcessingTime.
+	// IdleAdvance is the --idle-advance setting.
 	IdleAdvance IdleAdvance
 }
 
@@ -29,15 +24,11 @@ type Policy struct {
 type IdleAdvance uint8
 
 const (
-	// AdvanceProcessingTime: an idle partition's watermark follows
-	// processing time minus the bound, as Beam's KafkaIO does, so that with
-	// every partition idle open windows get their ON_TIME and FINAL rows.
-	// It suits live traffic, where silence means nothing more is coming.
+	// AdvanceProcessingTime: an idle partition follows processing time minus
+	// the bound (as KafkaIO does), so silent live traffic still closes windows.
 	AdvanceProcessingTime IdleAdvance = iota
-	// AdvanceHold: an idle partition leaves the minimum by following the
-	// active partitions; with every partition idle the watermark holds. It
-	// suits a backfill of old data, where a pause says nothing about event
-	// time, and would otherwise turn the rest of the backfill too late.
+	// AdvanceHold: an idle partition follows the active ones and holds when
+	// all are idle, so a paused backfill does not turn its rest too late.
 	AdvanceHold
 )
 
@@ -75,20 +66,17 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Partition tracks one source partition. The zero value is not usable; use
-// NewPartition or Resume.
+// Partition tracks one source partition (made by NewPartition or Resume).
 type Partition struct {
 	bound, idle int64 // ms
 	advance     IdleAdvance
 	s           State
 }
 
-// NewPartition starts a partition that has seen nothing. now is the processing
-// time (ms) it starts at: idleness is measured from there.
+// NewPartition starts a partition that has seen nothing, idle-timed from now (ms).
 func NewPartition(p Policy, now int64) *Partition { return Resume(p, NewState(now)) }
 
-// Resume continues a partition from the state a reader carried in its
-// restriction (see State).
+// Resume continues a partition from the state in a reader's restriction.
 func Resume(p Policy, s State) *Partition {
 	return &Partition{
 		bound:   p.OutOfOrderBound.Milliseconds(),
@@ -98,14 +86,12 @@ func Resume(p Policy, s State) *Partition {
 	}
 }
 
-// State is the partition's state, for the reader to store in its
-// restriction.
+// State is the partition's state, for the reader's restriction.
 func (p *Partition) State() State { return p.s }
 
-// Watermark is the partition's event-time watermark: max valid event time
-// minus the bound, or NoWatermark before the first valid event. It depends on
-// the partition's records alone, never on processing time, so the too-late
-// verdict of rule (a) is the same however a replay is bundled.
+// Watermark is max valid event time minus the bound, or NoWatermark before the
+// first valid event. It never depends on processing time, so rule (a)'s
+// too-late verdict is the same however a replay is bundled.
 func (p *Partition) Watermark() int64 {
 	if p.s.MaxValid == model.NoWatermark {
 		return model.NoWatermark
@@ -113,8 +99,7 @@ func (p *Partition) Watermark() int64 {
 	return p.s.MaxValid - p.bound
 }
 
-// Before is the watermark the next record is judged against (its
-// WatermarkBefore): Watermark, or the backlog hold while it holds.
+// Before is the next record's WatermarkBefore: Watermark, capped by a backlog hold.
 func (p *Partition) Before() int64 {
 	if p.s.Holding {
 		return min(p.Watermark(), p.s.Hold)
@@ -122,11 +107,9 @@ func (p *Partition) Before() int64 {
 	return p.Watermark()
 }
 
-// Backlog starts (true) or ends (false) the backlog hold before the next
-// record: a source that knows it reads a backlog (Pub/Sub, see
-// io/sources/pubsub/backlog.go) keeps the watermark where it was when the
-// backlog began, for WatermarkBefore and for the runner alike. The first
-// record without it ends the hold.
+// Backlog starts (true) or ends (false) the backlog hold: a source reading a
+// backlog (io/sources/pubsub/backlog.go) keeps the watermark where it was when
+// the backlog began, for WatermarkBefore and the runner alike.
 func (p *Partition) Backlog(on bool) {
 	switch {
 	case !on:
@@ -136,11 +119,9 @@ func (p *Partition) Backlog(on bool) {
 	}
 }
 
-// Observe records one record read at processing time now. valid says whether
-// validation accepted it: only valid event times move the watermark, so a
-// future or malformed timestamp never advances it (such records are
-// quarantined before they get here). It returns the watermark just before the
-// record, which rule (a) of the too-late gate judges it against.
+// Observe records one record read at processing time now; only valid event
+// times move the watermark. It returns the watermark just before the record,
+// which rule (a) of the too-late gate judges it against.
 func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int64) {
 	before = p.Before()
 	p.Touch(now)
@@ -150,48 +131,33 @@ func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int6
 	return before
 }
 
-// Touch counts processing time now as activity without a record: a source
-// that could not reach its input (Pub/Sub unavailable) learned nothing about
-// its producers, so it must not turn idle and close the windows its backlog
-// will fill.
+// Touch counts now as activity without a record: a source that could not reach
+// its input must not turn idle and close windows its backlog will fill.
 func (p *Partition) Touch(now int64) { p.s.LastActive = max(p.s.LastActive, now) }
 
 // Idle reports whether the partition produced nothing for the idle timeout.
 func (p *Partition) Idle(now int64) bool { return now-p.s.LastActive >= p.idle }
 
-// Reported is the watermark a source hands to the runner for a partition
-// that has no others (a single subscription): Report with no active
-// partition.
+// Reported is Report for a partition that has no others (a single subscription).
 func (p *Partition) Reported(now int64) int64 {
 	return p.Report(now, model.NoWatermark, false).Watermark
 }
 
-// Report is what a source learns when it hands the partition's watermark to
-// the runner (see Partition.Report).
+// Report is what a source learns when it reports the partition's watermark.
 type Report struct {
 	// Watermark is the value to report; it never decreases.
 	Watermark int64
-	// WentIdle and CameBack say the partition's idleness changed since the
-	// last report, which sources log and count.
+	// WentIdle and CameBack say idleness changed since the last report.
 	WentIdle, CameBack bool
-	// ByIdleness says the value advanced while every partition is idle,
-	// which sources log: that is when open windows can become FINAL without
-	// new data.
+	// ByIdleness says it advanced with every partition idle (no new data).
 	ByIdleness bool
 }
 
-// Report is the watermark a source hands to the runner for this partition
-// at processing time now, recorded in the state. active is the lowest
-// watermark reported by the other partitions that are active (anyActive
-// false: there is none).
-//
-// While active it is the event-time watermark. Once idle the partition must
-// stop holding the pipeline minimum; its returning records are then judged
-// late or too late downstream, never lost. With AdvanceProcessingTime it
-// advances with processing time (now - bound), as Beam's KafkaIO does for an
-// empty partition. With AdvanceHold it follows the active partitions, and
-// holds when there are none. While the backlog hold holds, it goes no
-// further than the hold. The value never decreases.
+// Report is the watermark to hand the runner at processing time now; active
+// is the lowest watermark of the other active partitions (if anyActive).
+// Once idle, the partition stops holding the minimum per its IdleAdvance
+// (returning records are judged late downstream, never lost); the backlog
+// hold caps it, and it never decreases.
 func (p *Partition) Report(now, active int64, anyActive bool) Report {
 	w := p.Watermark()
 	idle := p.Idle(now)
@@ -217,9 +183,8 @@ func (p *Partition) Report(now, active int64, anyActive bool) Report {
 	return r
 }
 
-// Tracker is the pipeline view over several partitions: the minimum over the
-// active ones. Runners compute this themselves from per-partition estimators;
-// Tracker is the same rule for tests, the oracle and single-reader sources.
+// Tracker is the minimum over active partitions, as a runner computes it from
+// per-partition estimators, for tests, the oracle and single-reader sources.
 type Tracker struct {
 	policy Policy
 	parts  map[string]*Partition
@@ -255,9 +220,8 @@ func (t *Tracker) Idle(name string, now int64) bool {
 	return ok && p.Idle(now)
 }
 
-// Watermark is the minimum over active partitions at processing time now. With
-// every partition idle it is the largest partition watermark. It never
-// decreases.
+// Watermark is the minimum over active partitions at now, or the largest
+// partition watermark when all are idle; it never decreases.
 func (t *Tracker) Watermark(now int64) int64 {
 	minActive, maxAll := int64(0), model.NoWatermark
 	anyActive := false

@@ -5,30 +5,23 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// State is one partition's watermark state: all a reader carries in its
-// restriction so that a checkpoint, or another worker, resumes the
-// partition's watermark exactly (Resume). The folder and Pub/Sub readers
-// embed it.
+// State is what a reader carries in its restriction so that a checkpoint, or
+// another worker, resumes the partition's watermark exactly (Resume).
 type State struct {
-	// MaxValid is the largest valid event time seen (ms), or
-	// model.NoWatermark.
+	// MaxValid is the largest valid event time (ms), or model.NoWatermark.
 	MaxValid int64
-	// LastActive is the processing time (ms) of the last record; idleness
-	// is measured from it.
+	// LastActive is the processing time (ms) of the last record.
 	LastActive int64
 	// Idle says the partition was idle at the last report.
 	Idle bool
-	// Reported is the last watermark handed to the runner; it never
-	// decreases.
+	// Reported is the last watermark handed to the runner.
 	Reported int64
-	// Holding and Hold are the backlog hold (Partition.Backlog): while
-	// Holding, the partition's watermark stays at Hold.
+	// Holding and Hold are the backlog hold (Partition.Backlog).
 	Holding bool
 	Hold    int64
 }
 
-// NewState is the state of a partition that has read nothing, whose
-// idleness clock starts at now (ms).
+// NewState is the state of a partition that has read nothing, idle-timed from now (ms).
 func NewState(now int64) State {
 	return State{MaxValid: model.NoWatermark, LastActive: now, Reported: model.NoWatermark}
 }

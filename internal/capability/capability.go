@@ -1,14 +1,8 @@
-// Package capability is the one table of what each Beam runner the SDK
-// offers lacks, for the features this pipeline could ask of it, and the
-// check of a pipeline proto against it. The launcher, reconcile and their
-// --dry-run read it here; nothing else decides "is this Flink?".
-//
-// Each entry names the proof: a line of Beam v2.77.0's runner filters
-// (sdks/go/test/integration/integration.go, which skips the SDK's own
-// integration tests on runners that lack the feature) or an issue, and
-// what the pipeline does instead. An unknown portable job server
-// (--runner=universal) gets the conservative profile: every lack of every
-// portable runner we target.
+// Package capability is the one table of what each Beam runner lacks of the
+// features this pipeline could ask, and the check of a pipeline proto against
+// it. Each entry names its proof (a filter line of Beam v2.77.0's
+// sdks/go/test/integration/integration.go, or an issue) and what the pipeline
+// does instead; an unknown job server gets the union of the portable lacks.
 package capability
 
 import (
@@ -20,41 +14,30 @@ import (
 // Feature is something a pipeline may need of its runner.
 type Feature string
 
-// The features the table knows. The ones a pipeline proto shows are
-// checked by Check; the others (live metrics, self-checkpointing as such)
-// are read by the launcher.
+// The features the table knows. Check reads those a pipeline proto shows;
+// the launcher reads the others.
 const (
-	// ProcessingTimeTimers: a DoFn's timer family in the processing-time
-	// domain fires.
-	ProcessingTimeTimers Feature = "processing-time timers"
-	// ProcessingTimeTimersInBatch: the same in a bounded (batch) job.
+	ProcessingTimeTimers        Feature = "processing-time timers"
 	ProcessingTimeTimersInBatch Feature = "processing-time timers in a bounded job"
-	// EventTimeTimers: a timer family in the event-time domain fires.
-	EventTimeTimers Feature = "event-time timers"
-	// UserState: value, bag and combining state of a stateful DoFn.
-	UserState Feature = "user state"
-	// MapState, SetState, OrderedListState: the map-based state types.
+	EventTimeTimers             Feature = "event-time timers"
+	// UserState is value, bag and combining state.
+	UserState        Feature = "user state"
 	MapState         Feature = "map state"
 	SetState         Feature = "set state"
 	OrderedListState Feature = "ordered list state"
-	// BundleFinalization: a DoFn's callback after its bundle's output is
-	// durable (ParDoPayload.requests_finalization).
+	// BundleFinalization is ParDoPayload.requests_finalization.
 	BundleFinalization Feature = "bundle finalization"
-	// SelfCheckpointing: a splittable DoFn returns ResumeProcessingIn and
-	// the runner resumes its residual later. Every splittable DoFn of this
-	// project does (io/internal/sdfread, periodic.Impulse), so Check counts
-	// each one.
+	// SelfCheckpointing: every splittable DoFn here returns ResumeProcessingIn
+	// (io/internal/sdfread, periodic.Impulse), so Check counts each one.
 	SelfCheckpointing Feature = "self-checkpointing splittable DoFns"
-	// LiveMetrics: the job service reports the job's committed counters
-	// while it runs (GetJobMetrics before a terminal state).
+	// LiveMetrics: the job service reports committed counters while the job runs.
 	LiveMetrics Feature = "live metrics"
 )
 
 // Lack is one thing a runner does not offer.
 type Lack struct {
 	Feature Feature
-	// Proof is where Beam says so: a filter line of
-	// sdks/go/test/integration/integration.go, or an issue.
+	// Proof is where Beam says so: a filter line or an issue.
 	Proof string
 	// Instead is what this pipeline does about it.
 	Instead string
@@ -62,12 +45,10 @@ type Lack struct {
 
 // Profile is one runner's entry.
 type Profile struct {
-	// Name is the profile's name: prism, flink, universal, dataflow,
-	// spark, direct.
+	// Name is prism, flink, universal, dataflow, spark or direct.
 	Name string
-	// Runners are the --runner values that select it (the names the SDK
-	// registers). Prism's has none: IsPrism alone decides
-	// which values are prism, here as everywhere else.
+	// Runners are the --runner values that select it; prism's has none
+	// (IsPrism decides).
 	Runners []string
 	// About says what the profile stands for.
 	About string
@@ -80,8 +61,8 @@ func (p Profile) Has(f Feature) bool {
 	return !lacks
 }
 
-// Lack returns the entry saying the runner lacks f, if it does. A runner
-// without processing-time timers has none in a bounded job either.
+// Lack returns the entry saying the runner lacks f, if it does; lacking
+// processing-time timers implies lacking them in a bounded job.
 func (p Profile) Lack(f Feature) (Lack, bool) {
 	for _, l := range p.Lacks {
 		if l.Feature == f {
@@ -96,8 +77,7 @@ func (p Profile) Lack(f Feature) (Lack, bool) {
 
 const filters = "sdks/go/test/integration/integration.go"
 
-// What the pipeline does instead, shared by the profiles that lack the
-// same thing.
+// What the pipeline does instead, shared by profiles.
 var (
 	noProcessingTimers = "the job's clock is a periodic impulse (internal/clock): it drives the EARLY refresh (--early-source=impulse, the default here), " +
 		"the BigQuery flush of a streaming job and the discovery of new partitions; a bounded job's BigQuery rows flush at the size limits and at the end of the input"
@@ -181,40 +161,33 @@ var profiles = []Profile{
 	},
 }
 
-// For returns the profile of a --runner value: prism's when
-// IsPrism says so (the one "is this prism?" decision; a value
-// it does not accept, "Prism" say, is never prism here either). A runner
-// the table does not name (a runner registered by a newer SDK, a typo Beam
-// will refuse) gets the conservative universal profile.
+// For returns the profile of a --runner value: prism's when IsPrism says so,
+// the conservative universal profile for a runner the table does not name.
 func For(runner string) Profile {
-	if IsPrism(runner) {
-		return named("prism")
-	}
-	for _, p := range profiles {
-		if slices.Contains(p.Runners, runner) {
-			return p
-		}
-	}
-	for _, p := range profiles {
-		if slices.ContainsFunc(p.Runners, func(r string) bool { return r != "" && strings.EqualFold(r, runner) }) {
-			return p
-		}
-	}
-	return Universal()
+	p, _ := lookup(runner)
+	return p
 }
 
-// Named reports whether the table names runner (a --runner value any
-// profile lists, or prism): For of any other value is a guess.
+// Named reports whether the table names runner; For of any other is a guess.
 func Named(runner string) bool {
+	_, ok := lookup(runner)
+	return ok
+}
+
+// lookup finds runner's profile, an exact name first, then ignoring case.
+func lookup(runner string) (Profile, bool) {
 	if IsPrism(runner) {
-		return true
+		return named("prism"), true
 	}
-	for _, p := range profiles {
-		if slices.ContainsFunc(p.Runners, func(r string) bool { return strings.EqualFold(r, runner) }) {
-			return true
+	exact := func(a, b string) bool { return a == b }
+	for _, eq := range []func(a, b string) bool{exact, strings.EqualFold} {
+		for _, p := range profiles {
+			if slices.ContainsFunc(p.Runners, func(r string) bool { return eq(r, runner) }) {
+				return p, true
+			}
 		}
 	}
-	return false
+	return Universal(), false
 }
 
 // Universal is the conservative profile of an unknown portable job server.
@@ -230,8 +203,7 @@ func named(name string) Profile {
 	panic("capability: no " + name + " profile") // the table is a constant
 }
 
-// Refusal is a pipeline that needs what its runner lacks: the first such
-// use, in one line.
+// Refusal is the first use by a pipeline of what its runner lacks.
 type Refusal struct {
 	// Runner is the profile's name.
 	Runner string
@@ -244,17 +216,9 @@ func (r *Refusal) Error() string {
 	return fmt.Sprintf("the %s runner lacks %s, which %s needs (%s)", r.Runner, r.Lack.Feature, r.Where, r.Lack.Proof)
 }
 
-// IsPrism is the one answer to "is this prism?": whether --runner names
-// Beam's local runner, prism, whose traps internal/localrunner works around. It is
-// prism whether it runs in this process (no --endpoint: EnsureJobService
-// starts it) or as a job server elsewhere (--runner=prism
-// --endpoint=HOST:PORT submits to that prism job server, as the SDK's prism
-// runner does), with the workers in this process (LOOPBACK) or not
-// (PROCESS, DOCKER). The empty runner is the commands' default, prism.
-//
-// Every prism-only behaviour is switched on by this answer and nothing
-// else: --runner=universal is an unknown portable job server (Flink's,
-// say), never assumed to be prism.
+// IsPrism is the one answer to "is this prism?": --runner names prism (""
+// is the default), in this process or as a job server at --endpoint. Every
+// prism-only behaviour follows it; --runner=universal is never prism.
 func IsPrism(runner string) bool {
 	switch runner {
 	case "", "prism", "PrismRunner":

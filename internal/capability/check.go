@@ -8,11 +8,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Uses lists the features a pipeline proto asks of its runner, by the
-// transforms (unique names) that ask, in the order of the transforms'
-// ids: what its ParDo payloads declare (timer families by time domain,
-// state specs by type, bundle finalization, restrictions) and whether it
-// is bounded.
+// Uses lists the features a pipeline proto's ParDo payloads ask of its
+// runner, with the unique names of the transforms that ask, in id order.
 func Uses(p *pipepb.Pipeline) (map[Feature][]string, error) {
 	uses := map[Feature][]string{}
 	add := func(f Feature, name string) {
@@ -74,10 +71,8 @@ func Uses(p *pipepb.Pipeline) (map[Feature][]string, error) {
 	return uses, nil
 }
 
-// Check refuses a pipeline proto that needs what the profile lacks: the
-// first lack of the profile's list that a transform uses, as a *Refusal
-// (one line). The launcher runs it before every submission and for
-// --dry-run.
+// Check refuses, as a *Refusal, a pipeline proto that uses what the
+// profile lacks (the first lack in the profile's order).
 func Check(p *pipepb.Pipeline, prof Profile) error {
 	uses, err := Uses(p)
 	if err != nil {

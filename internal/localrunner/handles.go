@@ -9,15 +9,10 @@ import (
 	"time"
 )
 
-// Handles shares one open handle per key among the DoFn instances of this
-// process, reference-counted: a runner may run several instances of a DoFn,
-// and several DoFns may write one output. Acquire opens the handle on first
-// use, Release closes it with the last reference. The zero value is ready.
-//
-// A handle that keeps state a second handle on the same output would not
-// see (the jsonl and console sinks' revision guard) needs this in prism's
-// loopback, where every worker is this process. On a distributed runner it
-// is one handle per worker process; correctness must not rest on it.
+// Handles shares one reference-counted handle per key among the DoFn
+// instances of this process, for handles holding state (the jsonl and console
+// sinks' revision guard) in prism's loopback. Correctness must not rest on it.
+// The zero value is ready.
 type Handles[K comparable, V io.Closer] struct {
 	mu sync.Mutex
 	m  map[K]*handle[V]
@@ -64,10 +59,7 @@ func (h *Handles[K, V]) Release(key K) error {
 	return e.v.Close()
 }
 
-// CloseAll closes every handle still held. Runners do not promise to call
-// Teardown (prism's loopback worker keeps its bundle processors until the
-// process ends), so a launcher that runs in the workers' process calls it
-// once the job is over. Holders of a job still running get a closed handle:
+// CloseAll closes every handle still held, since Teardown is not promised;
 // call it only after the run returned.
 func (h *Handles[K, V]) CloseAll() error {
 	h.mu.Lock()
@@ -82,11 +74,9 @@ func (h *Handles[K, V]) CloseAll() error {
 	return errors.Join(errs...)
 }
 
-// LastWrite is when a DoFn of this process last committed output. A
-// launcher whose workers run in its own process (prism's loopback) waits
-// for it to settle before it cancels a job; it sees nothing of workers
-// elsewhere, where the launcher reads the runner's counters instead. The
-// zero value is ready.
+// LastWrite is when a DoFn of this process last committed output, which a
+// loopback launcher waits to settle before it cancels a job. The zero value
+// is ready.
 type LastWrite struct{ ns atomic.Int64 }
 
 // Note records a write now.

@@ -10,13 +10,10 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 )
 
-// EnsureJobService starts prism's job service in this process before the
-// job, as prism's runner would inside beam.Run, and sets --endpoint to it
-// (and --environment_type to loopback unless set), so that the launcher
-// knows the address (to read the job's metrics, cancel it, serve prism's
-// UI) without racing beam.Run for the flag that holds it. It does nothing
-// when --endpoint is set or the runner is not prism: on Flink or Dataflow
-// the endpoint names the runner's own job service.
+// EnsureJobService starts prism's job service before the job and sets
+// --endpoint (and --environment_type=loopback unless set), so the launcher
+// knows the address without racing beam.Run. It does nothing when --endpoint
+// is set or the runner is not prism.
 func EnsureJobService(ctx context.Context, runner string) error {
 	if *jobopts.Endpoint != "" || !capability.IsPrism(runner) {
 		return nil

@@ -11,54 +11,24 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// The metric gate makes prism's job metrics complete, so that the figures a
-// run reports (summary, progress, conservation check: SPEC §4) can come
-// from the runner, wherever the workers run, loopback included.
+// The metric gate makes prism's job metrics complete (SPEC §4 figures come
+// from the runner). prism v2.77.0 stashes the payload of a short id it does
+// not know yet keyed by that id alone (jobservices/metrics.go,
+// unprocessedPayloads), so a second bundle reporting it first overwrites it:
+// 20–30 % of small runs had wrong figures.
 //
-// Why: prism v2.77.0 loses counter updates. A bundle reports its metrics by
-// short id; prism stashes the payload of an id it does not know yet, keyed
-// by that id alone (jobservices/metrics.go, unprocessedPayloads), while it
-// asks the worker what the id means. A second bundle reporting the same new
-// id before the answer is applied overwrites the first one's payload. Each
-// metric's first appearance in a job is exposed, so the loss is worst with
-// many small concurrent bundles; we measured 20–30 % of small runs with
-// wrong figures.
-//
-// The gate is a request and a response hook in the SDK worker (hooks
-// travel with the job's options, so they run in whatever process the
-// runner starts). It never waits: the Go SDK runs every request and
-// response hook under one process-wide mutex (core/util/hooks,
-// RunRequestHooks/RunResponseHooks), so a hook that waits for the runner's
-// metadata request also keeps that request from being handled, and the
-// wait can only end by timing out (the first gate did that). Instead, a
-// bundle response that carries an id the runner may not know yet has it
-// renamed to an alias used by that response alone, so no two stashed
-// payloads share a key. When the runner asks what an alias means, the
-// request hook asks the harness about the short id instead, and the
-// response hook adds the alias to the answer, which thus teaches the
-// runner the short id too. Once the runner has had the answer for an id
-// for settleLag, bundles report it under its own id again, so the runner's
-// id table stops growing. Progress responses are left alone: prism keeps
-// only the latest progress value per metric anyway, and the launcher reads
-// the committed (final) metrics.
-//
-// The state is the worker's own, like the harness's short ids it renames:
-// per job (worker id) and worker process. A new worker starts with none,
-// which costs nothing: its ids are aliased until described.
-//
-// Only on prism (IsPrism; UseSafeOptions switches it off for every other
-// runner, TestPrismWorkaroundsOnlyOnPrism). Elsewhere nothing replaces it:
-// the runner's own metrics are taken as they come, and where a runner gives
-// none while the job runs (Flink's job server, Dataflow:
-// capability.LiveMetrics) nothing relies on them; resume points are then
-// not sealed during the run (app/launch/seal.go, docs/restart.md).
+// The gate is a worker request and response hook. It never waits (the SDK runs
+// all hooks under one mutex, core/util/hooks): a bundle response renames an id
+// the runner may not know to an alias of its own; when the runner asks about the
+// alias, the request asks the harness about the short id and the response adds
+// the alias. After settleLag an id is reported as itself again. Progress
+// responses are left alone (prism keeps only the latest). State is per worker id
+// and process. Only on prism (UseSafeOptions).
 const metricGateHook = "revenue_metric_gate"
 
 // settleLag is how long after the worker's answer for an id bundles still
-// report it under an alias: prism applies an answer microseconds after it
-// arrives, but on another goroutine than the one that stashes the next
-// bundle's payload. An alias only costs the runner one more metadata
-// request.
+// alias it: prism applies the answer on another goroutine than the one that
+// stashes the next payload, and an alias only costs one more metadata request.
 const settleLag = 2 * time.Second
 
 func init() {
@@ -77,8 +47,7 @@ type gateState struct {
 }
 
 type workerGate struct {
-	// described holds when the worker answered the runner's question
-	// about a short id.
+	// described holds when the worker answered about a short id.
 	described map[string]time.Time
 	// aliases maps an alias not yet asked about to its short id.
 	aliases map[string]string
@@ -97,9 +66,8 @@ func (g *gateState) of(worker string) *workerGate {
 
 type aliasesKey struct{}
 
-// gateRequest rewrites the runner's metadata request: an alias is asked
-// as its short id, which the harness knows, and the aliases go on the
-// context to the response hook.
+// gateRequest asks the harness about an alias's short id, and passes the
+// aliases on the context to the response hook.
 func gateRequest(ctx context.Context, req *fnpb.InstructionRequest) (context.Context, error) {
 	mr := req.GetMonitoringInfos()
 	if mr == nil {
@@ -172,14 +140,11 @@ func askShortIDs(w *workerGate, ids []string) (shorts []string, asked map[string
 	return shorts, asked
 }
 
-// answerAliases completes the worker's answer to the runner's metadata
-// request: each alias asked about is described as its short id, which the
-// answer carries too. Every id in the answer counts as described from now.
+// answerAliases describes each alias asked about as its short id; every id in
+// the answer counts as described from now.
 func answerAliases(w *workerGate, asked map[string]string, md *fnpb.MonitoringInfosMetadataResponse, now time.Time) {
 	for short, info := range md.GetMonitoringInfo() {
-		if info == nil {
-			// An id the harness does not know: leave it out rather than
-			// send an empty entry.
+		if info == nil { // unknown to the harness: no empty entry
 			delete(md.MonitoringInfo, short)
 			continue
 		}
@@ -194,8 +159,7 @@ func answerAliases(w *workerGate, asked map[string]string, md *fnpb.MonitoringIn
 	}
 }
 
-// workerID reads the id the runner gave this worker, which the harness puts
-// on its context as outgoing gRPC metadata (grpcx.WriteWorkerID).
+// workerID reads the worker's id from outgoing gRPC metadata (grpcx.WriteWorkerID).
 func workerID(ctx context.Context) string {
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
 		if ids := md.Get("worker_id"); len(ids) == 1 {

@@ -9,27 +9,15 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 )
 
-// DisableSplitExperiment turns off prism's runner-initiated bundle splits.
-//
-// Prism v2.77.0 splits any bundle that makes no visible progress for a while,
-// stateful ones included; a split of a bundle holding timers is "unexpected"
-// (apache/beam#35771) and was measured here to replay elements the SDK had
-// already processed: the conservation identity broke by 5,465 records in a
-// 1,000,000-event run. The source self-checkpoints (ResumeProcessingIn), so
-// it needs no runner-initiated split. Only on prism (UseSafeOptions):
-// elsewhere nothing replaces it, the runner decides its splits (the
-// replay is prism's handling of them, apache/beam#35771).
+// DisableSplitExperiment turns off prism's runner-initiated bundle splits, which
+// replay processed elements of bundles with timers (apache/beam#35771). The
+// source self-checkpoints (ResumeProcessingIn), so it needs none.
 const DisableSplitExperiment = "prism_disable_sdf_split"
 
-// UseSafeOptions sets the next submitted job's prism workarounds for
-// runner, and only on prism (IsPrism): DisableSplitExperiment in Beam's
-// --experiments flag (keeping what the user set) and the metric gate
-// (metricgate.go) in the job's workers. On any other runner both are
-// switched off, so that a process that ran a prism job before (a test
-// binary) submits none of them: the gate's hooks travel with the job's
-// options into every worker, where a runner that never asks for metric
-// metadata would make its alias map grow with every bundle. Call it
-// before beam.Run (or ptest.Run).
+// UseSafeOptions sets the next job's prism workarounds, on prism only:
+// DisableSplitExperiment in --experiments and the metric gate. On any other
+// runner both are switched off, so a process that ran a prism job before (a
+// test binary) submits neither. Call it before beam.Run (or ptest.Run).
 func UseSafeOptions(runner string) {
 	exps := jobopts.GetExperiments()
 	if !capability.IsPrism(runner) {

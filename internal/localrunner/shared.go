@@ -2,10 +2,8 @@ package localrunner
 
 import "sync"
 
-// Shared is a process-wide value per key (a source, say), created on first
-// use and used under one lock: what the DoFn instances of one process share
-// because prism runs them all in it. It must stay a view that each instance
-// could do without on a distributed runner, where every worker has its own.
+// Shared is a process-wide value per key, created on first use and used under
+// one lock; each DoFn instance must be able to do without it.
 type Shared[T any] struct {
 	mu     sync.Mutex
 	create func() *T

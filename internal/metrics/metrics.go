@@ -1,8 +1,6 @@
-// Package metrics owns the pipeline's metrics: the "revenue" namespace, the
-// name of every counter and distribution the DoFns report there, and the
-// parsing of a runner's results back into a run's figures (Counts). A DoFn
-// asks for Counter(Counted), never for a string, so a renamed metric cannot
-// leave a reader summing a counter nobody increments.
+// Package metrics owns the "revenue" namespace: every metric's name, and the
+// one reader of a runner's results into a run's Counts. DoFns ask for
+// Counter(Counted), never a string, so a rename cannot orphan a reader.
 package metrics
 
 import (
@@ -14,8 +12,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 )
 
-// Namespace holds every counter and distribution of the streaming pipeline
-// (sources, transforms and sinks).
+// Namespace holds every metric of the streaming pipeline.
 const Namespace = "revenue"
 
 // Name is the name of one metric in Namespace.
@@ -34,37 +31,29 @@ const (
 
 // The other counters and distributions.
 const (
-	// AfterFinal counts events that reached a window after its FINAL row;
-	// it must stay zero.
+	// AfterFinal counts events that reached a window after its FINAL row (must be 0).
 	AfterFinal        Name = "invariant_data_after_final"
 	ReplayedIntoFinal Name = "replayed_into_final"
 	DedupExpired      Name = "dedup_expired"
 	DedupStateReloads Name = "dedup_state_reloads"
 	DedupStateEntries Name = "dedup_state_entries" // distribution
-	// DedupElements counts the batches the dedup step took in: at most one
-	// per shard and partition a bundle touches, so per 1,000 records read
-	// it shows how dense the batches are (docs/capacity.md).
+	// DedupElements counts the batches the dedup step took in; per 1,000
+	// records read it shows how dense they are (docs/capacity.md).
 	DedupElements Name = "dedup_elements"
-	// WindowFanOuts counts the windows announced to every key of the
-	// watermark gate (transforms.AnnounceWindows): once per window with data,
-	// whatever the number of bundles and of dedup shards.
+	// WindowFanOuts counts windows announced to the watermark gate's keys
+	// (transforms.AnnounceWindows): once per window with data.
 	WindowFanOuts Name = "dedup_window_fanouts"
-	// PartitionsDiscovered counts partition folders a follower found after
-	// its start (--discover-every).
+	// PartitionsDiscovered counts partition folders found after the start.
 	PartitionsDiscovered Name = "partitions_discovered"
-	// DedupCacheEvictions counts decoded shards dropped from a process cache
-	// (a later miss costs a reload, never a verdict).
+	// DedupCacheEvictions counts decoded shards dropped from a process cache.
 	DedupCacheEvictions Name = "dedup_cache_evictions"
-	// RevisionMarkersExpired counts closed-window markers of the revision
-	// step cleared after the horizon.
+	// RevisionMarkersExpired counts closed-window markers cleared after the horizon.
 	RevisionMarkersExpired Name = "revision_markers_expired"
-	// RevisionSeedRows counts the sink rows the revision step's instances
-	// loaded when they started (sink.Published): bounded by the windows a
-	// restart can still reach, not by the sink's history.
+	// RevisionSeedRows counts the sink rows the revision step loaded at start
+	// (sink.Published).
 	RevisionSeedRows Name = "revision_seed_rows"
-	// RevisionsAdopted counts keys whose state continued after a newer row
-	// the sink held (triggers.WindowState.Adopt): the step's state was
-	// restored from an older snapshot. Zero on prism, which never restores.
+	// RevisionsAdopted counts keys continued after a newer sink row
+	// (triggers.WindowState.Adopt): state restored from an older snapshot.
 	RevisionsAdopted Name = "revisions_adopted_from_sink"
 
 	// What the sink made of the rows and audit records.
@@ -72,44 +61,38 @@ const (
 	SinkRowsStale     Name = "sink_rows_stale"
 	SinkAuditInserted Name = "sink_audit_inserted"
 	SinkRetries       Name = "sink_retries"
-	// SinkAppendRequests counts the BigQuery Storage Write API append
-	// requests the write step sent (a lower bound on prism, which now and
-	// then drops a processing-time timer bundle's counters).
+	// SinkAppendRequests counts BigQuery Storage Write API append requests (a
+	// lower bound on prism, which sometimes drops a timer bundle's counters).
 	SinkAppendRequests Name = "sink_append_requests"
 
-	// The delay metrics of every valid event (package delay): a
-	// distribution in ms (Ms), and one counter per delay.Buckets bucket
-	// (Bucket) from which the summaries read p50, p95 and p99.
+	// The delay metrics of every valid event: a distribution in ms (Ms) and
+	// one counter per delay.Buckets bucket (Bucket), for p50, p95 and p99.
 	//
-	// Lateness is event-time lateness: how far behind the largest event
-	// time its partition had shown before it an event arrived.
+	// Lateness is how far behind its partition's largest event time so far
+	// an event arrived.
 	Lateness Name = "event_lateness"
-	// Arrival is the arrival delay: the processing time the source read the
-	// record at minus its event time.
+	// Arrival is the read processing time minus the event time.
 	Arrival Name = "arrival_delay"
 )
 
-// The Pub/Sub source's figures (io/sources/pubsub). "read" itself is
-// counted by validation, for every source alike.
+// The Pub/Sub source's figures ("read" is counted by validation).
 const (
-	PubsubPulled       Name = "pubsub_pulled"
-	PubsubAcked        Name = "pubsub_acked"
-	PubsubAckErrors    Name = "pubsub_ack_errors"
-	PubsubBlank        Name = "pubsub_blank"
-	PubsubReplayed     Name = "pubsub_replayed"
-	PubsubObjects      Name = "pubsub_objects"
-	PubsubArchiveBytes Name = "pubsub_archive_bytes"
-	// PubsubArchiveRetries counts archive writes retried after a failure.
+	PubsubPulled         Name = "pubsub_pulled"
+	PubsubAcked          Name = "pubsub_acked"
+	PubsubAckErrors      Name = "pubsub_ack_errors"
+	PubsubBlank          Name = "pubsub_blank"
+	PubsubReplayed       Name = "pubsub_replayed"
+	PubsubObjects        Name = "pubsub_objects"
+	PubsubArchiveBytes   Name = "pubsub_archive_bytes"
 	PubsubArchiveRetries Name = "pubsub_archive_retries"
-	// PubsubHeldExtended counts messages whose ack deadline was extended
-	// because they were held (pulled, their archive write not done yet).
+	// PubsubHeldExtended counts ack deadlines extended while the archive
+	// write was pending.
 	PubsubHeldExtended Name = "pubsub_held_extended"
 	PubsubHeldPeak     Name = "pubsub_held_peak" // gauge
 )
 
-// PubsubStalled is the gauge of how long, in ms, a Pub/Sub reader key
-// (its archive partition) has held messages without emitting any, once
-// that passed --pubsub-stall-after; 0 when it is not stalled.
+// PubsubStalled is the gauge of how long (ms) a Pub/Sub partition has held
+// messages without emitting any, past --pubsub-stall-after; else 0.
 func PubsubStalled(partition string) Name { return Name(PubsubStalledPrefix + partition) }
 
 // PubsubStalledPrefix starts the names of the PubsubStalled gauges.
@@ -138,15 +121,14 @@ func RowsBy(state string) Name { return Name(rowsBy + state) }
 // RowRevenueBy is the distribution of the revenue of a state's rows.
 func RowRevenueBy(state string) Name { return Name(rowRevenueBy + state) }
 
-// PartitionIdle is 1 while a source partition is idle (out of the watermark
-// minimum), else 0: a gauge for the live views.
+// PartitionIdle is a gauge: 1 while a source partition is idle, else 0.
 func PartitionIdle(partition string) Name { return Name(partitionIdleBy + partition) }
 
 // IdleTransitions counts a source partition's moves to idle.
 func IdleTransitions(partition string) Name { return Name(idleBy + partition) }
 
-// WatermarkLag is the gauge of how far, in ms, a source partition's
-// watermark trails the processing time.
+// WatermarkLag is the gauge of how far (ms) a partition's watermark trails
+// processing time.
 func WatermarkLag(partition string) Name { return Name(watermarkLagBy + partition) }
 
 // Bucket is the counter of bucket i (of delay.Buckets) of a delay metric.
@@ -164,35 +146,27 @@ func Distribution(n Name) beam.Distribution { return beam.NewDistribution(Namesp
 // Gauge is the gauge n in Namespace.
 func Gauge(n Name) beam.Gauge { return beam.NewGauge(Namespace, string(n)) }
 
-// Counts are the conservation figures of SPEC §4 for one run, and what the
-// sink made of its rows.
+// Counts are a run's conservation figures (SPEC §4) and its sink's.
 type Counts struct {
-	Read        int64 `json:"read"`
-	Counted     int64 `json:"counted"`
-	Duplicates  int64 `json:"duplicates"`
-	Conflicts   int64 `json:"conflicts"`
-	Quarantined int64 `json:"quarantined"`
-	TooLate     int64 `json:"too_late"`
-	// QuarantinedBy splits Quarantined by reason.
+	Read          int64            `json:"read"`
+	Counted       int64            `json:"counted"`
+	Duplicates    int64            `json:"duplicates"`
+	Conflicts     int64            `json:"conflicts"`
+	Quarantined   int64            `json:"quarantined"`
+	TooLate       int64            `json:"too_late"`
 	QuarantinedBy map[string]int64 `json:"quarantined_by_reason"`
-	// ReadBy splits Read by source partition.
-	ReadBy map[string]int64 `json:"read_by_partition"`
-	// Rows counts snapshot rows by result state (EARLY, ON_TIME, LATE, FINAL).
-	Rows map[string]int64 `json:"rows_by_state"`
-	// AfterFinal counts events that reached a window after its FINAL row;
-	// it must stay zero.
-	AfterFinal int64 `json:"invariant_data_after_final"`
-	// DedupElements counts the elements the dedup step took in.
-	DedupElements int64 `json:"dedup_elements"`
-	// Lateness and Arrival are the valid events' delays, from their bucket
-	// counters, with p50, p95 and p99.
-	Lateness delay.Histogram `json:"event_lateness"`
-	Arrival  delay.Histogram `json:"arrival_delay"`
-	// What the sink made of the rows and audit records.
-	SinkAccepted int64 `json:"sink_rows_accepted"`
-	SinkStale    int64 `json:"sink_rows_stale"`
-	SinkAudit    int64 `json:"sink_audit_inserted"`
-	SinkRetries  int64 `json:"sink_retries"`
+	ReadBy        map[string]int64 `json:"read_by_partition"`
+	// Rows counts snapshot rows by result state.
+	Rows          map[string]int64 `json:"rows_by_state"`
+	AfterFinal    int64            `json:"invariant_data_after_final"`
+	DedupElements int64            `json:"dedup_elements"`
+	// Lateness and Arrival are read from the delay bucket counters.
+	Lateness     delay.Histogram `json:"event_lateness"`
+	Arrival      delay.Histogram `json:"arrival_delay"`
+	SinkAccepted int64           `json:"sink_rows_accepted"`
+	SinkStale    int64           `json:"sink_rows_stale"`
+	SinkAudit    int64           `json:"sink_audit_inserted"`
+	SinkRetries  int64           `json:"sink_retries"`
 	// Counters holds every counter of the revenue namespace by name.
 	Counters map[string]int64 `json:"-"`
 }
@@ -225,8 +199,7 @@ func (c Counts) Identity() string {
 		c.Read, op, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate)
 }
 
-// DedupElementsPerThousand is the dedup step's fan-out: the elements it took
-// in per 1,000 records read (0 when nothing was read).
+// DedupElementsPerThousand is the dedup elements per 1,000 records read.
 func (c Counts) DedupElementsPerThousand() float64 {
 	if c.Read == 0 {
 		return 0
@@ -237,7 +210,7 @@ func (c Counts) DedupElementsPerThousand() float64 {
 // String renders the identity as one line.
 func (c Counts) String() string { return c.Identity() }
 
-// CountsFrom reads a finished pipeline's Counts (Committed).
+// CountsFrom reads a finished pipeline's committed Counts.
 func CountsFrom(pr beam.PipelineResult) Counts {
 	if pr == nil {
 		return CountsOf(map[string]int64{})
@@ -246,13 +219,10 @@ func CountsFrom(pr beam.PipelineResult) Counts {
 	return c
 }
 
-// Committed reads a job's Counts from its counters: the committed values
-// (bundles that finished) when the runner reports committed metrics, as
-// prism and Dataflow batch do, else the attempted ones; committed says
-// which, and reported whether the runner reported any counter at all. Not
-// Result(), which picks per counter: a counter with nothing committed yet
-// would take an in-flight bundle's progress value beside the others'
-// committed ones.
+// Committed reads a job's Counts from the committed values when the runner
+// reports any, else the attempted ones (committed says which; reported,
+// whether any counter came). Not Result(), which picks per counter and would
+// mix an in-flight value with committed ones.
 func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 	all := m.AllMetrics().Counters()
 	for _, r := range all {
@@ -272,8 +242,7 @@ func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 	return CountsOf(named), committed, len(all) > 0
 }
 
-// CountsOf reads the figures from the revenue namespace's counters, summed
-// by name.
+// CountsOf reads Counts from the revenue counters, summed by name.
 func CountsOf(named map[string]int64) Counts {
 	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
 	lateness := make([]int64, len(delay.Buckets))
@@ -321,8 +290,7 @@ type delayBucket struct {
 	arrival bool
 }
 
-// IsDelayBucket reports whether name is one of the delay metrics' bucket
-// counters (Bucket), which Counts holds as histograms.
+// IsDelayBucket reports whether name is a delay bucket counter (Bucket).
 func IsDelayBucket(name string) bool {
 	_, ok := delayCounters[name]
 	return ok
