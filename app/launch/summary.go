@@ -1,8 +1,11 @@
 package launch
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,11 +13,94 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
 )
+
+// summarise fills the summary from the job's outcome and the sink's counts,
+// checks conservation, seals the run's resume points, prints the summary and
+// writes the report. With --ui and a person at the terminal, the page stays
+// up until Ctrl-C (ctx).
+func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out io.Writer) (*Summary, error) {
+	sum := r.sum
+	sum.Duration = time.Since(sum.Started)
+	if r.readAhead != "" {
+		ra := r.readAheadOf()
+		sum.ReadAhead = &ReadAheadFigures{Budget: r.fo.ReadAheadRecords, Peak: ra.Peak(), PastBudget: ra.PastBudget()}
+	}
+	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
+	if *jobopts.Async && res.err == nil {
+		// Submitted, not run: no figures yet, and no resume point provable
+		// (docs/operations.md).
+		fmt.Fprintf(out, "job %s submitted (--async): the launcher does not wait for it, so there is no summary and no resume point is sealed\n", res.jobID)
+		return sum, nil
+	}
+	if res.detached != "" {
+		return sum, errors.New(res.detached)
+	}
+	if res.metrics != nil {
+		sum.Counts = *res.metrics
+	}
+	switch {
+	case res.err != nil:
+		sum.State, sum.Error = StateFailed, cli.OneLine(res.err)
+	case res.interrupted && planned:
+		sum.State, sum.Planned = StateDone, true
+	case res.interrupted:
+		sum.State = StateCancelled
+	default:
+		sum.State = StateDone
+	}
+	if r.mon != nil {
+		r.mon.SetState(sum.State)
+	}
+	// Release the loopback workers' handles (runners do not promise
+	// Teardown) before reading the sink back, even after an interruption.
+	bg := context.WithoutCancel(ctx)
+	if err := sinks.CloseShared(); err != nil {
+		slog.Warn("closing the sink after the job", "err", err)
+	}
+	view, viewErr := readSink(bg, r.o.Sink)
+	if viewErr != nil {
+		slog.Error("reading the sink back", "sink", sum.Sink, "err", viewErr)
+	}
+	sum.view = view
+
+	check := sum.Counts.Check()
+	sum.Conserved, sum.Identity = check == nil, sum.Counts.Identity()
+	if res.metrics == nil {
+		check = errors.New("the job reported no metrics: the conservation identity cannot be checked")
+		sum.Conserved, sum.unchecked = false, true
+	}
+	if check != nil && res.err == nil {
+		slog.Error("conservation check failed", "err", check)
+	}
+	if r.seal != nil {
+		if err := r.seal.final(bg, res.unproven(sum)); err != nil {
+			slog.Warn("sealing the run's resume points; a restart re-reads from the previous ones", "err", err)
+		}
+	}
+	if err := sum.WriteText(out); err != nil {
+		slog.Error("printing the summary", "err", err)
+	}
+	if r.o.Report != "" {
+		if err := writeReport(r.o.Report, sum, r.po); err != nil {
+			slog.Error("writing the run report", "err", err)
+		} else {
+			slog.Info("run report written", "path", r.o.Report)
+		}
+	}
+	if r.uiURL != "" && ctx.Err() == nil && keepPage() {
+		slog.Info("the job has ended; the live page stays up until Ctrl-C", "url", r.uiURL, "state", sum.State)
+		<-ctx.Done()
+	}
+	return sum, errors.Join(res.err, check, viewErr)
+}
 
 // Job states a Summary reports.
 const (

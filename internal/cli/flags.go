@@ -47,9 +47,15 @@ type FlagSet struct {
 	err      error
 }
 
-// NewFlagSet binds groups. A name twice in the table is a programming error
-// and panics.
-func NewFlagSet(name string, groups []Group) *FlagSet {
+// NewFlagSet binds groups and the Beam runner flags. A name twice in the
+// table is a programming error and panics.
+func NewFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, true) }
+
+// NewPlainFlagSet binds groups only: for a command that submits no Beam job
+// (cmd/advise).
+func NewPlainFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, false) }
+
+func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
 	s := &FlagSet{name: name, groups: groups, fs: flag.NewFlagSet(name, flag.ContinueOnError), defaults: map[string]string{}}
 	s.fs.SetOutput(io.Discard) // errors are reported by Main, in one line
 	for _, g := range groups {
@@ -63,6 +69,9 @@ func NewFlagSet(name string, groups []Group) *FlagSet {
 			}
 			s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
 		}
+	}
+	if !beamFlags {
+		return s
 	}
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
 		if s.fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {

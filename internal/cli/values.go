@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 // The values below bind a flag to a typed field (a flag table's
@@ -97,6 +99,17 @@ func Level(p *slog.Level) Value[slog.Level] {
 		}
 		return 0, fmt.Errorf("invalid level %q: want debug, info, warn or error", s)
 	}, func(l slog.Level) string { return strings.ToLower(l.String()) }}
+}
+
+// IdleAdvance binds a watermark.IdleAdvance mode.
+func IdleAdvance(p *watermark.IdleAdvance) Value[watermark.IdleAdvance] {
+	return Value[watermark.IdleAdvance]{p, "MODE", func(s string) (watermark.IdleAdvance, error) {
+		a, err := watermark.ParseIdleAdvance(s)
+		if err != nil {
+			return a, fmt.Errorf("want processing-time or hold, got %q", s)
+		}
+		return a, nil
+	}, watermark.IdleAdvance.String}
 }
 
 // Bool binds a switch (--follow, or --follow=false).
