@@ -118,26 +118,22 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 
 // outcome is how a job ended.
 type outcome struct {
-	jobID   string
-	metrics *Counts
-	// committed: metrics are the runner's committed counters.
-	committed   bool
+	jobID       string
+	metrics     *Counts
+	committed   bool // metrics are the runner's committed counters
 	interrupted bool
-	// settled: the graceful stop saw every record judged and the sink
-	// quiet before it cancelled the job, on a reading of the runner's
-	// committed counters that proves it (reading.proves); unsettled says
-	// why not.
+	// settled: the graceful stop saw every record judged and the sink quiet
+	// on committed counters (reading.proves); unsettled says why not.
 	settled   bool
 	unsettled string
-	// detached: the launcher stopped supervising a job it cannot stop
-	// (a Dataflow job at a graceful stop), in one line.
+	// detached: why the launcher left a job it cannot stop (Dataflow).
 	detached string
 	err      error
 }
 
-// unproven says why the run's end proves nothing a seal needs ("" when it
-// proves all of it): the job finished, or its graceful stop settled, and
-// the runner's committed counters saw records, all of them judged.
+// unproven says why the run's end does not prove what a seal needs ("" when
+// it does): a finished or settled job whose committed counters saw records,
+// all judged.
 func (res outcome) unproven(sum *Summary) string {
 	switch {
 	case res.err != nil:
@@ -163,17 +159,12 @@ var jobSeq atomic.Int64
 // views' monitor, and a step before the graceful stop.
 type runHooks struct {
 	mon *live.Monitor
-	// beforeStop runs when ctx ends, before the readers are stopped;
-	// drained reports whether every record read so far has its verdict.
+	// beforeStop runs when ctx ends, before the readers stop; drained
+	// reports whether every record read so far has its verdict.
 	beforeStop func(drained func() bool)
-	// signal is the run's stop request, written by the graceful stop.
-	signal sources.StopSignal
-	// seal, for a folder source, seals resume points while a following
-	// run is quiet (nil: none).
-	seal *sealer
-	// readAhead is the sources' read-ahead account, for the progress line
-	// (nil: none).
-	readAhead *flow.ReadAhead
+	signal     sources.StopSignal
+	seal       *sealer         // nil: none
+	readAhead  *flow.ReadAhead // for the progress line; nil: none
 }
 
 // execute runs p and supervises it: progress, seals while a following run is
@@ -183,10 +174,8 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
-	// Prism's runner-initiated splits replay elements of bundles with
-	// timers (counts double), and its job metrics lose updates unless the
-	// workers gate them: on prism only, in this process or a prism job
-	// server (--runner=prism --endpoint=...); see localrunner.UseSafeOptions.
+	// Prism's splits replay bundles with timers and its metrics lose
+	// updates unless the workers gate them (localrunner.UseSafeOptions).
 	localrunner.UseSafeOptions(o.Runner)
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return outcome{err: err}
@@ -200,8 +189,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 		defer func() { *jobopts.JobName = "" }()
 	}
 
-	// The job's own context ends only as a last resort (see stop): ending it
-	// loses the job's metrics.
+	// The job's own context ends only as a last resort: it loses the metrics.
 	jobCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardCancel()
 	type result struct {
@@ -218,8 +206,6 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 		r           result
 		interrupted bool
 	)
-	// Progress comes from the job's metrics in the job service, wherever
-	// the workers run.
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
 	var view *termView
@@ -255,8 +241,6 @@ wait:
 		case <-ctx.Done():
 			interrupted = true
 			if why := stopRefusal(o.Runner); why != "" {
-				// The job runs on; beam.Run waits for its end, and so
-				// would the launcher.
 				return outcome{interrupted: true, detached: fmt.Sprintf("stopping: refused: %s; job %s keeps running", why, name)}
 			}
 			if mon != nil {
@@ -270,12 +254,9 @@ wait:
 			case hooks.beforeStop != nil:
 				hooks.beforeStop(drained)
 			case o.Streaming():
-				// Readers still running keep the watermark moving (idle
-				// partitions leave the minimum), so records already read
-				// reach their verdict; once the readers stop, a stateful
-				// step holds what its frozen watermark has not passed, and
-				// a stop would leave them in flight. The figures come from
-				// the runner, wherever the workers run.
+				// Running readers keep the watermark moving, so records
+				// read reach their verdict; stopped, they would freeze it
+				// and leave them in flight.
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
 			r, settled, unsettled = stop(o, name, hooks.signal, done, hardCancel)
@@ -306,8 +287,7 @@ wait:
 					slog.Warn("the job's metrics are not available", "panic", p)
 				}
 			}()
-			// No counter at all is no figure: zeros would pass the
-			// conservation check.
+			// No counter is no figure: zeros would pass conservation.
 			if m := readingOf(r.pr.Metrics()); m.reported {
 				res.metrics, res.committed = &m.Counts, m.committed
 			}
@@ -324,9 +304,8 @@ wait:
 // cancelled through the job service; the job's context is cancelled only if
 // that fails or the job does not end in time.
 func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
-	// The readers, folder or Pub/Sub, on whatever worker: each sees the
-	// request within a poll interval, then stops pulling or listing and
-	// never finishes its restriction.
+	// Each reader, on whatever worker, sees the request within a poll
+	// interval and stops without finishing its restriction.
 	ctx := context.Background()
 	// A filesystem that hangs must not hold the stop: the cancel below
 	// still comes.
@@ -334,8 +313,6 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	err := signal.Request(rctx)
 	cancelRequest()
 	if err != nil {
-		// The readers go on; the wait below ends at StopTimeout and the
-		// cancel then catches records in flight.
 		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
 	}
 	stopAt := time.Now()
@@ -366,12 +343,9 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 		if j == nil {
 			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
 		}
-		// Every record read has its verdict: nothing is in flight between
-		// the readers and dedup. Unknown without counters.
-		drained := true
+		drained := true // unknown without counters
 		if j != nil {
 			if m, err := j.metrics(ctx); err == nil {
-				// The sink's write counters, for workers elsewhere:
 				// LastWrite sees only this process's writers.
 				r := readingOf(*m)
 				drained, proven = writes.observe(time.Now(), r)
@@ -379,8 +353,6 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			}
 		}
 		last := later(sinks.LastWrite(), writes.changed)
-		// A BigQuery row counts as written when the append step buffers
-		// it: quietPeriod adds the flush interval that appends it.
 		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {
@@ -389,9 +361,8 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			break
 		}
 	}
-	// Settled without the runner's committed counters is a guess, good
-	// enough to cancel but not to seal resume points on: attempted ones
-	// are zero on a runner without live metrics, and look drained.
+	// Settled without committed counters is a guess, good enough to cancel
+	// but not to seal on: attempted ones are zero without live metrics.
 	switch why := noLiveProof(o.Runner); {
 	case why != "":
 		unsettled = why
@@ -435,12 +406,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // stopRefusal says why the launcher cannot stop a job on runner gracefully
-// ("" when it can). Dataflow has no Beam job service: the launcher cannot
-// cancel the job, and the SDK's Dataflow runner waits for the job's end
-// whatever its context says, so a stop would only leave the launcher
-// waiting. Drain is no graceful stop for this pipeline either: Dataflow
-// then advances the watermark to the end of time, and every open window
-// would get its FINAL row before its correction period.
+// ("" when it can). Dataflow has no Beam job service and its SDK runner
+// ignores the context; drain would make every open window FINAL early.
 func stopRefusal(runner string) string {
 	if capability.For(runner).Name == "dataflow" {
 		return "the launcher cannot stop a Dataflow job: cancel it with `gcloud dataflow jobs cancel` (not drain, which closes every open window early; docs/restart.md)"
