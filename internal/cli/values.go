@@ -10,11 +10,9 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// The values below bind a flag to a typed field (a flag table's
-// Flag.Value). Each refuses bad input in Set with a message that names
-// neither the flag nor the field: FlagSet prefixes "--name: " itself, so
-// every error reads `--window: invalid duration "x"`. None writes a default
-// into its field: the field's value before parsing is the default.
+// The values below bind a flag to a typed field (Flag.Value). Their errors
+// name no flag (FlagSet prefixes "--name: "), and none writes a default: the
+// field's value before parsing is the default.
 
 // String binds a string.
 func String(p *string) Value[string] {
