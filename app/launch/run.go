@@ -66,7 +66,10 @@ type jobRun struct {
 	readAhead string
 	mon       *live.Monitor
 	uiURL     string
-	cleanup   []func()
+	// beforeStop runs when ctx ends, before the readers stop; drained
+	// reports whether every record read so far has its verdict.
+	beforeStop func(drained func() bool)
+	cleanup    []func()
 }
 
 // onClose registers f to run when Run returns, after those registered later.

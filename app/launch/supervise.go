@@ -15,7 +15,6 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
@@ -91,7 +90,6 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 		r.onClose(cancel)
 		ctx = timed
 	}
-	hooks := runHooks{mon: r.mon, signal: r.signal, seal: r.seal, readAhead: r.readAheadOf()}
 	if r.liveDemo {
 		liveBanner(out, o.LiveDir, sum.Sink, r.uiURL, r.po, r.feed)
 		// The feed stops first at Ctrl-C or --duration (see drainFeed), or
@@ -99,7 +97,7 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 		feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
 		wait := startLiveFeed(feedCtx, o.LiveDir, r.feed)
 		po := r.po
-		hooks.beforeStop = func(drained func() bool) { stopFeed(); drainFeed(po, drained) }
+		r.beforeStop = func(drained func() bool) { stopFeed(); drainFeed(po, drained) }
 		r.onClose(func() {
 			stopFeed()
 			st := wait()
@@ -108,7 +106,7 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
 		})
 	}
-	res = execute(ctx, o, p, hooks)
+	res = r.execute(ctx, p)
 	if err := r.signal.Clear(context.WithoutCancel(ctx)); err != nil {
 		slog.Warn("removing the stop request", "path", r.signal.Path(), "err", err)
 	}
@@ -155,22 +153,10 @@ func (res outcome) unproven(sum *Summary) string {
 // jobSeq makes job names unique within the process.
 var jobSeq atomic.Int64
 
-// runHooks are what a run adds to the supervision of its job: the live
-// views' monitor, and a step before the graceful stop.
-type runHooks struct {
-	mon *live.Monitor
-	// beforeStop runs when ctx ends, before the readers stop; drained
-	// reports whether every record read so far has its verdict.
-	beforeStop func(drained func() bool)
-	signal     sources.StopSignal
-	seal       *sealer         // nil: none
-	readAhead  *flow.ReadAhead // for the progress line; nil: none
-}
-
 // execute runs p and supervises it: progress, seals while a following run is
 // quiet, and the graceful stop when ctx ends (see Run).
-func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) outcome {
-	mon := hooks.mon
+func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
+	o, mon := r.o, r.mon
 	if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
@@ -203,7 +189,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	}()
 
 	var (
-		r           result
+		got         result
 		interrupted bool
 	)
 	var tick <-chan time.Time
@@ -224,7 +210,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 	}
 	// A following folder run seals resume points whenever it is quiet.
 	var sealTick <-chan time.Time
-	if hooks.seal != nil && o.Follow {
+	if r.seal != nil && o.Follow {
 		t := time.NewTicker(sealPoll)
 		defer t.Stop()
 		sealTick = t.C
@@ -236,7 +222,7 @@ func execute(ctx context.Context, o Options, p *beam.Pipeline, hooks runHooks) o
 wait:
 	for {
 		select {
-		case r = <-done:
+		case got = <-done:
 			break wait
 		case <-ctx.Done():
 			interrupted = true
@@ -251,35 +237,35 @@ wait:
 				return ok && f.Counts.Read == f.Counts.Verdicts()
 			}
 			switch {
-			case hooks.beforeStop != nil:
-				hooks.beforeStop(drained)
+			case r.beforeStop != nil:
+				r.beforeStop(drained)
 			case o.Streaming():
 				// Running readers keep the watermark moving, so records
 				// read reach their verdict; stopped, they would freeze it
 				// and leave them in flight.
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
-			r, settled, unsettled = stop(o, name, hooks.signal, done, hardCancel)
+			got, settled, unsettled = stop(o, name, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
-			if r, ok := jf.reading(ctx); ok {
+			if rd, ok := jf.reading(ctx); ok {
 				// A stop does not cut a seal short: it would be wasted.
-				hooks.seal.observe(context.WithoutCancel(ctx), now, r)
+				r.seal.observe(context.WithoutCancel(ctx), now, rd)
 			}
 		case <-tick:
 			if view != nil {
 				view.draw(mon.Snapshot(ctx))
 			} else if f, ok := jf.figures(ctx); ok {
-				prog.report(f.Counts, f.Partitions, hooks.readAhead, o.readAhead())
+				prog.report(f.Counts, f.Partitions, r.readAheadOf(), o.readAhead())
 			}
 		}
 	}
 	prog.done()
-	res := outcome{interrupted: interrupted, settled: settled, unsettled: unsettled, err: r.err}
-	if r.pr != nil {
-		res.jobID = r.pr.JobID()
+	res := outcome{interrupted: interrupted, settled: settled, unsettled: unsettled, err: got.err}
+	if got.pr != nil {
+		res.jobID = got.pr.JobID()
 	}
-	if r.pr != nil && !*jobopts.Async {
+	if got.pr != nil && !*jobopts.Async {
 		func() {
 			// A result whose metrics could not be fetched panics on Metrics().
 			defer func() {
@@ -288,12 +274,12 @@ wait:
 				}
 			}()
 			// No counter is no figure: zeros would pass conservation.
-			if m := readingOf(r.pr.Metrics()); m.reported {
+			if m := readingOf(got.pr.Metrics()); m.reported {
 				res.metrics, res.committed = &m.Counts, m.committed
 			}
 		}()
 	}
-	if interrupted && r.err != nil && errors.Is(r.err, context.Canceled) {
+	if interrupted && got.err != nil && errors.Is(got.err, context.Canceled) {
 		// The hard cancel: the job was stopped, not failed.
 		res.err = nil
 	}
