@@ -124,9 +124,7 @@ func (o Options) workers() int {
 }
 
 // IsPubSub reports whether the source is a Pub/Sub subscription.
-func (o Options) IsPubSub() bool { return isPubSub(o.Source) }
-
-func isPubSub(source string) bool { return strings.HasPrefix(source, "pubsub:") }
+func (o Options) IsPubSub() bool { return strings.HasPrefix(o.Source, "pubsub:") }
 
 // Streaming reports whether the source is unbounded: a followed folder or a
 // Pub/Sub subscription.

@@ -110,48 +110,41 @@ const (
 )
 
 // Summary is what a run did: its settings, the job's figures, and what the
-// sink holds afterwards. It is printed at the end of every run, interrupted
-// or not, and is the content of the run report.
+// sink holds afterwards; printed at the end of every run and reported.
 type Summary struct {
 	Source string `json:"source"`
 	Demo   bool   `json:"demo"`
-	// Follow says the source was read as a stream (a followed folder, or a
-	// Pub/Sub subscription, whose archive folder is Archive).
+	// Follow: read as a stream (Archive is a Pub/Sub source's archive).
 	Follow  bool   `json:"follow"`
 	Archive string `json:"archive,omitempty"`
 	Sink    string `json:"sink"`
 	Runner  string `json:"runner"`
 	JobID   string `json:"job_id,omitempty"`
-	// State is DONE (also a streaming run stopped as planned by
-	// --duration), CANCELLED (after a graceful stop) or FAILED.
-	State       string `json:"state"`
-	Interrupted bool   `json:"interrupted"`
-	// Planned is a streaming run stopped by --duration, as asked.
-	Planned  bool          `json:"planned_stop,omitempty"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns"`
+	// State is DONE (also a stop by --duration, then Planned), CANCELLED
+	// (after a graceful stop) or FAILED.
+	State       string        `json:"state"`
+	Interrupted bool          `json:"interrupted"`
+	Planned     bool          `json:"planned_stop,omitempty"`
+	Started     time.Time     `json:"started"`
+	Duration    time.Duration `json:"duration_ns"`
 	// Settings are the effective settings, as flags would spell them.
 	Settings map[string]string `json:"settings"`
 	Counts   Counts            `json:"counts"`
 	// Conserved says the conservation identity held; Identity spells it out.
 	Conserved bool   `json:"conserved"`
 	Identity  string `json:"identity"`
-	// Error is why the run failed, if it did.
-	Error string `json:"error,omitempty"`
-	// ReadAhead is the sources' read-ahead bound on the embedded runner and
-	// the most records that waited for the dedup step at once (nil: no
-	// bound; another runner's flow control).
+	Error     string `json:"error,omitempty"`
+	// ReadAhead is the read-ahead bound on the embedded runner and its peak
+	// (nil: no bound).
 	ReadAhead *ReadAheadFigures `json:"read_ahead,omitempty"`
 
 	view sinkView
-	// unchecked: the runner reported no counters, so Conserved is false
-	// without a violation.
+	// unchecked: no counters reported; Conserved is false without a violation.
 	unchecked bool
 }
 
-// ReadAheadFigures are a run's read-ahead bound and its peak, in records,
-// and how many source calls read past the bound for the watermark to move
-// (flow.ReadAhead).
+// ReadAheadFigures are a run's read-ahead bound and peak, in records, and the
+// source calls that read past it for the watermark to move (flow.ReadAhead).
 type ReadAheadFigures struct {
 	Budget     int   `json:"budget"`
 	Peak       int64 `json:"peak"`
@@ -211,8 +204,6 @@ func (s *Summary) WriteText(w io.Writer) error {
 			c.DedupElements, c.DedupElementsPerThousand(), c.Counters[string(metrics.WindowFanOuts)], transforms.GateKeys)
 	}
 	if reloads, ok := c.Counters[string(metrics.DedupStateReloads)]; ok {
-		// The capacity plan's steady state: each shard read from state once
-		// per worker, then served by the process cache (docs/capacity.md).
 		fmt.Fprintf(&b, "dedup cache: %d shard reloads from the runner's state, %d evictions (near zero past each shard's first load when --dedup-cache holds the shards a worker owns)\n",
 			reloads, c.Counters[string(metrics.DedupCacheEvictions)])
 	}
@@ -252,8 +243,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	return err
 }
 
-// delayMetrics lists the delay histograms in the order the summaries show
-// them, with their names and what they measure.
+// delayMetrics lists the delay histograms as the summaries show them.
 func delayMetrics(c Counts) []struct {
 	Name, What string
 	H          delay.Histogram
