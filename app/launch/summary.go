@@ -243,34 +243,23 @@ func (s *Summary) WriteText(w io.Writer) error {
 	return err
 }
 
-// delayMetrics lists the delay histograms as the summaries show them.
-func delayMetrics(c Counts) []struct {
-	Name, What string
-	H          delay.Histogram
-} {
-	return []struct {
-		Name, What string
-		H          delay.Histogram
-	}{
-		{"event lateness", "behind the partition's largest event time so far", c.Lateness},
-		{"arrival delay", "read time - event time (for a replay: when the replay ran)", c.Arrival},
-	}
-}
-
 // writeDelays prints the delay percentiles and the non-empty buckets.
 func writeDelays(b *strings.Builder, c Counts) {
 	if c.Lateness.Total == 0 && c.Arrival.Total == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\ndelays of %d valid events (bucket counters; a percentile is below its bucket's upper bound):\n", c.Lateness.Total)
-	for _, m := range delayMetrics(c) {
+	for _, m := range []struct {
+		name string
+		h    delay.Histogram
+	}{{"event lateness", c.Lateness}, {"arrival delay", c.Arrival}} {
 		var parts []string
-		for _, bk := range m.H.Buckets {
+		for _, bk := range m.h.Buckets {
 			if bk.Count > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", bk.Label, bk.Count))
 			}
 		}
-		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.Name, m.H.Percentiles(), strings.Join(parts, ", "))
+		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.name, m.h.Percentiles(), strings.Join(parts, ", "))
 	}
 }
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/capability"
 )
 
 // PipelineProto is the portable pipeline proto runner would be sent for p,
@@ -23,7 +23,7 @@ func PipelineProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipep
 	}
 	urn, config := jobopts.GetEnvironmentUrn(ctx), environmentConfig
 	switch {
-	case strings.EqualFold(runner, "dataflow") || runner == "DataflowRunner":
+	case capability.For(runner).Name == "dataflow":
 		config = dataflowImage
 	case jobopts.IsLoopback() || (*jobopts.EnvironmentType == "" && WorkersInProcess(runner, "")):
 		urn, config = graphx.URNEnvExternal, func(context.Context) string { return *jobopts.EnvironmentConfig }
