@@ -43,7 +43,7 @@ func (r *jobRun) check(ctx context.Context) error {
 	// in the log's folder, which must not exist before); for a source the
 	// user gave, after the control folder's probe.
 	generated := r.sum.Demo || r.liveDemo
-	checkSinkOnce := func() error {
+	checkRunConfig := func() error {
 		if r.dry {
 			return nil
 		}
@@ -58,7 +58,7 @@ func (r *jobRun) check(ctx context.Context) error {
 		}
 	}
 	if generated {
-		if err := checkSinkOnce(); err != nil {
+		if err := checkRunConfig(); err != nil {
 			return err
 		}
 	}
@@ -71,7 +71,7 @@ func (r *jobRun) check(ctx context.Context) error {
 	}
 	r.fo.Stop = r.signal
 	if !generated {
-		if err := checkSinkOnce(); err != nil {
+		if err := checkRunConfig(); err != nil {
 			return err
 		}
 	}
