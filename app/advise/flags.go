@@ -1,8 +1,6 @@
 package advise
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,114 +11,85 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/watermark"
 )
-
-// flagGroup is a heading of --help and its flags.
-type flagGroup struct {
-	title string
-	flags []flagDef
-}
-
-type flagDef struct {
-	name, usage string
-	value       flag.Value
-}
 
 // command is cmd/advise's flags over the options they set.
 type command struct {
 	o              Options
 	from, to, date string
 	logLevel       slog.Level
-	groups         []flagGroup
-	fs             *flag.FlagSet
-	err            error // a value's refusal, naming its flag
+	fs             *cli.FlagSet
 }
 
-// newCommand declares the flags: one table, which --help prints grouped,
-// each default once.
+// newCommand binds cmd/advise's flag table: one table, which --help prints
+// grouped, each default once.
 func newCommand() *command {
 	c := &command{o: Defaults()}
 	o := &c.o
-	c.groups = []flagGroup{
-		{"The raw log", []flagDef{
-			{"source", "raw-log folder (local, gs://BUCKET/PATH, s3://BUCKET/PATH) or a Pub/Sub archive (required)", stringValue{&o.Source}},
-			{"arrival-field", "payload field holding each record's arrival instant (RFC 3339 or epoch ms), e.g. received_at; a Pub/Sub archive's publish times serve without it", stringValue{&o.ArrivalField}},
-			{"segment-by", "comma-separated payload fields to split the shares by (default: --dimensions)", listValue{&o.Segments}},
-			{"from", "first window start measured, an RFC 3339 whole hour (inclusive)", stringValue{&c.from}},
-			{"to", "window start to stop before (exclusive)", stringValue{&c.to}},
-			{"date", "measure the windows of one UTC day, YYYY-MM-DD (instead of --from/--to)", stringValue{&c.date}},
+	c.fs = cli.NewPlainFlagSet("advise", []cli.Group{
+		{Title: "The raw log", Flags: []cli.Flag{
+			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
+				Usage: "raw-log folder (local, gs://BUCKET/PATH, s3://BUCKET/PATH) or a Pub/Sub archive (required)"},
+			{Name: "arrival-field", Value: cli.String(&o.ArrivalField), Arg: "FIELD",
+				Usage: "payload field holding each record's arrival instant (RFC 3339 or epoch ms), e.g. received_at; a Pub/Sub archive's publish times serve without it"},
+			{Name: "segment-by", Value: cli.List(&o.Segments), Arg: "FIELD,...",
+				Usage: "comma-separated payload fields to split the shares by", Default: "--dimensions"},
+			{Name: "from", Value: cli.String(&c.from), Arg: "HOUR", Usage: "first window start measured, an RFC 3339 whole hour (inclusive)"},
+			{Name: "to", Value: cli.String(&c.to), Arg: "HOUR", Usage: "window start to stop before (exclusive)"},
+			{Name: "date", Value: cli.String(&c.date), Arg: "YYYY-MM-DD",
+				Usage: "measure the windows of one UTC day (instead of --from/--to)"},
 		}},
-		{"The job's settings (as cmd/launch spells them)", []flagDef{
-			{"window", "window size", durationValue{&o.Triggers.Window}},
-			{"ooo-bound", "out-of-order bound", durationValue{&o.Watermark.OutOfOrderBound}},
-			{"idle-timeout", "processing time after which a silent partition leaves the watermark minimum", durationValue{&o.Watermark.IdleTimeout}},
-			{"idle-advance", "with every partition idle the watermark follows processing-time or holds (hold)", idleAdvanceValue{&o.Watermark.IdleAdvance}},
-			{"allowed-lateness", "correction period after the window end", durationValue{&o.Triggers.AllowedLateness}},
-			{"dedup-retention", "dedup horizon (default window + allowed lateness)", durationValue{&o.Retention}},
-			{"dimensions", "comma-separated payload fields the job reports by (they are part of the fingerprint)", listValue{&o.Event.Dimensions}},
-			{"max-future", "quarantine events further than this ahead of their arrival", durationValue{&o.Event.MaxFuture}},
-			{"max-age", "quarantine events older than this behind their partition watermark (0 off)", durationValue{&o.Event.MaxAge}},
-			{"max-line", "longest accepted line, e.g. 512KiB", sizeValue{&o.Event.MaxLine}},
+		{Title: "The job's settings (as cmd/launch spells them)", Flags: []cli.Flag{
+			{Name: "window", Value: cli.Duration(&o.Triggers.Window), Usage: "window size"},
+			{Name: "ooo-bound", Value: cli.Duration(&o.Watermark.OutOfOrderBound), Usage: "out-of-order bound"},
+			{Name: "idle-timeout", Value: cli.Duration(&o.Watermark.IdleTimeout),
+				Usage: "processing time after which a silent partition leaves the watermark minimum"},
+			{Name: "idle-advance", Value: cli.IdleAdvance(&o.Watermark.IdleAdvance),
+				Usage: "with every partition idle the watermark follows processing-time or holds (hold)"},
+			{Name: "allowed-lateness", Value: cli.Duration(&o.Triggers.AllowedLateness), Usage: "correction period after the window end"},
+			{Name: "dedup-retention", Value: cli.Duration(&o.Retention), Usage: "dedup horizon",
+				Default: "window + allowed lateness"},
+			{Name: "dimensions", Value: cli.List(&o.Event.Dimensions), Arg: "FIELD,...",
+				Usage: "comma-separated payload fields the job reports by (they are part of the fingerprint)"},
+			{Name: "max-future", Value: cli.Duration(&o.Event.MaxFuture), Usage: "quarantine events further than this ahead of their arrival"},
+			{Name: "max-age", Value: cli.Duration(&o.Event.MaxAge),
+				Usage: "quarantine events older than this behind their partition watermark (0 off)"},
+			{Name: "max-line", Value: cli.Size(&o.Event.MaxLine), Usage: "longest accepted line, e.g. 512KiB"},
 		}},
-		{"What to try (comma-separated values; the current one is always added)", []flagDef{
-			{"try-ooo-bound", "bounds", durationsValue{&o.Try.Bounds}},
-			{"try-lateness-percentiles", "also try the bounds at these percentiles of the measured lateness", intsValue{&o.Try.LatenessPercentiles}},
-			{"try-allowed-lateness", "allowed latenesses", durationsValue{&o.Try.Lateness}},
-			{"try-dedup-retention", "dedup horizons (shorter than window + lateness shows what cmd/launch refuses)", durationsValue{&o.Try.Retention}},
-			{"try-idle-timeout", "idle timeouts", durationsValue{&o.Try.Idle}},
+		{Title: "What to try (comma-separated values; the current one is always added)", Flags: []cli.Flag{
+			{Name: "try-ooo-bound", Value: durationList(&o.Try.Bounds), Usage: "bounds"},
+			{Name: "try-lateness-percentiles", Value: cli.Func(&o.Try.LatenessPercentiles, "N,...", parseInts, formatInts),
+				Usage: "also try the bounds at these percentiles of the measured lateness"},
+			{Name: "try-allowed-lateness", Value: durationList(&o.Try.Lateness), Usage: "allowed latenesses"},
+			{Name: "try-dedup-retention", Value: durationList(&o.Try.Retention),
+				Usage: "dedup horizons (shorter than window + lateness shows what cmd/launch refuses)"},
+			{Name: "try-idle-timeout", Value: durationList(&o.Try.Idle), Usage: "idle timeouts"},
 		}},
-		{"Targets of the recommendation", []flagDef{
-			{"target-late-share", "at most this share of events and of revenue in LATE revisions, e.g. 1% (none: no limit)", shareValue{&o.Targets.LateSharePPM}},
-			{"target-too-late-share", "at most this share too late, left to reconciliation (none: keep --allowed-lateness, the business's correction period)", shareValue{&o.Targets.TooLateSharePPM}},
-			{"target-ontime", "every window's ON_TIME row at most this long after its end (needs an arrival clock; 0: no limit)", durationValue{&o.Targets.OnTime}},
-			{"target-residual-dups", "at most this many copies counted twice", int64Value{&o.Targets.ResidualDups}},
+		{Title: "Targets of the recommendation", Flags: []cli.Flag{
+			{Name: "target-late-share", Value: share(&o.Targets.LateSharePPM),
+				Usage: "at most this share of events and of revenue in LATE revisions, e.g. 1% (none: no limit)"},
+			{Name: "target-too-late-share", Value: share(&o.Targets.TooLateSharePPM),
+				Usage: "at most this share too late, left to reconciliation (none: keep --allowed-lateness, the business's correction period)"},
+			{Name: "target-ontime", Value: cli.Duration(&o.Targets.OnTime),
+				Usage: "every window's ON_TIME row at most this long after its end (needs an arrival clock; 0: no limit)"},
+			{Name: "target-residual-dups", Value: cli.Func(&o.Targets.ResidualDups, "N", parseCount, formatInt64),
+				Usage: "at most this many copies counted twice"},
 		}},
-		{"Output", []flagDef{
-			{"report", "also write the advice to PATH (.html, .md or .json, by extension)", stringValue{&o.Report}},
-			{"job-report", "a cmd/launch JSON run report (--report=run.json) whose delay histograms are shown beside the advisor's", stringValue{&o.JobReport}},
-			{"log-level", "debug, info, warn or error", levelValue{&c.logLevel}},
+		{Title: "Output", Flags: []cli.Flag{
+			{Name: "report", Value: cli.String(&o.Report), Arg: "PATH",
+				Usage: "also write the advice to PATH (.html, .md or .json, by extension)"},
+			{Name: "job-report", Value: cli.String(&o.JobReport), Arg: "PATH",
+				Usage: "a cmd/launch JSON run report (--report=run.json) whose delay histograms are shown beside the advisor's"},
+			{Name: "log-level", Value: cli.Level(&c.logLevel), Usage: "debug, info, warn or error"},
 		}},
-	}
-	c.fs = flag.NewFlagSet("advise", flag.ContinueOnError)
-	c.fs.SetOutput(io.Discard)
-	for _, g := range c.groups {
-		for _, f := range g.flags {
-			c.fs.Var(named{f.name, f.value, &c.err}, f.name, f.usage)
-		}
-	}
+	})
 	return c
-}
-
-// named makes a value's error name its flag: `--window: invalid duration
-// "x"`, not the flag package's own wording.
-type named struct {
-	name string
-	flag.Value
-	err *error
-}
-
-func (n named) Set(s string) error {
-	if err := n.Value.Set(s); err != nil {
-		*n.err = fmt.Errorf("--%s: %w", n.name, err)
-		return *n.err
-	}
-	return nil
 }
 
 // parse reads the command line; a value's error names its flag.
 func (c *command) parse(args []string) error {
 	if err := c.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		if c.err != nil {
-			return c.err
-		}
-		return fmt.Errorf("%w (see --help)", err)
-	}
-	if c.fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (flags only; see --help)", c.fs.Arg(0))
+		return err
 	}
 	rng, err := reconcile.ParseRange(c.from, c.to, c.date)
 	if err != nil {
@@ -135,166 +104,83 @@ func (c *command) parse(args []string) error {
 
 // usage prints --help: the flags by group, each with its default.
 func (c *command) usage(w io.Writer) {
-	d := newCommand()
-	fmt.Fprintln(w, "usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]")
-	fmt.Fprintln(w, "Replays a raw log with the stream's rules and prints, for the current settings and candidate values, what each would do; then the smallest settings meeting the targets, as cmd/launch flags.")
-	for gi, g := range c.groups {
-		fmt.Fprintf(w, "\n%s:\n", g.title)
-		for fi, f := range g.flags {
-			def := d.groups[gi].flags[fi].value.String()
-			if def != "" && def != "0s" && def != "0" {
-				def = " (default " + def + ")"
-			} else {
-				def = ""
+	c.fs.WriteHelp(w, `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]
+
+Replays a raw log with the stream's rules and prints, for the current settings and candidate
+values, what each would do; then the smallest settings meeting the targets, as cmd/launch flags.`)
+}
+
+// durationList binds a comma-separated list of durations.
+func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
+	return cli.Func(p, "DURATION,...", func(s string) ([]time.Duration, error) {
+		var out []time.Duration
+		for _, f := range strings.Split(s, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("invalid duration %q in %q", f, s)
 			}
-			fmt.Fprintf(w, "  --%s\n      %s%s\n", f.name, f.usage, def)
+			out = append(out, d)
 		}
-	}
+		return out, nil
+	}, func(ds []time.Duration) string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, Span(d))
+		}
+		return strings.Join(out, ",")
+	})
 }
 
-type stringValue struct{ s *string }
-
-func (v stringValue) String() string     { return *v.s }
-func (v stringValue) Set(s string) error { *v.s = s; return nil }
-
-type durationValue struct{ d *time.Duration }
-
-func (v durationValue) String() string { return Span(*v.d) }
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("invalid duration %q", s)
+func parseInts(s string) ([]int, error) {
+	var ns []int
+	if s == "" {
+		return nil, nil
 	}
-	*v.d = d
-	return nil
-}
-
-type durationsValue struct{ ds *[]time.Duration }
-
-func (v durationsValue) String() string {
-	var out []string
-	for _, d := range *v.ds {
-		out = append(out, Span(d))
-	}
-	return strings.Join(out, ",")
-}
-
-func (v durationsValue) Set(s string) error {
-	var out []time.Duration
 	for _, f := range strings.Split(s, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(f))
+		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return fmt.Errorf("invalid duration %q in %q", f, s)
+			return nil, fmt.Errorf("invalid number %q in %q", f, s)
 		}
-		out = append(out, d)
+		ns = append(ns, n)
 	}
-	*v.ds = out
-	return nil
+	return ns, nil
 }
 
-type intsValue struct{ ns *[]int }
-
-func (v intsValue) String() string {
+func formatInts(ns []int) string {
 	var out []string
-	for _, n := range *v.ns {
+	for _, n := range ns {
 		out = append(out, strconv.Itoa(n))
 	}
 	return strings.Join(out, ",")
 }
 
-func (v intsValue) Set(s string) error {
-	*v.ns = nil
-	if s == "" {
-		return nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("invalid number %q in %q", f, s)
-		}
-		*v.ns = append(*v.ns, n)
-	}
-	return nil
-}
-
-type listValue struct{ l *[]string }
-
-func (v listValue) String() string { return strings.Join(*v.l, ",") }
-func (v listValue) Set(s string) error {
-	*v.l = nil
-	if s != "" {
-		*v.l = strings.Split(s, ",")
-	}
-	return nil
-}
-
-type int64Value struct{ n *int64 }
-
-func (v int64Value) String() string { return strconv.FormatInt(*v.n, 10) }
-func (v int64Value) Set(s string) error {
+func parseCount(s string) (int64, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
-		return fmt.Errorf("invalid count %q: want 0 or more", s)
+		return 0, fmt.Errorf("invalid count %q: want 0 or more", s)
 	}
-	*v.n = n
-	return nil
+	return n, nil
 }
 
-// shareValue is a percentage ("1%", "0.5%") in parts per million, or
-// "none".
-type shareValue struct{ ppm *int64 }
+func formatInt64(n int64) string { return strconv.FormatInt(n, 10) }
 
-func (v shareValue) String() string {
-	if *v.ppm < 0 {
-		return "none"
-	}
-	return PPM(*v.ppm)
-}
-
-func (v shareValue) Set(s string) error {
-	if s == "none" {
-		*v.ppm = -1
-		return nil
-	}
-	num, ok := strings.CutSuffix(s, "%")
-	f, err := strconv.ParseFloat(num, 64)
-	if !ok || err != nil || f < 0 || f > 100 || math.IsNaN(f) {
-		return fmt.Errorf("invalid share %q: want a percentage from 0%% to 100%%, such as 1%% or 0.5%%, or none", s)
-	}
-	*v.ppm = int64(math.Round(f * 10_000))
-	return nil
-}
-
-type sizeValue struct{ n *int }
-
-func (v sizeValue) String() string { return cli.FormatSize(*v.n) }
-func (v sizeValue) Set(s string) error {
-	n, err := cli.ParseSize(s)
-	if err != nil {
-		return err
-	}
-	*v.n = n
-	return nil
-}
-
-type idleAdvanceValue struct{ a *watermark.IdleAdvance }
-
-func (v idleAdvanceValue) String() string { return v.a.String() }
-func (v idleAdvanceValue) Set(s string) error {
-	a, err := watermark.ParseIdleAdvance(s)
-	if err != nil {
-		return fmt.Errorf("want processing-time or hold, got %q", s)
-	}
-	*v.a = a
-	return nil
-}
-
-type levelValue struct{ l *slog.Level }
-
-func (v levelValue) String() string { return strings.ToLower(v.l.String()) }
-func (v levelValue) Set(s string) error {
-	if err := v.l.UnmarshalText([]byte(s)); err != nil {
-		return fmt.Errorf("want debug, info, warn or error, got %q", s)
-	}
-	return nil
+// share binds a percentage ("1%", "0.5%") in parts per million, or "none"
+// (-1).
+func share(ppm *int64) cli.Value[int64] {
+	return cli.Func(ppm, "SHARE", func(s string) (int64, error) {
+		if s == "none" {
+			return -1, nil
+		}
+		num, ok := strings.CutSuffix(s, "%")
+		f, err := strconv.ParseFloat(num, 64)
+		if !ok || err != nil || f < 0 || f > 100 || math.IsNaN(f) {
+			return 0, fmt.Errorf("invalid share %q: want a percentage from 0%% to 100%%, such as 1%% or 0.5%%, or none", s)
+		}
+		return int64(math.Round(f * 10_000)), nil
+	}, func(n int64) string {
+		if n < 0 {
+			return "none"
+		}
+		return PPM(n)
+	})
 }

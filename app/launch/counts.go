@@ -12,9 +12,8 @@ type Counts = pipeline.Counts
 // reading is one read of a job's counters, with what it can prove.
 type reading struct {
 	Counts
-	// committed: the figures are the runner's committed values (bundles
-	// that finished), not attempted ones, which count in-flight and
-	// retried bundles and are all zero where a runner reports none.
+	// committed: the runner's committed values (finished bundles), not
+	// attempted ones (in-flight and retried; zero where none reported).
 	committed bool
 	// reported: the runner reported at least one counter.
 	reported bool
@@ -25,10 +24,9 @@ func readingOf(m beammetrics.Results) reading {
 	return reading{Counts: c, committed: committed, reported: reported}
 }
 
-// proves reports whether the reading proves every record read so far has
-// its verdict: committed counters that saw records, all of them judged.
-// Zero read and zero verdicts prove nothing: it is what a runner that
-// reports no metrics while the job runs (Flink's job server) looks like.
+// proves reports whether the reading proves every record read so far has its
+// verdict: committed counters that saw records (zero is what a runner without
+// live metrics shows), all of them judged.
 func (r reading) proves() bool {
 	return r.committed && r.Read > 0 && r.Read == r.Verdicts()
 }

@@ -12,10 +12,8 @@ import (
 )
 
 // ensureDemo makes sure dir holds the demo raw log (gen.Demo), generating it
-// the first time. The log is written into a hidden sibling folder and renamed
-// into place, so an interrupted generation never leaves a partial log that a
-// later run would mistake for the demo. An existing dir is used as it is:
-// the log is deterministic, and a user may have added files to it.
+// the first time into a hidden sibling renamed into place, so an interrupted
+// generation leaves no partial log. An existing dir is used as it is.
 func ensureDemo(dir string) (generated bool, err error) {
 	switch fi, err := os.Stat(dir); {
 	case err == nil && fi.IsDir():

@@ -18,7 +18,6 @@ import (
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
-	"github.com/revenue-stream/hourly/watermark"
 )
 
 // flagTable is cmd/launch's flag table over o: every flag once, in the
@@ -67,7 +66,7 @@ func flagTable(o *Options) []cli.Group {
 			cli.Shared("ooo-bound", cli.Duration(&p.Watermark.OutOfOrderBound)),
 			{Name: "idle-timeout", Value: cli.Duration(&p.Watermark.IdleTimeout),
 				Usage: "processing time after which a silent partition leaves the watermark minimum"},
-			{Name: "idle-advance", Value: cli.Func(&p.Watermark.IdleAdvance, "MODE", parseIdleAdvance, watermark.IdleAdvance.String),
+			{Name: "idle-advance", Value: cli.IdleAdvance(&p.Watermark.IdleAdvance),
 				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill; prism only)"},
 			cli.Shared("allowed-lateness", cli.Duration(&p.Triggers.AllowedLateness)),
 			{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "timer where the runner fires processing-time timers (prism, dataflow), else impulse",
@@ -129,14 +128,6 @@ func parseCacheSize(s string) (int, error) {
 		return 0, fmt.Errorf("invalid size %q: want a positive size like 512MiB or 23GiB", s)
 	}
 	return int(n) * unit, nil
-}
-
-func parseIdleAdvance(s string) (watermark.IdleAdvance, error) {
-	a, err := watermark.ParseIdleAdvance(s)
-	if err != nil {
-		return a, fmt.Errorf("want processing-time or hold, got %q", s)
-	}
-	return a, nil
 }
 
 // Parse reads a command line (without the program name) into Options. It

@@ -12,12 +12,9 @@ import (
 	"google.golang.org/grpc"
 )
 
-// job talks to the job service of a running job, for what beam.Run cannot
-// offer while it blocks: live counters and cancellation. Cancelling through
-// the job service, rather than the context given to beam.Run, lets the job
-// reach CANCELLED and Run return with the job's final metrics; a cancelled
-// context only breaks Run's connection, losing the metrics, and leaves the
-// job running in the job server.
+// job talks to a running job's job service for what beam.Run cannot offer
+// while it blocks: live counters and cancellation. Cancelling there, not
+// through beam.Run's context, keeps the job's final metrics.
 type job struct {
 	conn   *grpc.ClientConn
 	client jobpb.JobServiceClient

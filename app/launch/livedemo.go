@@ -33,9 +33,8 @@ const (
 	liveMarker = ".live-demo"
 )
 
-// liveDefaults are the settings of --demo=live where their flag is not
-// given: short enough that a window goes EARLY → ON_TIME → LATE → FINAL in
-// about five minutes.
+// liveDefaults are --demo=live's settings where their flag is not given: a
+// window goes EARLY → ON_TIME → LATE → FINAL in about five minutes.
 var liveDefaults = []struct{ flag, value string }{
 	{"window", "1m"},
 	{"early", "5s"},
@@ -46,8 +45,7 @@ var liveDefaults = []struct{ flag, value string }{
 }
 
 // applyLiveDefaults sets the live demo's settings on the flags the command
-// line left alone, through the flags themselves (so they are parsed and
-// checked as if typed).
+// line left alone, parsed as if typed.
 func applyLiveDefaults(fs *cli.FlagSet) error {
 	for _, d := range liveDefaults {
 		if !fs.Given(d.flag) {
@@ -104,8 +102,7 @@ func (o Options) liveFeed(po pipeline.Options) (gen.LiveConfig, error) {
 }
 
 // prepareLiveDir empties the live demo's folder (only if the demo made it)
-// and creates its partition folders, so that the job, which lists its
-// partitions when it starts, reads all of them.
+// and creates its partition folders, which the job lists when it starts.
 func prepareLiveDir(dir string, c gen.LiveConfig) error {
 	switch _, err := os.Stat(dir); {
 	case err == nil:
@@ -132,12 +129,9 @@ func prepareLiveDir(dir string, c gen.LiveConfig) error {
 	return nil
 }
 
-// startLiveSinkClean makes the live demo start clean. Its own sink
-// (DefaultLiveSink, which only the demo writes) is removed with an earlier
-// run's rows, so that the page and the summary show this run alone (a kept
-// file showed a window stuck at an old EARLY revision, then jumping to
-// FINAL, and totals of both runs). A sink the user named is kept, and one
-// line says that its rows continue.
+// startLiveSinkClean removes the live demo's own sink (DefaultLiveSink) with
+// an earlier run's rows, so that the page and the summary show this run
+// alone; a sink the user named is kept, and one line says so.
 func (o Options) startLiveSinkClean() error {
 	own, err := sink.ParseSpec(DefaultLiveSink)
 	if err != nil {
@@ -199,16 +193,10 @@ func liveBanner(w io.Writer, dir, sink, ui string, po pipeline.Options, c gen.Li
 }
 
 // drainFeed waits, once the feed has stopped, until every record read has
-// its verdict, for at most the idle timeout and a margin.
-//
-// Why: prism hands a stateful step (dedup) only the elements whose
-// timestamp the step's input watermark has passed, and a record's
-// timestamp is its partition's watermark before it. Stopping the readers
-// freezes the watermark, so the last records of every partition ahead of
-// the slowest one would stay in flight and the conservation check would
-// fail. With the feed stopped, each partition turns idle after the idle
-// timeout, its watermark then advances with processing time, and the last
-// records go through; only then are the readers stopped.
+// its verdict. Prism hands dedup only elements its input watermark has
+// passed, so stopping the readers at once would freeze the watermark and
+// strand the last records; with the feed stopped, the partitions turn idle
+// and their watermarks advance with processing time.
 func drainFeed(po pipeline.Options, drained func() bool) {
 	slog.Info("live demo: feed stopped")
 	drainInFlight(po, drained)

@@ -24,13 +24,9 @@ func uiAddr(s string) (string, error) { return live.Addr(s) }
 // metricsAddr checks --metrics-addr and turns it into a listen address.
 func metricsAddr(s string) (string, error) { return live.FlagAddr("--metrics-addr", s) }
 
-// jobFigures gives the live views (app/live) the running job's figures.
-//
-// Everything comes from the job service's metrics, wherever the workers
-// run (in this process with prism's loopback, or elsewhere): the counts
-// from the committed counters, as for the progress line, and watermarks
-// and idleness from the sources' gauges revenue/watermark_lag_ms_<p> and
-// revenue/partition_idle_<p>, which every portable runner reports.
+// jobFigures gives the live views (app/live) the running job's figures, from
+// the job service's metrics wherever the workers run: committed counters,
+// and the sources' watermark and idleness gauges per partition.
 type jobFigures struct {
 	name string
 

@@ -1,9 +1,7 @@
-// Package launch is the streaming job's command, cmd/launch, as a library:
-// flags parsed into a typed Options, validated before any work, the job
-// wired (sources.ReadFolder or pubsub.Read → pipeline.Build → sinks.Write), run on a Beam
-// runner (prism by default), stopped gracefully on SIGINT/SIGTERM, and
-// summarised. cmd/launch only calls Main, so tests can do everything the
-// command does.
+// Package launch is cmd/launch as a library: flags parsed into Options,
+// checked before any work, the job built (a source → pipeline.Build →
+// sinks.Write), run on a Beam runner (prism by default), stopped gracefully
+// on SIGINT/SIGTERM, and summarised. cmd/launch only calls Main.
 package launch
 
 import (
@@ -32,8 +30,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			o, err = Parse(args)
 			return err
 		},
-		Usage:    func(stdout, _ io.Writer) { Usage(stdout) },
-		Validate: func() (slog.Level, error) { return o.LogLevel, o.Validate() },
+		Usage: func(stdout, _ io.Writer) { Usage(stdout) },
+		// Run validates the options, once.
+		Validate: func() (slog.Level, error) { return o.LogLevel, nil },
 		Run: func(ctx context.Context, stdout io.Writer) (int, error) {
 			_, err := Run(ctx, o, stdout)
 			var cfg *ConfigError

@@ -10,24 +10,17 @@ import (
 	"github.com/revenue-stream/hourly/transforms"
 )
 
-// What a laptop can hold (issue #26). Prism keeps every key's state in its
-// own heap: DedupStateBytesPerID (24 B) per remembered id, and the dedup
-// step's process cache up to --dedup-cache of decoded shards besides. A
-// design rate held for the retention is rate × (retention + window) ids.
-
-// embeddedStateBytes is what the embedded runner holds at rate events/s
-// once the retention is full: the ids in prism's state plus the process
-// cache, bounded by cacheBytes.
+// embeddedStateBytes is what the embedded runner holds at rate events/s once
+// the retention is full: rate × (retention + window) ids in prism's heap,
+// plus the dedup process cache, bounded by cacheBytes.
 func embeddedStateBytes(rate int, retention, window time.Duration, cacheBytes int64) int64 {
 	ids := int64(float64(rate) * (retention + window).Seconds())
 	return ids*transforms.DedupStateBytesPerID + min(int64(float64(ids)*transforms.DedupCacheBytesPerID), cacheBytes)
 }
 
-// memoryWarning is the one line the launcher logs at start when a design
-// rate set for the embedded runner would hold more state than the machine
-// (transforms.WorkerMemory) has memory, or "" when it fits, when the
-// workers are not in this process, or when no rate was set (a replay holds
-// what its log has).
+// memoryWarning is the line logged at start when a design rate set for the
+// embedded runner would hold more state than the machine's memory ("" when
+// it fits, off prism, or with no rate set).
 func (o Options) memoryWarning(machine int64) string {
 	if o.Pipeline.DesignRate <= 0 || machine <= 0 || !capability.IsPrism(o.Runner) {
 		return ""

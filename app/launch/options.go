@@ -24,9 +24,8 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/watermark"
 
-	// Every runner the SDK ships registers itself and its flags (--runner,
-	// --endpoint, --environment_type, Dataflow's --project, --region,
-	// --temp_location, ...), with the local and GCS filesystems.
+	// Every runner the SDK ships registers itself and its flags, with the
+	// local and GCS filesystems.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 )
 
@@ -35,134 +34,83 @@ const (
 	DefaultSink    = "sqlite:revenue.db"
 	DefaultDemoDir = "demo-data"
 	DefaultRunner  = "prism"
-	// DefaultQuietPeriod and DefaultStopTimeout shape a graceful stop: after
-	// the readers stop, the job is cancelled once the sink has seen no write
-	// for the quiet period, or at the timeout whatever happens.
+	// DefaultQuietPeriod and DefaultStopTimeout shape a graceful stop: the
+	// job is cancelled once the sink is quiet that long, or at the timeout.
 	DefaultQuietPeriod = 2 * time.Second
 	DefaultStopTimeout = 10 * time.Second
 	// DefaultSealEvery is how often a following folder run reads the
-	// resume points it could seal (see sealer): four small queries of the
-	// sink. BigQuery bills at least 10 MB a query, so there it is at least
-	// bigQuerySealEvery (about 4 GB billed a day).
+	// resume points it could seal (four small queries); BigQuery bills at
+	// least 10 MB a query, hence bigQuerySealEvery there.
 	DefaultSealEvery  = 10 * time.Second
 	bigQuerySealEvery = 5 * time.Minute
-	// bigQueryLiveEvery is how often the live views read a BigQuery sink:
-	// two queries, at least 20 MB billed, a minute (about 29 GB a day).
+	// bigQueryLiveEvery is how often the live views read a BigQuery sink.
 	bigQueryLiveEvery = time.Minute
 )
 
 // Options is everything cmd/launch accepts, parsed and typed. Parse builds it
-// from flags; tests build it from Defaults.
+// from flags; tests build it from Defaults. A field set by a flag is
+// described by the flag table (flags.go); zero durations and counts take the
+// defaults of the sources and pubsub packages.
 type Options struct {
-	// Source is the raw-log folder to read, or a Pub/Sub subscription
-	// "pubsub:projects/P/subscriptions/S". Empty means the demo: a log
-	// generated once into DemoDir, then replayed.
+	// Source is a raw-log folder or "pubsub:projects/P/subscriptions/S";
+	// empty means the demo, a log generated once into DemoDir.
 	Source  string
 	DemoDir string
-	// Follow keeps watching the folder for new files (streaming); without
-	// it the folder is replayed and the job ends. A Pub/Sub source is
-	// always streaming (Follow is then implied).
-	Follow bool
-	// PubSubArchive is the raw-log folder a Pub/Sub source archives every
-	// payload to before acknowledging it (--pubsub-archive). Empty takes
-	// the pubsub package's default, ./pubsub-log/<subscription id>.
-	PubSubArchive string
-	// PubSubPullers, PubSubShards and PubSubArchiveFailAfter are the Pub/Sub
-	// reader's pull streams per reader key, reader keys, and how long its
-	// archive may fail before the job does (--pubsub-pullers,
-	// --pubsub-shards, --pubsub-archive-fail-after; zero: the package
-	// defaults).
-	PubSubPullers, PubSubShards int
-	PubSubArchiveFailAfter      time.Duration
-	// PubSubStallAfter is how long a Pub/Sub reader key may hold messages
-	// without emitting any before it logs what it waits on
-	// (--pubsub-stall-after; zero: the pubsub package's default).
-	PubSubStallAfter time.Duration
-	Sink             sink.Spec
-	// BQFlush is how often the BigQuery sink appends what it buffered
-	// (--bq-flush; see sinks.FlushPolicy). Other sinks ignore it.
+	Follow  bool
+
+	PubSubArchive                            string
+	PubSubPullers, PubSubShards              int
+	PubSubArchiveFailAfter, PubSubStallAfter time.Duration
+
+	Sink    sink.Spec
 	BQFlush time.Duration
 	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
-	// the requested value: a replay without Follow runs with 0.
+	// the requested value: a replay runs with 0.
 	Pipeline pipeline.Options
-	// Report is the run report's path; its extension picks the format
-	// (see report.Extensions). Empty writes none.
 	Report   string
 	LogLevel slog.Level
-	// Runner is Beam's --runner (prism unless set).
-	Runner string
-	// Rehearse (--rehearse), on prism, names the runner whose submission
-	// this run rehearses: the defaults chosen from capabilities
-	// (--early-source, --dedup-order) and the capability check are that
-	// runner's, so what runs here is what it would be sent, needing only
-	// what it has. Empty rehearses nothing (the profile is Runner's).
-	Rehearse string
-	// Settle is how long a followed file ending in a line without a newline
-	// must stay unchanged before that line is read (--settle; 0 takes
-	// sources.DefaultSettle).
-	Settle time.Duration
-	// DiscoverEvery is how often a follower looks for new partition folders
-	// (--discover-every; 0 takes sources.DefaultDiscoverEvery).
-	DiscoverEvery time.Duration
-	// PrismUIPort, when positive, serves prism's web UI (jobs, their state
-	// and metrics) on localhost:PrismUIPort while this process runs
-	// (--prism-ui-port; prism runner only).
-	PrismUIPort int
-	// Demo is --demo: "" or DemoReplay (the generated history, when there
-	// is no --source) or DemoLive (a feed written into LiveDir while the
-	// job follows it). Duration, when positive, stops a streaming run
-	// gracefully after that long (--duration). UI is --ui, the live page's
-	// [HOST:]PORT (loopback unless a host is given).
-	Demo     string
-	LiveDir  string
-	Duration time.Duration
-	UI       string
-	// MetricsAddr is --metrics-addr: where /metrics alone is served.
-	MetricsAddr string
-	// SharedFilesystem (--shared-filesystem) says every worker sees this
-	// machine's local paths: without it, a runner whose workers run
-	// elsewhere is refused a local source, archive or sink (see placement).
+	// Runner is Beam's --runner; Rehearse, on prism, names the runner whose
+	// capability profile the pipeline is built and checked for.
+	Runner, Rehearse string
+
+	Settle, DiscoverEvery time.Duration
+	PrismUIPort           int
+	// Demo is "", DemoReplay or DemoLive (a feed written into LiveDir while
+	// the job follows it).
+	Demo, LiveDir    string
+	Duration         time.Duration
+	UI, MetricsAddr  string
 	SharedFilesystem bool
-	// DryRun (--dry-run) is where Run writes the pipeline proto it would
-	// submit, instead of running anything: cli.DryRunStdout or a file
-	// ("": run).
+	// DryRun is where Run writes the pipeline proto instead of running:
+	// cli.DryRunStdout or a file ("": run).
 	DryRun string
-	// Control (--control) is the folder where a graceful stop writes the
-	// run's stop request for its readers, wherever they run (see
-	// ControlDir and sources.StopSignal).
+	// Control is the folder of the run's stop request (see ControlDir).
 	Control string
 
-	// Not flags: how a graceful stop waits (see DefaultQuietPeriod), and how
-	// the source is read (zero values take the sources or pubsub package
-	// defaults; tests read one record per call to make the watermark step).
-	// PullTimeout bounds one Pub/Sub pull.
-	QuietPeriod, StopTimeout time.Duration
-	// SealEvery: see DefaultSealEvery.
-	SealEvery time.Duration
-	// RunToken names the run: its stop request and the checkpoints its
-	// workers write (empty: drawn at start; tests set it to read them).
+	// Not flags. QuietPeriod and StopTimeout shape a graceful stop
+	// (DefaultQuietPeriod); SealEvery: see DefaultSealEvery.
+	QuietPeriod, StopTimeout, SealEvery time.Duration
+	// RunToken names the run's stop request and checkpoints (empty: drawn
+	// at start; tests set it to read them).
 	RunToken string
-	// ProgressEvery is the period of progress reports while a job runs (0:
-	// none).
-	ProgressEvery             time.Duration
+	// ProgressEvery is the period of progress reports (0: none).
+	ProgressEvery time.Duration
+	// PollInterval, PullTimeout and MaxPerCall tune the readers (tests read
+	// one record per call to make the watermark step).
 	PollInterval, PullTimeout time.Duration
 	MaxPerCall                int
-	// ReadAhead (--read-ahead) bounds the records read but not yet taken in
-	// by the dedup step when the workers run in this process (prism has no
-	// backpressure; see flow.ReadAhead); 0 takes
-	// flow.DefaultReadAhead. Other runners have their own flow
-	// control, and setting it for them is refused.
+	// ReadAhead bounds the records read but not yet taken in by dedup when
+	// the workers run in this process (flow.ReadAhead); 0 takes
+	// flow.DefaultReadAhead.
 	ReadAhead int
-	// Workers (--workers) is the worker count the dedup cache is sized
-	// for off prism (pipeline.DedupCacheFor); 0 takes the submission's
-	// (workers).
+	// Workers is the worker count the dedup cache is sized for off prism;
+	// 0 takes the submission's (workers).
 	Workers int
 }
 
-// workers is the worker count the dedup cache is sized for: --workers,
-// else the one the submission states (Dataflow's --num_workers, the
-// workers it starts with; Flink's --parallelism), else 0: unknown, and
-// DedupCacheFor sizes for one worker owning every shard.
+// workers is the worker count the dedup cache is sized for: --workers, else
+// Dataflow's --num_workers or Flink's --parallelism, else 0 (DedupCacheFor
+// then sizes for one worker owning every shard).
 func (o Options) workers() int {
 	if o.Workers > 0 {
 		return o.Workers
@@ -176,18 +124,14 @@ func (o Options) workers() int {
 }
 
 // IsPubSub reports whether the source is a Pub/Sub subscription.
-func (o Options) IsPubSub() bool { return isPubSub(o.Source) }
-
-func isPubSub(source string) bool { return strings.HasPrefix(source, "pubsub:") }
+func (o Options) IsPubSub() bool { return strings.HasPrefix(o.Source, "pubsub:") }
 
 // Streaming reports whether the source is unbounded: a followed folder or a
-// Pub/Sub subscription. A streaming run keeps its EARLY firings and ends
-// only when stopped.
+// Pub/Sub subscription.
 func (o Options) Streaming() bool { return o.Follow || o.IsPubSub() }
 
-// ArchiveDir is the Pub/Sub source's archive folder, --pubsub-archive or the
-// pubsub package's default for the subscription ("" for other sources or an
-// unparsable subscription).
+// ArchiveDir is a Pub/Sub source's archive folder: --pubsub-archive or the
+// pubsub package's default ("" for other sources).
 func (o Options) ArchiveDir() string {
 	if !o.IsPubSub() {
 		return ""
@@ -232,8 +176,6 @@ func Defaults() Options {
 	}
 }
 
-// sealEvery is how often a following folder run reads its seal candidates
-// (see DefaultSealEvery).
 func (o Options) sealEvery() time.Duration {
 	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return max(o.SealEvery, bigQuerySealEvery)
@@ -242,8 +184,7 @@ func (o Options) sealEvery() time.Duration {
 }
 
 // liveSinkEvery is how often the live views read the sink's rows: every
-// refresh, except on BigQuery, which bills every query (at least 10 MB).
-// The job's figures come from the runner and refresh every second anyway.
+// refresh, except on BigQuery, which bills every query.
 func (o Options) liveSinkEvery() time.Duration {
 	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return bigQueryLiveEvery
@@ -252,9 +193,8 @@ func (o Options) liveSinkEvery() time.Duration {
 }
 
 // quietPeriod is how long the sink's write counters must stand still before
-// the output counts as settled: QuietPeriod, plus, for BigQuery, the flush
-// interval (a row counts when the append step buffers it, and is appended
-// by the flush timer up to an interval later).
+// the output counts as settled; on BigQuery a row counts when buffered, so
+// the flush interval is added.
 func (o Options) quietPeriod() time.Duration {
 	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return o.QuietPeriod + o.flushPolicy().Interval
@@ -267,12 +207,10 @@ func usagef(format string, args ...any) error {
 }
 
 // Validate checks the settings together, before any work: every failure is
-// a *ConfigError naming its flag. It looks at the source folder (it must
-// exist) but creates nothing.
+// a *ConfigError naming its flag. It creates nothing.
 func (o Options) Validate() error {
 	if o.IsPubSub() {
-		// The subscription string first: a malformed one is the error to
-		// report, whatever else is wrong.
+		// A malformed subscription is the error to report first.
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
 			return &ConfigError{Err: err}
 		}
@@ -300,9 +238,6 @@ func (o Options) Validate() error {
 		return usagef("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
 	}
 	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !capability.IsPrism(o.Runner) {
-		// The hold follows the other active partitions through a board of
-		// this process (localrunner.Shared): a worker holding only idle
-		// partitions would see none active and hold the whole pipeline.
 		return usagef("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
 	}
 	if o.Rehearse != "" {
@@ -346,15 +281,12 @@ func (o Options) Validate() error {
 	}
 	switch {
 	case o.IsPubSub():
-		// pubsub.Validate checks the archive too; the flag's own checks
-		// first, so that the error names it.
+		// The flag's own checks first, so that the error names it.
 		if a := o.ArchiveDir(); strings.Contains(a, "://") {
 			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
 				return usagef("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
 			}
 		} else if !capability.IsPrism(o.Runner) {
-			// Workers on other machines would each archive to their own
-			// disk, which no restart and no reconcile reads.
 			return usagef("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
 		} else if fi, err := os.Stat(o.ArchiveDir()); err == nil && !fi.IsDir() {
 			return usagef("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
@@ -371,18 +303,12 @@ func (o Options) Validate() error {
 	return nil
 }
 
-// controlName is the default control folder inside the folder the job
-// reads.
 const controlName = "_control"
 
 // ControlDir is where a graceful stop writes the run's stop request
-// (sources.StopSignal): --control, or else the folder _control inside the
-// folder the job reads: the Pub/Sub archive, or source (the folder read,
-// the demo's and the live demo's too). Readers and reconcile skip names
-// starting with '_' (rawlog.Ignored), so it is never read as a partition or
-// an archive shard. It is reachable by every worker whenever that folder
-// is, and lies where the launcher already writes for a Pub/Sub source; a
-// source folder the launcher may not write needs --control.
+// (sources.StopSignal): --control, or _control in the folder the job reads
+// (the Pub/Sub archive, or source), which every worker reaches. Readers and
+// reconcile skip names starting with '_' (rawlog.Ignored).
 func (o Options) ControlDir(source string) string {
 	if o.Control != "" {
 		return o.Control
@@ -397,8 +323,7 @@ func (o Options) ControlDir(source string) string {
 	return files.Join(dir, controlName)
 }
 
-// pubsubOptions are the Pub/Sub reader settings of a run with pipeline
-// options po.
+// pubsubOptions are the Pub/Sub reader settings with pipeline options po.
 func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
 	return pubsub.Options{
 		ArchiveDir:       o.PubSubArchive,
@@ -417,22 +342,19 @@ func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
 // folderOptions are the reader settings of a run with pipeline options po.
 func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 	return sources.FolderOptions{
-		Follow:       o.Follow,
-		Watermark:    po.Watermark,
-		Event:        po.Event,
-		PollInterval: o.PollInterval,
-		MaxPerCall:   cmp.Or(o.MaxPerCall, sources.CallSizeFor(po.DedupShards)),
-		Settle:       o.Settle,
-		// DiscoverEvery is only set by the flag: 0 takes the default.
-		DiscoverEvery: o.DiscoverEvery,
-		// ReadAhead: the account is named when the job is built (Run).
-		ReadAheadRecords: o.readAhead(),
+		Follow:           o.Follow,
+		Watermark:        po.Watermark,
+		Event:            po.Event,
+		PollInterval:     o.PollInterval,
+		MaxPerCall:       cmp.Or(o.MaxPerCall, sources.CallSizeFor(po.DedupShards)),
+		Settle:           o.Settle,
+		DiscoverEvery:    o.DiscoverEvery,
+		ReadAheadRecords: o.readAhead(), // the account is named in check
 	}
 }
 
-// readAhead is the read-ahead bound of the run's sources, in records: 0
-// (none) unless the workers run in this process, where the bound's account
-// lives (flow.ReadAhead).
+// readAhead is the sources' read-ahead bound in records: 0 (none) unless the
+// workers run in this process, where the account lives (flow.ReadAhead).
 func (o Options) readAhead() int {
 	if !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return 0
@@ -459,12 +381,9 @@ func (o Options) flushPolicy() sinks.FlushPolicy {
 	return p
 }
 
-// placement refuses, before any work, the parts of a run that its workers
-// could not reach: on a runner whose workers run in other processes (any
-// but prism in this process), a local source folder (the demo's too), a
-// local Pub/Sub archive, or a SQLite or local JSONL sink would be read or
-// written by each worker on its own machine, while the launcher reads its
-// own copy.
+// placement refuses the parts of a run its workers could not reach: with
+// workers in other processes, a local source, archive, sink or control
+// folder would be each worker's own copy.
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: *jobopts.EnvironmentType, Shared: o.SharedFilesystem}
 	switch o.Sink.Scheme {

@@ -16,27 +16,17 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Prism's web UI (--prism-ui-port).
-//
-// The prism binary (cmd/prism) serves a web UI on --web_port (8074) beside
-// its job service, but the Go SDK's prism runner, which starts the job
-// service inside the launching process, starts no UI. The UI is a public
-// call, prism.CreateWebServer, over any job service client: pointed at the
-// job service this process uses, it lists the jobs (/), and shows a job's
-// state, transforms, element counts and user metrics (/job/<id>). The
-// figures are prism's own, as its GetJobMetrics reports them: the ones the
-// run summary reads, complete thanks to the metric gate
-// (internal/localrunner/metricgate.go).
-
+// prismUI records the ports prism's web UI (--prism-ui-port) is served on.
+// The SDK's in-process prism runner starts no UI; prism.CreateWebServer
+// serves one over any job service client.
 var prismUI struct {
 	mu      sync.Mutex
 	started map[int]bool
 }
 
 // startPrismUI serves prism's web UI on localhost:port for the job service
-// at *jobopts.Endpoint (set by localrunner.EnsureJobService), once per port and process.
-// It lives as long as the process: for a replay, until the summary is
-// printed; for --follow or Pub/Sub, until the job is stopped.
+// at *jobopts.Endpoint (set by localrunner.EnsureJobService), once per port
+// and process, for as long as the process lives.
 func startPrismUI(port int) error {
 	prismUI.mu.Lock()
 	defer prismUI.mu.Unlock()

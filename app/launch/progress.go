@@ -16,9 +16,8 @@ import (
 // DefaultProgressEvery is how often a running job reports progress.
 const DefaultProgressEvery = 2 * time.Second
 
-// progress reports a long run's figures while it runs: one line rewritten in
-// place when stdout is a terminal, a plain log line every period otherwise
-// (so a log file or CI output stays readable).
+// progress reports a run's figures while it runs: one line rewritten in
+// place on a terminal, else a log line every period.
 type progress struct {
 	w        io.Writer
 	terminal bool
@@ -32,20 +31,16 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, started: time.Now(), last: time.Now(), terminal: isTerminal(w)}
 }
 
-// report shows the figures the job's workers have reported so far, the
-// Pub/Sub reader keys among parts that are stalled (--pubsub-stall-after),
-// and how far the sources read ahead of the dedup step under budget (the
-// read-ahead bound; ra nil: none).
+// report shows the figures so far, the stalled Pub/Sub reader keys among
+// parts, and the read-ahead against its budget (ra nil: none).
 func (p *progress) report(c Counts, parts []live.Partition, ra *flow.ReadAhead, budget int) {
 	now := time.Now()
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read
 	rows := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
-	// Last lines without a newline that a follower waits on (--settle):
-	// not read yet, so not in read.
+	// Last lines without a newline a follower waits on (--settle).
 	pending := sources.PendingTails()
-	// A Pub/Sub source's held (ack deadline extended) and archive-retried
-	// message counts: non-zero means the archive is slow or failing.
+	// Non-zero: the Pub/Sub archive is slow or failing.
 	held, retried := c.Counters[pubsub.MetricHeldExtended], c.Counters[pubsub.MetricArchiveRetries]
 	// Reader keys holding messages without emitting any: "pubsub 1m4s".
 	var stalled []string

@@ -10,13 +10,10 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// writeReport writes the run report (--report) through package report, the
-// renderer cmd/reconcile's --report uses too, in the form the extension
-// names (.html, .md or .json): the job and its settings, the conservation
-// figures and delay metrics, the watermark against event time per
-// partition traced from the raw log (the folder, or a Pub/Sub source's
-// archive) with the same policy the source ran, every key's revisions and
-// the audit tables' sizes from the sink.
+// writeReport writes the run report (--report) through package report: the
+// job and its settings, the figures, the watermark per partition traced
+// from the raw log (or a Pub/Sub source's archive), every key's revisions
+// and the audit tables' sizes.
 func writeReport(path string, s *Summary, po pipeline.Options) error {
 	run := report.Run{
 		Title:    "Hourly revenue: " + s.Source,
@@ -25,9 +22,7 @@ func writeReport(path string, s *Summary, po pipeline.Options) error {
 		Settings: s.Settings,
 		Job:      s.jobFigures(),
 	}
-	// Run sets Conserved false with zero Counts when the job reported no
-	// metrics; zero Counts pass Check, so that is the one case without
-	// figures to show.
+	// Zero Counts pass Check: not conserved with them means no metrics.
 	if s.Conserved || s.Counts.Check() != nil {
 		c := s.Counts
 		run.Counts = &c
@@ -40,9 +35,7 @@ func writeReport(path string, s *Summary, po pipeline.Options) error {
 		run.Windows = report.WindowsFromChangelog(changelog)
 		run.Audit = &report.Audit{TooLate: int(v.Tally.TooLate), Conflicts: int(v.Tally.Conflicts), Quarantined: int(v.Tally.Quarantined)}
 	}
-	// The raw log to trace: the folder read, or the archive a Pub/Sub
-	// source wrote (the same lines in arrival order, with the same policy).
-	// An archive that does not exist (nothing was ever pulled) has no trace.
+	// An archive that does not exist (nothing was pulled) has no trace.
 	dir := s.Source
 	if s.Archive != "" {
 		dir = s.Archive

@@ -41,10 +41,10 @@ func resumeHorizon(finalEnd int64, hasFinal bool, openStart int64, hasOpen bool,
 	return h, true
 }
 
-// chooseResume picks, per partition, the last checkpoint whose largest valid
-// event time lies below the horizon (checkpoints sorted by partition, then
-// file), unless it is not past the partition's sealed point: a resume point
-// only moves forward (raw log files are read in name order).
+// chooseResume picks, per partition, the last checkpoint (sorted by
+// partition, then file) whose largest valid event time lies below the
+// horizon, if past the partition's sealed point: resume points only move
+// forward.
 func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.Checkpoint) []model.Checkpoint {
 	at := map[string]string{}
 	for _, c := range sealed {
@@ -67,27 +67,14 @@ func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.
 	return out
 }
 
-// seedBound is the earliest window the revision step needs the sink's row
-// of (sink.Published), given where every partition resumes: the rows of
-// earlier windows need not be loaded on any worker.
-//
-// A partition resumed after checkpoint c starts with its watermark restored
-// to c.MaxValid - bound, and a partition watermark never goes back, so every
-// record it reads whose window ends at or before c.MaxValid - bound -
-// lateness is too late by rule (a) of SPEC §4 and never reaches the
-// revision step. Over all partitions: windows ending after
-// min(MaxValid) - bound - lateness, i.e. starting at or after the start of
-// the window holding that instant. The pipeline watermark starts at that
-// minimum too (a partition discovered later follows the others), so an
-// earlier window is closed for every record of the run by rule (b) as
-// well. Windows not yet FINAL start at or after openStart, which the resume
-// horizon already keeps above every chosen MaxValid; the bound is kept at
-// or below it anyway, so their rows are always loaded.
-//
-// A partition listed at the start that reads from its first file, or
-// resumes with no watermark (no valid event before its checkpoint), can
-// reach any window: then every row is needed (the zero bound), as for a
-// run that resumes nothing.
+// seedBound is the earliest window whose sink row the revision step needs
+// (sink.Published), given where every partition resumes. A partition resumed
+// after c restarts its watermark at c.MaxValid - bound, so any record of a
+// window ending by min(MaxValid) - bound - lateness is too late by rule (a)
+// of SPEC §4 (and by rule (b): the pipeline watermark starts there too).
+// Windows not yet FINAL (from openStart) are always kept. A partition read
+// from its first file, or resumed with no watermark, can reach any window:
+// then every row is needed (the zero bound).
 func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, hasOpen bool, po pipeline.Options) sink.SeedBound {
 	if len(partitions) == 0 {
 		return sink.SeedBound{}
@@ -114,13 +101,10 @@ func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, 
 	return sink.SeedBound{Bounded: true, StartFrom: from}
 }
 
-// resumePoints reads where a folder source resumes each partition (nil:
-// read everything) and the windows whose sink rows the revision step needs
-// (seedBound). The points are the sealed ones (sinks.ProgressStore): each
-// was written by the launcher of an earlier run only once every output of
-// the records before it was durable (see sealer), so resuming after it
-// re-derives anything a crash lost. A sink that keeps no progress (console)
-// resumes nothing.
+// resumePoints reads where a folder source resumes each partition (nil: read
+// everything), from the points an earlier run sealed once their records'
+// outputs were durable (sealer), and the windows whose rows the revision step
+// needs (seedBound). A sink without progress tables (console) resumes nothing.
 func resumePoints(ctx context.Context, spec sink.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sink.SeedBound, error) {
 	none := sink.SeedBound{}
 	store, ok, err := sinks.OpenProgress(ctx, spec)

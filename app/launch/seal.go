@@ -16,52 +16,23 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// sealer writes a folder-source run's resume points (sinks.ProgressStore's
-// source_resume) once the outputs of every record before them are durable,
-// so that a restart resuming there never skips a record whose audit row or
-// window row a crash lost (SPEC §8: a sink write happens only once what it
-// depends on is durable).
+// sealer writes a folder-source run's resume points (source_resume) once the
+// outputs of every record before them are durable, so a restart never skips
+// a record whose audit or window row a crash lost (SPEC §8).
 //
-// The workers write checkpoints as each partition finishes a file
-// (sinks.WriteProgress, in a keyed stage: a checkpoint in the sink means
-// the runner has committed the bundle that read its records, with its
-// `read` counter). A checkpoint says nothing about the outputs of those
-// records. The sealer proves that from the runner's committed metrics, in
-// this order:
-//
-//  1. candidate: read this run's checkpoints and the sink's FINAL horizon
-//     and earliest open window, and choose per partition the last
-//     checkpoint below the resume horizon (chooseResume);
-//  2. confirm, later: every record read has its verdict (read = counted +
-//     duplicates + conflicts + quarantined + too_late), and the sink's write
-//     counters have stood still for the quiet period since the candidate
-//     was read: the outputs of the checkpoints' records, emitted before
-//     their verdicts were committed, have been written (a BigQuery row
-//     counts when buffered, so its quiet period includes a flush interval);
-//  3. seal the candidate.
-//
-// The windows the skipped records fall in are all below the horizon, so
-// FINAL in the sink (or without rows, never earlier than the earliest open
-// window), as at the candidate's read.
-//
-// A run seals at its end when it finished, or was stopped gracefully and
-// the stop settled, with conservation holding; a following run also seals
-// while it runs, whenever it is quiet (sealDue), so a crash re-reads from the
-// last quiet moment rather than from the previous run's end. A run that
-// crashes seals nothing more: the next one resumes from the last seal,
-// re-reading more, never less.
-//
-// Only evidence the runner really gives counts (reading.proves): committed
-// counters that saw records, all of them judged. A runner without live
-// metrics (capability.LiveMetrics: Flink's job server, Dataflow, an
-// unknown job server) gives none while its job runs, and its attempted
-// counters are zero, which would look drained: such a run seals nothing
-// while it runs nor after a graceful stop, only at the end of a job that
-// finished (its final metrics are reported then). Where a run seals
-// nothing it says why in one line, with what a restart will re-read
-// (decline).
-// sealPoll is how often a following run reads the runner's counters for
-// sealDue.
+// A checkpoint in the sink (sinks.WriteProgress, keyed) proves the runner
+// committed the bundle that read its records, nothing about their outputs.
+// So the sealer (1) reads a candidate: per partition the last checkpoint
+// below the resume horizon (chooseResume); (2) waits until the runner's
+// committed counters show every record read judged and the sink's write
+// counters have stood still for the quiet period since; (3) seals it.
+// A following run seals whenever it is quiet, every run at its end when it
+// finished or its stop settled. Only committed counters count
+// (reading.proves): a runner without live metrics (capability.LiveMetrics)
+// seals only at the end of a finished job, and a run that seals nothing
+// says why once (decline).
+
+// sealPoll is how often a following run reads the runner's counters.
 const sealPoll = time.Second
 
 type sealer struct {
@@ -70,11 +41,9 @@ type sealer struct {
 	po    pipeline.Options
 	quiet time.Duration
 	every time.Duration // how often a following run reads a candidate
-	// noLive is why the runner's counters prove nothing while the job
-	// runs ("" when they can).
+	// noLive: why the counters prove nothing while the job runs ("": they do).
 	noLive string
-	// points are the resume points a restart would use now: those this run
-	// resumed from, then those it sealed, by partition.
+	// points are the resume points a restart would use now, by partition.
 	points   map[string]model.Checkpoint
 	declined bool
 
@@ -84,18 +53,16 @@ type sealer struct {
 	writes   quietWatch
 }
 
-// quietWatch follows the sink's write counters in the runner's committed
-// metrics (for workers anywhere): when they last changed. The graceful stop
-// and the sealer judge "settled" by it.
+// quietWatch notes when the sink's write counters in the runner's metrics
+// last changed: the graceful stop and the sealer judge "settled" by it.
 type quietWatch struct {
 	written int64
 	changed time.Time
 }
 
 // observe notes a reading taken at now and reports whether it shows every
-// record read with its verdict (nothing in flight between the readers and
-// dedup; a guess on attempted counters, good enough to time a stop), and
-// whether it proves so (reading.proves, what a seal needs).
+// record read judged (a guess on attempted counters, good enough to time a
+// stop), and whether it proves so (reading.proves, what a seal needs).
 func (w *quietWatch) observe(now time.Time, r reading) (drained, proven bool) {
 	if n := r.SinkAccepted + r.SinkStale + r.SinkAudit; n != w.written {
 		w.written, w.changed = n, now
@@ -103,15 +70,13 @@ func (w *quietWatch) observe(now time.Time, r reading) (drained, proven bool) {
 	return r.Read == r.Verdicts(), r.proves()
 }
 
-// sealCandidate is a set of resume points read at a time, waiting for the
-// proof that their records' outputs are durable.
+// sealCandidate is resume points read at a time, awaiting step 2's proof.
 type sealCandidate struct {
 	at     time.Time
 	points []model.Checkpoint
 }
 
-// newSealer returns the sealer of a run on runner that resumed from
-// resumed (nil: from every partition's first file).
+// newSealer returns the sealer of a run on runner that resumed from resumed.
 func newSealer(spec sink.Spec, run string, po pipeline.Options, quiet, every time.Duration, runner string, resumed []model.Checkpoint) *sealer {
 	s := &sealer{spec: spec, run: run, po: po, quiet: quiet, every: every, noLive: noLiveProof(runner), points: map[string]model.Checkpoint{}}
 	for _, c := range resumed {
@@ -120,9 +85,8 @@ func newSealer(spec sink.Spec, run string, po pipeline.Options, quiet, every tim
 	return s
 }
 
-// noLiveProof says why runner's counters prove nothing while its job runs,
-// "" when they can: the runner reports live committed metrics
-// (capability.LiveMetrics; prism does).
+// noLiveProof says why runner's counters prove nothing while its job runs
+// ("" when it reports live committed metrics, as prism does).
 func noLiveProof(runner string) string {
 	if l, lacks := capability.For(runner).Lack(capability.LiveMetrics); lacks {
 		return fmt.Sprintf("the %s runner gives no live metrics (%s)", runner, l.Proof)
@@ -130,8 +94,8 @@ func noLiveProof(runner string) string {
 	return ""
 }
 
-// decline logs, once per run, why the run seals no (more) resume points
-// and what a restart will therefore re-read.
+// decline logs, once, why the run seals no (more) resume points and what a
+// restart will re-read.
 func (s *sealer) decline(why string) {
 	if s.declined {
 		return
@@ -153,8 +117,8 @@ func (s *sealer) rereads() string {
 	return fmt.Sprintf("a restart re-reads each partition from its last sealed point (%s), a partition without one from its first file", strings.Join(at, ", "))
 }
 
-// open opens the sink's progress tables on first use (a SQLite file is
-// created by the job's first write); ok is false for a sink without them.
+// open opens the sink's progress tables on first use (the job's first write
+// creates a SQLite file); ok is false for a sink without them.
 func (s *sealer) open(ctx context.Context) (bool, error) {
 	if s.store != nil {
 		return true, nil
@@ -167,8 +131,8 @@ func (s *sealer) open(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// candidate reads step 1: the resume points the sink's rows would allow
-// now, from this run's checkpoints (nil when none moves forward).
+// candidate is step 1: the resume points the sink's rows allow now (nil
+// when none moves forward).
 func (s *sealer) candidate(ctx context.Context, now time.Time) (*sealCandidate, error) {
 	if ok, err := s.open(ctx); err != nil || !ok {
 		return nil, err
@@ -200,18 +164,15 @@ func (s *sealer) candidate(ctx context.Context, now time.Time) (*sealCandidate, 
 	return &sealCandidate{at: now, points: points}, nil
 }
 
-// sealDue is step 2's rule: every record read has its verdict, and the
-// sink's write counters have not changed for quiet since the candidate was
-// read.
+// sealDue is step 2's rule: every record judged, and the sink's write
+// counters unchanged for quiet since the candidate was read.
 func sealDue(candidateAt, changed, now time.Time, quiet time.Duration, drained bool) bool {
 	return drained && now.Sub(later(changed, candidateAt)) >= quiet
 }
 
-// observe takes one reading of the runner's committed counters while the
-// job runs: it seals a candidate that sealDue confirms on a reading that
-// proves it, and reads a new one every s.every. On a runner without live
-// metrics it seals nothing and says so once. Errors are logged: a seal that
-// fails costs a longer restart, never a wrong one.
+// observe takes one reading of the runner's counters while the job runs:
+// it seals a candidate sealDue confirms and reads a new one every s.every.
+// Errors are logged: a failed seal costs a longer restart, never a wrong one.
 func (s *sealer) observe(ctx context.Context, now time.Time, r reading) {
 	if s.noLive != "" {
 		s.decline(s.noLive + " while the job runs")
@@ -234,12 +195,8 @@ func (s *sealer) observe(ctx context.Context, now time.Time, r reading) {
 	}
 }
 
-// final seals at the end of a run whose outputs are all durable: it
-// finished, or its graceful stop settled on the runner's committed
-// counters, and conservation holds on committed counters. The caller says
-// why not (unproven, "" when all holds); then nothing is sealed and
-// decline says so. The job has ended, so nothing is written after the
-// candidate is read.
+// final seals at the end of a run whose outputs are all durable; unproven
+// (from outcome.unproven) says why not, and then nothing is sealed.
 func (s *sealer) final(ctx context.Context, unproven string) error {
 	if unproven != "" {
 		s.decline(unproven)

@@ -13,8 +13,7 @@ import (
 )
 
 // sinkView is what a run's summary and report show of the sink: its tables
-// counted where they are stored, and the latest current rows. The console
-// sink keeps nothing to read back.
+// counted where they are stored (COUNT(*)), and the latest current rows.
 type sinkView struct {
 	Readable bool
 	Tally    sinks.Tally
@@ -23,9 +22,8 @@ type sinkView struct {
 	spec  sink.Spec
 }
 
-// checkSink opens the sink once before the job, to refuse a run whose
-// settings differ from those its rows were computed with (SPEC §5
-// run_config), and closes it again: the job's writers open their own.
+// checkSink opens the sink before the job to refuse settings that differ
+// from its rows' (SPEC §5 run_config); the job's writers open their own.
 func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
 	s, err := sinks.Open(ctx, spec)
 	if err != nil {

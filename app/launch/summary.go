@@ -1,8 +1,11 @@
 package launch
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -10,11 +13,94 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
 )
+
+// summarise fills the summary from the job's outcome and the sink's counts,
+// checks conservation, seals the run's resume points, prints the summary and
+// writes the report. With --ui and a person at the terminal, the page stays
+// up until Ctrl-C (ctx).
+func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out io.Writer) (*Summary, error) {
+	sum := r.sum
+	sum.Duration = time.Since(sum.Started)
+	if r.readAhead != "" {
+		ra := r.readAheadOf()
+		sum.ReadAhead = &ReadAheadFigures{Budget: r.fo.ReadAheadRecords, Peak: ra.Peak(), PastBudget: ra.PastBudget()}
+	}
+	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
+	if *jobopts.Async && res.err == nil {
+		// Submitted, not run: no figures yet, and no resume point provable
+		// (docs/operations.md).
+		fmt.Fprintf(out, "job %s submitted (--async): the launcher does not wait for it, so there is no summary and no resume point is sealed\n", res.jobID)
+		return sum, nil
+	}
+	if res.detached != "" {
+		return sum, errors.New(res.detached)
+	}
+	if res.metrics != nil {
+		sum.Counts = *res.metrics
+	}
+	switch {
+	case res.err != nil:
+		sum.State, sum.Error = StateFailed, cli.OneLine(res.err)
+	case res.interrupted && planned:
+		sum.State, sum.Planned = StateDone, true
+	case res.interrupted:
+		sum.State = StateCancelled
+	default:
+		sum.State = StateDone
+	}
+	if r.mon != nil {
+		r.mon.SetState(sum.State)
+	}
+	// Release the loopback workers' handles (runners do not promise
+	// Teardown) before reading the sink back, even after an interruption.
+	bg := context.WithoutCancel(ctx)
+	if err := sinks.CloseShared(); err != nil {
+		slog.Warn("closing the sink after the job", "err", err)
+	}
+	view, viewErr := readSink(bg, r.o.Sink)
+	if viewErr != nil {
+		slog.Error("reading the sink back", "sink", sum.Sink, "err", viewErr)
+	}
+	sum.view = view
+
+	check := sum.Counts.Check()
+	sum.Conserved, sum.Identity = check == nil, sum.Counts.Identity()
+	if res.metrics == nil {
+		check = errors.New("the job reported no metrics: the conservation identity cannot be checked")
+		sum.Conserved, sum.unchecked = false, true
+	}
+	if check != nil && res.err == nil {
+		slog.Error("conservation check failed", "err", check)
+	}
+	if r.seal != nil {
+		if err := r.seal.final(bg, res.unproven(sum)); err != nil {
+			slog.Warn("sealing the run's resume points; a restart re-reads from the previous ones", "err", err)
+		}
+	}
+	if err := sum.WriteText(out); err != nil {
+		slog.Error("printing the summary", "err", err)
+	}
+	if r.o.Report != "" {
+		if err := writeReport(r.o.Report, sum, r.po); err != nil {
+			slog.Error("writing the run report", "err", err)
+		} else {
+			slog.Info("run report written", "path", r.o.Report)
+		}
+	}
+	if r.uiURL != "" && ctx.Err() == nil && keepPage() {
+		slog.Info("the job has ended; the live page stays up until Ctrl-C", "url", r.uiURL, "state", sum.State)
+		<-ctx.Done()
+	}
+	return sum, errors.Join(res.err, check, viewErr)
+}
 
 // Job states a Summary reports.
 const (
@@ -24,48 +110,41 @@ const (
 )
 
 // Summary is what a run did: its settings, the job's figures, and what the
-// sink holds afterwards. It is printed at the end of every run, interrupted
-// or not, and is the content of the run report.
+// sink holds afterwards; printed at the end of every run and reported.
 type Summary struct {
 	Source string `json:"source"`
 	Demo   bool   `json:"demo"`
-	// Follow says the source was read as a stream (a followed folder, or a
-	// Pub/Sub subscription, whose archive folder is Archive).
+	// Follow: read as a stream (Archive is a Pub/Sub source's archive).
 	Follow  bool   `json:"follow"`
 	Archive string `json:"archive,omitempty"`
 	Sink    string `json:"sink"`
 	Runner  string `json:"runner"`
 	JobID   string `json:"job_id,omitempty"`
-	// State is DONE (also a streaming run stopped as planned by
-	// --duration), CANCELLED (after a graceful stop) or FAILED.
-	State       string `json:"state"`
-	Interrupted bool   `json:"interrupted"`
-	// Planned is a streaming run stopped by --duration, as asked.
-	Planned  bool          `json:"planned_stop,omitempty"`
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"duration_ns"`
+	// State is DONE (also a stop by --duration, then Planned), CANCELLED
+	// (after a graceful stop) or FAILED.
+	State       string        `json:"state"`
+	Interrupted bool          `json:"interrupted"`
+	Planned     bool          `json:"planned_stop,omitempty"`
+	Started     time.Time     `json:"started"`
+	Duration    time.Duration `json:"duration_ns"`
 	// Settings are the effective settings, as flags would spell them.
 	Settings map[string]string `json:"settings"`
 	Counts   Counts            `json:"counts"`
 	// Conserved says the conservation identity held; Identity spells it out.
 	Conserved bool   `json:"conserved"`
 	Identity  string `json:"identity"`
-	// Error is why the run failed, if it did.
-	Error string `json:"error,omitempty"`
-	// ReadAhead is the sources' read-ahead bound on the embedded runner and
-	// the most records that waited for the dedup step at once (nil: no
-	// bound; another runner's flow control).
+	Error     string `json:"error,omitempty"`
+	// ReadAhead is the read-ahead bound on the embedded runner and its peak
+	// (nil: no bound).
 	ReadAhead *ReadAheadFigures `json:"read_ahead,omitempty"`
 
 	view sinkView
-	// unchecked: the runner reported no counters, so Conserved is false
-	// without a violation.
+	// unchecked: no counters reported; Conserved is false without a violation.
 	unchecked bool
 }
 
-// ReadAheadFigures are a run's read-ahead bound and its peak, in records,
-// and how many source calls read past the bound for the watermark to move
-// (flow.ReadAhead).
+// ReadAheadFigures are a run's read-ahead bound and peak, in records, and the
+// source calls that read past it for the watermark to move (flow.ReadAhead).
 type ReadAheadFigures struct {
 	Budget     int   `json:"budget"`
 	Peak       int64 `json:"peak"`
@@ -125,8 +204,6 @@ func (s *Summary) WriteText(w io.Writer) error {
 			c.DedupElements, c.DedupElementsPerThousand(), c.Counters[string(metrics.WindowFanOuts)], transforms.GateKeys)
 	}
 	if reloads, ok := c.Counters[string(metrics.DedupStateReloads)]; ok {
-		// The capacity plan's steady state: each shard read from state once
-		// per worker, then served by the process cache (docs/capacity.md).
 		fmt.Fprintf(&b, "dedup cache: %d shard reloads from the runner's state, %d evictions (near zero past each shard's first load when --dedup-cache holds the shards a worker owns)\n",
 			reloads, c.Counters[string(metrics.DedupCacheEvictions)])
 	}
@@ -166,35 +243,23 @@ func (s *Summary) WriteText(w io.Writer) error {
 	return err
 }
 
-// delayMetrics lists the delay histograms in the order the summaries show
-// them, with their names and what they measure.
-func delayMetrics(c Counts) []struct {
-	Name, What string
-	H          delay.Histogram
-} {
-	return []struct {
-		Name, What string
-		H          delay.Histogram
-	}{
-		{"event lateness", "behind the partition's largest event time so far", c.Lateness},
-		{"arrival delay", "read time - event time (for a replay: when the replay ran)", c.Arrival},
-	}
-}
-
 // writeDelays prints the delay percentiles and the non-empty buckets.
 func writeDelays(b *strings.Builder, c Counts) {
 	if c.Lateness.Total == 0 && c.Arrival.Total == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\ndelays of %d valid events (bucket counters; a percentile is below its bucket's upper bound):\n", c.Lateness.Total)
-	for _, m := range delayMetrics(c) {
+	for _, m := range []struct {
+		name string
+		h    delay.Histogram
+	}{{"event lateness", c.Lateness}, {"arrival delay", c.Arrival}} {
 		var parts []string
-		for _, bk := range m.H.Buckets {
+		for _, bk := range m.h.Buckets {
 			if bk.Count > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", bk.Label, bk.Count))
 			}
 		}
-		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.Name, m.H.Percentiles(), strings.Join(parts, ", "))
+		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.name, m.h.Percentiles(), strings.Join(parts, ", "))
 	}
 }
 

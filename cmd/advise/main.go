@@ -1,20 +1,13 @@
 // Command advise derives the stream's settings from a raw log's measured
-// delays (issue #28): it replays the log's arrival order per partition with
-// the stream's validation, fingerprint, watermark and window rules, and
-// prints, for the current settings and candidate values, the share of
-// events and revenue each out-of-order bound sends to LATE revisions or too
-// late (per partition and segment), when ON_TIME comes, what each allowed
-// lateness leaves to reconciliation, what each dedup horizon would count
-// twice, what each idle timeout turns late, and the smallest settings that
-// meet the targets, as cmd/launch flags.
+// delays (issue #28): it replays the log with the stream's rules and prints,
+// for the current settings and candidate values, what each would send to
+// LATE or too late, when ON_TIME comes, what dedup would count twice, and the
+// smallest settings that meet the targets, as cmd/launch flags.
 //
 //	go run ./cmd/advise --source=PATH [--arrival-field=received_at] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [--report=advice.html]
 //
-// Exit codes: 0 the recommendation meets every target, 1 no candidate
-// does (the summary names what is missed), 2 a bad flag or an unreadable
-// source. It never changes a running job.
-//
-// Everything it does lives in package advise (advise.Main).
+// Exit codes: 0 the recommendation meets every target, 1 no candidate does,
+// 2 a bad flag or an unreadable source. Everything lives in package advise.
 package main
 
 import (

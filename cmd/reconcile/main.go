@@ -7,12 +7,9 @@
 //
 // Exit codes (SPEC §6): 0 nothing material left, 1 unexplained differences
 // or unreadable sink rows (a human must look), 2 error, 3 every material
-// difference explained and some not written yet (run with --apply). The Beam runner flags (--runner,
-// --endpoint, --environment_type, Dataflow's --project, --region,
-// --temp_location, ...) are accepted; prism is the default runner.
-//
-// Everything it does lives in package reconcile (reconcile.Main), over the
-// same command shape as cmd/launch (internal/cli).
+// difference explained and some not written yet (run with --apply). The Beam
+// runner flags are accepted; prism is the default runner. Everything lives in
+// package reconcile.
 package main
 
 import (

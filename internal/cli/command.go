@@ -19,9 +19,9 @@ import (
 // line on stderr, nothing run.
 const ExitUsage = 2
 
-// Command is the shape both commands (cmd/launch, cmd/reconcile) share:
-// flags parsed, beam.Init, settings validated, our logger, a context that
-// the first SIGINT/SIGTERM cancels, the work, an exit code.
+// Command is the shape every command shares: flags parsed, beam.Init,
+// settings validated, our logger, a context that the first SIGINT/SIGTERM
+// cancels, the work, an exit code.
 type Command struct {
 	// Name prefixes the one-line errors ("launch: ...").
 	Name string
@@ -50,10 +50,8 @@ func Main(c Command, args []string, stdout, stderr io.Writer) int {
 	} else if err != nil {
 		return fail(ExitUsage, err)
 	}
-	// After the flags, as Beam requires: when a distributed runner starts
-	// this binary as its worker, Init runs the SDK harness and never
-	// returns, so it comes before our own settings are checked (a worker is
-	// not given --source).
+	// As a worker, Init runs the SDK harness and never returns: so it comes
+	// before our own settings are checked (a worker has no --source).
 	beam.Init()
 	level, err := c.Validate()
 	if err != nil {
@@ -62,8 +60,7 @@ func Main(c Command, args []string, stdout, stderr io.Writer) int {
 	// beam.Init installed Beam's default logger; ours replaces it.
 	slog.SetDefault(NewLogger(stderr, level))
 
-	// The first signal stops the work gracefully; cancelling then restores
-	// the default handling, so a second one ends the process at once.
+	// The first signal stops the work gracefully; a second ends the process.
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	go func() {
@@ -77,8 +74,7 @@ func Main(c Command, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// OneLine renders an error on one line: the first of joined errors (the
-// settings are validated together and the failures joined), newlines
+// OneLine renders an error on one line: the first of joined errors, newlines
 // folded.
 func OneLine(err error) string {
 	for {

@@ -51,11 +51,9 @@ func (v DryRunValue) Set(s string) error {
 	return nil
 }
 
-// CheckedProto is the pipeline proto runner would be sent for p
-// (PipelineProto), checked against runner's capability profile
-// (capability.Check): a pipeline that needs what the runner lacks is
-// refused with the one-line *capability.Refusal. Every submission and
-// every --dry-run goes through it.
+// CheckedProto is the pipeline proto runner would be sent for p, checked
+// against runner's capability profile: a pipeline that needs what the runner
+// lacks is refused with a one-line *capability.Refusal.
 func CheckedProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
 	pb, err := PipelineProto(ctx, runner, p)
 	if err != nil {
@@ -85,11 +83,9 @@ func WriteDryRun(dest string, stdout io.Writer, pb *pipepb.Pipeline) error {
 	return nil
 }
 
-// CheckDryRunFlags refuses a --dry-run for runner that lacks a flag the
-// submission needs and that the dry run cannot look up without contacting
-// a service: on Dataflow --project (the SDK would otherwise ask the
-// environment's credentials), --region (or $CLOUDSDK_COMPUTE_REGION; the
-// SDK would otherwise run gcloud) and --staging_location=gs://BUCKET/PATH.
+// CheckDryRunFlags refuses a --dry-run on Dataflow without the flags the SDK
+// would otherwise look up in credentials or gcloud: --project, --region (or
+// $CLOUDSDK_COMPUTE_REGION) and --staging_location=gs://BUCKET/PATH.
 func CheckDryRunFlags(runner string) error {
 	if capability.For(runner).Name != "dataflow" {
 		return nil

@@ -10,19 +10,16 @@ import (
 )
 
 // Flag is one row of a command's flag table: its name, the typed field it
-// sets (through one of this package's values: Duration, Count, Size, ...),
-// what it does and, where the field's value before parsing does not say it,
-// how --help states its default.
+// sets (through Duration, Count, Size, ...), what it does and, where the
+// field's value before parsing does not say it, --help's default.
 type Flag struct {
 	Name  string
 	Value flag.Value
 	Usage string
-	// Arg names the value in --help (--source=PATH); "" takes the value's
-	// own (DURATION, N, SIZE, ...).
+	// Arg names the value in --help (--source=PATH); "" takes the value's.
 	Arg string
 	// Default is --help's default when the field's value before parsing is
-	// not it ("8 on prism, else sized from --design-rate"); "" prints that
-	// value unless it is empty, 0, 0s or false.
+	// not it; "" prints that value unless it is empty, 0, 0s or false.
 	Default string
 }
 
@@ -32,12 +29,9 @@ type Group struct {
 	Flags []Flag
 }
 
-// FlagSet binds a command's flag table, and the Beam runner flags the SDK
-// registers on the process's flag set, to one flag.FlagSet. Beam reads its
-// flags from their global variables, so they are bound with the very same
-// Values: setting them here sets what Beam reads. It parses (each error one
-// line naming its flag), tells which flags the command line gave, and writes
-// --help from the same table, so help and flags cannot disagree.
+// FlagSet binds a command's flag table, and the Beam runner flags (with the
+// very Values Beam reads), to one flag.FlagSet: it parses, each error one line
+// naming its flag, and writes --help from the same table.
 type FlagSet struct {
 	name     string
 	groups   []Group
@@ -47,9 +41,15 @@ type FlagSet struct {
 	err      error
 }
 
-// NewFlagSet binds groups. A name twice in the table is a programming error
-// and panics.
-func NewFlagSet(name string, groups []Group) *FlagSet {
+// NewFlagSet binds groups and the Beam runner flags. A name twice in the
+// table is a programming error and panics.
+func NewFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, true) }
+
+// NewPlainFlagSet binds groups only: for a command that submits no Beam job
+// (cmd/advise).
+func NewPlainFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, false) }
+
+func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
 	s := &FlagSet{name: name, groups: groups, fs: flag.NewFlagSet(name, flag.ContinueOnError), defaults: map[string]string{}}
 	s.fs.SetOutput(io.Discard) // errors are reported by Main, in one line
 	for _, g := range groups {
@@ -63,6 +63,9 @@ func NewFlagSet(name string, groups []Group) *FlagSet {
 			}
 			s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
 		}
+	}
+	if !beamFlags {
+		return s
 	}
 	flag.CommandLine.VisitAll(func(f *flag.Flag) {
 		if s.fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
@@ -83,9 +86,7 @@ func shownDefault(v string) string {
 }
 
 // Parse reads a command line (without the program name). It returns
-// flag.ErrHelp for -h or --help, or an error naming the flag: a bad value
-// (`--window: invalid duration "x"`), an unknown flag, a missing value, or
-// an argument that is not a flag.
+// flag.ErrHelp for -h or --help, or an error naming the flag.
 func (s *FlagSet) Parse(args []string) error {
 	s.err = nil
 	if err := s.fs.Parse(args); err != nil {
@@ -110,8 +111,8 @@ func (s *FlagSet) Given(name string) bool {
 	return given
 }
 
-// Set sets a flag as if the command line had (a command's own defaults that
-// depend on another flag, such as the live demo's).
+// Set sets a flag as if the command line had (defaults that depend on
+// another flag, such as the live demo's).
 func (s *FlagSet) Set(name, value string) error {
 	s.err = nil
 	if err := s.fs.Set(name, value); err != nil {
@@ -123,9 +124,8 @@ func (s *FlagSet) Set(name, value string) error {
 	return nil
 }
 
-// capture wraps a flag's Value so that a failing Set leaves its error,
-// named by flag, where Parse finds it: the flag package only returns a
-// formatted string ("invalid value ... for flag -x: ...").
+// capture wraps a flag's Value so that a failing Set leaves its error, named
+// by flag, for Parse: the flag package only returns a formatted string.
 func (s *FlagSet) capture(name string, v flag.Value) flag.Value {
 	c := captured{Value: v, name: name, err: &s.err}
 	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
@@ -168,9 +168,8 @@ func flagError(err error) error {
 	return err
 }
 
-// runnerFlags are the Beam runner flags --help describes one by one, in this
-// order, with what each does for these commands; the SDK's other flags
-// (Dataflow's many, the worker harness's) are accepted and listed by name.
+// runnerFlags are the Beam runner flags --help describes, in this order; the
+// SDK's other flags are accepted and listed by name.
 var runnerFlags = []struct{ Name, Usage, Default string }{
 	{"runner", "where the job runs: prism (in this process), universal (a portable job server, e.g. Flink's), dataflow", "prism"},
 	{"endpoint", "the job server's address (universal runner; Flink's job server), or prism's when it runs elsewhere", ""},
@@ -186,8 +185,7 @@ var runnerFlags = []struct{ Name, Usage, Default string }{
 	{"experiments", "comma-separated Beam experiments", ""},
 }
 
-// workerFlags are the SDK harness's own flags, set by a runner that starts
-// this binary as a worker: never a user's, so --help leaves them out.
+// workerFlags are the SDK harness's own flags, which --help leaves out.
 var workerFlags = []string{"worker", "id", "logging_endpoint", "control_endpoint", "status_endpoint", "semi_persist_dir", "options", "provision_endpoint", "artifact_endpoint"}
 
 // helpWidth is where --help wraps.
@@ -273,9 +271,8 @@ func withDefault(usage, def string) string {
 	return usage + " (default " + def + ")"
 }
 
-// writeWrapped writes "  left  usage" with the usage wrapped at helpWidth
-// and indented to the usage column; a left column wider than width puts the
-// usage on the next line.
+// writeWrapped writes "  left  usage", the usage wrapped at helpWidth; a left
+// column wider than width puts the usage on the next line.
 func writeWrapped(b *strings.Builder, left, usage string, width int) {
 	indent := strings.Repeat(" ", 2+width+2)
 	line := "  " + left

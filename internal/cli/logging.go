@@ -8,10 +8,8 @@ import (
 	"strings"
 )
 
-// beamPrefix is the package path prefix of the SDK and prism. In loopback
-// mode prism, its job service and the SDK harness run in this process and
-// log through the default slog logger, at info, several lines per job and
-// stage: useful when debugging the runner, noise in a command's output.
+// beamPrefix is the package path prefix of the SDK and prism, whose info
+// lines in loopback mode are noise in a command's output.
 const beamPrefix = "github.com/apache/beam/"
 
 // NewLogger returns a text logger to w that applies level to this project's

@@ -9,13 +9,10 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 )
 
-// WorkersInProcess reports whether a job run on runner with the given
-// --environment_type has its SDK workers in this very process: prism
-// (capability.IsPrism) in its default LOOPBACK environment. Only then are
-// this machine's local paths (and the launcher's memory) what the workers
-// see. Any other runner (universal against a job server, Flink, Dataflow)
-// or environment (PROCESS, DOCKER, EXTERNAL) runs them in other processes,
-// usually on other machines.
+// WorkersInProcess reports whether a job on runner with the given
+// --environment_type has its SDK workers in this process: prism in its
+// default LOOPBACK environment. Only then do the workers see this machine's
+// local paths and the launcher's memory.
 func WorkersInProcess(runner, environmentType string) bool {
 	if !capability.IsPrism(runner) {
 		return false
@@ -27,10 +24,8 @@ func WorkersInProcess(runner, environmentType string) bool {
 	return false
 }
 
-// LocalPath reports whether path names something only this machine (or this
-// process) can reach: a path without a scheme, a file:// URL, or Beam's
-// in-memory memfs://. A gs:// or s3:// path is served to every worker by
-// Beam's io/filesystem.
+// LocalPath reports whether path names something only this machine can
+// reach: no scheme, file:// or Beam's memfs://.
 func LocalPath(path string) bool {
 	scheme, _, ok := strings.Cut(path, "://")
 	if !ok {
@@ -73,13 +68,10 @@ func (p *Placement) Local(flag, instead string) {
 // Err is the refusal, or nil when every part is reachable.
 func (p *Placement) Err() error { return p.err }
 
-// UseSelfAsWorker makes this binary the job's worker binary when workers run
-// in other processes and --worker_binary is not set: the launcher and its
-// workers are the same program, as the SDK intends. (Left unset, the SDK
-// would compile the caller's package from source, which fails for a command
-// whose job is submitted from a library package, and needs a Go toolchain.)
-// The workers must then run this machine's OS and architecture; on another
-// platform pass --worker_binary.
+// UseSelfAsWorker makes this binary the worker binary when workers run in
+// other processes and --worker_binary is not set (the SDK would otherwise
+// compile the caller's package, which fails for a library package). The
+// workers must then run this machine's OS and architecture.
 func UseSelfAsWorker() error {
 	if *jobopts.WorkerBinary != "" || jobopts.IsLoopback() {
 		return nil

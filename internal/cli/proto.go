@@ -4,21 +4,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/capability"
 )
 
-// PipelineProto is the portable pipeline proto that runner would be sent
-// for p: its transforms as the SDK's runners marshal them (graphx.Marshal),
-// in the environment --environment_type and --environment_config name, the
-// way the universal runner (flink, prism) and the Dataflow runner pick it.
-// It contacts nothing: a LOOPBACK environment (prism's default) names no
-// address, which the SDK's loopback server only gets at submission.
+// PipelineProto is the portable pipeline proto runner would be sent for p,
+// marshalled as the SDK's runners do, in the environment they would pick. It
+// contacts nothing: a LOOPBACK environment names no address yet.
 func PipelineProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
 	edges, _, err := p.Build()
 	if err != nil {
@@ -26,7 +23,7 @@ func PipelineProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipep
 	}
 	urn, config := jobopts.GetEnvironmentUrn(ctx), environmentConfig
 	switch {
-	case strings.EqualFold(runner, "dataflow") || runner == "DataflowRunner":
+	case capability.For(runner).Name == "dataflow":
 		config = dataflowImage
 	case jobopts.IsLoopback() || (*jobopts.EnvironmentType == "" && WorkersInProcess(runner, "")):
 		urn, config = graphx.URNEnvExternal, func(context.Context) string { return *jobopts.EnvironmentConfig }
@@ -53,9 +50,8 @@ func environmentConfig(context.Context) string {
 }
 
 // dataflowImage is the container the Dataflow runner names: its
-// --sdk_container_image (or the deprecated
-// --worker_harness_container_image), else Dataflow's build of the SDK
-// image for the default one.
+// --sdk_container_image (or --worker_harness_container_image), else
+// Dataflow's build of the SDK image.
 func dataflowImage(ctx context.Context) string {
 	for _, name := range []string{"sdk_container_image", "worker_harness_container_image"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {

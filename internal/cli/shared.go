@@ -2,10 +2,8 @@ package cli
 
 import "flag"
 
-// sharedUsage is what the flags every command of the project takes mean,
-// spelled once: the stream's settings (SPEC §2, §3) that reconcile must
-// repeat, and the commands' common switches. A command's table binds them
-// to its own fields with Shared.
+// sharedUsage is what the flags both cmd/launch and cmd/reconcile take mean,
+// spelled once; a command's table binds them to its fields with Shared.
 var sharedUsage = map[string]struct{ arg, usage string }{
 	"window":            {"", "window size; must divide 24h"},
 	"allowed-lateness":  {"", "how long after window_end a window takes corrections (then FINAL)"},

@@ -1,6 +1,6 @@
-// Package cli holds what both commands (cmd/launch, cmd/reconcile) share on
-// the command line: size flags and the logger that keeps Beam's own logs
-// quiet.
+// Package cli is what the commands (cmd/launch, cmd/reconcile, cmd/advise)
+// share: the flag table and binder, --help, the command shape, the dry run
+// and the logger that keeps Beam's own logs quiet.
 package cli
 
 import (

@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/revenue-stream/hourly/watermark"
 )
 
-// The values below bind a flag to a typed field (a flag table's
-// Flag.Value). Each refuses bad input in Set with a message that names
-// neither the flag nor the field: FlagSet prefixes "--name: " itself, so
-// every error reads `--window: invalid duration "x"`. None writes a default
-// into its field: the field's value before parsing is the default.
+// The values below bind a flag to a typed field (Flag.Value). Their errors
+// name no flag (FlagSet prefixes "--name: "), and none writes a default: the
+// field's value before parsing is the default.
 
 // String binds a string.
 func String(p *string) Value[string] {
@@ -97,6 +97,17 @@ func Level(p *slog.Level) Value[slog.Level] {
 		}
 		return 0, fmt.Errorf("invalid level %q: want debug, info, warn or error", s)
 	}, func(l slog.Level) string { return strings.ToLower(l.String()) }}
+}
+
+// IdleAdvance binds a watermark.IdleAdvance mode.
+func IdleAdvance(p *watermark.IdleAdvance) Value[watermark.IdleAdvance] {
+	return Value[watermark.IdleAdvance]{p, "MODE", func(s string) (watermark.IdleAdvance, error) {
+		a, err := watermark.ParseIdleAdvance(s)
+		if err != nil {
+			return a, fmt.Errorf("want processing-time or hold, got %q", s)
+		}
+		return a, nil
+	}, watermark.IdleAdvance.String}
 }
 
 // Bool binds a switch (--follow, or --follow=false).

@@ -1,0 +1,109 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/revenue-stream/hourly/internal/cli"
+	// These two register backends in every process of this binary, the
+	// workers included: gs:// paths for io/files, and every sink scheme for
+	// sink.Published (the revision step's seed).
+	_ "github.com/revenue-stream/hourly/io/files/gcs"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sinks/sink"
+	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/pipeline"
+)
+
+// buildJob builds the run's pipeline and the proto the runner would be sent,
+// checked against the runner's capability profile (cli.CheckedProto): a
+// pipeline the runner cannot run as written is a *ConfigError.
+func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline, error) {
+	o, signal := r.o, r.signal
+	// A restart or a second replay continues each key's changelog where the
+	// sink left it; the rows are read on a worker, never through the graph.
+	r.po.Published = o.Sink
+	var read func(s beam.Scope) beam.PCollection
+	if o.IsPubSub() {
+		pso := o.pubsubOptions(r.po)
+		pso.Stop = signal
+		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
+	} else {
+		// A restart re-reads only what dedup and the open windows need, from
+		// the points sealed once their records' outputs were durable
+		// (resume.go, seal.go); the workers write this run's checkpoints.
+		if !r.dry {
+			var err error
+			if r.fo.Resume, r.po.PublishedBound, err = resumePoints(ctx, o.Sink, r.sum.Source, r.po); err != nil {
+				return nil, nil, &ConfigError{Err: err}
+			}
+		}
+		if signal.Enabled() && !r.dry {
+			r.seal = newSealer(o.Sink, signal.Token, r.po, o.quietPeriod(), o.sealEvery(), o.profileRunner(), r.fo.Resume)
+			r.onClose(r.seal.close)
+		}
+		source, fo := r.sum.Source, r.fo
+		read = func(s beam.Scope) beam.PCollection {
+			records, progress := sources.ReadFolder(s, source, fo)
+			if signal.Enabled() { // the seal's evidence
+				sinks.WriteProgress(s, o.Sink, signal.Token, progress, sinks.WithFlush(o.flushPolicy()))
+			}
+			return records
+		}
+	}
+	p, err := build(read, r.po, o.Sink, sinks.WithFlush(o.flushPolicy()))
+	if err != nil {
+		return nil, nil, &ConfigError{Err: err}
+	}
+	pb, err := cli.CheckedProto(ctx, o.profileRunner(), p)
+	if err != nil && o.Rehearse != "" {
+		return nil, nil, &ConfigError{Err: fmt.Errorf("--rehearse=%s: %w", o.Rehearse, err)}
+	} else if err != nil {
+		return nil, nil, &ConfigError{Err: fmt.Errorf("--runner=%s: %w", o.Runner, err)}
+	}
+	return p, pb, nil
+}
+
+// build is the design card's shape: read the source (the folder or the
+// subscription), compute, write.
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
+	// Graph construction reports misuse by panicking: turn that into the
+	// one-line error a command owes its user.
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("building the pipeline: %v", r)
+		}
+	}()
+	p, s := beam.NewPipelineWithRoot()
+	records := read(s)
+	out, err := pipeline.Build(s, records, po)
+	if err != nil {
+		return nil, err
+	}
+	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
+	return p, nil
+}
+
+// settingOrder lists Summary.Settings in the order of SPEC §6.
+var settingOrder = []string{"window", "early", "ooo-bound", "idle-timeout", "idle-advance", "allowed-lateness",
+	"dedup-retention", "max-future", "max-age", "max-line", "dimensions"}
+
+func settings(po pipeline.Options) map[string]string {
+	return map[string]string{
+		"window":           po.Triggers.Window.String(),
+		"early":            po.Triggers.Early.String(),
+		"ooo-bound":        po.Watermark.OutOfOrderBound.String(),
+		"idle-timeout":     po.Watermark.IdleTimeout.String(),
+		"idle-advance":     po.Watermark.IdleAdvance.String(),
+		"allowed-lateness": po.Triggers.AllowedLateness.String(),
+		"dedup-retention":  po.DedupRetention.String(),
+		"max-future":       po.Event.MaxFuture.String(),
+		"max-age":          po.Event.MaxAge.String(),
+		"max-line":         cli.FormatSize(po.Event.MaxLine),
+		"dimensions":       strings.Join(po.Event.Dimensions, ","),
+	}
+}

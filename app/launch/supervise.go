@@ -1,0 +1,402 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/capability"
+	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/io/sinks"
+	"github.com/revenue-stream/hourly/io/sources"
+)
+
+// startViews starts what watches the job besides the progress line: prism's
+// web UI (--prism-ui-port), the live views' monitor (the terminal table of a
+// streaming run on a terminal), the page of --ui and /metrics.
+func (r *jobRun) startViews(ctx context.Context) error {
+	o, sum := r.o, r.sum
+	if o.PrismUIPort > 0 {
+		// The UI needs the job service's address: start that first.
+		if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
+			return &ConfigError{Err: err}
+		}
+		if err := startPrismUI(o.PrismUIPort); err != nil {
+			return &ConfigError{Err: err}
+		}
+	}
+	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
+		r.mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery(),
+			Window: r.po.Triggers.Window, AllowedLateness: r.po.Triggers.AllowedLateness,
+			OutOfOrderBound: r.po.Watermark.OutOfOrderBound}
+		if r.liveDemo {
+			r.mon.Title = "hourly revenue · live demo"
+		}
+		for _, name := range settingOrder {
+			if v := sum.Settings[name]; v != "" && v != "0s" {
+				r.mon.Settings = append(r.mon.Settings, live.Setting{Name: name, Value: v})
+			}
+		}
+		r.mon.Settings = append(r.mon.Settings, live.Setting{Name: "sink", Value: sum.Sink})
+		mon := r.mon
+		r.onClose(func() { mon.Close() })
+	}
+	if o.UI != "" {
+		addr, _ := uiAddr(o.UI) // checked by Validate
+		srv, err := live.Serve(addr, r.mon)
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		r.onClose(func() { srv.Close() })
+		r.uiURL = srv.Addr()
+		slog.Info("live page", "url", srv.URL(), "metrics", srv.URL()+"metrics")
+	}
+	if o.MetricsAddr != "" {
+		addr, _ := metricsAddr(o.MetricsAddr) // checked by Validate
+		srv, err := live.ServeMetrics(addr, r.mon)
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		r.onClose(func() { srv.Close() })
+		slog.Info("metrics for Prometheus", "url", srv.URL()+"metrics")
+	}
+	return nil
+}
+
+// supervise runs the job p until it ends or ctx ends (then a graceful stop),
+// with the live demo's feed beside it. planned says the stop came from
+// --duration, not from Ctrl-C.
+func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer) (res outcome, planned bool) {
+	o, sum := r.o, r.sum
+	if o.IsPubSub() {
+		slog.Info("running", "source", sum.Source, "archive", sum.Archive, "sink", sum.Sink, "runner", o.Runner)
+	} else {
+		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
+	}
+	runCtx := ctx // Ctrl-C's, not --duration's
+	var timed context.Context
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		timed, cancel = context.WithTimeout(ctx, o.Duration)
+		r.onClose(cancel)
+		ctx = timed
+	}
+	if r.liveDemo {
+		liveBanner(out, o.LiveDir, sum.Sink, r.uiURL, r.po, r.feed)
+		// The feed stops first at Ctrl-C or --duration (see drainFeed), or
+		// when the job ends by itself (a failure).
+		feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
+		wait := startLiveFeed(feedCtx, o.LiveDir, r.feed)
+		po := r.po
+		r.beforeStop = func(drained func() bool) { stopFeed(); drainFeed(po, drained) }
+		r.onClose(func() {
+			stopFeed()
+			st := wait()
+			slog.Info("live feed stopped", "lines", st.Lines, "files", st.Files, "events", st.Events, "duplicates", st.Duplicates,
+				"conflicts", st.Conflicts, "late", st.Late, "backlog", st.Backlog, "too_late", st.TooLate,
+				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
+		})
+	}
+	res = r.execute(ctx, p)
+	if err := r.signal.Clear(context.WithoutCancel(ctx)); err != nil {
+		slog.Warn("removing the stop request", "path", r.signal.Path(), "err", err)
+	}
+	planned = timed != nil && runCtx.Err() == nil && errors.Is(timed.Err(), context.DeadlineExceeded)
+	return res, planned
+}
+
+// outcome is how a job ended.
+type outcome struct {
+	jobID       string
+	metrics     *Counts
+	committed   bool // metrics are the runner's committed counters
+	interrupted bool
+	// settled: the graceful stop saw every record judged and the sink quiet
+	// on committed counters (reading.proves); unsettled says why not.
+	settled   bool
+	unsettled string
+	// detached: why the launcher left a job it cannot stop (Dataflow).
+	detached string
+	err      error
+}
+
+// unproven says why the run's end does not prove what a seal needs ("" when
+// it does): a finished or settled job whose committed counters saw records,
+// all judged.
+func (res outcome) unproven(sum *Summary) string {
+	switch {
+	case res.err != nil:
+		return "the job failed"
+	case res.metrics == nil:
+		return "the job reported no metrics"
+	case !res.committed:
+		return "the runner reported no committed counters (attempted ones prove nothing)"
+	case res.metrics.Read == 0:
+		return "the runner's counters show no record read"
+	case !sum.Conserved:
+		return "the conservation identity does not hold"
+	case sum.State != StateDone && !res.settled:
+		return res.unsettled
+	}
+	return ""
+}
+
+// jobSeq makes job names unique within the process.
+var jobSeq atomic.Int64
+
+// execute runs p and supervises it: progress, seals while a following run is
+// quiet, and the graceful stop when ctx ends (see Run).
+func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
+	o, mon := r.o, r.mon
+	if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
+		return outcome{err: err}
+	}
+	// Prism's splits replay bundles with timers and its metrics lose
+	// updates unless the workers gate them (localrunner.UseSafeOptions).
+	localrunner.UseSafeOptions(o.Runner)
+	if err := cli.UseSelfAsWorker(); err != nil {
+		return outcome{err: err}
+	}
+	// A unique job name is how the stop path finds this job in the job
+	// service (beam.Run does not hand out the id before the job ends).
+	name := *jobopts.JobName
+	if name == "" {
+		name = fmt.Sprintf("revenue-hourly-%d-%d-%d", os.Getpid(), jobSeq.Add(1), time.Now().UnixNano())
+		*jobopts.JobName = name
+		defer func() { *jobopts.JobName = "" }()
+	}
+
+	// The job's own context ends only as a last resort: it loses the metrics.
+	jobCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hardCancel()
+	type result struct {
+		pr  beam.PipelineResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		pr, err := beam.Run(jobCtx, o.Runner, p)
+		done <- result{pr, err}
+	}()
+
+	var (
+		got         result
+		interrupted bool
+	)
+	var tick <-chan time.Time
+	prog := newProgress(os.Stdout)
+	var view *termView
+	jf := &jobFigures{name: name}
+	defer jf.close()
+	if mon != nil {
+		mon.Start(jf.figures)
+		if prog.terminal && o.Streaming() {
+			view = &termView{w: os.Stdout}
+		}
+	}
+	if o.ProgressEvery > 0 {
+		t := time.NewTicker(o.ProgressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	// A following folder run seals resume points whenever it is quiet.
+	var sealTick <-chan time.Time
+	if r.seal != nil && o.Follow {
+		t := time.NewTicker(sealPoll)
+		defer t.Stop()
+		sealTick = t.C
+	}
+	var (
+		settled   bool
+		unsettled string
+	)
+wait:
+	for {
+		select {
+		case got = <-done:
+			break wait
+		case <-ctx.Done():
+			interrupted = true
+			if why := stopRefusal(o.Runner); why != "" {
+				return outcome{interrupted: true, detached: fmt.Sprintf("stopping: refused: %s; job %s keeps running", why, name)}
+			}
+			if mon != nil {
+				mon.SetState("STOPPING")
+			}
+			drained := func() bool {
+				f, ok := jf.figures(context.Background())
+				return ok && f.Counts.Read == f.Counts.Verdicts()
+			}
+			switch {
+			case r.beforeStop != nil:
+				r.beforeStop(drained)
+			case o.Streaming():
+				// Running readers keep the watermark moving, so records
+				// read reach their verdict; stopped, they would freeze it
+				// and leave them in flight.
+				drainInFlight(o.Pipeline.WithDefaults(), drained)
+			}
+			got, settled, unsettled = stop(o, name, r.signal, done, hardCancel)
+			break wait
+		case now := <-sealTick:
+			if rd, ok := jf.reading(ctx); ok {
+				// A stop does not cut a seal short: it would be wasted.
+				r.seal.observe(context.WithoutCancel(ctx), now, rd)
+			}
+		case <-tick:
+			if view != nil {
+				view.draw(mon.Snapshot(ctx))
+			} else if f, ok := jf.figures(ctx); ok {
+				prog.report(f.Counts, f.Partitions, r.readAheadOf(), o.readAhead())
+			}
+		}
+	}
+	prog.done()
+	res := outcome{interrupted: interrupted, settled: settled, unsettled: unsettled, err: got.err}
+	if got.pr != nil {
+		res.jobID = got.pr.JobID()
+	}
+	if got.pr != nil && !*jobopts.Async {
+		func() {
+			// A result whose metrics could not be fetched panics on Metrics().
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Warn("the job's metrics are not available", "panic", p)
+				}
+			}()
+			// No counter is no figure: zeros would pass conservation.
+			if m := readingOf(got.pr.Metrics()); m.reported {
+				res.metrics, res.committed = &m.Counts, m.committed
+			}
+		}()
+	}
+	if interrupted && got.err != nil && errors.Is(got.err, context.Canceled) {
+		// The hard cancel: the job was stopped, not failed.
+		res.err = nil
+	}
+	return res
+}
+
+// stop is the graceful stop: readers stop, the output settles, the job is
+// cancelled through the job service; the job's context is cancelled only if
+// that fails or the job does not end in time.
+func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
+	// Each reader, on whatever worker, sees the request within a poll
+	// interval and stops without finishing its restriction.
+	ctx := context.Background()
+	// A filesystem that hangs must not hold the stop: the cancel below
+	// still comes.
+	rctx, cancelRequest := context.WithTimeout(ctx, max(o.StopTimeout, 10*time.Second))
+	err := signal.Request(rctx)
+	cancelRequest()
+	if err != nil {
+		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
+	}
+	stopAt := time.Now()
+	slog.Info("stopping: stop requested; waiting for the readers to stop and the output to settle before cancelling the job (Ctrl-C again to quit at once)",
+		"request", signal.Path(), "quiet", o.quietPeriod(), "at_most", o.StopTimeout)
+	deadline := stopAt.Add(max(o.StopTimeout, 2*o.quietPeriod()))
+
+	var j *job
+	defer func() {
+		if j != nil {
+			j.close()
+		}
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var (
+		writes    quietWatch
+		proven    bool // the last reading of the runner's counters proves every record judged
+		read      bool // the runner's counters were read at least once
+		committed bool // a reading had committed counters
+	)
+	for !settled {
+		select {
+		case r := <-done:
+			return r, false, "the job ended during the stop" // on its own, or failed
+		case <-tick.C:
+		}
+		if j == nil {
+			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
+		}
+		drained := true // unknown without counters
+		if j != nil {
+			if m, err := j.metrics(ctx); err == nil {
+				// LastWrite sees only this process's writers.
+				r := readingOf(*m)
+				drained, proven = writes.observe(time.Now(), r)
+				read, committed = true, committed || r.committed
+			}
+		}
+		last := later(sinks.LastWrite(), writes.changed)
+		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
+		settled = quiet && drained
+		if !settled && time.Now().After(deadline) {
+			slog.Warn("stopping: the output did not settle in time; cancelling anyway",
+				"waited", time.Since(stopAt).Round(time.Millisecond), "sink_quiet", quiet, "records_drained", drained)
+			break
+		}
+	}
+	// Settled without committed counters is a guess, good enough to cancel
+	// but not to seal on: attempted ones are zero without live metrics.
+	switch why := noLiveProof(o.Runner); {
+	case why != "":
+		unsettled = why
+	case !read:
+		unsettled = "the job service gave no metrics during the stop"
+	case !committed:
+		unsettled = "the runner reported no committed counters during the stop (no live metrics)"
+	case !proven:
+		unsettled = "the runner's committed counters never showed every record judged during the stop"
+	case !settled:
+		unsettled = "the output did not settle before the stop timeout"
+	}
+	settled = settled && unsettled == ""
+
+	if j != nil {
+		if err := j.cancel(ctx); err != nil {
+			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
+			hardCancel()
+		} else {
+			slog.Info("stopping: job cancelled", "job", j.id, "after", time.Since(stopAt).Round(time.Millisecond))
+		}
+	} else {
+		slog.Warn("stopping: job service not reachable; cancelling the job's context (its metrics may be lost)")
+		hardCancel()
+	}
+	select {
+	case r := <-done:
+		return r, settled, unsettled
+	case <-time.After(o.StopTimeout):
+		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
+		hardCancel()
+		return <-done, settled, unsettled
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// stopRefusal says why the launcher cannot stop a job on runner gracefully
+// ("" when it can). Dataflow has no Beam job service and its SDK runner
+// ignores the context; drain would make every open window FINAL early.
+func stopRefusal(runner string) string {
+	if capability.For(runner).Name == "dataflow" {
+		return "the launcher cannot stop a Dataflow job: cancel it with `gcloud dataflow jobs cancel` (not drain, which closes every open window early; docs/restart.md)"
+	}
+	return ""
+}
