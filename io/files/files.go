@@ -372,6 +372,11 @@ func writeLocal(path string, data []byte) error {
 		f.Close()
 		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}
+	// Durable once WriteFile returns: the Pub/Sub archive acknowledges on it.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}

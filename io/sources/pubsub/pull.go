@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -279,7 +280,7 @@ func (r *reader) emitBatch(b *batch) bool {
 	saved := r.rest
 	r.rest = next
 	recs := make([]model.Record, len(b.lines))
-	path, offset := joinPath(r.store.dir, b.name), int64(0)
+	path, offset := files.Join(r.store.dir, b.name), int64(0)
 	for i, line := range b.lines {
 		recs[i] = model.Record{Partition: r.store.part, Position: rawlog.IDPosition(b.side[i].ID), Line: line, ReadAt: b.pulled.UnixMilli()}
 		// The archive object holds the lines as written, one a line

@@ -2,7 +2,6 @@ package pubsub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -53,7 +52,6 @@ type readFn struct {
 	Stop sources.StopSignal
 
 	client *gpubsub.Client
-	stores map[int]*store
 	stop   *sources.StopWatch
 }
 
@@ -65,35 +63,15 @@ func (f *readFn) Setup() error {
 		return fmt.Errorf("pubsub source %s: client: %w", f.Subscription, err)
 	}
 	f.client = c
-	f.stores = map[int]*store{}
 	f.stop = f.Stop.Watch(f.Poll)
 	return nil
 }
 
-func (f *readFn) Teardown() error {
-	var err error
-	for _, s := range f.stores {
-		err = errors.Join(err, s.close())
-	}
-	f.stores = nil
+func (f *readFn) Teardown() {
 	if f.client != nil {
 		f.client.Close()
 		f.client = nil
 	}
-	return err
-}
-
-// store opens a reader key's part of the archive once per DoFn instance.
-func (f *readFn) store(ctx context.Context, shard int) (*store, error) {
-	if s := f.stores[shard]; s != nil {
-		return s, nil
-	}
-	s, err := openStore(ctx, f.ArchiveDir, shard)
-	if err != nil {
-		return nil, err
-	}
-	f.stores[shard] = s
-	return s, nil
 }
 
 func (f *readFn) CreateInitialRestriction(k readerKey) restriction {
@@ -143,7 +121,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
 
-	st, err := f.store(ctx, rest.Shard)
+	st, err := openStore(f.ArchiveDir, rest.Shard)
 	if err != nil {
 		return sdf.StopProcessing(), err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -282,7 +283,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			pos = rawlog.IDPosition(entry.ID)
 		}
 		now := r.now()
-		rec := model.Record{Partition: r.store.part, Position: pos, Line: clone(l.Bytes), Ref: l.Ref(joinPath(r.store.dir, name)),
+		rec := model.Record{Partition: r.store.part, Position: pos, Line: clone(l.Bytes), Ref: l.Ref(files.Join(r.store.dir, name)),
 			Oversized: l.Oversized, ReadAt: now.UnixMilli()}
 		r.stamp(&rec, entry.Backlog)
 		r.rest.Offset, r.rest.Line = l.End, l.No

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/watermark"
 
@@ -173,7 +174,7 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	}
 	o = o.withDefaults(id)
 	switch {
-	case !isLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
+	case !files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
 		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
 	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
 		return "", "", errors.New("pubsub pullers, reader keys and held messages must not be negative")
@@ -221,7 +222,7 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 	// The launcher's working directory decides a relative archive path, not
 	// whatever directory a worker process happens to run in.
 	dir := o.ArchiveDir
-	if isLocal(dir) {
+	if files.IsLocal(dir) {
 		if dir, err = filepath.Abs(dir); err != nil {
 			panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
 		}
