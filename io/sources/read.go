@@ -52,7 +52,7 @@ type readFn struct {
 	ReadAhead  string // FolderOptions.ReadAhead and ReadAheadRecords
 	Budget     int
 
-	sdfread.Shape[restriction]
+	sdfread.Shape[restriction, string]
 	open      *openFiles
 	stop      *StopWatch
 	readAhead *flow.ReadAhead

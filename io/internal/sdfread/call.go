@@ -58,31 +58,30 @@ func Emit(emit func(beam.EventTime, model.Record), rec model.Record) {
 	emit(beam.EventTime(ToMtime(rec.WatermarkBefore)), rec)
 }
 
-// Shape gives a reading DoFn over restrictions of type R and string
-// elements (a partition, a subscription), by embedding, the SDF methods both
-// readers share: a restriction's size, and a WatermarkEstimator that starts
-// with no watermark and whose state is its value.
-type Shape[R Checkpointable[R]] struct{}
+// Shape gives a reading DoFn over restrictions R and elements E, by
+// embedding, the SDF methods both readers share: a restriction's size, and
+// a WatermarkEstimator that starts with no watermark and whose state is its
+// value.
+type Shape[R Checkpointable[R], E any] struct{}
 
-// RestrictionSize is a constant: every restriction is one unit of work of
-// unknown length (a folder partition), none once closed. The Pub/Sub
-// source sizes its reader keys by their backlog instead (pubsub/size.go).
-func (Shape[R]) RestrictionSize(_ string, rest R) float64 {
+// RestrictionSize is one unit of work of unknown length, none once closed.
+// The Pub/Sub source overrides it with its backlog (pubsub/size.go).
+func (Shape[R, E]) RestrictionSize(_ E, rest R) float64 {
 	if rest.IsClosed() {
 		return 0
 	}
 	return 1
 }
 
-func (Shape[R]) InitialWatermarkEstimatorState(_ beam.EventTime, _ R, _ string) int64 {
+func (Shape[R, E]) InitialWatermarkEstimatorState(_ beam.EventTime, _ R, _ E) int64 {
 	return model.NoWatermark
 }
 
-func (Shape[R]) CreateWatermarkEstimator(state int64) *WatermarkEstimator {
+func (Shape[R, E]) CreateWatermarkEstimator(state int64) *WatermarkEstimator {
 	return NewWatermarkEstimator(state)
 }
 
-func (Shape[R]) WatermarkEstimatorState(e *WatermarkEstimator) int64 { return e.Value() }
+func (Shape[R, E]) WatermarkEstimatorState(e *WatermarkEstimator) int64 { return e.Value() }
 
 // Ended says whether a call must end before its next record, and why: a
 // stop was requested, or the records (emitted of maxRecords) or the time
