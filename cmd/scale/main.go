@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -196,19 +197,9 @@ func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hour
 		}
 		ds = append(ds, time.Since(t0))
 	}
-	m.reload = median(ds)
+	slices.Sort(ds)
+	m.reload = ds[len(ds)/2]
 	return m
-}
-
-func median(ds []time.Duration) time.Duration {
-	for i := range ds {
-		for j := i + 1; j < len(ds); j++ {
-			if ds[j] < ds[i] {
-				ds[i], ds[j] = ds[j], ds[i]
-			}
-		}
-	}
-	return ds[len(ds)/2]
 }
 
 func num(v float64) string {

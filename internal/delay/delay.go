@@ -1,21 +1,8 @@
 // Package delay is the delay histogram shared by the pipeline's metrics and
-// the run report, in plain Go: the bucket bounds, the two delays an event is
-// measured by, and exact percentiles from bucket counts.
-//
-// Two delays are measured per valid event:
-//
-//   - event-time lateness: how far behind the largest event time its
-//     partition had shown before it the event arrived, 0 for an event that
-//     moved the partition forward. It decides whether an event lands
-//     ON_TIME, LATE or too late, and it is the same however and whenever the
-//     partition is read.
-//   - arrival delay (SPEC: processing time - event time): when the source
-//     read the record minus its event time. For a replayed history it
-//     measures when the replay ran, not how the events travelled.
-//
-// Beam distributions carry only min, max, sum and count, so the pipeline
-// also counts each delay into the buckets below, one counter per bucket;
-// Percentile turns the counts back into p50, p95 and p99.
+// the run report: the bucket bounds, the two delays of a valid event
+// (Lateness, Arrival), and percentiles from bucket counts. Beam
+// distributions carry only min, max, sum and count, so the pipeline counts
+// each delay into a counter per bucket.
 package delay
 
 import (
@@ -29,10 +16,8 @@ import (
 // Unbounded is the upper bound of the last, open bucket.
 const Unbounded int64 = math.MaxInt64
 
-// Buckets are the upper bounds (ms, exclusive) of the delay histogram:
-// bucket i counts delays in [Buckets[i-1], Buckets[i]), from 0 for the first.
-// Roughly logarithmic, because delays span from milliseconds (in-order
-// arrival) to days (devices that were offline). The last is Unbounded.
+// Buckets are the exclusive upper bounds (ms) of the histogram's buckets,
+// roughly logarithmic (milliseconds to days); the last is Unbounded.
 var Buckets = []int64{
 	time.Minute.Milliseconds(),
 	5 * time.Minute.Milliseconds(),
@@ -54,12 +39,10 @@ func Index(ms int64) int {
 	return len(Buckets) - 1
 }
 
-// Lateness is an event's event-time lateness (ms): the largest valid event
-// time its partition had shown before it minus its own event time, 0 when it
-// is the partition's first valid event or moves the partition forward.
-// watermarkBefore is the partition watermark just before the event
-// (model.Record.WatermarkBefore, the largest valid event time minus the
-// out-of-order bound), or model.NoWatermark.
+// Lateness is an event's event-time lateness (ms): how far behind the
+// largest valid event time its partition had shown it is, 0 when it moves
+// the partition forward. It decides ON_TIME, LATE or too late, however the
+// partition is read. watermarkBefore is model.Record.WatermarkBefore.
 func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
 	if watermarkBefore == model.NoWatermark {
 		return 0
@@ -67,15 +50,13 @@ func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
 	return max(0, watermarkBefore+bound.Milliseconds()-eventTime)
 }
 
-// Arrival is an event's arrival delay (ms): the processing time the source
-// read it at minus its event time, 0 for an event stamped ahead of the
-// reader's clock (allowed up to --max-future).
+// Arrival is an event's arrival delay (ms): read time minus event time, at
+// least 0 (for a replay it measures when the replay ran).
 func Arrival(eventTime, readAt int64) int64 { return max(0, readAt-eventTime) }
 
 // Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the
-// delays counts holds (counts[i] for Buckets[i]), as the upper bound of the
-// bucket that holds it: the percentile is below that bound (Unbounded: at
-// least the last finite bound). ok is false when counts holds nothing.
+// delays counts holds (counts[i] for Buckets[i]), as the upper bound of its
+// bucket; ok is false when counts holds nothing.
 func Percentile(counts []int64, p int) (upper int64, ok bool) {
 	if p <= 0 || p > 100 {
 		panic(fmt.Sprintf("delay: percentile %d out of (0, 100]", p))
@@ -102,10 +83,8 @@ func Percentile(counts []int64, p int) (upper int64, ok bool) {
 type Histogram struct {
 	Buckets []Bucket `json:"buckets"`
 	Total   int64    `json:"total"`
-	// P50, P95 and P99 are Percentile's upper bounds (ms; Unbounded,
-	// 9223372036854775807, for the last bucket), 0 when Total is 0. A
-	// report's trace of the raw log (app/report) sets the traced delays' own
-	// nearest-rank values instead.
+	// P50, P95 and P99 are Percentile's upper bounds (ms), 0 when Total is
+	// 0; a report's trace sets the traced delays' own values instead.
 	P50 int64 `json:"p50_below_ms"`
 	P95 int64 `json:"p95_below_ms"`
 	P99 int64 `json:"p99_below_ms"`
@@ -118,8 +97,7 @@ type Bucket struct {
 	Count int64  `json:"count"`
 }
 
-// NewHistogram builds the histogram of counts (counts[i] for Buckets[i];
-// missing entries are 0).
+// NewHistogram builds the histogram of counts (counts[i] for Buckets[i]).
 func NewHistogram(counts []int64) Histogram {
 	h := Histogram{Buckets: make([]Bucket, len(Buckets))}
 	for i, u := range Buckets {

@@ -12,10 +12,8 @@
 //	crash-after-sink-write  a sink transaction committed; the process dies before anything else (SIGKILL)
 //	pubsub-crash-after-{pull,archive,ack,emit}  the Pub/Sub reader's boundaries, per batch (SIGKILL)
 //
-// Without the tag (every production build) Fire is a constant false and
-// Crash does nothing, so the shipped binary ignores REVENUE_FAULTS and can
-// never kill itself. With the tag and the variable unset every check is one
-// atomic load.
+// Without the tag (every production build) Fire is a constant false, so the
+// shipped binary ignores REVENUE_FAULTS.
 package faults
 
 // Env is the variable that arms the points in a faults build.
@@ -28,9 +26,7 @@ const (
 	CrashAfterSinkWrite = "crash-after-sink-write"
 )
 
-// The Pub/Sub reader's commit boundaries (io/sources/pubsub): a pulled batch
-// is archived, then acknowledged, then emitted, then claimed. Each point
-// kills the process right after its step, for the n-th batch.
+// The Pub/Sub reader's commit boundaries, per batch.
 const (
 	PubSubAfterPull    = "pubsub-crash-after-pull"
 	PubSubAfterArchive = "pubsub-crash-after-archive"

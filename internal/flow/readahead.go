@@ -1,7 +1,6 @@
 // Package flow is the embedded runner's flow control: a job's account of
-// the records its sources read ahead of the dedup step (ReadAhead). It has
-// no Beam or runner dependency, so the DoFns that count into it link no
-// runner.
+// the records its sources read ahead of the dedup step (ReadAhead). It links
+// no Beam or runner.
 package flow
 
 import (
@@ -12,64 +11,35 @@ import (
 	"time"
 )
 
-// Bounded read-ahead (issue #26). Prism has no backpressure: a source
-// reads as fast as it can, and whatever it read waits, encoded, in prism's
-// per-key queue in front of the first stateful step (the watermark gate,
-// then the dedup step), which on two cores falls behind. A replay's peak
-// memory then grew with the length of the log
-// (1,056 queued batches, 96 MB, 4.5 days of event time between the source
-// and dedup at the peak of a 12-day replay). A ReadAhead is one job's
-// account of that queue in this process: a source adds the valid records
-// of each call as the call ends (Queued: the events the dedup step will
-// take in), the dedup step subtracts what it takes in (Taken), the
-// too-late gates what they route to too_late, and a source
-// reads only while the difference leaves room for another call (Room).
-// Counting at the source, not where the events reach the dedup step's
-// input, leaves no records in flight uncounted whatever prism fuses: only
-// calls running at the same time (at most one per partition) read past the
-// budget, each by at most one call.
+// Bounded read-ahead (issue #26). Prism has no backpressure: what a source
+// reads waits in prism's queue before the first stateful step, and a
+// 12-day replay's peak memory grew with the log. A ReadAhead counts that
+// queue: a source adds each call's valid records as the call ends (Queued),
+// the dedup step and the too-late gates subtract what they take (Taken), and
+// a source reads only while another call fits (Room). Reading later changes
+// no verdict.
 //
-// It is flow control only. Reading later changes no verdict: a record's
-// verdict depends on its partition's records and the pipeline watermark,
-// never on when it was read.
-//
-// Some of what waits cannot be taken in before the watermark moves: prism
-// hands a stateful step a key's elements in timestamp order, timers
-// included, so a batch stamped after a pending window-end timer of its
-// gate key waits until the watermark passes that end, and the watermark moves
-// only when the sources read on. When the queue is full of such records a
-// plain count would hold the sources forever. So when the dedup step has
-// taken nothing for Blocked while no call fits, the partitions holding the
-// watermark (the lowest on their source's board) read on past the budget
-// until the dedup step takes records again; the others wait. What waits
-// past the budget is then what the watermark's lag holds back (about the
-// out-of-order bound's worth of events, and the partitions' skew), which
-// no bound can remove, and PastBudget counts the calls that read it.
+// Prism hands a stateful step a key's elements in timestamp order, timers
+// included, so some of the queue waits for the watermark, which moves only
+// when the sources read on. So when dedup has taken nothing for Blocked, the
+// partitions holding the watermark read on past the budget (PastBudget).
 
-// DefaultReadAhead is the default --read-ahead: records read but not yet
-// taken in by the dedup step. About 10 MB of encoded events in prism's
-// queue (about 100 bytes each without their payload), and 20 reader calls
-// of 5,000 records: enough for the dedup step never to wait for input.
+// DefaultReadAhead is the default --read-ahead: about 10 MB of queued
+// events, 20 reader calls of 5,000 records.
 const DefaultReadAhead = 100_000
 
-// Blocked is how long the dedup step must have taken nothing in, with no
-// call fitting under the budget, before the partitions holding the
-// watermark read on past it (see ReadAhead). A running dedup step takes a
-// batch every few milliseconds.
+// Blocked is how long dedup must have taken nothing before the partitions
+// holding the watermark read past the budget.
 const Blocked = 100 * time.Millisecond
 
 // ReadAhead is one job's read-ahead account in this process. The zero
 // value is ready; a nil *ReadAhead bounds nothing.
 type ReadAhead struct {
 	queued, taken atomic.Int64
-	// peak is the largest Ahead seen when records were queued.
-	peak atomic.Int64
-	// lastTaken is when Taken was last called (unix ms), or the account's
-	// creation.
-	lastTaken atomic.Int64
-	// past counts the calls granted past the budget (Room).
-	past atomic.Int64
-	now  func() time.Time
+	peak          atomic.Int64 // the largest Ahead when records were queued
+	lastTaken     atomic.Int64 // unix ms of the last Taken, or creation
+	past          atomic.Int64 // calls granted past the budget
+	now           func() time.Time
 }
 
 var readAheads = struct {
@@ -118,8 +88,7 @@ func (a *ReadAhead) Queued(n int) {
 	}
 }
 
-// Taken counts n records the dedup step took in (or a too-late gate
-// routed to too_late).
+// Taken counts n records dedup took in (or a too-late gate routed away).
 func (a *ReadAhead) Taken(n int) {
 	if a != nil && n > 0 {
 		a.taken.Add(int64(n))
@@ -143,8 +112,7 @@ func (a *ReadAhead) Peak() int64 {
 	return a.peak.Load()
 }
 
-// PastBudget is how many calls read past the budget for the watermark to
-// move (see ReadAhead).
+// PastBudget is how many calls read past the budget.
 func (a *ReadAhead) PastBudget() int64 {
 	if a == nil {
 		return 0
@@ -152,11 +120,9 @@ func (a *ReadAhead) PastBudget() int64 {
 	return a.past.Load()
 }
 
-// Room reports whether a source call of up to call records may read now
-// under budget: while what waits leaves room for it, or, for a partition
-// holding its source's watermark (holdsWatermark), while the dedup step has
-// taken nothing for Blocked (see ReadAhead). ok is false when the caller
-// should pause and ask again.
+// Room reports whether a source call of up to call records may read now:
+// while it fits under budget, or, for a partition holding its source's
+// watermark, once dedup has taken nothing for Blocked.
 func (a *ReadAhead) Room(budget, call int, holdsWatermark bool) (ok bool) {
 	if a == nil || budget <= 0 {
 		return true

@@ -1,27 +1,14 @@
 // Package gen writes realistic raw logs of mobile purchase events (SPEC §6
-// layout): a folder of partitions p0, p1, ... each holding JSONL files in
-// arrival order. The logs carry everything the job must survive — identical
-// and conflicting retries, out-of-order arrival, offline uploads hours late,
-// events beyond the correction period, malformed lines of every quarantine
-// kind, a partition that goes silent and comes back with a backlog — in
-// proportions set by a Config, deterministically from a seed.
+// layout: partitions p0, p1, ... of JSONL files in arrival order) with
+// everything the job must survive (retries, conflicts, disorder, late and
+// too-late events, malformed lines, an idle partition), deterministically
+// from a seed.
 //
-// The generator also knows what it put in: Stats classifies every line and
-// carries the exact hourly totals a correct job must end with (without
-// dimensions). That prediction is independent of the oracle, so the two
-// check each other.
-//
-// Classification is exact for any out-of-order bound between 0 and
-// TooLateDelay[0] - Window - Lateness (1h for Demo and Bench; the default
-// bound is 10m), because events are placed so that no watermark in that
-// range changes their verdict:
-//   - every valid line's event_time is at most its arrival instant, so a
-//     partition watermark never passes a line's own arrival;
-//   - a retry of a counted event arrives before its window closes, so it is
-//     a duplicate or a conflict, never too late;
-//   - a too-late event is placed TooLateDelay behind the largest event time
-//     its partition has already shown, so its window has closed for every
-//     bound in the range.
+// Stats classifies every line and carries the exact hourly totals a correct
+// job ends with, independently of the oracle. The classification holds for
+// any out-of-order bound up to Config.Margin: valid event times never pass
+// their arrival, a counted event's retries arrive before its window closes,
+// and a too-late event lies TooLateDelay behind its partition's progress.
 package gen
 
 import (
@@ -41,47 +28,36 @@ type Config struct {
 	Events            int // distinct purchases, before retries
 	FilesPerPartition int
 
-	// DupRate: identical retries (same content; a few re-serialised, e.g.
-	// "5.00" vs 5). ConflictRate: retries with a different amount or user_id.
-	// LateRate: offline uploads, LateDelay behind their arrival.
-	// TooLateRate: events beyond the correction period, TooLateDelay behind.
-	// MalformedRate: lines for quarantine, cycling through every kind.
+	// Identical retries (a few re-serialised), conflicting retries, offline
+	// uploads (LateDelay behind arrival), too-late events (TooLateDelay
+	// behind) and malformed lines of every kind.
 	DupRate, ConflictRate, LateRate, TooLateRate, MalformedRate float64
 
-	// Disorder is the normal jitter of event_time behind arrival; keep it
-	// within the out-of-order bound.
+	// Disorder is the jitter of event_time behind arrival (within the bound).
 	Disorder time.Duration
-	// LateDelay is how far behind its arrival an offline upload's event_time
-	// lies; LateDelay[1] must not exceed Lateness.
-	LateDelay [2]time.Duration
-	// TooLateDelay is how far behind its partition's progress a too-late
-	// event lies; TooLateDelay[0] must exceed Window + Lateness.
-	TooLateDelay [2]time.Duration
+	// LateDelay[1] must not exceed Lateness; TooLateDelay[0] must exceed
+	// Window + Lateness.
+	LateDelay, TooLateDelay [2]time.Duration
 
-	// IdlePartition (or -1) goes silent for IdleGap in the middle of the
-	// span; what its devices sent meanwhile arrives as a burst when it comes
-	// back (in event-time order, so its own watermark stays sane while the
-	// pipeline watermark has moved on).
+	// IdlePartition (or -1) goes silent for IdleGap mid-span; what it was
+	// sent meanwhile arrives as a burst when it comes back.
 	IdlePartition int
 	IdleGap       time.Duration
 
-	// Window and Lateness are the job's settings, used only to place events
-	// relative to window closing.
+	// Window and Lateness are the job's settings (to place events).
 	Window, Lateness time.Duration
 
-	// MaxLine is the reader's --max-line, so that the oversized line exceeds
-	// it. 0 means the 1 MiB default.
+	// MaxLine is the reader's --max-line (0: 1 MiB), exceeded by the
+	// oversized line.
 	MaxLine int
 
 	// ArrivalField, when set, names a field every valid line gets with its
-	// arrival instant (RFC 3339 UTC, milliseconds), as a collector that
-	// stamps what it receives writes: cmd/advise's arrival clock. It is
-	// not a dimension, so no fingerprint depends on it.
+	// arrival instant (cmd/advise's arrival clock; not a dimension).
 	ArrivalField string
 }
 
-// demoStart is a fixed, past instant: a log must not depend on when it is
-// generated, and its event times must not be in the future when replayed.
+// demoStart is a fixed, past instant, so a log never depends on when it is
+// generated.
 var demoStart = time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)
 
 // Demo is the log `go run ./cmd/launch` replays: about 41,000 lines over 30
@@ -160,8 +136,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gen: Disorder must not be negative, got %v", c.Disorder)
 	case c.LateRate > 0 && (c.LateDelay[0] < 0 || c.LateDelay[0] > c.LateDelay[1]):
 		return fmt.Errorf("gen: LateDelay must be an interval [lo, hi] with 0 <= lo <= hi, got %v", c.LateDelay)
-	case c.LateRate > 0 && c.LateDelay[1] > c.Lateness:
-		// Otherwise a "late" event could be too late and the Stats would lie.
+	case c.LateRate > 0 && c.LateDelay[1] > c.Lateness: // else Stats would lie
 		return fmt.Errorf("gen: LateDelay[1] (%v) must not exceed Lateness (%v)", c.LateDelay[1], c.Lateness)
 	case c.TooLateRate > 0 && c.TooLateDelay[0] > c.TooLateDelay[1]:
 		return fmt.Errorf("gen: TooLateDelay must be an interval [lo, hi] with lo <= hi, got %v", c.TooLateDelay)
@@ -197,32 +172,25 @@ type Total struct {
 // and the job must read Lines - Blank records of which Events - TooLateEvents
 // are counted.
 type Stats struct {
-	// Lines counts every line written, blank ones included; Blank the blank
-	// ones (skipped by readers, not counted as read).
 	Lines, Blank int
-	// Events counts distinct purchases (originals).
-	Events int
-	// Duplicates and Conflicts count identical and conflicting retries of
-	// counted events; copies of too-late events are in TooLate instead.
+	Events       int // distinct purchases
+	// Duplicates and Conflicts are retries of counted events (copies of
+	// too-late ones are in TooLate).
 	Duplicates, Conflicts int
-	// Late counts offline uploads (counted, with old event times); Backlog
-	// the idle partition's events delivered after its silence.
+	// Late: offline uploads (counted); Backlog: the idle partition's burst.
 	Late, Backlog int
-	// TooLate counts too-late lines (originals and their copies);
-	// TooLateEvents the distinct too-late purchases.
+	// TooLate counts too-late lines, copies included; TooLateEvents purchases.
 	TooLate, TooLateEvents int
-	// Malformed counts quarantined lines; MalformedKinds by expected reason.
-	Malformed      int
-	MalformedKinds map[string]int
-	// MissingWindows are window starts (epoch ms) that hold only too-late
-	// events: the stream never sees them, reconcile must find them.
+	Malformed              int
+	MalformedKinds         map[string]int // by expected reason
+	// MissingWindows (epoch ms) hold only too-late events: reconcile must
+	// find them.
 	MissingWindows []int64
 
 	Partitions []string
 	Files      int
 
 	// Counted is the expected FINAL total per window start (epoch ms), with
-	// no dimensions; All also includes too-late events (what reconcile
-	// --apply converges to).
+	// no dimensions; All adds too-late events (reconcile --apply's result).
 	Counted, All map[int64]Total
 }

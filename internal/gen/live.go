@@ -15,30 +15,21 @@ import (
 )
 
 // LiveConfig shapes a live feed: purchases written in real time with event
-// times around now, so that a followed folder sees the whole life of a
-// window (EARLY, ON_TIME, LATE, FINAL) within a few windows. The job's
-// settings (Window, Lateness, Bound, IdleTimeout) place the scenario's
-// events relative to window closing, as Config's do for a historical log.
+// times around now, so a followed folder sees a window's whole life (EARLY,
+// ON_TIME, LATE, FINAL) within a few windows.
 type LiveConfig struct {
 	Seed       int64
 	Partitions int
-	// Rate is the steady traffic per partition, in events per second.
-	Rate float64
-	// Tick is how often each partition gets a new file (its arrivals since
-	// the last one).
-	Tick time.Duration
-	// DupRate and ConflictRate are the shares of steady events retried with
-	// the same or a different content, a second or two later.
+	Rate       float64       // events per second per partition
+	Tick       time.Duration // how often each partition gets a new file
+	// DupRate and ConflictRate: shares of events retried a second or two
+	// later, with the same or a different content.
 	DupRate, ConflictRate float64
-	// MalformedEvery is the period of bad lines (one each, cycling through
-	// the quarantine reasons).
-	MalformedEvery time.Duration
+	MalformedEvery        time.Duration // period of bad lines
 
-	// The job's settings.
+	// The job's settings, which place the events relative to window closing.
 	Window, Lateness, Bound, IdleTimeout time.Duration
-	// MaxLine is the reader's --max-line (0: the 1 MiB default), so that the
-	// one oversized line exceeds it.
-	MaxLine int
+	MaxLine                              int // --max-line (0: 1 MiB)
 }
 
 // Live is the feed `launch --demo=live` runs: 4 partitions of 5 purchases a
@@ -94,8 +85,7 @@ func (c LiveConfig) LateDelay() [2]time.Duration {
 	return [2]time.Duration{c.Window + 2*c.Bound, c.Lateness - c.Bound}
 }
 
-// Validate refuses settings the scenario cannot fit: each refusal names the
-// setting to change.
+// Validate refuses settings the scenario cannot fit, naming the setting.
 func (c LiveConfig) Validate() error {
 	switch {
 	case c.Partitions < 2:
@@ -141,11 +131,9 @@ type liveFeed struct {
 }
 
 // RunLive writes the feed into dir's partitions p0, p1, ... until ctx ends.
-// The partition folders are created first (a caller that starts a reader
-// before the feed creates them itself: see LivePartitions); each file is
-// written under a hidden name and renamed in, as a producer does, named by
-// the start time and a sequence number so that lexical order is arrival
-// order and a second run into the same folder (or sink) never reuses a name.
+// Each file is written under a hidden name and renamed in, named by the
+// start time and a sequence number, so lexical order is arrival order and a
+// second run never reuses a name.
 func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
 	if err := c.Validate(); err != nil {
 		return LiveStats{}, err
@@ -195,8 +183,7 @@ func (f *liveFeed) mkdirs() error {
 // idle is the index of the partition that goes silent.
 func (f *liveFeed) idle() int { return f.c.Partitions - 1 }
 
-// silentAt reports whether the idle partition is silent at now, and when
-// its silence ends.
+// silentAt reports whether the idle partition is silent at now, and until when.
 func (f *liveFeed) silentAt(now int64) (bool, int64) {
 	first := f.start + 2*f.c.Window.Milliseconds()
 	if now < first {
@@ -208,8 +195,7 @@ func (f *liveFeed) silentAt(now int64) (bool, int64) {
 	return now < from+gap, from + gap
 }
 
-// deliver is when a line sent at at in partition p arrives: a silent
-// partition's lines wait for its return.
+// deliver is when a line sent at at in partition p arrives.
 func (f *liveFeed) deliver(p int, at int64) int64 {
 	if p != f.idle() {
 		return at
@@ -264,8 +250,7 @@ func (f *liveFeed) tick(now int64) error {
 			}
 		}
 	}
-	// Lines already due go out before the scenario's extras, so that a
-	// too-late event is placed against what its partition has shown.
+	// Due lines go out first: a too-late event is placed against them.
 	if err := f.flush(now); err != nil {
 		return err
 	}

@@ -17,11 +17,9 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Write generates the log described by c into dir, which must be absent or
-// empty (mixing two logs would silently change both). Each file is written
-// under a hidden temporary name and renamed in when complete, as a producer
-// does, so a follower never reads a half-written file. The output depends on
-// c alone. On error, dir may hold a partial log.
+// Write generates the log described by c (and c alone) into dir, which must
+// be absent or empty. Each file is written under a hidden name and renamed
+// in when complete, as a producer does. On error, dir may hold a partial log.
 func Write(dir string, c Config) (Stats, error) {
 	if err := c.Validate(); err != nil {
 		return Stats{}, err
@@ -104,10 +102,8 @@ type generator struct {
 	parts []*partition
 	stats Stats
 	seq   uint64
-	// now is the arrival instant being generated: lines due by then are
-	// written at once. err is the first write error of push.
-	now int64
-	err error
+	now   int64 // the arrival instant being generated: due lines go out at once
+	err   error // the first write error of push
 
 	start, span, window, lateness int64 // ms
 	idleFrom, idleTo              int64 // the idle partition's silence, ms
@@ -185,9 +181,8 @@ func (g *generator) deliver(p int, at int64) int64 {
 	return at
 }
 
-// push queues a line arriving at instant at in partition p. A line due now
-// (at <= g.now, with everything due before it already written) goes
-// straight out: most lines never touch the queue.
+// push queues a line arriving at instant at in partition p; a line due now
+// goes straight out.
 func (g *generator) push(p int, at int64, line []byte, valid bool, eventTime int64) {
 	g.seq++
 	x := pending{key: at, seq: g.seq, line: line, valid: valid, eventTime: eventTime}
@@ -211,8 +206,7 @@ func (g *generator) run() error {
 	for i := range n {
 		// Stratified arrivals: increasing, with random spacing.
 		at := g.start + int64((float64(i)+g.rng.Float64())*float64(g.span)/float64(n))
-		// Everything due by now goes out first, so that a too-late event is
-		// placed against the partition's progress as a reader will see it.
+		// Due lines go out first: a too-late event is placed against them.
 		if err := g.flush(at); err != nil {
 			return err
 		}
@@ -308,9 +302,8 @@ func (g *generator) nextFile(p *partition) error {
 	return nil
 }
 
-// closeFile flushes the open file and renames it in. No fsync: a generated
-// log can be generated again, and the rename alone gives readers the
-// all-or-nothing view they rely on.
+// closeFile flushes the open file and renames it in (no fsync: a generated
+// log can be generated again).
 func (g *generator) closeFile(p *partition) error {
 	if p.f == nil {
 		return nil
@@ -330,9 +323,8 @@ func (g *generator) closeFile(p *partition) error {
 	return nil
 }
 
-// closeAll completes every partition, creating its remaining (empty) files
-// so the layout is the same whatever the traffic. After a failure it only
-// removes the temporary files.
+// closeAll completes every partition with its remaining (empty) files, or
+// after a failure only removes the temporary files.
 func (g *generator) closeAll(failed bool) error {
 	var first error
 	for _, p := range g.parts {

@@ -1,14 +1,10 @@
-// Package files is where the project reads, lists and writes paths: through
-// Beam's io/filesystem, so that a path may be a local one or on any
-// filesystem Beam serves (gs:// and s3:// in production, memfs:// in tests).
-// A worker on another machine reaches a gs:// or s3:// path as the launcher
-// does; a local path only when the disk is shared.
+// Package files is where the project reads, lists and writes paths, through
+// Beam's io/filesystem: local paths, gs:// (with io/files/gcs imported),
+// s3://, and memfs:// in tests.
 //
-// Object stores have no folders and no appends. A "folder" there is a prefix
-// (gs://b/raw is every object named raw/...), a subfolder is the next path
-// segment of the object names under it, and a file is an immutable object
-// that appears whole when its upload completes. Readers that follow a folder
-// therefore look for new objects, never for growth of an old one.
+// Object stores have no folders and no appends: a folder is a prefix, a
+// subfolder the next segment of the object names under it, and a file an
+// immutable object that appears whole when its upload completes.
 package files
 
 import (
@@ -30,13 +26,11 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs" // memfs:// (tests)
 )
 
-// IsLocal reports whether path is a local path rather than a scheme://
-// path.
+// IsLocal reports whether path has no scheme://.
 func IsLocal(path string) bool { return !strings.Contains(path, "://") }
 
-// Join joins path elements: with the OS separator for a local path, with "/"
-// for a scheme:// path (filepath.Join would turn "gs://" into "gs:/").
-// Empty and "." elements add nothing.
+// Join joins path elements: filepath.Join for a local path, "/" for a
+// scheme:// one (filepath.Join would turn "gs://" into "gs:/").
 func Join(dir string, elem ...string) string {
 	if IsLocal(dir) {
 		return filepath.Join(append([]string{dir}, elem...)...)
@@ -50,56 +44,53 @@ func Join(dir string, elem ...string) string {
 	return out
 }
 
-// globChars are the characters Beam's List treats as a pattern. A remote
-// folder is listed with a pattern built from its name, so they must not
-// appear in it (Beam's filesystems have no escape for them).
+// globChars are what Beam's List reads as a pattern, with no escape: a
+// remote folder's name must not hold them.
 const globChars = "*?["
 
-// filesystems caches one filesystem per scheme (and emulator endpoint,
-// which tests change): creating a GCS or S3 client per call would cost a
-// credentials look-up each time. Losing it costs only that.
+// filesystems caches the clients (Beam filesystems and Stores' range
+// clients) per name and endpoint environment: a client per call would cost
+// a credentials look-up each time.
 var filesystems sync.Map
 
-// endpointEnv is the environment that points a client at another server:
-// GCS's emulator host, and the AWS SDK's endpoint overrides (which Beam's
-// s3 filesystem honours through config.LoadDefaultConfig).
+// endpointEnv points clients at another server (the emulators of tests).
 var endpointEnv = []string{"STORAGE_EMULATOR_HOST", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}
 
 func filesystemFor(path string) (filesystem.Interface, error) {
-	scheme := "default"
-	if i := strings.Index(path, "://"); i > 0 {
-		scheme = path[:i]
-	}
-	key := scheme
+	return Client(scheme(path), func() (filesystem.Interface, error) { return newFilesystem(path) })
+}
+
+// Client returns the process's client named name for the current endpoint
+// environment, created by create the first time (Stores' range clients too:
+// Beam's filesystems keep theirs unexported).
+func Client[C any](name string, create func() (C, error)) (C, error) {
+	key := name
 	for _, e := range endpointEnv {
 		key += "\x00" + os.Getenv(e)
 	}
-	if f, ok := filesystems.Load(key); ok {
-		return f.(filesystem.Interface), nil
+	if c, ok := filesystems.Load(key); ok {
+		return c.(C), nil
 	}
-	f, err := newFilesystem(path)
+	c, err := create()
 	if err != nil {
-		return nil, err
+		return c, err
 	}
-	if prev, loaded := filesystems.LoadOrStore(key, f); loaded {
-		f.Close()
-		return prev.(filesystem.Interface), nil
+	prev, loaded := filesystems.LoadOrStore(key, c)
+	if closer, ok := any(c).(interface{ Close() error }); ok && loaded {
+		closer.Close() // another caller's client won the race
 	}
-	return f, nil
+	return prev.(C), nil
 }
 
 // newFilesystem creates the filesystem for path's scheme. Beam's s3
-// filesystem panics when the AWS configuration cannot be loaded (a
-// malformed ~/.aws/config, say); that becomes an error here, so that a bad
-// flag or environment is a message, not a crash.
+// filesystem panics on a bad AWS configuration; that becomes an error.
 func newFilesystem(path string) (f filesystem.Interface, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			f, err = nil, fmt.Errorf("%s filesystem: %v", scheme(path), r)
 		}
 	}()
-	// The client outlives any one call, so it must not hold a call's
-	// context.
+	// The client outlives any one call: no call's context.
 	f, err = filesystem.New(context.Background(), path)
 	if err != nil {
 		if pkg, ok := storePackages[scheme(path)]; ok && !registered(scheme(path)) {
@@ -109,9 +100,8 @@ func newFilesystem(path string) (f filesystem.Interface, err error) {
 	return f, err
 }
 
-// Check refuses a path that cannot be used as a folder before any work:
-// an unknown scheme, or glob characters in a remote path. The message does
-// not repeat the path: callers name it with the flag.
+// Check refuses a path that cannot be used as a folder: an unknown scheme,
+// or glob characters in a remote path. Callers name the path in the error.
 func Check(path string) error {
 	if strings.TrimSpace(path) == "" {
 		return errors.New("empty path")
@@ -139,9 +129,8 @@ func scheme(path string) string {
 	return "local"
 }
 
-// notExist marks the not-found errors of the remote filesystems (their
-// Store.NotExist) as fs.ErrNotExist, so that callers test for one error
-// whatever the scheme.
+// notExist marks the remote filesystems' not-found errors (Store.NotExist)
+// as fs.ErrNotExist.
 func notExist(err error) error {
 	if err == nil {
 		return nil
@@ -158,10 +147,8 @@ func notExist(err error) error {
 }
 
 // Open opens a file for reading at byte offset. A local file is seeked; a
-// remote object, which Beam's filesystems only stream from its start, is
-// skipped to offset, unless its size says nothing lies past offset (the
-// common case of a follower polling the newest file), in which case
-// nothing is downloaded.
+// remote object, streamed from its start only, is skipped to offset, or not
+// downloaded at all when nothing lies past offset (a follower polling).
 func Open(ctx context.Context, path string, offset int64) (io.ReadCloser, error) {
 	f, err := filesystemFor(path)
 	if err != nil {
@@ -213,10 +200,9 @@ type Listing struct {
 	Dirs  []string
 }
 
-// List lists the files and subfolders directly inside dir (names only).
-// A local folder that does not exist is an error wrapping fs.ErrNotExist; a
-// remote prefix without objects is an empty listing, as an object store
-// cannot tell it from an empty folder.
+// List lists the files and subfolders directly inside dir (names only). A
+// missing local folder is an error wrapping fs.ErrNotExist; a remote prefix
+// without objects is an empty listing.
 func List(ctx context.Context, dir string) (Listing, error) {
 	if IsLocal(dir) {
 		return listLocal(dir)
@@ -239,8 +225,8 @@ func List(ctx context.Context, dir string) (Listing, error) {
 			l.Files = append(l.Files, name)
 		}
 	}
-	// A subfolder is the first segment of a deeper object's name, such as a
-	// folder placeholder "raw/p0/" (which the console creates).
+	// A subfolder is the first segment of a deeper object's name (or of a
+	// placeholder "raw/p0/").
 	deeper, err := f.List(ctx, prefix+"*/*")
 	if err != nil {
 		return Listing{}, notExist(err)
@@ -257,10 +243,9 @@ func List(ctx context.Context, dir string) (Listing, error) {
 	return l, nil
 }
 
-// listLocal reads a local folder. Beam's local List is filepath.Glob, which
-// cannot tell a folder from a file (an empty partition folder would be
-// lost) and reads [ ] * ? in names as a pattern, so the local listing reads
-// the folder itself.
+// listLocal reads a local folder itself: Beam's local List is
+// filepath.Glob, which cannot tell a folder from a file and reads [ ] * ?
+// in names as a pattern.
 func listLocal(dir string) (Listing, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -282,9 +267,8 @@ func listLocal(dir string) (Listing, error) {
 	return l, nil // os.ReadDir sorts by name
 }
 
-// resolve returns an entry's type, following a symbolic link so that a
-// linked-in file or folder is listed like any other. A dangling link is
-// skipped, as if it were not there yet.
+// resolve returns an entry's type, following a symbolic link; a dangling
+// link is skipped.
 func resolve(dir string, e fs.DirEntry) (fs.FileMode, error) {
 	if e.Type()&fs.ModeSymlink == 0 {
 		return e.Type(), nil
@@ -299,9 +283,8 @@ func resolve(dir string, e fs.DirEntry) (fs.FileMode, error) {
 	return fi.Mode().Type(), nil
 }
 
-// CheckDir checks that dir can be read as a folder: a local one must exist
-// and be a folder; a remote one must be listable (its bucket exists and
-// the credentials reach it).
+// CheckDir checks that dir can be read as a folder: a local one exists and
+// is a folder; a remote one is listable.
 func CheckDir(ctx context.Context, dir string) error {
 	if err := Check(dir); err != nil {
 		return err
@@ -322,11 +305,10 @@ func CheckDir(ctx context.Context, dir string) error {
 	return err
 }
 
-// WriteFile writes what render produces to path so that no reader ever
-// sees half of it: a local file is written beside its final name and
-// renamed into place (an older file stays whole until then); a remote
-// object appears only when its upload completes, so it is rendered first
-// and uploaded whole, and a failed render uploads nothing.
+// WriteFile writes what render produces to path so that no reader ever sees
+// half of it, durably once it returns: a local file is written beside its
+// final name, fsynced and renamed into place; a remote object is rendered
+// first and uploaded whole (it appears when the upload completes).
 func WriteFile(ctx context.Context, path string, render func(io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
@@ -371,6 +353,10 @@ func writeLocal(path string, data []byte) error {
 	if err := f.Chmod(0o644); err != nil {
 		f.Close()
 		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)

@@ -17,14 +17,11 @@ type Range struct {
 }
 
 // ReadRanges reads byte ranges of one file and returns each range's bytes,
-// in the order given: a local file with one open and a read per range, an
-// object of a registered Store (s3://, and gs:// in a binary importing
-// io/files/gcs) with a ranged request per range (Beam's filesystems only
-// stream an object from its start, so one line near the end of a large
-// object would download all of it), any other filesystem (memfs://) by
-// streaming once from the first range to the last. A range that runs past
-// the end of the file is an error wrapping io.ErrUnexpectedEOF; a missing
-// file one wrapping fs.ErrNotExist. Safe to repeat: it only reads.
+// in the order given: a local file with a read per range, a registered
+// Store's object with a ranged request per range (Beam would stream the
+// whole object), any other filesystem (memfs://) in one stream. A range past
+// the end is an error wrapping io.ErrUnexpectedEOF; a missing file one
+// wrapping fs.ErrNotExist.
 func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, error) {
 	if len(ranges) == 0 {
 		return nil, nil
@@ -54,8 +51,12 @@ func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, err
 			return nil, err
 		}
 		read = func(r Range) ([]byte, error) {
-			b, err := rd(r)
-			return b, notExist(err)
+			rc, err := rd(r)
+			if err != nil {
+				return nil, notExist(err)
+			}
+			defer rc.Close()
+			return readExactly(rc, r.Length)
 		}
 	}
 	out := make([][]byte, len(ranges))
@@ -81,8 +82,7 @@ func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, err
 	return out, nil
 }
 
-// streamRanges reads the ranges from one stream of the file, opened at the
-// first of them.
+// streamRanges reads the ranges from one stream opened at the first.
 func streamRanges(ctx context.Context, path string, ranges []Range) ([][]byte, error) {
 	order := make([]int, len(ranges))
 	for i := range order {
@@ -98,9 +98,7 @@ func streamRanges(ctx context.Context, path string, ranges []Range) ([][]byte, e
 	at := ranges[order[0]].Offset
 	for k, i := range order {
 		r := ranges[i]
-		if r.Offset < at {
-			// Only a repeat of the previous range can start before the
-			// stream's position (lines do not overlap).
+		if r.Offset < at { // only a repeat: lines do not overlap
 			if prev := ranges[order[k-1]]; r == prev {
 				out[i] = out[order[k-1]]
 				continue
@@ -127,32 +125,4 @@ func readExactly(r io.Reader, n int) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// Client returns the process's client named name for the current endpoint
-// environment (see filesystems), created by create the first time: a
-// Store's Ranges calls it, since Beam's filesystems keep their clients
-// unexported and a client per call would cost a credentials look-up each
-// time.
-func Client[C any](name string, create func() (C, error)) (C, error) {
-	return cachedClient(name, create)
-}
-
-func cachedClient[C any](name string, create func() (C, error)) (C, error) {
-	key := "range client " + name
-	for _, e := range endpointEnv {
-		key += "\x00" + os.Getenv(e)
-	}
-	if c, ok := filesystems.Load(key); ok {
-		return c.(C), nil
-	}
-	c, err := create()
-	if err != nil {
-		return c, err
-	}
-	prev, loaded := filesystems.LoadOrStore(key, c)
-	if closer, ok := any(c).(interface{ Close() error }); ok && loaded {
-		closer.Close() // another caller's client won the race
-	}
-	return prev.(C), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,14 +15,13 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3" // s3:// (AWS_* environment)
 )
 
-// s3:// is served here, not in a package of its own as gs:// is: nothing
-// asks yet that a package reading payloads link no AWS client.
+// s3:// is served here, not in its own package as gs:// is: nothing asks
+// yet that a package reading payloads link no AWS client.
 func init() { RegisterStore("s3", Store{Ranges: s3Ranges, NotExist: s3NotExist}) }
 
-func s3Ranges(ctx context.Context, path string) (func(Range) ([]byte, error), error) {
-	c, err := Client("s3", func() (*s3.Client, error) {
-		// As Beam's s3 filesystem builds its own: the standard AWS
-		// environment and shared configuration.
+func s3Ranges(ctx context.Context, path string) (func(Range) (io.ReadCloser, error), error) {
+	c, err := Client("s3 ranges", func() (*s3.Client, error) {
+		// As Beam's s3 filesystem builds its own.
 		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("s3 filesystem: %w", err)
@@ -35,14 +35,13 @@ func s3Ranges(ctx context.Context, path string) (func(Range) ([]byte, error), er
 	if !ok {
 		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
-	return func(r Range) ([]byte, error) {
+	return func(r Range) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 			Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Offset, r.Offset+int64(r.Length)-1))})
 		if err != nil {
 			return nil, err
 		}
-		defer out.Body.Close()
-		return readExactly(out.Body, r.Length)
+		return out.Body, nil
 	}, nil
 }
 
@@ -55,10 +54,8 @@ func s3NotExist(err error) bool {
 	return errors.As(err, &noKey) || errors.As(err, &notFound) || errors.As(err, &noBucket) || s3Missing(err)
 }
 
-// s3Missing recognises a missing S3 object by its message: Beam's s3
-// OpenRead formats the SDK's error with %v, which drops its type, so only
-// the HTTP status the SDK writes into the message is left ("https response
-// error StatusCode: 404, ..., NoSuchKey"; a missing bucket is a 404 too).
+// s3Missing recognises a missing object or bucket by the 404 in the message:
+// Beam's s3 OpenRead formats the SDK's error with %v, which drops its type.
 func s3Missing(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "error getting object s3://") && strings.Contains(msg, "response error StatusCode: 404")

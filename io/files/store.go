@@ -3,6 +3,7 @@ package files
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 )
@@ -11,10 +12,9 @@ import (
 // filesystem for its scheme: ranged reads (ReadRanges) and its not-found
 // errors (as fs.ErrNotExist).
 type Store struct {
-	// Ranges opens path for ranged reads: read returns one range's
-	// bytes, from a ranged request of its own, or an error wrapping
-	// io.ErrUnexpectedEOF for a range past the end.
-	Ranges func(ctx context.Context, path string) (read func(Range) ([]byte, error), err error)
+	// Ranges opens path for ranged reads: open streams one range's bytes,
+	// from a ranged request of its own.
+	Ranges func(ctx context.Context, path string) (open func(Range) (io.ReadCloser, error), err error)
 	// NotExist reports whether err says that an object or its bucket does
 	// not exist.
 	NotExist func(err error) bool
@@ -23,17 +23,14 @@ type Store struct {
 // stores holds the registered Stores by scheme ("gs://").
 var stores sync.Map
 
-// storePackages names the packages that serve a scheme this package does
-// not import itself, for the error of a binary that did not import them:
-// gs:// brings Google Cloud Storage's client, which transforms and pipeline
-// (which read payloads through ReadRanges) must not link.
+// storePackages names the packages serving a scheme this package does not
+// import (transforms and pipeline must not link the GCS client), for the
+// error of a binary that did not import them.
 var storePackages = map[string]string{"gs://": "github.com/revenue-stream/hourly/io/files/gcs"}
 
-// RegisterStore registers the Store of scheme ("gs", "s3"). The package
-// serving the scheme calls it from its init, where it also imports Beam's
-// filesystem of the scheme: every process of a binary that imports it, the
-// workers included, then serves the scheme's paths. A second registration
-// of a scheme panics.
+// RegisterStore registers the Store of scheme ("gs", "s3"), from the init of
+// the package that also imports Beam's filesystem of the scheme. A second
+// registration panics.
 func RegisterStore(scheme string, s Store) {
 	if s.Ranges == nil || s.NotExist == nil {
 		panic(fmt.Sprintf("files.RegisterStore %q: incomplete Store", scheme))
@@ -53,7 +50,7 @@ func storeFor(scheme string) (Store, bool) {
 }
 
 func registered(scheme string) bool {
-	_, ok := stores.Load(scheme)
+	_, ok := storeFor(scheme)
 	return ok
 }
 

@@ -11,13 +11,11 @@ import (
 	"github.com/revenue-stream/hourly/io/files"
 )
 
-// RootPartition names the partition of the files directly inside a source
-// folder (see the package doc).
+// RootPartition names the partition of the files directly inside a folder.
 const RootPartition = "."
 
-// Position is the stable source position of a line: "<partition>/<file>:<line>",
-// or "<file>:<line>" in the root partition. Audit rows are keyed by it, so it
-// must not depend on where the folder is mounted.
+// Position is the stable source position of a line, "<partition>/<file>:<line>"
+// ("<file>:<line>" in the root partition), which keys audit rows.
 func Position(partition, file string, line int) string {
 	if partition == RootPartition || partition == "" {
 		return file + ":" + strconv.Itoa(line)
@@ -25,8 +23,8 @@ func Position(partition, file string, line int) string {
 	return partition + "/" + file + ":" + strconv.Itoa(line)
 }
 
-// ParsePosition splits a file position made by Position. ok is false for
-// anything else (a "pubsub:<message_id>" position, say).
+// ParsePosition splits a file position made by Position (ok false for an
+// IDPosition).
 func ParsePosition(pos string) (partition, file string, line int, ok bool) {
 	if _, named := ParseIDPosition(pos); named {
 		return "", "", 0, false
@@ -50,12 +48,9 @@ func ParsePosition(pos string) (partition, file string, line int, ok bool) {
 	return partition, file, n, true
 }
 
-// ComparePositions orders positions the way a replay reads them: by
-// partition name, then file name, then line number (numerically, so
-// "f:9" < "f:10"). Within one partition this is arrival order; across
-// partitions it is the deterministic "lowest source_position" that reconcile
-// uses to pick between payloads. Non-file positions sort after file
-// positions, by their text.
+// ComparePositions orders positions by partition, file and line number
+// (numerically): arrival order within a partition, and reconcile's "lowest
+// source_position" across them. Other positions sort after, by their text.
 func ComparePositions(a, b string) int {
 	pa, fa, la, oka := ParsePosition(a)
 	pb, fb, lb, okb := ParsePosition(b)
@@ -76,9 +71,7 @@ func ComparePositions(a, b string) int {
 	return cmp.Compare(a, b)
 }
 
-// Ignored reports whether a file or folder name is skipped: hidden and
-// temporary names that producers write before renaming a file in, and
-// bookkeeping names starting with '_'.
+// Ignored reports whether a file or folder name is skipped (package doc).
 func Ignored(name string) bool {
 	return name == "" ||
 		strings.HasPrefix(name, ".") ||
@@ -95,12 +88,8 @@ func PartitionDir(dir, partition string) string {
 	return files.Join(dir, partition)
 }
 
-// ListPartitions returns the partitions of a source folder in sorted order:
-// its non-ignored subfolders, plus RootPartition when files lie directly
-// inside it. An empty folder has no partitions (not an error: a follower may
-// be waiting for the first file). The folder may be local or on any
-// filesystem Beam serves (see package files: on an object store a
-// subfolder is a prefix holding objects).
+// ListPartitions returns a folder's partitions, sorted: its non-ignored
+// subfolders, plus RootPartition when files lie directly inside it.
 func ListPartitions(dir string) ([]string, error) {
 	l, err := files.List(context.Background(), dir)
 	if err != nil {
@@ -115,13 +104,11 @@ func ListPartitions(dir string) ([]string, error) {
 	if slices.ContainsFunc(l.Files, func(name string) bool { return !Ignored(name) }) {
 		parts = append(parts, RootPartition)
 	}
-	// The listing is sorted by name; "." must still be put in its place.
-	slices.Sort(parts)
+	slices.Sort(parts) // "." in its place
 	return parts, nil
 }
 
-// ListFiles returns a partition's readable files in lexical order, which is
-// arrival order.
+// ListFiles returns a partition's readable files in lexical order.
 func ListFiles(dir, partition string) ([]string, error) {
 	l, err := files.List(context.Background(), PartitionDir(dir, partition))
 	if err != nil {

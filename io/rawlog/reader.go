@@ -13,17 +13,15 @@ import (
 // DefaultMaxLine is the default --max-line (1 MiB).
 const DefaultMaxLine = event.DefaultMaxLine
 
-// PrefixLimit is how much of an oversized line a reader keeps: the quarantine
-// row needs a prefix to be recognisable, never the whole line.
+// PrefixLimit is how much of an oversized line a reader keeps for quarantine.
 const PrefixLimit = event.MaxPayloadPrefix
 
 // Line is one complete, non-blank line.
 type Line struct {
 	// No is the 1-based line number in the file, blank lines included.
 	No int
-	// Bytes is the content without "\n" and a trailing "\r"; for an oversized
-	// line, its first PrefixLimit bytes at most. It is only valid until the
-	// next call to Next.
+	// Bytes is the content without "\n" and a trailing "\r" (oversized: a
+	// prefix), valid until the next call to Next.
 	Bytes []byte
 	// Oversized says the content was longer than maxLine.
 	Oversized bool
@@ -32,10 +30,8 @@ type Line struct {
 	Start, End int64
 }
 
-// Ref is where the line's content lies in the file at path: what a reader
-// puts in its record so that the payload can be read back instead of
-// carried (model.LineRef). An oversized line has none: its record carries
-// a prefix to quarantine, never the whole line.
+// Ref is where the line's content lies in the file at path, so the payload
+// can be read back instead of carried; none for an oversized line.
 func (l Line) Ref(path string) model.LineRef {
 	if l.Oversized {
 		return model.LineRef{}
@@ -43,24 +39,22 @@ func (l Line) Ref(path string) model.LineRef {
 	return model.LineRef{Path: path, Offset: l.Start, Length: len(l.Bytes)}
 }
 
-// Mark is how far a Reader has consumed complete lines: a follower that
-// stores it can reopen the file, seek to Offset and continue with
-// NewReaderAt, and line numbers carry on from Line.
+// Mark is how far a Reader has consumed complete lines: a follower can
+// reopen the file at Offset with NewReaderAt, numbering lines on from Line.
 type Mark struct {
 	Offset int64 // bytes through the last complete line's "\n"
 	Line   int   // number of complete lines consumed, blank ones included
 }
 
 // Reader yields the complete lines of one file with the rules of the package
-// doc. It holds at most maxLine+2 bytes of a line, however long the line is.
+// doc, holding at most maxLine+2 bytes of a line.
 type Reader struct {
 	br      *bufio.Reader
 	maxLine int
 	mark    Mark
 
-	// The line being assembled. It survives io.EOF so that a follower can
-	// call Next again after the file has grown and get the rest of a line
-	// whose newline had not been written yet.
+	// The line being assembled; it survives io.EOF so a follower gets its
+	// rest once the file has grown.
 	buf  []byte
 	n    int64 // bytes of the current line consumed from br
 	over bool  // the current line is already known to be oversized
@@ -83,24 +77,20 @@ func NewReaderAt(r io.Reader, maxLine int, m Mark) *Reader {
 // Mark reports how far complete lines have been consumed.
 func (r *Reader) Mark() Mark { return r.mark }
 
-// Pending is the number of bytes read past Mark: a last line still waiting
-// for its newline. After io.EOF a non-zero value means the file ended in an
-// unterminated line, which Next did not yield (Tail does).
+// Pending is the number of bytes read past Mark: after io.EOF, an
+// unterminated last line (see Tail).
 func (r *Reader) Pending() int64 { return r.n }
 
-// Next returns the next complete, non-blank line. It returns io.EOF when the
-// input is exhausted, including when it ends in a line without a newline
-// (see Tail); if
-// the input grows later, Next may be called again and continues where it
-// stopped. Other errors are the underlying reader's.
+// Next returns the next complete, non-blank line, or io.EOF when the input
+// is exhausted (an unterminated last line included: see Tail); it may be
+// called again once the input has grown.
 func (r *Reader) Next() (Line, error) {
 	for {
 		for {
 			chunk, err := r.br.ReadSlice('\n')
 			r.n += int64(len(chunk))
 			if !r.over {
-				// Keep content + "\r\n" at most; anything beyond is oversized
-				// and only the prefix matters.
+				// Keep content + "\r\n" at most; beyond, only the prefix.
 				if len(r.buf)+len(chunk) <= r.maxLine+2 {
 					r.buf = append(r.buf, chunk...)
 				} else {
@@ -129,10 +119,8 @@ func (r *Reader) Next() (Line, error) {
 }
 
 // Tail yields the last line of an input that ended without a newline, after
-// Next returned io.EOF: a bounded reader reads it as a line like any other
-// (SPEC §3), and a follower does once the file has stopped changing. ok is
-// false when there is no such line or it is blank; either way the mark moves
-// past it, so the input is then consumed whole.
+// Next returned io.EOF (SPEC §3). ok is false when there is none or it is
+// blank; either way the mark moves past it.
 func (r *Reader) Tail() (line Line, ok bool) {
 	if r.n == 0 {
 		return Line{}, false
@@ -140,8 +128,8 @@ func (r *Reader) Tail() (line Line, ok bool) {
 	return r.take(false)
 }
 
-// take ends the line being assembled, terminated by "\n" or not, and
-// advances the mark past it. ok is false for a blank line.
+// take ends the line being assembled and advances the mark past it; ok is
+// false for a blank line.
 func (r *Reader) take(terminated bool) (Line, bool) {
 	line := Line{No: r.mark.Line + 1, Start: r.mark.Offset, End: r.mark.Offset + r.n}
 	r.mark = Mark{Offset: line.End, Line: line.No}

@@ -15,22 +15,17 @@ import (
 // ScanInfo summarises one Scan.
 type ScanInfo struct {
 	Files int
-	// Lines counts the records handed to fn (non-blank complete lines).
-	Lines int
-	// Blank counts the skipped blank lines.
-	Blank int
-	// Unterminated lists the last lines that had no newline (positions).
-	// They are read like any other line (SPEC §3); a follower of the same
-	// files may still have been waiting for them to settle.
+	Lines int // records handed to fn
+	Blank int // blank lines skipped
+	// Unterminated lists the positions of last lines without a newline
+	// (read as lines; a follower may still wait for them to settle).
 	Unterminated []string
 }
 
-// Scan reads one partition of a source folder in arrival order and calls fn
-// for each record, stamped with its Partition, Position, Oversized flag and
-// ReadAt (epoch ms). WatermarkBefore is left at model.NoWatermark: it depends
-// on validation, which is the Stamper's job. rec.Line is only valid during
-// the call; fn must copy what it keeps. An error from fn stops the scan and
-// is returned as is.
+// Scan reads one partition in arrival order and calls fn for each record
+// (Partition, Position, Oversized, ReadAt; no WatermarkBefore: the Stamper
+// sets it). rec.Line is valid during the call only; an error from fn stops
+// the scan and is returned as is.
 func Scan(dir, partition string, maxLine int, readAt int64, fn func(rec model.Record) error) (ScanInfo, error) {
 	var info ScanInfo
 	files, err := ListFiles(dir, partition)
@@ -87,10 +82,8 @@ func scanFile(dir, partition, name string, maxLine int, readAt int64, info *Scan
 	return nil
 }
 
-// ReadPartitions reads every partition of a source folder into memory, each
-// in arrival order, with readAt = now for every record. Records are stamped
-// as by Scan (no WatermarkBefore yet). Meant for tests and small logs; the
-// replay and reconcile paths stream with Scan.
+// ReadPartitions reads every partition of a folder into memory as by Scan,
+// with readAt = now (tests and small logs).
 func ReadPartitions(dir string, maxLine int, now time.Time) (map[string][]model.Record, error) {
 	parts, err := ListPartitions(dir)
 	if err != nil {

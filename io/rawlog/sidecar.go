@@ -11,16 +11,12 @@ import (
 	"github.com/revenue-stream/hourly/io/files"
 )
 
-// NamedPartition is the partition of a raw log whose records their source
-// names: the Pub/Sub archive's. The stream gives such a record the position
-// "pubsub:<message id>", and the archive keeps the ids in sidecars.
+// NamedPartition is the Pub/Sub archive's partition, whose records the
+// stream positions "pubsub:<message id>" (ids kept in sidecars).
 const NamedPartition = "pubsub"
 
-// SidecarName is the hidden file beside a raw-log file that holds, on its
-// line N, the source's id of the file's line N (the Pub/Sub archive writes
-// one per object: the message ids, each followed by a TAB and what else the
-// source keeps, which readers of ids ignore). Hidden, it is never read as
-// raw data.
+// SidecarName is the hidden file beside a raw-log file holding on line N the
+// source's id of line N (then a TAB and what else the source keeps).
 func SidecarName(file string) string { return "." + file + ".ids" }
 
 // IDPosition is the position of a record its source names by id.
@@ -32,12 +28,9 @@ func ParseIDPosition(pos string) (id string, ok bool) {
 	return id, ok && id != ""
 }
 
-// ResolveIDPositions maps the IDPositions among positions (as the stream
-// wrote them into its audit tables) to the file positions of the raw log in
-// dir ("pubsub/<file>:<line>", as reconcile and the offline tools read it),
-// through the id sidecars. Positions of another form, and ids no sidecar
-// names (an archive that lost them), are absent from the result. Only the
-// ids asked for are kept in memory, however large the archive.
+// ResolveIDPositions maps the IDPositions among positions to the file
+// positions of the raw log in dir ("pubsub/<file>:<line>") through the id
+// sidecars; other positions and unknown ids are absent from the result.
 func ResolveIDPositions(dir string, positions []string) (map[string]string, error) {
 	want := map[string]string{} // id -> position asked for
 	for _, p := range positions {
@@ -57,8 +50,7 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 		return nil, err
 	}
 	for _, part := range parts {
-		// The archive's partitions: "pubsub", and "pubsub-NN" for a source
-		// read with several reader keys.
+		// "pubsub", and "pubsub-NN" for several reader keys.
 		if part != NamedPartition && !strings.HasPrefix(part, NamedPartition+"-") {
 			continue
 		}

@@ -7,21 +7,16 @@ import (
 )
 
 // Stamper gives one partition's records, in arrival order, their
-// WatermarkBefore: the partition watermark just before the record, which rule
-// (a) of the too-late gate (SPEC §4) and --max-age judge it against. Only a
-// valid event time advances the watermark, so stamping needs validation; the
-// stamper returns the verdict so callers need not parse twice.
-//
-// The file source, reconcile and the oracle all stamp through this one type:
-// the verdicts of rule (a) are then the same whoever reads the partition.
+// WatermarkBefore (the partition watermark just before the record, which
+// rule (a) of SPEC §4 and --max-age judge), validating them since only a
+// valid event time advances it. Every reader stamps through this one type.
 type Stamper struct {
 	wm  *watermark.Partition
 	cfg event.Config
 }
 
-// NewStamper starts a partition that has seen nothing. cfg must have passed
-// event.Config.Validate. now (epoch ms) only seeds the partition's idleness
-// clock.
+// NewStamper starts a partition that has seen nothing; now (epoch ms) seeds
+// its idleness clock. cfg must be valid.
 func NewStamper(p watermark.Policy, cfg event.Config, now int64) *Stamper {
 	return ResumeStamper(p, cfg, watermark.NewState(now))
 }
@@ -33,8 +28,7 @@ func ResumeStamper(p watermark.Policy, cfg event.Config, s watermark.State) *Sta
 }
 
 // Stamp sets rec.WatermarkBefore, validates the record and advances the
-// partition watermark with it if it is valid. rec.ReadAt must be set: it is
-// the processing time the future check uses.
+// watermark with it if valid. rec.ReadAt must be set (the future check).
 func (s *Stamper) Stamp(rec *model.Record) (model.Event, *model.Quarantined) {
 	rec.WatermarkBefore = s.wm.Before()
 	ev, q := event.Parse(*rec, s.cfg)
@@ -42,9 +36,8 @@ func (s *Stamper) Stamp(rec *model.Record) (model.Event, *model.Quarantined) {
 	return ev, q
 }
 
-// StampRecord is Stamp for a source that emits the record: the verdict goes
-// into it (rec.Valid or rec.Rejected), so that validation downstream does
-// not parse the line again.
+// StampRecord is Stamp for a source: the verdict goes into rec.Valid or
+// rec.Rejected, so validation downstream does not parse the line again.
 func (s *Stamper) StampRecord(rec *model.Record) {
 	ev, q := s.Stamp(rec)
 	rec.Valid, rec.Rejected = nil, q
@@ -56,6 +49,5 @@ func (s *Stamper) StampRecord(rec *model.Record) {
 // Watermark is the partition watermark after the records stamped so far.
 func (s *Stamper) Watermark() int64 { return s.wm.Watermark() }
 
-// Partition exposes the underlying watermark state (idleness, the backlog
-// hold, the reported watermark) for sources that hand it to a runner.
+// Partition exposes the watermark state for sources that report it.
 func (s *Stamper) Partition() *watermark.Partition { return s.wm }

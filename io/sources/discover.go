@@ -15,8 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/io/rawlog"
 )
 
-// DefaultDiscoverEvery is the default --discover-every: how often a
-// follower looks for partition folders that appeared after the start.
+// DefaultDiscoverEvery is the default --discover-every.
 const DefaultDiscoverEvery = 10 * time.Second
 
 func init() {
@@ -25,21 +24,17 @@ func init() {
 	register.Emitter2[int, string]()
 }
 
-// discoverPartitions lists the folder's partitions every interval while the
-// job runs and emits each partition that is not in known, once: a new
-// device shard or producer is read from its first file without a restart
-// (issue #12). The listing runs in a DoFn, where a worker can reach the
-// folder; a stateful step remembers what was emitted, so that a partition
-// gets exactly one reader however often it is listed, across bundle retries
-// and restarts from a checkpoint.
+// discoverPartitions lists the folder every interval and emits each
+// partition not in known once (issue #12): a stateful step remembers what was
+// emitted, so a partition gets one reader across retries and restarts.
 func discoverPartitions(s beam.Scope, dir string, known []string, every time.Duration) beam.PCollection {
 	s = s.Scope("DiscoverPartitions")
 	listed := beam.ParDo(s, &listPartitionsFn{Dir: dir, Known: known}, clock.Ticks(s, every))
 	return beam.ParDo(s, &newPartitionsFn{Seen: state.MakeValueState[[]string]("seen")}, listed)
 }
 
-// listPartitionsFn lists the partitions at each tick and emits those not
-// known at construction, all under one key for newPartitionsFn.
+// listPartitionsFn emits, at each tick, the partitions not known at
+// construction, all under one key.
 type listPartitionsFn struct {
 	Dir   string
 	Known []string
@@ -47,9 +42,7 @@ type listPartitionsFn struct {
 
 func (f *listPartitionsFn) ProcessElement(_ []byte, emit func(int, string)) error {
 	parts, err := rawlog.ListPartitions(f.Dir)
-	if err != nil {
-		// As for a partition's files: a listing error is most often
-		// transient, and the next tick tries again.
+	if err != nil { // most often transient
 		slog.Error("source folder listing failed; looking for new partitions again at the next tick", "error", err)
 		return nil
 	}

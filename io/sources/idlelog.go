@@ -6,12 +6,10 @@ import (
 )
 
 // idleLogEvery is how often, at most, a source logs that its watermark
-// advances because every partition is idle: once when it starts, then
-// while it lasts, rather than at every poll of every partition.
+// advances because every partition is idle.
 const idleLogEvery = time.Minute
 
-// idleLog remembers when each source last logged an all-idle advance. A
-// cache: losing it only repeats a log line.
+// idleLog remembers when each source last logged an all-idle advance.
 var idleLog = &throttle{last: map[string]int64{}}
 
 type throttle struct {
@@ -19,8 +17,7 @@ type throttle struct {
 	last map[string]int64
 }
 
-// due reports whether key may log at processing time now (ms), and if so
-// records it.
+// due reports whether key may log at now (ms), and if so records it.
 func (t *throttle) due(key string, now int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -10,13 +10,9 @@ import (
 )
 
 // openFiles keeps, per partition, the remote file a reader's call ended in,
-// still open at the mark the call claimed, for the next call to go on
-// with. Beam's filesystems stream an object from its start only, so without
-// it every call (MaxPerCall records) would download the object's prefix
-// again: quadratic in the object's size. It is a cache in the DoFn
-// instance: a call resumed elsewhere (another worker, a split) or at
-// another mark opens the file afresh, so losing it costs time only. Local
-// files are not kept: they are seeked.
+// open at the claimed mark: Beam's filesystems stream an object from its
+// start only, so reopening it every call would be quadratic in its size. A
+// cache in the DoFn instance; local files are seeked instead.
 type openFiles struct {
 	mu   sync.Mutex
 	m    map[string]openFile
@@ -31,8 +27,8 @@ type openFile struct {
 
 func newOpenFiles() *openFiles { return &openFiles{m: map[string]openFile{}} }
 
-// open returns a line reader on path positioned at mark: the kept one if it
-// is there, else a newly opened file. o may be nil (nothing is kept).
+// open returns a line reader on path at mark: the kept one, else a newly
+// opened file. o may be nil.
 func (o *openFiles) open(partition, path string, mark rawlog.Mark, maxLine int) (*rawlog.Reader, io.Closer, error) {
 	if o != nil {
 		o.mu.Lock()
@@ -55,8 +51,7 @@ func (o *openFiles) open(partition, path string, mark rawlog.Mark, maxLine int) 
 	return rawlog.NewReaderAt(f, maxLine, mark), f, nil
 }
 
-// keep hands back a reader whose call ended inside its file (remote files
-// only), or closes it.
+// keep keeps a remote file's reader for the next call, or closes it.
 func (o *openFiles) keep(partition, path string, lr *rawlog.Reader, c io.Closer) {
 	if o == nil || files.IsLocal(path) {
 		c.Close()

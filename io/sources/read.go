@@ -30,20 +30,16 @@ func init() {
 
 var _ sdf.BoundableRTracker = (*sdfread.CheckpointTracker[restriction])(nil)
 
-// boards is each source's view of its partitions' reported watermarks, so
-// that each reader reports min(own, board): prism keeps one output
-// watermark per stage, the minimum over the last bundle's residuals only
-// (see internal/localrunner). On a distributed runner a board sees only the
-// partitions of its worker, and only ever lowers an estimate to the minimum
-// the runner computes anyway.
+// boards holds each source's partitions' reported watermarks, so a reader
+// reports min(own, board) (prism's per-stage watermark; see the package doc).
+// On a distributed runner it only lowers an estimate to the runner's minimum.
 var boards = localrunner.NewShared(watermark.NewBoard)
 
 // readFn reads one partition per element (its name), with one restriction
-// per partition. Its exported fields are its configuration.
+// per partition.
 type readFn struct {
-	Dir string
-	// Source keys this application on the process-wide watermark board.
-	Source     string
+	Dir        string
+	Source     string // keys this application on the watermark board
 	Partitions []string
 	Follow     bool
 	Policy     watermark.Policy
@@ -52,22 +48,18 @@ type readFn struct {
 	MaxPerCall int
 	Settle     time.Duration
 	Starts     []startPoint
-	// Stop is the run's graceful-stop request (see StopSignal).
-	Stop StopSignal
-	// ReadAhead and Budget: see FolderOptions.ReadAhead.
-	ReadAhead string
-	Budget    int
+	Stop       StopSignal
+	ReadAhead  string // FolderOptions.ReadAhead and ReadAheadRecords
+	Budget     int
 
-	sdfread.Shape[restriction]
+	sdfread.Shape[restriction, string]
 	open      *openFiles
 	stop      *StopWatch
 	readAhead *flow.ReadAhead
 }
 
-// staleAfter is how long (ms) a board entry that is not refreshed still
-// counts. A partition is refreshed at least every poll while it runs here;
-// one that stops being refreshed is processed elsewhere (a remote runner's
-// other worker), where its own estimator holds the runner's minimum.
+// staleAfter is how long (ms) a board entry not refreshed still counts: a
+// partition refreshed no more is processed on another worker.
 func (f *readFn) staleAfter() int64 {
 	return max(2*time.Minute, 20*f.Poll).Milliseconds()
 }
@@ -115,15 +107,13 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	}
 	stopping := f.stop.Stopped()
 	if stopping && !f.Follow {
-		// Nothing is read and the watermark stays where it is; the
-		// restriction is never finished (see StopSignal).
+		// Read nothing, never finish (see StopSignal).
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
 	holds := true
 	boards.With(f.Source, func(b *watermark.Board) { holds = b.Holds(partition, time.Now().UnixMilli(), f.staleAfter()) })
 	if !f.readAhead.Room(f.Budget, f.MaxPerCall, holds) {
-		// The dedup step is behind (prism has no backpressure): read
-		// later. Nothing is read, the watermark stays where it is.
+		// The dedup step is behind (prism has no backpressure).
 		return sdf.ResumeProcessingIn(readAheadPause), nil
 	}
 
@@ -133,17 +123,12 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	r.open = f.open
 	r.stop = f.stop.Stopped
 	if stopping {
-		// A follower's last pass: the current file to its end, its
-		// unterminated last line included (SPEC §3), and no other file.
-		// The watermark stays where it is.
+		// A follower's last pass: the current file to its end (SPEC §3).
 		r.final, r.stop = true, func() bool { return false }
 	}
 	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
-	// The call's valid records join the read-ahead account as it ends:
-	// they are the events the dedup step will take in (a rejected record
-	// leaves for quarantine before it). Counted here, not where the events
-	// reach the dedup step's input, so that no call asks for room while
-	// another's records are on their way uncounted.
+	// The call's valid records (the events dedup will take in) join the
+	// read-ahead account as it ends, so none is ever in flight uncounted.
 	queued := 0
 	defer func() { f.readAhead.Queued(queued) }()
 	r.emit = func(rec model.Record) {
@@ -156,7 +141,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		}
 	}
 	r.checkpoint = func(c model.Checkpoint) {
-		// Stamped like the partition's next record: its watermark there.
+		// Stamped like the partition's next record.
 		progress(beam.EventTime(sdfread.ToMtime(r.stamper.Watermark())), c)
 	}
 	out, err := r.run()
@@ -190,11 +175,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	own, w := r.rest.Reported, int64(0)
 	boards.With(f.Source, func(b *watermark.Board) {
 		if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
-			// A partition discovered while the job runs has no watermark of
-			// its own until it has data: it follows the others meanwhile
-			// rather than claim the minimum it was never part of. Its
-			// records are then judged against its own watermark (rule (a))
-			// and the pipeline's (rule (b)), as a returning partition's are.
+			// A discovered partition follows the others until it has data.
 			if m, ok := b.Min(now, f.staleAfter()); ok {
 				own = max(own, m)
 			}
@@ -209,8 +190,6 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	if own != model.NoWatermark {
 		metrics.Gauge(metrics.WatermarkLag(partition)).Set(ctx, now-own)
 	}
-	// 1 while the partition is idle (out of the watermark minimum), for the
-	// live views (app/live), which read it from the job's metrics.
 	idle := int64(0)
 	if r.rest.Idle {
 		idle = 1
@@ -219,8 +198,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	return sdfread.Continue(out, f.Poll), nil
 }
 
-// finish takes a partition whose restriction is done out of its source's
-// board: the runner has moved its watermark to the end of time.
+// finish takes a partition whose restriction is done off its board.
 func (f *readFn) finish(partition string) {
 	boards.With(f.Source, func(b *watermark.Board) { b.Finish(partition) })
 }

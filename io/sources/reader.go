@@ -18,9 +18,8 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// reader reads one partition for one ProcessElement call, in plain Go: the
-// DoFn only wires it to the tracker, the estimator and the emitter, so the
-// reading rules are tested without a runner.
+// reader reads one partition for one ProcessElement call, in plain Go, so
+// the reading rules are tested without a runner.
 type reader struct {
 	dir, partition string
 	follow         bool
@@ -28,41 +27,33 @@ type reader struct {
 	event          event.Config
 	maxRecords     int
 	budget         time.Duration
-	// settle is how long a followed file must stay unchanged before its
-	// unterminated last line is read (see settled).
-	settle time.Duration
-	// source keys the pending-tail registry (see tails).
-	source string
+	settle         time.Duration // see settled
+	source         string        // keys the pending-tail registry
 	// final is the graceful stop's last pass: finish the current file,
 	// unterminated last line included, and read no other file.
 	final bool
-	// others reports the lowest watermark of the other active partitions,
-	// ok false when none is active (see watermark.Partition.Report).
+	// others reports the lowest watermark of the other active partitions
+	// (watermark.Partition.Report).
 	others func() (w int64, ok bool)
 
 	now   func() time.Time
 	stop  func() bool
 	claim func(restriction) bool
 	emit  func(model.Record)
-	// checkpoint receives the partition's state each time a file has been
-	// read completely (see model.Checkpoint).
+	// checkpoint receives the state each time a file has been read.
 	checkpoint func(model.Checkpoint)
 	log        *slog.Logger
 
-	// rest is the state reached so far, claimed with each record and by
-	// the caller at the end of the call.
+	// rest is the state reached so far, claimed with each record.
 	rest    restriction
 	stamper *rawlog.Stamper
-	// open keeps a remote file open between calls (nil: none is kept).
-	open    *openFiles
+	open    *openFiles // remote files kept open between calls (nil: none)
 	emitted int
-	// path is the file being read, for the records' refs.
-	path string
+	path    string // the file being read, for the records' refs
 }
 
-// readerClock gives the reader of partition in folder dir its processing-time
-// clock: time.Now. Tests replace it (calls_test.go) to count a partition's
-// reader calls; nothing else does.
+// readerClock gives a partition's reader its clock; tests replace it
+// (calls_test.go).
 var readerClock = func(dir, partition string) func() time.Time { return time.Now }
 
 // newReader resumes a partition from rest.
@@ -75,22 +66,16 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		others:     func() (int64, bool) { return model.NoWatermark, false },
 		checkpoint: func(model.Checkpoint) {},
 		log:        slog.Default().With("source", "folder", "partition", partition),
-		rest:       rest.clone(),
+		rest:       rest.Clone(),
 	}
 	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
 	return r
 }
 
 // run reads until a budget is used up, the data runs out, the partition
-// ends (replay) or a stop is requested. It does not claim its final state:
-// the caller adds the watermark state and claims it.
-//
-// An I/O error fails a replay, which has an end and a user waiting for it.
-// A follower logs it and tries again at the next poll: failing the bundle
-// would end a long-running job over what is most often transient (a network
-// file system, a folder being rotated), and while the partition reads
-// nothing its watermark holds, or it turns idle, exactly as when it is
-// silent.
+// ends (replay) or a stop is requested; the caller claims the final state.
+// An I/O error fails a replay; a follower logs it and retries at the next
+// poll, since it is most often transient and a silent partition is safe.
 func (r *reader) run() (sdfread.Outcome, error) {
 	out, err := r.read()
 	if err != nil && r.follow {
@@ -134,16 +119,13 @@ func (r *reader) read() (sdfread.Outcome, error) {
 	}
 }
 
-// readFile reads the current file from the restriction's mark. done says the
-// file is finished and the reader should move on; otherwise out says why the
-// call ends.
+// readFile reads the current file from the restriction's mark. done: move
+// on to the next file; otherwise out says why the call ends.
 func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err error) {
 	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
 	r.path = path
 	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Files are immutable once they appear and should stay; one removed
-		// under the reader (retention cleanup) has nothing more to give.
+	if errors.Is(err, fs.ErrNotExist) { // removed under the reader (retention)
 		r.log.Error("source file disappeared while being read; moving on", "file", r.rest.File, "line", r.rest.Line)
 		return 0, true, nil
 	}
@@ -168,16 +150,14 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 			r.rest.Offset, r.rest.Line = m.Offset, m.Line // blank lines at the end
 			newest := false
 			if r.follow && !leaving && !r.final {
-				// The newest file may still grow (its last line may be
-				// waiting for its newline): stay while no other file waits.
+				// The newest file may still grow: stay while no other waits.
 				next, err := r.nextFile(r.rest.File)
 				if err != nil {
 					return 0, false, err
 				}
 				if next != "" {
-					// A later file exists, so this one is complete: read
-					// what was appended before that file appeared, then
-					// leave.
+					// This file is complete: read what was appended before
+					// the later file appeared, then leave.
 					leaving = true
 					continue
 				}
@@ -186,9 +166,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 				}
 				newest = true
 			}
-			// The file ends in a line without a newline, and nothing more
-			// will come: a bounded read, a later file exists, the file
-			// settled, or a graceful stop. It is a line like any other.
+			// Nothing more will come: an unterminated last line is a line.
 			if lr.Pending() > 0 {
 				r.log.Info("source file ends in a line without a newline; reading it as a line",
 					"position", rawlog.Position(r.partition, r.rest.File, m.Line+1), "bytes", lr.Pending())
@@ -218,9 +196,8 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 }
 
 // settled reports whether the current file, size bytes long and ending in a
-// line without a newline, has kept that size for the settle time. The first
-// sighting of a size is remembered in the process-wide tails registry; losing
-// it (another worker, a restart) only restarts the wait.
+// line without a newline, has kept that size for the settle time (first
+// sightings are kept in the tails registry).
 func (r *reader) settled(size int64) bool {
 	now := r.now().UnixMilli()
 	k := tailKey{source: r.source, partition: r.partition, file: r.rest.File}
@@ -241,8 +218,7 @@ func (r *reader) forgetTail() {
 	tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File})
 }
 
-// record stamps, claims and emits one line. It reports false when the claim
-// failed.
+// record stamps, claims and emits one line; false: the claim failed.
 func (r *reader) record(l rawlog.Line) bool {
 	now := r.now().UnixMilli()
 	rec := model.Record{
@@ -264,13 +240,9 @@ func (r *reader) record(l rawlog.Line) bool {
 	return true
 }
 
-// nextFile lists the partition and returns the lexically smallest file that
-// is not read yet, other than current (the file being read, or ""), or ""
-// when there is none. Whatever the disorder, the reader thus always reads
-// the smallest name it has not read, which is lexical order when the
-// producer keeps to it. It also
-// raises the floor of remembered names, and warns about files that appeared
-// out of lexical order.
+// nextFile returns the lexically smallest unread file other than current,
+// or "" when there is none. It also raises the floor of remembered names and
+// warns about files that appeared out of lexical order.
 func (r *reader) nextFile(current string) (string, error) {
 	files, err := rawlog.ListFiles(r.dir, r.partition)
 	if err != nil {
@@ -292,8 +264,7 @@ func (r *reader) nextFile(current string) (string, error) {
 		if name == current || r.rest.isRead(name) {
 			continue
 		}
-		// Only a choice made between files is read next; the check of a
-		// follower at the end of its newest file (current != "") is not.
+		// Warn only when choosing between files, not at a follower's check.
 		if last := r.rest.lastRead(); current == "" && name < last {
 			r.log.Warn("source file appeared out of lexical order; reading it now",
 				"file", name, "after", last)
@@ -303,9 +274,8 @@ func (r *reader) nextFile(current string) (string, error) {
 	return "", nil
 }
 
-// watermarkState adds the partition's watermark state at processing time now
-// to the restriction: idleness, and the reported watermark, which never
-// decreases. It logs a change of idleness and reports whether the partition
+// watermarkState adds the watermark state at processing time now to the
+// restriction, logs a change of idleness and reports whether the partition
 // just went idle.
 func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()

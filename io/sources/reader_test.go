@@ -198,7 +198,7 @@ func TestReaderResumesFromEveryClaim(t *testing.T) {
 	full := newRun(t, dir, "p0", false, 1000)
 	var claims []restriction
 	r := newReader(dir, "p0", full.rest, false, testPolicy, testConfig())
-	r.claim = func(next restriction) bool { claims = append(claims, next.clone()); return true }
+	r.claim = func(next restriction) bool { claims = append(claims, next.Clone()); return true }
 	r.emit = func(rec model.Record) { full.recs = append(full.recs, rec) }
 	if out, err := r.run(); err != nil || out != sdfread.Finished {
 		t.Fatalf("run = %v, %v", out, err)

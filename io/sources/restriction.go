@@ -14,15 +14,11 @@ func init() {
 }
 
 // maxRemembered is how many read file names a restriction keeps to recognise
-// a file that appears out of lexical order (see the package doc). Enough for
-// any producer whose disorder is a few files; small enough that a
-// checkpoint, taken every poll, stays a few kilobytes.
+// a file appearing out of lexical order; a checkpoint stays a few kilobytes.
 const maxRemembered = 256
 
 // restriction is one partition's whole reading state: where the reader is,
-// which files it has read, and the partition's watermark-policy state. A
-// reader that resumes from it continues exactly, with the same line numbers
-// and the same WatermarkBefore for every record.
+// which files it has read, and the partition's watermark state.
 type restriction struct {
 	// File is the file being read ("" between files), Offset and Line its
 	// rawlog.Mark: the complete lines consumed, blank ones included.
@@ -31,40 +27,32 @@ type restriction struct {
 	Line   int
 
 	// Files sorting below Floor count as read; FloorFiles is how many were
-	// listed when the floor was set (-1: not counted yet), so that a file
-	// appearing below it is noticed. Read holds, sorted, the other names
-	// read completely (at most maxRemembered); it is copied on write, never
-	// changed in place.
+	// listed below it (-1: not counted yet), so a file appearing there is
+	// noticed. Read holds the other names read, sorted, copied on write.
 	Floor      string
 	FloorFiles int
 	Read       []string
 
-	// State is the partition's watermark state (see watermark.State).
 	watermark.State
 
-	// Closed marks a restriction with no work left: a replay that reached
-	// the end, or the primary of a checkpoint.
+	// Closed: no work left (a replay's end, a checkpoint's primary).
 	Closed bool
 }
 
-// newRestriction is a partition that has read nothing, started at
-// processing time now (idleness is measured from there).
+// newRestriction is a partition that has read nothing, at processing time now.
 func newRestriction(now int64) restriction {
 	return restriction{FloorFiles: 0, State: watermark.NewState(now)}
 }
 
-// clone copies r so that a split's halves never share the Read slice.
-// (Claims need no copy, since Read is copied on write.)
-func (r restriction) clone() restriction {
+// Clone, Closing and IsClosed make restriction sdfread.Checkpointable. Clone
+// keeps a split's halves from sharing Read.
+func (r restriction) Clone() restriction {
 	r.Read = slices.Clone(r.Read)
 	return r
 }
 
-// Clone, Closing and IsClosed make restriction sdfread.Checkpointable.
-func (r restriction) Clone() restriction { return r.clone() }
-
 func (r restriction) Closing() restriction {
-	c := r.clone()
+	c := r.Clone()
 	c.Closed = true
 	return c
 }
@@ -87,9 +75,7 @@ func (r *restriction) markRead(name string) {
 	}
 	i, found := slices.BinarySearch(r.Read, name)
 	if !found {
-		// Copy on write: the tracker keeps the slice of the last claim
-		// without copying it (a claim per record must stay cheap), so a
-		// slice once claimed is never modified in place.
+		// Copy on write: the tracker keeps the last claim's slice uncopied.
 		r.Read = slices.Insert(slices.Clip(r.Read), i, name)
 	}
 }
@@ -102,9 +88,8 @@ func (r *restriction) lastRead() string {
 	return r.Read[len(r.Read)-1]
 }
 
-// prune keeps Read within maxRemembered by raising the floor. listed is the
-// partition's current listing (sorted): the floor never passes a listed file
-// that is not read yet, and FloorFiles counts the listed names below it.
+// prune keeps Read within maxRemembered by raising the floor, never past a
+// listed (sorted) file not read yet.
 func (r *restriction) prune(listed []string) {
 	if len(r.Read) <= maxRemembered {
 		return

@@ -17,29 +17,17 @@ import (
 	"github.com/revenue-stream/hourly/io/files"
 )
 
-// StopSignal is the graceful-stop request of one run, which every worker
-// can see wherever it runs: an object named for the run's Token in the
-// control folder Dir, on any filesystem Beam's io/filesystem serves (gs://
-// in production, a local folder on prism or with --shared-filesystem).
-// The launcher writes it (Request) when the run is to stop; the readers of
-// that run, folder and Pub/Sub alike, see it (Watch) and then behave as
-// follows: a follower finishes the file it is in (its last line read even
-// without a newline, SPEC §3) and reads no further file, a Pub/Sub reader
-// pulls nothing more (a batch being archived is archived, acknowledged and
-// emitted first), and both keep returning ResumeProcessingIn(PollInterval)
-// with their watermark unchanged, never finishing their restriction: a
-// finished restriction would move the watermark to the end of time and
-// write FINAL rows for windows whose correction period has not passed. The
-// launcher then waits for the output to settle and cancels the job.
+// StopSignal is the graceful-stop request of one run, visible to every
+// worker: an object named for the run's Token in the control folder Dir, on
+// any filesystem io/files serves. The launcher writes it (Request); the
+// run's readers see it (Watch): a follower finishes its current file, a
+// Pub/Sub reader pulls nothing more, and both keep resuming with their
+// watermark unchanged, never finishing their restriction, which would write
+// FINAL rows for windows still correctable. The launcher then cancels.
 //
-// An old stop object never stops a new run: each run draws a new Token
-// (NewStopSignal), and a reader looks only for the object named for the
-// token its pipeline was built with. A runner that restores the same job
-// from a checkpoint keeps the token (it is part of the DoFn's
-// configuration), so a stop requested before the restore still holds.
-//
-// The zero StopSignal is no signal: its readers are stopped only by the
-// runner (cancel or drain).
+// Each run draws a new Token, so an old stop object never stops a new run;
+// a job restored from a checkpoint keeps its token. The zero StopSignal is
+// no signal.
 type StopSignal struct {
 	// Dir is the control folder: a local path or a scheme:// one.
 	Dir string
@@ -50,20 +38,14 @@ type StopSignal struct {
 // stopPrefix starts every stop object's name: "stop-<token>".
 const stopPrefix = "stop-"
 
-// stopCheckTimeout bounds one look for the stop object, so that a filesystem
-// that hangs delays a reader by at most that much per poll.
+// stopCheckTimeout bounds one look for the stop object.
 const stopCheckTimeout = 10 * time.Second
 
 // NewStopSignal returns the signal of a new run in the control folder dir:
-// its token is the start time (UTC, to the second, for a human reading the
-// folder) and 64 random bits, so that two runs never share one.
+// its token is the start time (UTC, for a human) and 64 random bits.
 func NewStopSignal(dir string) StopSignal {
 	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		// crypto/rand does not fail on supported platforms; the clock to
-		// the nanosecond still tells two launches apart.
-		return StopSignal{Dir: dir, Token: fmt.Sprintf("%d", time.Now().UnixNano())}
-	}
+	rand.Read(b[:])
 	return StopSignal{Dir: dir, Token: time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])}
 }
 
@@ -88,10 +70,7 @@ func (s StopSignal) Validate() error {
 	return nil
 }
 
-// Prepare makes the control folder ready before the run starts: a local one
-// is created (an object store needs no folder). It is where a control
-// folder that cannot be written shows, before any work rather than at the
-// stop.
+// Prepare creates a local control folder (an object store needs none).
 func (s StopSignal) Prepare() error {
 	if !s.Enabled() || !files.IsLocal(s.Dir) {
 		return nil
@@ -99,26 +78,19 @@ func (s StopSignal) Prepare() error {
 	return os.MkdirAll(s.Dir, 0o755)
 }
 
-// probePrefix starts the probe object's name, "probe-<token>": never a
-// stop object's name, of this run or any other.
+// probePrefix starts the probe object's name: never a stop object's.
 const probePrefix = "probe-"
 
-// probeTimeout bounds the probe, so that a store that hangs fails the start
-// rather than holding it.
+// probeTimeout bounds the probe, so a store that hangs fails the start.
 const probeTimeout = 30 * time.Second
 
-// ProbePath is the object Probe writes and removes: beside the stop object,
-// named so that no reader of any run takes it for a stop request.
+// ProbePath is the object Probe writes and removes, beside the stop object.
 func (s StopSignal) ProbePath() string { return files.Join(s.Dir, probePrefix+s.Token) }
 
-// Probe checks, before the run starts, that the stop object can be written:
-// it prepares the control folder, writes a small probe object beside where
-// the stop object will go, and removes it. Otherwise a control folder the
-// launcher cannot write (a read-only gs:// raw log bucket, say) would show
-// only at the stop, which would then degrade to a cancel after the stop
-// timeout. A probe object that cannot be removed is only logged: the stop
-// needs the write alone, and a leftover probe is never read (the control
-// folder's name starts with '_', and no reader looks for "probe-").
+// Probe checks, before the run starts, that the stop object can be written,
+// by writing and removing a probe object: otherwise a read-only control
+// folder would show only at the stop, as a cancel. A probe that cannot be
+// removed is only logged: nothing reads it.
 func (s StopSignal) Probe(ctx context.Context) error {
 	if !s.Enabled() {
 		return nil
@@ -141,8 +113,7 @@ func (s StopSignal) Probe(ctx context.Context) error {
 	return nil
 }
 
-// Request writes the stop object: every reader of the run stops within a
-// poll interval of seeing it.
+// Request writes the stop object.
 func (s StopSignal) Request(ctx context.Context) error {
 	if !s.Enabled() {
 		return errors.New("no control folder: the readers cannot be asked to stop")
@@ -172,8 +143,7 @@ func (s StopSignal) Requested(ctx context.Context) (bool, error) {
 }
 
 // Clear removes the stop object once the run has ended, and a local control
-// folder left empty by it (other runs' objects stay). Nothing depends on it:
-// a stop object left behind (a launcher that died) stops no other run.
+// folder left empty. A stop object left behind stops no other run.
 func (s StopSignal) Clear(ctx context.Context) error {
 	if !s.Enabled() {
 		return nil
@@ -187,15 +157,14 @@ func (s StopSignal) Clear(ctx context.Context) error {
 	return nil
 }
 
-// Watch returns a reader's view of the signal: it looks for the stop object
-// at most once per every, and once it has seen it, never again.
+// Watch returns a reader's view of the signal, which looks for the stop
+// object at most once per every, and never again once it has seen it.
 func (s StopSignal) Watch(every time.Duration) *StopWatch {
 	return &StopWatch{signal: s, every: every, now: time.Now}
 }
 
 // StopWatch is a reader's cached view of its run's StopSignal, held by a
-// DoFn instance from Setup on. Losing it (a new instance, another worker)
-// costs one more look, never a wrong answer: the object is the truth.
+// DoFn instance; losing it costs one more look.
 type StopWatch struct {
 	signal StopSignal
 	every  time.Duration
@@ -206,10 +175,8 @@ type StopWatch struct {
 	stopped bool
 }
 
-// Stopped reports whether the run's readers must stop. It is called for
-// every line read, so it only looks at the filesystem when the last look is
-// at least a poll interval old; a failed look counts as "not yet" and is
-// retried then.
+// Stopped reports whether the run's readers must stop. Called for every
+// line, it looks at most once per interval; a failed look counts as "not yet".
 func (w *StopWatch) Stopped() bool {
 	if w == nil || !w.signal.Enabled() {
 		return false

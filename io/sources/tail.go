@@ -6,15 +6,11 @@ import (
 )
 
 // DefaultSettle is the default --settle: how long a followed file must stay
-// unchanged before its last line, written without a newline, is read. Long
-// enough for a producer between the bytes of a line and its newline, short
-// enough that a producer that never ends its last line is not kept waiting.
+// unchanged before its last line, written without a newline, is read.
 const DefaultSettle = 10 * time.Second
 
-// tails is the process-wide registry of followed files that end in a line
-// without a newline: when each size was first seen, for the settle time, and
-// what the progress line reports as pending. It is a cache: losing it only
-// restarts a wait.
+// tails registers the followed files ending in a line without a newline and
+// when each size was first seen. A cache: losing it only restarts a wait.
 var tails sync.Map // tailKey -> tailSeen
 
 type tailKey struct{ source, partition, file string }
@@ -25,8 +21,7 @@ type tailSeen struct {
 }
 
 // PendingTails is the number of followed files whose unterminated last line
-// waits to settle, as seen by the readers in this process (prism's loopback
-// harness runs them in the launcher; a remote runner's workers log instead).
+// waits to settle, as seen by the readers in this process.
 func PendingTails() int {
 	n := 0
 	tails.Range(func(any, any) bool { n++; return true })

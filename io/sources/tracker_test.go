@@ -22,12 +22,12 @@ func TestTrackerClaimAndCheckpoint(t *testing.T) {
 		t.Fatalf("split 0.5 = %v, %v; want refused", res, err)
 	}
 
-	s1 := start.clone()
+	s1 := start.Clone()
 	s1.File, s1.Offset, s1.Line = "b", 10, 1
 	if !tr.TryClaim(s1) {
 		t.Fatal("claim refused")
 	}
-	s2 := s1.clone()
+	s2 := s1.Clone()
 	s2.Offset, s2.Line, s2.MaxValid = 25, 3, 5000
 	if !tr.TryClaim(s2) {
 		t.Fatal("claim refused")

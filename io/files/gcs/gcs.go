@@ -1,12 +1,7 @@
-// Package gcs serves gs:// paths to io/files: importing it registers
-// Beam's GCS filesystem (list, stream, write, remove) and the ranged reads
-// and not-found errors of files.ReadRanges (files.RegisterStore).
-//
-// A binary that reads or writes gs:// paths imports it for that side
-// effect (app/launch, app/reconcile, app/advise, app/report, and
-// testing/gcstest for the tests); its workers are the same binary, so they
-// serve gs:// too. transforms and pipeline do not import it, so they link
-// no GCS client (testing/deps checks it).
+// Package gcs serves gs:// paths to io/files: importing it registers Beam's
+// GCS filesystem and the ranged reads and not-found errors of
+// files.ReadRanges. Binaries import it for that side effect; transforms and
+// pipeline do not, so they link no GCS client (testing/deps checks it).
 package gcs
 
 import (
@@ -24,8 +19,8 @@ import (
 
 func init() { files.RegisterStore("gs", files.Store{Ranges: ranges, NotExist: notExist}) }
 
-func ranges(ctx context.Context, path string) (func(files.Range) ([]byte, error), error) {
-	c, err := files.Client("gs", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
+func ranges(ctx context.Context, path string) (func(files.Range) (io.ReadCloser, error), error) {
+	c, err := files.Client("gs ranges", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
 	if err != nil {
 		return nil, err
 	}
@@ -34,20 +29,8 @@ func ranges(ctx context.Context, path string) (func(files.Range) ([]byte, error)
 		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
 	o := c.Bucket(bucket).Object(object)
-	return func(r files.Range) ([]byte, error) {
-		rr, err := o.NewRangeReader(ctx, r.Offset, int64(r.Length))
-		if err != nil {
-			return nil, err
-		}
-		defer rr.Close()
-		b := make([]byte, r.Length)
-		if _, err := io.ReadFull(rr, b); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		return b, nil
+	return func(r files.Range) (io.ReadCloser, error) {
+		return o.NewRangeReader(ctx, r.Offset, int64(r.Length))
 	}, nil
 }
 

@@ -8,18 +8,11 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// WatermarkEstimator holds the watermark a reader (a folder partition, or the
-// Pub/Sub source) last handed to the runner (epoch ms, or
-// model.NoWatermark), as in Beam's natsio: a manual estimator whose state is
-// its value, so a checkpoint carries it to the residual. It never decreases:
-// the reader advances it at the end of each call, and leaves it alone after
-// a stop.
-//
-// It does not observe output timestamps: a record's timestamp is the
-// watermark before it, which says nothing new.
+// WatermarkEstimator holds the watermark a reader last handed to the runner
+// (epoch ms, or model.NoWatermark): a manual estimator whose state is its
+// value, as in Beam's natsio. It never decreases.
 type WatermarkEstimator struct {
-	// The SDK reads the estimator from a split request's goroutine too.
-	state atomic.Int64
+	state atomic.Int64 // read from a split request's goroutine too
 }
 
 func NewWatermarkEstimator(state int64) *WatermarkEstimator {

@@ -4,49 +4,35 @@ import (
 	"fmt"
 )
 
-// Checkpointable is a restriction a CheckpointTracker can hold: the folder
-// source's per-partition restriction and the Pub/Sub reader's.
+// Checkpointable is a restriction a CheckpointTracker can hold.
 type Checkpointable[R any] interface {
-	// IsClosed reports whether no work is left.
-	IsClosed() bool
-	// Closing returns a copy of the restriction with no work left.
-	Closing() R
-	// Clone returns a copy sharing no mutable state with the original.
-	Clone() R
+	IsClosed() bool // no work is left
+	Closing() R     // a copy with no work left
+	Clone() R       // a copy sharing no mutable state
 }
 
-// CheckpointTracker is the RTracker of both sources. A claim is the
-// restriction as it stands after the claimed block (a record read, a file
-// finished, a pulled batch archived, the watermark state updated): the
-// reader works on its own copy and claims each state it reaches, and the
-// tracker holds the last state claimed, which is exactly where a checkpoint
-// resumes.
-//
-// The restriction is never split for parallelism (a partition, or a
-// subscription, is one ordered sequence with one watermark): TrySplit only
-// honours fraction 0, the self-checkpoint, whose primary is the work claimed
-// so far (closed) and whose residual is the rest, starting at the last
-// claimed state.
+// CheckpointTracker is the RTracker of both sources. A claim is the whole
+// restriction as it stands after the claimed block, so the tracker holds
+// exactly where a checkpoint resumes. The restriction is one ordered
+// sequence with one watermark: TrySplit honours only fraction 0, the
+// self-checkpoint (primary: the claimed work, closed; residual: the rest).
 type CheckpointTracker[R Checkpointable[R]] struct {
 	name    string // for errors: "source", "pubsub"
 	cur     R
 	bounded bool
 	claims  int64
-	// stopped is set by a checkpoint: the rest belongs to the residual.
-	stopped bool
+	stopped bool // a checkpoint took the rest
 	err     error
 }
 
-// NewCheckpointTracker tracks rest; bounded says whether the input is
-// finite (a replay) or not (a follower, a subscription: a runner's drain
-// then truncates the restriction rather than waiting for it to end).
+// NewCheckpointTracker tracks rest; bounded: a replay (an unbounded one is
+// truncated by a drain).
 func NewCheckpointTracker[R Checkpointable[R]](name string, rest R, bounded bool) *CheckpointTracker[R] {
 	return &CheckpointTracker[R]{name: name, cur: rest.Clone(), bounded: bounded}
 }
 
-// TryClaim accepts a restriction value: the state after the claimed block.
-// It fails once a checkpoint took the rest, or after the restriction was
-// closed; claiming a closed state succeeds and finishes the restriction.
+// TryClaim accepts the state after the claimed block. It fails once a
+// checkpoint took the rest or the restriction was closed.
 func (t *CheckpointTracker[R]) TryClaim(pos any) bool {
 	if t.stopped || t.cur.IsClosed() || t.err != nil {
 		return false
@@ -80,8 +66,7 @@ func (t *CheckpointTracker[R]) TrySplit(fraction float64) (primary, residual any
 }
 
 // GetProgress reports the claims made as done and one unit remaining until
-// the restriction is done: the work left is unknown (a follower's or a
-// subscription's never ends), and splitting it is refused anyway.
+// the restriction is done: the work left is unknown.
 func (t *CheckpointTracker[R]) GetProgress() (done, remaining float64) {
 	done = float64(t.claims)
 	if !t.IsDone() {
@@ -90,8 +75,7 @@ func (t *CheckpointTracker[R]) GetProgress() (done, remaining float64) {
 	return done, remaining
 }
 
-// IsDone reports whether there is no work left for this tracker: the
-// restriction was closed, or a checkpoint took the rest.
+// IsDone reports whether the restriction was closed or checkpointed.
 func (t *CheckpointTracker[R]) IsDone() bool { return t.stopped || t.cur.IsClosed() }
 
 // GetRestriction returns the last claimed state (after a checkpoint: the

@@ -55,7 +55,7 @@ func BenchmarkReaderVsBarePull(b *testing.B) {
 		b.StopTimer()
 		pubsubtest.Publish(b, c, testTopic, benchMessages)
 		dir := b.TempDir()
-		st, err := openStore(ctx, dir, 0)
+		st, err := openStore(dir, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,12 +15,8 @@ func init() {
 	register.Emitter1[readerKey]()
 }
 
-// readerKey is one reader key: an element of its own, so that a runner can
-// run each key on a different worker. A runner places an SDF's work by its
-// element (Flink keys the SDF's input by it; a restriction split off one
-// element stays where the element is), so the keys are elements, not
-// restrictions of one element (the subscription): those would all run on
-// the subtask that element hashes to.
+// readerKey is one reader key: an element of its own, since a runner places
+// an SDF's work by its element (see the package doc).
 type readerKey struct {
 	Subscription string // projects/P/subscriptions/S
 	Shard        int
@@ -40,15 +36,14 @@ func (f *keysFn) ProcessElement(_ []byte, emit func(readerKey)) {
 	}
 }
 
-// readerKeys is the reading SDF's input: one element per reader key of the
-// subscription, reshuffled so that a runner that fused them with the
-// Impulse (all on one worker) redistributes them before the SDF.
+// readerKeys is one element per reader key, reshuffled so a runner that
+// fused them with the Impulse spreads them over its workers.
 func readerKeys(s beam.Scope, subscription string, shards int) beam.PCollection {
 	keys := beam.ParDo(s, &keysFn{Subscription: subscription, Shards: shards}, beam.Impulse(s))
 	return beam.Reshuffle(s, keys)
 }
 
-// The key's coder is deterministic: the runner groups and hashes its bytes.
+// The key's coder is deterministic: the runner hashes its bytes.
 func encodeReaderKey(k readerKey) []byte {
 	w := coders.Writer{B: make([]byte, 0, len(k.Subscription)+8)}
 	w.String(k.Subscription)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -23,13 +25,12 @@ import (
 // newToken names one reader attempt's objects (see objectName).
 func newToken() string {
 	var b [4]byte
-	_, _ = rand.Read(b[:])
+	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
 // batch is one Pull's messages on their way: archived as one object, then
-// acknowledged, then handed to the call's goroutine, which emits batches in
-// sequence order (the order of their object names).
+// acknowledged, then emitted by the call's goroutine in sequence order.
 type batch struct {
 	seq    int64
 	hour   string
@@ -38,13 +39,10 @@ type batch struct {
 	side   []sideEntry
 	ackIDs []string
 	pulled time.Time
-	// err: the batch could not be archived within the limit; the call fails.
-	err error
+	err    error // not archived within the limit: the call fails
 }
 
-// held bounds and tracks the messages pulled but not yet acknowledged: at
-// most max of them, each batch's ack deadline extended while it waits for
-// its archive write.
+// held bounds and tracks the messages pulled but not yet acknowledged.
 type held struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -131,8 +129,7 @@ type pulling struct {
 	fatal error
 
 	pulled, acked, ackErrors, blank, objects, archiveBytes, archiveRetries, extended atomic.Int64
-	// waitedMs sums, over the timed messages pulled (those with a publish
-	// time), the time each waited between its publish and its pull.
+	// waitedMs sums publish-to-pull waits over the timed messages.
 	waitedMs, timed atomic.Int64
 }
 
@@ -145,16 +142,15 @@ func (p *pulling) fail(err error) {
 	p.stopAll()
 }
 
-// stopAll stops the pullers at once: no new pulls, and the pulls waiting
-// for messages are cancelled (a failure, or the restriction was lost).
+// stopAll stops the pullers and cancels waiting pulls (a failure, or the
+// restriction was lost).
 func (p *pulling) stopAll() {
 	p.stopping.Store(true)
 	p.held.close()
 	p.cancelPulls()
 }
 
-// finish stops the pullers from starting new pulls; the pulls in flight
-// carry their messages through (they are leased to this reader).
+// finish stops new pulls; pulls in flight carry their messages through.
 func (p *pulling) finish() {
 	p.stopping.Store(true)
 	p.held.close()
@@ -166,21 +162,18 @@ func (p *pulling) err() error {
 	return p.fatal
 }
 
-// pull runs Pullers pull streams, each pulling, archiving (one object per
-// pull) and acknowledging on its own, while this goroutine emits the
-// archived batches in sequence order and claims the position after each.
-// The call ends at its budget, when the subscription is empty, on a stop,
-// or when the archive has failed for longer than the limit.
+// pull runs the pull streams, each pulling, archiving and acknowledging,
+// while this goroutine emits the batches in sequence order and claims the
+// position after each, until the budget, an empty subscription, a stop or
+// an archive failing past its limit.
 func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, error) {
 	pullStart := r.now()
 	p := &pulling{
 		held: newHeld(max(r.maxHeld, 1)), results: make(chan *batch, 2*r.pullers),
 		seq: r.rest.Seq, hour: r.rest.Hour,
 	}
-	// Pulls are cancelled only when the call fails or loses its
-	// restriction; otherwise each runs to its end (at most PullTimeout).
-	// Archive writes and acknowledgements are never cancelled: a batch that
-	// was pulled is carried through.
+	// Only pulls are cancelled (on failure or a lost restriction): a pulled
+	// batch is always archived and acknowledged.
 	pctx, cancelPulls := context.WithCancel(ctx)
 	defer cancelPulls()
 	p.cancelPulls = cancelPulls
@@ -246,8 +239,6 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 	case lost:
 		return sdfread.Lost, nil
 	}
-	// Everything this call archived was emitted: the next call here need
-	// not list the archive.
 	putHead(r.store.dir, r.rest.Emitted)
 	switch pulled := p.pulled.Load(); {
 	case p.caughtUp.Load():
@@ -256,7 +247,6 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 		r.rest.Pending.Subscription = subscriptionBacklog(pulled, r.now().Sub(pullStart),
 			time.Duration(p.waitedMs.Load())*time.Millisecond, p.timed.Load())
 	}
-	// Otherwise (every pull failed) the last estimate stands.
 	switch {
 	case r.stop():
 		return sdfread.Stopped, nil
@@ -268,8 +258,8 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 	return sdfread.Budget, nil
 }
 
-// emitBatch stamps and emits an archived batch and claims the position
-// after it. false: the claim failed (the runner took the rest).
+// emitBatch stamps, claims and emits an archived batch; false: the claim
+// failed.
 func (r *reader) emitBatch(b *batch) bool {
 	next := r.rest
 	next.Seq, next.Hour = max(next.Seq, b.seq), max(next.Hour, b.hour)
@@ -279,12 +269,10 @@ func (r *reader) emitBatch(b *batch) bool {
 	saved := r.rest
 	r.rest = next
 	recs := make([]model.Record, len(b.lines))
-	path, offset := joinPath(r.store.dir, b.name), int64(0)
+	path, offset := files.Join(r.store.dir, b.name), int64(0)
 	for i, line := range b.lines {
-		recs[i] = model.Record{Partition: r.store.part, Position: rawlog.IDPosition(b.side[i].ID), Line: line, ReadAt: b.pulled.UnixMilli()}
-		// The archive object holds the lines as written, one a line
-		// (store.write): the payload can be read back from it.
-		recs[i].Ref = model.LineRef{Path: path, Offset: offset, Length: len(line)}
+		recs[i] = model.Record{Partition: r.store.part, Position: rawlog.IDPosition(b.side[i].ID), Line: line,
+			ReadAt: b.pulled.UnixMilli(), Ref: model.LineRef{Path: path, Offset: offset, Length: len(line)}}
 		offset += int64(len(line)) + 1
 		r.stamp(&recs[i], b.side[i].Backlog)
 	}
@@ -300,8 +288,7 @@ func (r *reader) emitBatch(b *batch) bool {
 	return true
 }
 
-// puller is one pull stream: pull, archive, acknowledge, hand over, until
-// the call stops it or the subscription is empty.
+// puller is one pull stream: pull, archive, acknowledge, hand over.
 func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 	for !p.stopping.Load() {
 		n := p.held.acquire(r.pullBatch)
@@ -316,11 +303,8 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 			p.held.release(n)
 			switch {
 			case err == nil || pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
-				// A pull that waited in vain (the subscription is empty for
-				// now), or the call ended: no new pulls. The pulls in flight
-				// are not cancelled: a cancelled pull whose cancellation
-				// reaches the server late still leases what it finds, and
-				// those messages would wait out their ack deadline.
+				// Empty for now, or the call ended: no new pulls, but no
+				// cancel either (a late cancel still leases messages).
 				p.caughtUp.Store(true)
 				p.finish()
 			case permanent(err):
@@ -357,8 +341,7 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 	}
 }
 
-// newBatch takes the next sequence number and object name and puts the
-// messages in archive form.
+// newBatch numbers, names and puts the messages in archive form.
 func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	now := r.now()
 	b := &batch{pulled: now}
@@ -379,7 +362,7 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	}
 	p.mu.Lock()
 	p.seq++
-	// A clock that steps back must not make a name sort before an old one.
+	// A clock stepping back must not sort a name before an old one.
 	p.hour = max(p.hour, hourOf(now))
 	b.seq, b.hour = p.seq, p.hour
 	p.mu.Unlock()
@@ -394,10 +377,8 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	return b
 }
 
-// archiveBatch writes a batch's object, retrying while the archive fails,
-// for at most archiveFailAfter from the first failure: then the error says
-// so, and the call (and the job) fails rather than stall with messages
-// that can be neither archived nor acknowledged.
+// archiveBatch writes a batch's object, retrying for at most
+// archiveFailAfter; then the call (and the job) fails rather than stall.
 func (r *reader) archiveBatch(ctx context.Context, p *pulling, b *batch) error {
 	var first time.Time
 	wait := 100 * time.Millisecond
@@ -431,8 +412,7 @@ func (r *reader) archiveBatch(ctx context.Context, p *pulling, b *batch) error {
 }
 
 // extendHeld extends the ack deadline of batches held longer than
-// extendEvery (a slow or failing archive), so that Pub/Sub does not hand
-// them to another puller while they are being archived.
+// extendEvery (a slow archive), so Pub/Sub does not redeliver them meanwhile.
 func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{}) {
 	t := time.NewTicker(r.extendEvery)
 	defer t.Stop()
@@ -442,49 +422,40 @@ func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{
 			return
 		case <-t.C:
 		}
-		ids := p.held.due(r.now(), r.extendEvery)
-		for len(ids) > 0 {
-			n := min(len(ids), ackChunk)
-			if err := r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
-				Subscription: r.subscription, AckIds: ids[:n], AckDeadlineSeconds: int32(r.ackExtension / time.Second),
-			}); err != nil {
-				r.log.Warn("pubsub ack deadline extension failed", "messages", n, "err", err)
+		for ids := range slices.Chunk(p.held.due(r.now(), r.extendEvery), ackChunk) {
+			if err := r.modifyDeadline(ctx, ids, r.ackExtension); err != nil {
+				r.log.Warn("pubsub ack deadline extension failed", "messages", len(ids), "err", err)
 			} else {
-				p.extended.Add(int64(n))
+				p.extended.Add(int64(len(ids)))
 			}
-			ids = ids[n:]
 		}
 	}
+}
+
+func (r *reader) modifyDeadline(ctx context.Context, ids []string, d time.Duration) error {
+	return r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
+		Subscription: r.subscription, AckIds: ids, AckDeadlineSeconds: int32(d / time.Second)})
 }
 
 func (r *reader) ack(ctx context.Context, p *pulling, ackIDs []string) {
-	for len(ackIDs) > 0 {
-		n := min(len(ackIDs), ackChunk)
-		err := r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ackIDs[:n]})
-		if err != nil {
-			// Not an error: Pub/Sub delivers those messages again, they are
-			// archived again, and dedup drops the copies.
-			p.ackErrors.Add(int64(n))
+	for ids := range slices.Chunk(ackIDs, ackChunk) {
+		err := r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ids})
+		if err != nil { // the messages come again, and dedup drops the copies
+			p.ackErrors.Add(int64(len(ids)))
 			r.log.Warn("pubsub acknowledge failed; the messages come back and are deduplicated",
-				"subscription", r.subscription, "messages", n, "err", err)
+				"subscription", r.subscription, "messages", len(ids), "err", err)
 		} else {
-			p.acked.Add(int64(n))
+			p.acked.Add(int64(len(ids)))
 		}
-		ackIDs = ackIDs[n:]
 	}
 }
 
-// nack hands messages back for prompt redelivery (deadline 0). It is best
-// effort: if it fails, the ack deadline expires anyway.
+// nack hands messages back for prompt redelivery, best effort.
 func (r *reader) nack(ctx context.Context, ackIDs []string) {
-	for len(ackIDs) > 0 {
-		n := min(len(ackIDs), ackChunk)
-		if err := r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
-			Subscription: r.subscription, AckIds: ackIDs[:n], AckDeadlineSeconds: 0,
-		}); err != nil {
+	for ids := range slices.Chunk(ackIDs, ackChunk) {
+		if err := r.modifyDeadline(ctx, ids, 0); err != nil {
 			r.log.Warn("pubsub nack failed; the messages come back after their ack deadline",
-				"subscription", r.subscription, "messages", n, "err", err)
+				"subscription", r.subscription, "messages", len(ids), "err", err)
 		}
-		ackIDs = ackIDs[n:]
 	}
 }

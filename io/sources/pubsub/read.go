@@ -2,7 +2,6 @@ package pubsub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -28,8 +27,7 @@ func init() {
 }
 
 // readFn reads the subscription: each element is a reader key (keys.go),
-// with one restriction, never split (a key is one arrival order with one
-// watermark). Its exported fields are its configuration.
+// with one restriction, never split.
 type readFn struct {
 	Project          string
 	Subscription     string
@@ -49,11 +47,10 @@ type readFn struct {
 	Poll             time.Duration
 	SkipReplay       bool
 	ReplayFrom       time.Time
-	// Stop is the run's graceful-stop request (see sources.StopSignal).
-	Stop sources.StopSignal
+	Stop             sources.StopSignal
 
+	sdfread.Shape[restriction, readerKey]
 	client *gpubsub.Client
-	stores map[int]*store
 	stop   *sources.StopWatch
 }
 
@@ -65,65 +62,29 @@ func (f *readFn) Setup() error {
 		return fmt.Errorf("pubsub source %s: client: %w", f.Subscription, err)
 	}
 	f.client = c
-	f.stores = map[int]*store{}
 	f.stop = f.Stop.Watch(f.Poll)
 	return nil
 }
 
-func (f *readFn) Teardown() error {
-	var err error
-	for _, s := range f.stores {
-		err = errors.Join(err, s.close())
-	}
-	f.stores = nil
+func (f *readFn) Teardown() {
 	if f.client != nil {
 		f.client.Close()
 		f.client = nil
 	}
-	return err
-}
-
-// store opens a reader key's part of the archive once per DoFn instance.
-func (f *readFn) store(ctx context.Context, shard int) (*store, error) {
-	if s := f.stores[shard]; s != nil {
-		return s, nil
-	}
-	s, err := openStore(ctx, f.ArchiveDir, shard)
-	if err != nil {
-		return nil, err
-	}
-	f.stores[shard] = s
-	return s, nil
 }
 
 func (f *readFn) CreateInitialRestriction(k readerKey) restriction {
 	return newRestriction(k.Shard, time.Now().UnixMilli())
 }
 
-// SplitRestriction keeps a key's restriction whole: the keys are the
-// elements (keys.go), and a key is one arrival order with one watermark.
+// SplitRestriction keeps a key's restriction whole.
 func (f *readFn) SplitRestriction(_ readerKey, rest restriction) []restriction {
 	return []restriction{rest}
 }
 
-// RestrictionSize reports the key's pending records (size.go): the runner
-// sizes every residual a checkpoint hands back, so the size follows the
-// backlog from call to call.
+// RestrictionSize reports the key's pending records (size.go), so every
+// residual's size follows the backlog.
 func (f *readFn) RestrictionSize(_ readerKey, rest restriction) float64 { return rest.size() }
-
-// The watermark estimator starts with no watermark, and its state is its
-// value (sdfread.WatermarkEstimator). sdfread.Shape has the same methods
-// for string elements; these take a reader key.
-
-func (f *readFn) InitialWatermarkEstimatorState(_ beam.EventTime, _ restriction, _ readerKey) int64 {
-	return model.NoWatermark
-}
-
-func (f *readFn) CreateWatermarkEstimator(state int64) *sdfread.WatermarkEstimator {
-	return sdfread.NewWatermarkEstimator(state)
-}
-
-func (f *readFn) WatermarkEstimatorState(e *sdfread.WatermarkEstimator) int64 { return e.Value() }
 
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
 	return sdf.NewLockRTracker(sdfread.NewCheckpointTracker("pubsub", rest, false))
@@ -137,13 +98,11 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	if rest.Closed {
 		return sdf.StopProcessing(), nil
 	}
-	if f.stop.Stopped() {
-		// Nothing is pulled and the watermark stays; the restriction is
-		// never finished (see sources.StopSignal).
+	if f.stop.Stopped() { // pull nothing, never finish (sources.StopSignal)
 		return sdf.ResumeProcessingIn(f.Poll), nil
 	}
 
-	st, err := f.store(ctx, rest.Shard)
+	st, err := openStore(f.ArchiveDir, rest.Shard)
 	if err != nil {
 		return sdf.StopProcessing(), err
 	}
@@ -189,8 +148,7 @@ const (
 	MetricArchiveRetries = string(metrics.PubsubArchiveRetries)
 )
 
-// count reports the call's source figures. "read" itself is counted by
-// Validate, for every source alike.
+// count reports the call's source figures ("read" is counted downstream).
 func (f *readFn) count(ctx context.Context, r *reader) {
 	c := r.c
 	for name, v := range map[metrics.Name]int64{

@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,18 +17,16 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// subscriber is the part of the Pub/Sub subscription API the reader uses
-// (the client's *apiv1.SubscriptionAdminClient). Synchronous Pull, not the
-// streaming Subscriber.Receive: a splittable DoFn must return to the runner
-// every few hundred milliseconds (to report its watermark and checkpoint),
-// and must decide itself when a message is acknowledged. Receive owns both:
-// it runs until its context ends and acknowledges from its own goroutines.
+// subscriber is the part of the subscription API the reader uses (the
+// client's *apiv1.SubscriptionAdminClient): synchronous Pull, see the
+// package doc.
 type subscriber interface {
 	Pull(ctx context.Context, req *pb.PullRequest, opts ...gax.CallOption) (*pb.PullResponse, error)
 	Acknowledge(ctx context.Context, req *pb.AcknowledgeRequest, opts ...gax.CallOption) error
@@ -37,17 +36,11 @@ type subscriber interface {
 // ackChunk keeps an Acknowledge request well under Pub/Sub's 512 KB limit.
 const ackChunk = 1000
 
-// heads is this process's knowledge of each shard's archive: the last object
-// it wrote and emitted itself, with nothing after it. A call takes its
-// shard's head (nothing is left for another call while it runs) and puts
-// it back only when it ends cleanly with everything it archived emitted;
-// a call whose restriction stands exactly at the head it took skips
-// listing the archive. A call that fails, loses its restriction or is
-// unwound by a failing downstream step (a panic through emit) puts nothing
-// back, so its retry lists the archive and re-emits what that call
-// archived and acknowledged. It is a cache: a new process, another worker
-// or a restored (older) restriction misses it and lists, which costs a
-// List call, never a record.
+// heads caches each shard's last object this process wrote and emitted, with
+// nothing after it: a call whose restriction stands there skips listing the
+// archive. A call takes the head and puts it back only when it ends cleanly
+// (not after a failure, a lost claim or a panic through emit), so a retry
+// lists and re-emits. A miss costs a List call, never a record.
 var heads = struct {
 	sync.Mutex
 	m map[string]string // store dir -> object name
@@ -75,10 +68,8 @@ type counts struct {
 	archiveRetries, extended, heldPeak                               int64
 }
 
-// reader runs one ProcessElement call in plain Go: the DoFn only wires it
-// to the tracker, the estimator and the emitter, so the order "archive, then
-// acknowledge, then emit from the archive position" is tested without a
-// runner.
+// reader runs one ProcessElement call in plain Go, so "archive, then
+// acknowledge, then emit" is tested without a runner.
 type reader struct {
 	subscription string // projects/P/subscriptions/S
 	store        *store
@@ -93,18 +84,11 @@ type reader struct {
 	maxHeld      int
 	pullTimeout  time.Duration
 	budget       time.Duration
-	// ackExtension is the deadline ModifyAckDeadline sets for held
-	// messages, every extendEvery.
-	ackExtension, extendEvery time.Duration
-	// archiveFailAfter: an archive that cannot be written for this long
-	// fails the call (and the job) instead of stalling it.
-	archiveFailAfter time.Duration
-	backlogAge       time.Duration
-	// stallAfter: a call that holds messages and emits none for this long
-	// logs one line saying what it waits on (0: never).
-	stallAfter time.Duration
-	// stalled sets the reader key's stall gauge: how long, in ms, the call
-	// has held messages without emitting (0: it does not).
+	// The Options of the same names.
+	ackExtension, extendEvery    time.Duration
+	archiveFailAfter, backlogAge time.Duration
+	stallAfter                   time.Duration
+	// stalled sets the key's stall gauge (ms held without emitting).
 	stalled func(ms int64)
 	watch   *stallWatch
 
@@ -114,8 +98,7 @@ type reader struct {
 	claim func(restriction) bool
 	emit  func(model.Record)
 	log   *slog.Logger
-	// fault is a commit boundary: it kills the process when the
-	// REVENUE_FAULTS plan says so (tests of the real binary).
+	// fault is a commit boundary (internal/faults).
 	fault func(point string)
 
 	rest    restriction
@@ -148,10 +131,9 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 	return r
 }
 
-// run re-emits what the archive holds after the restriction's position, if
-// anything, else pulls, until a budget is used up, the subscription runs dry
-// or a stop is requested. It does not claim its final watermark state: the
-// caller adds it and claims.
+// run re-emits what the archive holds after the restriction's position,
+// then pulls, until a budget is used up, the subscription runs dry or a stop
+// is requested; the caller claims the final watermark state.
 func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 	start := r.now()
 	r.emitted = 0
@@ -178,9 +160,8 @@ func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 	return r.pull(ctx, start)
 }
 
-// begin sets the first position: before the whole archive (a restart
-// re-emits it: the records acknowledged by a run whose output was never
-// committed are there and only there), before the hour ReplayFrom, or after
+// begin sets the first position: before the whole archive (what a dead run
+// acknowledged is there and only there), before ReplayFrom's hour, or after
 // the last object with SkipReplay.
 func (r *reader) begin(ctx context.Context) error {
 	r.rest.Started = true
@@ -223,12 +204,8 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 			"archive", r.store.dir, "after", r.rest.Emitted, "objects", len(names), "first", names[0], "last", names[len(names)-1])
 	}
 	for i, name := range names {
-		// What is left, this object included, is the key's pending
-		// archive: a call that ends here leaves it in the restriction.
 		r.rest.Pending.Archive = archiveBacklog(len(names)-i, r.pullBatch)
-		if r.rest.Object != "" && r.rest.Object != name {
-			// The object being re-emitted vanished (an operator deleted
-			// it): the next one continues.
+		if r.rest.Object != "" && r.rest.Object != name { // deleted by an operator
 			r.log.Error("pubsub archive object disappeared during a re-emit; moving on", "object", r.rest.Object)
 			r.rest.Object, r.rest.Offset, r.rest.Line = "", 0, 0
 		}
@@ -274,15 +251,14 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 		if err != nil {
 			return 0, false, fmt.Errorf("pubsub archive re-emit: %s: %w", name, err)
 		}
-		// Archive line N has its message id on the sidecar's line N; a line
-		// without one falls back to its file position.
+		// Archive line N's message id is on sidecar line N, else the file position.
 		pos, entry := rawlog.Position(r.store.part, name, l.No), sideEntry{}
 		if l.No <= len(side) && side[l.No-1].ID != "" {
 			entry = side[l.No-1]
 			pos = rawlog.IDPosition(entry.ID)
 		}
 		now := r.now()
-		rec := model.Record{Partition: r.store.part, Position: pos, Line: clone(l.Bytes), Ref: l.Ref(joinPath(r.store.dir, name)),
+		rec := model.Record{Partition: r.store.part, Position: pos, Line: bytes.Clone(l.Bytes), Ref: l.Ref(files.Join(r.store.dir, name)),
 			Oversized: l.Oversized, ReadAt: now.UnixMilli()}
 		r.stamp(&rec, entry.Backlog)
 		r.rest.Offset, r.rest.Line = l.End, l.No
@@ -296,10 +272,9 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 	}
 }
 
-// watchStalls checks the call for a stall every tick, until the returned
-// stop is called (before the call returns: the gauge belongs to its
-// bundle). A stall is logged once per episode, in one line naming the
-// reader key and what the call waits on; the gauge follows it.
+// watchStalls checks the call for a stall every tick until stop is called
+// (before the call returns: the gauge belongs to its bundle). A stall is
+// logged once per episode; the gauge follows it.
 func (r *reader) watchStalls() (stop func()) {
 	w := r.watch
 	if w.after <= 0 {
@@ -343,11 +318,8 @@ func (r *reader) watchStalls() (stop func()) {
 	}
 }
 
-func clone(b []byte) []byte { return append([]byte(nil), b...) }
-
-// stamp sets rec's WatermarkBefore under the backlog hold of its batch,
-// validates it and folds it into the watermark state. An oversized line
-// carries its prefix only, as rawlog reads it from a file.
+// stamp stamps rec under its batch's backlog hold and folds it into the
+// watermark state; an oversized line keeps its prefix only, as in rawlog.
 func (r *reader) stamp(rec *model.Record, backlog bool) {
 	if len(rec.Line) > r.event.MaxLine {
 		rec.Line, rec.Oversized = rec.Line[:min(len(rec.Line), rawlog.PrefixLimit)], true
@@ -357,8 +329,7 @@ func (r *reader) stamp(rec *model.Record, backlog bool) {
 	r.rest.State = r.stamper.Partition().State()
 }
 
-// permanent reports errors that retrying cannot fix: the job should fail
-// with them rather than spin.
+// permanent reports errors that retrying cannot fix.
 func permanent(err error) bool {
 	switch status.Code(err) {
 	case codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.InvalidArgument:
@@ -367,11 +338,9 @@ func permanent(err error) bool {
 	return false
 }
 
-// endCall adds the watermark state at processing time now after a call
-// that ended with out (see watermarkState). A call whose pulls failed counts
-// as activity: Pub/Sub could not be reached, which says nothing about the
-// producers, so it must not make the source idle (and close the windows its
-// backlog will fill).
+// endCall adds the watermark state after a call that ended with out. Failed
+// pulls count as activity: an unreachable Pub/Sub says nothing about the
+// producers and must not close the windows its backlog will fill.
 func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
 	if out == sdfread.Retry {
 		r.stamper.Partition().Touch(now)
@@ -379,10 +348,8 @@ func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
 	return r.watermarkState(now)
 }
 
-// watermarkState adds the watermark state at processing time now to the
-// restriction: idleness and the reported watermark, which never decreases
-// and stays at the hold while a backlog is being read. It logs a change of
-// idleness and reports whether the partition just went idle.
+// watermarkState adds the watermark state at now to the restriction, logs a
+// change of idleness and reports whether the partition just went idle.
 func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
 	rep := p.Report(now, model.NoWatermark, false)

@@ -16,9 +16,9 @@ import (
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"cloud.google.com/go/pubsub/v2/pstest"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/googleapis/gax-go/v2"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -46,7 +46,7 @@ type plainReader struct {
 
 func newPlainReader(t *testing.T, e *emulator, dir string) *plainReader {
 	t.Helper()
-	st, err := openStore(context.Background(), dir, 0)
+	st, err := openStore(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,19 +223,16 @@ func sortedCopy(s []string) []string {
 	return c
 }
 
-// brokenFS fails every write, or makes it slow.
-type brokenFS struct {
-	filesystem.Interface
-	fail  bool
-	delay time.Duration
-}
-
-func (b brokenFS) OpenWrite(ctx context.Context, name string) (io.WriteCloser, error) {
-	time.Sleep(b.delay)
-	if b.fail {
-		return nil, errors.New("no space left on device")
+// broken fails every archive write of st, or makes it slow.
+func broken(st *store, fail bool, delay time.Duration) {
+	put := st.put
+	st.put = func(ctx context.Context, path string, data []byte) error {
+		time.Sleep(delay)
+		if fail {
+			return errors.New("no space left on device")
+		}
+		return put(ctx, path, data)
 	}
-	return b.Interface.OpenWrite(ctx, name)
 }
 
 // An archive that cannot be written fails the call within the limit with a
@@ -244,7 +241,7 @@ func TestUnwritableArchiveFailsWithinLimit(t *testing.T) {
 	e := newEmulator(t, 10*time.Second)
 	dir := t.TempDir()
 	p := newPlainReader(t, e, dir)
-	p.st.fs = brokenFS{Interface: p.st.fs, fail: true}
+	broken(p.st, true, 0)
 	const limit = 1500 * time.Millisecond
 	p.tweak = func(r *reader) { r.archiveFailAfter = limit }
 	ids := e.publish(purchase("A", "2026-11-04T10:15:00Z", "1"))
@@ -290,7 +287,7 @@ func TestAckDeadlineExtendedWhileHeld(t *testing.T) {
 	e := newEmulator(t, 1*time.Second, pstest.ServerReactorOption{FuncName: "ModifyAckDeadline", Reactor: mods})
 	dir := t.TempDir()
 	p := newPlainReader(t, e, dir)
-	p.st.fs = brokenFS{Interface: p.st.fs, delay: 2500 * time.Millisecond}
+	broken(p.st, false, 2500*time.Millisecond)
 	p.tweak = func(r *reader) {
 		r.extendEvery, r.ackExtension, r.pullers, r.maxHeld = 300*time.Millisecond, 10*time.Second, 2, 1000
 	}
@@ -372,7 +369,7 @@ func TestBacklogHoldsWatermark(t *testing.T) {
 func TestStoreLayout(t *testing.T) {
 	for _, root := range []string{t.TempDir(), "memfs://archive-" + t.Name()} {
 		ctx := context.Background()
-		st, err := openStore(ctx, root, 0)
+		st, err := openStore(root, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,7 +395,7 @@ func TestStoreLayout(t *testing.T) {
 		if string(data) != "x "+a+"\n" || len(side) != 1 || side[0] != (sideEntry{ID: "id-" + a, Publish: 5, Backlog: true}) {
 			t.Errorf("%s: read %q %+v", root, data, side)
 		}
-		if _, ok := filepath.Abs(root); ok == nil && isLocal(root) {
+		if _, ok := filepath.Abs(root); ok == nil && files.IsLocal(root) {
 			if _, err := os.Stat(filepath.Join(root, Partition, "."+a+".ids")); err != nil {
 				t.Errorf("no hidden sidecar beside %s: %v", a, err)
 			}
@@ -417,7 +414,7 @@ func TestShardsShareTheSubscription(t *testing.T) {
 		want = append(want, "pubsub:"+e.publish(purchase(fmt.Sprint("E", i), "2026-11-04T10:15:00Z", "1"))[0])
 	}
 	readers := []*plainReader{newPlainReader(t, e, dir), newPlainReader(t, e, dir)}
-	st1, err := openStore(context.Background(), dir, 1)
+	st1, err := openStore(dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

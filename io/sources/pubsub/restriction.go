@@ -12,43 +12,27 @@ func init() {
 	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
 }
 
-// restriction is one reader key's whole state, and it is what the runner
-// checkpoints: a position in the archive, not in the subscription. Records
-// reach the pipeline only from the archive's objects, in name order, and
-// the restriction says up to where they were emitted. Whatever was pulled,
-// archived and acknowledged after that position (by this attempt or by one
-// the runner threw away) is in objects after it, and the next call re-emits
-// them before it pulls again; dedup absorbs what the runner had committed
-// already. No bundle finalization is needed, which the Go SDK on Flink
-// lacks.
+// restriction is one reader key's whole state: a position in the archive,
+// not in the subscription. Whatever any attempt archived after it is
+// re-emitted by the next call before it pulls (see the package doc).
 type restriction struct {
-	// Shard is the reader key: its objects live in PartitionOf(Shard).
-	Shard int
-	// Started: the first call has set the start position (the whole
-	// archive, from ReplayFrom, or its end with SkipReplay).
+	Shard int // the reader key: its objects are in PartitionOf(Shard)
+	// Started: the first call has set the start position (reader.begin).
 	Started bool
-	// Emitted is the archive position: every record of every object whose
-	// name sorts <= Emitted has been emitted. Object, when set, is the next
-	// object, being re-emitted: Offset and Line are its rawlog.Mark.
+	// Emitted is the archive position: every object whose name sorts <=
+	// Emitted has been emitted. Object, when set, is the next one, being
+	// re-emitted, and Offset and Line are its rawlog.Mark.
 	Emitted string
 	Object  string
 	Offset  int64
 	Line    int
-	// Seq and Hour are the largest sequence number and hour in the names of
-	// the shard's objects seen so far: the next object gets Seq+1 and an
-	// hour no earlier than Hour, so it sorts after all of them.
-	Seq  int64
-	Hour string
-	// State is the watermark state, the backlog hold included (see
-	// backlog.go and watermark.State).
-	watermark.State
-	// Pending is what the key knew was waiting for it when it claimed
-	// this state: the restriction's size (size.go).
-	Pending pending
-
-	// Closed marks a restriction with no work left: the primary of a
-	// checkpoint, or a truncated one.
-	Closed bool
+	// Seq and Hour are the largest in the shard's object names seen so far,
+	// so the next object sorts after all of them.
+	Seq             int64
+	Hour            string
+	watermark.State         // the backlog hold included
+	Pending         pending // what waits for the key: the size (size.go)
+	Closed          bool    // no work left (a checkpoint's primary)
 }
 
 func newRestriction(shard int, now int64) restriction {
@@ -60,9 +44,7 @@ func (r restriction) String() string {
 		r.Shard, r.Emitted, r.Object, r.Line, r.Seq, r.State, r.Pending.Archive, r.Pending.Subscription, r.Closed)
 }
 
-// restrictionVersion 4: the pending records, the restriction's size (3: the
-// backlog hold moved into the watermark state; 2: the archive position; 1
-// held a replay phase).
+// restrictionVersion 4: the pending records (the restriction's size).
 const restrictionVersion = 4
 
 func encodeRestriction(r restriction) []byte {
@@ -93,9 +75,8 @@ func decodeRestriction(b []byte) (restriction, error) {
 	})
 }
 
-// Clone, Closing and IsClosed make restriction sdfread.Checkpointable (the
-// reader is tracked by sdfread.CheckpointTracker, unbounded: a subscription
-// never ends). The restriction holds no slices: a copy is a clone.
+// Clone, Closing and IsClosed make restriction sdfread.Checkpointable. It
+// holds no slices: a copy is a clone.
 func (r restriction) Clone() restriction { return r }
 
 func (r restriction) Closing() restriction {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/watermark"
 
@@ -23,94 +24,67 @@ const (
 	DefaultPullBatch    = 1000
 	DefaultPullTimeout  = 2 * time.Second
 	DefaultPollInterval = 200 * time.Millisecond
-	// DefaultPullers is how many pull streams one reader key runs, each
-	// pulling, archiving and acknowledging on its own.
-	DefaultPullers = 8
-	// DefaultAckExtension is the ack deadline set, every
-	// DefaultAckExtendEvery, on messages still held (being archived).
-	DefaultAckExtension   = 60 * time.Second
-	DefaultAckExtendEvery = 3 * time.Second
-	// DefaultArchiveFailAfter is how long the archive may fail before the
-	// job fails (--pubsub-archive-fail-after).
+	DefaultPullers      = 8
+	// DefaultAckExtension is the ack deadline set on held messages every
+	// DefaultAckExtendEvery.
+	DefaultAckExtension     = 60 * time.Second
+	DefaultAckExtendEvery   = 3 * time.Second
 	DefaultArchiveFailAfter = 2 * time.Minute
-	// DefaultBacklogAge: a message published longer than this before its
-	// pull came from a backlog (see backlog.go).
-	DefaultBacklogAge = time.Minute
-	// DefaultArchiveRoot is where the archive of subscription S goes unless
-	// Options.ArchiveDir says otherwise: ./pubsub-log/S.
+	DefaultBacklogAge       = time.Minute
+	// DefaultArchiveRoot holds subscription S's archive: ./pubsub-log/S.
 	DefaultArchiveRoot = "pubsub-log"
 )
 
-// callBudget bounds the processing time of one ProcessElement call: the
-// runner sees the watermark, and can checkpoint, only between calls. Each
-// call starts and drains its pull streams, so a shorter budget costs
-// throughput.
+// callBudget bounds one ProcessElement call: the runner sees the watermark
+// only between calls, and each call starts and drains its pull streams.
 const callBudget = time.Second
 
 // Options configure Read.
 type Options struct {
-	// ArchiveDir is where every pulled payload is written, as an immutable
-	// object, before its message is acknowledged: a folder on any
-	// filesystem Beam's io/filesystem serves (local disk on prism,
-	// gs://bucket/path in production). Its subfolder "pubsub" (and
-	// "pubsub-NN" for reader key NN) is a raw-log partition. Default
-	// ./pubsub-log/<subscription id>. It is the source of truth: the
-	// records reach the pipeline from it, and a restart re-emits it.
+	// ArchiveDir is where every pulled payload is written before its message
+	// is acknowledged: a folder io/files serves, whose subfolder "pubsub"
+	// ("pubsub-NN" for reader key NN) is a raw-log partition. Default
+	// ./pubsub-log/<subscription id>.
 	ArchiveDir string
-	// Watermark is the partition policy: --ooo-bound and --idle-timeout
-	// (see the package doc for choosing them for Pub/Sub).
+	// Watermark is --ooo-bound and --idle-timeout (see the package doc).
 	Watermark watermark.Policy
-	// Event is the validation configuration: only valid event times advance
-	// the watermark. Its MaxLine is --max-line.
+	// Event is the validation configuration; its MaxLine is --max-line.
 	Event event.Config
-	// MaxPerCall is how many records one call emits before returning to the
-	// runner, so that it sees the watermark (default 5000).
+	// MaxPerCall is how many records one call emits at most.
 	MaxPerCall int
-	// PullBatch is the most messages one Pull asks for (default 1000): one
-	// archive object at most.
+	// PullBatch is the most messages one Pull asks for: one archive object.
 	PullBatch int
-	// Pullers is the number of pull streams per reader key (default 8: enough in flight to hide
-	// the archive write's latency behind the other pulls).
+	// Pullers is the number of pull streams per reader key, enough to hide
+	// the archive write's latency.
 	Pullers int
-	// Shards is the number of reader keys (default 1): elements of the
-	// reading step that pull from the same subscription in parallel, on as
-	// many workers as the runner spreads them over, each with its own
+	// Shards is the number of reader keys (default 1), each with its own
 	// archive partition and watermark.
 	Shards int
-	// MaxHeld bounds the messages pulled and not yet acknowledged per
-	// reader key (default Pullers × PullBatch).
+	// MaxHeld bounds the messages pulled and not yet acknowledged per key
+	// (default Pullers × PullBatch).
 	MaxHeld int
-	// AckExtension is the deadline set on held messages every
-	// AckExtendEvery (defaults 60s, 3s).
+	// AckExtension is the deadline set on held messages every AckExtendEvery.
 	AckExtension, AckExtendEvery time.Duration
-	// ArchiveFailAfter: an archive that cannot be written for this long
-	// fails the job (default 2m).
+	// ArchiveFailAfter: an archive unwritable this long fails the job.
 	ArchiveFailAfter time.Duration
 	// BacklogAge: a message published longer than this before its pull
-	// holds the watermark (default 1m; negative turns the hold off).
+	// holds the watermark (negative: never).
 	BacklogAge time.Duration
-	// StallAfter: a reader key that holds messages (pulled, or in the
-	// archive to re-emit) and has emitted none for this long logs one line
-	// naming the key and what it waits on (the archive write, the
-	// acknowledgement, the emit into the steps after it), and sets its
-	// gauge pubsub_stalled_ms_<partition> (default 1m).
+	// StallAfter: a key holding messages and emitting none this long logs
+	// what it waits on and sets its gauge pubsub_stalled_ms_<partition>.
 	StallAfter time.Duration
-	// PullTimeout bounds one Pull that waits for messages (default 2s).
+	// PullTimeout bounds one Pull that waits for messages.
 	PullTimeout time.Duration
-	// PollInterval is how long the reader rests after a pull found nothing,
-	// and while stopped (default 200ms).
+	// PollInterval is the rest after an empty pull, and while stopped.
 	PollInterval time.Duration
-	// Stop is the run's graceful-stop request, which the readers look for
-	// once per PollInterval (see sources.StopSignal). The zero value: none.
+	// Stop is the run's graceful-stop request (see sources.StopSignal).
 	Stop sources.StopSignal
 	// SkipReplay starts at the end of the archive instead of re-emitting
-	// it. The re-emit is what recovers messages acknowledged by a run that
-	// died before the runner committed them, so skip it only for an archive
-	// that a previous run finished cleanly, or a fresh one.
+	// it, which recovers what a run that died had acknowledged: only for an
+	// archive a previous run finished cleanly, or a fresh one.
 	SkipReplay bool
-	// ReplayFrom limits the first re-emit to archive objects of this pull
-	// hour and later (zero: the whole archive). It must reach back over the
-	// dedup retention and every window still open.
+	// ReplayFrom limits the first re-emit to objects of this pull hour and
+	// later; it must reach back over the dedup retention and open windows.
 	ReplayFrom time.Time
 }
 
@@ -132,16 +106,13 @@ func (o Options) withDefaults(subscriptionID string) Options {
 }
 
 var (
-	// Project ids are lowercase letters, digits and hyphens; a project
-	// number is digits; "domain.com:project" is the legacy domain form.
+	// A project id, number, or legacy "domain.com:project".
 	projectRe = regexp.MustCompile(`^[a-z0-9][a-z0-9.:-]{0,99}$`)
-	// Subscription ids: 3-255 characters, a letter first, then letters,
-	// digits and - _ . ~ + % (Pub/Sub's resource-name rules).
+	// Pub/Sub's resource-name rules for subscription ids.
 	subscriptionRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._~+%-]{2,254}$`)
 )
 
-// ParseSource parses a --source of the form
-// "pubsub:projects/P/subscriptions/S" (the "pubsub:" prefix is optional) and
+// ParseSource parses a --source "[pubsub:]projects/P/subscriptions/S" and
 // returns P and S. Every error is one line naming the flag.
 func ParseSource(s string) (project, subscription string, err error) {
 	rest := strings.TrimPrefix(s, "pubsub:")
@@ -159,8 +130,7 @@ func ParseSource(s string) (project, subscription string, err error) {
 	return project, subscription, nil
 }
 
-// Validate checks a subscription and the options before any work starts,
-// each error one line naming the flag or setting at fault.
+// Validate checks a subscription and the options before any work starts.
 func Validate(subscription string, o Options) error {
 	_, _, err := prepare(subscription, o)
 	return err
@@ -173,7 +143,7 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	}
 	o = o.withDefaults(id)
 	switch {
-	case !isLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
+	case !files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
 		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
 	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
 		return "", "", errors.New("pubsub pullers, reader keys and held messages must not be negative")
@@ -203,14 +173,11 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	return project, id, nil
 }
 
-// Read reads the Pub/Sub subscription ("projects/P/subscriptions/S", with or
-// without the "pubsub:" prefix) as an unbounded PCollection of model.Record,
-// each timestamped with the source's watermark before it. Every record is in
-// an archive object, durably, before its message is acknowledged, and records
-// are emitted from the archive position the restriction holds; see the
-// package doc. Options are checked as by Validate; call Validate first for a
-// clean error, since a bad option here panics, as a construction error does
-// in Beam Go.
+// Read reads the Pub/Sub subscription ("[pubsub:]projects/P/subscriptions/S")
+// as an unbounded PCollection of model.Record, each timestamped with the
+// source's watermark before it, emitted from the archive (see the package
+// doc). A bad option panics, as a construction error does in Beam Go: call
+// Validate first.
 func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 	s = s.Scope("pubsub.Read")
 	project, id, err := prepare(subscription, o)
@@ -218,10 +185,9 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		panic(fmt.Sprintf("pubsub.Read: %v", err))
 	}
 	o = o.withDefaults(id)
-	// The launcher's working directory decides a relative archive path, not
-	// whatever directory a worker process happens to run in.
+	// The launcher's working directory decides a relative archive path.
 	dir := o.ArchiveDir
-	if isLocal(dir) {
+	if files.IsLocal(dir) {
 		if dir, err = filepath.Abs(dir); err != nil {
 			panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
 		}

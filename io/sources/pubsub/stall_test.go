@@ -3,29 +3,26 @@ package pubsub
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/revenue-stream/hourly/model"
 )
 
-// blockingFS blocks every write until release is closed, and says when the
-// first one started.
-type blockingFS struct {
-	filesystem.Interface
-	started chan time.Time // the first write's start, once
-	once    *sync.Once
-	release chan struct{}
-}
-
-func (b blockingFS) OpenWrite(ctx context.Context, name string) (io.WriteCloser, error) {
-	b.once.Do(func() { b.started <- time.Now() })
-	<-b.release
-	return b.Interface.OpenWrite(ctx, name)
+// blocking blocks every archive write of st until release is closed, and
+// says on started when the first one started.
+func blocking(st *store) (started chan time.Time, release chan struct{}) {
+	started, release = make(chan time.Time, 1), make(chan struct{})
+	var once sync.Once
+	put := st.put
+	st.put = func(ctx context.Context, path string, data []byte) error {
+		once.Do(func() { started <- time.Now() })
+		<-release
+		return put(ctx, path, data)
+	}
+	return started, release
 }
 
 // stallLog collects the stall lines a reader logs, and every value its
@@ -87,8 +84,7 @@ func attrsOf(r slog.Record) map[string]string {
 func TestStallIsReported(t *testing.T) {
 	e := newEmulator(t, 10*time.Second)
 	p := newPlainReader(t, e, t.TempDir())
-	fs := blockingFS{Interface: p.st.fs, started: make(chan time.Time, 1), once: &sync.Once{}, release: make(chan struct{})}
-	p.st.fs = fs
+	started, release := blocking(p.st)
 	const after = 400 * time.Millisecond
 	l := newStallLog()
 	p.tweak = func(r *reader) { l.wire(r, after); r.pullers = 1 }
@@ -104,7 +100,7 @@ func TestStallIsReported(t *testing.T) {
 	}()
 	var blocked time.Time
 	select {
-	case blocked = <-fs.started:
+	case blocked = <-started:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the archive write never started")
 	}
@@ -140,7 +136,7 @@ func TestStallIsReported(t *testing.T) {
 			t.Fatal("the stall gauge is not kept up during the stall")
 		}
 	}
-	close(fs.release)
+	close(release)
 	r := <-done
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -164,7 +160,7 @@ func TestStallIsReported(t *testing.T) {
 func TestNoStallWhileEmitting(t *testing.T) {
 	e := newEmulator(t, 10*time.Second)
 	p := newPlainReader(t, e, t.TempDir())
-	p.st.fs = brokenFS{Interface: p.st.fs, delay: 50 * time.Millisecond}
+	broken(p.st, false, 50*time.Millisecond)
 	const after, n = 1500 * time.Millisecond, 30
 	l := newStallLog()
 	var emits []time.Time
