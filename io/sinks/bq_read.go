@@ -1,7 +1,6 @@
 package sinks
 
 import (
-	"cmp"
 	"context"
 	"math/big"
 	"strings"
@@ -60,72 +59,53 @@ func (b *BigQuery) RunConfig(ctx context.Context) (map[string]string, error) {
 	return configMap(rows), nil
 }
 
-func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) ([]model.Row, error) {
-	rows, err := readBQ(ctx, b, changelogCodec, what, sql, params...)
-	if err != nil {
-		return nil, err
-	}
-	return sortedRows(snapshots(rows)), nil
-}
-
-// readEntries is readSnapshots keeping written_at.
-func (b *BigQuery) readEntries(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) ([]ChangelogEntry, error) {
-	rows, err := readBQ(ctx, b, changelogCodec, what, sql, params...)
-	if err != nil {
-		return nil, err
-	}
-	return sortedEntries(rows), nil
-}
-
 // CurrentRows returns the current snapshot of every key (the hourly_revenue
 // view), ordered by window_start then dims.
 func (b *BigQuery) CurrentRows(ctx context.Context) ([]model.Row, error) {
-	// The changelog's columns; the view keeps no written_at.
-	return b.readSnapshots(ctx, "read "+bqCurrent, `SELECT `+bqColumns(HourlyRevenue)+
-		`, CAST(NULL AS TIMESTAMP) AS written_at, writer FROM `+b.table(bqCurrent))
+	return rowsOf(b.readChangelog(ctx, bqCurrent, nil))
 }
 
 // CurrentRowsFrom is CurrentRows limited to windows starting at or after
-// windowStart (epoch ms): a filter on the changelog's partition column
-// (window_start, also the view's PARTITION BY key, so BigQuery applies it
-// before the QUALIFY and prunes the older day partitions), so a restarted
-// job's seed (Published) reads what it can still reach, not the history.
+// windowStart (epoch ms): a filter on the partition column, which BigQuery
+// applies before the view's QUALIFY, pruning the older day partitions.
 func (b *BigQuery) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqCurrent, `SELECT `+bqColumns(HourlyRevenue)+
-		`, CAST(NULL AS TIMESTAMP) AS written_at, writer FROM `+b.table(bqCurrent)+
-		` WHERE window_start >= TIMESTAMP_MILLIS(@from)`, bigquery.QueryParameter{Name: "from", Value: windowStart})
+	return rowsOf(b.readChangelog(ctx, bqCurrent, &windowStart))
 }
 
 // Changelog returns every accepted snapshot, ordered by key then revision.
 func (b *BigQuery) Changelog(ctx context.Context) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqChangelog, b.changelogSQL(""))
+	return rowsOf(b.readChangelog(ctx, bqChangelog, nil))
 }
 
 // ChangelogFrom is Changelog limited to windows starting at or after
-// windowStart (epoch ms): a filter on the partition column, so BigQuery
-// prunes the older day partitions before it reads.
+// windowStart (epoch ms), pruning the older day partitions.
 func (b *BigQuery) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqChangelog, b.changelogSQL(`window_start >= TIMESTAMP_MILLIS(@from)`),
-		bigquery.QueryParameter{Name: "from", Value: windowStart})
+	return rowsOf(b.readChangelog(ctx, bqChangelog, &windowStart))
 }
 
-// ChangelogEntries is Changelog with each snapshot's written_at (the
-// changelog keeps it; the hourly_revenue view does not).
+// ChangelogEntries is Changelog with each snapshot's written_at.
 func (b *BigQuery) ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error) {
-	return b.readEntries(ctx, "read "+bqChangelog, b.changelogSQL(""))
+	return entriesOf(b.readChangelog(ctx, bqChangelog, nil))
 }
 
 // ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
 func (b *BigQuery) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error) {
-	return b.readEntries(ctx, "read "+bqChangelog, b.changelogSQL(`window_start >= TIMESTAMP_MILLIS(@from)`),
-		bigquery.QueryParameter{Name: "from", Value: windowStart})
+	return entriesOf(b.readChangelog(ctx, bqChangelog, &windowStart))
 }
 
-// changelogSQL selects the changelog's rows where filter holds (every
-// row: ""), one per revision.
-func (b *BigQuery) changelogSQL(filter string) string {
-	return `SELECT ` + bqColumns(HourlyRevenueChangelog) + ` FROM ` + b.table(bqChangelog) +
-		` WHERE ` + cmp.Or(filter, "TRUE") + oncePer("window_start, dims, revision", revisionOrder)
+// readChangelog reads the changelog, one row per revision, or the current
+// view (which keeps no written_at), from *from on when from is set.
+func (b *BigQuery) readChangelog(ctx context.Context, table string, from *int64) ([]changelogRow, error) {
+	filter, params := "TRUE", []bigquery.QueryParameter(nil)
+	if from != nil {
+		filter, params = `window_start >= TIMESTAMP_MILLIS(@from)`, []bigquery.QueryParameter{{Name: "from", Value: *from}}
+	}
+	cols, once := bqColumns(HourlyRevenueChangelog), oncePer("window_start, dims, revision", revisionOrder)
+	if table == bqCurrent {
+		cols, once = bqColumns(HourlyRevenue)+", CAST(NULL AS TIMESTAMP) AS written_at, writer", ""
+	}
+	sql := `SELECT ` + cols + ` FROM ` + b.table(table) + ` WHERE ` + filter + once
+	return readBQ(ctx, b, changelogCodec, "read "+table, sql, params...)
 }
 
 // KeyCount returns how many (window, dims) keys the sink holds.

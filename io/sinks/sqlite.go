@@ -81,9 +81,6 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
-// Path returns the file the sink writes.
-func (s *SQLite) Path() string { return s.path }
-
 // Close closes the database; the last connection to close checkpoints the WAL.
 func (s *SQLite) Close() error {
 	if err := s.db.Close(); err != nil {
