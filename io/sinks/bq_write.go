@@ -263,7 +263,7 @@ func (f *bqAppendFn) done(ctx context.Context, key string, res flushResult, err 
 		f.sealedHere[key] = true
 	}
 	if res.Appended > 0 {
-		noteWrite()
+		lastWrite.Note()
 	}
 	return nil
 }
