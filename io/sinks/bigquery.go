@@ -143,7 +143,8 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 	}
 	now := time.Now()
 	rt := rowTypesFor(b.emulator())
-	tables := []encoded{{name: bqChangelog}, {name: bqTooLate}, {name: bqConflicts}, {name: bqQuarantined}, {name: bqCheckpoints}}
+	tables := []encoded{{name: bqChangelog}, {name: bqTooLate}, {name: bqConflicts}, {name: bqQuarantined},
+		{name: bqCheckpoints}}
 	for _, r := range sortedRows(stream) {
 		tables[0].add(encodeSnapshot(rt, r, now))
 	}

@@ -27,8 +27,7 @@ func bqQuotedColumns(t *Table) string {
 	return strings.Join(names, ", ")
 }
 
-// readBQ runs a query selecting c's table's columns in order and returns
-// the result rows as records.
+// readBQ runs a query selecting c's table's columns in order.
 func readBQ[T any](ctx context.Context, b *BigQuery, c codec[T], what, sql string, params ...bigquery.QueryParameter) ([]T, error) {
 	var out []T
 	err := b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
@@ -113,7 +112,6 @@ func (b *BigQuery) KeyCount(ctx context.Context) (int64, error) {
 	return b.readCount(ctx, "count "+bqCurrent, `SELECT COUNT(*) AS n FROM `+b.table(bqCurrent), nil)
 }
 
-// readCount runs a query of one INT64 column n, one row, and returns it.
 func (b *BigQuery) readCount(ctx context.Context, what, sql string, params []bigquery.QueryParameter) (n int64, err error) {
 	err = b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
 		var r struct {
@@ -135,8 +133,7 @@ func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool
 WHERE result_state = 'FINAL'`)
 }
 
-// readTime runs a query of one TIMESTAMP column t, one row, and returns
-// it in epoch ms; ok is false when it is NULL.
+// readTime returns a one-row query's TIMESTAMP t in epoch ms; ok is false for NULL.
 func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
 	err = b.read(ctx, what, sql, nil, func(it *bigquery.RowIterator) error {
 		var r struct {
@@ -168,15 +165,11 @@ func (b *BigQuery) Quarantined(ctx context.Context) ([]model.Quarantined, error)
 	return readBQAudit(ctx, b, quarantinedCodec)
 }
 
-// readBQAudit reads an append-only audit table, one row per source_position
-// (a replayed record may have been appended again; its copies are the same
-// row, and ordering by every other column makes the pick total anyway).
+// readBQAudit reads an audit table, one row per source_position.
 func readBQAudit[T any](ctx context.Context, b *BigQuery, c codec[T]) ([]T, error) {
 	return readBQ(ctx, b, c, "read "+c.t.Name, b.auditSQL(c.t)+` ORDER BY source_position`)
 }
 
-// auditSQL selects an audit table's rows, one per source_position (see
-// readBQAudit).
 func (b *BigQuery) auditSQL(t *Table) string {
 	rest := t.Names()[1:]
 	return `SELECT ` + bqColumns(t) + ` FROM ` + b.table(t.Name) + ` WHERE TRUE` + oncePer("source_position", strings.Join(rest, ", "))
@@ -184,11 +177,8 @@ func (b *BigQuery) auditSQL(t *Table) string {
 
 var bqDialect = sqlDialect{strpos: "STRPOS", toInt: func(e string) string { return "COALESCE(SAFE_CAST(" + e + " AS INT64), 0)" }}
 
-// LatestTooLate returns the n too_late_events rows that arrived last,
-// newest first, sorted and cut by BigQuery (see SQLite.LatestTooLate and
-// latestSQL; the same query over the table's rows, one per
-// source_position). The query still scans the table's columns, billed as
-// such; what it returns is n rows.
+// LatestTooLate returns the n too_late_events rows that arrived last, newest
+// first, cut by BigQuery (see latestSQL).
 func (b *BigQuery) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
 	return readBQLatestAudit(ctx, b, tooLateCodec, n)
 }
@@ -210,8 +200,8 @@ func readBQLatestAudit[T any](ctx context.Context, b *BigQuery, c codec[T], n in
 	return readBQ(ctx, b, c, "read latest "+c.t.Name, latestSQL(bqDialect, bqColumns(c.t), "("+b.auditSQL(c.t)+")", n))
 }
 
-// AuditCounts counts the audit tables' rows, one per source_position, in
-// one query (a query is billed at least 10 MB).
+// AuditCounts counts the audit tables' positions in one query (a query is
+// billed at least 10 MB).
 func (b *BigQuery) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
 	count := func(t *Table) string { return `(SELECT COUNT(DISTINCT source_position) FROM ` + b.table(t.Name) + `)` }
 	err = b.read(ctx, "count the audit tables", `SELECT `+count(TooLateEvents)+` AS too_late, `+count(ConflictEvents)+` AS conflicts, `+

@@ -57,10 +57,8 @@ func lastPer(rows []checkpointRow, key func(model.Checkpoint) string) []model.Ch
 	return out
 }
 
-// SealResume appends the points that differ from their partition's last
-// one to source_resume.jsonl in one write, and fsyncs it before returning:
-// the launcher treats a sealed point as durable. Only the launcher writes
-// this file, so there is no concurrent appender to race with.
+// SealResume appends the points that moved to source_resume.jsonl in one
+// write and fsyncs it: a sealed point is durable. Only the launcher writes it.
 func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error {
 	if err := checkResumePoints(points); err != nil {
 		return fmt.Errorf("jsonl sink %s: %w", j.dir, err)
@@ -107,12 +105,9 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 	return nil
 }
 
-// PruneCheckpoints keeps every line: it is a no-op for jsonl. The workers
-// hold source_checkpoints.jsonl open for appending, and no lock spans their
-// processes and the launcher's: a rewrite renamed over it would send their
-// later appends to the replaced file, and one in place would race with
-// them. The file grows by a line per file read per run, far less than the
-// log itself, and every read (RunCheckpoints) is filtered by run anyway.
+// PruneCheckpoints is a no-op: the workers hold the file open for appending
+// and no lock spans their processes, so a rewrite would lose or race with
+// their appends. Reads filter by run anyway.
 func (j *JSONL) PruneCheckpoints(context.Context, string) error { return nil }
 
 func syncDir(dir string) error {

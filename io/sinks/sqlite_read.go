@@ -13,16 +13,14 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// readTable reads rows of c's table through query, which selects the
-// table's columns in order (or expressions of their types), and returns
-// them as records. A row that cannot be read is skipped: the error is then
-// UnreadableRows, returned with the rows read.
+// readTable reads records of c's table through query, which selects its
+// columns in order. Rows that cannot be read are skipped and named in an
+// UnreadableRows error returned with the others.
 func readTable[T any](ctx context.Context, s *SQLite, c codec[T], what, query string, args ...any) ([]T, error) {
 	return readTableFrom(ctx, s, c, nil, what, query, args...)
 }
 
-// readTableFrom is readTable for a join whose first columns come from the
-// table from (named so in errors).
+// readTableFrom is readTable for a join whose first columns come from from.
 func readTableFrom[T any](ctx context.Context, s *SQLite, c codec[T], from *Table, what, query string, args ...any) ([]T, error) {
 	var (
 		out []T
@@ -191,10 +189,8 @@ func readAudit[T any](ctx context.Context, s *SQLite, c codec[T]) ([]T, error) {
 	return readTable(ctx, s, c, "read "+c.t.Name, sqliteSelect(c.t)+` ORDER BY source_position`)
 }
 
-// LatestTooLate returns the n too_late_events rows that arrived last,
-// newest first (see latestSQL for the order), sorted and cut where they
-// are stored: a view refreshed every few seconds (app/live) never holds
-// the whole table. TooLate still reads it whole, for reconcile.
+// LatestTooLate returns the n too_late_events rows that arrived last, newest
+// first (latestSQL), cut where they are stored for app/live's refresh.
 func (s *SQLite) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
 	return readLatestAudit(ctx, s, tooLateCodec, n)
 }
@@ -209,9 +205,6 @@ func (s *SQLite) LatestQuarantined(ctx context.Context, n int) ([]model.Quaranti
 	return readLatestAudit(ctx, s, quarantinedCodec, n)
 }
 
-// readLatestAudit reads the n rows of an audit table that arrived last,
-// newest first. A row that cannot be read is named in an UnreadableRows
-// error and still takes its place among the n.
 func readLatestAudit[T any](ctx context.Context, s *SQLite, c codec[T], n int) ([]T, error) {
 	if n <= 0 {
 		return nil, nil
@@ -225,8 +218,7 @@ type AuditCounts struct {
 	TooLate, Conflicts, Quarantined int64
 }
 
-// AuditCounts counts the audit tables' rows where they are stored, in one
-// statement.
+// AuditCounts counts the audit tables' rows in one statement.
 func (s *SQLite) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
 	err = s.query(ctx, "count the audit tables", `SELECT (SELECT COUNT(*) FROM `+ident(TooLateEvents.Name)+`),
 		(SELECT COUNT(*) FROM `+ident(ConflictEvents.Name)+`), (SELECT COUNT(*) FROM `+ident(QuarantinedEvents.Name)+`)`,
@@ -234,37 +226,21 @@ func (s *SQLite) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
 	return c, err
 }
 
-// sqlDialect is what differs between SQLite and BigQuery in a query both
-// send (latestSQL).
+// sqlDialect is what differs between SQLite and BigQuery in latestSQL: the
+// substring position function and a digits-to-integer cast (0 when empty).
 type sqlDialect struct {
-	// strpos is the function giving the 1-based position of a substring
-	// (0: none).
 	strpos string
-	// toInt turns an expression of digits into an integer, 0 when it is
-	// empty.
-	toInt func(expr string) string
+	toInt  func(expr string) string
 }
 
 var sqliteDialect = sqlDialect{strpos: "INSTR", toInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
 
-// latestSQL selects cols of the n rows of from (an audit table, or a
-// subquery of its columns) that arrived last, newest first, by their
-// source_position as far as it tells (app/live's CompareArrival; the same
-// in SQLite and BigQuery): file positions "<partition>/<file>:<line>"
-// (rawlog.Position) by file name, then line as a number, then partition,
-// after every other position (pubsub:<message_id>), which go by their
-// text. Within a partition that is the order its lines were read in;
-// across partitions the order of the files' names, which producers and
-// the live demo give by time. The table has no column of when a row was
-// written, and BigQuery no order of insertion.
-//
-// The position is split as rawlog.ParsePosition does, with functions both
-// dialects have: the line is the trailing digits (RTRIM of the digits
-// leaves the rest), the path what precedes the last ':', the partition
-// what precedes the path's first '/' (none: the root partition "."). ABS
-// keeps every SUBSTR length non-negative, which BigQuery requires even in
-// a CASE branch not taken. The engine sorts the whole table but keeps only
-// n rows (a top-n sort); the caller receives n.
+// latestSQL selects cols of the n rows of from that arrived last, newest
+// first, by source_position as app/live's CompareArrival orders it: file
+// positions "<partition>/<file>:<line>" by file name, line, then partition,
+// after other positions (pubsub:<id>) by text. The tables keep no write time.
+// The position is split as rawlog.ParsePosition does; ABS keeps SUBSTR lengths
+// non-negative, which BigQuery requires even in a CASE branch not taken.
 func latestSQL(d sqlDialect, cols, from string, n int) string {
 	named := rawlog.NamedPartition + ":"
 	file := `CASE WHEN NOT (SUBSTR(source_position, 1, ` + strconv.Itoa(len(named)) + `) = '` + named + `' AND LENGTH(source_position) > ` + strconv.Itoa(len(named)) + `)
@@ -322,7 +298,6 @@ func (s *SQLite) extremeTime(ctx context.Context, what, query string, latest boo
 	return ms, ok, nil
 }
 
-// query runs a read and calls scan for each row.
 func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
 	rs, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
