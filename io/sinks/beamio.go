@@ -18,9 +18,8 @@ import (
 	_ "github.com/revenue-stream/hourly/coders" // element coders of the four streams
 )
 
-// Retries of a failed batch: a few attempts over a few seconds ride out a
-// briefly locked or unavailable sink (SQLite already retries SQLITE_BUSY
-// inside each attempt); anything longer is an outage the job must report.
+// Retries of a failed batch ride out a briefly unavailable sink; anything
+// longer is an outage the job must report.
 const (
 	writeAttempts       = 4
 	writeBackoff        = 200 * time.Millisecond
@@ -36,20 +35,13 @@ func init() {
 	register.DoFn3x1[state.Provider, string, model.Checkpoint, error](&progressFn{})
 }
 
-// Write persists the pipeline's four outputs to the sink spec names: one
-// DoFn per stream, each writing a bundle's elements as one Batch (one
-// transaction for SQLite) when the bundle finishes. A bigquery: spec takes
-// another path (writeBigQuery): keyed by table and shard, buffered in state
-// and appended through the Storage Write API as the FlushPolicy says.
+// Write persists the pipeline's four outputs to the sink spec names, each
+// bundle as one Batch; a bigquery: spec is buffered in keyed state and
+// appended as the FlushPolicy says (writeBigQuery). The sink is opened in
+// Setup, one shared handle per spec and process (see shared).
 //
-// The Spec is the DoFns' serialised configuration: the sink is opened in
-// Setup on the worker, never here, so the graph carries no handles. Workers
-// of one process share one handle per spec (see shared), which the jsonl and
-// console sinks need: their revision guard lives in the handle.
-//
-// Write panics on a spec ParseSpec would refuse or an invalid option, as
-// beam.ParDo does on a bad DoFn: callers validate --sink before building
-// the graph.
+// Write panics on a spec ParseSpec refuses or an invalid option, as beam.ParDo
+// does on a bad DoFn: callers validate --sink first.
 func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined beam.PCollection, opts ...WriteOption) {
 	if _, err := sink.ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
@@ -69,19 +61,12 @@ func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined b
 	beam.ParDo0(s.Scope("Quarantined"), &writeFn[model.Quarantined]{Spec: spec}, quarantined)
 }
 
-// WriteProgress persists folder-source checkpoints (sources.ReadFolder's
-// second output) to a sink that keeps them (a ProgressStore: SQLite,
-// jsonl, BigQuery), each stamped with run, the token of this run. Other
-// sinks keep none, so nothing is wired for them.
+// WriteProgress persists folder-source checkpoints, stamped with run, to a
+// ProgressStore (SQLite, jsonl, BigQuery); other sinks wire nothing.
 //
-// The checkpoints are keyed by partition and written by a stateful DoFn:
-// a keyed stage reads its input from the runner's shuffle, i.e. only once
-// the source's bundle that emitted a checkpoint has committed, and with it
-// the read counter of every record before it. The launcher's seal relies
-// on that: a checkpoint it can read was never counted in a lost attempt.
-//
-// BigQuery's checkpoints go through the rows' keyed append step
-// (writeBigQueryProgress), flushed as opts say.
+// The write is keyed by partition, so it reads a checkpoint only once the
+// source's bundle that emitted it has committed, read counters included: the
+// launcher's seal relies on that. BigQuery's go through the rows' append step.
 func WriteProgress(s beam.Scope, spec sink.Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
 	switch spec.Scheme {
 	case sink.SchemeSQLite, sink.SchemeJSONL:
@@ -102,15 +87,12 @@ func WriteProgress(s beam.Scope, spec sink.Spec, run string, checkpoints beam.PC
 
 func keyByPartition(c model.Checkpoint) (string, model.Checkpoint) { return c.Partition, c }
 
-// progressFn buffers a bundle's checkpoints and writes them, stamped with
-// Run, as one Batch{Progress} when the bundle finishes, through the write
-// path's retries (writeFn.write). It adds to none of the sink_rows_* and
-// sink_audit_* counters: a checkpoint is not an output of the records.
+// progressFn writes a bundle's checkpoints as one Batch through writeFn's
+// retries, adding to no sink counter: a checkpoint is not an output.
 type progressFn struct {
 	Spec sink.Spec
 	Run  string
-	// Last is the partition's last checkpoint written: the same one
-	// reported again is not written again.
+	// Last is the partition's last checkpoint written, not written again.
 	Last state.Value[model.Checkpoint]
 
 	w   *writeFn[model.Checkpoint]
@@ -140,9 +122,8 @@ func (f *progressFn) ProcessElement(sp state.Provider, _ string, c model.Checkpo
 	return nil
 }
 
-// FinishBundle writes the bundle's checkpoints. An error fails the bundle:
-// the runner retries it, and the state written above is rolled back with
-// it, so a retry writes the same checkpoints again.
+// FinishBundle writes the checkpoints; on error the runner retries the bundle
+// with its state rolled back.
 func (f *progressFn) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil
@@ -167,7 +148,6 @@ type writeConfig struct {
 	flush FlushPolicy
 }
 
-// configOf applies opts to the defaults.
 func configOf(opts []WriteOption) writeConfig {
 	cfg := writeConfig{flush: DefaultFlushPolicy}
 	for _, o := range opts {
@@ -211,16 +191,14 @@ func (f *writeFn[T]) StartBundle() { f.buf = f.buf[:0] }
 
 func (f *writeFn[T]) ProcessElement(v T) { f.buf = append(f.buf, v) }
 
-// FinishBundle writes the bundle. An error fails the bundle, and so the job:
-// output that cannot be written must stop the job loudly rather than be
-// acknowledged and lost.
+// FinishBundle writes the bundle. An error fails the job: output that cannot
+// be written must not be acknowledged and lost.
 func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil // no empty transactions, no empty console tables
 	}
 	b := batchOf(f.buf)
-	// Clear before writing: the elements must not leak into the next bundle
-	// even if this one fails and the runner reuses the DoFn instance.
+	// Cleared first: a failed bundle's elements must not leak into the next.
 	f.buf = f.buf[:0]
 	if faults.Fire(faults.FailBeforeSinkWrite) {
 		return fmt.Errorf("sinks.Write %s: injected permanent failure (%s) before writing %d rows", f.Spec, faults.FailBeforeSinkWrite, len(b.Rows))
@@ -238,10 +216,9 @@ func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 	return nil
 }
 
-// write applies the batch, retrying with exponential backoff. Retrying a whole
-// batch is safe: the revision rules turn rows already written into stale ones
-// and audit rows are keyed by source position. A batch no table can key is
-// refused before the first attempt: retrying it could never succeed.
+// write applies the batch, retrying with backoff: safe, since rows already
+// written become stale and audit rows are keyed by position. A batch no table
+// can key is refused at once.
 func (f *writeFn[T]) write(ctx context.Context, b Batch) (Result, error) {
 	if err := validateBatch(b); err != nil {
 		return Result{}, fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
@@ -250,7 +227,7 @@ func (f *writeFn[T]) write(ctx context.Context, b Batch) (Result, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := f.sink.Write(ctx, b)
 		if err == nil {
-			noteWrite()
+			lastWrite.Note()
 			return res, nil
 		}
 		if attempt >= f.attempts || ctx.Err() != nil {
@@ -296,20 +273,15 @@ func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | 
 	return b
 }
 
-// shared holds the sinks opened by this process's workers, one per spec
-// (a prism workaround, see internal/localrunner): four DoFns write each
-// spec, and a runner may run several instances of each. SQLite would cope
-// with one handle each, but the jsonl and console sinks keep their revision
-// guard and batch numbers in the handle, so two handles on one directory
-// would each let through rows the other already wrote.
+// shared holds one sink per spec for this process's DoFns (see
+// internal/localrunner): the jsonl and console sinks keep their revision
+// guard in the handle, so two handles would each admit the other's rows.
 var shared localrunner.Handles[string, Sink]
 
-// acquire returns the process's handle on spec, opening it on first use.
 func acquire(ctx context.Context, spec sink.Spec) (Sink, error) {
 	return shared.Acquire(spec.String(), func() (Sink, error) { return Open(ctx, spec) })
 }
 
-// release drops one reference and closes the handle with the last one.
 func release(spec sink.Spec) error {
 	if err := shared.Release(spec.String()); err != nil {
 		return fmt.Errorf("sinks.Write: %w", err)
@@ -317,10 +289,8 @@ func release(spec sink.Spec) error {
 	return nil
 }
 
-// CloseShared closes every handle the write path still holds in this
-// process (see localrunner.Handles.CloseAll): a launcher that runs in the
-// worker's process calls it once the job is over, before it reads the sink
-// back or exits.
+// CloseShared closes every handle the write path holds in this process: a
+// launcher running the workers in-process calls it before reading the sink.
 func CloseShared() error {
 	if err := shared.CloseAll(); err != nil {
 		return fmt.Errorf("sinks: %w", err)
@@ -328,12 +298,8 @@ func CloseShared() error {
 	return nil
 }
 
-// lastWrite is when this process last committed a batch.
 var lastWrite localrunner.LastWrite
 
-func noteWrite() { lastWrite.Note() }
-
-// LastWrite reports when a write DoFn in this process last committed a
-// batch, the zero time if none has (see localrunner.LastWrite): it sees
-// nothing of remote workers.
+// LastWrite reports when a write DoFn in this process last committed a batch
+// (zero if none); it sees nothing of remote workers.
 func LastWrite() time.Time { return lastWrite.Time() }

@@ -13,47 +13,31 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// appendRequestBytes bounds the rows of one AppendRows request: the service
-// refuses requests over 10 MB, and the request carries the schema and
-// framing besides the rows.
+// appendRequestBytes bounds one AppendRows request's rows under the service's
+// 10 MB (schema and framing travel too); tests lower maxAppendBytes.
 const appendRequestBytes = 8 << 20
 
-// maxAppendBytes is appendRequestBytes; tests lower it to split a flush
-// into several requests.
 var maxAppendBytes = appendRequestBytes
 
-// appendAttempts bounds the tries of one AppendRows request that failed
-// transiently; the waits grow from 200 ms to a few seconds.
+// appendAttempts bounds the tries of a transiently failing request.
 const appendAttempts = 6
 
 // appender is the Storage Write API as the write step uses it: committed
-// streams (reused across batches, see streamPool), and appends at
-// explicit offsets.
+// streams and appends at explicit offsets.
 type appender interface {
-	// CreateStream creates a committed write stream on table.
 	CreateStream(ctx context.Context, table string) (string, error)
-	// Append writes rows to stream at offset, as one request. Rows already
-	// stored at that offset (a retry of an append whose answer was lost, or
-	// of a bundle the runner retried) are reported as errAlreadyStored.
+	// Append writes rows to stream at offset in one request; rows already
+	// stored there are reported as errAlreadyStored.
 	Append(ctx context.Context, table, stream string, offset int64, rows [][]byte) error
 }
 
-// errAlreadyStored is the service's ALREADY_EXISTS for an offset: the rows
-// at that offset were written before. Since a sealed batch is fixed in the
-// runner's state before its first append, and no other batch is ever
-// sealed at its stream and offsets (see sealedBatch, streamPool), they are
-// the same rows, and the append counts as done.
+// errAlreadyStored is ALREADY_EXISTS for an offset: the same rows, since no
+// other batch is ever sealed there (sealedBatch), so the append is done.
 var errAlreadyStored = errors.New("rows already stored at this offset")
 
-// retryableAppend reports whether a failed append may succeed when retried:
-// quota and rate limits (RESOURCE_EXHAUSTED), a backend or queue that is
-// unavailable or overloaded (UNAVAILABLE, INTERNAL, ABORTED), a deadline, or
-// an unclassified server error (UNKNOWN: the emulator answers so when one of
-// its own database connections failed). Every request here is safe to
-// repeat: a stream creation adds at most a stream nothing is written to,
-// and an append carries its offset. Anything else (a bad row, a missing
-// table, a finalized stream, an offset past the stream's end) cannot heal
-// by waiting.
+// retryableAppend reports whether a failed request may succeed when retried:
+// quotas, overload, deadlines, and UNKNOWN (the emulator's failed database
+// connection). Every request is safe to repeat: an append carries its offset.
 func retryableAppend(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
@@ -74,12 +58,9 @@ func codeOf(err error) codes.Code {
 	return status.Code(err)
 }
 
-// appendSealed appends a sealed batch to its stream in requests of at most
-// maxAppendBytes, each at its explicit offset from sb.Offset on, retrying
-// transient failures with backoff. A request whose rows are already stored
-// counts as done, so a retried flush repeats nothing. It returns the
-// requests sent and whether the service took every request as new rows
-// (fresh): only then does this process know where the stream ends.
+// appendSealed appends a sealed batch in requests of at most maxAppendBytes
+// at explicit offsets, retrying transient failures. fresh says the service
+// took every request as new rows: only then is the stream's end known.
 func appendSealed(ctx context.Context, app appender, table string, sb sealedBatch, sleep func(context.Context, time.Duration) error) (requests int, fresh bool, err error) {
 	fresh = true
 	offset := sb.Offset
@@ -103,8 +84,8 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 			if attempt == appendAttempts || !retryableAppend(err) {
 				return requests, false, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
 			}
-			// A failed request may have landed all the same: the retry
-			// then reads ALREADY_EXISTS, and the stream is not reused.
+			// A failed request may have landed: the retry then reads
+			// ALREADY_EXISTS, and the stream is not reused.
 			wait := time.Duration(attempt*attempt) * 200 * time.Millisecond
 			slog.Warn("bigquery sink: append failed, retrying", "table", table, "offset", offset, "attempt", attempt, "wait", wait, "err", err)
 			if err := sleep(ctx, wait); err != nil {
@@ -122,8 +103,7 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 	return requests, fresh, nil
 }
 
-// afterAppend, when set (by tests only), runs after each successful append
-// request: a test makes it fail to stop a flush after a partial write.
+// afterAppend, set by tests, runs after each successful append request.
 var afterAppend func(table string, offset int64, rows int) error
 
 // writeAPI is the appender over the Storage Write API (managedwriter).
@@ -139,7 +119,7 @@ func (w *writeAPI) parent(table string) string {
 
 func (w *writeAPI) CreateStream(ctx context.Context, table string) (string, error) {
 	var name string
-	err := retryTransient(ctx, func() error {
+	err := retryTransient(ctx, "create write stream", appendAttempts, retryableAppend, sleepCtx, func() error {
 		ws, err := w.client.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{
 			Parent:      w.parent(table),
 			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_COMMITTED},
@@ -156,12 +136,9 @@ func (w *writeAPI) CreateStream(ctx context.Context, table string) (string, erro
 	return name, nil
 }
 
-// Append opens a managed stream on the named stream, sends one request and
-// closes it. One connection per request costs a stream lookup each time
-// (bounded, like the appends, by the flush interval); it also keeps every
-// request self-describing (stream name and schema), which the emulator the
-// tests use needs: it routes a request without a stream name to an
-// arbitrary stream.
+// Append sends one request on its own connection, so that every request
+// names its stream and schema: the emulator routes one without a stream name
+// to an arbitrary stream.
 func (w *writeAPI) Append(ctx context.Context, table, stream string, offset int64, rows [][]byte) error {
 	ms, err := w.client.NewManagedStream(ctx, managedwriter.WithStreamName(stream),
 		managedwriter.WithSchemaDescriptor(rowTypesFor(w.emulator)[table].proto))
@@ -179,15 +156,17 @@ func (w *writeAPI) Append(ctx context.Context, table, stream string, offset int6
 	return err
 }
 
-// retryTransient runs try until it succeeds, fails for good, or
-// appendAttempts tries failed transiently.
-func retryTransient(ctx context.Context, try func() error) error {
+// retryTransient runs try up to attempts times while retryable says its error
+// may heal, waiting attempt² × 200 ms between tries.
+func retryTransient(ctx context.Context, what string, attempts int, retryable func(error) bool,
+	sleep func(context.Context, time.Duration) error, try func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := try()
-		if err == nil || attempt == appendAttempts || !retryableAppend(err) {
+		if err == nil || attempt == attempts || !retryable(err) {
 			return err
 		}
-		if serr := sleepCtx(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
+		slog.Debug("bigquery sink: retrying", "what", what, "attempt", attempt, "err", err)
+		if serr := sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
 			return fmt.Errorf("%w (after %w)", serr, err)
 		}
 	}

@@ -8,25 +8,19 @@ import (
 	"github.com/revenue-stream/hourly/coders"
 )
 
-// FlushPolicy says when the BigQuery write step appends what it buffered for
-// one (table, shard): on the first clock tick after Interval (when the input
-// is unbounded), as soon as MaxRows rows or MaxBytes bytes wait, and at the
-// end of a bounded input. The number of append calls per table is then
-// bounded by shards × (1/Interval + row rate/MaxRows + byte rate/MaxBytes),
-// whatever the runner's bundle rate (docs/bigquery.md).
+// FlushPolicy says when the BigQuery write step appends what one (table,
+// shard) buffered: at a clock tick after Interval, at MaxRows rows or MaxBytes
+// bytes, and at the end of a bounded input, so the append rate does not follow
+// the bundle rate (docs/bigquery.md).
 type FlushPolicy struct {
 	Interval time.Duration
 	MaxRows  int64
 	MaxBytes int64
-	// Shards is how many keys each table's rows are spread over: the
-	// number of appends that may run at once per table.
+	// Shards is how many keys, and so concurrent appends, each table has.
 	Shards int
-	// Clock ticks every Interval drive the flushes of an unbounded input
-	// (a follower, a subscription): a periodic impulse, which every runner
-	// runs like any source, not processing-time timers, which the portable
-	// Flink runner does not fire for Go. A bounded input has no clock (it
-	// would hold the job open); it flushes at the size limits and at its
-	// end.
+	// Clock drives an unbounded input's flushes by an impulse every Interval:
+	// the portable Flink runner fires no processing-time timers for Go. A
+	// bounded input has none (it would hold the job open).
 	Clock bool
 }
 
@@ -47,17 +41,11 @@ func (p FlushPolicy) Validate() error {
 	return nil
 }
 
-// sealedBatch is a flush's rows bound to the stream and offset they go to.
-// It is written to the runner's state in one bundle and appended in a later
-// one, so every attempt at the append (a retried bundle, a retried request)
-// sends the same rows to the same stream at the same offsets: the Storage
-// Write API answers ALREADY_EXISTS for rows it already has, and a retry can
-// only repeat a write, never change it. The stream is a new one or, at
-// Offset, the end of one this process wrote last (streamPool, which says
-// why no other rows can be there). A job restored from an older checkpoint
-// seals anew, into a new stream or at an end no batch was ever sealed at:
-// no offset of it can collide with rows of the lost timeline, so nothing is
-// dropped as "already stored".
+// sealedBatch is a flush's rows bound to a stream and offset. It is stored in
+// state in one bundle and appended in a later one, so every retry sends the
+// same rows to the same offsets and the service's ALREADY_EXISTS means they
+// are stored. A restored job seals anew where no batch was sealed (streamPool),
+// so nothing of it is dropped as "already stored".
 type sealedBatch struct {
 	Stream string
 	Offset int64
@@ -71,8 +59,7 @@ func (sb sealedBatch) encode() []byte {
 	for _, r := range sb.Rows {
 		w.String(string(r))
 	}
-	// Last, so that a batch sealed before offsets existed (none: offset
-	// 0) still decodes.
+	// Last: a batch sealed before offsets existed decodes with offset 0.
 	w.Varint(sb.Offset)
 	return w.B
 }
@@ -93,9 +80,8 @@ func decodeSealed(b []byte) (sealedBatch, error) {
 	return sb, nil
 }
 
-// batchStore is the per-key state of the write step: the buffered rows and
-// their size, and the sealed batch. The DoFn keeps it in Beam state; the
-// tests keep it in memory.
+// batchStore is a key's state in the write step: the buffered rows and the
+// sealed batch, in Beam state (beamStore) or in memory (memStore).
 type batchStore interface {
 	Buffer(row []byte) (rows, bytes int64, err error)
 	Buffered() ([][]byte, error)
@@ -113,10 +99,8 @@ type flushResult struct {
 	Pending  bool // rows still wait, sealed or buffered
 }
 
-// onRow buffers a row and, once the buffer reaches the size limits, takes
-// a flush step at once (sealedHere as for flushStep). It reports whether the
-// row is the first of an empty buffer, for which the DoFn arms its
-// end-of-input timer.
+// onRow buffers a row and takes a flush step at the size limits. first says
+// the buffer was empty: the DoFn then arms its end-of-input timer.
 func onRow(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, row []byte, p FlushPolicy, sealedHere bool,
 	sleep func(context.Context, time.Duration) error) (first bool, res flushResult, err error) {
 	rows, bytes, err := st.Buffer(row)
@@ -127,16 +111,10 @@ func onRow(ctx context.Context, st batchStore, app appender, pool *streamPool, t
 	return rows == 1, res, err
 }
 
-// flushStep is one step of a key's flush, taken at a clock tick, at the size
-// limits and at the end of the input. It appends the sealed batch unless
-// that batch was sealed in the current bundle (sealedHere), then, when no
-// batch is sealed, seals what is buffered: at the end of a stream of the
-// pool (nil: none) or into a new committed stream. An appended batch whose
-// every request the service took as new rows goes back to the pool.
-// Sealing and appending happen in different bundles on purpose: the append
-// only ever reads a batch the runner has committed, so a retried bundle
-// repeats the same rows at the same offsets of the same stream. A row thus
-// waits at most two steps: the one that seals it and the next.
+// flushStep appends the sealed batch unless it was sealed in this bundle
+// (sealedHere), then seals what is buffered at a pooled stream's end or into
+// a new stream. Sealing and appending are in different bundles so that the
+// append only reads a committed batch; a row waits at most two steps.
 func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, sealedHere bool,
 	sleep func(context.Context, time.Duration) error) (flushResult, error) {
 	var res flushResult
@@ -185,8 +163,7 @@ func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPoo
 	return res, nil
 }
 
-// memStore is a batchStore in memory, for the plain-Go callers (BigQuery.Write
-// and the tests).
+// memStore is a batchStore in memory (BigQuery.Write, tests).
 type memStore struct {
 	rows   [][]byte
 	bytes  int64

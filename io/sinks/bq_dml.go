@@ -51,23 +51,17 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DES
 	return out, err
 }
 
-// insertMissingSQL inserts the @rows of table that no stored row matches
-// on the key columns (and, with newer, no stored row whose newer column is
-// at least the row's: a higher revision). It is one DML statement, so the
-// check and the insert see one snapshot of the table: a retried statement
-// whose first attempt did land inserts nothing, and a row whose key a
-// concurrent writer stored first becomes a no-op. It is what a MERGE with
-// only a WHEN NOT MATCHED clause does, written as an INSERT because the
-// emulator the tests run against handles a MERGE only from a table, on one
-// equality.
+// insertMissingSQL inserts the @rows of table no stored row matches on key
+// (nor, with newer, at a newer value of that column), in one statement: a
+// retry or a concurrent writer's row makes it a no-op. An INSERT, not a
+// MERGE: the emulator merges only from a table, on one equality.
 func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
 	var cols, sel, match []string
 	for _, f := range schemaOf(table) {
 		cols = append(cols, f.Name)
 		if !f.Required {
-			// A NULL inside an array-of-struct parameter reaches the
-			// emulator as 0; the optional columns (only applied_revision, a
-			// revision, so never 0) travel as 0 for NULL.
+			// NULL travels as 0 (the emulator's reading); applied_revision
+			// is never 0.
 			sel = append(sel, "NULLIF(s."+f.Name+", 0)")
 			continue
 		}
@@ -84,10 +78,8 @@ SELECT ` + strings.Join(sel, ", ") + ` FROM ` + unnestRows(table) + ` AS s
 WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + strings.Join(match, " AND ") + `)`
 }
 
-// insertMissing inserts the rows of table that insertMissingSQL admits, one
-// statement per chunk, and returns how many it inserted: from the DML
-// statistics, or, on a server that keeps them to itself (the emulator), by
-// counting the chunk's keys around the statement.
+// insertMissing runs insertMissingSQL per chunk and returns the rows
+// inserted, from DML statistics or (the emulator) by counting keys around it.
 func insertMissing[T any](ctx context.Context, b *BigQuery, c codec[T], key []string, newer string, recs []T) (int, error) {
 	table := c.t.Name
 	sql := b.insertMissingSQL(table, key, newer)
@@ -117,7 +109,6 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c codec[T], key []st
 	return total, nil
 }
 
-// countKeys counts the stored rows whose key is one of the rows'.
 func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows bigquery.QueryParameter) (int64, error) {
 	var match []string
 	for _, k := range key {
@@ -165,9 +156,7 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	return accepted, stale, nil
 }
 
-// uniqueBy keeps the first element of each key: MERGE inserts every
-// unmatched source row, so copies of a position within one batch are removed
-// before it.
+// uniqueBy keeps the first element of each key.
 func uniqueBy[T any](in []T, key func(T) string) []T {
 	seen := make(map[string]bool, len(in))
 	out := make([]T, 0, len(in))
@@ -202,8 +191,7 @@ func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) er
 	if err != nil {
 		return err
 	}
-	// Two runs starting at once could both have added a key: read back, and
-	// refuse if the stored value is not ours.
+	// Two runs may have added a key at once: read back.
 	have, err = b.RunConfig(ctx)
 	if err != nil {
 		return err
@@ -221,9 +209,7 @@ func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []Diff) error {
 	rows := uniqueBy(diffs, func(d Diff) string {
 		return d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
 	})
-	// Replace, not insert: a run writes its diffs before --apply and again
-	// with the applied revisions. Both statements are idempotent; a crash
-	// between them leaves the run's rows missing until it is run again.
+	// Replace: a run writes its diffs before --apply and again after it.
 	key := ReconcileDiffs.Key
 	var match []string
 	for _, k := range key {

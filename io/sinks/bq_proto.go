@@ -15,36 +15,25 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// appendTables are the tables written through the Storage Write API: the
-// changelog, the three audit tables and the workers' source checkpoints.
-// Nothing updates their rows (only PruneCheckpoints deletes other runs'
-// checkpoints), so appends fit them; reconcile_diffs, run_config and
-// source_resume stay DML.
+// appendTables are written through the Storage Write API; the others by DML.
 var appendTables = []string{bqChangelog, bqTooLate, bqConflicts, bqQuarantined, bqCheckpoints}
 
-// numeric is an amount in micros that travels as a NUMERIC column: as its
-// exact decimal string, which the Storage Write API accepts for NUMERIC (no
-// float anywhere).
+// numeric is micros sent to a NUMERIC column as its exact decimal string.
 type numeric int64
 
-// bqRowType is an append table's row as the Storage Write API takes it: a
-// proto2 message whose fields are the table's columns, in order, numbered
-// from 1. TIMESTAMP travels as int64 microseconds, NUMERIC as a string.
+// bqRowType is an append table's row as a proto2 message of its columns:
+// TIMESTAMP as int64 microseconds, NUMERIC as a string.
 type bqRowType struct {
 	table  string
 	desc   protoreflect.MessageDescriptor
 	proto  *descriptorpb.DescriptorProto
 	schema bigquery.Schema
 	// epochStrings sends TIMESTAMP as "seconds.micros" text: the emulator
-	// (v0.6.6) reads an int64 TIMESTAMP's sub-second part as milliseconds
-	// times a thousand (250 ms becomes 250 s), while it parses this text
-	// exactly. BigQuery itself gets int64 microseconds.
+	// (v0.6.6) misreads an int64's sub-second part (250 ms becomes 250 s).
 	epochStrings bool
 }
 
-// bqRowTypes holds the row type of every append table, and
-// bqEmulatorRowTypes the emulator's (see epochStrings). They depend only on
-// the schema constants, so they are built once per process.
+// bqRowTypes and bqEmulatorRowTypes hold every append table's row type.
 var bqRowTypes, bqEmulatorRowTypes = rowTypes(false), rowTypes(true)
 
 func rowTypes(epochStrings bool) map[string]*bqRowType {
@@ -59,8 +48,6 @@ func rowTypes(epochStrings bool) map[string]*bqRowType {
 	return out
 }
 
-// rowTypesFor returns the row types to write with: the emulator's when
-// BIGQUERY_STORAGE_EMULATOR_HOST is set.
 func rowTypesFor(emulator bool) map[string]*bqRowType {
 	if emulator {
 		return bqEmulatorRowTypes
@@ -68,7 +55,6 @@ func rowTypesFor(emulator bool) map[string]*bqRowType {
 	return bqRowTypes
 }
 
-// storageEmulator reports whether the Storage Write API is an emulator.
 func storageEmulator() bool { return os.Getenv(StorageEmulatorHostEnv) != "" }
 
 func newRowType(table string, schema bigquery.Schema, epochStrings bool) (*bqRowType, error) {
@@ -103,12 +89,10 @@ func newRowType(table string, schema bigquery.Schema, epochStrings bool) (*bqRow
 	return &bqRowType{table: table, desc: fd.Messages().Get(0), proto: dp, schema: schema, epochStrings: epochStrings}, nil
 }
 
-// deterministic marshals a row to the same bytes every time: a retried
-// append then carries byte-identical rows.
+// deterministic marshals a retried append's rows to the same bytes.
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
-// encode builds one row from its column values, in schema order: string,
-// int64, numeric or time.Time (stored as UTC microseconds).
+// encode builds one row from its column values, in schema order.
 func (t *bqRowType) encode(vals ...any) ([]byte, error) {
 	if len(vals) != len(t.schema) {
 		return nil, fmt.Errorf("sinks: %s row has %d values for %d columns", t.table, len(vals), len(t.schema))
@@ -147,9 +131,7 @@ func encodeRow[T any](rt map[string]*bqRowType, c codec[T], v T) ([]byte, error)
 	return rt[c.t.Name].encode(vals...)
 }
 
-// encodeSnapshot is a changelog row. writtenAt is fixed before the row
-// reaches the write step's state, so every append of it carries the same
-// bytes.
+// encodeSnapshot is a changelog row, writtenAt fixed before the write step.
 func encodeSnapshot(rt map[string]*bqRowType, r model.Row, writtenAt time.Time) ([]byte, error) {
 	return encodeRow(rt, changelogCodec, changelogRow{Row: r, WrittenAt: writtenAt})
 }

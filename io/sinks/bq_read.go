@@ -1,7 +1,6 @@
 package sinks
 
 import (
-	"cmp"
 	"context"
 	"math/big"
 	"strings"
@@ -28,8 +27,7 @@ func bqQuotedColumns(t *Table) string {
 	return strings.Join(names, ", ")
 }
 
-// readBQ runs a query selecting c's table's columns in order and returns
-// the result rows as records.
+// readBQ runs a query selecting c's table's columns in order.
 func readBQ[T any](ctx context.Context, b *BigQuery, c codec[T], what, sql string, params ...bigquery.QueryParameter) ([]T, error) {
 	var out []T
 	err := b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
@@ -60,72 +58,53 @@ func (b *BigQuery) RunConfig(ctx context.Context) (map[string]string, error) {
 	return configMap(rows), nil
 }
 
-func (b *BigQuery) readSnapshots(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) ([]model.Row, error) {
-	rows, err := readBQ(ctx, b, changelogCodec, what, sql, params...)
-	if err != nil {
-		return nil, err
-	}
-	return sortedRows(snapshots(rows)), nil
-}
-
-// readEntries is readSnapshots keeping written_at.
-func (b *BigQuery) readEntries(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) ([]ChangelogEntry, error) {
-	rows, err := readBQ(ctx, b, changelogCodec, what, sql, params...)
-	if err != nil {
-		return nil, err
-	}
-	return sortedEntries(rows), nil
-}
-
 // CurrentRows returns the current snapshot of every key (the hourly_revenue
 // view), ordered by window_start then dims.
 func (b *BigQuery) CurrentRows(ctx context.Context) ([]model.Row, error) {
-	// The changelog's columns; the view keeps no written_at.
-	return b.readSnapshots(ctx, "read "+bqCurrent, `SELECT `+bqColumns(HourlyRevenue)+
-		`, CAST(NULL AS TIMESTAMP) AS written_at, writer FROM `+b.table(bqCurrent))
+	return rowsOf(b.readChangelog(ctx, bqCurrent, nil))
 }
 
 // CurrentRowsFrom is CurrentRows limited to windows starting at or after
-// windowStart (epoch ms): a filter on the changelog's partition column
-// (window_start, also the view's PARTITION BY key, so BigQuery applies it
-// before the QUALIFY and prunes the older day partitions), so a restarted
-// job's seed (Published) reads what it can still reach, not the history.
+// windowStart (epoch ms): a filter on the partition column, which BigQuery
+// applies before the view's QUALIFY, pruning the older day partitions.
 func (b *BigQuery) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqCurrent, `SELECT `+bqColumns(HourlyRevenue)+
-		`, CAST(NULL AS TIMESTAMP) AS written_at, writer FROM `+b.table(bqCurrent)+
-		` WHERE window_start >= TIMESTAMP_MILLIS(@from)`, bigquery.QueryParameter{Name: "from", Value: windowStart})
+	return rowsOf(b.readChangelog(ctx, bqCurrent, &windowStart))
 }
 
 // Changelog returns every accepted snapshot, ordered by key then revision.
 func (b *BigQuery) Changelog(ctx context.Context) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqChangelog, b.changelogSQL(""))
+	return rowsOf(b.readChangelog(ctx, bqChangelog, nil))
 }
 
 // ChangelogFrom is Changelog limited to windows starting at or after
-// windowStart (epoch ms): a filter on the partition column, so BigQuery
-// prunes the older day partitions before it reads.
+// windowStart (epoch ms), pruning the older day partitions.
 func (b *BigQuery) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return b.readSnapshots(ctx, "read "+bqChangelog, b.changelogSQL(`window_start >= TIMESTAMP_MILLIS(@from)`),
-		bigquery.QueryParameter{Name: "from", Value: windowStart})
+	return rowsOf(b.readChangelog(ctx, bqChangelog, &windowStart))
 }
 
-// ChangelogEntries is Changelog with each snapshot's written_at (the
-// changelog keeps it; the hourly_revenue view does not).
+// ChangelogEntries is Changelog with each snapshot's written_at.
 func (b *BigQuery) ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error) {
-	return b.readEntries(ctx, "read "+bqChangelog, b.changelogSQL(""))
+	return entriesOf(b.readChangelog(ctx, bqChangelog, nil))
 }
 
 // ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
 func (b *BigQuery) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error) {
-	return b.readEntries(ctx, "read "+bqChangelog, b.changelogSQL(`window_start >= TIMESTAMP_MILLIS(@from)`),
-		bigquery.QueryParameter{Name: "from", Value: windowStart})
+	return entriesOf(b.readChangelog(ctx, bqChangelog, &windowStart))
 }
 
-// changelogSQL selects the changelog's rows where filter holds (every
-// row: ""), one per revision.
-func (b *BigQuery) changelogSQL(filter string) string {
-	return `SELECT ` + bqColumns(HourlyRevenueChangelog) + ` FROM ` + b.table(bqChangelog) +
-		` WHERE ` + cmp.Or(filter, "TRUE") + oncePer("window_start, dims, revision", revisionOrder)
+// readChangelog reads the changelog, one row per revision, or the current
+// view (which keeps no written_at), from *from on when from is set.
+func (b *BigQuery) readChangelog(ctx context.Context, table string, from *int64) ([]changelogRow, error) {
+	filter, params := "TRUE", []bigquery.QueryParameter(nil)
+	if from != nil {
+		filter, params = `window_start >= TIMESTAMP_MILLIS(@from)`, []bigquery.QueryParameter{{Name: "from", Value: *from}}
+	}
+	cols, once := bqColumns(HourlyRevenueChangelog), oncePer("window_start, dims, revision", revisionOrder)
+	if table == bqCurrent {
+		cols, once = bqColumns(HourlyRevenue)+", CAST(NULL AS TIMESTAMP) AS written_at, writer", ""
+	}
+	sql := `SELECT ` + cols + ` FROM ` + b.table(table) + ` WHERE ` + filter + once
+	return readBQ(ctx, b, changelogCodec, "read "+table, sql, params...)
 }
 
 // KeyCount returns how many (window, dims) keys the sink holds.
@@ -133,7 +112,6 @@ func (b *BigQuery) KeyCount(ctx context.Context) (int64, error) {
 	return b.readCount(ctx, "count "+bqCurrent, `SELECT COUNT(*) AS n FROM `+b.table(bqCurrent), nil)
 }
 
-// readCount runs a query of one INT64 column n, one row, and returns it.
 func (b *BigQuery) readCount(ctx context.Context, what, sql string, params []bigquery.QueryParameter) (n int64, err error) {
 	err = b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
 		var r struct {
@@ -155,8 +133,7 @@ func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool
 WHERE result_state = 'FINAL'`)
 }
 
-// readTime runs a query of one TIMESTAMP column t, one row, and returns
-// it in epoch ms; ok is false when it is NULL.
+// readTime returns a one-row query's TIMESTAMP t in epoch ms; ok is false for NULL.
 func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
 	err = b.read(ctx, what, sql, nil, func(it *bigquery.RowIterator) error {
 		var r struct {
@@ -188,15 +165,11 @@ func (b *BigQuery) Quarantined(ctx context.Context) ([]model.Quarantined, error)
 	return readBQAudit(ctx, b, quarantinedCodec)
 }
 
-// readBQAudit reads an append-only audit table, one row per source_position
-// (a replayed record may have been appended again; its copies are the same
-// row, and ordering by every other column makes the pick total anyway).
+// readBQAudit reads an audit table, one row per source_position.
 func readBQAudit[T any](ctx context.Context, b *BigQuery, c codec[T]) ([]T, error) {
 	return readBQ(ctx, b, c, "read "+c.t.Name, b.auditSQL(c.t)+` ORDER BY source_position`)
 }
 
-// auditSQL selects an audit table's rows, one per source_position (see
-// readBQAudit).
 func (b *BigQuery) auditSQL(t *Table) string {
 	rest := t.Names()[1:]
 	return `SELECT ` + bqColumns(t) + ` FROM ` + b.table(t.Name) + ` WHERE TRUE` + oncePer("source_position", strings.Join(rest, ", "))
@@ -204,11 +177,8 @@ func (b *BigQuery) auditSQL(t *Table) string {
 
 var bqDialect = sqlDialect{strpos: "STRPOS", toInt: func(e string) string { return "COALESCE(SAFE_CAST(" + e + " AS INT64), 0)" }}
 
-// LatestTooLate returns the n too_late_events rows that arrived last,
-// newest first, sorted and cut by BigQuery (see SQLite.LatestTooLate and
-// latestSQL; the same query over the table's rows, one per
-// source_position). The query still scans the table's columns, billed as
-// such; what it returns is n rows.
+// LatestTooLate returns the n too_late_events rows that arrived last, newest
+// first, cut by BigQuery (see latestSQL).
 func (b *BigQuery) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
 	return readBQLatestAudit(ctx, b, tooLateCodec, n)
 }
@@ -230,8 +200,8 @@ func readBQLatestAudit[T any](ctx context.Context, b *BigQuery, c codec[T], n in
 	return readBQ(ctx, b, c, "read latest "+c.t.Name, latestSQL(bqDialect, bqColumns(c.t), "("+b.auditSQL(c.t)+")", n))
 }
 
-// AuditCounts counts the audit tables' rows, one per source_position, in
-// one query (a query is billed at least 10 MB).
+// AuditCounts counts the audit tables' positions in one query (a query is
+// billed at least 10 MB).
 func (b *BigQuery) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
 	count := func(t *Table) string { return `(SELECT COUNT(DISTINCT source_position) FROM ` + b.table(t.Name) + `)` }
 	err = b.read(ctx, "count the audit tables", `SELECT `+count(TooLateEvents)+` AS too_late, `+count(ConflictEvents)+` AS conflicts, `+

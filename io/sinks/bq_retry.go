@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -26,12 +25,9 @@ func isNotFound(err error) bool      { return httpCode(err) == http.StatusNotFou
 func isAlreadyExists(err error) bool { return httpCode(err) == http.StatusConflict }
 
 // transient reports whether a failed statement may succeed when retried:
-// rate limits, backend and internal errors (BigQuery's error reference says
-// to retry jobInternalError, a 400, as internalError), and BigQuery's "could
-// not serialize access to table ... due to concurrent update" when two
-// writers' DML overlap. The emulator answers a job that meets a locked
-// table with jobInternalError too: three workers' sinks probing at once
-// failed TestBigQueryEndToEnd's second run in CI.
+// rate limits, backend and internal errors (BigQuery's error reference says to
+// retry jobInternalError, a 400), and "concurrent update" of overlapping DML.
+// The emulator answers a locked table with jobInternalError too.
 func transient(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errPartialRead) {
 		return false
@@ -61,27 +57,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retry runs try until it succeeds, fails for good, or bqAttempts tries
-// failed transiently, backing off between tries.
+// retry runs try up to bqAttempts times while it fails transiently.
 func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := try()
-		if err == nil {
-			return nil
-		}
-		if attempt == bqAttempts || !transient(err) {
-			return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
-		}
-		slog.Debug("bigquery sink: retrying", "what", what, "attempt", attempt, "err", err)
-		if serr := b.sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
-			return fmt.Errorf("bigquery sink %s: %s: %w (after %v)", b, what, serr, err)
-		}
+	if err := retryTransient(ctx, what, bqAttempts, transient, b.sleep, try); err != nil {
+		return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
 	}
+	return nil
 }
 
 // exec runs one DML statement, retrying transient failures, and returns the
-// rows it inserted, changed or deleted; known is false when the server did
-// not say (BigQuery always does; the emulator never does).
+// rows it changed; known is false when the server did not say (the emulator).
 func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) (n int64, known bool, err error) {
 	err = b.retry(ctx, what, func() (err error) {
 		n, known, err = b.execOnce(ctx, sql, params)
@@ -110,10 +95,8 @@ func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.Q
 	return 0, false, nil
 }
 
-// read runs a query and calls next for each row (next reads one row with
-// it.Next and returns its error). A transient failure is retried only while
-// no row has been handed to next: the callers accumulate rows, and a retry
-// after some would hand them over twice.
+// read runs a query and calls next for each row (next calls it.Next). A
+// failure is retried only while no row was delivered: callers accumulate rows.
 func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
 	delivered := false
 	return b.retry(ctx, what, func() error {
@@ -139,6 +122,5 @@ func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery
 	})
 }
 
-// errPartialRead marks a read that failed after rows were delivered: it is
-// not retried (transient reports false for it).
+// errPartialRead marks a read that failed after delivering rows: not retried.
 var errPartialRead = errors.New("read failed after delivering rows")

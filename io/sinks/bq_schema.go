@@ -11,8 +11,6 @@ import (
 )
 
 // Table and view names of the BigQuery sink, from the table contract.
-// Nothing a record carries ever becomes part of an identifier, and the
-// project and dataset were validated by ParseSpec.
 var (
 	bqChangelog   = HourlyRevenueChangelog.Name
 	bqCurrent     = HourlyRevenue.Name // a view over the changelog
@@ -23,8 +21,7 @@ var (
 	bqRunConfig   = RunConfig.Name
 )
 
-// bqTables are the tables the sink creates: every table of the contract but
-// hourly_revenue (a view here).
+// bqTables are the tables the sink creates (hourly_revenue is a view).
 var bqTables = func() []*Table {
 	var out []*Table
 	for _, t := range Tables {
@@ -35,8 +32,7 @@ var bqTables = func() []*Table {
 	return out
 }()
 
-// bqFieldType is a column's BigQuery type. Money is NUMERIC (nine
-// fractional digits, so micros are exact).
+// bqFieldType is a column's BigQuery type (NUMERIC keeps micros exact).
 func bqFieldType(c Column) bigquery.FieldType {
 	switch c.Type {
 	case Time, WallTime:
@@ -49,7 +45,6 @@ func bqFieldType(c Column) bigquery.FieldType {
 	return bigquery.StringFieldType
 }
 
-// bqSchema is a table's BigQuery schema.
 func bqSchema(t *Table) bigquery.Schema {
 	out := make(bigquery.Schema, len(t.Columns))
 	for i, c := range t.Columns {
@@ -58,7 +53,6 @@ func bqSchema(t *Table) bigquery.Schema {
 	return out
 }
 
-// schemaOf returns a created table's schema.
 func schemaOf(table string) bigquery.Schema {
 	for _, t := range bqTables {
 		if t.Name == table {
@@ -68,11 +62,9 @@ func schemaOf(table string) bigquery.Schema {
 	panic("sinks: no BigQuery table " + table)
 }
 
-// bqIdent quotes a column name: "partition" is a reserved word in
-// GoogleSQL.
+// bqIdent quotes a column name: "partition" is reserved in GoogleSQL.
 func bqIdent(name string) string { return "`" + name + "`" }
 
-// sqlType is a column's GoogleSQL type name.
 func sqlType(f *bigquery.FieldSchema) string {
 	switch f.Type {
 	case bigquery.IntegerFieldType:
@@ -85,12 +77,9 @@ func sqlType(f *bigquery.FieldSchema) string {
 	return string(f.Type)
 }
 
-// unnestRows is the FROM item of a MERGE's source rows: the @rows parameter
-// (an array of structs whose fields are the table's columns, in order) cast
-// to the table's row type. The cast is a no-op on BigQuery; it states the
-// types, which the emulator's analyzer does not infer for array parameters
-// (goccy/bigquery-emulator#234), and it makes a Go struct whose fields drift
-// from the schema fail loudly instead of landing in the wrong column.
+// unnestRows is the @rows parameter cast to the table's row type: the
+// emulator does not infer array parameters' types (goccy/bigquery-emulator#234),
+// and a drifting struct fails loudly instead of filling the wrong column.
 func unnestRows(table string) string {
 	var fields []string
 	for _, f := range schemaOf(table) {
@@ -99,11 +88,7 @@ func unnestRows(table string) string {
 	return "UNNEST(CAST(@rows AS ARRAY<STRUCT<" + strings.Join(fields, ", ") + ">>))"
 }
 
-// currentViewSQL keeps the highest revision of every key: the hourly_revenue
-// table of SPEC §5, as a view over the changelog. It returns one row per key
-// however often a row was appended (copies of one (key, revision) are the
-// same row), and picks deterministically between different rows stored
-// under one revision (see revisionOrder).
+// currentViewSQL is hourly_revenue as a view: the highest revision of each key.
 func (b *BigQuery) currentViewSQL() string {
 	return `SELECT ` + strings.Join(HourlyRevenue.Names(), ", ") + `, writer
 FROM ` + b.table(bqChangelog) + `
@@ -111,24 +96,19 @@ WHERE TRUE
 QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY ` + revisionOrder + `) = 1`
 }
 
-// revisionOrder ranks a key's changelog rows: the highest revision first.
-// Two different rows under one revision only arise when a runner restored
-// an older checkpoint after a row of the lost attempt was written (a
-// phantom): then the more advanced state, the higher count and the later
-// write win, so the restored job's FINAL is never hidden behind a phantom
+// revisionOrder ranks a key's changelog rows, highest revision first. Two
+// rows under one revision (a phantom of an attempt lost to a restored
+// checkpoint) rank by state, count and write time, so FINAL is never hidden
 // and nothing dips; the order is total, so every read agrees.
 const revisionOrder = `revision DESC, CASE result_state WHEN 'FINAL' THEN 4 WHEN 'LATE' THEN 3 WHEN 'ON_TIME' THEN 2 ELSE 1 END DESC,
 event_count DESC, written_at DESC, writer DESC`
 
-// oncePer is the QUALIFY clause that keeps one row per value of cols: what a
-// read of an append-only table needs, since a replayed source or a restarted
-// job may append a row again.
+// oncePer keeps one row per value of cols: an appended row may be repeated.
 func oncePer(cols, order string) string {
 	return "\nQUALIFY ROW_NUMBER() OVER (PARTITION BY " + cols + " ORDER BY " + order + ") = 1"
 }
 
-// ensureSchema creates the dataset, the tables and the view that are
-// missing. An existing table is left as it is.
+// ensureSchema creates the missing dataset, tables and view.
 func (b *BigQuery) ensureSchema(ctx context.Context) error {
 	ds := b.client.Dataset(b.dataset)
 	if _, err := ds.Metadata(ctx); err != nil {
@@ -172,16 +152,13 @@ func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *bigquer
 	return nil
 }
 
-// createdMeanwhile reports whether a failed create lost a race with another
-// opener (a launcher and its workers open the sink at the same time):
-// BigQuery answers 409, the emulator 500 "already created", so the resource
-// is looked up again.
+// createdMeanwhile reports a create that lost a race with another opener
+// (BigQuery answers 409, the emulator 500), by looking the resource up.
 func createdMeanwhile(err error, lookup func() error) bool {
 	return isAlreadyExists(err) || lookup() == nil
 }
 
-// bqValue turns a codec's column value into what the BigQuery clients take:
-// time.Time for TIMESTAMP, numeric (micros) for NUMERIC.
+// bqValue turns a codec's value into what the BigQuery clients take.
 func bqValue(c Column, v any) any {
 	switch c.Type {
 	case Time:
@@ -194,8 +171,7 @@ func bqValue(c Column, v any) any {
 	return v
 }
 
-// fromBQ turns a result row of t's columns (as the query client returns
-// them: time.Time, *big.Rat, int64, string or nil) into a codec's values.
+// fromBQ turns a query result row of t's columns into a codec's values.
 func fromBQ(t *Table, row []bigquery.Value) ([]any, error) {
 	if len(row) != len(t.Columns) {
 		return nil, fmt.Errorf("%s: %d values for %d columns", t.Name, len(row), len(t.Columns))
@@ -210,7 +186,6 @@ func fromBQ(t *Table, row []bigquery.Value) ([]any, error) {
 			ts, ok = v.(time.Time)
 			out[i] = ts.UnixMilli()
 		case WallTime:
-			// A read may select NULL for it (the view keeps no written_at).
 			out[i], ok = v.(time.Time)
 			ok = ok || v == nil
 			if v == nil {
@@ -236,9 +211,8 @@ func fromBQ(t *Table, row []bigquery.Value) ([]any, error) {
 	return out, nil
 }
 
-// bqRowsParam is records as an ARRAY<STRUCT<...>> query parameter whose
-// fields are their table's columns, in order (see unnestRows). A NULL
-// travels as 0 (see insertMissingSQL).
+// bqRowsParam is records as the @rows parameter (unnestRows); NULL travels
+// as 0 (see insertMissingSQL).
 func bqRowsParam[T any](c codec[T], recs []T) *bigquery.QueryParameterValue {
 	elem := &bigquery.StandardSQLDataType{TypeKind: "STRUCT", StructType: &bigquery.StandardSQLStructType{}}
 	for _, col := range c.t.Columns {

@@ -31,21 +31,12 @@ func init() {
 	register.Emitter2[string, []byte]()
 }
 
-// writeBigQuery is the BigQuery write path. Each output record is encoded
-// as its table's row (written_at stamped here) and keyed by table and
-// shard; the keyed, stateful append step buffers the rows and appends them
-// through the Storage Write API as the FlushPolicy says.
-//
-// Why keyed state and not FinishBundle: the rows reach the append step
-// through the runner's shuffle and are buffered in state the runner
-// committed, so a retried bundle of the stage that computes revisions (other
-// bundling, other EARLY ticks) can never reach BigQuery with content that
-// differs from what a failed attempt wrote; and the append rate follows the
-// flush interval, not the bundle rate.
+// writeBigQuery encodes each record as its table's row, keys it by table and
+// shard, and appends through a keyed, stateful step. Keyed state, not
+// FinishBundle: a retried upstream bundle with other content can never reach
+// BigQuery, and the append rate follows the flush interval, not bundles.
 func writeBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQuery")
-	// The row encoding must be the one the workers' write client declares:
-	// both follow BIGQUERY_STORAGE_EMULATOR_HOST (see bqRowType).
 	emu := storageEmulator()
 	keyed := []beam.PCollection{
 		beam.ParDo(s.Scope("Rows"), &bqKeyFn[model.Row]{Shards: p.Shards, Emulator: emu}, rows),
@@ -62,20 +53,15 @@ func writeBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, rows, tooLate, c
 	appendBigQuery(s, spec, p, beam.Flatten(s, keyed...), keys)
 }
 
-// writeBigQueryProgress appends a run's checkpoints to source_checkpoints
-// through the same keyed, batched step as the rows: one append per flush,
-// not one write stream per bundle of files read. Being keyed, the step
-// reads a checkpoint only once the source's bundle that emitted it has
-// committed (see WriteProgress).
+// writeBigQueryProgress appends a run's checkpoints through the same step.
 func writeBigQueryProgress(s beam.Scope, spec sink.Spec, p FlushPolicy, run string, checkpoints beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQueryProgress")
 	keyed := beam.ParDo(s.Scope("Checkpoints"), &bqKeyFn[model.Checkpoint]{Shards: 1, Emulator: storageEmulator(), Run: run}, checkpoints)
 	appendBigQuery(s, spec, p, keyed, []string{bqCheckpoints + "/0"})
 }
 
-// appendBigQuery is the keyed append step over "table/shard"-keyed rows;
-// keys are all the keys rows can have. With a clock (FlushPolicy.Clock)
-// every key gets a tick every Interval: an empty row.
+// appendBigQuery is the append step over "table/shard"-keyed rows; with a
+// clock, each of keys gets an empty row every Interval.
 func appendBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, keyed beam.PCollection, keys []string) {
 	if p.Clock {
 		ticks := beam.ParDo(s.Scope("Ticks"), &bqTickFn{Keys: keys}, clock.Ticks(s, p.Interval))
@@ -101,8 +87,7 @@ func (f *bqTickFn) ProcessElement(_ []byte, emit func(string, []byte)) {
 	}
 }
 
-// shardOf spreads a table's records over n keys by a stable hash of the
-// record's key, so the same record always lands on the same shard.
+// shardOf is a stable hash of key modulo n.
 func shardOf(key string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(key))
@@ -151,14 +136,10 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 	return nil
 }
 
-// bqAppendFn buffers a (table, shard)'s rows and appends them (see onRow and
-// flushStep for the rules). Its elements are rows and, with a clock, ticks
-// (empty rows); an event-time timer at the end of the global window drains
-// a bounded input: it fires once the input is complete and again, in a
-// later bundle, while anything is left, so that sealing and appending stay
-// in different bundles. No processing-time timer: the portable Flink runner
-// fires none for Go (Beam's integration suite filters
-// TestTimers_ProcessingTime.* on Flink).
+// bqAppendFn buffers a (table, shard)'s rows and appends them (onRow,
+// flushStep). An event-time timer at the end of the global window drains a
+// bounded input, refiring while rows are left. No processing-time timer: the
+// portable Flink runner fires none for Go (Beam filters TestTimers_ProcessingTime).
 type bqAppendFn struct {
 	Spec   sink.Spec
 	Policy FlushPolicy
@@ -171,8 +152,7 @@ type bqAppendFn struct {
 
 	sink                   *BigQuery
 	accepted, audit, calls beam.Counter
-	// sealedHere holds the keys that sealed a batch in the current bundle,
-	// whose append must wait for a later one (flushStep).
+	// sealedHere holds the keys that sealed a batch in this bundle.
 	sealedHere map[string]bool
 }
 
@@ -217,13 +197,10 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, sp state.Provider, tp t
 		return err
 	}
 	if first {
-		// Set again with each new buffer: the same timer, once per key.
 		f.Drain.Set(tp, mtime.EndOfGlobalWindowTime.ToTime())
 	}
-	// Counted when buffered, not when appended: a job that ends without
-	// error has appended every buffered row; a running one is at most two
-	// flush steps behind these counts.
-	// A checkpoint is not an output of the records: no counter.
+	// Counted when buffered: a job ending without error appended them all.
+	// A checkpoint is not an output: no counter.
 	switch {
 	case strings.HasPrefix(key, bqChangelog+"/"):
 		f.accepted.Inc(ctx, 1)
@@ -233,8 +210,7 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, sp state.Provider, tp t
 	return nil
 }
 
-// OnTimer is the end-of-input drain: a flush step, and another in a later
-// bundle while rows are left.
+// OnTimer is the end-of-input drain, refired while rows are left.
 func (f *bqAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key string, _ timers.Context) error {
 	table, err := f.table(key)
 	if err != nil {
@@ -250,7 +226,6 @@ func (f *bqAppendFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.P
 	return nil
 }
 
-// done records what a flush step did.
 func (f *bqAppendFn) done(ctx context.Context, key string, res flushResult, err error) error {
 	f.calls.Inc(ctx, int64(res.Requests))
 	if err != nil {
@@ -263,12 +238,11 @@ func (f *bqAppendFn) done(ctx context.Context, key string, res flushResult, err 
 		f.sealedHere[key] = true
 	}
 	if res.Appended > 0 {
-		noteWrite()
+		lastWrite.Note()
 	}
 	return nil
 }
 
-// table is the append table a key names.
 func (f *bqAppendFn) table(key string) (string, error) {
 	table, _, _ := strings.Cut(key, "/")
 	if _, ok := bqRowTypes[table]; !ok {

@@ -15,11 +15,9 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Console is the --sink=console debugging sink: one readable table per
-// batch, laid out like Spark's console sink so the tutorials' output can be
-// compared line by line, followed by one-line summaries of the audit rows.
-// It applies the same revision and no-dip rules as the other sinks, in
-// memory, so it shows what a real sink would have accepted.
+// Console is the --sink=console debugging sink: a table per batch laid out
+// like Spark's console sink, then audit summaries. It applies the revision
+// rules in memory, so it shows what a real sink would accept.
 type Console struct {
 	mu    sync.Mutex
 	w     io.Writer
@@ -37,10 +35,8 @@ func NewConsole(w io.Writer) *Console {
 	return &Console{w: w, guard: newMemGuard()}
 }
 
-// consoleColumns are the HourlyRevenue columns of SPEC §4.
 var consoleColumns = []string{"window_start", "window_end", "dims", "revenue", "event_count", "revision", "result_state"}
 
-// auditSample is how many audit records a summary line spells out.
 const auditSample = 5
 
 // Write prints the batch. Batch numbers start at 0, like Spark's.
@@ -127,8 +123,7 @@ func summarize(buf *bytes.Buffer, name string, items []string) {
 	fmt.Fprintf(buf, "%s: %d (%s%s)\n", name, len(items), strings.Join(shown, ", "), more)
 }
 
-// writeTable renders a +---+ bordered table with right-aligned cells, as
-// Spark's Dataset.show does; widths count runes so non-ASCII dims align.
+// writeTable renders a bordered table, right-aligned as Spark's show does.
 func writeTable(buf *bytes.Buffer, header []string, rows [][]string) {
 	width := make([]int, len(header))
 	for i, h := range header {

@@ -10,10 +10,8 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The JSON form of the table contract (tables.go): one object per row, the
-// columns in order, times as RFC 3339 UTC strings and money as the exact
-// decimal string, like the SQLite columns. The jsonl sink writes and reads
-// it; the reports spell rows through RowJSON.
+// The JSON form of the table contract: one object per row, columns in order,
+// times and money as strings, as in SQLite.
 
 // appendJSONFields appends `"name":value` for each column, comma-separated.
 func appendJSONFields(buf *bytes.Buffer, cols []Column, vals []any) error {
@@ -50,8 +48,8 @@ func appendJSONFields(buf *bytes.Buffer, cols []Column, vals []any) error {
 	return nil
 }
 
-// appendJSONString appends s as a JSON string as encoding/json spells it,
-// but without HTML escaping: payloads stay readable (no \u003c for '<').
+// appendJSONString appends s as a JSON string without HTML escaping, so
+// payloads stay readable.
 func appendJSONString(buf *bytes.Buffer, s string) error {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
@@ -72,8 +70,7 @@ func encodeJSONLine[T any](buf *bytes.Buffer, c codec[T], v T) error {
 	return nil
 }
 
-// decodeJSONLine reads a JSON object of t's columns into a record. Every
-// column must be present; a nullable one may be null.
+// decodeJSONLine reads a JSON object of every column into a record.
 func decodeJSONLine[T any](c codec[T], line []byte) (T, error) {
 	var zero T
 	var fields map[string]json.RawMessage
@@ -116,9 +113,8 @@ func decodeJSONLine[T any](c codec[T], line []byte) (T, error) {
 	return c.get(vals)
 }
 
-// RowJSON is a snapshot row as JSON: hourly_revenue's columns of SPEC §5 in
-// order (times RFC 3339 UTC, revenue both as the exact decimal and in
-// micros), then "writer" when it is set. Reports render rows through it.
+// RowJSON is a snapshot row as JSON: hourly_revenue's columns, then "writer"
+// when set. Reports render rows through it.
 type RowJSON model.Row
 
 // MarshalJSON implements json.Marshaler.

@@ -17,9 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// JSONL file names inside the sink directory, one per SPEC §5 table:
-// <table>.jsonl, whose lines are the table's columns (see json.go).
-// hourly_revenue.jsonl holds the changelog's columns.
+// JSONL file names, one per table (hourly_revenue.jsonl holds the changelog).
 var (
 	FileHourlyRevenue = HourlyRevenue.Name + ".jsonl"
 	FileTooLate       = TooLateEvents.Name + ".jsonl"
@@ -34,30 +32,23 @@ var (
 var appendFiles = []string{FileHourlyRevenue, FileTooLate, FileConflicts, FileQuarantined, FileCheckpoints}
 
 // JSONL is the --sink=jsonl:DIR debugging sink: one JSON object per line,
-// appended. hourly_revenue.jsonl is a changelog (every accepted snapshot,
-// never a delta: a reader keeps the highest revision per key and must not
-// sum lines). The revision, no-dip and audit-once rules are enforced against
-// what this process wrote plus what the files held when it opened them; a
-// second process appending to the same directory is not coordinated.
+// appended; hourly_revenue.jsonl holds every accepted snapshot (a reader keeps
+// the highest revision per key). The rules hold against what this process
+// wrote and read at open; a second process is not coordinated.
 type JSONL struct {
-	mu    sync.Mutex
-	dir   string
-	files map[string]*os.File
-	guard *memGuard
-	// readOnly is a handle of OpenReader or OpenProgress: it reads the
-	// files and writes no batch.
-	readOnly bool
-	// sealer is a handle of OpenProgress: it may also append resume points
-	// (SealResume), the one file only the launcher writes.
-	sealer bool
+	mu       sync.Mutex
+	dir      string
+	files    map[string]*os.File
+	guard    *memGuard
+	readOnly bool // OpenReader's or OpenProgress's handle writes no batch
+	sealer   bool // OpenProgress's handle may SealResume
 }
 
 var _ Sink = (*JSONL)(nil)
 var _ ConfigChecker = (*JSONL)(nil)
 
-// OpenJSONL opens (creating if needed) the JSONL sink directory. Existing
-// files are read back first so a restarted process keeps rejecting stale
-// revisions and already-written audit positions.
+// OpenJSONL opens or creates the sink directory, reading existing files so a
+// restarted process keeps rejecting stale rows and written positions.
 func OpenJSONL(dir string) (*JSONL, error) {
 	if dir == "" {
 		return nil, errors.New("jsonl sink: empty directory")
@@ -81,9 +72,8 @@ func OpenJSONL(dir string) (*JSONL, error) {
 	return j, nil
 }
 
-// load seeds the guard from an existing file. A last line without a newline
-// (a write cut short by a crash) is skipped and terminated, so the next
-// append starts on a line of its own.
+// load seeds the guard from a file. A torn last line (a crash) is skipped
+// and terminated, so the next append starts a line of its own.
 func (j *JSONL) load(name string, f *os.File) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -141,8 +131,8 @@ func (j *JSONL) loadLine(name string, line []byte) bool {
 	return true
 }
 
-// Write appends the batch's accepted rows and new audit rows. Each file gets
-// one write call per batch; the files are not fsynced, this is a debug sink.
+// Write appends the accepted rows and new audit rows, one write per file
+// and batch, without fsync: a debug sink.
 func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
@@ -201,8 +191,7 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	return res, nil
 }
 
-// CheckRunConfig applies the SQLite sink's run_config rule to
-// DIR/run_config.json.
+// CheckRunConfig applies the run_config rule to DIR/run_config.json.
 func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -229,7 +218,6 @@ func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error
 	if err != nil {
 		return fmt.Errorf("jsonl sink %s: encode run config: %w", j.dir, err)
 	}
-	// Write then rename, so a crash never leaves a half-written config.
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
@@ -254,8 +242,7 @@ func (j *JSONL) Close() error {
 	return errors.Join(errs...)
 }
 
-// appendAudit encodes the records whose position is new to file and
-// returns how many it encoded.
+// appendAudit encodes the records whose position is new to file.
 func appendAudit[T any](st *guardStage, buf *bytes.Buffer, file string, c codec[T], recs []T, position func(T) string) (int, error) {
 	n := 0
 	for _, v := range recs {

@@ -4,17 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The jsonl sink's progress files (ProgressStore, docs/restart.md):
-// source_checkpoints.jsonl, appended by the workers' Write, and
-// source_resume.jsonl, appended by the launcher's SealResume. Both are
-// logs: a reader keeps the last line per key.
+// The jsonl sink's progress files (ProgressStore, docs/restart.md) are
+// logs: the workers' Write appends checkpoints, the launcher's SealResume
+// resume points, and a reader keeps the last line per key.
 
 // EarliestOpenWindow returns the earliest window_start among current rows
 // not yet FINAL (see SQLite.EarliestOpenWindow).
@@ -31,51 +32,33 @@ func (j *JSONL) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok
 	return windowStartMs, ok, nil
 }
 
-// RunCheckpoints returns the checkpoints run wrote, one per (partition,
-// file): the last line of each, since a retried bundle appends its
-// checkpoint again.
+// RunCheckpoints returns the checkpoints run wrote, the last line of each
+// (partition, file): a retried bundle appends its checkpoint again.
 func (j *JSONL) RunCheckpoints(_ context.Context, run string) ([]model.Checkpoint, error) {
 	rows, err := readJSONLFile(j.dir, FileCheckpoints, checkpointCodec)
-	if err != nil {
-		return nil, err
-	}
-	type key struct{ partition, file string }
-	last := map[key]model.Checkpoint{}
-	for _, r := range rows {
-		if r.Run == run {
-			last[key{r.Partition, r.File}] = r.Checkpoint
-		}
-	}
-	out := make([]model.Checkpoint, 0, len(last))
-	for _, c := range last {
-		out = append(out, c)
-	}
-	sortCheckpoints(out)
-	return out, nil
+	rows = slices.DeleteFunc(rows, func(r checkpointRow) bool { return r.Run != run })
+	return lastPer(rows, func(c model.Checkpoint) string { return c.Partition + "\x00" + c.File }), err
 }
 
 // ResumePoints returns the last sealed point of each partition.
 func (j *JSONL) ResumePoints(context.Context) ([]model.Checkpoint, error) {
 	rows, err := readJSONLFile(j.dir, FileResume, resumeCodec)
-	if err != nil {
-		return nil, err
-	}
-	last := map[string]model.Checkpoint{}
-	for _, r := range rows {
-		last[r.Partition] = r.Checkpoint
-	}
-	out := make([]model.Checkpoint, 0, len(last))
-	for _, c := range last {
-		out = append(out, c)
-	}
-	sortCheckpoints(out)
-	return out, nil
+	return lastPer(rows, func(c model.Checkpoint) string { return c.Partition }), err
 }
 
-// SealResume appends the points that differ from their partition's last
-// one to source_resume.jsonl in one write, and fsyncs it before returning:
-// the launcher treats a sealed point as durable. Only the launcher writes
-// this file, so there is no concurrent appender to race with.
+// lastPer keeps the last checkpoint of each key, ordered by partition, then file.
+func lastPer(rows []checkpointRow, key func(model.Checkpoint) string) []model.Checkpoint {
+	last := map[string]model.Checkpoint{}
+	for _, r := range rows {
+		last[key(r.Checkpoint)] = r.Checkpoint
+	}
+	out := slices.Collect(maps.Values(last))
+	sortCheckpoints(out)
+	return out
+}
+
+// SealResume appends the points that moved to source_resume.jsonl in one
+// write and fsyncs it: a sealed point is durable. Only the launcher writes it.
 func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error {
 	if err := checkResumePoints(points); err != nil {
 		return fmt.Errorf("jsonl sink %s: %w", j.dir, err)
@@ -122,12 +105,9 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 	return nil
 }
 
-// PruneCheckpoints keeps every line: it is a no-op for jsonl. The workers
-// hold source_checkpoints.jsonl open for appending, and no lock spans their
-// processes and the launcher's: a rewrite renamed over it would send their
-// later appends to the replaced file, and one in place would race with
-// them. The file grows by a line per file read per run, far less than the
-// log itself, and every read (RunCheckpoints) is filtered by run anyway.
+// PruneCheckpoints is a no-op: the workers hold the file open for appending
+// and no lock spans their processes, so a rewrite would lose or race with
+// their appends. Reads filter by run anyway.
 func (j *JSONL) PruneCheckpoints(context.Context, string) error { return nil }
 
 func syncDir(dir string) error {

@@ -15,16 +15,11 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The jsonl sink read back (Reader), from its files as they are on disk:
-// the run summary and report, a restarted job's seeds and the live view read
-// it like the other sinks.
-
 var _ Reader = (*JSONL)(nil)
 
-// openJSONLReader opens an existing jsonl sink directory for reading only:
-// unlike OpenJSONL it creates nothing and never terminates a torn last line,
-// which may be an append of a writer still running. ok is false when the
-// directory does not exist.
+// openJSONLReader opens an existing directory read-only: it creates nothing
+// and leaves a torn last line (a running writer's append). ok is false when
+// the directory does not exist.
 func openJSONLReader(dir string) (*JSONL, bool, error) {
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -35,9 +30,7 @@ func openJSONLReader(dir string) (*JSONL, bool, error) {
 	return &JSONL{dir: dir, readOnly: true}, true, nil
 }
 
-// readJSONLFile decodes every complete line of a sink file; a missing file
-// has none. A last line without its newline is an append still under way
-// (or cut short by a crash) and is skipped.
+// readJSONLFile decodes every complete line of a sink file (none if missing).
 func readJSONLFile[T any](dir, file string, c codec[T]) ([]T, error) {
 	path := filepath.Join(dir, file)
 	data, err := os.ReadFile(path)
@@ -120,14 +113,12 @@ func (j *JSONL) Conflicts(context.Context) ([]model.Conflict, error) {
 	return readJSONLAudit(j.dir, FileConflicts, conflictCodec, func(c model.Conflict) string { return c.Position })
 }
 
-// Quarantined returns the quarantined_events rows ordered by
-// source_position.
+// Quarantined returns the quarantined_events rows ordered by source_position.
 func (j *JSONL) Quarantined(context.Context) ([]model.Quarantined, error) {
 	return readJSONLAudit(j.dir, FileQuarantined, quarantinedCodec, func(q model.Quarantined) string { return q.Position })
 }
 
-// readJSONLAudit reads an audit file, one row per source_position (the
-// first: a second process appending to the directory is not coordinated).
+// readJSONLAudit reads an audit file, the first row per source_position.
 func readJSONLAudit[T any](dir, file string, c codec[T], position func(T) string) ([]T, error) {
 	recs, err := readJSONLFile(dir, file, c)
 	if err != nil {

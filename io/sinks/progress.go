@@ -10,37 +10,25 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// ProgressStore is a sink that keeps folder-source progress, so that a
-// restarted job re-reads the retention and not the history (docs/restart.md):
-// SQLite, BigQuery and jsonl.
-//
-// It holds two tables with two writers:
-//
-//   - source_checkpoints: facts about the raw log, written by the workers
-//     (WriteProgress) as each partition finishes a file, stamped with the
-//     run that read it. A checkpoint alone proves nothing about the outputs
-//     of the records before it: they may still be in flight.
-//   - source_resume: at most one point per partition, written by the
-//     launcher (SealResume) only once it has seen every output of the run so
-//     far durable (app/launch seal). A restart resumes from these and from
-//     nothing else, so a sink write that a crash lost is always re-derived.
+// ProgressStore is a sink that keeps folder-source progress, so a restarted
+// job re-reads the retention, not the history (docs/restart.md). The workers
+// write source_checkpoints (WriteProgress), whose records' outputs may still
+// be in flight; the launcher seals source_resume once those are durable, and
+// a restart resumes from it alone.
 type ProgressStore interface {
 	Reader
 	// EarliestOpenWindow returns the earliest window_start (epoch ms) of a
 	// current row that is not FINAL; ok is false when every row is FINAL.
 	EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error)
-	// RunCheckpoints returns the checkpoints run wrote, one per (partition,
-	// file), ordered by partition, then file.
+	// RunCheckpoints returns run's checkpoints by partition, then file.
 	RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error)
 	// ResumePoints returns the latest sealed resume point of each partition,
 	// ordered by partition.
 	ResumePoints(ctx context.Context) ([]model.Checkpoint, error)
-	// SealResume stores resume points (at most one per partition), each
-	// replacing its partition's earlier one. Storing the same points again
-	// changes nothing.
+	// SealResume stores at most one point per partition, replacing the
+	// earlier one; storing the same points again changes nothing.
 	SealResume(ctx context.Context, points []model.Checkpoint) error
-	// PruneCheckpoints deletes the checkpoints of every run but keep: once
-	// a run has sealed, no restart reads another run's checkpoints again.
+	// PruneCheckpoints deletes the checkpoints of every run but keep.
 	PruneCheckpoints(ctx context.Context, keep string) error
 }
 
@@ -50,12 +38,8 @@ var (
 	_ ProgressStore = (*JSONL)(nil)
 )
 
-// OpenProgress opens the progress tables of an existing sink, for the
-// launcher: read the checkpoints, seal resume points. ok is false, as for
-// OpenReader, for a sink that keeps none (console) and for a SQLite file or
-// jsonl directory that does not exist yet. A jsonl handle reads the files
-// as they are and writes only source_resume.jsonl (SealResume): the
-// workers' appends to the other files are never touched.
+// OpenProgress opens an existing sink's progress tables for the launcher; ok
+// is false as for OpenReader. A jsonl handle writes only source_resume.jsonl.
 func OpenProgress(ctx context.Context, spec sink.Spec) (ProgressStore, bool, error) {
 	switch spec.Scheme {
 	case sink.SchemeSQLite, sink.SchemeBigQuery:
@@ -75,8 +59,8 @@ func OpenProgress(ctx context.Context, spec sink.Spec) (ProgressStore, bool, err
 	return nil, false, nil
 }
 
-// checkResumePoints refuses points SealResume cannot store: no partition,
-// no run, or two points for one partition (which would win is undefined).
+// checkResumePoints refuses points with no partition or run, or two points
+// for one partition.
 func checkResumePoints(points []model.Checkpoint) error {
 	seen := make(map[string]bool, len(points))
 	for _, p := range points {
@@ -93,9 +77,8 @@ func checkResumePoints(points []model.Checkpoint) error {
 	return nil
 }
 
-// changedResumePoints returns the points that differ from the partition's
-// stored one (current, one per partition): sealing the same point again
-// must store nothing, so that sealed_at says when a point was first sealed.
+// changedResumePoints returns the points that differ from the stored ones,
+// so that sealed_at says when a point was first sealed.
 func changedResumePoints(current, points []model.Checkpoint) []model.Checkpoint {
 	have := make(map[string]model.Checkpoint, len(current))
 	for _, c := range current {

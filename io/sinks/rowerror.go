@@ -6,14 +6,11 @@ import (
 	"strings"
 )
 
-// RowError is a stored row that cannot be read (a revenue that is not a
-// decimal, an unknown result_state): which table, which key, which column,
-// and why.
+// RowError is a stored row that cannot be read: table, key, column, why.
 type RowError struct {
 	Table  string
 	Column string
-	// WindowStart and Dims are the row's key as stored ("" when the table
-	// has no such column).
+	// WindowStart and Dims are the row's key as stored, if it has one.
 	WindowStart, Dims string
 	Err               error
 }
@@ -24,10 +21,8 @@ func (e *RowError) Error() string {
 
 func (e *RowError) Unwrap() error { return e.Err }
 
-// UnreadableRows is the error of a read that skipped rows it could not
-// read; the rows returned with it are the others. A caller that can go on
-// without those rows (reconcile counts each as unexplained) takes them
-// from here; any other treats it as the read's failure.
+// UnreadableRows is the error of a read that skipped rows it could not read,
+// returned with the others; reconcile counts each as unexplained.
 type UnreadableRows []*RowError
 
 func (u UnreadableRows) Error() string {
@@ -37,8 +32,8 @@ func (u UnreadableRows) Error() string {
 	return fmt.Sprintf("%s (and %d more unreadable rows)", u[0].Error(), len(u)-1)
 }
 
-// Unreadable returns the rows err reports as unreadable, and whether err
-// is nothing else (nil counts as no rows and true).
+// Unreadable returns the rows err reports as unreadable, and whether err is
+// nothing else (true for nil).
 func Unreadable(err error) (UnreadableRows, bool) {
 	if err == nil {
 		return nil, true
@@ -50,8 +45,7 @@ func Unreadable(err error) (UnreadableRows, bool) {
 	return nil, false
 }
 
-// rowKey fills e's table and key from a scanned row of t whose columns'
-// text is texts, where e does not name them.
+// rowKey fills e's table and key, where unset, from a scanned row of t.
 func (e *RowError) rowKey(table string, t *Table, texts []string) *RowError {
 	if e.Table == "" {
 		e.Table = table

@@ -1,13 +1,8 @@
-// Package sinks writes the pipeline's outputs — versioned snapshot rows and
-// the three audit streams — to the places SPEC §5 names: an embedded SQLite
-// file (the default), JSONL files and the console for debugging, and BigQuery.
-//
-// Apart from the Beam verbs (Write, WriteProgress in beamio.go) it is plain
-// Go: a DoFn (or reconcile, or a test) hands it a Batch and the sink
-// decides, transactionally, which rows win. The revision rules of SPEC §4
-// live here as the last line of defence, because a replayed bundle, a
-// restarted job or a second writer can always deliver an older snapshot
-// after a newer one.
+// Package sinks writes the pipeline's outputs (snapshot rows and the three
+// audit streams) to SQLite (the default), JSONL, the console or BigQuery
+// (SPEC §5). Besides the Beam verbs Write and WriteProgress it is plain Go. It
+// enforces SPEC §4's revision rules as the last line of defence: a replayed
+// bundle or a second writer can deliver an older snapshot after a newer one.
 package sinks
 
 import (
@@ -22,17 +17,15 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Batch is everything one firing (or one reconcile step) wants written. A
-// sink applies a whole Batch atomically where it can (SQLite), so a crash
-// never leaves half of a firing behind.
+// Batch is what one firing or reconcile step writes, atomically where the
+// sink can (SQLite).
 type Batch struct {
 	Rows        []model.Row
 	TooLate     []model.TooLate
 	Conflicts   []model.Conflict
 	Quarantined []model.Quarantined
-	// Progress holds folder-source checkpoints (one per file read
-	// completely, Run set) for source_checkpoints (see ProgressStore); the
-	// console sink ignores them. They count in no Result field.
+	// Progress holds folder-source checkpoints for source_checkpoints (see
+	// ProgressStore); the console ignores them, and no Result field counts them.
 	Progress []model.Checkpoint
 }
 
@@ -40,12 +33,9 @@ type Batch struct {
 type Result struct {
 	// Accepted counts rows that became the current snapshot of their key.
 	Accepted int
-	// Stale counts rows rejected because the stored revision is >= theirs,
-	// or (stream rows only) because they would make a key's state go back or
-	// its count fall.
+	// Stale counts rows refused by the revision and no-dip rules (admit).
 	Stale int
-	// AuditInserted counts audit rows actually added; a replayed position
-	// adds nothing.
+	// AuditInserted counts audit rows added; a replayed position adds none.
 	AuditInserted int
 }
 
@@ -55,16 +45,13 @@ type Sink interface {
 	Close() error
 }
 
-// ConfigChecker is implemented by sinks that persist the settings their rows
-// were computed with (SPEC §5 run_config), so a run with a different window
-// or different dimensions is refused before it writes colliding keys.
+// ConfigChecker is implemented by sinks that store the settings their rows
+// were computed with (SPEC §5 run_config), to refuse a run whose keys collide.
 type ConfigChecker interface {
 	CheckRunConfig(ctx context.Context, cfg map[string]string) error
 }
 
-// Reader is a sink whose tables can be read back: SQLite, BigQuery and
-// jsonl. The run summary and report, a restarted job's seeds, the live view
-// and reconcile read through it.
+// Reader is a sink whose tables can be read back: SQLite, BigQuery and jsonl.
 type Reader interface {
 	Sink
 	CurrentRows(ctx context.Context) ([]model.Row, error)
@@ -73,8 +60,7 @@ type Reader interface {
 	TooLate(ctx context.Context) ([]model.TooLate, error)
 	Conflicts(ctx context.Context) ([]model.Conflict, error)
 	Quarantined(ctx context.Context) ([]model.Quarantined, error)
-	// Tally counts every table and returns the latest current rows, for a
-	// run's summary.
+	// Tally counts every table and returns the latest current rows.
 	Tally(ctx context.Context, latest int) (Tally, error)
 }
 
@@ -83,16 +69,13 @@ var (
 	_ Reader = (*BigQuery)(nil)
 )
 
-// RecentReader is implemented by readers that read part of the changelog
-// where it is stored (an index range, a partition filter) and count keys
-// there: what a view refreshed every few seconds reads, so that a refresh
-// does not grow with the history (app/live). The jsonl debug sink, which
-// reads its files whole anyway, does not implement it.
+// RecentReader is implemented by readers that filter the changelog and count
+// keys where they are stored, so that app/live's refresh does not grow with
+// the history. jsonl, which reads its files whole anyway, does not.
 type RecentReader interface {
 	// ChangelogFrom is Changelog limited to windows starting at or after
 	// windowStart (epoch ms).
 	ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
-	// KeyCount is how many (window, dims) keys the sink holds.
 	KeyCount(ctx context.Context) (int64, error)
 }
 
@@ -101,10 +84,9 @@ var (
 	_ RecentReader = (*BigQuery)(nil)
 )
 
-// OpenReader opens an existing readable sink. ok is false for a sink that
-// keeps nothing to read back (console) or a SQLite file or jsonl directory
-// that does not exist yet: opening would create an empty one. A jsonl
-// reader reads the files as they are and cannot write.
+// OpenReader opens an existing readable sink. ok is false for the console and
+// for a SQLite file or jsonl directory that does not exist yet. A jsonl reader
+// cannot write.
 func OpenReader(ctx context.Context, spec sink.Spec) (r Reader, ok bool, err error) {
 	switch spec.Scheme {
 	case sink.SchemeSQLite:
@@ -114,11 +96,7 @@ func OpenReader(ctx context.Context, spec sink.Spec) (r Reader, ok bool, err err
 			}
 			return nil, false, fmt.Errorf("sink %s: %w", spec, err)
 		}
-		s, err := openSQLite(ctx, spec.Path)
-		if err != nil {
-			return nil, false, err
-		}
-		return s, true, nil
+		return opened(openSQLite(ctx, spec.Path))
 	case sink.SchemeJSONL:
 		j, ok, err := openJSONLReader(spec.Path)
 		if err != nil || !ok {
@@ -126,19 +104,29 @@ func OpenReader(ctx context.Context, spec sink.Spec) (r Reader, ok bool, err err
 		}
 		return j, true, nil
 	case sink.SchemeBigQuery:
-		s, err := OpenBigQuery(ctx, spec)
-		if err != nil {
-			return nil, false, err
-		}
-		return s, true, nil
+		return opened(OpenBigQuery(ctx, spec))
 	}
 	return nil, false, nil
 }
 
+// opened and asSink return a nil interface, never a typed nil, with an error.
+func opened[R Reader](r R, err error) (Reader, bool, error) {
+	if err != nil {
+		return nil, false, err
+	}
+	return r, true, nil
+}
+
+func asSink[S Sink](s S, err error) (Sink, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func init() {
-	// Published (package sink) reads a restarted run's seed rows through
-	// these: every process of a binary that imports this package, its
-	// workers included, can read back each scheme ParseSpec accepts.
+	// sink.Published reads a restarted run's seeds through these, in every
+	// process of a binary that imports this package.
 	for _, scheme := range []string{sink.SchemeSQLite, sink.SchemeJSONL, sink.SchemeConsole, sink.SchemeBigQuery} {
 		sink.Register(scheme, openCurrent)
 	}
@@ -157,25 +145,13 @@ func openCurrent(ctx context.Context, spec sink.Spec) (sink.CurrentReader, bool,
 func Open(ctx context.Context, spec sink.Spec) (Sink, error) {
 	switch spec.Scheme {
 	case sink.SchemeSQLite:
-		s, err := openSQLite(ctx, spec.Path)
-		if err != nil {
-			return nil, err // never a typed nil inside the interface
-		}
-		return s, nil
+		return asSink(openSQLite(ctx, spec.Path))
 	case sink.SchemeJSONL:
-		s, err := OpenJSONL(spec.Path)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+		return asSink(OpenJSONL(spec.Path))
 	case sink.SchemeConsole:
 		return NewConsole(os.Stdout), nil
 	case sink.SchemeBigQuery:
-		s, err := OpenBigQuery(ctx, spec)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+		return asSink(OpenBigQuery(ctx, spec))
 	}
 	return nil, fmt.Errorf("sink %q: unknown scheme: want %s", spec.Scheme, sink.Forms)
 }
@@ -183,7 +159,6 @@ func Open(ctx context.Context, spec sink.Spec) (Sink, error) {
 // writerStream is the Writer of rows the streaming job produces.
 const writerStream = "stream"
 
-// writerOf returns the row's writer, "stream" when unset.
 func writerOf(r model.Row) string {
 	if r.Writer == "" {
 		return writerStream
@@ -191,11 +166,11 @@ func writerOf(r model.Row) string {
 	return r.Writer
 }
 
-// isReconcile reports whether the row is a reconcile correction, the one
-// writer SPEC §4 allows to lower a count.
+// isReconcile reports a reconcile correction, the one writer SPEC §4 allows
+// to lower a count.
 func isReconcile(r model.Row) bool { return strings.HasPrefix(r.Writer, "reconcile:") }
 
-// stored is what the admission rule needs to know about a key's current row.
+// stored is what admit needs of a key's current row.
 type stored struct {
 	revision int64
 	state    model.ResultState
@@ -206,20 +181,14 @@ type stored struct {
 type verdict uint8
 
 const (
-	accept verdict = iota
-	// staleRevision: the stored revision is >= the row's (an ordinary replay).
-	staleRevision
-	// regression: a higher revision that would make the key's state go back
-	// or its count fall. The stream should never produce one, so sinks log it.
-	regression
+	accept        verdict = iota
+	staleRevision         // the stored revision is >= the row's: a replay
+	regression            // a higher revision moving the state back or the count down; sinks log it
 )
 
-// admit applies SPEC §4 to one row against the key's stored row: only a
-// strictly higher revision may replace it, and a stream row may not move the
-// state back (EARLY < ON_TIME < LATE < FINAL, so FINAL stays FINAL) nor lower
-// the event count (no dip while a restarted job catches up). A reconcile
-// correction may lower the count a stream got wrong, but it may not un-final
-// a window either: the spec's exception is for counts only.
+// admit applies SPEC §4 to a row against its key's stored row: only a higher
+// revision replaces it, and it may not move the state back (FINAL stays FINAL)
+// nor, unless it is a reconcile correction, lower the event count.
 func admit(prev stored, have bool, r model.Row) verdict {
 	if !have {
 		return accept
@@ -236,15 +205,14 @@ func admit(prev stored, have bool, r model.Row) verdict {
 	return accept
 }
 
-// refusals tallies the rows admit refuses, keeping one regression as an
-// example for the warning a sink logs.
+// refusals tallies the rows admit refuses, with one regression as an example
+// for the sink's warning.
 type refusals struct {
 	stale, regressions int
 	example            string
 }
 
-// admit applies admit to r, tallying a refusal; it reports whether r is
-// accepted.
+// admit reports whether admit accepts r, tallying a refusal.
 func (f *refusals) admit(prev stored, have bool, r model.Row) bool {
 	switch admit(prev, have, r) {
 	case accept:
@@ -260,8 +228,7 @@ func (f *refusals) admit(prev stored, have bool, r model.Row) bool {
 	return false
 }
 
-// validateBatch refuses rows and audit records no table can key correctly,
-// before any of the batch is written.
+// validateBatch refuses rows and audit records no table can key.
 func validateBatch(b Batch) error {
 	for _, r := range b.Rows {
 		if r.State < model.Early || r.State > model.Final {
@@ -286,8 +253,8 @@ func validateBatch(b Batch) error {
 	return nil
 }
 
-// sortedRows returns a copy of rows ordered by key, then revision, so that
-// several snapshots of one key in a batch are applied oldest first.
+// sortedRows returns rows ordered by key, then revision: a key's snapshots
+// apply oldest first.
 func sortedRows(rows []model.Row) []model.Row {
 	out := append([]model.Row(nil), rows...)
 	slices.SortStableFunc(out, model.CompareRows)
@@ -308,11 +275,10 @@ type rowKey struct {
 	dims        string
 }
 
-// memGuard is the in-process version of the SQLite rules for sinks that have
-// no database to ask (jsonl, console): the highest stored snapshot per key and
-// the audit positions already written. It is not safe for concurrent use; its
-// owner holds a lock. Decisions are staged and only committed once the output
-// is written, so a failed write does not make the guard run ahead of it.
+// memGuard keeps the revision and audit-once rules in memory for the sinks
+// with no database (jsonl, console). Its owner holds a lock. Decisions are
+// staged and committed once the output is written, so a failed write does not
+// make the guard run ahead of it.
 type memGuard struct {
 	latest map[rowKey]stored
 	audit  map[string]struct{} // "<table>\x00<source_position>"
@@ -334,8 +300,7 @@ func (g *memGuard) stage() *guardStage {
 	return &guardStage{g: g, latest: map[rowKey]stored{}, audit: map[string]struct{}{}}
 }
 
-// admitRows returns the accepted rows in application order, counting stale
-// and regressing ones.
+// admitRows returns the accepted rows in application order.
 func (st *guardStage) admitRows(rows []model.Row) []model.Row {
 	var accepted []model.Row
 	for _, r := range sortedRows(rows) {
@@ -375,8 +340,7 @@ func (st *guardStage) commit() {
 	}
 }
 
-// observe records a row already present in durable output (a reopened JSONL
-// changelog), keeping the highest revision per key.
+// observe records a row already in durable output (a reopened JSONL file).
 func (g *memGuard) observe(r model.Row) {
 	k := rowKey{r.WindowStart, r.Dims}
 	if prev, ok := g.latest[k]; ok && prev.revision >= r.Revision {
@@ -385,8 +349,8 @@ func (g *memGuard) observe(r model.Row) {
 	g.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
 }
 
-// compareRunConfig checks requested settings against stored ones (see
-// SQLite.CheckRunConfig) and returns, sorted, the keys to add.
+// compareRunConfig checks requested settings against stored ones and returns,
+// sorted, the keys to add.
 func compareRunConfig(sinkName string, have, want map[string]string) ([]string, error) {
 	keys := make([]string, 0, len(want))
 	for k := range want {

@@ -15,10 +15,9 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// SQLite is the embedded default sink (SPEC §5). Several SQLite values, in
-// one process or several, may write the same file at once: every write is
-// one BEGIN IMMEDIATE transaction, retried on SQLITE_BUSY, and the revision
-// rules are evaluated inside it against the committed rows.
+// SQLite is the embedded default sink. Several handles may write one file:
+// every write is a BEGIN IMMEDIATE transaction, retried on SQLITE_BUSY, that
+// applies the revision rules to the committed rows.
 type SQLite struct {
 	db   *sql.DB
 	path string
@@ -28,18 +27,12 @@ var _ Sink = (*SQLite)(nil)
 var _ ConfigChecker = (*SQLite)(nil)
 
 const (
-	// busyTimeoutMs is how long SQLite itself waits for another writer's lock
-	// before reporting SQLITE_BUSY; inTx then backs off and retries.
-	busyTimeoutMs = 10_000
-	// maxTxAttempts bounds the retries so a wedged writer elsewhere turns
-	// into an error instead of a hang.
-	maxTxAttempts = 8
+	busyTimeoutMs = 10_000 // SQLite's own wait for a lock before SQLITE_BUSY
+	maxTxAttempts = 8      // a wedged writer elsewhere is an error, not a hang
 )
 
-// openSQLite opens (creating if needed) the SQLite sink at path: WAL mode so
-// readers never block the writer, synchronous=FULL so a committed batch —
-// rows and source progress together — survives a power cut, and the schema
-// created if missing.
+// openSQLite opens or creates the sink at path: WAL so readers never block
+// the writer, synchronous=FULL so a committed batch survives a power cut.
 func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if path == "" {
 		return nil, errors.New("sqlite sink: empty path")
@@ -47,10 +40,8 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("sqlite sink %s: the path may not contain '?'", path)
 	}
-	// _txlock=immediate makes every BeginTx a BEGIN IMMEDIATE: the write lock
-	// is taken up front, so two writers never both read a key's revision and
-	// then race to upsert it, and a busy database fails at BEGIN, where a
-	// retry is safe, rather than at the first write.
+	// BEGIN IMMEDIATE takes the write lock up front: two writers never race
+	// on a key's revision, and a busy database fails at BEGIN, safe to retry.
 	dsn := path + "?_txlock=immediate" +
 		"&_busy_timeout=" + strconv.Itoa(busyTimeoutMs) +
 		"&_journal_mode=WAL&_synchronous=FULL"
@@ -58,9 +49,8 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite sink %s: open: %w", path, err)
 	}
-	// One connection per handle: SQLite has one writer anyway, and a single
-	// connection keeps this handle's reads ordered after its writes.
-	// Concurrency between handles and processes goes through the file lock.
+	// One connection: SQLite has one writer anyway, and reads stay ordered
+	// after this handle's writes.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
 	err = s.inTx(ctx, "create schema", func(tx *sql.Tx) error {
@@ -81,10 +71,7 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
-// Path returns the file the sink writes.
-func (s *SQLite) Path() string { return s.path }
-
-// Close closes the database; the last connection to close checkpoints the WAL.
+// Close closes the database.
 func (s *SQLite) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlite sink %s: close: %w", s.path, err)
@@ -92,8 +79,7 @@ func (s *SQLite) Close() error {
 	return nil
 }
 
-// isBusy reports a lock held by another connection (SQLITE_BUSY or
-// SQLITE_LOCKED, any extended code): the only errors worth a retry.
+// isBusy reports SQLITE_BUSY or SQLITE_LOCKED: the only errors worth a retry.
 func isBusy(err error) bool {
 	var coded interface{ Code() int }
 	if errors.As(err, &coded) {
@@ -106,10 +92,8 @@ func isBusy(err error) bool {
 	return strings.Contains(err.Error(), "database is locked")
 }
 
-// inTx runs fn in one BEGIN IMMEDIATE transaction and commits it, retrying the
-// whole transaction with jittered exponential backoff while another writer
-// holds the lock. fn must therefore be idempotent up to its own transaction:
-// it recomputes everything it reports on each attempt.
+// inTx runs fn in one transaction, retrying it with jittered backoff while
+// another writer holds the lock; fn recomputes what it reports each attempt.
 func (s *SQLite) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {

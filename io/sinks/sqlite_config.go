@@ -6,11 +6,8 @@ import (
 	"fmt"
 )
 
-// CheckRunConfig refuses a run whose settings differ from those the file's
-// rows were computed with: with another window, say, its window_start keys
-// would collide with the stored ones and the revision rules would mix two
-// different aggregations. An empty table takes cfg; keys not yet stored are
-// added, so a newer build can record more settings.
+// CheckRunConfig refuses a run whose settings differ from those the rows
+// were computed with (its keys would collide), and stores keys not yet stored.
 func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) error {
 	var mismatch error
 	err := s.inTx(ctx, "check run_config", func(tx *sql.Tx) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,13 +13,12 @@ import (
 
 // The SQLite sink's progress tables (ProgressStore, docs/restart.md).
 
-// sqlSealResumeSuffix makes sealing a point replace its partition's stored
-// one, unless it is the same point: then the row, sealed_at included, stays
-// as it is, so sealing again changes nothing.
+// sqlSealResumeSuffix replaces a partition's stored point unless it is the
+// same point, which keeps its sealed_at.
 var sqlSealResumeSuffix = func() string {
 	var cols []string
 	for _, c := range SourceResume.Names() {
-		if c != "sealed_at" && !containsString(SourceResume.Key, c) {
+		if c != "sealed_at" && !slices.Contains(SourceResume.Key, c) {
 			cols = append(cols, c)
 		}
 	}
@@ -29,24 +29,21 @@ var sqlSealResumeSuffix = func() string {
 	return sqliteUpsertSuffix(SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + strings.Join(excluded, ", ") + ")"
 }()
 
-// RunCheckpoints returns the checkpoints run wrote, by partition, then file
-// (the primary key keeps one per run, partition and file).
+// RunCheckpoints returns the checkpoints run wrote, by partition, then file.
 func (s *SQLite) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
 	rows, err := readTable(ctx, s, checkpointCodec, "read source_checkpoints",
 		sqliteSelect(SourceCheckpoints)+` WHERE "run" = ? ORDER BY "partition", "file"`, run)
 	return checkpointsOf(rows), err
 }
 
-// ResumePoints returns the sealed resume point of each partition, by
-// partition.
+// ResumePoints returns each partition's sealed point, by partition.
 func (s *SQLite) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
 	rows, err := readTable(ctx, s, resumeCodec, "read source_resume",
 		sqliteSelect(SourceResume)+` ORDER BY "partition"`)
 	return checkpointsOf(rows), err
 }
 
-// SealResume stores resume points in one transaction, each replacing its
-// partition's; a point equal to the stored one is left alone.
+// SealResume stores resume points in one transaction.
 func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) error {
 	if err := checkResumePoints(points); err != nil {
 		return fmt.Errorf("sqlite sink %s: %w", s.path, err)
@@ -70,8 +67,7 @@ func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) erro
 	})
 }
 
-// PruneCheckpoints deletes the checkpoints of every run but keep, so the
-// table holds one run's files rather than every run's.
+// PruneCheckpoints deletes the checkpoints of every run but keep.
 func (s *SQLite) PruneCheckpoints(ctx context.Context, keep string) error {
 	return s.inTx(ctx, "prune source_checkpoints", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM source_checkpoints WHERE "run" <> ?`, keep); err != nil {
@@ -81,13 +77,9 @@ func (s *SQLite) PruneCheckpoints(ctx context.Context, keep string) error {
 	})
 }
 
-// migrateCheckpoints brings a source_checkpoints table created by an older
-// build (no run column, keyed by partition and file) to today's. Adding the
-// column alone (ALTER TABLE ADD COLUMN) would keep the old primary key,
-// under which a second run's checkpoint of a file would replace the
-// first's: the table is rebuilt instead, in the schema transaction, its old
-// rows kept with the empty run (no run seals them: they are facts of the
-// log that no restart trusts, and the first prune deletes them).
+// migrateCheckpoints rebuilds an older build's source_checkpoints (no run
+// column) with the run in its key, which ADD COLUMN cannot change; old rows
+// get the empty run, which no restart trusts and the first prune deletes.
 func migrateCheckpoints(ctx context.Context, tx *sql.Tx) error {
 	var columns, withRun int
 	err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(CASE WHEN name = 'run' THEN 1 END)

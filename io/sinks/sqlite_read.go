@@ -13,16 +13,14 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// readTable reads rows of c's table through query, which selects the
-// table's columns in order (or expressions of their types), and returns
-// them as records. A row that cannot be read is skipped: the error is then
-// UnreadableRows, returned with the rows read.
+// readTable reads records of c's table through query, which selects its
+// columns in order. Rows that cannot be read are skipped and named in an
+// UnreadableRows error returned with the others.
 func readTable[T any](ctx context.Context, s *SQLite, c codec[T], what, query string, args ...any) ([]T, error) {
 	return readTableFrom(ctx, s, c, nil, what, query, args...)
 }
 
-// readTableFrom is readTable for a join whose first columns come from the
-// table from (named so in errors).
+// readTableFrom is readTable for a join whose first columns come from from.
 func readTableFrom[T any](ctx context.Context, s *SQLite, c codec[T], from *Table, what, query string, args ...any) ([]T, error) {
 	var (
 		out []T
@@ -53,17 +51,10 @@ func readTableFrom[T any](ctx context.Context, s *SQLite, c codec[T], from *Tabl
 }
 
 // CurrentRows returns the current snapshot of every key, ordered by
-// window_start then dims, with the writer of the stored revision.
-//
-// A row that cannot be read is left out and named in an UnreadableRows
-// error returned with the others.
+// window_start then dims, with the writer of the stored revision. A row that
+// cannot be read is left out and named in an UnreadableRows error.
 func (s *SQLite) CurrentRows(ctx context.Context) ([]model.Row, error) {
-	// The changelog's columns: hourly_revenue's, then when and by whom the
-	// stored revision was written.
-	rows, err := readTableFrom(ctx, s, changelogCodec, HourlyRevenue, "read hourly_revenue", `SELECT `+identList("h", HourlyRevenue.Names())+`,
-		COALESCE(c.written_at, ''), COALESCE(c.writer, '')
-		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
-		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision`)
+	rows, err := s.readCurrent(ctx, nil)
 	if _, ok := Unreadable(err); !ok {
 		return nil, err
 	}
@@ -71,46 +62,34 @@ func (s *SQLite) CurrentRows(ctx context.Context) ([]model.Row, error) {
 }
 
 // CurrentRowsFrom is CurrentRows limited to windows starting at or after
-// windowStart (epoch ms): the primary key's index on window_start serves
-// the range, so a restarted job's seed (Published) reads what it can still
-// reach, not the whole history.
+// windowStart (epoch ms), read through the primary key's index.
 func (s *SQLite) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	rows, err := readTableFrom(ctx, s, changelogCodec, HourlyRevenue, "read hourly_revenue", `SELECT `+identList("h", HourlyRevenue.Names())+`,
-		COALESCE(c.written_at, ''), COALESCE(c.writer, '')
+	return rowsOf(s.readCurrent(ctx, &windowStart))
+}
+
+// readCurrent reads hourly_revenue joined with the written_at and writer of
+// each stored revision, from *from on when from is set.
+func (s *SQLite) readCurrent(ctx context.Context, from *int64) ([]changelogRow, error) {
+	q := `SELECT ` + identList("h", HourlyRevenue.Names()) + `, COALESCE(c.written_at, ''), COALESCE(c.writer, '')
 		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
-		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision
-		WHERE h.window_start >= ?`, secondPrefix(windowStart))
-	if err != nil {
-		return nil, err
+		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision`
+	var args []any
+	if from != nil {
+		q, args = q+` WHERE h.window_start >= ?`, []any{secondPrefix(*from)}
 	}
-	all := snapshots(rows)
-	out := all[:0]
-	for _, r := range all {
-		if r.WindowStart >= windowStart { // the TEXT range is only a pre-filter
-			out = append(out, r)
-		}
-	}
-	return sortedRows(out), nil
+	rows, err := readTableFrom(ctx, s, changelogCodec, HourlyRevenue, "read hourly_revenue", q, args...)
+	return since(rows, from), err
 }
 
 // Changelog returns every accepted snapshot, ordered by key then revision.
 func (s *SQLite) Changelog(ctx context.Context) ([]model.Row, error) {
-	rows, err := s.readChangelog(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sortedRows(snapshots(rows)), nil
+	return rowsOf(s.readChangelog(ctx, nil))
 }
 
 // ChangelogFrom is Changelog limited to windows starting at or after
-// windowStart (epoch ms), read through the primary key's index on
-// window_start (see CurrentRowsFrom for the TEXT pre-filter).
+// windowStart (epoch ms), read through the primary key's index.
 func (s *SQLite) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	rows, err := s.readChangelog(ctx, &windowStart)
-	if err != nil {
-		return nil, err
-	}
-	return sortedRows(snapshots(rows)), nil
+	return rowsOf(s.readChangelog(ctx, &windowStart))
 }
 
 // ChangelogEntry is an accepted snapshot with when the sink accepted it:
@@ -123,50 +102,52 @@ type ChangelogEntry struct {
 
 // ChangelogEntries is Changelog with each snapshot's written_at.
 func (s *SQLite) ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error) {
-	rows, err := s.readChangelog(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sortedEntries(rows), nil
+	return entriesOf(s.readChangelog(ctx, nil))
 }
 
 // ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
 func (s *SQLite) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error) {
-	rows, err := s.readChangelog(ctx, &windowStart)
-	if err != nil {
-		return nil, err
-	}
-	return sortedEntries(rows), nil
+	return entriesOf(s.readChangelog(ctx, &windowStart))
 }
 
-// readChangelog reads the changelog, or only its windows starting at or
-// after *from (epoch ms) through the index on window_start.
+// readChangelog reads the changelog, from *from on when from is set.
 func (s *SQLite) readChangelog(ctx context.Context, from *int64) ([]changelogRow, error) {
-	if from == nil {
-		return readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog", sqliteSelect(HourlyRevenueChangelog))
+	q, args := sqliteSelect(HourlyRevenueChangelog), []any(nil)
+	if from != nil {
+		q, args = q+` WHERE window_start >= ?`, []any{secondPrefix(*from)}
 	}
-	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog",
-		sqliteSelect(HourlyRevenueChangelog)+` WHERE window_start >= ?`, secondPrefix(*from))
+	rows, err := readTable(ctx, s, changelogCodec, "read hourly_revenue_changelog", q, args...)
+	return since(rows, from), err
+}
+
+// since keeps the rows of windows starting at or after *from (all when from
+// is nil): a TEXT range on window_start is only a pre-filter (secondPrefix).
+func since(rows []changelogRow, from *int64) []changelogRow {
+	if from == nil {
+		return rows
+	}
+	return slices.DeleteFunc(rows, func(r changelogRow) bool { return r.WindowStart < *from })
+}
+
+// rowsOf orders a read's rows by key then revision, dropping written_at.
+func rowsOf(rows []changelogRow, err error) ([]model.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := rows[:0]
-	for _, r := range rows {
-		if r.WindowStart >= *from { // the TEXT range is only a pre-filter
-			out = append(out, r)
-		}
-	}
-	return out, nil
+	return sortedRows(snapshots(rows)), nil
 }
 
-// sortedEntries orders changelog rows by key then revision, as sortedRows.
-func sortedEntries(rows []changelogRow) []ChangelogEntry {
+// entriesOf orders a read's rows by key then revision.
+func entriesOf(rows []changelogRow, err error) ([]ChangelogEntry, error) {
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ChangelogEntry, len(rows))
 	for i, r := range rows {
 		out[i] = ChangelogEntry{Row: r.Row, WrittenAt: r.WrittenAt}
 	}
 	slices.SortStableFunc(out, func(a, b ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
-	return out
+	return out, nil
 }
 
 // KeyCount returns how many (window, dims) keys the sink holds.
@@ -208,10 +189,8 @@ func readAudit[T any](ctx context.Context, s *SQLite, c codec[T]) ([]T, error) {
 	return readTable(ctx, s, c, "read "+c.t.Name, sqliteSelect(c.t)+` ORDER BY source_position`)
 }
 
-// LatestTooLate returns the n too_late_events rows that arrived last,
-// newest first (see latestSQL for the order), sorted and cut where they
-// are stored: a view refreshed every few seconds (app/live) never holds
-// the whole table. TooLate still reads it whole, for reconcile.
+// LatestTooLate returns the n too_late_events rows that arrived last, newest
+// first (latestSQL), cut where they are stored for app/live's refresh.
 func (s *SQLite) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
 	return readLatestAudit(ctx, s, tooLateCodec, n)
 }
@@ -226,9 +205,6 @@ func (s *SQLite) LatestQuarantined(ctx context.Context, n int) ([]model.Quaranti
 	return readLatestAudit(ctx, s, quarantinedCodec, n)
 }
 
-// readLatestAudit reads the n rows of an audit table that arrived last,
-// newest first. A row that cannot be read is named in an UnreadableRows
-// error and still takes its place among the n.
 func readLatestAudit[T any](ctx context.Context, s *SQLite, c codec[T], n int) ([]T, error) {
 	if n <= 0 {
 		return nil, nil
@@ -242,8 +218,7 @@ type AuditCounts struct {
 	TooLate, Conflicts, Quarantined int64
 }
 
-// AuditCounts counts the audit tables' rows where they are stored, in one
-// statement.
+// AuditCounts counts the audit tables' rows in one statement.
 func (s *SQLite) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
 	err = s.query(ctx, "count the audit tables", `SELECT (SELECT COUNT(*) FROM `+ident(TooLateEvents.Name)+`),
 		(SELECT COUNT(*) FROM `+ident(ConflictEvents.Name)+`), (SELECT COUNT(*) FROM `+ident(QuarantinedEvents.Name)+`)`,
@@ -251,37 +226,21 @@ func (s *SQLite) AuditCounts(ctx context.Context) (c AuditCounts, err error) {
 	return c, err
 }
 
-// sqlDialect is what differs between SQLite and BigQuery in a query both
-// send (latestSQL).
+// sqlDialect is what differs between SQLite and BigQuery in latestSQL: the
+// substring position function and a digits-to-integer cast (0 when empty).
 type sqlDialect struct {
-	// strpos is the function giving the 1-based position of a substring
-	// (0: none).
 	strpos string
-	// toInt turns an expression of digits into an integer, 0 when it is
-	// empty.
-	toInt func(expr string) string
+	toInt  func(expr string) string
 }
 
 var sqliteDialect = sqlDialect{strpos: "INSTR", toInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
 
-// latestSQL selects cols of the n rows of from (an audit table, or a
-// subquery of its columns) that arrived last, newest first, by their
-// source_position as far as it tells (app/live's CompareArrival; the same
-// in SQLite and BigQuery): file positions "<partition>/<file>:<line>"
-// (rawlog.Position) by file name, then line as a number, then partition,
-// after every other position (pubsub:<message_id>), which go by their
-// text. Within a partition that is the order its lines were read in;
-// across partitions the order of the files' names, which producers and
-// the live demo give by time. The table has no column of when a row was
-// written, and BigQuery no order of insertion.
-//
-// The position is split as rawlog.ParsePosition does, with functions both
-// dialects have: the line is the trailing digits (RTRIM of the digits
-// leaves the rest), the path what precedes the last ':', the partition
-// what precedes the path's first '/' (none: the root partition "."). ABS
-// keeps every SUBSTR length non-negative, which BigQuery requires even in
-// a CASE branch not taken. The engine sorts the whole table but keeps only
-// n rows (a top-n sort); the caller receives n.
+// latestSQL selects cols of the n rows of from that arrived last, newest
+// first, by source_position as app/live's CompareArrival orders it: file
+// positions "<partition>/<file>:<line>" by file name, line, then partition,
+// after other positions (pubsub:<id>) by text. The tables keep no write time.
+// The position is split as rawlog.ParsePosition does; ABS keeps SUBSTR lengths
+// non-negative, which BigQuery requires even in a CASE branch not taken.
 func latestSQL(d sqlDialect, cols, from string, n int) string {
 	named := rawlog.NamedPartition + ":"
 	file := `CASE WHEN NOT (SUBSTR(source_position, 1, ` + strconv.Itoa(len(named)) + `) = '` + named + `' AND LENGTH(source_position) > ` + strconv.Itoa(len(named)) + `)
@@ -301,59 +260,44 @@ LIMIT ` + strconv.Itoa(n)
 }
 
 // FinalHorizon returns the latest window_end (epoch ms) among FINAL rows: on
-// restart every window ending at or before it may already be closed (SPEC §4,
-// "windows that the sink already holds as FINAL are closed too"). ok is false
-// when no row is FINAL yet.
+// restart every window ending at or before it may already be closed (SPEC §4).
+// ok is false when no row is FINAL yet.
 func (s *SQLite) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
-	// MAX over TEXT would misorder millisecond bounds, so compare parsed times.
-	err = s.query(ctx, "read final horizon", `SELECT DISTINCT window_end FROM hourly_revenue
-		WHERE result_state = 'FINAL'`, func(rs *sql.Rows) error {
-		var we string
-		if err := rs.Scan(&we); err != nil {
-			return err
-		}
-		ms, err := parseTime(we)
-		if err != nil {
-			return err
-		}
-		if !ok || ms > windowEndMs {
-			windowEndMs, ok = ms, true
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	return windowEndMs, ok, nil
+	return s.extremeTime(ctx, "read final horizon", `SELECT DISTINCT window_end FROM hourly_revenue
+		WHERE result_state = 'FINAL'`, true)
 }
 
-// EarliestOpenWindow returns the earliest window_start (epoch ms) among
-// rows not yet FINAL: every window starting before it that has rows is
-// FINAL. ok is false when every row is FINAL (or there are none).
+// EarliestOpenWindow returns the earliest window_start (epoch ms) among rows
+// not yet FINAL. ok is false when every row is FINAL (or there are none).
 func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
-	// As in FinalHorizon, compare parsed times, not TEXT.
-	err = s.query(ctx, "read earliest open window", `SELECT DISTINCT window_start FROM hourly_revenue
-		WHERE result_state <> 'FINAL'`, func(rs *sql.Rows) error {
-		var ws string
-		if err := rs.Scan(&ws); err != nil {
+	return s.extremeTime(ctx, "read earliest open window", `SELECT DISTINCT window_start FROM hourly_revenue
+		WHERE result_state <> 'FINAL'`, false)
+}
+
+// extremeTime returns the latest (or earliest) time a query of one TEXT time
+// column selects. MIN and MAX over TEXT would misorder millisecond bounds, so
+// it compares parsed times.
+func (s *SQLite) extremeTime(ctx context.Context, what, query string, latest bool) (ms int64, ok bool, err error) {
+	err = s.query(ctx, what, query, func(rs *sql.Rows) error {
+		var text string
+		if err := rs.Scan(&text); err != nil {
 			return err
 		}
-		ms, err := parseTime(ws)
+		t, err := parseTime(text)
 		if err != nil {
 			return err
 		}
-		if !ok || ms < windowStartMs {
-			windowStartMs, ok = ms, true
+		if !ok || latest && t > ms || !latest && t < ms {
+			ms, ok = t, true
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, false, err
 	}
-	return windowStartMs, ok, nil
+	return ms, ok, nil
 }
 
-// query runs a read and calls scan for each row.
 func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
 	rs, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -2,21 +2,19 @@ package sinks
 
 import (
 	"database/sql"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
 )
 
-// The SQLite form of the table contract (tables.go). Times are RFC 3339 UTC
-// TEXT and money is both an exact decimal string and integer micros, so the
-// file reads well in the sqlite3 shell and sums exactly in SQL. Identifiers
-// are quoted: "partition" is an SQL keyword.
+// The SQLite form of the table contract: times as RFC 3339 TEXT, money as
+// decimal TEXT, so the file reads well in the sqlite3 shell.
 
-// ident quotes a table or column name.
+// ident quotes a name: "partition" is an SQL keyword.
 func ident(name string) string { return `"` + name + `"` }
 
-// sqliteType is a column's SQLite type.
 func sqliteType(c Column) string {
 	if c.Type == Int64 {
 		return "INTEGER"
@@ -24,7 +22,6 @@ func sqliteType(c Column) string {
 	return "TEXT"
 }
 
-// sqliteDDL is the CREATE TABLE statement of t.
 func sqliteDDL(t *Table) string {
 	var b strings.Builder
 	b.WriteString("CREATE TABLE IF NOT EXISTS " + ident(t.Name) + " (\n")
@@ -39,8 +36,7 @@ func sqliteDDL(t *Table) string {
 	return b.String()
 }
 
-// identList renders names as a quoted, comma-separated list, each prefixed
-// by alias and a dot when alias is set.
+// identList renders names quoted, comma-separated, each prefixed "alias.".
 func identList(alias string, names []string) string {
 	out := make([]string, len(names))
 	for i, n := range names {
@@ -52,40 +48,27 @@ func identList(alias string, names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// sqliteInsertPrefix is the head of a multi-row INSERT into t (see bulk):
-// verb is "INSERT", "INSERT OR IGNORE" or "INSERT OR REPLACE".
+// sqliteInsertPrefix is the head of a multi-row INSERT into t (see bulk).
 func sqliteInsertPrefix(verb string, t *Table) string {
 	return verb + " INTO " + ident(t.Name) + " (" + identList("", t.Names()) + ") VALUES "
 }
 
-// sqliteUpsertSuffix makes an INSERT replace the row stored under the same
-// key with the new one's columns.
+// sqliteUpsertSuffix makes an INSERT replace the row stored under its key.
 func sqliteUpsertSuffix(t *Table) string {
 	var set []string
 	for _, c := range t.Columns {
-		if !containsString(t.Key, c.Name) {
+		if !slices.Contains(t.Key, c.Name) {
 			set = append(set, ident(c.Name)+" = excluded."+ident(c.Name))
 		}
 	}
 	return " ON CONFLICT (" + identList("", t.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 }
 
-// sqliteSelect is "SELECT <t's columns> FROM <t>".
 func sqliteSelect(t *Table) string {
 	return "SELECT " + identList("", t.Names()) + " FROM " + ident(t.Name)
 }
 
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// sqliteArgs appends a row's column values (a codec's, see codec) as SQLite
-// parameters.
+// sqliteArgs appends a codec's column values as SQLite parameters.
 func sqliteArgs(t *Table, dst []any, vals []any) []any {
 	for i, v := range vals {
 		dst = append(dst, sqliteValue(t.Columns[i], v))
@@ -111,8 +94,7 @@ func sqliteValue(c Column, v any) any {
 // sqliteScanner scans a result row of t's columns into a codec's values.
 type sqliteScanner struct {
 	t *Table
-	// from, if set, is the table the first columns come from (a join's),
-	// for the errors' names.
+	// from, if set, is the table a join's first columns come from.
 	from  *Table
 	dest  []any
 	texts []string
@@ -138,8 +120,7 @@ func newSQLiteScanner(t *Table) *sqliteScanner {
 	return s
 }
 
-// scan reads the current result row; the values are valid until the next
-// call.
+// scan reads the current row; the values are valid until the next call.
 func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 	if err := rs.Scan(s.dest...); err != nil {
 		return nil, err

@@ -12,11 +12,8 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Multi-row statements: each is prefix + tuple repeated (joined by ", ") +
-// suffix. Many rows per statement rather than one saves the per-call cost of
-// database/sql and the driver (about a fifth of BenchmarkSQLiteWrite's time
-// with a per-row loop). All but the key lookup are derived from the table
-// contract.
+// Multi-row statements (prefix, tuples, suffix) save the per-call cost of
+// database/sql, about a fifth of BenchmarkSQLiteWrite's time.
 var (
 	sqlGetRowsPrefix = `WITH k(window_start, dims) AS (VALUES `
 	sqlGetRowsSuffix = `) SELECT h.window_start, h.dims, h.revision, h.result_state, h.event_count
@@ -26,13 +23,11 @@ var (
 	sqlInsertChangelogPrefix = sqliteInsertPrefix("INSERT", HourlyRevenueChangelog)
 )
 
-// bulkArgs bounds the parameters of one multi-row statement, well under
-// SQLite's limit of 32766 host parameters.
+// bulkArgs bounds one statement's parameters, well under SQLite's 32766.
 const bulkArgs = 960
 
-// bulk executes a multi-row statement over flattened args in chunks. The
-// full-size chunk is prepared once per transaction; a shorter last chunk gets
-// its own statement.
+// bulk runs a multi-row statement over flattened args in chunks; the
+// full-size one is prepared once per transaction.
 type bulk struct {
 	tx             *sql.Tx
 	prefix, suffix string
@@ -65,7 +60,6 @@ func (b *bulk) stmt(ctx context.Context, tuples int) (*sql.Stmt, bool, error) {
 	return b.full, false, nil
 }
 
-// exec runs the statement over args and returns the rows it changed.
 func (b *bulk) exec(ctx context.Context, args []any) (int64, error) {
 	var changed int64
 	perChunk := bulkArgs / b.width
@@ -92,7 +86,6 @@ func (b *bulk) exec(ctx context.Context, args []any) (int64, error) {
 	return changed, nil
 }
 
-// query runs the statement over args and calls scan for every result row.
 func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error) error {
 	perChunk := bulkArgs / b.width
 	for len(args) > 0 {
@@ -131,19 +124,12 @@ func (b *bulk) close() {
 	}
 }
 
-// textKey is a row key as the tables store it.
 type textKey struct{ windowStart, dims string }
 
-// Write applies a batch in one transaction: rows that pass the revision and
-// no-dip rules are upserted into hourly_revenue and appended to the changelog,
-// audit rows are inserted once per source position, and source progress is
-// recorded with them, so output and progress can never disagree after a
-// crash.
-//
-// The transaction first reads the stored row of every key in the batch, then
-// decides in Go (rows sorted by key and revision, so several snapshots of a
-// key apply oldest first), then writes: the upsert gets the last accepted
-// snapshot of each key, the changelog every accepted one.
+// Write applies a batch in one transaction, so output and progress never
+// disagree after a crash: it reads the stored row of each key, admits rows in
+// key and revision order, upserts each key's last accepted row, appends every
+// accepted one to the changelog, and inserts audit rows once per position.
 func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 	if err := validateBatch(b); err != nil {
 		return Result{}, fmt.Errorf("sqlite sink %s: %w", s.path, err)
@@ -235,8 +221,6 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 		return Result{}, err
 	}
 	if refused.regressions > 0 {
-		// The pipeline should never send these; the sink holding the line is
-		// worth a warning, not just a counter.
 		slog.Warn("sqlite sink: rejected rows that would lower a count or move a state back",
 			"path", s.path, "rows", refused.regressions, "example", refused.example)
 	}
@@ -246,9 +230,8 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 	return res, nil
 }
 
-// writeAudit inserts the batch's audit rows with INSERT OR IGNORE, so a
-// position already stored (a replay, a restart, a copy within the batch)
-// adds nothing, and counts the rows actually added.
+// writeAudit inserts audit rows once per position (INSERT OR IGNORE) and
+// counts the rows added.
 func writeAudit(ctx context.Context, tx *sql.Tx, b Batch) (int, error) {
 	n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", tooLateCodec, b.TooLate)
 	n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", conflictCodec, b.Conflicts)
@@ -259,8 +242,6 @@ func writeAudit(ctx context.Context, tx *sql.Tx, b Batch) (int, error) {
 	return int(n1 + n2 + n3), nil
 }
 
-// insertRows inserts records into their codec's table with one multi-row
-// statement per chunk and returns the rows it changed.
 func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c codec[T], recs []T) (int64, error) {
 	if len(recs) == 0 {
 		return 0, nil
@@ -281,9 +262,7 @@ func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c codec[T],
 	return n, nil
 }
 
-// writeProgress stores source checkpoints, stamped with their run by the
-// caller. A checkpoint is deterministic (a retried bundle sends the same
-// one), so replacing it changes nothing but updated_at.
+// writeProgress stores checkpoints; a retried one replaces only updated_at.
 func writeProgress(ctx context.Context, tx *sql.Tx, progress []model.Checkpoint, now time.Time) error {
 	rows := make([]checkpointRow, len(progress))
 	for i, c := range progress {

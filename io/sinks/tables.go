@@ -9,31 +9,23 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// This file is the table contract of SPEC §5, written once: every table the
-// sinks create, its columns with a logical type, its key, and how a Go
-// record becomes a row of it and back (a codec). The SQLite DDL and
-// statements, the BigQuery schema and Storage Write descriptors, and the
-// JSON of the jsonl sink and of the reports are derived from it; a column
-// added here reaches all of them.
+// The table contract of SPEC §5, written once: each table's columns, key and
+// codec. The SQLite DDL, the BigQuery schema and row descriptors and the JSON
+// forms are derived from it.
 
-// Type is a column's logical type: what it means, independent of a backend.
+// Type is a column's logical type, independent of a backend.
 type Type uint8
 
 const (
-	// Time is an event-time instant, epoch ms in Go (int64): RFC 3339 UTC
-	// text (model.FormatTime) in SQLite and JSON, TIMESTAMP in BigQuery.
+	// Time is an event-time instant: int64 epoch ms in Go, RFC 3339 UTC text
+	// in SQLite and JSON, TIMESTAMP in BigQuery.
 	Time Type = iota + 1
-	// WallTime is a processing-time instant (when a row was written),
-	// time.Time in Go: RFC 3339 UTC text with milliseconds in SQLite and
-	// JSON, TIMESTAMP in BigQuery.
+	// WallTime is a processing-time instant (time.Time), with milliseconds.
 	WallTime
-	// String is text.
 	String
-	// Int64 is an exact integer.
 	Int64
-	// Money is an exact amount, int64 micros in Go: a decimal with six
-	// fractional digits ("137.500000") as text in SQLite and JSON, NUMERIC
-	// in BigQuery. Never a float.
+	// Money is an exact amount: int64 micros in Go, a six-digit decimal
+	// ("137.500000") in SQLite and JSON, NUMERIC in BigQuery. Never a float.
 	Money
 )
 
@@ -41,8 +33,7 @@ const (
 type Column struct {
 	Name string
 	Type Type
-	// Nullable columns may hold NULL (a nil value in Go). Only
-	// reconcile_diffs.applied_revision does.
+	// Nullable columns may hold NULL (nil in Go): only applied_revision.
 	Nullable bool
 }
 
@@ -50,11 +41,9 @@ type Column struct {
 type Table struct {
 	Name    string
 	Columns []Column
-	// Key are the columns a row is unique by: SQLite's primary key, the
-	// columns a BigQuery read or insert keeps one row per.
+	// Key are the columns a row is unique by.
 	Key []string
-	// Partition is the column BigQuery partitions the table by (by day), or
-	// "". Clustering are its clustering columns.
+	// Partition is BigQuery's day-partitioning column, or "".
 	Partition  string
 	Clustering []string
 }
@@ -80,9 +69,7 @@ var snapshotColumns = []Column{
 	{Name: "result_state", Type: String},
 }
 
-// The tables. hourly_revenue is a table in SQLite and a view over the
-// changelog in BigQuery; the jsonl sink keeps the changelog's columns in
-// hourly_revenue.jsonl.
+// The tables. hourly_revenue is a view over the changelog in BigQuery.
 var (
 	HourlyRevenue = &Table{
 		Name:    "hourly_revenue",
@@ -98,8 +85,7 @@ var (
 		Partition:  "window_start",
 		Clustering: []string{"window_start", "dims"},
 	}
-	// The audit tables: one row per source_position, so a replay or a
-	// restart never adds a second one for the same record.
+	// The audit tables: one row per source_position.
 	TooLateEvents = auditTable("too_late_events", "event_time", Column{Name: "event_id", Type: String},
 		Column{Name: "event_time", Type: Time}, Column{Name: "payload", Type: String}, Column{Name: "reason", Type: String})
 	ConflictEvents = auditTable("conflict_events", "", Column{Name: "event_id", Type: String},
@@ -133,20 +119,17 @@ var (
 		},
 		Key: []string{"key"},
 	}
-	// SourceCheckpoints holds one row per file a folder-source partition
-	// read completely (see model.Checkpoint), per run that read it: facts
-	// about the raw log, written by the workers (WriteProgress). Keyed by
-	// run first, so a run's checkpoints are read (RunCheckpoints) and the
-	// other runs' deleted (PruneCheckpoints) through the key.
+	// SourceCheckpoints holds one row per file a partition read completely,
+	// per run (WriteProgress); keyed by run first for RunCheckpoints and
+	// PruneCheckpoints.
 	SourceCheckpoints = &Table{
 		Name:       "source_checkpoints",
 		Columns:    progressColumns("updated_at"),
 		Key:        []string{"run", "partition", "file"},
 		Clustering: []string{"run"},
 	}
-	// SourceResume holds where a restart resumes each partition: the
-	// checkpoint the launcher sealed (SealResume) once every output of the
-	// run up to it was durable. A restart trusts nothing else.
+	// SourceResume holds where a restart resumes each partition: the point
+	// the launcher sealed once every output up to it was durable.
 	SourceResume = &Table{
 		Name:    "source_resume",
 		Columns: progressColumns("sealed_at"),
@@ -154,8 +137,7 @@ var (
 	}
 )
 
-// progressColumns are the columns of a progress table: a model.Checkpoint,
-// then when the row was stored (named at).
+// progressColumns are a model.Checkpoint's columns, then the time named at.
 func progressColumns(at string) []Column {
 	return []Column{
 		{Name: "partition", Type: String},
@@ -168,8 +150,7 @@ func progressColumns(at string) []Column {
 	}
 }
 
-// auditTable is an audit table: source_position, then cols; keyed and
-// clustered by source_position, partitioned by partition (or not, "").
+// auditTable is source_position, then cols, keyed by source_position.
 func auditTable(name, partition string, cols ...Column) *Table {
 	return &Table{
 		Name:       name,
@@ -187,10 +168,9 @@ var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, Conf
 // auditTables are the three audit tables, keyed by source_position.
 var auditTables = []*Table{TooLateEvents, ConflictEvents, QuarantinedEvents}
 
-// codec maps a Go record to a row of its table and back. put appends the
-// record's column values, in column order and of the Go types the column
-// types name (int64 for Time, Int64 and Money, time.Time for WallTime,
-// string for String, nil for a NULL); get builds a record from such values.
+// codec maps a Go record to a row of its table and back: put appends the
+// column values in order (int64 for Time, Int64 and Money, time.Time for
+// WallTime, string, nil for NULL); get builds a record from them.
 type codec[T any] struct {
 	t   *Table
 	put func(dst []any, v T) []any
@@ -203,8 +183,7 @@ type changelogRow struct {
 	WrittenAt time.Time
 }
 
-// checkpointRow is a source_checkpoints row (the checkpoint and when it
-// was stored) or a source_resume row (the point and when it was sealed).
+// checkpointRow is a row of either progress table.
 type checkpointRow struct {
 	model.Checkpoint
 	At time.Time
@@ -256,8 +235,7 @@ var (
 			return c, nil
 		},
 	}
-	// Detail is not stored (SPEC §5 has no column for it) and comes back
-	// empty.
+	// Detail has no column in SPEC §5 and comes back empty.
 	quarantinedCodec = codec[model.Quarantined]{t: QuarantinedEvents,
 		put: func(dst []any, q model.Quarantined) []any {
 			return append(dst, q.Position, string(q.Payload), q.Reason)
@@ -293,8 +271,7 @@ var (
 	resumeCodec     = codec[checkpointRow]{t: SourceResume, put: putCheckpoint, get: getCheckpoint}
 )
 
-// putCheckpoint and getCheckpoint are the codec of both progress tables:
-// their columns differ only in the name of the last one.
+// putCheckpoint and getCheckpoint are the codec of both progress tables.
 func putCheckpoint(dst []any, c checkpointRow) []any {
 	return append(dst, c.Partition, c.File, c.Offset, int64(c.Line), c.MaxValid, c.Run, c.At)
 }
@@ -323,8 +300,7 @@ func configMap(rows []configEntry) map[string]string {
 	return out
 }
 
-// snapshotOf builds a row from hourly_revenue's column values (revenue is
-// read from revenue_micros).
+// snapshotOf builds a row from hourly_revenue's column values.
 func snapshotOf(v []any, writer string) (model.Row, error) {
 	st, err := model.ParseResultState(v[7].(string))
 	if err != nil {
@@ -344,12 +320,10 @@ func parseTime(s string) (int64, error) {
 	return t.UnixMilli(), nil
 }
 
-// wallTime renders processing time for written_at and updated_at: RFC 3339
-// UTC with milliseconds.
+// wallTime renders processing time: RFC 3339 UTC with milliseconds.
 func wallTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
 
-// parseWallTime is the inverse of wallTime; "" (no row to join) is the zero
-// time.
+// parseWallTime is the inverse of wallTime; "" (no row joined) is zero.
 func parseWallTime(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -361,8 +335,7 @@ func parseWallTime(s string) (time.Time, error) {
 	return t, nil
 }
 
-// parseMoney is the inverse of model.FormatMicros: an exact decimal with at
-// most six fractional digits, in micros.
+// parseMoney is the inverse of model.FormatMicros.
 func parseMoney(s string) (int64, error) {
 	bad := func() (int64, error) { return 0, fmt.Errorf("bad amount %q", s) }
 	neg := strings.HasPrefix(s, "-")

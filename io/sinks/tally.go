@@ -12,12 +12,10 @@ import (
 )
 
 // Tally is what a run's summary shows of a sink, counted where the rows are
-// stored (COUNT(*) on SQLite and BigQuery) rather than read back whole.
+// stored rather than read back whole.
 type Tally struct {
 	// Current counts hourly_revenue's rows (one per key) by result state.
-	Current map[model.ResultState]int64
-	// Changelog counts the accepted revisions; TooLate, Conflicts and
-	// Quarantined the audit tables' rows.
+	Current                                    map[model.ResultState]int64
 	Changelog, TooLate, Conflicts, Quarantined int64
 	// Latest is the last rows of CurrentRows, in its order.
 	Latest []model.Row
@@ -31,7 +29,6 @@ func (t Tally) Keys() (n int64) {
 	return n
 }
 
-// windowCount is how many current rows one window start holds in a state.
 type windowCount struct {
 	start int64
 	state model.ResultState
@@ -45,8 +42,7 @@ type countedReader interface {
 	CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
 }
 
-// tally counts hourly_revenue by window and state, reads only the last
-// windows' rows for Latest, and counts the other tables.
+// tally counts the tables, reading only the last windows' rows for Latest.
 func tally(ctx context.Context, r countedReader, latest int) (Tally, error) {
 	t := Tally{Current: map[model.ResultState]int64{}}
 	counts, err := r.currentCounts(ctx)
@@ -116,8 +112,7 @@ func (s *SQLite) tableCount(ctx context.Context, t *Table) (n int64, err error) 
 	return n, err
 }
 
-// Tally counts the tables (see Tally), as every read does: one row per
-// revision and per source_position, however often it was appended.
+// Tally counts the tables, one row per revision and per source_position.
 func (b *BigQuery) Tally(ctx context.Context, latest int) (Tally, error) {
 	return tally(ctx, b, latest)
 }
@@ -152,8 +147,7 @@ func (b *BigQuery) tableCount(ctx context.Context, t *Table) (int64, error) {
 		` WHERE TRUE`+oncePer(key, key)+`)`, nil)
 }
 
-// Tally counts the files' rows as the reads give them: the jsonl debug sink
-// reads its files whole anyway.
+// Tally counts the rows the reads give: jsonl reads its files whole anyway.
 func (j *JSONL) Tally(ctx context.Context, latest int) (Tally, error) {
 	t := Tally{Current: map[model.ResultState]int64{}}
 	log, err1 := j.Changelog(ctx)

@@ -9,18 +9,15 @@ import (
 )
 
 // SeedBound limits the rows Published reads to the windows a run can still
-// reach. The zero value reads every row (a run that may reach any window:
-// a first replay, a restart that re-reads a partition from its start).
+// reach; the zero value reads every row.
 type SeedBound struct {
-	// Bounded says that only windows starting at or after StartFrom are
-	// needed: every earlier one is closed for every record of the run.
-	Bounded bool
-	// StartFrom is a window_start (epoch ms).
+	// Bounded says only windows starting at or after StartFrom (epoch ms)
+	// are needed.
+	Bounded   bool
 	StartFrom int64
 }
 
-// Needs reports whether a row of the window starting at windowStart is
-// needed.
+// Needs reports whether the window starting at windowStart is needed.
 func (b SeedBound) Needs(windowStart int64) bool { return !b.Bounded || windowStart >= b.StartFrom }
 
 // String renders the bound for logs.
@@ -31,20 +28,11 @@ func (b SeedBound) String() string {
 	return "windows from " + model.FormatTime(b.StartFrom)
 }
 
-// Published reads the current row of every key the sink holds that bound
-// needs: what the revision step continues from after a restart or a second
-// replay (revisions go on from the stored one, nothing dips, a window held
-// as FINAL stays closed). The revision step calls it on a worker when it
-// starts, so the sink's history never enters the job graph, whose size would
-// otherwise grow with every key ever stored (Dataflow caps a job request at
-// a few MB); with a bound, what each worker loads grows with the retention,
-// not the history. A FINAL row is only a closed marker to that step, so it
-// comes without its totals. The zero Spec, and a sink that keeps nothing to
-// read back (console, a SQLite file or jsonl folder not created yet), give
-// no rows; a reader that cannot filter by window (jsonl) is filtered here.
-//
-// The scheme's backend must be registered (Register): in a binary that does
-// not import io/sinks, Published fails with an error that says so.
+// Published reads the current row of every key bound needs: what the
+// revision step continues from after a restart. It runs on a worker, so the
+// history never enters the job graph (Dataflow caps a job request at a few
+// MB). A FINAL row comes as a closed marker without totals. The zero Spec and
+// a sink with nothing to read give no rows. The scheme must be registered.
 func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, error) {
 	if spec.Scheme == "" {
 		return nil, nil

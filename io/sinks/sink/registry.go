@@ -8,13 +8,10 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Backends is the package whose init registers every scheme ParseSpec
-// accepts: a binary that reads or writes a sink imports it (for its side
-// effect, where it uses nothing else of it).
+// Backends is the package whose init registers every scheme ParseSpec accepts.
 const Backends = "github.com/revenue-stream/hourly/io/sinks"
 
-// CurrentReader is a sink opened to read back the current row of every key
-// it holds: what Published needs of a backend.
+// CurrentReader is what Published needs of a backend.
 type CurrentReader interface {
 	CurrentRows(ctx context.Context) ([]model.Row, error)
 	Close() error
@@ -26,9 +23,8 @@ type RangeReader interface {
 	CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
 }
 
-// Opener opens the sink spec names for reading back. ok is false, with a
-// nil reader, when the sink keeps nothing to read back (console) or does
-// not exist yet: opening it would create an empty one.
+// Opener opens a sink for reading back; ok is false when it keeps nothing
+// (console) or does not exist yet.
 type Opener func(ctx context.Context, spec Spec) (r CurrentReader, ok bool, err error)
 
 var (
@@ -36,11 +32,8 @@ var (
 	openers = map[string]Opener{}
 )
 
-// Register makes scheme's sinks readable by Published. A backend calls it
-// from its init, so that every process of a binary that imports the
-// backend, the workers included, has it. Registering a scheme twice, or a
-// nil Opener, panics, as database/sql.Register does: both are programming
-// errors of the binary.
+// Register makes scheme's sinks readable by Published; backends call it from
+// init. A second registration or a nil Opener panics, as in database/sql.
 func Register(scheme string, open Opener) {
 	if open == nil {
 		panic(fmt.Sprintf("sink.Register %q: nil Opener", scheme))
@@ -53,9 +46,8 @@ func Register(scheme string, open Opener) {
 	openers[scheme] = open
 }
 
-// CheckRegistered returns the error Published would return for a scheme
-// no backend registered, nil for a registered one: a launcher calls it (through
-// pipeline.Options.Validate) to refuse such a spec before any work.
+// CheckRegistered returns Published's error for an unregistered scheme, so
+// pipeline.Options.Validate refuses it before any work.
 func CheckRegistered(scheme string) error {
 	_, err := opener(scheme)
 	return err

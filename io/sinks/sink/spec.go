@@ -1,14 +1,8 @@
-// Package sink is the contract between the pipeline and its sinks: what a
-// --sink value names (Spec), which stored rows a restarted run continues
-// from (SeedBound, Published), and the registry through which a backend
-// says how its rows are read back (Register).
-//
-// It imports no backend. The backends live in io/sinks, which registers
-// every scheme in its init; a binary that imports io/sinks (cmd/launch,
-// cmd/reconcile, through app/...) has them all, in its workers too, since
-// on prism and in a PROCESS environment the worker is the same binary. So
-// transforms and pipeline, which only carry a Spec to the worker, link
-// neither BigQuery, SQLite nor a runner (testing/deps checks it).
+// Package sink is the contract between the pipeline and its sinks: the
+// --sink value (Spec), the stored rows a restarted run continues from
+// (Published) and the registry of backends that read them back (Register).
+// It imports no backend (io/sinks registers them in its init), so transforms
+// and pipeline link neither BigQuery, SQLite nor a runner (testing/deps).
 package sink
 
 import (
@@ -53,19 +47,14 @@ func (s Spec) String() string {
 }
 
 var (
-	// Google Cloud project ids: 6-30 characters, lowercase letters, digits and
-	// hyphens, starting with a letter and not ending with a hyphen; legacy
-	// domain-scoped ids carry a "domain.tld:" prefix.
+	// Google Cloud project ids, with the legacy "domain.tld:" prefix.
 	projectRE = regexp.MustCompile(`^(?:[a-z][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
-	// BigQuery dataset names: letters, digits and underscores, up to 1024
-	// (the length is checked apart: Go's regexp caps repeats at 1000).
+	// BigQuery dataset names; the length (1024) is checked apart.
 	datasetRE = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 )
 
-// CheckPath refuses, before any work, a sink whose place cannot hold it: a
-// SQLite file whose folder does not exist, or a path that is a folder. It
-// reads the local filesystem only (the other schemes pass: opening them is
-// the check). The error does not name the sink: the caller names its flag.
+// CheckPath refuses a SQLite path that is a folder or whose folder does not
+// exist (other schemes pass). The caller names its flag in the error.
 func (s Spec) CheckPath() error {
 	if s.Scheme != SchemeSQLite {
 		return nil
@@ -86,9 +75,8 @@ func (s Spec) CheckPath() error {
 	return nil
 }
 
-// ParseSpec parses a --sink value: "sqlite:PATH", "jsonl:DIR", "console" or
-// "bigquery:PROJECT.DATASET". Errors are one line and name the bad part, since
-// SPEC §6 wants a bad sink string refused before any work starts.
+// ParseSpec parses a --sink value (Forms). Errors are one line naming the bad
+// part: SPEC §6 refuses a bad sink before any work.
 func ParseSpec(s string) (Spec, error) {
 	if s == "" {
 		return Spec{}, fmt.Errorf("sink is empty: want %s", Forms)
@@ -121,8 +109,7 @@ func ParseSpec(s string) (Spec, error) {
 		}
 		return Spec{Scheme: SchemeConsole}, nil
 	case SchemeBigQuery:
-		// A dataset name has no '.', a domain-scoped project may: split on
-		// the last one.
+		// A domain-scoped project may hold a '.', a dataset not.
 		i := strings.LastIndexByte(rest, '.')
 		if rest == "" || i < 0 {
 			return Spec{}, fmt.Errorf("sink %q: want bigquery:PROJECT.DATASET", s)
@@ -139,10 +126,8 @@ func ParseSpec(s string) (Spec, error) {
 	return Spec{}, fmt.Errorf("sink %q: unknown scheme %q: want %s", s, scheme, Forms)
 }
 
-// localOnly refuses a SQLite or JSONL path with a URL scheme (gs://, s3://,
-// file://, ...): those sinks write with local file calls, which would make a
-// folder named "gs:" rather than reach the bucket. BigQuery is the
-// production sink.
+// localOnly refuses a URL path (gs://, s3://, ...): local file calls would
+// make a folder named "gs:" rather than reach the bucket.
 func localOnly(spec, path string) error {
 	if scheme, _, ok := strings.Cut(path, "://"); ok {
 		return fmt.Errorf("sink %q: %s writes local files only, not %s:// paths: use a local path, or --sink=bigquery:PROJECT.DATASET in production", spec, spec[:strings.IndexByte(spec, ':')], scheme)
