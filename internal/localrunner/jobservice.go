@@ -13,7 +13,7 @@ import (
 // EnsureJobService starts prism's job service before the job and sets
 // --endpoint (and --environment_type=loopback unless set), so the launcher
 // knows the address without racing beam.Run. It does nothing when --endpoint
-// is set or the runner is not prism.
+// is set or the runner is not prism. It raises GOMAXPROCS (procs.go).
 func EnsureJobService(ctx context.Context, runner string) error {
 	if *jobopts.Endpoint != "" || !capability.IsPrism(runner) {
 		return nil
@@ -28,6 +28,7 @@ func EnsureJobService(ctx context.Context, runner string) error {
 		return fmt.Errorf("prism: start the job service: %w", err)
 	}
 	*jobopts.Endpoint = fmt.Sprintf("localhost:%d", port)
+	raiseProcs() // prism runs in this process now
 	if *jobopts.EnvironmentType == "" {
 		*jobopts.EnvironmentType = "loopback" // as prism's runner defaults it
 	}

@@ -15,7 +15,8 @@ import (
 const DisableSplitExperiment = "prism_disable_sdf_split"
 
 // UseSafeOptions sets the next job's prism workarounds, on prism only:
-// DisableSplitExperiment in --experiments and the metric gate. On any other
+// DisableSplitExperiment in --experiments, the metric gate and, when prism
+// runs in this process (no --endpoint), more Go processors (procs.go). On any other
 // runner both are switched off, so a process that ran a prism job before (a
 // test binary) submits neither. Call it before beam.Run (or ptest.Run).
 func UseSafeOptions(runner string) {
@@ -29,6 +30,9 @@ func UseSafeOptions(runner string) {
 	}
 	if err := enableMetricGate(); err != nil {
 		panic(err) // registered in init: cannot fail
+	}
+	if *jobopts.Endpoint == "" { // beam.Run starts prism in this process
+		raiseProcs()
 	}
 	if slices.Contains(exps, DisableSplitExperiment) {
 		return
