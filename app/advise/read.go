@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/io/files"
 	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
+	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/model"

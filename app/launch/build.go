@@ -12,6 +12,7 @@ import (
 	// workers included: gs:// paths for io/files, and every sink scheme for
 	// sink.Published (the revision step's seed).
 	_ "github.com/revenue-stream/hourly/io/files/gcs"
+	_ "github.com/revenue-stream/hourly/io/files/s3" // s3:// paths
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/io/sources"

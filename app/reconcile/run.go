@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/io/files"
 	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
+	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sinks/sink"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/revenue-stream/hourly/io/files"
 	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
+	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
 )
 
 // formats maps an extension (lower case) to its renderer.

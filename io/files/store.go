@@ -24,9 +24,12 @@ type Store struct {
 var stores sync.Map
 
 // storePackages names the packages serving a scheme this package does not
-// import (transforms and pipeline must not link the GCS client), for the
-// error of a binary that did not import them.
-var storePackages = map[string]string{"gs://": "github.com/revenue-stream/hourly/io/files/gcs"}
+// import (transforms and pipeline must not link the GCS or AWS clients), for
+// the error of a binary that did not import them.
+var storePackages = map[string]string{
+	"gs://": "github.com/revenue-stream/hourly/io/files/gcs",
+	"s3://": "github.com/revenue-stream/hourly/io/files/s3",
+}
 
 // RegisterStore registers the Store of scheme ("gs", "s3"), from the init of
 // the package that also imports Beam's filesystem of the scheme. A second

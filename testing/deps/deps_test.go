@@ -105,11 +105,11 @@ func TestOffenders(t *testing.T) {
 }
 
 // backends are what the job graph's packages must not link (issue 29):
-// the sink backends' clients (BigQuery, SQLite), GCS's, and the embedded
+// the sink backends' clients (BigQuery, SQLite), GCS's and S3's, and the embedded
 // runner. A worker gets them from the binary that runs it, which registers
-// them (io/sinks, io/files/gcs); transforms and pipeline only name them.
+// them (io/sinks, io/files/gcs, io/files/s3); transforms and pipeline only name them.
 var backends = []string{"bigquery", "modernc.org/sqlite", "cloud.google.com/go/storage",
-	"io/filesystem/gcs", "gcsx", "runners/prism", "internal/localrunner"}
+	"io/filesystem/gcs", "gcsx", "aws-sdk-go", "io/filesystem/s3", "runners/prism", "internal/localrunner"}
 
 // backendsOf returns, for each package, the packages it depends on (or is)
 // whose path contains one of backends.

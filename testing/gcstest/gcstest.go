@@ -20,6 +20,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// for io/files, as a binary imports it
+	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
 )
 
 var (

@@ -1,4 +1,8 @@
-package files
+// Package s3 serves s3:// paths to io/files, as io/files/gcs serves gs://:
+// importing it registers Beam's S3 filesystem and the ranged reads and
+// not-found errors of files.ReadRanges, so transforms and pipeline link no
+// AWS client.
+package s3
 
 import (
 	"context"
@@ -11,16 +15,15 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/revenue-stream/hourly/io/files"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3" // s3:// (AWS_* environment)
 )
 
-// s3:// is served here, not in its own package as gs:// is: nothing asks
-// yet that a package reading payloads link no AWS client.
-func init() { RegisterStore("s3", Store{Ranges: s3Ranges, NotExist: s3NotExist}) }
+func init() { files.RegisterStore("s3", files.Store{Ranges: ranges, NotExist: notExist}) }
 
-func s3Ranges(ctx context.Context, path string) (func(Range) (io.ReadCloser, error), error) {
-	c, err := Client("s3 ranges", func() (*s3.Client, error) {
+func ranges(ctx context.Context, path string) (func(files.Range) (io.ReadCloser, error), error) {
+	c, err := files.Client("s3 ranges", func() (*s3.Client, error) {
 		// As Beam's s3 filesystem builds its own.
 		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
 		if err != nil {
@@ -35,7 +38,7 @@ func s3Ranges(ctx context.Context, path string) (func(Range) (io.ReadCloser, err
 	if !ok {
 		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
-	return func(r Range) (io.ReadCloser, error) {
+	return func(r files.Range) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 			Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Offset, r.Offset+int64(r.Length)-1))})
 		if err != nil {
@@ -45,7 +48,7 @@ func s3Ranges(ctx context.Context, path string) (func(Range) (io.ReadCloser, err
 	}, nil
 }
 
-func s3NotExist(err error) bool {
+func notExist(err error) bool {
 	var (
 		noKey    *s3types.NoSuchKey
 		notFound *s3types.NotFound
