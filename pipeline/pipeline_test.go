@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
@@ -50,9 +51,9 @@ type result struct {
 	tooLate     collect.Handle[model.TooLate]
 	conflicts   collect.Handle[model.Conflict]
 	quarantined collect.Handle[model.Quarantined]
-	counts      pipeline.Counts
+	counts      metrics.Counts
 	// dists are the revenue namespace's distributions, merged by name.
-	dists map[string]metrics.DistributionValue
+	dists map[string]beammetrics.DistributionValue
 }
 
 func run(t *testing.T, sc *scenario.Builder, o pipeline.Options) result {
@@ -85,8 +86,8 @@ func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n 
 		t.Fatalf("pipeline failed: %v", err)
 	}
 	// Every run checks the conservation identity of SPEC §4.
-	res.counts = pipeline.CountsFrom(pr)
-	res.dists = map[string]metrics.DistributionValue{}
+	res.counts = metrics.CountsFrom(pr)
+	res.dists = map[string]beammetrics.DistributionValue{}
 	for _, d := range pr.Metrics().AllMetrics().Distributions() {
 		if d.Namespace() != transforms.Namespace {
 			continue
@@ -94,7 +95,7 @@ func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n 
 		v, ok := res.dists[d.Name()]
 		r := d.Result()
 		if ok {
-			r = metrics.DistributionValue{Count: v.Count + r.Count, Sum: v.Sum + r.Sum, Min: min(v.Min, r.Min), Max: max(v.Max, r.Max)}
+			r = beammetrics.DistributionValue{Count: v.Count + r.Count, Sum: v.Sum + r.Sum, Min: min(v.Min, r.Min), Max: max(v.Max, r.Max)}
 		}
 		res.dists[d.Name()] = r
 	}
@@ -471,10 +472,10 @@ func TestDelayMetrics(t *testing.T) {
 		}
 	}
 	// The distributions carry what the buckets cannot: exact sums and bounds.
-	if got, want := res.dists["event_lateness_ms"], (metrics.DistributionValue{Count: 20, Sum: 333_360_000, Min: 0, Max: 172_770_000}); got != want {
+	if got, want := res.dists["event_lateness_ms"], (beammetrics.DistributionValue{Count: 20, Sum: 333_360_000, Min: 0, Max: 172_770_000}); got != want {
 		t.Errorf("event_lateness_ms = %+v, want %+v", got, want)
 	}
-	if got, want := res.dists["arrival_delay_ms"], (metrics.DistributionValue{Count: 20, Sum: 333_985_000, Min: 10_000, Max: 172_800_000}); got != want {
+	if got, want := res.dists["arrival_delay_ms"], (beammetrics.DistributionValue{Count: 20, Sum: 333_985_000, Min: 10_000, Max: 172_800_000}); got != want {
 		t.Errorf("arrival_delay_ms = %+v, want %+v", got, want)
 	}
 	if res.counts.Quarantined != 1 || res.counts.TooLate != 1 || res.counts.Duplicates != 1 {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/revenue-stream/hourly/internal/cli"
 )
 
 var genStart = time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)
@@ -226,7 +228,8 @@ func TestFiguresMatchIndependentComputation(t *testing.T) {
 	rec := a.Recommendation
 	want := r.judge(best.b, best.i, best.a, time.Hour+best.a, segIdx, nsegs).out
 	same(t, "recommended outcome", rec.Outcome, want)
-	wantFlags := []string{"--ooo-bound=" + Span(best.b), "--idle-timeout=" + Span(best.i), "--allowed-lateness=" + Span(best.a), "--dedup-retention=" + Span(time.Hour+best.a)}
+	wantFlags := []string{"--ooo-bound=" + cli.FormatDuration(best.b), "--idle-timeout=" + cli.FormatDuration(best.i),
+		"--allowed-lateness=" + cli.FormatDuration(best.a), "--dedup-retention=" + cli.FormatDuration(time.Hour+best.a)}
 	if !rec.Met || !slices.Equal(rec.Flags, wantFlags) {
 		t.Errorf("recommendation %v (met %v, misses %v), want %v", rec.Flags, rec.Met, rec.Misses, wantFlags)
 	}

@@ -125,7 +125,7 @@ func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
 	}, func(ds []time.Duration) string {
 		var out []string
 		for _, d := range ds {
-			out = append(out, Span(d))
+			out = append(out, cli.FormatDuration(d))
 		}
 		return strings.Join(out, ",")
 	})

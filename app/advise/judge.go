@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -68,7 +69,7 @@ type Outcome struct {
 // Duration is a setting's value; JSON spells it as its flag does ("30m").
 type Duration time.Duration
 
-func (d Duration) String() string { return Span(time.Duration(d)) }
+func (d Duration) String() string { return cli.FormatDuration(time.Duration(d)) }
 
 // MarshalText spells the flag value.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }

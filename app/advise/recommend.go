@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -53,7 +54,7 @@ func (an *analysis) targets() []target {
 				return math.MaxInt64/2 + int64(o.OnTime.Never), fmt.Sprintf("%d windows get no ON_TIME row within the log", o.OnTime.Never)
 			case o.OnTime.Max > t.OnTime.Milliseconds():
 				return o.OnTime.Max - t.OnTime.Milliseconds(), fmt.Sprintf("ON_TIME up to %s after the window end, more than --target-ontime=%s",
-					report.Delay(o.OnTime.Max), Span(t.OnTime))
+					report.Delay(o.OnTime.Max), cli.FormatDuration(t.OnTime))
 			}
 			return 0, ""
 		}},
@@ -146,29 +147,18 @@ func (an *analysis) flags(bound, idle, lateness, retention time.Duration) []stri
 	o := an.o
 	var f []string
 	if o.Triggers.Window != time.Hour {
-		f = append(f, "--window="+Span(o.Triggers.Window))
+		f = append(f, "--window="+cli.FormatDuration(o.Triggers.Window))
 	}
-	f = append(f, "--ooo-bound="+Span(bound), "--idle-timeout="+Span(idle))
+	f = append(f, "--ooo-bound="+cli.FormatDuration(bound), "--idle-timeout="+cli.FormatDuration(idle))
 	if o.Watermark.IdleAdvance != watermark.AdvanceProcessingTime {
 		f = append(f, "--idle-advance="+o.Watermark.IdleAdvance.String())
 	}
-	f = append(f, "--allowed-lateness="+Span(lateness), "--dedup-retention="+Span(retention))
+	f = append(f, "--allowed-lateness="+cli.FormatDuration(lateness),
+		"--dedup-retention="+cli.FormatDuration(retention))
 	if len(o.Event.Dimensions) > 0 {
 		f = append(f, "--dimensions="+strings.Join(o.Event.Dimensions, ","))
 	}
 	return f
-}
-
-// Span renders a setting as a flag value without zero units: "30m", "25h", "11h43m", "500ms", "0s".
-func Span(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // Share renders part/whole in percent with two decimals ("—" when whole is not positive).

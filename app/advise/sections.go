@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -106,7 +107,7 @@ func (a *Advice) boundSection() report.AdviceSection {
 	o := a.Options
 	s := report.AdviceSection{Title: "Out-of-order bound (--ooo-bound)", TradeOff: true}
 	s.Lines = []string{fmt.Sprintf("with --idle-timeout=%s --allowed-lateness=%s; shares of events / of revenue; ON_TIME: processing time after the window end",
-		Span(o.Watermark.IdleTimeout), Span(o.Triggers.AllowedLateness))}
+		cli.FormatDuration(o.Watermark.IdleTimeout), cli.FormatDuration(o.Triggers.AllowedLateness))}
 	t := outcomeTable([]string{"bound", "on time", "late (LATE revisions)", "too late", "ON_TIME p50 / p95 / max"}, a.Bounds,
 		func(b Outcome) Duration { return b.Bound }, o.Watermark.OutOfOrderBound,
 		func(b Outcome, tot Tally) []string {
@@ -173,7 +174,7 @@ func (a *Advice) latenessSection() report.AdviceSection {
 	o := a.Options
 	s := report.AdviceSection{Title: "Allowed lateness (--allowed-lateness)"}
 	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --idle-timeout=%s; too late is left to reconciliation (audited in too_late_events)",
-		Span(o.Watermark.OutOfOrderBound), Span(o.Watermark.IdleTimeout))}
+		cli.FormatDuration(o.Watermark.OutOfOrderBound), cli.FormatDuration(o.Watermark.IdleTimeout))}
 	t := outcomeTable([]string{"lateness", "late (LATE revisions)", "too late", "too late events", "too late revenue"}, a.LatenessTable,
 		func(r Outcome) Duration { return r.Lateness }, o.Triggers.AllowedLateness,
 		func(r Outcome, tot Tally) []string {
@@ -188,7 +189,7 @@ func (a *Advice) retentionSection() report.AdviceSection {
 	floor := o.Triggers.Window + o.Triggers.AllowedLateness
 	s := report.AdviceSection{Title: "Dedup retention (--dedup-retention)"}
 	add := func(format string, args ...any) { s.Lines = append(s.Lines, fmt.Sprintf(format, args...)) }
-	add("cmd/launch refuses less than window + allowed lateness = %s: the too-late gate comes before dedup, so a longer horizon changes no verdict", Span(floor))
+	add("cmd/launch refuses less than window + allowed lateness = %s: the too-late gate comes before dedup, so a longer horizon changes no verdict", cli.FormatDuration(floor))
 	add("later copies of an event id: %s (%s identical, %s conflicting)", count(c.Copies), count(c.Identical), count(c.Conflicting))
 	if c.Copies > 0 {
 		g := c.GapEventTime
@@ -224,7 +225,7 @@ func (a *Advice) idleSection() report.AdviceSection {
 		return s
 	}
 	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --allowed-lateness=%s; \"by idleness\": judged late or too late, but not had no partition gone idle",
-		Span(o.Watermark.OutOfOrderBound), Span(o.Triggers.AllowedLateness))}
+		cli.FormatDuration(o.Watermark.OutOfOrderBound), cli.FormatDuration(o.Triggers.AllowedLateness))}
 	sl := report.Table{Caption: "silences (processing time between arrivals) per partition", Head: []string{"partition", "records", "longest"}, Current: -1}
 	for _, it := range a.Idle {
 		sl.Head = append(sl.Head, "≥ "+it.Idle.String())
@@ -306,7 +307,7 @@ func (a *Advice) recommendationSection() report.AdviceSection {
 		ts = append(ts, "too late ≤ "+PPM(t.TooLateSharePPM))
 	}
 	if t.OnTime > 0 {
-		ts = append(ts, "ON_TIME ≤ "+Span(t.OnTime)+" after the window end")
+		ts = append(ts, "ON_TIME ≤ "+cli.FormatDuration(t.OnTime)+" after the window end")
 	}
 	ts = append(ts, fmt.Sprintf("counted twice ≤ %d", t.ResidualDups))
 	s := report.AdviceSection{Title: "Recommendation (targets: " + strings.Join(ts, ", ") + ")"}

@@ -118,7 +118,7 @@ func (r *jobRun) prepareSource() error {
 	// The read-ahead account lives in this process: prism has no
 	// backpressure (flow.ReadAhead).
 	if r.fo.ReadAheadRecords > 0 && !o.IsPubSub() {
-		r.readAhead = flow.NewReadAheadKey()
+		r.readAhead = "ra-" + flow.Token(8)
 		r.fo.ReadAhead, r.po.ReadAhead = r.readAhead, r.readAhead
 		key := r.readAhead
 		r.onClose(func() { flow.ReleaseReadAhead(key) })

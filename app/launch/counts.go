@@ -3,15 +3,11 @@ package launch
 import (
 	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/pipeline"
 )
-
-// Counts are a run's figures: pipeline.Counts, with the sink's.
-type Counts = pipeline.Counts
 
 // reading is one read of a job's counters, with what it can prove.
 type reading struct {
-	Counts
+	metrics.Counts
 	// committed: the runner's committed values (finished bundles), not
 	// attempted ones (in-flight and retried; zero where none reported).
 	committed bool

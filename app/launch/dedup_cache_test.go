@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/internal/metrics"
 )
 
 // workerFlags saves the SDK's worker-count flags (Dataflow's --num_workers,
@@ -82,7 +83,7 @@ func TestDedupCacheBadFlags(t *testing.T) {
 func TestSummaryShowsDedupReloads(t *testing.T) {
 	const want = "dedup cache: 16 shard reloads from the runner's state, 0 evictions (near zero past each shard's first load when --dedup-cache holds the shards a worker owns)\n"
 	for _, counters := range []map[string]int64{{"dedup_state_reloads": 16}, nil} {
-		c := Counts{Read: 2000, Counted: 2000, DedupElements: 61, Counters: counters}
+		c := metrics.Counts{Read: 2000, Counted: 2000, DedupElements: 61, Counters: counters}
 		s := &Summary{Counts: c, Conserved: true, Identity: c.Identity()}
 		var b strings.Builder
 		if err := s.WriteText(&b); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
@@ -274,10 +275,10 @@ func TestNoLiveMetricsProof(t *testing.T) {
 		seals int
 	}{
 		{"attempted zeros", reading{}, 0},
-		{"attempted figures", reading{Counts: Counts{Read: 100, Counted: 100}}, 0},
+		{"attempted figures", reading{Counts: metrics.Counts{Read: 100, Counted: 100}}, 0},
 		{"committed zeros", reading{committed: true}, 0},
-		{"committed, in flight", reading{Counts: Counts{Read: 100, Counted: 99}, committed: true}, 0},
-		{"committed, all judged", reading{Counts: Counts{Read: 100, Counted: 100}, committed: true}, 1},
+		{"committed, in flight", reading{Counts: metrics.Counts{Read: 100, Counted: 99}, committed: true}, 0},
+		{"committed, all judged", reading{Counts: metrics.Counts{Read: 100, Counted: 100}, committed: true}, 1},
 	} {
 		store := &fakeProgress{checkpoints: []model.Checkpoint{cp("p0", "b", 20*h)}, finalEnd: 30 * h}
 		s := newSealer(sink.Spec{}, "r", Defaults().Pipeline, 2*time.Second, 10*time.Second, "prism", nil)
@@ -293,7 +294,7 @@ func TestNoLiveMetricsProof(t *testing.T) {
 		store := &fakeProgress{checkpoints: []model.Checkpoint{cp("p0", "b", 20*h)}, finalEnd: 30 * h}
 		s := newSealer(sink.Spec{}, "r", Defaults().Pipeline, 2*time.Second, 10*time.Second, runner, []model.Checkpoint{cp("p0", "a", 10*h)})
 		s.store = store
-		walk(s, reading{Counts: Counts{Read: 100, Counted: 100}, committed: true})
+		walk(s, reading{Counts: metrics.Counts{Read: 100, Counted: 100}, committed: true})
 		if err := s.final(context.Background(), noLiveProof(runner)); err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +324,7 @@ func TestNoLiveMetricsProof(t *testing.T) {
 // cannot stop the job.
 func TestNoLiveMetricsSummaryAndStop(t *testing.T) {
 	for _, unchecked := range []bool{false, true} {
-		s := &Summary{Conserved: !unchecked, Identity: Counts{}.Identity(), unchecked: unchecked}
+		s := &Summary{Conserved: !unchecked, Identity: metrics.Counts{}.Identity(), unchecked: unchecked}
 		var b bytes.Buffer
 		if err := s.WriteText(&b); err != nil {
 			t.Fatal(err)

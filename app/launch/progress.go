@@ -9,6 +9,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/io/sources/pubsub"
 )
@@ -33,7 +34,7 @@ func newProgress(w io.Writer) *progress {
 
 // report shows the figures so far, the stalled Pub/Sub reader keys among
 // parts, and the read-ahead against its budget (ra nil: none).
-func (p *progress) report(c Counts, parts []live.Partition, ra *flow.ReadAhead, budget int) {
+func (p *progress) report(c metrics.Counts, parts []live.Partition, ra *flow.ReadAhead, budget int) {
 	now := time.Now()
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read

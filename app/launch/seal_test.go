@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
@@ -55,7 +56,7 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 	s := &sealer{store: store, run: "r", po: po, quiet: 2 * time.Second, every: 10 * time.Second}
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	judged := func(read, written int64) reading {
-		return reading{Counts: Counts{Read: read, Counted: read, SinkAccepted: written}, committed: true}
+		return reading{Counts: metrics.Counts{Read: read, Counted: read, SinkAccepted: written}, committed: true}
 	}
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 
@@ -71,7 +72,7 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 		{time.Second, judged(100, 5), 0},             // quiet for 1s only
 		{1500 * time.Millisecond, judged(100, 6), 0}, // a write: the wait starts again
 		{3 * time.Second, judged(100, 6), 0},         // 1.5s after it
-		{3600 * time.Millisecond, reading{Counts: Counts{Read: 101, Counted: 100, SinkAccepted: 6}, committed: true}, 0}, // a record in flight
+		{3600 * time.Millisecond, reading{Counts: metrics.Counts{Read: 101, Counted: 100, SinkAccepted: 6}, committed: true}, 0}, // a record in flight
 		{4 * time.Second, judged(101, 6), 1}, // judged, quiet since 1.5s
 	}
 	for _, st := range steps {

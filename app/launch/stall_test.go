@@ -37,7 +37,7 @@ func TestProgressShowsStall(t *testing.T) {
 	line := func(m *beammetrics.Results) string {
 		var b bytes.Buffer
 		p := &progress{w: &b, terminal: true, started: time.Now(), last: time.Now()}
-		p.report(Counts{}, partitionsOf(m, nil), nil, 0)
+		p.report(metrics.Counts{}, partitionsOf(m, nil), nil, 0)
 		return b.String()
 	}
 	if l := line(m); !strings.Contains(l, "STALLED pubsub 1m5s") || strings.Contains(l, "pubsub-01") {

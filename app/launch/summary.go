@@ -129,7 +129,7 @@ type Summary struct {
 	Duration    time.Duration `json:"duration_ns"`
 	// Settings are the effective settings, as flags would spell them.
 	Settings map[string]string `json:"settings"`
-	Counts   Counts            `json:"counts"`
+	Counts   metrics.Counts    `json:"counts"`
 	// Conserved says the conservation identity held; Identity spells it out.
 	Conserved bool   `json:"conserved"`
 	Identity  string `json:"identity"`
@@ -244,7 +244,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 }
 
 // writeDelays prints the delay percentiles and the non-empty buckets.
-func writeDelays(b *strings.Builder, c Counts) {
+func writeDelays(b *strings.Builder, c metrics.Counts) {
 	if c.Lateness.Total == 0 && c.Arrival.Total == 0 {
 		return
 	}

@@ -3,11 +3,13 @@ package launch
 import (
 	"strings"
 	"testing"
+
+	"github.com/revenue-stream/hourly/internal/metrics"
 )
 
 // The summary shows the dedup step's fan-out per 1,000 records read.
 func TestSummaryShowsDedupFanOut(t *testing.T) {
-	c := Counts{Read: 2000, Counted: 2000, DedupElements: 61, Counters: map[string]int64{"dedup_window_fanouts": 3}}
+	c := metrics.Counts{Read: 2000, Counted: 2000, DedupElements: 61, Counters: map[string]int64{"dedup_window_fanouts": 3}}
 	s := &Summary{Counts: c, Conserved: true, Identity: c.Identity()}
 	var b strings.Builder
 	if err := s.WriteText(&b); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
 )
@@ -117,7 +118,7 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 // outcome is how a job ended.
 type outcome struct {
 	jobID       string
-	metrics     *Counts
+	metrics     *metrics.Counts
 	committed   bool // metrics are the runner's committed counters
 	interrupted bool
 	// settled: the graceful stop saw every record judged and the sink quiet

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // TestMonitorIdleEpisodes: the monitor follows each partition's idleness
@@ -24,7 +24,7 @@ func TestMonitorIdleEpisodes(t *testing.T) {
 	moves := map[string]int64{}
 	mon := &live.Monitor{Now: c.now}
 	mon.Start(func(context.Context) (live.Figures, bool) {
-		return live.Figures{Counts: pipeline.Counts{Counters: moves}, Partitions: parts}, true
+		return live.Figures{Counts: metrics.Counts{Counters: moves}, Partitions: parts}, true
 	})
 	ctx := context.Background()
 	at := func(s int) int64 { return t0.Add(time.Duration(s) * time.Second).UnixMilli() }

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/cdp"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
@@ -64,7 +64,7 @@ func (f *fixture) write(t *testing.T, rev int64, st model.ResultState, revenue, 
 	if _, err := f.db.Write(context.Background(), sinks.Batch{Rows: []model.Row{row}}); err != nil {
 		t.Fatal(err)
 	}
-	c := pipeline.Counts{Read: count + 4, Counted: count, Duplicates: 1, Conflicts: 1, TooLate: 1,
+	c := metrics.Counts{Read: count + 4, Counted: count, Duplicates: 1, Conflicts: 1, TooLate: 1,
 		Rows: map[string]int64{st.String(): rev}}
 	f.figures.Store(&live.Figures{Counts: c, Partitions: []live.Partition{
 		{Name: "p0", WatermarkMs: window + rev*20_000, Read: count + 1},

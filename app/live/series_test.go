@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -17,7 +17,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // figs are figures with read records, all counted but dup duplicates,
 // and partitions p0 and p1 with watermarks wm0 and wm1 (p1 idle if idle).
 func figs(read, dup, wm0, wm1 int64, idle bool) live.Figures {
-	return live.Figures{Counts: pipeline.Counts{Read: read, Counted: read - dup, Duplicates: dup},
+	return live.Figures{Counts: metrics.Counts{Read: read, Counted: read - dup, Duplicates: dup},
 		Partitions: []live.Partition{{Name: "p0", WatermarkMs: wm0}, {Name: "p1", WatermarkMs: wm1, Idle: idle}}}
 }
 

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // Partition is one source partition as the job's metrics report it.
@@ -33,7 +33,7 @@ type Partition struct {
 
 // Figures are the job's figures so far.
 type Figures struct {
-	Counts     pipeline.Counts
+	Counts     metrics.Counts
 	Partitions []Partition
 	// Distributions are the job's distributions by name (for /metrics).
 	Distributions map[string]Distribution

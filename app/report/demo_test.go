@@ -15,9 +15,9 @@ import (
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/gen"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
@@ -56,7 +56,7 @@ func demoRun(t testing.TB) report.Run {
 		t.Fatal(err)
 	}
 
-	counts := pipeline.Counts{
+	counts := metrics.Counts{
 		Read: int64(res.Read), Counted: int64(res.Counted), Duplicates: int64(res.Duplicates),
 		Conflicts: int64(len(res.Conflicts)), Quarantined: int64(len(res.Quarantined)), TooLate: int64(len(res.TooLate)),
 		QuarantinedBy: map[string]int64{}, Rows: map[string]int64{},

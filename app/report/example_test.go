@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // A run report from a job's counts and the sink's changelog; the extension
@@ -25,7 +25,7 @@ func ExampleWrite() {
 	}
 	run := report.Run{
 		Title:   "SPEC §7 minimal sequence",
-		Counts:  &pipeline.Counts{Read: 7, Counted: 3, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1},
+		Counts:  &metrics.Counts{Read: 7, Counted: 3, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1},
 		Windows: report.WindowsFromChangelog(changelog),
 	}
 	dir, err := os.MkdirTemp("", "report")

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // noMetrics is why a job's run has no conservation verdict.
@@ -28,7 +28,7 @@ type Document struct {
 	Job      map[string]string `json:"job,omitempty"`
 	Settings map[string]string `json:"settings"`
 	// Counts are the job's figures (null when the run has none).
-	Counts       *pipeline.Counts `json:"counts"`
+	Counts       *metrics.Counts  `json:"counts"`
 	Conservation jsonConservation `json:"conservation"`
 	AuditTables  map[string]int   `json:"audit_tables,omitempty"`
 	Partitions   []jsonPartition  `json:"partitions"`

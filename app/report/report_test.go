@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"golang.org/x/net/html"
 )
@@ -46,7 +46,7 @@ func knownRun() Run {
 		Started:  time.Date(2026, 11, 6, 9, 0, 0, 0, time.UTC),
 		Finished: time.Date(2026, 11, 6, 9, 0, 4, 500_000_000, time.UTC),
 		Settings: map[string]string{"window": "1h", "ooo-bound": "10m", "allowed-lateness": "24h"},
-		Counts: &pipeline.Counts{
+		Counts: &metrics.Counts{
 			Read: 8, Counted: 4, Duplicates: 1, Conflicts: 1, Quarantined: 1, TooLate: 1,
 			QuarantinedBy: map[string]int64{model.ReasonMalformedJSON: 1},
 			Rows:          map[string]int64{"EARLY": 1, "ON_TIME": 2, "LATE": 1, "FINAL": 2},
@@ -449,7 +449,7 @@ func TestLabels(t *testing.T) {
 func TestEmptyRun(t *testing.T) {
 	// A run that read nothing (a follow stopped at once) still reports.
 	for _, name := range []string{"e.html", "e.md", "e.json"} {
-		got := writeRead(t, name, Run{Counts: &pipeline.Counts{}})
+		got := writeRead(t, name, Run{Counts: &metrics.Counts{}})
 		if !bytes.Contains([]byte(got), []byte("0")) {
 			t.Errorf("%s: empty report: %q", name, got)
 		}

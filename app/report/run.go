@@ -4,8 +4,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // Run is everything a report shows about one run, of either command; every part is drawn when
@@ -18,7 +18,7 @@ type Run struct {
 	// Job is what the streaming job was and how it ended, in the order shown.
 	Job []Figure
 	// Counts are the job's conservation figures; nil without a job or metrics (the report says so).
-	Counts *pipeline.Counts
+	Counts *metrics.Counts
 	// Partitions trace each partition's watermark against event time (TraceFolder).
 	Partitions []PartitionTrace
 	// Delays is the arrival delay distribution (see TraceFolder).

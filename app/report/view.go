@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // view is a Run prepared once for the HTML and Markdown forms, so they never disagree.
@@ -53,7 +53,7 @@ type conservation struct {
 	Read  int64
 	Sum   int64
 	Holds bool
-	// Problem is why it does not hold (pipeline.Counts.Check), or "".
+	// Problem is why it does not hold (metrics.Counts.Check), or "".
 	Problem    string
 	AfterFinal int64
 }
@@ -175,7 +175,7 @@ func newView(r Run) view {
 }
 
 // metricDelays lists the job's delay metrics, none when it counted no valid event.
-func metricDelays(c pipeline.Counts) []metricDelay {
+func metricDelays(c metrics.Counts) []metricDelay {
 	var out []metricDelay
 	for _, m := range []struct {
 		name, what string
@@ -203,7 +203,7 @@ func delayBuckets(h delay.Histogram) []delayBucket {
 	return out
 }
 
-func newConservation(c pipeline.Counts) conservation {
+func newConservation(c metrics.Counts) conservation {
 	cv := conservation{
 		Read: c.Read,
 		Terms: []term{

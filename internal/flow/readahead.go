@@ -47,11 +47,12 @@ var readAheads = struct {
 	m  map[string]*ReadAhead
 }{m: map[string]*ReadAhead{}}
 
-// NewReadAheadKey names a new account (a job in this process).
-func NewReadAheadKey() string {
-	b := make([]byte, 8)
+// Token returns n random bytes in hex: a name (read-ahead account, source,
+// reader attempt) no other job, pipeline or attempt draws.
+func Token(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
-	return "ra-" + hex.EncodeToString(b)
+	return hex.EncodeToString(b)
 }
 
 // ReadAheadOf returns the account named key in this process, created on

@@ -7,7 +7,7 @@ import (
 
 func TestReadAheadRoom(t *testing.T) {
 	now := time.Unix(1000, 0)
-	key := NewReadAheadKey()
+	key := "ra-" + Token(8)
 	defer ReleaseReadAhead(key)
 	a := ReadAheadOf(key)
 	a.now = func() time.Time { return now }

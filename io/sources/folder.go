@@ -3,7 +3,6 @@ package sources
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"path"
@@ -14,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
@@ -211,7 +211,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints
 	}
 	return beam.ParDo2(s, &readFn{
 		Dir:        dir,
-		Source:     newSourceID(),
+		Source:     flow.Token(16), // two pipelines in one process never mix watermark boards
 		Partitions: parts,
 		Follow:     o.Follow,
 		Policy:     o.Watermark,
@@ -236,7 +236,3 @@ func (f *partitionsFn) ProcessElement(_ []byte, emit func(string)) {
 		emit(p)
 	}
 }
-
-// newSourceID names one ReadFolder application, so that the watermark
-// boards of two pipelines in one process (tests) never mix.
-func newSourceID() string { return rand.Text() }

@@ -13,6 +13,7 @@ import (
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -88,7 +89,7 @@ func TestPortableJobServerReplay(t *testing.T) {
 	}
 	t.Logf("portable job %s completed in %v", job.ID, time.Since(start).Round(time.Millisecond))
 
-	counts := pipeline.CountsFrom(res)
+	counts := metrics.CountsFrom(res)
 	if err := counts.Check(); err != nil {
 		t.Error(err)
 	}

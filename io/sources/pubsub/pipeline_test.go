@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -128,15 +129,15 @@ func (e *emulator) acks(id string) func() bool {
 
 // waitCounters polls the job's counters until the conservation identity
 // holds with the wanted figures (committed counters lag the outputs).
-func (j *streamJob) waitCounters(t *testing.T, want pipeline.Counts) {
+func (j *streamJob) waitCounters(t *testing.T, want metrics.Counts) {
 	t.Helper()
-	var got pipeline.Counts
+	var got metrics.Counts
 	err := j.WaitFor(20*time.Second, "counters "+want.String(), func() bool {
 		m, err := j.Metrics(context.Background())
 		if err != nil {
 			return false
 		}
-		got = pipeline.Counts{
+		got = metrics.Counts{
 			Read:        runnertest.Counter(m, transforms.Namespace, "read"),
 			Counted:     runnertest.Counter(m, transforms.Namespace, "counted"),
 			Duplicates:  runnertest.Counter(m, transforms.Namespace, "duplicates"),
@@ -208,7 +209,7 @@ func TestMinimalSequenceOverPubSub(t *testing.T) {
 
 	// read 9 (C twice) = counted 5 (A B X C Y) + duplicates 2 (A copy, C
 	// redelivered) + conflicts 1 + too_late 1.
-	job.waitCounters(t, pipeline.Counts{Read: 9, Counted: 5, Duplicates: 2, Conflicts: 1, TooLate: 1})
+	job.waitCounters(t, metrics.Counts{Read: 9, Counted: 5, Duplicates: 2, Conflicts: 1, TooLate: 1})
 	job.stop(t)
 
 	got := sortRows(job.rows.Values())

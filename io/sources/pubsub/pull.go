@@ -2,8 +2,6 @@ package pubsub
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,13 +19,6 @@ import (
 	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
 )
-
-// newToken names one reader attempt's objects (see objectName).
-func newToken() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // batch is one Pull's messages on their way: archived as one object, then
 // acknowledged, then emitted by the call's goroutine in sequence order.

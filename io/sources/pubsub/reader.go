@@ -17,6 +17,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/internal/sdfread"
 	"github.com/revenue-stream/hourly/io/rawlog"
@@ -116,7 +117,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 		ackExtension: DefaultAckExtension, extendEvery: DefaultAckExtendEvery,
 		archiveFailAfter: DefaultArchiveFailAfter, backlogAge: DefaultBacklogAge,
 		stallAfter: DefaultStallAfter, stalled: func(int64) {},
-		token: newToken(),
+		token: flow.Token(4),
 		now:   time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
 		log:  slog.Default().With("source", "pubsub"),
