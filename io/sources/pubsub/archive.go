@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/revenue-stream/hourly/io/files"
@@ -180,8 +181,11 @@ func (s *store) write(ctx context.Context, name string, lines [][]byte, side []s
 // them for ""), in emission order; sidecars and strays are not objects.
 func (s *store) list(ctx context.Context, after string) ([]string, error) {
 	l, err := files.List(ctx, s.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // a local partition folder not written yet
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// A local partition folder not written yet, or a file in its place:
+		// no objects. Writing there fails, and the write path reports it
+		// (--pubsub-archive-fail-after), as Beam's glob of it listed nothing.
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
