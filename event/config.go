@@ -2,6 +2,7 @@ package event
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,8 +14,8 @@ const (
 	DefaultMaxLine   = 1 << 20
 )
 
-// Config holds the validation settings. Call [Config.Validate] once before
-// the first [Parse], which is on the hot path and trusts its Config.
+// Config holds the validation settings; [Parse] trusts a Config that passed
+// [Config.Validate].
 type Config struct {
 	// Dimensions are the payload fields reported as dimensions (--dimensions).
 	Dimensions []string
@@ -22,8 +23,7 @@ type Config struct {
 	// Record.ReadAt (--max-future), so it never advances a watermark.
 	MaxFuture time.Duration
 	// MaxAge, when positive, quarantines an event older than
-	// Record.WatermarkBefore - MaxAge (--max-age): the partition watermark,
-	// not the wall clock, so a replay gives the same verdicts.
+	// Record.WatermarkBefore - MaxAge (--max-age), so replays agree.
 	MaxAge time.Duration
 	// MaxLine is the longest accepted line in bytes (--max-line).
 	MaxLine int
@@ -75,10 +75,8 @@ func validateDimensionName(name string) error {
 	case hasControl(name):
 		return fmt.Errorf("field name %q contains a control character", name)
 	}
-	for _, f := range requiredFields {
-		if name == f {
-			return fmt.Errorf("field %q is a required input field, not a dimension", name)
-		}
+	if slices.Contains(requiredFields[:], name) {
+		return fmt.Errorf("field %q is a required input field, not a dimension", name)
 	}
 	return nil
 }

@@ -11,9 +11,8 @@ import (
 // NoDims is the canonical dims of an event when no dimensions are configured.
 const NoDims = "{}"
 
-// CanonicalDims renders the named fields as a canonical JSON object (see the
-// package doc), "{}" when names is empty: two spellings of one value ("\u00e9"
-// and "é", 1.0 and 1) give one dims key and one fingerprint.
+// CanonicalDims renders the named fields as a canonical JSON object, "{}"
+// when names is empty: two spellings of one value give one dims key.
 func CanonicalDims(fields map[string]json.RawMessage, names []string) (string, error) {
 	if len(names) == 0 {
 		return NoDims, nil

@@ -63,12 +63,8 @@ func epochMillis(d decimal, raw []byte) (int64, error) {
 	return 0, fmt.Errorf("event_time %s: epoch milliseconds outside years 0000-9999", clip(raw))
 }
 
-// parseRFC3339 parses RFC 3339 date-time
-//
-//	YYYY-MM-DD ("T" | "t" | " ") hh:mm:ss [.frac] ("Z" | "z" | ("+" | "-") hh:mm)
-//
-// by hand: time.Parse rejects the lower-case separators and leap second RFC
-// 3339 allows, and allocates a zone per non-UTC offset on the hot path.
+// parseRFC3339 parses RFC 3339 by hand: time.Parse rejects the lower-case
+// separators and leap second it allows, and allocates a zone per offset.
 func parseRFC3339(s []byte) (int64, error) {
 	if len(s) < len("2006-01-02T15:04:05") {
 		return 0, errors.New("want YYYY-MM-DDThh:mm:ss followed by Z or ±hh:mm")

@@ -1,12 +1,12 @@
 // Package model holds the data types that flow through the pipeline into the
-// sinks (records, events, audit records, snapshot rows): one vocabulary for
-// every package, with no behaviour beyond small helpers.
+// sinks: records, events, audit records, snapshot rows.
 package model
 
 import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,8 +30,7 @@ type Record struct {
 	ReadAt int64
 	// WatermarkBefore is the partition watermark just before it (rule (a)).
 	WatermarkBefore int64
-	// Valid and Rejected are the source stamper's verdict, so no line is
-	// parsed twice; both nil for a record built by hand.
+	// Valid and Rejected are the source's verdict (both nil: built by hand).
 	Valid    *Event
 	Rejected *Quarantined
 }
@@ -50,24 +49,20 @@ type Event struct {
 	Fingerprint uint64
 	Partition   string
 	Position    string
-	// Payload is the raw line for audit outputs, dropped before the dedup
-	// shuffle when Ref is set (transforms.Payloads reads it back).
-	Payload []byte
-	// Ref is where the line lies in the raw log (zero: the payload travels).
+	// Payload is the raw line, dropped before the dedup shuffle when Ref is
+	// set (transforms.Payloads reads it back).
+	Payload         []byte
 	Ref             LineRef
 	ReadAt          int64
 	WatermarkBefore int64
 	// AfterEnd says the watermark gate judged it after window_end: late data.
 	AfterEnd bool
-	// PipelineWatermark is the gate's latest fired boundary timer when it let
-	// the event through (NoWatermark before any); dedup forgets ids by it.
+	// PipelineWatermark is the watermark the gate knew (dedup forgets by it).
 	PipelineWatermark int64
 }
 
-// LineRef is where a line lies in the raw log: the file (local, gs:// or
-// s3://) and the byte range of its content without the line end. Raw-log
-// files are immutable (SPEC §6), so any worker reads back the very bytes
-// judged. The zero LineRef names no file.
+// LineRef is where a line lies in the raw (immutable, SPEC §6) log: the file
+// and the byte range without the line end. The zero LineRef names no file.
 type LineRef struct {
 	Path   string
 	Offset int64
@@ -106,8 +101,7 @@ type Quarantined struct {
 	Position string
 	Payload  []byte
 	Reason   string
-	// Detail is a human-readable explanation (not part of the key).
-	Detail string
+	Detail   string // human-readable, not part of the key
 }
 
 // ReasonWindowClosed is the only too-late reason.
@@ -120,8 +114,7 @@ type TooLate struct {
 	EventTime int64
 	Payload   []byte
 	Reason    string
-	// Ref: see Event.Payload.
-	Ref LineRef
+	Ref       LineRef // see Event.Payload
 }
 
 // Conflict is a copy of an event_id with another fingerprint than the counted one.
@@ -131,8 +124,7 @@ type Conflict struct {
 	FirstFingerprint       uint64
 	ConflictingFingerprint uint64
 	Payload                []byte
-	// Ref: see Event.Payload.
-	Ref LineRef
+	Ref                    LineRef // see Event.Payload
 }
 
 // ResultState is the finality of a snapshot row.
@@ -146,31 +138,19 @@ const (
 	Final
 )
 
+var stateNames = [...]string{"UNKNOWN", "EARLY", "ON_TIME", "LATE", "FINAL"}
+
 func (s ResultState) String() string {
-	switch s {
-	case Early:
-		return "EARLY"
-	case OnTime:
-		return "ON_TIME"
-	case Late:
-		return "LATE"
-	case Final:
-		return "FINAL"
+	if int(s) < len(stateNames) {
+		return stateNames[s]
 	}
 	return "UNKNOWN"
 }
 
 // ParseResultState is the inverse of String.
 func ParseResultState(s string) (ResultState, error) {
-	switch s {
-	case "EARLY":
-		return Early, nil
-	case "ON_TIME":
-		return OnTime, nil
-	case "LATE":
-		return Late, nil
-	case "FINAL":
-		return Final, nil
+	if i := slices.Index(stateNames[:], s); i > 0 {
+		return ResultState(i), nil
 	}
 	return StateUnknown, fmt.Errorf("unknown result_state %q", s)
 }
@@ -184,8 +164,7 @@ type Row struct {
 	EventCount    int64
 	Revision      int64
 	State         ResultState
-	// Writer is "stream" or "reconcile:<run_id>".
-	Writer string
+	Writer        string // "stream" or "reconcile:<run_id>"
 }
 
 // Key identifies the row's key in the tables.
@@ -228,8 +207,7 @@ func FormatMicros(m int64) string {
 // EventBatch is a bundle's events for one dedup shard (one state access).
 type EventBatch struct {
 	Events []Event
-	// Windows announces window starts, events or not, so every shard arms
-	// every window's timers and rule (b) does not depend on a shard's ids.
+	// Windows announces window starts, so every gate key arms their timers.
 	Windows []int64
 }
 
@@ -237,8 +215,6 @@ type EventBatch struct {
 type Delta struct {
 	RevenueMicros int64
 	Count         int64
-	// AfterEnd says every event in it was judged after window_end.
-	AfterEnd bool
-	// Tick marks an early-refresh signal rather than data.
-	Tick bool
+	AfterEnd      bool // every event in it was judged after window_end
+	Tick          bool // an early-refresh signal, not data
 }

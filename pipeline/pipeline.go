@@ -26,9 +26,8 @@ const DefaultShards = 8
 // DefaultDesignRate is the peak events/s shards are sized for off prism (SPEC §1).
 const DefaultDesignRate = 20_000
 
-// TargetShardBytes is the live dedup state a shard is sized for: lazy
-// compaction doubles a bag and ids spread unevenly, so 24 MiB stays under
-// SPEC §8's 64 MB.
+// TargetShardBytes is the live dedup state a shard is sized for: with lazy
+// compaction and uneven ids, 24 MiB stays under SPEC §8's 64 MB.
 const TargetShardBytes = 24 << 20
 
 // ShardsFor returns the dedup shard count: DefaultShards on prism, else the
@@ -51,10 +50,8 @@ func ShardsFor(runner string, rate int, retention, window time.Duration) int {
 
 // DedupCacheFor returns a runner's default --dedup-cache: on prism
 // transforms.DefaultDedupCacheBytes; elsewhere what a worker's decoded shards
-// hold (ceil(shards/workers) shards of rate × kept / shards ids, kept being
-// how long an id stays), so each shard is read from state once, rounded up to
-// a GiB. workers <= 0 means one worker owns every shard; the memory limit
-// caps it (transforms.MemoryLimitFor, docs/capacity.md).
+// hold (ceil(shards/workers) shards of rate × kept / shards ids), rounded up
+// to a GiB. workers <= 0: one worker owns every shard (docs/capacity.md).
 func DedupCacheFor(runner string, rate, shards, workers int, kept time.Duration) int {
 	if capability.IsPrism(runner) || shards <= 0 {
 		return transforms.DefaultDedupCacheBytes
@@ -82,16 +79,15 @@ type Options struct {
 	DedupShards int
 	// DesignRate is the peak events/s shards are sized for off prism.
 	DesignRate int
-	// DedupOrder is OrderArrival (prism delivers in timestamp, then arrival
-	// order) or OrderPosition (held until the watermark, judged in source order).
+	// DedupOrder is OrderArrival or OrderPosition (held until the watermark).
 	DedupOrder string
-	// EarlySource is EarlyTimer or EarlyImpulse (for runners that fire no
-	// processing-time timers for Go, such as Flink's).
+	// EarlySource is EarlyTimer or EarlyImpulse (runners without
+	// processing-time timers).
 	EarlySource string
 	// DedupCacheBytes bounds the process cache of decoded dedup shards.
 	DedupCacheBytes int
 	// Published is the sink the revision step continues each key's changelog
-	// from at start, so a FINAL window stays closed (zero: nothing held).
+	// from (zero: nothing held).
 	Published sink.Spec
 	// PublishedBound limits Published to the windows this run can reach.
 	PublishedBound sink.SeedBound

@@ -34,14 +34,9 @@ func ParseWindowKey(k string) (start int64, dims string, err error) {
 	return start, dims, nil
 }
 
-// PreAggregate sums a bundle's counted events per (window, dims) key and
-// emits one Delta per key at the end of the bundle. Without --dimensions all
-// of an hour's events share one key; the revision step then sees a handful of
-// deltas per bundle instead of every event (no hot key, and no accumulating
-// GroupByKey that would keep 72 million elements per hourly window).
-//
-// A delta is stamped with its earliest event's timestamp, which holds the
-// revision step's watermark until the delta is counted.
+// PreAggregate sums a bundle's counted events per (window, dims) key into one
+// Delta per key, stamped with its earliest event's timestamp (holding the
+// revision step's watermark): no hot key, and no GroupByKey keeping every event.
 func PreAggregate(s beam.Scope, counted beam.PCollection, p triggers.Policy) beam.PCollection {
 	s = s.Scope("PreAggregate")
 	return beam.ParDo(s, &preAggregateFn{Policy: p}, counted)
@@ -69,8 +64,8 @@ func (f *preAggregateFn) StartBundle(_ func(beam.EventTime, string, model.Delta)
 	f.order = f.order[:0]
 }
 
-// ProcessElement declares the emitter that FinishBundle uses: the SDK takes a
-// DoFn's outputs from its ProcessElement signature.
+// ProcessElement declares the emitter FinishBundle uses (the SDK takes
+// outputs from ProcessElement's signature).
 func (f *preAggregateFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(beam.EventTime, string, model.Delta)) error {
 	k := aggKey{key: WindowKey(f.Policy.WindowStart(e.EventTime), e.Dims), afterEnd: e.AfterEnd}
 	d, ok := f.pending[k]

@@ -18,18 +18,12 @@ func init() {
 }
 
 // AnnounceWindows tells every key of the watermark gate about every window
-// with data (issue #12), so that each key arms the timers of every window:
-// otherwise a returning partition's record on a key that saw none of its
-// window would be counted into a window already FINAL, or start it ON_TIME
-// instead of LATE.
+// with data, so that each key arms its timers: else a record on a key that saw
+// none of its window could reach a FINAL window, or start it ON_TIME not LATE.
 //
-// windows holds KV<window start, timestamp> per window of a source bundle,
-// stamped with the earliest timestamp of its events there (below the
-// window's close, rule (a)). Keyed by window, the step remembers the lowest
-// timestamp it announced at, and announces again only when a later element
-// comes lower across a boundary (mustFanOut). An announcement carries that
-// timestamp, so it holds the gate's watermark, and the revision step's,
-// until every key armed the window: FINAL cannot come before.
+// windows holds KV<window start, earliest timestamp> per window of a bundle.
+// An announcement carries that timestamp, holding the gate's watermark until
+// every key armed the window; it repeats only when needed (mustFanOut).
 func AnnounceWindows(s beam.Scope, windows beam.PCollection, keys int, p triggers.Policy, boundMs int64) beam.PCollection {
 	s = s.Scope("AnnounceWindows")
 	return beam.ParDo(s, &announceFn{
@@ -44,8 +38,7 @@ type announceFn struct {
 	Keys    int
 	Policy  triggers.Policy
 	BoundMs int64
-	// Lowest is the lowest timestamp the window was announced at.
-	Lowest state.Value[int64]
+	Lowest  state.Value[int64] // the lowest timestamp announced at
 
 	fanOuts beam.Counter
 }
@@ -71,14 +64,10 @@ func (f *announceFn) ProcessElement(ctx context.Context, sp state.Provider, star
 	return nil
 }
 
-// mustFanOut reports whether an element of window start at timestamp ts must
-// be announced to every key, given the lowest timestamp the window was
-// announced at before (announced false: never).
-//
-// An announcement at t holds the gate's watermark below the boundaries after
-// t until the keys armed them (windowsToArm). A later element at ts < t must
-// also hold the boundaries in (ts, t], so it is announced again. Each repeat
-// crosses a boundary: at most 1 + 2·(maxGapWindows+1) announcements a window.
+// mustFanOut reports whether an element of window start at ts must be
+// announced again after one at lowest: when a boundary lies in (ts, lowest],
+// which the earlier announcement did not hold. At most 1 + 2·(maxGapWindows+1)
+// announcements a window.
 func mustFanOut(p triggers.Policy, start, boundMs, ts, lowest int64, announced bool) bool {
 	if !announced {
 		return true

@@ -28,18 +28,12 @@ func ShardOf(eventID string, n int) int {
 	return int(h % uint32(n))
 }
 
-// BatchByKey groups a bundle's events by key of the watermark gate, so that
-// it reads and writes state once per batch, not per event: the Go SDK makes
-// a State API round trip per access (8,900 ev/s per-id state against
-// 110,000 per batch, measured here).
-//
-// A batch holds one partition's events, stamped with its earliest timestamp.
-// Timestamps never decrease within a partition and a runner orders a key's
-// elements by timestamp, so each partition's copies of an id are judged in
-// read order: "first copy counts" stays the first copy read.
-//
-// The second output is KV<window start, earliest timestamp> per window of
-// the bundle, for AnnounceWindows.
+// BatchByKey groups a bundle's events by watermark gate key and partition, so
+// state is read once per batch (the Go SDK's State API round trip per access:
+// 8,900 ev/s per id against 110,000 per batch). A batch is stamped with its
+// earliest timestamp, so a partition's copies of an id are judged in read
+// order. The second output is KV<window start, earliest timestamp> per window,
+// for AnnounceWindows.
 func BatchByKey(s beam.Scope, events beam.PCollection, shards int, p triggers.Policy) (batches, windows beam.PCollection) {
 	s = s.Scope("BatchByKey")
 	return beam.ParDo2(s, &keyBatchFn{Shards: shards, Policy: p}, events)
@@ -61,9 +55,7 @@ type keyBatchFn struct {
 
 	pending map[batchKey]*shardBatch
 	order   []batchKey
-	// windows holds the bundle's window starts, each with the earliest
-	// timestamp of an event in it.
-	windows map[int64]beam.EventTime
+	windows map[int64]beam.EventTime // window start: earliest timestamp
 }
 
 func (f *keyBatchFn) StartBundle(_ func(beam.EventTime, int, model.EventBatch), _ func(beam.EventTime, int64, int64)) {
@@ -72,8 +64,8 @@ func (f *keyBatchFn) StartBundle(_ func(beam.EventTime, int, model.EventBatch), 
 	f.windows = map[int64]beam.EventTime{}
 }
 
-// ProcessElement declares the emitters FinishBundle uses (the SDK takes a
-// DoFn's outputs from its ProcessElement signature).
+// ProcessElement declares the emitters FinishBundle uses (the SDK takes
+// outputs from ProcessElement's signature).
 func (f *keyBatchFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(beam.EventTime, int, model.EventBatch), _ func(beam.EventTime, int64, int64)) {
 	k := batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}
 	b, ok := f.pending[k]

@@ -6,16 +6,11 @@ import (
 	"math/bits"
 )
 
-// idKey is what dedup remembers of an event_id: the first 128 bits of its
-// SHA-256 (the low bit forced to 1, so that a zero key marks an empty slot:
-// 127 bits are left). A remembered id then costs 16 bytes whatever its
-// length (SPEC allows 256), and a cryptographic hash keeps a client from
-// crafting two ids that collide.
-//
-// Collisions: about n²/2^128 for n ids remembered at once; at the design
-// peak (1.84e9 ids over 25.5 h) 1.0e-20 per retention period. A collision
-// would drop one event as a duplicate or conflict, and reconcile, which
-// compares the real ids of the raw log, would report it.
+// idKey is what dedup remembers of an event_id: 16 bytes whatever its length,
+// the first 128 bits of its SHA-256 with the low bit forced to 1 (a zero key is
+// an empty slot). A cryptographic hash keeps clients from crafting collisions;
+// at the design peak one is 1.0e-20 likely per retention period, and reconcile
+// would report it.
 type idKey struct{ lo, hi uint64 }
 
 func hashID(id string) idKey {
@@ -24,13 +19,8 @@ func hashID(id string) idKey {
 }
 
 // idTable is an open-addressing hash set of remembered ids with their
-// fingerprint and window, in three parallel arrays: 28 bytes a slot, no
-// per-entry pointer or padding. It grows by half when 80 % full, so it is
-// between 53 % and 80 % full: 35 to 53 bytes per remembered id (Go's map
-// with the same entries costs 33 to 66 bytes, plus a window index on the
-// side). The key is already uniform, so its high bits pick the slot.
-// Expiry deletes in place, so the table keeps its size from one window to
-// the next.
+// fingerprint and window, in parallel arrays (28 bytes a slot, no pointers),
+// 53 % to 80 % full. The key is uniform, so its high bits pick the slot.
 type idTable struct {
 	keys []idKey
 	fps  []uint64
@@ -101,20 +91,15 @@ func (t *idTable) grow(n int) {
 }
 
 // filter keeps the entries whose window keep accepts, returning how many it
-// dropped. It deletes in place (linear probing's backward shift), keeping
-// the table's capacity: expiry drops one window of ids while the next window
-// adds about as many, so a table rebuilt at the survivors' size would only
-// grow again (that rebuild and regrowth were 18 % of a replay's allocation,
-// issue #26). Only a table left mostly empty is rebuilt smaller.
+// dropped. It deletes in place, keeping the capacity the next window refills;
+// only a table left mostly empty is rebuilt smaller.
 func (t *idTable) filter(keep func(win uint32) bool) int {
 	if t.n == 0 {
 		return 0
 	}
 	before := t.n
 	c := len(t.keys)
-	// Start after an empty slot, so that no probe run crosses the start of
-	// the scan: an entry shifted back then lands at or after the slot being
-	// looked at, and is looked at too.
+	// Start after an empty slot, so no probe run crosses the scan's start.
 	start := 0
 	for t.keys[start] != (idKey{}) {
 		start++ // a table is at most 80 % full: an empty slot exists
@@ -127,9 +112,8 @@ func (t *idTable) filter(keep func(win uint32) bool) int {
 		}
 		t.remove(i) // slot i now holds a shifted entry, or is empty: look again
 	}
-	if dropped := before - t.n; t.n < len(t.keys)/16 && len(t.keys) > 1<<12 {
+	if t.n < len(t.keys)/16 && len(t.keys) > 1<<12 {
 		t.grow(t.n + t.n/2 + 16)
-		return dropped
 	}
 	return before - t.n
 }

@@ -5,25 +5,22 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// DedupShardSim runs one dedup shard's state logic outside a runner, with
-// the very functions the dedup DoFn calls, and keeps its state bag as the
-// runner would (blobs appended, cleared and rewritten by compaction): what
-// cmd/scale measures a shard's size, growth and reload time with.
+// DedupShardSim runs one dedup shard's state logic outside a runner, with the
+// dedup DoFn's own functions and a bag kept as the runner would: cmd/scale
+// measures a shard's size, growth and reload time with it.
 type DedupShardSim struct {
 	p           triggers.Policy
 	retentionMs int64
 	st          *shardState
 	bag         [][]byte
 	bagBytes    int64
-	// Shard is the shard's number, which sets its compaction slot.
+	// Shard sets the compaction slot.
 	Shard int
-	// Compactions counts bag rewrites; CompactedBytes what they wrote.
-	Compactions    int
-	CompactedBytes int64
-	// AppendedBytes counts what batches appended; MaxValue is the largest
-	// bag element ever written.
-	AppendedBytes int64
-	MaxValue      int
+	// Compactions counts bag rewrites, CompactedBytes what they wrote,
+	// AppendedBytes what batches appended; MaxValue is the largest element.
+	Compactions                   int
+	CompactedBytes, AppendedBytes int64
+	MaxValue                      int
 }
 
 // NewDedupShardSim starts an empty shard.
@@ -52,9 +49,7 @@ func (s *DedupShardSim) Batch(events []model.Event) int {
 	return counted
 }
 
-// Advance moves the shard to watermark w as a batch stamped with it does
-// (dedupFn.advance): expired windows are forgotten, and the bag is
-// compacted at the shard's slot or when most of it is dead.
+// Advance moves the shard to watermark w as dedupFn.advance does.
 func (s *DedupShardSim) Advance(w int64) {
 	if _, compact := s.st.advance(s.Shard, w, s.retentionMs, s.p); !compact {
 		return

@@ -23,11 +23,9 @@ func init() {
 	register.Emitter3[beam.EventTime, string, model.Delta]()
 }
 
-// EarlyTicks emits one tick per key at most every p.Early of processing time,
-// after the key received data: the EARLY refresh of SPEC §4. It lives in its
-// own DoFn because prism hangs a DoFn that declares timers in both time
-// domains; the revision step turns a tick into an EARLY row only when the
-// snapshot changed since the last row.
+// EarlyTicks emits one tick per key at most every p.Early of processing time
+// after the key got data (SPEC §4's EARLY refresh). Its own DoFn: prism hangs
+// a DoFn with timers in both time domains.
 func EarlyTicks(s beam.Scope, deltas beam.PCollection, p triggers.Policy) beam.PCollection {
 	s = s.Scope("EarlyTicks")
 	return beam.ParDo(s, &earlyTickFn{
@@ -52,13 +50,8 @@ func (f *earlyTickFn) ProcessElement(_ context.Context, ts beam.EventTime, sp st
 	if armed {
 		return nil
 	}
-	// The tick carries (and holds the watermark at) the timestamp of the
-	// data that armed it, as Beam does for processing-time timers: the
-	// revision step sees it before the watermark can pass that data, so an
-	// EARLY row is never overtaken by ON_TIME. The price is that ON_TIME
-	// waits for a pending tick, at most --early. (A later hold would not
-	// delay ON_TIME, but prism runs a stateful stage's element only once
-	// the watermark reaches its timestamp, so the tick would arrive late.)
+	// The tick holds the watermark at the arming data's timestamp, so ON_TIME
+	// never overtakes an EARLY row (it waits at most --early for the tick).
 	f.Refresh.Set(tp, time.Now().Add(f.Policy.Early), timers.WithOutputTimestamp(ts.ToTime()))
 	return f.Armed.Write(sp, true)
 }
@@ -68,20 +61,11 @@ func (f *earlyTickFn) OnTimer(_ context.Context, sp state.Provider, _ timers.Pro
 	return f.Armed.Clear(sp)
 }
 
-// EarlyTicksFrom is the EARLY refresh without processing-time timers, for
-// runners that do not fire them for the Go SDK: Beam's Go integration suite
-// filters TestTimers_ProcessingTime.* on the portable Flink runner ("Flink
-// doesn't support processing time timers", sdks/go/test/integration/
-// integration.go). Each element of ticks (periodic.Impulse every --early)
-// asks for one tick to every revision key that got data since the last
-// tick; buckets stateful keys remember the dirty keys in a bag. An EARLY
-// row follows its data by at most one tick period, as with the timer.
-//
-// A tick is stamped with the earliest event time among the bucket's dirty
-// keys, not the clock's: stamped far ahead (a replay), a runner delivering
-// a key's elements and timers in timestamp order would hold it behind the
-// ON_TIME timer and no EARLY row would come. A tick after ON_TIME writes
-// nothing (triggers.WindowState.Tick).
+// EarlyTicksFrom is the EARLY refresh without processing-time timers, which
+// Flink does not fire for Go (capability table). Each element of ticks asks
+// for one tick to every revision key that got data since the last; buckets
+// stateful keys remember the dirty keys. A tick is stamped with the earliest
+// dirty event time, not the clock's, so ON_TIME cannot hold it back.
 func EarlyTicksFrom(s beam.Scope, deltas, ticks beam.PCollection, buckets int) beam.PCollection {
 	s = s.Scope("EarlyTicksFrom")
 	marks := beam.ParDo(s, &dirtyMarkFn{Buckets: buckets}, deltas)
@@ -110,9 +94,8 @@ func (f *tickFanFn) ProcessElement(_ []byte, emit func(int, string)) {
 	}
 }
 
-// dirtyKeysFn remembers a bucket's dirty keys and the earliest event time
-// that dirtied one and, on a tick, emits a tick to each key once, stamped
-// with that time, and forgets them.
+// dirtyKeysFn remembers a bucket's dirty keys and their earliest event time;
+// a tick emits one tick per key, stamped with that time, and forgets them.
 type dirtyKeysFn struct {
 	Dirty state.Bag[string]
 	Since state.Value[int64] // earliest mark's event time, ms

@@ -20,27 +20,19 @@ func init() {
 		func(int, model.EventBatch), func(model.TooLate), error](&gateFn{})
 }
 
-// GateKeys is how many keys the watermark gate runs on. Every key arms the
-// timers of every window, so the dedup shards, however many, need none.
+// GateKeys is how many keys the watermark gate runs on; every key arms every
+// window's timers, so the dedup shards need none.
 const GateKeys = 8
 
 // WatermarkGate is rule (b) of the too-late gate (SPEC §4): a record whose
-// window closed before the pipeline watermark where it is judged goes to
-// the too-late output; the others go on marked AfterEnd when that
-// watermark had passed their window's end (a window whose first data comes
-// then starts with a LATE row), and stamped with the watermark the gate knew
-// (model.Event.PipelineWatermark), by which the dedup shards forget ids.
+// window closed before the pipeline watermark goes to too-late; the others go
+// on marked AfterEnd when it passed their window's end, and stamped with it
+// (model.Event.PipelineWatermark, by which dedup forgets ids).
 //
-// A DoFn cannot read its watermark, so each key sets event-time timers at
-// the end, close and expiry of every window: a timer fired at T proves the
-// watermark reached T. Records go to key ShardOf(event_id, GateKeys), and
-// AnnounceWindows tells every key of every window with data (a returning
-// partition's record may land on a key that saw nothing of its window).
-// Records leave already in the dedup step's batches, one shard and
-// partition each: with a shard count that is a multiple of GateKeys, a gate
-// key's records are those of the shards congruent to it, so regrouping
-// would merge nothing. A record's timestamp stays below its window's close
-// (rule (a)) and holds the revision step's watermark: FINAL cannot overtake it.
+// A DoFn cannot read its watermark, so each key sets event-time timers at the
+// end, close and expiry of every window (AnnounceWindows tells every key of
+// every window): a timer fired at T proves the watermark reached T. Records
+// leave already in the dedup step's batches, one shard and partition each.
 func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (batches, tooLate beam.PCollection) {
 	s = s.Scope("WatermarkGate")
 	keyed, windows := BatchByKey(s, events, GateKeys, o.Policy)
@@ -60,28 +52,21 @@ func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (batch
 }
 
 type gateFn struct {
-	// Shards is the dedup step's shard count, which the passed records are
-	// batched by.
-	Shards      int
+	Shards      int // the dedup step's, which passed records are batched by
 	Policy      triggers.Policy
 	BoundMs     int64
 	RetentionMs int64
 
-	// CacheID names this step's entries in the process-wide shard cache.
-	CacheID   string
+	CacheID   string // this step's entries in the process-wide shard cache
 	NoCache   bool
 	ReadAhead string
-	// Pending holds batches that wait for a boundary armed in their own
-	// bundle (heldFor).
-	Pending  state.Bag[[]byte]
-	Meta     state.Value[[]byte]
-	Boundary timers.EventTime
+	Pending   state.Bag[[]byte] // batches waiting for a boundary (heldFor)
+	Meta      state.Value[[]byte]
+	Boundary  timers.EventTime
 
 	tooLate, reloads, evictions beam.Counter
 	readAhead                   *flow.ReadAhead
-	// armedHere holds, per key, the boundaries whose timers this bundle set
-	// (see heldFor).
-	armedHere map[int][]int64
+	armedHere                   map[int][]int64 // per key, boundaries set in this bundle
 }
 
 func (f *gateFn) Setup() {
@@ -92,8 +77,7 @@ func (f *gateFn) Setup() {
 	f.armedHere = map[int][]int64{}
 }
 
-// StartBundle declares the emitters the SDK requires of it (those of
-// ProcessElement).
+// StartBundle declares ProcessElement's emitters, as the SDK requires.
 func (f *gateFn) StartBundle(_ func(int, model.EventBatch), _ func(model.TooLate)) {
 	clear(f.armedHere)
 }
@@ -128,10 +112,9 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 	return f.store(key).save(ctx, sp, st, f.evictions)
 }
 
-// judge applies rule (b) to each event at the watermark the key knows, and
-// emits the others in batches of one dedup shard and partition, in the
-// order given. A too-late record never reaches the dedup step, which pays
-// the read-ahead account for the others: it leaves the account here.
+// judge applies rule (b) to each event at the key's known watermark and
+// emits the others in batches of one dedup shard and partition, in order. A
+// too-late record never reaches dedup, so it leaves the read-ahead account here.
 func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(int, model.EventBatch), late func(model.TooLate)) {
 	type batchKey struct {
 		shard     int
@@ -160,10 +143,8 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 	}
 }
 
-// Gate applies rule (b) of the too-late gate to one event at the known
-// watermark: false when its window is closed (too late); else it marks the
-// event AfterEnd when the watermark passed its window's end, and stamps it
-// with the watermark.
+// Gate applies rule (b) to one event at the known watermark: false when its
+// window is closed; else it marks AfterEnd and stamps the watermark.
 func (st *shardState) Gate(e *model.Event, p triggers.Policy) bool {
 	start := p.WindowStart(e.EventTime)
 	if p.Closed(start, st.known) {
@@ -217,21 +198,13 @@ func parseTimerTag(tag string) (int64, byte, error) {
 	return at, tag[0], nil
 }
 
-// tagBoundary names a boundary timer by its time: windows share boundaries
-// (a window's end is the next one's start, and with a lateness and a
-// retention of whole windows its close and expiry are other windows' ends),
+// tagBoundary names a boundary timer by its time: windows share boundaries,
 // so a key fires one timer per boundary time, not three per window.
 const tagBoundary = 'b'
 
-// arm sets the timers at a window's end (ON_TIME is due, later data is
-// late), close (end + allowed lateness: the window is closed) and expiry (end
-// + retention: its ids can be forgotten; the dedup shards learn it from the
-// watermark the gate stamps) the first time the key sees it. Each fired
-// timer at T proves the watermark reached T.
-//
-// (A single timer chained along the boundaries would be smaller, but prism
-// v2.77.0 stalls on an event-time timer set from OnTimer once the watermark
-// has passed it.)
+// arm sets the timers at a window's end, close and expiry (end + retention)
+// the first time the key sees it. Not one timer chained along the boundaries:
+// prism v2.77.0 stalls on an event-time timer set from OnTimer once passed.
 func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 	if st.armed[start] {
 		return
@@ -247,11 +220,8 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 	}
 }
 
-// armEvents arms the windows of a batch's events that are still open on the
-// key, before the batch is judged or held: a window's first data on a key
-// arms it, whatever the window's announcement (AnnounceWindows, a stage of
-// its own that may lag the batches) has done so far. A window armed here in
-// this bundle makes a batch stamped after its end wait for it (heldFor).
+// armEvents arms the still-open windows of a batch's events before it is
+// judged or held: the announcement (AnnounceWindows) may lag the batches.
 func (f *gateFn) armEvents(tp timers.Provider, key int, st *shardState, events []model.Event) {
 	last, armed := int64(0), false
 	for _, e := range events {

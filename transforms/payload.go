@@ -20,14 +20,10 @@ func init() {
 	register.Emitter2[beam.EventTime, model.TooLate]()
 }
 
-// Payloads gives conflicts and rule-(b) too-late records their payloads
-// back. Events cross the shuffle without their raw line when the raw log
-// holds it (model.Event.Ref, issue #26); the few audit records (about 0.6 %)
-// read it back here by position through Beam's filesystem, at the bundle's
-// end, several at once. A line read back must parse to the record's
-// event_id and fingerprint or event time: a raw-log file changed under the
-// job fails the bundle rather than write a wrong payload. Records that
-// carry their payload pass through.
+// Payloads gives conflicts and rule-(b) too-late records back the payloads
+// dropped before the shuffle (model.Event.Ref), read from the raw log at the
+// bundle's end. A line read back must parse to the record's event_id and
+// fingerprint or event time, else the bundle fails rather than write a wrong one.
 func Payloads(s beam.Scope, cfg event.Config, conflicts, tooLate beam.PCollection) (beam.PCollection, beam.PCollection) {
 	s = s.Scope("Payloads")
 	return beam.ParDo(s, &conflictPayloadFn{Config: cfg}, conflicts), beam.ParDo(s, &tooLatePayloadFn{Config: cfg}, tooLate)
@@ -160,8 +156,7 @@ func ReadPayloads(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
 // checkPayload parses a payload read back and checks that it is the
 // record's: valid, with its event_id, and what same says of the event.
 func checkPayload(b []byte, cfg event.Config, pos string, ref model.LineRef, id string, same func(model.Event) bool) error {
-	// Read time and watermark far from any limit: the record passed
-	// validation when it was read; only its identity is checked here.
+	// Read time and watermark far from any limit: only identity is checked.
 	e, q := event.Parse(model.Record{Line: b, ReadAt: math.MaxInt64, WatermarkBefore: model.NoWatermark}, cfg)
 	if q == nil && e.EventID == id && same(e) {
 		return nil

@@ -22,24 +22,14 @@ func init() {
 }
 
 // Revisions turns per-key deltas (and early ticks) into versioned snapshot
-// rows: EARLY on ticks before the window end, ON_TIME from an event-time
-// timer at window_end, LATE on new data after it, FINAL from a timer at
-// window_end + allowed lateness, after which the window's aggregation state is
-// released and only a small closed marker stays. The rules themselves are
-// triggers.WindowState's.
+// rows (EARLY, ON_TIME, LATE, FINAL) by triggers.WindowState's rules; after
+// FINAL only a small closed marker stays.
 //
-// published seeds each key with the row a sink already holds (after a
-// restart), so revisions continue from there and nothing dips. The step
-// reads it from the sink on the worker, in Setup (sink.Published), so the
-// sink's history never enters the job graph. (A side input would do the
-// same, but prism v2.77.0 then stops feeding a streaming job's stateful
-// stage after its first firings.) The zero Spec reads nothing.
-//
-// bound limits that read to the windows the run can still reach (a
-// restart's resume rule, app/launch/resume.go): what each worker loads then
-// grows with the retention, not with the sink's history. A window starting
-// before the bound is closed for every record of the run, so it is kept
-// closed even when its row was not loaded.
+// published seeds each key with the row a sink already holds, read in Setup
+// (sink.Published), so revisions continue after a restart and nothing dips;
+// the zero Spec reads nothing. Not a side input: with one, prism v2.77.0 stops
+// feeding a streaming stateful stage after its first firings. bound limits the
+// read to the windows the run can still reach (app/launch/resume.go).
 func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sink.Spec, bound sink.SeedBound) beam.PCollection {
 	s = s.Scope("Revisions")
 	return beam.ParDo(s, &revisionsFn{
@@ -51,14 +41,9 @@ func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, publish
 	}, deltas)
 }
 
-// publishedRow is the row the sink held for key, of window w, when the
-// step started. A window starting before the seed bound gets a closed
-// marker even when the sink's row was not loaded (or there is none): every
-// partition the run started with had its watermark restored past the
-// window's close, so the pipeline watermark is past it too and the window
-// is closed for every record of the run (SPEC §4 rule (b)). Only a
-// partition discovered after the start, before the watermark gate's first
-// boundary timer, could bring one here.
+// publishedRow is the row the sink held for key, of window w, when the step
+// started. A window before the seed bound gets a closed marker even when no
+// row was loaded: the restored watermarks are past its close (SPEC §4 rule (b)).
 func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.Row, bool) {
 	if r, ok := f.published[key]; ok {
 		return r, true
@@ -69,13 +54,8 @@ func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.R
 	return model.Row{}, false
 }
 
-// adoptSeed continues a key whose state exists after the row the sink held
-// for it when the step started, if that row is newer than what the state
-// published: the state was restored from an older snapshot while the sink
-// kept the rows written since (triggers.WindowState.Adopt). Every worker
-// reads the seed in Setup, which a restore runs again. A row another worker
-// wrote after this one's Setup is older than the state that key carries,
-// and is ignored.
+// adoptSeed continues a key's state after the seed row when that row is newer
+// (state restored from an older snapshot; triggers.WindowState.Adopt).
 func (f *revisionsFn) adoptSeed(ctx context.Context, key string, w *triggers.WindowState) {
 	if p, ok := f.published[key]; ok && w.Adopt(p) {
 		f.adopted.Inc(ctx, 1)
@@ -89,29 +69,20 @@ const (
 	tagForget = "forget"  // markerHorizon after the close: drop the closed marker
 )
 
-// markerHorizon is how long after its close a window's closed marker is
-// kept: window + allowed lateness, the default dedup retention. Once the
-// watermark passed the close, every watermark gate key that armed the
-// window has its close timer fired (its hold kept this step's watermark
-// below the close until then), so the gate sends the window's records to
-// too_late before they reach this step, and after a restart the seed
-// watermark (the latest FINAL close) does the same: the marker is no longer
-// needed, and without this the step's state would grow by a marker per
-// window and dims forever.
+// markerHorizon is how long after its close a window's closed marker is kept
+// (window + allowed lateness): by then the watermark gate sends the window's
+// records to too_late, so the marker is no longer needed and state stays bounded.
 func markerHorizon(p triggers.Policy) int64 {
 	return p.Window.Milliseconds() + p.AllowedLateness.Milliseconds()
 }
 
 type revisionsFn struct {
-	Policy triggers.Policy
-	// Published is the sink whose rows seed the keys (zero: none).
-	Published sink.Spec
-	// Bound limits the seed to the windows the run can reach.
-	Bound sink.SeedBound
-	// published holds them by key, read in Setup.
-	published map[string]model.Row
-	// seedRows is how many rows Setup loaded; seedReported says the
-	// counter has them (a counter needs a bundle's context).
+	Policy    triggers.Policy
+	Published sink.Spec // the sink whose rows seed the keys (zero: none)
+	Bound     sink.SeedBound
+	published map[string]model.Row // read in Setup, by key
+	// seedRows is how many rows Setup loaded, counted at the first bundle
+	// (a counter needs a bundle's context).
 	seedRows     int64
 	seedReported bool
 	seedCounter  beam.Counter
@@ -121,15 +92,9 @@ type revisionsFn struct {
 	// prism v2.77.0 never ends a bundle of a DoFn with two timer families.
 	Firing timers.EventTime
 
-	rows       map[model.ResultState]beam.Counter
-	afterFinal beam.Counter
-	// markersExpired counts closed markers dropped after the horizon.
-	markersExpired beam.Counter
-	// replayedFinal counts events a replay re-counted into a window the sink
-	// held as FINAL before this run started.
-	replayedFinal beam.Counter
-	// adopted counts keys continued after a newer seed row (adoptSeed).
-	adopted     beam.Counter
+	afterFinal, markersExpired, replayedFinal, adopted beam.Counter
+
+	rows        map[model.ResultState]beam.Counter
 	rowRevenues map[model.ResultState]beam.Distribution
 }
 
@@ -181,9 +146,7 @@ func decodeWindow(b []byte) (*triggers.WindowState, error) {
 	w.Published = coders.ReadRow(&r)
 	w.OnTimeDone = r.Bool()
 	w.Final = r.Bool()
-	if len(r.B) > 0 {
-		// Absent in a state written before late data was held apart (a
-		// job restored from an older version's checkpoint): none held.
+	if len(r.B) > 0 { // absent in state of an older version: none held
 		w.HeldLateMicros, w.HeldLateCount = r.Varint(), r.Varint()
 	}
 	if r.Err != nil {
@@ -198,8 +161,7 @@ func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Ro
 	emit(r)
 }
 
-// reportSeed adds the rows Setup loaded to the seed counter, once per
-// instance.
+// reportSeed counts the rows Setup loaded, once per instance.
 func (f *revisionsFn) reportSeed(ctx context.Context) {
 	if !f.seedReported {
 		f.seedReported = true
@@ -231,10 +193,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		if p, ok := f.publishedRow(key, w); ok {
 			w.Adopt(p)
 		}
-		if !w.OnTimeDone {
-			// Also when the first data is late: its ON_TIME moment is this
-			// step's watermark passing window_end, which releases what
-			// WindowState.Add held (at once when it passed already).
+		if !w.OnTimeDone { // also for late first data: ON_TIME releases what Add held
 			f.Firing.Set(tp, timeOf(w.End), timers.WithTag(tagOnTime))
 		}
 		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
@@ -245,16 +204,14 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 	switch {
 	case w.Final:
 		if p, ok := f.publishedRow(key, w); !d.Tick && d.Count > 0 && ok && p.State == model.Final {
-			// A replay (restart, or the same log again) re-counts the
-			// events of a window the sink already holds as FINAL: its value
-			// is settled, and reconcile owns any later correction.
+			// A replay re-counts a window the sink holds as FINAL: settled;
+			// reconcile owns any later correction.
 			f.replayedFinal.Inc(ctx, d.Count)
 			return nil
 		}
 		if !d.Tick && d.Count > 0 {
-			// The watermark gate closes a window before this step's FINAL can
-			// fire (its boundary timer holds our watermark), so this means
-			// an invariant broke: say so loudly rather than change a FINAL.
+			// The watermark gate closes a window before FINAL can fire here:
+			// an invariant broke; say so loudly rather than change a FINAL.
 			f.afterFinal.Inc(ctx, d.Count)
 			slog.Error("data reached a window after its FINAL row; not applied", "key", key, "events", d.Count, "revenue_micros", d.RevenueMicros)
 		}

@@ -17,15 +17,9 @@ func init() {
 }
 
 // TooLate is rule (a) of the too-late gate (SPEC §4): an event whose window
-// closed before its own partition's watermark (just before the record) goes to
-// the too-late output. The verdict depends on the partition's records alone,
-// so a replay gives the same verdicts however the runner bundles it. Rule (b),
-// the pipeline watermark, needs state and is judged in WatermarkGate, still
-// before any dedup verdict.
-//
-// readAhead names the job's read-ahead account on the embedded runner
-// (flow.ReadAhead; "" for none): an event routed here never reaches
-// the dedup step, so it leaves the account here.
+// closed before its partition's watermark goes to too-late, the same however
+// a replay is bundled (rule (b) is WatermarkGate's). readAhead names the job's
+// read-ahead account (flow.ReadAhead; "": none), which such an event leaves here.
 func TooLate(s beam.Scope, events beam.PCollection, p triggers.Policy, readAhead string) (open, tooLate beam.PCollection) {
 	s = s.Scope("TooLate")
 	return beam.ParDo2(s, &tooLateFn{Policy: p, ReadAhead: readAhead}, events)
@@ -52,10 +46,8 @@ func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func
 		return
 	}
 	if !e.Ref.IsZero() {
-		// The last step that writes a payload from memory: past it, the few
-		// events that become audit rows read theirs back from the raw log
-		// (Payloads), and the others never carry it through the shuffle
-		// into the dedup step (issue #26).
+		// Past here audit rows read payloads back from the raw log
+		// (Payloads): the others never carry it through the shuffle.
 		e.Payload = nil
 	}
 	open(e)

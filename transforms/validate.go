@@ -28,14 +28,10 @@ func init() {
 	register.Emitter1[model.Quarantined]()
 }
 
-// Validate splits records by their validation verdict (event.Parse): valid
-// events in the first collection, rejected records in the second with their
-// quarantine reason; every record read ends in exactly one. The source
-// parses each record already (only a valid event time may advance its
-// partition's watermark) and the record carries that verdict; a record
-// without one (built by hand) is parsed here. It counts the records read
-// and quarantined, and each event's delays (metrics.Lateness, Arrival)
-// against bound, the out-of-order bound the source stamped with.
+// Validate splits records by their verdict (stamped by the source, else
+// event.Parse): valid events, and quarantined records with their reason. It
+// counts records read and quarantined, and each event's delays
+// (metrics.Lateness, Arrival) against bound, the out-of-order bound.
 func Validate(s beam.Scope, records beam.PCollection, cfg event.Config, bound time.Duration) (events, quarantined beam.PCollection) {
 	s = s.Scope("Validate")
 	return beam.ParDo2(s, &validateFn{Config: cfg, Bound: bound}, records)
@@ -45,12 +41,9 @@ type validateFn struct {
 	Config event.Config
 	Bound  time.Duration
 
-	read, quarantined beam.Counter
-	// byPartition caches the per-partition counters: building one per
-	// record (name concatenation, lookup) would sit on the hot path.
-	byPartition map[string]beam.Counter
-	// The delay metrics, bucket counters by delay.Buckets index.
-	lateness, arrival     []beam.Counter
+	read, quarantined     beam.Counter
+	byPartition           map[string]beam.Counter // cached: off the hot path
+	lateness, arrival     []beam.Counter          // by delay.Buckets index
 	latenessMs, arrivalMs beam.Distribution
 }
 

@@ -22,15 +22,8 @@ const (
 
 // State maps a firing to the row's result state.
 func (f Firing) State() model.ResultState {
-	switch f {
-	case FiringEarly:
-		return model.Early
-	case FiringOnTime:
-		return model.OnTime
-	case FiringLate:
-		return model.Late
-	case FiringFinal:
-		return model.Final
+	if f >= FiringEarly && f <= FiringFinal {
+		return model.ResultState(f) // the same order as model's states
 	}
 	return model.StateUnknown
 }
@@ -39,24 +32,18 @@ func (f Firing) State() model.ResultState {
 var ErrOverflow = errors.New("revenue total overflows int64 micros")
 
 // WindowState is the snapshot and revision bookkeeping of one (window_start,
-// dims) key: SPEC §4's rules for when each state is written, stored by the
-// Revisions DoFn. Along a key's changelog revisions increase, event_count
-// never falls and result_state never goes back, so a restarted job catching
-// up stays silent until it has more to say.
+// dims) key (SPEC §4). Along a key's changelog revisions increase, event_count
+// never falls and result_state never goes back.
 type WindowState struct {
 	Start, End int64
 	Dims       string
 
 	RevenueMicros, Count int64
-
 	// Published is the key's last row, by any run (Revision 0: none).
 	Published model.Row
-
-	// OnTimeDone is set once the ON_TIME moment passed, with or without a row.
+	// OnTimeDone: the ON_TIME moment passed, with or without a row.
 	OnTimeDone bool
-	// Final is set once the FINAL row was written.
-	Final bool
-
+	Final      bool // the FINAL row was written
 	// HeldLateMicros and HeldLateCount are late data held until ON_TIME (Add).
 	HeldLateMicros, HeldLateCount int64
 }
@@ -103,10 +90,8 @@ func (w *WindowState) late(rows []model.Row) ([]model.Row, error) {
 }
 
 // Adopt continues the changelog after p, a sink row this state has not
-// published (at a start, or after a failover restored an older snapshot), so
-// no revision is reissued with other content and a FINAL keeps the window
-// closed (a revision-0 closed marker closes a fresh state). The snapshot
-// itself stays. It reports whether p was adopted.
+// published, so no revision is reissued and a FINAL keeps the window closed;
+// the snapshot stays. It reports whether p was adopted.
 func (w *WindowState) Adopt(p model.Row) bool {
 	if p.Revision < w.Published.Revision || p.Revision == w.Published.Revision && (p.State != model.Final || w.Final) {
 		return false
@@ -176,8 +161,7 @@ func (w *WindowState) fire(f Firing) (model.Row, bool) {
 		if f != FiringFinal && (w.Count < p.EventCount || st < p.State) {
 			return model.Row{}, false
 		}
-		// Nothing new: same snapshot and state, or a LATE row that would only
-		// relabel it (an EARLY one then has the same state).
+		// Nothing new: same snapshot and state, or a LATE relabel.
 		same := w.Count == p.EventCount && w.RevenueMicros == p.RevenueMicros
 		if same && (st == p.State && f != FiringFinal || f == FiringLate) {
 			return model.Row{}, false

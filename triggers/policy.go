@@ -1,9 +1,7 @@
 // Package triggers is the firing policy of SPEC §4 in plain Go: fixed UTC
-// windows; EARLY refreshes, ON_TIME, LATE and FINAL rows; accumulating
-// snapshots. It holds no Beam triggers: on prism (v2.77.0) CombinePerKey drops
-// PaneInfo, late panes wait for expiry, late data is relabelled EARLY/ON_TIME,
-// data past lateness vanishes, and EMIT_IF_NONEMPTY gives no FINAL pane. So
-// stateful DoFns in the global window fire from timers computed here.
+// windows; EARLY, ON_TIME, LATE and FINAL rows of accumulating snapshots. No
+// Beam triggers: on prism v2.77.0 panes lose PaneInfo, late data is relabelled
+// and no FINAL pane comes, so stateful DoFns fire from timers computed here.
 package triggers
 
 import (

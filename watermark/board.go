@@ -3,8 +3,7 @@ package watermark
 import "github.com/revenue-stream/hourly/model"
 
 // Board is one source's view of its partitions' watermarks, for runners that
-// show a reader only some of them (prism: internal/localrunner). A reader
-// reports min(own, Board.Min). Not safe for concurrent use.
+// show a reader only some (prism). Not safe for concurrent use.
 type Board struct {
 	parts map[string]*boardEntry
 }

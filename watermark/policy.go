@@ -90,8 +90,7 @@ func Resume(p Policy, s State) *Partition {
 func (p *Partition) State() State { return p.s }
 
 // Watermark is max valid event time minus the bound, or NoWatermark before the
-// first valid event. It never depends on processing time, so rule (a)'s
-// too-late verdict is the same however a replay is bundled.
+// first valid event; never processing time, so replays judge alike.
 func (p *Partition) Watermark() int64 {
 	if p.s.MaxValid == model.NoWatermark {
 		return model.NoWatermark
@@ -107,9 +106,8 @@ func (p *Partition) Before() int64 {
 	return p.Watermark()
 }
 
-// Backlog starts (true) or ends (false) the backlog hold: a source reading a
-// backlog (io/sources/pubsub/backlog.go) keeps the watermark where it was when
-// the backlog began, for WatermarkBefore and the runner alike.
+// Backlog starts (true) or ends (false) the backlog hold, which keeps the
+// watermark where it was when a backlog began (io/sources/pubsub/backlog.go).
 func (p *Partition) Backlog(on bool) {
 	switch {
 	case !on:
@@ -119,9 +117,8 @@ func (p *Partition) Backlog(on bool) {
 	}
 }
 
-// Observe records one record read at processing time now; only valid event
-// times move the watermark. It returns the watermark just before the record,
-// which rule (a) of the too-late gate judges it against.
+// Observe records one record read at processing time now (only valid event
+// times move the watermark) and returns the watermark just before it (rule (a)).
 func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int64) {
 	before = p.Before()
 	p.Touch(now)
@@ -131,8 +128,8 @@ func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int6
 	return before
 }
 
-// Touch counts now as activity without a record: a source that could not reach
-// its input must not turn idle and close windows its backlog will fill.
+// Touch counts now as activity without a record, so an unreachable input does
+// not turn idle and close windows its backlog will fill.
 func (p *Partition) Touch(now int64) { p.s.LastActive = max(p.s.LastActive, now) }
 
 // Idle reports whether the partition produced nothing for the idle timeout.
@@ -154,10 +151,8 @@ type Report struct {
 }
 
 // Report is the watermark to hand the runner at processing time now; active
-// is the lowest watermark of the other active partitions (if anyActive).
-// Once idle, the partition stops holding the minimum per its IdleAdvance
-// (returning records are judged late downstream, never lost); the backlog
-// hold caps it, and it never decreases.
+// is the lowest of the other active partitions (if anyActive). Once idle, the
+// partition advances per its IdleAdvance; the backlog hold caps it.
 func (p *Partition) Report(now, active int64, anyActive bool) Report {
 	w := p.Watermark()
 	idle := p.Idle(now)
@@ -189,9 +184,9 @@ type Tracker struct {
 	policy Policy
 	parts  map[string]*Partition
 	last   int64
+	idle   map[string]bool
 	// IdleTransitions counts active→idle changes seen by Watermark.
 	IdleTransitions int
-	idle            map[string]bool
 }
 
 // NewTracker returns an empty tracker.
@@ -214,7 +209,7 @@ func (t *Tracker) Observe(partition string, eventTime int64, valid bool, now int
 	return t.Partition(partition, now).Observe(eventTime, valid, now)
 }
 
-// Idle lists whether each partition is idle at now.
+// Idle reports whether the named partition is idle at now.
 func (t *Tracker) Idle(name string, now int64) bool {
 	p, ok := t.parts[name]
 	return ok && p.Idle(now)

@@ -11,19 +11,13 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// The metric gate makes prism's job metrics complete (SPEC §4 figures come
-// from the runner). prism v2.77.0 stashes the payload of a short id it does
-// not know yet keyed by that id alone (jobservices/metrics.go,
-// unprocessedPayloads), so a second bundle reporting it first overwrites it:
-// 20–30 % of small runs had wrong figures.
-//
-// The gate is a worker request and response hook. It never waits (the SDK runs
-// all hooks under one mutex, core/util/hooks): a bundle response renames an id
-// the runner may not know to an alias of its own; when the runner asks about the
-// alias, the request asks the harness about the short id and the response adds
-// the alias. After settleLag an id is reported as itself again. Progress
-// responses are left alone (prism keeps only the latest). State is per worker id
-// and process. Only on prism (UseSafeOptions).
+// The metric gate makes prism's job metrics complete: prism v2.77.0 stashes
+// the payload of an unknown short id keyed by that id alone
+// (jobservices/metrics.go), so a second bundle overwrites it (20–30 % of small
+// runs had wrong figures). A worker hook that never waits renames such ids in
+// bundle responses to aliases of their own, and answers the runner's question
+// about an alias with the short id's description; after settleLag an id is
+// reported as itself. Only on prism (UseSafeOptions).
 const metricGateHook = "revenue_metric_gate"
 
 // settleLag is how long after the worker's answer for an id bundles still

@@ -1,6 +1,5 @@
 // Package metrics owns the "revenue" namespace: every metric's name, and the
-// one reader of a runner's results into a run's Counts. DoFns ask for
-// Counter(Counted), never a string, so a rename cannot orphan a reader.
+// one reader of a runner's results into a run's Counts.
 package metrics
 
 import (
@@ -37,23 +36,16 @@ const (
 	DedupExpired      Name = "dedup_expired"
 	DedupStateReloads Name = "dedup_state_reloads"
 	DedupStateEntries Name = "dedup_state_entries" // distribution
-	// DedupElements counts the batches the dedup step took in; per 1,000
-	// records read it shows how dense they are (docs/capacity.md).
+	// DedupElements counts the batches the dedup step took in (docs/capacity.md).
 	DedupElements Name = "dedup_elements"
-	// WindowFanOuts counts windows announced to the watermark gate's keys
-	// (transforms.AnnounceWindows): once per window with data.
-	WindowFanOuts Name = "dedup_window_fanouts"
-	// PartitionsDiscovered counts partition folders found after the start.
-	PartitionsDiscovered Name = "partitions_discovered"
-	// DedupCacheEvictions counts decoded shards dropped from a process cache.
-	DedupCacheEvictions Name = "dedup_cache_evictions"
-	// RevisionMarkersExpired counts closed-window markers cleared after the horizon.
+	// WindowFanOuts counts window announcements (transforms.AnnounceWindows).
+	WindowFanOuts          Name = "dedup_window_fanouts"
+	PartitionsDiscovered   Name = "partitions_discovered" // folders found after the start
+	DedupCacheEvictions    Name = "dedup_cache_evictions"
 	RevisionMarkersExpired Name = "revision_markers_expired"
-	// RevisionSeedRows counts the sink rows the revision step loaded at start
-	// (sink.Published).
+	// RevisionSeedRows counts the sink rows the revision step loaded at start.
 	RevisionSeedRows Name = "revision_seed_rows"
-	// RevisionsAdopted counts keys continued after a newer sink row
-	// (triggers.WindowState.Adopt): state restored from an older snapshot.
+	// RevisionsAdopted counts keys continued after a newer sink row.
 	RevisionsAdopted Name = "revisions_adopted_from_sink"
 
 	// What the sink made of the rows and audit records.
@@ -66,10 +58,8 @@ const (
 	SinkAppendRequests Name = "sink_append_requests"
 
 	// The delay metrics of every valid event: a distribution in ms (Ms) and
-	// one counter per delay.Buckets bucket (Bucket), for p50, p95 and p99.
-	//
-	// Lateness is how far behind its partition's largest event time so far
-	// an event arrived.
+	// one counter per delay.Buckets bucket (Bucket). Lateness is how far
+	// behind its partition's largest event time so far an event arrived.
 	Lateness Name = "event_lateness"
 	// Arrival is the read processing time minus the event time.
 	Arrival Name = "arrival_delay"
@@ -85,8 +75,7 @@ const (
 	PubsubObjects        Name = "pubsub_objects"
 	PubsubArchiveBytes   Name = "pubsub_archive_bytes"
 	PubsubArchiveRetries Name = "pubsub_archive_retries"
-	// PubsubHeldExtended counts ack deadlines extended while the archive
-	// write was pending.
+	// PubsubHeldExtended counts ack deadlines extended while archiving.
 	PubsubHeldExtended Name = "pubsub_held_extended"
 	PubsubHeldPeak     Name = "pubsub_held_peak" // gauge
 )
