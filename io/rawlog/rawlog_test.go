@@ -258,14 +258,6 @@ func TestScan(t *testing.T) {
 		!slices.Equal(info.Unterminated, []string{"p0/000002.jsonl:2"}) {
 		t.Errorf("info = %+v", info)
 	}
-
-	parts, err := ReadPartitions(dir, 0, time.UnixMilli(7))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parts["p0"]) != 4 || string(parts["p0"][3].Line) != "torn" || parts["p0"][0].ReadAt != 7 {
-		t.Errorf("ReadPartitions = %+v", parts)
-	}
 }
 
 func TestStamper(t *testing.T) {

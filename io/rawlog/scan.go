@@ -1,12 +1,10 @@
 package rawlog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/model"
@@ -80,26 +78,4 @@ func scanFile(dir, partition, name string, maxLine int, readAt int64, info *Scan
 	info.Lines += yielded
 	info.Blank += r.Mark().Line - yielded
 	return nil
-}
-
-// ReadPartitions reads every partition of a folder into memory as by Scan,
-// with readAt = now (tests and small logs).
-func ReadPartitions(dir string, maxLine int, now time.Time) (map[string][]model.Record, error) {
-	parts, err := ListPartitions(dir)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string][]model.Record, len(parts))
-	for _, p := range parts {
-		var recs []model.Record
-		if _, err := Scan(dir, p, maxLine, now.UnixMilli(), func(rec model.Record) error {
-			rec.Line = bytes.Clone(rec.Line)
-			recs = append(recs, rec)
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		out[p] = recs
-	}
-	return out, nil
 }

@@ -46,30 +46,22 @@ const readAheadPause = 10 * time.Millisecond
 
 // FolderOptions configure ReadFolder.
 type FolderOptions struct {
-	// Follow keeps watching for new files (streaming) until stopped; false
+	// Follow keeps watching for new files until stopped (--follow); false
 	// replays what is there, then ends.
 	Follow bool
-	// Watermark is the per-partition watermark policy (--ooo-bound,
-	// --idle-timeout).
+	// Watermark is --ooo-bound and --idle-timeout.
 	Watermark watermark.Policy
-	// Event is the validation configuration (only valid event times advance
-	// a partition watermark); its MaxLine is --max-line.
+	// Event is the validation configuration; its MaxLine is --max-line.
 	Event event.Config
 	// PollInterval is how often a follower looks for new data (default 1s).
 	PollInterval time.Duration
-	// MaxPerCall is how many records a reader call emits before returning
-	// to the runner (default DefaultMaxPerCall; the launcher uses CallSizeFor).
+	// MaxPerCall is how many records a reader call emits at most (default
+	// DefaultMaxPerCall; the launcher uses CallSizeFor).
 	MaxPerCall int
-	// Settle is how long a followed file ending in a line without a newline
-	// must stay unchanged before that line is read (--settle).
-	Settle time.Duration
-	// DiscoverEvery is how often a follower looks for new partition folders
-	// (--discover-every).
-	DiscoverEvery time.Duration
+	// Settle is --settle; DiscoverEvery is --discover-every.
+	Settle, DiscoverEvery time.Duration
 	// Resume holds a restart's checkpoints, at most one per partition: the
-	// partition resumes after the checkpoint's lines, files before it count
-	// as read, and its watermark is restored, so every later record gets the
-	// WatermarkBefore of the first run. May be nil.
+	// partition resumes after it with its watermark restored. May be nil.
 	Resume []model.Checkpoint
 	// Stop is the run's graceful-stop request (see StopSignal); zero: none.
 	Stop StopSignal
@@ -148,8 +140,7 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	return parts, starts, nil
 }
 
-// startPoint is a parsed FolderOptions.Resume entry (a plain struct: DoFn
-// fields are serialised as JSON).
+// startPoint is a parsed FolderOptions.Resume entry.
 type startPoint struct {
 	Partition string
 	File      string
@@ -213,16 +204,8 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints
 		Dir:        dir,
 		Source:     flow.Token(16), // two pipelines in one process never mix watermark boards
 		Partitions: parts,
-		Follow:     o.Follow,
-		Policy:     o.Watermark,
-		Event:      o.Event,
-		Poll:       o.PollInterval,
-		MaxPerCall: o.MaxPerCall,
-		Settle:     o.Settle,
 		Starts:     starts,
-		Stop:       o.Stop,
-		ReadAhead:  o.ReadAhead,
-		Budget:     o.ReadAheadRecords,
+		Opts:       o,
 	}, partitions)
 }
 

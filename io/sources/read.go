@@ -9,7 +9,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
@@ -41,16 +40,8 @@ type readFn struct {
 	Dir        string
 	Source     string // keys this application on the watermark board
 	Partitions []string
-	Follow     bool
-	Policy     watermark.Policy
-	Event      event.Config
-	Poll       time.Duration
-	MaxPerCall int
-	Settle     time.Duration
 	Starts     []startPoint
-	Stop       StopSignal
-	ReadAhead  string // FolderOptions.ReadAhead and ReadAheadRecords
-	Budget     int
+	Opts       FolderOptions // with defaults
 
 	sdfread.Shape[restriction, string]
 	open      *openFiles
@@ -61,15 +52,15 @@ type readFn struct {
 // staleAfter is how long (ms) a board entry not refreshed still counts: a
 // partition refreshed no more is processed on another worker.
 func (f *readFn) staleAfter() int64 {
-	return max(2*time.Minute, 20*f.Poll).Milliseconds()
+	return max(2*time.Minute, 20*f.Opts.PollInterval).Milliseconds()
 }
 
 func (f *readFn) Teardown() { f.open.closeAll() }
 
 func (f *readFn) Setup() {
 	f.open = newOpenFiles()
-	f.stop = f.Stop.Watch(f.Poll)
-	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
+	f.stop = f.Opts.Stop.Watch(f.Opts.PollInterval)
+	f.readAhead = flow.ReadAheadOf(f.Opts.ReadAhead)
 	now := time.Now().UnixMilli()
 	boards.With(f.Source, func(b *watermark.Board) { b.Register(f.Partitions, now) })
 }
@@ -86,13 +77,8 @@ func (f *readFn) CreateInitialRestriction(partition string) restriction {
 	return rest
 }
 
-// SplitRestriction keeps the partition whole: it is one ordered sequence.
-func (f *readFn) SplitRestriction(_ string, rest restriction) []restriction {
-	return []restriction{rest}
-}
-
 func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
-	return sdf.NewLockRTracker(sdfread.NewCheckpointTracker("source", rest, !f.Follow))
+	return sdf.NewLockRTracker(sdfread.NewCheckpointTracker("source", rest, !f.Opts.Follow))
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, partition string,
@@ -106,20 +92,20 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.StopProcessing(), nil
 	}
 	stopping := f.stop.Stopped()
-	if stopping && !f.Follow {
+	if stopping && !f.Opts.Follow {
 		// Read nothing, never finish (see StopSignal).
-		return sdf.ResumeProcessingIn(f.Poll), nil
+		return sdf.ResumeProcessingIn(f.Opts.PollInterval), nil
 	}
 	holds := true
 	boards.With(f.Source, func(b *watermark.Board) { holds = b.Holds(partition, time.Now().UnixMilli(), f.staleAfter()) })
-	if !f.readAhead.Room(f.Budget, f.MaxPerCall, holds) {
+	if !f.readAhead.Room(f.Opts.ReadAheadRecords, f.Opts.MaxPerCall, holds) {
 		// The dedup step is behind (prism has no backpressure).
 		return sdf.ResumeProcessingIn(readAheadPause), nil
 	}
 
-	r := newReader(f.Dir, partition, rest, f.Follow, f.Policy, f.Event)
-	r.maxRecords = f.MaxPerCall
-	r.settle, r.source = f.Settle, f.Source
+	r := newReader(f.Dir, partition, rest, f.Opts.Follow, f.Opts.Watermark, f.Opts.Event)
+	r.maxRecords = f.Opts.MaxPerCall
+	r.settle, r.source = f.Opts.Settle, f.Source
 	r.open = f.open
 	r.stop = f.stop.Stopped
 	if stopping {
@@ -150,14 +136,14 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	}
 	switch {
 	case out == sdfread.Lost || out == sdfread.Stopped:
-		return sdfread.Continue(out, f.Poll), nil
+		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	case stopping:
-		return sdfread.Continue(sdfread.Stopped, f.Poll), nil
+		return sdfread.Continue(sdfread.Stopped, f.Opts.PollInterval), nil
 	case out == sdfread.Finished:
 		if rt.TryClaim(r.rest) {
 			f.finish(partition)
 		}
-		return sdfread.Continue(out, f.Poll), nil
+		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	}
 
 	now := time.Now().UnixMilli()
@@ -195,7 +181,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		idle = 1
 	}
 	metrics.Gauge(metrics.PartitionIdle(partition)).Set(ctx, idle)
-	return sdfread.Continue(out, f.Poll), nil
+	return sdfread.Continue(out, f.Opts.PollInterval), nil
 }
 
 // finish takes a partition whose restriction is done off its board.

@@ -18,16 +18,11 @@ import (
 )
 
 // StopSignal is the graceful-stop request of one run, visible to every
-// worker: an object named for the run's Token in the control folder Dir, on
-// any filesystem io/files serves. The launcher writes it (Request); the
-// run's readers see it (Watch): a follower finishes its current file, a
-// Pub/Sub reader pulls nothing more, and both keep resuming with their
-// watermark unchanged, never finishing their restriction, which would write
-// FINAL rows for windows still correctable. The launcher then cancels.
-//
-// Each run draws a new Token, so an old stop object never stops a new run;
-// a job restored from a checkpoint keeps its token. The zero StopSignal is
-// no signal.
+// worker: an object "stop-<Token>" in the control folder Dir. The launcher
+// writes it (Request); readers see it (Watch) and keep resuming without
+// finishing their restriction, which would write FINAL rows for windows still
+// correctable. Each run draws a new Token, so an old stop object never stops
+// a new run. The zero StopSignal is no signal.
 type StopSignal struct {
 	// Dir is the control folder: a local path or a scheme:// one.
 	Dir string
@@ -35,11 +30,14 @@ type StopSignal struct {
 	Token string
 }
 
-// stopPrefix starts every stop object's name: "stop-<token>".
-const stopPrefix = "stop-"
-
-// stopCheckTimeout bounds one look for the stop object.
-const stopCheckTimeout = 10 * time.Second
+// Name prefixes of the stop and probe objects, and the bounds of one look
+// for the stop object and of the probe (a store that hangs fails the start).
+const (
+	stopPrefix       = "stop-"
+	probePrefix      = "probe-"
+	stopCheckTimeout = 10 * time.Second
+	probeTimeout     = 30 * time.Second
+)
 
 // NewStopSignal returns the signal of a new run in the control folder dir:
 // its token is the start time (UTC, for a human) and 64 random bits.
@@ -78,19 +76,12 @@ func (s StopSignal) Prepare() error {
 	return os.MkdirAll(s.Dir, 0o755)
 }
 
-// probePrefix starts the probe object's name: never a stop object's.
-const probePrefix = "probe-"
-
-// probeTimeout bounds the probe, so a store that hangs fails the start.
-const probeTimeout = 30 * time.Second
-
 // ProbePath is the object Probe writes and removes, beside the stop object.
 func (s StopSignal) ProbePath() string { return files.Join(s.Dir, probePrefix+s.Token) }
 
-// Probe checks, before the run starts, that the stop object can be written,
-// by writing and removing a probe object: otherwise a read-only control
-// folder would show only at the stop, as a cancel. A probe that cannot be
-// removed is only logged: nothing reads it.
+// Probe checks before the run that the stop object can be written, by
+// writing and removing a probe object: a read-only control folder would
+// otherwise show only at the stop, as a cancel.
 func (s StopSignal) Probe(ctx context.Context) error {
 	if !s.Enabled() {
 		return nil

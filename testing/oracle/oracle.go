@@ -140,10 +140,26 @@ func (r Result) Conserved() error {
 	return nil
 }
 
-// ReadPartitions reads every partition of a raw-log folder into memory, with
-// the reading rules of package rawlog (it is rawlog.ReadPartitions).
+// ReadPartitions reads every partition of a raw-log folder into memory as by
+// rawlog.Scan, with readAt = now.
 func ReadPartitions(dir string, maxLine int, now time.Time) (map[string][]model.Record, error) {
-	return rawlog.ReadPartitions(dir, maxLine, now)
+	parts, err := rawlog.ListPartitions(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]model.Record, len(parts))
+	for _, p := range parts {
+		var recs []model.Record
+		if _, err := rawlog.Scan(dir, p, maxLine, now.UnixMilli(), func(rec model.Record) error {
+			rec.Line = bytes.Clone(rec.Line)
+			recs = append(recs, rec)
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		out[p] = recs
+	}
+	return out, nil
 }
 
 // Replay recomputes a raw-log folder, streaming each partition from disk.

@@ -352,3 +352,15 @@ func TestGeneratorSeeds(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPartitions: a last line without a newline is a line; ReadAt is now.
+func TestReadPartitions(t *testing.T) {
+	dir := writeLog(t, map[string]string{"p0/000001.jsonl": "l1\n\nl3\n", "p0/000002.jsonl": "m1\ntorn"})
+	parts, err := ReadPartitions(dir, 0, time.UnixMilli(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts["p0"]) != 4 || string(parts["p0"][3].Line) != "torn" || parts["p0"][0].ReadAt != 7 {
+		t.Errorf("ReadPartitions = %+v", parts)
+	}
+}

@@ -44,8 +44,8 @@ func Emit(emit func(beam.EventTime, model.Record), rec model.Record) {
 }
 
 // Shape gives a reading DoFn over restrictions R and elements E, by
-// embedding, the SDF methods both readers share: a restriction's size, and
-// a WatermarkEstimator that starts with no watermark and whose state is its
+// embedding, the SDF methods both readers share: a restriction's size and
+// split (none), and a WatermarkEstimator that starts with no watermark and whose state is its
 // value.
 type Shape[R Checkpointable[R], E any] struct{}
 
@@ -57,6 +57,9 @@ func (Shape[R, E]) RestrictionSize(_ E, rest R) float64 {
 	}
 	return 1
 }
+
+// SplitRestriction keeps a restriction whole: it is one ordered sequence.
+func (Shape[R, E]) SplitRestriction(_ E, rest R) []R { return []R{rest} }
 
 func (Shape[R, E]) InitialWatermarkEstimatorState(_ beam.EventTime, _ R, _ E) int64 {
 	return model.NoWatermark

@@ -65,7 +65,7 @@ func BenchmarkReaderVsBarePull(b *testing.B) {
 		b.StartTimer()
 		cpu0, t1 := cpuTime(), time.Now()
 		for emitted < benchMessages {
-			r := newReader(rest, testPolicy, event.DefaultConfig())
+			r := newReader(rest, Options{Watermark: testPolicy, Event: event.DefaultConfig()})
 			r.subscription, r.store, r.sub = testSub, st, e.client.SubscriptionAdminClient
 			r.fault = func(string) {}
 			r.claim = func(next restriction) bool { return true }

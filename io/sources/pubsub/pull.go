@@ -119,7 +119,6 @@ type pulling struct {
 	hour  string
 	fatal error
 
-	pulled, acked, ackErrors, blank, objects, archiveBytes, archiveRetries, extended atomic.Int64
 	// waitedMs sums publish-to-pull waits over the timed messages.
 	waitedMs, timed atomic.Int64
 }
@@ -160,7 +159,7 @@ func (p *pulling) err() error {
 func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, error) {
 	pullStart := r.now()
 	p := &pulling{
-		held: newHeld(max(r.maxHeld, 1)), results: make(chan *batch, 2*r.pullers),
+		held: newHeld(max(r.o.MaxHeld, 1)), results: make(chan *batch, 2*r.o.Pullers),
 		seq: r.rest.Seq, hour: r.rest.Hour,
 	}
 	// Only pulls are cancelled (on failure or a lost restriction): a pulled
@@ -169,7 +168,7 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 	defer cancelPulls()
 	p.cancelPulls = cancelPulls
 	var wg sync.WaitGroup
-	for range r.pullers {
+	for range r.o.Pullers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -210,19 +209,11 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 			}
 			r.fault(faults.PubSubAfterEmit)
 		}
-		if r.stop() || r.emitted >= r.maxRecords || r.now().Sub(start) >= r.budget {
+		if r.stop() || r.emitted >= r.o.MaxPerCall || r.now().Sub(start) >= r.budget {
 			p.finish()
 		}
 	}
-	r.c.pulled += p.pulled.Load()
-	r.c.acked += p.acked.Load()
-	r.c.ackErrors += p.ackErrors.Load()
-	r.c.blank += p.blank.Load()
-	r.c.objects += p.objects.Load()
-	r.c.archiveBytes += p.archiveBytes.Load()
-	r.c.archiveRetries += p.archiveRetries.Load()
-	r.c.extended += p.extended.Load()
-	r.c.heldPeak = max(r.c.heldPeak, int64(p.held.peak))
+	r.c.heldPeak.Store(int64(p.held.peak))
 
 	switch {
 	case p.err() != nil:
@@ -231,7 +222,7 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 		return sdfread.Lost, nil
 	}
 	putHead(r.store.dir, r.rest.Emitted)
-	switch pulled := p.pulled.Load(); {
+	switch pulled := r.c.pulled.Load(); {
 	case p.caughtUp.Load():
 		r.rest.Pending.Subscription = 0 // a pull found nothing waiting
 	case pulled > 0:
@@ -243,7 +234,7 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 		return sdfread.Stopped, nil
 	case p.retry.Load() && r.emitted == 0:
 		return sdfread.Retry, nil
-	case p.caughtUp.Load() && r.emitted < r.maxRecords && r.now().Sub(start) < r.budget:
+	case p.caughtUp.Load() && r.emitted < r.o.MaxPerCall && r.now().Sub(start) < r.budget:
 		return sdfread.CaughtUp, nil
 	}
 	return sdfread.Budget, nil
@@ -282,11 +273,11 @@ func (r *reader) emitBatch(b *batch) bool {
 // puller is one pull stream: pull, archive, acknowledge, hand over.
 func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 	for !p.stopping.Load() {
-		n := p.held.acquire(r.pullBatch)
+		n := p.held.acquire(r.o.PullBatch)
 		if n == 0 {
 			return
 		}
-		tctx, cancel := context.WithTimeout(pctx, r.pullTimeout)
+		tctx, cancel := context.WithTimeout(pctx, r.o.PullTimeout)
 		resp, err := r.sub.Pull(tctx, &pb.PullRequest{Subscription: r.subscription, MaxMessages: int32(n)})
 		cancel()
 		msgs := resp.GetReceivedMessages()
@@ -307,7 +298,7 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 			return
 		}
 		p.held.release(n - len(msgs))
-		p.pulled.Add(int64(len(msgs)))
+		r.c.pulled.Add(int64(len(msgs)))
 		b := r.newBatch(p, msgs)
 		r.fault(faults.PubSubAfterPull)
 		p.held.track(b)
@@ -336,7 +327,7 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	now := r.now()
 	b := &batch{pulled: now}
-	backlog := isBacklog(msgs, now, r.backlogAge)
+	backlog := isBacklog(msgs, now, r.o.BacklogAge)
 	for _, m := range msgs {
 		b.ackIDs = append(b.ackIDs, m.GetAckId())
 		if pt := m.GetMessage().GetPublishTime(); pt != nil {
@@ -345,7 +336,7 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 		}
 		line := archiveLine(m.GetMessage().GetData())
 		if rawlog.Blank(line) {
-			p.blank.Add(1) // SPEC §3: skipped and not read; acknowledged
+			r.c.blank.Add(1) // SPEC §3: skipped and not read; acknowledged
 			continue
 		}
 		b.lines = append(b.lines, line)
@@ -376,9 +367,9 @@ func (r *reader) archiveBatch(ctx context.Context, p *pulling, b *batch) error {
 	for {
 		err := r.store.write(ctx, b.name, b.lines, b.side)
 		if err == nil {
-			p.objects.Add(1)
+			r.c.objects.Add(1)
 			for _, l := range b.lines {
-				p.archiveBytes.Add(int64(len(l)) + 1)
+				r.c.archiveBytes.Add(int64(len(l)) + 1)
 			}
 			return nil
 		}
@@ -387,16 +378,16 @@ func (r *reader) archiveBatch(ctx context.Context, p *pulling, b *batch) error {
 			first = now
 		}
 		failing := now.Sub(first)
-		if failing >= r.archiveFailAfter || ctx.Err() != nil {
+		if failing >= r.o.ArchiveFailAfter || ctx.Err() != nil {
 			return fmt.Errorf("pubsub archive %s: cannot write for %s (limit --pubsub-archive-fail-after=%s); %d messages left unacknowledged: %w",
-				r.store.dir, failing.Round(time.Millisecond), r.archiveFailAfter, len(b.ackIDs), err)
+				r.store.dir, failing.Round(time.Millisecond), r.o.ArchiveFailAfter, len(b.ackIDs), err)
 		}
-		p.archiveRetries.Add(1)
+		r.c.archiveRetries.Add(1)
 		r.log.Warn("pubsub archive write failed; holding the batch and retrying",
-			"object", b.name, "messages", len(b.ackIDs), "failing_for", failing.Round(time.Millisecond), "limit", r.archiveFailAfter, "err", err)
+			"object", b.name, "messages", len(b.ackIDs), "failing_for", failing.Round(time.Millisecond), "limit", r.o.ArchiveFailAfter, "err", err)
 		select {
 		case <-ctx.Done():
-		case <-time.After(min(wait, r.archiveFailAfter-failing)):
+		case <-time.After(min(wait, r.o.ArchiveFailAfter-failing)):
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
@@ -405,7 +396,7 @@ func (r *reader) archiveBatch(ctx context.Context, p *pulling, b *batch) error {
 // extendHeld extends the ack deadline of batches held longer than
 // extendEvery (a slow archive), so Pub/Sub does not redeliver them meanwhile.
 func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{}) {
-	t := time.NewTicker(r.extendEvery)
+	t := time.NewTicker(r.o.AckExtendEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -413,11 +404,11 @@ func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{
 			return
 		case <-t.C:
 		}
-		for ids := range slices.Chunk(p.held.due(r.now(), r.extendEvery), ackChunk) {
-			if err := r.modifyDeadline(ctx, ids, r.ackExtension); err != nil {
+		for ids := range slices.Chunk(p.held.due(r.now(), r.o.AckExtendEvery), ackChunk) {
+			if err := r.modifyDeadline(ctx, ids, r.o.AckExtension); err != nil {
 				r.log.Warn("pubsub ack deadline extension failed", "messages", len(ids), "err", err)
 			} else {
-				p.extended.Add(int64(len(ids)))
+				r.c.extended.Add(int64(len(ids)))
 			}
 		}
 	}
@@ -432,11 +423,11 @@ func (r *reader) ack(ctx context.Context, p *pulling, ackIDs []string) {
 	for ids := range slices.Chunk(ackIDs, ackChunk) {
 		err := r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ids})
 		if err != nil { // the messages come again, and dedup drops the copies
-			p.ackErrors.Add(int64(len(ids)))
+			r.c.ackErrors.Add(int64(len(ids)))
 			r.log.Warn("pubsub acknowledge failed; the messages come back and are deduplicated",
 				"subscription", r.subscription, "messages", len(ids), "err", err)
 		} else {
-			p.acked.Add(int64(len(ids)))
+			r.c.acked.Add(int64(len(ids)))
 		}
 	}
 }

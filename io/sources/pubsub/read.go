@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	gpubsub "cloud.google.com/go/pubsub/v2"
@@ -29,25 +30,9 @@ func init() {
 // readFn reads the subscription: each element is a reader key (keys.go),
 // with one restriction, never split.
 type readFn struct {
-	Project          string
-	Subscription     string
-	ArchiveDir       string
-	Policy           watermark.Policy
-	Event            event.Config
-	MaxPerCall       int
-	PullBatch        int
-	Pullers          int
-	MaxHeld          int
-	AckExtension     time.Duration
-	AckExtendEvery   time.Duration
-	ArchiveFailAfter time.Duration
-	BacklogAge       time.Duration
-	StallAfter       time.Duration
-	PullTimeout      time.Duration
-	Poll             time.Duration
-	SkipReplay       bool
-	ReplayFrom       time.Time
-	Stop             sources.StopSignal
+	Project      string
+	Subscription string  // projects/P/subscriptions/S
+	Opts         Options // with defaults, ArchiveDir absolute
 
 	sdfread.Shape[restriction, readerKey]
 	client *gpubsub.Client
@@ -62,7 +47,7 @@ func (f *readFn) Setup() error {
 		return fmt.Errorf("pubsub source %s: client: %w", f.Subscription, err)
 	}
 	f.client = c
-	f.stop = f.Stop.Watch(f.Poll)
+	f.stop = f.Opts.Stop.Watch(f.Opts.PollInterval)
 	return nil
 }
 
@@ -75,11 +60,6 @@ func (f *readFn) Teardown() {
 
 func (f *readFn) CreateInitialRestriction(k readerKey) restriction {
 	return newRestriction(k.Shard, time.Now().UnixMilli())
-}
-
-// SplitRestriction keeps a key's restriction whole.
-func (f *readFn) SplitRestriction(_ readerKey, rest restriction) []restriction {
-	return []restriction{rest}
 }
 
 // RestrictionSize reports the key's pending records (size.go), so every
@@ -99,18 +79,15 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.StopProcessing(), nil
 	}
 	if f.stop.Stopped() { // pull nothing, never finish (sources.StopSignal)
-		return sdf.ResumeProcessingIn(f.Poll), nil
+		return sdf.ResumeProcessingIn(f.Opts.PollInterval), nil
 	}
 
-	st, err := openStore(f.ArchiveDir, rest.Shard)
+	st, err := openStore(f.Opts.ArchiveDir, rest.Shard)
 	if err != nil {
 		return sdf.StopProcessing(), err
 	}
-	r := newReader(rest, f.Policy, f.Event)
-	r.subscription, r.store, r.replayFrom, r.skipReplay = f.Subscription, st, f.ReplayFrom, f.SkipReplay
-	r.maxRecords, r.pullBatch, r.pullers, r.maxHeld = f.MaxPerCall, f.PullBatch, f.Pullers, f.MaxHeld
-	r.pullTimeout, r.ackExtension, r.extendEvery = f.PullTimeout, f.AckExtension, f.AckExtendEvery
-	r.archiveFailAfter, r.backlogAge, r.stallAfter = f.ArchiveFailAfter, f.BacklogAge, f.StallAfter
+	r := newReader(rest, f.Opts)
+	r.subscription, r.store = f.Subscription, st
 	stalledGauge := metrics.Gauge(metrics.PubsubStalled(st.part))
 	r.stalled = func(ms int64) { stalledGauge.Set(ctx, ms) }
 	r.sub = f.client.SubscriptionAdminClient
@@ -125,7 +102,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.StopProcessing(), err
 	}
 	if out == sdfread.Lost || out == sdfread.Stopped {
-		return sdfread.Continue(out, f.Poll), nil
+		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	}
 
 	now := time.Now().UnixMilli()
@@ -139,7 +116,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	if r.rest.Reported != model.NoWatermark {
 		metrics.Gauge(metrics.WatermarkLag(Partition)).Set(ctx, now-r.rest.Reported)
 	}
-	return sdfread.Continue(out, f.Poll), nil
+	return sdfread.Continue(out, f.Opts.PollInterval), nil
 }
 
 // Counters the launcher's progress line shows for a Pub/Sub source.
@@ -150,21 +127,21 @@ const (
 
 // count reports the call's source figures ("read" is counted downstream).
 func (f *readFn) count(ctx context.Context, r *reader) {
-	c := r.c
-	for name, v := range map[metrics.Name]int64{
-		metrics.PubsubPulled:         c.pulled,
-		metrics.PubsubAcked:          c.acked,
-		metrics.PubsubAckErrors:      c.ackErrors,
-		metrics.PubsubBlank:          c.blank,
-		metrics.PubsubReplayed:       c.replayed,
-		metrics.PubsubObjects:        c.objects,
-		metrics.PubsubArchiveBytes:   c.archiveBytes,
-		metrics.PubsubArchiveRetries: c.archiveRetries,
-		metrics.PubsubHeldExtended:   c.extended,
+	c := &r.c
+	for name, v := range map[metrics.Name]*atomic.Int64{
+		metrics.PubsubPulled:         &c.pulled,
+		metrics.PubsubAcked:          &c.acked,
+		metrics.PubsubAckErrors:      &c.ackErrors,
+		metrics.PubsubBlank:          &c.blank,
+		metrics.PubsubReplayed:       &c.replayed,
+		metrics.PubsubObjects:        &c.objects,
+		metrics.PubsubArchiveBytes:   &c.archiveBytes,
+		metrics.PubsubArchiveRetries: &c.archiveRetries,
+		metrics.PubsubHeldExtended:   &c.extended,
 	} {
-		if v != 0 {
+		if v := v.Load(); v != 0 {
 			metrics.Counter(name).Inc(ctx, v)
 		}
 	}
-	metrics.Gauge(metrics.PubsubHeldPeak).Set(ctx, c.heldPeak)
+	metrics.Gauge(metrics.PubsubHeldPeak).Set(ctx, c.heldPeak.Load())
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -63,32 +64,21 @@ func putHead(dir, name string) {
 	heads.m[dir] = name
 }
 
-// counts are a call's figures for the DoFn's counters.
+// counts are a call's figures for the DoFn's counters, added to by the
+// pullers' goroutines.
 type counts struct {
-	pulled, acked, ackErrors, blank, replayed, objects, archiveBytes int64
-	archiveRetries, extended, heldPeak                               int64
+	pulled, acked, ackErrors, blank, replayed, objects, archiveBytes atomic.Int64
+	archiveRetries, extended, heldPeak                               atomic.Int64
 }
 
 // reader runs one ProcessElement call in plain Go, so "archive, then
 // acknowledge, then emit" is tested without a runner.
 type reader struct {
-	subscription string // projects/P/subscriptions/S
+	subscription string  // projects/P/subscriptions/S
+	o            Options // with defaults
 	store        *store
-	token        string // this attempt's object-name token
-	replayFrom   time.Time
-	skipReplay   bool
-	policy       watermark.Policy
-	event        event.Config
-	maxRecords   int
-	pullBatch    int
-	pullers      int
-	maxHeld      int
-	pullTimeout  time.Duration
-	budget       time.Duration
-	// The Options of the same names.
-	ackExtension, extendEvery    time.Duration
-	archiveFailAfter, backlogAge time.Duration
-	stallAfter                   time.Duration
+	token        string        // this attempt's object-name token
+	budget       time.Duration // callBudget
 	// stalled sets the key's stall gauge (ms held without emitting).
 	stalled func(ms int64)
 	watch   *stallWatch
@@ -108,17 +98,11 @@ type reader struct {
 	c       counts
 }
 
-func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *reader {
+func newReader(rest restriction, o Options) *reader {
+	o = o.withDefaults("")
 	r := &reader{
-		policy: policy, event: cfg,
-		maxRecords: DefaultMaxPerCall, pullBatch: DefaultPullBatch, pullers: DefaultPullers,
-		maxHeld:     DefaultPullers * DefaultPullBatch,
-		pullTimeout: DefaultPullTimeout, budget: callBudget,
-		ackExtension: DefaultAckExtension, extendEvery: DefaultAckExtendEvery,
-		archiveFailAfter: DefaultArchiveFailAfter, backlogAge: DefaultBacklogAge,
-		stallAfter: DefaultStallAfter, stalled: func(int64) {},
-		token: flow.Token(4),
-		now:   time.Now, stop: func() bool { return false },
+		o: o, budget: callBudget, stalled: func(int64) {}, token: flow.Token(4),
+		now: time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
 		log:  slog.Default().With("source", "pubsub"),
 		rest: rest,
@@ -128,7 +112,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 			}
 		},
 	}
-	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
+	r.stamper = rawlog.ResumeStamper(o.Watermark, o.Event, rest.State)
 	return r
 }
 
@@ -138,7 +122,7 @@ func newReader(rest restriction, policy watermark.Policy, cfg event.Config) *rea
 func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 	start := r.now()
 	r.emitted = 0
-	r.watch = newStallWatch(r.stallAfter)
+	r.watch = newStallWatch(r.o.StallAfter)
 	defer r.watchStalls()()
 	if !r.rest.Started {
 		if err := r.begin(ctx); err != nil {
@@ -167,7 +151,7 @@ func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 func (r *reader) begin(ctx context.Context) error {
 	r.rest.Started = true
 	switch {
-	case r.skipReplay:
+	case r.o.SkipReplay:
 		names, err := r.store.list(ctx, "")
 		if err != nil {
 			return err
@@ -176,9 +160,9 @@ func (r *reader) begin(ctx context.Context) error {
 		if len(names) > 0 {
 			r.rest.Emitted = names[len(names)-1]
 		}
-	case !r.replayFrom.IsZero():
+	case !r.o.ReplayFrom.IsZero():
 		// Every name of that hour or later sorts after the bare hour.
-		r.rest.Emitted = hourOf(r.replayFrom)
+		r.rest.Emitted = hourOf(r.o.ReplayFrom)
 	}
 	return nil
 }
@@ -205,7 +189,7 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 			"archive", r.store.dir, "after", r.rest.Emitted, "objects", len(names), "first", names[0], "last", names[len(names)-1])
 	}
 	for i, name := range names {
-		r.rest.Pending.Archive = archiveBacklog(len(names)-i, r.pullBatch)
+		r.rest.Pending.Archive = archiveBacklog(len(names)-i, r.o.PullBatch)
 		if r.rest.Object != "" && r.rest.Object != name { // deleted by an operator
 			r.log.Error("pubsub archive object disappeared during a re-emit; moving on", "object", r.rest.Object)
 			r.rest.Object, r.rest.Offset, r.rest.Line = "", 0, 0
@@ -236,9 +220,9 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 	}
 	defer rc.Close()
 	r.watch.waitOn(replaySeq, waitEmit)
-	lr := rawlog.NewReaderAt(rc, r.event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
+	lr := rawlog.NewReaderAt(rc, r.o.Event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
 	for {
-		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.o.MaxPerCall, r.now().Sub(start), r.budget); end {
 			return out, false, nil
 		}
 		l, err := lr.Next()
@@ -269,7 +253,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 		r.emit(rec)
 		r.watch.emitted()
 		r.emitted++
-		r.c.replayed++
+		r.c.replayed.Add(1)
 	}
 }
 
@@ -322,7 +306,7 @@ func (r *reader) watchStalls() (stop func()) {
 // stamp stamps rec under its batch's backlog hold and folds it into the
 // watermark state; an oversized line keeps its prefix only, as in rawlog.
 func (r *reader) stamp(rec *model.Record, backlog bool) {
-	if len(rec.Line) > r.event.MaxLine {
+	if len(rec.Line) > r.o.Event.MaxLine {
 		rec.Line, rec.Oversized = rec.Line[:min(len(rec.Line), rawlog.PrefixLimit)], true
 	}
 	r.stamper.Partition().Backlog(backlog)
@@ -355,6 +339,6 @@ func (r *reader) watermarkState(now int64) bool {
 	p := r.stamper.Partition()
 	rep := p.Report(now, model.NoWatermark, false)
 	r.rest.State = p.State()
-	sdfread.LogIdleness(r.log, "pubsub source", rep, p, r.policy.IdleTimeout)
+	sdfread.LogIdleness(r.log, "pubsub source", rep, p, r.o.Watermark.IdleTimeout)
 	return rep.WentIdle
 }

@@ -55,10 +55,10 @@ func newPlainReader(t *testing.T, e *emulator, dir string) *plainReader {
 
 // call runs one ProcessElement's worth of reading and returns its outcome.
 func (p *plainReader) call(ctx context.Context) (sdfread.Outcome, *reader, error) {
-	r := newReader(p.rest, testPolicy, event.DefaultConfig())
+	r := newReader(p.rest, Options{Watermark: testPolicy, Event: event.DefaultConfig()})
 	r.subscription, r.store = testSub, p.st
 	r.sub = p.e.client.SubscriptionAdminClient
-	r.pullTimeout = 700 * time.Millisecond
+	r.o.PullTimeout = 700 * time.Millisecond
 	r.fault = func(string) {}
 	r.claim = func(next restriction) bool { p.rest = next; return true }
 	r.emit = func(rec model.Record) { p.out = append(p.out, rec) }
@@ -243,7 +243,7 @@ func TestUnwritableArchiveFailsWithinLimit(t *testing.T) {
 	p := newPlainReader(t, e, dir)
 	broken(p.st, true, 0)
 	const limit = 1500 * time.Millisecond
-	p.tweak = func(r *reader) { r.archiveFailAfter = limit }
+	p.tweak = func(r *reader) { r.o.ArchiveFailAfter = limit }
 	ids := e.publish(purchase("A", "2026-11-04T10:15:00Z", "1"))
 	start := time.Now()
 	_, r, err := p.call(context.Background())
@@ -254,7 +254,7 @@ func TestUnwritableArchiveFailsWithinLimit(t *testing.T) {
 	if took > limit+2*time.Second {
 		t.Errorf("failed after %s, limit %s", took, limit)
 	}
-	if r.c.archiveRetries == 0 {
+	if r.c.archiveRetries.Load() == 0 {
 		t.Error("no archive retries counted")
 	}
 	if m := e.message(ids[0]); m.Acks != 0 {
@@ -289,7 +289,7 @@ func TestAckDeadlineExtendedWhileHeld(t *testing.T) {
 	p := newPlainReader(t, e, dir)
 	broken(p.st, false, 2500*time.Millisecond)
 	p.tweak = func(r *reader) {
-		r.extendEvery, r.ackExtension, r.pullers, r.maxHeld = 300*time.Millisecond, 10*time.Second, 2, 1000
+		r.o.AckExtendEvery, r.o.AckExtension, r.o.Pullers, r.o.MaxHeld = 300*time.Millisecond, 10*time.Second, 2, 1000
 	}
 	ids := e.publish(purchase("A", "2026-11-04T10:15:00Z", "1"), purchase("B", "2026-11-04T10:16:00Z", "2"))
 	p.drain(t)
@@ -325,7 +325,7 @@ func TestBacklogHoldsWatermark(t *testing.T) {
 		}
 		time.Sleep(1200 * time.Millisecond) // the backlog ages past BacklogAge
 		p := newPlainReader(t, e, dir)
-		p.tweak = func(r *reader) { r.backlogAge, r.pullBatch, r.pullers, r.maxHeld = backlogAge, 10, 2, 20 }
+		p.tweak = func(r *reader) { r.o.BacklogAge, r.o.PullBatch, r.o.Pullers, r.o.MaxHeld = backlogAge, 10, 2, 20 }
 		p.drain(t)
 		// A fresh message ends the backlog.
 		e.publish(purchase("F", "2026-11-04T13:05:00Z", "1"))
@@ -420,7 +420,7 @@ func TestShardsShareTheSubscription(t *testing.T) {
 	}
 	readers[1].st, readers[1].rest.Shard = st1, 1
 	for _, p := range readers {
-		p.tweak = func(r *reader) { r.pullBatch, r.maxHeld = 20, 80 }
+		p.tweak = func(r *reader) { r.o.PullBatch, r.o.MaxHeld = 20, 80 }
 	}
 	var wg sync.WaitGroup
 	for _, p := range readers {
@@ -482,7 +482,7 @@ func TestPullFailureIsNotIdleness(t *testing.T) {
 		wantIdle bool
 	}{{"empty", sdfread.CaughtUp, true}, {"failing", sdfread.Retry, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newReader(newRestriction(0, start.UnixMilli()), policy, event.DefaultConfig())
+			r := newReader(newRestriction(0, start.UnixMilli()), Options{Watermark: policy, Event: event.DefaultConfig()})
 			r.sub = failingPull{}
 			if tc.out == sdfread.Retry {
 				r.store = &store{dir: t.TempDir()}

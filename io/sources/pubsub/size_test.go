@@ -81,7 +81,7 @@ func TestSizeFollowsTheBacklog(t *testing.T) {
 	time.Sleep(500 * time.Millisecond) // the messages wait in the subscription
 
 	p := newPlainReader(t, e, dir)
-	small := func(r *reader) { r.maxRecords, r.pullBatch, r.pullers, r.maxHeld = 10, 10, 1, 10 }
+	small := func(r *reader) { r.o.MaxPerCall, r.o.PullBatch, r.o.Pullers, r.o.MaxHeld = 10, 10, 1, 10 }
 	p.tweak = small
 	out, _, err := p.call(context.Background())
 	if err != nil || out != sdfread.Budget {
@@ -90,7 +90,7 @@ func TestSizeFollowsTheBacklog(t *testing.T) {
 	if got := p.rest.size(); got <= 1 || p.rest.Pending.Subscription <= 0 {
 		t.Errorf("behind a backlog of %d messages the size is %v (%+v), want more than 1", len(msgs)-len(p.out), got, p.rest.Pending)
 	}
-	p.tweak = func(r *reader) { small(r); r.maxRecords = 1000 }
+	p.tweak = func(r *reader) { small(r); r.o.MaxPerCall = 1000 }
 	p.drain(t)
 	if got := p.rest.size(); got != 1 {
 		t.Errorf("caught up, the size is %v (%+v), want 1", got, p.rest.Pending)
@@ -107,7 +107,7 @@ func TestSizeFollowsTheBacklog(t *testing.T) {
 	if got := q.rest.Pending.Archive; got < 10 {
 		t.Errorf("restored behind %d archived records, the key reports %d pending in the archive", len(msgs)-len(q.out), got)
 	}
-	q.tweak = func(r *reader) { small(r); r.maxRecords = 1000 }
+	q.tweak = func(r *reader) { small(r); r.o.MaxPerCall = 1000 }
 	q.drain(t)
 	if got := q.rest.size(); got != 1 || len(q.out) != len(msgs) {
 		t.Errorf("after re-emitting %d records the size is %v (%+v), want 1", len(q.out), got, q.rest.Pending)

@@ -42,24 +42,18 @@ const callBudget = time.Second
 // Options configure Read.
 type Options struct {
 	// ArchiveDir is where every pulled payload is written before its message
-	// is acknowledged: a folder io/files serves, whose subfolder "pubsub"
-	// ("pubsub-NN" for reader key NN) is a raw-log partition. Default
-	// ./pubsub-log/<subscription id>.
+	// is acknowledged: a raw-log folder (partition "pubsub", "pubsub-NN" for
+	// reader key NN). Default ./pubsub-log/<subscription id>.
 	ArchiveDir string
-	// Watermark is --ooo-bound and --idle-timeout (see the package doc).
+	// Watermark is --ooo-bound and --idle-timeout; Event the validation
+	// configuration (its MaxLine is --max-line).
 	Watermark watermark.Policy
-	// Event is the validation configuration; its MaxLine is --max-line.
-	Event event.Config
-	// MaxPerCall is how many records one call emits at most.
-	MaxPerCall int
-	// PullBatch is the most messages one Pull asks for: one archive object.
-	PullBatch int
-	// Pullers is the number of pull streams per reader key, enough to hide
-	// the archive write's latency.
-	Pullers int
-	// Shards is the number of reader keys (default 1), each with its own
-	// archive partition and watermark.
-	Shards int
+	Event     event.Config
+	// MaxPerCall is how many records one call emits at most; PullBatch the
+	// most messages one Pull asks for (one archive object); Pullers the pull
+	// streams per key, enough to hide the archive write's latency; Shards
+	// the reader keys (default 1), each with its own partition and watermark.
+	MaxPerCall, PullBatch, Pullers, Shards int
 	// MaxHeld bounds the messages pulled and not yet acknowledged per key
 	// (default Pullers × PullBatch).
 	MaxHeld int
@@ -192,27 +186,7 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 			panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
 		}
 	}
+	o.ArchiveDir = dir
 	name := "projects/" + project + "/subscriptions/" + id
-	keys := readerKeys(s, name, o.Shards)
-	return beam.ParDo(s, &readFn{
-		Project:          project,
-		Subscription:     name,
-		ArchiveDir:       dir,
-		Policy:           o.Watermark,
-		Event:            o.Event,
-		MaxPerCall:       o.MaxPerCall,
-		PullBatch:        o.PullBatch,
-		Pullers:          o.Pullers,
-		MaxHeld:          o.MaxHeld,
-		AckExtension:     o.AckExtension,
-		AckExtendEvery:   o.AckExtendEvery,
-		ArchiveFailAfter: o.ArchiveFailAfter,
-		BacklogAge:       o.BacklogAge,
-		StallAfter:       o.StallAfter,
-		PullTimeout:      o.PullTimeout,
-		Poll:             o.PollInterval,
-		SkipReplay:       o.SkipReplay,
-		ReplayFrom:       o.ReplayFrom,
-		Stop:             o.Stop,
-	}, keys)
+	return beam.ParDo(s, &readFn{Project: project, Subscription: name, Opts: o}, readerKeys(s, name, o.Shards))
 }

@@ -64,7 +64,7 @@ func (l *stallLog) set(ms int64) {
 }
 
 func (l *stallLog) wire(r *reader, after time.Duration) {
-	r.log, r.stallAfter, r.stalled = slog.New(l), after, l.set
+	r.log, r.o.StallAfter, r.stalled = slog.New(l), after, l.set
 }
 
 func attrsOf(r slog.Record) map[string]string {
@@ -87,7 +87,7 @@ func TestStallIsReported(t *testing.T) {
 	started, release := blocking(p.st)
 	const after = 400 * time.Millisecond
 	l := newStallLog()
-	p.tweak = func(r *reader) { l.wire(r, after); r.pullers = 1 }
+	p.tweak = func(r *reader) { l.wire(r, after); r.o.Pullers = 1 }
 	e.publish(purchase("A", "2026-11-04T10:15:00Z", "1"), purchase("B", "2026-11-04T10:16:00Z", "2"), purchase("C", "2026-11-04T10:17:00Z", "3"))
 
 	type result struct {
@@ -168,7 +168,7 @@ func TestNoStallWhileEmitting(t *testing.T) {
 		l.wire(r, after)
 		// One message a pull, one pull at a time: 30 batches, each two
 		// slow writes (sidecar, object), in one long call.
-		r.pullers, r.pullBatch, r.maxHeld, r.budget = 1, 1, 1, time.Minute
+		r.o.Pullers, r.o.PullBatch, r.o.MaxHeld, r.budget = 1, 1, 1, time.Minute
 		emit := r.emit
 		r.emit = func(rec model.Record) {
 			emits = append(emits, time.Now())
