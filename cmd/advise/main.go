@@ -1,8 +1,5 @@
-// Command advise derives the stream's settings from a raw log's measured
-// delays (issue #28): it replays the log with the stream's rules and prints,
-// for the current settings and candidate values, what each would send to
-// LATE or too late, when ON_TIME comes, what dedup would count twice, and the
-// smallest settings that meet the targets, as cmd/launch flags.
+// Command advise derives the stream's settings from a raw log's measured delays: what each
+// candidate would send to LATE or too late, and the smallest settings meeting the targets.
 //
 //	go run ./cmd/advise --source=PATH [--arrival-field=received_at] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [--report=advice.html]
 //

@@ -1,20 +1,10 @@
-// Command scale simulates the dedup state of a distributed run at the design
-// peak and prints a capacity plan for Flink and Dataflow (issue: state that
-// fits a distributed runner; docs/capacity.md).
+// Command scale simulates one dedup shard at the design peak through the dedup DoFn's own state
+// functions (transforms.DedupShardSim) and prints a capacity plan for Flink and Dataflow
+// (docs/capacity.md). Shards never share state, so one shard at rate/shards events/s, times the
+// shard count, is the whole; the largest key adds the binomial spread of ids over shards.
 //
 //	go run ./cmd/scale                       # 20,000 and 100,000 ev/s, 50 h of event time
 //	go run ./cmd/scale --rates=20000 --hours=30
-//
-// A day at 20,000 ev/s is 1.728 billion ids, far more than this machine
-// holds, but dedup shards never share state: ids hash uniformly to
-// pipeline.ShardsFor's shard count, so one shard sees rate/shards events/s.
-// The command runs ONE shard at exactly that rate for --hours of event time
-// through the dedup DoFn's own state functions (transforms.DedupShardSim)
-// and measures its key: bytes in the runner's state (bag), largest value,
-// bytes per id in state and in the process cache, the time a cache miss
-// takes to reload the key at its largest, and how many events/s the state
-// logic judges. Totals are that shard times the shard count; the largest
-// key adds the binomial spread of ids over shards.
 package main
 
 import (
@@ -94,24 +84,18 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, runner := range []string{"Flink (RocksDB, incremental)", "Dataflow (Streaming Engine)"} {
 		for _, m := range ms {
-			// Enough vCPUs for the rate, and enough memory for every
-			// worker to cache the shards it owns (a shard not cached would
-			// reload its key for every batch).
+			// Enough vCPUs for the rate, and memory to cache every shard a worker owns.
 			cacheTotal := float64(m.cacheBytes) * float64(m.shards)
 			workers := max(int(math.Ceil(float64(m.rate)/(float64(*vcpus)**vcpuRate))),
 				int(math.Ceil(cacheTotal/((0.75**memGiB-2)*(1<<30)))))
 			steady, peak := m.avgBytes*int64(m.shards), m.peakBytes*int64(m.shards)
 			cachePerWorker := cacheTotal / float64(workers)
-			// The cache the launcher sizes for this many workers
-			// (pipeline.DedupCacheFor: 52.5 B an id, no retries), and the
-			// memory limit the workers apply (transforms.MemoryLimitFor).
+			// The launcher's cache for this many workers, and the workers' memory limit.
 			cache := pipeline.DedupCacheFor("flink", m.rate, m.shards, workers, retention+p.Window+10*time.Minute)
 			limit := transforms.MemoryLimitFor(int64(*memGiB * (1 << 30)))
 			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
-			// What the state takes per checkpoint interval: new ids, plus
-			// the compaction rewrites (amortised) and RocksDB's own
-			// compaction of the SST files (x2, the usual write amplification
-			// an incremental checkpoint uploads).
+			// Per checkpoint interval: new ids and compaction rewrites, x2 for RocksDB's write
+			// amplification.
 			perSec := float64(m.appendedBytes+m.compactedBytes) / (*hours * 3600) * float64(m.shards)
 			incr := int64(2 * perSec * ckptEvery.Seconds())
 			if strings.HasPrefix(runner, "Flink") {

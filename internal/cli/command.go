@@ -19,9 +19,8 @@ import (
 // line on stderr, nothing run.
 const ExitUsage = 2
 
-// Command is the shape every command shares: flags parsed, beam.Init,
-// settings validated, our logger, a context that the first SIGINT/SIGTERM
-// cancels, the work, an exit code.
+// Command is the shape every command shares: flags parsed, beam.Init, settings validated, our
+// logger, a context the first SIGINT/SIGTERM cancels, the work, an exit code.
 type Command struct {
 	// Name prefixes the one-line errors ("launch: ...").
 	Name string
@@ -29,16 +28,13 @@ type Command struct {
 	Parse func(args []string) error
 	// Usage prints the help for --help (exit 0).
 	Usage func(stdout, stderr io.Writer)
-	// Validate checks the parsed settings once beam.Init has run, and
-	// returns the log level they ask for.
+	// Validate checks the parsed settings after beam.Init and returns the log level.
 	Validate func() (slog.Level, error)
-	// Run does the work and returns the exit code. A non-nil error is
-	// printed as one line on stderr, with the code.
+	// Run does the work and returns the exit code; an error is printed as one line.
 	Run func(ctx context.Context, stdout io.Writer) (int, error)
 }
 
-// Main runs c with args (without the program name) and returns its exit
-// code.
+// Main runs c with args (without the program name) and returns its exit code.
 func Main(c Command, args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "%s: %s\n", c.Name, OneLine(err))
@@ -50,8 +46,7 @@ func Main(c Command, args []string, stdout, stderr io.Writer) int {
 	} else if err != nil {
 		return fail(ExitUsage, err)
 	}
-	// As a worker, Init runs the SDK harness and never returns: so it comes
-	// before our own settings are checked (a worker has no --source).
+	// As a worker, Init never returns: it comes before our settings are checked.
 	beam.Init()
 	level, err := c.Validate()
 	if err != nil {
@@ -74,8 +69,7 @@ func Main(c Command, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// OneLine renders an error on one line: the first of joined errors, newlines
-// folded.
+// OneLine renders an error on one line: the first of joined errors, newlines folded.
 func OneLine(err error) string {
 	for {
 		j, ok := err.(interface{ Unwrap() []error })

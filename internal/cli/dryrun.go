@@ -19,12 +19,10 @@ import (
 // DryRunStdout is the destination of a bare --dry-run.
 const DryRunStdout = "-"
 
-// DryRun binds --dry-run: "" (off), DryRunStdout for the bare switch, or
-// the file --dry-run=FILE names. --dry-run=false turns it off again.
+// DryRun binds --dry-run: "" (off), DryRunStdout for the bare switch, or --dry-run=FILE's file.
 func DryRun(p *string) DryRunValue { return DryRunValue{p} }
 
-// DryRunValue is --dry-run's flag.Value: a switch that takes an optional
-// file.
+// DryRunValue is --dry-run's flag.Value: a switch that takes an optional file.
 type DryRunValue struct{ p *string }
 
 func (v DryRunValue) String() string {
@@ -51,9 +49,8 @@ func (v DryRunValue) Set(s string) error {
 	return nil
 }
 
-// CheckedProto is the pipeline proto runner would be sent for p, checked
-// against runner's capability profile: a pipeline that needs what the runner
-// lacks is refused with a one-line *capability.Refusal.
+// CheckedProto is the pipeline proto runner would be sent for p, refused with a one-line
+// *capability.Refusal when it needs what the runner lacks.
 func CheckedProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
 	pb, err := PipelineProto(ctx, runner, p)
 	if err != nil {
@@ -65,8 +62,7 @@ func CheckedProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb
 	return pb, nil
 }
 
-// WriteDryRun writes pb as protojson to dest: stdout for DryRunStdout,
-// else the file dest (created or truncated).
+// WriteDryRun writes pb as protojson to stdout for DryRunStdout, else to the file dest.
 func WriteDryRun(dest string, stdout io.Writer, pb *pipepb.Pipeline) error {
 	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(pb)
 	if err != nil {
@@ -83,9 +79,8 @@ func WriteDryRun(dest string, stdout io.Writer, pb *pipepb.Pipeline) error {
 	return nil
 }
 
-// CheckDryRunFlags refuses a --dry-run on Dataflow without the flags the SDK
-// would otherwise look up in credentials or gcloud: --project, --region (or
-// $CLOUDSDK_COMPUTE_REGION) and --staging_location=gs://BUCKET/PATH.
+// CheckDryRunFlags refuses a --dry-run on Dataflow without the flags the SDK would otherwise
+// look up in credentials or gcloud.
 func CheckDryRunFlags(runner string) error {
 	if capability.For(runner).Name != "dataflow" {
 		return nil

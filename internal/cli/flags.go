@@ -9,17 +9,14 @@ import (
 	"strings"
 )
 
-// Flag is one row of a command's flag table: its name, the typed field it
-// sets (through Duration, Count, Size, ...), what it does and, where the
-// field's value before parsing does not say it, --help's default.
+// Flag is one row of a command's flag table: its name, the typed field it sets, what it does.
 type Flag struct {
 	Name  string
 	Value flag.Value
 	Usage string
 	// Arg names the value in --help (--source=PATH); "" takes the value's.
 	Arg string
-	// Default is --help's default when the field's value before parsing is
-	// not it; "" prints that value unless it is empty, 0, 0s or false.
+	// Default is --help's default; "" shows the field's value unless it is empty, 0, 0s or false.
 	Default string
 }
 
@@ -29,9 +26,8 @@ type Group struct {
 	Flags []Flag
 }
 
-// FlagSet binds a command's flag table, and the Beam runner flags (with the
-// very Values Beam reads), to one flag.FlagSet: it parses, each error one line
-// naming its flag, and writes --help from the same table.
+// FlagSet binds a command's flag table and the Beam runner flags to one flag.FlagSet: it parses,
+// each error one line naming its flag, and writes --help from the same table.
 type FlagSet struct {
 	name     string
 	groups   []Group
@@ -41,12 +37,10 @@ type FlagSet struct {
 	err      error
 }
 
-// NewFlagSet binds groups and the Beam runner flags. A name twice in the
-// table is a programming error and panics.
+// NewFlagSet binds groups and the Beam runner flags; a name twice in the table panics.
 func NewFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, true) }
 
-// NewPlainFlagSet binds groups only: for a command that submits no Beam job
-// (cmd/advise).
+// NewPlainFlagSet binds groups only, for a command that submits no Beam job (cmd/advise).
 func NewPlainFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, false) }
 
 func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
@@ -85,8 +79,7 @@ func shownDefault(v string) string {
 	return v
 }
 
-// Parse reads a command line (without the program name). It returns
-// flag.ErrHelp for -h or --help, or an error naming the flag.
+// Parse reads a command line: flag.ErrHelp for -h or --help, or an error naming the flag.
 func (s *FlagSet) Parse(args []string) error {
 	s.err = nil
 	if err := s.fs.Parse(args); err != nil {
@@ -111,8 +104,7 @@ func (s *FlagSet) Given(name string) bool {
 	return given
 }
 
-// Set sets a flag as if the command line had (defaults that depend on
-// another flag, such as the live demo's).
+// Set sets a flag as if the command line had (defaults that depend on another flag).
 func (s *FlagSet) Set(name, value string) error {
 	s.err = nil
 	if err := s.fs.Set(name, value); err != nil {
@@ -124,8 +116,7 @@ func (s *FlagSet) Set(name, value string) error {
 	return nil
 }
 
-// capture wraps a flag's Value so that a failing Set leaves its error, named
-// by flag, for Parse: the flag package only returns a formatted string.
+// capture keeps a failing Set's error, named by flag, for Parse: the flag package only formats it.
 func (s *FlagSet) capture(name string, v flag.Value) flag.Value {
 	c := captured{Value: v, name: name, err: &s.err}
 	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
@@ -168,8 +159,7 @@ func flagError(err error) error {
 	return err
 }
 
-// runnerFlags are the Beam runner flags --help describes, in this order; the
-// SDK's other flags are accepted and listed by name.
+// runnerFlags are the Beam runner flags --help describes; the SDK's others are listed by name.
 var runnerFlags = []struct{ Name, Usage, Default string }{
 	{"runner", "where the job runs: prism (in this process), universal (a portable job server, e.g. Flink's), dataflow", "prism"},
 	{"endpoint", "the job server's address (universal runner; Flink's job server), or prism's when it runs elsewhere", ""},
@@ -191,8 +181,7 @@ var workerFlags = []string{"worker", "id", "logging_endpoint", "control_endpoint
 // helpWidth is where --help wraps.
 const helpWidth = 100
 
-// WriteHelp writes --help: the synopsis, then each group of the table with
-// every flag, its value and its default (once), then the Beam runner flags.
+// WriteHelp writes --help: the synopsis, each group of the table, then the Beam runner flags.
 func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(synopsis, "\n") + "\n")
@@ -271,8 +260,7 @@ func withDefault(usage, def string) string {
 	return usage + " (default " + def + ")"
 }
 
-// writeWrapped writes "  left  usage", the usage wrapped at helpWidth; a left
-// column wider than width puts the usage on the next line.
+// writeWrapped writes "  left  usage" wrapped at helpWidth; a wide left puts usage below.
 func writeWrapped(b *strings.Builder, left, usage string, width int) {
 	indent := strings.Repeat(" ", 2+width+2)
 	line := "  " + left

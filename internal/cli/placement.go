@@ -9,10 +9,8 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 )
 
-// WorkersInProcess reports whether a job on runner with the given
-// --environment_type has its SDK workers in this process: prism in its
-// default LOOPBACK environment. Only then do the workers see this machine's
-// local paths and the launcher's memory.
+// WorkersInProcess reports whether a job on runner with the given --environment_type has its
+// SDK workers in this process (prism in LOOPBACK), seeing local paths and the launcher's memory.
 func WorkersInProcess(runner, environmentType string) bool {
 	if !capability.IsPrism(runner) {
 		return false
@@ -24,8 +22,7 @@ func WorkersInProcess(runner, environmentType string) bool {
 	return false
 }
 
-// LocalPath reports whether path names something only this machine can
-// reach: no scheme, file:// or Beam's memfs://.
+// LocalPath reports whether only this machine reaches path: no scheme, file:// or memfs://.
 func LocalPath(path string) bool {
 	scheme, _, ok := strings.Cut(path, "://")
 	if !ok {
@@ -38,21 +35,18 @@ func LocalPath(path string) bool {
 	return false
 }
 
-// Placement checks that the parts a job's workers read or write are reachable
-// from them. A command lists its parts with Part and calls Err once.
+// Placement checks that the parts a job's workers read or write are reachable from them.
 type Placement struct {
 	// Runner and EnvironmentType are Beam's --runner and --environment_type.
 	Runner, EnvironmentType string
-	// Shared is --shared-filesystem: the user says every worker sees this
-	// machine's local paths (a job server on this machine, an NFS mount).
+	// Shared is --shared-filesystem: every worker sees this machine's local paths.
 	Shared bool
 
 	err error
 }
 
-// Local names a part that is local-only (flag is how the user named it,
-// e.g. "--sink=sqlite:revenue.db") and what to use instead. The first one
-// wins: a command reports one line.
+// Local names a local-only part as the user spelled it ("--sink=sqlite:revenue.db") and what to
+// use instead; the first one wins.
 func (p *Placement) Local(flag, instead string) {
 	if p.err != nil || p.Shared || WorkersInProcess(p.Runner, p.EnvironmentType) {
 		return
@@ -68,10 +62,8 @@ func (p *Placement) Local(flag, instead string) {
 // Err is the refusal, or nil when every part is reachable.
 func (p *Placement) Err() error { return p.err }
 
-// UseSelfAsWorker makes this binary the worker binary when workers run in
-// other processes and --worker_binary is not set (the SDK would otherwise
-// compile the caller's package, which fails for a library package). The
-// workers must then run this machine's OS and architecture.
+// UseSelfAsWorker makes this binary the worker binary when workers run in other processes and
+// --worker_binary is not set: the SDK would otherwise compile the caller's library package.
 func UseSelfAsWorker() error {
 	if *jobopts.WorkerBinary != "" || jobopts.IsLoopback() {
 		return nil

@@ -13,9 +13,8 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 )
 
-// PipelineProto is the portable pipeline proto runner would be sent for p,
-// marshalled as the SDK's runners do, in the environment they would pick. It
-// contacts nothing: a LOOPBACK environment names no address yet.
+// PipelineProto is the portable pipeline proto runner would be sent for p, in the environment
+// it would pick; it contacts nothing.
 func PipelineProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
 	edges, _, err := p.Build()
 	if err != nil {
@@ -39,9 +38,8 @@ func PipelineProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipep
 	return pb, nil
 }
 
-// environmentConfig is --environment_config, or the SDK's default
-// container, read without jobopts.GetEnvironmentConfig's side effect of
-// setting the flag.
+// environmentConfig is --environment_config or the SDK's default container, read without
+// jobopts.GetEnvironmentConfig's side effect of setting the flag.
 func environmentConfig(context.Context) string {
 	if c := *jobopts.EnvironmentConfig; c != "" {
 		return c
@@ -49,9 +47,7 @@ func environmentConfig(context.Context) string {
 	return core.DefaultDockerImage
 }
 
-// dataflowImage is the container the Dataflow runner names: its
-// --sdk_container_image (or --worker_harness_container_image), else
-// Dataflow's build of the SDK image.
+// dataflowImage is the container the Dataflow runner names: its flags', else Dataflow's build.
 func dataflowImage(ctx context.Context) string {
 	for _, name := range []string{"sdk_container_image", "worker_harness_container_image"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {

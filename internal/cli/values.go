@@ -10,9 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// The values below bind a flag to a typed field (Flag.Value). Their errors
-// name no flag (FlagSet prefixes "--name: "), and none writes a default: the
-// field's value before parsing is the default.
+// The values below bind a flag to a typed field; FlagSet prefixes their errors with the flag.
 
 // String binds a string.
 func String(p *string) Value[string] {
@@ -30,8 +28,7 @@ func Duration(p *time.Duration) Value[time.Duration] {
 	}, FormatDuration}
 }
 
-// FormatDuration renders d as time.Duration.String without its zero
-// trailing units: 1h, 10m, 1h30m, 2m30s, 500ms.
+// FormatDuration renders d without zero trailing units: 1h, 10m, 1h30m, 2m30s, 500ms.
 func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
@@ -71,8 +68,7 @@ func intValue(p *int, arg, noun string, ok func(int) bool, want string) Value[in
 // Size binds a byte count: plain bytes or a number with a unit (ParseSize).
 func Size(p *int) Value[int] { return Value[int]{p, "SIZE", ParseSize, FormatSize} }
 
-// List binds a comma-separated list. The empty string is the empty list;
-// empty or padded items are kept so that validation can name them.
+// List binds a comma-separated list; empty or padded items are kept for validation to name.
 func List(p *[]string) Value[[]string] {
 	return Value[[]string]{p, "A,B,...", func(s string) ([]string, error) {
 		if s == "" {
@@ -113,8 +109,7 @@ func IdleAdvance(p *watermark.IdleAdvance) Value[watermark.IdleAdvance] {
 // Bool binds a switch (--follow, or --follow=false).
 func Bool(p *bool) BoolValue { return BoolValue{p} }
 
-// Func binds a field of any type through its own parser and formatter (a
-// sink string, an idle-advance mode); arg names the value in --help.
+// Func binds a field of any type through its own parser and formatter; arg names it in --help.
 func Func[T any](p *T, arg string, parse func(string) (T, error), format func(T) string) Value[T] {
 	return Value[T]{p, arg, parse, format}
 }

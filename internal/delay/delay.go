@@ -1,8 +1,5 @@
-// Package delay is the delay histogram shared by the pipeline's metrics and
-// the run report: the bucket bounds, the two delays of a valid event
-// (Lateness, Arrival), and percentiles from bucket counts. Beam
-// distributions carry only min, max, sum and count, so the pipeline counts
-// each delay into a counter per bucket.
+// Package delay is the delay histogram of the pipeline's metrics and the run report. Beam
+// distributions carry only min, max, sum and count, so each delay is counted per bucket.
 package delay
 
 import (
@@ -39,10 +36,8 @@ func Index(ms int64) int {
 	return len(Buckets) - 1
 }
 
-// Lateness is an event's event-time lateness (ms): how far behind the
-// largest valid event time its partition had shown it is, 0 when it moves
-// the partition forward. It decides ON_TIME, LATE or too late, however the
-// partition is read. watermarkBefore is model.Record.WatermarkBefore.
+// Lateness is an event's event-time lateness (ms): how far behind the largest valid event time
+// its partition had shown (watermarkBefore + bound) it is, 0 when it moves the partition forward.
 func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
 	if watermarkBefore == model.NoWatermark {
 		return 0
@@ -50,13 +45,11 @@ func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
 	return max(0, watermarkBefore+bound.Milliseconds()-eventTime)
 }
 
-// Arrival is an event's arrival delay (ms): read time minus event time, at
-// least 0 (for a replay it measures when the replay ran).
+// Arrival is an event's arrival delay (ms): read time minus event time, at least 0.
 func Arrival(eventTime, readAt int64) int64 { return max(0, readAt-eventTime) }
 
-// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the
-// delays counts holds (counts[i] for Buckets[i]), as the upper bound of its
-// bucket; ok is false when counts holds nothing.
+// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of counts (counts[i] for
+// Buckets[i]), as its bucket's upper bound; ok is false when counts holds nothing.
 func Percentile(counts []int64, p int) (upper int64, ok bool) {
 	if p <= 0 || p > 100 {
 		panic(fmt.Sprintf("delay: percentile %d out of (0, 100]", p))
@@ -83,8 +76,7 @@ func Percentile(counts []int64, p int) (upper int64, ok bool) {
 type Histogram struct {
 	Buckets []Bucket `json:"buckets"`
 	Total   int64    `json:"total"`
-	// P50, P95 and P99 are Percentile's upper bounds (ms), 0 when Total is
-	// 0; a report's trace sets the traced delays' own values instead.
+	// P50, P95 and P99 are Percentile's upper bounds (ms), 0 when Total is 0.
 	P50 int64 `json:"p50_below_ms"`
 	P95 int64 `json:"p95_below_ms"`
 	P99 int64 `json:"p99_below_ms"`
@@ -122,8 +114,7 @@ func (h Histogram) Counts() []int64 {
 	return out
 }
 
-// Percentiles renders the percentiles for a summary: "p50 <1m, p95 <6h,
-// p99 >=24h", or "none" for an empty histogram.
+// Percentiles renders "p50 <1m, p95 <6h, p99 >=24h", or "none" for an empty histogram.
 func (h Histogram) Percentiles() string {
 	if h.Total == 0 {
 		return "none"
@@ -142,8 +133,7 @@ func Below(upper int64) string {
 // Label names bucket i: "<1m", "1-5m", "30m-1h", ">24h".
 func Label(i int) string { return LabelOf(lowerOf(i), Buckets[i]) }
 
-// LabelOf names the bucket [lower, upper): "<1m", "1-5m", "30m-1h", ">24h"
-// (upper Unbounded).
+// LabelOf names the bucket [lower, upper): "<1m", "1-5m", "30m-1h", ">24h" (upper Unbounded).
 func LabelOf(lower, upper int64) string {
 	switch {
 	case upper == Unbounded:
@@ -159,8 +149,7 @@ func LabelOf(lower, upper int64) string {
 	return lo + "-" + hi
 }
 
-// CounterName is the counter of bucket i of a delay metric: metric_0_1m,
-// metric_1m_5m, ..., metric_24h_inf.
+// CounterName is the counter of bucket i of a metric: metric_0_1m, ..., metric_24h_inf.
 func CounterName(metric string, i int) string {
 	lower, upper := "0", "inf"
 	if i > 0 {

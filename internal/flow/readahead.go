@@ -11,18 +11,12 @@ import (
 	"time"
 )
 
-// Bounded read-ahead (issue #26). Prism has no backpressure: what a source
-// reads waits in prism's queue before the first stateful step, and a
-// 12-day replay's peak memory grew with the log. A ReadAhead counts that
-// queue: a source adds each call's valid records as the call ends (Queued),
-// the dedup step and the too-late gates subtract what they take (Taken), and
-// a source reads only while another call fits (Room). Reading later changes
-// no verdict.
-//
-// Prism hands a stateful step a key's elements in timestamp order, timers
-// included, so some of the queue waits for the watermark, which moves only
-// when the sources read on. So when dedup has taken nothing for Blocked, the
-// partitions holding the watermark read on past the budget (PastBudget).
+// Prism has no backpressure: what a source reads waits in its queue before the first stateful
+// step, so a long replay's memory grew with the log. Sources add what they read (Queued), dedup
+// and the too-late gates subtract what they take (Taken), and a source reads only while a call
+// fits (Room). As prism hands a stateful step a key's elements in timestamp order, part of the
+// queue waits for the watermark: once dedup has taken nothing for Blocked, the partitions
+// holding the watermark read past the budget.
 
 // DefaultReadAhead is the default --read-ahead: about 10 MB of queued
 // events, 20 reader calls of 5,000 records.

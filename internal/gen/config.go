@@ -1,14 +1,7 @@
-// Package gen writes realistic raw logs of mobile purchase events (SPEC §6
-// layout: partitions p0, p1, ... of JSONL files in arrival order) with
-// everything the job must survive (retries, conflicts, disorder, late and
-// too-late events, malformed lines, an idle partition), deterministically
-// from a seed.
-//
-// Stats classifies every line and carries the exact hourly totals a correct
-// job ends with, independently of the oracle. The classification holds for
-// any out-of-order bound up to Config.Margin: valid event times never pass
-// their arrival, a counted event's retries arrive before its window closes,
-// and a too-late event lies TooLateDelay behind its partition's progress.
+// Package gen writes realistic raw logs of purchase events (SPEC §6 layout) with everything the
+// job must survive, deterministically from a seed. Stats classifies every line and carries the
+// exact hourly totals a correct job ends with; the classification holds for any out-of-order
+// bound up to Config.Margin.
 package gen
 
 import (
@@ -28,9 +21,8 @@ type Config struct {
 	Events            int // distinct purchases, before retries
 	FilesPerPartition int
 
-	// Identical retries (a few re-serialised), conflicting retries, offline
-	// uploads (LateDelay behind arrival), too-late events (TooLateDelay
-	// behind) and malformed lines of every kind.
+	// Identical and conflicting retries, offline uploads (LateDelay behind arrival), too-late
+	// events (TooLateDelay behind) and malformed lines.
 	DupRate, ConflictRate, LateRate, TooLateRate, MalformedRate float64
 
 	// Disorder is the jitter of event_time behind arrival (within the bound).
@@ -39,25 +31,21 @@ type Config struct {
 	// Window + Lateness.
 	LateDelay, TooLateDelay [2]time.Duration
 
-	// IdlePartition (or -1) goes silent for IdleGap mid-span; what it was
-	// sent meanwhile arrives as a burst when it comes back.
+	// IdlePartition (or -1) goes silent for IdleGap mid-span, then bursts.
 	IdlePartition int
 	IdleGap       time.Duration
 
 	// Window and Lateness are the job's settings (to place events).
 	Window, Lateness time.Duration
 
-	// MaxLine is the reader's --max-line (0: 1 MiB), exceeded by the
-	// oversized line.
+	// MaxLine is the reader's --max-line (0: 1 MiB), exceeded by the oversized line.
 	MaxLine int
 
-	// ArrivalField, when set, names a field every valid line gets with its
-	// arrival instant (cmd/advise's arrival clock; not a dimension).
+	// ArrivalField names a field holding each valid line's arrival (cmd/advise's clock), or "".
 	ArrivalField string
 }
 
-// demoStart is a fixed, past instant, so a log never depends on when it is
-// generated.
+// demoStart is fixed, so a log never depends on when it is generated.
 var demoStart = time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)
 
 // Demo is the log `go run ./cmd/launch` replays: about 41,000 lines over 30
@@ -86,9 +74,7 @@ func Demo() Config {
 	}
 }
 
-// Bench is the benchmark shape: n events in 4 partitions over 30 hours, 5%
-// identical retries, 0.5% conflicts, 1% late, 0.1% too late, 0.01%
-// malformed, no idle partition.
+// Bench is the benchmark shape: Demo with n events, more retries and no idle partition.
 func Bench(n int) Config {
 	c := Demo()
 	c.Seed = 1_000_000
@@ -167,15 +153,12 @@ type Total struct {
 	Count         int64
 }
 
-// Stats says what Write put in the log. Line kinds add up:
-// Lines = Blank + Malformed + Events + Duplicates + Conflicts + (TooLate - TooLateEvents),
-// and the job must read Lines - Blank records of which Events - TooLateEvents
-// are counted.
+// Stats says what Write put in the log:
+// Lines = Blank + Malformed + Events + Duplicates + Conflicts + (TooLate - TooLateEvents).
 type Stats struct {
 	Lines, Blank int
 	Events       int // distinct purchases
-	// Duplicates and Conflicts are retries of counted events (copies of
-	// too-late ones are in TooLate).
+	// Duplicates and Conflicts are retries of counted events (too-late copies are in TooLate).
 	Duplicates, Conflicts int
 	// Late: offline uploads (counted); Backlog: the idle partition's burst.
 	Late, Backlog int
@@ -183,14 +166,12 @@ type Stats struct {
 	TooLate, TooLateEvents int
 	Malformed              int
 	MalformedKinds         map[string]int // by expected reason
-	// MissingWindows (epoch ms) hold only too-late events: reconcile must
-	// find them.
+	// MissingWindows (epoch ms) hold only too-late events: reconcile must find them.
 	MissingWindows []int64
 
 	Partitions []string
 	Files      int
 
-	// Counted is the expected FINAL total per window start (epoch ms), with
-	// no dimensions; All adds too-late events (reconcile --apply's result).
+	// Counted is the expected FINAL total per window start (epoch ms); All adds too-late events.
 	Counted, All map[int64]Total
 }

@@ -233,14 +233,17 @@ func (g *generator) country() int {
 	return 0
 }
 
-func (g *generator) platform() string {
-	switch r := g.rng.IntN(100); {
-	case r < 44:
-		return "ios"
-	case r < 95:
-		return "android"
+func (g *generator) platform() string { return [...]string{"ios", "android", "web"}[g.pick(44, 95)] }
+
+// pick draws r in [0, 100) and returns how many of the ascending thresholds are <= r.
+func (g *generator) pick(thresholds ...int) uint8 {
+	r := g.rng.IntN(100)
+	for i, t := range thresholds {
+		if r < t {
+			return uint8(i)
+		}
 	}
-	return "web"
+	return uint8(len(thresholds))
 }
 
 // style is how a client library serialises an event.
@@ -255,26 +258,7 @@ func (g *generator) style() style {
 	if g.rng.IntN(20) == 0 {
 		s.order = 1
 	}
-	switch r := g.rng.IntN(100); {
-	case r < 84:
-		s.time = 0
-	case r < 90:
-		s.time = 1
-	case r < 95:
-		s.time = 2
-	case r < 98:
-		s.time = 3
-	default:
-		s.time = 4
-	}
-	switch r := g.rng.IntN(100); {
-	case r < 80:
-		s.amount = 0
-	case r < 88:
-		s.amount = 1
-	default:
-		s.amount = 2
-	}
+	s.time, s.amount = g.pick(84, 90, 95, 98), g.pick(80, 88)
 	return s
 }
 
@@ -303,26 +287,17 @@ func (g *generator) render(ev *purchase, st style) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, '{')
-	id := func() { field("event_id"); str(ev.id) }
-	ts := func() { field("event_time"); b = g.appendTime(b, ev, st.time) }
-	user := func() { field("user_id"); str(ev.user) }
-	amount := func() { field("amount"); b = appendAmount(b, ev.cents, st.amount) }
-	country := func() { field("country"); str(countries[ev.country].code) }
-	platform := func() { field("platform"); str(ev.platform) }
-	if st.order == 0 {
-		id()
-		ts()
-		user()
-		amount()
-		country()
-		platform()
-	} else {
-		amount()
-		platform()
-		country()
-		user()
-		ts()
-		id()
+	fields := [...]func(){
+		func() { field("event_id"); str(ev.id) },
+		func() { field("event_time"); b = g.appendTime(b, ev, st.time) },
+		func() { field("user_id"); str(ev.user) },
+		func() { field("amount"); b = appendAmount(b, ev.cents, st.amount) },
+		func() { field("country"); str(countries[ev.country].code) },
+		func() { field("platform"); str(ev.platform) },
+	}
+	// Another SDK's order: amount, platform, country, user_id, event_time, event_id.
+	for _, k := range [2][6]int{{0, 1, 2, 3, 4, 5}, {3, 5, 4, 2, 1, 0}}[st.order] {
+		fields[k]()
 	}
 	b = append(b, '}')
 	g.buf = b

@@ -8,22 +8,19 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
 )
 
-// LiveConfig shapes a live feed: purchases written in real time with event
-// times around now, so a followed folder sees a window's whole life (EARLY,
-// ON_TIME, LATE, FINAL) within a few windows.
+// LiveConfig shapes a live feed: purchases written in real time with event times around now, so a
+// followed folder sees a window's whole life (EARLY, ON_TIME, LATE, FINAL) within a few windows.
 type LiveConfig struct {
 	Seed       int64
 	Partitions int
 	Rate       float64       // events per second per partition
 	Tick       time.Duration // how often each partition gets a new file
-	// DupRate and ConflictRate: shares of events retried a second or two
-	// later, with the same or a different content.
+	// DupRate and ConflictRate: shares of events retried a second or two later.
 	DupRate, ConflictRate float64
 	MalformedEvery        time.Duration // period of bad lines
 
@@ -32,9 +29,8 @@ type LiveConfig struct {
 	MaxLine                              int // --max-line (0: 1 MiB)
 }
 
-// Live is the feed `launch --demo=live` runs: 4 partitions of 5 purchases a
-// second each, a new file per partition every second, settings taken from
-// the job.
+// Live is the feed `launch --demo=live` runs: 4 partitions of 5 purchases a second each, a new
+// file per partition every second.
 func Live(window, lateness, bound, idleTimeout time.Duration) LiveConfig {
 	return LiveConfig{
 		Seed:           time.Now().UnixNano(),
@@ -69,15 +65,14 @@ func Live(window, lateness, bound, idleTimeout time.Duration) LiveConfig {
 //   - malformed lines every MalformedEvery.
 func (c LiveConfig) disorder() time.Duration { return c.Bound / 2 }
 
-// Gap is how long the idle partition stays silent: past the idle timeout,
-// and short enough that its backlog lands in windows still open.
+// Gap is how long the idle partition stays silent: past the idle timeout, and short enough that
+// its backlog lands in windows still open.
 func (c LiveConfig) Gap() time.Duration {
 	room := c.Lateness - c.Bound - c.disorder() - c.IdleTimeout
 	return c.IdleTimeout + room/2
 }
 
-// Cycle is the period of the idle partition's silences: the first starts
-// two windows in, then one every Cycle.
+// Cycle is the period of the idle partition's silences, the first two windows in.
 func (c LiveConfig) Cycle() time.Duration { return c.Lateness + 3*c.Window + c.Gap() }
 
 // LateDelay is the interval of the offline uploads' delay behind now.
@@ -130,17 +125,15 @@ type liveFeed struct {
 	silent                         bool
 }
 
-// RunLive writes the feed into dir's partitions p0, p1, ... until ctx ends.
-// Each file is written under a hidden name and renamed in, named by the
-// start time and a sequence number, so lexical order is arrival order and a
-// second run never reuses a name.
+// RunLive writes the feed into dir's partitions p0, p1, ... until ctx ends. Files are renamed in,
+// named by the start time and a sequence number: lexical order is arrival order, never reused.
 func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
 	if err := c.Validate(); err != nil {
 		return LiveStats{}, err
 	}
 	f := newLiveFeed(dir, c, time.Now())
-	if err := f.mkdirs(); err != nil {
-		return f.st, err
+	if err := f.g.mkdirs(); err != nil {
+		return f.st, fmt.Errorf("live feed: %w", err)
 	}
 	t := time.NewTicker(c.Tick)
 	defer t.Stop()
@@ -157,27 +150,12 @@ func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
 }
 
 // LivePartitions are the partition folders a feed of c writes.
-func LivePartitions(c LiveConfig) []string {
-	out := make([]string, c.Partitions)
-	for i := range out {
-		out[i] = "p" + strconv.Itoa(i)
-	}
-	return out
-}
+func LivePartitions(c LiveConfig) []string { return partitionNames(c.Partitions) }
 
 func newLiveFeed(dir string, c LiveConfig, now time.Time) *liveFeed {
 	g := newGenerator(dir, Config{Seed: c.Seed, Partitions: c.Partitions, Events: 1 << 20, MaxLine: c.MaxLine, IdlePartition: -1})
 	return &liveFeed{c: c, g: g, stamp: now.UTC().Format("20060102T150405"), carry: make([]float64, c.Partitions),
 		start: now.UnixMilli(), lastLate: now.UnixMilli(), lastTooLate: now.UnixMilli(), lastBad: now.UnixMilli()}
-}
-
-func (f *liveFeed) mkdirs() error {
-	for _, p := range f.g.parts {
-		if err := os.MkdirAll(p.dir, 0o755); err != nil {
-			return fmt.Errorf("live feed: create partition %s: %w", p.name, err)
-		}
-	}
-	return nil
 }
 
 // idle is the index of the partition that goes silent.
@@ -271,8 +249,7 @@ func (f *liveFeed) tick(now int64) error {
 	if now-f.lastTooLate >= window/2 {
 		p := f.active()
 		if part := g.parts[p]; part.maxSeen != model.NoWatermark {
-			// Closed for the partition's own watermark (maxSeen - bound),
-			// with a second of margin: too late by rule (a).
+			// Closed for the partition's own watermark, with a second of margin: rule (a).
 			f.lastTooLate = now
 			closed := part.maxSeen - f.c.Bound.Milliseconds() - f.c.Lateness.Milliseconds() - window - 1000
 			ev := f.purchase(closed - g.rng.Int64N(window))

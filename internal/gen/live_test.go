@@ -27,7 +27,7 @@ func TestLiveFeedVerdicts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "live")
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	f := newLiveFeed(dir, c, start)
-	if err := f.mkdirs(); err != nil {
+	if err := f.g.mkdirs(); err != nil {
 		t.Fatal(err)
 	}
 	end := start.Add(3 * time.Minute)

@@ -17,9 +17,8 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Write generates the log described by c (and c alone) into dir, which must
-// be absent or empty. Each file is written under a hidden name and renamed
-// in when complete, as a producer does. On error, dir may hold a partial log.
+// Write generates the log described by c (and c alone) into dir, which must be absent or empty.
+// Each file is renamed in when complete, as a producer does; on error dir may hold a partial log.
 func Write(dir string, c Config) (Stats, error) {
 	if err := c.Validate(); err != nil {
 		return Stats{}, err
@@ -85,8 +84,7 @@ func (q *queue) Pop() any {
 type partition struct {
 	name, dir string
 	q         queue
-	// maxSeen is the largest valid event time written so far (the partition
-	// watermark plus the bound), or model.NoWatermark.
+	// maxSeen is the largest valid event time written so far, or model.NoWatermark.
 	maxSeen int64
 
 	file       int // index of the open file, -1 before the first
@@ -144,14 +142,12 @@ func newGenerator(dir string, c Config) *generator {
 		g.idleFrom = mid - c.IdleGap.Milliseconds()/2
 		g.idleTo = g.idleFrom + c.IdleGap.Milliseconds()
 	}
-	for i := range c.Partitions {
-		name := "p" + strconv.Itoa(i)
+	g.stats.Partitions = partitionNames(c.Partitions)
+	for _, name := range g.stats.Partitions {
 		g.parts = append(g.parts, &partition{name: name, dir: filepath.Join(dir, name), maxSeen: model.NoWatermark, file: -1})
-		g.stats.Partitions = append(g.stats.Partitions, name)
 	}
 	if c.TooLateRate > 0 && c.Events >= 20 {
-		// The latest window no counted event can reach: counted event times
-		// are at most max(Disorder, LateDelay[1]) behind the first arrival.
+		// The latest window no counted event can reach: max(Disorder, LateDelay[1]) before the start.
 		lag := max(c.Disorder, c.LateDelay[1]).Milliseconds()
 		g.missing = windowStart(g.start-lag, g.window) - g.window
 		g.forcedLeft = 3
@@ -172,8 +168,7 @@ func (g *generator) closeTime(eventTime int64) int64 {
 	return windowStart(eventTime, g.window) + g.window + g.lateness
 }
 
-// deliver moves an arrival inside the idle partition's silence to its end:
-// what devices sent meanwhile is held back and arrives as a burst.
+// deliver moves an arrival inside the idle partition's silence to its end (a burst).
 func (g *generator) deliver(p int, at int64) int64 {
 	if p == g.c.IdlePartition && at >= g.idleFrom && at < g.idleTo {
 		return g.idleTo
@@ -181,8 +176,7 @@ func (g *generator) deliver(p int, at int64) int64 {
 	return at
 }
 
-// push queues a line arriving at instant at in partition p; a line due now
-// goes straight out.
+// push queues a line arriving at instant at in partition p; a line due now goes straight out.
 func (g *generator) push(p int, at int64, line []byte, valid bool, eventTime int64) {
 	g.seq++
 	x := pending{key: at, seq: g.seq, line: line, valid: valid, eventTime: eventTime}
@@ -195,11 +189,27 @@ func (g *generator) push(p int, at int64, line []byte, valid bool, eventTime int
 	heap.Push(&g.parts[p].q, x)
 }
 
-func (g *generator) run() error {
+// partitionNames are p0, p1, ...
+func partitionNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = "p" + strconv.Itoa(i)
+	}
+	return out
+}
+
+func (g *generator) mkdirs() error {
 	for _, p := range g.parts {
 		if err := os.MkdirAll(p.dir, 0o755); err != nil {
 			return fmt.Errorf("create partition %s: %w", p.name, err)
 		}
+	}
+	return nil
+}
+
+func (g *generator) run() error {
+	if err := g.mkdirs(); err != nil {
+		return err
 	}
 	n := g.c.Events
 	malformed := int(math.Round(g.c.MalformedRate * float64(n)))
@@ -246,8 +256,7 @@ func (g *generator) emit(p *partition, x pending) error {
 			return err
 		}
 	}
-	// A few blank lines and CRLF endings: readers must skip the former and
-	// strip the "\r" of the latter.
+	// A few blank lines and CRLF endings, which readers must skip and strip.
 	if g.rng.IntN(5000) == 0 {
 		g.stats.Lines++
 		g.stats.Blank++
@@ -261,8 +270,7 @@ func (g *generator) emit(p *partition, x pending) error {
 	}
 	line := x.line
 	if x.valid && g.c.ArrivalField != "" {
-		// Spliced in as the line is written, at the instant it arrives
-		// (a retry's copy is another arrival of the same bytes).
+		// Spliced in at the instant it arrives (a retry's copy is another arrival).
 		line = append(append(line[:len(line)-1:len(line)-1], `,"`+g.c.ArrivalField+`":"`...),
 			time.UnixMilli(x.key).UTC().Format("2006-01-02T15:04:05.000Z07:00")+`"}`...)
 	}
@@ -302,8 +310,7 @@ func (g *generator) nextFile(p *partition) error {
 	return nil
 }
 
-// closeFile flushes the open file and renames it in (no fsync: a generated
-// log can be generated again).
+// closeFile flushes the open file and renames it in (no fsync: a log can be generated again).
 func (g *generator) closeFile(p *partition) error {
 	if p.f == nil {
 		return nil
@@ -323,8 +330,8 @@ func (g *generator) closeFile(p *partition) error {
 	return nil
 }
 
-// closeAll completes every partition with its remaining (empty) files, or
-// after a failure only removes the temporary files.
+// closeAll completes every partition with its remaining (empty) files, or after a failure only
+// removes the temporary files.
 func (g *generator) closeAll(failed bool) error {
 	var first error
 	for _, p := range g.parts {
