@@ -91,64 +91,44 @@ func (u Unreadable) String() string {
 
 // Held returns the material diffs --apply holds back (see Diff.InLog).
 func (c Comparison) Held() []Diff {
-	var out []Diff
-	for _, d := range c.Diffs {
-		if d.Material && !d.InLog {
-			out = append(out, d)
-		}
-	}
-	return out
+	return c.where(func(d Diff) bool { return d.Material && !d.InLog })
 }
 
 // Unexplained returns the material diffs no audit table accounts for, and the held ones.
 func (c Comparison) Unexplained() []Diff {
-	var out []Diff
-	for _, d := range c.Diffs {
-		if d.Material && (d.Classification == ClassUnexplained || !d.InLog) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return c.where(func(d Diff) bool { return d.Material && (d.Classification == ClassUnexplained || !d.InLog) })
 }
 
 // Material returns the material diffs.
-func (c Comparison) Material() []Diff {
+func (c Comparison) Material() []Diff { return c.where(func(d Diff) bool { return d.Material }) }
+
+func (c Comparison) where(keep func(Diff) bool) []Diff {
 	var out []Diff
 	for _, d := range c.Diffs {
-		if d.Material {
+		if keep(d) {
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
-// Metrics of a comparison: Beam counters in Namespace (see Comparison.Metrics).
+// Metrics of a comparison: Beam counters in Namespace (see Comparison.Metrics). The delta sums are
+// of absolute values, so a gain cannot hide a loss; windows_differing_<class> counts a class.
 const (
-	// MetricWindowsCompared counts the closed keys compared (Checked).
-	MetricWindowsCompared = "windows_compared"
-	// MetricWindowsDiffering counts the differing closed keys; + "_" + a class, those of that
-	// class.
+	MetricWindowsCompared  = "windows_compared"
 	MetricWindowsDiffering = "windows_differing"
-	// MetricWindowsMaterial counts the material differences.
-	MetricWindowsMaterial = "windows_material"
-	// MetricDeltaMicrosAbs and MetricDeltaCountAbs sum absolute deltas: a gain cannot hide a loss.
-	MetricDeltaMicrosAbs = "delta_micros_abs"
-	MetricDeltaCountAbs  = "delta_count_abs"
-	// MetricOpenCompared and MetricOpenDiffering count the open keys.
-	MetricOpenCompared  = "open_windows_compared"
-	MetricOpenDiffering = "open_windows_differing"
-	// MetricRowsUnreadable counts Comparison.Unreadable.
-	MetricRowsUnreadable = "sink_rows_unreadable"
+	MetricWindowsMaterial  = "windows_material"
+	MetricDeltaMicrosAbs   = "delta_micros_abs"
+	MetricDeltaCountAbs    = "delta_count_abs"
+	MetricOpenCompared     = "open_windows_compared"
+	MetricOpenDiffering    = "open_windows_differing"
+	MetricRowsUnreadable   = "sink_rows_unreadable"
 )
-
-// Classes lists the classifications in SPEC §5's order.
-var Classes = []string{ClassTooLate, ClassMissingWindow, ClassUnexplained}
 
 // MetricNames lists the metrics in the order summaries show them.
 var MetricNames = []string{
-	MetricWindowsCompared, MetricWindowsDiffering,
-	MetricWindowsDiffering + "_" + ClassTooLate, MetricWindowsDiffering + "_" + ClassMissingWindow,
-	MetricWindowsDiffering + "_" + ClassUnexplained,
+	MetricWindowsCompared, MetricWindowsDiffering, MetricWindowsDiffering + "_" + ClassTooLate,
+	MetricWindowsDiffering + "_" + ClassMissingWindow, MetricWindowsDiffering + "_" + ClassUnexplained,
 	MetricWindowsMaterial, MetricDeltaMicrosAbs, MetricDeltaCountAbs, MetricOpenCompared, MetricOpenDiffering,
 	MetricRowsUnreadable,
 }

@@ -11,18 +11,8 @@
 //	Impulse ─ compare with the sink's rows (totals: a side input) ─ Comparison ─┘
 //
 // Reading, stamping, sharding, windows and keys are the stream's functions, called, not copied, so
-// verdicts match the stream's. [CompareWithSink] reads the sink as late as possible, so a window
-// finalised meanwhile compares as FINAL. The result reaches the driver as a textio file under
-// --work-dir (a collector would work only in prism's loopback mode); on Flink or Dataflow
-// --work-dir and --source must be reachable from the workers.
-//
-// Which payload counts is [Choice]'s. Records the stream quarantined as future_event_time stay out:
-// that verdict depends on the stream's read time, which no recomputation replays. What is compared
-// is [Compare]'s: keys in the range, or of the raw log's windows (a shorter-lived raw log proves
-// nothing about older rows); only closed keys are classified and material, since the stream still
-// owns open ones. What --apply writes is [Corrections]'.
-//
-// The sink's run_config must agree on window, dimensions and allowed_lateness, else the keys would
-// not line up. The stream's evidence travels in the graph (beam.CreateList); the choice holds a
-// shard's ids in memory (about 200 bytes each): raise --shards to keep a shard near a million ids.
+// verdicts match the stream's. The result reaches the driver as a textio file under --work-dir (a
+// collector works only in prism's loopback mode). Which payload counts is [Choice]'s, what is
+// compared [Compare]'s, what --apply writes [Corrections]'. The choice holds a shard's ids in
+// memory (about 200 bytes each): raise --shards to keep a shard near a million ids.
 package reconcile

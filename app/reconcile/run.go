@@ -41,13 +41,11 @@ const (
 
 // Outcome is a finished run.
 type Outcome struct {
-	RunID   string
-	Options Options
-	// Started and Finished bound the run (wall clock).
-	Started, Finished time.Time
-	// Partitions are the raw log's partitions.
-	Partitions []string
-	Stats      Stats
+	RunID             string
+	Options           Options
+	Started, Finished time.Time // wall clock
+	Partitions        []string
+	Stats             Stats
 	// Comparison is the pipeline's (CompareWithSink); the driver does not compare again.
 	Comparison
 	// Counters are the comparison's figures by metric name: the runner's counters when
@@ -111,19 +109,14 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 		return Outcome{}, err
 	}
 
-	res, figures, err := recompute(ctx, o, out.RunID, parts, o.settings(readAt, future), conflicts, tooLate)
-	if err != nil {
+	if err := recompute(ctx, &out, parts, o.settings(readAt, future), conflicts, tooLate); err != nil {
 		return Outcome{}, err
 	}
-	out.Stats = res.Stats
-	if len(res.Stats.Unterminated) > 0 {
+	if u := out.Stats.Unterminated; len(u) > 0 {
 		slog.Warn("reconcile: files end in a line without a newline; those lines were read as lines",
-			"count", len(res.Stats.Unterminated), "first", res.Stats.Unterminated[0])
+			"count", len(u), "first", u[0])
 	}
-	out.Comparison = *res.Comparison
-	out.Counters, out.CountersFromRunner, out.WindowDelta = figures.counters, figures.ok, figures.windowDelta
-	if want := out.Comparison.Metrics(); !figures.ok {
-		// The runner reported none of the counters: use what the same step wrote.
+	if want := out.Comparison.Metrics(); !out.CountersFromRunner {
 		slog.Warn("reconcile: the runner reported no comparison counters; the metrics are computed from the comparison instead")
 		out.Counters = want
 	} else if !maps.Equal(out.Counters, want) {
@@ -157,37 +150,32 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 // resolveNamed rewrites in place the stream's named positions ("pubsub:<message id>") to the raw
 // log's file positions through the archive's id sidecars; an unknown one stays as it is.
 func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLate, future []string) error {
-	var positions []string
-	for _, c := range conflicts {
-		positions = append(positions, c.Position)
+	var refs []*string
+	for i := range conflicts {
+		refs = append(refs, &conflicts[i].Position)
 	}
-	for _, t := range tooLate {
-		positions = append(positions, t.Position)
+	for i := range tooLate {
+		refs = append(refs, &tooLate[i].Position)
 	}
-	positions = append(positions, future...)
+	for i := range future {
+		refs = append(refs, &future[i])
+	}
+	positions := make([]string, len(refs))
+	for i, r := range refs {
+		positions[i] = *r
+	}
 	resolved, err := rawlog.ResolveIDPositions(dir, positions)
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}
-	if len(resolved) == 0 {
-		return nil
-	}
-	at := func(p string) string {
-		if f, ok := resolved[p]; ok {
-			return f
+	for _, r := range refs {
+		if f, ok := resolved[*r]; ok {
+			*r = f
 		}
-		return p
 	}
-	for i := range conflicts {
-		conflicts[i].Position = at(conflicts[i].Position)
+	if len(resolved) > 0 {
+		slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
 	}
-	for i := range tooLate {
-		tooLate[i].Position = at(tooLate[i].Position)
-	}
-	for i := range future {
-		future[i] = at(future[i])
-	}
-	slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
 	return nil
 }
 
@@ -246,52 +234,46 @@ func streamEvidence(ctx context.Context, st Store, source string) (
 	return conflicts, tooLate, future, resolveNamed(source, conflicts, tooLate, future)
 }
 
-// runnerFigures are the comparison's metrics as the runner reported them.
-type runnerFigures struct {
-	counters    map[string]int64
-	windowDelta Distribution
-	// ok: the runner reported at least one of the comparison's counters.
-	ok bool
-}
-
-// recompute builds and runs the pipeline and reads back its result and metrics.
-func recompute(ctx context.Context, o Options, runID string, parts []string, set Settings,
-	conflicts []model.Conflict, tooLate []model.TooLate) (Result, runnerFigures, error) {
+// recompute builds and runs the pipeline and reads its result and metrics into out.
+func recompute(ctx context.Context, out *Outcome, parts []string, set Settings,
+	conflicts []model.Conflict, tooLate []model.TooLate) error {
+	o := out.Options
 	dir := o.WorkDir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "reconcile-")
 		if err != nil {
-			return Result{}, runnerFigures{}, fmt.Errorf("reconcile: work dir: %w", err)
+			return fmt.Errorf("reconcile: work dir: %w", err)
 		}
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	path := resultPath(dir, runID)
+	path := resultPath(dir, out.RunID)
 	p, _, err := graph(ctx, o, parts, set, conflicts, tooLate, path)
 	if err != nil {
-		return Result{}, runnerFigures{}, err
+		return err
 	}
 	start := time.Now()
 	localrunner.UseSafeOptions(o.Runner)
 	if err := cli.UseSelfAsWorker(); err != nil {
-		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: %w", err)
+		return fmt.Errorf("reconcile: %w", err)
 	}
 	pr, err := beamx.RunWithMetrics(ctx, p)
 	if err != nil {
-		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: pipeline: %w", err)
+		return fmt.Errorf("reconcile: pipeline: %w", err)
 	}
-	figures := comparisonFigures(pr)
+	out.readFigures(pr)
 	res, err := ReadResult(ctx, path)
 	if err != nil {
-		return Result{}, runnerFigures{}, err
+		return err
 	}
 	if res.Comparison == nil {
-		return Result{}, runnerFigures{}, fmt.Errorf("reconcile: read result %s: no comparison line (incomplete result?)", path)
+		return fmt.Errorf("reconcile: read result %s: no comparison line (incomplete result?)", path)
 	}
+	out.Stats, out.Comparison = res.Stats, *res.Comparison
 	slog.Info("reconcile: recomputed and compared", "records", res.Stats.Read, "ids", res.Stats.IDs,
 		"keys", len(res.Totals), "compared", res.Comparison.Checked, "differing", len(res.Comparison.Diffs),
 		"took", time.Since(start).Round(time.Millisecond))
-	return res, figures, nil
+	return nil
 }
 
 // resultPath joins with "/": filepath.Join would mangle gs:// paths.
@@ -322,7 +304,7 @@ func graph(ctx context.Context, o Options, parts []string, set Settings, conflic
 	}
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
-	evidence := StreamEvidence(s, conflicts, tooLate, set.shards())
+	evidence := StreamEvidence(s, conflicts, tooLate, set.Shards)
 	totals, stats, err := Recompute(s, partitions, evidence, set)
 	if err != nil {
 		return nil, nil, err
@@ -365,16 +347,16 @@ func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	return cli.WriteDryRun(o.DryRun, stdout, pb)
 }
 
-// comparisonFigures reads the comparison's counters and distribution from a pipeline result.
-func comparisonFigures(pr beam.PipelineResult) (f runnerFigures) {
+// readFigures reads the comparison's counters and distribution from a pipeline result.
+func (out *Outcome) readFigures(pr beam.PipelineResult) {
 	if pr == nil {
-		return runnerFigures{}
+		return
 	}
 	defer func() {
 		// The runners panic on Metrics() when they could not fetch them.
 		if p := recover(); p != nil {
 			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
-			f = runnerFigures{}
+			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, Distribution{}
 		}
 	}()
 	all := pr.Metrics().AllMetrics()
@@ -382,14 +364,14 @@ func comparisonFigures(pr beam.PipelineResult) (f runnerFigures) {
 		if c.Namespace() != Namespace || !slices.Contains(MetricNames, c.Name()) {
 			continue
 		}
-		if f.counters == nil {
-			f.counters = make(map[string]int64, len(MetricNames))
+		if out.Counters == nil {
+			out.Counters = make(map[string]int64, len(MetricNames))
 			for _, n := range MetricNames {
-				f.counters[n] = 0 // a counter left at zero may not be reported
+				out.Counters[n] = 0 // a counter left at zero may not be reported
 			}
 		}
-		f.counters[c.Name()] += c.Result()
-		f.ok = true
+		out.Counters[c.Name()] += c.Result()
+		out.CountersFromRunner = true
 	}
 	for _, d := range all.Distributions() {
 		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
@@ -399,11 +381,10 @@ func comparisonFigures(pr beam.PipelineResult) (f runnerFigures) {
 		if v.Count == 0 {
 			continue
 		}
-		w := &f.windowDelta
+		w := &out.WindowDelta
 		if w.Count == 0 {
 			w.Min, w.Max = v.Min, v.Max
 		}
 		w.Count, w.Sum, w.Min, w.Max = w.Count+v.Count, w.Sum+v.Sum, min(w.Min, v.Min), max(w.Max, v.Max)
 	}
-	return f
 }

@@ -157,12 +157,7 @@ func newDelayRecorder() *delayRecorder {
 
 func (r *delayRecorder) add(ms int64) {
 	r.n++
-	for i, u := range delay.Buckets {
-		if ms < u || i == len(delay.Buckets)-1 {
-			r.counts[i]++
-			break
-		}
-	}
+	r.counts[delay.Index(ms)]++
 	q := ms - ms%1000
 	if ms >= time.Hour.Milliseconds() {
 		q = ms - ms%time.Minute.Milliseconds()

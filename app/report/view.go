@@ -33,7 +33,7 @@ type view struct {
 	Partitions []partitionView
 	Delays     []delayBucket
 	DelayTotal int64
-	Percentile []percentile
+	Percentile []Figure
 	// MetricDelays are the job's own delay metrics, when it reported any.
 	MetricDelays []metricDelay
 
@@ -87,11 +87,6 @@ type delayBucket struct {
 	Label string
 	Count int64
 	Share string
-}
-
-type percentile struct {
-	Name  string
-	Value string
 }
 
 // metricDelay is one delay metric of the job: its percentiles and bucket counts.
@@ -154,7 +149,7 @@ func newView(r Run) view {
 	}
 	v.DelayTotal, v.Delays = r.Delays.Total, delayBuckets(r.Delays)
 	if v.DelayTotal > 0 {
-		v.Percentile = []percentile{
+		v.Percentile = []Figure{
 			{"p50", Delay(r.Delays.P50)},
 			{"p95", Delay(r.Delays.P95)},
 			{"p99", Delay(r.Delays.P99)},
