@@ -8,9 +8,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/revenue-stream/hourly/internal/cli"
-	// These two register backends in every process of this binary, the
-	// workers included: gs:// paths for io/files, and every sink scheme for
-	// sink.Published (the revision step's seed).
+	// gs:// paths for io/files in every process of this binary, the workers included.
 	_ "github.com/revenue-stream/hourly/io/files/gcs"
 	_ "github.com/revenue-stream/hourly/io/files/s3" // s3:// paths
 	"github.com/revenue-stream/hourly/io/sinks"
@@ -20,13 +18,11 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// buildJob builds the run's pipeline and the proto the runner would be sent,
-// checked against the runner's capability profile (cli.CheckedProto): a
-// pipeline the runner cannot run as written is a *ConfigError.
+// buildJob builds the run's pipeline and its proto, checked against the runner's capability
+// profile (cli.CheckedProto): a pipeline the runner cannot run is a *ConfigError.
 func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline, error) {
 	o, signal := r.o, r.signal
-	// A restart or a second replay continues each key's changelog where the
-	// sink left it; the rows are read on a worker, never through the graph.
+	// Each key's changelog continues where the sink left it (read on a worker).
 	r.po.Published = o.Sink
 	var read func(s beam.Scope) beam.PCollection
 	if o.IsPubSub() {
@@ -34,9 +30,7 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 		pso.Stop = signal
 		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
 	} else {
-		// A restart re-reads only what dedup and the open windows need, from
-		// the points sealed once their records' outputs were durable
-		// (resume.go, seal.go); the workers write this run's checkpoints.
+		// A restart re-reads only what dedup and the open windows need (resume.go, seal.go).
 		if !r.dry {
 			var err error
 			if r.fo.Resume, r.po.PublishedBound, err = resumePoints(ctx, o.Sink, r.sum.Source, r.po); err != nil {
@@ -69,11 +63,9 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 	return p, pb, nil
 }
 
-// build is the design card's shape: read the source (the folder or the
-// subscription), compute, write.
+// build is the design card's shape: read the source, compute, write.
 func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
-	// Graph construction reports misuse by panicking: turn that into the
-	// one-line error a command owes its user.
+	// Graph construction reports misuse by panicking: make it a one-line error.
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, fmt.Errorf("building the pipeline: %v", r)

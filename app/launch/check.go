@@ -11,18 +11,18 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/io/files"
 	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/transforms"
 )
 
-// check is the run's set-up, before the job is built: the options
-// validated, the sink's run_config checked, the demo's log generated, the
-// source checked and the stop request's folder prepared. A failure is a
-// *ConfigError: one line and exit 2, as for a bad flag. A dry run contacts
-// nothing: no sink opened, no demo generated, no control folder probed.
+// check is the run's set-up: the options validated, the sink's run_config checked, the demo's log
+// generated, the source checked and the stop request's folder prepared; a failure is a
+// *ConfigError. A dry run contacts nothing.
 func (r *jobRun) check(ctx context.Context) error {
 	if err := r.o.Validate(); err != nil {
 		return err
@@ -33,15 +33,13 @@ func (r *jobRun) check(ctx context.Context) error {
 	}
 	r.liveDemo, r.dry = o.Demo == DemoLive, o.DryRun != ""
 	if r.liveDemo {
-		o.Follow = true // the feed's folder is followed
+		o.Follow = true
 	}
 	r.o = o
 	r.sum = &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Streaming(), Archive: o.ArchiveDir(),
 		Sink: o.Sink.String(), Runner: o.Runner, Started: time.Now()}
-	// A sink that cannot be opened, or holds another configuration's rows,
-	// is refused before a demo's log is generated (its control folder lies
-	// in the log's folder, which must not exist before); for a source the
-	// user gave, after the control folder's probe.
+	// A bad sink is refused before a demo's log is generated (the control folder lies in it), for a
+	// source the user gave after the control folder's probe.
 	generated := r.sum.Demo || r.liveDemo
 	checkRunConfig := func() error {
 		if r.dry {
@@ -53,7 +51,7 @@ func (r *jobRun) check(ctx context.Context) error {
 		return nil
 	}
 	if r.liveDemo && !r.dry {
-		if err := o.startLiveSinkClean(); err != nil {
+		if err := live.StartClean(o.Sink); err != nil {
 			return &ConfigError{Err: err}
 		}
 	}
@@ -62,7 +60,9 @@ func (r *jobRun) check(ctx context.Context) error {
 			return err
 		}
 	}
-	o.warnMemory()
+	if w := o.memoryWarning(transforms.WorkerMemory()); w != "" {
+		slog.Warn(w)
+	}
 	if err := r.prepareSource(); err != nil {
 		return &ConfigError{Err: err}
 	}
@@ -81,9 +81,8 @@ func (r *jobRun) check(ctx context.Context) error {
 	return nil
 }
 
-// prepareSource settles what the job reads and with which settings: the
-// live feed's folder or the demo's log (generated once), the pipeline and
-// reader options, and the read-ahead account.
+// prepareSource settles what the job reads and with which settings: the live feed's folder or the
+// demo's log, the pipeline and reader options, and the read-ahead account.
 func (r *jobRun) prepareSource() error {
 	o := r.o
 	r.po = o.Pipeline.WithDefaults()
@@ -91,11 +90,11 @@ func (r *jobRun) prepareSource() error {
 	case r.liveDemo:
 		r.sum.Source = o.LiveDir
 		var err error
-		if r.feed, err = o.liveFeed(r.po); err != nil {
+		if r.demo, err = live.NewDemo(o.LiveDir, r.po); err != nil {
 			return err
 		}
 		if !r.dry {
-			if err := prepareLiveDir(o.LiveDir, r.feed); err != nil {
+			if err := r.demo.PrepareDir(); err != nil {
 				return err
 			}
 		}
@@ -115,8 +114,7 @@ func (r *jobRun) prepareSource() error {
 	r.sum.Settings = settings(r.po)
 	r.fo = o.folderOptions(r.po)
 	r.fo.Unlisted = r.dry && unlisted(r.sum.Source)
-	// The read-ahead account lives in this process: prism has no
-	// backpressure (flow.ReadAhead).
+	// The read-ahead account lives in this process: prism has no backpressure.
 	if r.fo.ReadAheadRecords > 0 && !o.IsPubSub() {
 		r.readAhead = "ra-" + flow.Token(8)
 		r.fo.ReadAhead, r.po.ReadAhead = r.readAhead, r.readAhead
@@ -131,8 +129,7 @@ func (r *jobRun) prepareSource() error {
 	return nil
 }
 
-// absolutePaths makes the local paths of a run whose workers run in other
-// processes absolute: a worker's working directory is not the launcher's.
+// absolutePaths makes local paths absolute when workers run in other processes (other directories).
 func (o Options) absolutePaths() (Options, error) {
 	if cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return o, nil
@@ -156,13 +153,9 @@ func (o Options) absolutePaths() (Options, error) {
 	return o, errors.Join(errs...)
 }
 
-// stopSignal is the run's graceful-stop request in its control folder
-// (ControlDir), with a token no other run has, so an old request never stops
-// this run. A local folder is made absolute and created now, so that one the
-// launcher cannot write is refused before any work; a streaming run, which
-// ends only by a stop, also probes it with a write (a read-only bucket would
-// otherwise show only at the stop). A replay may never need a stop, so it is
-// not probed. With prepare false (a dry run) nothing is created or probed.
+// stopSignal is the run's stop request in ControlDir, with a token no other run has. With prepare
+// (not a dry run) the folder is created now, so a bad one is refused before any work, and a
+// streaming run, which ends only by a stop, probes it with a write.
 func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (sources.StopSignal, error) {
 	dir := o.ControlDir(source)
 	if dir == "" {
@@ -190,7 +183,7 @@ func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (s
 	}
 	if o.Streaming() {
 		if err := signal.Probe(ctx); err != nil {
-			if ctx.Err() != nil { // Ctrl-C during the probe: not the folder's fault
+			if ctx.Err() != nil { // Ctrl-C during the probe
 				return signal, fmt.Errorf("interrupted before the job started: %w", ctx.Err())
 			}
 			return signal, fmt.Errorf("the graceful stop cannot write its request to %s: %w (pass --control=FOLDER the launcher can write, e.g. --control=gs://BUCKET/PATH)", dir, err)
@@ -199,9 +192,8 @@ func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (s
 	return signal, nil
 }
 
-// unlisted reports whether a dry run must build the read of source without
-// listing it: a bucket (listing contacts the service) or a folder not there
-// yet (the demo's log, generated at the first real run).
+// unlisted reports whether a dry run reads source without listing it: a bucket, or a folder not
+// there yet (the demo's log).
 func unlisted(source string) bool {
 	if !files.IsLocal(source) {
 		return true

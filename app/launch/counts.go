@@ -8,11 +8,8 @@ import (
 // reading is one read of a job's counters, with what it can prove.
 type reading struct {
 	metrics.Counts
-	// committed: the runner's committed values (finished bundles), not
-	// attempted ones (in-flight and retried; zero where none reported).
-	committed bool
-	// reported: the runner reported at least one counter.
-	reported bool
+	// committed: the runner's committed values, not attempted ones; reported: any counter at all.
+	committed, reported bool
 }
 
 func readingOf(m beammetrics.Results) reading {
@@ -20,9 +17,8 @@ func readingOf(m beammetrics.Results) reading {
 	return reading{Counts: c, committed: committed, reported: reported}
 }
 
-// proves reports whether the reading proves every record read so far has its
-// verdict: committed counters that saw records (zero is what a runner without
-// live metrics shows), all of them judged.
+// proves reports whether committed counters saw records (a runner without live metrics shows
+// zero), all judged.
 func (r reading) proves() bool {
 	return r.committed && r.Read > 0 && r.Read == r.Verdicts()
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
@@ -20,10 +21,8 @@ import (
 	"github.com/revenue-stream/hourly/transforms"
 )
 
-// flagTable is cmd/launch's flag table over o: every flag once, in the
-// groups --help shows (the job's flags; the Beam runner's follow them).
-// A row's default is o's field before parsing, or its Default where that
-// field's zero value stands for a rule ("8 on prism, else ...").
+// flagTable is cmd/launch's flag table over o, in --help's groups. A default is o's field before
+// parsing, or Default where the zero value stands for a rule.
 func flagTable(o *Options) []cli.Group {
 	p := &o.Pipeline
 	return []cli.Group{
@@ -97,7 +96,7 @@ func flagTable(o *Options) []cli.Group {
 		}},
 		{Title: "Demo, live views and logs", Flags: []cli.Flag{
 			{Name: "demo", Value: cli.String(&o.Demo), Arg: "MODE", Default: DemoReplay,
-				Usage: "without --source: replay a generated history, or live: a generator writes ./" + DefaultLiveDir + " in real time (short windows, sink " + DefaultLiveSink + ")"},
+				Usage: "without --source: replay a generated history, or live: a generator writes ./" + live.DemoDir + " in real time (short windows, sink " + live.DemoSink + ")"},
 			{Name: "duration", Value: cli.Duration(&o.Duration), Default: "until Ctrl-C",
 				Usage: "stop a streaming run gracefully after this long"},
 			{Name: "ui", Value: cli.String(&o.UI), Arg: "[HOST:]PORT",
@@ -116,9 +115,7 @@ func flagTable(o *Options) []cli.Group {
 	}
 }
 
-// parseCacheSize reads --dedup-cache: a positive size in cli.ParseSize's
-// units, without its 1 GiB cap (--max-line's): a worker's cache is tens of
-// GiB.
+// parseCacheSize reads --dedup-cache: cli.ParseSize's units without its 1 GiB cap.
 func parseCacheSize(s string) (int, error) {
 	t := strings.TrimSpace(s)
 	digits := len(t) - len(strings.TrimLeft(t, "0123456789"))
@@ -130,10 +127,8 @@ func parseCacheSize(s string) (int, error) {
 	return int(n) * unit, nil
 }
 
-// Parse reads a command line (without the program name) into Options. It
-// checks syntax only: a value that is not a duration, a size, a level or a
-// sink string. Validate checks the settings together. An error is a
-// *ConfigError, or flag.ErrHelp for -h/--help.
+// Parse reads a command line (without the program name) into Options, checking syntax only
+// (Validate checks the settings). An error is a *ConfigError, or flag.ErrHelp for --help.
 func Parse(args []string) (Options, error) {
 	o := Defaults()
 	fs := cli.NewFlagSet("launch", flagTable(&o))
@@ -144,7 +139,7 @@ func Parse(args []string) (Options, error) {
 		return o, &ConfigError{Err: err}
 	}
 	if o.Demo == DemoLive {
-		if err := applyLiveDefaults(fs); err != nil {
+		if err := live.SetDemoDefaults(fs); err != nil {
 			return o, &ConfigError{Err: err}
 		}
 	}
@@ -170,8 +165,7 @@ func Parse(args []string) (Options, error) {
 	return o, nil
 }
 
-// Usage writes --help: what the command does, its exit codes, and the flag
-// table with each default once.
+// Usage writes --help: what the command does, its exit codes and the flag table.
 func Usage(w io.Writer) error {
 	o := Defaults()
 	return cli.NewFlagSet("launch", flagTable(&o)).WriteHelp(w, fmt.Sprintf(`Usage: launch [flags]

@@ -3,26 +3,27 @@ package launch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/metricsx"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
+	"github.com/revenue-stream/hourly/app/live"
 	"google.golang.org/grpc"
 )
 
-// job talks to a running job's job service for what beam.Run cannot offer
-// while it blocks: live counters and cancellation. Cancelling there, not
-// through beam.Run's context, keeps the job's final metrics.
+// job talks to a running job's job service for what beam.Run cannot offer while it blocks: live
+// counters and a cancellation that keeps the job's final metrics.
 type job struct {
 	conn   *grpc.ClientConn
 	client jobpb.JobServiceClient
 	id     string
 }
 
-// findJob connects to endpoint and finds the job named name (launch gives
-// every run a unique name) in a non-terminal state.
+// findJob connects to endpoint and finds the running job named name.
 func findJob(ctx context.Context, endpoint, name string) (*job, error) {
 	if endpoint == "" {
 		return nil, fmt.Errorf("no job service endpoint")
@@ -62,7 +63,6 @@ func (j *job) metrics(ctx context.Context) (*metrics.Results, error) {
 		return nil, fmt.Errorf("job %s: metrics: %w", j.id, err)
 	}
 	m := resp.GetMetrics()
-	// User counters need no pipeline proto: it only names PCollections.
 	return metricsx.FromMonitoringInfos(nil, m.GetAttempted(), m.GetCommitted()), nil
 }
 
@@ -75,3 +75,57 @@ func (j *job) cancel(ctx context.Context) error {
 }
 
 func (j *job) close() { j.conn.Close() }
+
+// jobFigures reads the running job's metrics from its job service, wherever the workers run: for
+// the live views (figures) and the sealer (reading).
+type jobFigures struct {
+	name string
+
+	mu sync.Mutex
+	j  *job
+}
+
+// figures is a live.FiguresFunc.
+func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
+	m := f.metrics(ctx)
+	if m == nil {
+		return live.Figures{}, false
+	}
+	return live.FiguresOf(m), true
+}
+
+// reading reads the job's counters (ok false: the job service did not answer).
+func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
+	m := f.metrics(ctx)
+	if m == nil {
+		return reading{}, false
+	}
+	return readingOf(*m), true
+}
+
+// metrics reads the job's metrics (nil: no answer), finding the job once; until it is submitted,
+// it is looked for again at each call.
+func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	f.mu.Lock()
+	if f.j == nil {
+		f.j, _ = findJob(ctx, *jobopts.Endpoint, f.name)
+	}
+	j := f.j
+	f.mu.Unlock()
+	if j == nil {
+		return nil
+	}
+	m, _ := j.metrics(ctx)
+	return m
+}
+
+func (f *jobFigures) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.j != nil {
+		f.j.close()
+		f.j = nil
+	}
+}

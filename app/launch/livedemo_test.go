@@ -173,31 +173,6 @@ func TestLiveDemoFlags(t *testing.T) {
 	}
 }
 
-// TestLiveDirOwnership checks that the live demo empties only a folder it
-// made.
-func TestLiveDirOwnership(t *testing.T) {
-	o := Defaults()
-	feed, err := o.liveFeed(o.Pipeline.WithDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "live")
-	if err := prepareLiveDir(dir, feed); err != nil {
-		t.Fatal(err)
-	}
-	appendFile(t, dir, "old.jsonl", "{}")
-	if err := prepareLiveDir(dir, feed); err != nil {
-		t.Fatal(err)
-	}
-	if files, _ := filepath.Glob(filepath.Join(dir, "p*", "*")); len(files) != 0 {
-		t.Errorf("the live folder was not emptied: %v", files)
-	}
-	other := t.TempDir()
-	if err := prepareLiveDir(other, feed); err == nil || !strings.Contains(err.Error(), "was not made by the live demo") {
-		t.Errorf("a foreign folder: %v", err)
-	}
-}
-
 var updateLive = flag.Bool("update-live", false, "TestLiveDemo: write the live page's screenshots to docs/live.png (FINAL windows, an idle partition), docs/live-early.png and docs/live-late.png")
 
 // pageWatch is what a headless Chromium saw of the live page during a job.
@@ -375,40 +350,6 @@ func (w *pageWatch) check(t *testing.T, docs string) {
 				t.Fatal(err)
 			}
 		}
-	}
-}
-
-// TestLiveDemoStartsClean: the live demo's own sink is removed with an
-// earlier run's rows (and SQLite's side files) before the run; a sink the
-// user named is kept as it is.
-func TestLiveDemoStartsClean(t *testing.T) {
-	t.Chdir(t.TempDir())
-	for _, f := range []string{"demo-live.db", "demo-live.db-wal", "mine.db"} {
-		if err := os.WriteFile(f, []byte("an earlier run"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o, err := Parse([]string{"--demo=live"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.startLiveSinkClean(); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"demo-live.db", "demo-live.db-wal"} {
-		if _, err := os.Stat(f); !os.IsNotExist(err) {
-			t.Errorf("%s survived the live demo's start: %v", f, err)
-		}
-	}
-	o, err = Parse([]string{"--demo=live", "--sink=sqlite:mine.db"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := o.startLiveSinkClean(); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile("mine.db"); err != nil || string(b) != "an earlier run" {
-		t.Errorf("the user's sink was touched: %q, %v", b, err)
 	}
 }
 

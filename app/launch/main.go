@@ -1,7 +1,6 @@
-// Package launch is cmd/launch as a library: flags parsed into Options,
-// checked before any work, the job built (a source → pipeline.Build →
-// sinks.Write), run on a Beam runner (prism by default), stopped gracefully
-// on SIGINT/SIGTERM, and summarised. cmd/launch only calls Main.
+// Package launch is cmd/launch as a library: flags parsed into Options, checked, the job built
+// (source → pipeline.Build → sinks.Write), run (prism by default), stopped gracefully on
+// SIGINT/SIGTERM, and summarised.
 package launch
 
 import (
@@ -20,8 +19,7 @@ const (
 	ExitUsage  = cli.ExitUsage // a bad flag, setting, source or sink: nothing was run
 )
 
-// Main runs the command with args (without the program name) and returns
-// its exit code. Errors found before any work are one line on stderr.
+// Main runs the command with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
 	var o Options
 	return cli.Main(cli.Command{
@@ -30,8 +28,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			o, err = Parse(args)
 			return err
 		},
-		Usage: func(stdout, _ io.Writer) { Usage(stdout) },
-		// Run validates the options, once.
+		Usage:    func(stdout, _ io.Writer) { Usage(stdout) },
 		Validate: func() (slog.Level, error) { return o.LogLevel, nil },
 		Run: func(ctx context.Context, stdout io.Writer) (int, error) {
 			_, err := Run(ctx, o, stdout)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
@@ -24,9 +25,15 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/watermark"
 
-	// Every runner the SDK ships registers itself and its flags, with the
-	// local and GCS filesystems.
+	// Every runner the SDK ships, its flags and the local and GCS filesystems.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+)
+
+// The demos --demo selects: a replay of a generated history (the default when there is no
+// --source) or a live feed written while the job follows it (app/live.Demo).
+const (
+	DemoReplay = "replay"
+	DemoLive   = "live"
 )
 
 // Defaults of the settings that are not pipeline settings.
@@ -34,26 +41,21 @@ const (
 	DefaultSink    = "sqlite:revenue.db"
 	DefaultDemoDir = "demo-data"
 	DefaultRunner  = "prism"
-	// DefaultQuietPeriod and DefaultStopTimeout shape a graceful stop: the
-	// job is cancelled once the sink is quiet that long, or at the timeout.
+	// A graceful stop cancels the job once the sink is quiet that long, or at the timeout.
 	DefaultQuietPeriod = 2 * time.Second
 	DefaultStopTimeout = 10 * time.Second
-	// DefaultSealEvery is how often a following folder run reads the
-	// resume points it could seal (four small queries); BigQuery bills at
-	// least 10 MB a query, hence bigQuerySealEvery there.
+	// DefaultSealEvery is how often a following folder run reads the resume points it could seal;
+	// BigQuery bills at least 10 MB a query, hence the longer periods there (also for the live views).
 	DefaultSealEvery  = 10 * time.Second
 	bigQuerySealEvery = 5 * time.Minute
-	// bigQueryLiveEvery is how often the live views read a BigQuery sink.
 	bigQueryLiveEvery = time.Minute
 )
 
-// Options is everything cmd/launch accepts, parsed and typed. Parse builds it
-// from flags; tests build it from Defaults. A field set by a flag is
-// described by the flag table (flags.go); zero durations and counts take the
+// Options is everything cmd/launch accepts, parsed and typed (Parse; tests start from Defaults). A
+// flag's field is described in the flag table (flags.go); zero durations and counts take the
 // defaults of the sources and pubsub packages.
 type Options struct {
-	// Source is a raw-log folder or "pubsub:projects/P/subscriptions/S";
-	// empty means the demo, a log generated once into DemoDir.
+	// Source is a raw-log folder or "pubsub:projects/P/subscriptions/S"; empty: the demo (DemoDir).
 	Source  string
 	DemoDir string
 	Follow  bool
@@ -64,53 +66,43 @@ type Options struct {
 
 	Sink    sink.Spec
 	BQFlush time.Duration
-	// Pipeline holds the settings of SPEC §2 and §3. Its Triggers.Early is
-	// the requested value: a replay runs with 0.
+	// Pipeline holds the settings of SPEC §2 and §3; a replay runs with Triggers.Early 0.
 	Pipeline pipeline.Options
 	Report   string
 	LogLevel slog.Level
-	// Runner is Beam's --runner; Rehearse, on prism, names the runner whose
-	// capability profile the pipeline is built and checked for.
+	// Runner is Beam's --runner; Rehearse, on prism, the runner whose capability profile counts.
 	Runner, Rehearse string
 
 	Settle, DiscoverEvery time.Duration
 	PrismUIPort           int
-	// Demo is "", DemoReplay or DemoLive (a feed written into LiveDir while
-	// the job follows it).
+	// Demo is "", DemoReplay or DemoLive (a feed written into LiveDir).
 	Demo, LiveDir    string
 	Duration         time.Duration
 	UI, MetricsAddr  string
 	SharedFilesystem bool
-	// DryRun is where Run writes the pipeline proto instead of running:
-	// cli.DryRunStdout or a file ("": run).
+	// DryRun is where Run writes the pipeline proto instead of running ("": run).
 	DryRun string
 	// Control is the folder of the run's stop request (see ControlDir).
 	Control string
 
-	// Not flags. QuietPeriod and StopTimeout shape a graceful stop
-	// (DefaultQuietPeriod); SealEvery: see DefaultSealEvery.
+	// Not flags. QuietPeriod and StopTimeout shape a graceful stop; SealEvery: DefaultSealEvery.
 	QuietPeriod, StopTimeout, SealEvery time.Duration
-	// RunToken names the run's stop request and checkpoints (empty: drawn
-	// at start; tests set it to read them).
+	// RunToken names the run's stop request and checkpoints (empty: drawn at start).
 	RunToken string
 	// ProgressEvery is the period of progress reports (0: none).
 	ProgressEvery time.Duration
-	// PollInterval, PullTimeout and MaxPerCall tune the readers (tests read
-	// one record per call to make the watermark step).
+	// PollInterval, PullTimeout and MaxPerCall tune the readers.
 	PollInterval, PullTimeout time.Duration
 	MaxPerCall                int
-	// ReadAhead bounds the records read but not yet taken in by dedup when
-	// the workers run in this process (flow.ReadAhead); 0 takes
-	// flow.DefaultReadAhead.
+	// ReadAhead bounds the records read but not yet taken in by dedup in this process
+	// (flow.ReadAhead; 0: flow.DefaultReadAhead).
 	ReadAhead int
-	// Workers is the worker count the dedup cache is sized for off prism;
-	// 0 takes the submission's (workers).
+	// Workers is the worker count the dedup cache is sized for off prism (0: workers()).
 	Workers int
 }
 
-// workers is the worker count the dedup cache is sized for: --workers, else
-// Dataflow's --num_workers or Flink's --parallelism, else 0 (DedupCacheFor
-// then sizes for one worker owning every shard).
+// workers is --workers, else Dataflow's --num_workers or Flink's --parallelism, else 0 (one
+// worker owning every shard).
 func (o Options) workers() int {
 	if o.Workers > 0 {
 		return o.Workers
@@ -126,12 +118,10 @@ func (o Options) workers() int {
 // IsPubSub reports whether the source is a Pub/Sub subscription.
 func (o Options) IsPubSub() bool { return strings.HasPrefix(o.Source, "pubsub:") }
 
-// Streaming reports whether the source is unbounded: a followed folder or a
-// Pub/Sub subscription.
+// Streaming reports whether the source is unbounded: a followed folder or Pub/Sub.
 func (o Options) Streaming() bool { return o.Follow || o.IsPubSub() }
 
-// ArchiveDir is a Pub/Sub source's archive folder: --pubsub-archive or the
-// pubsub package's default ("" for other sources).
+// ArchiveDir is a Pub/Sub source's archive folder: --pubsub-archive or the default ("": no Pub/Sub).
 func (o Options) ArchiveDir() string {
 	if !o.IsPubSub() {
 		return ""
@@ -146,14 +136,8 @@ func (o Options) ArchiveDir() string {
 	return filepath.Join(pubsub.DefaultArchiveRoot, id)
 }
 
-// profileRunner is the runner whose capability profile the pipeline is
-// built and checked for: the rehearsed one, else the one it runs on.
-func (o Options) profileRunner() string {
-	if o.Rehearse != "" {
-		return o.Rehearse
-	}
-	return o.Runner
-}
+// profileRunner is the runner whose capability profile the pipeline is built for.
+func (o Options) profileRunner() string { return cmp.Or(o.Rehearse, o.Runner) }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
@@ -163,7 +147,7 @@ func Defaults() Options {
 	}
 	return Options{
 		DemoDir:       DefaultDemoDir,
-		LiveDir:       DefaultLiveDir,
+		LiveDir:       live.DemoDir,
 		Sink:          spec,
 		BQFlush:       sinks.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
@@ -183,8 +167,7 @@ func (o Options) sealEvery() time.Duration {
 	return o.SealEvery
 }
 
-// liveSinkEvery is how often the live views read the sink's rows: every
-// refresh, except on BigQuery, which bills every query.
+// liveSinkEvery is how often the live views read the sink's rows (0: every refresh).
 func (o Options) liveSinkEvery() time.Duration {
 	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return bigQueryLiveEvery
@@ -192,9 +175,8 @@ func (o Options) liveSinkEvery() time.Duration {
 	return 0
 }
 
-// quietPeriod is how long the sink's write counters must stand still before
-// the output counts as settled; on BigQuery a row counts when buffered, so
-// the flush interval is added.
+// quietPeriod is how long the sink's write counters must stand still for the output to count as
+// settled; BigQuery counts a row when buffered, so the flush interval is added.
 func (o Options) quietPeriod() time.Duration {
 	if o.Sink.Scheme == sink.SchemeBigQuery {
 		return o.QuietPeriod + o.flushPolicy().Interval
@@ -206,11 +188,10 @@ func usagef(format string, args ...any) error {
 	return &ConfigError{Err: fmt.Errorf(format, args...)}
 }
 
-// Validate checks the settings together, before any work: every failure is
-// a *ConfigError naming its flag. It creates nothing.
+// Validate checks the settings together, before any work, creating nothing: every failure is a
+// *ConfigError naming its flag.
 func (o Options) Validate() error {
 	if o.IsPubSub() {
-		// A malformed subscription is the error to report first.
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
 			return &ConfigError{Err: err}
 		}
@@ -281,7 +262,6 @@ func (o Options) Validate() error {
 	}
 	switch {
 	case o.IsPubSub():
-		// The flag's own checks first, so that the error names it.
 		if a := o.ArchiveDir(); strings.Contains(a, "://") {
 			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
 				return usagef("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
@@ -295,8 +275,38 @@ func (o Options) Validate() error {
 			return &ConfigError{Err: err}
 		}
 	case o.Source != "" && (o.DryRun == "" || files.IsLocal(o.Source)):
-		// A dry run lists no bucket (see unlisted).
 		if err := sources.Validate(o.Source, o.folderOptions(o.Pipeline)); err != nil {
+			return &ConfigError{Err: err}
+		}
+	}
+	return nil
+}
+
+// validateDemo checks --demo, --duration, --ui and --metrics-addr against the rest.
+func (o Options) validateDemo() error {
+	switch o.Demo {
+	case "", DemoReplay:
+		if o.Demo == DemoReplay && o.Source != "" {
+			return usagef("--demo=replay replays the generated demo log: it takes no --source")
+		}
+	case DemoLive:
+		if o.Source != "" {
+			return usagef("--demo=live writes its own source folder (./%s): it takes no --source", o.LiveDir)
+		}
+		if _, err := live.NewDemo(o.LiveDir, o.Pipeline.WithDefaults()); err != nil {
+			return usagef("--demo=live: %v", err)
+		}
+	default:
+		return usagef("--demo: %q: want %s or %s", o.Demo, DemoReplay, DemoLive)
+	}
+	if o.Duration < 0 {
+		return usagef("--duration must not be negative, got %v", o.Duration)
+	}
+	if o.Duration > 0 && !o.Streaming() && o.Demo != DemoLive {
+		return usagef("--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself")
+	}
+	for _, a := range []struct{ flag, value string }{{"--ui", o.UI}, {"--metrics-addr", o.MetricsAddr}} {
+		if _, err := live.Addr(a.flag, a.value); a.value != "" && err != nil {
 			return &ConfigError{Err: err}
 		}
 	}
@@ -305,10 +315,8 @@ func (o Options) Validate() error {
 
 const controlName = "_control"
 
-// ControlDir is where a graceful stop writes the run's stop request
-// (sources.StopSignal): --control, or _control in the folder the job reads
-// (the Pub/Sub archive, or source), which every worker reaches. Readers and
-// reconcile skip names starting with '_' (rawlog.Ignored).
+// ControlDir is where a graceful stop writes the run's stop request: --control, or _control in the
+// folder every worker reads (the Pub/Sub archive, or source); '_' names are skipped (rawlog.Ignored).
 func (o Options) ControlDir(source string) string {
 	if o.Control != "" {
 		return o.Control
@@ -353,8 +361,7 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 	}
 }
 
-// readAhead is the sources' read-ahead bound in records: 0 (none) unless the
-// workers run in this process, where the account lives (flow.ReadAhead).
+// readAhead is the sources' read-ahead bound in records: 0 unless the workers run in this process.
 func (o Options) readAhead() int {
 	if !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return 0
@@ -362,8 +369,7 @@ func (o Options) readAhead() int {
 	return cmp.Or(o.ReadAhead, flow.DefaultReadAhead)
 }
 
-// runConfig is what the sink stores in run_config: the settings that shape
-// window_start keys and which events a key holds (SPEC §5).
+// runConfig is the sink's run_config: the settings that shape the keys (SPEC §5).
 func (o Options) runConfig() map[string]string {
 	po := o.Pipeline.WithDefaults()
 	return map[string]string{
@@ -381,9 +387,7 @@ func (o Options) flushPolicy() sinks.FlushPolicy {
 	return p
 }
 
-// placement refuses the parts of a run its workers could not reach: with
-// workers in other processes, a local source, archive, sink or control
-// folder would be each worker's own copy.
+// placement refuses local paths that workers in other processes would each see their own copy of.
 func (o Options) placement() error {
 	p := cli.Placement{Runner: o.Runner, EnvironmentType: *jobopts.EnvironmentType, Shared: o.SharedFilesystem}
 	switch o.Sink.Scheme {

@@ -16,17 +16,15 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// prismUI records the ports prism's web UI (--prism-ui-port) is served on.
-// The SDK's in-process prism runner starts no UI; prism.CreateWebServer
-// serves one over any job service client.
+// prismUI records the ports prism's web UI (--prism-ui-port) is served on: the in-process runner
+// starts none, prism.CreateWebServer serves one over a job service client.
 var prismUI struct {
 	mu      sync.Mutex
 	started map[int]bool
 }
 
-// startPrismUI serves prism's web UI on localhost:port for the job service
-// at *jobopts.Endpoint (set by localrunner.EnsureJobService), once per port
-// and process, for as long as the process lives.
+// startPrismUI serves prism's web UI on localhost:port for the job service at *jobopts.Endpoint,
+// once per port and process.
 func startPrismUI(port int) error {
 	prismUI.mu.Lock()
 	defer prismUI.mu.Unlock()
@@ -34,8 +32,7 @@ func startPrismUI(port int) error {
 		return nil
 	}
 	addr := fmt.Sprintf("localhost:%d", port)
-	// prism's web server logs a failed listen and goes on: check first, so
-	// that a port in use is an error naming the flag.
+	// prism's web server logs a failed listen and goes on: check first.
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--prism-ui-port=%d: %w", port, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -17,8 +18,7 @@ import (
 // DefaultProgressEvery is how often a running job reports progress.
 const DefaultProgressEvery = 2 * time.Second
 
-// progress reports a run's figures while it runs: one line rewritten in
-// place on a terminal, else a log line every period.
+// progress reports a run's figures: one line rewritten in place on a terminal, else a log line.
 type progress struct {
 	w        io.Writer
 	terminal bool
@@ -32,18 +32,15 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, started: time.Now(), last: time.Now(), terminal: isTerminal(w)}
 }
 
-// report shows the figures so far, the stalled Pub/Sub reader keys among
-// parts, and the read-ahead against its budget (ra nil: none).
+// report shows the figures so far, stalled Pub/Sub reader keys, and the read-ahead against its
+// budget (ra nil: none).
 func (p *progress) report(c metrics.Counts, parts []live.Partition, ra *flow.ReadAhead, budget int) {
 	now := time.Now()
 	rate := float64(c.Read-p.lastRead) / now.Sub(p.last).Seconds()
 	p.last, p.lastRead = now, c.Read
 	rows := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
-	// Last lines without a newline a follower waits on (--settle).
-	pending := sources.PendingTails()
-	// Non-zero: the Pub/Sub archive is slow or failing.
+	pending := sources.PendingTails() // last lines without a newline (--settle)
 	held, retried := c.Counters[pubsub.MetricHeldExtended], c.Counters[pubsub.MetricArchiveRetries]
-	// Reader keys holding messages without emitting any: "pubsub 1m4s".
 	var stalled []string
 	for _, part := range parts {
 		if part.StalledMs > 0 {
@@ -84,4 +81,14 @@ func (p *progress) done() {
 	if p.terminal && p.wrote {
 		fmt.Fprintln(p.w)
 	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -10,10 +10,8 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// writeReport writes the run report (--report) through package report: the
-// job and its settings, the figures, the watermark per partition traced
-// from the raw log (or a Pub/Sub source's archive), every key's revisions
-// and the audit tables' sizes.
+// writeReport writes the run report (--report): the job, its settings and figures, the watermark
+// per partition traced from the raw log (or archive), every key's revisions and the audit sizes.
 func writeReport(path string, s *Summary, po pipeline.Options) error {
 	run := report.Run{
 		Title:    "Hourly revenue: " + s.Source,

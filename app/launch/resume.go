@@ -12,22 +12,11 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// resumeHorizon is the event time before which a restarted job need not
-// re-read anything (SPEC §8: restart cost grows with the retention, not the
-// history). A record it skips must be one that can change nothing:
-//
-//   - its window is FINAL in the sink: every window with rows that starts
-//     before the earliest window not yet FINAL (openStart) is;
-//   - its event_id is no longer remembered by dedup: the sink's FINAL rows
-//     prove the watermark passed finalEnd + lateness, and an id is forgotten
-//     once the watermark is retention past its event time. The extra bound
-//     covers the records of the last files before the horizon, whose
-//     partition watermark lagged their event times by up to the bound.
-//
-// A partition's files are skipped up to the last checkpoint whose largest
-// valid event time is below the horizon: every record in them has an event
-// time no later than that. ok is false when the sink proves nothing (no
-// FINAL row): the restart then reads everything.
+// resumeHorizon is the event time before which a restart need not re-read anything (SPEC §8). A
+// skipped record must change nothing: its window is FINAL (it starts before openStart, the earliest
+// window not FINAL), and dedup has forgotten its id (FINAL rows prove the watermark passed
+// finalEnd + lateness; an id goes once the watermark is retention past it; the bound covers the
+// lag of the last files' watermark). ok is false without a FINAL row: then everything is read.
 func resumeHorizon(finalEnd int64, hasFinal bool, openStart int64, hasOpen bool, po pipeline.Options) (int64, bool) {
 	if !hasFinal {
 		return 0, false
@@ -41,10 +30,8 @@ func resumeHorizon(finalEnd int64, hasFinal bool, openStart int64, hasOpen bool,
 	return h, true
 }
 
-// chooseResume picks, per partition, the last checkpoint (sorted by
-// partition, then file) whose largest valid event time lies below the
-// horizon, if past the partition's sealed point: resume points only move
-// forward.
+// chooseResume picks, per partition, the last checkpoint (sorted by partition, then file) whose
+// largest valid event time lies below horizon, if past its sealed point: they only move forward.
 func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.Checkpoint) []model.Checkpoint {
 	at := map[string]string{}
 	for _, c := range sealed {
@@ -67,14 +54,10 @@ func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.
 	return out
 }
 
-// seedBound is the earliest window whose sink row the revision step needs
-// (sink.Published), given where every partition resumes. A partition resumed
-// after c restarts its watermark at c.MaxValid - bound, so any record of a
-// window ending by min(MaxValid) - bound - lateness is too late by rule (a)
-// of SPEC §4 (and by rule (b): the pipeline watermark starts there too).
-// Windows not yet FINAL (from openStart) are always kept. A partition read
-// from its first file, or resumed with no watermark, can reach any window:
-// then every row is needed (the zero bound).
+// seedBound is the earliest window whose sink row the revision step needs (sink.Published). A
+// partition resumed after c restarts its watermark at c.MaxValid - bound, so a window ending by
+// min(MaxValid) - bound - lateness is closed (SPEC §4); windows not FINAL are kept. A partition
+// read from its first file, or resumed without a watermark, needs every row (the zero bound).
 func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, hasOpen bool, po pipeline.Options) sink.SeedBound {
 	if len(partitions) == 0 {
 		return sink.SeedBound{}
@@ -101,10 +84,8 @@ func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, 
 	return sink.SeedBound{Bounded: true, StartFrom: from}
 }
 
-// resumePoints reads where a folder source resumes each partition (nil: read
-// everything), from the points an earlier run sealed once their records'
-// outputs were durable (sealer), and the windows whose rows the revision step
-// needs (seedBound). A sink without progress tables (console) resumes nothing.
+// resumePoints reads where a folder source resumes each partition (nil: everything), from the
+// points earlier runs sealed, and the windows whose rows the revision step needs (seedBound).
 func resumePoints(ctx context.Context, spec sink.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sink.SeedBound, error) {
 	none := sink.SeedBound{}
 	store, ok, err := sinks.OpenProgress(ctx, spec)

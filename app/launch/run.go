@@ -7,25 +7,17 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/flow"
-	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // Run runs the job o describes, prints its summary to out and returns it.
 //
-// ctx ending is a graceful stop (SIGINT, SIGTERM): the readers stop but never
-// finish, so no window gets a FINAL row before its correction period; once
-// the sink is quiet for o.QuietPeriod (at most o.StopTimeout) the job is
-// cancelled and the summary still printed. A replay that runs to its end is
-// DONE; a followed folder and a Pub/Sub subscription end only so.
-//
-// Errors before the job starts, a pipeline the runner's capability profile
-// refuses included, are *ConfigError (exit 2). A run that failed, or whose
-// figures break the conservation identity, returns an error with its summary
-// (exit 1). With o.DryRun, Run builds the same pipeline without contacting
-// any service, writes its proto (cli.WriteDryRun) and returns a nil summary.
+// ctx ending is a graceful stop (SIGINT, SIGTERM): the readers stop without finishing, so no window
+// is FINAL before its correction period; once the sink is quiet for o.QuietPeriod (at most
+// o.StopTimeout) the job is cancelled and the summary printed. Errors before the job starts are
+// *ConfigError (exit 2); a failed run, or one breaking conservation, returns an error with its
+// summary (exit 1). With o.DryRun, Run writes the pipeline's proto and returns a nil summary.
 func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	r := &jobRun{o: o}
 	defer r.close()
@@ -49,9 +41,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	return r.summarise(ctx, res, planned, out)
 }
 
-// jobRun is one run of the job, filled in by its steps: check (check.go),
-// buildJob (build.go), startViews and supervise (supervise.go), summarise
-// (summary.go).
+// jobRun is one run of the job, filled in by its steps: check, buildJob, startViews and
+// supervise, summarise (each in its file).
 type jobRun struct {
 	o        Options
 	po       pipeline.Options
@@ -59,16 +50,15 @@ type jobRun struct {
 	sum      *Summary
 	dry      bool
 	liveDemo bool
-	feed     gen.LiveConfig
+	demo     *live.Demo
 	signal   sources.StopSignal
 	seal     *sealer
 	// readAhead names the sources' read-ahead account ("": none).
 	readAhead string
 	mon       *live.Monitor
 	uiURL     string
-	// beforeStop runs when ctx ends, before the readers stop; drained
-	// reports whether every record read so far has its verdict.
-	beforeStop func(drained func() bool)
+	// beforeStop runs when ctx ends, before the readers stop.
+	beforeStop func()
 	cleanup    []func()
 }
 
@@ -81,16 +71,12 @@ func (r *jobRun) close() {
 	}
 }
 
-// keepPage says whether a run with --ui keeps its page up after the job has
-// ended, until Ctrl-C: when a person is at the terminal.
+// keepPage says whether a run with --ui keeps its page up after the job until Ctrl-C.
 var keepPage = func() bool { return isTerminal(os.Stdout) }
 
-// ConfigError is a bad command line, setting, source or sink, found before
-// any work: one line, exit 2 (SPEC §6).
+// ConfigError is a bad command line, setting, source or sink, found before any work: one line,
+// exit 2 (SPEC §6).
 type ConfigError struct{ Err error }
 
 func (e *ConfigError) Error() string { return cli.OneLine(e.Err) }
 func (e *ConfigError) Unwrap() error { return e.Err }
-
-// readAheadOf is the run's read-ahead account (nil: none).
-func (r *jobRun) readAheadOf() *flow.ReadAhead { return flow.ReadAheadOf(r.readAhead) }

@@ -16,25 +16,15 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// sealer writes a folder-source run's resume points (source_resume) once the
-// outputs of every record before them are durable, so a restart never skips
-// a record whose audit or window row a crash lost (SPEC §8).
-//
-// A checkpoint in the sink (sinks.WriteProgress, keyed) proves the runner
-// committed the bundle that read its records, nothing about their outputs.
-// So the sealer (1) reads a candidate: per partition the last checkpoint
-// below the resume horizon (chooseResume); (2) waits until the runner's
-// committed counters show every record read judged and the sink's write
-// counters have stood still for the quiet period since; (3) seals it.
-// A following run seals whenever it is quiet, every run at its end when it
-// finished or its stop settled. Only committed counters count
-// (reading.proves): a runner without live metrics (capability.LiveMetrics)
-// seals only at the end of a finished job, and a run that seals nothing
-// says why once (decline).
-
 // sealPoll is how often a following run reads the runner's counters.
 const sealPoll = time.Second
 
+// sealer writes a folder-source run's resume points once the outputs of every record before them
+// are durable, so a restart never skips a record whose row a crash lost (SPEC §8). A checkpoint
+// proves only that the runner committed the bundle that read its records. So the sealer (1) reads
+// a candidate (chooseResume), (2) waits until committed counters show every record judged and the
+// sink's writes stood still for the quiet period (reading.proves), (3) seals it: whenever a
+// following run is quiet, and at the end of a finished or settled run.
 type sealer struct {
 	spec  sink.Spec
 	run   string
@@ -53,16 +43,14 @@ type sealer struct {
 	writes   quietWatch
 }
 
-// quietWatch notes when the sink's write counters in the runner's metrics
-// last changed: the graceful stop and the sealer judge "settled" by it.
+// quietWatch notes when the sink's write counters last changed: "settled" for the stop and the seal.
 type quietWatch struct {
 	written int64
 	changed time.Time
 }
 
-// observe notes a reading taken at now and reports whether it shows every
-// record read judged (a guess on attempted counters, good enough to time a
-// stop), and whether it proves so (reading.proves, what a seal needs).
+// observe notes a reading taken at now: drained, every record read judged (a guess on attempted
+// counters, enough to time a stop); proven, reading.proves (what a seal needs).
 func (w *quietWatch) observe(now time.Time, r reading) (drained, proven bool) {
 	if n := r.SinkAccepted + r.SinkStale + r.SinkAudit; n != w.written {
 		w.written, w.changed = n, now
@@ -85,8 +73,7 @@ func newSealer(spec sink.Spec, run string, po pipeline.Options, quiet, every tim
 	return s
 }
 
-// noLiveProof says why runner's counters prove nothing while its job runs
-// ("" when it reports live committed metrics, as prism does).
+// noLiveProof says why runner's counters prove nothing while its job runs ("": they do).
 func noLiveProof(runner string) string {
 	if l, lacks := capability.For(runner).Lack(capability.LiveMetrics); lacks {
 		return fmt.Sprintf("the %s runner gives no live metrics (%s)", runner, l.Proof)
@@ -94,8 +81,7 @@ func noLiveProof(runner string) string {
 	return ""
 }
 
-// decline logs, once, why the run seals no (more) resume points and what a
-// restart will re-read.
+// decline logs, once, why the run seals no (more) resume points and what a restart re-reads.
 func (s *sealer) decline(why string) {
 	if s.declined {
 		return
@@ -117,8 +103,7 @@ func (s *sealer) rereads() string {
 	return fmt.Sprintf("a restart re-reads each partition from its last sealed point (%s), a partition without one from its first file", strings.Join(at, ", "))
 }
 
-// open opens the sink's progress tables on first use (the job's first write
-// creates a SQLite file); ok is false for a sink without them.
+// open opens the sink's progress tables on first use (ok false: the sink has none).
 func (s *sealer) open(ctx context.Context) (bool, error) {
 	if s.store != nil {
 		return true, nil
@@ -131,8 +116,7 @@ func (s *sealer) open(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// candidate is step 1: the resume points the sink's rows allow now (nil
-// when none moves forward).
+// candidate is step 1: the resume points the sink's rows allow now (nil: none moves forward).
 func (s *sealer) candidate(ctx context.Context, now time.Time) (*sealCandidate, error) {
 	if ok, err := s.open(ctx); err != nil || !ok {
 		return nil, err
@@ -164,15 +148,13 @@ func (s *sealer) candidate(ctx context.Context, now time.Time) (*sealCandidate, 
 	return &sealCandidate{at: now, points: points}, nil
 }
 
-// sealDue is step 2's rule: every record judged, and the sink's write
-// counters unchanged for quiet since the candidate was read.
+// sealDue is step 2: every record judged, and no write for quiet since the candidate was read.
 func sealDue(candidateAt, changed, now time.Time, quiet time.Duration, drained bool) bool {
 	return drained && now.Sub(later(changed, candidateAt)) >= quiet
 }
 
-// observe takes one reading of the runner's counters while the job runs:
-// it seals a candidate sealDue confirms and reads a new one every s.every.
-// Errors are logged: a failed seal costs a longer restart, never a wrong one.
+// observe takes one reading while the job runs: it seals a due candidate and reads a new one every
+// s.every. Errors are logged: a failed seal costs a longer restart, never a wrong one.
 func (s *sealer) observe(ctx context.Context, now time.Time, r reading) {
 	if s.noLive != "" {
 		s.decline(s.noLive + " while the job runs")
@@ -195,8 +177,7 @@ func (s *sealer) observe(ctx context.Context, now time.Time, r reading) {
 	}
 }
 
-// final seals at the end of a run whose outputs are all durable; unproven
-// (from outcome.unproven) says why not, and then nothing is sealed.
+// final seals at the end of a run unless unproven (outcome.unproven) says why not.
 func (s *sealer) final(ctx context.Context, unproven string) error {
 	if unproven != "" {
 		s.decline(unproven)
@@ -220,7 +201,6 @@ func (s *sealer) seal(ctx context.Context, points []model.Checkpoint) error {
 		s.points[c.Partition] = c
 		slog.Info("restart point sealed", "partition", c.Partition, "after", c.File, "max_valid_event_time", fmtEventTime(c.MaxValid))
 	}
-	// Checkpoints of earlier runs are never read again.
 	if err := s.store.PruneCheckpoints(ctx, s.run); err != nil {
 		return fmt.Errorf("sink %s: %w", s.spec, err)
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// sinkView is what a run's summary and report show of the sink: its tables
-// counted where they are stored (COUNT(*)), and the latest current rows.
+// sinkView is what the summary and report show of the sink: its tables counted (COUNT(*)) and the
+// latest current rows.
 type sinkView struct {
 	Readable bool
 	Tally    sinks.Tally
@@ -22,8 +22,7 @@ type sinkView struct {
 	spec  sink.Spec
 }
 
-// checkSink opens the sink before the job to refuse settings that differ
-// from its rows' (SPEC §5 run_config); the job's writers open their own.
+// checkSink refuses settings that differ from the sink's rows' (SPEC §5 run_config).
 func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
 	s, err := sinks.Open(ctx, spec)
 	if err != nil {

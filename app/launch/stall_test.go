@@ -7,6 +7,7 @@ import (
 	"time"
 
 	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/metrics"
 )
 
@@ -25,7 +26,7 @@ func TestProgressShowsStall(t *testing.T) {
 		gauge("pubsub", beammetrics.GaugeValue{Value: 65_000, Timestamp: t1}, beammetrics.GaugeValue{Value: 0, Timestamp: t0}),
 		gauge("pubsub-01", beammetrics.GaugeValue{Value: 65_000, Timestamp: t0}, beammetrics.GaugeValue{Value: 0, Timestamp: t1}),
 	}, nil, nil)
-	parts := partitionsOf(m, map[string]int64{"pubsub": 10, "pubsub-01": 5})
+	parts := live.FiguresOf(m).Partitions
 	got := map[string]int64{}
 	for _, p := range parts {
 		got[p.Name] = p.StalledMs
@@ -37,7 +38,7 @@ func TestProgressShowsStall(t *testing.T) {
 	line := func(m *beammetrics.Results) string {
 		var b bytes.Buffer
 		p := &progress{w: &b, terminal: true, started: time.Now(), last: time.Now()}
-		p.report(metrics.Counts{}, partitionsOf(m, nil), nil, 0)
+		p.report(metrics.Counts{}, live.FiguresOf(m).Partitions, nil, 0)
 		return b.String()
 	}
 	if l := line(m); !strings.Contains(l, "STALLED pubsub 1m5s") || strings.Contains(l, "pubsub-01") {

@@ -16,27 +16,25 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
-// summarise fills the summary from the job's outcome and the sink's counts,
-// checks conservation, seals the run's resume points, prints the summary and
-// writes the report. With --ui and a person at the terminal, the page stays
-// up until Ctrl-C (ctx).
+// summarise fills the summary from the job's outcome and the sink's counts, checks conservation,
+// seals the resume points, prints the summary and writes the report. With --ui and a person at
+// the terminal, the page stays up until Ctrl-C (ctx).
 func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out io.Writer) (*Summary, error) {
 	sum := r.sum
 	sum.Duration = time.Since(sum.Started)
 	if r.readAhead != "" {
-		ra := r.readAheadOf()
+		ra := flow.ReadAheadOf(r.readAhead)
 		sum.ReadAhead = &ReadAheadFigures{Budget: r.fo.ReadAheadRecords, Peak: ra.Peak(), PastBudget: ra.PastBudget()}
 	}
 	sum.JobID, sum.Interrupted = res.jobID, res.interrupted
 	if *jobopts.Async && res.err == nil {
-		// Submitted, not run: no figures yet, and no resume point provable
-		// (docs/operations.md).
 		fmt.Fprintf(out, "job %s submitted (--async): the launcher does not wait for it, so there is no summary and no resume point is sealed\n", res.jobID)
 		return sum, nil
 	}
@@ -59,8 +57,7 @@ func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out i
 	if r.mon != nil {
 		r.mon.SetState(sum.State)
 	}
-	// Release the loopback workers' handles (runners do not promise
-	// Teardown) before reading the sink back, even after an interruption.
+	// Release the loopback workers' handles (Teardown is not promised) before reading the sink.
 	bg := context.WithoutCancel(ctx)
 	if err := sinks.CloseShared(); err != nil {
 		slog.Warn("closing the sink after the job", "err", err)
@@ -109,8 +106,7 @@ const (
 	StateFailed    = "FAILED"
 )
 
-// Summary is what a run did: its settings, the job's figures, and what the
-// sink holds afterwards; printed at the end of every run and reported.
+// Summary is what a run did: its settings, the job's figures and what the sink holds afterwards.
 type Summary struct {
 	Source string `json:"source"`
 	Demo   bool   `json:"demo"`
@@ -120,8 +116,7 @@ type Summary struct {
 	Sink    string `json:"sink"`
 	Runner  string `json:"runner"`
 	JobID   string `json:"job_id,omitempty"`
-	// State is DONE (also a stop by --duration, then Planned), CANCELLED
-	// (after a graceful stop) or FAILED.
+	// State is DONE (also at --duration: Planned), CANCELLED (a graceful stop) or FAILED.
 	State       string        `json:"state"`
 	Interrupted bool          `json:"interrupted"`
 	Planned     bool          `json:"planned_stop,omitempty"`
@@ -134,8 +129,7 @@ type Summary struct {
 	Conserved bool   `json:"conserved"`
 	Identity  string `json:"identity"`
 	Error     string `json:"error,omitempty"`
-	// ReadAhead is the read-ahead bound on the embedded runner and its peak
-	// (nil: no bound).
+	// ReadAhead is the embedded runner's read-ahead bound and peak (nil: none).
 	ReadAhead *ReadAheadFigures `json:"read_ahead,omitempty"`
 
 	view sinkView
@@ -143,8 +137,8 @@ type Summary struct {
 	unchecked bool
 }
 
-// ReadAheadFigures are a run's read-ahead bound and peak, in records, and the
-// source calls that read past it for the watermark to move (flow.ReadAhead).
+// ReadAheadFigures are a run's read-ahead bound and peak, in records, and the source calls that
+// read past it for the watermark to move (flow.ReadAhead).
 type ReadAheadFigures struct {
 	Budget     int   `json:"budget"`
 	Peak       int64 `json:"peak"`

@@ -15,19 +15,19 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/pipeline"
 )
 
-// startViews starts what watches the job besides the progress line: prism's
-// web UI (--prism-ui-port), the live views' monitor (the terminal table of a
-// streaming run on a terminal), the page of --ui and /metrics.
+// startViews starts what watches the job besides the progress line: prism's web UI, the live
+// views' monitor (a streaming run's table on a terminal), the page of --ui and /metrics.
 func (r *jobRun) startViews(ctx context.Context) error {
 	o, sum := r.o, r.sum
 	if o.PrismUIPort > 0 {
-		// The UI needs the job service's address: start that first.
 		if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 			return &ConfigError{Err: err}
 		}
@@ -52,7 +52,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		r.onClose(func() { mon.Close() })
 	}
 	if o.UI != "" {
-		addr, _ := uiAddr(o.UI) // checked by Validate
+		addr, _ := live.Addr("--ui", o.UI) // checked by Validate
 		srv, err := live.Serve(addr, r.mon)
 		if err != nil {
 			return &ConfigError{Err: err}
@@ -62,7 +62,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		slog.Info("live page", "url", srv.URL(), "metrics", srv.URL()+"metrics")
 	}
 	if o.MetricsAddr != "" {
-		addr, _ := metricsAddr(o.MetricsAddr) // checked by Validate
+		addr, _ := live.Addr("--metrics-addr", o.MetricsAddr) // checked by Validate
 		srv, err := live.ServeMetrics(addr, r.mon)
 		if err != nil {
 			return &ConfigError{Err: err}
@@ -73,9 +73,8 @@ func (r *jobRun) startViews(ctx context.Context) error {
 	return nil
 }
 
-// supervise runs the job p until it ends or ctx ends (then a graceful stop),
-// with the live demo's feed beside it. planned says the stop came from
-// --duration, not from Ctrl-C.
+// supervise runs the job p until it ends or ctx ends (then a graceful stop), with the live demo's
+// feed beside it. planned says the stop came from --duration, not from Ctrl-C.
 func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer) (res outcome, planned bool) {
 	o, sum := r.o, r.sum
 	if o.IsPubSub() {
@@ -92,20 +91,10 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 		ctx = timed
 	}
 	if r.liveDemo {
-		liveBanner(out, o.LiveDir, sum.Sink, r.uiURL, r.po, r.feed)
-		// The feed stops first at Ctrl-C or --duration (see drainFeed), or
-		// when the job ends by itself (a failure).
-		feedCtx, stopFeed := context.WithCancel(context.WithoutCancel(ctx))
-		wait := startLiveFeed(feedCtx, o.LiveDir, r.feed)
-		po := r.po
-		r.beforeStop = func(drained func() bool) { stopFeed(); drainFeed(po, drained) }
-		r.onClose(func() {
-			stopFeed()
-			st := wait()
-			slog.Info("live feed stopped", "lines", st.Lines, "files", st.Files, "events", st.Events, "duplicates", st.Duplicates,
-				"conflicts", st.Conflicts, "late", st.Late, "backlog", st.Backlog, "too_late", st.TooLate,
-				"malformed", st.Malformed, "idle_gaps", st.IdleGaps)
-		})
+		// The feed stops first at Ctrl-C or --duration, or when the job ends by itself (a failure).
+		stop, wait := r.demo.Start(ctx, out, sum.Sink, r.uiURL)
+		r.beforeStop = stop
+		r.onClose(wait)
 	}
 	res = r.execute(ctx, p)
 	if err := r.signal.Clear(context.WithoutCancel(ctx)); err != nil {
@@ -121,8 +110,7 @@ type outcome struct {
 	metrics     *metrics.Counts
 	committed   bool // metrics are the runner's committed counters
 	interrupted bool
-	// settled: the graceful stop saw every record judged and the sink quiet
-	// on committed counters (reading.proves); unsettled says why not.
+	// settled: the stop saw every record judged on committed counters and the sink quiet.
 	settled   bool
 	unsettled string
 	// detached: why the launcher left a job it cannot stop (Dataflow).
@@ -130,9 +118,8 @@ type outcome struct {
 	err      error
 }
 
-// unproven says why the run's end does not prove what a seal needs ("" when
-// it does): a finished or settled job whose committed counters saw records,
-// all judged.
+// unproven says why the run's end does not prove what a seal needs: a finished or settled job
+// whose committed counters saw records, all judged ("": it does).
 func (res outcome) unproven(sum *Summary) string {
 	switch {
 	case res.err != nil:
@@ -154,28 +141,24 @@ func (res outcome) unproven(sum *Summary) string {
 // jobSeq makes job names unique within the process.
 var jobSeq atomic.Int64
 
-// execute runs p and supervises it: progress, seals while a following run is
-// quiet, and the graceful stop when ctx ends (see Run).
+// execute runs p and supervises it: progress, seals while a following run is quiet, and the
+// graceful stop when ctx ends (see Run).
 func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 	o, mon := r.o, r.mon
 	if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 		return outcome{err: err}
 	}
-	// Prism's splits replay bundles with timers and its metrics lose
-	// updates unless the workers gate them (localrunner.UseSafeOptions).
 	localrunner.UseSafeOptions(o.Runner)
 	if err := cli.UseSelfAsWorker(); err != nil {
 		return outcome{err: err}
 	}
-	// A unique job name is how the stop path finds this job in the job
-	// service (beam.Run does not hand out the id before the job ends).
+	// The stop finds the job by a unique name: beam.Run hands out no id before the job ends.
 	name := *jobopts.JobName
 	if name == "" {
 		name = fmt.Sprintf("revenue-hourly-%d-%d-%d", os.Getpid(), jobSeq.Add(1), time.Now().UnixNano())
 		*jobopts.JobName = name
 		defer func() { *jobopts.JobName = "" }()
 	}
-
 	// The job's own context ends only as a last resort: it loses the metrics.
 	jobCtx, hardCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hardCancel()
@@ -195,13 +178,13 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 	)
 	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
-	var view *termView
+	redraw := false
 	jf := &jobFigures{name: name}
 	defer jf.close()
 	if mon != nil {
 		mon.Start(jf.figures)
 		if prog.terminal && o.Streaming() {
-			view = &termView{w: os.Stdout}
+			redraw = true
 		}
 	}
 	if o.ProgressEvery > 0 {
@@ -209,7 +192,6 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 		defer t.Stop()
 		tick = t.C
 	}
-	// A following folder run seals resume points whenever it is quiet.
 	var sealTick <-chan time.Time
 	if r.seal != nil && o.Follow {
 		t := time.NewTicker(sealPoll)
@@ -237,27 +219,23 @@ wait:
 				f, ok := jf.figures(context.Background())
 				return ok && f.Counts.Read == f.Counts.Verdicts()
 			}
-			switch {
-			case r.beforeStop != nil:
-				r.beforeStop(drained)
-			case o.Streaming():
-				// Running readers keep the watermark moving, so records
-				// read reach their verdict; stopped, they would freeze it
-				// and leave them in flight.
+			if r.beforeStop != nil {
+				r.beforeStop()
+			}
+			if o.Streaming() {
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
 			got, settled, unsettled = stop(o, name, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
 			if rd, ok := jf.reading(ctx); ok {
-				// A stop does not cut a seal short: it would be wasted.
 				r.seal.observe(context.WithoutCancel(ctx), now, rd)
 			}
 		case <-tick:
-			if view != nil {
-				view.draw(mon.Snapshot(ctx))
+			if redraw {
+				live.Redraw(os.Stdout, mon.Snapshot(ctx))
 			} else if f, ok := jf.figures(ctx); ok {
-				prog.report(f.Counts, f.Partitions, r.readAheadOf(), o.readAhead())
+				prog.report(f.Counts, f.Partitions, flow.ReadAheadOf(r.readAhead), o.readAhead())
 			}
 		}
 	}
@@ -268,7 +246,7 @@ wait:
 	}
 	if got.pr != nil && !*jobopts.Async {
 		func() {
-			// A result whose metrics could not be fetched panics on Metrics().
+			// Metrics() panics when they could not be fetched.
 			defer func() {
 				if p := recover(); p != nil {
 					slog.Warn("the job's metrics are not available", "panic", p)
@@ -281,21 +259,17 @@ wait:
 		}()
 	}
 	if interrupted && got.err != nil && errors.Is(got.err, context.Canceled) {
-		// The hard cancel: the job was stopped, not failed.
-		res.err = nil
+		res.err = nil // the hard cancel: stopped, not failed
 	}
 	return res
 }
 
-// stop is the graceful stop: readers stop, the output settles, the job is
-// cancelled through the job service; the job's context is cancelled only if
-// that fails or the job does not end in time.
+// stop is the graceful stop: readers stop, the output settles, the job is cancelled through the
+// job service; its context is cancelled only if that fails or the job does not end in time.
 func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
-	// Each reader, on whatever worker, sees the request within a poll
-	// interval and stops without finishing its restriction.
+	// Each reader sees the request within a poll interval and stops without finishing its
+	// restriction; a filesystem that hangs must not hold the stop.
 	ctx := context.Background()
-	// A filesystem that hangs must not hold the stop: the cancel below
-	// still comes.
 	rctx, cancelRequest := context.WithTimeout(ctx, max(o.StopTimeout, 10*time.Second))
 	err := signal.Request(rctx)
 	cancelRequest()
@@ -317,8 +291,8 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	defer tick.Stop()
 	var (
 		writes    quietWatch
-		proven    bool // the last reading of the runner's counters proves every record judged
-		read      bool // the runner's counters were read at least once
+		proven    bool // the last reading proves every record judged
+		read      bool // the counters were read at least once
 		committed bool // a reading had committed counters
 	)
 	for !settled {
@@ -333,7 +307,6 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 		drained := true // unknown without counters
 		if j != nil {
 			if m, err := j.metrics(ctx); err == nil {
-				// LastWrite sees only this process's writers.
 				r := readingOf(*m)
 				drained, proven = writes.observe(time.Now(), r)
 				read, committed = true, committed || r.committed
@@ -348,8 +321,7 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			break
 		}
 	}
-	// Settled without committed counters is a guess, good enough to cancel
-	// but not to seal on: attempted ones are zero without live metrics.
+	// Settled without committed counters is good enough to cancel, not to seal on.
 	switch why := noLiveProof(o.Runner); {
 	case why != "":
 		unsettled = why
@@ -385,6 +357,23 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	}
 }
 
+// drainInFlight waits, before a graceful stop stops the readers, until every record read has its
+// verdict, at most the idle timeout + the bound + 10 s. Prism hands dedup only elements its input
+// watermark has passed: running readers (idle ones once the live feed stops) keep the watermark
+// moving; stopped, they would freeze it and strand the last records.
+func drainInFlight(po pipeline.Options, drained func() bool) {
+	limit := po.Watermark.IdleTimeout + po.Watermark.OutOfOrderBound + 10*time.Second
+	slog.Info("stopping: waiting for every record read to get its verdict before the readers stop", "at_most", limit)
+	deadline := time.Now().Add(limit)
+	for !drained() {
+		if time.Now().After(deadline) {
+			slog.Warn("stopping: records still in flight; stopping the readers anyway", "waited", limit)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -392,9 +381,8 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// stopRefusal says why the launcher cannot stop a job on runner gracefully
-// ("" when it can). Dataflow has no Beam job service and its SDK runner
-// ignores the context; drain would make every open window FINAL early.
+// stopRefusal says why the launcher cannot stop a job on runner gracefully ("": it can): Dataflow
+// has no Beam job service, its SDK runner ignores the context, and drain closes windows early.
 func stopRefusal(runner string) string {
 	if capability.For(runner).Name == "dataflow" {
 		return "the launcher cannot stop a Dataflow job: cancel it with `gcloud dataflow jobs cancel` (not drain, which closes every open window early; docs/restart.md)"

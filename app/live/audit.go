@@ -19,32 +19,28 @@ import (
 const (
 	DefaultAuditEvery  = 10 * time.Second
 	DefaultAuditLatest = 10
-	// maxPayload caps the payload bytes kept (a quarantined line may be as long as --max-line).
-	maxPayload = 300
+	maxPayload         = 300 // bytes kept of a line (a quarantined one may be --max-line long)
 )
 
 // Audit is the latest records of the audit tables (SPEC §5), newest first, and their row counts.
 type Audit struct {
-	ReadAt   string `json:"read_at"`
-	ReadAtMs int64  `json:"read_at_ms"`
-	// EveryMs is how often the tables are read.
-	EveryMs         int64              `json:"every_ms"`
+	ReadAt          string             `json:"read_at"`
+	ReadAtMs        int64              `json:"read_at_ms"`
+	EveryMs         int64              `json:"every_ms"` // how often the tables are read
 	TooLateRows     int                `json:"too_late_rows"`
 	ConflictRows    int                `json:"conflict_rows"`
 	QuarantinedRows int                `json:"quarantined_rows"`
 	TooLate         []TooLateEvent     `json:"too_late"`
 	Conflicts       []ConflictEvent    `json:"conflicts"`
 	Quarantined     []QuarantinedEvent `json:"quarantined"`
-	// Error is why a table could not be read, if one could not.
-	Error string `json:"error,omitempty"`
+	Error           string             `json:"error,omitempty"`
 }
 
 // Payload is a record's raw line, cut at maxPayload bytes.
 type Payload struct {
-	Text string `json:"payload"`
-	// Bytes is the whole line's length; Cut says Text is shorter.
-	Bytes int  `json:"payload_bytes"`
-	Cut   bool `json:"payload_cut,omitempty"`
+	Text  string `json:"payload"`
+	Bytes int    `json:"payload_bytes"` // the whole line's; Cut: Text is shorter
+	Cut   bool   `json:"payload_cut,omitempty"`
 }
 
 func payload(b []byte) Payload {
@@ -67,17 +63,15 @@ type TooLateEvent struct {
 	EventTimeMs int64  `json:"event_time_ms"`
 	Reason      string `json:"reason"`
 	Payload
-	// With the job's settings: the event's window, when it closed (end + allowed lateness) and a
-	// lower bound of its lateness: ClosedMs + the out-of-order bound − EventTimeMs (the watermark
-	// then is not stored).
+	// With the job's settings: the event's window, when it closed, and a lower bound of its
+	// lateness (ClosedMs + the out-of-order bound − EventTimeMs; the watermark is not stored).
 	WindowStartMs   *int64 `json:"window_start_ms,omitempty"`
 	WindowEndMs     *int64 `json:"window_end_ms,omitempty"`
 	ClosedMs        *int64 `json:"closed_ms,omitempty"`
 	LateByAtLeastMs *int64 `json:"late_by_at_least_ms,omitempty"`
 }
 
-// ConflictEvent is a conflict_events row: the conflicting copy's payload and both fingerprints (the
-// counted payload is in the raw log only).
+// ConflictEvent is a conflict_events row: the conflicting copy's payload and both fingerprints.
 type ConflictEvent struct {
 	Position               string `json:"source_position"`
 	EventID                string `json:"event_id"`
@@ -93,9 +87,8 @@ type QuarantinedEvent struct {
 	Payload
 }
 
-// CompareArrival orders source positions as they arrived, as far as a position tells: by file name,
-// line number, then partition. Other positions (pubsub:<message_id>) come first, by text. The
-// sinks' bounded readers sort the same way in SQL (TestLatestAuditInArrivalOrder).
+// CompareArrival orders source positions as they arrived: by file name, line number, then
+// partition; other positions (pubsub:<message_id>) first, by text. The sinks sort so in SQL.
 func CompareArrival(a, b string) int {
 	pa, fa, la, oka := rawlog.ParsePosition(a)
 	pb, fb, lb, okb := rawlog.ParsePosition(b)
@@ -118,7 +111,6 @@ func latest[T any](rows []T, n int, pos func(T) string) []T {
 	return rows[:min(n, len(rows))]
 }
 
-// policy is what the monitor knows of the job's settings.
 type policy struct {
 	triggers.Policy
 	bound time.Duration
@@ -130,8 +122,8 @@ func (m *Monitor) policy() policy {
 	return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: m.Window > 0}
 }
 
-// latestAuditReader reads the latest audit records and table counts where they are stored
-// (sinks.SQLite, sinks.BigQuery), so a monitor never holds a whole table; jsonl is cut here.
+// latestAuditReader reads the latest audit records and counts where they are stored, so a monitor
+// never holds a whole table; jsonl is cut here.
 type latestAuditReader interface {
 	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
 	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
@@ -167,15 +159,14 @@ func readAuditRows(ctx context.Context, r sinks.Reader, n int) (a auditRows) {
 	return a
 }
 
-// readAudit reads the audit tables through the reader readSink opened.
+// readAudit reads the audit tables through the reader readSink opened; a table that cannot be
+// read leaves the others shown and its error said.
 func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	if m.Reader == nil {
 		return nil
 	}
 	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
 	rows := readAuditRows(ctx, m.Reader, cmp.Or(m.AuditLatest, DefaultAuditLatest))
-	// A table with unreadable rows (sinks.UnreadableRows) returns the others: shown, the error
-	// said.
 	var errs []string
 	for _, e := range []struct {
 		table string

@@ -11,38 +11,32 @@ import (
 // DefaultIdleEpisodes is how many ended idle episodes a monitor keeps.
 const DefaultIdleEpisodes = 20
 
-// IdleEpisode is a time a partition was idle (out of the watermark minimum, SPEC §2) as the monitor
-// saw it: the job reports idleness as a gauge, so the bounds are those of the snapshots that saw
-// it, and a short episode may go unseen (IdleView.Moves counts all).
+// IdleEpisode is a time a partition was idle (SPEC §2) as the monitor's snapshots saw it: the job
+// reports idleness as a gauge, so a short episode may go unseen (IdleView.Moves counts all).
+// SinceMs is the first snapshot that saw it idle, ActiveSeenMs the last before that saw it active,
+// UntilMs the first that saw it active again; DurationMs runs to UntilMs, or for an ongoing
+// episode to the snapshot or the job's end. WatermarkMs and Read are as first seen idle, ReadAfter
+// as seen active again (the backlog it came back with).
 type IdleEpisode struct {
-	Partition string `json:"partition"`
-	// SinceMs is the first snapshot that saw the partition idle; ActiveSeenMs the last before that
-	// saw it active (absent: idle when first seen).
-	SinceMs      int64 `json:"since_ms"`
-	ActiveSeenMs int64 `json:"active_seen_ms,omitempty"`
-	// UntilMs is the first snapshot that saw it active again, absent while Ongoing.
-	UntilMs int64 `json:"until_ms,omitempty"`
-	Ongoing bool  `json:"ongoing"`
-	// DurationMs is UntilMs (ongoing: the snapshot's time or the job's end) − SinceMs.
-	DurationMs int64 `json:"duration_ms"`
-	// WatermarkMs is the partition's watermark when first seen idle.
-	WatermarkMs *int64 `json:"watermark_ms,omitempty"`
-	// Read and ReadAfter are the records read when first seen idle and active again: the backlog it
-	// came back with.
-	Read      int64 `json:"read"`
-	ReadAfter int64 `json:"read_after,omitempty"`
+	Partition    string `json:"partition"`
+	SinceMs      int64  `json:"since_ms"`
+	ActiveSeenMs int64  `json:"active_seen_ms,omitempty"`
+	UntilMs      int64  `json:"until_ms,omitempty"`
+	Ongoing      bool   `json:"ongoing"`
+	DurationMs   int64  `json:"duration_ms"`
+	WatermarkMs  *int64 `json:"watermark_ms,omitempty"`
+	Read         int64  `json:"read"`
+	ReadAfter    int64  `json:"read_after,omitempty"`
 }
 
-// IdleView is the idle episodes a snapshot shows.
+// IdleView is the idle episodes a snapshot shows: the ongoing ones and up to DefaultIdleEpisodes
+// others, newest first (Dropped: the rest); Moves, each partition's moves to idle as the job
+// counted them; WatchedSinceMs, the first snapshot with figures.
 type IdleView struct {
-	// Episodes are the ongoing ones and up to DefaultIdleEpisodes others, newest first; Dropped the
-	// rest.
-	Episodes []IdleEpisode `json:"episodes"`
-	Dropped  int           `json:"dropped,omitempty"`
-	// Moves is each partition's moves to idle as the job counted them, seen or not.
-	Moves []Counter `json:"moves_to_idle"`
-	// WatchedSinceMs is the first snapshot with figures.
-	WatchedSinceMs int64 `json:"watched_since_ms"`
+	Episodes       []IdleEpisode `json:"episodes"`
+	Dropped        int           `json:"dropped,omitempty"`
+	Moves          []Counter     `json:"moves_to_idle"`
+	WatchedSinceMs int64         `json:"watched_since_ms"`
 }
 
 // idleTracker follows each partition's idleness across snapshots; the Monitor guards it.
@@ -53,11 +47,11 @@ type idleTracker struct {
 	dropped  int
 }
 
-// partSeen is a partition at the latest snapshot.
+// partSeen is a partition at the latest snapshot; open indexes its ongoing episode, when idle.
 type partSeen struct {
 	at   int64
 	idle bool
-	open int // the index of its ongoing episode in episodes, when idle
+	open int
 }
 
 // add records the partitions as of at (epoch ms).

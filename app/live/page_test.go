@@ -135,12 +135,12 @@ func TestSnapshotJSON(t *testing.T) {
 
 func TestAddr(t *testing.T) {
 	for in, want := range map[string]string{"8080": "127.0.0.1:8080", "0.0.0.0:9000": "0.0.0.0:9000", "localhost:1": "localhost:1"} {
-		if got, err := live.Addr(in); err != nil || got != want {
+		if got, err := live.Addr("--ui", in); err != nil || got != want {
 			t.Errorf("Addr(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "0", "70000", "host", "host:port", ":x"} {
-		if _, err := live.Addr(bad); err == nil {
+		if _, err := live.Addr("--ui", bad); err == nil {
 			t.Errorf("Addr(%q) accepted", bad)
 		}
 	}

@@ -27,10 +27,8 @@ type Distribution struct {
 const promPrefix = metrics.Namespace + "_"
 
 // WriteMetrics writes the job's figures in the Prometheus text format, by its conventions (seconds,
-// _total counters, parts as labels): the SPEC §4 conservation counters (read_total =
-// sum(judged_total{verdict})), per-partition reads and watermarks, quarantines per reason, rows per
-// state, the delay histograms, the sink's and the state's figures, and every other counter as
-// revenue_<name>_total. state is shown as revenue_job_state; !ok writes that alone.
+// _total counters, parts as labels), every other counter as revenue_<name>_total; state is
+// revenue_job_state, and !ok writes that alone.
 func WriteMetrics(w io.Writer, state string, f Figures, ok bool, now time.Time) error {
 	e := &exposition{}
 	e.family("job_state", "gauge", "The job's state: 1 for the current one.")
@@ -164,8 +162,7 @@ func (e *exposition) partitions(ps []Partition, now time.Time) {
 	}
 }
 
-// histogram writes h as a cumulative Prometheus histogram, le in seconds (an integer ms delay below
-// upper is at most upper - 1 ms), the last +Inf.
+// histogram writes h as a cumulative Prometheus histogram, le in seconds, the last +Inf.
 func (e *exposition) histogram(name, help string, h delay.Histogram, d Distribution) {
 	e.family(name, "histogram", help+" Buckets from the job's delay counters (ms resolution).")
 	var cum int64

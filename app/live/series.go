@@ -20,31 +20,24 @@ const (
 // rateNames are the counters given a rate, in point.counts order: read and the five verdicts.
 var rateNames = []string{"read", "counted", "duplicates", "conflicts", "quarantined", "too_late"}
 
-// Series keeps the job's figures over the last minutes in a bounded ring for the live page's charts
-// (counter rates, watermarks), at most Span/Step points. Callers give each point's time; not safe
-// for concurrent use (the Monitor guards it).
+// Series keeps the job's figures over the last minutes in a ring for the live page's charts, at
+// most Span/Step points; not safe for concurrent use (the Monitor guards it).
 type Series struct {
-	// Span is how far back the series reach (default DefaultSeriesSpan).
-	Span time.Duration
-	// Step is the least time between two points (default DefaultSeriesStep).
-	Step time.Duration
-	// Smooth is how far back a point's rates reach (default DefaultSeriesSmooth), never across a
-	// counter reset. Counters are committed in bundles, so one-second rates jump; Smooth below Step
-	// gives them raw.
-	Smooth time.Duration
+	// Span is how far back the series reach, Step the least time between two points, Smooth how
+	// far back a rate reaches (never across a reset): counters are committed in bundles, so
+	// one-second rates jump. Zero: the defaults.
+	Span, Step, Smooth time.Duration
 
 	ring []point // len(ring) is the capacity once allocated
 	head int     // the oldest point
 	n    int
 }
 
-// point is the figures at one instant.
+// point is the figures at one instant (epoch ms); wm may be model.NoWatermark.
 type point struct {
-	at     int64 // epoch ms
+	at, wm int64
 	counts [6]int64
-	// wm is the pipeline watermark (model.NoWatermark: none yet).
-	wm    int64
-	parts []partWatermark
+	parts  []partWatermark
 }
 
 type partWatermark struct {
@@ -95,22 +88,19 @@ func (s *Series) at(i int) int64 { return s.get(i).at }
 func (s *Series) get(i int) *point { return &s.ring[(s.head+i)%len(s.ring)] }
 
 // SeriesView is a Series as /api/live carries it: one array per quantity, index i for AtMs[i],
-// oldest first; null where there is no value (the first point, a counter reset, no watermark).
+// oldest first; null where there is no value. Rates are per second (see Series.Smooth); the lags
+// are the point's time minus the pipeline's and each partition's watermark.
 type SeriesView struct {
-	SpanMs int64   `json:"span_ms"`
-	AtMs   []int64 `json:"at_ms"`
-	// Rates are per second over the interval ending at each point (see Series.Smooth).
-	Rates []RateSeries `json:"rates"`
-	// WatermarkLagMs is the point's time minus the pipeline watermark.
-	WatermarkLagMs []*int64 `json:"watermark_lag_ms"`
-	// Partitions are each partition's watermark lag, in name order.
-	Partitions []PartitionSeries `json:"partitions"`
+	SpanMs         int64             `json:"span_ms"`
+	AtMs           []int64           `json:"at_ms"`
+	Rates          []RateSeries      `json:"rates"`
+	WatermarkLagMs []*int64          `json:"watermark_lag_ms"`
+	Partitions     []PartitionSeries `json:"partitions"`
 }
 
-// RateSeries is one counter's rate.
+// RateSeries is one counter's rate per second, rounded to thousandths.
 type RateSeries struct {
-	Name string `json:"name"`
-	// PerSecond is the rate, rounded to thousandths.
+	Name      string     `json:"name"`
 	PerSecond []*float64 `json:"per_s"`
 }
 

@@ -15,12 +15,9 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 )
 
-// Addr turns --ui's value into a listen address: a bare port listens on loopback only (the page
-// shows business figures).
-func Addr(s string) (string, error) { return FlagAddr("--ui", s) }
-
-// FlagAddr is Addr for the value s of flag (--ui, --metrics-addr).
-func FlagAddr(flag, s string) (string, error) {
+// Addr turns the value s of flag (--ui, --metrics-addr) into a listen address: a bare port listens
+// on loopback only (the page shows business figures).
+func Addr(flag, s string) (string, error) {
 	if p, err := strconv.Atoi(s); err == nil {
 		if p < 1 || p > 65535 {
 			return "", fmt.Errorf("%s=%s: invalid port: want 1 to 65535", flag, s)
@@ -82,14 +79,9 @@ func Serve(addr string, m *Monitor) (*Server, error) { return serve("--ui", addr
 
 // ServeMetrics serves only /metrics on addr (--metrics-addr).
 func ServeMetrics(addr string, m *Monitor) (*Server, error) {
-	return serve("--metrics-addr", addr, metricsOnly(m))
-}
-
-// metricsOnly serves /metrics alone.
-func metricsOnly(m *Monitor) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.MetricsHandler())
-	return mux
+	return serve("--metrics-addr", addr, mux)
 }
 
 // serve starts serving h on addr, the value of flag.

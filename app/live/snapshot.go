@@ -1,7 +1,5 @@
-// Package live shows a running job: the sink's latest windows and the job's figures (conservation
-// counters, partition watermarks), as a terminal table (WriteTable) or a web page polling a JSON
-// endpoint (Handler). Rows come through the sink's reader and figures through the launcher's
-// FiguresFunc: no process-wide state.
+// Package live shows a running job: the sink's latest windows and the job's figures, as a terminal
+// table (WriteTable) or a web page polling a JSON endpoint (Handler); and runs the live demo (Demo).
 package live
 
 import (
@@ -22,21 +20,19 @@ import (
 
 // Partition is one source partition as the job's metrics report it.
 type Partition struct {
-	Name string `json:"name"`
-	// WatermarkMs is the partition's watermark (epoch ms), or model.NoWatermark.
-	WatermarkMs int64 `json:"watermark_ms"`
-	Idle        bool  `json:"idle"`
-	Read        int64 `json:"read"`
+	Name        string `json:"name"`
+	WatermarkMs int64  `json:"watermark_ms"` // or model.NoWatermark
+	Idle        bool   `json:"idle"`
+	Read        int64  `json:"read"`
 	// StalledMs is how long a Pub/Sub reader key has held messages past --pubsub-stall-after.
 	StalledMs int64 `json:"stalled_ms,omitempty"`
 }
 
 // Figures are the job's figures so far.
 type Figures struct {
-	Counts     metrics.Counts
-	Partitions []Partition
-	// Distributions are the job's distributions by name (for /metrics).
-	Distributions map[string]Distribution
+	Counts        metrics.Counts
+	Partitions    []Partition
+	Distributions map[string]Distribution // by name, for /metrics
 }
 
 // FiguresFunc fetches the running job's figures; ok is false while there are none.
@@ -53,55 +49,45 @@ type Revision struct {
 	Revision int64  `json:"revision"`
 	State    string `json:"state"`
 	Revenue  string `json:"revenue"`
-	// RevenueMicros is Revenue as a number: millionths of the currency.
+	// RevenueMicros is Revenue in millionths of the currency.
 	RevenueMicros int64  `json:"revenue_micros"`
 	Count         int64  `json:"count"`
 	Writer        string `json:"writer,omitempty"`
-	// Cause is why the job wrote the revision (Cause*).
-	Cause string `json:"cause"`
-	// AddedEvents and AddedRevenueMicros are the change from the previous revision (may be
-	// negative).
+	Cause         string `json:"cause"` // Cause*
+	// AddedEvents and AddedRevenueMicros are the change from the previous revision.
 	AddedEvents        int64 `json:"added_events"`
 	AddedRevenueMicros int64 `json:"added_revenue_micros"`
-	// WrittenAt is the changelog's written_at, absent where the reader has none; AfterEndMs is
-	// WrittenAt − the window's end.
+	// WrittenAt is the changelog's written_at, if the reader has it; AfterEndMs is WrittenAt − end.
 	WrittenAt   string `json:"written_at,omitempty"`
 	WrittenAtMs int64  `json:"written_at_ms,omitempty"`
 	AfterEndMs  *int64 `json:"written_after_end_ms,omitempty"`
 }
 
-// The causes of a revision (Revision.Cause), SPEC §4.
+// The causes of a revision (Revision.Cause), SPEC §4: EARLY, ON_TIME, LATE and FINAL rows, and a
+// reconcile --apply correction (writer reconcile:<run_id>).
 const (
-	// CauseEarlyTick: an EARLY row, the snapshot having changed since the last --early tick.
 	CauseEarlyTick = "early_tick"
-	// CauseWatermark: the ON_TIME row, the watermark past the window's end.
 	CauseWatermark = "watermark"
-	// CauseLateData: a LATE row, for data within the allowed lateness after ON_TIME.
-	CauseLateData = "late_data"
-	// CauseClosed: the FINAL row, the watermark past the window's end + allowed lateness.
-	CauseClosed = "closed"
-	// CauseReconcile: a reconcile --apply correction (writer reconcile:<run_id>).
+	CauseLateData  = "late_data"
+	CauseClosed    = "closed"
 	CauseReconcile = "reconcile"
 )
 
 // Window is one (window, dims) key's history, oldest first, Omitted revisions left out.
 type Window struct {
-	Start   string `json:"window_start"`
-	End     string `json:"window_end"`
-	StartMs int64  `json:"window_start_ms"`
-	EndMs   int64  `json:"window_end_ms"`
-	Dims    string `json:"dims"`
-	State   string `json:"state"`
-	Revenue string `json:"revenue"`
-	// RevenueMicros is Revenue as a number: millionths of the currency.
+	Start         string     `json:"window_start"`
+	End           string     `json:"window_end"`
+	StartMs       int64      `json:"window_start_ms"`
+	EndMs         int64      `json:"window_end_ms"`
+	Dims          string     `json:"dims"`
+	State         string     `json:"state"`
+	Revenue       string     `json:"revenue"`
 	RevenueMicros int64      `json:"revenue_micros"`
 	Count         int64      `json:"count"`
 	Revision      int64      `json:"revision"`
 	Revisions     []Revision `json:"revisions"`
 	Omitted       int        `json:"omitted"`
-	// The countdowns: how far the watermark still has to go to ON_TIME (window end) and FINAL
-	// (CloseMs: end + allowed lateness); 0 or less once passed, absent without a watermark or
-	// settings.
+	// How far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end + lateness).
 	OnTimeNeedsMs *int64 `json:"on_time_watermark_needs_ms,omitempty"`
 	CloseMs       *int64 `json:"close_ms,omitempty"`
 	FinalNeedsMs  *int64 `json:"final_watermark_needs_ms,omitempty"`
@@ -117,51 +103,42 @@ type Counter struct {
 type PartitionView struct {
 	Partition
 	Watermark string `json:"watermark"`
-	// Behind is how far the watermark lags the snapshot's time (BehindMs in ms).
-	Behind   string `json:"behind"`
-	BehindMs *int64 `json:"behind_ms,omitempty"`
+	Behind    string `json:"behind"` // the watermark's lag behind the snapshot's time
+	BehindMs  *int64 `json:"behind_ms,omitempty"`
 }
 
 // Snapshot is everything a view shows at one instant.
 type Snapshot struct {
-	Title   string `json:"title"`
-	At      string `json:"at"`
-	AtMs    int64  `json:"at_ms"`
-	Elapsed string `json:"elapsed"`
-	// ElapsedMs is Elapsed in ms: the job's age.
+	Title     string `json:"title"`
+	At        string `json:"at"`
+	AtMs      int64  `json:"at_ms"`
+	Elapsed   string `json:"elapsed"`
 	ElapsedMs int64  `json:"elapsed_ms"`
 	State     string `json:"state"`
-	// Final says the job has ended (DONE, CANCELLED or FAILED), at EndedAtMs.
-	Final     bool      `json:"final"`
-	EndedAt   string    `json:"ended_at,omitempty"`
-	EndedAtMs int64     `json:"ended_at_ms,omitempty"`
-	Settings  []Setting `json:"settings"`
-	// Figures is false until the job reports any.
-	Figures   bool      `json:"figures"`
-	Read      int64     `json:"read"`
-	Terms     []Counter `json:"terms"`
-	Conserved bool      `json:"conserved"`
-	Identity  string    `json:"identity"`
-	// Rows counts the rows the job emitted by state.
+	// Final says the job has ended (FinalState), at EndedAtMs.
+	Final      bool            `json:"final"`
+	EndedAt    string          `json:"ended_at,omitempty"`
+	EndedAtMs  int64           `json:"ended_at_ms,omitempty"`
+	Settings   []Setting       `json:"settings"`
+	Figures    bool            `json:"figures"` // false until the job reports any
+	Read       int64           `json:"read"`
+	Terms      []Counter       `json:"terms"`
+	Conserved  bool            `json:"conserved"`
+	Identity   string          `json:"identity"`
 	Rows       []Counter       `json:"rows_by_state"`
 	Partitions []PartitionView `json:"partitions"`
 	// Watermark is the minimum over active partitions (SPEC §2).
-	Watermark string `json:"watermark"`
-	// WatermarkMs is Watermark in epoch ms, absent while there is none.
+	Watermark   string   `json:"watermark"`
 	WatermarkMs *int64   `json:"watermark_ms,omitempty"`
 	Windows     []Window `json:"windows"`
-	// Keys is how many keys the sink holds; Windows has the latest.
-	Keys int `json:"keys"`
-	// WriteTimes says the sink's reader returns written_at (SQLite and BigQuery; not jsonl).
-	WriteTimes bool `json:"write_times"`
-	// SinkError is why the sink could not be read, if it could not.
-	SinkError string `json:"sink_error,omitempty"`
-	// Series is the figures over the last minutes, once there are any.
-	Series *SeriesView `json:"series,omitempty"`
-	// Audit is the latest records of the audit tables, for a readable sink.
-	Audit *Audit `json:"audit,omitempty"`
-	// Idle is the partitions' idle episodes, once there are figures.
-	Idle *IdleView `json:"idle,omitempty"`
+	// Keys is how many keys the sink holds; Windows has the latest. WriteTimes says the reader
+	// returns written_at (not jsonl).
+	Keys       int         `json:"keys"`
+	WriteTimes bool        `json:"write_times"`
+	SinkError  string      `json:"sink_error,omitempty"`
+	Series     *SeriesView `json:"series,omitempty"`
+	Audit      *Audit      `json:"audit,omitempty"`
+	Idle       *IdleView   `json:"idle,omitempty"`
 }
 
 // States in lifecycle order.
@@ -169,29 +146,23 @@ var states = []model.ResultState{model.Early, model.OnTime, model.Late, model.Fi
 
 // Monitor assembles snapshots of a running job; safe for concurrent use.
 type Monitor struct {
-	// Title heads the views; Settings are shown under it.
 	Title    string
 	Settings []Setting
-	// Sink is read for the rows (nothing for a sink without a reader).
-	Sink sink.Spec
-	// Windows is how many of the latest keys a snapshot holds (default 8).
-	Windows int
-	// MaxAge is how long a snapshot is reused (default 1s).
-	MaxAge time.Duration
-	// SinkEvery is how long sink rows are reused (default MaxAge): BigQuery bills per query.
-	SinkEvery time.Duration
+	Sink     sink.Spec
+	// Windows is how many of the latest keys a snapshot holds (default 8), MaxAge how long a
+	// snapshot is reused (default 1s), SinkEvery sink rows (default MaxAge; BigQuery bills queries).
+	Windows           int
+	MaxAge, SinkEvery time.Duration
 	// Reader, if set, is read instead of one opened on Sink; Close closes it.
 	Reader sinks.Reader
 	// AuditEvery is how often the audit tables are read (default DefaultAuditEvery, at most as
 	// often as SinkEvery); AuditLatest how many records each (default DefaultAuditLatest).
 	AuditEvery  time.Duration
 	AuditLatest int
-	// Series holds the figures over the last minutes (zero value: the defaults).
-	Series Series
+	Series      Series
 	// Window, AllowedLateness and OutOfOrderBound are the job's settings, for countdowns.
 	Window, AllowedLateness, OutOfOrderBound time.Duration
-	// Now, if set, is the monitor's clock (tests); default time.Now.
-	Now func() time.Time
+	Now                                      func() time.Time // the clock (nil: time.Now)
 
 	mu      sync.Mutex
 	figures FiguresFunc
@@ -201,14 +172,11 @@ type Monitor struct {
 	last    Snapshot
 	lastAt  time.Time
 	rows    sinkRows
-	// fig is the last snapshot's figures (figOK: some), for /metrics.
-	fig   Figures
-	figOK bool
-	// audit is the latest audit records, read at auditAt.
+	fig     Figures // the last snapshot's (figOK: some), for /metrics
+	figOK   bool
 	audit   *Audit
 	auditAt time.Time
-	// idle follows the partitions' idleness from snapshot to snapshot.
-	idle idleTracker
+	idle    idleTracker
 }
 
 // sinkRows is what a snapshot shows from the sink, read when, and from which window on.
@@ -218,8 +186,7 @@ type sinkRows struct {
 	keys    int
 	err     string
 	written bool
-	// from is the oldest shown key's window_start once the keys shown are bounded: keys are only
-	// ever added, so the latest stay at or after it.
+	// from is the oldest shown key's window_start once bounded: the latest keys stay after it.
 	from    int64
 	bounded bool
 }
@@ -245,7 +212,7 @@ func FinalState(state string) bool {
 }
 
 // SetState records the job's state and drops the cached snapshot, rows and audit records, so the
-// views end on what the sink holds. A final state (FinalState) stays until the process ends.
+// views end on what the sink holds.
 func (m *Monitor) SetState(state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -375,16 +342,14 @@ func (s *Snapshot) countdowns(p policy) {
 	}
 }
 
-// entryReader returns the changelog with written_at (SQLite, BigQuery), whole or from a
-// window_start.
+// entryReader returns the changelog with written_at, whole or from a window_start.
 type entryReader interface {
 	ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error)
 	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sinks.ChangelogEntry, error)
 }
 
-// readSink reads the latest windows from the changelog into m.rows, opening the reader once. An
-// entryReader is read whole once, then from the oldest key shown on, so a refresh stays the size of
-// what is shown; jsonl is read whole every time.
+// readSink reads the latest windows into m.rows, opening the reader once: whole once, then from
+// the oldest key shown on (jsonl: whole every time).
 func (m *Monitor) readSink(ctx context.Context) error {
 	if m.Reader == nil {
 		r, ok, err := sinks.OpenReader(ctx, m.Sink)
@@ -452,15 +417,13 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	return nil
 }
 
-// revKey names one revision of a key.
 type revKey struct {
 	start    int64
 	dims     string
 	revision int64
 }
 
-// maxRevisions caps a window's revisions shown.
-const maxRevisions = 10
+const maxRevisions = 10 // shown per window
 
 // window is h as shown, with each revision's cause, change and write time.
 func window(h report.WindowHistory, at map[revKey]time.Time) Window {
