@@ -1,8 +1,6 @@
 // Package sinks writes the pipeline's outputs (snapshot rows and the three
 // audit streams) to SQLite (the default), JSONL, the console or BigQuery
-// (SPEC §5). Besides the Beam verbs Write and WriteProgress it is plain Go. It
-// enforces SPEC §4's revision rules as the last line of defence: a replayed
-// bundle or a second writer can deliver an older snapshot after a newer one.
+// (SPEC §5), enforcing SPEC §4's revision rules as the last line of defence.
 package sinks
 
 import (
