@@ -62,11 +62,6 @@ type Reader interface {
 	Tally(ctx context.Context, latest int) (Tally, error)
 }
 
-var (
-	_ Reader = (*SQLite)(nil)
-	_ Reader = (*BigQuery)(nil)
-)
-
 // RecentReader is implemented by readers that filter the changelog and count
 // keys where they are stored, so that app/live's refresh does not grow with
 // the history. jsonl, which reads its files whole anyway, does not.
