@@ -232,11 +232,9 @@ type sqlDialect struct {
 var sqliteDialect = sqlDialect{strpos: "INSTR", toInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
 
 // latestSQL selects cols of the n rows of from that arrived last, newest
-// first, by source_position as app/live's CompareArrival orders it: file
-// positions "<partition>/<file>:<line>" by file name, line, then partition,
-// after other positions (pubsub:<id>) by text. The tables keep no write time.
-// The position is split as rawlog.ParsePosition does; ABS keeps SUBSTR lengths
-// non-negative, which BigQuery requires even in a CASE branch not taken.
+// first, by source_position in app/live's CompareArrival order (the tables
+// keep no write time), split as rawlog.ParsePosition does. ABS keeps SUBSTR
+// lengths non-negative, which BigQuery requires even in a branch not taken.
 func latestSQL(d sqlDialect, cols, from string, n int) string {
 	named := rawlog.NamedPartition + ":"
 	file := `CASE WHEN NOT (SUBSTR(source_position, 1, ` + strconv.Itoa(len(named)) + `) = '` + named + `' AND LENGTH(source_position) > ` + strconv.Itoa(len(named)) + `)
