@@ -36,12 +36,9 @@ func init() {
 }
 
 // Write persists the pipeline's four outputs to the sink spec names, each
-// bundle as one Batch; a bigquery: spec is buffered in keyed state and
-// appended as the FlushPolicy says (writeBigQuery). The sink is opened in
-// Setup, one shared handle per spec and process (see shared).
-//
-// Write panics on a spec ParseSpec refuses or an invalid option, as beam.ParDo
-// does on a bad DoFn: callers validate --sink first.
+// bundle as one Batch (bigquery: buffered in keyed state, writeBigQuery).
+// It panics on a spec ParseSpec refuses or a bad option, as beam.ParDo does
+// on a bad DoFn: callers validate --sink first.
 func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined beam.PCollection, opts ...WriteOption) {
 	if _, err := sink.ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
@@ -62,11 +59,9 @@ func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined b
 }
 
 // WriteProgress persists folder-source checkpoints, stamped with run, to a
-// ProgressStore (SQLite, jsonl, BigQuery); other sinks wire nothing.
-//
-// The write is keyed by partition, so it reads a checkpoint only once the
-// source's bundle that emitted it has committed, read counters included: the
-// launcher's seal relies on that. BigQuery's go through the rows' append step.
+// ProgressStore (SQLite, jsonl, BigQuery); other sinks wire nothing. Keyed by
+// partition, it sees a checkpoint only once the bundle that emitted it
+// committed, read counters included: the launcher's seal relies on that.
 func WriteProgress(s beam.Scope, spec sink.Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
 	switch spec.Scheme {
 	case sink.SchemeSQLite, sink.SchemeJSONL:

@@ -33,13 +33,11 @@ const (
 	bqAttempts = 6
 )
 
-// BigQuery is the production sink (docs/bigquery.md). The stream's rows and
-// the audit and checkpoint rows are appended through the Storage Write API
-// without reading first: the revision rules are kept by transforms.Revisions,
-// and the hourly_revenue view and every read keep one row per (key, revision)
-// or source_position, however often it was appended. DML is used only where
-// its quota fits: reconcile's corrections, reconcile_diffs, run_config and
-// source_resume.
+// BigQuery is the production sink (docs/bigquery.md): rows are appended
+// through the Storage Write API without reading first (transforms.Revisions
+// keeps the revision rules; every read keeps one row per key and revision or
+// per source_position). DML only where its quota fits: reconcile's writes,
+// run_config and source_resume.
 type BigQuery struct {
 	client           *bigquery.Client
 	api              appender

@@ -176,9 +176,9 @@ func TestBigQueryRetriedStatement(t *testing.T) {
 	if acc1 != 2 || stale1 != 0 {
 		t.Fatalf("first = %d accepted, %d stale; want 2, 0", acc1, stale1)
 	}
-	var params []changelogRow
+	var params []ChangelogEntry
 	for _, r := range rows {
-		params = append(params, changelogRow{Row: r, WrittenAt: time.Now()})
+		params = append(params, ChangelogEntry{Row: r, WrittenAt: time.Now()})
 	}
 	n, err := insertMissing(ctx, s, changelogCodec, []string{"window_start", "dims"}, "revision", params)
 	if err != nil {
@@ -221,7 +221,7 @@ func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
 		table string
 		param *bigquery.QueryParameterValue
 	}{
-		{bqChangelog, bqRowsParam(changelogCodec, []changelogRow{{Row: model.Row{State: model.Final}}})},
+		{bqChangelog, bqRowsParam(changelogCodec, []ChangelogEntry{{Row: model.Row{State: model.Final}}})},
 		{bqTooLate, bqRowsParam(tooLateCodec, []model.TooLate{{}})},
 		{bqConflicts, bqRowsParam(conflictCodec, []model.Conflict{{}})},
 		{bqQuarantined, bqRowsParam(quarantinedCodec, []model.Quarantined{{}})},

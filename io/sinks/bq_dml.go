@@ -131,7 +131,7 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	}
 	now := time.Now().UTC()
 	var (
-		admitted []changelogRow
+		admitted []ChangelogEntry
 		refused  refusals
 	)
 	for _, r := range rows {
@@ -141,7 +141,7 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 			continue
 		}
 		current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-		admitted = append(admitted, changelogRow{Row: r, WrittenAt: now})
+		admitted = append(admitted, ChangelogEntry{Row: r, WrittenAt: now})
 	}
 	if refused.regressions > 0 {
 		slog.Warn("bigquery sink: rejected rows that would lower a count or move a state back",

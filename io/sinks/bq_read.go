@@ -94,7 +94,7 @@ func (b *BigQuery) ChangelogEntriesFrom(ctx context.Context, windowStart int64) 
 
 // readChangelog reads the changelog, one row per revision, or the current
 // view (which keeps no written_at), from *from on when from is set.
-func (b *BigQuery) readChangelog(ctx context.Context, table string, from *int64) ([]changelogRow, error) {
+func (b *BigQuery) readChangelog(ctx context.Context, table string, from *int64) ([]ChangelogEntry, error) {
 	filter, params := "TRUE", []bigquery.QueryParameter(nil)
 	if from != nil {
 		filter, params = `window_start >= TIMESTAMP_MILLIS(@from)`, []bigquery.QueryParameter{{Name: "from", Value: *from}}

@@ -14,13 +14,10 @@ const (
 	streamMaxIdle = 10 * time.Minute
 )
 
-// streamPool holds, per table, streams whose end this process knows: put by
-// an append the service took as new rows, taken (and removed) to seal the next
-// batch at that end. It is a cache: losing it costs a CreateWriteStream.
-// Reuse is safe under restored checkpoints: one append ends a stream at a
-// given offset, and take hands that end out once, so a batch sealed there
-// starts at the stream's end and an ALREADY_EXISTS can only be its own retry.
-// A nil pool keeps nothing: a new stream per batch.
+// streamPool caches, per table, streams whose end this process knows (put
+// after an append of new rows, taken once to seal the next batch there), so
+// an ALREADY_EXISTS can only be that batch's own retry, even under restored
+// checkpoints. A nil pool keeps nothing: a new stream per batch.
 type streamPool struct {
 	now func() time.Time
 

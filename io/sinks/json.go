@@ -133,20 +133,3 @@ func (r RowJSON) MarshalJSON() ([]byte, error) {
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *RowJSON) UnmarshalJSON(data []byte) error {
-	row, err := decodeJSONLine(currentCodec, data)
-	if err != nil {
-		return err
-	}
-	var w struct {
-		Writer string `json:"writer"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	row.Writer = w.Writer
-	*r = RowJSON(row)
-	return nil
-}

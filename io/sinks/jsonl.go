@@ -160,7 +160,7 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	accepted := st.admitRows(b.Rows)
 	for _, r := range accepted {
-		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, changelogRow{Row: r, WrittenAt: now}); err != nil {
+		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
 			return Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
 		}
 	}

@@ -15,8 +15,6 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-var _ Reader = (*JSONL)(nil)
-
 // openJSONLReader opens an existing directory read-only: it creates nothing
 // and leaves a torn last line (a running writer's append). ok is false when
 // the directory does not exist.

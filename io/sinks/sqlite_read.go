@@ -69,7 +69,7 @@ func (s *SQLite) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]mode
 
 // readCurrent reads hourly_revenue joined with the written_at and writer of
 // each stored revision, from *from on when from is set.
-func (s *SQLite) readCurrent(ctx context.Context, from *int64) ([]changelogRow, error) {
+func (s *SQLite) readCurrent(ctx context.Context, from *int64) ([]ChangelogEntry, error) {
 	q := `SELECT ` + identList("h", HourlyRevenue.Names()) + `, COALESCE(c.written_at, ''), COALESCE(c.writer, '')
 		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
 		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision`
@@ -111,7 +111,7 @@ func (s *SQLite) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([
 }
 
 // readChangelog reads the changelog, from *from on when from is set.
-func (s *SQLite) readChangelog(ctx context.Context, from *int64) ([]changelogRow, error) {
+func (s *SQLite) readChangelog(ctx context.Context, from *int64) ([]ChangelogEntry, error) {
 	q, args := sqliteSelect(HourlyRevenueChangelog), []any(nil)
 	if from != nil {
 		q, args = q+` WHERE window_start >= ?`, []any{secondPrefix(*from)}
@@ -122,15 +122,15 @@ func (s *SQLite) readChangelog(ctx context.Context, from *int64) ([]changelogRow
 
 // since keeps the rows of windows starting at or after *from (all when from
 // is nil): a TEXT range on window_start is only a pre-filter (secondPrefix).
-func since(rows []changelogRow, from *int64) []changelogRow {
+func since(rows []ChangelogEntry, from *int64) []ChangelogEntry {
 	if from == nil {
 		return rows
 	}
-	return slices.DeleteFunc(rows, func(r changelogRow) bool { return r.WindowStart < *from })
+	return slices.DeleteFunc(rows, func(r ChangelogEntry) bool { return r.WindowStart < *from })
 }
 
 // rowsOf orders a read's rows by key then revision, dropping written_at.
-func rowsOf(rows []changelogRow, err error) ([]model.Row, error) {
+func rowsOf(rows []ChangelogEntry, err error) ([]model.Row, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -138,16 +138,12 @@ func rowsOf(rows []changelogRow, err error) ([]model.Row, error) {
 }
 
 // entriesOf orders a read's rows by key then revision.
-func entriesOf(rows []changelogRow, err error) ([]ChangelogEntry, error) {
+func entriesOf(rows []ChangelogEntry, err error) ([]ChangelogEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ChangelogEntry, len(rows))
-	for i, r := range rows {
-		out[i] = ChangelogEntry{Row: r.Row, WrittenAt: r.WrittenAt}
-	}
-	slices.SortStableFunc(out, func(a, b ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
-	return out, nil
+	slices.SortStableFunc(rows, func(a, b ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
+	return rows, nil
 }
 
 // KeyCount returns how many (window, dims) keys the sink holds.
@@ -160,7 +156,7 @@ func (s *SQLite) KeyCount(ctx context.Context) (n int64, err error) {
 
 // snapshots drops written_at. Ordering happens in Go on the parsed times:
 // TEXT order puts "10:00:00.500Z" before "10:00:00Z".
-func snapshots(rows []changelogRow) []model.Row {
+func snapshots(rows []ChangelogEntry) []model.Row {
 	out := make([]model.Row, len(rows))
 	for i, r := range rows {
 		out[i] = r.Row
@@ -236,11 +232,9 @@ type sqlDialect struct {
 var sqliteDialect = sqlDialect{strpos: "INSTR", toInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
 
 // latestSQL selects cols of the n rows of from that arrived last, newest
-// first, by source_position as app/live's CompareArrival orders it: file
-// positions "<partition>/<file>:<line>" by file name, line, then partition,
-// after other positions (pubsub:<id>) by text. The tables keep no write time.
-// The position is split as rawlog.ParsePosition does; ABS keeps SUBSTR lengths
-// non-negative, which BigQuery requires even in a CASE branch not taken.
+// first, by source_position in app/live's CompareArrival order (the tables
+// keep no write time), split as rawlog.ParsePosition does. ABS keeps SUBSTR
+// lengths non-negative, which BigQuery requires even in a branch not taken.
 func latestSQL(d sqlDialect, cols, from string, n int) string {
 	named := rawlog.NamedPartition + ":"
 	file := `CASE WHEN NOT (SUBSTR(source_position, 1, ` + strconv.Itoa(len(named)) + `) = '` + named + `' AND LENGTH(source_position) > ` + strconv.Itoa(len(named)) + `)

@@ -196,7 +196,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 			current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
 			last = i
 			res.Accepted++
-			vals = changelogCodec.put(vals[:0], changelogRow{Row: r, WrittenAt: now})
+			vals = changelogCodec.put(vals[:0], ChangelogEntry{Row: r, WrittenAt: now})
 			changes = sqliteArgs(HourlyRevenueChangelog, changes, vals)
 		}
 		flush()

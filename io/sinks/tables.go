@@ -165,9 +165,6 @@ func auditTable(name, partition string, cols ...Column) *Table {
 var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, ConflictEvents,
 	QuarantinedEvents, ReconcileDiffs, RunConfig, SourceCheckpoints, SourceResume}
 
-// auditTables are the three audit tables, keyed by source_position.
-var auditTables = []*Table{TooLateEvents, ConflictEvents, QuarantinedEvents}
-
 // codec maps a Go record to a row of its table and back: put appends the
 // column values in order (int64 for Time, Int64 and Money, time.Time for
 // WallTime, string, nil for NULL); get builds a record from them.
@@ -175,12 +172,6 @@ type codec[T any] struct {
 	t   *Table
 	put func(dst []any, v T) []any
 	get func(v []any) (T, error)
-}
-
-// changelogRow is a changelog row: the snapshot and when it was written.
-type changelogRow struct {
-	model.Row
-	WrittenAt time.Time
 }
 
 // checkpointRow is a row of either progress table.
@@ -200,13 +191,13 @@ var (
 		},
 		get: func(v []any) (model.Row, error) { return snapshotOf(v, "") },
 	}
-	changelogCodec = codec[changelogRow]{t: HourlyRevenueChangelog,
-		put: func(dst []any, r changelogRow) []any {
+	changelogCodec = codec[ChangelogEntry]{t: HourlyRevenueChangelog,
+		put: func(dst []any, r ChangelogEntry) []any {
 			return append(currentCodec.put(dst, r.Row), r.WrittenAt, writerOf(r.Row))
 		},
-		get: func(v []any) (changelogRow, error) {
+		get: func(v []any) (ChangelogEntry, error) {
 			r, err := snapshotOf(v, v[9].(string))
-			return changelogRow{Row: r, WrittenAt: v[8].(time.Time)}, err
+			return ChangelogEntry{Row: r, WrittenAt: v[8].(time.Time)}, err
 		},
 	}
 	tooLateCodec = codec[model.TooLate]{t: TooLateEvents,

@@ -28,11 +28,10 @@ func (b SeedBound) String() string {
 	return "windows from " + model.FormatTime(b.StartFrom)
 }
 
-// Published reads the current row of every key bound needs: what the
-// revision step continues from after a restart. It runs on a worker, so the
-// history never enters the job graph (Dataflow caps a job request at a few
-// MB). A FINAL row comes as a closed marker without totals. The zero Spec and
-// a sink with nothing to read give no rows. The scheme must be registered.
+// Published reads the current row of every key bound needs, what a restarted
+// revision step continues from, on a worker (Dataflow caps a job request at a
+// few MB). A FINAL row comes as a closed marker without totals; the zero Spec
+// and a sink with nothing to read give none. The scheme must be registered.
 func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, error) {
 	if spec.Scheme == "" {
 		return nil, nil
