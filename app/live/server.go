@@ -79,9 +79,13 @@ func Serve(addr string, m *Monitor) (*Server, error) { return serve("--ui", addr
 
 // ServeMetrics serves only /metrics on addr (--metrics-addr).
 func ServeMetrics(addr string, m *Monitor) (*Server, error) {
+	return serve("--metrics-addr", addr, metricsOnly(m))
+}
+
+func metricsOnly(m *Monitor) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.MetricsHandler())
-	return serve("--metrics-addr", addr, mux)
+	return mux
 }
 
 // serve starts serving h on addr, the value of flag.
