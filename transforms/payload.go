@@ -9,7 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/triggers"
 )
 

@@ -107,7 +107,7 @@ func (p *Partition) Before() int64 {
 }
 
 // Backlog starts (true) or ends (false) the backlog hold, which keeps the
-// watermark where it was when a backlog began (io/sources/pubsub/backlog.go).
+// watermark where it was when a backlog began (sources/pubsub/backlog.go).
 func (p *Partition) Backlog(on bool) {
 	switch {
 	case !on:

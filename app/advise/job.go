@@ -7,7 +7,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/delay"
-	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/internal/files"
 )
 
 // JobFigures are what a streaming run measured itself (cmd/launch --report=run.json).

@@ -12,12 +12,12 @@ import (
 	"strings"
 
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/io/files"
-	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
-	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
-	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/internal/files"
+	_ "github.com/revenue-stream/hourly/internal/files/gcs" // gs:// paths
+	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/pubsub"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 
 // Clock is where a record's arrival instant comes from.

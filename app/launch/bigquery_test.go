@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/revenue-stream/hourly/app/reconcile"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
 

@@ -8,14 +8,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/revenue-stream/hourly/internal/cli"
-	// gs:// paths for io/files in every process of this binary, the workers included.
-	_ "github.com/revenue-stream/hourly/io/files/gcs"
-	_ "github.com/revenue-stream/hourly/io/files/s3" // s3:// paths
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
-	"github.com/revenue-stream/hourly/io/sources"
-	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	// gs:// paths for internal/files in every process of this binary, the workers included.
+	_ "github.com/revenue-stream/hourly/internal/files/gcs"
+	_ "github.com/revenue-stream/hourly/internal/files/s3" // s3:// paths
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/sources/pubsub"
 )
 
 // buildJob builds the run's pipeline and its proto, checked against the runner's capability

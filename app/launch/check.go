@@ -13,10 +13,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
-	"github.com/revenue-stream/hourly/io/files"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
-	"github.com/revenue-stream/hourly/io/sources"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/transforms"
 )
 

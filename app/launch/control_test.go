@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs"
 	"github.com/fsouza/fake-gcs-server/fakestorage"
-	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/gcstest"
 )

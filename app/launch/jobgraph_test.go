@@ -9,10 +9,10 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
-	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 	"google.golang.org/protobuf/proto"
 )

@@ -17,9 +17,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 

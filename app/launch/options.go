@@ -16,13 +16,13 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
-	"github.com/revenue-stream/hourly/io/files"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
-	"github.com/revenue-stream/hourly/io/sources"
-	"github.com/revenue-stream/hourly/io/sources/pubsub"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/sources/pubsub"
 	"github.com/revenue-stream/hourly/watermark"
 
 	// Every runner the SDK ships, its flags and the local and GCS filesystems.

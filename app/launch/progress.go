@@ -11,8 +11,8 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sources"
-	"github.com/revenue-stream/hourly/io/sources/pubsub"
+	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/sources/pubsub"
 )
 
 // DefaultProgressEvery is how often a running job reports progress.

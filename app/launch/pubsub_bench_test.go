@@ -23,7 +23,7 @@ const jobBenchMessages = 60_000
 // from the sink's rows, which EARLY firings refresh every second. Reported:
 // both rates, their ratio, and the job process's CPU per 1,000 messages
 // (reader and pipeline together; the reader's own share is
-// io/sources/pubsub's BenchmarkReaderVsBarePull).
+// sources/pubsub's BenchmarkReaderVsBarePull).
 //
 //	go test ./app/launch -run '^$' -bench PubSubJobVsBarePull -benchtime 1x -count 3
 func BenchmarkPubSubJobVsBarePull(b *testing.B) {

@@ -16,10 +16,10 @@ import (
 
 	gpubsub "cloud.google.com/go/pubsub/v2"
 	"github.com/revenue-stream/hourly/internal/faults"
-	"github.com/revenue-stream/hourly/io/files"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
 	"github.com/revenue-stream/hourly/testing/sinktest"

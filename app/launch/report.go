@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
-	"github.com/revenue-stream/hourly/io/files"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/pipeline"
 )
 

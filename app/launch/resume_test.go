@@ -16,11 +16,11 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )

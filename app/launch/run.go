@@ -7,8 +7,8 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sources"
 )
 
 // Run runs the job o describes, prints its summary to out and returns it.

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/capability"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // sealPoll is how often a following run reads the runner's counters.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
 )
 
 // Current reads the sink's current row of every key now (nil for a sink

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // sinkView is what the summary and report show of the sink: its tables counted (COUNT(*)) and the

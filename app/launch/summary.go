@@ -18,8 +18,8 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/transforms"
 )
 

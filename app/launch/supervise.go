@@ -18,9 +18,9 @@ import (
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sources"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sources"
 )
 
 // startViews starts what watches the job besides the progress line: prism's web UI, the live

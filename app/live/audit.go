@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/triggers"
 )
 

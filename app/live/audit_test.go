@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/gen"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // The live demo (launch --demo=live) writes a feed into DemoDir while the job follows it. DemoSink

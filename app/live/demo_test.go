@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/revenue-stream/hourly/app/live"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // TestLiveDirOwnership checks that the live demo empties only a folder it

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
 )
 
 // setWrittenAt sets when the sink accepted revision rev of the window at

@@ -16,9 +16,9 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/cdp"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/triggers"
 )
 

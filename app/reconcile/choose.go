@@ -1,6 +1,6 @@
 package reconcile
 
-import "github.com/revenue-stream/hourly/io/rawlog"
+import "github.com/revenue-stream/hourly/sources/rawlog"
 
 // Copy is one valid copy of an event, reduced to what the choice and the totals need.
 type Copy struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/jsonx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/triggers"
 )
 

@@ -17,14 +17,14 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/files"
+	_ "github.com/revenue-stream/hourly/internal/files/gcs" // gs:// paths
+	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/internal/localrunner"
-	"github.com/revenue-stream/hourly/io/files"
-	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
-	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
-	"github.com/revenue-stream/hourly/io/rawlog"
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 
 // Exit codes of SPEC §6, so that a daily scheduler can tell a normal day from an anomaly.

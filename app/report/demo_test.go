@@ -16,8 +16,8 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
-	"github.com/revenue-stream/hourly/io/sinks"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks"
 )
 
 // noMetrics is why a job's run has no conservation verdict.

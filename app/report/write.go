@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/revenue-stream/hourly/io/files"
-	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// paths
-	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
+	"github.com/revenue-stream/hourly/internal/files"
+	_ "github.com/revenue-stream/hourly/internal/files/gcs" // gs:// paths
+	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 )
 
 // formats maps an extension (lower case) to its renderer.

@@ -28,7 +28,7 @@ const (
 	// BundleFinalization is ParDoPayload.requests_finalization.
 	BundleFinalization Feature = "bundle finalization"
 	// SelfCheckpointing: every splittable DoFn here returns ResumeProcessingIn
-	// (io/internal/sdfread, periodic.Impulse), so Check counts each one.
+	// (sources/internal/sdfread, periodic.Impulse), so Check counts each one.
 	SelfCheckpointing Feature = "self-checkpointing splittable DoFns"
 	// LiveMetrics: the job service reports committed counters while the job runs.
 	LiveMetrics Feature = "live metrics"

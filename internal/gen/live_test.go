@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
 )

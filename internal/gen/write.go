@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 
 // Write generates the log described by c (and c alone) into dir, which must be absent or empty.

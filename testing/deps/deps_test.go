@@ -107,7 +107,7 @@ func TestOffenders(t *testing.T) {
 // backends are what the job graph's packages must not link (issue 29):
 // the sink backends' clients (BigQuery, SQLite), GCS's and S3's, and the embedded
 // runner. A worker gets them from the binary that runs it, which registers
-// them (io/sinks, io/files/gcs, io/files/s3); transforms and pipeline only name them.
+// them (sinks, internal/files/gcs, internal/files/s3); transforms and pipeline only name them.
 var backends = []string{"bigquery", "modernc.org/sqlite", "cloud.google.com/go/storage",
 	"io/filesystem/gcs", "gcsx", "aws-sdk-go", "io/filesystem/s3", "runners/prism", "internal/localrunner"}
 
@@ -133,7 +133,7 @@ func TestGraphFreeOfBackends(t *testing.T) {
 		t.Fatalf("go list ./transforms ./pipeline listed %d packages, want 2", len(pkgs))
 	}
 	for p, ds := range backendsOf(pkgs) {
-		t.Errorf("%s depends on %d backend packages: %s; it may name a sink (io/sinks/sink) or a path (io/files), never link a backend", p, len(ds), strings.Join(ds, ", "))
+		t.Errorf("%s depends on %d backend packages: %s; it may name a sink (sinks/sink) or a path (internal/files), never link a backend", p, len(ds), strings.Join(ds, ", "))
 	}
 }
 
@@ -142,9 +142,9 @@ func TestGraphFreeOfBackends(t *testing.T) {
 func TestBackendsOf(t *testing.T) {
 	const m = "example.com/m"
 	got := backendsOf([]pkg{
-		{ImportPath: m + "/transforms", Deps: []string{"fmt", m + "/io/sinks/sink", m + "/io/files", "cloud.google.com/go/storage"}},
+		{ImportPath: m + "/transforms", Deps: []string{"fmt", m + "/sinks/sink", m + "/internal/files", "cloud.google.com/go/storage"}},
 		{ImportPath: m + "/pipeline", Deps: []string{m + "/internal/localrunner", "github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism", "modernc.org/sqlite/lib", "google.golang.org/api/bigquery/v2"}},
-		{ImportPath: m + "/clean", Deps: []string{m + "/io/sinks/sink", "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"}},
+		{ImportPath: m + "/clean", Deps: []string{m + "/sinks/sink", "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"}},
 	})
 	want := map[string][]string{
 		m + "/transforms": {"cloud.google.com/go/storage"},

@@ -19,8 +19,8 @@ import (
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
-	_ "github.com/revenue-stream/hourly/io/files/gcs" // gs:// for io/files, as a binary imports it
-	_ "github.com/revenue-stream/hourly/io/files/s3"  // s3:// paths
+	_ "github.com/revenue-stream/hourly/internal/files/gcs" // gs:// for internal/files, as a binary imports it
+	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 )
 
 var (

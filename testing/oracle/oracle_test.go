@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/gen"
-	"github.com/revenue-stream/hourly/io/rawlog"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/triggers"
 )

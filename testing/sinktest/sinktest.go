@@ -5,8 +5,8 @@ package sinktest
 import (
 	"context"
 
-	"github.com/revenue-stream/hourly/io/sinks"
-	"github.com/revenue-stream/hourly/io/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // OpenSQLite opens (creating if needed) the SQLite sink at path, as

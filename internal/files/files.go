@@ -1,0 +1,368 @@
+// Package files is where the project reads, lists and writes paths, through
+// Beam's io/filesystem: local paths, gs:// (with internal/files/gcs imported),
+// s3://, and memfs:// in tests.
+//
+// Object stores have no folders and no appends: a folder is a prefix, a
+// subfolder the next segment of the object names under it, and a file an
+// immutable object that appears whole when its upload completes.
+package files
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local" // plain paths
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/memfs" // memfs:// (tests)
+)
+
+// IsLocal reports whether path has no scheme://.
+func IsLocal(path string) bool { return !strings.Contains(path, "://") }
+
+// Join joins path elements: filepath.Join for a local path, "/" for a
+// scheme:// one (filepath.Join would turn "gs://" into "gs:/").
+func Join(dir string, elem ...string) string {
+	if IsLocal(dir) {
+		return filepath.Join(append([]string{dir}, elem...)...)
+	}
+	out := strings.TrimSuffix(dir, "/")
+	for _, e := range elem {
+		if e != "" && e != "." {
+			out += "/" + e
+		}
+	}
+	return out
+}
+
+// globChars are what Beam's List reads as a pattern, with no escape: a
+// remote folder's name must not hold them.
+const globChars = "*?["
+
+// filesystems caches the clients (Beam filesystems and Stores' range
+// clients) per name and endpoint environment: a client per call would cost
+// a credentials look-up each time.
+var filesystems sync.Map
+
+// endpointEnv points clients at another server (the emulators of tests).
+var endpointEnv = []string{"STORAGE_EMULATOR_HOST", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"}
+
+func filesystemFor(path string) (filesystem.Interface, error) {
+	return Client(scheme(path), func() (filesystem.Interface, error) { return newFilesystem(path) })
+}
+
+// Client returns the process's client named name for the current endpoint
+// environment, created by create the first time (Stores' range clients too:
+// Beam's filesystems keep theirs unexported).
+func Client[C any](name string, create func() (C, error)) (C, error) {
+	key := name
+	for _, e := range endpointEnv {
+		key += "\x00" + os.Getenv(e)
+	}
+	if c, ok := filesystems.Load(key); ok {
+		return c.(C), nil
+	}
+	c, err := create()
+	if err != nil {
+		return c, err
+	}
+	prev, loaded := filesystems.LoadOrStore(key, c)
+	if closer, ok := any(c).(interface{ Close() error }); ok && loaded {
+		closer.Close() // another caller's client won the race
+	}
+	return prev.(C), nil
+}
+
+// newFilesystem creates the filesystem for path's scheme. Beam's s3
+// filesystem panics on a bad AWS configuration; that becomes an error.
+func newFilesystem(path string) (f filesystem.Interface, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("%s filesystem: %v", scheme(path), r)
+		}
+	}()
+	// The client outlives any one call: no call's context.
+	f, err = filesystem.New(context.Background(), path)
+	if err != nil {
+		if pkg, ok := storePackages[scheme(path)]; ok && !registered(scheme(path)) {
+			return nil, fmt.Errorf("no filesystem serves %s paths in this binary: import _ %q in its main package", scheme(path), pkg)
+		}
+	}
+	return f, err
+}
+
+// Check refuses a path that cannot be used as a folder: an unknown scheme,
+// or glob characters in a remote path. Callers name the path in the error.
+func Check(path string) error {
+	if strings.TrimSpace(path) == "" {
+		return errors.New("empty path")
+	}
+	if IsLocal(path) {
+		return nil
+	}
+	if _, err := filesystemFor(path); err != nil {
+		if _, known := storePackages[scheme(path)]; known || registered(scheme(path)) || scheme(path) == "memfs://" {
+			return err // served (or servable), but the client could not be made
+		}
+		served := append([]string{"local paths"}, append(registeredSchemes(), "memfs://")...)
+		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", scheme(path), strings.Join(served[:len(served)-1], ", "), served[len(served)-1])
+	}
+	if strings.ContainsAny(path, globChars) {
+		return fmt.Errorf("a %s path must not contain any of %q", scheme(path), globChars)
+	}
+	return nil
+}
+
+func scheme(path string) string {
+	if i := strings.Index(path, "://"); i > 0 {
+		return path[:i] + "://"
+	}
+	return "local"
+}
+
+// notExist marks the remote filesystems' not-found errors (Store.NotExist)
+// as fs.ErrNotExist.
+func notExist(err error) error {
+	if err == nil {
+		return nil
+	}
+	missing := false
+	stores.Range(func(_, s any) bool {
+		missing = s.(Store).NotExist(err)
+		return !missing
+	})
+	if missing {
+		return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	}
+	return err
+}
+
+// Open opens a file for reading at byte offset. A local file is seeked; a
+// remote object, streamed from its start only, is skipped to offset, or not
+// downloaded at all when nothing lies past offset (a follower polling).
+func Open(ctx context.Context, path string, offset int64) (io.ReadCloser, error) {
+	f, err := filesystemFor(path)
+	if err != nil {
+		return nil, err
+	}
+	if offset > 0 && !IsLocal(path) {
+		size, err := f.Size(ctx, path)
+		if err != nil {
+			return nil, notExist(err)
+		}
+		if size <= offset {
+			return io.NopCloser(bytes.NewReader(nil)), nil
+		}
+	}
+	rc, err := f.OpenRead(ctx, path)
+	if err != nil {
+		return nil, notExist(err)
+	}
+	if offset <= 0 {
+		return rc, nil
+	}
+	if s, ok := rc.(io.Seeker); ok {
+		if _, err := s.Seek(offset, io.SeekStart); err != nil {
+			rc.Close()
+			return nil, fmt.Errorf("seek %s to %d: %w", path, offset, err)
+		}
+		return rc, nil
+	}
+	if _, err := io.CopyN(io.Discard, rc, offset); err != nil && !errors.Is(err, io.EOF) {
+		rc.Close()
+		return nil, fmt.Errorf("skip %s to %d: %w", path, offset, err)
+	}
+	return rc, nil
+}
+
+// Size returns a file's size in bytes.
+func Size(ctx context.Context, path string) (int64, error) {
+	f, err := filesystemFor(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.Size(ctx, path)
+	return n, notExist(err)
+}
+
+// Listing is what a folder holds, each list sorted by name.
+type Listing struct {
+	Files []string
+	Dirs  []string
+}
+
+// List lists the files and subfolders directly inside dir (names only). A
+// missing local folder is an error wrapping fs.ErrNotExist; a remote prefix
+// without objects is an empty listing.
+func List(ctx context.Context, dir string) (Listing, error) {
+	if IsLocal(dir) {
+		return listLocal(dir)
+	}
+	if err := Check(dir); err != nil {
+		return Listing{}, err
+	}
+	f, err := filesystemFor(dir)
+	if err != nil {
+		return Listing{}, err
+	}
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	var l Listing
+	names, err := f.List(ctx, prefix+"*")
+	if err != nil {
+		return Listing{}, notExist(err)
+	}
+	for _, n := range names {
+		if name := strings.TrimPrefix(n, prefix); name != "" {
+			l.Files = append(l.Files, name)
+		}
+	}
+	// A subfolder is the first segment of a deeper object's name (or of a
+	// placeholder "raw/p0/").
+	deeper, err := f.List(ctx, prefix+"*/*")
+	if err != nil {
+		return Listing{}, notExist(err)
+	}
+	for _, n := range deeper {
+		name, _, _ := strings.Cut(strings.TrimPrefix(n, prefix), "/")
+		if name != "" {
+			l.Dirs = append(l.Dirs, name)
+		}
+	}
+	slices.Sort(l.Files)
+	slices.Sort(l.Dirs)
+	l.Dirs = slices.Compact(l.Dirs)
+	return l, nil
+}
+
+// listLocal reads a local folder itself: Beam's local List is
+// filepath.Glob, which cannot tell a folder from a file and reads [ ] * ?
+// in names as a pattern.
+func listLocal(dir string) (Listing, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Listing{}, err
+	}
+	var l Listing
+	for _, e := range entries {
+		mode, err := resolve(dir, e)
+		if err != nil {
+			return Listing{}, err
+		}
+		switch {
+		case mode.IsDir():
+			l.Dirs = append(l.Dirs, e.Name())
+		case mode.IsRegular():
+			l.Files = append(l.Files, e.Name())
+		}
+	}
+	return l, nil // os.ReadDir sorts by name
+}
+
+// resolve returns an entry's type, following a symbolic link; a dangling
+// link is skipped.
+func resolve(dir string, e fs.DirEntry) (fs.FileMode, error) {
+	if e.Type()&fs.ModeSymlink == 0 {
+		return e.Type(), nil
+	}
+	fi, err := os.Stat(filepath.Join(dir, e.Name()))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	return fi.Mode().Type(), nil
+}
+
+// CheckDir checks that dir can be read as a folder: a local one exists and
+// is a folder; a remote one is listable.
+func CheckDir(ctx context.Context, dir string) error {
+	if err := Check(dir); err != nil {
+		return err
+	}
+	if IsLocal(dir) {
+		fi, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return errors.New("folder does not exist")
+		case err != nil:
+			return err
+		case !fi.IsDir():
+			return errors.New("not a folder")
+		}
+		return nil
+	}
+	_, err := List(ctx, dir)
+	return err
+}
+
+// WriteFile writes what render produces to path so that no reader ever sees
+// half of it, durably once it returns: a local file is written beside its
+// final name, fsynced and renamed into place; a remote object is rendered
+// first and uploaded whole (it appears when the upload completes).
+func WriteFile(ctx context.Context, path string, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	if IsLocal(path) {
+		return writeLocal(path, buf.Bytes())
+	}
+	f, err := filesystemFor(path)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := f.OpenWrite(ctx, path)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		cancel() // a GCS upload cancelled before Close leaves no object
+		w.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeLocal(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // a no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	// CreateTemp makes the file 0600; what we write is meant to be shared.
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	return nil
+}

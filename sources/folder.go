@@ -1,0 +1,221 @@
+package sources
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/rawlog"
+	"github.com/revenue-stream/hourly/watermark"
+
+	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
+)
+
+// Defaults of FolderOptions.
+const (
+	DefaultPollInterval = time.Second
+	DefaultMaxPerCall   = 5000
+)
+
+// CallSizeFor is the records a reader call emits by default for a job with
+// shards dedup shards: about 24 records a dedup batch (a call is a bundle,
+// split into a batch per shard, each costing about six State API round
+// trips), at most 50,000, since a replay's memory grows with the call.
+func CallSizeFor(shards int) int {
+	return min(max(DefaultMaxPerCall, 24*shards), 50_000)
+}
+
+// callBudget bounds one ProcessElement call: the runner sees the watermark
+// only between calls.
+const callBudget = 200 * time.Millisecond
+
+// readAheadPause is how long a reader waits before asking again for room
+// under the read-ahead bound.
+const readAheadPause = 10 * time.Millisecond
+
+// FolderOptions configure ReadFolder.
+type FolderOptions struct {
+	// Follow keeps watching for new files until stopped (--follow); false
+	// replays what is there, then ends.
+	Follow bool
+	// Watermark is --ooo-bound and --idle-timeout.
+	Watermark watermark.Policy
+	// Event is the validation configuration; its MaxLine is --max-line.
+	Event event.Config
+	// PollInterval is how often a follower looks for new data (default 1s).
+	PollInterval time.Duration
+	// MaxPerCall is how many records a reader call emits at most (default
+	// DefaultMaxPerCall; the launcher uses CallSizeFor).
+	MaxPerCall int
+	// Settle is --settle; DiscoverEvery is --discover-every.
+	Settle, DiscoverEvery time.Duration
+	// Resume holds a restart's checkpoints, at most one per partition: the
+	// partition resumes after it with its watermark restored. May be nil.
+	Resume []model.Checkpoint
+	// Stop is the run's graceful-stop request (see StopSignal); zero: none.
+	Stop StopSignal
+	// ReadAhead names the job's read-ahead account (flow.ReadAhead) and
+	// ReadAheadRecords (--read-ahead) bounds it; "" or 0: no bound.
+	ReadAhead        string
+	ReadAheadRecords int
+	// Unlisted builds the same transforms without looking at the folder
+	// (launch --dry-run): no partition is known at construction, and the
+	// folder need not exist.
+	Unlisted bool
+}
+
+func (o FolderOptions) withDefaults() FolderOptions {
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.MaxPerCall = cmp.Or(o.MaxPerCall, DefaultMaxPerCall)
+	o.Settle = cmp.Or(o.Settle, DefaultSettle)
+	o.DiscoverEvery = cmp.Or(o.DiscoverEvery, DefaultDiscoverEvery)
+	return o
+}
+
+// Validate checks a source folder and the options before any work starts.
+// Every error is one line naming the flag or setting at fault.
+func Validate(dir string, o FolderOptions) error {
+	_, _, err := prepare(dir, o)
+	return err
+}
+
+// prepare validates and returns the partitions and parsed start positions.
+func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
+	if dir == "" {
+		return nil, nil, errors.New("--source: empty folder path")
+	}
+	if !o.Unlisted {
+		if err := files.CheckDir(context.Background(), dir); err != nil {
+			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+		}
+	}
+	if err := o.Watermark.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if err := o.Event.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if o.PollInterval < 0 {
+		return nil, nil, fmt.Errorf("source poll interval must not be negative, got %v", o.PollInterval)
+	}
+	if o.MaxPerCall < 0 {
+		return nil, nil, fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
+	}
+	if o.Settle < 0 {
+		return nil, nil, fmt.Errorf("--settle must not be negative, got %v", o.Settle)
+	}
+	if o.DiscoverEvery < 0 {
+		return nil, nil, fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
+	}
+	if o.ReadAheadRecords < 0 {
+		return nil, nil, fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
+	}
+	var parts []string
+	if !o.Unlisted {
+		var err error
+		if parts, err = rawlog.ListPartitions(dir); err != nil {
+			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
+		}
+	}
+	if o.Follow && len(parts) == 0 && !o.Unlisted {
+		// With no first partition the watermark would follow processing
+		// time and the first data would all be too late.
+		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
+	}
+	starts, err := parseStarts(o.Resume, parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parts, starts, nil
+}
+
+// startPoint is a parsed FolderOptions.Resume entry.
+type startPoint struct {
+	Partition string
+	File      string
+	Offset    int64
+	Line      int
+	MaxValid  int64 // restores the partition's watermark
+}
+
+func parseStarts(resume []model.Checkpoint, parts []string) ([]startPoint, error) {
+	var out []startPoint
+	seen := map[string]string{}
+	for _, c := range resume {
+		key := path.Join(c.Partition, c.File) // "." + f is f: the root partition
+		partition, file := rawlog.RootPartition, key
+		if i := strings.IndexByte(key, '/'); i >= 0 {
+			partition, file = key[:i], key[i+1:]
+		}
+		switch m := (rawlog.Mark{Offset: c.Offset, Line: c.Line}); {
+		case file == "" || strings.Contains(file, "/") || rawlog.Ignored(file):
+			return nil, fmt.Errorf("source start position %q: want <partition>/<file> or <file>", key)
+		case !slices.Contains(parts, partition):
+			return nil, fmt.Errorf("source start position %q: no partition %q in the folder", key, partition)
+		case m.Offset < 0 || m.Line < 0 || (m.Offset == 0) != (m.Line == 0):
+			return nil, fmt.Errorf("source start position %q: invalid mark %+v", key, m)
+		case seen[partition] == key:
+			return nil, fmt.Errorf("source resume checkpoint %q given twice", key)
+		case seen[partition] != "":
+			return nil, fmt.Errorf("source start positions %q and %q name the same partition", seen[partition], key)
+		}
+		seen[partition] = key
+		out = append(out, startPoint{Partition: partition, File: file, Offset: c.Offset, Line: c.Line, MaxValid: c.MaxValid})
+	}
+	slices.SortFunc(out, func(a, b startPoint) int { return strings.Compare(a.Partition, b.Partition) })
+	return out, nil
+}
+
+func init() {
+	register.DoFn2x0[[]byte, func(string)](&partitionsFn{})
+	register.Emitter1[model.Checkpoint]()
+	register.Emitter1[string]()
+}
+
+// ReadFolder reads the raw-log folder dir and returns its records
+// (model.Record), each timestamped with its partition's watermark before it,
+// and a model.Checkpoint each time a partition has read a file completely
+// (for sinks.WriteProgress and FolderOptions.Resume). A bad option panics, as
+// a construction error does in Beam Go: call Validate first.
+func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints beam.PCollection) {
+	s = s.Scope("sources.ReadFolder")
+	o = o.withDefaults()
+	parts, starts, err := prepare(dir, o)
+	if err != nil {
+		panic(fmt.Sprintf("sources.ReadFolder: %v", err))
+	}
+	imp := beam.Impulse(s)
+	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, imp)
+	if o.Follow {
+		partitions = beam.Flatten(s, partitions, discoverPartitions(s, dir, parts, o.DiscoverEvery))
+	}
+	return beam.ParDo2(s, &readFn{
+		Dir:        dir,
+		Source:     flow.Token(16), // two pipelines in one process never mix watermark boards
+		Partitions: parts,
+		Starts:     starts,
+		Opts:       o,
+	}, partitions)
+}
+
+// partitionsFn emits the partitions listed at construction, one element each.
+type partitionsFn struct {
+	Partitions []string
+}
+
+func (f *partitionsFn) ProcessElement(_ []byte, emit func(string)) {
+	for _, p := range f.Partitions {
+		emit(p)
+	}
+}

@@ -1,0 +1,192 @@
+package pubsub
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/watermark"
+
+	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxPerCall   = 20000
+	DefaultPullBatch    = 1000
+	DefaultPullTimeout  = 2 * time.Second
+	DefaultPollInterval = 200 * time.Millisecond
+	DefaultPullers      = 8
+	// DefaultAckExtension is the ack deadline set on held messages every
+	// DefaultAckExtendEvery.
+	DefaultAckExtension     = 60 * time.Second
+	DefaultAckExtendEvery   = 3 * time.Second
+	DefaultArchiveFailAfter = 2 * time.Minute
+	DefaultBacklogAge       = time.Minute
+	// DefaultArchiveRoot holds subscription S's archive: ./pubsub-log/S.
+	DefaultArchiveRoot = "pubsub-log"
+)
+
+// callBudget bounds one ProcessElement call: the runner sees the watermark
+// only between calls, and each call starts and drains its pull streams.
+const callBudget = time.Second
+
+// Options configure Read.
+type Options struct {
+	// ArchiveDir is where every pulled payload is written before its message
+	// is acknowledged: a raw-log folder (partition "pubsub", "pubsub-NN" for
+	// reader key NN). Default ./pubsub-log/<subscription id>.
+	ArchiveDir string
+	// Watermark is --ooo-bound and --idle-timeout; Event the validation
+	// configuration (its MaxLine is --max-line).
+	Watermark watermark.Policy
+	Event     event.Config
+	// MaxPerCall is how many records one call emits at most; PullBatch the
+	// most messages one Pull asks for (one archive object); Pullers the pull
+	// streams per key, enough to hide the archive write's latency; Shards
+	// the reader keys (default 1), each with its own partition and watermark.
+	MaxPerCall, PullBatch, Pullers, Shards int
+	// MaxHeld bounds the messages pulled and not yet acknowledged per key
+	// (default Pullers × PullBatch).
+	MaxHeld int
+	// AckExtension is the deadline set on held messages every AckExtendEvery.
+	AckExtension, AckExtendEvery time.Duration
+	// ArchiveFailAfter: an archive unwritable this long fails the job.
+	ArchiveFailAfter time.Duration
+	// BacklogAge: a message published longer than this before its pull
+	// holds the watermark (negative: never).
+	BacklogAge time.Duration
+	// StallAfter: a key holding messages and emitting none this long logs
+	// what it waits on and sets its gauge pubsub_stalled_ms_<partition>.
+	StallAfter time.Duration
+	// PullTimeout bounds one Pull that waits for messages.
+	PullTimeout time.Duration
+	// PollInterval is the rest after an empty pull, and while stopped.
+	PollInterval time.Duration
+	// Stop is the run's graceful-stop request (see sources.StopSignal).
+	Stop sources.StopSignal
+	// SkipReplay starts at the end of the archive instead of re-emitting
+	// it, which recovers what a run that died had acknowledged: only for an
+	// archive a previous run finished cleanly, or a fresh one.
+	SkipReplay bool
+	// ReplayFrom limits the first re-emit to objects of this pull hour and
+	// later; it must reach back over the dedup retention and open windows.
+	ReplayFrom time.Time
+}
+
+func (o Options) withDefaults(subscriptionID string) Options {
+	o.ArchiveDir = cmp.Or(o.ArchiveDir, filepath.Join(DefaultArchiveRoot, subscriptionID))
+	o.MaxPerCall = cmp.Or(o.MaxPerCall, DefaultMaxPerCall)
+	o.PullBatch = cmp.Or(o.PullBatch, DefaultPullBatch)
+	o.PullTimeout = cmp.Or(o.PullTimeout, DefaultPullTimeout)
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
+	o.Pullers = cmp.Or(o.Pullers, DefaultPullers)
+	o.Shards = cmp.Or(o.Shards, 1)
+	o.MaxHeld = cmp.Or(o.MaxHeld, o.Pullers*o.PullBatch)
+	o.AckExtension = cmp.Or(o.AckExtension, DefaultAckExtension)
+	o.AckExtendEvery = cmp.Or(o.AckExtendEvery, DefaultAckExtendEvery)
+	o.ArchiveFailAfter = cmp.Or(o.ArchiveFailAfter, DefaultArchiveFailAfter)
+	o.BacklogAge = cmp.Or(o.BacklogAge, DefaultBacklogAge)
+	o.StallAfter = cmp.Or(o.StallAfter, DefaultStallAfter)
+	return o
+}
+
+var (
+	// A project id, number, or legacy "domain.com:project".
+	projectRe = regexp.MustCompile(`^[a-z0-9][a-z0-9.:-]{0,99}$`)
+	// Pub/Sub's resource-name rules for subscription ids.
+	subscriptionRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._~+%-]{2,254}$`)
+)
+
+// ParseSource parses a --source "[pubsub:]projects/P/subscriptions/S" and
+// returns P and S. Every error is one line naming the flag.
+func ParseSource(s string) (project, subscription string, err error) {
+	rest := strings.TrimPrefix(s, "pubsub:")
+	parts := strings.Split(rest, "/")
+	if len(parts) != 4 || parts[0] != "projects" || parts[2] != "subscriptions" {
+		return "", "", fmt.Errorf("--source=%s: want pubsub:projects/PROJECT/subscriptions/SUBSCRIPTION", s)
+	}
+	project, subscription = parts[1], parts[3]
+	switch {
+	case !projectRe.MatchString(project):
+		return "", "", fmt.Errorf("--source=%s: %q is not a valid project id", s, project)
+	case !subscriptionRe.MatchString(subscription) || strings.HasPrefix(strings.ToLower(subscription), "goog"):
+		return "", "", fmt.Errorf("--source=%s: %q is not a valid subscription id (3-255 of A-Z a-z 0-9 - _ . ~ + %%, a letter first, not \"goog...\")", s, subscription)
+	}
+	return project, subscription, nil
+}
+
+// Validate checks a subscription and the options before any work starts.
+func Validate(subscription string, o Options) error {
+	_, _, err := prepare(subscription, o)
+	return err
+}
+
+func prepare(subscription string, o Options) (project, id string, err error) {
+	project, id, err = ParseSource(subscription)
+	if err != nil {
+		return "", "", err
+	}
+	o = o.withDefaults(id)
+	switch {
+	case !files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
+		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
+	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
+		return "", "", errors.New("pubsub pullers, reader keys and held messages must not be negative")
+	case o.MaxHeld < o.PullBatch:
+		return "", "", fmt.Errorf("pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch)
+	case o.AckExtension < 10*time.Second || o.AckExtension > 600*time.Second:
+		return "", "", fmt.Errorf("pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension)
+	case o.AckExtendEvery <= 0 || o.AckExtendEvery >= o.AckExtension:
+		return "", "", fmt.Errorf("pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension)
+	case o.ArchiveFailAfter < 0:
+		return "", "", fmt.Errorf("--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter)
+	case o.StallAfter < 0:
+		return "", "", fmt.Errorf("--pubsub-stall-after must not be negative, got %s", o.StallAfter)
+	case o.MaxPerCall < 0:
+		return "", "", fmt.Errorf("pubsub records per call must not be negative, got %d", o.MaxPerCall)
+	case o.PullBatch < 0:
+		return "", "", fmt.Errorf("pubsub pull batch must not be negative, got %d", o.PullBatch)
+	case o.PullTimeout < 0 || o.PollInterval < 0:
+		return "", "", errors.New("pubsub pull timeout and poll interval must not be negative")
+	}
+	if err := o.Watermark.Validate(); err != nil {
+		return "", "", err
+	}
+	if err := o.Event.Validate(); err != nil {
+		return "", "", err
+	}
+	return project, id, nil
+}
+
+// Read reads the Pub/Sub subscription ("[pubsub:]projects/P/subscriptions/S")
+// as an unbounded PCollection of model.Record, each timestamped with the
+// source's watermark before it, emitted from the archive (see the package
+// doc). A bad option panics, as a construction error does in Beam Go: call
+// Validate first.
+func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
+	s = s.Scope("pubsub.Read")
+	project, id, err := prepare(subscription, o)
+	if err != nil {
+		panic(fmt.Sprintf("pubsub.Read: %v", err))
+	}
+	o = o.withDefaults(id)
+	// The launcher's working directory decides a relative archive path.
+	dir := o.ArchiveDir
+	if files.IsLocal(dir) {
+		if dir, err = filepath.Abs(dir); err != nil {
+			panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
+		}
+	}
+	o.ArchiveDir = dir
+	name := "projects/" + project + "/subscriptions/" + id
+	return beam.ParDo(s, &readFn{Project: project, Subscription: name, Opts: o}, readerKeys(s, name, o.Shards))
+}

@@ -1,0 +1,124 @@
+package rawlog
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/revenue-stream/hourly/internal/files"
+)
+
+// RootPartition names the partition of the files directly inside a folder.
+const RootPartition = "."
+
+// Position is the stable source position of a line, "<partition>/<file>:<line>"
+// ("<file>:<line>" in the root partition), which keys audit rows.
+func Position(partition, file string, line int) string {
+	if partition == RootPartition || partition == "" {
+		return file + ":" + strconv.Itoa(line)
+	}
+	return partition + "/" + file + ":" + strconv.Itoa(line)
+}
+
+// ParsePosition splits a file position made by Position (ok false for an
+// IDPosition).
+func ParsePosition(pos string) (partition, file string, line int, ok bool) {
+	if _, named := ParseIDPosition(pos); named {
+		return "", "", 0, false
+	}
+	i := strings.LastIndexByte(pos, ':')
+	if i <= 0 {
+		return "", "", 0, false
+	}
+	n, err := strconv.Atoi(pos[i+1:])
+	if err != nil || n < 1 {
+		return "", "", 0, false
+	}
+	path := pos[:i]
+	partition, file = RootPartition, path
+	if j := strings.IndexByte(path, '/'); j >= 0 {
+		partition, file = path[:j], path[j+1:]
+	}
+	if file == "" || partition == "" {
+		return "", "", 0, false
+	}
+	return partition, file, n, true
+}
+
+// ComparePositions orders positions by partition, file and line number
+// (numerically): arrival order within a partition, and reconcile's "lowest
+// source_position" across them. Other positions sort after, by their text.
+func ComparePositions(a, b string) int {
+	pa, fa, la, oka := ParsePosition(a)
+	pb, fb, lb, okb := ParsePosition(b)
+	switch {
+	case oka && okb:
+		if c := cmp.Compare(pa, pb); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(fa, fb); c != 0 {
+			return c
+		}
+		return cmp.Compare(la, lb)
+	case oka:
+		return -1
+	case okb:
+		return 1
+	}
+	return cmp.Compare(a, b)
+}
+
+// Ignored reports whether a file or folder name is skipped (package doc).
+func Ignored(name string) bool {
+	return name == "" ||
+		strings.HasPrefix(name, ".") ||
+		strings.HasPrefix(name, "_") ||
+		strings.HasSuffix(name, ".tmp") ||
+		strings.HasSuffix(name, "~")
+}
+
+// PartitionDir is the folder holding a partition's files.
+func PartitionDir(dir, partition string) string {
+	if partition == RootPartition {
+		return dir
+	}
+	return files.Join(dir, partition)
+}
+
+// ListPartitions returns a folder's partitions, sorted: its non-ignored
+// subfolders, plus RootPartition when files lie directly inside it.
+func ListPartitions(dir string) ([]string, error) {
+	l, err := files.List(context.Background(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("rawlog: list partitions of %s: %w", dir, err)
+	}
+	var parts []string
+	for _, name := range l.Dirs {
+		if !Ignored(name) {
+			parts = append(parts, name)
+		}
+	}
+	if slices.ContainsFunc(l.Files, func(name string) bool { return !Ignored(name) }) {
+		parts = append(parts, RootPartition)
+	}
+	slices.Sort(parts) // "." in its place
+	return parts, nil
+}
+
+// ListFiles returns a partition's readable files in lexical order.
+func ListFiles(dir, partition string) ([]string, error) {
+	l, err := files.List(context.Background(), PartitionDir(dir, partition))
+	if err != nil {
+		return nil, fmt.Errorf("rawlog: list files of partition %q: %w", partition, err)
+	}
+	var out []string
+	for _, name := range l.Files {
+		if !Ignored(name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil // the listing is sorted by name
+}

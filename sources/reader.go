@@ -1,0 +1,291 @@
+package sources
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/internal/sdfread"
+	"github.com/revenue-stream/hourly/sources/rawlog"
+	"github.com/revenue-stream/hourly/watermark"
+)
+
+// reader reads one partition for one ProcessElement call, in plain Go, so
+// the reading rules are tested without a runner.
+type reader struct {
+	dir, partition string
+	follow         bool
+	policy         watermark.Policy
+	event          event.Config
+	maxRecords     int
+	budget         time.Duration
+	settle         time.Duration // see settled
+	source         string        // keys the pending-tail registry
+	// final is the graceful stop's last pass: finish the current file,
+	// unterminated last line included, and read no other file.
+	final bool
+	// others reports the lowest watermark of the other active partitions
+	// (watermark.Partition.Report).
+	others func() (w int64, ok bool)
+
+	now   func() time.Time
+	stop  func() bool
+	claim func(restriction) bool
+	emit  func(model.Record)
+	// checkpoint receives the state each time a file has been read.
+	checkpoint func(model.Checkpoint)
+	log        *slog.Logger
+
+	// rest is the state reached so far, claimed with each record.
+	rest    restriction
+	stamper *rawlog.Stamper
+	open    *openFiles // remote files kept open between calls (nil: none)
+	emitted int
+	path    string // the file being read, for the records' refs
+}
+
+// readerClock gives a partition's reader its clock; tests replace it
+// (calls_test.go).
+var readerClock = func(dir, partition string) func() time.Time { return time.Now }
+
+// newReader resumes a partition from rest.
+func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
+	r := &reader{
+		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
+		maxRecords: DefaultMaxPerCall, budget: callBudget, settle: DefaultSettle,
+		now: readerClock(dir, partition), stop: func() bool { return false },
+		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
+		others:     func() (int64, bool) { return model.NoWatermark, false },
+		checkpoint: func(model.Checkpoint) {},
+		log:        slog.Default().With("source", "folder", "partition", partition),
+		rest:       rest.Clone(),
+	}
+	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
+	return r
+}
+
+// run reads until a budget is used up, the data runs out, the partition
+// ends (replay) or a stop is requested; the caller claims the final state.
+// An I/O error fails a replay; a follower logs it and retries at the next
+// poll, since it is most often transient and a silent partition is safe.
+func (r *reader) run() (sdfread.Outcome, error) {
+	out, err := r.read()
+	if err != nil && r.follow {
+		r.log.Error("source partition read failed; trying again at the next poll", "error", err)
+		return sdfread.CaughtUp, nil
+	}
+	return out, err
+}
+
+func (r *reader) read() (sdfread.Outcome, error) {
+	start := r.now()
+	for {
+		if r.stop() {
+			return sdfread.Stopped, nil
+		}
+		if r.final && r.rest.File == "" {
+			return sdfread.Stopped, nil
+		}
+		if r.rest.File == "" {
+			next, err := r.nextFile("")
+			if err != nil {
+				return 0, err
+			}
+			if next == "" {
+				if r.follow {
+					return sdfread.CaughtUp, nil
+				}
+				r.rest.Closed = true
+				return sdfread.Finished, nil
+			}
+			r.rest.File, r.rest.Offset, r.rest.Line = next, 0, 0
+		}
+		out, done, err := r.readFile(start)
+		if err != nil || !done {
+			return out, err
+		}
+		r.rest.markRead(r.rest.File)
+		r.checkpoint(model.Checkpoint{Partition: r.partition, File: r.rest.File,
+			Offset: r.rest.Offset, Line: r.rest.Line, MaxValid: r.rest.MaxValid})
+		r.rest.File, r.rest.Offset, r.rest.Line = "", 0, 0
+	}
+}
+
+// readFile reads the current file from the restriction's mark. done: move
+// on to the next file; otherwise out says why the call ends.
+func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err error) {
+	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
+	r.path = path
+	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
+	if errors.Is(err, fs.ErrNotExist) { // removed under the reader (retention)
+		r.log.Error("source file disappeared while being read; moving on", "file", r.rest.File, "line", r.rest.Line)
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
+	}
+	defer func() {
+		if err == nil && !done && out != sdfread.Lost {
+			r.open.keep(r.partition, path, lr, f) // the next call goes on from here
+			return
+		}
+		f.Close()
+	}()
+	leaving := false
+	for {
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+			return out, false, nil
+		}
+		l, err := lr.Next()
+		if errors.Is(err, io.EOF) {
+			m := lr.Mark()
+			r.rest.Offset, r.rest.Line = m.Offset, m.Line // blank lines at the end
+			newest := false
+			if r.follow && !leaving && !r.final {
+				// The newest file may still grow: stay while no other waits.
+				next, err := r.nextFile(r.rest.File)
+				if err != nil {
+					return 0, false, err
+				}
+				if next != "" {
+					// This file is complete: read what was appended before
+					// the later file appeared, then leave.
+					leaving = true
+					continue
+				}
+				if lr.Pending() == 0 || !r.settled(m.Offset+lr.Pending()) {
+					return sdfread.CaughtUp, false, nil
+				}
+				newest = true
+			}
+			// Nothing more will come: an unterminated last line is a line.
+			if lr.Pending() > 0 {
+				r.log.Info("source file ends in a line without a newline; reading it as a line",
+					"position", rawlog.Position(r.partition, r.rest.File, m.Line+1), "bytes", lr.Pending())
+				tl, ok := lr.Tail()
+				if ok && !r.record(tl) {
+					return sdfread.Lost, false, nil
+				}
+				m = lr.Mark()
+				r.rest.Offset, r.rest.Line = m.Offset, m.Line
+			}
+			r.forgetTail()
+			switch {
+			case r.final:
+				return sdfread.Stopped, false, nil
+			case newest:
+				return sdfread.CaughtUp, false, nil // it stays the current file
+			}
+			return 0, true, nil
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("source partition %q: %s: %w", r.partition, path, err)
+		}
+		if !r.record(l) {
+			return sdfread.Lost, false, nil
+		}
+	}
+}
+
+// settled reports whether the current file, size bytes long and ending in a
+// line without a newline, has kept that size for the settle time (first
+// sightings are kept in the tails registry).
+func (r *reader) settled(size int64) bool {
+	now := r.now().UnixMilli()
+	k := tailKey{source: r.source, partition: r.partition, file: r.rest.File}
+	v, ok := tails.Load(k)
+	if !ok || v.(tailSeen).size != size {
+		if !ok {
+			r.log.Info("source file ends in a line without a newline; pending until the file stops changing",
+				"position", rawlog.Position(r.partition, r.rest.File, r.rest.Line+1), "settle", r.settle)
+		}
+		tails.Store(k, tailSeen{size: size, since: now})
+		return r.settle <= 0
+	}
+	return now-v.(tailSeen).since >= r.settle.Milliseconds()
+}
+
+// forgetTail drops the current file from the pending-tail registry.
+func (r *reader) forgetTail() {
+	tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File})
+}
+
+// record stamps, claims and emits one line; false: the claim failed.
+func (r *reader) record(l rawlog.Line) bool {
+	now := r.now().UnixMilli()
+	rec := model.Record{
+		Partition: r.partition,
+		Position:  rawlog.Position(r.partition, r.rest.File, l.No),
+		Line:      bytes.Clone(l.Bytes),
+		Ref:       l.Ref(r.path),
+		Oversized: l.Oversized,
+		ReadAt:    now,
+	}
+	r.stamper.StampRecord(&rec)
+	r.rest.State = r.stamper.Partition().State()
+	r.rest.Offset, r.rest.Line = l.End, l.No
+	if !r.claim(r.rest) {
+		return false
+	}
+	r.emit(rec)
+	r.emitted++
+	return true
+}
+
+// nextFile returns the lexically smallest unread file other than current,
+// or "" when there is none. It also raises the floor of remembered names and
+// warns about files that appeared out of lexical order.
+func (r *reader) nextFile(current string) (string, error) {
+	files, err := rawlog.ListFiles(r.dir, r.partition)
+	if err != nil {
+		return "", fmt.Errorf("source partition %q: %w", r.partition, err)
+	}
+	below, _ := slices.BinarySearch(files, r.rest.Floor)
+	switch {
+	case r.rest.FloorFiles < 0: // a start position: count what lies below it
+		r.rest.FloorFiles = below
+	case below != r.rest.FloorFiles:
+		if below > r.rest.FloorFiles {
+			r.log.Error("files appeared far below the files already read and cannot be told from read ones; the stream does not read them (reconcile does)",
+				"count", below-r.rest.FloorFiles, "below", r.rest.Floor)
+		}
+		r.rest.FloorFiles = below // also after a clean-up removed old files
+	}
+	r.rest.prune(files)
+	for _, name := range files[below:] {
+		if name == current || r.rest.isRead(name) {
+			continue
+		}
+		// Warn only when choosing between files, not at a follower's check.
+		if last := r.rest.lastRead(); current == "" && name < last {
+			r.log.Warn("source file appeared out of lexical order; reading it now",
+				"file", name, "after", last)
+		}
+		return name, nil
+	}
+	return "", nil
+}
+
+// watermarkState adds the watermark state at processing time now to the
+// restriction, logs a change of idleness and reports whether the partition
+// just went idle.
+func (r *reader) watermarkState(now int64) bool {
+	p := r.stamper.Partition()
+	active, anyActive := r.others()
+	rep := p.Report(now, active, anyActive)
+	r.rest.State = p.State()
+	if rep.ByIdleness && idleLog.due(r.source, now) {
+		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
+			"reported_watermark", watermark.FormatMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
+	}
+	sdfread.LogIdleness(r.log, "source partition", rep, p, r.policy.IdleTimeout)
+	return rep.WentIdle
+}
