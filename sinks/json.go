@@ -133,3 +133,20 @@ func (r RowJSON) MarshalJSON() ([]byte, error) {
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
+
+// UnmarshalJSON reads a row RowJSON wrote (a JSON run report read back).
+func (r *RowJSON) UnmarshalJSON(data []byte) error {
+	row, err := decodeJSONLine(currentCodec, data)
+	if err != nil {
+		return err
+	}
+	var w struct {
+		Writer string `json:"writer"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	row.Writer = w.Writer
+	*r = RowJSON(row)
+	return nil
+}

@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -123,21 +122,4 @@ func TestRowJSON(t *testing.T) {
 	if err := back.UnmarshalJSON(got); err != nil || model.Row(back) != r {
 		t.Errorf("read back %+v, %v; want %+v", back, err, r)
 	}
-}
-
-// UnmarshalJSON reads a row RowJSON wrote; only tests read rows back.
-func (r *RowJSON) UnmarshalJSON(data []byte) error {
-	row, err := decodeJSONLine(currentCodec, data)
-	if err != nil {
-		return err
-	}
-	var w struct {
-		Writer string `json:"writer"`
-	}
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
-	}
-	row.Writer = w.Writer
-	*r = RowJSON(row)
-	return nil
 }

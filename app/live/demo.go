@@ -126,7 +126,7 @@ func (d *Demo) PrepareDir() error {
 // it wrote.
 func (d *Demo) Start(ctx context.Context, out io.Writer, to, ui string) (stop, wait func()) {
 	d.banner(out, to, ui)
-	ctx, stop = context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan gen.LiveStats, 1)
 	go func() {
 		st, err := gen.RunLive(ctx, d.Dir, d.Feed)
@@ -136,11 +136,11 @@ func (d *Demo) Start(ctx context.Context, out io.Writer, to, ui string) (stop, w
 		done <- st
 	}()
 	stopped := func() {
-		stop()
+		cancel()
 		slog.Info("live demo: feed stopped")
 	}
 	return stopped, func() {
-		stop()
+		cancel()
 		st := <-done
 		slog.Info("live feed stopped", "lines", st.Lines, "files", st.Files, "events", st.Events, "duplicates", st.Duplicates,
 			"conflicts", st.Conflicts, "late", st.Late, "backlog", st.Backlog, "too_late", st.TooLate,
