@@ -57,9 +57,13 @@ type result struct {
 	Events     int64   `json:"events"`
 	Seconds    float64 `json:"seconds"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
-	AllocMiB   float64 `json:"alloc_mib"`
-	Mallocs    uint64  `json:"mallocs"`
-	Counted    int64   `json:"counted"`
+	// PeakAnonMiB is the largest RssAnon sampled every 20 ms: the peak RSS
+	// without the executable's mapped pages, which depend on the page cache
+	// (a binary just built or read maps more of itself) and not on the run.
+	PeakAnonMiB float64 `json:"peak_anon_mib"`
+	AllocMiB    float64 `json:"alloc_mib"`
+	Mallocs     uint64  `json:"mallocs"`
+	Counted     int64   `json:"counted"`
 	// HeapMiB samples the live heap every half second during the run (the
 	// SDK harness and prism share this process): flat means no growth
 	// beyond the retained state.
@@ -286,6 +290,7 @@ func measure(mode, dir string, check bool) (r result, err error) {
 		samples := make(chan []float64, 1)
 		go func() {
 			var out []float64
+			var peakHeap uint64
 			t := time.NewTicker(500 * time.Millisecond)
 			defer t.Stop()
 			for {
@@ -297,10 +302,33 @@ func measure(mode, dir string, check bool) (r result, err error) {
 					var ms runtime.MemStats
 					runtime.ReadMemStats(&ms)
 					out = append(out, float64(ms.HeapInuse)/(1<<20))
+					if p := os.Getenv("BENCH_PEAKHEAPPROFILE"); p != "" && ms.HeapInuse >= peakHeap {
+						// The live heap at its largest sample: what the peak RSS is made of.
+						peakHeap = ms.HeapInuse
+						if f, err := os.Create(p); err == nil {
+							_ = pprof.Lookup("heap").WriteTo(f, 0)
+							f.Close()
+						}
+					}
 				}
 			}
 		}()
-		defer func() { close(stop); r.HeapMiB = <-samples }()
+		anon := make(chan float64, 1)
+		go func() {
+			var peak float64
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					anon <- peak
+					return
+				case <-t.C:
+					peak = max(peak, procStatusMiB("RssAnon:"))
+				}
+			}
+		}()
+		defer func() { close(stop); r.HeapMiB, r.PeakAnonMiB = <-samples, <-anon }()
 		work, err := os.MkdirTemp("", "revenue-bench-sink-")
 		if err != nil {
 			return r, err
@@ -380,13 +408,17 @@ func median(rs []result) result {
 }
 
 // peakRSSMiB reads VmHWM from /proc (Linux), 0 elsewhere.
-func peakRSSMiB() float64 {
+func peakRSSMiB() float64 { return procStatusMiB("VmHWM:") }
+
+// procStatusMiB reads one kB field of /proc/self/status in MiB (Linux), 0
+// elsewhere.
+func procStatusMiB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			return kb / 1024
 		}
