@@ -17,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/testing/scenario"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -209,7 +210,7 @@ func runSkew(t *testing.T, s skew) *skewRun {
 	run.shard = &countingShard{memShard: &memShard{memState{values: map[string]any{}}, map[string][]any{}}}
 	d := &skewDriver{t: t, f: f, sp: run.shard, tp: &recordTimers{}, timers: map[string]int64{}, forget: s.ForgetEvery, run: run}
 	rng := rand.New(rand.NewPCG(25, 2))
-	tracker := watermark.NewTracker(skewWatermark)
+	tracker := scenario.NewTracker(skewWatermark)
 	cfg := event.DefaultConfig()
 	parts := []string{"p0", "p1", "p2", "p3"}
 	due := map[string][]string{} // "<partition> <minute>" -> copies sent then

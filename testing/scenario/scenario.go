@@ -28,7 +28,7 @@ type Builder struct {
 	cfg       teststream.Config
 	policy    watermark.Policy
 	event     event.Config
-	tracker   *watermark.Tracker
+	tracker   *Tracker
 	lines     map[string]int
 	now       int64
 	watermark int64
@@ -46,7 +46,7 @@ func New(p watermark.Policy, ev event.Config, now time.Time) *Builder {
 		cfg:       teststream.NewConfig(),
 		policy:    p,
 		event:     ev,
-		tracker:   watermark.NewTracker(p),
+		tracker:   NewTracker(p),
 		lines:     map[string]int{},
 		now:       now.UnixMilli(),
 		watermark: model.NoWatermark,
