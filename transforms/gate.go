@@ -115,13 +115,13 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 // judge applies rule (b) to each event at the key's known watermark and
 // emits the others in batches of one dedup shard and partition, in order. A
 // too-late record never reaches dedup, so it leaves the read-ahead account here.
+// The events kept are filtered in place; a batch whose events all go to one
+// shard and partition (every batch when the dedup step has GateKeys shards, as
+// on prism) leaves as it is, without a copy.
 func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(int, model.EventBatch), late func(model.TooLate)) {
-	type batchKey struct {
-		shard     int
-		partition string
-	}
-	var order []batchKey
-	batches := map[batchKey]*model.EventBatch{}
+	kept := events[:0]
+	var first batchKey
+	one := true
 	for _, e := range events {
 		if !st.Gate(&e, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
@@ -130,16 +130,30 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 			continue
 		}
 		k := batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}
-		b, ok := batches[k]
-		if !ok {
-			b = &model.EventBatch{}
-			batches[k] = b
+		if len(kept) == 0 {
+			first = k
+		}
+		one = one && k == first
+		kept = append(kept, e)
+	}
+	if len(kept) == 0 {
+		return
+	}
+	if one {
+		emit(first.shard, model.EventBatch{Events: kept})
+		return
+	}
+	var order []batchKey
+	batches := map[batchKey][]model.Event{}
+	for _, e := range kept {
+		k := batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}
+		if _, ok := batches[k]; !ok {
 			order = append(order, k)
 		}
-		b.Events = append(b.Events, e)
+		batches[k] = append(batches[k], e)
 	}
 	for _, k := range order {
-		emit(k.shard, *batches[k])
+		emit(k.shard, model.EventBatch{Events: batches[k]})
 	}
 }
 
