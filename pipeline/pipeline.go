@@ -205,7 +205,7 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 		return Outputs{}, fmt.Errorf("pipeline options: %w", err)
 	}
 	s = s.Scope("HourlyRevenue")
-	events, quarantined := transforms.Validate(s, records, o.Event, o.Watermark.OutOfOrderBound)
+	events, quarantined := transforms.SplitVerdicts(s, records, o.Event, o.Watermark.OutOfOrderBound)
 	open, lateA := transforms.TooLate(s, events, o.Triggers, o.ReadAhead)
 	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
 	// Audit records read back the raw lines dropped before dedup.

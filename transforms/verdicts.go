@@ -23,21 +23,22 @@ import (
 const Namespace = metrics.Namespace
 
 func init() {
-	register.DoFn4x0[context.Context, model.Record, func(model.Event), func(model.Quarantined)](&validateFn{})
+	register.DoFn4x0[context.Context, model.Record, func(model.Event), func(model.Quarantined)](&verdictFn{})
 	register.Emitter1[model.Event]()
 	register.Emitter1[model.Quarantined]()
 }
 
-// Validate splits records by their verdict (stamped by the source, else
-// event.Parse): valid events, and quarantined records with their reason. It
+// SplitVerdicts splits records by the verdict the source stamped on them
+// (event.Parse, for a record that comes unstamped): valid events, and
+// quarantined records with their reason. It
 // counts records read and quarantined, and each event's delays
 // (metrics.Lateness, Arrival) against bound, the out-of-order bound.
-func Validate(s beam.Scope, records beam.PCollection, cfg event.Config, bound time.Duration) (events, quarantined beam.PCollection) {
-	s = s.Scope("Validate")
-	return beam.ParDo2(s, &validateFn{Config: cfg, Bound: bound}, records)
+func SplitVerdicts(s beam.Scope, records beam.PCollection, cfg event.Config, bound time.Duration) (events, quarantined beam.PCollection) {
+	s = s.Scope("SplitVerdicts")
+	return beam.ParDo2(s, &verdictFn{Config: cfg, Bound: bound}, records)
 }
 
-type validateFn struct {
+type verdictFn struct {
 	Config event.Config
 	Bound  time.Duration
 
@@ -47,7 +48,7 @@ type validateFn struct {
 	latenessMs, arrivalMs beam.Distribution
 }
 
-func (f *validateFn) Setup() {
+func (f *verdictFn) Setup() {
 	f.read = metrics.Counter(metrics.Read)
 	f.quarantined = metrics.Counter(metrics.Quarantined)
 	f.byPartition = map[string]beam.Counter{}
@@ -61,7 +62,7 @@ func (f *validateFn) Setup() {
 	f.arrivalMs = metrics.Distribution(metrics.Ms(metrics.Arrival))
 }
 
-func (f *validateFn) ProcessElement(ctx context.Context, r model.Record, emit func(model.Event), quarantine func(model.Quarantined)) {
+func (f *verdictFn) ProcessElement(ctx context.Context, r model.Record, emit func(model.Event), quarantine func(model.Quarantined)) {
 	f.read.Inc(ctx, 1)
 	c, ok := f.byPartition[r.Partition]
 	if !ok {
