@@ -22,12 +22,8 @@ func FiguresOf(m *beammetrics.Results) Figures {
 		if r.Namespace() != metrics.Namespace {
 			continue
 		}
-		v := r.Result()
-		d, seen := f.Distributions[r.Name()]
-		if !seen {
-			d.Min, d.Max = v.Min, v.Max
-		}
-		d.Count, d.Sum, d.Min, d.Max = d.Count+v.Count, d.Sum+v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)
+		d := f.Distributions[r.Name()]
+		d.Add(r.Result())
 		f.Distributions[r.Name()] = d
 	}
 	byName := map[string]*Partition{}

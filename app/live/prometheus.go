@@ -19,9 +19,7 @@ import (
 const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
 // Distribution is one of the job's distributions, summed across steps.
-type Distribution struct {
-	Count, Sum, Min, Max int64
-}
+type Distribution = metrics.DistributionSum
 
 // promPrefix heads every metric name: the pipeline's metrics namespace.
 const promPrefix = metrics.Namespace + "_"
@@ -65,7 +63,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 	e.labelled("partition_records_read_total", "counter", "Records read per source partition.", "partition", c.ReadBy)
 	e.labelled("quarantined_records_total", "counter", "Quarantined records per reason.", "reason", c.QuarantinedBy)
 	rows := map[string]int64{}
-	for _, st := range states {
+	for _, st := range model.ResultStates {
 		rows[st.String()] = c.Rows[st.String()]
 	}
 	e.labelled("rows_emitted_total", "counter", "Snapshot rows the job emitted per result state.", "state", rows)
