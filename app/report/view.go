@@ -135,7 +135,7 @@ func newView(r Run) view {
 		cv := newConservation(*c)
 		v.Conservation = &cv
 		v.Reasons = reasons(c.QuarantinedBy)
-		for _, s := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+		for _, s := range model.ResultStates {
 			v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s), c.Rows[s.String()]})
 		}
 		v.MetricDelays = metricDelays(*c)
