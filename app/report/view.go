@@ -163,7 +163,7 @@ func newView(r Run) view {
 	for _, w := range shown {
 		v.Windows = append(v.Windows, newWindowView(w))
 		if n := len(w.Revisions); n > 0 {
-			v.Current = append(v.Current, jsonRow(w.Revisions[n-1]))
+			v.Current = append(v.Current, JSONRow(w.Revisions[n-1]))
 		}
 	}
 	return v
