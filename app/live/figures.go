@@ -42,7 +42,7 @@ func FiguresOf(m *beammetrics.Results) Figures {
 			continue
 		}
 		v := g.Result()
-		name, stalled := strings.CutPrefix(g.Name(), metrics.PubsubStalledPrefix)
+		name, stalled := metrics.Of(metrics.PubsubStalled, g.Name())
 		if stalled {
 			// A stalled reader's bundle does not finish: the latest value of either kind is current.
 			if v = g.Attempted; g.Committed.Timestamp.After(v.Timestamp) {
@@ -55,9 +55,9 @@ func FiguresOf(m *beammetrics.Results) Figures {
 		latest[g.Name()] = v.Timestamp
 		if stalled {
 			get(name).StalledMs = v.Value
-		} else if name, ok := strings.CutPrefix(g.Name(), "watermark_lag_ms_"); ok {
+		} else if name, ok := metrics.Of(metrics.WatermarkLag, g.Name()); ok {
 			get(name).WatermarkMs = v.Timestamp.UnixMilli() - v.Value // the lag when the gauge was set
-		} else if name, ok := strings.CutPrefix(g.Name(), "partition_idle_"); ok {
+		} else if name, ok := metrics.Of(metrics.PartitionIdle, g.Name()); ok {
 			get(name).Idle = v.Value == 1
 		}
 	}

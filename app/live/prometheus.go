@@ -108,7 +108,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 		if seen[name] || metrics.IsDelayBucket(name) {
 			continue
 		}
-		if p, ok := strings.CutPrefix(name, "idle_transitions_"); ok {
+		if p, ok := metrics.Of(metrics.IdleTransitions, name); ok {
 			idle[p] = c.Counters[name]
 			continue
 		}
@@ -127,8 +127,8 @@ func (e *exposition) figures(f Figures, now time.Time) {
 
 // hasFamilyPrefix: the counters CountsOf splits into ReadBy, QuarantinedBy and Rows.
 func hasFamilyPrefix(name string) bool {
-	for _, p := range []string{"read_partition_", "quarantined_", "rows_"} {
-		if strings.HasPrefix(name, p) {
+	for _, f := range []func(string) metrics.Name{metrics.ReadBy, metrics.QuarantinedBy, metrics.RowsBy} {
+		if _, ok := metrics.Of(f, name); ok {
 			return true
 		}
 	}

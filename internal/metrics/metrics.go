@@ -82,10 +82,7 @@ const (
 
 // PubsubStalled is the gauge of how long (ms) a Pub/Sub partition has held
 // messages without emitting any, past --pubsub-stall-after; else 0.
-func PubsubStalled(partition string) Name { return Name(PubsubStalledPrefix + partition) }
-
-// PubsubStalledPrefix starts the names of the PubsubStalled gauges.
-const PubsubStalledPrefix = "pubsub_stalled_ms_"
+func PubsubStalled(partition string) Name { return Name("pubsub_stalled_ms_" + partition) }
 
 // The families of counters, one per partition, reason or state.
 const (
@@ -119,6 +116,12 @@ func IdleTransitions(partition string) Name { return Name(idleBy + partition) }
 // WatermarkLag is the gauge of how far (ms) a partition's watermark trails
 // processing time.
 func WatermarkLag(partition string) Name { return Name(watermarkLagBy + partition) }
+
+// Of is the partition, reason or state that a name of family (ReadBy, PubsubStalled, ...) is
+// for; ok is false for a name of another family.
+func Of(family func(string) Name, name string) (string, bool) {
+	return strings.CutPrefix(name, string(family("")))
+}
 
 // Bucket is the counter of bucket i (of delay.Buckets) of a delay metric.
 func Bucket(m Name, i int) Name { return Name(delay.CounterName(string(m), i)) }
