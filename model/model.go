@@ -138,6 +138,9 @@ const (
 	Final
 )
 
+// ResultStates are the states of a row, in lifecycle order.
+var ResultStates = []ResultState{Early, OnTime, Late, Final}
+
 var stateNames = [...]string{"UNKNOWN", "EARLY", "ON_TIME", "LATE", "FINAL"}
 
 func (s ResultState) String() string {

@@ -114,7 +114,7 @@ func (f *revisionsFn) Setup(ctx context.Context) error {
 	f.seedCounter = metrics.Counter(metrics.RevisionSeedRows)
 	f.rows = map[model.ResultState]beam.Counter{}
 	f.rowRevenues = map[model.ResultState]beam.Distribution{}
-	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+	for _, st := range model.ResultStates {
 		f.rows[st] = metrics.Counter(metrics.RowsBy(st.String()))
 		f.rowRevenues[st] = metrics.Distribution(metrics.RowRevenueBy(st.String()))
 	}

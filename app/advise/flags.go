@@ -58,7 +58,7 @@ func newCommand() *command {
 		}},
 		{Title: "What to try (comma-separated values; the current one is always added)", Flags: []cli.Flag{
 			{Name: "try-ooo-bound", Value: durationList(&o.Try.Bounds), Usage: "bounds"},
-			{Name: "try-lateness-percentiles", Value: cli.Func(&o.Try.LatenessPercentiles, "N,...", parseInts, formatInts),
+			{Name: "try-lateness-percentiles", Value: list(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
 				Usage: "also try the bounds at these percentiles of the measured lateness"},
 			{Name: "try-allowed-lateness", Value: durationList(&o.Try.Lateness), Usage: "allowed latenesses"},
 			{Name: "try-dedup-retention", Value: durationList(&o.Try.Retention),
@@ -112,46 +112,31 @@ values, what each would do; then the smallest settings meeting the targets, as c
 
 // durationList binds a comma-separated list of durations.
 func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
-	return cli.Func(p, "DURATION,...", func(s string) ([]time.Duration, error) {
-		var out []time.Duration
+	return list(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
+}
+
+// list binds a comma-separated list of what parse reads; "" is the empty list if empty is set.
+func list[T any](p *[]T, arg, noun string, empty bool, parse func(string) (T, error), format func(T) string) cli.Value[[]T] {
+	return cli.Func(p, arg, func(s string) ([]T, error) {
+		if s == "" && empty {
+			return nil, nil
+		}
+		var out []T
 		for _, f := range strings.Split(s, ",") {
-			d, err := time.ParseDuration(strings.TrimSpace(f))
+			v, err := parse(strings.TrimSpace(f))
 			if err != nil {
-				return nil, fmt.Errorf("invalid duration %q in %q", f, s)
+				return nil, fmt.Errorf("invalid %s %q in %q", noun, f, s)
 			}
-			out = append(out, d)
+			out = append(out, v)
 		}
 		return out, nil
-	}, func(ds []time.Duration) string {
-		var out []string
-		for _, d := range ds {
-			out = append(out, cli.FormatDuration(d))
+	}, func(vs []T) string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = format(v)
 		}
 		return strings.Join(out, ",")
 	})
-}
-
-func parseInts(s string) ([]int, error) {
-	var ns []int
-	if s == "" {
-		return nil, nil
-	}
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("invalid number %q in %q", f, s)
-		}
-		ns = append(ns, n)
-	}
-	return ns, nil
-}
-
-func formatInts(ns []int) string {
-	var out []string
-	for _, n := range ns {
-		out = append(out, strconv.Itoa(n))
-	}
-	return strings.Join(out, ",")
 }
 
 func parseCount(s string) (int64, error) {

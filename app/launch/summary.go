@@ -271,7 +271,7 @@ func writeRows(w io.Writer, rows []model.Row) {
 // stateCounts renders counts by result state in lifecycle order.
 func stateCounts(m map[string]int64) string {
 	var parts []string
-	for _, st := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+	for _, st := range model.ResultStates {
 		if n := m[st.String()]; n > 0 {
 			parts = append(parts, st.String()+" "+strconv.FormatInt(n, 10))
 		}

@@ -22,12 +22,8 @@ func FiguresOf(m *beammetrics.Results) Figures {
 		if r.Namespace() != metrics.Namespace {
 			continue
 		}
-		v := r.Result()
-		d, seen := f.Distributions[r.Name()]
-		if !seen {
-			d.Min, d.Max = v.Min, v.Max
-		}
-		d.Count, d.Sum, d.Min, d.Max = d.Count+v.Count, d.Sum+v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)
+		d := f.Distributions[r.Name()]
+		d.Add(r.Result())
 		f.Distributions[r.Name()] = d
 	}
 	byName := map[string]*Partition{}
@@ -46,7 +42,7 @@ func FiguresOf(m *beammetrics.Results) Figures {
 			continue
 		}
 		v := g.Result()
-		name, stalled := strings.CutPrefix(g.Name(), metrics.PubsubStalledPrefix)
+		name, stalled := metrics.Of(metrics.PubsubStalled, g.Name())
 		if stalled {
 			// A stalled reader's bundle does not finish: the latest value of either kind is current.
 			if v = g.Attempted; g.Committed.Timestamp.After(v.Timestamp) {
@@ -59,9 +55,9 @@ func FiguresOf(m *beammetrics.Results) Figures {
 		latest[g.Name()] = v.Timestamp
 		if stalled {
 			get(name).StalledMs = v.Value
-		} else if name, ok := strings.CutPrefix(g.Name(), "watermark_lag_ms_"); ok {
+		} else if name, ok := metrics.Of(metrics.WatermarkLag, g.Name()); ok {
 			get(name).WatermarkMs = v.Timestamp.UnixMilli() - v.Value // the lag when the gauge was set
-		} else if name, ok := strings.CutPrefix(g.Name(), "partition_idle_"); ok {
+		} else if name, ok := metrics.Of(metrics.PartitionIdle, g.Name()); ok {
 			get(name).Idle = v.Value == 1
 		}
 	}

@@ -19,9 +19,7 @@ import (
 const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
 // Distribution is one of the job's distributions, summed across steps.
-type Distribution struct {
-	Count, Sum, Min, Max int64
-}
+type Distribution = metrics.DistributionSum
 
 // promPrefix heads every metric name: the pipeline's metrics namespace.
 const promPrefix = metrics.Namespace + "_"
@@ -65,7 +63,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 	e.labelled("partition_records_read_total", "counter", "Records read per source partition.", "partition", c.ReadBy)
 	e.labelled("quarantined_records_total", "counter", "Quarantined records per reason.", "reason", c.QuarantinedBy)
 	rows := map[string]int64{}
-	for _, st := range states {
+	for _, st := range model.ResultStates {
 		rows[st.String()] = c.Rows[st.String()]
 	}
 	e.labelled("rows_emitted_total", "counter", "Snapshot rows the job emitted per result state.", "state", rows)
@@ -110,7 +108,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 		if seen[name] || metrics.IsDelayBucket(name) {
 			continue
 		}
-		if p, ok := strings.CutPrefix(name, "idle_transitions_"); ok {
+		if p, ok := metrics.Of(metrics.IdleTransitions, name); ok {
 			idle[p] = c.Counters[name]
 			continue
 		}
@@ -129,8 +127,8 @@ func (e *exposition) figures(f Figures, now time.Time) {
 
 // hasFamilyPrefix: the counters CountsOf splits into ReadBy, QuarantinedBy and Rows.
 func hasFamilyPrefix(name string) bool {
-	for _, p := range []string{"read_partition_", "quarantined_", "rows_"} {
-		if strings.HasPrefix(name, p) {
+	for _, f := range []func(string) metrics.Name{metrics.ReadBy, metrics.QuarantinedBy, metrics.RowsBy} {
+		if _, ok := metrics.Of(f, name); ok {
 			return true
 		}
 	}

@@ -141,9 +141,6 @@ type Snapshot struct {
 	Idle       *IdleView   `json:"idle,omitempty"`
 }
 
-// States in lifecycle order.
-var states = []model.ResultState{model.Early, model.OnTime, model.Late, model.Final}
-
 // Monitor assembles snapshots of a running job; safe for concurrent use.
 type Monitor struct {
 	Title    string
@@ -305,7 +302,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 		{"quarantined", c.Quarantined}, {"too_late", c.TooLate}}
 	s.Conserved = c.Read == c.Verdicts()
 	s.Identity = c.Identity()
-	for _, st := range states {
+	for _, st := range model.ResultStates {
 		s.Rows = append(s.Rows, Counter{st.String(), c.Rows[st.String()]})
 	}
 	for _, p := range f.Partitions {

@@ -47,22 +47,19 @@ func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 	if len(s.Windows) == 0 {
 		b.WriteString("(no rows yet)\n")
 	}
-	table := b.String()
-	var out strings.Builder
-	out.WriteString(table)
-	out.WriteString("\n")
+	b.WriteString("\n")
 	if s.Figures {
 		mark := "✓"
 		if !s.Conserved {
 			mark = "(records in flight)"
 		}
-		fmt.Fprintf(&out, "%s %s\n", s.Identity, mark)
+		fmt.Fprintf(&b, "%s %s\n", s.Identity, mark)
 		var rows []string
 		for _, r := range s.Rows {
 			rows = append(rows, paint(r.Name, fmt.Sprintf("%s %d", r.Name, r.Value)))
 		}
-		fmt.Fprintf(&out, "rows emitted: %s\n\n", strings.Join(rows, "  "))
-		fmt.Fprintf(&out, "watermark (min over active partitions): %s\n", s.Watermark)
+		fmt.Fprintf(&b, "rows emitted: %s\n\n", strings.Join(rows, "  "))
+		fmt.Fprintf(&b, "watermark (min over active partitions): %s\n", s.Watermark)
 		for _, p := range s.Partitions {
 			state := "active"
 			if p.Idle {
@@ -71,15 +68,15 @@ func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 					state = "\x1b[33midle" + reset
 				}
 			}
-			fmt.Fprintf(&out, "  %-4s %-24s behind %-8s %-6s read %d\n", p.Name, p.Watermark, p.Behind, state, p.Read)
+			fmt.Fprintf(&b, "  %-4s %-24s behind %-8s %-6s read %d\n", p.Name, p.Watermark, p.Behind, state, p.Read)
 		}
 	} else {
-		out.WriteString("waiting for the job's first figures…\n")
+		b.WriteString("waiting for the job's first figures…\n")
 	}
 	if s.SinkError != "" {
-		fmt.Fprintf(&out, "sink: %s\n", s.SinkError)
+		fmt.Fprintf(&b, "sink: %s\n", s.SinkError)
 	}
-	_, err := io.WriteString(w, out.String())
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 

@@ -37,20 +37,12 @@ type CompareSettings struct {
 // once, so concurrent bundles cannot lose updates (internal/localrunner/metricgate.go).
 func CompareWithSink(s beam.Scope, totals beam.PCollection, set CompareSettings) beam.PCollection {
 	s = s.Scope("CompareWithSink")
-	return beam.ParDo(s, &compareFn{
-		Sink:            set.Sink,
-		Range:           set.Range,
-		Triggers:        set.Triggers,
-		ToleranceMicros: set.ToleranceMicros,
-	}, beam.Impulse(s), beam.SideInput{Input: totals})
+	return beam.ParDo(s, &compareFn{CompareSettings: set}, beam.Impulse(s), beam.SideInput{Input: totals})
 }
 
 // compareFn is CompareWithSink's DoFn.
 type compareFn struct {
-	Sink            sink.Spec
-	Range           Range
-	Triggers        triggers.Policy
-	ToleranceMicros int64
+	CompareSettings
 
 	counters map[string]beam.Counter
 	deltas   beam.Distribution

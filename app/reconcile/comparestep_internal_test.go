@@ -18,12 +18,12 @@ import (
 // DoFn's exported fields with jsonx (encoding/json), so every one of them
 // must survive that trip to the worker.
 func TestCompareFnSerialises(t *testing.T) {
-	fn := &compareFn{
+	fn := &compareFn{CompareSettings: CompareSettings{
 		Sink:            sink.Spec{Scheme: sink.SchemeBigQuery, Project: "revenue-test", Dataset: "revenue"},
 		Range:           Range{From: 1_000, To: 2_000, HasFrom: true, HasTo: true},
 		Triggers:        triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
 		ToleranceMicros: 10_000,
-	}
+	}}
 	data, err := jsonx.Marshal(fn)
 	if err != nil {
 		t.Fatal(err)

@@ -84,15 +84,8 @@ func Recompute(s beam.Scope, partitions, evidence beam.PCollection, o Settings) 
 	}
 	s = s.Scope("Recompute")
 	// Create hands every partition to one bundle: the Reshuffle spreads them over workers.
-	copies, readStats := beam.ParDo2(s, &scanFn{
-		Source:       o.Source,
-		Event:        o.Event,
-		Watermark:    o.Watermark,
-		Triggers:     o.Triggers,
-		ReadAt:       o.ReadAt.UnixMilli(),
-		Shards:       o.shards(),
-		StreamFuture: o.StreamFuture,
-	}, beam.Reshuffle(s, partitions))
+	o.Shards = o.shards()
+	copies, readStats := beam.ParDo2(s, &scanFn{Settings: o}, beam.Reshuffle(s, partitions))
 	keyed := beam.ParDo(s, keyEvidence, evidence)
 	grouped := beam.CoGroupByKey(s, keyed, copies)
 	perShard, chooseStats := beam.ParDo2(s, &chooseFn{}, grouped)

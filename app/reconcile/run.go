@@ -21,6 +21,7 @@ import (
 	_ "github.com/revenue-stream/hourly/internal/files/gcs" // gs:// paths
 	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -59,9 +60,7 @@ type Outcome struct {
 }
 
 // Distribution is a Beam distribution's value.
-type Distribution struct {
-	Count, Sum, Min, Max int64
-}
+type Distribution = metrics.DistributionSum
 
 // ExitCode maps the outcome to SPEC §6's exit codes.
 func (o Outcome) ExitCode() int {
@@ -377,14 +376,6 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
 			continue
 		}
-		v := d.Result()
-		if v.Count == 0 {
-			continue
-		}
-		w := &out.WindowDelta
-		if w.Count == 0 {
-			w.Min, w.Max = v.Min, v.Max
-		}
-		w.Count, w.Sum, w.Min, w.Max = w.Count+v.Count, w.Sum+v.Sum, min(w.Min, v.Min), max(w.Max, v.Max)
+		out.WindowDelta.Add(d.Result())
 	}
 }

@@ -6,12 +6,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/transforms"
-	"github.com/revenue-stream/hourly/triggers"
-	"github.com/revenue-stream/hourly/watermark"
 )
 
 func init() {
@@ -28,15 +25,7 @@ const batchCopies = 2048
 // (transforms.ShardOf). A partition is one element: --max-age judges each record against the
 // watermark of those before it.
 type scanFn struct {
-	Source    string
-	Event     event.Config
-	Watermark watermark.Policy
-	Triggers  triggers.Policy
-	// ReadAt is the processing time (epoch ms) of the future_event_time check.
-	ReadAt int64
-	Shards int
-	// StreamFuture: see Stats.StreamFuture.
-	StreamFuture []string
+	Settings // Shards set
 
 	skip              map[string]bool
 	read, quarantined beam.Counter
@@ -53,14 +42,14 @@ func (f *scanFn) Setup() {
 
 func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func(int, copyBatch), stats func(Stats)) error {
 	st := Stats{Partitions: 1, Quarantined: map[string]int64{}}
-	stamper := rawlog.NewStamper(f.Watermark, f.Event, f.ReadAt)
+	stamper := rawlog.NewStamper(f.Watermark, f.Event, f.ReadAt.UnixMilli())
 	buf := make([][]Copy, f.Shards)
 	dims := map[string]string{} // one string per distinct dims value
 	flush := func(shard int) {
 		emit(shard, copyBatch{Copies: buf[shard]})
 		buf[shard] = nil // the runner may still hold the emitted slice
 	}
-	info, err := rawlog.Scan(f.Source, partition, f.Event.MaxLine, f.ReadAt, func(rec model.Record) error {
+	info, err := rawlog.Scan(f.Source, partition, f.Event.MaxLine, f.ReadAt.UnixMilli(), func(rec model.Record) error {
 		st.Read++
 		if f.skip[rec.Position] {
 			// Not stamped: the stream's Stamper never let it move the watermark.

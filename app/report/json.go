@@ -78,8 +78,6 @@ type jsonWindow struct {
 // JSONRow is a snapshot row as JSON, in the sinks' own format (sinks.RowJSON).
 type JSONRow = sinks.RowJSON
 
-func jsonRow(r model.Row) JSONRow { return JSONRow(r) }
-
 func writeJSON(w io.Writer, r Run) error {
 	out := Document{
 		Title:      r.Title,
@@ -142,7 +140,7 @@ func writeJSON(w io.Writer, r Run) error {
 		head, tail, gap := trimRevisions(w.Revisions)
 		jw.RevisionsOmitted = gap
 		for _, rv := range slices.Concat(head, tail) {
-			jw.Revisions = append(jw.Revisions, jsonRow(rv))
+			jw.Revisions = append(jw.Revisions, JSONRow(rv))
 		}
 		out.Windows.Shown = append(out.Windows.Shown, jw)
 	}

@@ -148,7 +148,6 @@ func (s *sampler) points() []TracePoint {
 type delayRecorder struct {
 	counts []int64 // per delay.Buckets
 	exact  map[int64]int64
-	n      int64
 }
 
 func newDelayRecorder() *delayRecorder {
@@ -156,7 +155,6 @@ func newDelayRecorder() *delayRecorder {
 }
 
 func (r *delayRecorder) add(ms int64) {
-	r.n++
 	r.counts[delay.Index(ms)]++
 	q := ms - ms%1000
 	if ms >= time.Hour.Milliseconds() {
@@ -168,23 +166,18 @@ func (r *delayRecorder) add(ms int64) {
 // histogram is the bucket counts with the recorded delays' own percentiles.
 func (r *delayRecorder) histogram() delay.Histogram {
 	h := delay.NewHistogram(r.counts)
-	if r.n == 0 {
+	if len(r.exact) == 0 {
 		return h
 	}
 	keys := slices.Sorted(maps.Keys(r.exact))
-	h.P50, h.P95, h.P99 = r.percentile(keys, 50), r.percentile(keys, 95), r.percentile(keys, 99)
-	return h
-}
-
-// percentile is the nearest-rank percentile.
-func (r *delayRecorder) percentile(keys []int64, p int64) int64 {
-	rank := (r.n*p + 99) / 100
-	var seen int64
-	for _, k := range keys {
-		seen += r.exact[k]
-		if seen >= rank {
-			return k
-		}
+	counts := make([]int64, len(keys))
+	for i, k := range keys {
+		counts[i] = r.exact[k]
 	}
-	return keys[len(keys)-1]
+	percentile := func(p int) int64 {
+		i, _ := delay.NearestRank(counts, p)
+		return keys[i]
+	}
+	h.P50, h.P95, h.P99 = percentile(50), percentile(95), percentile(99)
+	return h
 }

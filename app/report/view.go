@@ -135,7 +135,7 @@ func newView(r Run) view {
 		cv := newConservation(*c)
 		v.Conservation = &cv
 		v.Reasons = reasons(c.QuarantinedBy)
-		for _, s := range []model.ResultState{model.Early, model.OnTime, model.Late, model.Final} {
+		for _, s := range model.ResultStates {
 			v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s), c.Rows[s.String()]})
 		}
 		v.MetricDelays = metricDelays(*c)
@@ -163,7 +163,7 @@ func newView(r Run) view {
 	for _, w := range shown {
 		v.Windows = append(v.Windows, newWindowView(w))
 		if n := len(w.Revisions); n > 0 {
-			v.Current = append(v.Current, jsonRow(w.Revisions[n-1]))
+			v.Current = append(v.Current, JSONRow(w.Revisions[n-1]))
 		}
 	}
 	return v

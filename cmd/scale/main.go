@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
@@ -186,17 +187,7 @@ func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hour
 	return m
 }
 
-func num(v float64) string {
-	s := strconv.FormatInt(int64(math.Round(v)), 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func num(v float64) string { return report.Count(int64(math.Round(v))) }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
 func gb(b int64) string { return fmt.Sprintf("%.0f GB", float64(b)/1e9) }

@@ -51,6 +51,16 @@ func Arrival(eventTime, readAt int64) int64 { return max(0, readAt-eventTime) }
 // Percentile is the nearest-rank p-th percentile (0 < p <= 100) of counts (counts[i] for
 // Buckets[i]), as its bucket's upper bound; ok is false when counts holds nothing.
 func Percentile(counts []int64, p int) (upper int64, ok bool) {
+	i, ok := NearestRank(counts, p)
+	if !ok {
+		return 0, false
+	}
+	return Buckets[min(i, len(Buckets)-1)], true
+}
+
+// NearestRank is the index of the nearest-rank p-th percentile (0 < p <= 100) of ordered values,
+// counts[i] of the i-th; ok is false when counts holds nothing.
+func NearestRank(counts []int64, p int) (i int, ok bool) {
 	if p <= 0 || p > 100 {
 		panic(fmt.Sprintf("delay: percentile %d out of (0, 100]", p))
 	}
@@ -66,10 +76,10 @@ func Percentile(counts []int64, p int) (upper int64, ok bool) {
 	for i, c := range counts {
 		seen += c
 		if seen >= rank {
-			return Buckets[min(i, len(Buckets)-1)], true
+			return i, true
 		}
 	}
-	return Unbounded, true // not reached: seen ends at n >= rank
+	return len(counts) - 1, true // not reached: seen ends at n >= rank
 }
 
 // Histogram is one delay metric read back from its bucket counters.

@@ -82,10 +82,7 @@ const (
 
 // PubsubStalled is the gauge of how long (ms) a Pub/Sub partition has held
 // messages without emitting any, past --pubsub-stall-after; else 0.
-func PubsubStalled(partition string) Name { return Name(PubsubStalledPrefix + partition) }
-
-// PubsubStalledPrefix starts the names of the PubsubStalled gauges.
-const PubsubStalledPrefix = "pubsub_stalled_ms_"
+func PubsubStalled(partition string) Name { return Name("pubsub_stalled_ms_" + partition) }
 
 // The families of counters, one per partition, reason or state.
 const (
@@ -120,6 +117,12 @@ func IdleTransitions(partition string) Name { return Name(idleBy + partition) }
 // processing time.
 func WatermarkLag(partition string) Name { return Name(watermarkLagBy + partition) }
 
+// Of is the partition, reason or state that a name of family (ReadBy, PubsubStalled, ...) is
+// for; ok is false for a name of another family.
+func Of(family func(string) Name, name string) (string, bool) {
+	return strings.CutPrefix(name, string(family("")))
+}
+
 // Bucket is the counter of bucket i (of delay.Buckets) of a delay metric.
 func Bucket(m Name, i int) Name { return Name(delay.CounterName(string(m), i)) }
 
@@ -134,6 +137,22 @@ func Distribution(n Name) beam.Distribution { return beam.NewDistribution(Namesp
 
 // Gauge is the gauge n in Namespace.
 func Gauge(n Name) beam.Gauge { return beam.NewGauge(Namespace, string(n)) }
+
+// DistributionSum is a Beam distribution's value, summed across steps.
+type DistributionSum struct {
+	Count, Sum, Min, Max int64
+}
+
+// Add sums in one step's value; an empty one changes nothing.
+func (d *DistributionSum) Add(v beammetrics.DistributionValue) {
+	if v.Count == 0 {
+		return
+	}
+	if d.Count == 0 {
+		d.Min, d.Max = v.Min, v.Max
+	}
+	d.Count, d.Sum, d.Min, d.Max = d.Count+v.Count, d.Sum+v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)
+}
 
 // Counts are a run's conservation figures (SPEC §4) and its sink's.
 type Counts struct {
@@ -169,8 +188,7 @@ func (c Counts) Verdicts() int64 {
 // too_late, and that no event reached a window after its FINAL row.
 func (c Counts) Check() error {
 	if c.Read != c.Verdicts() {
-		return fmt.Errorf("conservation violated: read %d != counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d (= %d)",
-			c.Read, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate, c.Verdicts())
+		return fmt.Errorf("conservation violated: %s (= %d)", c.Identity(), c.Verdicts())
 	}
 	if c.AfterFinal != 0 {
 		return fmt.Errorf("%d events reached a window after its FINAL row (%s)", c.AfterFinal, AfterFinal)
