@@ -65,10 +65,12 @@ type FolderOptions struct {
 	Resume []model.Checkpoint
 	// Stop is the run's graceful-stop request (see StopSignal); zero: none.
 	Stop StopSignal
-	// ReadAhead names the job's read-ahead account (flow.ReadAhead) and
-	// ReadAheadRecords (--read-ahead) bounds it; "" or 0: no bound.
+	// ReadAhead names the job's read-ahead account (flow.ReadAhead),
+	// ReadAheadRecords (--read-ahead) bounds it ("" or 0: no bound), and
+	// ReadAheadLead is its horizon in event time (flow.ReadAhead.Horizon).
 	ReadAhead        string
 	ReadAheadRecords int
+	ReadAheadLead    time.Duration
 	// Unlisted builds the same transforms without looking at the folder
 	// (launch --dry-run): no partition is known at construction, and the
 	// folder need not exist.

@@ -96,14 +96,18 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		// Read nothing, never finish (see StopSignal).
 		return sdf.ResumeProcessingIn(f.Opts.PollInterval), nil
 	}
+	r := newReader(f.Dir, partition, rest, f.Opts.Follow, f.Opts.Watermark, f.Opts.Event)
 	holds := true
 	boards.With(f.Source, func(b *watermark.Board) { holds = b.Holds(partition, time.Now().UnixMilli(), f.staleAfter()) })
-	if !f.readAhead.Room(f.Opts.ReadAheadRecords, f.Opts.MaxPerCall, holds) {
+	if !f.readAhead.Room(f.Opts.ReadAheadRecords, f.Opts.MaxPerCall, f.Opts.ReadAheadLead, r.stamper.Watermark(), holds) {
 		// The dedup step is behind (prism has no backpressure).
 		return sdf.ResumeProcessingIn(readAheadPause), nil
 	}
-
-	r := newReader(f.Dir, partition, rest, f.Opts.Follow, f.Opts.Watermark, f.Opts.Event)
+	// A call granted room ends at the horizon, wherever it stood then (a
+	// call past it, as Room allows when blocked, reads its full size).
+	if h := f.readAhead.Horizon(f.Opts.ReadAheadLead); r.stamper.Watermark() < h {
+		r.horizon = h
+	}
 	r.maxRecords = f.Opts.MaxPerCall
 	r.settle, r.source = f.Opts.Settle, f.Source
 	r.open = f.open
@@ -116,7 +120,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	// The call's valid records (the events dedup will take in) join the
 	// read-ahead account as it ends, so none is ever in flight uncounted.
 	queued := 0
-	defer func() { f.readAhead.Queued(queued) }()
+	defer func() { f.readAhead.Queued(queued, r.stamper.Watermark()) }()
 	r.emit = func(rec model.Record) {
 		if rec.Valid != nil {
 			queued++

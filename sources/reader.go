@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -26,6 +27,7 @@ type reader struct {
 	policy         watermark.Policy
 	event          event.Config
 	maxRecords     int
+	horizon        int64 // the call ends once the partition watermark reaches it (flow.ReadAhead.Horizon)
 	budget         time.Duration
 	settle         time.Duration // see settled
 	source         string        // keys the pending-tail registry
@@ -60,7 +62,7 @@ var readerClock = func(dir, partition string) func() time.Time { return time.Now
 func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
 	r := &reader{
 		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
-		maxRecords: DefaultMaxPerCall, budget: callBudget, settle: DefaultSettle,
+		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, budget: callBudget, settle: DefaultSettle,
 		now: readerClock(dir, partition), stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
 		others:     func() (int64, bool) { return model.NoWatermark, false },
@@ -143,6 +145,9 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 	for {
 		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
 			return out, false, nil
+		}
+		if r.stamper.Watermark() >= r.horizon {
+			return sdfread.Budget, false, nil
 		}
 		l, err := lr.Next()
 		if errors.Is(err, io.EOF) {

@@ -189,6 +189,45 @@ func TestReaderReplayMatchesScan(t *testing.T) {
 	}
 }
 
+// TestReaderStopsAtTheHorizon: a call ends as soon as the partition
+// watermark reaches the read-ahead horizon (the record that moved it there
+// is the call's last); the next call, under a later horizon, goes on from
+// there, and the calls together read what one unbounded call reads.
+func TestReaderStopsAtTheHorizon(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "a.jsonl", strings.Join([]string{
+		purchase("1", "2026-11-04T10:00:00Z"),
+		purchase("2", "2026-11-04T10:30:00Z"),
+		purchase("3", "2026-11-04T10:20:00Z"), // below the watermark's maximum: moves nothing
+		purchase("4", "2026-11-04T11:10:00Z"), // watermark 11:00: the horizon
+		purchase("5", "2026-11-04T11:20:00Z"),
+	}, "\n")+"\n")
+	want := scanned(t, dir, "p0", testConfig())
+	p := newRun(t, dir, "p0", false, 1000)
+	for i, h := range []string{"2026-11-04T11:00:00Z", "2026-11-04T11:00:00Z", ""} {
+		r := newReader(dir, "p0", p.rest, false, testPolicy, p.cfg)
+		if h != "" {
+			r.horizon = rowtest.MS(h)
+		}
+		r.emit = func(rec model.Record) { p.recs = append(p.recs, rec) }
+		out, err := r.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.rest = r.rest
+		wantOut, wantRecs := sdfread.Budget, 4
+		if i == 2 {
+			wantOut, wantRecs = sdfread.Finished, 5
+		}
+		if out != wantOut || len(p.recs) != wantRecs {
+			t.Fatalf("call %d (horizon %q): %v after %d records, want %v after %d", i, h, out, len(p.recs), wantOut, wantRecs)
+		}
+	}
+	if got := views(p.recs); !slices.Equal(got, want) {
+		t.Errorf("records differ\n got %+v\nwant %+v", got, want)
+	}
+}
+
 func TestReaderResumesFromEveryClaim(t *testing.T) {
 	// A runner may checkpoint after any claim: resuming from each claimed
 	// state must continue with exactly the records that follow it.

@@ -145,13 +145,13 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	// Out of the runner's queue: judged now, or held in state (ByPosition).
 	// The dedup step, the slowest, pays the read-ahead account: what the
 	// gate passed waits in prism's queue in front of it.
-	defer f.readAhead.Taken(len(batch.Events))
+	defer f.readAhead.Taken(len(batch.Events), latest(batch, watermarkBefore))
 	f.elements.Inc(ctx, 1)
 	st, err := f.store(shard).load(ctx, sp, f.reloads)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	if err := f.advance(ctx, sp, shard, st, batchWatermark(batch)); err != nil {
+	if err := f.advance(ctx, sp, shard, st, latest(batch, pipelineWatermark)); err != nil {
 		return err
 	}
 	if f.ByPosition && len(batch.Events) > 0 {
@@ -228,15 +228,19 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 	return nil
 }
 
-// batchWatermark is the latest watermark the gate stamped on a batch's
-// events.
-func batchWatermark(b model.EventBatch) int64 {
+// latest is the largest of one watermark field over a batch's events:
+// PipelineWatermark (the gate's, by which dedup forgets) or WatermarkBefore
+// (how far the sources had read: the read-ahead account's frontier).
+func latest(b model.EventBatch, field func(*model.Event) int64) int64 {
 	w := model.NoWatermark
-	for _, e := range b.Events {
-		w = max(w, e.PipelineWatermark)
+	for i := range b.Events {
+		w = max(w, field(&b.Events[i]))
 	}
 	return w
 }
+
+func pipelineWatermark(e *model.Event) int64 { return e.PipelineWatermark }
+func watermarkBefore(e *model.Event) int64   { return e.WatermarkBefore }
 
 // OnTimer releases the batches held for position order whose wait ended.
 func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,

@@ -125,7 +125,7 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 	for _, e := range events {
 		if !st.Gate(&e, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
-			f.readAhead.Taken(1)
+			f.readAhead.Taken(1, e.WatermarkBefore)
 			late(TooLateRecord(e))
 			continue
 		}

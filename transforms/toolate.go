@@ -41,7 +41,7 @@ func (f *tooLateFn) Setup() {
 func (f *tooLateFn) ProcessElement(ctx context.Context, e model.Event, open func(model.Event), late func(model.TooLate)) {
 	if f.Policy.Closed(f.Policy.WindowStart(e.EventTime), e.WatermarkBefore) {
 		f.tooLate.Inc(ctx, 1)
-		f.readAhead.Taken(1)
+		f.readAhead.Taken(1, e.WatermarkBefore)
 		late(TooLateRecord(e))
 		return
 	}

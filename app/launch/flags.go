@@ -92,7 +92,7 @@ func flagTable(o *Options) []cli.Group {
 			{Name: "workers", Value: cli.Count(&o.Workers), Default: "--num_workers (Dataflow), else --parallelism (Flink), else one worker owning every shard",
 				Usage: "off prism: the worker count the dedup cache is sized for (shards per worker); with more than one Flink task slot per TaskManager give the TaskManagers"},
 			{Name: "read-ahead", Value: cli.Count(&o.ReadAhead), Default: strconv.Itoa(flow.DefaultReadAhead),
-				Usage: "embedded runner: records read but not yet taken in by the dedup step before the source pauses; peak memory depends on it, not on the length of the log (other runners have their own flow control)"},
+				Usage: "embedded runner: records read but not yet taken in by the dedup step before the source pauses (nor does a partition read eight windows of event time past what dedup took); peak memory depends on it, not on the length of the log (other runners have their own flow control)"},
 		}},
 		{Title: "Demo, live views and logs", Flags: []cli.Flag{
 			{Name: "demo", Value: cli.String(&o.Demo), Arg: "MODE", Default: DemoReplay,

@@ -95,8 +95,10 @@ type Options struct {
 	PollInterval, PullTimeout time.Duration
 	MaxPerCall                int
 	// ReadAhead bounds the records read but not yet taken in by dedup in this process
-	// (flow.ReadAhead; 0: flow.DefaultReadAhead).
-	ReadAhead int
+	// (flow.ReadAhead; 0: flow.DefaultReadAhead); readAheadLead is its horizon's lead (0:
+	// flow.Lead), no flag: a test sets one longer than its log as the horizon's negative control.
+	ReadAhead     int
+	readAheadLead time.Duration
 	// Workers is the worker count the dedup cache is sized for off prism (0: workers()).
 	Workers int
 }
@@ -358,6 +360,7 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 		Settle:           o.Settle,
 		DiscoverEvery:    o.DiscoverEvery,
 		ReadAheadRecords: o.readAhead(), // the account is named in check
+		ReadAheadLead:    cmp.Or(o.readAheadLead, flow.Lead(po.Triggers.Window, po.Watermark.OutOfOrderBound)),
 	}
 }
 

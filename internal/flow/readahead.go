@@ -6,30 +6,47 @@ package flow
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/revenue-stream/hourly/model"
 )
 
 // Prism has no backpressure: what a source reads waits in its queue before the first stateful
 // step, so a long replay's memory grew with the log. Sources add what they read (Queued), dedup
 // and the too-late gates subtract what they take (Taken), and a source reads only while a call
-// fits (Room). As prism hands a stateful step a key's elements in timestamp order, part of the
-// queue waits for the watermark: once dedup has taken nothing for Blocked, the partitions
-// holding the watermark read past the budget.
+// fits (Room). Two bounds: a record budget, and a horizon in event time. Prism hands a stateful
+// step a key's elements behind its pending event-time timers, so what lies past the next window
+// end waits for the watermark however much room is left: a source whose watermark is lead past
+// the frontier (the largest WatermarkBefore taken) has read all the next windows need. The
+// record budget is what binds in a dense log, the horizon in a sparse one, where a budget of
+// records is days of event time. Once dedup has taken nothing for Blocked, the partitions holding
+// the watermark read past both.
 
 // DefaultReadAhead is the default --read-ahead: about 10 MB of queued
 // events, 20 reader calls of 5,000 records.
 const DefaultReadAhead = 100_000
 
+// Lead is the horizon's lead for windows of window and an out-of-order bound.
+// Two windows and the bound are enough for the partitions' watermark to pass
+// the next window end (the gate's next timer) from any frontier; each round
+// of the watermark through prism stalls the sources briefly, so the lead
+// spans eight windows, which keeps a sparse replay's rounds few (measured in
+// docs/performance.md).
+func Lead(window, bound time.Duration) time.Duration { return 8*window + bound }
+
 // Blocked is how long dedup must have taken nothing before the partitions
 // holding the watermark read past the budget.
 const Blocked = 100 * time.Millisecond
 
-// ReadAhead is one job's read-ahead account in this process. The zero
-// value is ready; a nil *ReadAhead bounds nothing.
+// ReadAhead is one job's read-ahead account in this process (ReadAheadOf);
+// a nil *ReadAhead bounds nothing.
 type ReadAhead struct {
 	queued, taken atomic.Int64
+	frontier      atomic.Int64 // the largest WatermarkBefore taken, or model.NoWatermark
+	start         atomic.Int64 // the lowest watermark a call ended at before anything was taken
 	peak          atomic.Int64 // the largest Ahead when records were queued
 	lastTaken     atomic.Int64 // unix ms of the last Taken, or creation
 	past          atomic.Int64 // calls granted past the budget
@@ -59,10 +76,17 @@ func ReadAheadOf(key string) *ReadAhead {
 	defer readAheads.mu.Unlock()
 	a := readAheads.m[key]
 	if a == nil {
-		a = &ReadAhead{now: time.Now}
-		a.lastTaken.Store(a.now().UnixMilli())
+		a = newReadAhead(time.Now)
 		readAheads.m[key] = a
 	}
+	return a
+}
+
+func newReadAhead(now func() time.Time) *ReadAhead {
+	a := &ReadAhead{now: now}
+	a.lastTaken.Store(now().UnixMilli())
+	a.frontier.Store(model.NoWatermark)
+	a.start.Store(model.NoWatermark)
 	return a
 }
 
@@ -73,22 +97,52 @@ func ReleaseReadAhead(key string) {
 	readAheads.mu.Unlock()
 }
 
-// Queued counts n records read for the dedup step.
-func (a *ReadAhead) Queued(n int) {
+// Queued counts n records read for the dedup step by a call that ended
+// with its partition's watermark at watermark. Until anything is taken the
+// lowest such watermark stands in for the frontier: a replay's first calls
+// would otherwise read up to the record budget before the gate's first timer.
+func (a *ReadAhead) Queued(n int, watermark int64) {
 	if a == nil || n <= 0 {
 		return
+	}
+	if watermark != model.NoWatermark && a.frontier.Load() == model.NoWatermark {
+		for s := a.start.Load(); (s == model.NoWatermark || watermark < s) && !a.start.CompareAndSwap(s, watermark); s = a.start.Load() {
+		}
 	}
 	ahead := a.queued.Add(int64(n)) - a.taken.Load()
 	for p := a.peak.Load(); ahead > p && !a.peak.CompareAndSwap(p, ahead); p = a.peak.Load() {
 	}
 }
 
-// Taken counts n records dedup took in (or a too-late gate routed away).
-func (a *ReadAhead) Taken(n int) {
-	if a != nil && n > 0 {
-		a.taken.Add(int64(n))
-		a.lastTaken.Store(a.now().UnixMilli())
+// Taken counts n records dedup took in (or a too-late gate routed away);
+// watermarkBefore is the largest of their WatermarkBefore (how far their
+// partitions had read when they were read).
+func (a *ReadAhead) Taken(n int, watermarkBefore int64) {
+	if a == nil || n <= 0 {
+		return
 	}
+	a.taken.Add(int64(n))
+	a.lastTaken.Store(a.now().UnixMilli())
+	for f := a.frontier.Load(); watermarkBefore > f && !a.frontier.CompareAndSwap(f, watermarkBefore); f = a.frontier.Load() {
+	}
+}
+
+// Horizon is the partition watermark at which a source stops reading: lead
+// past the frontier (or, before anything was taken, past the start);
+// math.MaxInt64 (none) before any call ended with a watermark, or for a
+// lead of 0.
+func (a *ReadAhead) Horizon(lead time.Duration) int64 {
+	if a == nil || lead <= 0 {
+		return math.MaxInt64
+	}
+	f := a.frontier.Load()
+	if f == model.NoWatermark {
+		f = a.start.Load()
+	}
+	if f == model.NoWatermark {
+		return math.MaxInt64
+	}
+	return f + lead.Milliseconds()
 }
 
 // Ahead is how many records wait between the sources and the dedup step.
@@ -107,7 +161,7 @@ func (a *ReadAhead) Peak() int64 {
 	return a.peak.Load()
 }
 
-// PastBudget is how many calls read past the budget.
+// PastBudget is how many calls read past the budget or the horizon.
 func (a *ReadAhead) PastBudget() int64 {
 	if a == nil {
 		return 0
@@ -115,14 +169,16 @@ func (a *ReadAhead) PastBudget() int64 {
 	return a.past.Load()
 }
 
-// Room reports whether a source call of up to call records may read now:
-// while it fits under budget, or, for a partition holding its source's
-// watermark, once dedup has taken nothing for Blocked.
-func (a *ReadAhead) Room(budget, call int, holdsWatermark bool) (ok bool) {
+// Room reports whether a source call of up to call records may read now,
+// for a partition whose watermark is at watermark: while the call fits
+// under budget and the partition is below the horizon (lead; see Horizon),
+// or, for a partition holding its source's watermark, once dedup has taken
+// nothing for Blocked.
+func (a *ReadAhead) Room(budget, call int, lead time.Duration, watermark int64, holdsWatermark bool) (ok bool) {
 	if a == nil || budget <= 0 {
 		return true
 	}
-	if a.Ahead()+int64(min(call, budget)) <= int64(budget) {
+	if a.Ahead()+int64(min(call, budget)) <= int64(budget) && watermark < a.Horizon(lead) {
 		return true
 	}
 	if !holdsWatermark || a.now().Sub(time.UnixMilli(a.lastTaken.Load())) < Blocked {

@@ -1,9 +1,15 @@
 package flow
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	"github.com/revenue-stream/hourly/model"
 )
+
+// none is a partition that has read nothing yet.
+const none = model.NoWatermark
 
 func TestReadAheadRoom(t *testing.T) {
 	now := time.Unix(1000, 0)
@@ -17,28 +23,28 @@ func TestReadAheadRoom(t *testing.T) {
 	}
 
 	const budget, call = 10_000, 2_000
-	if !a.Room(budget, call, false) {
+	if !a.Room(budget, call, 0, none, false) {
 		t.Fatal("an empty account has no room")
 	}
-	a.Queued(8_000)
-	if !a.Room(budget, call, false) {
+	a.Queued(8_000, none)
+	if !a.Room(budget, call, 0, none, false) {
 		t.Fatal("8,000 waiting: a call of 2,000 fits a budget of 10,000")
 	}
-	a.Queued(1)
-	if a.Room(budget, call, false) {
+	a.Queued(1, none)
+	if a.Room(budget, call, 0, none, false) {
 		t.Fatal("8,001 waiting: a call of 2,000 does not fit")
 	}
-	a.Taken(1_001)
-	if !a.Room(budget, call, false) || a.Ahead() != 7_000 || a.Peak() != 8_001 {
-		t.Fatalf("after taking 1,001: room %v, ahead %d, peak %d", a.Room(budget, call, false), a.Ahead(), a.Peak())
+	a.Taken(1_001, none)
+	if !a.Room(budget, call, 0, none, false) || a.Ahead() != 7_000 || a.Peak() != 8_001 {
+		t.Fatalf("after taking 1,001: room %v, ahead %d, peak %d", a.Room(budget, call, 0, none, false), a.Ahead(), a.Peak())
 	}
-	if !a.Room(0, call, false) {
+	if !a.Room(0, call, 0, none, false) {
 		t.Fatal("a zero budget bounds nothing")
 	}
-	var none *ReadAhead
-	none.Queued(5)
-	none.Taken(5)
-	if !none.Room(1, 1, false) || none.Ahead() != 0 || ReadAheadOf("") != nil {
+	var nobody *ReadAhead
+	nobody.Queued(5, 0)
+	nobody.Taken(5, 0)
+	if !nobody.Room(1, 1, time.Hour, 0, false) || nobody.Ahead() != 0 || ReadAheadOf("") != nil {
 		t.Fatal("no account must bound nothing")
 	}
 }
@@ -50,28 +56,66 @@ func TestReadAheadRoom(t *testing.T) {
 // keep waiting throughout.
 func TestReadAheadBlocked(t *testing.T) {
 	now := time.Unix(1000, 0)
-	a := &ReadAhead{now: func() time.Time { return now }}
-	a.lastTaken.Store(now.UnixMilli())
-	a.Queued(50)
-	if a.Room(40, 10, true) || a.Room(40, 10, false) {
+	a := newReadAhead(func() time.Time { return now })
+	a.Queued(50, none)
+	if a.Room(40, 10, 0, none, true) || a.Room(40, 10, 0, none, false) {
 		t.Fatal("over budget, the dedup step just took: no room")
 	}
 	now = now.Add(Blocked - time.Millisecond)
-	if a.Room(40, 10, true) {
+	if a.Room(40, 10, 0, none, true) {
 		t.Fatal("room one millisecond before Blocked")
 	}
 	now = now.Add(time.Millisecond)
-	if a.Room(40, 10, false) {
+	if a.Room(40, 10, 0, none, false) {
 		t.Fatal("a partition that does not hold the watermark read past the budget")
 	}
-	if !a.Room(40, 10, true) || !a.Room(40, 10, true) {
+	if !a.Room(40, 10, 0, none, true) || !a.Room(40, 10, 0, none, true) {
 		t.Fatal("blocked: the partition holding the watermark must read on")
 	}
 	if a.PastBudget() != 2 {
 		t.Fatalf("%d calls past the budget counted, want 2", a.PastBudget())
 	}
-	a.Taken(1)
-	if a.Room(40, 10, true) {
+	a.Taken(1, none)
+	if a.Room(40, 10, 0, none, true) {
 		t.Fatal("the dedup step took again: the bound is back")
+	}
+}
+
+// TestReadAheadHorizon: before anything is taken the lowest watermark a
+// call ended at stands in for the frontier; once records were taken, a partition whose
+// watermark is lead past the largest WatermarkBefore taken has no room,
+// however much of the record budget is left; the frontier never moves back;
+// a partition holding the watermark reads past the horizon once dedup has
+// taken nothing for Blocked.
+func TestReadAheadHorizon(t *testing.T) {
+	now := time.Unix(1000, 0)
+	a := newReadAhead(func() time.Time { return now })
+	const budget, call, lead = 100_000, 5_000, 2 * time.Hour
+	hour := time.Hour.Milliseconds()
+	if a.Horizon(lead) != math.MaxInt64 || !a.Room(budget, call, lead, 500*hour, false) {
+		t.Fatal("nothing read yet: no horizon")
+	}
+	a.Queued(6, 7*hour)
+	a.Queued(4, 6*hour)
+	if got := a.Horizon(lead); got != 8*hour {
+		t.Fatalf("nothing taken: horizon %d, want %d (the lowest watermark a call ended at, 6 h, + lead)", got, 8*hour)
+	}
+	a.Taken(5, 10*hour)
+	a.Taken(5, 9*hour) // an older read taken later
+	if got := a.Horizon(lead); got != 12*hour {
+		t.Fatalf("horizon %d, want %d (frontier 10 h + lead 2 h)", got, 12*hour)
+	}
+	if !a.Room(budget, call, lead, 12*hour-1, false) {
+		t.Fatal("one millisecond below the horizon: room")
+	}
+	if a.Room(budget, call, lead, 12*hour, true) || a.Room(budget, call, lead, 12*hour, false) {
+		t.Fatal("at the horizon: no room")
+	}
+	if a.Horizon(0) != math.MaxInt64 || !a.Room(budget, call, 0, 500*hour, false) {
+		t.Fatal("a lead of 0 sets no horizon")
+	}
+	now = now.Add(Blocked)
+	if a.Room(budget, call, lead, 12*hour, false) || !a.Room(budget, call, lead, 12*hour, true) || a.PastBudget() != 1 {
+		t.Fatalf("blocked at the horizon: only the partition holding the watermark reads on (past %d)", a.PastBudget())
 	}
 }
