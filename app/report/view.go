@@ -59,8 +59,7 @@ type conservation struct {
 }
 
 type term struct {
-	Name  string
-	Value int64
+	metrics.Term
 	// Share is the term's part of Read in percent, formatted.
 	Share string
 }
@@ -199,20 +198,9 @@ func delayBuckets(h delay.Histogram) []delayBucket {
 }
 
 func newConservation(c metrics.Counts) conservation {
-	cv := conservation{
-		Read: c.Read,
-		Terms: []term{
-			{Name: "counted", Value: c.Counted},
-			{Name: "duplicates", Value: c.Duplicates},
-			{Name: "conflicts", Value: c.Conflicts},
-			{Name: "quarantined", Value: c.Quarantined},
-			{Name: "too_late", Value: c.TooLate},
-		},
-		AfterFinal: c.AfterFinal,
-	}
-	for i := range cv.Terms {
-		cv.Sum += cv.Terms[i].Value
-		cv.Terms[i].Share = share(cv.Terms[i].Value, c.Read)
+	cv := conservation{Read: c.Read, Sum: c.Verdicts(), AfterFinal: c.AfterFinal}
+	for _, t := range c.Terms() {
+		cv.Terms = append(cv.Terms, term{t, share(t.Value, c.Read)})
 	}
 	if err := c.Check(); err != nil {
 		cv.Problem = err.Error()
