@@ -343,7 +343,7 @@ type entryReader interface {
 }
 
 // readSink reads the latest windows into m.rows, opening the reader once: whole once, then from
-// the oldest key shown on (jsonl: whole every time).
+// the oldest key shown on (jsonl, which has no write times: whole every time).
 func (m *Monitor) readSink(ctx context.Context) error {
 	if m.Reader == nil {
 		r, ok, err := sinks.OpenReader(ctx, m.Sink)
@@ -359,19 +359,14 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	)
 	recent, isRecent := m.Reader.(sinks.RecentReader)
 	er, written := m.Reader.(entryReader)
-	bounded := m.rows.bounded && (written || isRecent)
 	switch {
-	case written && bounded:
+	case written && m.rows.bounded:
 		entries, err = er.ChangelogEntriesFrom(ctx, m.rows.from)
 	case written:
 		entries, err = er.ChangelogEntries(ctx)
 	default:
 		var rows []model.Row
-		if bounded {
-			rows, err = recent.ChangelogFrom(ctx, m.rows.from)
-		} else {
-			rows, err = m.Reader.Changelog(ctx)
-		}
+		rows, err = m.Reader.Changelog(ctx)
 		for _, r := range rows {
 			entries = append(entries, sinks.ChangelogEntry{Row: r})
 		}
