@@ -31,16 +31,19 @@ type Advice struct {
 
 // LogSummary describes the replayed log.
 type LogSummary struct {
-	Source      string           `json:"source"`
-	Partitions  []string         `json:"partitions"`
-	Segments    []string         `json:"segments"`
-	Clock       string           `json:"arrival_clock"`
+	Source     string   `json:"source"`
+	Partitions []string `json:"partitions"`
+	// Segments are the segment keys (canonical JSON objects), by index.
+	Segments []string `json:"segments"`
+	Clock    string   `json:"arrival_clock"`
+	// Read counts records, Valid the valid ones; Quarantined splits the rest by reason.
 	Read        int64            `json:"read"`
 	Valid       int64            `json:"valid"`
 	Blank       int64            `json:"blank"`
 	Quarantined map[string]int64 `json:"quarantined_by_reason"`
-	NoArrival   int64            `json:"records_without_arrival"`
-	IDs         int              `json:"distinct_event_ids"`
+	// NoArrival counts records whose arrival was taken from their neighbours.
+	NoArrival int64 `json:"records_without_arrival"`
+	IDs       int   `json:"distinct_event_ids"`
 	// First and Last arrival (epoch ms; 0 without a clock).
 	First int64 `json:"first_arrival_ms"`
 	Last  int64 `json:"last_arrival_ms"`
@@ -80,11 +83,8 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Advice{Options: o, Settings: (&analysis{o: o}).flags(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout, o.Triggers.AllowedLateness, o.RetentionOrDefault()), Log: LogSummary{
-		Source: l.Source, Partitions: l.Partitions, Segments: l.Segments, Clock: l.Clock.String(),
-		Read: l.Read, Valid: l.Valid, Blank: l.Blank, Quarantined: l.Quarantined, NoArrival: l.NoArrival,
-		IDs: l.IDs, First: l.Start, Last: l.End,
-	}}
+	a := &Advice{Options: o, Log: l.LogSummary,
+		Settings: o.flags(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout, o.Triggers.AllowedLateness, o.RetentionOrDefault())}
 	values := measuredLateness(l)
 	a.Lateness = newDistribution(values)
 	an := analysis{l: l, o: o, a: a, pctBounds: percentileBounds(values, o.Try.LatenessPercentiles)}
@@ -130,7 +130,7 @@ type analysis struct {
 }
 
 func (an *analysis) sim(bound, idle time.Duration) *sim {
-	if an.l.Clock == NoClock {
+	if an.l.clock == NoClock {
 		idle = an.o.Watermark.IdleTimeout // idleness needs processing time
 	}
 	for _, s := range []*sim{an.current, an.last} {
@@ -176,7 +176,7 @@ func (an *analysis) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if an.l.Clock != NoClock {
+	if an.l.clock != NoClock {
 		an.idle()
 	}
 	an.recommend(bounds)

@@ -57,7 +57,7 @@ func (an *analysis) retention() {
 			st.Conflicting++
 		}
 		gapE = append(gapE, max(0, s.pipe[i]-tp.WindowEnd(tp.WindowStart(f.et))))
-		if an.l.Clock != NoClock {
+		if an.l.clock != NoClock {
 			gapA = append(gapA, r.at-f.at)
 		}
 	}
@@ -72,7 +72,7 @@ func (an *analysis) retention() {
 		row := RetentionRow{Retention: Duration(h), Refused: h < floor, BeyondArrival: -1}
 		hm := h.Milliseconds()
 		row.BeyondEventTime = int64(len(gapE) - lowerBound(gapE, hm))
-		if an.l.Clock != NoClock {
+		if an.l.clock != NoClock {
 			row.BeyondArrival = int64(len(gapA) - lowerBound(gapA, hm+1))
 		}
 		out := an.judge(s, tp.AllowedLateness, h, false, classes)

@@ -73,7 +73,7 @@ func (an *analysis) idle() {
 func (an *analysis) silences(idles []time.Duration) {
 	last := make([]int64, len(an.l.Partitions))
 	for i := range last {
-		last[i] = an.l.Start // every partition is read from the start
+		last[i] = an.l.First // every partition is read from the start
 	}
 	out := make([]Silences, len(an.l.Partitions))
 	for i, p := range an.l.Partitions {

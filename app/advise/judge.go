@@ -6,6 +6,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -239,11 +240,10 @@ func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency
 	return lt
 }
 
-// nearestRank is the p-th percentile of sorted values, nearest rank (as internal/delay).
+// nearestRank is the p-th percentile of sorted values, nearest rank (delay.Rank).
 func nearestRank(sorted []int64, p int) int64 {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := (len(sorted)*p + 99) / 100
-	return sorted[max(rank, 1)-1]
+	return sorted[delay.Rank(int64(len(sorted)), p)-1]
 }

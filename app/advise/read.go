@@ -51,22 +51,11 @@ type rec struct {
 }
 
 // replayLog is the whole raw log in arrival order: by arrival, partition, then file order (without
-// a clock, partition after partition).
+// a clock, partition after partition), with its summary.
 type replayLog struct {
-	Source     string
-	Partitions []string
-	Segments   []string // segment keys (canonical JSON objects), by index
-	Clock      Clock
-	IDs        int // distinct event ids
-	recs       []rec
-
-	// Read counts records, Valid the valid ones; Quarantined splits the rest by reason.
-	Read, Valid, Blank int64
-	Quarantined        map[string]int64
-	// NoArrival counts records whose arrival was taken from their neighbours.
-	NoArrival int64
-	// Start and End are the first and last arrival instants.
-	Start, End int64
+	LogSummary
+	clock Clock
+	recs  []rec
 }
 
 // readLog reads every partition in arrival order with the stream's rules, and the archive's
@@ -85,11 +74,11 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 	if len(parts) > math.MaxUint16 {
 		return nil, fmt.Errorf("--source %s: %d partitions, more than the advisor reads (%d)", o.Source, len(parts), math.MaxUint16)
 	}
-	l := &replayLog{Source: o.Source, Partitions: parts, Quarantined: map[string]int64{}}
+	l := &replayLog{LogSummary: LogSummary{Source: o.Source, Partitions: parts, Quarantined: map[string]int64{}}}
 	if o.ArrivalField != "" {
-		l.Clock = FieldClock
+		l.clock = FieldClock
 	} else if archive(parts) {
-		l.Clock = PublishClock
+		l.clock = PublishClock
 	}
 	r := newReader(o, l)
 	var byPart [][]rec
@@ -103,17 +92,16 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		}
 		byPart = append(byPart, recs)
 	}
-	if l.Clock != NoClock && l.NoArrival == l.Read {
+	if l.clock != NoClock && l.NoArrival == l.Read {
 		return nil, fmt.Errorf("--source %s: no record has an arrival instant (%s): %s", o.Source, clockWhere(o),
 			"a demo log written before received_at was added? Delete it and run cmd/launch to write it again")
 	}
-	l.IDs = len(r.ids)
-	l.Segments = r.segs
+	l.IDs, l.Segments, l.Clock = len(r.ids), r.segs, l.clock.String()
 	l.recs = slices.Concat(byPart...)
-	if l.Clock != NoClock {
+	if l.clock != NoClock {
 		// Stable: ties keep partition order, then each partition's own.
 		slices.SortStableFunc(l.recs, func(a, b rec) int { return cmp.Compare(a.at, b.at) })
-		l.Start, l.End = l.recs[0].at, l.recs[len(l.recs)-1].at
+		l.First, l.Last = l.recs[0].at, l.recs[len(l.recs)-1].at
 	}
 	return l, nil
 }
@@ -185,7 +173,7 @@ func (r *reader) partition(idx uint16, name string) ([]rec, error) {
 	info, err := rawlog.Scan(r.o.Source, name, r.o.Event.MaxLine, r.now, func(m model.Record) error {
 		r.l.Read++
 		x := rec{part: idx, at: -1}
-		if r.l.Clock == PublishClock {
+		if r.l.clock == PublishClock {
 			e, err := side.entry(r.o.Source, m.Position)
 			if err != nil {
 				return err
@@ -197,7 +185,7 @@ func (r *reader) partition(idx uint16, name string) ([]rec, error) {
 		seg := uint32(0)
 		if r.side != nil {
 			at, s := r.sideFields(m)
-			if r.l.Clock == FieldClock {
+			if r.l.clock == FieldClock {
 				x.at = at
 			}
 			seg = s
@@ -228,7 +216,7 @@ func (r *reader) partition(idx uint16, name string) ([]rec, error) {
 		return nil, fmt.Errorf("read partition %q: %w", name, err)
 	}
 	r.l.Blank += int64(info.Blank)
-	if r.l.Clock != NoClock {
+	if r.l.clock != NoClock {
 		r.l.NoArrival += fillArrivals(out)
 	}
 	return out, nil

@@ -35,7 +35,7 @@ type target struct {
 // late, ON_TIME, then late (automatic corrections, the cheapest to give up).
 func (an *analysis) targets() []target {
 	t := an.o.Targets
-	clock := an.l.Clock != NoClock
+	clock := an.l.clock != NoClock
 	return []target{
 		{true, func(o Outcome) (int64, string) {
 			if n := o.DoubleCounted.Events - t.ResidualDups; n > 0 {
@@ -93,7 +93,7 @@ func ppmCeil(part, whole int64) int64 {
 func (an *analysis) recommend(bounds []time.Duration) {
 	o := an.o
 	idles := []time.Duration{o.Watermark.IdleTimeout}
-	if an.l.Clock != NoClock {
+	if an.l.clock != NoClock {
 		idles = candidates(o.Try.Idle, o.Watermark.IdleTimeout)
 	}
 	latenesses := []time.Duration{o.Triggers.AllowedLateness}
@@ -138,13 +138,12 @@ func (an *analysis) recommend(bounds []time.Duration) {
 		}
 	}
 	r.Met = len(r.Misses) == 0
-	r.Flags = an.flags(best.b, best.i, best.a, retention)
+	r.Flags = o.flags(best.b, best.i, best.a, retention)
 	an.a.Recommendation = r
 }
 
 // flags spells settings as cmd/launch's flags.
-func (an *analysis) flags(bound, idle, lateness, retention time.Duration) []string {
-	o := an.o
+func (o Options) flags(bound, idle, lateness, retention time.Duration) []string {
 	var f []string
 	if o.Triggers.Window != time.Hour {
 		f = append(f, "--window="+cli.FormatDuration(o.Triggers.Window))

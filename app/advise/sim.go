@@ -31,7 +31,7 @@ type sim struct {
 // replayWatermarks runs the watermark rules over the log in arrival order.
 func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim {
 	s := &sim{bound: p.OutOfOrderBound, idle: p.IdleTimeout, own: make([]int64, len(l.recs))}
-	if l.Clock == NoClock {
+	if l.clock == NoClock {
 		parts := make([]*watermark.Partition, len(l.Partitions))
 		for i := range parts {
 			parts[i] = watermark.NewPartition(p, 0)
@@ -83,7 +83,7 @@ func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun
 	n := len(l.Partitions)
 	c := &clockRun{bound: p.OutOfOrderBound.Milliseconds(), idle: p.IdleTimeout.Milliseconds(), pipe: model.NoWatermark, now: math.MinInt64}
 	for range n {
-		c.parts = append(c.parts, watermark.NewPartition(p, l.Start))
+		c.parts = append(c.parts, watermark.NewPartition(p, l.First))
 		c.reported = append(c.reported, model.NoWatermark)
 		c.back = append(c.back, -1)
 	}

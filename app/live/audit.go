@@ -131,66 +131,55 @@ type latestAuditReader interface {
 	AuditCounts(ctx context.Context) (sinks.AuditCounts, error)
 }
 
-// auditRows is the latest audit records, newest first, and the tables' row counts.
-type auditRows struct {
-	tooLate                  []model.TooLate
-	conflicts                []model.Conflict
-	quarantined              []model.Quarantined
-	counts                   sinks.AuditCounts
-	tooLateErr, conflictsErr error
-	quarantinedErr, countErr error
-}
-
-// readAuditRows reads the latest n records of each audit table through r.
-func readAuditRows(ctx context.Context, r sinks.Reader, n int) (a auditRows) {
-	if lr, ok := r.(latestAuditReader); ok {
-		a.tooLate, a.tooLateErr = lr.LatestTooLate(ctx, n)
-		a.conflicts, a.conflictsErr = lr.LatestConflicts(ctx, n)
-		a.quarantined, a.quarantinedErr = lr.LatestQuarantined(ctx, n)
-		a.counts, a.countErr = lr.AuditCounts(ctx)
-		return a
-	}
-	tooLate, err := r.TooLate(ctx)
-	a.tooLate, a.counts.TooLate, a.tooLateErr = latest(tooLate, n, func(r model.TooLate) string { return r.Position }), int64(len(tooLate)), err
-	conflicts, err := r.Conflicts(ctx)
-	a.conflicts, a.counts.Conflicts, a.conflictsErr = latest(conflicts, n, func(r model.Conflict) string { return r.Position }), int64(len(conflicts)), err
-	quarantined, err := r.Quarantined(ctx)
-	a.quarantined, a.counts.Quarantined, a.quarantinedErr = latest(quarantined, n, func(r model.Quarantined) string { return r.Position }), int64(len(quarantined)), err
-	return a
-}
-
-// readAudit reads the audit tables through the reader readSink opened; a table that cannot be
-// read leaves the others shown and its error said.
+// readAudit reads the latest records of each audit table and the tables' row counts through the
+// reader readSink opened; a table that cannot be read leaves the others shown and its error said.
 func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	if m.Reader == nil {
 		return nil
 	}
 	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
-	rows := readAuditRows(ctx, m.Reader, cmp.Or(m.AuditLatest, DefaultAuditLatest))
-	var errs []string
-	for _, e := range []struct {
-		table string
-		err   error
-	}{{"too_late_events", rows.tooLateErr}, {"conflict_events", rows.conflictsErr}, {"quarantined_events", rows.quarantinedErr}, {"row counts", rows.countErr}} {
-		if e.err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", e.table, e.err))
-		}
+	var (
+		n, pol      = cmp.Or(m.AuditLatest, DefaultAuditLatest), m.policy()
+		tooLate     []model.TooLate
+		conflicts   []model.Conflict
+		quarantined []model.Quarantined
+		counts      sinks.AuditCounts
+		errs        [4]error // too_late_events, conflict_events, quarantined_events, row counts
+	)
+	if lr, ok := m.Reader.(latestAuditReader); ok {
+		tooLate, errs[0] = lr.LatestTooLate(ctx, n)
+		conflicts, errs[1] = lr.LatestConflicts(ctx, n)
+		quarantined, errs[2] = lr.LatestQuarantined(ctx, n)
+		counts, errs[3] = lr.AuditCounts(ctx)
+	} else {
+		tooLate, errs[0] = m.Reader.TooLate(ctx)
+		conflicts, errs[1] = m.Reader.Conflicts(ctx)
+		quarantined, errs[2] = m.Reader.Quarantined(ctx)
+		counts = sinks.AuditCounts{TooLate: int64(len(tooLate)), Conflicts: int64(len(conflicts)), Quarantined: int64(len(quarantined))}
+		tooLate = latest(tooLate, n, func(r model.TooLate) string { return r.Position })
+		conflicts = latest(conflicts, n, func(r model.Conflict) string { return r.Position })
+		quarantined = latest(quarantined, n, func(r model.Quarantined) string { return r.Position })
 	}
-	pol := m.policy()
-	a.TooLateRows, a.ConflictRows, a.QuarantinedRows = int(rows.counts.TooLate), int(rows.counts.Conflicts), int(rows.counts.Quarantined)
-	for _, r := range rows.tooLate {
+	a.TooLateRows, a.ConflictRows, a.QuarantinedRows = int(counts.TooLate), int(counts.Conflicts), int(counts.Quarantined)
+	for _, r := range tooLate {
 		a.TooLate = append(a.TooLate, tooLateEvent(r, pol))
 	}
-	for _, r := range rows.conflicts {
+	for _, r := range conflicts {
 		a.Conflicts = append(a.Conflicts, ConflictEvent{Position: r.Position, EventID: r.EventID,
 			FirstFingerprint: model.FingerprintHex(r.FirstFingerprint), ConflictingFingerprint: model.FingerprintHex(r.ConflictingFingerprint),
 			Payload: payload(r.Payload)})
 	}
-	for _, r := range rows.quarantined {
+	for _, r := range quarantined {
 		a.Quarantined = append(a.Quarantined, QuarantinedEvent{Position: r.Position, Reason: r.Reason, Payload: payload(r.Payload)})
 	}
-	if len(errs) > 0 {
-		a.Error = "sink " + m.Sink.String() + ": " + strings.Join(errs, "; ")
+	var said []string
+	for i, table := range []string{"too_late_events", "conflict_events", "quarantined_events", "row counts"} {
+		if errs[i] != nil {
+			said = append(said, fmt.Sprintf("%s: %v", table, errs[i]))
+		}
+	}
+	if len(said) > 0 {
+		a.Error = "sink " + m.Sink.String() + ": " + strings.Join(said, "; ")
 	}
 	return a
 }

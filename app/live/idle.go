@@ -127,7 +127,7 @@ func (t *idleTracker) view(at, endedAt int64, f Figures) *IdleView {
 		v.Episodes = append(v.Episodes, e)
 	}
 	for _, p := range f.Partitions {
-		v.Moves = append(v.Moves, Counter{p.Name, f.Counts.Counters[string(metrics.IdleTransitions(p.Name))]})
+		v.Moves = append(v.Moves, Counter{Name: p.Name, Value: f.Counts.Counters[string(metrics.IdleTransitions(p.Name))]})
 	}
 	return v
 }

@@ -183,23 +183,8 @@ func TestPageInChromium(t *testing.T) {
 		t.Fatalf("title %q, %v", title, err)
 	}
 
-	// stateShown waits until the page shows the window in state want.
-	stateShown := func(want string) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		var got string
-		for time.Now().Before(deadline) {
-			if err := b.Eval(`(document.querySelector("#wins tr[data-window='2026-11-30T12:00:00Z']")||{dataset:{}}).dataset.state||""`, &got); err != nil {
-				t.Fatal(err)
-			}
-			if got == want {
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		t.Fatalf("the page shows the window as %q, want %q; errors: %v", got, want, b.Errors())
-	}
-	// waitFor waits until the expression is true on the page.
+	// waitFor waits until the expression is true on the page: the page
+	// polls /api/live in real time, so the test polls the page.
 	waitFor := func(what, expr string) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
@@ -214,6 +199,11 @@ func TestPageInChromium(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		t.Fatalf("the page never showed %s; errors: %v", what, b.Errors())
+	}
+	// stateShown waits until the page shows the window in state want.
+	stateShown := func(want string) {
+		t.Helper()
+		waitFor("the window as "+want, `((document.querySelector("#wins tr[data-window='2026-11-30T12:00:00Z']")||{dataset:{}}).dataset.state||"") === "`+want+`"`)
 	}
 	f.write(t, 1, model.Early, 100_000_000, 1)
 	stateShown("EARLY")

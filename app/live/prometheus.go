@@ -51,14 +51,10 @@ func (e *exposition) figures(f Figures, now time.Time) {
 
 	counter("records_read_total", "Records read from the source (SPEC §4: read = sum of records_judged_total).", c.Read, metrics.Read)
 	e.family("records_judged_total", "counter", "Records by verdict: counted, duplicate, conflict, quarantined, too_late.")
-	for _, v := range []struct {
-		verdict string
-		n       int64
-		name    metrics.Name
-	}{{"counted", c.Counted, metrics.Counted}, {"duplicate", c.Duplicates, metrics.Duplicates}, {"conflict", c.Conflicts, metrics.Conflicts},
-		{"quarantined", c.Quarantined, metrics.Quarantined}, {"too_late", c.TooLate, metrics.TooLate}} {
-		e.sample("records_judged_total", labels("verdict", v.verdict), float64(v.n))
-		seen[string(v.name)] = true
+	for _, t := range c.Terms() {
+		// The label is the verdict in the singular: duplicate, conflict.
+		e.sample("records_judged_total", labels("verdict", strings.TrimSuffix(t.Name, "s")), float64(t.Value))
+		seen[t.Name] = true
 	}
 	e.labelled("partition_records_read_total", "counter", "Records read per source partition.", "partition", c.ReadBy)
 	e.labelled("quarantined_records_total", "counter", "Quarantined records per reason.", "reason", c.QuarantinedBy)

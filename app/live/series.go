@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -17,8 +18,10 @@ const (
 	DefaultSeriesSmooth = 10 * time.Second
 )
 
-// rateNames are the counters given a rate, in point.counts order: read and the five verdicts.
-var rateNames = []string{"read", "counted", "duplicates", "conflicts", "quarantined", "too_late"}
+// rated are the counters given a rate: read and the conservation identity's terms.
+func rated(c metrics.Counts) []metrics.Term {
+	return append([]metrics.Term{{Name: string(metrics.Read), Value: c.Read}}, c.Terms()...)
+}
 
 // Series keeps the job's figures over the last minutes in a ring for the live page's charts, at
 // most Span/Step points; not safe for concurrent use (the Monitor guards it).
@@ -36,7 +39,7 @@ type Series struct {
 // point is the figures at one instant (epoch ms); wm may be model.NoWatermark.
 type point struct {
 	at, wm int64
-	counts [6]int64
+	counts []metrics.Term // rated
 	parts  []partWatermark
 }
 
@@ -64,9 +67,7 @@ func (s *Series) Add(at time.Time, f Figures) {
 	if s.ring == nil {
 		s.ring = make([]point, s.Cap())
 	}
-	c := f.Counts
-	p := point{at: ms, counts: [6]int64{c.Read, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate},
-		wm: pipelineWatermark(f.Partitions)}
+	p := point{at: ms, counts: rated(f.Counts), wm: pipelineWatermark(f.Partitions)}
 	for _, pt := range f.Partitions {
 		p.parts = append(p.parts, partWatermark{pt.Name, pt.WatermarkMs})
 	}
@@ -115,19 +116,18 @@ func (s *Series) View() SeriesView {
 	v := SeriesView{SpanMs: cmp.Or(s.Span, DefaultSeriesSpan).Milliseconds(), AtMs: make([]int64, s.n),
 		WatermarkLagMs: make([]*int64, s.n)}
 	smooth := cmp.Or(s.Smooth, DefaultSeriesSmooth).Milliseconds()
-	for k, name := range rateNames {
-		r := RateSeries{Name: name, PerSecond: make([]*float64, s.n)}
+	for k, t := range rated(metrics.Counts{}) {
+		r := RateSeries{Name: t.Name, PerSecond: make([]*float64, s.n)}
+		count := func(i int) int64 { return s.get(i).counts[k].Value }
 		for i := 1; i < s.n; i++ {
-			cur := s.get(i)
-			if cur.counts[k] < s.get(i - 1).counts[k] {
+			if count(i) < count(i-1) {
 				continue // a reset: no rate
 			}
 			j := i - 1
-			for j > 0 && cur.at-s.at(j-1) <= smooth && s.get(j - 1).counts[k] <= s.get(j).counts[k] {
+			for j > 0 && s.at(i)-s.at(j-1) <= smooth && count(j-1) <= count(j) {
 				j--
 			}
-			from := s.get(j)
-			x := math.Round(float64(cur.counts[k]-from.counts[k])*1e6/float64(cur.at-from.at)) / 1e3
+			x := math.Round(float64(count(i)-count(j))*1e6/float64(s.at(i)-s.at(j))) / 1e3
 			r.PerSecond[i] = &x
 		}
 		v.Rates = append(v.Rates, r)

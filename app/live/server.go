@@ -36,8 +36,7 @@ func Addr(flag, s string) (string, error) {
 
 // Handler serves the page at /, the Snapshot as JSON at /api/live and WriteMetrics at /metrics.
 func (m *Monitor) Handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.MetricsHandler())
+	mux := metricsOnly(m)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:")
@@ -82,7 +81,7 @@ func ServeMetrics(addr string, m *Monitor) (*Server, error) {
 	return serve("--metrics-addr", addr, metricsOnly(m))
 }
 
-func metricsOnly(m *Monitor) http.Handler {
+func metricsOnly(m *Monitor) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.MetricsHandler())
 	return mux

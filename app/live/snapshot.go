@@ -93,11 +93,9 @@ type Window struct {
 	FinalNeedsMs  *int64 `json:"final_watermark_needs_ms,omitempty"`
 }
 
-// Counter is one term of the conservation identity.
-type Counter struct {
-	Name  string `json:"name"`
-	Value int64  `json:"value"`
-}
+// Counter is one named count: a term of the conservation identity, rows of a state, a
+// partition's moves to idle.
+type Counter = metrics.Term
 
 // PartitionView is a partition as shown.
 type PartitionView struct {
@@ -298,12 +296,11 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	c := f.Counts
 	s.Figures = true
 	s.Read = c.Read
-	s.Terms = []Counter{{"counted", c.Counted}, {"duplicates", c.Duplicates}, {"conflicts", c.Conflicts},
-		{"quarantined", c.Quarantined}, {"too_late", c.TooLate}}
+	s.Terms = c.Terms()
 	s.Conserved = c.Read == c.Verdicts()
 	s.Identity = c.Identity()
 	for _, st := range model.ResultStates {
-		s.Rows = append(s.Rows, Counter{st.String(), c.Rows[st.String()]})
+		s.Rows = append(s.Rows, Counter{Name: st.String(), Value: c.Rows[st.String()]})
 	}
 	for _, p := range f.Partitions {
 		v := PartitionView{Partition: p, Watermark: "-", Behind: "-"}
@@ -346,7 +343,7 @@ type entryReader interface {
 }
 
 // readSink reads the latest windows into m.rows, opening the reader once: whole once, then from
-// the oldest key shown on (jsonl: whole every time).
+// the oldest key shown on (jsonl, which has no write times: whole every time).
 func (m *Monitor) readSink(ctx context.Context) error {
 	if m.Reader == nil {
 		r, ok, err := sinks.OpenReader(ctx, m.Sink)
@@ -362,19 +359,14 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	)
 	recent, isRecent := m.Reader.(sinks.RecentReader)
 	er, written := m.Reader.(entryReader)
-	bounded := m.rows.bounded && (written || isRecent)
 	switch {
-	case written && bounded:
+	case written && m.rows.bounded:
 		entries, err = er.ChangelogEntriesFrom(ctx, m.rows.from)
 	case written:
 		entries, err = er.ChangelogEntries(ctx)
 	default:
 		var rows []model.Row
-		if bounded {
-			rows, err = recent.ChangelogFrom(ctx, m.rows.from)
-		} else {
-			rows, err = m.Reader.Changelog(ctx)
-		}
+		rows, err = m.Reader.Changelog(ctx)
 		for _, r := range rows {
 			entries = append(entries, sinks.ChangelogEntry{Row: r})
 		}

@@ -81,6 +81,8 @@ type JSONRow = sinks.RowJSON
 func writeJSON(w io.Writer, r Run) error {
 	out := Document{
 		Title:      r.Title,
+		Started:    utc(r.Started),
+		Finished:   utc(r.Finished),
 		Settings:   nonNil(r.Settings),
 		Partitions: []jsonPartition{},
 		Delays:     nonEmpty(r.Delays),
@@ -108,14 +110,6 @@ func writeJSON(w io.Writer, r Run) error {
 		out.AuditTables = map[string]int{
 			"too_late_events": a.TooLate, "conflict_events": a.Conflicts, "quarantined_events": a.Quarantined,
 		}
-	}
-	if !r.Started.IsZero() {
-		t := r.Started.UTC()
-		out.Started = &t
-	}
-	if !r.Finished.IsZero() {
-		t := r.Finished.UTC()
-		out.Finished = &t
 	}
 	for _, p := range r.Partitions {
 		jp := jsonPartition{Partition: p.Partition, Read: p.Read, Valid: p.Valid, Behind: p.Behind, Points: []jsonPoint{}}
@@ -151,6 +145,15 @@ func writeJSON(w io.Writer, r Run) error {
 		return fmt.Errorf("render json: %w", err)
 	}
 	return nil
+}
+
+// utc is t in UTC, nil when unset (omitted).
+func utc(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // nonNil makes an absent map render as {} rather than null.

@@ -72,10 +72,10 @@ func writeMarkdown(w io.Writer, r Run) error {
 		b.WriteString("| delay | events | share | |\n|---|---:|---:|---|\n")
 		var top int64
 		for _, d := range v.Delays {
-			top = max(top, d.Count)
+			top = max(top, d.Value)
 		}
 		for _, d := range v.Delays {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.Label, Count(d.Count), d.Share, textBar(d.Count, top, 30))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", d.Name, Count(d.Value), d.Share, textBar(d.Value, top, 30))
 		}
 		if len(v.Percentile) > 0 {
 			parts := make([]string, len(v.Percentile))
@@ -92,13 +92,13 @@ func writeMarkdown(w io.Writer, r Run) error {
 			"Arrival delay is read time - event time (for a replayed history, when the replay ran).\n\n")
 		b.WriteString("| metric | events | p50 | p95 | p99 |")
 		for _, d := range v.MetricDelays[0].Buckets {
-			fmt.Fprintf(&b, " %s |", d.Label)
+			fmt.Fprintf(&b, " %s |", d.Name)
 		}
 		b.WriteString("\n|---|---:|---:|---:|---:|" + strings.Repeat("---:|", len(v.MetricDelays[0].Buckets)) + "\n")
 		for _, m := range v.MetricDelays {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", m.Name, Count(m.Total), m.P50, m.P95, m.P99)
 			for _, d := range m.Buckets {
-				fmt.Fprintf(&b, " %s |", Count(d.Count))
+				fmt.Fprintf(&b, " %s |", Count(d.Value))
 			}
 			b.WriteString("\n")
 		}
@@ -143,7 +143,7 @@ func mdConservation(b *strings.Builder, v view) {
 	}
 	b.WriteString("\n\n| quarantine reason | records |\n|---|---:|\n")
 	for _, q := range v.Reasons {
-		fmt.Fprintf(b, "| %s | %s |\n", mdCell(q.Reason), Count(q.Count))
+		fmt.Fprintf(b, "| %s | %s |\n", mdCell(q.Name), Count(q.Value))
 	}
 	b.WriteString("\n| rows emitted by state | rows |\n|---|---:|\n")
 	for _, s := range v.RowsByState {

@@ -134,25 +134,21 @@ func (r Reconcile) Verdict() string {
 
 // explained sums up the explained classes: "18 too_late, 7 missing_window".
 func (r Reconcile) explained() string {
+	return r.classes(func(class string, n int) bool { return n > 0 && class != "unexplained" })
+}
+
+// Classes sums the differing keys up by class: "1 missing_window, 0 too_late, 0 unexplained".
+func (r Reconcile) Classes() string { return r.classes(func(string, int) bool { return true }) }
+
+// classes sums up the classes keep keeps, by name.
+func (r Reconcile) classes(keep func(class string, n int) bool) string {
 	var parts []string
 	for _, c := range slices.Sorted(maps.Keys(r.ByClass)) {
-		if n := r.ByClass[c]; n > 0 && c != "unexplained" {
+		if n := r.ByClass[c]; keep(c, n) {
 			parts = append(parts, fmt.Sprintf("%d %s", n, c))
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Classes sums the differing keys up by class: "1 missing_window, 0 too_late, 0 unexplained".
-func (r Reconcile) Classes() string {
-	var s string
-	for i, c := range slices.Sorted(maps.Keys(r.ByClass)) {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%d %s", r.ByClass[c], c)
-	}
-	return s
 }
 
 // MetricFigures lists the metrics in MetricNames order (else by name).

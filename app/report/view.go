@@ -27,11 +27,11 @@ type view struct {
 	// Conservation is nil without counts; NoMetrics says a job ran but reported none.
 	Conservation *conservation
 	NoMetrics    bool
-	Reasons      []reasonCount
+	Reasons      []metrics.Term
 	RowsByState  []stateCount
 
 	Partitions []partitionView
-	Delays     []delayBucket
+	Delays     []part
 	DelayTotal int64
 	Percentile []Figure
 	// MetricDelays are the job's own delay metrics, when it reported any.
@@ -49,7 +49,7 @@ type view struct {
 
 // conservation is SPEC §4's identity for the run.
 type conservation struct {
-	Terms []term // counted, duplicates, conflicts, quarantined, too_late
+	Terms []part // counted, duplicates, conflicts, quarantined, too_late
 	Read  int64
 	Sum   int64
 	Holds bool
@@ -58,16 +58,11 @@ type conservation struct {
 	AfterFinal int64
 }
 
-type term struct {
-	Name  string
-	Value int64
-	// Share is the term's part of Read in percent, formatted.
+// part is a count and its share of a whole (a term of read, a delay bucket of all delays), in
+// percent, formatted.
+type part struct {
+	metrics.Term
 	Share string
-}
-
-type reasonCount struct {
-	Reason string
-	Count  int64
 }
 
 type stateCount struct {
@@ -83,18 +78,12 @@ type partitionView struct {
 	Chart     *traceChart
 }
 
-type delayBucket struct {
-	Label string
-	Count int64
-	Share string
-}
-
 // metricDelay is one delay metric of the job: its percentiles and bucket counts.
 type metricDelay struct {
 	Name, What    string
 	Total         int64
 	P50, P95, P99 string
-	Buckets       []delayBucket
+	Buckets       []part
 }
 
 type windowView struct {
@@ -190,29 +179,18 @@ func metricDelays(c metrics.Counts) []metricDelay {
 	return out
 }
 
-func delayBuckets(h delay.Histogram) []delayBucket {
-	var out []delayBucket
+func delayBuckets(h delay.Histogram) []part {
+	var out []part
 	for _, b := range h.Buckets {
-		out = append(out, delayBucket{Label: b.Label, Count: b.Count, Share: share(b.Count, h.Total)})
+		out = append(out, part{metrics.Term{Name: b.Label, Value: b.Count}, share(b.Count, h.Total)})
 	}
 	return out
 }
 
 func newConservation(c metrics.Counts) conservation {
-	cv := conservation{
-		Read: c.Read,
-		Terms: []term{
-			{Name: "counted", Value: c.Counted},
-			{Name: "duplicates", Value: c.Duplicates},
-			{Name: "conflicts", Value: c.Conflicts},
-			{Name: "quarantined", Value: c.Quarantined},
-			{Name: "too_late", Value: c.TooLate},
-		},
-		AfterFinal: c.AfterFinal,
-	}
-	for i := range cv.Terms {
-		cv.Sum += cv.Terms[i].Value
-		cv.Terms[i].Share = share(cv.Terms[i].Value, c.Read)
+	cv := conservation{Read: c.Read, Sum: c.Verdicts(), AfterFinal: c.AfterFinal}
+	for _, t := range c.Terms() {
+		cv.Terms = append(cv.Terms, part{t, share(t.Value, c.Read)})
 	}
 	if err := c.Check(); err != nil {
 		cv.Problem = err.Error()
@@ -222,16 +200,16 @@ func newConservation(c metrics.Counts) conservation {
 }
 
 // reasons lists every SPEC reason in SPEC order, zeros too, then any other the counters carry.
-func reasons(by map[string]int64) []reasonCount {
-	out := make([]reasonCount, 0, len(model.QuarantineReasons))
+func reasons(by map[string]int64) []metrics.Term {
+	out := make([]metrics.Term, 0, len(model.QuarantineReasons))
 	known := map[string]bool{}
 	for _, r := range model.QuarantineReasons {
 		known[r] = true
-		out = append(out, reasonCount{r, by[r]})
+		out = append(out, metrics.Term{Name: r, Value: by[r]})
 	}
 	for _, r := range slices.Sorted(maps.Keys(by)) {
 		if !known[r] {
-			out = append(out, reasonCount{r, by[r]})
+			out = append(out, metrics.Term{Name: r, Value: by[r]})
 		}
 	}
 	return out

@@ -71,7 +71,7 @@ func NearestRank(counts []int64, p int) (i int, ok bool) {
 	if n == 0 {
 		return 0, false
 	}
-	rank := (n*int64(p) + 99) / 100 // ceil(n * p / 100), at least 1
+	rank := Rank(n, p)
 	var seen int64
 	for i, c := range counts {
 		seen += c
@@ -81,6 +81,10 @@ func NearestRank(counts []int64, p int) (i int, ok bool) {
 	}
 	return len(counts) - 1, true // not reached: seen ends at n >= rank
 }
+
+// Rank is the nearest rank (1-based) of the p-th percentile (0 < p <= 100) among n > 0 values:
+// ceil(n * p / 100), at least 1.
+func Rank(n int64, p int) int64 { return max((n*int64(p)+99)/100, 1) }
 
 // Histogram is one delay metric read back from its bucket counters.
 type Histogram struct {

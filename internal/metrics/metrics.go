@@ -179,9 +179,26 @@ type Counts struct {
 	Counters map[string]int64 `json:"-"`
 }
 
+// Term is one named figure: a term of the conservation identity, a row count by state.
+type Term struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
+}
+
+// Terms are the right-hand side of the conservation identity, in SPEC order, named as their
+// counters are.
+func (c Counts) Terms() []Term {
+	return []Term{{string(Counted), c.Counted}, {string(Duplicates), c.Duplicates}, {string(Conflicts), c.Conflicts},
+		{string(Quarantined), c.Quarantined}, {string(TooLate), c.TooLate}}
+}
+
 // Verdicts is the right-hand side of the conservation identity.
 func (c Counts) Verdicts() int64 {
-	return c.Counted + c.Duplicates + c.Conflicts + c.Quarantined + c.TooLate
+	var n int64
+	for _, t := range c.Terms() {
+		n += t.Value
+	}
+	return n
 }
 
 // Check verifies read = counted + duplicates + conflicts + quarantined +
@@ -202,8 +219,11 @@ func (c Counts) Identity() string {
 	if c.Read != c.Verdicts() {
 		op = "!="
 	}
-	return fmt.Sprintf("read %d %s counted %d + duplicates %d + conflicts %d + quarantined %d + too_late %d",
-		c.Read, op, c.Counted, c.Duplicates, c.Conflicts, c.Quarantined, c.TooLate)
+	terms := make([]string, 0, 5)
+	for _, t := range c.Terms() {
+		terms = append(terms, fmt.Sprintf("%s %d", t.Name, t.Value))
+	}
+	return fmt.Sprintf("read %d %s %s", c.Read, op, strings.Join(terms, " + "))
 }
 
 // DedupElementsPerThousand is the dedup elements per 1,000 records read.
