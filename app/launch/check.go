@@ -15,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/transforms"
@@ -45,7 +46,7 @@ func (r *jobRun) check(ctx context.Context) error {
 		if r.dry {
 			return nil
 		}
-		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
+		if err := checkSink(ctx, o.Sink, pipeline.RunConfig(o.Pipeline.Event, o.Pipeline.Triggers)); err != nil {
 			return &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
 		}
 		return nil

@@ -369,16 +369,6 @@ func (o Options) readAhead() int {
 	return cmp.Or(o.ReadAhead, flow.DefaultReadAhead)
 }
 
-// runConfig is the sink's run_config: the settings that shape the keys (SPEC §5).
-func (o Options) runConfig() map[string]string {
-	po := o.Pipeline.WithDefaults()
-	return map[string]string{
-		"window":           po.Triggers.Window.String(),
-		"dimensions":       strings.Join(po.Event.Dimensions, ","),
-		"allowed_lateness": po.Triggers.AllowedLateness.String(),
-	}
-}
-
 // flushPolicy is the BigQuery sink's batching with --bq-flush.
 func (o Options) flushPolicy() sinks.FlushPolicy {
 	p := sinks.DefaultFlushPolicy

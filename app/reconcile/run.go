@@ -88,7 +88,6 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	out := Outcome{Options: o, Started: time.Now().UTC()}
 	out.RunID = cmp.Or(o.RunID, NewRunID(out.Started))
-	readAt := cmp.Or(o.Now, out.Started)
 
 	parts, err := checkSource(o.Source)
 	if err != nil {
@@ -103,12 +102,15 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
+	set := o.Settings
+	set.Now = cmp.Or(o.Now, out.Started)
 	conflicts, tooLate, future, err := streamEvidence(ctx, st, o.Source)
 	if err != nil {
 		return Outcome{}, err
 	}
+	set.StreamFuture = future
 
-	if err := recompute(ctx, &out, parts, o.settings(readAt, future), conflicts, tooLate); err != nil {
+	if err := recompute(ctx, &out, parts, set, conflicts, tooLate); err != nil {
 		return Outcome{}, err
 	}
 	if u := out.Stats.Unterminated; len(u) > 0 {
@@ -304,10 +306,7 @@ func graph(ctx context.Context, o Options, parts []string, set Settings, conflic
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.Shards)
-	totals, stats, err := Recompute(s, partitions, evidence, set)
-	if err != nil {
-		return nil, nil, err
-	}
+	totals, stats := Recompute(s, partitions, evidence, set)
 	comparison := CompareWithSink(s, totals, CompareSettings{
 		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
 	})
@@ -325,9 +324,9 @@ func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	now := cmp.Or(o.Now, time.Now().UTC())
-	runID := cmp.Or(o.RunID, NewRunID(now))
-	set := o.settings(now, nil)
+	set := o.Settings
+	set.Now = cmp.Or(o.Now, time.Now().UTC())
+	runID := cmp.Or(o.RunID, NewRunID(set.Now))
 	var parts []string
 	if files.IsLocal(o.Source) {
 		var err error
