@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -357,21 +356,19 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, Distribution{}
 		}
 	}()
-	all := pr.Metrics().AllMetrics()
-	for _, c := range all.Counters() {
-		if c.Namespace() != Namespace || !slices.Contains(MetricNames, c.Name()) {
-			continue
-		}
-		if out.Counters == nil {
-			out.Counters = make(map[string]int64, len(MetricNames))
-			for _, n := range MetricNames {
-				out.Counters[n] = 0 // a counter left at zero may not be reported
-			}
-		}
-		out.Counters[c.Name()] += c.Result()
-		out.CountersFromRunner = true
+	m := pr.Metrics()
+	named, _, _ := metrics.Named(m, Namespace)
+	for _, n := range MetricNames {
+		_, ok := named[n]
+		out.CountersFromRunner = out.CountersFromRunner || ok
 	}
-	for _, d := range all.Distributions() {
+	if out.CountersFromRunner {
+		out.Counters = make(map[string]int64, len(MetricNames))
+		for _, n := range MetricNames {
+			out.Counters[n] = named[n] // a counter left at zero may not be reported
+		}
+	}
+	for _, d := range m.AllMetrics().Distributions() {
 		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
 			continue
 		}
