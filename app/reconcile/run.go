@@ -53,13 +53,10 @@ type Outcome struct {
 	Counters           map[string]int64
 	CountersFromRunner bool
 	// WindowDelta is the runner's MetricWindowDeltaMicros distribution (zero if none).
-	WindowDelta Distribution
+	WindowDelta metrics.DistributionSum
 	// Applied counts corrections written (--apply).
 	Applied int
 }
-
-// Distribution is a Beam distribution's value.
-type Distribution = metrics.DistributionSum
 
 // ExitCode maps the outcome to SPEC §6's exit codes.
 func (o Outcome) ExitCode() int {
@@ -353,7 +350,7 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 		// The runners panic on Metrics() when they could not fetch them.
 		if p := recover(); p != nil {
 			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
-			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, Distribution{}
+			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, metrics.DistributionSum{}
 		}
 	}()
 	m := pr.Metrics()
