@@ -10,12 +10,9 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
-	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/triggers"
-	"github.com/revenue-stream/hourly/watermark"
 )
 
 // Options are the settings of one reconcile run. The validation, watermark and window settings must
@@ -53,15 +50,12 @@ type Options struct {
 
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
+	stream := pipeline.Defaults()
+	stream.Triggers.Early = 0 // a recomputation fires no EARLY rows
 	return Options{
-		Settings: Settings{
-			Event:     event.DefaultConfig(),
-			Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
-			Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
-			Shards:    DefaultShards,
-		},
-		Sink: sink.Spec{Scheme: sink.SchemeSQLite, Path: "revenue.db"},
-		Top:  10,
+		Settings: Settings{Event: stream.Event, Watermark: stream.Watermark, Triggers: stream.Triggers, Shards: DefaultShards},
+		Sink:     sink.Spec{Scheme: sink.SchemeSQLite, Path: "revenue.db"},
+		Top:      10,
 	}
 }
 
