@@ -189,21 +189,15 @@ func readBatchEvent(r *Reader, prev *model.Event) model.Event {
 
 func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	r := Reader{B: b}
-	n := r.Uvarint()
-	if n > uint64(len(b)) {
-		return model.EventBatch{}, fmt.Errorf("decode event batch: implausible length %d", n)
-	}
+	n := r.Count(1)
 	v := model.EventBatch{Events: make([]model.Event, 0, n)}
 	var prev model.Event
-	for i := uint64(0); i < n && r.Err == nil; i++ {
+	for i := 0; i < n && r.Err == nil; i++ {
 		prev = readBatchEvent(&r, &prev)
 		v.Events = append(v.Events, prev)
 	}
-	m := r.Uvarint()
-	if m > uint64(len(b)) {
-		return model.EventBatch{}, fmt.Errorf("decode event batch: implausible window count %d", m)
-	}
-	for i := uint64(0); i < m && r.Err == nil; i++ {
+	m := r.Count(1)
+	for i := 0; i < m && r.Err == nil; i++ {
 		v.Windows = append(v.Windows, r.Varint())
 	}
 	return Done(v, &r, "event batch")

@@ -86,6 +86,17 @@ func (r *Reader) Uvarint() uint64 {
 	return v
 }
 
+// Count reads a length whose elements take at least minBytes each, bounded by the bytes left so
+// that a corrupt one cannot allocate gigabytes.
+func (r *Reader) Count(minBytes int) int {
+	n := r.Uvarint()
+	if r.Err == nil && n > uint64(len(r.B)/minBytes) {
+		r.Err = fmt.Errorf("%w: length %d exceeds the encoded data", ErrShort, n)
+		return 0
+	}
+	return int(n)
+}
+
 // Fixed64 reads 8 bytes.
 func (r *Reader) Fixed64() uint64 {
 	if len(r.B) < 8 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -115,6 +116,16 @@ func (o Options) WithDefaults() Options {
 		o.DedupShards = DefaultShards
 	}
 	return o
+}
+
+// RunConfig is the sink's run_config (SPEC §5): the settings that shape the keys, in the flags'
+// formats, written by cmd/launch and checked by cmd/reconcile.
+func RunConfig(e event.Config, t triggers.Policy) map[string]string {
+	return map[string]string{
+		"window":           t.Window.String(),
+		"dimensions":       strings.Join(e.Dimensions, ","),
+		"allowed_lateness": t.AllowedLateness.String(),
+	}
 }
 
 // Dedup orders (--dedup-order).

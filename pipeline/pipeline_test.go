@@ -86,7 +86,7 @@ func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n 
 		t.Fatalf("pipeline failed: %v", err)
 	}
 	// Every run checks the conservation identity of SPEC §4.
-	res.counts = metrics.CountsFrom(pr)
+	res.counts = collect.Counts(pr)
 	res.dists = map[string]beammetrics.DistributionValue{}
 	for _, d := range pr.Metrics().AllMetrics().Distributions() {
 		if d.Namespace() != transforms.Namespace {

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/internal/localrunner"
-	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
@@ -86,7 +85,7 @@ func TestPositionOrderSkewOnPrism(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-	counts := metrics.CountsFrom(pr)
+	counts := collect.Counts(pr)
 	if err := counts.Check(); err != nil {
 		t.Error(err)
 	}

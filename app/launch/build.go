@@ -19,7 +19,7 @@ import (
 )
 
 // buildJob builds the run's pipeline and its proto, checked against the runner's capability
-// profile (cli.CheckedProto): a pipeline the runner cannot run is a *ConfigError.
+// profile (cli.CheckedProto): Run makes a pipeline the runner cannot run a *ConfigError.
 func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline, error) {
 	o, signal := r.o, r.signal
 	// Each key's changelog continues where the sink left it (read on a worker).
@@ -34,7 +34,7 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 		if !r.dry {
 			var err error
 			if r.fo.Resume, r.po.PublishedBound, err = resumePoints(ctx, o.Sink, r.sum.Source, r.po); err != nil {
-				return nil, nil, &ConfigError{Err: err}
+				return nil, nil, err
 			}
 		}
 		if signal.Enabled() && !r.dry {
@@ -52,13 +52,13 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 	}
 	p, err := build(read, r.po, o.Sink, sinks.WithFlush(o.flushPolicy()))
 	if err != nil {
-		return nil, nil, &ConfigError{Err: err}
+		return nil, nil, err
 	}
 	pb, err := cli.CheckedProto(ctx, o.profileRunner(), p)
 	if err != nil && o.Rehearse != "" {
-		return nil, nil, &ConfigError{Err: fmt.Errorf("--rehearse=%s: %w", o.Rehearse, err)}
+		return nil, nil, fmt.Errorf("--rehearse=%s: %w", o.Rehearse, err)
 	} else if err != nil {
-		return nil, nil, &ConfigError{Err: fmt.Errorf("--runner=%s: %w", o.Runner, err)}
+		return nil, nil, fmt.Errorf("--runner=%s: %w", o.Runner, err)
 	}
 	return p, pb, nil
 }

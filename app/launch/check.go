@@ -15,21 +15,22 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
 // check is the run's set-up: the options validated, the sink's run_config checked, the demo's log
-// generated, the source checked and the stop request's folder prepared; a failure is a
+// generated, the source checked and the stop request's folder prepared; Run makes a failure a
 // *ConfigError. A dry run contacts nothing.
 func (r *jobRun) check(ctx context.Context) error {
-	if err := r.o.Validate(); err != nil {
+	if err := r.o.validate(); err != nil {
 		return err
 	}
 	o, err := r.o.absolutePaths()
 	if err != nil {
-		return &ConfigError{Err: err}
+		return err
 	}
 	r.liveDemo, r.dry = o.Demo == DemoLive, o.DryRun != ""
 	if r.liveDemo {
@@ -45,14 +46,14 @@ func (r *jobRun) check(ctx context.Context) error {
 		if r.dry {
 			return nil
 		}
-		if err := checkSink(ctx, o.Sink, o.runConfig()); err != nil {
-			return &ConfigError{Err: fmt.Errorf("--sink=%s: %w", o.Sink, err)}
+		if err := checkSink(ctx, o.Sink, pipeline.RunConfig(o.Pipeline.Event, o.Pipeline.Triggers)); err != nil {
+			return fmt.Errorf("--sink=%s: %w", o.Sink, err)
 		}
 		return nil
 	}
 	if r.liveDemo && !r.dry {
 		if err := live.StartClean(o.Sink); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	}
 	if generated {
@@ -64,10 +65,10 @@ func (r *jobRun) check(ctx context.Context) error {
 		slog.Warn(w)
 	}
 	if err := r.prepareSource(); err != nil {
-		return &ConfigError{Err: err}
+		return err
 	}
 	if r.signal, err = o.stopSignal(ctx, r.sum.Source, !r.dry); err != nil {
-		return &ConfigError{Err: err}
+		return err
 	}
 	r.fo.Stop = r.signal
 	if !generated {
@@ -76,7 +77,7 @@ func (r *jobRun) check(ctx context.Context) error {
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return &ConfigError{Err: fmt.Errorf("interrupted before the job started: %w", err)}
+		return fmt.Errorf("interrupted before the job started: %w", err)
 	}
 	return nil
 }

@@ -603,7 +603,7 @@ func TestParse(t *testing.T) {
 		d.Pipeline.Watermark.IdleAdvance != watermark.AdvanceProcessingTime {
 		t.Errorf("defaults = %+v", d)
 	}
-	if rc := d.runConfig(); fmt.Sprint(rc) != "map[allowed_lateness:24h0m0s dimensions: window:1h0m0s]" {
+	if rc := pipeline.RunConfig(d.Pipeline.Event, d.Pipeline.Triggers); fmt.Sprint(rc) != "map[allowed_lateness:24h0m0s dimensions: window:1h0m0s]" {
 		t.Errorf("run config = %v", rc)
 	}
 }

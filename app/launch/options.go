@@ -186,99 +186,102 @@ func (o Options) quietPeriod() time.Duration {
 	return o.QuietPeriod
 }
 
-func usagef(format string, args ...any) error {
-	return &ConfigError{Err: fmt.Errorf(format, args...)}
-}
-
 // Validate checks the settings together, before any work, creating nothing: every failure is a
 // *ConfigError naming its flag.
 func (o Options) Validate() error {
+	if err := o.validate(); err != nil {
+		return &ConfigError{Err: err}
+	}
+	return nil
+}
+
+func (o Options) validate() error {
 	if o.IsPubSub() {
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	} else if o.PubSubArchive != "" || o.PubSubPullers != 0 || o.PubSubShards != 0 || o.PubSubArchiveFailAfter != 0 || o.PubSubStallAfter != 0 {
-		return usagef("--pubsub-archive, --pubsub-pullers, --pubsub-shards, --pubsub-archive-fail-after and --pubsub-stall-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
+		return fmt.Errorf("--pubsub-archive, --pubsub-pullers, --pubsub-shards, --pubsub-archive-fail-after and --pubsub-stall-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
 	if err := o.validateDemo(); err != nil {
 		return err
 	}
 	if o.Source == "" && o.Follow && o.Demo != DemoLive {
-		return usagef("--follow needs --source: the demo log is complete, there is nothing to follow")
+		return fmt.Errorf("--follow needs --source: the demo log is complete, there is nothing to follow")
 	}
 	if err := o.Pipeline.Validate(); err != nil {
-		return &ConfigError{Err: err}
+		return err
 	}
 	if err := o.Sink.CheckPath(); err != nil {
-		return usagef("--sink=%s: %v", o.Sink, err)
+		return fmt.Errorf("--sink=%s: %v", o.Sink, err)
 	}
 	if o.Report != "" {
 		if err := report.CheckPath(o.Report); err != nil {
-			return usagef("--report: %v", err)
+			return fmt.Errorf("--report: %v", err)
 		}
 	}
 	if o.ReadAhead != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
-		return usagef("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
+		return fmt.Errorf("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
 	}
 	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !capability.IsPrism(o.Runner) {
-		return usagef("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
+		return fmt.Errorf("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
 	}
 	if o.Rehearse != "" {
 		if !capability.IsPrism(o.Runner) {
-			return usagef("--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner)
+			return fmt.Errorf("--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner)
 		}
 		if !capability.Named(o.Rehearse) {
-			return usagef("--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse)
+			return fmt.Errorf("--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse)
 		}
 	}
 	if o.Workers != 0 && capability.IsPrism(o.Runner) {
-		return usagef("--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)")
+		return fmt.Errorf("--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)")
 	}
 	if o.PrismUIPort != 0 && !capability.IsPrism(o.Runner) {
-		return usagef("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
+		return fmt.Errorf("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
 	}
 	if err := o.flushPolicy().Validate(); err != nil {
-		return usagef("--bq-flush: %v", err)
+		return fmt.Errorf("--bq-flush: %v", err)
 	}
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
-		return usagef("stop timing must not be negative")
+		return fmt.Errorf("stop timing must not be negative")
 	}
 	if o.PubSubArchiveFailAfter < 0 {
-		return usagef("--pubsub-archive-fail-after must not be negative")
+		return fmt.Errorf("--pubsub-archive-fail-after must not be negative")
 	}
 	if o.PubSubStallAfter < 0 {
-		return usagef("--pubsub-stall-after must not be negative")
+		return fmt.Errorf("--pubsub-stall-after must not be negative")
 	}
 	if o.Control != "" {
 		if err := files.Check(o.Control); err != nil {
-			return usagef("--control=%s: %v", o.Control, err)
+			return fmt.Errorf("--control=%s: %v", o.Control, err)
 		}
 	}
 	if err := o.placement(); err != nil {
-		return &ConfigError{Err: err}
+		return err
 	}
 	if o.DryRun != "" {
 		if err := cli.CheckDryRunFlags(o.Runner); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	}
 	switch {
 	case o.IsPubSub():
 		if a := o.ArchiveDir(); strings.Contains(a, "://") {
 			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
-				return usagef("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
+				return fmt.Errorf("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
 			}
 		} else if !capability.IsPrism(o.Runner) {
-			return usagef("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
+			return fmt.Errorf("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
 		} else if fi, err := os.Stat(o.ArchiveDir()); err == nil && !fi.IsDir() {
-			return usagef("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
+			return fmt.Errorf("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
 		}
 		if err := pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline)); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	case o.Source != "" && (o.DryRun == "" || files.IsLocal(o.Source)):
 		if err := sources.Validate(o.Source, o.folderOptions(o.Pipeline)); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	}
 	return nil
@@ -289,27 +292,27 @@ func (o Options) validateDemo() error {
 	switch o.Demo {
 	case "", DemoReplay:
 		if o.Demo == DemoReplay && o.Source != "" {
-			return usagef("--demo=replay replays the generated demo log: it takes no --source")
+			return fmt.Errorf("--demo=replay replays the generated demo log: it takes no --source")
 		}
 	case DemoLive:
 		if o.Source != "" {
-			return usagef("--demo=live writes its own source folder (./%s): it takes no --source", o.LiveDir)
+			return fmt.Errorf("--demo=live writes its own source folder (./%s): it takes no --source", o.LiveDir)
 		}
 		if _, err := live.NewDemo(o.LiveDir, o.Pipeline.WithDefaults()); err != nil {
-			return usagef("--demo=live: %v", err)
+			return fmt.Errorf("--demo=live: %v", err)
 		}
 	default:
-		return usagef("--demo: %q: want %s or %s", o.Demo, DemoReplay, DemoLive)
+		return fmt.Errorf("--demo: %q: want %s or %s", o.Demo, DemoReplay, DemoLive)
 	}
 	if o.Duration < 0 {
-		return usagef("--duration must not be negative, got %v", o.Duration)
+		return fmt.Errorf("--duration must not be negative, got %v", o.Duration)
 	}
 	if o.Duration > 0 && !o.Streaming() && o.Demo != DemoLive {
-		return usagef("--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself")
+		return fmt.Errorf("--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself")
 	}
 	for _, a := range []struct{ flag, value string }{{"--ui", o.UI}, {"--metrics-addr", o.MetricsAddr}} {
 		if _, err := live.Addr(a.flag, a.value); a.value != "" && err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	}
 	return nil
@@ -370,16 +373,6 @@ func (o Options) readAhead() int {
 		return 0
 	}
 	return cmp.Or(o.ReadAhead, flow.DefaultReadAhead)
-}
-
-// runConfig is the sink's run_config: the settings that shape the keys (SPEC §5).
-func (o Options) runConfig() map[string]string {
-	po := o.Pipeline.WithDefaults()
-	return map[string]string{
-		"window":           po.Triggers.Window.String(),
-		"dimensions":       strings.Join(po.Event.Dimensions, ","),
-		"allowed_lateness": po.Triggers.AllowedLateness.String(),
-	}
 }
 
 // flushPolicy is the BigQuery sink's batching with --bq-flush.

@@ -22,11 +22,11 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	r := &jobRun{o: o}
 	defer r.close()
 	if err := r.check(ctx); err != nil {
-		return nil, err
+		return nil, &ConfigError{Err: err}
 	}
 	p, pb, err := r.buildJob(ctx)
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{Err: err}
 	}
 	if r.dry {
 		if err := cli.WriteDryRun(o.DryRun, out, pb); err != nil {
@@ -35,7 +35,7 @@ func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 		return nil, nil
 	}
 	if err := r.startViews(ctx); err != nil {
-		return nil, err
+		return nil, &ConfigError{Err: err}
 	}
 	res, planned := r.supervise(ctx, p, out)
 	return r.summarise(ctx, res, planned, out)

@@ -29,10 +29,10 @@ func (r *jobRun) startViews(ctx context.Context) error {
 	o, sum := r.o, r.sum
 	if o.PrismUIPort > 0 {
 		if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 		if err := startPrismUI(o.PrismUIPort); err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 	}
 	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
@@ -55,7 +55,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		addr, _ := live.Addr("--ui", o.UI) // checked by Validate
 		srv, err := live.Serve(addr, r.mon)
 		if err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 		r.onClose(func() { srv.Close() })
 		r.uiURL = srv.Addr()
@@ -65,7 +65,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		addr, _ := live.Addr("--metrics-addr", o.MetricsAddr) // checked by Validate
 		srv, err := live.ServeMetrics(addr, r.mon)
 		if err != nil {
-			return &ConfigError{Err: err}
+			return err
 		}
 		r.onClose(func() { srv.Close() })
 		slog.Info("metrics for Prometheus", "url", srv.URL()+"metrics")

@@ -34,20 +34,16 @@ func BenchmarkRecompute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	set := reconcile.Settings{Source: dir, ReadAt: readAt}
-	o := reconcile.Defaults()
-	set.Event, set.Watermark, set.Triggers, set.Shards = o.Event, o.Watermark, o.Triggers, o.Shards
+	set := reconcile.Defaults().Settings
+	set.Source, set.Now = dir, readAt
 	out := b.TempDir()
 
 	var read int64
 	start := time.Now()
 	for i := 0; b.Loop(); i++ {
 		p, s := beam.NewPipelineWithRoot()
-		totals, stats, err := reconcile.Recompute(s, beam.CreateList(s, parts),
+		totals, stats := reconcile.Recompute(s, beam.CreateList(s, parts),
 			reconcile.StreamEvidence(s, res.Conflicts, res.TooLate, set.Shards), set)
-		if err != nil {
-			b.Fatal(err)
-		}
 		path := filepath.Join(out, "result", time.Now().Format("150405.000000000")+".jsonl")
 		reconcile.WriteResult(s, totals, stats, beam.PCollection{}, path) // no sink: no comparison
 		if err := ptest.Run(p); err != nil {

@@ -38,16 +38,6 @@ type streamConflict struct {
 	FirstFingerprint  uint64
 }
 
-// count bounds a length by the bytes left, so a corrupt one cannot allocate gigabytes.
-func count(r *coders.Reader, minBytes int) int {
-	n := r.Uvarint()
-	if r.Err == nil && n > uint64(len(r.B)/minBytes) {
-		r.Err = fmt.Errorf("%w: length %d exceeds the encoded data", coders.ErrShort, n)
-		return 0
-	}
-	return int(n)
-}
-
 func encodeCopyBatch(b copyBatch) []byte {
 	w := coders.Writer{B: make([]byte, 0, 64*len(b.Copies)+4)}
 	w.Uvarint(uint64(len(b.Copies)))
@@ -65,7 +55,7 @@ func encodeCopyBatch(b copyBatch) []byte {
 
 func decodeCopyBatch(data []byte) (copyBatch, error) {
 	r := coders.Reader{B: data}
-	n := count(&r, 13)
+	n := r.Count(13)
 	b := copyBatch{Copies: make([]Copy, 0, n)}
 	// Dims repeat across a batch: share one string per distinct value.
 	dims := map[string]string{}
@@ -103,11 +93,11 @@ func encodeEvidenceBatch(b evidenceBatch) []byte {
 func decodeEvidenceBatch(data []byte) (evidenceBatch, error) {
 	r := coders.Reader{B: data}
 	b := evidenceBatch{Shard: int(r.Varint())}
-	n := count(&r, 10)
+	n := r.Count(10)
 	for i := 0; i < n && r.Err == nil; i++ {
 		b.Conflicts = append(b.Conflicts, streamConflict{EventID: r.String(), Position: r.String(), FirstFingerprint: r.Fixed64()})
 	}
-	n = count(&r, 1)
+	n = r.Count(1)
 	for i := 0; i < n && r.Err == nil; i++ {
 		b.TooLate = append(b.TooLate, r.String())
 	}

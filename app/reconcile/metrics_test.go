@@ -10,6 +10,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -29,7 +30,7 @@ func TestComparisonCounters(t *testing.T) {
 		name  string
 		setup func(t *testing.T) reconcile.Options
 		want  map[string]int64
-		delta reconcile.Distribution
+		delta metrics.DistributionSum
 	}{{
 		// TestToleranceAndReports' scenario: 12:00 is missing (+3.000000,
 		// +1 event), 10:00 differs by +0.010000 within the tolerance.
@@ -45,7 +46,7 @@ func TestComparisonCounters(t *testing.T) {
 			"windows_compared": 4, "windows_differing": 2, "windows_differing_missing_window": 1,
 			"windows_differing_unexplained": 1, "windows_material": 1, "delta_micros_abs": 3_010_000, "delta_count_abs": 1,
 		}),
-		delta: reconcile.Distribution{Count: 2, Sum: 3_010_000, Min: 10_000, Max: 3_000_000},
+		delta: metrics.DistributionSum{Count: 2, Sum: 3_010_000, Min: 10_000, Max: 3_000_000},
 	}, {
 		// TestOpenWindowsReportedSeparately's: 10:00 agrees, 11:00 is LATE
 		// and short, 12:00 has no row and is not closed.
@@ -80,7 +81,7 @@ func TestComparisonCounters(t *testing.T) {
 			"windows_compared": 1, "windows_differing": 1, "windows_differing_unexplained": 1, "windows_material": 1,
 			"delta_micros_abs": 2_500_000, "delta_count_abs": 2,
 		}),
-		delta: reconcile.Distribution{Count: 1, Sum: 2_500_000, Min: 2_500_000, Max: 2_500_000},
+		delta: metrics.DistributionSum{Count: 1, Sum: 2_500_000, Min: 2_500_000, Max: 2_500_000},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.setup(t)

@@ -7,22 +7,19 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
-	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/triggers"
-	"github.com/revenue-stream/hourly/watermark"
 )
 
 // Options are the settings of one reconcile run. The validation, watermark and window settings must
 // be the stream's: verdicts and keys depend on them.
 type Options struct {
-	// Source is the raw-log folder (--source).
-	Source string
+	// Settings are the recomputation's: --source, the stream's settings, --shards.
+	Settings
 	// Sink is the versioned sink to compare with and correct (--sink).
 	Sink sink.Spec
 	// Range selects the windows checked (--from/--to or --date).
@@ -34,20 +31,11 @@ type Options struct {
 	// Report is the report file (--report; .md, .json or .html), or "".
 	Report string
 
-	Event     event.Config
-	Watermark watermark.Policy
-	// Triggers gives --window and --allowed-lateness; Early is unused.
-	Triggers triggers.Policy
-
-	// Shards is the number of choice keys (--shards).
-	Shards int
 	// WorkDir (--work-dir) is where the pipeline leaves its result, reachable by workers and
 	// driver; "" means a local temporary folder.
 	WorkDir string
 	// RunID names the run (writer reconcile:<run_id>); "" generates one.
 	RunID string
-	// Now is the processing time records are read at; zero means the start of the run.
-	Now time.Time
 	// Top is how many differences the summary lists.
 	Top int
 	// LogLevel is --log-level.
@@ -62,13 +50,12 @@ type Options struct {
 
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
+	stream := pipeline.Defaults()
+	stream.Triggers.Early = 0 // a recomputation fires no EARLY rows
 	return Options{
-		Sink:      sink.Spec{Scheme: sink.SchemeSQLite, Path: "revenue.db"},
-		Event:     event.DefaultConfig(),
-		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
-		Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
-		Shards:    DefaultShards,
-		Top:       10,
+		Settings: Settings{Event: stream.Event, Watermark: stream.Watermark, Triggers: stream.Triggers, Shards: DefaultShards},
+		Sink:     sink.Spec{Scheme: sink.SchemeSQLite, Path: "revenue.db"},
+		Top:      10,
 	}
 }
 
@@ -128,32 +115,13 @@ func (o Options) placement() error {
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// RunConfig is what the sink's run_config must hold, in the launcher's keys and formats: rows
-// computed with another window, dimensions or lateness would not line up.
-func (o Options) RunConfig() map[string]string {
-	return map[string]string{
-		"window":           o.Triggers.Window.String(),
-		"dimensions":       strings.Join(o.Event.Dimensions, ","),
-		"allowed_lateness": o.Triggers.AllowedLateness.String(),
-	}
-}
+// RunConfig is what the sink's run_config must hold: rows computed with another window,
+// dimensions or lateness would not line up.
+func (o Options) RunConfig() map[string]string { return pipeline.RunConfig(o.Event, o.Triggers) }
 
 // NewRunID returns the UTC start time, sortable, with a random suffix.
 func NewRunID(now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
 	return now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
-}
-
-// settings are the recomputation's part of the options.
-func (o Options) settings(readAt time.Time, streamFuture []string) Settings {
-	return Settings{
-		Source:       o.Source,
-		Event:        o.Event,
-		Watermark:    o.Watermark,
-		Triggers:     o.Triggers,
-		ReadAt:       readAt,
-		Shards:       o.Shards,
-		StreamFuture: streamFuture,
-	}
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -33,65 +34,38 @@ func init() {
 // DefaultShards is the number of choice keys: the stream's dedup spread.
 const DefaultShards = 64
 
-// Settings configure the recomputation: the stream's validation, watermark and window settings.
+// Settings configure the recomputation: the stream's validation, watermark and window settings
+// (Options.Validate checks them).
 type Settings struct {
-	// Source is the raw-log folder; every worker must be able to read it.
+	// Source is the raw-log folder (--source); every worker must be able to read it.
 	Source    string
 	Event     event.Config
 	Watermark watermark.Policy
-	// Triggers gives the window size; lateness and early firings play no part.
+	// Triggers gives --window and --allowed-lateness; early firings play no part.
 	Triggers triggers.Policy
-	// ReadAt is the fixed processing time of the future_event_time check.
-	ReadAt time.Time
-	// Shards is the number of choice keys (DefaultShards when 0).
+	// Now is the fixed processing time of the future_event_time check; Run fills a zero one with
+	// the start of the run.
+	Now time.Time
+	// Shards is the number of choice keys (--shards; DefaultShards when 0).
 	Shards int
-	// StreamFuture lists the positions of Stats.StreamFuture.
+	// StreamFuture lists the positions of Stats.StreamFuture (Run reads them from the sink).
 	StreamFuture []string
-}
-
-// Validate refuses settings the stream would refuse.
-func (s Settings) Validate() error {
-	switch {
-	case s.Source == "":
-		return fmt.Errorf("--source is required")
-	case s.ReadAt.IsZero():
-		return fmt.Errorf("reconcile: Settings.ReadAt is required")
-	case s.Shards < 0:
-		return fmt.Errorf("--shards must be positive, got %d", s.Shards)
-	}
-	if err := s.Event.Validate(); err != nil {
-		return err
-	}
-	if err := s.Watermark.Validate(); err != nil {
-		return err
-	}
-	return s.Triggers.Validate()
-}
-
-func (s Settings) shards() int {
-	if s.Shards == 0 {
-		return DefaultShards
-	}
-	return s.Shards
 }
 
 // Recompute reads every partition with the stream's rules, keeps one payload per event_id (Choice,
 // given StreamEvidence's evidence) and sums revenue and count per window and dims. totals is
 // PCollection<KV<string, Totals>> keyed by transforms.WindowKey; stats is a single Stats.
-func Recompute(s beam.Scope, partitions, evidence beam.PCollection, o Settings) (totals, stats beam.PCollection, err error) {
-	if err := o.Validate(); err != nil {
-		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("reconcile: %w", err)
-	}
+func Recompute(s beam.Scope, partitions, evidence beam.PCollection, o Settings) (totals, stats beam.PCollection) {
 	s = s.Scope("Recompute")
 	// Create hands every partition to one bundle: the Reshuffle spreads them over workers.
-	o.Shards = o.shards()
+	o.Shards = cmp.Or(o.Shards, DefaultShards)
 	copies, readStats := beam.ParDo2(s, &scanFn{Settings: o}, beam.Reshuffle(s, partitions))
 	keyed := beam.ParDo(s, keyEvidence, evidence)
 	grouped := beam.CoGroupByKey(s, keyed, copies)
 	perShard, chooseStats := beam.ParDo2(s, &chooseFn{}, grouped)
 	totals = beam.CombinePerKey(s, mergeTotals, perShard)
 	stats = beam.Combine(s, mergeStats, beam.Flatten(s, readStats, chooseStats))
-	return totals, stats, nil
+	return totals, stats
 }
 
 func keyEvidence(b evidenceBatch) (int, evidenceBatch) { return b.Shard, b }

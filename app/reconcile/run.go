@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -54,13 +53,10 @@ type Outcome struct {
 	Counters           map[string]int64
 	CountersFromRunner bool
 	// WindowDelta is the runner's MetricWindowDeltaMicros distribution (zero if none).
-	WindowDelta Distribution
+	WindowDelta metrics.DistributionSum
 	// Applied counts corrections written (--apply).
 	Applied int
 }
-
-// Distribution is a Beam distribution's value.
-type Distribution = metrics.DistributionSum
 
 // ExitCode maps the outcome to SPEC §6's exit codes.
 func (o Outcome) ExitCode() int {
@@ -88,7 +84,6 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 	out := Outcome{Options: o, Started: time.Now().UTC()}
 	out.RunID = cmp.Or(o.RunID, NewRunID(out.Started))
-	readAt := cmp.Or(o.Now, out.Started)
 
 	parts, err := checkSource(o.Source)
 	if err != nil {
@@ -103,12 +98,15 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
+	set := o.Settings
+	set.Now = cmp.Or(o.Now, out.Started)
 	conflicts, tooLate, future, err := streamEvidence(ctx, st, o.Source)
 	if err != nil {
 		return Outcome{}, err
 	}
+	set.StreamFuture = future
 
-	if err := recompute(ctx, &out, parts, o.settings(readAt, future), conflicts, tooLate); err != nil {
+	if err := recompute(ctx, &out, parts, set, conflicts, tooLate); err != nil {
 		return Outcome{}, err
 	}
 	if u := out.Stats.Unterminated; len(u) > 0 {
@@ -304,10 +302,7 @@ func graph(ctx context.Context, o Options, parts []string, set Settings, conflic
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.Shards)
-	totals, stats, err := Recompute(s, partitions, evidence, set)
-	if err != nil {
-		return nil, nil, err
-	}
+	totals, stats := Recompute(s, partitions, evidence, set)
 	comparison := CompareWithSink(s, totals, CompareSettings{
 		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
 	})
@@ -325,9 +320,9 @@ func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	now := cmp.Or(o.Now, time.Now().UTC())
-	runID := cmp.Or(o.RunID, NewRunID(now))
-	set := o.settings(now, nil)
+	set := o.Settings
+	set.Now = cmp.Or(o.Now, time.Now().UTC())
+	runID := cmp.Or(o.RunID, NewRunID(set.Now))
 	var parts []string
 	if files.IsLocal(o.Source) {
 		var err error
@@ -355,24 +350,22 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 		// The runners panic on Metrics() when they could not fetch them.
 		if p := recover(); p != nil {
 			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
-			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, Distribution{}
+			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, metrics.DistributionSum{}
 		}
 	}()
-	all := pr.Metrics().AllMetrics()
-	for _, c := range all.Counters() {
-		if c.Namespace() != Namespace || !slices.Contains(MetricNames, c.Name()) {
-			continue
-		}
-		if out.Counters == nil {
-			out.Counters = make(map[string]int64, len(MetricNames))
-			for _, n := range MetricNames {
-				out.Counters[n] = 0 // a counter left at zero may not be reported
-			}
-		}
-		out.Counters[c.Name()] += c.Result()
-		out.CountersFromRunner = true
+	m := pr.Metrics()
+	named, _, _ := metrics.Named(m, Namespace)
+	for _, n := range MetricNames {
+		_, ok := named[n]
+		out.CountersFromRunner = out.CountersFromRunner || ok
 	}
-	for _, d := range all.Distributions() {
+	if out.CountersFromRunner {
+		out.Counters = make(map[string]int64, len(MetricNames))
+		for _, n := range MetricNames {
+			out.Counters[n] = named[n] // a counter left at zero may not be reported
+		}
+	}
+	for _, d := range m.AllMetrics().Distributions() {
 		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
 			continue
 		}

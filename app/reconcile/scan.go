@@ -42,14 +42,14 @@ func (f *scanFn) Setup() {
 
 func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func(int, copyBatch), stats func(Stats)) error {
 	st := Stats{Partitions: 1, Quarantined: map[string]int64{}}
-	stamper := rawlog.NewStamper(f.Watermark, f.Event, f.ReadAt.UnixMilli())
+	stamper := rawlog.NewStamper(f.Watermark, f.Event, f.Now.UnixMilli())
 	buf := make([][]Copy, f.Shards)
 	dims := map[string]string{} // one string per distinct dims value
 	flush := func(shard int) {
 		emit(shard, copyBatch{Copies: buf[shard]})
 		buf[shard] = nil // the runner may still hold the emitted slice
 	}
-	info, err := rawlog.Scan(f.Source, partition, f.Event.MaxLine, f.ReadAt.UnixMilli(), func(rec model.Record) error {
+	info, err := rawlog.Scan(f.Source, partition, f.Event.MaxLine, f.Now.UnixMilli(), func(rec model.Record) error {
 		st.Read++
 		if f.skip[rec.Position] {
 			// Not stamped: the stream's Stamper never let it move the watermark.

@@ -20,33 +20,18 @@ import (
 const DryRunStdout = "-"
 
 // DryRun binds --dry-run: "" (off), DryRunStdout for the bare switch, or --dry-run=FILE's file.
-func DryRun(p *string) DryRunValue { return DryRunValue{p} }
-
-// DryRunValue is --dry-run's flag.Value: a switch that takes an optional file.
-type DryRunValue struct{ p *string }
-
-func (v DryRunValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
-}
-
-// IsBoolFlag lets --dry-run stand alone (the flag package then sets "true").
-func (v DryRunValue) IsBoolFlag() bool { return true }
-
-func (v DryRunValue) Set(s string) error {
-	switch s {
-	case "true":
-		*v.p = DryRunStdout
-	case "false":
-		*v.p = ""
-	case "":
-		return fmt.Errorf("want --dry-run or --dry-run=FILE")
-	default:
-		*v.p = s
-	}
-	return nil
+func DryRun(p *string) Value[string] {
+	return Switch(p, func(s string) (string, error) {
+		switch s {
+		case "true":
+			return DryRunStdout, nil
+		case "false":
+			return "", nil
+		case "":
+			return "", fmt.Errorf("want --dry-run or --dry-run=FILE")
+		}
+		return s, nil
+	}, func(s string) string { return s })
 }
 
 // CheckedProto is the pipeline proto runner would be sent for p, refused with a one-line

@@ -118,11 +118,7 @@ func (s *FlagSet) Set(name, value string) error {
 
 // capture keeps a failing Set's error, named by flag, for Parse: the flag package only formats it.
 func (s *FlagSet) capture(name string, v flag.Value) flag.Value {
-	c := captured{Value: v, name: name, err: &s.err}
-	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-		return capturedBool{c}
-	}
-	return c
+	return captured{Value: v, name: name, err: &s.err}
 }
 
 type captured struct {
@@ -139,10 +135,13 @@ func (c captured) Set(v string) error {
 	return nil
 }
 
-// capturedBool keeps a boolean flag usable without a value (--follow).
-type capturedBool struct{ captured }
+// IsBoolFlag keeps a switch usable without a value (--follow).
+func (c captured) IsBoolFlag() bool { return isSwitch(c.Value) }
 
-func (c capturedBool) IsBoolFlag() bool { return true }
+func isSwitch(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
 
 // flagError rewrites the flag package's messages in the --name form.
 func flagError(err error) error {
@@ -240,7 +239,7 @@ func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
 
 // flagLeft is a flag's left column: "--name=ARG", or "--name" for a switch.
 func flagLeft(name string, v flag.Value, arg string) string {
-	if b, ok := v.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+	if isSwitch(v) {
 		return "--" + name
 	}
 	if arg == "" {

@@ -14,18 +14,18 @@ import (
 
 // String binds a string.
 func String(p *string) Value[string] {
-	return Value[string]{p, "VALUE", func(s string) (string, error) { return s, nil }, func(s string) string { return s }}
+	return Func(p, "VALUE", func(s string) (string, error) { return s, nil }, func(s string) string { return s })
 }
 
 // Duration binds a time.Duration.
 func Duration(p *time.Duration) Value[time.Duration] {
-	return Value[time.Duration]{p, "DURATION", func(s string) (time.Duration, error) {
+	return Func(p, "DURATION", func(s string) (time.Duration, error) {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return 0, fmt.Errorf("invalid duration %q", s)
 		}
 		return d, nil
-	}, FormatDuration}
+	}, FormatDuration)
 }
 
 // FormatDuration renders d without zero trailing units: 1h, 10m, 1h30m, 2m30s, 500ms.
@@ -56,31 +56,31 @@ func Port(p *int) Value[int] {
 }
 
 func intValue(p *int, arg, noun string, ok func(int) bool, want string) Value[int] {
-	return Value[int]{p, arg, func(s string) (int, error) {
+	return Func(p, arg, func(s string) (int, error) {
 		n, err := strconv.Atoi(s)
 		if err != nil || !ok(n) {
 			return 0, fmt.Errorf("invalid %s %q: %s", noun, s, want)
 		}
 		return n, nil
-	}, strconv.Itoa}
+	}, strconv.Itoa)
 }
 
 // Size binds a byte count: plain bytes or a number with a unit (ParseSize).
-func Size(p *int) Value[int] { return Value[int]{p, "SIZE", ParseSize, FormatSize} }
+func Size(p *int) Value[int] { return Func(p, "SIZE", ParseSize, FormatSize) }
 
 // List binds a comma-separated list; empty or padded items are kept for validation to name.
 func List(p *[]string) Value[[]string] {
-	return Value[[]string]{p, "A,B,...", func(s string) ([]string, error) {
+	return Func(p, "A,B,...", func(s string) ([]string, error) {
 		if s == "" {
 			return nil, nil
 		}
 		return strings.Split(s, ","), nil
-	}, func(l []string) string { return strings.Join(l, ",") }}
+	}, func(l []string) string { return strings.Join(l, ",") })
 }
 
 // Level binds a log level.
 func Level(p *slog.Level) Value[slog.Level] {
-	return Value[slog.Level]{p, "LEVEL", func(s string) (slog.Level, error) {
+	return Func(p, "LEVEL", func(s string) (slog.Level, error) {
 		switch strings.ToLower(s) {
 		case "debug":
 			return slog.LevelDebug, nil
@@ -92,26 +92,41 @@ func Level(p *slog.Level) Value[slog.Level] {
 			return slog.LevelError, nil
 		}
 		return 0, fmt.Errorf("invalid level %q: want debug, info, warn or error", s)
-	}, func(l slog.Level) string { return strings.ToLower(l.String()) }}
+	}, func(l slog.Level) string { return strings.ToLower(l.String()) })
 }
 
 // IdleAdvance binds a watermark.IdleAdvance mode.
 func IdleAdvance(p *watermark.IdleAdvance) Value[watermark.IdleAdvance] {
-	return Value[watermark.IdleAdvance]{p, "MODE", func(s string) (watermark.IdleAdvance, error) {
+	return Func(p, "MODE", func(s string) (watermark.IdleAdvance, error) {
 		a, err := watermark.ParseIdleAdvance(s)
 		if err != nil {
 			return a, fmt.Errorf("want processing-time or hold, got %q", s)
 		}
 		return a, nil
-	}, watermark.IdleAdvance.String}
+	}, watermark.IdleAdvance.String)
 }
 
 // Bool binds a switch (--follow, or --follow=false).
-func Bool(p *bool) BoolValue { return BoolValue{p} }
+func Bool(p *bool) Value[bool] {
+	return Switch(p, func(s string) (bool, error) {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, fmt.Errorf("invalid boolean %q", s)
+		}
+		return b, nil
+	}, strconv.FormatBool)
+}
+
+// Switch is Func for a flag that may stand alone: the flag package then sets "true".
+func Switch[T any](p *T, parse func(string) (T, error), format func(T) string) Value[T] {
+	v := Func(p, "", parse, format)
+	v.isBool = true
+	return v
+}
 
 // Func binds a field of any type through its own parser and formatter; arg names it in --help.
 func Func[T any](p *T, arg string, parse func(string) (T, error), format func(T) string) Value[T] {
-	return Value[T]{p, arg, parse, format}
+	return Value[T]{p: p, arg: arg, parse: parse, format: format}
 }
 
 // Value is a flag.Value over a typed field.
@@ -120,6 +135,7 @@ type Value[T any] struct {
 	arg    string
 	parse  func(string) (T, error)
 	format func(T) string
+	isBool bool // a Switch
 }
 
 func (v Value[T]) String() string {
@@ -141,23 +157,4 @@ func (v Value[T]) Set(s string) error {
 // Arg names the value in --help.
 func (v Value[T]) Arg() string { return v.arg }
 
-// BoolValue is a switch.
-type BoolValue struct{ p *bool }
-
-func (v BoolValue) String() string {
-	if v.p == nil || !*v.p {
-		return "false"
-	}
-	return "true"
-}
-
-func (v BoolValue) IsBoolFlag() bool { return true }
-
-func (v BoolValue) Set(s string) error {
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return fmt.Errorf("invalid boolean %q", s)
-	}
-	*v.p = b
-	return nil
-}
+func (v Value[T]) IsBoolFlag() bool { return v.isBool }

@@ -237,27 +237,23 @@ func (c Counts) DedupElementsPerThousand() float64 {
 // String renders the identity as one line.
 func (c Counts) String() string { return c.Identity() }
 
-// CountsFrom reads a finished pipeline's committed Counts.
-func CountsFrom(pr beam.PipelineResult) Counts {
-	if pr == nil {
-		return CountsOf(map[string]int64{})
-	}
-	c, _, _ := Committed(pr.Metrics())
-	return c
+// Committed reads a job's Counts from its revenue counters (Named).
+func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
+	named, committed, reported := Named(m, Namespace)
+	return CountsOf(named), committed, reported
 }
 
-// Committed reads a job's Counts from the committed values when the runner
-// reports any, else the attempted ones (committed says which; reported,
-// whether any counter came). Not Result(), which picks per counter and would
-// mix an in-flight value with committed ones.
-func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
+// Named reads a job's counters in namespace, summed by name: the committed values when the runner
+// reports any, else the attempted ones (committed says which; reported, whether any counter came).
+// Not Result(), which picks per counter and would mix an in-flight value with committed ones.
+func Named(m beammetrics.Results, namespace string) (named map[string]int64, committed, reported bool) {
 	all := m.AllMetrics().Counters()
 	for _, r := range all {
 		committed = committed || r.Committed != 0
 	}
-	named := map[string]int64{}
+	named = map[string]int64{}
 	for _, r := range all {
-		if r.Namespace() != Namespace {
+		if r.Namespace() != namespace {
 			continue
 		}
 		if committed {
@@ -266,7 +262,7 @@ func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 			named[r.Name()] += r.Attempted
 		}
 	}
-	return CountsOf(named), committed, len(all) > 0
+	return named, committed, len(all) > 0
 }
 
 // CountsOf reads Counts from the revenue counters, summed by name.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -57,4 +58,13 @@ func (h Handle[T]) Values() []T {
 		out = append(out, v.(T))
 	}
 	return out
+}
+
+// Counts reads a finished pipeline's committed revenue Counts (nil: none).
+func Counts(pr beam.PipelineResult) metrics.Counts {
+	if pr == nil {
+		return metrics.CountsOf(map[string]int64{})
+	}
+	c, _, _ := metrics.Committed(pr.Metrics())
+	return c
 }

@@ -13,7 +13,6 @@ import (
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sources"
@@ -89,7 +88,7 @@ func TestPortableJobServerReplay(t *testing.T) {
 	}
 	t.Logf("portable job %s completed in %v", job.ID, time.Since(start).Round(time.Millisecond))
 
-	counts := metrics.CountsFrom(res)
+	counts := collect.Counts(res)
 	if err := counts.Check(); err != nil {
 		t.Error(err)
 	}
