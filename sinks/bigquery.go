@@ -39,6 +39,7 @@ const (
 // per source_position). DML only where its quota fits: reconcile's writes,
 // run_config and source_resume.
 type BigQuery struct {
+	dbReader
 	client           *bigquery.Client
 	api              appender
 	writer           *managedwriter.Client
@@ -89,6 +90,7 @@ func OpenBigQuery(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: sleepCtx,
 		streams: newStreamPool(time.Now),
 		api:     &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
+	b.dbReader = dbReader{b}
 	// The client retries without end: bound the schema check, so that an
 	// unreachable service is an error, not a start that never returns.
 	sctx, cancel := context.WithTimeout(ctx, schemaTimeout)

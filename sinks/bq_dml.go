@@ -114,9 +114,8 @@ func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, ro
 	for _, k := range key {
 		match = append(match, "s."+k+" = c."+k)
 	}
-	return b.readCount(ctx, "count "+table, `SELECT COUNT(*) AS n FROM `+b.table(table)+` AS c
-WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`,
-		[]bigquery.QueryParameter{rows})
+	return b.count(ctx, "count "+table, `SELECT COUNT(*) FROM `+b.table(table)+` AS c
+WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`, rows)
 }
 
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {

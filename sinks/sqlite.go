@@ -19,6 +19,7 @@ import (
 // every write is a BEGIN IMMEDIATE transaction, retried on SQLITE_BUSY, that
 // applies the revision rules to the committed rows.
 type SQLite struct {
+	dbReader
 	db   *sql.DB
 	path string
 }
@@ -53,6 +54,7 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	// after this handle's writes.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
+	s.dbReader = dbReader{s}
 	err = s.inTx(ctx, "create schema", func(tx *sql.Tx) error {
 		if err := migrateCheckpoints(ctx, tx); err != nil {
 			return err

@@ -47,13 +47,3 @@ func (s *SQLite) WriteDiffs(ctx context.Context, diffs []Diff) error {
 		return nil
 	})
 }
-
-// Diffs returns the stored reconcile diffs ordered by run, window and dims.
-func (s *SQLite) Diffs(ctx context.Context) ([]Diff, error) {
-	out, err := readTable(ctx, s, diffCodec, "read reconcile_diffs", sqliteSelect(ReconcileDiffs))
-	if err != nil {
-		return nil, err
-	}
-	sortDiffs(out)
-	return out, nil
-}

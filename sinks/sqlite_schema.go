@@ -93,9 +93,7 @@ func sqliteValue(c Column, v any) any {
 
 // sqliteScanner scans a result row of t's columns into a codec's values.
 type sqliteScanner struct {
-	t *Table
-	// from, if set, is the table a join's first columns come from.
-	from  *Table
+	t     *Table
 	dest  []any
 	texts []string
 	ints  []int64
@@ -147,16 +145,8 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 			s.vals[i] = s.texts[i]
 		}
 		if err != nil {
-			return nil, (&RowError{Table: s.table(i), Column: c.Name, Err: err}).rowKey(s.table(i), s.t, s.texts)
+			return nil, &RowError{Column: c.Name, Err: err}
 		}
 	}
 	return s.vals, nil
-}
-
-// table names the table column i comes from.
-func (s *sqliteScanner) table(i int) string {
-	if s.from != nil && i < len(s.from.Columns) {
-		return s.from.Name
-	}
-	return s.t.Name
 }
