@@ -218,28 +218,21 @@ func (f *writeFn[T]) write(ctx context.Context, b Batch) (Result, error) {
 	if err := validateBatch(b); err != nil {
 		return Result{}, fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
 	}
-	wait := f.backoff
-	for attempt := 1; ; attempt++ {
-		res, err := f.sink.Write(ctx, b)
-		if err == nil {
-			lastWrite.Note()
-			return res, nil
-		}
-		if attempt >= f.attempts || ctx.Err() != nil {
-			return Result{}, fmt.Errorf("sinks.Write %s: %d rows, %d audit records: giving up after %d attempts: %w",
-				f.Spec, len(b.Rows), len(b.TooLate)+len(b.Conflicts)+len(b.Quarantined), attempt, err)
-		}
-		f.retries.Inc(ctx, 1)
-		slog.Warn("sink write failed, retrying", "sink", f.Spec.String(), "attempt", attempt, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Result{}, fmt.Errorf("sinks.Write %s: %w (after %w)", f.Spec, ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(wait*2, f.backoffCeiling)
+	var res Result
+	n, err := retrier{attempts: f.attempts,
+		wait:  func(attempt int) time.Duration { return min(f.backoff<<(attempt-1), f.backoffCeiling) },
+		level: slog.LevelWarn, msg: "sink write failed, retrying", attrs: []any{"sink", f.Spec.String()},
+	}.do(ctx, func() (err error) {
+		res, err = f.sink.Write(ctx, b)
+		return err
+	})
+	f.retries.Inc(ctx, int64(n-1))
+	if err != nil {
+		return Result{}, fmt.Errorf("sinks.Write %s: %d rows, %d audit records: giving up after %d attempts: %w",
+			f.Spec, len(b.Rows), len(b.TooLate)+len(b.Conflicts)+len(b.Quarantined), n, err)
 	}
+	lastWrite.Note()
+	return res, nil
 }
 
 func (f *writeFn[T]) Teardown() error {

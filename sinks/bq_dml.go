@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"context"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -119,7 +118,6 @@ WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(matc
 }
 
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
-	rows = sortedRows(rows)
 	keys := make(map[rowKey]bool)
 	for _, r := range rows {
 		keys[rowKey{r.WindowStart, r.Dims}] = true
@@ -128,23 +126,13 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	if err != nil {
 		return 0, 0, err
 	}
+	var refused refusals
+	ok, _ := refused.admitAll(rows, current)
+	refused.warn("bigquery sink", "sink", b.String())
 	now := time.Now().UTC()
-	var (
-		admitted []ChangelogEntry
-		refused  refusals
-	)
-	for _, r := range rows {
-		k := rowKey{r.WindowStart, r.Dims}
-		prev, have := current[k]
-		if !refused.admit(prev, have, r) {
-			continue
-		}
-		current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-		admitted = append(admitted, ChangelogEntry{Row: r, WrittenAt: now})
-	}
-	if refused.regressions > 0 {
-		slog.Warn("bigquery sink: rejected rows that would lower a count or move a state back",
-			"sink", b.String(), "rows", refused.regressions, "example", refused.example)
+	admitted := make([]ChangelogEntry, len(ok))
+	for i, r := range ok {
+		admitted[i] = ChangelogEntry{Row: r, WrittenAt: now}
 	}
 	n, err := insertMissing(ctx, b, changelogCodec, []string{"window_start", "dims"}, "revision", admitted)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -101,9 +100,7 @@ func (c *Console) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	st.commit()
 	c.batch++
-	if st.refused.regressions > 0 {
-		slog.Warn("console sink: rejected rows that would lower a count or move a state back", "rows", st.refused.regressions)
-	}
+	st.refused.warn("console sink")
 	return res, nil
 }
 

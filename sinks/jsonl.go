@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/revenue-stream/hourly/model"
 )
 
 // JSONL file names, one per table (hourly_revenue.jsonl holds the changelog).
@@ -164,9 +162,9 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 			return Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
 		}
 	}
-	n1, err1 := appendAudit(st, buffer(FileTooLate), FileTooLate, tooLateCodec, b.TooLate, func(t model.TooLate) string { return t.Position })
-	n2, err2 := appendAudit(st, buffer(FileConflicts), FileConflicts, conflictCodec, b.Conflicts, func(c model.Conflict) string { return c.Position })
-	n3, err3 := appendAudit(st, buffer(FileQuarantined), FileQuarantined, quarantinedCodec, b.Quarantined, func(q model.Quarantined) string { return q.Position })
+	n1, err1 := appendAudit(st, buffer(FileTooLate), FileTooLate, tooLateCodec, b.TooLate)
+	n2, err2 := appendAudit(st, buffer(FileConflicts), FileConflicts, conflictCodec, b.Conflicts)
+	n3, err3 := appendAudit(st, buffer(FileQuarantined), FileQuarantined, quarantinedCodec, b.Quarantined)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
@@ -185,9 +183,7 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	st.commit()
 	res.Accepted, res.Stale = len(accepted), st.refused.stale
-	if st.refused.regressions > 0 {
-		slog.Warn("jsonl sink: rejected rows that would lower a count or move a state back", "dir", j.dir, "rows", st.refused.regressions)
-	}
+	st.refused.warn("jsonl sink", "dir", j.dir)
 	return res, nil
 }
 
@@ -243,14 +239,14 @@ func (j *JSONL) Close() error {
 }
 
 // appendAudit encodes the records whose position is new to file.
-func appendAudit[T any](st *guardStage, buf *bytes.Buffer, file string, c codec[T], recs []T, position func(T) string) (int, error) {
+func appendAudit[T any](st *guardStage, buf *bytes.Buffer, file string, c codec[T], recs []T) (int, error) {
 	n := 0
 	for _, v := range recs {
-		if !st.newAudit(file, position(v)) {
+		if !st.newAudit(file, c.position(v)) {
 			continue
 		}
 		if err := encodeJSONLine(buf, c, v); err != nil {
-			return n, fmt.Errorf("encode %s %s: %w", c.t.Name, position(v), err)
+			return n, fmt.Errorf("encode %s %s: %w", c.t.Name, c.position(v), err)
 		}
 		n++
 	}

@@ -6,10 +6,12 @@ package sinks
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -221,6 +223,85 @@ func (f *refusals) admit(prev stored, have bool, r model.Row) bool {
 	return false
 }
 
+// admitAll admits rows in key and revision order, each against its key's
+// last accepted row, else its stored one, and returns the accepted rows and
+// each key's last.
+func (f *refusals) admitAll(rows []model.Row, have map[rowKey]stored) ([]model.Row, map[rowKey]stored) {
+	var accepted []model.Row
+	latest := map[rowKey]stored{}
+	for _, r := range sortedRows(rows) {
+		k := rowKey{r.WindowStart, r.Dims}
+		prev, ok := latest[k]
+		if !ok {
+			prev, ok = have[k]
+		}
+		if f.admit(prev, ok, r) {
+			latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
+			accepted = append(accepted, r)
+		}
+	}
+	return accepted, latest
+}
+
+// warn logs the regressions refused, if any, as the sink named.
+func (f *refusals) warn(sinkName string, attrs ...any) {
+	if f.regressions > 0 {
+		slog.Warn(sinkName+": rejected rows that would lower a count or move a state back",
+			append(attrs, "rows", f.regressions, "example", f.example)...)
+	}
+}
+
+// sameKey reports whether two rows have one key.
+func sameKey(a, b model.Row) bool { return a.WindowStart == b.WindowStart && a.Dims == b.Dims }
+
+// retrier retries an operation that may fail for a while.
+type retrier struct {
+	attempts  int
+	retryable func(error) bool // nil: every error
+	wait      func(attempt int) time.Duration
+	sleep     func(context.Context, time.Duration) error // nil: sleepCtx
+	// Each retry is logged at level as msg, attrs, then the attempt.
+	level slog.Level
+	msg   string
+	attrs []any
+}
+
+// do calls try until it succeeds, fails with an error r.retryable refuses or
+// has been called r.attempts times, and returns the calls made and the last
+// error; when ctx ends during a wait, ctx's error after it.
+func (r retrier) do(ctx context.Context, try func() error) (int, error) {
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil || attempt >= r.attempts || r.retryable != nil && !r.retryable(err) {
+			return attempt, err
+		}
+		wait, sleep := r.wait(attempt), r.sleep
+		if sleep == nil {
+			sleep = sleepCtx
+		}
+		slog.Log(ctx, r.level, r.msg, slices.Concat(r.attrs, []any{"attempt", attempt, "wait", wait, "err", err})...)
+		if serr := sleep(ctx, wait); serr != nil {
+			return attempt, fmt.Errorf("%w (after %w)", serr, err)
+		}
+	}
+}
+
+// quadratic waits attempt² × 200 ms.
+func quadratic(attempt int) time.Duration {
+	return time.Duration(attempt*attempt) * 200 * time.Millisecond
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // validateBatch refuses rows and audit records no table can key.
 func validateBatch(b Batch) error {
 	for _, r := range b.Rows {
@@ -295,18 +376,8 @@ func (g *memGuard) stage() *guardStage {
 
 // admitRows returns the accepted rows in application order.
 func (st *guardStage) admitRows(rows []model.Row) []model.Row {
-	var accepted []model.Row
-	for _, r := range sortedRows(rows) {
-		k := rowKey{r.WindowStart, r.Dims}
-		prev, have := st.latest[k]
-		if !have {
-			prev, have = st.g.latest[k]
-		}
-		if st.refused.admit(prev, have, r) {
-			st.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-			accepted = append(accepted, r)
-		}
-	}
+	accepted, latest := st.refused.admitAll(rows, st.g.latest)
+	st.latest = latest
 	return accepted
 }
 

@@ -97,26 +97,17 @@ func isBusy(err error) bool {
 // inTx runs fn in one transaction, retrying it with jittered backoff while
 // another writer holds the lock; fn recomputes what it reports each attempt.
 func (s *SQLite) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
-	backoff := 5 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := s.tryTx(ctx, fn)
-		if err == nil {
-			return nil
-		}
-		if !isBusy(err) || attempt == maxTxAttempts || ctx.Err() != nil {
-			return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
-		}
-		wait := backoff/2 + rand.N(backoff)
-		slog.Debug("sqlite sink: database busy, retrying", "path", s.path, "op", what, "attempt", attempt, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("sqlite sink %s: %s: %w (after %w)", s.path, what, ctx.Err(), err)
-		case <-t.C:
-		}
-		backoff = min(backoff*2, time.Second)
+	_, err := retrier{attempts: maxTxAttempts, retryable: isBusy,
+		wait: func(attempt int) time.Duration {
+			backoff := min(5*time.Millisecond<<(attempt-1), time.Second)
+			return backoff/2 + rand.N(backoff)
+		},
+		level: slog.LevelDebug, msg: "sqlite sink: database busy, retrying", attrs: []any{"path", s.path, "op", what},
+	}.do(ctx, func() error { return s.tryTx(ctx, fn) })
+	if err != nil {
+		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
 	}
+	return nil
 }
 
 func (s *SQLite) tryTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {

@@ -4,9 +4,6 @@ import (
 	"database/sql"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/revenue-stream/hourly/model"
 )
 
 // The SQLite form of the table contract: times as RFC 3339 TEXT, money as
@@ -80,15 +77,7 @@ func sqliteValue(c Column, v any) any {
 	if v == nil {
 		return nil
 	}
-	switch c.Type {
-	case Time:
-		return model.FormatTime(v.(int64))
-	case WallTime:
-		return wallTime(v.(time.Time))
-	case Money:
-		return model.FormatMicros(v.(int64))
-	}
-	return v
+	return text(c, v)
 }
 
 // sqliteScanner scans a result row of t's columns into a codec's values.
@@ -135,14 +124,8 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 			} else {
 				s.vals[i] = s.ints[i]
 			}
-		case Time:
-			s.vals[i], err = parseTime(s.texts[i])
-		case WallTime:
-			s.vals[i], err = parseWallTime(s.texts[i])
-		case Money:
-			s.vals[i], err = parseMoney(s.texts[i])
 		default:
-			s.vals[i] = s.texts[i]
+			s.vals[i], err = parseText(c, s.texts[i])
 		}
 		if err != nil {
 			return nil, &RowError{Column: c.Name, Err: err}

@@ -174,6 +174,9 @@ type codec[T any] struct {
 	get func(v []any) (T, error)
 }
 
+// position is an audit record's source_position, its first column.
+func (c codec[T]) position(v T) string { return c.put(nil, v)[0].(string) }
+
 // checkpointRow is a row of either progress table.
 type checkpointRow struct {
 	model.Checkpoint
@@ -300,6 +303,33 @@ func snapshotOf(v []any, writer string) (model.Row, error) {
 	}
 	return model.Row{WindowStart: v[0].(int64), WindowEnd: v[1].(int64), Dims: v[2].(string),
 		RevenueMicros: v[4].(int64), EventCount: v[5].(int64), Revision: v[6].(int64), State: st, Writer: writer}, nil
+}
+
+// text renders a value as SQLite and JSON store it: times as RFC 3339 UTC,
+// money as a six-digit decimal.
+func text(c Column, v any) any {
+	switch c.Type {
+	case Time:
+		return model.FormatTime(v.(int64))
+	case WallTime:
+		return wallTime(v.(time.Time))
+	case Money:
+		return model.FormatMicros(v.(int64))
+	}
+	return v
+}
+
+// parseText is the inverse of text for a column stored as text.
+func parseText(c Column, s string) (any, error) {
+	switch c.Type {
+	case Time:
+		return parseTime(s)
+	case WallTime:
+		return parseWallTime(s)
+	case Money:
+		return parseMoney(s)
+	}
+	return s, nil
 }
 
 // parseTime is the inverse of model.FormatTime.
