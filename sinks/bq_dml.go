@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"time"
@@ -130,9 +131,9 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	ok, _ := refused.admitAll(rows, current)
 	refused.warn("bigquery sink", "sink", b.String())
 	now := time.Now().UTC()
-	admitted := make([]ChangelogEntry, len(ok))
+	admitted := make([]sink.ChangelogEntry, len(ok))
 	for i, r := range ok {
-		admitted[i] = ChangelogEntry{Row: r, WrittenAt: now}
+		admitted[i] = sink.ChangelogEntry{Row: r, WrittenAt: now}
 	}
 	n, err := insertMissing(ctx, b, changelogCodec, []string{"window_start", "dims"}, "revision", admitted)
 	if err != nil {
@@ -189,11 +190,11 @@ func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) er
 
 // WriteDiffs stores reconcile diffs, replacing a row with the same (run_id,
 // window_start, dims) so a retried run stays idempotent.
-func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []Diff) error {
+func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	if len(diffs) == 0 {
 		return nil
 	}
-	rows := uniqueBy(diffs, func(d Diff) string {
+	rows := uniqueBy(diffs, func(d sink.Diff) string {
 		return d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
 	})
 	// Replace: a run writes its diffs before --apply and again after it.

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"math/big"
 	"slices"
 	"strings"
@@ -53,7 +54,7 @@ func (b *BigQuery) dialect() sqlDialect { return bqDialect }
 
 // readChangelog reads the changelog, one row per revision, or the current
 // view (which keeps no written_at), from *from on when from is set.
-func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]ChangelogEntry, error) {
+func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]sink.ChangelogEntry, error) {
 	filter, args := "TRUE", []any(nil)
 	if from != nil {
 		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{bigquery.QueryParameter{Name: "from", Value: *from}}

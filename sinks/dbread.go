@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"maps"
 	"slices"
 	"strings"
@@ -21,7 +22,7 @@ type database interface {
 	from(t *Table) string
 	// changelog reads the changelog, or with current the current rows, of
 	// windows starting at or after *start when start is set.
-	changelog(ctx context.Context, current bool, start *int64) ([]ChangelogEntry, error)
+	changelog(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error)
 	dialect() sqlDialect
 }
 
@@ -46,7 +47,7 @@ func readTable[T any](ctx context.Context, db database, c codec[T], what, query 
 // cannot be read is left out and named in an UnreadableRows error.
 func (r dbReader) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	rows, err := r.db.changelog(ctx, true, nil)
-	if _, ok := Unreadable(err); !ok {
+	if _, ok := sink.Unreadable(err); !ok {
 		return nil, err
 	}
 	return sortedRows(snapshots(rows)), err
@@ -70,12 +71,12 @@ func (r dbReader) ChangelogFrom(ctx context.Context, windowStart int64) ([]model
 }
 
 // ChangelogEntries is Changelog with each snapshot's written_at.
-func (r dbReader) ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error) {
+func (r dbReader) ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error) {
 	return entriesOf(r.db.changelog(ctx, false, nil))
 }
 
 // ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
-func (r dbReader) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error) {
+func (r dbReader) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error) {
 	return entriesOf(r.db.changelog(ctx, false, &windowStart))
 }
 
@@ -138,7 +139,7 @@ func (r dbReader) RunConfig(ctx context.Context) (map[string]string, error) {
 }
 
 // Diffs returns the stored reconcile diffs ordered by run, window and dims.
-func (r dbReader) Diffs(ctx context.Context) ([]Diff, error) {
+func (r dbReader) Diffs(ctx context.Context) ([]sink.Diff, error) {
 	out, err := readTable(ctx, r.db, diffCodec, "read "+ReconcileDiffs.Name, r.selectAll(ReconcileDiffs))
 	if err != nil {
 		return nil, err
@@ -167,20 +168,20 @@ func (r dbReader) KeyCount(ctx context.Context) (int64, error) {
 
 // AuditCounts counts the audit tables' rows, one per source_position, in one
 // query (BigQuery bills a query at least 10 MB).
-func (r dbReader) AuditCounts(ctx context.Context) (AuditCounts, error) {
+func (r dbReader) AuditCounts(ctx context.Context) (sink.AuditCounts, error) {
 	count := func(t *Table) string { return `(SELECT COUNT(*) FROM ` + r.db.from(t) + `)` }
 	c, err := readTable(ctx, r.db, auditCountsCodec, "count the audit tables",
 		`SELECT `+count(TooLateEvents)+`, `+count(ConflictEvents)+`, `+count(QuarantinedEvents))
 	if err != nil || len(c) == 0 {
-		return AuditCounts{}, err
+		return sink.AuditCounts{}, err
 	}
 	return c[0], nil
 }
 
 // Tally counts the tables where they are stored, one row per revision and
 // per source_position, reading only the last windows' rows for Latest.
-func (r dbReader) Tally(ctx context.Context, latest int) (Tally, error) {
-	t := Tally{Current: map[model.ResultState]int64{}}
+func (r dbReader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
+	t := sink.Tally{Current: map[model.ResultState]int64{}}
 	counts, err := readTable(ctx, r.db, windowCountCodec, "count "+HourlyRevenue.Name, `SELECT window_start, result_state, COUNT(*) FROM `+
 		r.db.from(HourlyRevenue)+` GROUP BY window_start, result_state`)
 	if err != nil {
@@ -227,9 +228,11 @@ type windowCount struct {
 var (
 	countCodec = codec[int64]{t: &Table{Name: "count", Columns: []Column{{Name: "n", Type: Int64}}},
 		get: func(v []any) (int64, error) { return v[0].(int64), nil }}
-	auditCountsCodec = codec[AuditCounts]{t: &Table{Name: "audit counts", Columns: []Column{
+	auditCountsCodec = codec[sink.AuditCounts]{t: &Table{Name: "audit counts", Columns: []Column{
 		{Name: "too_late", Type: Int64}, {Name: "conflicts", Type: Int64}, {Name: "quarantined", Type: Int64}}},
-		get: func(v []any) (AuditCounts, error) { return AuditCounts{v[0].(int64), v[1].(int64), v[2].(int64)}, nil }}
+		get: func(v []any) (sink.AuditCounts, error) {
+			return sink.AuditCounts{TooLate: v[0].(int64), Conflicts: v[1].(int64), Quarantined: v[2].(int64)}, nil
+		}}
 	windowCountCodec = codec[windowCount]{t: &Table{Name: HourlyRevenue.Name, Columns: []Column{
 		{Name: "window_start", Type: Time}, {Name: "result_state", Type: String}, {Name: "n", Type: Int64}}},
 		get: func(v []any) (windowCount, error) {
@@ -257,7 +260,7 @@ func (d sqlDialect) columns(names []string) string {
 }
 
 // rowsOf orders a read's rows by key then revision, dropping written_at.
-func rowsOf(rows []ChangelogEntry, err error) ([]model.Row, error) {
+func rowsOf(rows []sink.ChangelogEntry, err error) ([]model.Row, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -265,16 +268,16 @@ func rowsOf(rows []ChangelogEntry, err error) ([]model.Row, error) {
 }
 
 // entriesOf orders a read's rows by key then revision.
-func entriesOf(rows []ChangelogEntry, err error) ([]ChangelogEntry, error) {
+func entriesOf(rows []sink.ChangelogEntry, err error) ([]sink.ChangelogEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(rows, func(a, b ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
+	slices.SortStableFunc(rows, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
 	return rows, nil
 }
 
 // snapshots drops written_at.
-func snapshots(rows []ChangelogEntry) []model.Row {
+func snapshots(rows []sink.ChangelogEntry) []model.Row {
 	out := make([]model.Row, len(rows))
 	for i, r := range rows {
 		out[i] = r.Row

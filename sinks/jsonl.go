@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"io"
 	"log/slog"
 	"os"
@@ -42,8 +43,16 @@ type JSONL struct {
 	sealer   bool // OpenProgress's handle may SealResume
 }
 
-var _ Sink = (*JSONL)(nil)
-var _ ConfigChecker = (*JSONL)(nil)
+var _ sink.Sink = (*JSONL)(nil)
+var _ sink.ConfigChecker = (*JSONL)(nil)
+
+func init() {
+	registerBackend(sink.SchemeJSONL, func(_ context.Context, spec sink.Spec) (*JSONL, error) { return OpenJSONL(spec.Path) },
+		func(_ context.Context, spec sink.Spec) (*JSONL, bool, error) {
+			return openJSONLReader(spec.Path, false)
+		},
+		func(_ context.Context, spec sink.Spec) (*JSONL, bool, error) { return openJSONLReader(spec.Path, true) }, sink.Backend{})
+}
 
 // OpenJSONL opens or creates the sink directory, reading existing files so a
 // restarted process keeps rejecting stale rows and written positions.
@@ -131,25 +140,25 @@ func (j *JSONL) loadLine(name string, line []byte) bool {
 
 // Write appends the accepted rows and new audit rows, one write per file
 // and batch, without fsync: a debug sink.
-func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
+func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	if err := validateBatch(b); err != nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.readOnly {
-		return Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
 	}
 	if j.files == nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
 	}
 	st := j.guard.stage()
 	now := time.Now()
 	out := map[string]*bytes.Buffer{}
-	var res Result
+	var res sink.Result
 	buffer := func(name string) *bytes.Buffer {
 		if out[name] == nil {
 			out[name] = &bytes.Buffer{}
@@ -158,26 +167,26 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	accepted := st.admitRows(b.Rows)
 	for _, r := range accepted {
-		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
+		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
+			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
 		}
 	}
 	n1, err1 := appendAudit(st, buffer(FileTooLate), FileTooLate, tooLateCodec, b.TooLate)
 	n2, err2 := appendAudit(st, buffer(FileConflicts), FileConflicts, conflictCodec, b.Conflicts)
 	n3, err3 := appendAudit(st, buffer(FileQuarantined), FileQuarantined, quarantinedCodec, b.Quarantined)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	res.AuditInserted = n1 + n2 + n3
 	for _, c := range b.Progress {
 		if err := encodeJSONLine(buffer(FileCheckpoints), checkpointCodec, checkpointRow{Checkpoint: c, At: now}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
+			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
 		}
 	}
 	for _, name := range appendFiles {
 		if buf := out[name]; buf != nil && buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
-				return Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
+				return sink.Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
 			}
 		}
 	}

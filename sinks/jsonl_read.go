@@ -18,14 +18,14 @@ import (
 // openJSONLReader opens an existing directory read-only: it creates nothing
 // and leaves a torn last line (a running writer's append). ok is false when
 // the directory does not exist.
-func openJSONLReader(dir string) (*JSONL, bool, error) {
+func openJSONLReader(dir string, sealer bool) (*JSONL, bool, error) {
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("jsonl sink %s: %w", dir, err)
 	}
-	return &JSONL{dir: dir, readOnly: true}, true, nil
+	return &JSONL{dir: dir, readOnly: true, sealer: sealer}, true, nil
 }
 
 // readJSONLFile decodes every complete line of a sink file (none if missing).

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,13 +26,27 @@ type SQLite struct {
 	path string
 }
 
-var _ Sink = (*SQLite)(nil)
-var _ ConfigChecker = (*SQLite)(nil)
+var _ sink.Sink = (*SQLite)(nil)
+var _ sink.ConfigChecker = (*SQLite)(nil)
 
 const (
 	busyTimeoutMs = 10_000 // SQLite's own wait for a lock before SQLITE_BUSY
 	maxTxAttempts = 8      // a wedged writer elsewhere is an error, not a hang
 )
+
+func init() {
+	open := func(ctx context.Context, spec sink.Spec) (*SQLite, error) { return openSQLite(ctx, spec.Path) }
+	registerBackend(sink.SchemeSQLite, open, func(ctx context.Context, spec sink.Spec) (*SQLite, bool, error) {
+		if _, err := os.Stat(spec.Path); err != nil {
+			if os.IsNotExist(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("sink %s: %w", spec, err)
+		}
+		s, err := open(ctx, spec)
+		return s, err == nil, err
+	}, nil, sink.Backend{})
+}
 
 // openSQLite opens or creates the sink at path: WAL so readers never block
 // the writer, synchronous=FULL so a committed batch survives a power cut.

@@ -5,29 +5,29 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"strconv"
-	"time"
+	"strings"
 
-	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 
 // rows runs query; a row that cannot be read is skipped and named in an
 // UnreadableRows error returned with the others.
 func (s *SQLite) rows(ctx context.Context, what string, t *Table, query string, args []any, each func([]any) error) error {
-	var bad UnreadableRows
+	var bad sink.UnreadableRows
 	sc := newSQLiteScanner(t)
 	err := s.query(ctx, what, query, func(rs *sql.Rows) error {
 		vals, err := sc.scan(rs)
 		if err == nil {
 			err = each(vals)
 		}
-		var re *RowError
+		var re *sink.RowError
 		if !errors.As(err, &re) {
 			return err
 		}
-		bad = append(bad, re.rowKey(t.Name, t, sc.texts))
+		bad = append(bad, keyed(re, t, sc.texts))
 		return nil
 	}, args...)
 	if err == nil && len(bad) > 0 {
@@ -45,7 +45,7 @@ var currentJoin = &Table{Name: HourlyRevenue.Name, Columns: HourlyRevenueChangel
 
 // changelog reads hourly_revenue_changelog, or hourly_revenue joined with it
 // (currentJoin), through the primary key's index when start is set.
-func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]ChangelogEntry, error) {
+func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error) {
 	c, q, col := changelogCodec, sqliteSelect(HourlyRevenueChangelog), "window_start"
 	if current {
 		c.t, col = currentJoin, "h.window_start"
@@ -61,26 +61,13 @@ func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]C
 	return since(rows, start), err
 }
 
-// ChangelogEntry is an accepted snapshot with when the sink accepted it:
-// a row of hourly_revenue_changelog. WrittenAt is the zero time where the
-// sink keeps none.
-type ChangelogEntry struct {
-	model.Row
-	WrittenAt time.Time
-}
-
 // since keeps the rows of windows starting at or after *from (all when from
 // is nil): a TEXT range on window_start is only a pre-filter (secondPrefix).
-func since(rows []ChangelogEntry, from *int64) []ChangelogEntry {
+func since(rows []sink.ChangelogEntry, from *int64) []sink.ChangelogEntry {
 	if from == nil {
 		return rows
 	}
-	return slices.DeleteFunc(rows, func(r ChangelogEntry) bool { return r.WindowStart < *from })
-}
-
-// AuditCounts is how many rows each audit table holds.
-type AuditCounts struct {
-	TooLate, Conflicts, Quarantined int64
+	return slices.DeleteFunc(rows, func(r sink.ChangelogEntry) bool { return r.WindowStart < *from })
 }
 
 var sqliteDialect = sqlDialect{quote: `"`, strpos: "INSTR", toInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
@@ -161,4 +148,20 @@ func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.R
 		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
 	}
 	return nil
+}
+
+// keyed fills e's table and key, where unset, from a scanned row of t.
+func keyed(e *sink.RowError, t *Table, texts []string) *sink.RowError {
+	if e.Table == "" {
+		e.Table = t.Name
+	}
+	for i, c := range t.Columns {
+		switch {
+		case c.Name == "window_start" && e.WindowStart == "":
+			e.WindowStart = strings.TrimSpace(texts[i])
+		case c.Name == "dims" && e.Dims == "":
+			e.Dims = texts[i]
+		}
+	}
+	return e
 }

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"database/sql"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"strings"
 )
@@ -128,7 +129,7 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 			s.vals[i], err = parseText(c, s.texts[i])
 		}
 		if err != nil {
-			return nil, &RowError{Column: c.Name, Err: err}
+			return nil, &sink.RowError{Column: c.Name, Err: err}
 		}
 	}
 	return s.vals, nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"log/slog"
 	"strings"
 	"time"
@@ -128,9 +129,9 @@ func (b *bulk) close() {
 // disagree after a crash: it reads the stored row of each key, admits rows in
 // key and revision order, upserts each key's last accepted row, appends every
 // accepted one to the changelog, and inserts audit rows once per position.
-func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
+func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	if err := validateBatch(b); err != nil {
-		return Result{}, fmt.Errorf("sqlite sink %s: %w", s.path, err)
+		return sink.Result{}, fmt.Errorf("sqlite sink %s: %w", s.path, err)
 	}
 	var lookup []any
 	rows := sortedRows(b.Rows)
@@ -140,11 +141,11 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 		}
 	}
 	var (
-		res     Result
+		res     sink.Result
 		refused refusals
 	)
 	err := s.inTx(ctx, "write", func(tx *sql.Tx) error {
-		res, refused = Result{}, refusals{}
+		res, refused = sink.Result{}, refusals{}
 		now := time.Now()
 
 		current := make(map[rowKey]stored, len(lookup)/2)
@@ -174,7 +175,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 		accepted, _ := refused.admitAll(rows, current)
 		var upserts, changes, vals []any
 		for i, r := range accepted {
-			vals = changelogCodec.put(vals[:0], ChangelogEntry{Row: r, WrittenAt: now})
+			vals = changelogCodec.put(vals[:0], sink.ChangelogEntry{Row: r, WrittenAt: now})
 			changes = sqliteArgs(HourlyRevenueChangelog, changes, vals)
 			if i+1 == len(accepted) || !sameKey(accepted[i+1], r) { // the key's last accepted row
 				upserts = sqliteArgs(HourlyRevenue, upserts, currentCodec.put(vals[:0], r))
@@ -198,7 +199,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 		return writeProgress(ctx, tx, b.Progress, now)
 	})
 	if err != nil {
-		return Result{}, err
+		return sink.Result{}, err
 	}
 	refused.warn("sqlite sink", "path", s.path)
 	if res.Stale > refused.regressions {
@@ -209,7 +210,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 
 // writeAudit inserts audit rows once per position (INSERT OR IGNORE) and
 // counts the rows added.
-func writeAudit(ctx context.Context, tx *sql.Tx, b Batch) (int, error) {
+func writeAudit(ctx context.Context, tx *sql.Tx, b sink.Batch) (int, error) {
 	n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", tooLateCodec, b.TooLate)
 	n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", conflictCodec, b.Conflicts)
 	n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", quarantinedCodec, b.Quarantined)

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"time"
@@ -194,13 +195,13 @@ var (
 		},
 		get: func(v []any) (model.Row, error) { return snapshotOf(v, "") },
 	}
-	changelogCodec = codec[ChangelogEntry]{t: HourlyRevenueChangelog,
-		put: func(dst []any, r ChangelogEntry) []any {
+	changelogCodec = codec[sink.ChangelogEntry]{t: HourlyRevenueChangelog,
+		put: func(dst []any, r sink.ChangelogEntry) []any {
 			return append(currentCodec.put(dst, r.Row), r.WrittenAt, writerOf(r.Row))
 		},
-		get: func(v []any) (ChangelogEntry, error) {
+		get: func(v []any) (sink.ChangelogEntry, error) {
 			r, err := snapshotOf(v, v[9].(string))
-			return ChangelogEntry{Row: r, WrittenAt: v[8].(time.Time)}, err
+			return sink.ChangelogEntry{Row: r, WrittenAt: v[8].(time.Time)}, err
 		},
 	}
 	tooLateCodec = codec[model.TooLate]{t: TooLateEvents,
@@ -238,8 +239,8 @@ var (
 			return model.Quarantined{Position: v[0].(string), Payload: []byte(v[1].(string)), Reason: v[2].(string)}, nil
 		},
 	}
-	diffCodec = codec[Diff]{t: ReconcileDiffs,
-		put: func(dst []any, d Diff) []any {
+	diffCodec = codec[sink.Diff]{t: ReconcileDiffs,
+		put: func(dst []any, d sink.Diff) []any {
 			var applied any // NULL unless --apply wrote a correction
 			if d.AppliedRevision != nil {
 				applied = *d.AppliedRevision
@@ -247,8 +248,8 @@ var (
 			return append(dst, d.RunID, d.WindowStart, d.Dims, d.StreamedRevenueMicros, d.RecomputedRevenueMicros,
 				d.DeltaMicros, d.StreamedCount, d.RecomputedCount, d.Classification, applied)
 		},
-		get: func(v []any) (Diff, error) {
-			d := Diff{RunID: v[0].(string), WindowStart: v[1].(int64), Dims: v[2].(string),
+		get: func(v []any) (sink.Diff, error) {
+			d := sink.Diff{RunID: v[0].(string), WindowStart: v[1].(int64), Dims: v[2].(string),
 				StreamedRevenueMicros: v[3].(int64), RecomputedRevenueMicros: v[4].(int64), DeltaMicros: v[5].(int64),
 				StreamedCount: v[6].(int64), RecomputedCount: v[7].(int64), Classification: v[8].(string)}
 			if a, ok := v[9].(int64); ok {
@@ -298,7 +299,7 @@ func configMap(rows []configEntry) map[string]string {
 func snapshotOf(v []any, writer string) (model.Row, error) {
 	st, err := model.ParseResultState(v[7].(string))
 	if err != nil {
-		return model.Row{}, &RowError{Column: "result_state", WindowStart: model.FormatTime(v[0].(int64)), Dims: v[2].(string),
+		return model.Row{}, &sink.RowError{Column: "result_state", WindowStart: model.FormatTime(v[0].(int64)), Dims: v[2].(string),
 			Err: fmt.Errorf("revision %d: %w", v[6], err)}
 	}
 	return model.Row{WindowStart: v[0].(int64), WindowEnd: v[1].(int64), Dims: v[2].(string),

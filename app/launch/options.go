@@ -19,7 +19,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/sources/pubsub"
@@ -149,7 +148,7 @@ func Defaults() Options {
 		DemoDir:       DefaultDemoDir,
 		LiveDir:       live.DemoDir,
 		Sink:          spec,
-		BQFlush:       sinks.DefaultFlushPolicy.Interval,
+		BQFlush:       sink.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
 		LogLevel:      slog.LevelInfo,
 		Runner:        DefaultRunner,
@@ -380,8 +379,8 @@ func (o Options) runConfig() map[string]string {
 }
 
 // flushPolicy is the BigQuery sink's batching with --bq-flush.
-func (o Options) flushPolicy() sinks.FlushPolicy {
-	p := sinks.DefaultFlushPolicy
+func (o Options) flushPolicy() sink.FlushPolicy {
+	p := sink.DefaultFlushPolicy
 	p.Interval = o.BQFlush
 	p.Clock = o.Streaming()
 	return p

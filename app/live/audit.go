@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -128,7 +128,7 @@ type latestAuditReader interface {
 	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
 	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
 	LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error)
-	AuditCounts(ctx context.Context) (sinks.AuditCounts, error)
+	AuditCounts(ctx context.Context) (sink.AuditCounts, error)
 }
 
 // auditRows is the latest audit records, newest first, and the tables' row counts.
@@ -136,13 +136,13 @@ type auditRows struct {
 	tooLate                  []model.TooLate
 	conflicts                []model.Conflict
 	quarantined              []model.Quarantined
-	counts                   sinks.AuditCounts
+	counts                   sink.AuditCounts
 	tooLateErr, conflictsErr error
 	quarantinedErr, countErr error
 }
 
 // readAuditRows reads the latest n records of each audit table through r.
-func readAuditRows(ctx context.Context, r sinks.Reader, n int) (a auditRows) {
+func readAuditRows(ctx context.Context, r sink.Reader, n int) (a auditRows) {
 	if lr, ok := r.(latestAuditReader); ok {
 		a.tooLate, a.tooLateErr = lr.LatestTooLate(ctx, n)
 		a.conflicts, a.conflictsErr = lr.LatestConflicts(ctx, n)

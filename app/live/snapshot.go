@@ -151,7 +151,7 @@ type Monitor struct {
 	Windows           int
 	MaxAge, SinkEvery time.Duration
 	// Reader, if set, is read instead of one opened on Sink; Close closes it.
-	Reader sinks.Reader
+	Reader sink.Reader
 	// AuditEvery is how often the audit tables are read (default DefaultAuditEvery, at most as
 	// often as SinkEvery); AuditLatest how many records each (default DefaultAuditLatest).
 	AuditEvery  time.Duration
@@ -341,8 +341,8 @@ func (s *Snapshot) countdowns(p policy) {
 
 // entryReader returns the changelog with written_at, whole or from a window_start.
 type entryReader interface {
-	ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error)
-	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sinks.ChangelogEntry, error)
+	ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error)
+	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error)
 }
 
 // readSink reads the latest windows into m.rows, opening the reader once: whole once, then from
@@ -356,11 +356,11 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		m.Reader = r
 	}
 	var (
-		entries []sinks.ChangelogEntry
+		entries []sink.ChangelogEntry
 		keys    = -1
 		err     error
 	)
-	recent, isRecent := m.Reader.(sinks.RecentReader)
+	recent, isRecent := m.Reader.(sink.RecentReader)
 	er, written := m.Reader.(entryReader)
 	bounded := m.rows.bounded && (written || isRecent)
 	switch {
@@ -376,7 +376,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 			rows, err = m.Reader.Changelog(ctx)
 		}
 		for _, r := range rows {
-			entries = append(entries, sinks.ChangelogEntry{Row: r})
+			entries = append(entries, sink.ChangelogEntry{Row: r})
 		}
 	}
 	if err != nil {
