@@ -171,7 +171,7 @@ func (o Options) Validate() error {
 	}
 	if o.Published.Scheme != "" {
 		// Refuse a binary without the backend now rather than in every Setup.
-		if err := sink.CheckRegistered(o.Published.Scheme); err != nil {
+		if _, err := sink.Lookup(o.Published.Scheme); err != nil {
 			errs = append(errs, fmt.Errorf("--sink: %w", err))
 		}
 	}

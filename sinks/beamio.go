@@ -43,12 +43,12 @@ func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined b
 	if _, err := sink.ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
 	}
-	cfg := configOf(opts)
-	if spec.Scheme == sink.SchemeBigQuery {
-		if err := cfg.flush.Validate(); err != nil {
-			panic(fmt.Errorf("sinks.Write: %w", err))
-		}
-		writeBigQuery(s, spec, cfg.flush, rows, tooLate, conflicts, quarantined)
+	b, err := sink.Lookup(spec.Scheme)
+	if err != nil {
+		panic(fmt.Errorf("sinks.Write: %w", err))
+	}
+	if b.Write != nil {
+		b.Write(s, spec, flushOf(opts, "sinks.Write"), rows, tooLate, conflicts, quarantined)
 		return
 	}
 	s = s.Scope("sinks.Write")
@@ -63,16 +63,12 @@ func Write(s beam.Scope, spec sink.Spec, rows, tooLate, conflicts, quarantined b
 // partition, it sees a checkpoint only once the bundle that emitted it
 // committed, read counters included: the launcher's seal relies on that.
 func WriteProgress(s beam.Scope, spec sink.Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
-	switch spec.Scheme {
-	case sink.SchemeSQLite, sink.SchemeJSONL:
-	case sink.SchemeBigQuery:
-		cfg := configOf(opts)
-		if err := cfg.flush.Validate(); err != nil {
-			panic(fmt.Errorf("sinks.WriteProgress: %w", err))
-		}
-		writeBigQueryProgress(s, spec, cfg.flush, run, checkpoints)
+	b, err := sink.Lookup(spec.Scheme)
+	switch {
+	case err != nil || b.Progress == nil:
 		return
-	default:
+	case b.WriteProgress != nil:
+		b.WriteProgress(s, spec, flushOf(opts, "sinks.WriteProgress"), run, checkpoints)
 		return
 	}
 	s = s.Scope("sinks.WriteProgress")
@@ -137,29 +133,29 @@ func (f *progressFn) Teardown() error {
 }
 
 // WriteOption configures Write.
-type WriteOption func(*writeConfig)
+type WriteOption func(*sink.FlushPolicy)
 
-type writeConfig struct {
-	flush FlushPolicy
-}
-
-func configOf(opts []WriteOption) writeConfig {
-	cfg := writeConfig{flush: DefaultFlushPolicy}
+// flushOf is the flush policy opts set, checked; verb names the caller.
+func flushOf(opts []WriteOption, verb string) sink.FlushPolicy {
+	p := sink.DefaultFlushPolicy
 	for _, o := range opts {
-		o(&cfg)
+		o(&p)
 	}
-	return cfg
+	if err := p.Validate(); err != nil {
+		panic(fmt.Errorf("%s: %w", verb, err))
+	}
+	return p
 }
 
 // WithFlush sets when the BigQuery write path appends (DefaultFlushPolicy
 // otherwise); other sinks ignore it.
-func WithFlush(p FlushPolicy) WriteOption { return func(c *writeConfig) { c.flush = p } }
+func WithFlush(p sink.FlushPolicy) WriteOption { return func(c *sink.FlushPolicy) { *c = p } }
 
 // writeFn buffers one bundle of a stream and writes it as one Batch.
 type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {
 	Spec sink.Spec
 
-	sink                            Sink
+	sink                            sink.Sink
 	buf                             []T
 	accepted, stale, audit, retries beam.Counter
 	attempts                        int
@@ -214,32 +210,25 @@ func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 // write applies the batch, retrying with backoff: safe, since rows already
 // written become stale and audit rows are keyed by position. A batch no table
 // can key is refused at once.
-func (f *writeFn[T]) write(ctx context.Context, b Batch) (Result, error) {
+func (f *writeFn[T]) write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	if err := validateBatch(b); err != nil {
-		return Result{}, fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
+		return sink.Result{}, fmt.Errorf("sinks.Write %s: %w", f.Spec, err)
 	}
-	wait := f.backoff
-	for attempt := 1; ; attempt++ {
-		res, err := f.sink.Write(ctx, b)
-		if err == nil {
-			lastWrite.Note()
-			return res, nil
-		}
-		if attempt >= f.attempts || ctx.Err() != nil {
-			return Result{}, fmt.Errorf("sinks.Write %s: %d rows, %d audit records: giving up after %d attempts: %w",
-				f.Spec, len(b.Rows), len(b.TooLate)+len(b.Conflicts)+len(b.Quarantined), attempt, err)
-		}
-		f.retries.Inc(ctx, 1)
-		slog.Warn("sink write failed, retrying", "sink", f.Spec.String(), "attempt", attempt, "wait", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Result{}, fmt.Errorf("sinks.Write %s: %w (after %w)", f.Spec, ctx.Err(), err)
-		case <-t.C:
-		}
-		wait = min(wait*2, f.backoffCeiling)
+	var res sink.Result
+	n, err := retrier{attempts: f.attempts,
+		wait:  func(attempt int) time.Duration { return min(f.backoff<<(attempt-1), f.backoffCeiling) },
+		level: slog.LevelWarn, msg: "sink write failed, retrying", attrs: []any{"sink", f.Spec.String()},
+	}.do(ctx, func() (err error) {
+		res, err = f.sink.Write(ctx, b)
+		return err
+	})
+	f.retries.Inc(ctx, int64(n-1))
+	if err != nil {
+		return sink.Result{}, fmt.Errorf("sinks.Write %s: %d rows, %d audit records: giving up after %d attempts: %w",
+			f.Spec, len(b.Rows), len(b.TooLate)+len(b.Conflicts)+len(b.Quarantined), n, err)
 	}
+	lastWrite.Note()
+	return res, nil
 }
 
 func (f *writeFn[T]) Teardown() error {
@@ -251,8 +240,8 @@ func (f *writeFn[T]) Teardown() error {
 }
 
 // batchOf puts a bundle's elements into the Batch field of their type.
-func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint](vs []T) Batch {
-	var b Batch
+func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint](vs []T) sink.Batch {
+	var b sink.Batch
 	switch vs := any(vs).(type) {
 	case []model.Row:
 		b.Rows = append([]model.Row(nil), vs...)
@@ -271,10 +260,10 @@ func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | 
 // shared holds one sink per spec for this process's DoFns (see
 // internal/localrunner): the jsonl and console sinks keep their revision
 // guard in the handle, so two handles would each admit the other's rows.
-var shared localrunner.Handles[string, Sink]
+var shared localrunner.Handles[string, sink.Sink]
 
-func acquire(ctx context.Context, spec sink.Spec) (Sink, error) {
-	return shared.Acquire(spec.String(), func() (Sink, error) { return Open(ctx, spec) })
+func acquire(ctx context.Context, spec sink.Spec) (sink.Sink, error) {
+	return shared.Acquire(spec.String(), func() (sink.Sink, error) { return Open(ctx, spec) })
 }
 
 func release(spec sink.Spec) error {

@@ -141,20 +141,20 @@ func TestWriteOnPrism(t *testing.T) {
 type flaky struct {
 	failures int
 	calls    atomic.Int32
-	written  []Batch
+	written  []sink.Batch
 }
 
-func (f *flaky) Write(_ context.Context, b Batch) (Result, error) {
+func (f *flaky) Write(_ context.Context, b sink.Batch) (sink.Result, error) {
 	if int(f.calls.Add(1)) <= f.failures {
-		return Result{}, errors.New("database is locked")
+		return sink.Result{}, errors.New("database is locked")
 	}
 	f.written = append(f.written, b)
-	return Result{Accepted: len(b.Rows)}, nil
+	return sink.Result{Accepted: len(b.Rows)}, nil
 }
 
 func (f *flaky) Close() error { return nil }
 
-func testFn(s Sink) *writeFn[model.Row] {
+func testFn(s sink.Sink) *writeFn[model.Row] {
 	return &writeFn[model.Row]{Spec: sink.Spec{Scheme: sink.SchemeConsole}, sink: s,
 		attempts: writeAttempts, backoff: time.Millisecond, backoffCeiling: 4 * time.Millisecond}
 }
@@ -255,13 +255,13 @@ func TestSharedHandles(t *testing.T) {
 	if err := release(spec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Write(ctx, Batch{Rows: []model.Row{snapshot(t10, 1, 1, 1, model.OnTime)}}); err != nil {
+	if _, err := a.Write(ctx, sink.Batch{Rows: []model.Row{snapshot(t10, 1, 1, 1, model.OnTime)}}); err != nil {
 		t.Fatalf("handle closed while still referenced: %v", err)
 	}
 	if err := release(spec); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Write(ctx, Batch{Rows: []model.Row{snapshot(t10, 1, 1, 2, model.Late)}}); err == nil {
+	if _, err := a.Write(ctx, sink.Batch{Rows: []model.Row{snapshot(t10, 1, 1, 2, model.Late)}}); err == nil {
 		t.Error("handle still open after its last release")
 	}
 }

@@ -39,6 +39,7 @@ const (
 // per source_position). DML only where its quota fits: reconcile's writes,
 // run_config and source_resume.
 type BigQuery struct {
+	dbReader
 	client           *bigquery.Client
 	api              appender
 	writer           *managedwriter.Client
@@ -50,14 +51,21 @@ type BigQuery struct {
 	dmlStats bool
 }
 
-var _ Sink = (*BigQuery)(nil)
-var _ ConfigChecker = (*BigQuery)(nil)
+var _ sink.Sink = (*BigQuery)(nil)
+var _ sink.ConfigChecker = (*BigQuery)(nil)
 
 // The progress tables' names (ProgressStore).
 var (
 	bqCheckpoints = SourceCheckpoints.Name
 	bqResume      = SourceResume.Name
 )
+
+func init() {
+	registerBackend(sink.SchemeBigQuery, OpenBigQuery, func(ctx context.Context, spec sink.Spec) (*BigQuery, bool, error) {
+		b, err := OpenBigQuery(ctx, spec)
+		return b, err == nil, err
+	}, nil, sink.Backend{Write: writeBigQuery, WriteProgress: writeBigQueryProgress})
+}
 
 // OpenBigQuery connects to the dataset a bigquery: spec names with
 // Application Default Credentials (or the emulators, see EmulatorHostEnv),
@@ -89,6 +97,7 @@ func OpenBigQuery(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: sleepCtx,
 		streams: newStreamPool(time.Now),
 		api:     &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
+	b.dbReader = dbReader{b}
 	// The client retries without end: bound the schema check, so that an
 	// unreachable service is an error, not a start that never returns.
 	sctx, cancel := context.WithTimeout(ctx, schemaTimeout)
@@ -126,11 +135,11 @@ func (b *BigQuery) table(name string) string {
 // step of Write instead): rows, audit records and checkpoints are appended
 // with the write step's rules, reconcile's corrections go through DML. Stale
 // counts only refused corrections: the reads dedupe replayed rows.
-func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
+func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, error) {
 	if err := validateBatch(batch); err != nil {
-		return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+		return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 	}
-	var res Result
+	var res sink.Result
 	var stream, corrections []model.Row
 	for _, r := range batch.Rows {
 		if isReconcile(r) {
@@ -160,7 +169,7 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 	}
 	for i, t := range tables {
 		if t.err != nil {
-			return Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, t.name, t.err)
+			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, t.name, t.err)
 		}
 		if len(t.rows) == 0 {
 			continue
@@ -168,14 +177,14 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 		// The write step's rules: buffer each row, flush until nothing is left.
 		st := &memStore{}
 		for _, row := range t.rows {
-			if _, _, err := onRow(ctx, st, b.api, b.streams, t.name, row, DefaultFlushPolicy, false, b.sleep); err != nil {
-				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+			if _, _, err := onRow(ctx, st, b.api, b.streams, t.name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
+				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 		}
 		for pending := true; pending; {
 			r, err := flushStep(ctx, st, b.api, b.streams, t.name, false, b.sleep)
 			if err != nil {
-				return Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 			pending = r.Pending
 		}
@@ -189,7 +198,7 @@ func (b *BigQuery) Write(ctx context.Context, batch Batch) (Result, error) {
 	if len(corrections) > 0 {
 		accepted, stale, err := b.writeRows(ctx, corrections)
 		if err != nil {
-			return Result{}, err
+			return sink.Result{}, err
 		}
 		res.Accepted += accepted
 		res.Stale += stale

@@ -127,9 +127,9 @@ func TestBigQuerySchema(t *testing.T) {
 
 func TestBigQueryStoredFormats(t *testing.T) {
 	s := openTestBigQuery(t)
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T10:00:00Z", `{"country":"DE"}`, 1, model.OnTime, 2, 137_500_001),
-	}}), Result{Accepted: 1})
+	}}), sink.Result{Accepted: 1})
 	it, err := s.client.Query(`SELECT CAST(revenue AS STRING) AS revenue, revenue_micros, writer, written_at FROM ` +
 		s.table(bqChangelog)).Read(context.Background())
 	if err != nil {
@@ -176,9 +176,9 @@ func TestBigQueryRetriedStatement(t *testing.T) {
 	if acc1 != 2 || stale1 != 0 {
 		t.Fatalf("first = %d accepted, %d stale; want 2, 0", acc1, stale1)
 	}
-	var params []ChangelogEntry
+	var params []sink.ChangelogEntry
 	for _, r := range rows {
-		params = append(params, ChangelogEntry{Row: r, WrittenAt: time.Now()})
+		params = append(params, sink.ChangelogEntry{Row: r, WrittenAt: time.Now()})
 	}
 	n, err := insertMissing(ctx, s, changelogCodec, []string{"window_start", "dims"}, "revision", params)
 	if err != nil {
@@ -195,7 +195,7 @@ func TestBigQueryRetriedStatement(t *testing.T) {
 func TestBigQueryConcurrentWriters(t *testing.T) {
 	s := openTestBigQuery(t)
 	const writers, batches = 2, 8
-	writeConcurrently(t, writers, batches, func(int) Sink { return s })
+	writeConcurrently(t, writers, batches, func(int) sink.Sink { return s })
 	if got, want := int64(len(currentOf(t, s))), int64(writers*batches*5+1); got != want {
 		t.Errorf("hourly_revenue has %d keys, want %d", got, want)
 	}
@@ -221,11 +221,11 @@ func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
 		table string
 		param *bigquery.QueryParameterValue
 	}{
-		{bqChangelog, bqRowsParam(changelogCodec, []ChangelogEntry{{Row: model.Row{State: model.Final}}})},
+		{bqChangelog, bqRowsParam(changelogCodec, []sink.ChangelogEntry{{Row: model.Row{State: model.Final}}})},
 		{bqTooLate, bqRowsParam(tooLateCodec, []model.TooLate{{}})},
 		{bqConflicts, bqRowsParam(conflictCodec, []model.Conflict{{}})},
 		{bqQuarantined, bqRowsParam(quarantinedCodec, []model.Quarantined{{}})},
-		{bqDiffs, bqRowsParam(diffCodec, []Diff{{}})},
+		{bqDiffs, bqRowsParam(diffCodec, []sink.Diff{{}})},
 		{bqRunConfig, bqRowsParam(configCodec, []configEntry{{}})},
 	} {
 		var fields, cols []string

@@ -71,26 +71,21 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 			hi++
 		}
 		chunk := sb.Rows[lo:hi]
-		for attempt := 1; ; attempt++ {
-			requests++
+		// A failed request may have landed: the retry then reads
+		// ALREADY_EXISTS, and the stream is not reused.
+		n, err := retrier{attempts: appendAttempts, retryable: retryableAppend, wait: quadratic, sleep: sleep,
+			level: slog.LevelWarn, msg: "bigquery sink: append failed, retrying", attrs: []any{"table", table, "offset", offset},
+		}.do(ctx, func() error {
 			err := app.Append(ctx, table, sb.Stream, offset, chunk)
 			if errors.Is(err, errAlreadyStored) {
 				fresh = false
-				break
+				return nil
 			}
-			if err == nil {
-				break
-			}
-			if attempt == appendAttempts || !retryableAppend(err) {
-				return requests, false, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
-			}
-			// A failed request may have landed: the retry then reads
-			// ALREADY_EXISTS, and the stream is not reused.
-			wait := time.Duration(attempt*attempt) * 200 * time.Millisecond
-			slog.Warn("bigquery sink: append failed, retrying", "table", table, "offset", offset, "attempt", attempt, "wait", wait, "err", err)
-			if err := sleep(ctx, wait); err != nil {
-				return requests, false, fmt.Errorf("bigquery sink: append to %s: %w", table, err)
-			}
+			return err
+		})
+		requests += n
+		if err != nil {
+			return requests, false, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
 		}
 		if afterAppend != nil {
 			if err := afterAppend(table, offset, len(chunk)); err != nil {
@@ -119,7 +114,8 @@ func (w *writeAPI) parent(table string) string {
 
 func (w *writeAPI) CreateStream(ctx context.Context, table string) (string, error) {
 	var name string
-	err := retryTransient(ctx, "create write stream", appendAttempts, retryableAppend, sleepCtx, func() error {
+	_, err := retrier{attempts: appendAttempts, retryable: retryableAppend, wait: quadratic, level: slog.LevelDebug,
+		msg: "bigquery sink: retrying", attrs: []any{"what", "create write stream"}}.do(ctx, func() error {
 		ws, err := w.client.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{
 			Parent:      w.parent(table),
 			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_COMMITTED},
@@ -154,20 +150,4 @@ func (w *writeAPI) Append(ctx context.Context, table, stream string, offset int6
 		return fmt.Errorf("%w: %w", errAlreadyStored, err)
 	}
 	return err
-}
-
-// retryTransient runs try up to attempts times while retryable says its error
-// may heal, waiting attempt² × 200 ms between tries.
-func retryTransient(ctx context.Context, what string, attempts int, retryable func(error) bool,
-	sleep func(context.Context, time.Duration) error, try func() error) error {
-	for attempt := 1; ; attempt++ {
-		err := try()
-		if err == nil || attempt == attempts || !retryable(err) {
-			return err
-		}
-		slog.Debug("bigquery sink: retrying", "what", what, "attempt", attempt, "err", err)
-		if serr := sleep(ctx, time.Duration(attempt*attempt)*200*time.Millisecond); serr != nil {
-			return fmt.Errorf("%w (after %w)", serr, err)
-		}
-	}
 }

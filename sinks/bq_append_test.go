@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,7 +41,7 @@ func sealed(t *testing.T, app appender, rows [][]byte) *memStore {
 	t.Helper()
 	st := &memStore{}
 	for _, r := range rows {
-		if _, _, err := onRow(context.Background(), st, app, nil, bqChangelog, r, DefaultFlushPolicy, false, noSleep); err != nil {
+		if _, _, err := onRow(context.Background(), st, app, nil, bqChangelog, r, sink.DefaultFlushPolicy, false, noSleep); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -224,7 +225,7 @@ func TestFlushStepRules(t *testing.T) {
 	rows := changelogRows(t, 5)
 	fake, api := startFakeWrite(t)
 	st := &memStore{}
-	p := DefaultFlushPolicy
+	p := sink.DefaultFlushPolicy
 	p.MaxRows = 3
 
 	first, res, err := onRow(ctx, st, api, nil, bqChangelog, rows[0], p, false, noSleep)

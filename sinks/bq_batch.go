@@ -3,43 +3,11 @@ package sinks
 import (
 	"context"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"time"
 
 	"github.com/revenue-stream/hourly/coders"
 )
-
-// FlushPolicy says when the BigQuery write step appends what one (table,
-// shard) buffered: at a clock tick after Interval, at MaxRows rows or MaxBytes
-// bytes, and at the end of a bounded input, so the append rate does not follow
-// the bundle rate (docs/bigquery.md).
-type FlushPolicy struct {
-	Interval time.Duration
-	MaxRows  int64
-	MaxBytes int64
-	// Shards is how many keys, and so concurrent appends, each table has.
-	Shards int
-	// Clock drives an unbounded input's flushes by an impulse every Interval:
-	// the portable Flink runner fires no processing-time timers for Go. A
-	// bounded input has none (it would hold the job open).
-	Clock bool
-}
-
-// DefaultFlushPolicy flushes every 5 s, at 50,000 rows or at 8 MB, over 2
-// shards per table.
-var DefaultFlushPolicy = FlushPolicy{Interval: 5 * time.Second, MaxRows: 50_000, MaxBytes: appendRequestBytes, Shards: 2}
-
-// Validate refuses a policy that would flush never or all the time.
-func (p FlushPolicy) Validate() error {
-	switch {
-	case p.Interval < 10*time.Millisecond || p.Interval > time.Hour:
-		return fmt.Errorf("bigquery flush interval %v: want 10ms to 1h", p.Interval)
-	case p.MaxRows < 1 || p.MaxBytes < 1:
-		return fmt.Errorf("bigquery flush size %d rows / %d bytes: want both positive", p.MaxRows, p.MaxBytes)
-	case p.Shards < 1 || p.Shards > 64:
-		return fmt.Errorf("bigquery shards %d: want 1 to 64", p.Shards)
-	}
-	return nil
-}
 
 // sealedBatch is a flush's rows bound to a stream and offset. It is stored in
 // state in one bundle and appended in a later one, so every retry sends the
@@ -101,7 +69,7 @@ type flushResult struct {
 
 // onRow buffers a row and takes a flush step at the size limits. first says
 // the buffer was empty: the DoFn then arms its end-of-input timer.
-func onRow(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, row []byte, p FlushPolicy, sealedHere bool,
+func onRow(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, row []byte, p sink.FlushPolicy, sealedHere bool,
 	sleep func(context.Context, time.Duration) error) (first bool, res flushResult, err error) {
 	rows, bytes, err := st.Buffer(row)
 	if err != nil || (rows < p.MaxRows && bytes < p.MaxBytes) {

@@ -58,7 +58,7 @@ func TestBigQueryClockFlushesAStreamingJob(t *testing.T) {
 	}
 	fake, api := startFakeWrite(t)
 	spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "clock"}
-	if _, err := shared.Acquire(spec.String(), func() (Sink, error) {
+	if _, err := shared.Acquire(spec.String(), func() (sink.Sink, error) {
 		return &BigQuery{api: api, project: bqtest.Project, dataset: "clock", sleep: noSleep}, nil
 	}); err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestBigQueryClockFlushesAStreamingJob(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	live := beam.ParDo(s, &tickRowsFn{Rows: rows}, clock.Ticks(s, 100*time.Millisecond))
 	Write(s, spec, live, beam.CreateList(s, b.TooLate), beam.CreateList(s, b.Conflicts), beam.CreateList(s, b.Quarantined),
-		WithFlush(FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1_000_000, MaxBytes: 1 << 30, Shards: 2, Clock: true}))
+		WithFlush(sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1_000_000, MaxBytes: 1 << 30, Shards: 2, Clock: true}))
 
 	ended := make(chan error, 1)
 	go func() {

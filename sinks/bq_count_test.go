@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,7 +38,7 @@ type workload func(i int) (table, key string)
 
 // shardsOf is how many keys the write step spreads a table over:
 // checkpoints go to one (writeBigQueryProgress), the rest to p.Shards.
-func shardsOf(table string, p FlushPolicy) int {
+func shardsOf(table string, p sink.FlushPolicy) int {
 	if table == bqCheckpoints {
 		return 1
 	}
@@ -52,7 +53,7 @@ func shardsOf(table string, p FlushPolicy) int {
 // into streams of pool (nil: a new stream each), whose clock must be
 // simulated time: simulate advances it (*now). It counts the calls and
 // checks that every row reached the table.
-func simulate(t *testing.T, p FlushPolicy, rate int, bundle time.Duration, seconds int, w workload, rowBytes map[string]int,
+func simulate(t *testing.T, p sink.FlushPolicy, rate int, bundle time.Duration, seconds int, w workload, rowBytes map[string]int,
 	pool *streamPool, now *time.Duration) *countingAppender {
 	t.Helper()
 	app := newCountingAppender()
@@ -134,7 +135,7 @@ func simulate(t *testing.T, p FlushPolicy, rate int, bundle time.Duration, secon
 // 60,000 statements per table) and in 100 ms bundles costs the same calls.
 func TestBigQueryCallsBoundedByFlushInterval(t *testing.T) {
 	const rate, seconds = 20_000, 60
-	p := DefaultFlushPolicy
+	p := sink.DefaultFlushPolicy
 	sizes := map[string]int{bqChangelog: 120, bqTooLate: 300, bqConflicts: 300, bqQuarantined: 300}
 	// A heavy but plausible minute: 2,000 keys each refreshed once a minute
 	// (EARLY), 1 % of events too late, 0.1 % conflicting, 0.5 % quarantined.
@@ -223,7 +224,7 @@ const streamQuota = 5_000
 //	go test ./sinks -run TestBigQueryStreamsPerHour -count=1 -v
 func TestBigQueryStreamsPerHour(t *testing.T) {
 	const rate, seconds = 20_000, 3600
-	p := DefaultFlushPolicy
+	p := sink.DefaultFlushPolicy
 	sizes := map[string]int{bqChangelog: 120, bqTooLate: 300, bqConflicts: 300, bqQuarantined: 300, bqCheckpoints: 80}
 	// As TestBigQueryCallsBoundedByFlushInterval's typical minute, plus a
 	// checkpoint a second (a progress bundle); the record keys vary with

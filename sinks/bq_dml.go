@@ -2,7 +2,7 @@ package sinks
 
 import (
 	"context"
-	"log/slog"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"time"
@@ -114,13 +114,11 @@ func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, ro
 	for _, k := range key {
 		match = append(match, "s."+k+" = c."+k)
 	}
-	return b.readCount(ctx, "count "+table, `SELECT COUNT(*) AS n FROM `+b.table(table)+` AS c
-WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`,
-		[]bigquery.QueryParameter{rows})
+	return b.count(ctx, "count "+table, `SELECT COUNT(*) FROM `+b.table(table)+` AS c
+WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`, rows)
 }
 
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
-	rows = sortedRows(rows)
 	keys := make(map[rowKey]bool)
 	for _, r := range rows {
 		keys[rowKey{r.WindowStart, r.Dims}] = true
@@ -129,23 +127,13 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	if err != nil {
 		return 0, 0, err
 	}
+	var refused refusals
+	ok, _ := refused.admitAll(rows, current)
+	refused.warn("bigquery sink", "sink", b.String())
 	now := time.Now().UTC()
-	var (
-		admitted []ChangelogEntry
-		refused  refusals
-	)
-	for _, r := range rows {
-		k := rowKey{r.WindowStart, r.Dims}
-		prev, have := current[k]
-		if !refused.admit(prev, have, r) {
-			continue
-		}
-		current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-		admitted = append(admitted, ChangelogEntry{Row: r, WrittenAt: now})
-	}
-	if refused.regressions > 0 {
-		slog.Warn("bigquery sink: rejected rows that would lower a count or move a state back",
-			"sink", b.String(), "rows", refused.regressions, "example", refused.example)
+	admitted := make([]sink.ChangelogEntry, len(ok))
+	for i, r := range ok {
+		admitted[i] = sink.ChangelogEntry{Row: r, WrittenAt: now}
 	}
 	n, err := insertMissing(ctx, b, changelogCodec, []string{"window_start", "dims"}, "revision", admitted)
 	if err != nil {
@@ -202,11 +190,11 @@ func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) er
 
 // WriteDiffs stores reconcile diffs, replacing a row with the same (run_id,
 // window_start, dims) so a retried run stays idempotent.
-func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []Diff) error {
+func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	if len(diffs) == 0 {
 		return nil
 	}
-	rows := uniqueBy(diffs, func(d Diff) string {
+	rows := uniqueBy(diffs, func(d sink.Diff) string {
 		return d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
 	})
 	// Replace: a run writes its diffs before --apply and again after it.

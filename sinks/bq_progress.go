@@ -24,7 +24,7 @@ WHERE result_state <> 'FINAL'`)
 // RunCheckpoints returns the checkpoints run wrote, the latest of each
 // (partition, file), by partition, then file.
 func (b *BigQuery) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
-	rows, err := readBQ(ctx, b, checkpointCodec, "read "+bqCheckpoints, `SELECT `+bqQuotedColumns(SourceCheckpoints)+
+	rows, err := readTable(ctx, b, checkpointCodec, "read "+bqCheckpoints, `SELECT `+bqDialect.columns(SourceCheckpoints.Names())+
 		` FROM `+b.table(bqCheckpoints)+" WHERE `run` = @run"+
 		oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
 		bigquery.QueryParameter{Name: "run", Value: run})
@@ -33,7 +33,7 @@ func (b *BigQuery) RunCheckpoints(ctx context.Context, run string) ([]model.Chec
 
 // ResumePoints returns the latest sealed point of each partition, by partition.
 func (b *BigQuery) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
-	rows, err := readBQ(ctx, b, resumeCodec, "read "+bqResume, `SELECT `+bqQuotedColumns(SourceResume)+
+	rows, err := readTable(ctx, b, resumeCodec, "read "+bqResume, `SELECT `+bqDialect.columns(SourceResume.Names())+
 		` FROM `+b.table(bqResume)+` WHERE TRUE`+oncePer("`partition`", "sealed_at DESC, `file` DESC, `offset` DESC"))
 	return sortedCheckpoints(rows, err)
 }
@@ -67,7 +67,7 @@ func (b *BigQuery) SealResume(ctx context.Context, points []model.Checkpoint) er
 	for i, p := range changed {
 		rows[i] = checkpointRow{Checkpoint: p, At: now}
 	}
-	cols := bqQuotedColumns(SourceResume)
+	cols := bqDialect.columns(SourceResume.Names())
 	_, _, err = b.exec(ctx, "seal "+bqResume, `INSERT INTO `+b.table(bqResume)+` (`+cols+`)
 SELECT `+cols+` FROM `+unnestRows(bqResume), bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(resumeCodec, rows)})
 	return err

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"os"
 	"time"
 
@@ -133,5 +134,5 @@ func encodeRow[T any](rt map[string]*bqRowType, c codec[T], v T) ([]byte, error)
 
 // encodeSnapshot is a changelog row, writtenAt fixed before the write step.
 func encodeSnapshot(rt map[string]*bqRowType, r model.Row, writtenAt time.Time) ([]byte, error) {
-	return encodeRow(rt, changelogCodec, ChangelogEntry{Row: r, WrittenAt: writtenAt})
+	return encodeRow(rt, changelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: writtenAt})
 }

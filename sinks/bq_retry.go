@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/bigquery"
 	"google.golang.org/api/googleapi"
@@ -46,20 +46,10 @@ func transient(err error) bool {
 	return false
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // retry runs try up to bqAttempts times while it fails transiently.
 func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
-	if err := retryTransient(ctx, what, bqAttempts, transient, b.sleep, try); err != nil {
+	if _, err := (retrier{attempts: bqAttempts, retryable: transient, wait: quadratic, sleep: b.sleep, level: slog.LevelDebug,
+		msg: "bigquery sink: retrying", attrs: []any{"what", what}}).do(ctx, try); err != nil {
 		return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
 	}
 	return nil

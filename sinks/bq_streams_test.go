@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ type keyRun struct {
 func (k keyRun) buffer(rows [][]byte) {
 	k.t.Helper()
 	for _, r := range rows {
-		if _, _, err := onRow(context.Background(), k.st, k.api, k.pool, bqChangelog, r, DefaultFlushPolicy, false, noSleep); err != nil {
+		if _, _, err := onRow(context.Background(), k.st, k.api, k.pool, bqChangelog, r, sink.DefaultFlushPolicy, false, noSleep); err != nil {
 			k.t.Fatal(err)
 		}
 	}

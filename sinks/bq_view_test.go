@@ -43,7 +43,7 @@ func TestBigQueryViewIgnoresDeliveryOrder(t *testing.T) {
 	highest := map[rowKey]model.Row{}
 	delivered := 0
 	for i, d := range deliveries {
-		write(t, s, Batch{Rows: d})
+		write(t, s, sink.Batch{Rows: d})
 		delivered += len(d)
 		for _, r := range d {
 			k := rowKey{r.WindowStart, r.Dims}
@@ -75,9 +75,9 @@ func TestBigQueryReplayChangesNoRead(t *testing.T) {
 		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 3, 170_000_000),
 		snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.OnTime, 1, 20_000_000),
 	}
-	wantResult(t, write(t, s, b), Result{Accepted: 3, AuditInserted: 4})
+	wantResult(t, write(t, s, b), sink.Result{Accepted: 3, AuditInserted: 4})
 	before := readAll(t, s)
-	wantResult(t, write(t, s, b), Result{Accepted: 3, AuditInserted: 4})
+	wantResult(t, write(t, s, b), sink.Result{Accepted: 3, AuditInserted: 4})
 	if after := readAll(t, s); !reflect.DeepEqual(after, before) {
 		t.Errorf("reads after the replay:\n%+v\nbefore:\n%+v", after, before)
 	}
@@ -95,7 +95,7 @@ type sinkReads struct {
 	Quarantined        []model.Quarantined
 }
 
-func readAll(t *testing.T, s Reader) sinkReads {
+func readAll(t *testing.T, s sink.Reader) sinkReads {
 	t.Helper()
 	ctx := context.Background()
 	var r sinkReads
@@ -121,10 +121,10 @@ func TestBigQueryCorrectionsGuarded(t *testing.T) {
 	at := func(rev int64, state model.ResultState, count int64) model.Row {
 		return snap(t, "2026-11-04T10:00:00Z", "{}", rev, state, count, count*10_000_000)
 	}
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{at(5, model.Late, 3), at(6, model.Final, 3)}}), Result{Accepted: 2})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{reconcileRow(at(6, model.Final, 2))}}), Result{Stale: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{reconcileRow(at(7, model.Final, 2))}}), Result{Accepted: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{reconcileRow(at(8, model.Late, 2))}}), Result{Stale: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{at(5, model.Late, 3), at(6, model.Final, 3)}}), sink.Result{Accepted: 2})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{reconcileRow(at(6, model.Final, 2))}}), sink.Result{Stale: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{reconcileRow(at(7, model.Final, 2))}}), sink.Result{Accepted: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{reconcileRow(at(8, model.Late, 2))}}), sink.Result{Stale: 1})
 	wantRows(t, "current", currentOf(t, s), []model.Row{reconcileRow(at(7, model.Final, 2))})
 }
 
@@ -134,7 +134,7 @@ func runBigQueryWrite(t *testing.T, spec sink.Spec, shards int, rows []model.Row
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	Write(s, spec, beam.CreateList(s, rows), beam.CreateList(s, late), beam.CreateList(s, conflicts), beam.CreateList(s, quarantined),
-		WithFlush(FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 20, Shards: shards}))
+		WithFlush(sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 20, Shards: shards}))
 	pr, err := ptest.RunWithMetrics(p)
 	if cerr := CloseShared(); cerr != nil {
 		t.Fatal(cerr)
@@ -228,7 +228,7 @@ func TestBigQueryWriteStepOnPrism(t *testing.T) {
 	fake, api := startFakeWrite(t)
 	spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "fake"}
 	// The write step's Setup finds this handle instead of opening one.
-	if _, err := shared.Acquire(spec.String(), func() (Sink, error) {
+	if _, err := shared.Acquire(spec.String(), func() (sink.Sink, error) {
 		return &BigQuery{api: api, project: bqtest.Project, dataset: "fake", sleep: noSleep}, nil
 	}); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func init() {
 // shard, and appends through a keyed, stateful step. Keyed state, not
 // FinishBundle: a retried upstream bundle with other content can never reach
 // BigQuery, and the append rate follows the flush interval, not bundles.
-func writeBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
+func writeBigQuery(s beam.Scope, spec sink.Spec, p sink.FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQuery")
 	emu := storageEmulator()
 	keyed := []beam.PCollection{
@@ -54,7 +54,7 @@ func writeBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, rows, tooLate, c
 }
 
 // writeBigQueryProgress appends a run's checkpoints through the same step.
-func writeBigQueryProgress(s beam.Scope, spec sink.Spec, p FlushPolicy, run string, checkpoints beam.PCollection) {
+func writeBigQueryProgress(s beam.Scope, spec sink.Spec, p sink.FlushPolicy, run string, checkpoints beam.PCollection) {
 	s = s.Scope("sinks.WriteBigQueryProgress")
 	keyed := beam.ParDo(s.Scope("Checkpoints"), &bqKeyFn[model.Checkpoint]{Shards: 1, Emulator: storageEmulator(), Run: run}, checkpoints)
 	appendBigQuery(s, spec, p, keyed, []string{bqCheckpoints + "/0"})
@@ -62,7 +62,7 @@ func writeBigQueryProgress(s beam.Scope, spec sink.Spec, p FlushPolicy, run stri
 
 // appendBigQuery is the append step over "table/shard"-keyed rows; with a
 // clock, each of keys gets an empty row every Interval.
-func appendBigQuery(s beam.Scope, spec sink.Spec, p FlushPolicy, keyed beam.PCollection, keys []string) {
+func appendBigQuery(s beam.Scope, spec sink.Spec, p sink.FlushPolicy, keyed beam.PCollection, keys []string) {
 	if p.Clock {
 		ticks := beam.ParDo(s.Scope("Ticks"), &bqTickFn{Keys: keys}, clock.Ticks(s, p.Interval))
 		keyed = beam.Flatten(s, keyed, ticks)
@@ -142,7 +142,7 @@ func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
 // portable Flink runner fires none for Go (Beam filters TestTimers_ProcessingTime).
 type bqAppendFn struct {
 	Spec   sink.Spec
-	Policy FlushPolicy
+	Policy sink.FlushPolicy
 
 	Rows   state.Bag[[]byte]
 	Count  state.Value[int64]

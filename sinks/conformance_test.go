@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -13,11 +14,11 @@ import (
 // versioned is what the conformance tests need of a versioned sink: SQLite
 // and BigQuery must both keep SPEC §4's revision rules and §5's tables.
 type versioned interface {
-	Reader
-	ConfigChecker
+	sink.Reader
+	sink.ConfigChecker
 	RunConfig(ctx context.Context) (map[string]string, error)
-	WriteDiffs(ctx context.Context, diffs []Diff) error
-	Diffs(ctx context.Context) ([]Diff, error)
+	WriteDiffs(ctx context.Context, diffs []sink.Diff) error
+	Diffs(ctx context.Context) ([]sink.Diff, error)
 }
 
 // sinkUnderTest is a fresh, empty sink, its name as its errors spell it, and
@@ -71,7 +72,7 @@ func TestSQLiteConformance(t *testing.T) {
 	})
 }
 
-func currentOf(t *testing.T, s Reader) []model.Row {
+func currentOf(t *testing.T, s sink.Reader) []model.Row {
 	t.Helper()
 	rows, err := s.CurrentRows(context.Background())
 	if err != nil {
@@ -80,7 +81,7 @@ func currentOf(t *testing.T, s Reader) []model.Row {
 	return rows
 }
 
-func changelogOf(t *testing.T, s Reader) []model.Row {
+func changelogOf(t *testing.T, s sink.Reader) []model.Row {
 	t.Helper()
 	rows, err := s.Changelog(context.Background())
 	if err != nil {
@@ -92,12 +93,12 @@ func changelogOf(t *testing.T, s Reader) []model.Row {
 func testRejectsLowerAndEqualRevisions(t *testing.T, u sinkUnderTest) {
 	s := u.s
 	r5 := snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Late, 3, 170_000_000)
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{r5}}), Result{Accepted: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{r5}}), sink.Result{Accepted: 1})
 
 	lower := snap(t, "2026-11-04T10:00:00Z", "{}", 4, model.Late, 9, 999_000_000)
 	equal := snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Late, 9, 999_000_000)
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{lower}}), Result{Stale: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{equal}}), Result{Stale: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{lower}}), sink.Result{Stale: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{equal}}), sink.Result{Stale: 1})
 
 	wantRows(t, "current", currentOf(t, s), withWriter([]model.Row{r5}, "stream"))
 	wantRows(t, "changelog", changelogOf(t, s), withWriter([]model.Row{r5}, "stream"))
@@ -108,9 +109,9 @@ func testOutOfOrderRevisions(t *testing.T, u sinkUnderTest) {
 	rev := func(n int64) model.Row {
 		return snap(t, "2026-11-04T10:00:00Z", "{}", n, model.Late, n, n*1_000_000)
 	}
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(3)}}), Result{Accepted: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(2)}}), Result{Stale: 1})
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{rev(4)}}), Result{Accepted: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{rev(3)}}), sink.Result{Accepted: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{rev(2)}}), sink.Result{Stale: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{rev(4)}}), sink.Result{Accepted: 1})
 
 	wantRows(t, "current", currentOf(t, s), withWriter([]model.Row{rev(4)}, "stream"))
 	wantRows(t, "changelog", changelogOf(t, s), withWriter([]model.Row{rev(3), rev(4)}, "stream"))
@@ -121,14 +122,14 @@ func testAppliesOneBatchInRevisionOrder(t *testing.T, u sinkUnderTest) {
 	a := func(n int64) model.Row { return snap(t, "2026-11-04T10:00:00Z", "{}", n, model.Late, n, n) }
 	b := func(n int64) model.Row { return snap(t, "2026-11-04T09:00:00Z", `{"c":"FR"}`, n, model.Late, n, n) }
 	// Shuffled, two keys, and a duplicate of revision 3 for key a.
-	res := write(t, s, Batch{Rows: []model.Row{a(4), b(2), a(2), a(3), b(1), a(3)}})
-	wantResult(t, res, Result{Accepted: 5, Stale: 1})
+	res := write(t, s, sink.Batch{Rows: []model.Row{a(4), b(2), a(2), a(3), b(1), a(3)}})
+	wantResult(t, res, sink.Result{Accepted: 5, Stale: 1})
 	wantRows(t, "current", currentOf(t, s), withWriter([]model.Row{b(2), a(4)}, "stream"))
 	wantRows(t, "changelog", changelogOf(t, s), withWriter([]model.Row{b(1), b(2), a(2), a(3), a(4)}, "stream"))
 }
 
-func auditBatch(t testing.TB) Batch {
-	return Batch{
+func auditBatch(t testing.TB) sink.Batch {
+	return sink.Batch{
 		TooLate: []model.TooLate{
 			{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: ms("2026-11-04T10:10:00Z"),
 				Payload: []byte(`{"event_id":"d1","event_time":"2026-11-04T10:10:00Z","user_id":"u1","amount":"5"}`)},
@@ -148,7 +149,7 @@ func testAuditRoundTrip(t *testing.T, u sinkUnderTest) {
 	b := auditBatch(t)
 	// A copy of a position inside the batch is stored once.
 	b.Quarantined = append(b.Quarantined, b.Quarantined[0])
-	wantResult(t, write(t, s, b), Result{AuditInserted: 4})
+	wantResult(t, write(t, s, b), sink.Result{AuditInserted: 4})
 	ctx := context.Background()
 
 	tl, err := s.TooLate(ctx)
@@ -187,10 +188,10 @@ func testReplayIsNoOp(t *testing.T, u sinkUnderTest) {
 		snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.OnTime, 1, 20_000_000),
 	}
 	b.Progress = []model.Checkpoint{{Partition: "p0", File: "f.jsonl", Offset: 70, Line: 7, MaxValid: model.NoWatermark}}
-	wantResult(t, write(t, s, b), Result{Accepted: 3, AuditInserted: 4})
+	wantResult(t, write(t, s, b), sink.Result{Accepted: 3, AuditInserted: 4})
 	cur, log := currentOf(t, s), changelogOf(t, s)
 
-	wantResult(t, write(t, s, b), Result{Stale: 3})
+	wantResult(t, write(t, s, b), sink.Result{Stale: 3})
 	wantRows(t, "current after replay", currentOf(t, s), cur)
 	wantRows(t, "changelog after replay", changelogOf(t, s), log)
 	for table, n := range map[string]int64{"hourly_revenue_changelog": 3, "too_late_events": 2, "conflict_events": 1, "quarantined_events": 1} {
@@ -208,19 +209,19 @@ func testNoDip(t *testing.T, u sinkUnderTest) {
 	steps := []struct {
 		name string
 		row  model.Row
-		want Result
+		want sink.Result
 	}{
-		{"first LATE", at(5, model.Late, 3), Result{Accepted: 1}},
-		{"stream state goes back", at(6, model.OnTime, 4), Result{Stale: 1}},
-		{"stream count falls", at(6, model.Late, 2), Result{Stale: 1}},
-		{"stream FINAL", at(6, model.Final, 3), Result{Accepted: 1}},
-		{"FINAL stays FINAL", at(7, model.Late, 3), Result{Stale: 1}},
-		{"reconcile lowers the count", reconcileRow(at(7, model.Final, 2)), Result{Accepted: 1}},
-		{"reconcile cannot un-final", reconcileRow(at(8, model.Late, 2)), Result{Stale: 1}},
-		{"stream equal count after reconcile", at(8, model.Final, 2), Result{Accepted: 1}},
+		{"first LATE", at(5, model.Late, 3), sink.Result{Accepted: 1}},
+		{"stream state goes back", at(6, model.OnTime, 4), sink.Result{Stale: 1}},
+		{"stream count falls", at(6, model.Late, 2), sink.Result{Stale: 1}},
+		{"stream FINAL", at(6, model.Final, 3), sink.Result{Accepted: 1}},
+		{"FINAL stays FINAL", at(7, model.Late, 3), sink.Result{Stale: 1}},
+		{"reconcile lowers the count", reconcileRow(at(7, model.Final, 2)), sink.Result{Accepted: 1}},
+		{"reconcile cannot un-final", reconcileRow(at(8, model.Late, 2)), sink.Result{Stale: 1}},
+		{"stream equal count after reconcile", at(8, model.Final, 2), sink.Result{Accepted: 1}},
 	}
 	for _, st := range steps {
-		res, err := s.Write(context.Background(), Batch{Rows: []model.Row{st.row}})
+		res, err := s.Write(context.Background(), sink.Batch{Rows: []model.Row{st.row}})
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -249,7 +250,7 @@ func testFinalHorizon(t *testing.T, u sinkUnderTest) {
 	if _, ok, err := s.FinalHorizon(ctx); err != nil || ok {
 		t.Fatalf("empty sink: ok=%v err=%v", ok, err)
 	}
-	write(t, s, Batch{Rows: []model.Row{
+	write(t, s, sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T08:00:00Z", "{}", 3, model.Final, 1, 1),
 		snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 3, model.Final, 1, 1),
 		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Late, 1, 1),
@@ -292,7 +293,7 @@ func testDiffs(t *testing.T, u sinkUnderTest) {
 	s := u.s
 	ctx := context.Background()
 	rev := int64(7)
-	diffs := []Diff{
+	diffs := []sink.Diff{
 		{RunID: "r1", WindowStart: ms("2026-11-04T10:00:00Z"), Dims: "{}", StreamedRevenueMicros: 170, RecomputedRevenueMicros: 175,
 			DeltaMicros: 5, StreamedCount: 3, RecomputedCount: 4, Classification: "too_late"},
 		{RunID: "r1", WindowStart: ms("2026-11-04T11:00:00Z"), Dims: "{}", RecomputedRevenueMicros: 9, DeltaMicros: 9,

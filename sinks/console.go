@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -25,7 +25,11 @@ type Console struct {
 	guard *memGuard
 }
 
-var _ Sink = (*Console)(nil)
+var _ sink.Sink = (*Console)(nil)
+
+func init() {
+	registerBackend(sink.SchemeConsole, func(context.Context, sink.Spec) (*Console, error) { return NewConsole(os.Stdout), nil }, nil, nil, sink.Backend{})
+}
 
 // NewConsole returns a console sink printing to w (os.Stdout when nil).
 func NewConsole(w io.Writer) *Console {
@@ -40,12 +44,12 @@ var consoleColumns = []string{"window_start", "window_end", "dims", "revenue", "
 const auditSample = 5
 
 // Write prints the batch. Batch numbers start at 0, like Spark's.
-func (c *Console) Write(ctx context.Context, b Batch) (Result, error) {
+func (c *Console) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("console sink: %w", err)
+		return sink.Result{}, fmt.Errorf("console sink: %w", err)
 	}
 	if err := validateBatch(b); err != nil {
-		return Result{}, fmt.Errorf("console sink: %w", err)
+		return sink.Result{}, fmt.Errorf("console sink: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -68,7 +72,7 @@ func (c *Console) Write(ctx context.Context, b Batch) (Result, error) {
 		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", st.refused.stale)
 	}
 
-	res := Result{Accepted: len(accepted), Stale: st.refused.stale}
+	res := sink.Result{Accepted: len(accepted), Stale: st.refused.stale}
 	var items []string
 	for _, t := range b.TooLate {
 		if st.newAudit(FileTooLate, t.Position) {
@@ -97,13 +101,11 @@ func (c *Console) Write(ctx context.Context, b Batch) (Result, error) {
 	buf.WriteByte('\n')
 
 	if _, err := c.w.Write(buf.Bytes()); err != nil {
-		return Result{}, fmt.Errorf("console sink: batch %d: %w", c.batch, err)
+		return sink.Result{}, fmt.Errorf("console sink: batch %d: %w", c.batch, err)
 	}
 	st.commit()
 	c.batch++
-	if st.refused.regressions > 0 {
-		slog.Warn("console sink: rejected rows that would lower a count or move a state back", "rows", st.refused.regressions)
-	}
+	st.refused.warn("console sink")
 	return res, nil
 }
 

@@ -3,6 +3,7 @@ package sinks
 import (
 	"bytes"
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strings"
 	"testing"
 
@@ -14,14 +15,14 @@ func TestConsole(t *testing.T) {
 	c := NewConsole(&out)
 	ctx := context.Background()
 
-	res, err := c.Write(ctx, Batch{Rows: []model.Row{
+	res, err := c.Write(ctx, sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 2, 150_000_000),
 		snap(t, "2026-11-04T09:00:00Z", `{"country":"DE"}`, 3, model.Late, 12, 1_234_567_891),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Accepted: 2})
+	wantResult(t, res, sink.Result{Accepted: 2})
 	want := `-------------------------------------------
 Batch: 0
 -------------------------------------------
@@ -47,7 +48,7 @@ Batch: 0
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Accepted: 1, Stale: 1, AuditInserted: 4})
+	wantResult(t, res, sink.Result{Accepted: 1, Stale: 1, AuditInserted: 4})
 	for _, line := range []string{
 		"Batch: 1\n",
 		"|2026-11-04T10:00:00Z|2026-11-04T11:00:00Z|  {}|170.000000|          3|       2|        LATE|\n",
@@ -63,7 +64,7 @@ Batch: 0
 
 	// Long audit lists are cut after a sample.
 	out.Reset()
-	var many Batch
+	var many sink.Batch
 	for i := range 8 {
 		many.Quarantined = append(many.Quarantined, model.Quarantined{Position: "p/f:" + string(rune('1'+i)), Reason: model.ReasonBadAmount})
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -29,17 +28,10 @@ func appendJSONFields(buf *bytes.Buffer, cols []Column, vals []any) error {
 			continue
 		}
 		var err error
-		switch c.Type {
-		case Time:
-			err = appendJSONString(buf, model.FormatTime(v.(int64)))
-		case WallTime:
-			err = appendJSONString(buf, wallTime(v.(time.Time)))
-		case Money:
-			err = appendJSONString(buf, model.FormatMicros(v.(int64)))
-		case Int64:
+		if c.Type == Int64 {
 			buf.WriteString(strconv.FormatInt(v.(int64), 10))
-		default:
-			err = appendJSONString(buf, v.(string))
+		} else {
+			err = appendJSONString(buf, text(c, v).(string))
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
@@ -94,16 +86,7 @@ func decodeJSONLine[T any](c codec[T], line []byte) (T, error) {
 		} else {
 			var s string
 			if err = json.Unmarshal(raw, &s); err == nil {
-				switch col.Type {
-				case Time:
-					vals[i], err = parseTime(s)
-				case WallTime:
-					vals[i], err = parseWallTime(s)
-				case Money:
-					vals[i], err = parseMoney(s)
-				default:
-					vals[i] = s
-				}
+				vals[i], err = parseText(col, s)
 			}
 		}
 		if err != nil {

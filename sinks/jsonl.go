@@ -7,14 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/revenue-stream/hourly/model"
 )
 
 // JSONL file names, one per table (hourly_revenue.jsonl holds the changelog).
@@ -44,8 +43,16 @@ type JSONL struct {
 	sealer   bool // OpenProgress's handle may SealResume
 }
 
-var _ Sink = (*JSONL)(nil)
-var _ ConfigChecker = (*JSONL)(nil)
+var _ sink.Sink = (*JSONL)(nil)
+var _ sink.ConfigChecker = (*JSONL)(nil)
+
+func init() {
+	registerBackend(sink.SchemeJSONL, func(_ context.Context, spec sink.Spec) (*JSONL, error) { return OpenJSONL(spec.Path) },
+		func(_ context.Context, spec sink.Spec) (*JSONL, bool, error) {
+			return openJSONLReader(spec.Path, false)
+		},
+		func(_ context.Context, spec sink.Spec) (*JSONL, bool, error) { return openJSONLReader(spec.Path, true) }, sink.Backend{})
+}
 
 // OpenJSONL opens or creates the sink directory, reading existing files so a
 // restarted process keeps rejecting stale rows and written positions.
@@ -133,25 +140,25 @@ func (j *JSONL) loadLine(name string, line []byte) bool {
 
 // Write appends the accepted rows and new audit rows, one write per file
 // and batch, without fsync: a debug sink.
-func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
+func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	if err := validateBatch(b); err != nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.readOnly {
-		return Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
 	}
 	if j.files == nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
 	}
 	st := j.guard.stage()
 	now := time.Now()
 	out := map[string]*bytes.Buffer{}
-	var res Result
+	var res sink.Result
 	buffer := func(name string) *bytes.Buffer {
 		if out[name] == nil {
 			out[name] = &bytes.Buffer{}
@@ -160,34 +167,32 @@ func (j *JSONL) Write(ctx context.Context, b Batch) (Result, error) {
 	}
 	accepted := st.admitRows(b.Rows)
 	for _, r := range accepted {
-		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
+		if err := encodeJSONLine(buffer(FileHourlyRevenue), changelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
+			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
 		}
 	}
-	n1, err1 := appendAudit(st, buffer(FileTooLate), FileTooLate, tooLateCodec, b.TooLate, func(t model.TooLate) string { return t.Position })
-	n2, err2 := appendAudit(st, buffer(FileConflicts), FileConflicts, conflictCodec, b.Conflicts, func(c model.Conflict) string { return c.Position })
-	n3, err3 := appendAudit(st, buffer(FileQuarantined), FileQuarantined, quarantinedCodec, b.Quarantined, func(q model.Quarantined) string { return q.Position })
+	n1, err1 := appendAudit(st, buffer(FileTooLate), FileTooLate, tooLateCodec, b.TooLate)
+	n2, err2 := appendAudit(st, buffer(FileConflicts), FileConflicts, conflictCodec, b.Conflicts)
+	n3, err3 := appendAudit(st, buffer(FileQuarantined), FileQuarantined, quarantinedCodec, b.Quarantined)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
 	res.AuditInserted = n1 + n2 + n3
 	for _, c := range b.Progress {
 		if err := encodeJSONLine(buffer(FileCheckpoints), checkpointCodec, checkpointRow{Checkpoint: c, At: now}); err != nil {
-			return Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
+			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
 		}
 	}
 	for _, name := range appendFiles {
 		if buf := out[name]; buf != nil && buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
-				return Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
+				return sink.Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
 			}
 		}
 	}
 	st.commit()
 	res.Accepted, res.Stale = len(accepted), st.refused.stale
-	if st.refused.regressions > 0 {
-		slog.Warn("jsonl sink: rejected rows that would lower a count or move a state back", "dir", j.dir, "rows", st.refused.regressions)
-	}
+	st.refused.warn("jsonl sink", "dir", j.dir)
 	return res, nil
 }
 
@@ -243,14 +248,14 @@ func (j *JSONL) Close() error {
 }
 
 // appendAudit encodes the records whose position is new to file.
-func appendAudit[T any](st *guardStage, buf *bytes.Buffer, file string, c codec[T], recs []T, position func(T) string) (int, error) {
+func appendAudit[T any](st *guardStage, buf *bytes.Buffer, file string, c codec[T], recs []T) (int, error) {
 	n := 0
 	for _, v := range recs {
-		if !st.newAudit(file, position(v)) {
+		if !st.newAudit(file, c.position(v)) {
 			continue
 		}
 		if err := encodeJSONLine(buf, c, v); err != nil {
-			return n, fmt.Errorf("encode %s %s: %w", c.t.Name, position(v), err)
+			return n, fmt.Errorf("encode %s %s: %w", c.t.Name, c.position(v), err)
 		}
 		n++
 	}

@@ -18,14 +18,14 @@ import (
 // openJSONLReader opens an existing directory read-only: it creates nothing
 // and leaves a torn last line (a running writer's append). ok is false when
 // the directory does not exist.
-func openJSONLReader(dir string) (*JSONL, bool, error) {
+func openJSONLReader(dir string, sealer bool) (*JSONL, bool, error) {
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("jsonl sink %s: %w", dir, err)
 	}
-	return &JSONL{dir: dir, readOnly: true}, true, nil
+	return &JSONL{dir: dir, readOnly: true, sealer: sealer}, true, nil
 }
 
 // readJSONLFile decodes every complete line of a sink file (none if missing).
@@ -103,25 +103,25 @@ func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, e
 
 // TooLate returns the too_late_events rows ordered by source_position.
 func (j *JSONL) TooLate(context.Context) ([]model.TooLate, error) {
-	return readJSONLAudit(j.dir, FileTooLate, tooLateCodec, func(t model.TooLate) string { return t.Position })
+	return readJSONLAudit(j.dir, FileTooLate, tooLateCodec)
 }
 
 // Conflicts returns the conflict_events rows ordered by source_position.
 func (j *JSONL) Conflicts(context.Context) ([]model.Conflict, error) {
-	return readJSONLAudit(j.dir, FileConflicts, conflictCodec, func(c model.Conflict) string { return c.Position })
+	return readJSONLAudit(j.dir, FileConflicts, conflictCodec)
 }
 
 // Quarantined returns the quarantined_events rows ordered by source_position.
 func (j *JSONL) Quarantined(context.Context) ([]model.Quarantined, error) {
-	return readJSONLAudit(j.dir, FileQuarantined, quarantinedCodec, func(q model.Quarantined) string { return q.Position })
+	return readJSONLAudit(j.dir, FileQuarantined, quarantinedCodec)
 }
 
 // readJSONLAudit reads an audit file, the first row per source_position.
-func readJSONLAudit[T any](dir, file string, c codec[T], position func(T) string) ([]T, error) {
+func readJSONLAudit[T any](dir, file string, c codec[T]) ([]T, error) {
 	recs, err := readJSONLFile(dir, file, c)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(recs, func(a, b T) int { return strings.Compare(position(a), position(b)) })
-	return slices.CompactFunc(recs, func(a, b T) bool { return position(a) == position(b) }), nil
+	slices.SortStableFunc(recs, func(a, b T) int { return strings.Compare(c.position(a), c.position(b)) })
+	return slices.CompactFunc(recs, func(a, b T) bool { return c.position(a) == c.position(b) }), nil
 }

@@ -29,11 +29,11 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 		snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Final, 3, 170_500_000),
 		snap(t, "2026-11-04T11:00:00.500Z", `{"country":"<DE>"}`, 1, model.Early, 1, -20_000_001),
 	}
-	batches := []Batch{b, {Rows: []model.Row{
+	batches := []sink.Batch{b, {Rows: []model.Row{
 		reconcileRow(snap(t, "2026-11-04T11:00:00.500Z", `{"country":"<DE>"}`, 2, model.Final, 1, 20_000_000)),
 		snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 2, 150_000_000), // stale
 	}}}
-	for _, s := range []Sink{j, db} {
+	for _, s := range []sink.Sink{j, db} {
 		for _, b := range batches {
 			if _, err := s.Write(ctx, b); err != nil {
 				t.Fatal(err)
@@ -51,7 +51,7 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 	if _, err := r.Write(ctx, b); err == nil {
 		t.Error("a jsonl reader wrote")
 	}
-	wantSame := func(what string, read func(Reader) (any, error)) {
+	wantSame := func(what string, read func(sink.Reader) (any, error)) {
 		t.Helper()
 		got, err := read(r)
 		if err != nil {
@@ -65,15 +65,15 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 			t.Errorf("%s from jsonl = %+v\nfrom sqlite = %+v", what, got, want)
 		}
 	}
-	wantSame("current rows", func(s Reader) (any, error) { return s.CurrentRows(ctx) })
-	wantSame("changelog", func(s Reader) (any, error) { return s.Changelog(ctx) })
-	wantSame("too_late_events", func(s Reader) (any, error) { return s.TooLate(ctx) })
-	wantSame("conflict_events", func(s Reader) (any, error) { return s.Conflicts(ctx) })
-	wantSame("quarantined_events", func(s Reader) (any, error) { return s.Quarantined(ctx) })
+	wantSame("current rows", func(s sink.Reader) (any, error) { return s.CurrentRows(ctx) })
+	wantSame("changelog", func(s sink.Reader) (any, error) { return s.Changelog(ctx) })
+	wantSame("too_late_events", func(s sink.Reader) (any, error) { return s.TooLate(ctx) })
+	wantSame("conflict_events", func(s sink.Reader) (any, error) { return s.Conflicts(ctx) })
+	wantSame("quarantined_events", func(s sink.Reader) (any, error) { return s.Quarantined(ctx) })
 	for _, latest := range []int{0, 1, 5} {
-		wantSame("tally", func(s Reader) (any, error) { return s.Tally(ctx, latest) })
+		wantSame("tally", func(s sink.Reader) (any, error) { return s.Tally(ctx, latest) })
 	}
-	wantSame("final horizon", func(s Reader) (any, error) {
+	wantSame("final horizon", func(s sink.Reader) (any, error) {
 		end, ok, err := s.FinalHorizon(ctx)
 		return [2]any{end, ok}, err
 	})

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -51,13 +52,13 @@ func TestJSONL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Accepted: 2, AuditInserted: 4})
+	wantResult(t, res, sink.Result{Accepted: 2, AuditInserted: 4})
 	// A replay in the same process, plus a stale revision.
 	res, err = j.Write(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Stale: 2})
+	wantResult(t, res, sink.Result{Stale: 2})
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +74,15 @@ func TestJSONL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Stale: 2})
-	res, err = j.Write(ctx, Batch{Rows: []model.Row{
+	wantResult(t, res, sink.Result{Stale: 2})
+	res, err = j.Write(ctx, sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T10:00:00Z", "{}", 3, model.Late, 2, 1), // count falls
 		reconcileRow(snap(t, "2026-11-04T10:00:00Z", "{}", 3, model.Late, 2, 160_000_000)),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Accepted: 1, Stale: 1})
+	wantResult(t, res, sink.Result{Accepted: 1, Stale: 1})
 
 	wantLines(t, FileHourlyRevenue, readJSONL(t, dir, FileHourlyRevenue), []string{
 		`{"window_start":"2026-11-04T10:00:00Z","window_end":"2026-11-04T11:00:00Z","dims":"{}","revenue":"150.000000","revenue_micros":150000000,"event_count":2,"revision":1,"result_state":"ON_TIME","written_at":"W","writer":"stream"}`,
@@ -111,14 +112,14 @@ func TestJSONLTornLastLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	res, err := j.Write(context.Background(), Batch{Rows: []model.Row{
+	res, err := j.Write(context.Background(), sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T10:00:00Z", "{}", 4, model.Late, 1, 1_000_000),
 		snap(t, "2026-11-04T10:00:00Z", "{}", 5, model.Final, 1, 1_000_000),
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantResult(t, res, Result{Accepted: 1, Stale: 1})
+	wantResult(t, res, sink.Result{Accepted: 1, Stale: 1})
 	lines := readJSONL(t, dir, FileHourlyRevenue)
 	if len(lines) != 3 || lines[1] != `{"window_sta` || !strings.Contains(lines[2], `"revision":5,"result_state":"FINAL"`) {
 		t.Fatalf("lines after a torn tail:\n%s", strings.Join(lines, "\n"))

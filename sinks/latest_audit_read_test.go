@@ -3,6 +3,7 @@ package sinks
 import (
 	"context"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,13 +16,13 @@ import (
 // records, sorted and cut where they are stored, the tables' counts, and the
 // changelog with its write times.
 type latestReader interface {
-	Sink
+	sink.Sink
 	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
 	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
 	LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error)
-	AuditCounts(ctx context.Context) (AuditCounts, error)
-	ChangelogEntries(ctx context.Context) ([]ChangelogEntry, error)
-	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]ChangelogEntry, error)
+	AuditCounts(ctx context.Context) (sink.AuditCounts, error)
+	ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error)
+	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error)
 }
 
 var (
@@ -60,11 +61,11 @@ func newestFirst(n int) []string {
 // writeArrivals writes a too-late event, a conflict and a quarantined line
 // at every position of arrivals, in an order unlike the arrival order (a
 // read by insertion order would fail) and in three batches.
-func writeArrivals(t *testing.T, s Sink) {
+func writeArrivals(t *testing.T, s sink.Sink) {
 	t.Helper()
 	order := []int{7, 0, 12, 3, 9, 1, 11, 5, 2, 10, 4, 8, 6}
 	for b, idx := range [][]int{order[:4], order[4:9], order[9:]} {
-		var batch Batch
+		var batch sink.Batch
 		for _, i := range idx {
 			pos := arrivals[i]
 			batch.TooLate = append(batch.TooLate, model.TooLate{Position: pos, EventID: fmt.Sprintf("late-%02d", i),
@@ -95,7 +96,7 @@ func testLatestAudit(t *testing.T, s latestReader) {
 	ctx := context.Background()
 	writeArrivals(t, s)
 	// A replayed batch (the same positions again) adds nothing to a read.
-	write(t, s, Batch{TooLate: []model.TooLate{{Position: arrivals[12], EventID: "late-12", EventTime: ms("2026-11-04T10:10:00Z") + 12,
+	write(t, s, sink.Batch{TooLate: []model.TooLate{{Position: arrivals[12], EventID: "late-12", EventTime: ms("2026-11-04T10:10:00Z") + 12,
 		Payload: []byte(`{"n":12}`), Reason: model.ReasonWindowClosed}}})
 
 	tl, err := s.LatestTooLate(ctx, 5)
@@ -146,7 +147,7 @@ func testLatestAudit(t *testing.T, s latestReader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := int64(len(arrivals)); c != (AuditCounts{TooLate: n, Conflicts: n, Quarantined: n}) {
+	if n := int64(len(arrivals)); c != (sink.AuditCounts{TooLate: n, Conflicts: n, Quarantined: n}) {
 		t.Errorf("audit counts %+v, want %d each", c, n)
 	}
 }
@@ -159,10 +160,10 @@ func testChangelogEntries(t *testing.T, s latestReader) {
 	before := time.Now().Add(-time.Second) // the sink's clock, in ms
 	a1 := snap(t, "2026-11-04T09:00:00Z", "{}", 1, model.OnTime, 1, 100)
 	b1 := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.Early, 1, 100)
-	write(t, s, Batch{Rows: []model.Row{b1, a1}})
+	write(t, s, sink.Batch{Rows: []model.Row{b1, a1}})
 	between := time.Now()
 	b2 := snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.OnTime, 2, 250)
-	write(t, s, Batch{Rows: []model.Row{b2}})
+	write(t, s, sink.Batch{Rows: []model.Row{b2}})
 	after := time.Now().Add(time.Second)
 
 	all, err := s.ChangelogEntries(ctx)

@@ -1,63 +1,12 @@
 package sinks
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks/sink"
 )
-
-// ProgressStore is a sink that keeps folder-source progress, so a restarted
-// job re-reads the retention, not the history (docs/restart.md). The workers
-// write source_checkpoints (WriteProgress), whose records' outputs may still
-// be in flight; the launcher seals source_resume once those are durable, and
-// a restart resumes from it alone.
-type ProgressStore interface {
-	Reader
-	// EarliestOpenWindow returns the earliest window_start (epoch ms) of a
-	// current row that is not FINAL; ok is false when every row is FINAL.
-	EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error)
-	// RunCheckpoints returns run's checkpoints by partition, then file.
-	RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error)
-	// ResumePoints returns the latest sealed resume point of each partition,
-	// ordered by partition.
-	ResumePoints(ctx context.Context) ([]model.Checkpoint, error)
-	// SealResume stores at most one point per partition, replacing the
-	// earlier one; storing the same points again changes nothing.
-	SealResume(ctx context.Context, points []model.Checkpoint) error
-	// PruneCheckpoints deletes the checkpoints of every run but keep.
-	PruneCheckpoints(ctx context.Context, keep string) error
-}
-
-var (
-	_ ProgressStore = (*SQLite)(nil)
-	_ ProgressStore = (*BigQuery)(nil)
-	_ ProgressStore = (*JSONL)(nil)
-)
-
-// OpenProgress opens an existing sink's progress tables for the launcher; ok
-// is false as for OpenReader. A jsonl handle writes only source_resume.jsonl.
-func OpenProgress(ctx context.Context, spec sink.Spec) (ProgressStore, bool, error) {
-	switch spec.Scheme {
-	case sink.SchemeSQLite, sink.SchemeBigQuery:
-		r, ok, err := OpenReader(ctx, spec)
-		if err != nil || !ok {
-			return nil, false, err
-		}
-		return r.(ProgressStore), true, nil
-	case sink.SchemeJSONL:
-		j, ok, err := openJSONLReader(spec.Path)
-		if err != nil || !ok {
-			return nil, false, err
-		}
-		j.sealer = true
-		return j, true, nil
-	}
-	return nil, false, nil
-}
 
 // checkResumePoints refuses points with no partition or run, or two points
 // for one partition.

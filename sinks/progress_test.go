@@ -22,8 +22,8 @@ import (
 // second seal of the same points is seen to store nothing), and prunes says
 // whether PruneCheckpoints deletes (jsonl documents a no-op).
 type progressUnderTest struct {
-	w            Sink
-	p            ProgressStore
+	w            sink.Sink
+	p            sink.ProgressStore
 	resumeStored func(t *testing.T) string
 	prunes       bool
 }
@@ -77,7 +77,7 @@ func TestJSONLProgress(t *testing.T) {
 		p := openTestProgress(t, sink.Spec{Scheme: sink.SchemeJSONL, Path: dir})
 		// The launcher's handle writes no batch: the workers' files are
 		// theirs.
-		if _, err := p.Write(context.Background(), Batch{Progress: []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}}); err == nil {
+		if _, err := p.Write(context.Background(), sink.Batch{Progress: []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}}); err == nil {
 			t.Fatal("OpenProgress's jsonl handle wrote a batch")
 		}
 		// A reader's handle seals nothing either.
@@ -85,7 +85,7 @@ func TestJSONLProgress(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("OpenReader = %v, %v", ok, err)
 		}
-		if err := r.(ProgressStore).SealResume(context.Background(), []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}); err == nil {
+		if err := r.(sink.ProgressStore).SealResume(context.Background(), []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}); err == nil {
 			t.Fatal("OpenReader's jsonl handle sealed a resume point")
 		}
 		return progressUnderTest{w: j, p: p, resumeStored: func(t *testing.T) string {
@@ -123,7 +123,7 @@ func TestOpenProgressOfNothing(t *testing.T) {
 	}
 }
 
-func openTestProgress(t *testing.T, spec sink.Spec) ProgressStore {
+func openTestProgress(t *testing.T, spec sink.Spec) sink.ProgressStore {
 	t.Helper()
 	p, ok, err := OpenProgress(context.Background(), spec)
 	if err != nil || !ok {
@@ -137,7 +137,7 @@ func cp(partition, file string, offset int64, line int, maxValid int64, run stri
 	return model.Checkpoint{Partition: partition, File: file, Offset: offset, Line: line, MaxValid: maxValid, Run: run}
 }
 
-func runCheckpoints(t *testing.T, p ProgressStore, run string) []model.Checkpoint {
+func runCheckpoints(t *testing.T, p sink.ProgressStore, run string) []model.Checkpoint {
 	t.Helper()
 	got, err := p.RunCheckpoints(context.Background(), run)
 	if err != nil {
@@ -146,7 +146,7 @@ func runCheckpoints(t *testing.T, p ProgressStore, run string) []model.Checkpoin
 	return got
 }
 
-func resumePoints(t *testing.T, p ProgressStore) []model.Checkpoint {
+func resumePoints(t *testing.T, p sink.ProgressStore) []model.Checkpoint {
 	t.Helper()
 	got, err := p.ResumePoints(context.Background())
 	if err != nil {
@@ -167,13 +167,13 @@ func wantCheckpoints(t *testing.T, what string, got, want []model.Checkpoint) {
 
 // twoRuns writes the checkpoints of two runs that both read p0/a.jsonl
 // (the second after a restart), with retried copies, and returns them.
-func twoRuns(t *testing.T, w Sink) (r1, r2 []model.Checkpoint) {
+func twoRuns(t *testing.T, w sink.Sink) (r1, r2 []model.Checkpoint) {
 	r1 = []model.Checkpoint{cp("p0", "a.jsonl", 100, 10, 5_000, "r1"), cp("p1", "a.jsonl", 30, 3, model.NoWatermark, "r1")}
 	r2 = []model.Checkpoint{cp("p0", "a.jsonl", 100, 10, 5_000, "r2"), cp("p0", "b.jsonl", 40, 4, 9_000, "r2")}
-	write(t, w, Batch{Progress: []model.Checkpoint{r1[1], r1[0]}})
-	write(t, w, Batch{Progress: r1[:1]}) // a retried bundle
-	write(t, w, Batch{Progress: r2})
-	write(t, w, Batch{Progress: r2})
+	write(t, w, sink.Batch{Progress: []model.Checkpoint{r1[1], r1[0]}})
+	write(t, w, sink.Batch{Progress: r1[:1]}) // a retried bundle
+	write(t, w, sink.Batch{Progress: r2})
+	write(t, w, sink.Batch{Progress: r2})
 	return r1, r2
 }
 
@@ -185,7 +185,7 @@ func testRunCheckpoints(t *testing.T, u progressUnderTest) {
 	wantCheckpoints(t, "r2's checkpoints", runCheckpoints(t, u.p, "r2"), r2)
 	wantCheckpoints(t, "r3's checkpoints", runCheckpoints(t, u.p, "r3"), nil)
 	// A progress batch counts as neither rows nor audit rows.
-	wantResult(t, write(t, u.w, Batch{Progress: r2}), Result{})
+	wantResult(t, write(t, u.w, sink.Batch{Progress: r2}), sink.Result{})
 }
 
 func testSealResume(t *testing.T, u progressUnderTest) {
@@ -260,7 +260,7 @@ func testEarliestOpenWindow(t *testing.T, u progressUnderTest) {
 		}
 	}
 	earliest("empty sink", false, "")
-	write(t, u.w, Batch{Rows: []model.Row{
+	write(t, u.w, sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T07:00:00Z", "{}", 3, model.Final, 1, 1),
 		snap(t, "2026-11-04T08:00:00Z", "{}", 2, model.Final, 1, 1),
 		snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 1, model.OnTime, 1, 1),
@@ -269,9 +269,9 @@ func testEarliestOpenWindow(t *testing.T, u progressUnderTest) {
 	}})
 	earliest("one open key at 09:00", true, "2026-11-04T09:00:00Z")
 	// Its earlier revisions were open; the current one is FINAL.
-	write(t, u.w, Batch{Rows: []model.Row{snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 2, model.Final, 1, 1)}})
+	write(t, u.w, sink.Batch{Rows: []model.Row{snap(t, "2026-11-04T09:00:00Z", `{"c":"DE"}`, 2, model.Final, 1, 1)}})
 	earliest("09:00 final", true, "2026-11-04T10:00:00Z")
-	write(t, u.w, Batch{Rows: []model.Row{snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Final, 1, 1)}})
+	write(t, u.w, sink.Batch{Rows: []model.Row{snap(t, "2026-11-04T10:00:00Z", "{}", 2, model.Final, 1, 1)}})
 	earliest("every row final", false, "")
 }
 
@@ -283,7 +283,7 @@ func TestJSONLCheckpointLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	write(t, j, Batch{Progress: []model.Checkpoint{cp("p0", "a.jsonl", 100, 10, ms("2026-11-04T10:00:00Z"), "r1")}})
+	write(t, j, sink.Batch{Progress: []model.Checkpoint{cp("p0", "a.jsonl", 100, 10, ms("2026-11-04T10:00:00Z"), "r1")}})
 	data, err := os.ReadFile(filepath.Join(dir, FileCheckpoints))
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func testCurrentRowsFrom(t *testing.T, u sinkUnderTest) {
 	old := snap(t, "2026-11-01T08:00:00Z", "{}", 3, model.Final, 4, 400)
 	edge := snap(t, "2026-11-04T09:00:00Z", "{}", 2, model.Final, 2, 200)
 	open := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 100)
-	write(t, u.s, Batch{Rows: []model.Row{old, edge, open}})
+	write(t, u.s, sink.Batch{Rows: []model.Row{old, edge, open}})
 
 	got, err := r.CurrentRowsFrom(context.Background(), ms("2026-11-04T09:00:00Z"))
 	if err != nil {
@@ -55,7 +55,7 @@ func TestSQLiteCurrentRowsFromMilliseconds(t *testing.T) {
 		"2026-11-04T10:00:00.500Z", "2026-11-04T10:00:01Z"} {
 		all = append(all, row(start))
 	}
-	write(t, s, Batch{Rows: all})
+	write(t, s, sink.Batch{Rows: all})
 	for i, r := range all {
 		got, err := s.CurrentRowsFrom(context.Background(), r.WindowStart)
 		if err != nil {
@@ -91,7 +91,7 @@ func TestPublishedBound(t *testing.T) {
 	old := snap(t, "2026-11-01T08:00:00Z", "{}", 3, model.Final, 4, 400)
 	final := snap(t, "2026-11-04T09:00:00Z", "{}", 2, model.Final, 2, 200)
 	open := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 100)
-	write(t, s, Batch{Rows: []model.Row{old, final, open}})
+	write(t, s, sink.Batch{Rows: []model.Row{old, final, open}})
 	spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: path}
 	marker := func(r model.Row) model.Row {
 		return model.Row{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims, Revision: r.Revision, State: model.Final}
@@ -117,7 +117,7 @@ func TestPublishedBound(t *testing.T) {
 // starting at or after the bound, and only those, and counts every key it
 // holds (the live views' refresh).
 func testChangelogFrom(t *testing.T, u sinkUnderTest) {
-	r, ok := u.s.(RecentReader)
+	r, ok := u.s.(sink.RecentReader)
 	if !ok {
 		t.Fatalf("%s cannot read the changelog from a window_start", u.name)
 	}
@@ -127,8 +127,8 @@ func testChangelogFrom(t *testing.T, u sinkUnderTest) {
 	edge2 := snap(t, "2026-11-04T09:00:00Z", `{"shop":"a"}`, 2, model.Late, 2, 250)
 	other := snap(t, "2026-11-04T09:00:00Z", `{"shop":"b"}`, 1, model.OnTime, 1, 30)
 	open := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.Early, 1, 100)
-	write(t, u.s, Batch{Rows: []model.Row{old, edge1, other, open}})
-	write(t, u.s, Batch{Rows: []model.Row{edge2}})
+	write(t, u.s, sink.Batch{Rows: []model.Row{old, edge1, other, open}})
+	write(t, u.s, sink.Batch{Rows: []model.Row{edge2}})
 
 	got, err := r.ChangelogFrom(ctx, ms("2026-11-04T09:00:00Z"))
 	if err != nil {

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"path/filepath"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestSQLiteUnreadableRowsNamed(t *testing.T) {
 		snap(t, "2026-11-04T11:00:00Z", "{}", 2, model.Final, 4, 40_000_000),
 		snap(t, "2026-11-04T12:00:00Z", "{}", 2, model.Final, 5, 50_000_000),
 	}
-	write(t, s, Batch{Rows: rows})
+	write(t, s, sink.Batch{Rows: rows})
 	ctx := context.Background()
 	for _, q := range []string{
 		`UPDATE hourly_revenue SET revenue = '4x.0' WHERE window_start = '2026-11-04T11:00:00Z'`,
@@ -29,7 +30,7 @@ func TestSQLiteUnreadableRowsNamed(t *testing.T) {
 		}
 	}
 	got, err := s.CurrentRows(ctx)
-	bad, ok := Unreadable(err)
+	bad, ok := sink.Unreadable(err)
 	if !ok || len(bad) != 2 {
 		t.Fatalf("CurrentRows: %v; want two unreadable rows", err)
 	}
@@ -45,7 +46,7 @@ func TestSQLiteUnreadableRowsNamed(t *testing.T) {
 		t.Errorf("rows read with the error: %+v, want the 10:00 row", got)
 	}
 	// Any other error is not "unreadable rows".
-	if _, ok := Unreadable(context.Canceled); ok {
+	if _, ok := sink.Unreadable(context.Canceled); ok {
 		t.Error("Unreadable(context.Canceled) = true")
 	}
 }

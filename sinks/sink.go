@@ -6,147 +6,76 @@ package sinks
 import (
 	"context"
 	"fmt"
-	"os"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
-// Batch is what one firing or reconcile step writes, atomically where the
-// sink can (SQLite).
-type Batch struct {
-	Rows        []model.Row
-	TooLate     []model.TooLate
-	Conflicts   []model.Conflict
-	Quarantined []model.Quarantined
-	// Progress holds folder-source checkpoints for source_checkpoints (see
-	// ProgressStore); the console ignores them, and no Result field counts them.
-	Progress []model.Checkpoint
+// Open opens the sink a Spec names (the console writes to os.Stdout).
+func Open(ctx context.Context, spec sink.Spec) (sink.Sink, error) {
+	b, err := sink.Lookup(spec.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	return b.Open(ctx, spec)
 }
-
-// Result says what a Write did.
-type Result struct {
-	// Accepted counts rows that became the current snapshot of their key.
-	Accepted int
-	// Stale counts rows refused by the revision and no-dip rules (admit).
-	Stale int
-	// AuditInserted counts audit rows added; a replayed position adds none.
-	AuditInserted int
-}
-
-// Sink is an output for pipeline batches. Write is safe for concurrent use.
-type Sink interface {
-	Write(ctx context.Context, b Batch) (Result, error)
-	Close() error
-}
-
-// ConfigChecker is implemented by sinks that store the settings their rows
-// were computed with (SPEC §5 run_config), to refuse a run whose keys collide.
-type ConfigChecker interface {
-	CheckRunConfig(ctx context.Context, cfg map[string]string) error
-}
-
-// Reader is a sink whose tables can be read back: SQLite, BigQuery and jsonl.
-type Reader interface {
-	Sink
-	CurrentRows(ctx context.Context) ([]model.Row, error)
-	Changelog(ctx context.Context) ([]model.Row, error)
-	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
-	TooLate(ctx context.Context) ([]model.TooLate, error)
-	Conflicts(ctx context.Context) ([]model.Conflict, error)
-	Quarantined(ctx context.Context) ([]model.Quarantined, error)
-	// Tally counts every table and returns the latest current rows.
-	Tally(ctx context.Context, latest int) (Tally, error)
-}
-
-// RecentReader is implemented by readers that filter the changelog and count
-// keys where they are stored, so that app/live's refresh does not grow with
-// the history. jsonl, which reads its files whole anyway, does not.
-type RecentReader interface {
-	// ChangelogFrom is Changelog limited to windows starting at or after
-	// windowStart (epoch ms).
-	ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
-	KeyCount(ctx context.Context) (int64, error)
-}
-
-var (
-	_ RecentReader = (*SQLite)(nil)
-	_ RecentReader = (*BigQuery)(nil)
-)
 
 // OpenReader opens an existing readable sink. ok is false for the console and
 // for a SQLite file or jsonl directory that does not exist yet. A jsonl reader
 // cannot write.
-func OpenReader(ctx context.Context, spec sink.Spec) (r Reader, ok bool, err error) {
-	switch spec.Scheme {
-	case sink.SchemeSQLite:
-		if _, err := os.Stat(spec.Path); err != nil {
-			if os.IsNotExist(err) {
-				return nil, false, nil
-			}
-			return nil, false, fmt.Errorf("sink %s: %w", spec, err)
-		}
-		return opened(openSQLite(ctx, spec.Path))
-	case sink.SchemeJSONL:
-		j, ok, err := openJSONLReader(spec.Path)
-		if err != nil || !ok {
-			return nil, false, err
-		}
-		return j, true, nil
-	case sink.SchemeBigQuery:
-		return opened(OpenBigQuery(ctx, spec))
+func OpenReader(ctx context.Context, spec sink.Spec) (r sink.Reader, ok bool, err error) {
+	if b, err := sink.Lookup(spec.Scheme); err == nil && b.Reader != nil {
+		return b.Reader(ctx, spec)
 	}
 	return nil, false, nil
 }
 
-// opened and asSink return a nil interface, never a typed nil, with an error.
-func opened[R Reader](r R, err error) (Reader, bool, error) {
-	if err != nil {
-		return nil, false, err
+// OpenProgress opens an existing sink's progress tables for the launcher; ok
+// is false as for OpenReader. A jsonl handle writes only source_resume.jsonl.
+func OpenProgress(ctx context.Context, spec sink.Spec) (sink.ProgressStore, bool, error) {
+	if b, err := sink.Lookup(spec.Scheme); err == nil && b.Progress != nil {
+		return b.Progress(ctx, spec)
 	}
-	return r, true, nil
+	return nil, false, nil
 }
 
-func asSink[S Sink](s S, err error) (Sink, error) {
-	if err != nil {
-		return nil, err
+// registerBackend registers scheme's backend: open opens or creates the sink;
+// existing opens one that exists (ok false when none) to read back and, if
+// progress is nil, for its progress tables too. b holds its Beam steps.
+func registerBackend[S sink.Sink](scheme string, open func(context.Context, sink.Spec) (S, error),
+	existing, progress func(context.Context, sink.Spec) (S, bool, error), b sink.Backend) {
+	b.Open = func(ctx context.Context, spec sink.Spec) (sink.Sink, error) {
+		s, err := open(ctx, spec)
+		if err != nil {
+			return nil, err // a nil interface, never a typed nil
+		}
+		return s, nil
 	}
-	return s, nil
-}
-
-func init() {
-	// sink.Published reads a restarted run's seeds through these, in every
-	// process of a binary that imports this package.
-	for _, scheme := range []string{sink.SchemeSQLite, sink.SchemeJSONL, sink.SchemeConsole, sink.SchemeBigQuery} {
-		sink.Register(scheme, openCurrent)
+	if progress == nil {
+		progress = existing
 	}
-}
-
-// openCurrent is OpenReader as a sink.Opener.
-func openCurrent(ctx context.Context, spec sink.Spec) (sink.CurrentReader, bool, error) {
-	r, ok, err := OpenReader(ctx, spec)
-	if err != nil || !ok {
-		return nil, false, err // never a typed nil inside the interface
+	if existing != nil {
+		b.Reader = func(ctx context.Context, spec sink.Spec) (sink.Reader, bool, error) {
+			s, ok, err := existing(ctx, spec)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			return any(s).(sink.Reader), true, nil
+		}
+		b.Progress = func(ctx context.Context, spec sink.Spec) (sink.ProgressStore, bool, error) {
+			s, ok, err := progress(ctx, spec)
+			if err != nil || !ok {
+				return nil, false, err
+			}
+			return any(s).(sink.ProgressStore), true, nil
+		}
 	}
-	return r, true, nil
-}
-
-// Open opens the sink a Spec names. The console sink writes to os.Stdout.
-func Open(ctx context.Context, spec sink.Spec) (Sink, error) {
-	switch spec.Scheme {
-	case sink.SchemeSQLite:
-		return asSink(openSQLite(ctx, spec.Path))
-	case sink.SchemeJSONL:
-		return asSink(OpenJSONL(spec.Path))
-	case sink.SchemeConsole:
-		return NewConsole(os.Stdout), nil
-	case sink.SchemeBigQuery:
-		return asSink(OpenBigQuery(ctx, spec))
-	}
-	return nil, fmt.Errorf("sink %q: unknown scheme: want %s", spec.Scheme, sink.Forms)
+	sink.Register(scheme, b)
 }
 
 // writerStream is the Writer of rows the streaming job produces.
@@ -221,8 +150,87 @@ func (f *refusals) admit(prev stored, have bool, r model.Row) bool {
 	return false
 }
 
+// admitAll admits rows in key and revision order, each against its key's
+// last accepted row, else its stored one, and returns the accepted rows and
+// each key's last.
+func (f *refusals) admitAll(rows []model.Row, have map[rowKey]stored) ([]model.Row, map[rowKey]stored) {
+	var accepted []model.Row
+	latest := map[rowKey]stored{}
+	for _, r := range sortedRows(rows) {
+		k := rowKey{r.WindowStart, r.Dims}
+		prev, ok := latest[k]
+		if !ok {
+			prev, ok = have[k]
+		}
+		if f.admit(prev, ok, r) {
+			latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
+			accepted = append(accepted, r)
+		}
+	}
+	return accepted, latest
+}
+
+// warn logs the regressions refused, if any, as the sink named.
+func (f *refusals) warn(sinkName string, attrs ...any) {
+	if f.regressions > 0 {
+		slog.Warn(sinkName+": rejected rows that would lower a count or move a state back",
+			append(attrs, "rows", f.regressions, "example", f.example)...)
+	}
+}
+
+// sameKey reports whether two rows have one key.
+func sameKey(a, b model.Row) bool { return a.WindowStart == b.WindowStart && a.Dims == b.Dims }
+
+// retrier retries an operation that may fail for a while.
+type retrier struct {
+	attempts  int
+	retryable func(error) bool // nil: every error
+	wait      func(attempt int) time.Duration
+	sleep     func(context.Context, time.Duration) error // nil: sleepCtx
+	// Each retry is logged at level as msg, attrs, then the attempt.
+	level slog.Level
+	msg   string
+	attrs []any
+}
+
+// do calls try until it succeeds, fails with an error r.retryable refuses or
+// has been called r.attempts times, and returns the calls made and the last
+// error; when ctx ends during a wait, ctx's error after it.
+func (r retrier) do(ctx context.Context, try func() error) (int, error) {
+	for attempt := 1; ; attempt++ {
+		err := try()
+		if err == nil || attempt >= r.attempts || r.retryable != nil && !r.retryable(err) {
+			return attempt, err
+		}
+		wait, sleep := r.wait(attempt), r.sleep
+		if sleep == nil {
+			sleep = sleepCtx
+		}
+		slog.Log(ctx, r.level, r.msg, slices.Concat(r.attrs, []any{"attempt", attempt, "wait", wait, "err", err})...)
+		if serr := sleep(ctx, wait); serr != nil {
+			return attempt, fmt.Errorf("%w (after %w)", serr, err)
+		}
+	}
+}
+
+// quadratic waits attempt² × 200 ms.
+func quadratic(attempt int) time.Duration {
+	return time.Duration(attempt*attempt) * 200 * time.Millisecond
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 // validateBatch refuses rows and audit records no table can key.
-func validateBatch(b Batch) error {
+func validateBatch(b sink.Batch) error {
 	for _, r := range b.Rows {
 		if r.State < model.Early || r.State > model.Final {
 			return fmt.Errorf("row %s revision %d: result_state %v is not writable", r.Key(), r.Revision, r.State)
@@ -295,18 +303,8 @@ func (g *memGuard) stage() *guardStage {
 
 // admitRows returns the accepted rows in application order.
 func (st *guardStage) admitRows(rows []model.Row) []model.Row {
-	var accepted []model.Row
-	for _, r := range sortedRows(rows) {
-		k := rowKey{r.WindowStart, r.Dims}
-		prev, have := st.latest[k]
-		if !have {
-			prev, have = st.g.latest[k]
-		}
-		if st.refused.admit(prev, have, r) {
-			st.latest[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-			accepted = append(accepted, r)
-		}
-	}
+	accepted, latest := st.refused.admitAll(rows, st.g.latest)
+	st.latest = latest
 	return accepted
 }
 
@@ -369,7 +367,7 @@ func compareRunConfig(sinkName string, have, want map[string]string) ([]string, 
 }
 
 // sortDiffs orders reconcile diffs by run, window and dims.
-func sortDiffs(out []Diff) {
+func sortDiffs(out []sink.Diff) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.RunID != b.RunID {

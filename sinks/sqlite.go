@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,17 +21,32 @@ import (
 // every write is a BEGIN IMMEDIATE transaction, retried on SQLITE_BUSY, that
 // applies the revision rules to the committed rows.
 type SQLite struct {
+	dbReader
 	db   *sql.DB
 	path string
 }
 
-var _ Sink = (*SQLite)(nil)
-var _ ConfigChecker = (*SQLite)(nil)
+var _ sink.Sink = (*SQLite)(nil)
+var _ sink.ConfigChecker = (*SQLite)(nil)
 
 const (
 	busyTimeoutMs = 10_000 // SQLite's own wait for a lock before SQLITE_BUSY
 	maxTxAttempts = 8      // a wedged writer elsewhere is an error, not a hang
 )
+
+func init() {
+	open := func(ctx context.Context, spec sink.Spec) (*SQLite, error) { return openSQLite(ctx, spec.Path) }
+	registerBackend(sink.SchemeSQLite, open, func(ctx context.Context, spec sink.Spec) (*SQLite, bool, error) {
+		if _, err := os.Stat(spec.Path); err != nil {
+			if os.IsNotExist(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("sink %s: %w", spec, err)
+		}
+		s, err := open(ctx, spec)
+		return s, err == nil, err
+	}, nil, sink.Backend{})
+}
 
 // openSQLite opens or creates the sink at path: WAL so readers never block
 // the writer, synchronous=FULL so a committed batch survives a power cut.
@@ -53,6 +70,7 @@ func openSQLite(ctx context.Context, path string) (*SQLite, error) {
 	// after this handle's writes.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
+	s.dbReader = dbReader{s}
 	err = s.inTx(ctx, "create schema", func(tx *sql.Tx) error {
 		if err := migrateCheckpoints(ctx, tx); err != nil {
 			return err
@@ -95,26 +113,17 @@ func isBusy(err error) bool {
 // inTx runs fn in one transaction, retrying it with jittered backoff while
 // another writer holds the lock; fn recomputes what it reports each attempt.
 func (s *SQLite) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
-	backoff := 5 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := s.tryTx(ctx, fn)
-		if err == nil {
-			return nil
-		}
-		if !isBusy(err) || attempt == maxTxAttempts || ctx.Err() != nil {
-			return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
-		}
-		wait := backoff/2 + rand.N(backoff)
-		slog.Debug("sqlite sink: database busy, retrying", "path", s.path, "op", what, "attempt", attempt, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("sqlite sink %s: %s: %w (after %w)", s.path, what, ctx.Err(), err)
-		case <-t.C:
-		}
-		backoff = min(backoff*2, time.Second)
+	_, err := retrier{attempts: maxTxAttempts, retryable: isBusy,
+		wait: func(attempt int) time.Duration {
+			backoff := min(5*time.Millisecond<<(attempt-1), time.Second)
+			return backoff/2 + rand.N(backoff)
+		},
+		level: slog.LevelDebug, msg: "sqlite sink: database busy, retrying", attrs: []any{"path", s.path, "op", what},
+	}.do(ctx, func() error { return s.tryTx(ctx, fn) })
+	if err != nil {
+		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
 	}
+	return nil
 }
 
 func (s *SQLite) tryTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {

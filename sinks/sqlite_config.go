@@ -48,12 +48,3 @@ func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) erro
 	}
 	return mismatch
 }
-
-// RunConfig returns the stored run settings.
-func (s *SQLite) RunConfig(ctx context.Context) (map[string]string, error) {
-	rows, err := readTable(ctx, s, configCodec, "read run_config", sqliteSelect(RunConfig))
-	if err != nil {
-		return nil, err
-	}
-	return configMap(rows), nil
-}

@@ -4,30 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Diff is one row of reconcile_diffs: how a streamed snapshot differs from a
-// recomputation of the raw log.
-type Diff struct {
-	RunID                   string
-	WindowStart             int64 // epoch ms
-	Dims                    string
-	StreamedRevenueMicros   int64
-	RecomputedRevenueMicros int64
-	DeltaMicros             int64
-	StreamedCount           int64
-	RecomputedCount         int64
-	// Classification is too_late, missing_window or unexplained.
-	Classification string
-	// AppliedRevision is the correction's revision under --apply, else nil.
-	AppliedRevision *int64
-}
-
 // WriteDiffs stores reconcile diffs in one transaction, replacing a row with
 // the same (run_id, window_start, dims) so a retried run stays idempotent.
-func (s *SQLite) WriteDiffs(ctx context.Context, diffs []Diff) error {
+func (s *SQLite) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	if len(diffs) == 0 {
 		return nil
 	}
@@ -46,14 +30,4 @@ func (s *SQLite) WriteDiffs(ctx context.Context, diffs []Diff) error {
 		}
 		return nil
 	})
-}
-
-// Diffs returns the stored reconcile diffs ordered by run, window and dims.
-func (s *SQLite) Diffs(ctx context.Context) ([]Diff, error) {
-	out, err := readTable(ctx, s, diffCodec, "read reconcile_diffs", sqliteSelect(ReconcileDiffs))
-	if err != nil {
-		return nil, err
-	}
-	sortDiffs(out)
-	return out, nil
 }

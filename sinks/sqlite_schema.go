@@ -2,11 +2,9 @@ package sinks
 
 import (
 	"database/sql"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"strings"
-	"time"
-
-	"github.com/revenue-stream/hourly/model"
 )
 
 // The SQLite form of the table contract: times as RFC 3339 TEXT, money as
@@ -80,22 +78,12 @@ func sqliteValue(c Column, v any) any {
 	if v == nil {
 		return nil
 	}
-	switch c.Type {
-	case Time:
-		return model.FormatTime(v.(int64))
-	case WallTime:
-		return wallTime(v.(time.Time))
-	case Money:
-		return model.FormatMicros(v.(int64))
-	}
-	return v
+	return text(c, v)
 }
 
 // sqliteScanner scans a result row of t's columns into a codec's values.
 type sqliteScanner struct {
-	t *Table
-	// from, if set, is the table a join's first columns come from.
-	from  *Table
+	t     *Table
 	dest  []any
 	texts []string
 	ints  []int64
@@ -137,26 +125,12 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 			} else {
 				s.vals[i] = s.ints[i]
 			}
-		case Time:
-			s.vals[i], err = parseTime(s.texts[i])
-		case WallTime:
-			s.vals[i], err = parseWallTime(s.texts[i])
-		case Money:
-			s.vals[i], err = parseMoney(s.texts[i])
 		default:
-			s.vals[i] = s.texts[i]
+			s.vals[i], err = parseText(c, s.texts[i])
 		}
 		if err != nil {
-			return nil, (&RowError{Table: s.table(i), Column: c.Name, Err: err}).rowKey(s.table(i), s.t, s.texts)
+			return nil, &sink.RowError{Column: c.Name, Err: err}
 		}
 	}
 	return s.vals, nil
-}
-
-// table names the table column i comes from.
-func (s *sqliteScanner) table(i int) string {
-	if s.from != nil && i < len(s.from.Columns) {
-		return s.from.Name
-	}
-	return s.t.Name
 }

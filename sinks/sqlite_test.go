@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,7 @@ func openTestSQLite(t testing.TB, path string) *SQLite {
 	return s
 }
 
-func write(t testing.TB, s Sink, b Batch) Result {
+func write(t testing.TB, s sink.Sink, b sink.Batch) sink.Result {
 	t.Helper()
 	res, err := s.Write(context.Background(), b)
 	if err != nil {
@@ -51,7 +52,7 @@ func write(t testing.TB, s Sink, b Batch) Result {
 	return res
 }
 
-func wantResult(t *testing.T, got, want Result) {
+func wantResult(t *testing.T, got, want sink.Result) {
 	t.Helper()
 	if got != want {
 		t.Fatalf("result = %+v, want %+v", got, want)
@@ -128,9 +129,9 @@ func TestSQLiteSchemaMatchesSpec(t *testing.T) {
 
 func TestSQLiteStoredFormats(t *testing.T) {
 	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{
 		snap(t, "2026-11-04T10:00:00Z", `{"country":"DE"}`, 1, model.OnTime, 2, 137_500_000),
-	}}), Result{Accepted: 1})
+	}}), sink.Result{Accepted: 1})
 
 	var ws, we, dims, revenue, state string
 	var micros, count, rev int64
@@ -160,7 +161,7 @@ func TestSQLiteRejectsUnwritableBatch(t *testing.T) {
 	s := openTestSQLite(t, filepath.Join(t.TempDir(), "revenue.db"))
 	good := snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 1)
 	bad := snap(t, "2026-11-04T11:00:00Z", "{}", 1, model.StateUnknown, 1, 1)
-	if _, err := s.Write(context.Background(), Batch{Rows: []model.Row{good, bad}}); err == nil {
+	if _, err := s.Write(context.Background(), sink.Batch{Rows: []model.Row{good, bad}}); err == nil {
 		t.Fatal("a row with an unknown state was accepted")
 	}
 	if n := countRows(t, s, "hourly_revenue"); n != 0 {
@@ -179,8 +180,8 @@ func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 	a0 := model.Checkpoint{Partition: "p0", File: "a.jsonl", Offset: 100, Line: 10, MaxValid: 5, Run: "r1"}
 	a1 := model.Checkpoint{Partition: "p1", File: "a.jsonl", Offset: 30, Line: 3, MaxValid: model.NoWatermark, Run: "r1"}
 	b0 := model.Checkpoint{Partition: "p0", File: "b.jsonl", Offset: 10, Line: 1, MaxValid: 9, Run: "r1"}
-	write(t, s, Batch{Rows: []model.Row{r}, Progress: []model.Checkpoint{a0, a1}})
-	write(t, s, Batch{Progress: []model.Checkpoint{b0, b0}}) // a retried checkpoint changes nothing
+	write(t, s, sink.Batch{Rows: []model.Row{r}, Progress: []model.Checkpoint{a0, a1}})
+	write(t, s, sink.Batch{Progress: []model.Checkpoint{b0, b0}}) // a retried checkpoint changes nothing
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func TestSQLiteCheckpointsAndReopen(t *testing.T) {
 		t.Fatalf("source_checkpoints has %d rows, want 3", n)
 	}
 	// The revision rule survives the restart.
-	wantResult(t, write(t, s, Batch{Rows: []model.Row{r}}), Result{Stale: 1})
+	wantResult(t, write(t, s, sink.Batch{Rows: []model.Row{r}}), sink.Result{Stale: 1})
 }
 
 // oldCheckpointsDDL is source_checkpoints as builds before the run column
@@ -252,7 +253,7 @@ func TestSQLiteMigratesCheckpointsWithoutRun(t *testing.T) {
 	}
 	again := kept
 	again.Run, again.Offset, again.Line = "r2", 120, 12
-	write(t, s, Batch{Progress: []model.Checkpoint{again}})
+	write(t, s, sink.Batch{Progress: []model.Checkpoint{again}})
 	if got, err := s.RunCheckpoints(ctx, "r2"); err != nil || !reflect.DeepEqual(got, []model.Checkpoint{again}) {
 		t.Fatalf("r2 checkpoints = %+v, %v; want %+v", got, err, again)
 	}
@@ -269,9 +270,9 @@ func TestSQLiteMigratesCheckpointsWithoutRun(t *testing.T) {
 // concurrentBatch is batch i of writer w: rows for keys no other writer uses,
 // one revision-increasing row for a key both writers share, audit rows and
 // progress.
-func concurrentBatch(t testing.TB, w, i int) Batch {
+func concurrentBatch(t testing.TB, w, i int) sink.Batch {
 	const rowsPerBatch = 5
-	b := Batch{Progress: []model.Checkpoint{{Partition: fmt.Sprintf("w%d", w), File: fmt.Sprintf("%06d", i), Line: i}}}
+	b := sink.Batch{Progress: []model.Checkpoint{{Partition: fmt.Sprintf("w%d", w), File: fmt.Sprintf("%06d", i), Line: i}}}
 	base := ms("2026-01-01T00:00:00Z")
 	for k := range rowsPerBatch {
 		ws := base + int64(i*rowsPerBatch+k)*hour
@@ -320,7 +321,7 @@ func checkConcurrent(t *testing.T, path string, writers, batches int) {
 
 // writeConcurrently runs writers goroutines, each writing batches
 // concurrentBatch batches through its own handle from open.
-func writeConcurrently(t *testing.T, writers, batches int, open func(w int) Sink) {
+func writeConcurrently(t *testing.T, writers, batches int, open func(w int) sink.Sink) {
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {
@@ -344,7 +345,7 @@ func writeConcurrently(t *testing.T, writers, batches int, open func(w int) Sink
 func TestSQLiteConcurrentHandles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "revenue.db")
 	const writers, batches = 2, 200
-	writeConcurrently(t, writers, batches, func(int) Sink { return openTestSQLite(t, path) })
+	writeConcurrently(t, writers, batches, func(int) sink.Sink { return openTestSQLite(t, path) })
 	checkConcurrent(t, path, writers, batches)
 }
 
@@ -417,7 +418,7 @@ func TestIsBusy(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Write(ctx, Batch{Rows: []model.Row{snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 1)}})
+	_, err = s.Write(ctx, sink.Batch{Rows: []model.Row{snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 1)}})
 	if err == nil {
 		t.Fatal("write succeeded while another connection held the lock")
 	}
@@ -433,7 +434,7 @@ func BenchmarkSQLiteWrite(b *testing.B) {
 	s := openTestSQLite(b, filepath.Join(b.TempDir(), "revenue.db"))
 	const n = 10_000
 	base := ms("2026-01-01T00:00:00Z")
-	batch := Batch{Rows: make([]model.Row, n), TooLate: make([]model.TooLate, n)}
+	batch := sink.Batch{Rows: make([]model.Row, n), TooLate: make([]model.TooLate, n)}
 	for i := range n {
 		ws := base + int64(i/10)*hour
 		batch.Rows[i] = model.Row{WindowStart: ws, WindowEnd: ws + hour, Dims: fmt.Sprintf(`{"country":"C%d"}`, i%10),

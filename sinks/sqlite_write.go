@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"log/slog"
 	"strings"
 	"time"
@@ -124,48 +125,45 @@ func (b *bulk) close() {
 	}
 }
 
-type textKey struct{ windowStart, dims string }
-
 // Write applies a batch in one transaction, so output and progress never
 // disagree after a crash: it reads the stored row of each key, admits rows in
 // key and revision order, upserts each key's last accepted row, appends every
 // accepted one to the changelog, and inserts audit rows once per position.
-func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
+func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	if err := validateBatch(b); err != nil {
-		return Result{}, fmt.Errorf("sqlite sink %s: %w", s.path, err)
+		return sink.Result{}, fmt.Errorf("sqlite sink %s: %w", s.path, err)
 	}
-	rows := sortedRows(b.Rows)
-	keys := make([]textKey, len(rows))
 	var lookup []any
+	rows := sortedRows(b.Rows)
 	for i, r := range rows {
-		keys[i] = textKey{model.FormatTime(r.WindowStart), r.Dims}
-		if i == 0 || keys[i] != keys[i-1] {
-			lookup = append(lookup, keys[i].windowStart, keys[i].dims)
+		if i == 0 || !sameKey(r, rows[i-1]) {
+			lookup = append(lookup, model.FormatTime(r.WindowStart), r.Dims)
 		}
 	}
 	var (
-		res     Result
+		res     sink.Result
 		refused refusals
 	)
 	err := s.inTx(ctx, "write", func(tx *sql.Tx) error {
-		res, refused = Result{}, refusals{}
+		res, refused = sink.Result{}, refusals{}
 		now := time.Now()
 
-		current := make(map[textKey]stored, len(lookup)/2)
+		current := make(map[rowKey]stored, len(lookup)/2)
 		get := newBulk(tx, sqlGetRowsPrefix, sqlGetRowsSuffix, 2)
 		defer get.close()
 		err := get.query(ctx, lookup, func(rs *sql.Rows) error {
 			var (
-				k     textKey
-				st    stored
-				state string
-				err   error
+				k             rowKey
+				st            stored
+				start, state  string
+				err, stateErr error
 			)
-			if err := rs.Scan(&k.windowStart, &k.dims, &st.revision, &state, &st.count); err != nil {
+			if err := rs.Scan(&start, &k.dims, &st.revision, &state, &st.count); err != nil {
 				return err
 			}
-			if st.state, err = model.ParseResultState(state); err != nil {
-				return fmt.Errorf("%s %s: %w", k.windowStart, k.dims, err)
+			k.windowStart, err = parseTime(start)
+			if st.state, stateErr = model.ParseResultState(state); errors.Join(err, stateErr) != nil {
+				return fmt.Errorf("%s %s: %w", start, k.dims, errors.Join(err, stateErr))
 			}
 			current[k] = st
 			return nil
@@ -174,33 +172,16 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 			return fmt.Errorf("read stored rows: %w", err)
 		}
 
+		accepted, _ := refused.admitAll(rows, current)
 		var upserts, changes, vals []any
-		last := -1 // index of the last accepted row of the key being walked
-		flush := func() {
-			if last < 0 {
-				return
-			}
-			vals = currentCodec.put(vals[:0], rows[last])
-			upserts = sqliteArgs(HourlyRevenue, upserts, vals)
-			last = -1
-		}
-		for i, r := range rows {
-			k := keys[i]
-			if i > 0 && k != keys[i-1] {
-				flush()
-			}
-			prev, have := current[k]
-			if !refused.admit(prev, have, r) {
-				continue
-			}
-			current[k] = stored{revision: r.Revision, state: r.State, count: r.EventCount}
-			last = i
-			res.Accepted++
-			vals = changelogCodec.put(vals[:0], ChangelogEntry{Row: r, WrittenAt: now})
+		for i, r := range accepted {
+			vals = changelogCodec.put(vals[:0], sink.ChangelogEntry{Row: r, WrittenAt: now})
 			changes = sqliteArgs(HourlyRevenueChangelog, changes, vals)
+			if i+1 == len(accepted) || !sameKey(accepted[i+1], r) { // the key's last accepted row
+				upserts = sqliteArgs(HourlyRevenue, upserts, currentCodec.put(vals[:0], r))
+			}
 		}
-		flush()
-		res.Stale = refused.stale
+		res.Accepted, res.Stale = len(accepted), refused.stale
 
 		upsert := newBulk(tx, sqlUpsertRowsPrefix, sqlUpsertRowsSuffix, len(HourlyRevenue.Columns))
 		defer upsert.close()
@@ -218,12 +199,9 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 		return writeProgress(ctx, tx, b.Progress, now)
 	})
 	if err != nil {
-		return Result{}, err
+		return sink.Result{}, err
 	}
-	if refused.regressions > 0 {
-		slog.Warn("sqlite sink: rejected rows that would lower a count or move a state back",
-			"path", s.path, "rows", refused.regressions, "example", refused.example)
-	}
+	refused.warn("sqlite sink", "path", s.path)
 	if res.Stale > refused.regressions {
 		slog.Debug("sqlite sink: stale revisions ignored", "path", s.path, "rows", res.Stale-refused.regressions)
 	}
@@ -232,7 +210,7 @@ func (s *SQLite) Write(ctx context.Context, b Batch) (Result, error) {
 
 // writeAudit inserts audit rows once per position (INSERT OR IGNORE) and
 // counts the rows added.
-func writeAudit(ctx context.Context, tx *sql.Tx, b Batch) (int, error) {
+func writeAudit(ctx context.Context, tx *sql.Tx, b sink.Batch) (int, error) {
 	n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", tooLateCodec, b.TooLate)
 	n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", conflictCodec, b.Conflicts)
 	n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", quarantinedCodec, b.Quarantined)

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"fmt"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"time"
@@ -174,6 +175,9 @@ type codec[T any] struct {
 	get func(v []any) (T, error)
 }
 
+// position is an audit record's source_position, its first column.
+func (c codec[T]) position(v T) string { return c.put(nil, v)[0].(string) }
+
 // checkpointRow is a row of either progress table.
 type checkpointRow struct {
 	model.Checkpoint
@@ -191,13 +195,13 @@ var (
 		},
 		get: func(v []any) (model.Row, error) { return snapshotOf(v, "") },
 	}
-	changelogCodec = codec[ChangelogEntry]{t: HourlyRevenueChangelog,
-		put: func(dst []any, r ChangelogEntry) []any {
+	changelogCodec = codec[sink.ChangelogEntry]{t: HourlyRevenueChangelog,
+		put: func(dst []any, r sink.ChangelogEntry) []any {
 			return append(currentCodec.put(dst, r.Row), r.WrittenAt, writerOf(r.Row))
 		},
-		get: func(v []any) (ChangelogEntry, error) {
+		get: func(v []any) (sink.ChangelogEntry, error) {
 			r, err := snapshotOf(v, v[9].(string))
-			return ChangelogEntry{Row: r, WrittenAt: v[8].(time.Time)}, err
+			return sink.ChangelogEntry{Row: r, WrittenAt: v[8].(time.Time)}, err
 		},
 	}
 	tooLateCodec = codec[model.TooLate]{t: TooLateEvents,
@@ -235,8 +239,8 @@ var (
 			return model.Quarantined{Position: v[0].(string), Payload: []byte(v[1].(string)), Reason: v[2].(string)}, nil
 		},
 	}
-	diffCodec = codec[Diff]{t: ReconcileDiffs,
-		put: func(dst []any, d Diff) []any {
+	diffCodec = codec[sink.Diff]{t: ReconcileDiffs,
+		put: func(dst []any, d sink.Diff) []any {
 			var applied any // NULL unless --apply wrote a correction
 			if d.AppliedRevision != nil {
 				applied = *d.AppliedRevision
@@ -244,8 +248,8 @@ var (
 			return append(dst, d.RunID, d.WindowStart, d.Dims, d.StreamedRevenueMicros, d.RecomputedRevenueMicros,
 				d.DeltaMicros, d.StreamedCount, d.RecomputedCount, d.Classification, applied)
 		},
-		get: func(v []any) (Diff, error) {
-			d := Diff{RunID: v[0].(string), WindowStart: v[1].(int64), Dims: v[2].(string),
+		get: func(v []any) (sink.Diff, error) {
+			d := sink.Diff{RunID: v[0].(string), WindowStart: v[1].(int64), Dims: v[2].(string),
 				StreamedRevenueMicros: v[3].(int64), RecomputedRevenueMicros: v[4].(int64), DeltaMicros: v[5].(int64),
 				StreamedCount: v[6].(int64), RecomputedCount: v[7].(int64), Classification: v[8].(string)}
 			if a, ok := v[9].(int64); ok {
@@ -295,11 +299,38 @@ func configMap(rows []configEntry) map[string]string {
 func snapshotOf(v []any, writer string) (model.Row, error) {
 	st, err := model.ParseResultState(v[7].(string))
 	if err != nil {
-		return model.Row{}, &RowError{Column: "result_state", WindowStart: model.FormatTime(v[0].(int64)), Dims: v[2].(string),
+		return model.Row{}, &sink.RowError{Column: "result_state", WindowStart: model.FormatTime(v[0].(int64)), Dims: v[2].(string),
 			Err: fmt.Errorf("revision %d: %w", v[6], err)}
 	}
 	return model.Row{WindowStart: v[0].(int64), WindowEnd: v[1].(int64), Dims: v[2].(string),
 		RevenueMicros: v[4].(int64), EventCount: v[5].(int64), Revision: v[6].(int64), State: st, Writer: writer}, nil
+}
+
+// text renders a value as SQLite and JSON store it: times as RFC 3339 UTC,
+// money as a six-digit decimal.
+func text(c Column, v any) any {
+	switch c.Type {
+	case Time:
+		return model.FormatTime(v.(int64))
+	case WallTime:
+		return wallTime(v.(time.Time))
+	case Money:
+		return model.FormatMicros(v.(int64))
+	}
+	return v
+}
+
+// parseText is the inverse of text for a column stored as text.
+func parseText(c Column, s string) (any, error) {
+	switch c.Type {
+	case Time:
+		return parseTime(s)
+	case WallTime:
+		return parseWallTime(s)
+	case Money:
+		return parseMoney(s)
+	}
+	return s, nil
 }
 
 // parseTime is the inverse of model.FormatTime.

@@ -2,6 +2,7 @@ package sinks
 
 import (
 	"context"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"testing"
 
 	"github.com/revenue-stream/hourly/model"
@@ -27,7 +28,7 @@ func testTally(t *testing.T, u sinkUnderTest) {
 	})
 }
 
-func tallyAgreesWithReads(t *testing.T, s Reader, fill func()) {
+func tallyAgreesWithReads(t *testing.T, s sink.Reader, fill func()) {
 	t.Helper()
 	ctx := context.Background()
 	empty, err := s.Tally(ctx, 3)

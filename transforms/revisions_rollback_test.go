@@ -49,7 +49,7 @@ func (noTimers) Set(timers.TimerMap) {}
 
 // rowSink is what the rollback test needs of a sink.
 type rowSink interface {
-	Write(context.Context, sinks.Batch) (sinks.Result, error)
+	Write(context.Context, sink.Batch) (sink.Result, error)
 	CurrentRows(context.Context) ([]model.Row, error)
 	Changelog(context.Context) ([]model.Row, error)
 }
@@ -83,7 +83,7 @@ func (r *stepRun) write(rows []model.Row) {
 	if len(rows) == 0 {
 		return
 	}
-	res, err := r.sink.Write(context.Background(), sinks.Batch{Rows: rows})
+	res, err := r.sink.Write(context.Background(), sink.Batch{Rows: rows})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestJobGraphHoldsNoHistory(t *testing.T) {
 	}
 	hour := time.Hour.Milliseconds()
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-	var b sinks.Batch
+	var b sink.Batch
 	for i := range keys {
 		ws := start + int64(i/100)*hour
 		state := model.Final

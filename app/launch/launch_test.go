@@ -212,7 +212,7 @@ var minimalChangelog = rowtest.MinimalChangelog()
 
 // wantMinimalAudit checks the audit tables the minimal sequence leaves: D
 // too late, A's second payload a conflict, nothing quarantined.
-func wantMinimalAudit(t *testing.T, db sinks.Reader) {
+func wantMinimalAudit(t *testing.T, db sink.Reader) {
 	t.Helper()
 	ctx := context.Background()
 	late, err := db.TooLate(ctx)
@@ -427,7 +427,7 @@ func wantReplay(t *testing.T, o Options, dir string, sum *Summary) {
 
 // wantSink checks that a sink holds exactly what the oracle recomputed
 // (oracle.Result.SinkDiff).
-func wantSink(t *testing.T, want oracle.Result, db sinks.Reader) {
+func wantSink(t *testing.T, want oracle.Result, db sink.Reader) {
 	t.Helper()
 	d, err := want.SinkDiff(context.Background(), db)
 	if err != nil {

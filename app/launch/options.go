@@ -19,7 +19,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/sources/pubsub"
@@ -151,7 +150,7 @@ func Defaults() Options {
 		DemoDir:       DefaultDemoDir,
 		LiveDir:       live.DemoDir,
 		Sink:          spec,
-		BQFlush:       sinks.DefaultFlushPolicy.Interval,
+		BQFlush:       sink.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
 		LogLevel:      slog.LevelInfo,
 		Runner:        DefaultRunner,
@@ -376,8 +375,8 @@ func (o Options) readAhead() int {
 }
 
 // flushPolicy is the BigQuery sink's batching with --bq-flush.
-func (o Options) flushPolicy() sinks.FlushPolicy {
-	p := sinks.DefaultFlushPolicy
+func (o Options) flushPolicy() sink.FlushPolicy {
+	p := sink.DefaultFlushPolicy
 	p.Interval = o.BQFlush
 	p.Clock = o.Streaming()
 	return p

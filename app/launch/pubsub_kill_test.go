@@ -18,7 +18,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
@@ -375,7 +374,7 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 // oracle has, each carrying byte for byte the payload published under its
 // message id (its source_position), whichever run archived it: the
 // conflicts are read back from the archive after the dedup step.
-func wantPubSubAudit(t *testing.T, db sinks.Reader, published map[string]string, conflicts, quarantined, tooLate int) {
+func wantPubSubAudit(t *testing.T, db sink.Reader, published map[string]string, conflicts, quarantined, tooLate int) {
 	t.Helper()
 	ctx := context.Background()
 	late, err := db.TooLate(ctx)

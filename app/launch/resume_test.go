@@ -613,7 +613,7 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 				}
 			}
 			began := time.Now()
-			if _, err := db.Write(ctx, sinks.Batch{Rows: injected}); err != nil {
+			if _, err := db.Write(ctx, sink.Batch{Rows: injected}); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%d old FINAL rows written in %v next to %d rows of the follower (%d not FINAL)", len(injected),

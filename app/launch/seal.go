@@ -37,7 +37,7 @@ type sealer struct {
 	points   map[string]model.Checkpoint
 	declined bool
 
-	store    sinks.ProgressStore
+	store    sink.ProgressStore
 	pending  *sealCandidate
 	lastRead time.Time // when the last candidate was read
 	writes   quietWatch

@@ -9,18 +9,17 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // fakeProgress is a ProgressStore in memory: the checkpoints of one run,
 // a FINAL horizon, no open window, and the sealed points.
 type fakeProgress struct {
-	sinks.ProgressStore // methods the sealer does not call panic
-	checkpoints         []model.Checkpoint
-	finalEnd            int64
-	sealed              []model.Checkpoint
-	seals               int
+	sink.ProgressStore // methods the sealer does not call panic
+	checkpoints        []model.Checkpoint
+	finalEnd           int64
+	sealed             []model.Checkpoint
+	seals              int
 }
 
 func (f *fakeProgress) RunCheckpoints(_ context.Context, run string) ([]model.Checkpoint, error) {

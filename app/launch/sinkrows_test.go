@@ -9,16 +9,17 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // Current reads the sink's current row of every key now (nil for a sink
 // with nothing to read back): the summary itself only counts them.
-func (s *Summary) Current() []model.Row { return s.readBack(sinks.Reader.CurrentRows) }
+func (s *Summary) Current() []model.Row { return s.readBack(sink.Reader.CurrentRows) }
 
 // Changelog reads every revision the sink holds now.
-func (s *Summary) Changelog() []model.Row { return s.readBack(sinks.Reader.Changelog) }
+func (s *Summary) Changelog() []model.Row { return s.readBack(sink.Reader.Changelog) }
 
-func (s *Summary) readBack(read func(sinks.Reader, context.Context) ([]model.Row, error)) []model.Row {
+func (s *Summary) readBack(read func(sink.Reader, context.Context) ([]model.Row, error)) []model.Row {
 	if !s.view.Readable {
 		return nil
 	}

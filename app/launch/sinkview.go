@@ -16,7 +16,7 @@ import (
 // latest current rows.
 type sinkView struct {
 	Readable bool
-	Tally    sinks.Tally
+	Tally    sink.Tally
 	// Query tells the user how to look at the rows.
 	Query string
 	spec  sink.Spec
@@ -29,7 +29,7 @@ func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error
 		return err
 	}
 	var check error
-	if c, ok := s.(sinks.ConfigChecker); ok {
+	if c, ok := s.(sink.ConfigChecker); ok {
 		check = c.CheckRunConfig(ctx, cfg)
 	}
 	return errors.Join(check, s.Close())

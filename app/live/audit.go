@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -128,7 +128,7 @@ type latestAuditReader interface {
 	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
 	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
 	LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error)
-	AuditCounts(ctx context.Context) (sinks.AuditCounts, error)
+	AuditCounts(ctx context.Context) (sink.AuditCounts, error)
 }
 
 // readAudit reads the latest records of each audit table and the tables' row counts through the
@@ -143,7 +143,7 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 		tooLate     []model.TooLate
 		conflicts   []model.Conflict
 		quarantined []model.Quarantined
-		counts      sinks.AuditCounts
+		counts      sink.AuditCounts
 		errs        [4]error // too_late_events, conflict_events, quarantined_events, row counts
 	)
 	if lr, ok := m.Reader.(latestAuditReader); ok {
@@ -155,7 +155,7 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 		tooLate, errs[0] = m.Reader.TooLate(ctx)
 		conflicts, errs[1] = m.Reader.Conflicts(ctx)
 		quarantined, errs[2] = m.Reader.Quarantined(ctx)
-		counts = sinks.AuditCounts{TooLate: int64(len(tooLate)), Conflicts: int64(len(conflicts)), Quarantined: int64(len(quarantined))}
+		counts = sink.AuditCounts{TooLate: int64(len(tooLate)), Conflicts: int64(len(conflicts)), Quarantined: int64(len(quarantined))}
 		tooLate = latest(tooLate, n, func(r model.TooLate) string { return r.Position })
 		conflicts = latest(conflicts, n, func(r model.Conflict) string { return r.Position })
 		quarantined = latest(quarantined, n, func(r model.Quarantined) string { return r.Position })

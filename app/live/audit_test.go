@@ -13,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
@@ -76,14 +77,14 @@ func TestMonitorAudit(t *testing.T) {
 
 	et := window + 14_000 // 12:00:14, in [12:00, 12:01), closed at 12:04:00
 	pos := func(p string, file, line int) string { return fmt.Sprintf("%s/f-%08d.jsonl:%d", p, file, line) }
-	write := func(b sinks.Batch) {
+	write := func(b sink.Batch) {
 		t.Helper()
 		if _, err := db.Write(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	long := `{"event_id":"` + strings.Repeat("x", 400) + `"}`
-	write(sinks.Batch{
+	write(sink.Batch{
 		TooLate: []model.TooLate{
 			{Position: pos("p0", 1, 3), EventID: "a", EventTime: et, Payload: []byte(`{"event_id":"a"}`), Reason: model.ReasonWindowClosed},
 			{Position: pos("p1", 2, 1), EventID: "b", EventTime: et + 1000, Payload: []byte(`{"event_id":"b"}`), Reason: model.ReasonWindowClosed},
@@ -125,7 +126,7 @@ func TestMonitorAudit(t *testing.T) {
 
 	// A new too-late record: read at the first snapshot 10 s on (the
 	// monitor's clock), not before.
-	write(sinks.Batch{TooLate: []model.TooLate{{Position: pos("p1", 3, 1), EventID: "e", EventTime: et, Payload: []byte(`{}`), Reason: model.ReasonWindowClosed}}})
+	write(sink.Batch{TooLate: []model.TooLate{{Position: pos("p1", 3, 1), EventID: "e", EventTime: et, Payload: []byte(`{}`), Reason: model.ReasonWindowClosed}}})
 	c.t = t0.Add(9 * time.Second)
 	if s := mon.Snapshot(ctx); rec.auditReads != 1 || s.Audit.TooLateRows != 3 {
 		t.Errorf("at 9 s: %d reads of too_late_events, %d rows shown; want the first read's 3", rec.auditReads, s.Audit.TooLateRows)
@@ -161,7 +162,7 @@ func TestLatestAuditInArrivalOrder(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	positions := []string{"p1/f-00000002.jsonl:9", "pubsub:b", "p0/f-00000001.jsonl:100", "p0/f-00000002.jsonl:10", "pubsub:a",
 		"p0/f-00000002.jsonl:9", "f-00000002.jsonl:9", "p10/f-00000001.jsonl:7", "pubsub/f-00000003.jsonl:1", "p2/f-00000002.jsonl:10"}
-	var b sinks.Batch
+	var b sink.Batch
 	for i, p := range positions {
 		b.Quarantined = append(b.Quarantined, model.Quarantined{Position: p, Payload: []byte(fmt.Sprint(i)), Reason: "bad_json"})
 	}

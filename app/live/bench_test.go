@@ -9,13 +9,13 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // wholeReader hides the SQLite sink's RecentReader: the monitor then reads
 // the whole changelog at every refresh, as it did before.
-type wholeReader struct{ sinks.Reader }
+type wholeReader struct{ sink.Reader }
 
 // BenchmarkMonitorRefresh: one refresh of the live views over a SQLite sink
 // holding 30 days of hourly windows with 20 dims values, 3 revisions each
@@ -41,12 +41,12 @@ func BenchmarkMonitorRefresh(b *testing.B) {
 			}
 		}
 	}
-	if _, err := db.Write(ctx, sinks.Batch{Rows: rows}); err != nil {
+	if _, err := db.Write(ctx, sink.Batch{Rows: rows}); err != nil {
 		b.Fatal(err)
 	}
 	for _, bc := range []struct {
 		name   string
-		reader sinks.Reader
+		reader sink.Reader
 	}{{"whole", wholeReader{db}}, {"bounded", db}} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := &clock{t0}

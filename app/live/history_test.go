@@ -10,7 +10,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // setWrittenAt sets when the sink accepted revision rev of the window at
@@ -48,7 +48,7 @@ func TestWindowRevisionHistory(t *testing.T) {
 	f.write(t, 4, model.Final, 170_000_000, 3)
 	correction := model.Row{WindowStart: window, WindowEnd: window + 60_000, Dims: "{}", RevenueMicros: 160_000_000, EventCount: 3,
 		Revision: 5, State: model.Final, Writer: "reconcile:run1"}
-	if _, err := f.db.Write(ctx, sinks.Batch{Rows: []model.Row{correction}}); err != nil {
+	if _, err := f.db.Write(ctx, sink.Batch{Rows: []model.Row{correction}}); err != nil {
 		t.Fatal(err)
 	}
 	for rev, at := range map[int64]string{1: "2026-11-30T12:00:30.000Z", 2: "2026-11-30T12:01:17.250Z", 3: "2026-11-30T12:02:05.500Z",

@@ -61,7 +61,7 @@ func (f *fixture) write(t *testing.T, rev int64, st model.ResultState, revenue, 
 	t.Helper()
 	row := model.Row{WindowStart: window, WindowEnd: window + 60_000, Dims: "{}", RevenueMicros: revenue, EventCount: count,
 		Revision: rev, State: st, Writer: "stream"}
-	if _, err := f.db.Write(context.Background(), sinks.Batch{Rows: []model.Row{row}}); err != nil {
+	if _, err := f.db.Write(context.Background(), sink.Batch{Rows: []model.Row{row}}); err != nil {
 		t.Fatal(err)
 	}
 	c := metrics.Counts{Read: count + 4, Counted: count, Duplicates: 1, Conflicts: 1, TooLate: 1,
@@ -211,7 +211,7 @@ func TestPageInChromium(t *testing.T) {
 	// a minute to go for ON_TIME and, with no allowed lateness, for FINAL.
 	waitFor("the countdowns", `[...document.querySelectorAll("#wins td.next div")].map(d => d.dataset.next + ": " + d.textContent).join(" | ") ===
 		"ON_TIME: ON_TIME watermark needs +1m00s | FINAL: FINAL watermark needs +1m00s"`)
-	audit := sinks.Batch{
+	audit := sink.Batch{
 		TooLate: []model.TooLate{{Position: "p0/f-00000001.jsonl:7", EventID: "late-1", EventTime: window - 50_000,
 			Payload: []byte(`{"event_id":"late-1"}`), Reason: model.ReasonWindowClosed}},
 		Conflicts: []model.Conflict{{Position: "p1/f-00000001.jsonl:3", EventID: "dup-1", FirstFingerprint: 1, ConflictingFingerprint: 2,

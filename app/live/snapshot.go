@@ -149,7 +149,7 @@ type Monitor struct {
 	Windows           int
 	MaxAge, SinkEvery time.Duration
 	// Reader, if set, is read instead of one opened on Sink; Close closes it.
-	Reader sinks.Reader
+	Reader sink.Reader
 	// AuditEvery is how often the audit tables are read (default DefaultAuditEvery, at most as
 	// often as SinkEvery); AuditLatest how many records each (default DefaultAuditLatest).
 	AuditEvery  time.Duration
@@ -338,8 +338,8 @@ func (s *Snapshot) countdowns(p policy) {
 
 // entryReader returns the changelog with written_at, whole or from a window_start.
 type entryReader interface {
-	ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error)
-	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sinks.ChangelogEntry, error)
+	ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error)
+	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error)
 }
 
 // readSink reads the latest windows into m.rows, opening the reader once: whole once, then from
@@ -353,11 +353,11 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		m.Reader = r
 	}
 	var (
-		entries []sinks.ChangelogEntry
+		entries []sink.ChangelogEntry
 		keys    = -1
 		err     error
 	)
-	recent, isRecent := m.Reader.(sinks.RecentReader)
+	recent, isRecent := m.Reader.(sink.RecentReader)
 	er, written := m.Reader.(entryReader)
 	switch {
 	case written && m.rows.bounded:
@@ -368,7 +368,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		var rows []model.Row
 		rows, err = m.Reader.Changelog(ctx)
 		for _, r := range rows {
-			entries = append(entries, sinks.ChangelogEntry{Row: r})
+			entries = append(entries, sink.ChangelogEntry{Row: r})
 		}
 	}
 	if err != nil {

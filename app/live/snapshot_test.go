@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
@@ -21,12 +22,12 @@ type recordingReader struct {
 	reads []int64 // -1 for a whole read, else the window_start read from
 }
 
-func (r *recordingReader) ChangelogEntries(ctx context.Context) ([]sinks.ChangelogEntry, error) {
+func (r *recordingReader) ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error) {
 	r.reads = append(r.reads, -1)
 	return r.SQLite.ChangelogEntries(ctx)
 }
 
-func (r *recordingReader) ChangelogEntriesFrom(ctx context.Context, from int64) ([]sinks.ChangelogEntry, error) {
+func (r *recordingReader) ChangelogEntriesFrom(ctx context.Context, from int64) ([]sink.ChangelogEntry, error) {
 	r.reads = append(r.reads, from)
 	return r.SQLite.ChangelogEntriesFrom(ctx, from)
 }
@@ -61,7 +62,7 @@ func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 	}
 	write := func(rows ...model.Row) {
 		t.Helper()
-		if _, err := db.Write(ctx, sinks.Batch{Rows: rows}); err != nil {
+		if _, err := db.Write(ctx, sink.Batch{Rows: rows}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -13,12 +14,12 @@ import (
 // the audit tables, the versioned Write and reconcile_diffs. Current rows are read by
 // CompareWithSink.
 type Store interface {
-	sinks.Sink
-	sinks.ConfigChecker
+	sink.Sink
+	sink.ConfigChecker
 	Conflicts(ctx context.Context) ([]model.Conflict, error)
 	TooLate(ctx context.Context) ([]model.TooLate, error)
 	Quarantined(ctx context.Context) ([]model.Quarantined, error)
-	WriteDiffs(ctx context.Context, diffs []sinks.Diff) error
+	WriteDiffs(ctx context.Context, diffs []sink.Diff) error
 }
 
 var (
@@ -58,7 +59,7 @@ func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runI
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	res, err := st.Write(ctx, sinks.Batch{Rows: rows})
+	res, err := st.Write(ctx, sink.Batch{Rows: rows})
 	if err != nil {
 		return 0, fmt.Errorf("reconcile: apply %d corrections: %w", len(rows), err)
 	}
@@ -75,10 +76,10 @@ func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runI
 }
 
 // sinkDiffs converts diffs to reconcile_diffs rows.
-func sinkDiffs(runID string, diffs []Diff) []sinks.Diff {
-	out := make([]sinks.Diff, 0, len(diffs))
+func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
+	out := make([]sink.Diff, 0, len(diffs))
 	for _, d := range diffs {
-		sd := sinks.Diff{
+		sd := sink.Diff{
 			RunID:                   runID,
 			WindowStart:             d.WindowStart,
 			Dims:                    d.Dims,

@@ -103,7 +103,7 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	defer r.Close()
 	// An unreadable row is reported and counted as unexplained (SPEC §6); the others are compared.
 	rows, err := r.CurrentRows(ctx)
-	bad, ok := sinks.Unreadable(err)
+	bad, ok := sink.Unreadable(err)
 	if !ok {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
@@ -50,7 +49,7 @@ func ExampleRun() {
 		return model.Row{WindowStart: hour(start), WindowEnd: hour(start) + 3_600_000, Dims: "{}",
 			RevenueMicros: micros, EventCount: count, Revision: 2, State: model.Final, Writer: "stream"}
 	}
-	_, err = store.Write(ctx, sinks.Batch{
+	_, err = store.Write(ctx, sink.Batch{
 		Rows: []model.Row{final("2026-11-04T10:00:00Z", 150_000_000, 2), final("2026-11-05T11:00:00Z", 1_000_000, 1)},
 		TooLate: []model.TooLate{{Position: "p0/events.jsonl:5", EventID: "C", EventTime: hour("2026-11-04T10:50:00Z"),
 			Payload: []byte(`{"event_id":"C",...}`)}},

@@ -74,7 +74,7 @@ func streamed(final map[oracle.Key]oracle.Total, window time.Duration) []model.R
 // rows (optionally tampered with) and its audit rows.
 func writeStream(t testing.TB, s *sinks.SQLite, res oracle.Result, rows []model.Row) {
 	t.Helper()
-	_, err := s.Write(context.Background(), sinks.Batch{
+	_, err := s.Write(context.Background(), sink.Batch{
 		Rows: rows, TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined,
 	})
 	if err != nil {
@@ -134,13 +134,13 @@ func changelog(t testing.TB, s *sinks.SQLite) []model.Row {
 	return rows
 }
 
-func diffsOf(t testing.TB, s *sinks.SQLite, runID string) []sinks.Diff {
+func diffsOf(t testing.TB, s *sinks.SQLite, runID string) []sink.Diff {
 	t.Helper()
 	all, err := s.Diffs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []sinks.Diff
+	var out []sink.Diff
 	for _, d := range all {
 		if d.RunID == runID {
 			out = append(out, d)
@@ -196,12 +196,12 @@ func keysOf(diffs []reconcile.Diff) []string {
 	return out
 }
 
-func batch(rows []model.Row, conflicts []model.Conflict) sinks.Batch {
-	return sinks.Batch{Rows: rows, Conflicts: conflicts}
+func batch(rows []model.Row, conflicts []model.Conflict) sink.Batch {
+	return sink.Batch{Rows: rows, Conflicts: conflicts}
 }
 
-func batchQ(rows []model.Row, q []model.Quarantined) sinks.Batch {
-	return sinks.Batch{Rows: rows, Quarantined: q}
+func batchQ(rows []model.Row, q []model.Quarantined) sink.Batch {
+	return sink.Batch{Rows: rows, Quarantined: q}
 }
 
 // toleranceScenario is a raw log of four hourly events and a sink whose

@@ -15,7 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
@@ -73,21 +73,21 @@ func streamedSink(t *testing.T) (logDir, sinkPath string) {
 		t.Fatal(err)
 	}
 	sinkPath = filepath.Join(t.TempDir(), "revenue.db")
-	sink, err := sinktest.OpenSQLite(sinkPath)
+	db, err := sinktest.OpenSQLite(sinkPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sink.Close()
+	defer db.Close()
 	ctx := context.Background()
-	if err := sink.CheckRunConfig(ctx, map[string]string{"window": "1h0m0s", "dimensions": "", "allowed_lateness": "24h0m0s"}); err != nil {
+	if err := db.CheckRunConfig(ctx, map[string]string{"window": "1h0m0s", "dimensions": "", "allowed_lateness": "24h0m0s"}); err != nil {
 		t.Fatal(err)
 	}
-	b := sinks.Batch{TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined}
+	b := sink.Batch{TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined}
 	for k, v := range res.Final {
 		b.Rows = append(b.Rows, model.Row{WindowStart: k.WindowStart, WindowEnd: k.WindowStart + time.Hour.Milliseconds(), Dims: k.Dims,
 			RevenueMicros: v.RevenueMicros, EventCount: v.Count, Revision: 1, State: model.Final, Writer: "stream"})
 	}
-	if _, err := sink.Write(ctx, b); err != nil {
+	if _, err := db.Write(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	return logDir, sinkPath

@@ -36,11 +36,11 @@ func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, er
 	if spec.Scheme == "" {
 		return nil, nil
 	}
-	open, err := opener(spec.Scheme)
-	if err != nil {
+	b, err := Lookup(spec.Scheme)
+	if err != nil || b.Reader == nil {
 		return nil, err
 	}
-	db, ok, err := open(ctx, spec)
+	db, ok, err := b.Reader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", spec, err)
 	}

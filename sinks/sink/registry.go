@@ -4,17 +4,29 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/model"
 )
 
 // Backends is the package whose init registers every scheme ParseSpec accepts.
 const Backends = "github.com/revenue-stream/hourly/sinks"
 
-// CurrentReader is what Published needs of a backend.
-type CurrentReader interface {
-	CurrentRows(ctx context.Context) ([]model.Row, error)
-	Close() error
+// Backend is a scheme's implementation. Open is required; the rest are nil
+// where the sink has no such part.
+type Backend struct {
+	// Open opens or creates the sink for writing.
+	Open func(ctx context.Context, spec Spec) (Sink, error)
+	// Reader opens an existing sink to read back; ok is false when there is
+	// nothing yet. A reader may refuse writes (jsonl's).
+	Reader func(ctx context.Context, spec Spec) (r Reader, ok bool, err error)
+	// Progress opens an existing sink's progress tables for the launcher.
+	Progress func(ctx context.Context, spec Spec) (p ProgressStore, ok bool, err error)
+	// Write and WriteProgress replace the write steps that write each
+	// bundle as one Batch through Open's Sink (BigQuery's keyed append step).
+	Write         func(s beam.Scope, spec Spec, flush FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection)
+	WriteProgress func(s beam.Scope, spec Spec, flush FlushPolicy, run string, checkpoints beam.PCollection)
 }
 
 // RangeReader is implemented by readers that filter by window_start where
@@ -23,45 +35,70 @@ type RangeReader interface {
 	CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
 }
 
-// Opener opens a sink for reading back; ok is false when it keeps nothing
-// (console) or does not exist yet.
-type Opener func(ctx context.Context, spec Spec) (r CurrentReader, ok bool, err error)
-
 var (
-	mu      sync.RWMutex
-	openers = map[string]Opener{}
+	mu       sync.RWMutex
+	backends = map[string]Backend{}
 )
 
-// Register makes scheme's sinks readable by Published; backends call it from
-// init. A second registration or a nil Opener panics, as in database/sql.
-func Register(scheme string, open Opener) {
-	if open == nil {
-		panic(fmt.Sprintf("sink.Register %q: nil Opener", scheme))
+// Register makes scheme's backend known to Lookup; backends call it from
+// init. A second registration or a nil Open panics, as in database/sql.
+func Register(scheme string, b Backend) {
+	if b.Open == nil {
+		panic(fmt.Sprintf("sink.Register %q: nil Open", scheme))
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := openers[scheme]; dup {
+	if _, dup := backends[scheme]; dup {
 		panic(fmt.Sprintf("sink.Register %q: registered twice", scheme))
 	}
-	openers[scheme] = open
+	backends[scheme] = b
 }
 
-// CheckRegistered returns Published's error for an unregistered scheme, so
-// pipeline.Options.Validate refuses it before any work.
-func CheckRegistered(scheme string) error {
-	_, err := opener(scheme)
-	return err
-}
-
-func opener(scheme string) (Opener, error) {
+// Lookup returns scheme's backend. pipeline.Options.Validate calls it to
+// refuse an unregistered scheme before any work.
+func Lookup(scheme string) (Backend, error) {
 	mu.RLock()
 	defer mu.RUnlock()
-	if open, ok := openers[scheme]; ok {
-		return open, nil
+	if b, ok := backends[scheme]; ok {
+		return b, nil
 	}
 	switch scheme {
 	case SchemeSQLite, SchemeJSONL, SchemeConsole, SchemeBigQuery:
-		return nil, fmt.Errorf("sink scheme %q has no backend registered in this binary: import _ %q in its main package (its init registers %s)", scheme, Backends, Forms)
+		return Backend{}, fmt.Errorf("sink scheme %q has no backend registered in this binary: import _ %q in its main package (its init registers %s)", scheme, Backends, Forms)
 	}
-	return nil, fmt.Errorf("unknown sink scheme %q: want %s", scheme, Forms)
+	return Backend{}, fmt.Errorf("unknown sink scheme %q: want %s", scheme, Forms)
+}
+
+// FlushPolicy says when the BigQuery write step appends what one (table,
+// shard) buffered: at a clock tick after Interval, at MaxRows rows or MaxBytes
+// bytes, and at the end of a bounded input, so the append rate does not follow
+// the bundle rate (docs/bigquery.md).
+type FlushPolicy struct {
+	Interval time.Duration
+	MaxRows  int64
+	MaxBytes int64
+	// Shards is how many keys, and so concurrent appends, each table has.
+	Shards int
+	// Clock drives an unbounded input's flushes by an impulse every Interval:
+	// the portable Flink runner fires no processing-time timers for Go. A
+	// bounded input has none (it would hold the job open).
+	Clock bool
+}
+
+// DefaultFlushPolicy flushes every 5 s, at 50,000 rows or at 8 MB (an
+// AppendRows request's bound under the service's 10 MB), over 2 shards per
+// table.
+var DefaultFlushPolicy = FlushPolicy{Interval: 5 * time.Second, MaxRows: 50_000, MaxBytes: 8 << 20, Shards: 2}
+
+// Validate refuses a policy that would flush never or all the time.
+func (p FlushPolicy) Validate() error {
+	switch {
+	case p.Interval < 10*time.Millisecond || p.Interval > time.Hour:
+		return fmt.Errorf("bigquery flush interval %v: want 10ms to 1h", p.Interval)
+	case p.MaxRows < 1 || p.MaxBytes < 1:
+		return fmt.Errorf("bigquery flush size %d rows / %d bytes: want both positive", p.MaxRows, p.MaxBytes)
+	case p.Shards < 1 || p.Shards > 64:
+		return fmt.Errorf("bigquery shards %d: want 1 to 64", p.Shards)
+	}
+	return nil
 }

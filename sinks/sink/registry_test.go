@@ -12,6 +12,7 @@ import (
 // fakeReader holds rows; with ranged set it also filters by window
 // (RangeReader), recording that it did.
 type fakeReader struct {
+	Reader // the methods Published does not call
 	rows   []model.Row
 	ranged bool
 	from   *int64
@@ -37,13 +38,14 @@ func (r rangedReader) CurrentRowsFrom(_ context.Context, from int64) ([]model.Ro
 	return out, nil
 }
 
-// register registers open for scheme for the test's duration.
-func register(t *testing.T, scheme string, open Opener) {
+// register registers a backend reading through open for scheme for the
+// test's duration.
+func register(t *testing.T, scheme string, open func(context.Context, Spec) (Reader, bool, error)) {
 	t.Helper()
-	Register(scheme, open)
+	Register(scheme, Backend{Open: func(context.Context, Spec) (Sink, error) { return nil, nil }, Reader: open})
 	t.Cleanup(func() {
 		mu.Lock()
-		delete(openers, scheme)
+		delete(backends, scheme)
 		mu.Unlock()
 	})
 }
@@ -58,8 +60,8 @@ func TestPublishedUnregistered(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"sqlite"`) || !strings.Contains(err.Error(), Backends) {
 		t.Errorf("Published(sqlite, nothing registered) error = %v, want one naming the scheme and %s", err, Backends)
 	}
-	if err := CheckRegistered(SchemeBigQuery); err == nil || !strings.Contains(err.Error(), `"bigquery"`) {
-		t.Errorf("CheckRegistered(bigquery) = %v, want an error naming it", err)
+	if _, err := Lookup(SchemeBigQuery); err == nil || !strings.Contains(err.Error(), `"bigquery"`) {
+		t.Errorf("Lookup(bigquery) = %v, want an error naming it", err)
 	}
 	if _, err := Published(ctx, Spec{Scheme: "postgres"}, SeedBound{}); err == nil || !strings.Contains(err.Error(), `unknown sink scheme "postgres"`) {
 		t.Errorf("Published(postgres) error = %v, want unknown sink scheme", err)
@@ -84,9 +86,9 @@ func TestPublished(t *testing.T) {
 
 	plain := &fakeReader{rows: []model.Row{old, final, open}}
 	ranged := &fakeReader{rows: []model.Row{old, final, open}}
-	register(t, "plain", func(context.Context, Spec) (CurrentReader, bool, error) { return plain, true, nil })
-	register(t, "ranged", func(context.Context, Spec) (CurrentReader, bool, error) { return rangedReader{ranged}, true, nil })
-	register(t, "empty", func(context.Context, Spec) (CurrentReader, bool, error) { return nil, false, nil })
+	register(t, "plain", func(context.Context, Spec) (Reader, bool, error) { return plain, true, nil })
+	register(t, "ranged", func(context.Context, Spec) (Reader, bool, error) { return rangedReader{ranged}, true, nil })
+	register(t, "empty", func(context.Context, Spec) (Reader, bool, error) { return nil, false, nil })
 
 	for _, tc := range []struct {
 		scheme string
@@ -119,12 +121,12 @@ func TestPublished(t *testing.T) {
 
 // TestRegisterTwice: a second backend for one scheme is refused.
 func TestRegisterTwice(t *testing.T) {
-	open := func(context.Context, Spec) (CurrentReader, bool, error) { return nil, false, nil }
+	open := func(context.Context, Spec) (Reader, bool, error) { return nil, false, nil }
 	register(t, "twice", open)
 	defer func() {
 		if recover() == nil {
 			t.Error("Register(twice) a second time did not panic")
 		}
 	}()
-	Register("twice", open)
+	Register("twice", Backend{Open: func(context.Context, Spec) (Sink, error) { return nil, nil }, Reader: open})
 }

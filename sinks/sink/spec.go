@@ -1,8 +1,10 @@
 // Package sink is the contract between the pipeline and its sinks: the
-// --sink value (Spec), the stored rows a restarted run continues from
-// (Published) and the registry of backends that read them back (Register).
-// It imports no backend (sinks registers them in its init), so transforms
-// and pipeline link neither BigQuery, SQLite nor a runner (testing/deps).
+// --sink value (Spec), the types a backend implements and callers hold
+// (Batch, Sink, Reader, ProgressStore, ...), the stored rows a restarted
+// revision step continues from (Published) and the one registry of backends
+// (Register, Lookup). It imports no backend (each registers itself from
+// sinks), so transforms and pipeline link neither BigQuery, SQLite nor a
+// runner (testing/deps).
 package sink
 
 import (

@@ -36,7 +36,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -409,7 +409,7 @@ func (r Result) AuditDiff(late []model.TooLate, conflicts []model.Conflict, quar
 // SinkDiff reads what a sink holds after a replay and compares it with the
 // result: FinalDiff of its current rows, then AuditDiff of its audit
 // tables. nil when they are equal.
-func (r Result) SinkDiff(ctx context.Context, s sinks.Reader) ([]string, error) {
+func (r Result) SinkDiff(ctx context.Context, s sink.Reader) ([]string, error) {
 	rows, err := s.CurrentRows(ctx)
 	if err != nil {
 		return nil, err

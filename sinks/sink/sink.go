@@ -1,0 +1,176 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// Batch is what one firing or reconcile step writes, atomically where the
+// sink can (SQLite).
+type Batch struct {
+	Rows        []model.Row
+	TooLate     []model.TooLate
+	Conflicts   []model.Conflict
+	Quarantined []model.Quarantined
+	// Progress holds folder-source checkpoints for source_checkpoints (see
+	// ProgressStore); the console ignores them, and no Result field counts them.
+	Progress []model.Checkpoint
+}
+
+// Result says what a Write did.
+type Result struct {
+	// Accepted counts rows that became the current snapshot of their key.
+	Accepted int
+	// Stale counts rows refused by the revision and no-dip rules.
+	Stale int
+	// AuditInserted counts audit rows added; a replayed position adds none.
+	AuditInserted int
+}
+
+// Sink is an output for pipeline batches. Write is safe for concurrent use.
+type Sink interface {
+	Write(ctx context.Context, b Batch) (Result, error)
+	Close() error
+}
+
+// ConfigChecker is implemented by sinks that store the settings their rows
+// were computed with (SPEC §5 run_config), to refuse a run whose keys collide.
+type ConfigChecker interface {
+	CheckRunConfig(ctx context.Context, cfg map[string]string) error
+}
+
+// Reader is a sink whose tables can be read back: SQLite, BigQuery and jsonl.
+type Reader interface {
+	Sink
+	CurrentRows(ctx context.Context) ([]model.Row, error)
+	Changelog(ctx context.Context) ([]model.Row, error)
+	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
+	TooLate(ctx context.Context) ([]model.TooLate, error)
+	Conflicts(ctx context.Context) ([]model.Conflict, error)
+	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+	// Tally counts every table and returns the latest current rows.
+	Tally(ctx context.Context, latest int) (Tally, error)
+}
+
+// RecentReader is implemented by readers that filter the changelog and count
+// keys where they are stored, so that app/live's refresh does not grow with
+// the history. jsonl, which reads its files whole anyway, does not.
+type RecentReader interface {
+	// ChangelogFrom is Changelog limited to windows starting at or after
+	// windowStart (epoch ms).
+	ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
+	KeyCount(ctx context.Context) (int64, error)
+}
+
+// ProgressStore is a sink that keeps folder-source progress, so a restarted
+// job re-reads the retention, not the history (docs/restart.md). The workers
+// write source_checkpoints (WriteProgress), whose records' outputs may still
+// be in flight; the launcher seals source_resume once those are durable, and
+// a restart resumes from it alone.
+type ProgressStore interface {
+	Reader
+	// EarliestOpenWindow returns the earliest window_start (epoch ms) of a
+	// current row that is not FINAL; ok is false when every row is FINAL.
+	EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error)
+	// RunCheckpoints returns run's checkpoints by partition, then file.
+	RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error)
+	// ResumePoints returns the latest sealed resume point of each partition,
+	// ordered by partition.
+	ResumePoints(ctx context.Context) ([]model.Checkpoint, error)
+	// SealResume stores at most one point per partition, replacing the
+	// earlier one; storing the same points again changes nothing.
+	SealResume(ctx context.Context, points []model.Checkpoint) error
+	// PruneCheckpoints deletes the checkpoints of every run but keep.
+	PruneCheckpoints(ctx context.Context, keep string) error
+}
+
+// ChangelogEntry is an accepted snapshot with when the sink accepted it:
+// a row of hourly_revenue_changelog. WrittenAt is the zero time where the
+// sink keeps none.
+type ChangelogEntry struct {
+	model.Row
+	WrittenAt time.Time
+}
+
+// Diff is one row of reconcile_diffs: how a streamed snapshot differs from a
+// recomputation of the raw log.
+type Diff struct {
+	RunID                   string
+	WindowStart             int64 // epoch ms
+	Dims                    string
+	StreamedRevenueMicros   int64
+	RecomputedRevenueMicros int64
+	DeltaMicros             int64
+	StreamedCount           int64
+	RecomputedCount         int64
+	// Classification is too_late, missing_window or unexplained.
+	Classification string
+	// AppliedRevision is the correction's revision under --apply, else nil.
+	AppliedRevision *int64
+}
+
+// Tally is what a run's summary shows of a sink, counted where the rows are
+// stored rather than read back whole.
+type Tally struct {
+	// Current counts hourly_revenue's rows (one per key) by result state.
+	Current                                    map[model.ResultState]int64
+	Changelog, TooLate, Conflicts, Quarantined int64
+	// Latest is the last rows of CurrentRows, in its order.
+	Latest []model.Row
+}
+
+// Keys is how many keys hourly_revenue holds.
+func (t Tally) Keys() (n int64) {
+	for _, c := range t.Current {
+		n += c
+	}
+	return n
+}
+
+// AuditCounts is how many rows each audit table holds.
+type AuditCounts struct {
+	TooLate, Conflicts, Quarantined int64
+}
+
+// RowError is a stored row that cannot be read: table, key, column, why.
+type RowError struct {
+	Table  string
+	Column string
+	// WindowStart and Dims are the row's key as stored, if it has one.
+	WindowStart, Dims string
+	Err               error
+}
+
+func (e *RowError) Error() string {
+	return fmt.Sprintf("%s row window_start=%s dims=%s: column %s: %v", e.Table, e.WindowStart, e.Dims, e.Column, e.Err)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// UnreadableRows is the error of a read that skipped rows it could not read,
+// returned with the others; reconcile counts each as unexplained.
+type UnreadableRows []*RowError
+
+func (u UnreadableRows) Error() string {
+	if len(u) == 1 {
+		return u[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more unreadable rows)", u[0].Error(), len(u)-1)
+}
+
+// Unreadable returns the rows err reports as unreadable, and whether err is
+// nothing else (true for nil).
+func Unreadable(err error) (UnreadableRows, bool) {
+	if err == nil {
+		return nil, true
+	}
+	var u UnreadableRows
+	if errors.As(err, &u) {
+		return u, true
+	}
+	return nil, false
+}
