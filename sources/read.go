@@ -96,16 +96,18 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		// Read nothing, never finish (see StopSignal).
 		return sdf.ResumeProcessingIn(f.Opts.PollInterval), nil
 	}
-	r := newReader(f.Dir, partition, rest, f.Opts.Follow, f.Opts.Watermark, f.Opts.Event)
+	wm := watermark.Resume(f.Opts.Watermark, rest.State).Watermark()
 	holds := true
 	boards.With(f.Source, func(b *watermark.Board) { holds = b.Holds(partition, time.Now().UnixMilli(), f.staleAfter()) })
-	if !f.readAhead.Room(f.Opts.ReadAheadRecords, f.Opts.MaxPerCall, f.Opts.ReadAheadLead, r.stamper.Watermark(), holds) {
+	if !f.readAhead.Room(f.Opts.ReadAheadRecords, f.Opts.MaxPerCall, f.Opts.ReadAheadLead, wm, holds) {
 		// The dedup step is behind (prism has no backpressure).
 		return sdf.ResumeProcessingIn(readAheadPause), nil
 	}
+
+	r := newReader(f.Dir, partition, rest, f.Opts.Follow, f.Opts.Watermark, f.Opts.Event)
 	// A call granted room ends at the horizon, wherever it stood then (a
 	// call past it, as Room allows when blocked, reads its full size).
-	if h := f.readAhead.Horizon(f.Opts.ReadAheadLead); r.stamper.Watermark() < h {
+	if h := f.readAhead.Horizon(f.Opts.ReadAheadLead); wm < h {
 		r.horizon = h
 	}
 	r.maxRecords = f.Opts.MaxPerCall

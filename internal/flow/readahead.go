@@ -110,8 +110,7 @@ func (a *ReadAhead) Queued(n int, watermark int64) {
 		}
 	}
 	ahead := a.queued.Add(int64(n)) - a.taken.Load()
-	for p := a.peak.Load(); ahead > p && !a.peak.CompareAndSwap(p, ahead); p = a.peak.Load() {
-	}
+	raise(&a.peak, ahead)
 }
 
 // Taken counts n records dedup took in (or a too-late gate routed away);
@@ -123,8 +122,7 @@ func (a *ReadAhead) Taken(n int, watermarkBefore int64) {
 	}
 	a.taken.Add(int64(n))
 	a.lastTaken.Store(a.now().UnixMilli())
-	for f := a.frontier.Load(); watermarkBefore > f && !a.frontier.CompareAndSwap(f, watermarkBefore); f = a.frontier.Load() {
-	}
+	raise(&a.frontier, watermarkBefore)
 }
 
 // Horizon is the partition watermark at which a source stops reading: lead
@@ -186,4 +184,10 @@ func (a *ReadAhead) Room(budget, call int, lead time.Duration, watermark int64, 
 	}
 	a.past.Add(1)
 	return true
+}
+
+// raise sets x to v if v is larger.
+func raise(x *atomic.Int64, v int64) {
+	for old := x.Load(); v > old && !x.CompareAndSwap(old, v); old = x.Load() {
+	}
 }
