@@ -3,10 +3,10 @@ package sinks
 import (
 	"context"
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"time"
 
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // sealedBatch is a flush's rows bound to a stream and offset. It is stored in

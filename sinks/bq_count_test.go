@@ -2,11 +2,12 @@ package sinks
 
 import (
 	"context"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // countingAppender counts Storage Write API calls per table and keeps no

@@ -2,13 +2,14 @@ package sinks
 
 import (
 	"context"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
+
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // currentOf reads the stored current row of each key in keys.

@@ -2,7 +2,6 @@ package sinks
 
 import (
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"os"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // appendTables are written through the Storage Write API; the others by DML.

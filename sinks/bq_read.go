@@ -2,13 +2,14 @@ package sinks
 
 import (
 	"context"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"math/big"
 	"slices"
 	"strings"
 	"time"
 
 	"cloud.google.com/go/bigquery"
+
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // keyRun is one key of the write step in one process: its state (st) and

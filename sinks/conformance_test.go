@@ -2,13 +2,13 @@ package sinks
 
 import (
 	"context"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // versioned is what the conformance tests need of a versioned sink: SQLite

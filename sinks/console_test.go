@@ -3,11 +3,11 @@ package sinks
 import (
 	"bytes"
 	"context"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"strings"
 	"testing"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 func TestConsole(t *testing.T) {

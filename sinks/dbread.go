@@ -2,12 +2,12 @@ package sinks
 
 import (
 	"context"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // database is what the SQL sinks (SQLite, BigQuery) answer alike; dbReader

@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // JSONL file names, one per table (hourly_revenue.jsonl holds the changelog).

@@ -3,13 +3,13 @@ package sinks
 import (
 	"context"
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // latestReader is what the live page reads of a sink: the latest audit

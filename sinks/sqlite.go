@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/revenue-stream/hourly/sinks/sink"
 
 	// Pure-Go SQLite: the default sink must build without cgo.
 	_ "modernc.org/sqlite"

@@ -5,11 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 

@@ -2,9 +2,10 @@ package sinks
 
 import (
 	"database/sql"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"slices"
 	"strings"
+
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // The SQLite form of the table contract: times as RFC 3339 TEXT, money as

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // Multi-row statements (prefix, tuples, suffix) save the per-call cost of

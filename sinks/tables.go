@@ -2,12 +2,12 @@ package sinks
 
 import (
 	"fmt"
-	"github.com/revenue-stream/hourly/sinks/sink"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // The table contract of SPEC §5, written once: each table's columns, key and

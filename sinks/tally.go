@@ -3,9 +3,9 @@ package sinks
 import (
 	"context"
 	"errors"
-	"github.com/revenue-stream/hourly/sinks/sink"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // Tally counts the rows the reads give: jsonl reads its files whole anyway.
