@@ -60,7 +60,9 @@ func TestReadAheadBound(t *testing.T) {
 	// The horizon (flow.Lead: 8 h 10 min with the defaults, 1,021 events of
 	// the deep log's 125 an hour) holds the sources to well under what they
 	// read with a lead longer than the log. Not to the lead's share: about
-	// 20,000 records wait at the peak (issue #26 notes it, unexplained).
+	// 20,000 records wait at the peak, because records taken at the read
+	// front (too-late ones, batches the gate passes on) move the frontier
+	// (docs/performance.md, "The horizon").
 	c := gen.Demo()
 	c.Events, c.Span = events, 20*24*time.Hour
 	deep := filepath.Join(t.TempDir(), "deep")
