@@ -128,7 +128,7 @@ type readerReport struct {
 }
 
 func (w *readerWatch) reports() map[string]readerReport {
-	m := w.jf.metrics(context.Background())
+	m := w.jf.metrics(context.Background(), liveLook)
 	if m == nil {
 		return nil
 	}
