@@ -27,7 +27,7 @@ type batch struct {
 	hour   string
 	name   string // "": every payload was blank, nothing to archive
 	lines  [][]byte
-	side   []sideEntry
+	side   []rawlog.SidecarEntry
 	ackIDs []string
 	pulled time.Time
 	err    error // not archived within the limit: the call fails
@@ -340,7 +340,7 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 			continue
 		}
 		b.lines = append(b.lines, line)
-		b.side = append(b.side, sideEntry{ID: m.GetMessage().GetMessageId(), Publish: m.GetMessage().GetPublishTime().AsTime().UnixMilli(), Backlog: backlog})
+		b.side = append(b.side, rawlog.SidecarEntry{ID: m.GetMessage().GetMessageId(), Publish: m.GetMessage().GetPublishTime().AsTime().UnixMilli(), Backlog: backlog})
 	}
 	p.mu.Lock()
 	p.seq++

@@ -235,7 +235,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			return 0, false, fmt.Errorf("pubsub archive re-emit: %s: %w", name, err)
 		}
 		// Archive line N's message id is on sidecar line N, else the file position.
-		pos, entry := rawlog.Position(r.store.part, name, l.No), sideEntry{}
+		pos, entry := rawlog.Position(r.store.part, name, l.No), rawlog.SidecarEntry{}
 		if l.No <= len(side) && side[l.No-1].ID != "" {
 			entry = side[l.No-1]
 			pos = rawlog.IDPosition(entry.ID)

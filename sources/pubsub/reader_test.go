@@ -375,7 +375,7 @@ func TestStoreLayout(t *testing.T) {
 		}
 		a, b := makeObjectName("2026-11-04T10", 2, "zz"), makeObjectName("2026-11-04T11", 10, "aa")
 		for _, n := range []string{b, a} {
-			if err := st.write(ctx, n, [][]byte{[]byte("x " + n)}, []sideEntry{{ID: "id-" + n, Publish: 5, Backlog: n == a}}); err != nil {
+			if err := st.write(ctx, n, [][]byte{[]byte("x " + n)}, []rawlog.SidecarEntry{{ID: "id-" + n, Publish: 5, Backlog: n == a}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -392,7 +392,7 @@ func TestStoreLayout(t *testing.T) {
 		}
 		data, _ := io.ReadAll(rc)
 		rc.Close()
-		if string(data) != "x "+a+"\n" || len(side) != 1 || side[0] != (sideEntry{ID: "id-" + a, Publish: 5, Backlog: true}) {
+		if string(data) != "x "+a+"\n" || len(side) != 1 || side[0] != (rawlog.SidecarEntry{ID: "id-" + a, Publish: 5, Backlog: true}) {
 			t.Errorf("%s: read %q %+v", root, data, side)
 		}
 		if _, ok := filepath.Abs(root); ok == nil && files.IsLocal(root) {
