@@ -139,10 +139,13 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.StopProcessing(), err
 	}
 	switch {
-	case out == sdfread.Lost || out == sdfread.Stopped:
+	case out == sdfread.Lost:
 		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	case stopping:
+		metrics.Counter(metrics.StoppedCalls).Inc(ctx, 1)
 		return sdfread.Continue(sdfread.Stopped, f.Opts.PollInterval), nil
+	case out == sdfread.Stopped:
+		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	case out == sdfread.Finished:
 		if rt.TryClaim(r.rest) {
 			f.finish(partition)
