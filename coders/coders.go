@@ -93,29 +93,42 @@ func DecodeRecord(b []byte) (model.Record, error) {
 	return Done(v, &r, "record")
 }
 
-func writeEvent(w *Writer, v *model.Event) {
+// writeEvent writes an event; in a batch (prev not nil), with dims, partition, position and the
+// ref's path front-coded against the previous event's (one partition's events share long prefixes).
+func writeEvent(w *Writer, v, prev *model.Event) {
+	var p model.Event
+	if prev != nil {
+		p = *prev
+	}
+	batch := prev != nil
 	w.String(v.EventID)
 	w.Varint(v.EventTime)
 	w.String(v.UserID)
 	w.Varint(v.AmountMicros)
-	w.String(v.Dims)
+	w.frontIf(batch, p.Dims, v.Dims)
 	w.Fixed64(v.Fingerprint)
-	w.String(v.Partition)
-	w.String(v.Position)
+	w.frontIf(batch, p.Partition, v.Partition)
+	w.frontIf(batch, p.Position, v.Position)
 	w.Bytes(v.Payload)
-	writeRef(w, v.Ref, "")
+	writeRef(w, v.Ref, p.Ref.Path)
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
 	w.Bool(v.AfterEnd)
 	w.Varint(v.PipelineWatermark)
 }
 
-func readEvent(r *Reader) model.Event {
+// readEvent reads what writeEvent wrote with the same prev.
+func readEvent(r *Reader, prev *model.Event) model.Event {
+	var p model.Event
+	if prev != nil {
+		p = *prev
+	}
+	batch := prev != nil
 	return model.Event{
 		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
-		Dims: r.String(), Fingerprint: r.Fixed64(), Partition: r.String(), Position: r.String(),
-		Payload: r.Bytes(), Ref: readRef(r, ""), ReadAt: r.Varint(), WatermarkBefore: r.Varint(), AfterEnd: r.Bool(),
-		PipelineWatermark: r.Varint(),
+		Dims: r.frontIf(batch, p.Dims), Fingerprint: r.Fixed64(), Partition: r.frontIf(batch, p.Partition),
+		Position: r.frontIf(batch, p.Position), Payload: r.Bytes(), Ref: readRef(r, p.Ref.Path), ReadAt: r.Varint(),
+		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(), PipelineWatermark: r.Varint(),
 	}
 }
 
@@ -133,14 +146,14 @@ func readRef(r *Reader, prev string) model.LineRef {
 // EncodeEvent encodes a validated event.
 func EncodeEvent(v model.Event) []byte {
 	w := Writer{B: make([]byte, 0, 64+len(v.Payload))}
-	writeEvent(&w, &v)
+	writeEvent(&w, &v, nil)
 	return w.B
 }
 
 // DecodeEvent is the inverse of EncodeEvent.
 func DecodeEvent(b []byte) (model.Event, error) {
 	r := Reader{B: b}
-	return Done(readEvent(&r), &r, "event")
+	return Done(readEvent(&r, nil), &r, "event")
 }
 
 // EncodeEventBatch encodes a shard batch.
@@ -149,7 +162,7 @@ func EncodeEventBatch(v model.EventBatch) []byte {
 	w.Uvarint(uint64(len(v.Events)))
 	var prev model.Event
 	for i := range v.Events {
-		writeBatchEvent(&w, &v.Events[i], &prev)
+		writeEvent(&w, &v.Events[i], &prev)
 		prev = v.Events[i]
 	}
 	w.Uvarint(uint64(len(v.Windows)))
@@ -159,41 +172,13 @@ func EncodeEventBatch(v model.EventBatch) []byte {
 	return w.B
 }
 
-// writeBatchEvent is writeEvent with dims, partition and position front-coded
-// against the previous event's (one partition's events share long prefixes).
-func writeBatchEvent(w *Writer, v, prev *model.Event) {
-	w.String(v.EventID)
-	w.Varint(v.EventTime)
-	w.String(v.UserID)
-	w.Varint(v.AmountMicros)
-	w.FrontString(prev.Dims, v.Dims)
-	w.Fixed64(v.Fingerprint)
-	w.FrontString(prev.Partition, v.Partition)
-	w.FrontString(prev.Position, v.Position)
-	w.Bytes(v.Payload)
-	writeRef(w, v.Ref, prev.Ref.Path)
-	w.Varint(v.ReadAt)
-	w.Varint(v.WatermarkBefore)
-	w.Bool(v.AfterEnd)
-	w.Varint(v.PipelineWatermark)
-}
-
-func readBatchEvent(r *Reader, prev *model.Event) model.Event {
-	return model.Event{
-		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
-		Dims: r.FrontString(prev.Dims), Fingerprint: r.Fixed64(), Partition: r.FrontString(prev.Partition),
-		Position: r.FrontString(prev.Position), Payload: r.Bytes(), Ref: readRef(r, prev.Ref.Path), ReadAt: r.Varint(),
-		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(), PipelineWatermark: r.Varint(),
-	}
-}
-
 func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	r := Reader{B: b}
 	n := r.Count(1)
 	v := model.EventBatch{Events: make([]model.Event, 0, n)}
 	var prev model.Event
 	for i := 0; i < n && r.Err == nil; i++ {
-		prev = readBatchEvent(&r, &prev)
+		prev = readEvent(&r, &prev)
 		v.Events = append(v.Events, prev)
 	}
 	m := r.Count(1)

@@ -43,6 +43,15 @@ func (w *Writer) FrontString(prev, s string) {
 	w.String(s[n:])
 }
 
+// frontIf writes s front-coded against prev in a batch, else plainly.
+func (w *Writer) frontIf(batch bool, prev, s string) {
+	if batch {
+		w.FrontString(prev, s)
+	} else {
+		w.String(s)
+	}
+}
+
 // Bool appends one byte.
 func (w *Writer) Bool(b bool) {
 	if b {
@@ -154,6 +163,14 @@ func (r *Reader) FrontString(prev string) string {
 	b.WriteString(prev[:n])
 	b.Write(suffix)
 	return b.String()
+}
+
+// frontIf reads what Writer.frontIf wrote.
+func (r *Reader) frontIf(batch bool, prev string) string {
+	if batch {
+		return r.FrontString(prev)
+	}
+	return r.String()
 }
 
 // Bool reads one byte.

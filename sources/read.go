@@ -83,18 +83,16 @@ func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
 
 func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, partition string,
 	emit func(beam.EventTime, model.Record), progress func(beam.EventTime, model.Checkpoint)) (sdf.ProcessContinuation, error) {
-	rest, ok := rt.GetRestriction().(restriction)
-	if !ok {
-		return sdf.StopProcessing(), fmt.Errorf("source partition %q: restriction of type %T", partition, rt.GetRestriction())
-	}
-	if rest.Closed {
-		f.finish(partition)
-		return sdf.StopProcessing(), nil
-	}
-	stopping := f.stop.Stopped()
-	if stopping && !f.Opts.Follow {
-		// Read nothing, never finish (see StopSignal).
-		return sdf.ResumeProcessingIn(f.Opts.PollInterval), nil
+	stopping := false
+	rest, done, pc, err := sdfread.Begin[restriction](rt, fmt.Sprintf("source partition %q", partition), func() bool {
+		stopping = f.stop.Stopped()
+		return stopping && !f.Opts.Follow // a follower's last pass reads on
+	}, f.Opts.PollInterval)
+	if done {
+		if rest.Closed {
+			f.finish(partition)
+		}
+		return pc, err
 	}
 	wm := watermark.Resume(f.Opts.Watermark, rest.State).Watermark()
 	holds := true
@@ -141,10 +139,13 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.StopProcessing(), err
 	}
 	switch {
-	case out == sdfread.Lost || out == sdfread.Stopped:
+	case out == sdfread.Lost:
 		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	case stopping:
+		metrics.Counter(metrics.StoppedCalls).Inc(ctx, 1)
 		return sdfread.Continue(sdfread.Stopped, f.Opts.PollInterval), nil
+	case out == sdfread.Stopped:
+		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	case out == sdfread.Finished:
 		if rt.TryClaim(r.rest) {
 			f.finish(partition)

@@ -87,24 +87,25 @@ func newCommand() *command {
 }
 
 // parse reads the command line; a value's error names its flag.
-func (c *command) parse(args []string) error {
+func parse(args []string) (*command, error) {
+	c := newCommand()
 	if err := c.fs.Parse(args); err != nil {
-		return err
+		return c, err
 	}
 	rng, err := reconcile.ParseRange(c.from, c.to, c.date)
 	if err != nil {
-		return err
+		return c, err
 	}
 	c.o.Range = rng
 	if len(c.o.Segments) == 0 {
 		c.o.Segments = c.o.Event.Dimensions
 	}
-	return nil
+	return c, nil
 }
 
 // usage prints --help: the flags by group, each with its default.
-func (c *command) usage(w io.Writer) {
-	c.fs.WriteHelp(w, `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]
+func usage(w io.Writer) error {
+	return newCommand().fs.WriteHelp(w, `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]
 
 Replays a raw log with the stream's rules and prints, for the current settings and candidate
 values, what each would do; then the smallest settings meeting the targets, as cmd/launch flags.`)

@@ -22,15 +22,12 @@ const (
 
 // Main runs cmd/advise with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	c := newCommand()
-	return cli.Main(cli.Command{
-		Name:  "advise",
-		Parse: c.parse,
-		Usage: func(stdout, _ io.Writer) { c.usage(stdout) },
-		Validate: func() (slog.Level, error) {
-			return c.logLevel, c.o.Validate()
-		},
-		Run: func(ctx context.Context, stdout io.Writer) (int, error) {
+	return cli.Main(cli.Command[*command]{
+		Name:     "advise",
+		Parse:    parse,
+		Usage:    usage,
+		Validate: func(c *command) (slog.Level, error) { return c.logLevel, c.o.Validate() },
+		Run: func(ctx context.Context, c *command, stdout io.Writer) (int, error) {
 			a, err := Run(ctx, c.o, stdout)
 			if err != nil {
 				return ExitError, err

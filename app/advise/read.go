@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/revenue-stream/hourly/event"
-	"github.com/revenue-stream/hourly/internal/files"
 	_ "github.com/revenue-stream/hourly/internal/files/gcs" // gs:// paths
 	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/model"
@@ -276,26 +275,21 @@ func fillArrivals(recs []rec) (missing int64) {
 // sidecar reads the Pub/Sub archive's sidecar of the file being scanned.
 type sidecar struct {
 	file    string // partition/file of entries
-	entries []pubsub.SidecarEntry
+	entries []rawlog.SidecarEntry
 }
 
 // entry is the sidecar entry at a file position, nil when the sidecar has none.
-func (s *sidecar) entry(dir, pos string) (*pubsub.SidecarEntry, error) {
+func (s *sidecar) entry(dir, pos string) (*rawlog.SidecarEntry, error) {
 	part, file, line, ok := rawlog.ParsePosition(pos)
 	if !ok {
 		return nil, nil
 	}
 	if key := part + "/" + file; key != s.file {
-		s.file, s.entries = key, nil
-		f, err := files.Open(context.Background(), files.Join(rawlog.PartitionDir(dir, part), rawlog.SidecarName(file)), 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+		entries, err := rawlog.ReadSidecar(context.Background(), rawlog.PartitionDir(dir, part), file)
 		if err != nil {
 			return nil, fmt.Errorf("pubsub archive sidecar of %s: %w", key, err)
 		}
-		s.entries = pubsub.ReadSidecar(f)
-		f.Close()
+		s.file, s.entries = key, entries
 	}
 	if line-1 < len(s.entries) {
 		return &s.entries[line-1], nil

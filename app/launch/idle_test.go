@@ -119,6 +119,16 @@ func watchReaders(t *testing.T) *readerWatch {
 	return &readerWatch{jf: jf}
 }
 
+// counter is the job's counter n as the job service reports it (0: not yet).
+func (w *readerWatch) counter(n metrics.Name) int64 {
+	m := w.jf.metrics(context.Background(), liveLook)
+	if m == nil {
+		return 0
+	}
+	named, _, _ := metrics.Named(*m, metrics.Namespace)
+	return named[string(n)]
+}
+
 // readerReport is what a partition's reader reported in its last call that
 // has ended.
 type readerReport struct {
@@ -128,7 +138,7 @@ type readerReport struct {
 }
 
 func (w *readerWatch) reports() map[string]readerReport {
-	m := w.jf.metrics(context.Background())
+	m := w.jf.metrics(context.Background(), liveLook)
 	if m == nil {
 		return nil
 	}

@@ -77,7 +77,7 @@ func (j *job) cancel(ctx context.Context) error {
 func (j *job) close() { j.conn.Close() }
 
 // jobFigures reads the running job's metrics from its job service, wherever the workers run: for
-// the live views (figures) and the sealer (reading).
+// the live views (figures), the sealer (reading) and the graceful stop (which cancels it too).
 type jobFigures struct {
 	name string
 
@@ -85,9 +85,12 @@ type jobFigures struct {
 	j  *job
 }
 
+// liveLook bounds one look of the live views and the sealer at the job's metrics.
+const liveLook = 2 * time.Second
+
 // figures is a live.FiguresFunc.
 func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
-	m := f.metrics(ctx)
+	m := f.metrics(ctx, liveLook)
 	if m == nil {
 		return live.Figures{}, false
 	}
@@ -96,18 +99,21 @@ func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
 
 // reading reads the job's counters (ok false: the job service did not answer).
 func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
-	m := f.metrics(ctx)
+	m := f.metrics(ctx, liveLook)
 	if m == nil {
 		return reading{}, false
 	}
 	return readingOf(*m), true
 }
 
-// metrics reads the job's metrics (nil: no answer), finding the job once; until it is submitted,
-// it is looked for again at each call.
-func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
+// metrics reads the job's metrics within timeout (0: ctx's; nil: no answer), finding the job once;
+// until it is submitted, it is looked for again at each call.
+func (f *jobFigures) metrics(ctx context.Context, timeout time.Duration) *metrics.Results {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	f.mu.Lock()
 	if f.j == nil {
 		f.j, _ = findJob(ctx, *jobopts.Endpoint, f.name)
@@ -119,6 +125,13 @@ func (f *jobFigures) metrics(ctx context.Context) *metrics.Results {
 	}
 	m, _ := j.metrics(ctx)
 	return m
+}
+
+// found is the job once a look has found it (nil: not yet).
+func (f *jobFigures) found() *job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.j
 }
 
 func (f *jobFigures) close() {

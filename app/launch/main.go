@@ -21,16 +21,12 @@ const (
 
 // Main runs the command with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	var o Options
-	return cli.Main(cli.Command{
-		Name: "launch",
-		Parse: func(args []string) (err error) {
-			o, err = Parse(args)
-			return err
-		},
-		Usage:    func(stdout, _ io.Writer) { Usage(stdout) },
-		Validate: func() (slog.Level, error) { return o.LogLevel, nil },
-		Run: func(ctx context.Context, stdout io.Writer) (int, error) {
+	return cli.Main(cli.Command[Options]{
+		Name:     "launch",
+		Parse:    Parse,
+		Usage:    Usage,
+		Validate: func(o Options) (slog.Level, error) { return o.LogLevel, nil },
+		Run: func(ctx context.Context, o Options, stdout io.Writer) (int, error) {
 			_, err := Run(ctx, o, stdout)
 			var cfg *ConfigError
 			switch {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -54,6 +55,7 @@ func TestProcessGracefulStop(t *testing.T) {
 	o.QuietPeriod = 3 * time.Second
 	control := filepath.Join(dir, controlName)
 
+	readers := watchReaders(t)
 	job := runInBackground(t, o)
 	ws := ms("2026-11-04T10:00:00Z")
 	waitForRow(t, o.Sink.Path, "ON_TIME", func(r model.Row) bool { return r.WindowStart == ws && r.State == model.OnTime })
@@ -67,9 +69,11 @@ func TestProcessGracefulStop(t *testing.T) {
 	job.stop()
 	stopped := time.Now()
 	waitUntil(t, 10*time.Second, "the stop object", func() bool { return len(stopObjects(t, control)) == 1 })
-	// Every reader has looked again after a poll interval (100ms); Z
-	// would move the watermark to 12:20, past the close of [10:00, 11:00).
-	time.Sleep(500 * time.Millisecond)
+	// A reader call after the stop has ended (a committed counter, set in
+	// the worker process): every later call of the partition sees the stop
+	// and reads no other file. Z would move the watermark to 12:20, past the
+	// close of [10:00, 11:00).
+	waitUntil(t, 30*time.Second, "a reader call after the stop", func() bool { return readers.counter(metrics.StoppedCalls) > 0 })
 	appendFile(t, dir, "000003.jsonl", purchase("Z", "2026-11-04T12:30:00Z", "u5", "3"))
 
 	var r runResult

@@ -225,7 +225,7 @@ wait:
 			if o.Streaming() {
 				drainInFlight(o.Pipeline.WithDefaults(), drained)
 			}
-			got, settled, unsettled = stop(o, name, r.signal, done, hardCancel)
+			got, settled, unsettled = stop(o, jf, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
 			if rd, ok := jf.reading(ctx); ok {
@@ -266,7 +266,7 @@ wait:
 
 // stop is the graceful stop: readers stop, the output settles, the job is cancelled through the
 // job service; its context is cancelled only if that fails or the job does not end in time.
-func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
+func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
 	// Each reader sees the request within a poll interval and stops without finishing its
 	// restriction; a filesystem that hangs must not hold the stop.
 	ctx := context.Background()
@@ -281,12 +281,6 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 		"request", signal.Path(), "quiet", o.quietPeriod(), "at_most", o.StopTimeout)
 	deadline := stopAt.Add(max(o.StopTimeout, 2*o.quietPeriod()))
 
-	var j *job
-	defer func() {
-		if j != nil {
-			j.close()
-		}
-	}()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	var (
@@ -301,16 +295,11 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 			return r, false, "the job ended during the stop" // on its own, or failed
 		case <-tick.C:
 		}
-		if j == nil {
-			j, _ = findJob(ctx, *jobopts.Endpoint, name) // retried: the job may not be submitted yet
-		}
-		drained := true // unknown without counters
-		if j != nil {
-			if m, err := j.metrics(ctx); err == nil {
-				r := readingOf(*m)
-				drained, proven = writes.observe(time.Now(), r)
-				read, committed = true, committed || r.committed
-			}
+		drained := true // unknown without counters; the job is looked for until it is submitted
+		if m := jf.metrics(ctx, 0); m != nil {
+			r := readingOf(*m)
+			drained, proven = writes.observe(time.Now(), r)
+			read, committed = true, committed || r.committed
 		}
 		last := later(sinks.LastWrite(), writes.changed)
 		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
@@ -336,7 +325,7 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 	}
 	settled = settled && unsettled == ""
 
-	if j != nil {
+	if j := jf.found(); j != nil {
 		if err := j.cancel(ctx); err != nil {
 			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
 			hardCancel()

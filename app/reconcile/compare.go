@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/triggers"
 )
 
 // Classifications of reconcile_diffs (SPEC §5).
@@ -156,21 +155,18 @@ func (c Comparison) Metrics() map[string]int64 {
 	return m
 }
 
-// CompareInput is what Compare needs besides the totals.
+// CompareInput is what Compare needs: the comparison step's settings (its Sink unused), the
+// totals and what the step read of the sink.
 type CompareInput struct {
+	CompareSettings
 	// Recomputed is the raw log's total per key (Result.Totals).
 	Recomputed map[Key]Totals
 	// Rows are the sink's current rows (Compare selects); Unreadable's keys are not compared.
 	Rows       []model.Row
 	Unreadable []Unreadable
-	Range      Range
-	// Triggers gives the window size and allowed lateness.
-	Triggers triggers.Policy
 	// FinalHorizon is the latest window_end of a FINAL row (HasHorizon: there is one).
 	FinalHorizon int64
 	HasHorizon   bool
-	// ToleranceMicros is --tolerance.
-	ToleranceMicros int64
 }
 
 // closed says the stream has closed a window: a FINAL row ending at H closes every window ending by

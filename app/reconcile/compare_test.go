@@ -37,10 +37,9 @@ func TestCompare(t *testing.T) {
 			final(7, 0, 0),
 			final(8, 10, 1), // no raw events: outside the default scope
 		},
-		Triggers:        policy,
+		CompareSettings: reconcile.CompareSettings{Triggers: policy, ToleranceMicros: 5},
 		FinalHorizon:    h(9), // FINAL rows up to window_end 09:00
 		HasHorizon:      true,
-		ToleranceMicros: 5,
 	}
 	c := reconcile.Compare(in)
 	var got []string

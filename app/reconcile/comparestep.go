@@ -24,9 +24,11 @@ const MetricWindowDeltaMicros = "window_delta_micros_abs"
 // CompareSettings are the comparison step's serialised configuration.
 type CompareSettings struct {
 	// Sink is opened by the step on the worker, so it must be reachable from there.
-	Sink            sink.Spec
-	Range           Range
-	Triggers        triggers.Policy
+	Sink  sink.Spec
+	Range Range
+	// Triggers gives the window size and allowed lateness.
+	Triggers triggers.Policy
+	// ToleranceMicros is --tolerance.
 	ToleranceMicros int64
 }
 
@@ -116,13 +118,6 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 		unreadable = append(unreadable, Unreadable{Table: e.Table, WindowStart: e.WindowStart, Dims: e.Dims, Column: e.Column,
 			Reason: e.Err.Error()})
 	}
-	return CompareInput{
-		Rows:            rows,
-		Unreadable:      unreadable,
-		Range:           f.Range,
-		Triggers:        f.Triggers,
-		FinalHorizon:    horizon,
-		HasHorizon:      hasHorizon,
-		ToleranceMicros: f.ToleranceMicros,
-	}, nil
+	return CompareInput{CompareSettings: f.CompareSettings, Rows: rows, Unreadable: unreadable,
+		FinalHorizon: horizon, HasHorizon: hasHorizon}, nil
 }

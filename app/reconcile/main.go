@@ -11,16 +11,12 @@ import (
 // Main runs cmd/reconcile with args (without the program name) and returns its SPEC §6 exit code;
 // a bad flag is one line on stderr before any work.
 func Main(args []string, stdout, stderr io.Writer) int {
-	var o Options
-	return cli.Main(cli.Command{
-		Name: "reconcile",
-		Parse: func(args []string) (err error) {
-			o, err = Parse(args)
-			return err
-		},
-		Usage:    func(stdout, _ io.Writer) { Usage(stdout) },
-		Validate: func() (slog.Level, error) { return o.LogLevel, o.Validate() },
-		Run: func(ctx context.Context, stdout io.Writer) (int, error) {
+	return cli.Main(cli.Command[Options]{
+		Name:     "reconcile",
+		Parse:    Parse,
+		Usage:    Usage,
+		Validate: func(o Options) (slog.Level, error) { return o.LogLevel, o.Validate() },
+		Run: func(ctx context.Context, o Options, stdout io.Writer) (int, error) {
 			if o.DryRun != "" {
 				if err := DryRun(ctx, o, stdout); err != nil {
 					return ExitError, err

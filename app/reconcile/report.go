@@ -53,13 +53,14 @@ func NewReport(o Outcome) Report {
 		OpenDiffering:    len(o.Open),
 		Metrics:          o.Counters,
 		MetricsSource:    MetricsFromCounters,
+		MetricsNote:      "Beam counters of the pipeline's comparison step, as the runner reported them",
 		Namespace:        Namespace,
 		MetricNames:      MetricNames,
 		Diffs:            []report.Diff{},
 		Open:             []report.Diff{},
 	}
 	if !o.CountersFromRunner {
-		r.MetricsSource = MetricsFromComparison
+		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
 		if r.Metrics == nil { // an Outcome Run did not make
 			r.Metrics = o.Comparison.Metrics()
 		}
@@ -77,7 +78,6 @@ func NewReport(o Outcome) Report {
 	for _, d := range bySize(o.Open) {
 		r.Open = append(r.Open, reportDiff(d))
 	}
-	r.MetricsNote = metricsNote(r)
 	return r
 }
 
@@ -164,14 +164,6 @@ func WriteSummary(w io.Writer, o Outcome) error {
 func streamTerms(s Stats) string {
 	return fmt.Sprintf("%s, as the stream counts them (its too-late gate comes before dedup: too_late = %d ids + %d duplicate + %d conflicting copies judged too late)",
 		s.StreamCounts().Identity(), s.TooLateIDs, s.DuplicatesTooLate, s.ConflictingTooLate)
-}
-
-// metricsNote says where a report's metrics come from.
-func metricsNote(r Report) string {
-	if r.MetricsSource == MetricsFromCounters {
-		return "Beam counters of the pipeline's comparison step, as the runner reported them"
-	}
-	return "computed from the comparison: the runner reported no counters"
 }
 
 // metricsLine renders "reconcile.name=value ..." in MetricNames order.

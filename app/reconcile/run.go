@@ -79,17 +79,11 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if o.DryRun != "" {
 		return Outcome{}, DryRun(ctx, o, os.Stdout) // it validates o
 	}
-	if err := o.Validate(); err != nil {
-		return Outcome{}, err
-	}
 	out := Outcome{Options: o, Started: time.Now().UTC()}
-	out.RunID = cmp.Or(o.RunID, NewRunID(out.Started))
-
-	parts, err := checkSource(o.Source)
+	set, err := out.plan(true)
 	if err != nil {
 		return Outcome{}, err
 	}
-	out.Partitions = parts
 	st, err := OpenStore(ctx, o.Sink)
 	if err != nil {
 		return Outcome{}, err
@@ -98,15 +92,13 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
-	set := o.Settings
-	set.Now = cmp.Or(o.Now, out.Started)
 	conflicts, tooLate, future, err := streamEvidence(ctx, st, o.Source)
 	if err != nil {
 		return Outcome{}, err
 	}
 	set.StreamFuture = future
 
-	if err := recompute(ctx, &out, parts, set, conflicts, tooLate); err != nil {
+	if err := recompute(ctx, &out, set, conflicts, tooLate); err != nil {
 		return Outcome{}, err
 	}
 	if u := out.Stats.Unterminated; len(u) > 0 {
@@ -144,6 +136,33 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	return out, nil
 }
 
+// plan validates the run's options and settles what a run and a dry run share: the run's id, the
+// recomputation's settings and the raw log's partitions (listed only when list is set).
+func (out *Outcome) plan(list bool) (Settings, error) {
+	o := out.Options
+	if err := o.Validate(); err != nil {
+		return Settings{}, err
+	}
+	out.RunID = cmp.Or(o.RunID, NewRunID(out.Started))
+	set := o.Settings
+	set.Now = cmp.Or(o.Now, out.Started)
+	if !list {
+		return set, nil
+	}
+	if err := files.CheckDir(context.Background(), o.Source); err != nil {
+		return set, fmt.Errorf("--source %s: %w", o.Source, err)
+	}
+	parts, err := rawlog.ListPartitions(o.Source)
+	if err != nil {
+		return set, fmt.Errorf("--source %s: %w", o.Source, err)
+	}
+	if len(parts) == 0 {
+		return set, fmt.Errorf("--source %s: no partitions (the folder holds no raw-log files)", o.Source)
+	}
+	out.Partitions = parts
+	return set, nil
+}
+
 // resolveNamed rewrites in place the stream's named positions ("pubsub:<message id>") to the raw
 // log's file positions through the archive's id sidecars; an unknown one stays as it is.
 func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLate, future []string) error {
@@ -174,21 +193,6 @@ func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLat
 		slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
 	}
 	return nil
-}
-
-// checkSource lists the raw log's partitions, refusing a folder without any.
-func checkSource(dir string) ([]string, error) {
-	if err := files.CheckDir(context.Background(), dir); err != nil {
-		return nil, fmt.Errorf("--source %s: %w", dir, err)
-	}
-	parts, err := rawlog.ListPartitions(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--source %s: %w", dir, err)
-	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("--source %s: no partitions (the folder holds no raw-log files)", dir)
-	}
-	return parts, nil
 }
 
 // OpenStore opens the sink Options.Validate accepted: a SQLite file, which must exist (opening
@@ -232,8 +236,7 @@ func streamEvidence(ctx context.Context, st Store, source string) (
 }
 
 // recompute builds and runs the pipeline and reads its result and metrics into out.
-func recompute(ctx context.Context, out *Outcome, parts []string, set Settings,
-	conflicts []model.Conflict, tooLate []model.TooLate) error {
+func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []model.Conflict, tooLate []model.TooLate) error {
 	o := out.Options
 	dir := o.WorkDir
 	if dir == "" {
@@ -245,7 +248,7 @@ func recompute(ctx context.Context, out *Outcome, parts []string, set Settings,
 		dir = tmp
 	}
 	path := resultPath(dir, out.RunID)
-	p, _, err := graph(ctx, o, parts, set, conflicts, tooLate, path)
+	p, _, err := graph(ctx, o, out.Partitions, set, conflicts, tooLate, path)
 	if err != nil {
 		return err
 	}
@@ -317,24 +320,16 @@ func graph(ctx context.Context, o Options, parts []string, set Settings, conflic
 // DryRun writes the checked proto of the pipeline Run would submit to o.DryRun. It contacts no
 // service: no sink, no bucket listing, no work dir.
 func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
-	if err := o.Validate(); err != nil {
+	out := Outcome{Options: o, Started: time.Now().UTC()}
+	set, err := out.plan(files.IsLocal(o.Source))
+	if err != nil {
 		return err
-	}
-	set := o.Settings
-	set.Now = cmp.Or(o.Now, time.Now().UTC())
-	runID := cmp.Or(o.RunID, NewRunID(set.Now))
-	var parts []string
-	if files.IsLocal(o.Source) {
-		var err error
-		if parts, err = checkSource(o.Source); err != nil {
-			return err
-		}
 	}
 	dir := o.WorkDir
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "reconcile-dry-run")
 	}
-	_, pb, err := graph(ctx, o, parts, set, nil, nil, resultPath(dir, runID))
+	_, pb, err := graph(ctx, o, out.Partitions, set, nil, nil, resultPath(dir, out.RunID))
 	if err != nil {
 		return err
 	}

@@ -19,36 +19,38 @@ import (
 // line on stderr, nothing run.
 const ExitUsage = 2
 
-// Command is the shape every command shares: flags parsed, beam.Init, settings validated, our
-// logger, a context the first SIGINT/SIGTERM cancels, the work, an exit code.
-type Command struct {
+// Command is the shape every command shares over its options O: flags parsed, beam.Init,
+// settings validated, our logger, a context the first SIGINT/SIGTERM cancels, the work, an exit
+// code.
+type Command[O any] struct {
 	// Name prefixes the one-line errors ("launch: ...").
 	Name string
 	// Parse reads the flags; flag.ErrHelp asks for Usage.
-	Parse func(args []string) error
+	Parse func(args []string) (O, error)
 	// Usage prints the help for --help (exit 0).
-	Usage func(stdout, stderr io.Writer)
+	Usage func(stdout io.Writer) error
 	// Validate checks the parsed settings after beam.Init and returns the log level.
-	Validate func() (slog.Level, error)
+	Validate func(O) (slog.Level, error)
 	// Run does the work and returns the exit code; an error is printed as one line.
-	Run func(ctx context.Context, stdout io.Writer) (int, error)
+	Run func(ctx context.Context, o O, stdout io.Writer) (int, error)
 }
 
 // Main runs c with args (without the program name) and returns its exit code.
-func Main(c Command, args []string, stdout, stderr io.Writer) int {
+func Main[O any](c Command[O], args []string, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "%s: %s\n", c.Name, OneLine(err))
 		return code
 	}
-	if err := c.Parse(args); errors.Is(err, flag.ErrHelp) {
-		c.Usage(stdout, stderr)
+	o, err := c.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c.Usage(stdout)
 		return 0
 	} else if err != nil {
 		return fail(ExitUsage, err)
 	}
 	// As a worker, Init never returns: it comes before our settings are checked.
 	beam.Init()
-	level, err := c.Validate()
+	level, err := c.Validate(o)
 	if err != nil {
 		return fail(ExitUsage, err)
 	}
@@ -62,7 +64,7 @@ func Main(c Command, args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		cancel()
 	}()
-	code, err := c.Run(ctx, stdout)
+	code, err := c.Run(ctx, o, stdout)
 	if err != nil {
 		return fail(code, err)
 	}

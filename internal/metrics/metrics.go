@@ -39,8 +39,11 @@ const (
 	// DedupElements counts the batches the dedup step took in (docs/capacity.md).
 	DedupElements Name = "dedup_elements"
 	// WindowFanOuts counts window announcements (transforms.AnnounceWindows).
-	WindowFanOuts          Name = "dedup_window_fanouts"
-	PartitionsDiscovered   Name = "partitions_discovered" // folders found after the start
+	WindowFanOuts        Name = "dedup_window_fanouts"
+	PartitionsDiscovered Name = "partitions_discovered" // folders found after the start
+	// StoppedCalls counts a following folder reader's calls after it saw the graceful stop: each
+	// reads its current file to the end at most, and no other file.
+	StoppedCalls           Name = "source_stopped_calls"
 	DedupCacheEvictions    Name = "dedup_cache_evictions"
 	RevisionMarkersExpired Name = "revision_markers_expired"
 	// RevisionSeedRows counts the sink rows the revision step loaded at start.

@@ -1,7 +1,6 @@
 package pubsub
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -49,52 +47,6 @@ func archiveLine(payload []byte) []byte {
 	return out
 }
 
-// sideEntry is what the id sidecar keeps for each archive line: the message
-// id (position "pubsub:<id>"), publish time and backlog flag (backlog.go),
-// so a replay gives every record the stream's position and WatermarkBefore.
-type sideEntry struct {
-	ID      string
-	Publish int64 // epoch ms
-	Backlog bool
-}
-
-// SidecarEntry is one line of an archive object's sidecar, for offline
-// readers (the advisor's arrival clock).
-type SidecarEntry = sideEntry
-
-// ReadSidecar reads a sidecar's entries in line order (entry N is the
-// object's line N). A torn last line, never acknowledged, is left out.
-func ReadSidecar(r io.Reader) []SidecarEntry {
-	var side []sideEntry
-	br := bufio.NewReader(r)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return side // the end, or a torn last line
-		}
-		side = append(side, parseSideEntry(strings.TrimSuffix(line, "\n")))
-	}
-}
-
-// encode is the sidecar line: "<id>\t<publish ms>[\tB]" (rawlog reads the
-// text before the first TAB as the id).
-func (e sideEntry) encode(b []byte) []byte {
-	b = append(b, e.ID...)
-	b = append(b, '\t')
-	b = strconv.AppendInt(b, e.Publish, 10)
-	if e.Backlog {
-		b = append(b, "\tB"...)
-	}
-	return append(b, '\n')
-}
-
-func parseSideEntry(line string) sideEntry {
-	id, rest, _ := strings.Cut(line, "\t")
-	pub, flag, _ := strings.Cut(rest, "\t")
-	ms, _ := strconv.ParseInt(pub, 10, 64)
-	return sideEntry{ID: id, Publish: ms, Backlog: flag == "B"}
-}
-
 // objectName is "<YYYY-MM-DDTHH>-<seq>-<token>.jsonl": the UTC hour of the
 // pull and the shard's 12-digit sequence number, which never go back, so
 // lexical order is emission order, and the attempt's random token, so two
@@ -120,7 +72,7 @@ func parseObjectName(name string) (hour string, seq int64, ok bool) {
 // store is one shard's part of the archive: immutable objects, each written
 // once, whole, by one pull, through internal/files (GCS has no appends). An object
 // is a raw-log file with a hidden sidecar (rawlog.SidecarName) holding a
-// sideEntry per line, written first: an object that exists has its sidecar.
+// rawlog.SidecarEntry per line, written first: an object that exists has its sidecar.
 type store struct {
 	dir  string // the partition folder: <archive>/<partition>
 	part string
@@ -155,13 +107,13 @@ func putFile(ctx context.Context, path string, data []byte) error {
 }
 
 // write stores one object and its sidecar durably.
-func (s *store) write(ctx context.Context, name string, lines [][]byte, side []sideEntry) error {
+func (s *store) write(ctx context.Context, name string, lines [][]byte, side []rawlog.SidecarEntry) error {
 	if len(lines) != len(side) {
 		return fmt.Errorf("pubsub archive: %d lines but %d sidecar entries", len(lines), len(side))
 	}
 	var sb []byte
 	for _, e := range side {
-		sb = e.encode(sb)
+		sb = e.Append(sb)
 	}
 	if err := s.put(ctx, files.Join(s.dir, rawlog.SidecarName(name)), sb); err != nil {
 		return err
@@ -201,12 +153,8 @@ func (s *store) list(ctx context.Context, after string) ([]string, error) {
 
 // read opens an object at byte offset, with its sidecar's entries (none
 // when the sidecar is missing: the records then get file positions).
-func (s *store) read(ctx context.Context, name string, offset int64) (io.ReadCloser, []sideEntry, error) {
-	var side []sideEntry
-	if sr, err := files.Open(ctx, files.Join(s.dir, rawlog.SidecarName(name)), 0); err == nil {
-		side = ReadSidecar(sr)
-		sr.Close()
-	}
+func (s *store) read(ctx context.Context, name string, offset int64) (io.ReadCloser, []rawlog.SidecarEntry, error) {
+	side, _ := rawlog.ReadSidecar(ctx, s.dir, name)
 	path := files.Join(s.dir, name)
 	if offset > 0 {
 		if size, err := files.Size(ctx, path); err == nil && size < offset {

@@ -149,7 +149,8 @@ func archived(t *testing.T, dir string) (lines []string, ids []string) {
 		}
 		if s := strings.TrimSuffix(string(side), "\n"); s != "" {
 			for _, l := range strings.Split(s, "\n") {
-				ids = append(ids, parseSideEntry(l).ID)
+				id, _, _ := strings.Cut(l, "\t")
+				ids = append(ids, id)
 			}
 		}
 	}

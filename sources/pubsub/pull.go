@@ -27,7 +27,7 @@ type batch struct {
 	hour   string
 	name   string // "": every payload was blank, nothing to archive
 	lines  [][]byte
-	side   []sideEntry
+	side   []rawlog.SidecarEntry
 	ackIDs []string
 	pulled time.Time
 	err    error // not archived within the limit: the call fails
@@ -209,7 +209,7 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 			}
 			r.fault(faults.PubSubAfterEmit)
 		}
-		if r.stop() || r.emitted >= r.o.MaxPerCall || r.now().Sub(start) >= r.budget {
+		if _, end := r.ended(start); end {
 			p.finish()
 		}
 	}
@@ -229,12 +229,12 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 		r.rest.Pending.Subscription = subscriptionBacklog(pulled, r.now().Sub(pullStart),
 			time.Duration(p.waitedMs.Load())*time.Millisecond, p.timed.Load())
 	}
-	switch {
-	case r.stop():
+	switch out, end := r.ended(start); {
+	case out == sdfread.Stopped && end:
 		return sdfread.Stopped, nil
 	case p.retry.Load() && r.emitted == 0:
 		return sdfread.Retry, nil
-	case p.caughtUp.Load() && r.emitted < r.o.MaxPerCall && r.now().Sub(start) < r.budget:
+	case p.caughtUp.Load() && !end:
 		return sdfread.CaughtUp, nil
 	}
 	return sdfread.Budget, nil
@@ -340,7 +340,7 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 			continue
 		}
 		b.lines = append(b.lines, line)
-		b.side = append(b.side, sideEntry{ID: m.GetMessage().GetMessageId(), Publish: m.GetMessage().GetPublishTime().AsTime().UnixMilli(), Backlog: backlog})
+		b.side = append(b.side, rawlog.SidecarEntry{ID: m.GetMessage().GetMessageId(), Publish: m.GetMessage().GetPublishTime().AsTime().UnixMilli(), Backlog: backlog})
 	}
 	p.mu.Lock()
 	p.seq++

@@ -69,15 +69,9 @@ func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, key readerKey, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
-	rest, ok := rt.GetRestriction().(restriction)
-	if !ok {
-		return sdf.StopProcessing(), fmt.Errorf("pubsub source %s: restriction of type %T", key, rt.GetRestriction())
-	}
-	if rest.Closed {
-		return sdf.StopProcessing(), nil
-	}
-	if f.stop.Stopped() { // pull nothing, never finish (sources.StopSignal)
-		return sdf.ResumeProcessingIn(f.Opts.PollInterval), nil
+	rest, done, pc, err := sdfread.Begin[restriction](rt, fmt.Sprintf("pubsub source %s", key), f.stop.Stopped, f.Opts.PollInterval)
+	if done {
+		return pc, err
 	}
 
 	st, err := openStore(f.Opts.ArchiveDir, rest.Shard)

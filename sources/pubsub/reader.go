@@ -220,7 +220,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 	r.watch.waitOn(replaySeq, waitEmit)
 	lr := rawlog.NewReaderAt(rc, r.o.Event.MaxLine, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line})
 	for {
-		if out, end := sdfread.Ended(r.stop(), r.emitted, r.o.MaxPerCall, r.now().Sub(start), r.budget); end {
+		if out, end := r.ended(start); end {
 			return out, false, nil
 		}
 		l, err := lr.Next()
@@ -235,7 +235,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			return 0, false, fmt.Errorf("pubsub archive re-emit: %s: %w", name, err)
 		}
 		// Archive line N's message id is on sidecar line N, else the file position.
-		pos, entry := rawlog.Position(r.store.part, name, l.No), sideEntry{}
+		pos, entry := rawlog.Position(r.store.part, name, l.No), rawlog.SidecarEntry{}
 		if l.No <= len(side) && side[l.No-1].ID != "" {
 			entry = side[l.No-1]
 			pos = rawlog.IDPosition(entry.ID)
@@ -253,6 +253,11 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 		r.emitted++
 		r.c.replayed.Add(1)
 	}
+}
+
+// ended says whether the call begun at start must end before its next record, and why.
+func (r *reader) ended(start time.Time) (sdfread.Outcome, bool) {
+	return sdfread.Ended(r.stop(), r.emitted, r.o.MaxPerCall, r.now().Sub(start), r.budget)
 }
 
 // watchStalls checks the call for a stall every tick until stop is called

@@ -53,6 +53,12 @@ func newPlainReader(t *testing.T, e *emulator, dir string) *plainReader {
 	return &plainReader{e: e, st: st, rest: newRestriction(0, time.Now().UnixMilli())}
 }
 
+// aheadBy is a reader clock d ahead of the real one: what the reader pulls has waited d longer
+// since its publish time (the emulator's clock) than it has.
+func aheadBy(d time.Duration) func() time.Time {
+	return func() time.Time { return time.Now().Add(d) }
+}
+
 // call runs one ProcessElement's worth of reading and returns its outcome.
 func (p *plainReader) call(ctx context.Context) (sdfread.Outcome, *reader, error) {
 	r := newReader(p.rest, Options{Watermark: testPolicy, Event: event.DefaultConfig()})
@@ -323,12 +329,16 @@ func TestBacklogHoldsWatermark(t *testing.T) {
 			at := time.UnixMilli(w10 + int64(i)*60_000).UTC().Format(time.RFC3339)
 			e.publish(purchase(fmt.Sprint("E", i), at, "1"))
 		}
-		time.Sleep(1200 * time.Millisecond) // the backlog ages past BacklogAge
 		p := newPlainReader(t, e, dir)
-		p.tweak = func(r *reader) { r.o.BacklogAge, r.o.PullBatch, r.o.Pullers, r.o.MaxHeld = backlogAge, 10, 2, 20 }
+		opts := func(r *reader) { r.o.BacklogAge, r.o.PullBatch, r.o.Pullers, r.o.MaxHeld = backlogAge, 10, 2, 20 }
+		p.tweak = func(r *reader) {
+			opts(r)
+			r.now = aheadBy(1200 * time.Millisecond) // the backlog has aged past BacklogAge
+		}
 		p.drain(t)
-		// A fresh message ends the backlog.
+		// A fresh message, pulled on the real clock, ends the backlog.
 		e.publish(purchase("F", "2026-11-04T13:05:00Z", "1"))
+		p.tweak = opts
 		p.drain(t)
 		// Rule (a) with an allowed lateness of 0: a record is too late when
 		// its window's end is at or before its WatermarkBefore.
@@ -375,7 +385,7 @@ func TestStoreLayout(t *testing.T) {
 		}
 		a, b := makeObjectName("2026-11-04T10", 2, "zz"), makeObjectName("2026-11-04T11", 10, "aa")
 		for _, n := range []string{b, a} {
-			if err := st.write(ctx, n, [][]byte{[]byte("x " + n)}, []sideEntry{{ID: "id-" + n, Publish: 5, Backlog: n == a}}); err != nil {
+			if err := st.write(ctx, n, [][]byte{[]byte("x " + n)}, []rawlog.SidecarEntry{{ID: "id-" + n, Publish: 5, Backlog: n == a}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -392,7 +402,7 @@ func TestStoreLayout(t *testing.T) {
 		}
 		data, _ := io.ReadAll(rc)
 		rc.Close()
-		if string(data) != "x "+a+"\n" || len(side) != 1 || side[0] != (sideEntry{ID: "id-" + a, Publish: 5, Backlog: true}) {
+		if string(data) != "x "+a+"\n" || len(side) != 1 || side[0] != (rawlog.SidecarEntry{ID: "id-" + a, Publish: 5, Backlog: true}) {
 			t.Errorf("%s: read %q %+v", root, data, side)
 		}
 		if _, ok := filepath.Abs(root); ok == nil && files.IsLocal(root) {

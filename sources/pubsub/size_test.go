@@ -78,10 +78,12 @@ func TestSizeFollowsTheBacklog(t *testing.T) {
 		msgs = append(msgs, purchase(fmt.Sprint("E", i), "2026-11-04T10:15:00Z", "1"))
 	}
 	e.publish(msgs...)
-	time.Sleep(500 * time.Millisecond) // the messages wait in the subscription
 
 	p := newPlainReader(t, e, dir)
-	small := func(r *reader) { r.o.MaxPerCall, r.o.PullBatch, r.o.Pullers, r.o.MaxHeld = 10, 10, 1, 10 }
+	small := func(r *reader) {
+		r.o.MaxPerCall, r.o.PullBatch, r.o.Pullers, r.o.MaxHeld = 10, 10, 1, 10
+		r.now = aheadBy(500 * time.Millisecond) // the messages have waited in the subscription
+	}
 	p.tweak = small
 	out, _, err := p.call(context.Background())
 	if err != nil || out != sdfread.Budget {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 
 	"github.com/revenue-stream/hourly/internal/files"
@@ -60,8 +61,14 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 		}
 		pdir := PartitionDir(dir, part)
 		for _, name := range names {
-			if err := resolveFile(files.Join(pdir, SidecarName(name)), part, name, want, out); err != nil {
+			side, err := ReadSidecar(context.Background(), pdir, name)
+			if err != nil {
 				return nil, err
+			}
+			for i, e := range side {
+				if pos, ok := want[e.ID]; ok {
+					out[pos] = Position(part, name, i+1)
+				}
 			}
 			if len(out) == len(want) {
 				return out, nil
@@ -71,24 +78,48 @@ func ResolveIDPositions(dir string, positions []string) (map[string]string, erro
 	return out, nil
 }
 
-func resolveFile(path, part, name string, want, out map[string]string) error {
-	f, err := files.Open(context.Background(), path, 0)
+// SidecarEntry is what an id sidecar keeps for each line of its file: the source's id (position
+// IDPosition(ID)), and for the Pub/Sub archive the publish time and backlog flag, so a replay
+// gives every record the stream's position and WatermarkBefore.
+type SidecarEntry struct {
+	ID      string
+	Publish int64 // epoch ms
+	Backlog bool
+}
+
+// Append appends the entry's sidecar line: "<id>\t<publish ms>[\tB]".
+func (e SidecarEntry) Append(b []byte) []byte {
+	b = append(b, e.ID...)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, e.Publish, 10)
+	if e.Backlog {
+		b = append(b, "\tB"...)
+	}
+	return append(b, '\n')
+}
+
+// ReadSidecar reads the entries of the sidecar of file in the partition folder pdir, entry N for
+// the file's line N; none when the file has none. A torn last line, whose line in the file was
+// never acknowledged, is left out.
+func ReadSidecar(ctx context.Context, pdir, file string) ([]SidecarEntry, error) {
+	f, err := files.Open(ctx, files.Join(pdir, SidecarName(file)), 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // a file without a sidecar names no ids
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("rawlog: %w", err)
+		return nil, fmt.Errorf("rawlog: sidecar of %s: %w", file, err)
 	}
 	defer f.Close()
+	var side []SidecarEntry
 	br := bufio.NewReader(f)
-	for line := 1; ; line++ {
-		id, err := br.ReadString('\n')
+	for {
+		line, err := br.ReadString('\n')
 		if err != nil {
-			return nil // the end, or a torn last line: its archive line was never acknowledged
+			return side, nil // the end, or a torn last line
 		}
-		id, _, _ = strings.Cut(strings.TrimSuffix(id, "\n"), "\t")
-		if pos, ok := want[id]; ok {
-			out[pos] = Position(part, name, line)
-		}
+		id, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+		pub, flag, _ := strings.Cut(rest, "\t")
+		ms, _ := strconv.ParseInt(pub, 10, 64)
+		side = append(side, SidecarEntry{ID: id, Publish: ms, Backlog: flag == "B"})
 	}
 }

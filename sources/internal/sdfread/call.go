@@ -1,6 +1,7 @@
 package sdfread
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -35,6 +36,22 @@ func Continue(out Outcome, poll time.Duration) sdf.ProcessContinuation {
 		return sdf.ResumeProcessingIn(max(poll, time.Second))
 	}
 	return sdf.ResumeProcessingIn(0)
+}
+
+// Begin is the start of both readers' calls: the restriction to read, or (done) how the call ends
+// instead: a restriction of another type fails it, a closed one stops it, and while held (a
+// graceful stop) it reads nothing and resumes after poll, never finishing (sources.StopSignal).
+func Begin[R Checkpointable[R]](rt *sdf.LockRTracker, what string, held func() bool, poll time.Duration) (rest R, done bool, pc sdf.ProcessContinuation, err error) {
+	rest, ok := rt.GetRestriction().(R)
+	switch {
+	case !ok:
+		return rest, true, sdf.StopProcessing(), fmt.Errorf("%s: restriction of type %T", what, rt.GetRestriction())
+	case rest.IsClosed():
+		return rest, true, sdf.StopProcessing(), nil
+	case held():
+		return rest, true, sdf.ResumeProcessingIn(poll), nil
+	}
+	return rest, false, nil, nil
 }
 
 // Emit outputs a stamped record at its WatermarkBefore, never its event
