@@ -101,15 +101,10 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 
 // measuredLateness is each valid record's exact event lateness (the stream's metric), sorted.
 func measuredLateness(l *replayLog) []int64 {
-	parts := make([]*watermark.Partition, len(l.Partitions))
-	for i := range parts {
-		parts[i] = watermark.NewPartition(watermark.Policy{IdleTimeout: never}, 0)
-	}
 	var values []int64
-	for _, r := range l.recs {
-		before := parts[r.part].Observe(r.et, r.valid, 0)
-		if r.valid {
-			values = append(values, delay.Lateness(r.et, before, 0))
+	for i, before := range ownWatermarks(l, watermark.Policy{IdleTimeout: never}) {
+		if l.recs[i].valid {
+			values = append(values, delay.Lateness(l.recs[i].et, before, 0))
 		}
 	}
 	slices.Sort(values)
