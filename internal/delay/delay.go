@@ -5,6 +5,7 @@ package delay
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -85,6 +86,43 @@ func NearestRank(counts []int64, p int) (i int, ok bool) {
 // Rank is the nearest rank (1-based) of the p-th percentile (0 < p <= 100) among n > 0 values:
 // ceil(n * p / 100), at least 1.
 func Rank(n int64, p int) int64 { return max((n*int64(p)+99)/100, 1) }
+
+// Exact is an exact distribution of delays (ms): the distinct values, ascending, and how often
+// each occurred. The advisor keeps every delay; the run report quantises them first (report's
+// TraceFolder).
+type Exact struct{ Values, Counts []int64 }
+
+// ExactOf counts values, sorting them in place.
+func ExactOf(values []int64) Exact {
+	slices.Sort(values)
+	var e Exact
+	for i, v := range values {
+		if i == 0 || v != values[i-1] {
+			e.Values, e.Counts = append(e.Values, v), append(e.Counts, 0)
+		}
+		e.Counts[len(e.Counts)-1]++
+	}
+	return e
+}
+
+// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the delays, 0 when there are
+// none.
+func (e Exact) Percentile(p int) int64 {
+	i, ok := NearestRank(e.Counts, p)
+	if !ok {
+		return 0
+	}
+	return e.Values[i]
+}
+
+// Buckets counts the delays in Buckets.
+func (e Exact) Buckets() []int64 {
+	out := make([]int64, len(Buckets))
+	for i, v := range e.Values {
+		out[Index(v)] += e.Counts[i]
+	}
+	return out
+}
 
 // Histogram is one delay metric read back from its bucket counters.
 type Histogram struct {
