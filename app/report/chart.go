@@ -257,15 +257,14 @@ type revenueBar struct {
 	Title      string
 }
 
-func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
-	if len(hs) == 0 {
+func newRevenueChart(ws []windowView) *revenueChart {
+	if len(ws) == 0 {
 		return nil
 	}
 	c := &revenueChart{frame: frame{Width: 1120, Height: 210, Left: 110, Top: 26, Right: 1104, Bottom: 182}}
 	var lo, hi int64
-	for _, h := range hs {
-		last := h.Revisions[len(h.Revisions)-1]
-		lo, hi = min(lo, last.RevenueMicros), max(hi, last.RevenueMicros)
+	for _, w := range ws {
+		lo, hi = min(lo, w.RevenueMicros), max(hi, w.RevenueMicros)
 	}
 	if hi == lo {
 		hi = lo + 1_000_000
@@ -276,22 +275,21 @@ func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
 		c.YTicks = append(c.YTicks, tick{num(y(v)), Count(v / 1_000_000)})
 	}
 	c.Zero = num(y(0))
-	slot := c.PlotW() / float64(len(hs))
-	every := max(1, int(math.Ceil(float64(len(hs))/16)))
-	for i, h := range hs {
-		last := h.Revisions[len(h.Revisions)-1]
+	slot := c.PlotW() / float64(len(ws))
+	every := max(1, int(math.Ceil(float64(len(ws))/16)))
+	for i, w := range ws {
 		x0 := c.Left + slot*float64(i)
-		y0, y1 := y(0), y(last.RevenueMicros)
+		y0, y1 := y(0), y(w.RevenueMicros)
 		// A few windows must not make slabs: bars stay at most 36 wide.
-		w := min(max(slot*0.8, 1), 36)
+		bw := min(max(slot*0.8, 1), 36)
 		c.Bars = append(c.Bars, revenueBar{
-			X: num(x0 + (slot-w)/2), W: num(w),
+			X: num(x0 + (slot-bw)/2), W: num(bw),
 			Y: num(min(y0, y1)), H: num(math.Abs(y0 - y1)),
-			Class: stateClass(last.State),
-			Title: ws[i].Window + " " + ws[i].Dims + ": " + model.FormatMicros(last.RevenueMicros) + " " + last.State.String(),
+			Class: stateClass(w.State),
+			Title: w.Label + " " + w.Dims + ": " + w.Revenue + " " + w.State,
 		})
 		if i%every == 0 {
-			t := time.UnixMilli(h.WindowStart).UTC()
+			t := time.UnixMilli(w.StartMs).UTC()
 			label := t.Format("15:04")
 			if i == 0 || t.Hour() == 0 && t.Minute() == 0 {
 				label = t.Format("Jan 02 15:04")
