@@ -38,10 +38,7 @@ type Figures struct {
 type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
 
 // Setting is one setting shown in the header.
-type Setting struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+type Setting = report.Figure
 
 // Revision is one accepted snapshot of a window (report.NewWindow builds it).
 type Revision = report.Revision
