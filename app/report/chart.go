@@ -111,7 +111,7 @@ func niceStep(span, n float64) float64 {
 // multiples lists the multiples of step in [lo, hi]: an axis's ticks.
 func multiples(lo, hi, step int64) []int64 {
 	var out []int64
-	for v := lo - mod(lo, step); v <= hi; v += step {
+	for v := lo / step * step; v <= hi; v += step { // from the multiple toward zero
 		if v >= lo {
 			out = append(out, v)
 		}
@@ -149,14 +149,6 @@ func timeTicks(lo, hi int64, n int, pos func(int64) string) []tick {
 		out = append(out, tick{pos(t), time.UnixMilli(t).UTC().Format(layout)})
 	}
 	return out
-}
-
-func mod(a, b int64) int64 {
-	m := a % b
-	if m < 0 {
-		m += b
-	}
-	return m
 }
 
 // histChart is the delay histogram on a log count axis, so rare long delays stay visible.
