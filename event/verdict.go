@@ -14,15 +14,6 @@ const (
 	TooLate
 )
 
-var verdictNames = [...]string{"", "counted", "duplicate", "conflict", "too_late"}
-
-func (v Verdict) String() string {
-	if int(v) < len(verdictNames) && v != 0 {
-		return verdictNames[v]
-	}
-	return "unknown"
-}
-
 // Seen is what an in-order replay (the oracle, the advisor) remembers of one
 // event_id: whether a copy was counted, and its fingerprint. The zero value is
 // an id never seen or forgotten.

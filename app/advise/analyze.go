@@ -61,14 +61,12 @@ type Distribution struct {
 	Buckets []int64 `json:"delay_buckets"`
 }
 
-// newDistribution summarises sorted values.
+// newDistribution summarises values, sorting them in place.
 func newDistribution(values []int64) Distribution {
-	d := Distribution{Count: int64(len(values)), Buckets: make([]int64, len(delay.Buckets))}
-	for _, v := range values {
-		d.Buckets[delay.Index(v)]++
-	}
+	e := delay.ExactOf(values)
+	d := Distribution{Count: int64(len(values)), Buckets: e.Buckets()}
 	if len(values) > 0 {
-		d.P50, d.P90, d.P95, d.P99 = nearestRank(values, 50), nearestRank(values, 90), nearestRank(values, 95), nearestRank(values, 99)
+		d.P50, d.P90, d.P95, d.P99 = e.Percentile(50), e.Percentile(90), e.Percentile(95), e.Percentile(99)
 		d.Max = values[len(values)-1]
 	}
 	return d
@@ -87,7 +85,7 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 		Settings: o.flags(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout, o.Triggers.AllowedLateness, o.RetentionOrDefault())}
 	values := measuredLateness(l)
 	a.Lateness = newDistribution(values)
-	an := analysis{l: l, o: o, a: a, pctBounds: percentileBounds(values, o.Try.LatenessPercentiles)}
+	an := analysis{l: l, o: o, a: a, pctBounds: percentileBounds(delay.ExactOf(values), o.Try.LatenessPercentiles)}
 	if err := an.run(ctx); err != nil {
 		return nil, err
 	}
@@ -99,20 +97,14 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 	return a, nil
 }
 
-// measuredLateness is each valid record's exact event lateness (the stream's metric), sorted.
+// measuredLateness is each valid record's exact event lateness (the stream's metric).
 func measuredLateness(l *replayLog) []int64 {
-	parts := make([]*watermark.Partition, len(l.Partitions))
-	for i := range parts {
-		parts[i] = watermark.NewPartition(watermark.Policy{IdleTimeout: never}, 0)
-	}
 	var values []int64
-	for _, r := range l.recs {
-		before := parts[r.part].Observe(r.et, r.valid, 0)
-		if r.valid {
-			values = append(values, delay.Lateness(r.et, before, 0))
+	for i, before := range ownWatermarks(l, watermark.Policy{IdleTimeout: never}) {
+		if l.recs[i].valid {
+			values = append(values, delay.Lateness(l.recs[i].et, before, 0))
 		}
 	}
-	slices.Sort(values)
 	return values
 }
 
@@ -184,11 +176,11 @@ func (an *analysis) run(ctx context.Context) error {
 }
 
 // percentileBounds are the bounds at the measured lateness's percentiles, rounded up to a minute.
-func percentileBounds(sorted []int64, ps []int) []time.Duration {
+func percentileBounds(lateness delay.Exact, ps []int) []time.Duration {
 	var out []time.Duration
 	m := time.Minute.Milliseconds()
 	for _, p := range ps {
-		if v := nearestRank(sorted, p); len(sorted) > 0 {
+		if v := lateness.Percentile(p); len(lateness.Values) > 0 {
 			out = append(out, time.Duration((v+m-1)/m*m)*time.Millisecond)
 		}
 	}

@@ -61,9 +61,7 @@ func (an *analysis) retention() {
 			gapA = append(gapA, r.at-f.at)
 		}
 	}
-	slices.Sort(gapE)
-	slices.Sort(gapA)
-	st.GapEventTime, st.GapArrival = newDistribution(gapE), newDistribution(gapA)
+	st.GapEventTime, st.GapArrival = newDistribution(gapE), newDistribution(gapA) // sorts them
 	an.a.Copies = st
 
 	floor := tp.Window + tp.AllowedLateness

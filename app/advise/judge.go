@@ -1,7 +1,6 @@
 package advise
 
 import (
-	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
@@ -233,17 +232,8 @@ func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency
 		}
 		ds = append(ds, max(0, at-tp.WindowEnd(ws)))
 	}
-	slices.Sort(ds)
-	if len(ds) > 0 {
-		lt.P50, lt.P95, lt.Max = nearestRank(ds, 50), nearestRank(ds, 95), ds[len(ds)-1]
+	if e := delay.ExactOf(ds); len(ds) > 0 {
+		lt.P50, lt.P95, lt.Max = e.Percentile(50), e.Percentile(95), ds[len(ds)-1]
 	}
 	return lt
-}
-
-// nearestRank is the p-th percentile of sorted values, nearest rank (delay.Rank).
-func nearestRank(sorted []int64, p int) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[delay.Rank(int64(len(sorted)), p)-1]
 }

@@ -140,18 +140,15 @@ func newReader(o Options, l *replayLog) *reader {
 	r.intern(event.NoDims)
 	if len(o.Segments) > 0 || o.ArrivalField != "" {
 		c := o.Event
-		c.Dimensions = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(o.Segments), nonEmpty(o.ArrivalField)...))))
-		c.MaxAge = 0
+		c.Dimensions = slices.Clone(o.Segments)
+		if o.ArrivalField != "" {
+			c.Dimensions = append(c.Dimensions, o.ArrivalField)
+		}
+		slices.Sort(c.Dimensions)
+		c.Dimensions, c.MaxAge = slices.Compact(c.Dimensions), 0
 		r.side = &c
 	}
 	return r
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
 }
 
 func (r *reader) intern(seg string) uint32 {

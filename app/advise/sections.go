@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
@@ -108,10 +107,11 @@ func (a *Advice) boundSection() report.AdviceSection {
 	s := report.AdviceSection{Title: "Out-of-order bound (--ooo-bound)", TradeOff: true}
 	s.Lines = []string{fmt.Sprintf("with --idle-timeout=%s --allowed-lateness=%s; shares of events / of revenue; ON_TIME: processing time after the window end",
 		cli.FormatDuration(o.Watermark.IdleTimeout), cli.FormatDuration(o.Triggers.AllowedLateness))}
-	t := outcomeTable([]string{"bound", "on time", "late (LATE revisions)", "too late", "ON_TIME p50 / p95 / max"}, a.Bounds,
-		func(b Outcome) Duration { return b.Bound }, o.Watermark.OutOfOrderBound,
-		func(b Outcome, tot Tally) []string {
-			return []string{shares(b.Fates.OnTime, tot), shares(b.Fates.Late, tot), shares(b.Fates.TooLate, tot), b.OnTime.String()}
+	t := table([]string{"bound", "on time", "late (LATE revisions)", "too late", "ON_TIME p50 / p95 / max"}, a.Bounds,
+		func(b Outcome) bool { return b.Bound == Duration(o.Watermark.OutOfOrderBound) },
+		func(b Outcome) []string {
+			tot := b.Fates.Total()
+			return []string{b.Bound.String(), shares(b.Fates.OnTime, tot), shares(b.Fates.Late, tot), shares(b.Fates.TooLate, tot), b.OnTime.String()}
 		})
 	s.Tables = append(s.Tables, t, a.split("partition", a.Log.Partitions, func(b Outcome) []Fates { return b.ByPartition }, len(a.Log.Partitions)))
 	if len(o.Segments) > 0 {
@@ -120,14 +120,14 @@ func (a *Advice) boundSection() report.AdviceSection {
 	return s
 }
 
-// outcomeTable is one row per value tried, the current one marked.
-func outcomeTable(head []string, outs []Outcome, setting func(Outcome) Duration, current time.Duration, cells func(Outcome, Tally) []string) report.Table {
+// table is one row per value tried, the current one marked.
+func table[T any](head []string, rows []T, current func(T) bool, cells func(T) []string) report.Table {
 	t := report.Table{Head: head, Current: -1}
-	for i, o := range outs {
-		if setting(o) == Duration(current) {
+	for i, r := range rows {
+		if current(r) {
 			t.Current = i
 		}
-		t.Rows = append(t.Rows, append([]string{setting(o).String()}, cells(o, o.Fates.Total())...))
+		t.Rows = append(t.Rows, cells(r))
 	}
 	return t
 }
@@ -175,10 +175,11 @@ func (a *Advice) latenessSection() report.AdviceSection {
 	s := report.AdviceSection{Title: "Allowed lateness (--allowed-lateness)"}
 	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --idle-timeout=%s; too late is left to reconciliation (audited in too_late_events)",
 		cli.FormatDuration(o.Watermark.OutOfOrderBound), cli.FormatDuration(o.Watermark.IdleTimeout))}
-	t := outcomeTable([]string{"lateness", "late (LATE revisions)", "too late", "too late events", "too late revenue"}, a.LatenessTable,
-		func(r Outcome) Duration { return r.Lateness }, o.Triggers.AllowedLateness,
-		func(r Outcome, tot Tally) []string {
-			return []string{shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
+	t := table([]string{"lateness", "late (LATE revisions)", "too late", "too late events", "too late revenue"}, a.LatenessTable,
+		func(r Outcome) bool { return r.Lateness == Duration(o.Triggers.AllowedLateness) },
+		func(r Outcome) []string {
+			tot := r.Fates.Total()
+			return []string{r.Lateness.String(), shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
 		})
 	s.Tables = []report.Table{t}
 	return s
@@ -198,21 +199,18 @@ func (a *Advice) retentionSection() report.AdviceSection {
 			add("arrival after the first copy: p50 %s, p90 %s, p99 %s, max %s", report.Delay(g.P50), report.Delay(g.P90), report.Delay(g.P99), report.Delay(g.Max))
 		}
 	}
-	t := report.Table{Head: []string{"horizon", "id forgotten before a copy came", "copy later than it (arrival)", "counted twice", "revenue counted twice", "too late anyway (reconcile)"}, Current: -1}
-	for i, r := range a.Retention {
-		name := r.Retention.String()
-		if r.Refused {
-			name += " (refused)"
-		}
-		if r.Retention == Duration(o.RetentionOrDefault()) {
-			t.Current = i
-		}
-		arrival := "—"
-		if r.BeyondArrival >= 0 {
-			arrival = count(r.BeyondArrival)
-		}
-		t.Rows = append(t.Rows, []string{name, count(r.BeyondEventTime), arrival, count(r.DoubleCounted.Events), model.FormatMicros(r.DoubleCounted.RevenueMicros), count(r.ToReconcile)})
-	}
+	t := table([]string{"horizon", "id forgotten before a copy came", "copy later than it (arrival)", "counted twice", "revenue counted twice", "too late anyway (reconcile)"}, a.Retention,
+		func(r RetentionRow) bool { return r.Retention == Duration(o.RetentionOrDefault()) },
+		func(r RetentionRow) []string {
+			name, arrival := r.Retention.String(), "—"
+			if r.Refused {
+				name += " (refused)"
+			}
+			if r.BeyondArrival >= 0 {
+				arrival = count(r.BeyondArrival)
+			}
+			return []string{name, count(r.BeyondEventTime), arrival, count(r.DoubleCounted.Events), model.FormatMicros(r.DoubleCounted.RevenueMicros), count(r.ToReconcile)}
+		})
 	s.Tables = []report.Table{t}
 	return s
 }
@@ -237,13 +235,11 @@ func (a *Advice) idleSection() report.AdviceSection {
 		}
 		sl.Rows = append(sl.Rows, row)
 	}
-	t := report.Table{Head: []string{"timeout", "went idle", "came back with late data", "late by idleness", "too late by idleness", "ON_TIME p50 / p95 / max"}, Current: -1}
-	for i, r := range a.Idle {
-		if r.Idle == Duration(o.Watermark.IdleTimeout) {
-			t.Current = i
-		}
-		t.Rows = append(t.Rows, []string{r.Idle.String(), count(int64(r.Episodes)), count(int64(r.EpisodesWithLoss)), tally(r.LateByIdle), tally(r.TooLateByIdle), r.OnTime.String()})
-	}
+	t := table([]string{"timeout", "went idle", "came back with late data", "late by idleness", "too late by idleness", "ON_TIME p50 / p95 / max"}, a.Idle,
+		func(r IdleRow) bool { return r.Idle == Duration(o.Watermark.IdleTimeout) },
+		func(r IdleRow) []string {
+			return []string{r.Idle.String(), count(int64(r.Episodes)), count(int64(r.EpisodesWithLoss)), tally(r.LateByIdle), tally(r.TooLateByIdle), r.OnTime.String()}
+		})
 	s.Tables = []report.Table{sl, t}
 	return s
 }

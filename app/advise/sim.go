@@ -30,18 +30,13 @@ type sim struct {
 
 // replayWatermarks runs the watermark rules over the log in arrival order.
 func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim {
-	s := &sim{bound: p.OutOfOrderBound, idle: p.IdleTimeout, own: make([]int64, len(l.recs))}
+	s := &sim{bound: p.OutOfOrderBound, idle: p.IdleTimeout}
 	if l.clock == NoClock {
-		parts := make([]*watermark.Partition, len(l.Partitions))
-		for i := range parts {
-			parts[i] = watermark.NewPartition(p, 0)
-		}
-		for i, r := range l.recs {
-			s.own[i] = parts[r.part].Observe(r.et, r.valid, 0)
-		}
+		s.own = ownWatermarks(l, p)
 		s.pipe = s.own
 		return s
 	}
+	s.own = make([]int64, len(l.recs))
 	s.pipe, s.episode = make([]int64, len(l.recs)), make([]int32, len(l.recs))
 	c := newClockRun(l, p, tp)
 	for i, r := range l.recs {
@@ -60,6 +55,20 @@ func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim
 	c.advance(math.MaxInt64) // the log's end: idleness and processing time go on
 	s.onTime, s.episodes = c.onTimes(), c.episodes
 	return s
+}
+
+// ownWatermarks is each record's partition watermark before it (rule (a)), partitions replayed
+// one after another, without a clock.
+func ownWatermarks(l *replayLog, p watermark.Policy) []int64 {
+	parts := make([]*watermark.Partition, len(l.Partitions))
+	for i := range parts {
+		parts[i] = watermark.NewPartition(p, 0)
+	}
+	own := make([]int64, len(l.recs))
+	for i, r := range l.recs {
+		own[i] = parts[r.part].Observe(r.et, r.valid, 0)
+	}
+	return own
 }
 
 // clockRun is the replay with an arrival clock: every partition reports at every instant something

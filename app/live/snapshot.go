@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -39,59 +38,32 @@ type Figures struct {
 type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
 
 // Setting is one setting shown in the header.
-type Setting struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+type Setting = report.Figure
 
-// Revision is one accepted snapshot of a window.
-type Revision struct {
-	Revision int64  `json:"revision"`
-	State    string `json:"state"`
-	Revenue  string `json:"revenue"`
-	// RevenueMicros is Revenue in millionths of the currency.
-	RevenueMicros int64  `json:"revenue_micros"`
-	Count         int64  `json:"count"`
-	Writer        string `json:"writer,omitempty"`
-	Cause         string `json:"cause"` // Cause*
-	// AddedEvents and AddedRevenueMicros are the change from the previous revision.
-	AddedEvents        int64 `json:"added_events"`
-	AddedRevenueMicros int64 `json:"added_revenue_micros"`
-	// WrittenAt is the changelog's written_at, if the reader has it; AfterEndMs is WrittenAt − end.
-	WrittenAt   string `json:"written_at,omitempty"`
-	WrittenAtMs int64  `json:"written_at_ms,omitempty"`
-	AfterEndMs  *int64 `json:"written_after_end_ms,omitempty"`
-}
+// Revision is one accepted snapshot of a window (report.NewWindow builds it).
+type Revision = report.Revision
 
-// The causes of a revision (Revision.Cause), SPEC §4: EARLY, ON_TIME, LATE and FINAL rows, and a
-// reconcile --apply correction (writer reconcile:<run_id>).
+// The causes of a revision (Revision.Cause).
 const (
-	CauseEarlyTick = "early_tick"
-	CauseWatermark = "watermark"
-	CauseLateData  = "late_data"
-	CauseClosed    = "closed"
-	CauseReconcile = "reconcile"
+	CauseEarlyTick = report.CauseEarlyTick
+	CauseWatermark = report.CauseWatermark
+	CauseLateData  = report.CauseLateData
+	CauseClosed    = report.CauseClosed
+	CauseReconcile = report.CauseReconcile
 )
 
-// Window is one (window, dims) key's history, oldest first, Omitted revisions left out.
+// Window is one (window, dims) key's history, oldest first, its first two and last eight
+// revisions, with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end +
+// lateness).
 type Window struct {
-	Start         string     `json:"window_start"`
-	End           string     `json:"window_end"`
-	StartMs       int64      `json:"window_start_ms"`
-	EndMs         int64      `json:"window_end_ms"`
-	Dims          string     `json:"dims"`
-	State         string     `json:"state"`
-	Revenue       string     `json:"revenue"`
-	RevenueMicros int64      `json:"revenue_micros"`
-	Count         int64      `json:"count"`
-	Revision      int64      `json:"revision"`
-	Revisions     []Revision `json:"revisions"`
-	Omitted       int        `json:"omitted"`
-	// How far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end + lateness).
+	report.Window
 	OnTimeNeedsMs *int64 `json:"on_time_watermark_needs_ms,omitempty"`
 	CloseMs       *int64 `json:"close_ms,omitempty"`
 	FinalNeedsMs  *int64 `json:"final_watermark_needs_ms,omitempty"`
 }
+
+// liveTrim is the revisions a window shows: its first two and last eight.
+var liveTrim = report.Trim{Head: 2, Tail: 8}
 
 // Counter is one named count: a term of the conservation identity, rows of a state, a
 // partition's moves to idle.
@@ -401,7 +373,10 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	slices.Reverse(latest) // newest first
 	m.rows.windows, m.rows.keys, m.rows.written = nil, keys, written
 	for _, h := range latest {
-		m.rows.windows = append(m.rows.windows, window(h, at))
+		m.rows.windows = append(m.rows.windows, Window{Window: report.NewWindow(h, liveTrim, func(r model.Row) (time.Time, bool) {
+			t, ok := at[revKey{r.WindowStart, r.Dims, r.Revision}]
+			return t, ok
+		})})
 	}
 	return nil
 }
@@ -410,59 +385,4 @@ type revKey struct {
 	start    int64
 	dims     string
 	revision int64
-}
-
-const maxRevisions = 10 // shown per window
-
-// window is h as shown, with each revision's cause, change and write time.
-func window(h report.WindowHistory, at map[revKey]time.Time) Window {
-	w := Window{Start: model.FormatTime(h.WindowStart), End: model.FormatTime(h.WindowEnd), StartMs: h.WindowStart, EndMs: h.WindowEnd, Dims: h.Dims}
-	revs := make([]Revision, len(h.Revisions))
-	var prev model.Row // the revision before: from nothing for the first
-	for i, r := range h.Revisions {
-		v := Revision{Revision: r.Revision, State: r.State.String(), Revenue: model.FormatMicros(r.RevenueMicros), RevenueMicros: r.RevenueMicros,
-			Count: r.EventCount, Writer: writer(r.Writer), Cause: cause(r),
-			AddedEvents: r.EventCount - prev.EventCount, AddedRevenueMicros: r.RevenueMicros - prev.RevenueMicros}
-		if t, ok := at[revKey{h.WindowStart, h.Dims, r.Revision}]; ok {
-			after := t.UnixMilli() - h.WindowEnd
-			v.WrittenAt, v.WrittenAtMs, v.AfterEndMs = t.UTC().Format("2006-01-02T15:04:05.000Z"), t.UnixMilli(), &after
-		}
-		revs[i], prev = v, r
-	}
-	if len(revs) > maxRevisions {
-		w.Omitted = len(revs) - maxRevisions
-		revs = append(slices.Clip(revs[:2]), revs[len(revs)-(maxRevisions-2):]...)
-	}
-	w.Revisions = revs
-	if n := len(h.Revisions); n > 0 {
-		last := h.Revisions[n-1]
-		w.State, w.Revenue, w.RevenueMicros, w.Count, w.Revision = last.State.String(), model.FormatMicros(last.RevenueMicros), last.RevenueMicros, last.EventCount, last.Revision
-	}
-	return w
-}
-
-// cause is what made the job write r (see the Cause constants).
-func cause(r model.Row) string {
-	if strings.HasPrefix(r.Writer, "reconcile:") { // app/reconcile.Writer
-		return CauseReconcile
-	}
-	switch r.State {
-	case model.Early:
-		return CauseEarlyTick
-	case model.OnTime:
-		return CauseWatermark
-	case model.Late:
-		return CauseLateData
-	case model.Final:
-		return CauseClosed
-	}
-	return ""
-}
-
-// writer shows only writers other than the stream.
-func writer(w string) string {
-	if w == "stream" {
-		return ""
-	}
-	return w
 }

@@ -102,16 +102,9 @@ func mdAdvice(b *strings.Builder, a *Advice) {
 			if t.Caption != "" {
 				fmt.Fprintf(b, "%s\n\n", mdText(t.Caption))
 			}
-			head := make([]string, len(t.Head))
-			for i, h := range t.Head {
-				head[i] = mdCell(h)
-			}
-			fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(t.Head)))
+			fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(mdCells(t.Head), " | "), strings.Repeat("---|", len(t.Head)))
 			for k, r := range t.Rows {
-				cells := make([]string, len(r))
-				for i, c := range r {
-					cells[i] = mdCell(c)
-				}
+				cells := mdCells(r)
 				if k == t.Current && len(cells) > 0 {
 					cells[0] = "**" + cells[0] + "** (current)"
 				}
@@ -126,4 +119,13 @@ func mdAdvice(b *strings.Builder, a *Advice) {
 			fmt.Fprintf(b, "```\n%s\n```\n", s.Command)
 		}
 	}
+}
+
+// mdCells escapes a row's cells.
+func mdCells(row []string) []string {
+	out := make([]string, len(row))
+	for i, c := range row {
+		out[i] = mdCell(c)
+	}
+	return out
 }

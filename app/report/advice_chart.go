@@ -1,7 +1,6 @@
 package report
 
 import (
-	"math"
 	"strconv"
 	"strings"
 )
@@ -33,13 +32,7 @@ func newTradeOffChart(pts []TradeOffPoint) *tradeOffChart {
 	// A round top: 1, 2 or 5 times a power of ten percent.
 	scale := 1.0
 	if top > 0 {
-		scale = math.Pow(10, math.Ceil(math.Log10(top)))
-		for _, m := range []float64{0.2, 0.5} {
-			if top <= scale*m {
-				scale *= m
-				break
-			}
-		}
+		scale = niceStep(top, 1)
 	}
 	y := func(v float64) float64 { return c.Bottom - c.PlotH()*v/scale }
 	slot := c.PlotW() / float64(len(pts))

@@ -61,8 +61,9 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	x := func(rec int) float64 { return c.Left + c.PlotW()*float64(rec)/float64(records) }
 	y := func(ms int64) float64 { return c.Bottom - c.PlotH()*float64(ms-lo)/float64(hi-lo) }
 
-	for _, v := range niceInts(records, 5) {
-		c.XTicks = append(c.XTicks, tick{num(x(v)), Count(int64(v))})
+	// At most six ticks from 0 to records, the step a whole number.
+	for _, v := range multiples(0, int64(records), int64(max(1, niceStep(float64(records+1), 6)))) {
+		c.XTicks = append(c.XTicks, tick{num(x(int(v))), Count(v)})
 	}
 	c.YTicks = timeTicks(lo, hi, 5, func(ms int64) string { return num(y(ms)) })
 
@@ -90,24 +91,32 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	return c
 }
 
-// niceInts returns round values from 0 to top, about n+1, 1, 2 or 5 times a power of ten apart.
-func niceInts(top, n int) []int {
-	step := niceStep(top, n)
-	var out []int
-	for v := 0; v <= top; v += step {
-		out = append(out, v)
-	}
-	return out
-}
-
-func niceStep(top, n int) int {
-	for p := 1; ; p *= 10 {
-		for _, m := range []int{1, 2, 5} {
-			if top/(m*p) <= n {
-				return m * p
-			}
+// niceStep is the least of 1, 2 or 5 times a power of ten that cuts span into at most n steps: the
+// step of every numeric axis. Below 1 it divides, so that a step is the double nearest its decimal.
+func niceStep(span, n float64) float64 {
+	e := int(math.Floor(math.Log10(span / n)))
+	var step float64
+	for _, m := range []float64{1, 2, 5, 10} {
+		step = m * math.Pow10(e)
+		if e < 0 {
+			step = m / math.Pow10(-e)
+		}
+		if span/step <= n {
+			break
 		}
 	}
+	return step
+}
+
+// multiples lists the multiples of step in [lo, hi]: an axis's ticks.
+func multiples(lo, hi, step int64) []int64 {
+	var out []int64
+	for v := lo / step * step; v <= hi; v += step { // from the multiple toward zero
+		if v >= lo {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // timeSteps are the tick spacings an event-time axis may use.
@@ -136,22 +145,10 @@ func timeTicks(lo, hi int64, n int, pos func(int64) string) []tick {
 		layout = "Jan 02 15:04:05"
 	}
 	var out []tick
-	first := lo - mod(lo, step)
-	if first < lo {
-		first += step
-	}
-	for t := first; t <= hi; t += step {
+	for _, t := range multiples(lo, hi, step) {
 		out = append(out, tick{pos(t), time.UnixMilli(t).UTC().Format(layout)})
 	}
 	return out
-}
-
-func mod(a, b int64) int64 {
-	m := a % b
-	if m < 0 {
-		m += b
-	}
-	return m
 }
 
 // histChart is the delay histogram on a log count axis, so rare long delays stay visible.
@@ -252,40 +249,39 @@ type revenueBar struct {
 	Title      string
 }
 
-func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
-	if len(hs) == 0 {
+func newRevenueChart(ws []windowView) *revenueChart {
+	if len(ws) == 0 {
 		return nil
 	}
 	c := &revenueChart{frame: frame{Width: 1120, Height: 210, Left: 110, Top: 26, Right: 1104, Bottom: 182}}
 	var lo, hi int64
-	for _, h := range hs {
-		last := h.Revisions[len(h.Revisions)-1]
-		lo, hi = min(lo, last.RevenueMicros), max(hi, last.RevenueMicros)
+	for _, w := range ws {
+		lo, hi = min(lo, w.RevenueMicros), max(hi, w.RevenueMicros)
 	}
 	if hi == lo {
 		hi = lo + 1_000_000
 	}
 	y := func(v int64) float64 { return c.Bottom - c.PlotH()*float64(v-lo)/float64(hi-lo) }
-	for _, v := range niceMoney(lo, hi, 4) {
+	// About four ticks, a whole amount apart.
+	for _, v := range multiples(lo, hi, int64(max(niceStep(float64(hi-lo)/1e6, 4), 1)*1e6)) {
 		c.YTicks = append(c.YTicks, tick{num(y(v)), Count(v / 1_000_000)})
 	}
 	c.Zero = num(y(0))
-	slot := c.PlotW() / float64(len(hs))
-	every := max(1, int(math.Ceil(float64(len(hs))/16)))
-	for i, h := range hs {
-		last := h.Revisions[len(h.Revisions)-1]
+	slot := c.PlotW() / float64(len(ws))
+	every := max(1, int(math.Ceil(float64(len(ws))/16)))
+	for i, w := range ws {
 		x0 := c.Left + slot*float64(i)
-		y0, y1 := y(0), y(last.RevenueMicros)
+		y0, y1 := y(0), y(w.RevenueMicros)
 		// A few windows must not make slabs: bars stay at most 36 wide.
-		w := min(max(slot*0.8, 1), 36)
+		bw := min(max(slot*0.8, 1), 36)
 		c.Bars = append(c.Bars, revenueBar{
-			X: num(x0 + (slot-w)/2), W: num(w),
+			X: num(x0 + (slot-bw)/2), W: num(bw),
 			Y: num(min(y0, y1)), H: num(math.Abs(y0 - y1)),
-			Class: stateClass(last.State),
-			Title: ws[i].Window + " " + ws[i].Dims + ": " + model.FormatMicros(last.RevenueMicros) + " " + last.State.String(),
+			Class: stateClass(w.State),
+			Title: w.Label + " " + w.Dims + ": " + w.Revenue + " " + w.State,
 		})
 		if i%every == 0 {
-			t := time.UnixMilli(h.WindowStart).UTC()
+			t := time.UnixMilli(w.StartMs).UTC()
 			label := t.Format("15:04")
 			if i == 0 || t.Hour() == 0 && t.Minute() == 0 {
 				label = t.Format("Jan 02 15:04")
@@ -294,24 +290,4 @@ func newRevenueChart(ws []windowView, hs []WindowHistory) *revenueChart {
 		}
 	}
 	return c
-}
-
-// niceMoney returns round amounts (micros) from lo to hi, about n of them.
-func niceMoney(lo, hi int64, n int64) []int64 {
-	span := float64(hi-lo) / 1e6
-	step := math.Pow(10, math.Floor(math.Log10(span/float64(n))))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if span/(m*step) <= float64(n) {
-			step *= m
-			break
-		}
-	}
-	stepMicros := int64(math.Max(step, 1) * 1e6)
-	var out []int64
-	for v := lo - mod(lo, stepMicros); v <= hi; v += stepMicros {
-		if v >= lo {
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -22,6 +22,7 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"minus":  func(d, v float64) string { return num(v - d) },
 	"signed": SignedCount,
 	"orDash": orDash,
+	"class":  stateClass,
 }).Parse(htmlSource + adviceSource))
 
 // htmlPage is the shared view plus the charts only HTML draws.
@@ -51,8 +52,7 @@ func writeHTML(w io.Writer, r Run) error {
 	if v.DelayTotal > 0 {
 		p.Delay = newHistChart(r.Delays)
 	}
-	shown, _ := selectWindows(r.Windows)
-	p.Revenue = newRevenueChart(v.Windows, shown)
+	p.Revenue = newRevenueChart(v.Windows)
 	if r.Advice != nil {
 		p.Advice = &adviceView{Advice: r.Advice, Chart: newTradeOffChart(r.Advice.TradeOff)}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
@@ -131,9 +130,9 @@ func writeJSON(w io.Writer, r Run) error {
 	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: []jsonWindow{}}
 	for _, w := range shown {
 		jw := jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims, Revisions: []JSONRow{}}
-		head, tail, gap := trimRevisions(w.Revisions)
-		jw.RevisionsOmitted = gap
-		for _, rv := range slices.Concat(head, tail) {
+		var kept []model.Row
+		kept, jw.RevisionsOmitted = trim(w.Revisions, reportTrim)
+		for _, rv := range kept {
 			jw.Revisions = append(jw.Revisions, JSONRow(rv))
 		}
 		out.Windows.Shown = append(out.Windows.Shown, jw)

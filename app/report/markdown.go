@@ -174,18 +174,18 @@ func mdWindows(b *strings.Builder, v view) {
 	}
 	b.WriteString("| window (UTC) | dims | revisions |\n|---|---|---|\n")
 	for _, w := range v.Windows {
-		revs := make([]string, len(w.Revisions))
+		var revs []string
 		for i, r := range w.Revisions {
-			if r.Gap > 0 {
-				revs[i] = fmt.Sprintf("… %d more …", r.Gap)
-				continue
+			if w.Omitted > 0 && i == w.Head {
+				revs = append(revs, fmt.Sprintf("… %d more …", w.Omitted))
 			}
-			revs[i] = fmt.Sprintf("r%d %s %s (%d)", r.Revision, r.State, r.Revenue, r.Count)
+			rv := fmt.Sprintf("r%d %s %s (%d)", r.Revision, r.State, r.Revenue, r.Count)
 			if r.Writer != "" {
-				revs[i] += " " + r.Writer
+				rv += " " + r.Writer
 			}
+			revs = append(revs, rv)
 		}
-		fmt.Fprintf(b, "| %s | %s | %s |\n", w.Window, mdCell("`"+w.Dims+"`"), mdCell(strings.Join(revs, " → ")))
+		fmt.Fprintf(b, "| %s | %s | %s |\n", w.Label, mdCell("`"+w.Dims+"`"), mdCell(strings.Join(revs, " → ")))
 	}
 }
 

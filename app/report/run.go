@@ -33,8 +33,11 @@ type Run struct {
 	Advice *Advice
 }
 
-// Figure is one named value as a report shows it.
-type Figure struct{ Name, Value string }
+// Figure is one named value as a report shows it (and the live page's settings).
+type Figure struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
 
 // Audit holds the audit tables' row counts, earlier runs' records included.
 type Audit struct {

@@ -40,7 +40,7 @@ func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time
 		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
 	}
 	at := now.UnixMilli()
-	delays := newDelayRecorder()
+	delays := delayRecorder{}
 	traces := make([]PartitionTrace, 0, len(parts))
 	for _, p := range parts {
 		tr := PartitionTrace{Partition: p, Watermark: model.NoWatermark}
@@ -143,41 +143,28 @@ func (s *sampler) points() []TracePoint {
 	return out
 }
 
-// delayRecorder counts delays into buckets and, for percentiles, a map quantised to the second
-// below an hour and the minute above: a few thousand entries for billions of events.
-type delayRecorder struct {
-	counts []int64 // per delay.Buckets
-	exact  map[int64]int64
-}
+// delayRecorder counts delays quantised to the second below an hour and the minute above, for
+// exact percentiles (delay.Exact): a few thousand entries for billions of events. Quantising down
+// to a whole second or minute never crosses a bucket bound.
+type delayRecorder map[int64]int64
 
-func newDelayRecorder() *delayRecorder {
-	return &delayRecorder{counts: make([]int64, len(delay.Buckets)), exact: map[int64]int64{}}
-}
-
-func (r *delayRecorder) add(ms int64) {
-	r.counts[delay.Index(ms)]++
-	q := ms - ms%1000
+func (r delayRecorder) add(ms int64) {
 	if ms >= time.Hour.Milliseconds() {
-		q = ms - ms%time.Minute.Milliseconds()
+		r[ms-ms%time.Minute.Milliseconds()]++
+	} else {
+		r[ms-ms%1000]++
 	}
-	r.exact[q]++
 }
 
 // histogram is the bucket counts with the recorded delays' own percentiles.
-func (r *delayRecorder) histogram() delay.Histogram {
-	h := delay.NewHistogram(r.counts)
-	if len(r.exact) == 0 {
-		return h
+func (r delayRecorder) histogram() delay.Histogram {
+	e := delay.Exact{Values: slices.Sorted(maps.Keys(r))}
+	for _, v := range e.Values {
+		e.Counts = append(e.Counts, r[v])
 	}
-	keys := slices.Sorted(maps.Keys(r.exact))
-	counts := make([]int64, len(keys))
-	for i, k := range keys {
-		counts[i] = r.exact[k]
+	h := delay.NewHistogram(e.Buckets())
+	if h.Total > 0 {
+		h.P50, h.P95, h.P99 = e.Percentile(50), e.Percentile(95), e.Percentile(99)
 	}
-	percentile := func(p int) int64 {
-		i, _ := delay.NearestRank(counts, p)
-		return keys[i]
-	}
-	h.P50, h.P95, h.P99 = percentile(50), percentile(95), percentile(99)
 	return h
 }

@@ -135,7 +135,7 @@ func TestSamplerKeepsLateEvents(t *testing.T) {
 }
 
 func TestPercentiles(t *testing.T) {
-	r := newDelayRecorder()
+	r := delayRecorder{}
 	for i := range int64(100) {
 		r.add(i * 1000) // 0s .. 99s
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
@@ -86,22 +85,12 @@ type metricDelay struct {
 	Buckets       []part
 }
 
+// windowView is a shown key with its window as the report spells it, and whether it has a LATE
+// revision.
 type windowView struct {
-	Window    string
-	Dims      string
-	Revisions []revisionView
-	Late      bool
-}
-
-type revisionView struct {
-	// Gap, when positive, stands for that many revisions left out.
-	Gap      int
-	Revision int64
-	State    string
-	Class    string
-	Revenue  string
-	Count    int64
-	Writer   string
+	Window
+	Label string
+	Late  bool
 }
 
 func newView(r Run) view {
@@ -125,7 +114,7 @@ func newView(r Run) view {
 		v.Conservation = &cv
 		v.Reasons = reasons(c.QuarantinedBy)
 		for _, s := range model.ResultStates {
-			v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s), c.Rows[s.String()]})
+			v.RowsByState = append(v.RowsByState, stateCount{s.String(), stateClass(s.String()), c.Rows[s.String()]})
 		}
 		v.MetricDelays = metricDelays(*c)
 	}
@@ -150,7 +139,7 @@ func newView(r Run) view {
 		v.Revisions += len(w.Revisions)
 	}
 	for _, w := range shown {
-		v.Windows = append(v.Windows, newWindowView(w))
+		v.Windows = append(v.Windows, windowView{Window: NewWindow(w, reportTrim, noWriteTimes), Label: fmtWindow(w.WindowStart, w.WindowEnd), Late: w.HasLate()})
 		if n := len(w.Revisions); n > 0 {
 			v.Current = append(v.Current, JSONRow(w.Revisions[n-1]))
 		}
@@ -215,44 +204,19 @@ func reasons(by map[string]int64) []metrics.Term {
 	return out
 }
 
-func newWindowView(w WindowHistory) windowView {
-	wv := windowView{Window: fmtWindow(w.WindowStart, w.WindowEnd), Dims: w.Dims, Late: w.HasLate()}
-	head, tail, gap := trimRevisions(w.Revisions)
-	add := func(r model.Row) {
-		rv := revisionView{
-			Revision: r.Revision,
-			State:    r.State.String(),
-			Class:    stateClass(r.State),
-			Revenue:  model.FormatMicros(r.RevenueMicros),
-			Count:    r.EventCount,
-		}
-		if r.Writer != "" && r.Writer != "stream" {
-			rv.Writer = r.Writer
-		}
-		wv.Revisions = append(wv.Revisions, rv)
-	}
-	for _, r := range head {
-		add(r)
-	}
-	if gap > 0 {
-		wv.Revisions = append(wv.Revisions, revisionView{Gap: gap})
-	}
-	for _, r := range tail {
-		add(r)
-	}
-	return wv
-}
+// noWriteTimes: a report's histories carry no write times.
+func noWriteTimes(model.Row) (time.Time, bool) { return time.Time{}, false }
 
 // stateClass is a state badge's CSS class, from a fixed set: safe in an attribute.
-func stateClass(s model.ResultState) string {
-	switch s {
-	case model.Early:
+func stateClass(state string) string {
+	switch state {
+	case "EARLY":
 		return "early"
-	case model.OnTime:
+	case "ON_TIME":
 		return "ontime"
-	case model.Late:
+	case "LATE":
 		return "late"
-	case model.Final:
+	case "FINAL":
 		return "final"
 	}
 	return "unknown"
@@ -317,19 +281,8 @@ func share(part, whole int64) string {
 // Count renders an integer with thousands separators, as every form does.
 func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return s
 }

@@ -5,6 +5,7 @@ package delay
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -48,16 +49,6 @@ func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
 // Arrival is an event's arrival delay (ms): read time minus event time, at least 0.
 func Arrival(eventTime, readAt int64) int64 { return max(0, readAt-eventTime) }
 
-// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of counts (counts[i] for
-// Buckets[i]), as its bucket's upper bound; ok is false when counts holds nothing.
-func Percentile(counts []int64, p int) (upper int64, ok bool) {
-	i, ok := NearestRank(counts, p)
-	if !ok {
-		return 0, false
-	}
-	return Buckets[min(i, len(Buckets)-1)], true
-}
-
 // NearestRank is the index of the nearest-rank p-th percentile (0 < p <= 100) of ordered values,
 // counts[i] of the i-th; ok is false when counts holds nothing.
 func NearestRank(counts []int64, p int) (i int, ok bool) {
@@ -86,11 +77,48 @@ func NearestRank(counts []int64, p int) (i int, ok bool) {
 // ceil(n * p / 100), at least 1.
 func Rank(n int64, p int) int64 { return max((n*int64(p)+99)/100, 1) }
 
+// Exact is an exact distribution of delays (ms): the distinct values, ascending, and how often
+// each occurred. The advisor keeps every delay; the run report quantises them first (report's
+// TraceFolder).
+type Exact struct{ Values, Counts []int64 }
+
+// ExactOf counts values, sorting them in place.
+func ExactOf(values []int64) Exact {
+	slices.Sort(values)
+	var e Exact
+	for i, v := range values {
+		if i == 0 || v != values[i-1] {
+			e.Values, e.Counts = append(e.Values, v), append(e.Counts, 0)
+		}
+		e.Counts[len(e.Counts)-1]++
+	}
+	return e
+}
+
+// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the delays, 0 when there are
+// none.
+func (e Exact) Percentile(p int) int64 {
+	i, ok := NearestRank(e.Counts, p)
+	if !ok {
+		return 0
+	}
+	return e.Values[i]
+}
+
+// Buckets counts the delays in Buckets.
+func (e Exact) Buckets() []int64 {
+	out := make([]int64, len(Buckets))
+	for i, v := range e.Values {
+		out[Index(v)] += e.Counts[i]
+	}
+	return out
+}
+
 // Histogram is one delay metric read back from its bucket counters.
 type Histogram struct {
 	Buckets []Bucket `json:"buckets"`
 	Total   int64    `json:"total"`
-	// P50, P95 and P99 are Percentile's upper bounds (ms), 0 when Total is 0.
+	// P50, P95 and P99 are the upper bounds (ms) of the buckets holding them, 0 when Total is 0.
 	P50 int64 `json:"p50_below_ms"`
 	P95 int64 `json:"p95_below_ms"`
 	P99 int64 `json:"p99_below_ms"`
@@ -113,9 +141,9 @@ func NewHistogram(counts []int64) Histogram {
 			h.Total += counts[i]
 		}
 	}
-	h.P50, _ = Percentile(counts, 50)
-	h.P95, _ = Percentile(counts, 95)
-	h.P99, _ = Percentile(counts, 99)
+	// The delays as far as the buckets know them: each at its bucket's upper bound.
+	e := Exact{Values: Buckets, Counts: h.Counts()}
+	h.P50, h.P95, h.P99 = e.Percentile(50), e.Percentile(95), e.Percentile(99)
 	return h
 }
 

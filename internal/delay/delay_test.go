@@ -69,20 +69,13 @@ func TestPercentile(t *testing.T) {
 		{[]int64{0, 0, 0, 0, 0, 0, 0, 3}, U, U, U},
 		{[]int64{1}, minute, minute, minute},
 	} {
-		got := [3]int64{}
-		for i, p := range []int{50, 95, 99} {
-			v, ok := delay.Percentile(c.counts, p)
-			if !ok {
-				t.Fatalf("Percentile(%v, %d): not ok", c.counts, p)
-			}
-			got[i] = v
-		}
-		if want := [3]int64{c.p50, c.p95, c.p99}; got != want {
-			t.Errorf("Percentile(%v) p50/p95/p99 = %v, want %v", c.counts, got, want)
+		h := delay.NewHistogram(c.counts)
+		if got, want := [3]int64{h.P50, h.P95, h.P99}, [3]int64{c.p50, c.p95, c.p99}; got != want {
+			t.Errorf("NewHistogram(%v) p50/p95/p99 = %v, want %v", c.counts, got, want)
 		}
 	}
-	if _, ok := delay.Percentile([]int64{0, 0}, 50); ok {
-		t.Error("Percentile of nothing: ok, want not ok")
+	if h := delay.NewHistogram([]int64{0, 0}); h.P50 != 0 || h.P95 != 0 || h.P99 != 0 {
+		t.Errorf("percentiles of nothing: %+v, want 0", h)
 	}
 }
 
