@@ -19,7 +19,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 )
 
@@ -312,7 +312,7 @@ func stop[R any](o Options, name string, signal sources.StopSignal, done <-chan 
 				read, committed = true, committed || r.committed
 			}
 		}
-		last := later(sinks.LastWrite(), writes.changed)
+		last := later(sink.LastWrite(), writes.changed)
 		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {
