@@ -131,7 +131,7 @@ func TestBigQueryCorrectionsGuarded(t *testing.T) {
 	sinktest.WantRows(t, "current", sinktest.CurrentOf(t, s), []model.Row{sinktest.ReconcileRow(at(7, model.Final, 2))})
 }
 
-// runBigQueryWrite runs sinks.Write on prism into spec, each table's rows
+// runBigQueryWrite runs sink.Write on prism into spec, each table's rows
 // over shards keys, and returns the pipeline's error and counters.
 func runBigQueryWrite(t *testing.T, spec sink.Spec, shards int, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) (map[metrics.Name]int64, error) {
 	t.Helper()
