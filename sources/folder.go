@@ -188,7 +188,7 @@ func init() {
 // ReadFolder reads the raw-log folder dir and returns its records
 // (model.Record), each timestamped with its partition's watermark before it,
 // and a model.Checkpoint each time a partition has read a file completely
-// (for sinks.WriteProgress and FolderOptions.Resume). A bad option panics, as
+// (for sink.WriteProgress and FolderOptions.Resume). A bad option panics, as
 // a construction error does in Beam Go: call Validate first.
 func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints beam.PCollection) {
 	s = s.Scope("sources.ReadFolder")

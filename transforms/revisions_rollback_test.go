@@ -11,10 +11,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/bigquery"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/bqtest"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -128,7 +128,7 @@ func (r *stepRun) fire(tag string) *stepRun {
 func TestRestoredStateContinuesAfterTheSinkRows(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "revenue.db")
-		db, err := sinktest.OpenSQLite(path)
+		db, err := sqlite.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestRestoredStateContinuesAfterTheSinkRows(t *testing.T) {
 	t.Run("bigquery", func(t *testing.T) {
 		bqtest.Start(t)
 		spec := sink.Spec{Scheme: sink.SchemeBigQuery, Project: bqtest.Project, Dataset: "rollback"}
-		db, err := sinks.OpenBigQuery(context.Background(), spec)
+		db, err := bigquery.Open(context.Background(), spec)
 		if err != nil {
 			t.Fatal(err)
 		}

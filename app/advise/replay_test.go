@@ -10,7 +10,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/launch"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/sinktest"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 )
 
 // TestRecommendationReplaysOnPrism runs the advisor on a generated log,
@@ -89,7 +89,7 @@ func TestRecommendationReplaysOnPrism(t *testing.T) {
 		}
 	}
 
-	s, err := sinktest.OpenSQLite(db)
+	s, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

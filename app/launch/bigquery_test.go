@@ -7,7 +7,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/bigquery"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -39,7 +39,7 @@ func TestBigQueryEndToEnd(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	db, err := sinks.OpenBigQuery(ctx, spec)
+	db, err := bigquery.Open(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

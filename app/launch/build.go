@@ -8,11 +8,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/revenue-stream/hourly/internal/cli"
+
 	// gs:// paths for internal/files in every process of this binary, the workers included.
 	_ "github.com/revenue-stream/hourly/internal/files/gcs"
 	_ "github.com/revenue-stream/hourly/internal/files/s3" // s3:// paths
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/sources/pubsub"
@@ -45,12 +45,12 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 		read = func(s beam.Scope) beam.PCollection {
 			records, progress := sources.ReadFolder(s, source, fo)
 			if signal.Enabled() { // the seal's evidence
-				sinks.WriteProgress(s, o.Sink, signal.Token, progress, sinks.WithFlush(o.flushPolicy()))
+				sink.WriteProgress(s, o.Sink, signal.Token, progress, sink.WithFlush(o.flushPolicy()))
 			}
 			return records
 		}
 	}
-	p, err := build(read, r.po, o.Sink, sinks.WithFlush(o.flushPolicy()))
+	p, err := build(read, r.po, o.Sink, sink.WithFlush(o.flushPolicy()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,7 +64,7 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 }
 
 // build is the design card's shape: read the source, compute, write.
-func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, opts ...sinks.WriteOption) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, opts ...sink.WriteOption) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking: make it a one-line error.
 	defer func() {
 		if r := recover(); r != nil {
@@ -77,7 +77,7 @@ func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sin
 	if err != nil {
 		return nil, err
 	}
-	sinks.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
+	sink.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
 	return p, nil
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -361,7 +361,7 @@ func stopConserved(t *testing.T, job *backgroundRun, read, counted int64) *Summa
 // readChangelog reads the sink's changelog while a job may be writing it.
 func readChangelog(t *testing.T, path string) []model.Row {
 	t.Helper()
-	db, err := sinktest.OpenSQLite(path)
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -29,7 +28,7 @@ func jobGraphSize(t *testing.T, source string, spec sink.Spec) int {
 	fo := o.folderOptions(po)
 	p, err := build(func(s beam.Scope) beam.PCollection {
 		records, progress := sources.ReadFolder(s, source, fo)
-		sinks.WriteProgress(s, spec, "graph", progress)
+		sink.WriteProgress(s, spec, "graph", progress)
 		return records
 	}, po, spec)
 	if err != nil {
@@ -53,7 +52,7 @@ func TestJobGraphHoldsNoHistory(t *testing.T) {
 	full := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(dir, "b.db")}
 
 	const keys = 100_000
-	db, err := sinktest.OpenSQLite(full.Path)
+	db, err := sqlite.Open(context.Background(), full.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,12 +24,11 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/runnertest"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -93,7 +92,7 @@ var (
 )
 
 // sqliteOf opens the run's sink for assertions.
-func sqliteOf(t *testing.T, o Options) *sinks.SQLite { return openSQLite(t, o.Sink.Path) }
+func sqliteOf(t *testing.T, o Options) *sqlite.SQLite { return openSQLite(t, o.Sink.Path) }
 
 func wantCounts(t *testing.T, sum *Summary, read, counted, duplicates, conflicts, quarantined, tooLate int64) {
 	t.Helper()
@@ -457,7 +456,7 @@ func waitForRow(t *testing.T, path string, what string, ok func(model.Row) bool)
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if db, err := sinktest.OpenSQLite(path); err == nil {
+		if db, err := sqlite.Open(context.Background(), path); err == nil {
 			rows, err := db.Changelog(context.Background())
 			db.Close()
 			if err == nil && slices.ContainsFunc(rows, ok) {

@@ -1,5 +1,5 @@
 // Package launch is cmd/launch as a library: flags parsed into Options, checked, the job built
-// (source → pipeline.Build → sinks.Write), run (prism by default), stopped gracefully on
+// (source → pipeline.Build → sink.Write), run (prism by default), stopped gracefully on
 // SIGINT/SIGTERM, and summarised.
 package launch
 
@@ -10,6 +10,8 @@ import (
 	"log/slog"
 
 	"github.com/revenue-stream/hourly/internal/cli"
+
+	_ "github.com/revenue-stream/hourly/sinks/all" // every --sink backend, for this process and its in-process workers
 )
 
 // Exit codes.

@@ -19,9 +19,9 @@ import (
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // pstestBinary builds the pstest server once per test run, next to the
@@ -231,7 +231,7 @@ func archivedObjects(ctx context.Context, root string) int {
 
 // currentRowsOf reads the sink's latest row per window.
 func currentRowsOf(path string) map[oracle.Key]model.Row {
-	db, err := sinktest.OpenSQLite(path)
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/testing/sinktest"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 )
 
 const (
@@ -112,7 +112,7 @@ func TestPubSubSource(t *testing.T) {
 		return r.WindowStart == ws && r.State == model.Final && r.RevenueMicros == 170_000_000 && r.EventCount == 3
 	}
 	for found := false; !found; {
-		if db, err := sinktest.OpenSQLite(o.Sink.Path); err == nil {
+		if db, err := sqlite.Open(context.Background(), o.Sink.Path); err == nil {
 			rows, err := db.Changelog(context.Background())
 			db.Close()
 			found = err == nil && slices.ContainsFunc(rows, final)

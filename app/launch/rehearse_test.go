@@ -11,7 +11,6 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/bqtest"
 )
@@ -104,7 +103,7 @@ func waitForSinkRow(t *testing.T, job *backgroundRun, spec sink.Spec, what strin
 			job.fail(t, what+": the job ended first")
 		}
 		ctx := context.Background()
-		db, ok, err := sinks.OpenReader(ctx, spec)
+		db, ok, err := sink.OpenReader(ctx, spec)
 		if err == nil && !ok {
 			err = fmt.Errorf("no sink yet")
 		}

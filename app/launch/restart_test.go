@@ -13,10 +13,9 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // demoLog writes a generated demo log of events purchases into a new
@@ -90,9 +89,9 @@ func oracleOf(t testing.TB, dir string) oracle.Result {
 }
 
 // openSQLite opens a SQLite sink for assertions.
-func openSQLite(t testing.TB, path string) *sinks.SQLite {
+func openSQLite(t testing.TB, path string) *sqlite.SQLite {
 	t.Helper()
-	db, err := sinktest.OpenSQLite(path)
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func readAll(t testing.TB, db string) sinkState {
 func readSpec(t testing.TB, spec sink.Spec) sinkState {
 	t.Helper()
 	ctx := context.Background()
-	s, ok, err := sinks.OpenReader(ctx, spec)
+	s, ok, err := sink.OpenReader(ctx, spec)
 	if err != nil || !ok {
 		t.Fatalf("open %s: ok %v, err %v", spec, ok, err)
 	}

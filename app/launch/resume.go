@@ -7,7 +7,6 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 )
@@ -88,7 +87,7 @@ func seedBound(resume []model.Checkpoint, partitions []string, openStart int64, 
 // points earlier runs sealed, and the windows whose rows the revision step needs (seedBound).
 func resumePoints(ctx context.Context, spec sink.Spec, dir string, po pipeline.Options) ([]model.Checkpoint, sink.SeedBound, error) {
 	none := sink.SeedBound{}
-	store, ok, err := sinks.OpenProgress(ctx, spec)
+	store, ok, err := sink.OpenProgress(ctx, spec)
 	if err != nil || !ok {
 		return nil, none, err
 	}

@@ -18,11 +18,10 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/bqtest"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 func TestChooseResume(t *testing.T) {
@@ -412,7 +411,7 @@ func sealedNearHorizon(t testing.TB, o Options, n int) bool {
 		return false
 	}
 	ctx := context.Background()
-	s, ok, err := sinks.OpenProgress(ctx, o.Sink)
+	s, ok, err := sink.OpenProgress(ctx, o.Sink)
 	if err != nil || !ok {
 		return false
 	}
@@ -461,7 +460,7 @@ func BenchmarkRestartAfterGracefulStop(b *testing.B) {
 // each partition's given file, i.e. the follower has read it completely.
 func checkpointsReach(t testing.TB, spec sink.Spec, run string, last map[string]string) bool {
 	ctx := context.Background()
-	s, ok, err := sinks.OpenProgress(ctx, spec)
+	s, ok, err := sink.OpenProgress(ctx, spec)
 	if err != nil || !ok {
 		return false // not created yet
 	}
@@ -484,7 +483,7 @@ func checkpointsReach(t testing.TB, spec sink.Spec, run string, last map[string]
 // completely before the first one is written.
 func holdsFinal(spec sink.Spec) bool {
 	ctx := context.Background()
-	s, ok, err := sinks.OpenReader(ctx, spec)
+	s, ok, err := sink.OpenReader(ctx, spec)
 	if err != nil || !ok {
 		return false
 	}
@@ -497,7 +496,7 @@ func holdsFinal(spec sink.Spec) bool {
 func resumePointsOf(t testing.TB, spec sink.Spec) []model.Checkpoint {
 	t.Helper()
 	ctx := context.Background()
-	s, ok, err := sinks.OpenProgress(ctx, spec)
+	s, ok, err := sink.OpenProgress(ctx, spec)
 	if err != nil || !ok {
 		t.Fatalf("open %s: ok %v, err %v", spec, ok, err)
 	}
@@ -598,7 +597,7 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 			}
 		},
 		stopped: func(spec sink.Spec, live string) {
-			db, err := sinktest.OpenSQLite(spec.Path)
+			db, err := sqlite.Open(context.Background(), spec.Path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -663,7 +662,7 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 		t.Errorf("revision_seed_rows = %d, want at least the %d reachable rows and far fewer than the %d old ones", seed, len(loaded), len(injected))
 	}
 
-	db, err := sinktest.OpenSQLite(fig.sink)
+	db, err := sqlite.Open(context.Background(), fig.sink)
 	if err != nil {
 		t.Fatal(err)
 	}

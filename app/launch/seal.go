@@ -12,7 +12,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
@@ -108,7 +107,7 @@ func (s *sealer) open(ctx context.Context) (bool, error) {
 	if s.store != nil {
 		return true, nil
 	}
-	store, ok, err := sinks.OpenProgress(ctx, s.spec)
+	store, ok, err := sink.OpenProgress(ctx, s.spec)
 	if err != nil || !ok {
 		return false, err
 	}

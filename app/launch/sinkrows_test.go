@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
@@ -24,7 +23,7 @@ func (s *Summary) readBack(read func(sink.Reader, context.Context) ([]model.Row,
 		return nil
 	}
 	ctx := context.Background()
-	db, ok, err := sinks.OpenReader(ctx, s.view.spec)
+	db, ok, err := sink.OpenReader(ctx, s.view.spec)
 	if err != nil || !ok {
 		panic(fmt.Sprintf("reading sink %s back: %v (exists %v)", s.Sink, err, ok))
 	}
@@ -42,7 +41,7 @@ func wantSinkFigures(t *testing.T, sum *Summary, out string) {
 	t.Helper()
 	current, changelog := sum.Current(), sum.Changelog()
 	ctx := context.Background()
-	db, _, err := sinks.OpenReader(ctx, sum.view.spec)
+	db, _, err := sink.OpenReader(ctx, sum.view.spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/jsonl"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
@@ -24,7 +24,7 @@ type sinkView struct {
 
 // checkSink refuses settings that differ from the sink's rows' (SPEC §5 run_config).
 func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
-	s, err := sinks.Open(ctx, spec)
+	s, err := sink.Open(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -45,11 +45,11 @@ func readSink(ctx context.Context, spec sink.Spec) (sinkView, error) {
 		v.Query = fmt.Sprintf("bq query --nouse_legacy_sql 'select * from `%s.%s.hourly_revenue`'", spec.Project, spec.Dataset)
 	case sink.SchemeJSONL:
 		v.Query = fmt.Sprintf("jq -c . %s (a changelog: the highest revision per window and dims is current)",
-			shellQuote(filepath.Join(spec.Path, sinks.FileHourlyRevenue)))
+			shellQuote(filepath.Join(spec.Path, jsonl.ChangelogFile)))
 	default:
 		return sinkView{Query: "the console sink printed every firing above"}, nil
 	}
-	db, ok, err := sinks.OpenReader(ctx, spec)
+	db, ok, err := sink.OpenReader(ctx, spec)
 	if err != nil || !ok {
 		return v, err
 	}
@@ -61,7 +61,7 @@ func readSink(ctx context.Context, spec sink.Spec) (sinkView, error) {
 
 // changelog reads every revision the sink holds, for the run report.
 func (v sinkView) changelog(ctx context.Context) ([]model.Row, error) {
-	db, ok, err := sinks.OpenReader(ctx, v.spec)
+	db, ok, err := sink.OpenReader(ctx, v.spec)
 	if err != nil || !ok {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
@@ -59,7 +59,7 @@ func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out i
 	}
 	// Release the loopback workers' handles (Teardown is not promised) before reading the sink.
 	bg := context.WithoutCancel(ctx)
-	if err := sinks.CloseShared(); err != nil {
+	if err := sink.CloseShared(); err != nil {
 		slog.Warn("closing the sink after the job", "err", err)
 	}
 	view, viewErr := readSink(bg, r.o.Sink)

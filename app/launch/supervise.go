@@ -19,7 +19,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/pipeline"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 )
 
@@ -301,7 +301,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 			drained, proven = writes.observe(time.Now(), r)
 			read, committed = true, committed || r.committed
 		}
-		last := later(sinks.LastWrite(), writes.changed)
+		last := later(sink.LastWrite(), writes.changed)
 		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {

@@ -12,16 +12,15 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/testing/sinktest"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 )
 
 // countingReader counts the reads of too_late_events' latest rows and
 // their limits, and fails the test when an audit table is read whole: the
 // monitor reads a SQLite sink's latest rows only, sorted and cut by SQLite.
 type countingReader struct {
-	*sinks.SQLite
+	*sqlite.SQLite
 	t          *testing.T
 	auditReads int
 	limits     []int
@@ -65,7 +64,7 @@ func TestCompareArrival(t *testing.T) {
 // passed on its clock.
 func TestMonitorAudit(t *testing.T) {
 	ctx := context.Background()
-	db, err := sinktest.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "revenue.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +154,7 @@ func TestMonitorAudit(t *testing.T) {
 // first, the root partition).
 func TestLatestAuditInArrivalOrder(t *testing.T) {
 	ctx := context.Background()
-	db, err := sinktest.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "revenue.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

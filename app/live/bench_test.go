@@ -10,7 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/testing/sinktest"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 )
 
 // wholeReader hides the SQLite sink's RecentReader: the monitor then reads
@@ -25,7 +25,7 @@ type wholeReader struct{ sink.Reader }
 //	go test ./app/live -run X -bench MonitorRefresh -count 5
 func BenchmarkMonitorRefresh(b *testing.B) {
 	ctx := context.Background()
-	db, err := sinktest.OpenSQLite(filepath.Join(b.TempDir(), "revenue.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "revenue.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

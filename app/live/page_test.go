@@ -17,17 +17,16 @@ import (
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/cdp"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // fixture is a monitor over a real SQLite sink that the test writes
 // revisions into, as the job's sink writer would, with figures the test
 // sets.
 type fixture struct {
-	db      *sinks.SQLite
+	db      *sqlite.SQLite
 	path    string
 	mon     *live.Monitor
 	figures atomic.Pointer[live.Figures]
@@ -40,7 +39,7 @@ func newFixture(t *testing.T) *fixture { return newFixtureAt(t, nil) }
 func newFixtureAt(t *testing.T, now func() time.Time) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "revenue.db")
-	db, err := sinktest.OpenSQLite(path)
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
@@ -318,7 +317,7 @@ type entryReader interface {
 // the oldest key shown on (jsonl, which has no write times: whole every time).
 func (m *Monitor) readSink(ctx context.Context) error {
 	if m.Reader == nil {
-		r, ok, err := sinks.OpenReader(ctx, m.Sink)
+		r, ok, err := sink.OpenReader(ctx, m.Sink)
 		if err != nil || !ok {
 			return err
 		}

@@ -9,16 +9,15 @@ import (
 
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/testing/sinktest"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 )
 
 // recordingReader is a SQLite reader that records how the monitor reads
 // it: whole (ChangelogEntries) or from a window_start
 // (ChangelogEntriesFrom).
 type recordingReader struct {
-	*sinks.SQLite
+	*sqlite.SQLite
 	reads []int64 // -1 for a whole read, else the window_start read from
 }
 
@@ -56,7 +55,7 @@ func starts(s live.Snapshot) []string {
 // counts every key.
 func TestMonitorReadsTheLatestWindowsOnly(t *testing.T) {
 	ctx := context.Background()
-	db, err := sinktest.OpenSQLite(filepath.Join(t.TempDir(), "revenue.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "revenue.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/bigquery"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// Store is what the driver needs of a versioned sink (*sinks.SQLite, *sinks.BigQuery): run_config,
+// Store is what the driver needs of a versioned sink (*sqlite.SQLite, *bigquery.BigQuery): run_config,
 // the audit tables, the versioned Write and reconcile_diffs. Current rows are read by
 // CompareWithSink.
 type Store interface {
@@ -23,8 +24,8 @@ type Store interface {
 }
 
 var (
-	_ Store = (*sinks.SQLite)(nil)
-	_ Store = (*sinks.BigQuery)(nil)
+	_ Store = (*sqlite.SQLite)(nil)
+	_ Store = (*bigquery.BigQuery)(nil)
 )
 
 // Writer is the changelog writer of a run's corrections.

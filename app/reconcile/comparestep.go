@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
@@ -95,7 +94,7 @@ func (f *compareFn) ProcessElement(ctx context.Context, _ []byte, totals func(*s
 
 // readSink reads the sink's current rows and final horizon.
 func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
-	r, ok, err := sinks.OpenReader(ctx, f.Sink)
+	r, ok, err := sink.OpenReader(ctx, f.Sink)
 	if err != nil {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: --sink %s: %w", f.Sink, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/testing/sinktest"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 )
 
 // Reconcile a raw log against a sink whose stream lost a too-late event:
@@ -39,7 +39,7 @@ func ExampleRun() {
 
 	// What the stream wrote (cmd/launch does this for real).
 	db := filepath.Join(tmp, "revenue.db")
-	store, err := sinktest.OpenSQLite(db)
+	store, err := sqlite.Open(context.Background(), db)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,11 +14,10 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 func TestMain(m *testing.M) {
@@ -41,10 +40,10 @@ func launcherConfig(dims ...string) map[string]string {
 }
 
 // openSink creates a SQLite sink with the launcher's run_config.
-func openSink(t testing.TB, dims ...string) (*sinks.SQLite, string) {
+func openSink(t testing.TB, dims ...string) (*sqlite.SQLite, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "revenue.db")
-	s, err := sinktest.OpenSQLite(path)
+	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +71,7 @@ func streamed(final map[oracle.Key]oracle.Total, window time.Duration) []model.R
 
 // writeStream writes what the stream would have written for res: its FINAL
 // rows (optionally tampered with) and its audit rows.
-func writeStream(t testing.TB, s *sinks.SQLite, res oracle.Result, rows []model.Row) {
+func writeStream(t testing.TB, s *sqlite.SQLite, res oracle.Result, rows []model.Row) {
 	t.Helper()
 	_, err := s.Write(context.Background(), sink.Batch{
 		Rows: rows, TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined,
@@ -109,7 +108,7 @@ func run(t testing.TB, o reconcile.Options) reconcile.Outcome {
 
 // current returns the sink's current rows as oracle totals, checking that
 // every one is FINAL.
-func current(t testing.TB, s *sinks.SQLite) map[oracle.Key]oracle.Total {
+func current(t testing.TB, s *sqlite.SQLite) map[oracle.Key]oracle.Total {
 	t.Helper()
 	rows, err := s.CurrentRows(context.Background())
 	if err != nil {
@@ -125,7 +124,7 @@ func current(t testing.TB, s *sinks.SQLite) map[oracle.Key]oracle.Total {
 	return out
 }
 
-func changelog(t testing.TB, s *sinks.SQLite) []model.Row {
+func changelog(t testing.TB, s *sqlite.SQLite) []model.Row {
 	t.Helper()
 	rows, err := s.Changelog(context.Background())
 	if err != nil {
@@ -134,7 +133,7 @@ func changelog(t testing.TB, s *sinks.SQLite) []model.Row {
 	return rows
 }
 
-func diffsOf(t testing.TB, s *sinks.SQLite, runID string) []sink.Diff {
+func diffsOf(t testing.TB, s *sqlite.SQLite, runID string) []sink.Diff {
 	t.Helper()
 	all, err := s.Diffs(context.Background())
 	if err != nil {
@@ -232,7 +231,7 @@ func toleranceScenario(t *testing.T) (dir, path string) {
 // openScenario is a raw log of three hourly events and a sink where 10:00
 // agrees, 11:00 is LATE and short (the stream is still on it) and 12:00 has
 // no row and is not closed.
-func openScenario(t *testing.T) (dir, path string, sink *sinks.SQLite) {
+func openScenario(t *testing.T) (dir, path string, sink *sqlite.SQLite) {
 	t.Helper()
 	dir = writeLog(t, map[string][]string{"p0": {
 		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),

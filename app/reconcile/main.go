@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/revenue-stream/hourly/internal/cli"
+
+	_ "github.com/revenue-stream/hourly/sinks/all" // every --sink backend, for this process and its in-process workers
 )
 
 // Main runs cmd/reconcile with args (without the program name) and returns its SPEC §6 exit code;

@@ -22,7 +22,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 )
@@ -198,7 +197,7 @@ func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLat
 // OpenStore opens the sink Options.Validate accepted: a SQLite file, which must exist (opening
 // would create it), or a BigQuery dataset.
 func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
-	r, ok, err := sinks.OpenReader(ctx, spec)
+	r, ok, err := sink.OpenReader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("--sink %s: %w", spec, err)
 	}

@@ -18,7 +18,7 @@ import (
 func ExampleWrite() {
 	start := time.Date(2026, 11, 4, 10, 0, 0, 0, time.UTC).UnixMilli()
 	end := start + time.Hour.Milliseconds()
-	changelog := []model.Row{ // as sinks.SQLite.Changelog returns it
+	changelog := []model.Row{ // as sqlite.SQLite.Changelog returns it
 		{WindowStart: start, WindowEnd: end, Dims: "{}", RevenueMicros: 150_000_000, EventCount: 2, Revision: 1, State: model.OnTime},
 		{WindowStart: start, WindowEnd: end, Dims: "{}", RevenueMicros: 170_000_000, EventCount: 3, Revision: 2, State: model.Late},
 		{WindowStart: start, WindowEnd: end, Dims: "{}", RevenueMicros: 170_000_000, EventCount: 3, Revision: 3, State: model.Final},

@@ -9,7 +9,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
-	"github.com/revenue-stream/hourly/sinks"
+	"github.com/revenue-stream/hourly/sinks/jsonl"
 )
 
 // noMetrics is why a job's run has no conservation verdict.
@@ -74,8 +74,8 @@ type jsonWindow struct {
 	RevisionsOmitted int `json:"revisions_omitted"`
 }
 
-// JSONRow is a snapshot row as JSON, in the sinks' own format (sinks.RowJSON).
-type JSONRow = sinks.RowJSON
+// JSONRow is a snapshot row as JSON, in the sinks' own format (jsonl.Row).
+type JSONRow = jsonl.Row
 
 func writeJSON(w io.Writer, r Run) error {
 	out := Document{

@@ -16,8 +16,8 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
-	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // The exit codes are the command's contract, so the tests run the real
@@ -73,7 +73,7 @@ func streamedSink(t *testing.T) (logDir, sinkPath string) {
 		t.Fatal(err)
 	}
 	sinkPath = filepath.Join(t.TempDir(), "revenue.db")
-	db, err := sinktest.OpenSQLite(sinkPath)
+	db, err := sqlite.Open(context.Background(), sinkPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,11 @@
 //     so a fast partition cannot pass a slow one; it also carries
 //     --idle-advance=hold, which the launcher refuses off prism.
 //   - Workers share the launcher's process (loopback) and Teardown is never
-//     promised: the sinks keep reference-counted handles (Handles), closed by
-//     CloseAll after the job, and LastWrite tells a graceful stop when output
-//     settled (handles.go). Elsewhere the sinks' revision rules carry correctness.
+//     promised: the write verbs keep reference-counted sink handles, closed by
+//     CloseShared after the job, and LastWrite tells a graceful stop when
+//     output settled (sinks/sink/write.go, outside this package so that the
+//     job graph links no runner). Elsewhere the sinks' revision rules carry
+//     correctness.
 //   - No backpressure (issue #26): the read-ahead account (internal/flow) pauses
 //     the source while no read fits under --read-ahead; enabled only with
 //     in-process workers, since Flink and Dataflow have their own flow control.

@@ -36,11 +36,10 @@ func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, er
 	if spec.Scheme == "" {
 		return nil, nil
 	}
-	b, err := Lookup(spec.Scheme)
-	if err != nil || b.Reader == nil {
+	if _, err := Lookup(spec.Scheme); err != nil {
 		return nil, err
 	}
-	db, ok, err := b.Reader(ctx, spec)
+	db, ok, err := OpenReader(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: %w", spec, err)
 	}

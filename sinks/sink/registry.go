@@ -10,19 +10,21 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Backends is the package whose init registers every scheme ParseSpec accepts.
-const Backends = "github.com/revenue-stream/hourly/sinks"
+// Backends is the package whose import registers every scheme ParseSpec
+// accepts: each backend's package (sinks/sqlite, sinks/jsonl, sinks/console,
+// sinks/bigquery) registers its own in init, and sinks/all imports them all.
+const Backends = "github.com/revenue-stream/hourly/sinks/all"
 
 // Backend is a scheme's implementation. Open is required; the rest are nil
 // where the sink has no such part.
 type Backend struct {
-	// Open opens or creates the sink for writing.
+	// Open opens or creates the sink for writing. A typed nil it returns
+	// with an error becomes a nil Sink.
 	Open func(ctx context.Context, spec Spec) (Sink, error)
-	// Reader opens an existing sink to read back; ok is false when there is
-	// nothing yet. A reader may refuse writes (jsonl's).
-	Reader func(ctx context.Context, spec Spec) (r Reader, ok bool, err error)
-	// Progress opens an existing sink's progress tables for the launcher.
-	Progress func(ctx context.Context, spec Spec) (p ProgressStore, ok bool, err error)
+	// Existing opens an existing sink, a Reader and ProgressStore, to read
+	// back or, with progress, for the launcher's progress tables; ok is false
+	// when there is nothing yet. Such a handle may refuse writes (jsonl's).
+	Existing func(ctx context.Context, spec Spec, progress bool) (s Sink, ok bool, err error)
 	// Write and WriteProgress replace the write steps that write each
 	// bundle as one Batch through Open's Sink (BigQuery's keyed append step).
 	Write         func(s beam.Scope, spec Spec, flush FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection)
@@ -67,6 +69,52 @@ func Lookup(scheme string) (Backend, error) {
 		return Backend{}, fmt.Errorf("sink scheme %q has no backend registered in this binary: import _ %q in its main package (its init registers %s)", scheme, Backends, Forms)
 	}
 	return Backend{}, fmt.Errorf("unknown sink scheme %q: want %s", scheme, Forms)
+}
+
+// Open opens the sink a Spec names (the console writes to os.Stdout).
+func Open(ctx context.Context, spec Spec) (Sink, error) {
+	b, err := Lookup(spec.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	s, err := b.Open(ctx, spec)
+	if err != nil {
+		return nil, err // a nil interface, never a typed nil
+	}
+	return s, nil
+}
+
+// OpenReader opens an existing readable sink. ok is false for the console and
+// for a SQLite file or jsonl directory that does not exist yet. A jsonl reader
+// cannot write.
+func OpenReader(ctx context.Context, spec Spec) (Reader, bool, error) {
+	s, ok, err := openExisting(ctx, spec, false)
+	if !ok {
+		return nil, false, err
+	}
+	return s.(Reader), true, nil
+}
+
+// OpenProgress opens an existing sink's progress tables for the launcher; ok
+// is false as for OpenReader. A jsonl handle writes only source_resume.jsonl.
+func OpenProgress(ctx context.Context, spec Spec) (ProgressStore, bool, error) {
+	s, ok, err := openExisting(ctx, spec, true)
+	if !ok {
+		return nil, false, err
+	}
+	return s.(ProgressStore), true, nil
+}
+
+func openExisting(ctx context.Context, spec Spec, progress bool) (Sink, bool, error) {
+	b, err := Lookup(spec.Scheme)
+	if err != nil || b.Existing == nil {
+		return nil, false, nil
+	}
+	s, ok, err := b.Existing(ctx, spec, progress)
+	if !ok || err != nil {
+		return nil, false, err
+	}
+	return s, true, nil
 }
 
 // FlushPolicy says when the BigQuery write step appends what one (table,

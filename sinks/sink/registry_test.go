@@ -38,16 +38,27 @@ func (r rangedReader) CurrentRowsFrom(_ context.Context, from int64) ([]model.Ro
 	return out, nil
 }
 
-// register registers a backend reading through open for scheme for the
+// registerReader registers a backend reading through open for scheme for the
 // test's duration.
-func register(t *testing.T, scheme string, open func(context.Context, Spec) (Reader, bool, error)) {
+func registerReader(t *testing.T, scheme string, open func(context.Context, Spec) (Reader, bool, error)) {
 	t.Helper()
-	Register(scheme, Backend{Open: func(context.Context, Spec) (Sink, error) { return nil, nil }, Reader: open})
+	Register(scheme, Backend{Open: func(context.Context, Spec) (Sink, error) { return nil, nil }, Existing: existing(open)})
 	t.Cleanup(func() {
 		mu.Lock()
 		delete(backends, scheme)
 		mu.Unlock()
 	})
+}
+
+// existing is open as a Backend's Existing.
+func existing(open func(context.Context, Spec) (Reader, bool, error)) func(context.Context, Spec, bool) (Sink, bool, error) {
+	return func(ctx context.Context, spec Spec, _ bool) (Sink, bool, error) {
+		r, ok, err := open(ctx, spec)
+		if r == nil {
+			return nil, ok, err
+		}
+		return r, ok, err
+	}
 }
 
 // TestPublishedUnregistered: with no backend imported (this package's
@@ -86,9 +97,9 @@ func TestPublished(t *testing.T) {
 
 	plain := &fakeReader{rows: []model.Row{old, final, open}}
 	ranged := &fakeReader{rows: []model.Row{old, final, open}}
-	register(t, "plain", func(context.Context, Spec) (Reader, bool, error) { return plain, true, nil })
-	register(t, "ranged", func(context.Context, Spec) (Reader, bool, error) { return rangedReader{ranged}, true, nil })
-	register(t, "empty", func(context.Context, Spec) (Reader, bool, error) { return nil, false, nil })
+	registerReader(t, "plain", func(context.Context, Spec) (Reader, bool, error) { return plain, true, nil })
+	registerReader(t, "ranged", func(context.Context, Spec) (Reader, bool, error) { return rangedReader{ranged}, true, nil })
+	registerReader(t, "empty", func(context.Context, Spec) (Reader, bool, error) { return nil, false, nil })
 
 	for _, tc := range []struct {
 		scheme string
@@ -122,11 +133,11 @@ func TestPublished(t *testing.T) {
 // TestRegisterTwice: a second backend for one scheme is refused.
 func TestRegisterTwice(t *testing.T) {
 	open := func(context.Context, Spec) (Reader, bool, error) { return nil, false, nil }
-	register(t, "twice", open)
+	registerReader(t, "twice", open)
 	defer func() {
 		if recover() == nil {
 			t.Error("Register(twice) a second time did not panic")
 		}
 	}()
-	Register("twice", Backend{Open: func(context.Context, Spec) (Sink, error) { return nil, nil }, Reader: open})
+	Register("twice", Backend{Open: func(context.Context, Spec) (Sink, error) { return nil, nil }, Existing: existing(open)})
 }

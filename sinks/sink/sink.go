@@ -21,6 +21,31 @@ type Batch struct {
 	Progress []model.Checkpoint
 }
 
+// Validate refuses rows and audit records no table can key.
+func (b Batch) Validate() error {
+	for _, r := range b.Rows {
+		if r.State < model.Early || r.State > model.Final {
+			return fmt.Errorf("row %s revision %d: result_state %v is not writable", r.Key(), r.Revision, r.State)
+		}
+	}
+	for _, t := range b.TooLate {
+		if t.Position == "" {
+			return fmt.Errorf("too_late event %q: empty source_position", t.EventID)
+		}
+	}
+	for _, c := range b.Conflicts {
+		if c.Position == "" {
+			return fmt.Errorf("conflict event %q: empty source_position", c.EventID)
+		}
+	}
+	for _, q := range b.Quarantined {
+		if q.Position == "" {
+			return fmt.Errorf("quarantined record (%s): empty source_position", q.Reason)
+		}
+	}
+	return nil
+}
+
 // Result says what a Write did.
 type Result struct {
 	// Accepted counts rows that became the current snapshot of their key.

@@ -1,10 +1,14 @@
-// Package sink is the contract between the pipeline and its sinks: the
-// --sink value (Spec), the types a backend implements and callers hold
-// (Batch, Sink, Reader, ProgressStore, ...), the stored rows a restarted
-// revision step continues from (Published) and the one registry of backends
-// (Register, Lookup). It imports no backend (each registers itself from
-// sinks), so transforms and pipeline link neither BigQuery, SQLite nor a
-// runner (testing/deps).
+// Package sink is the contract between the pipeline and its sinks, all a
+// caller names of one: the --sink value (Spec), the types a backend
+// implements and callers hold (Batch, Sink, Reader, ProgressStore, ...), the
+// write verbs (Write, WriteProgress), the stored rows a restarted revision
+// step continues from (Published) and the one registry of backends
+// (Register, Lookup, Open, OpenReader, OpenProgress). It imports no backend:
+// each backend package (sinks/sqlite, sinks/bigquery, sinks/jsonl,
+// sinks/console) registers itself in init, and a binary gets them all by
+// importing sinks/all (app/launch, app/reconcile, testing/bench do), so
+// transforms and pipeline link neither BigQuery, SQLite nor a runner
+// (testing/deps).
 package sink
 
 import (

@@ -42,11 +42,12 @@ import (
 	"strings"
 	"time"
 
+	_ "github.com/revenue-stream/hourly/sinks/all"
+
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/app/launch"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/localrunner"
-	"github.com/revenue-stream/hourly/sinks"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
@@ -375,7 +376,7 @@ func checkSink(dir string, spec sink.Spec) error {
 		return err
 	}
 	ctx := context.Background()
-	s, ok, err := sinks.OpenReader(ctx, spec)
+	s, ok, err := sink.OpenReader(ctx, spec)
 	if err != nil || !ok {
 		return fmt.Errorf("check: open %s: %v", spec, err)
 	}

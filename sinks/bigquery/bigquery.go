@@ -1,0 +1,223 @@
+package bigquery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/retry"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// EmulatorHostEnv and StorageEmulatorHostEnv point the sink at a local
+// BigQuery API server (plain HTTP) and Storage Write API server (plaintext
+// gRPC), without credentials, as the tests do.
+const (
+	EmulatorHostEnv        = "BIGQUERY_EMULATOR_HOST"
+	StorageEmulatorHostEnv = "BIGQUERY_STORAGE_EMULATOR_HOST"
+)
+
+const (
+	// bqChunk bounds the rows of one DML statement, whose parameters must fit
+	// BigQuery's 10 MB request.
+	bqChunk = 500
+	// bqAttempts bounds retries of a transiently failed statement; every
+	// statement is guarded by its table's key, so a retry adds nothing twice.
+	bqAttempts = 6
+)
+
+// BigQuery is the production sink (docs/bigquery.md): rows are appended
+// through the Storage Write API without reading first (transforms.Revisions
+// keeps the revision rules; every read keeps one row per key and revision or
+// per source_position). DML only where its quota fits: reconcile's writes,
+// run_config and source_resume.
+type BigQuery struct {
+	sqlread.Reader
+	client           *bigquery.Client
+	api              appender
+	writer           *managedwriter.Client
+	project, dataset string
+	streams          *streamPool // nil: a new stream per sealed batch
+	sleep            func(context.Context, time.Duration) error
+	// dmlStats: the server reports the rows a DML statement changed (the
+	// emulator does not).
+	dmlStats bool
+}
+
+var _ sink.Sink = (*BigQuery)(nil)
+var _ sink.ConfigChecker = (*BigQuery)(nil)
+
+func init() {
+	sink.Register(sink.SchemeBigQuery, sink.Backend{Write: writeBigQuery, WriteProgress: writeBigQueryProgress,
+		Open: func(ctx context.Context, spec sink.Spec) (sink.Sink, error) { return Open(ctx, spec) },
+		Existing: func(ctx context.Context, spec sink.Spec, _ bool) (sink.Sink, bool, error) {
+			b, err := Open(ctx, spec)
+			return b, err == nil, err
+		}})
+}
+
+// Open connects to the dataset a bigquery: spec names with
+// Application Default Credentials (or the emulators, see EmulatorHostEnv),
+// creating the dataset, tables and view that are missing.
+func Open(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
+	if spec.Scheme != sink.SchemeBigQuery {
+		return nil, fmt.Errorf("sink %s: not a bigquery spec", spec)
+	}
+	var opts, wopts []option.ClientOption
+	if host := os.Getenv(EmulatorHostEnv); host != "" {
+		opts = append(opts, option.WithEndpoint("http://"+host), option.WithoutAuthentication())
+		grpcHost := os.Getenv(StorageEmulatorHostEnv)
+		if grpcHost == "" {
+			return nil, fmt.Errorf("bigquery sink %s: %s is set but %s is not: the Storage Write API would go to Google", spec, EmulatorHostEnv, StorageEmulatorHostEnv)
+		}
+		wopts = append(wopts, option.WithEndpoint(grpcHost), option.WithoutAuthentication(),
+			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	}
+	client, err := bigquery.NewClient(ctx, spec.Project, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("bigquery sink %s: %w", spec, err)
+	}
+	// managedwriter keeps the context for its connections, which Close ends.
+	writer, err := managedwriter.NewClient(context.WithoutCancel(ctx), spec.Project, wopts...)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("bigquery sink %s: storage write client: %w", spec, err)
+	}
+	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: retry.Sleep,
+		streams: newStreamPool(time.Now),
+		api:     &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
+	b.Reader = sqlread.Reader{DB: sqlread.DB{Rows: b.rows, From: b.from, Changelog: b.changelog, Dialect: bqDialect}}
+	// The client retries without end: bound the schema check, so that an
+	// unreachable service is an error, not a start that never returns.
+	sctx, cancel := context.WithTimeout(ctx, schemaTimeout)
+	defer cancel()
+	if err := b.ensureSchema(sctx); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("bigquery sink %s: %w", spec, err)
+	}
+	return b, nil
+}
+
+// schemaTimeout bounds Open's schema check (a few metadata calls).
+const schemaTimeout = 2 * time.Minute
+
+func (b *BigQuery) String() string { return sink.SchemeBigQuery + ":" + b.project + "." + b.dataset }
+
+// Close releases the clients.
+func (b *BigQuery) Close() error {
+	var errs []error
+	if b.writer != nil {
+		errs = append(errs, b.writer.Close())
+	}
+	if b.client != nil {
+		errs = append(errs, b.client.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// table renders a backquoted table reference (ParseSpec admits no backquote).
+func (b *BigQuery) table(name string) string {
+	return "`" + b.project + "." + b.dataset + "." + name + "`"
+}
+
+// Write writes a batch without a runner (the pipeline uses the keyed append
+// step of Write instead): rows, audit records and checkpoints are appended
+// with the write step's rules, reconcile's corrections go through DML. Stale
+// counts only refused corrections: the reads dedupe replayed rows.
+func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, error) {
+	if err := batch.Validate(); err != nil {
+		return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+	}
+	var res sink.Result
+	var stream, corrections []model.Row
+	for _, r := range batch.Rows {
+		if rules.IsReconcile(r) {
+			corrections = append(corrections, r)
+		} else {
+			stream = append(stream, r)
+		}
+	}
+	now := time.Now()
+	rt := rowTypesFor(b.emulator())
+	tables := []encoded{{name: table.HourlyRevenueChangelog.Name}, {name: table.TooLateEvents.Name}, {name: table.ConflictEvents.Name}, {name: table.QuarantinedEvents.Name},
+		{name: table.SourceCheckpoints.Name}}
+	for _, r := range rules.SortedRows(stream) {
+		tables[0].add(encodeSnapshot(rt, r, now))
+	}
+	for _, t := range uniqueBy(batch.TooLate, func(t model.TooLate) string { return t.Position }) {
+		tables[1].add(encodeRow(rt, table.TooLateCodec, t))
+	}
+	for _, c := range uniqueBy(batch.Conflicts, func(c model.Conflict) string { return c.Position }) {
+		tables[2].add(encodeRow(rt, table.ConflictCodec, c))
+	}
+	for _, q := range uniqueBy(batch.Quarantined, func(q model.Quarantined) string { return q.Position }) {
+		tables[3].add(encodeRow(rt, table.QuarantinedCodec, q))
+	}
+	for _, c := range batch.Progress {
+		tables[4].add(encodeRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}))
+	}
+	for i, t := range tables {
+		if t.err != nil {
+			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, t.name, t.err)
+		}
+		if len(t.rows) == 0 {
+			continue
+		}
+		// The write step's rules: buffer each row, flush until nothing is left.
+		st := &memStore{}
+		for _, row := range t.rows {
+			if _, _, err := onRow(ctx, st, b.api, b.streams, t.name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
+				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+			}
+		}
+		for pending := true; pending; {
+			r, err := flushStep(ctx, st, b.api, b.streams, t.name, false, b.sleep)
+			if err != nil {
+				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
+			}
+			pending = r.Pending
+		}
+		switch i {
+		case 0:
+			res.Accepted += len(t.rows)
+		case 1, 2, 3:
+			res.AuditInserted += len(t.rows)
+		}
+	}
+	if len(corrections) > 0 {
+		accepted, stale, err := b.writeRows(ctx, corrections)
+		if err != nil {
+			return sink.Result{}, err
+		}
+		res.Accepted += accepted
+		res.Stale += stale
+	}
+	return res, nil
+}
+
+func (b *BigQuery) emulator() bool {
+	w, ok := b.api.(*writeAPI)
+	return ok && w.emulator
+}
+
+// encoded is one table's encoded rows and the errors of encoding them.
+type encoded struct {
+	name string
+	rows [][]byte
+	err  error
+}
+
+func (e *encoded) add(row []byte, err error) {
+	e.rows, e.err = append(e.rows, row), errors.Join(e.err, err)
+}

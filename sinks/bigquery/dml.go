@@ -1,0 +1,218 @@
+package bigquery
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+)
+
+// currentOf reads the stored current row of each key in keys.
+func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[rules.Key]rules.Stored, error) {
+	starts := map[int64]bool{}
+	for k := range keys {
+		starts[k.WindowStart] = true
+	}
+	param := make([]time.Time, 0, len(starts))
+	for ms := range starts {
+		param = append(param, msTime(ms))
+	}
+	out := make(map[rules.Key]rules.Stored, len(keys))
+	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
+WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))
+QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DESC) = 1`
+	err := b.read(ctx, "read current rows", sql, []bigquery.QueryParameter{{Name: "starts", Value: param}},
+		func(it *bigquery.RowIterator) error {
+			var r struct {
+				WindowStart time.Time `bigquery:"window_start"`
+				Dims        string    `bigquery:"dims"`
+				Revision    int64     `bigquery:"revision"`
+				ResultState string    `bigquery:"result_state"`
+				EventCount  int64     `bigquery:"event_count"`
+			}
+			if err := it.Next(&r); err != nil {
+				return err
+			}
+			k := rules.Key{WindowStart: r.WindowStart.UnixMilli(), Dims: r.Dims}
+			if !keys[k] {
+				return nil
+			}
+			st, err := model.ParseResultState(r.ResultState)
+			if err != nil {
+				return err
+			}
+			out[k] = rules.Stored{Revision: r.Revision, State: st, Count: r.EventCount}
+			return nil
+		})
+	return out, err
+}
+
+// insertMissingSQL inserts the @rows of table no stored row matches on key
+// (nor, with newer, at a newer value of that column), in one statement: a
+// retry or a concurrent writer's row makes it a no-op. An INSERT, not a
+// MERGE: the emulator merges only from a table, on one equality.
+func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
+	var cols, sel, match []string
+	for _, f := range schemaOf(table) {
+		cols = append(cols, f.Name)
+		if !f.Required {
+			// NULL travels as 0 (the emulator's reading); applied_revision
+			// is never 0.
+			sel = append(sel, "NULLIF(s."+f.Name+", 0)")
+			continue
+		}
+		sel = append(sel, "s."+f.Name)
+	}
+	for _, k := range key {
+		match = append(match, "c."+k+" = s."+k)
+	}
+	if newer != "" {
+		match = append(match, "c."+newer+" >= s."+newer)
+	}
+	return `INSERT INTO ` + b.table(table) + ` (` + strings.Join(cols, ", ") + `)
+SELECT ` + strings.Join(sel, ", ") + ` FROM ` + unnestRows(table) + ` AS s
+WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + strings.Join(match, " AND ") + `)`
+}
+
+// insertMissing runs insertMissingSQL per chunk and returns the rows
+// inserted, from DML statistics or (the emulator) by counting keys around it.
+func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], key []string, newer string, recs []T) (int, error) {
+	table := c.Table.Name
+	sql := b.insertMissingSQL(table, key, newer)
+	total := 0
+	for lo := 0; lo < len(recs); lo += bqChunk {
+		chunk := bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(c, recs[lo:min(lo+bqChunk, len(recs))])}
+		var before int64
+		if !b.dmlStats {
+			var err error
+			if before, err = b.countKeys(ctx, table, key, chunk); err != nil {
+				return total, err
+			}
+		}
+		n, known, err := b.exec(ctx, "insert "+table, sql, chunk)
+		if err != nil {
+			return total, err
+		}
+		if !known {
+			after, err := b.countKeys(ctx, table, key, chunk)
+			if err != nil {
+				return total, err
+			}
+			n = after - before
+		}
+		total += int(n)
+	}
+	return total, nil
+}
+
+func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows bigquery.QueryParameter) (int64, error) {
+	var match []string
+	for _, k := range key {
+		match = append(match, "s."+k+" = c."+k)
+	}
+	return sqlread.Count(ctx, b.DB, "count "+table, `SELECT COUNT(*) FROM `+b.table(table)+` AS c
+WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`, rows)
+}
+
+func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
+	keys := make(map[rules.Key]bool)
+	for _, r := range rows {
+		keys[rules.KeyOf(r)] = true
+	}
+	current, err := b.currentOf(ctx, keys)
+	if err != nil {
+		return 0, 0, err
+	}
+	var refused rules.Refusals
+	ok, _ := refused.AdmitAll(rows, current)
+	refused.Warn("bigquery sink", "sink", b.String())
+	now := time.Now().UTC()
+	admitted := make([]sink.ChangelogEntry, len(ok))
+	for i, r := range ok {
+		admitted[i] = sink.ChangelogEntry{Row: r, WrittenAt: now}
+	}
+	n, err := insertMissing(ctx, b, table.ChangelogCodec, []string{"window_start", "dims"}, "revision", admitted)
+	if err != nil {
+		return 0, 0, err
+	}
+	// A row another writer stored between the read and the insert is stale.
+	accepted, stale = n, refused.Stale+len(admitted)-n
+	return accepted, stale, nil
+}
+
+// uniqueBy keeps the first element of each key.
+func uniqueBy[T any](in []T, key func(T) string) []T {
+	seen := make(map[string]bool, len(in))
+	out := make([]T, 0, len(in))
+	for _, v := range in {
+		if k := key(v); !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// CheckRunConfig refuses a run whose settings differ from the stored ones and
+// stores the keys not stored yet (see SQLite.CheckRunConfig).
+func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) error {
+	have, err := b.RunConfig(ctx)
+	if err != nil {
+		return err
+	}
+	added, err := rules.CompareRunConfig(b.String(), have, cfg)
+	if err != nil {
+		return err
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	_, err = insertMissing(ctx, b, table.ConfigCodec, table.RunConfig.Key, "", table.ConfigEntries(cfg, added))
+	if err != nil {
+		return err
+	}
+	// Two runs may have added a key at once: read back.
+	have, err = b.RunConfig(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = rules.CompareRunConfig(b.String(), have, cfg)
+	return err
+}
+
+// WriteDiffs stores reconcile diffs, replacing a row with the same (run_id,
+// window_start, dims) so a retried run stays idempotent.
+func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
+	if len(diffs) == 0 {
+		return nil
+	}
+	rows := uniqueBy(diffs, func(d sink.Diff) string {
+		return d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
+	})
+	// Replace: a run writes its diffs before --apply and again after it.
+	key := table.ReconcileDiffs.Key
+	var match []string
+	for _, k := range key {
+		match = append(match, "s."+k+" = t."+k)
+	}
+	del := `DELETE FROM ` + b.table(table.ReconcileDiffs.Name) + ` AS t
+WHERE EXISTS (SELECT 1 FROM ` + unnestRows(table.ReconcileDiffs.Name) + ` AS s WHERE ` + strings.Join(match, " AND ") + `)`
+	for lo := 0; lo < len(rows); lo += bqChunk {
+		chunk := bqRowsParam(table.DiffCodec, rows[lo:min(lo+bqChunk, len(rows))])
+		if _, _, err := b.exec(ctx, "replace "+table.ReconcileDiffs.Name, del, bigquery.QueryParameter{Name: "rows", Value: chunk}); err != nil {
+			return err
+		}
+	}
+	if _, err := insertMissing(ctx, b, table.DiffCodec, key, "", rows); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package bigquery
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+)
+
+// The BigQuery sink's progress tables (ProgressStore, docs/restart.md):
+// source_checkpoints is appended (reads keep one row per run, partition and
+// file); source_resume gets one small DML INSERT per seal, of the points that
+// moved, and its latest row per partition is the point.
+
+// EarliestOpenWindow returns the earliest window_start of a current row not
+// yet FINAL (see SQLite.EarliestOpenWindow).
+func (b *BigQuery) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	return b.readTime(ctx, "read earliest open window", `SELECT MIN(window_start) AS t FROM `+b.table(table.HourlyRevenue.Name)+`
+WHERE result_state <> 'FINAL'`)
+}
+
+// RunCheckpoints returns the checkpoints run wrote, the latest of each
+// (partition, file), by partition, then file.
+func (b *BigQuery) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
+	rows, err := sqlread.Read(ctx, b.DB, table.CheckpointCodec, "read "+table.SourceCheckpoints.Name, `SELECT `+bqDialect.Columns(table.SourceCheckpoints.Names())+
+		` FROM `+b.table(table.SourceCheckpoints.Name)+" WHERE `run` = @run"+
+		oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
+		bigquery.QueryParameter{Name: "run", Value: run})
+	return sortedCheckpoints(rows, err)
+}
+
+// ResumePoints returns the latest sealed point of each partition, by partition.
+func (b *BigQuery) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
+	rows, err := sqlread.Read(ctx, b.DB, table.ResumeCodec, "read "+table.SourceResume.Name, `SELECT `+bqDialect.Columns(table.SourceResume.Names())+
+		` FROM `+b.table(table.SourceResume.Name)+` WHERE TRUE`+oncePer("`partition`", "sealed_at DESC, `file` DESC, `offset` DESC"))
+	return sortedCheckpoints(rows, err)
+}
+
+func sortedCheckpoints(rows []table.CheckpointRow, err error) ([]model.Checkpoint, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := table.CheckpointsOf(rows)
+	rules.SortCheckpoints(out)
+	return out, nil
+}
+
+// SealResume inserts the points that differ from their partition's latest
+// one, all with one sealed_at, in one statement; the copies a retried
+// statement may add are collapsed by the read.
+func (b *BigQuery) SealResume(ctx context.Context, points []model.Checkpoint) error {
+	if err := rules.CheckResumePoints(points); err != nil {
+		return fmt.Errorf("bigquery sink %s: %w", b, err)
+	}
+	current, err := b.ResumePoints(ctx)
+	if err != nil {
+		return err
+	}
+	changed := rules.ChangedResumePoints(current, points)
+	if len(changed) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	rows := make([]table.CheckpointRow, len(changed))
+	for i, p := range changed {
+		rows[i] = table.CheckpointRow{Checkpoint: p, At: now}
+	}
+	cols := bqDialect.Columns(table.SourceResume.Names())
+	_, _, err = b.exec(ctx, "seal "+table.SourceResume.Name, `INSERT INTO `+b.table(table.SourceResume.Name)+` (`+cols+`)
+SELECT `+cols+` FROM `+unnestRows(table.SourceResume.Name), bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(table.ResumeCodec, rows)})
+	return err
+}
+
+// PruneCheckpoints deletes the checkpoints of every run but keep with one DML
+// DELETE (allowed on Storage Write API rows, unlike the insertAll buffer's).
+func (b *BigQuery) PruneCheckpoints(ctx context.Context, keep string) error {
+	_, _, err := b.exec(ctx, "prune "+table.SourceCheckpoints.Name, `DELETE FROM `+b.table(table.SourceCheckpoints.Name)+" WHERE `run` <> @keep",
+		bigquery.QueryParameter{Name: "keep", Value: keep})
+	return err
+}

@@ -1,0 +1,101 @@
+package bigquery
+
+import (
+	"context"
+	"math/big"
+	"slices"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+)
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// ratMicros is an exact NUMERIC value for an amount in micros.
+func ratMicros(m int64) *big.Rat { return big.NewRat(m, 1_000_000) }
+
+// bqColumns is t's column list for a SELECT.
+func bqColumns(t *table.Table) string { return strings.Join(t.Names(), ", ") }
+
+// rows runs a query whose args are bigquery.QueryParameters.
+func (b *BigQuery) rows(ctx context.Context, what string, t *table.Table, sql string, args []any, each func([]any) error) error {
+	params := make([]bigquery.QueryParameter, len(args))
+	for i, a := range args {
+		params[i] = a.(bigquery.QueryParameter)
+	}
+	return b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
+		var row []bigquery.Value
+		if err := it.Next(&row); err != nil {
+			return err
+		}
+		vals, err := fromBQ(t, row)
+		if err != nil {
+			return err
+		}
+		return each(vals)
+	})
+}
+
+// from keeps one row per revision of the changelog and per source_position
+// of an audit table: appended rows may be repeated.
+func (b *BigQuery) from(t *table.Table) string {
+	switch {
+	case t == table.HourlyRevenueChangelog:
+		return "(SELECT * FROM " + b.table(t.Name) + " WHERE TRUE" + oncePer("window_start, dims, revision", revisionOrder) + ")"
+	case slices.Equal(t.Key, []string{"source_position"}):
+		return "(" + b.auditSQL(t) + ")"
+	}
+	return b.table(t.Name)
+}
+
+// readChangelog reads the changelog, one row per revision, or the current
+// view (which keeps no written_at), from *from on when from is set.
+func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]sink.ChangelogEntry, error) {
+	filter, args := "TRUE", []any(nil)
+	if from != nil {
+		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{bigquery.QueryParameter{Name: "from", Value: *from}}
+	}
+	name, cols, once := table.HourlyRevenueChangelog.Name, bqColumns(table.HourlyRevenueChangelog), oncePer("window_start, dims, revision", revisionOrder)
+	if current {
+		name = table.HourlyRevenue.Name
+		cols, once = bqColumns(table.HourlyRevenue)+", CAST(NULL AS TIMESTAMP) AS written_at, writer", ""
+	}
+	sql := `SELECT ` + cols + ` FROM ` + b.table(name) + ` WHERE ` + filter + once
+	return sqlread.Read(ctx, b.DB, table.ChangelogCodec, "read "+name, sql, args...)
+}
+
+// FinalHorizon returns the latest window_end among FINAL rows (see
+// SQLite.FinalHorizon).
+func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
+	return b.readTime(ctx, "read final horizon", `SELECT MAX(window_end) AS t FROM `+b.table(table.HourlyRevenue.Name)+`
+WHERE result_state = 'FINAL'`)
+}
+
+// readTime returns a one-row query's TIMESTAMP t in epoch ms; ok is false for NULL.
+func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
+	err = b.read(ctx, what, sql, nil, func(it *bigquery.RowIterator) error {
+		var r struct {
+			T bigquery.NullTimestamp `bigquery:"t"`
+		}
+		if err := it.Next(&r); err != nil {
+			return err
+		}
+		if r.T.Valid {
+			ms, ok = r.T.Timestamp.UnixMilli(), true
+		}
+		return nil
+	})
+	return ms, ok, err
+}
+
+func (b *BigQuery) auditSQL(t *table.Table) string {
+	rest := t.Names()[1:]
+	return `SELECT ` + bqColumns(t) + ` FROM ` + b.table(t.Name) + ` WHERE TRUE` + oncePer("source_position", strings.Join(rest, ", "))
+}
+
+var bqDialect = sqlread.Dialect{Quote: "`", StrPos: "STRPOS", ToInt: func(e string) string { return "COALESCE(SAFE_CAST(" + e + " AS INT64), 0)" }}

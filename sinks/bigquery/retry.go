@@ -1,0 +1,118 @@
+package bigquery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/revenue-stream/hourly/sinks/internal/retry"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+)
+
+func httpCode(err error) int {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code
+	}
+	return 0
+}
+
+func isNotFound(err error) bool      { return httpCode(err) == http.StatusNotFound }
+func isAlreadyExists(err error) bool { return httpCode(err) == http.StatusConflict }
+
+// transient reports whether a failed statement may succeed when retried:
+// rate limits, backend and internal errors (BigQuery's error reference says to
+// retry jobInternalError, a 400), and "concurrent update" of overlapping DML.
+// The emulator answers a locked table with jobInternalError too.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errPartialRead) {
+		return false
+	}
+	switch httpCode(err) {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"rateLimitExceeded", "backendError", "concurrent update", "internalError", "jobInternalError", "jobBackendError"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retry runs try up to bqAttempts times while it fails transiently.
+func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
+	if _, err := (retry.Retrier{Attempts: bqAttempts, Retryable: transient, Wait: retry.Quadratic, Sleep: b.sleep, Level: slog.LevelDebug,
+		Msg: "bigquery sink: retrying", Attrs: []any{"what", what}}).Do(ctx, try); err != nil {
+		return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
+	}
+	return nil
+}
+
+// exec runs one DML statement, retrying transient failures, and returns the
+// rows it changed; known is false when the server did not say (the emulator).
+func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) (n int64, known bool, err error) {
+	err = b.retry(ctx, what, func() (err error) {
+		n, known, err = b.execOnce(ctx, sql, params)
+		return err
+	})
+	return n, known, err
+}
+
+func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.QueryParameter) (int64, bool, error) {
+	q := b.client.Query(sql)
+	q.Parameters = params
+	job, err := q.Run(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	status, err := job.Wait(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := status.Err(); err != nil {
+		return 0, false, err
+	}
+	if st, ok := status.Statistics.Details.(*bigquery.QueryStatistics); ok && st.DMLStats != nil {
+		return st.NumDMLAffectedRows, true, nil
+	}
+	return 0, false, nil
+}
+
+// read runs a query and calls next for each row (next calls it.Next). A
+// failure is retried only while no row was delivered: callers accumulate rows.
+func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
+	delivered := false
+	return b.retry(ctx, what, func() error {
+		q := b.client.Query(sql)
+		q.Parameters = params
+		it, err := q.Read(ctx)
+		if err != nil {
+			return err
+		}
+		for {
+			err := next(it)
+			if errors.Is(err, iterator.Done) {
+				return nil
+			}
+			if err != nil {
+				if delivered {
+					return fmt.Errorf("%w: %w", errPartialRead, err)
+				}
+				return err
+			}
+			delivered = true
+		}
+	})
+}
+
+// errPartialRead marks a read that failed after delivering rows: not retried.
+var errPartialRead = errors.New("read failed after delivering rows")

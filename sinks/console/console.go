@@ -1,0 +1,166 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+)
+
+// Console is the --sink=console debugging sink: a table per batch laid out
+// like Spark's console sink, then audit summaries. It applies the revision
+// rules in memory, so it shows what a real sink would accept.
+type Console struct {
+	mu    sync.Mutex
+	w     io.Writer
+	batch int
+	guard *rules.Guard
+}
+
+var _ sink.Sink = (*Console)(nil)
+
+func init() {
+	sink.Register(sink.SchemeConsole, sink.Backend{Open: func(context.Context, sink.Spec) (sink.Sink, error) { return New(os.Stdout), nil }})
+}
+
+// New returns a console sink printing to w (os.Stdout when nil).
+func New(w io.Writer) *Console {
+	if w == nil {
+		w = os.Stdout
+	}
+	return &Console{w: w, guard: rules.NewGuard()}
+}
+
+var consoleColumns = []string{"window_start", "window_end", "dims", "revenue", "event_count", "revision", "result_state"}
+
+const auditSample = 5
+
+// Write prints the batch. Batch numbers start at 0, like Spark's.
+func (c *Console) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return sink.Result{}, fmt.Errorf("console sink: %w", err)
+	}
+	if err := b.Validate(); err != nil {
+		return sink.Result{}, fmt.Errorf("console sink: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.guard.Stage()
+	accepted := st.AdmitRows(b.Rows)
+
+	var buf bytes.Buffer
+	const rule = "-------------------------------------------\n"
+	fmt.Fprintf(&buf, "%sBatch: %d\n%s", rule, c.batch, rule)
+	cells := make([][]string, 0, len(accepted))
+	for _, r := range accepted {
+		cells = append(cells, []string{
+			model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), r.Dims,
+			model.FormatMicros(r.RevenueMicros), strconv.FormatInt(r.EventCount, 10),
+			strconv.FormatInt(r.Revision, 10), r.State.String(),
+		})
+	}
+	writeTable(&buf, consoleColumns, cells)
+	if st.Refused.Stale > 0 {
+		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", st.Refused.Stale)
+	}
+
+	res := sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale}
+	var items []string
+	for _, t := range b.TooLate {
+		if st.NewAudit(table.TooLateEvents.Name, t.Position) {
+			items = append(items, fmt.Sprintf("%s @ %s from %s", t.EventID, model.FormatTime(t.EventTime), t.Position))
+		}
+	}
+	res.AuditInserted += len(items)
+	summarize(&buf, "too_late", items)
+	items = items[:0]
+	for _, cf := range b.Conflicts {
+		if st.NewAudit(table.ConflictEvents.Name, cf.Position) {
+			items = append(items, fmt.Sprintf("%s from %s: fingerprint %s, first counted %s", cf.EventID, cf.Position,
+				model.FingerprintHex(cf.ConflictingFingerprint), model.FingerprintHex(cf.FirstFingerprint)))
+		}
+	}
+	res.AuditInserted += len(items)
+	summarize(&buf, "conflicts", items)
+	items = items[:0]
+	for _, q := range b.Quarantined {
+		if st.NewAudit(table.QuarantinedEvents.Name, q.Position) {
+			items = append(items, q.Reason+" at "+q.Position)
+		}
+	}
+	res.AuditInserted += len(items)
+	summarize(&buf, "quarantined", items)
+	buf.WriteByte('\n')
+
+	if _, err := c.w.Write(buf.Bytes()); err != nil {
+		return sink.Result{}, fmt.Errorf("console sink: batch %d: %w", c.batch, err)
+	}
+	st.Commit()
+	c.batch++
+	st.Refused.Warn("console sink")
+	return res, nil
+}
+
+// summarize prints "name: N (a, b, ... and K more)" when there is anything.
+func summarize(buf *bytes.Buffer, name string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	shown := items
+	if len(shown) > auditSample {
+		shown = shown[:auditSample]
+	}
+	more := ""
+	if n := len(items) - len(shown); n > 0 {
+		more = fmt.Sprintf(", ... and %d more", n)
+	}
+	fmt.Fprintf(buf, "%s: %d (%s%s)\n", name, len(items), strings.Join(shown, ", "), more)
+}
+
+// writeTable renders a bordered table, right-aligned as Spark's show does.
+func writeTable(buf *bytes.Buffer, header []string, rows [][]string) {
+	width := make([]int, len(header))
+	for i, h := range header {
+		width[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range rows {
+		for i, cell := range r {
+			width[i] = max(width[i], utf8.RuneCountInString(cell))
+		}
+	}
+	border := func() {
+		for _, w := range width {
+			buf.WriteByte('+')
+			buf.WriteString(strings.Repeat("-", w))
+		}
+		buf.WriteString("+\n")
+	}
+	line := func(cells []string) {
+		for i, cell := range cells {
+			buf.WriteByte('|')
+			buf.WriteString(strings.Repeat(" ", width[i]-utf8.RuneCountInString(cell)))
+			buf.WriteString(cell)
+		}
+		buf.WriteString("|\n")
+	}
+	border()
+	line(header)
+	border()
+	for _, r := range rows {
+		line(r)
+	}
+	border()
+}
+
+// Close does nothing: the writer belongs to the caller.
+func (c *Console) Close() error { return nil }

@@ -1,0 +1,265 @@
+// Package rules holds SPEC §4's revision rules as the sinks apply them, the
+// last line of defence behind transforms.Revisions: only a higher revision
+// replaces a key's row, never moving its state back nor (but for reconcile)
+// lowering its count; each audit position is stored once. It also holds the
+// run_config and resume-point checks every backend shares.
+package rules
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/revenue-stream/hourly/model"
+)
+
+// IsReconcile reports a reconcile correction, the one writer SPEC §4 allows
+// to lower a count.
+func IsReconcile(r model.Row) bool { return strings.HasPrefix(r.Writer, "reconcile:") }
+
+// Stored is what the rules need of a key's current row.
+type Stored struct {
+	Revision int64
+	State    model.ResultState
+	Count    int64
+}
+
+func storedOf(r model.Row) Stored {
+	return Stored{Revision: r.Revision, State: r.State, Count: r.EventCount}
+}
+
+// Key identifies a key without building a string for it.
+type Key struct {
+	WindowStart int64
+	Dims        string
+}
+
+// KeyOf is r's key.
+func KeyOf(r model.Row) Key { return Key{r.WindowStart, r.Dims} }
+
+// verdict is the outcome of admit.
+type verdict uint8
+
+const (
+	accept        verdict = iota
+	staleRevision         // the stored revision is >= the row's: a replay
+	regression            // a higher revision moving the state back or the count down; sinks log it
+)
+
+// admit applies SPEC §4 to a row against its key's stored row: only a higher
+// revision replaces it, and it may not move the state back (FINAL stays FINAL)
+// nor, unless it is a reconcile correction, lower the event count.
+func admit(prev Stored, have bool, r model.Row) verdict {
+	if !have {
+		return accept
+	}
+	if r.Revision <= prev.Revision {
+		return staleRevision
+	}
+	if r.State < prev.State {
+		return regression
+	}
+	if !IsReconcile(r) && r.EventCount < prev.Count {
+		return regression
+	}
+	return accept
+}
+
+// Refusals tallies the rows the rules refuse, with one regression as an
+// example for the sink's warning.
+type Refusals struct {
+	Stale, Regressions int
+	example            string
+}
+
+// admit reports whether admit accepts r, tallying a refusal.
+func (f *Refusals) admit(prev Stored, have bool, r model.Row) bool {
+	switch admit(prev, have, r) {
+	case accept:
+		return true
+	case regression:
+		f.Regressions++
+		if f.example == "" {
+			f.example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
+				r.Key(), r.Revision, r.State, r.EventCount, prev.Revision, prev.State, prev.Count)
+		}
+	}
+	f.Stale++
+	return false
+}
+
+// AdmitAll admits rows in key and revision order, each against its key's
+// last accepted row, else its stored one, and returns the accepted rows and
+// each key's last.
+func (f *Refusals) AdmitAll(rows []model.Row, have map[Key]Stored) ([]model.Row, map[Key]Stored) {
+	var accepted []model.Row
+	latest := map[Key]Stored{}
+	for _, r := range SortedRows(rows) {
+		k := KeyOf(r)
+		prev, ok := latest[k]
+		if !ok {
+			prev, ok = have[k]
+		}
+		if f.admit(prev, ok, r) {
+			latest[k] = storedOf(r)
+			accepted = append(accepted, r)
+		}
+	}
+	return accepted, latest
+}
+
+// Warn logs the regressions refused, if any, as the sink named.
+func (f *Refusals) Warn(sinkName string, attrs ...any) {
+	if f.Regressions > 0 {
+		slog.Warn(sinkName+": rejected rows that would lower a count or move a state back",
+			append(attrs, "rows", f.Regressions, "example", f.example)...)
+	}
+}
+
+// SameKey reports whether two rows have one key.
+func SameKey(a, b model.Row) bool { return a.WindowStart == b.WindowStart && a.Dims == b.Dims }
+
+// SortedRows returns rows ordered by key, then revision: a key's snapshots
+// apply oldest first.
+func SortedRows(rows []model.Row) []model.Row {
+	out := append([]model.Row(nil), rows...)
+	slices.SortStableFunc(out, model.CompareRows)
+	return out
+}
+
+// Guard keeps the revision and audit-once rules in memory for the sinks
+// with no database (jsonl, console). Its owner holds a lock. Decisions are
+// staged and committed once the output is written, so a failed write does not
+// make the guard run ahead of it.
+type Guard struct {
+	latest map[Key]Stored
+	audit  map[string]struct{} // "<table>\x00<source_position>"
+}
+
+func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]struct{}{}} }
+
+// Stage is one batch's staged decisions.
+type Stage struct {
+	g       *Guard
+	latest  map[Key]Stored
+	audit   map[string]struct{}
+	Refused Refusals
+}
+
+func (g *Guard) Stage() *Stage {
+	return &Stage{g: g, latest: map[Key]Stored{}, audit: map[string]struct{}{}}
+}
+
+// AdmitRows returns the accepted rows in application order.
+func (st *Stage) AdmitRows(rows []model.Row) []model.Row {
+	accepted, latest := st.Refused.AdmitAll(rows, st.g.latest)
+	st.latest = latest
+	return accepted
+}
+
+// NewAudit reports whether position is new under table, staging it if so.
+func (st *Stage) NewAudit(table, position string) bool {
+	k := table + "\x00" + position
+	if _, seen := st.g.audit[k]; seen {
+		return false
+	}
+	if _, seen := st.audit[k]; seen {
+		return false
+	}
+	st.audit[k] = struct{}{}
+	return true
+}
+
+// Commit makes the staged decisions permanent.
+func (st *Stage) Commit() {
+	for k, v := range st.latest {
+		st.g.latest[k] = v
+	}
+	for k := range st.audit {
+		st.g.audit[k] = struct{}{}
+	}
+}
+
+// Observe records a row already in durable output (a reopened JSONL file).
+func (g *Guard) Observe(r model.Row) {
+	k := KeyOf(r)
+	if prev, ok := g.latest[k]; ok && prev.Revision >= r.Revision {
+		return
+	}
+	g.latest[k] = storedOf(r)
+}
+
+// ObserveAudit records an audit position already in durable output.
+func (g *Guard) ObserveAudit(table, position string) { g.audit[table+"\x00"+position] = struct{}{} }
+
+// CompareRunConfig checks requested settings against stored ones and returns,
+// sorted, the keys to add.
+func CompareRunConfig(sinkName string, have, want map[string]string) ([]string, error) {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var had, asked, added []string
+	for _, k := range keys {
+		v, ok := have[k]
+		switch {
+		case !ok:
+			added = append(added, k)
+		case v != want[k]:
+			had = append(had, k+"="+v)
+			asked = append(asked, k+"="+want[k])
+		}
+	}
+	if len(had) > 0 {
+		return nil, fmt.Errorf("sink %s was written with %s; this run has %s: its window_start keys would collide; use another sink",
+			sinkName, strings.Join(had, ", "), strings.Join(asked, ", "))
+	}
+	return added, nil
+}
+
+// CheckResumePoints refuses points with no partition or run, or two points
+// for one partition.
+func CheckResumePoints(points []model.Checkpoint) error {
+	seen := make(map[string]bool, len(points))
+	for _, p := range points {
+		switch {
+		case p.Partition == "":
+			return fmt.Errorf("seal resume point %s after %q: empty partition", p.Run, p.File)
+		case p.Run == "":
+			return fmt.Errorf("seal resume point of partition %s: empty run", p.Partition)
+		case seen[p.Partition]:
+			return fmt.Errorf("seal resume points: partition %s twice", p.Partition)
+		}
+		seen[p.Partition] = true
+	}
+	return nil
+}
+
+// ChangedResumePoints returns the points that differ from the stored ones,
+// so that sealed_at says when a point was first sealed.
+func ChangedResumePoints(current, points []model.Checkpoint) []model.Checkpoint {
+	have := make(map[string]model.Checkpoint, len(current))
+	for _, c := range current {
+		have[c.Partition] = c
+	}
+	var out []model.Checkpoint
+	for _, p := range points {
+		if c, ok := have[p.Partition]; !ok || c != p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SortCheckpoints orders checkpoints by partition, then file.
+func SortCheckpoints(cs []model.Checkpoint) {
+	slices.SortStableFunc(cs, func(a, b model.Checkpoint) int {
+		if c := strings.Compare(a.Partition, b.Partition); c != 0 {
+			return c
+		}
+		return strings.Compare(a.File, b.File)
+	})
+}

@@ -1,0 +1,318 @@
+package sqlread
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sources/rawlog"
+)
+
+// DB is what the SQL backends (SQLite, BigQuery) answer alike; Reader
+// builds the rest of sink.Reader on it.
+type DB struct {
+	// Rows runs query, which selects t's columns in order, and calls each
+	// with every row's values. A *sink.RowError skips the row where the
+	// backend can go on (SQLite names them in an UnreadableRows error).
+	Rows func(ctx context.Context, what string, t *table.Table, query string, args []any, each func([]any) error) error
+	// From is what t's rows are selected from: one row per key, where rows
+	// are appended (BigQuery).
+	From func(t *table.Table) string
+	// Changelog reads the changelog, or with current the current rows, of
+	// windows starting at or after *start when start is set.
+	Changelog func(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error)
+	Dialect   Dialect
+}
+
+// Reader is the part of sink.Reader SQLite and BigQuery share.
+type Reader struct{ DB DB }
+
+// Read reads records of c's table through query.
+func Read[T any](ctx context.Context, db DB, c table.Codec[T], what, query string, args ...any) ([]T, error) {
+	var out []T
+	err := db.Rows(ctx, what, c.Table, query, args, func(vals []any) error {
+		v, err := c.Get(vals)
+		if err == nil {
+			out = append(out, v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// CurrentRows returns the current snapshot of every key, ordered by
+// window_start then dims, with the writer of the stored revision. A row that
+// cannot be read is left out and named in an UnreadableRows error.
+func (r Reader) CurrentRows(ctx context.Context) ([]model.Row, error) {
+	rows, err := r.DB.Changelog(ctx, true, nil)
+	if _, ok := sink.Unreadable(err); !ok {
+		return nil, err
+	}
+	return rules.SortedRows(table.Snapshots(rows)), err
+}
+
+// CurrentRowsFrom is CurrentRows limited to windows starting at or after
+// windowStart (epoch ms), filtered where the rows are stored.
+func (r Reader) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
+	return rowsOf(r.DB.Changelog(ctx, true, &windowStart))
+}
+
+// Changelog returns every accepted snapshot, ordered by key then revision.
+func (r Reader) Changelog(ctx context.Context) ([]model.Row, error) {
+	return rowsOf(r.DB.Changelog(ctx, false, nil))
+}
+
+// ChangelogFrom is Changelog limited to windows starting at or after
+// windowStart (epoch ms), filtered where the rows are stored.
+func (r Reader) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
+	return rowsOf(r.DB.Changelog(ctx, false, &windowStart))
+}
+
+// ChangelogEntries is Changelog with each snapshot's written_at.
+func (r Reader) ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error) {
+	return entriesOf(r.DB.Changelog(ctx, false, nil))
+}
+
+// ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
+func (r Reader) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error) {
+	return entriesOf(r.DB.Changelog(ctx, false, &windowStart))
+}
+
+// TooLate returns the too_late_events rows ordered by source_position.
+func (r Reader) TooLate(ctx context.Context) ([]model.TooLate, error) {
+	return readAudit(ctx, r.DB, table.TooLateCodec, all)
+}
+
+// Conflicts returns the conflict_events rows ordered by source_position.
+func (r Reader) Conflicts(ctx context.Context) ([]model.Conflict, error) {
+	return readAudit(ctx, r.DB, table.ConflictCodec, all)
+}
+
+// Quarantined returns the quarantined_events rows ordered by source_position.
+// Detail is not stored (SPEC §5 has no column for it) and comes back empty.
+func (r Reader) Quarantined(ctx context.Context) ([]model.Quarantined, error) {
+	return readAudit(ctx, r.DB, table.QuarantinedCodec, all)
+}
+
+// LatestTooLate returns the n too_late_events rows that arrived last, newest
+// first (latestSQL), cut where they are stored for app/live's refresh.
+func (r Reader) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
+	return readAudit(ctx, r.DB, table.TooLateCodec, max(n, 0))
+}
+
+// LatestConflicts is LatestTooLate for conflict_events.
+func (r Reader) LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error) {
+	return readAudit(ctx, r.DB, table.ConflictCodec, max(n, 0))
+}
+
+// LatestQuarantined is LatestTooLate for quarantined_events.
+func (r Reader) LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error) {
+	return readAudit(ctx, r.DB, table.QuarantinedCodec, max(n, 0))
+}
+
+// all asks readAudit for every row.
+const all = -1
+
+// readAudit reads an audit table ordered by source_position, or the latest
+// rows (latestSQL) when latest is not all.
+func readAudit[T any](ctx context.Context, db DB, c table.Codec[T], latest int) ([]T, error) {
+	d := db.Dialect
+	cols, from := d.Columns(c.Table.Names()), db.From(c.Table)
+	switch latest {
+	case all:
+		return Read(ctx, db, c, "read "+c.Table.Name, `SELECT `+cols+` FROM `+from+` ORDER BY source_position`)
+	case 0:
+		return nil, nil
+	}
+	return Read(ctx, db, c, "read latest "+c.Table.Name, latestSQL(d, cols, from, latest))
+}
+
+// RunConfig returns the stored run settings.
+func (r Reader) RunConfig(ctx context.Context) (map[string]string, error) {
+	rows, err := Read(ctx, r.DB, table.ConfigCodec, "read "+table.RunConfig.Name, r.selectAll(table.RunConfig))
+	if err != nil {
+		return nil, err
+	}
+	return table.ConfigMap(rows), nil
+}
+
+// Diffs returns the stored reconcile diffs ordered by run, window and dims.
+func (r Reader) Diffs(ctx context.Context) ([]sink.Diff, error) {
+	out, err := Read(ctx, r.DB, table.DiffCodec, "read "+table.ReconcileDiffs.Name, r.selectAll(table.ReconcileDiffs))
+	if err != nil {
+		return nil, err
+	}
+	sortDiffs(out)
+	return out, nil
+}
+
+func (r Reader) selectAll(t *table.Table) string {
+	return `SELECT ` + r.DB.Dialect.Columns(t.Names()) + ` FROM ` + r.DB.From(t)
+}
+
+// Count reads a query's one INTEGER.
+func Count(ctx context.Context, db DB, what, query string, args ...any) (int64, error) {
+	n, err := Read(ctx, db, countCodec, what, query, args...)
+	if err != nil || len(n) == 0 {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// KeyCount returns how many (window, dims) keys the sink holds.
+func (r Reader) KeyCount(ctx context.Context) (int64, error) {
+	return Count(ctx, r.DB, "count "+table.HourlyRevenue.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenue))
+}
+
+// AuditCounts counts the audit tables' rows, one per source_position, in one
+// query (BigQuery bills a query at least 10 MB).
+func (r Reader) AuditCounts(ctx context.Context) (sink.AuditCounts, error) {
+	count := func(t *table.Table) string { return `(SELECT COUNT(*) FROM ` + r.DB.From(t) + `)` }
+	c, err := Read(ctx, r.DB, auditCountsCodec, "count the audit tables",
+		`SELECT `+count(table.TooLateEvents)+`, `+count(table.ConflictEvents)+`, `+count(table.QuarantinedEvents))
+	if err != nil || len(c) == 0 {
+		return sink.AuditCounts{}, err
+	}
+	return c[0], nil
+}
+
+// Tally counts the tables where they are stored, one row per revision and
+// per source_position, reading only the last windows' rows for Latest.
+func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
+	t := sink.Tally{Current: map[model.ResultState]int64{}}
+	counts, err := Read(ctx, r.DB, windowCountCodec, "count "+table.HourlyRevenue.Name, `SELECT window_start, result_state, COUNT(*) FROM `+
+		r.DB.From(table.HourlyRevenue)+` GROUP BY window_start, result_state`)
+	if err != nil {
+		return t, err
+	}
+	perStart := map[int64]int64{}
+	for _, c := range counts {
+		t.Current[c.state] += c.n
+		perStart[c.start] += c.n
+	}
+	// The latest rows lie in the last window starts holding latest of them.
+	var from, seen int64
+	for _, s := range slices.Backward(slices.Sorted(maps.Keys(perStart))) {
+		if seen >= int64(latest) {
+			break
+		}
+		from, seen = s, seen+perStart[s]
+	}
+	if latest > 0 && len(perStart) > 0 {
+		rows, err := r.CurrentRowsFrom(ctx, from)
+		if err != nil {
+			return t, err
+		}
+		t.Latest = rows[max(0, len(rows)-latest):]
+	}
+	for _, c := range []struct {
+		n *int64
+		t *table.Table
+	}{{&t.Changelog, table.HourlyRevenueChangelog}, {&t.TooLate, table.TooLateEvents}, {&t.Conflicts, table.ConflictEvents}, {&t.Quarantined, table.QuarantinedEvents}} {
+		if *c.n, err = Count(ctx, r.DB, "count "+c.t.Name, `SELECT COUNT(*) FROM `+r.DB.From(c.t)); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+type windowCount struct {
+	start int64
+	state model.ResultState
+	n     int64
+}
+
+// The codecs of the counting queries, read like a table's rows.
+var (
+	countCodec = table.Codec[int64]{Table: &table.Table{Name: "count", Columns: []table.Column{{Name: "n", Type: table.Int64}}},
+		Get: func(v []any) (int64, error) { return v[0].(int64), nil }}
+	auditCountsCodec = table.Codec[sink.AuditCounts]{Table: &table.Table{Name: "audit counts", Columns: []table.Column{
+		{Name: "too_late", Type: table.Int64}, {Name: "conflicts", Type: table.Int64}, {Name: "quarantined", Type: table.Int64}}},
+		Get: func(v []any) (sink.AuditCounts, error) {
+			return sink.AuditCounts{TooLate: v[0].(int64), Conflicts: v[1].(int64), Quarantined: v[2].(int64)}, nil
+		}}
+	windowCountCodec = table.Codec[windowCount]{Table: &table.Table{Name: table.HourlyRevenue.Name, Columns: []table.Column{
+		{Name: "window_start", Type: table.Time}, {Name: "result_state", Type: table.String}, {Name: "n", Type: table.Int64}}},
+		Get: func(v []any) (windowCount, error) {
+			st, err := model.ParseResultState(v[1].(string))
+			return windowCount{start: v[0].(int64), state: st, n: v[2].(int64)}, err
+		}}
+)
+
+// sqlDialect is what differs between SQLite and BigQuery in the shared
+// queries: identifier quotes, and in latestSQL the substring position
+// function and a digits-to-integer cast (0 when empty).
+type Dialect struct {
+	Quote  string
+	StrPos string
+	ToInt  func(expr string) string
+}
+
+// columns renders names quoted, comma-separated.
+func (d Dialect) Columns(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = d.Quote + n + d.Quote
+	}
+	return strings.Join(out, ", ")
+}
+
+// rowsOf orders a read's rows by key then revision, dropping written_at.
+func rowsOf(rows []sink.ChangelogEntry, err error) ([]model.Row, error) {
+	if err != nil {
+		return nil, err
+	}
+	return rules.SortedRows(table.Snapshots(rows)), nil
+}
+
+// entriesOf orders a read's rows by key then revision.
+func entriesOf(rows []sink.ChangelogEntry, err error) ([]sink.ChangelogEntry, error) {
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(rows, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
+	return rows, nil
+}
+
+// latestSQL selects cols of the n rows of from that arrived last, newest
+// first, by source_position in app/live's CompareArrival order (the tables
+// keep no write time), split as rawlog.ParsePosition does. ABS keeps SUBSTR
+// lengths non-negative, which BigQuery requires even in a branch not taken.
+func latestSQL(d Dialect, cols, from string, n int) string {
+	named := rawlog.NamedPartition + ":"
+	file := `CASE WHEN NOT (SUBSTR(source_position, 1, ` + strconv.Itoa(len(named)) + `) = '` + named + `' AND LENGTH(source_position) > ` + strconv.Itoa(len(named)) + `)
+	AND SUBSTR(arr_rest, -1) = ':' AND LENGTH(arr_rest) >= 2 AND arr_line >= 1
+	AND (arr_slash = 0 OR (arr_slash > 1 AND arr_slash < LENGTH(arr_path))) THEN 1 ELSE 0 END`
+	return `SELECT ` + cols + ` FROM (
+SELECT ` + cols + `, ` + file + ` AS arr_file,
+	CASE WHEN arr_slash > 0 THEN SUBSTR(arr_path, arr_slash + 1) ELSE arr_path END AS arr_name, arr_line,
+	CASE WHEN arr_slash > 0 THEN SUBSTR(arr_path, 1, ABS(arr_slash - 1)) ELSE '` + rawlog.RootPartition + `' END AS arr_partition
+FROM (SELECT ` + cols + `, arr_rest, arr_path, arr_line, ` + d.StrPos + `(arr_path, '/') AS arr_slash
+FROM (SELECT ` + cols + `, arr_rest, SUBSTR(arr_rest, 1, ABS(LENGTH(arr_rest) - 1)) AS arr_path,
+	` + d.ToInt(`SUBSTR(source_position, LENGTH(arr_rest) + 1)`) + ` AS arr_line
+FROM (SELECT ` + cols + `, RTRIM(source_position, '0123456789') AS arr_rest FROM ` + from + `))))
+ORDER BY arr_file DESC, CASE WHEN arr_file = 1 THEN arr_name ELSE '' END DESC, CASE WHEN arr_file = 1 THEN arr_line ELSE 0 END DESC,
+	CASE WHEN arr_file = 1 THEN arr_partition ELSE '' END DESC, source_position DESC
+LIMIT ` + strconv.Itoa(n)
+}
+
+// sortDiffs orders reconcile diffs by run, window and dims.
+func sortDiffs(out []sink.Diff) {
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.RunID != b.RunID {
+			return a.RunID < b.RunID
+		}
+		if a.WindowStart != b.WindowStart {
+			return a.WindowStart < b.WindowStart
+		}
+		return a.Dims < b.Dims
+	})
+}

@@ -1,0 +1,268 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+)
+
+// ChangelogFile is the file of hourly_revenue's changelog in a jsonl sink's
+// folder; each table has one, named after it.
+const ChangelogFile = "hourly_revenue.jsonl"
+
+var (
+	fileTooLate     = table.TooLateEvents.Name + ".jsonl"
+	fileConflicts   = table.ConflictEvents.Name + ".jsonl"
+	fileQuarantined = table.QuarantinedEvents.Name + ".jsonl"
+	fileRunConfig   = table.RunConfig.Name + ".json"
+	fileCheckpoints = table.SourceCheckpoints.Name + ".jsonl"
+	fileResume      = table.SourceResume.Name + ".jsonl"
+	// appendFiles are the files Write appends to.
+	appendFiles = []string{ChangelogFile, fileTooLate, fileConflicts, fileQuarantined, fileCheckpoints}
+)
+
+// JSONL is the --sink=jsonl:DIR debugging sink: one JSON object per line,
+// appended; hourly_revenue.jsonl holds every accepted snapshot (a reader keeps
+// the highest revision per key). The rules hold against what this process
+// wrote and read at open; a second process is not coordinated.
+type JSONL struct {
+	mu       sync.Mutex
+	dir      string
+	files    map[string]*os.File
+	guard    *rules.Guard
+	readOnly bool // OpenReader's or OpenProgress's handle writes no batch
+	sealer   bool // OpenProgress's handle may SealResume
+}
+
+var _ sink.Sink = (*JSONL)(nil)
+var _ sink.ConfigChecker = (*JSONL)(nil)
+
+func init() {
+	sink.Register(sink.SchemeJSONL, sink.Backend{
+		Open: func(_ context.Context, spec sink.Spec) (sink.Sink, error) { return Open(spec.Path) },
+		Existing: func(_ context.Context, spec sink.Spec, progress bool) (sink.Sink, bool, error) {
+			return openReader(spec.Path, progress)
+		},
+	})
+}
+
+// Open opens or creates the sink directory, reading existing files so a
+// restarted process keeps rejecting stale rows and written positions.
+func Open(dir string) (*JSONL, error) {
+	if dir == "" {
+		return nil, errors.New("jsonl sink: empty directory")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("jsonl sink %s: %w", dir, err)
+	}
+	j := &JSONL{dir: dir, files: map[string]*os.File{}, guard: rules.NewGuard()}
+	for _, name := range appendFiles {
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			j.Close()
+			return nil, fmt.Errorf("jsonl sink %s: %w", dir, err)
+		}
+		j.files[name] = f
+		if err := j.load(name, f); err != nil {
+			j.Close()
+			return nil, fmt.Errorf("jsonl sink %s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	return j, nil
+}
+
+// load seeds the guard from a file. A torn last line (a crash) is skipped
+// and terminated, so the next append starts a line of its own.
+func (j *JSONL) load(name string, f *os.File) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(f, 1<<16)
+	lineNo, bad := 0, 0
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] != '\n' {
+			slog.Warn("jsonl sink: skipping a torn last line", "file", f.Name(), "line", lineNo+1)
+			if _, werr := f.Write([]byte("\n")); werr != nil {
+				return werr
+			}
+			break
+		}
+		if len(line) > 0 {
+			lineNo++
+			if !j.loadLine(name, line) {
+				bad++
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if bad > 0 {
+		slog.Warn("jsonl sink: skipped unreadable lines", "file", f.Name(), "lines", bad)
+	}
+	return nil
+}
+
+func (j *JSONL) loadLine(name string, line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || name == fileCheckpoints {
+		return true // checkpoints seed no guard: a re-sent one is appended again
+	}
+	if name == ChangelogFile {
+		r, err := table.DecodeJSONLine(table.ChangelogCodec, line)
+		if err != nil {
+			return false
+		}
+		j.guard.Observe(r.Row)
+		return true
+	}
+	var pos struct {
+		SourcePosition string `json:"source_position"`
+	}
+	if err := json.Unmarshal(line, &pos); err != nil || pos.SourcePosition == "" {
+		return false
+	}
+	j.guard.ObserveAudit(name, pos.SourcePosition)
+	return true
+}
+
+// Write appends the accepted rows and new audit rows, one write per file
+// and batch, without fsync: a debug sink.
+func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+	}
+	if err := b.Validate(); err != nil {
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.readOnly {
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+	}
+	if j.files == nil {
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
+	}
+	st := j.guard.Stage()
+	now := time.Now()
+	out := map[string]*bytes.Buffer{}
+	var res sink.Result
+	buffer := func(name string) *bytes.Buffer {
+		if out[name] == nil {
+			out[name] = &bytes.Buffer{}
+		}
+		return out[name]
+	}
+	accepted := st.AdmitRows(b.Rows)
+	for _, r := range accepted {
+		if err := table.EncodeJSONLine(buffer(ChangelogFile), table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
+			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
+		}
+	}
+	n1, err1 := appendAudit(st, buffer(fileTooLate), fileTooLate, table.TooLateCodec, b.TooLate)
+	n2, err2 := appendAudit(st, buffer(fileConflicts), fileConflicts, table.ConflictCodec, b.Conflicts)
+	n3, err3 := appendAudit(st, buffer(fileQuarantined), fileQuarantined, table.QuarantinedCodec, b.Quarantined)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+	}
+	res.AuditInserted = n1 + n2 + n3
+	for _, c := range b.Progress {
+		if err := table.EncodeJSONLine(buffer(fileCheckpoints), table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}); err != nil {
+			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
+		}
+	}
+	for _, name := range appendFiles {
+		if buf := out[name]; buf != nil && buf.Len() > 0 {
+			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
+				return sink.Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
+			}
+		}
+	}
+	st.Commit()
+	res.Accepted, res.Stale = len(accepted), st.Refused.Stale
+	st.Refused.Warn("jsonl sink", "dir", j.dir)
+	return res, nil
+}
+
+// CheckRunConfig applies the run_config rule to DIR/run_config.json.
+func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	path := filepath.Join(j.dir, fileRunConfig)
+	have := map[string]string{}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("jsonl sink %s: read run config: %w", j.dir, err)
+	default:
+		if err := json.Unmarshal(data, &have); err != nil {
+			return fmt.Errorf("jsonl sink %s: read run config: %w", path, err)
+		}
+	}
+	added, err := rules.CompareRunConfig(j.dir, have, cfg)
+	if err != nil || len(added) == 0 {
+		return err
+	}
+	for _, k := range added {
+		have[k] = cfg[k]
+	}
+	data, err = json.MarshalIndent(have, "", "  ")
+	if err != nil {
+		return fmt.Errorf("jsonl sink %s: encode run config: %w", j.dir, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
+	}
+	return nil
+}
+
+// Close closes the files.
+func (j *JSONL) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var errs []error
+	for name, f := range j.files {
+		if err := f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("jsonl sink %s: close %s: %w", j.dir, name, err))
+		}
+	}
+	j.files = nil
+	return errors.Join(errs...)
+}
+
+// appendAudit encodes the records whose position is new to file.
+func appendAudit[T any](st *rules.Stage, buf *bytes.Buffer, file string, c table.Codec[T], recs []T) (int, error) {
+	n := 0
+	for _, v := range recs {
+		if !st.NewAudit(file, c.Position(v)) {
+			continue
+		}
+		if err := table.EncodeJSONLine(buf, c, v); err != nil {
+			return n, fmt.Errorf("encode %s %s: %w", c.Table.Name, c.Position(v), err)
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,125 @@
+package jsonl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+)
+
+// The jsonl sink's progress files (ProgressStore, docs/restart.md) are
+// logs: the workers' Write appends checkpoints, the launcher's SealResume
+// resume points, and a reader keeps the last line per key.
+
+// EarliestOpenWindow returns the earliest window_start among current rows
+// not yet FINAL (see SQLite.EarliestOpenWindow).
+func (j *JSONL) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	rows, err := j.CurrentRows(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, r := range rows {
+		if r.State != model.Final && (!ok || r.WindowStart < windowStartMs) {
+			windowStartMs, ok = r.WindowStart, true
+		}
+	}
+	return windowStartMs, ok, nil
+}
+
+// RunCheckpoints returns the checkpoints run wrote, the last line of each
+// (partition, file): a retried bundle appends its checkpoint again.
+func (j *JSONL) RunCheckpoints(_ context.Context, run string) ([]model.Checkpoint, error) {
+	rows, err := readJSONLFile(j.dir, fileCheckpoints, table.CheckpointCodec)
+	rows = slices.DeleteFunc(rows, func(r table.CheckpointRow) bool { return r.Run != run })
+	return lastPer(rows, func(c model.Checkpoint) string { return c.Partition + "\x00" + c.File }), err
+}
+
+// ResumePoints returns the last sealed point of each partition.
+func (j *JSONL) ResumePoints(context.Context) ([]model.Checkpoint, error) {
+	rows, err := readJSONLFile(j.dir, fileResume, table.ResumeCodec)
+	return lastPer(rows, func(c model.Checkpoint) string { return c.Partition }), err
+}
+
+// lastPer keeps the last checkpoint of each key, ordered by partition, then file.
+func lastPer(rows []table.CheckpointRow, key func(model.Checkpoint) string) []model.Checkpoint {
+	last := map[string]model.Checkpoint{}
+	for _, r := range rows {
+		last[key(r.Checkpoint)] = r.Checkpoint
+	}
+	out := slices.Collect(maps.Values(last))
+	rules.SortCheckpoints(out)
+	return out
+}
+
+// SealResume appends the points that moved to source_resume.jsonl in one
+// write and fsyncs it: a sealed point is durable. Only the launcher writes it.
+func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error {
+	if err := rules.CheckResumePoints(points); err != nil {
+		return fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.readOnly && !j.sealer {
+		return fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+	}
+	current, err := j.ResumePoints(ctx)
+	if err != nil {
+		return err
+	}
+	changed := rules.ChangedResumePoints(current, points)
+	if len(changed) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	now := time.Now()
+	for _, p := range changed {
+		if err := table.EncodeJSONLine(&buf, table.ResumeCodec, table.CheckpointRow{Checkpoint: p, At: now}); err != nil {
+			return fmt.Errorf("jsonl sink %s: encode resume point of %s: %w", j.dir, p.Partition, err)
+		}
+	}
+	path := filepath.Join(j.dir, fileResume)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("jsonl sink %s: seal: %w", j.dir, err)
+	}
+	_, err = f.Write(buf.Bytes())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && os.IsNotExist(statErr) {
+		err = syncDir(j.dir) // a new file's name must survive a power cut too
+	}
+	if err != nil {
+		return fmt.Errorf("jsonl sink %s: seal %s: %w", j.dir, fileResume, err)
+	}
+	return nil
+}
+
+// PruneCheckpoints is a no-op: the workers hold the file open for appending
+// and no lock spans their processes, so a rewrite would lose or race with
+// their appends. Reads filter by run anyway.
+func (j *JSONL) PruneCheckpoints(context.Context, string) error { return nil }
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,148 @@
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+)
+
+// openReader opens an existing directory read-only: it creates nothing
+// and leaves a torn last line (a running writer's append). ok is false when
+// the directory does not exist.
+func openReader(dir string, sealer bool) (*JSONL, bool, error) {
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("jsonl sink %s: %w", dir, err)
+	}
+	return &JSONL{dir: dir, readOnly: true, sealer: sealer}, true, nil
+}
+
+// readJSONLFile decodes every complete line of a sink file (none if missing).
+func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
+	path := filepath.Join(dir, file)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsonl sink %s: %w", dir, err)
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i < len(data)-1 {
+		data = data[:i+1]
+	}
+	var out []T
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // audit lines carry payloads
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		v, err := table.DecodeJSONLine(c, line)
+		if err != nil {
+			return nil, fmt.Errorf("jsonl sink %s: %s:%d: %w", dir, file, n, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("jsonl sink %s: %s: %w", dir, file, err)
+	}
+	return out, nil
+}
+
+// Changelog returns every accepted snapshot, ordered by key then revision.
+func (j *JSONL) Changelog(context.Context) ([]model.Row, error) {
+	rows, err := readJSONLFile(j.dir, ChangelogFile, table.ChangelogCodec)
+	if err != nil {
+		return nil, err
+	}
+	return rules.SortedRows(table.Snapshots(rows)), nil
+}
+
+// CurrentRows returns the highest revision of every key, ordered by
+// window_start then dims.
+func (j *JSONL) CurrentRows(ctx context.Context) ([]model.Row, error) {
+	log, err := j.Changelog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []model.Row
+	for i, r := range log {
+		if i+1 == len(log) || log[i+1].WindowStart != r.WindowStart || log[i+1].Dims != r.Dims {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// FinalHorizon returns the latest window_end among current FINAL rows (see
+// SQLite.FinalHorizon).
+func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
+	rows, err := j.CurrentRows(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	for _, r := range rows {
+		if r.State == model.Final && (!ok || r.WindowEnd > windowEndMs) {
+			windowEndMs, ok = r.WindowEnd, true
+		}
+	}
+	return windowEndMs, ok, nil
+}
+
+// TooLate returns the too_late_events rows ordered by source_position.
+func (j *JSONL) TooLate(context.Context) ([]model.TooLate, error) {
+	return readJSONLAudit(j.dir, fileTooLate, table.TooLateCodec)
+}
+
+// Conflicts returns the conflict_events rows ordered by source_position.
+func (j *JSONL) Conflicts(context.Context) ([]model.Conflict, error) {
+	return readJSONLAudit(j.dir, fileConflicts, table.ConflictCodec)
+}
+
+// Quarantined returns the quarantined_events rows ordered by source_position.
+func (j *JSONL) Quarantined(context.Context) ([]model.Quarantined, error) {
+	return readJSONLAudit(j.dir, fileQuarantined, table.QuarantinedCodec)
+}
+
+// readJSONLAudit reads an audit file, the first row per source_position.
+func readJSONLAudit[T any](dir, file string, c table.Codec[T]) ([]T, error) {
+	recs, err := readJSONLFile(dir, file, c)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(recs, func(a, b T) int { return strings.Compare(c.Position(a), c.Position(b)) })
+	return slices.CompactFunc(recs, func(a, b T) bool { return c.Position(a) == c.Position(b) }), nil
+}
+
+// Tally counts the rows the reads give: jsonl reads its files whole anyway.
+func (j *JSONL) Tally(ctx context.Context, latest int) (sink.Tally, error) {
+	t := sink.Tally{Current: map[model.ResultState]int64{}}
+	log, err1 := j.Changelog(ctx)
+	current, err2 := j.CurrentRows(ctx)
+	late, err3 := j.TooLate(ctx)
+	conflicts, err4 := j.Conflicts(ctx)
+	quarantined, err5 := j.Quarantined(ctx)
+	for _, r := range current {
+		t.Current[r.State]++
+	}
+	if latest > 0 {
+		t.Latest = current[max(0, len(current)-latest):]
+	}
+	t.Changelog, t.TooLate, t.Conflicts, t.Quarantined = int64(len(log)), int64(len(late)), int64(len(conflicts)), int64(len(quarantined))
+	return t, errors.Join(err1, err2, err3, err4, err5)
+}

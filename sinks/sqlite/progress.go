@@ -1,0 +1,109 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+)
+
+// The SQLite sink's progress tables (ProgressStore, docs/restart.md).
+
+// sqlSealResumeSuffix replaces a partition's stored point unless it is the
+// same point, which keeps its sealed_at.
+var sqlSealResumeSuffix = func() string {
+	var cols []string
+	for _, c := range table.SourceResume.Names() {
+		if c != "sealed_at" && !slices.Contains(table.SourceResume.Key, c) {
+			cols = append(cols, c)
+		}
+	}
+	excluded := make([]string, len(cols))
+	for i, c := range cols {
+		excluded[i] = "excluded." + ident(c)
+	}
+	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + strings.Join(excluded, ", ") + ")"
+}()
+
+// RunCheckpoints returns the checkpoints run wrote, by partition, then file.
+func (s *SQLite) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
+	rows, err := sqlread.Read(ctx, s.DB, table.CheckpointCodec, "read source_checkpoints",
+		sqliteSelect(table.SourceCheckpoints)+` WHERE "run" = ? ORDER BY "partition", "file"`, run)
+	return table.CheckpointsOf(rows), err
+}
+
+// ResumePoints returns each partition's sealed point, by partition.
+func (s *SQLite) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
+	rows, err := sqlread.Read(ctx, s.DB, table.ResumeCodec, "read source_resume",
+		sqliteSelect(table.SourceResume)+` ORDER BY "partition"`)
+	return table.CheckpointsOf(rows), err
+}
+
+// SealResume stores resume points in one transaction.
+func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) error {
+	if err := rules.CheckResumePoints(points); err != nil {
+		return fmt.Errorf("sqlite sink %s: %w", s.path, err)
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, "seal source_resume", func(tx *sql.Tx) error {
+		now := time.Now()
+		var args, vals []any
+		for _, p := range points {
+			vals = table.ResumeCodec.Put(vals[:0], table.CheckpointRow{Checkpoint: p, At: now})
+			args = sqliteArgs(table.SourceResume, args, vals)
+		}
+		seal := newBulk(tx, sqliteInsertPrefix("INSERT", table.SourceResume), sqlSealResumeSuffix, len(table.SourceResume.Columns))
+		defer seal.close()
+		if _, err := seal.exec(ctx, args); err != nil {
+			return fmt.Errorf("upsert source_resume: %w", err)
+		}
+		return nil
+	})
+}
+
+// PruneCheckpoints deletes the checkpoints of every run but keep.
+func (s *SQLite) PruneCheckpoints(ctx context.Context, keep string) error {
+	return s.inTx(ctx, "prune source_checkpoints", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM source_checkpoints WHERE "run" <> ?`, keep); err != nil {
+			return fmt.Errorf("delete other runs' checkpoints: %w", err)
+		}
+		return nil
+	})
+}
+
+// migrateCheckpoints rebuilds an older build's source_checkpoints (no run
+// column) with the run in its key, which ADD COLUMN cannot change; old rows
+// get the empty run, which no restart trusts and the first prune deletes.
+func migrateCheckpoints(ctx context.Context, tx *sql.Tx) error {
+	var columns, withRun int
+	err := tx.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(CASE WHEN name = 'run' THEN 1 END)
+		FROM pragma_table_info('source_checkpoints')`).Scan(&columns, &withRun)
+	if err != nil {
+		return fmt.Errorf("inspect source_checkpoints: %w", err)
+	}
+	if columns == 0 || withRun > 0 {
+		return nil // not created yet, or current
+	}
+	old := []string{"partition", "file", "offset", "line", "max_valid"}
+	for _, stmt := range []string{
+		`ALTER TABLE source_checkpoints RENAME TO source_checkpoints_v1`,
+		sqliteDDL(table.SourceCheckpoints),
+		`INSERT INTO source_checkpoints (` + identList("", append(old, "run", "updated_at")) + `)
+			SELECT ` + identList("", old) + `, '', "updated_at" FROM source_checkpoints_v1`,
+		`DROP TABLE source_checkpoints_v1`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate source_checkpoints (add run): %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
+)
+
+// rows runs query; a row that cannot be read is skipped and named in an
+// UnreadableRows error returned with the others.
+func (s *SQLite) rows(ctx context.Context, what string, t *table.Table, query string, args []any, each func([]any) error) error {
+	var bad sink.UnreadableRows
+	sc := newSQLiteScanner(t)
+	err := s.query(ctx, what, query, func(rs *sql.Rows) error {
+		vals, err := sc.scan(rs)
+		if err == nil {
+			err = each(vals)
+		}
+		var re *sink.RowError
+		if !errors.As(err, &re) {
+			return err
+		}
+		bad = append(bad, keyed(re, t, sc.texts))
+		return nil
+	}, args...)
+	if err == nil && len(bad) > 0 {
+		return bad
+	}
+	return err
+}
+
+func (s *SQLite) from(t *table.Table) string { return ident(t.Name) }
+
+// currentJoin is hourly_revenue joined with the written_at and writer of
+// each stored revision: its unreadable rows are hourly_revenue's.
+var currentJoin = &table.Table{Name: table.HourlyRevenue.Name, Columns: table.HourlyRevenueChangelog.Columns}
+
+// changelog reads hourly_revenue_changelog, or hourly_revenue joined with it
+// (currentJoin), through the primary key's index when start is set.
+func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error) {
+	c, q, col := table.ChangelogCodec, sqliteSelect(table.HourlyRevenueChangelog), "window_start"
+	if current {
+		c.Table, col = currentJoin, "h.window_start"
+		q = `SELECT ` + identList("h", table.HourlyRevenue.Names()) + `, COALESCE(c.written_at, ''), COALESCE(c.writer, '')
+		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c
+		ON c.window_start = h.window_start AND c.dims = h.dims AND c.revision = h.revision`
+	}
+	var args []any
+	if start != nil {
+		q, args = q+` WHERE `+col+` >= ?`, []any{secondPrefix(*start)}
+	}
+	rows, err := sqlread.Read(ctx, s.DB, c, "read "+c.Table.Name, q, args...)
+	return since(rows, start), err
+}
+
+// since keeps the rows of windows starting at or after *from (all when from
+// is nil): a TEXT range on window_start is only a pre-filter (secondPrefix).
+func since(rows []sink.ChangelogEntry, from *int64) []sink.ChangelogEntry {
+	if from == nil {
+		return rows
+	}
+	return slices.DeleteFunc(rows, func(r sink.ChangelogEntry) bool { return r.WindowStart < *from })
+}
+
+var sqliteDialect = sqlread.Dialect{Quote: `"`, StrPos: "INSTR", ToInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
+
+// FinalHorizon returns the latest window_end (epoch ms) among FINAL rows: on
+// restart every window ending at or before it may already be closed (SPEC §4).
+// ok is false when no row is FINAL yet.
+func (s *SQLite) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
+	return s.extremeTime(ctx, "read final horizon", `SELECT DISTINCT window_end FROM hourly_revenue
+		WHERE result_state = 'FINAL'`, true)
+}
+
+// EarliestOpenWindow returns the earliest window_start (epoch ms) among rows
+// not yet FINAL. ok is false when every row is FINAL (or there are none).
+func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	return s.extremeTime(ctx, "read earliest open window", `SELECT DISTINCT window_start FROM hourly_revenue
+		WHERE result_state <> 'FINAL'`, false)
+}
+
+// extremeTime returns the latest (or earliest) time a query of one TEXT time
+// column selects. MIN and MAX over TEXT would misorder millisecond bounds, so
+// it compares parsed times.
+func (s *SQLite) extremeTime(ctx context.Context, what, query string, latest bool) (ms int64, ok bool, err error) {
+	err = s.query(ctx, what, query, func(rs *sql.Rows) error {
+		var text string
+		if err := rs.Scan(&text); err != nil {
+			return err
+		}
+		t, err := table.ParseTime(text)
+		if err != nil {
+			return err
+		}
+		if !ok || latest && t > ms || !latest && t < ms {
+			ms, ok = t, true
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return ms, ok, nil
+}
+
+func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
+	rs, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
+	}
+	defer rs.Close()
+	for rs.Next() {
+		if err := scan(rs); err != nil {
+			return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
+	}
+	return nil
+}
+
+// keyed fills e's table and key, where unset, from a scanned row of t.
+func keyed(e *sink.RowError, t *table.Table, texts []string) *sink.RowError {
+	if e.Table == "" {
+		e.Table = t.Name
+	}
+	for i, c := range t.Columns {
+		switch {
+		case c.Name == "window_start" && e.WindowStart == "":
+			e.WindowStart = strings.TrimSpace(texts[i])
+		case c.Name == "dims" && e.Dims == "":
+			e.Dims = texts[i]
+		}
+	}
+	return e
+}
+
+// secondPrefix is ms's whole second as text ("2026-11-04T10:00:00"): a safe
+// TEXT pre-filter, since full renderings put "10:00:00.500Z" before "10:00:00Z".
+func secondPrefix(ms int64) string {
+	s := model.FormatTime(ms - ((ms%1000)+1000)%1000)
+	return strings.TrimSuffix(s, "Z")
+}
