@@ -93,14 +93,17 @@ func DecodeRecord(b []byte) (model.Record, error) {
 	return Done(v, &r, "record")
 }
 
+// noEvent stands for the previous event outside a batch.
+var noEvent model.Event
+
 // writeEvent writes an event; in a batch (prev not nil), with dims, partition, position and the
 // ref's path front-coded against the previous event's (one partition's events share long prefixes).
 func writeEvent(w *Writer, v, prev *model.Event) {
-	var p model.Event
-	if prev != nil {
-		p = *prev
-	}
 	batch := prev != nil
+	if !batch {
+		prev = &noEvent // no copy of the previous event per event
+	}
+	p := prev
 	w.String(v.EventID)
 	w.Varint(v.EventTime)
 	w.String(v.UserID)
@@ -119,11 +122,11 @@ func writeEvent(w *Writer, v, prev *model.Event) {
 
 // readEvent reads what writeEvent wrote with the same prev.
 func readEvent(r *Reader, prev *model.Event) model.Event {
-	var p model.Event
-	if prev != nil {
-		p = *prev
-	}
 	batch := prev != nil
+	if !batch {
+		prev = &noEvent
+	}
+	p := prev
 	return model.Event{
 		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.frontIf(batch, p.Dims), Fingerprint: r.Fixed64(), Partition: r.frontIf(batch, p.Partition),

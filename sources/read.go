@@ -84,7 +84,7 @@ func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
 func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, partition string,
 	emit func(beam.EventTime, model.Record), progress func(beam.EventTime, model.Checkpoint)) (sdf.ProcessContinuation, error) {
 	stopping := false
-	rest, done, pc, err := sdfread.Begin[restriction](rt, fmt.Sprintf("source partition %q", partition), func() bool {
+	rest, done, pc, err := sdfread.Begin[restriction](rt, func() string { return fmt.Sprintf("source partition %q", partition) }, func() bool {
 		stopping = f.stop.Stopped()
 		return stopping && !f.Opts.Follow // a follower's last pass reads on
 	}, f.Opts.PollInterval)

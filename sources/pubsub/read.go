@@ -69,7 +69,7 @@ func (f *readFn) CreateTracker(rest restriction) *sdf.LockRTracker {
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstimator, rt *sdf.LockRTracker, key readerKey, emit func(beam.EventTime, model.Record)) (sdf.ProcessContinuation, error) {
-	rest, done, pc, err := sdfread.Begin[restriction](rt, fmt.Sprintf("pubsub source %s", key), f.stop.Stopped, f.Opts.PollInterval)
+	rest, done, pc, err := sdfread.Begin[restriction](rt, func() string { return fmt.Sprintf("pubsub source %s", key) }, f.stop.Stopped, f.Opts.PollInterval)
 	if done {
 		return pc, err
 	}

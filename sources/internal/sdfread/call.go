@@ -41,11 +41,12 @@ func Continue(out Outcome, poll time.Duration) sdf.ProcessContinuation {
 // Begin is the start of both readers' calls: the restriction to read, or (done) how the call ends
 // instead: a restriction of another type fails it, a closed one stops it, and while held (a
 // graceful stop) it reads nothing and resumes after poll, never finishing (sources.StopSignal).
-func Begin[R Checkpointable[R]](rt *sdf.LockRTracker, what string, held func() bool, poll time.Duration) (rest R, done bool, pc sdf.ProcessContinuation, err error) {
+// what names the reader in the error, and is called only then.
+func Begin[R Checkpointable[R]](rt *sdf.LockRTracker, what func() string, held func() bool, poll time.Duration) (rest R, done bool, pc sdf.ProcessContinuation, err error) {
 	rest, ok := rt.GetRestriction().(R)
 	switch {
 	case !ok:
-		return rest, true, sdf.StopProcessing(), fmt.Errorf("%s: restriction of type %T", what, rt.GetRestriction())
+		return rest, true, sdf.StopProcessing(), fmt.Errorf("%s: restriction of type %T", what(), rt.GetRestriction())
 	case rest.IsClosed():
 		return rest, true, sdf.StopProcessing(), nil
 	case held():
