@@ -324,6 +324,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		m.Reader = r
 	}
 	var (
+		rows    []model.Row
 		entries []sink.ChangelogEntry
 		keys    = -1
 		err     error
@@ -336,11 +337,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	case written:
 		entries, err = er.ChangelogEntries(ctx)
 	default:
-		var rows []model.Row
 		rows, err = m.Reader.Changelog(ctx)
-		for _, r := range rows {
-			entries = append(entries, sink.ChangelogEntry{Row: r})
-		}
 	}
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", m.Sink, err)
@@ -352,13 +349,10 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		}
 		keys = int(n)
 	}
-	rows := make([]model.Row, len(entries))
 	at := make(map[revKey]time.Time, len(entries))
-	for i, e := range entries {
-		rows[i] = e.Row
-		if !e.WrittenAt.IsZero() {
-			at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
-		}
+	for _, e := range entries {
+		rows = append(rows, e.Row)
+		at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
 	}
 	hist := report.WindowsFromChangelog(rows)
 	if keys < 0 {
@@ -373,8 +367,8 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	m.rows.windows, m.rows.keys, m.rows.written = nil, keys, written
 	for _, h := range latest {
 		m.rows.windows = append(m.rows.windows, Window{Window: report.NewWindow(h, liveTrim, func(r model.Row) (time.Time, bool) {
-			t, ok := at[revKey{r.WindowStart, r.Dims, r.Revision}]
-			return t, ok
+			t := at[revKey{r.WindowStart, r.Dims, r.Revision}]
+			return t, !t.IsZero()
 		})})
 	}
 	return nil
