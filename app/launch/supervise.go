@@ -17,7 +17,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
-	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
@@ -106,9 +105,9 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 
 // outcome is how a job ended.
 type outcome struct {
-	jobID       string
-	metrics     *metrics.Counts
-	committed   bool // metrics are the runner's committed counters
+	jobID string
+	// metrics is the job's last reading (nil: the runner reported no counter).
+	metrics     *reading
 	interrupted bool
 	// settled: the stop saw every record judged on committed counters and the sink quiet.
 	settled   bool
@@ -126,7 +125,7 @@ func (res outcome) unproven(sum *Summary) string {
 		return "the job failed"
 	case res.metrics == nil:
 		return "the job reported no metrics"
-	case !res.committed:
+	case !res.metrics.committed:
 		return "the runner reported no committed counters (attempted ones prove nothing)"
 	case res.metrics.Read == 0:
 		return "the runner's counters show no record read"
@@ -254,7 +253,7 @@ wait:
 			}()
 			// No counter is no figure: zeros would pass conservation.
 			if m := readingOf(got.pr.Metrics()); m.reported {
-				res.metrics, res.committed = &m.Counts, m.committed
+				res.metrics = &m
 			}
 		}()
 	}
