@@ -324,12 +324,12 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	}
 	settled = settled && unsettled == ""
 
-	if j := jf.found(); j != nil {
-		if err := j.cancel(ctx); err != nil {
+	if id := jf.found(); id != "" {
+		if err := jf.cancel(ctx); err != nil {
 			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
 			hardCancel()
 		} else {
-			slog.Info("stopping: job cancelled", "job", j.id, "after", time.Since(stopAt).Round(time.Millisecond))
+			slog.Info("stopping: job cancelled", "job", id, "after", time.Since(stopAt).Round(time.Millisecond))
 		}
 	} else {
 		slog.Warn("stopping: job service not reachable; cancelling the job's context (its metrics may be lost)")
