@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/triggers"
 )
 
 // Partition is one source partition as the job's metrics report it.
@@ -126,9 +127,11 @@ type Monitor struct {
 	AuditEvery  time.Duration
 	AuditLatest int
 	Series      Series
-	// Window, AllowedLateness and OutOfOrderBound are the job's settings, for countdowns.
-	Window, AllowedLateness, OutOfOrderBound time.Duration
-	Now                                      func() time.Time // the clock (nil: time.Now)
+	// Triggers (window, allowed lateness) and OutOfOrderBound are the job's settings, for
+	// countdowns and the audit's windows (a zero window: none).
+	Triggers        triggers.Policy
+	OutOfOrderBound time.Duration
+	Now             func() time.Time // the clock (nil: time.Now)
 
 	mu      sync.Mutex
 	figures FiguresFunc
@@ -250,7 +253,7 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		m.audit = m.readAudit(ctx, now)
 	}
 	s.Windows, s.Keys, s.WriteTimes, s.SinkError, s.Audit = slices.Clone(m.rows.windows), m.rows.keys, m.rows.written, m.rows.err, m.audit
-	s.countdowns(m.policy())
+	s.countdowns(m.Triggers)
 	m.last, m.lastAt = s, now
 	return s
 }
@@ -290,7 +293,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 }
 
 // countdowns sets the windows' countdowns to ON_TIME and FINAL.
-func (s *Snapshot) countdowns(p policy) {
+func (s *Snapshot) countdowns(p triggers.Policy) {
 	if s.WatermarkMs == nil {
 		return
 	}
@@ -299,7 +302,7 @@ func (s *Snapshot) countdowns(p policy) {
 		w := &s.Windows[i]
 		onTime := w.EndMs - wm
 		w.OnTimeNeedsMs = &onTime
-		if p.ok {
+		if p.Window > 0 {
 			closed := w.EndMs + p.AllowedLateness.Milliseconds()
 			final := closed - wm
 			w.CloseMs, w.FinalNeedsMs = &closed, &final
