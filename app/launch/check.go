@@ -150,7 +150,7 @@ func (o Options) absolutePaths() (Options, error) {
 	if !o.IsPubSub() {
 		errs = append(errs, abs(&o.Source))
 	}
-	errs = append(errs, abs(&o.DemoDir), abs(&o.PubSubArchive))
+	errs = append(errs, abs(&o.DemoDir), abs(&o.PubSub.ArchiveDir))
 	return o, errors.Join(errs...)
 }
 

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -15,36 +16,44 @@ import (
 	"google.golang.org/grpc"
 )
 
-// job talks to a running job's job service for what beam.Run cannot offer while it blocks: live
-// counters and a cancellation that keeps the job's final metrics.
-type job struct {
+// jobFigures talks to a running job's job service for what beam.Run cannot offer while it blocks:
+// its metrics, wherever the workers run, for the live views (figures), the sealer (reading) and the
+// graceful stop, and a cancellation that keeps the job's final metrics. The job named name is
+// looked for at each call until it is found (it may not be submitted yet).
+type jobFigures struct {
+	name string
+	// endpoint is the job service's address ("": *jobopts.Endpoint).
+	endpoint string
+
+	mu     sync.Mutex
 	conn   *grpc.ClientConn
 	client jobpb.JobServiceClient
-	id     string
+	id     string // the job's, once found
 }
 
-// findJob connects to endpoint and finds the running job named name.
-func findJob(ctx context.Context, endpoint, name string) (*job, error) {
+// find connects to the job service and finds the running job (false: not yet); f.mu is held.
+func (f *jobFigures) find(ctx context.Context) bool {
+	if f.conn != nil {
+		return true
+	}
+	endpoint := cmp.Or(f.endpoint, *jobopts.Endpoint)
 	if endpoint == "" {
-		return nil, fmt.Errorf("no job service endpoint")
+		return false
 	}
 	conn, err := grpcx.Dial(ctx, endpoint, 5*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("connect to job service %s: %w", endpoint, err)
+		return false
 	}
 	client := jobpb.NewJobServiceClient(conn)
-	jobs, err := client.GetJobs(ctx, &jobpb.GetJobsRequest{})
-	if err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("list jobs at %s: %w", endpoint, err)
-	}
+	jobs, _ := client.GetJobs(ctx, &jobpb.GetJobsRequest{}) // nil on an error: no job
 	for _, info := range jobs.GetJobInfo() {
-		if info.GetJobName() == name && !terminal(info.GetState()) {
-			return &job{conn: conn, client: client, id: info.GetJobId()}, nil
+		if info.GetJobName() == f.name && !terminal(info.GetState()) {
+			f.conn, f.client, f.id = conn, client, info.GetJobId()
+			return true
 		}
 	}
 	conn.Close()
-	return nil, fmt.Errorf("job %q is not running at %s", name, endpoint)
+	return false
 }
 
 func terminal(s jobpb.JobState_Enum) bool {
@@ -54,35 +63,6 @@ func terminal(s jobpb.JobState_Enum) bool {
 		return true
 	}
 	return false
-}
-
-// metrics returns the job's counters so far.
-func (j *job) metrics(ctx context.Context) (*metrics.Results, error) {
-	resp, err := j.client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: j.id})
-	if err != nil {
-		return nil, fmt.Errorf("job %s: metrics: %w", j.id, err)
-	}
-	m := resp.GetMetrics()
-	return metricsx.FromMonitoringInfos(nil, m.GetAttempted(), m.GetCommitted()), nil
-}
-
-// cancel asks the job service to cancel the job.
-func (j *job) cancel(ctx context.Context) error {
-	if _, err := j.client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: j.id}); err != nil {
-		return fmt.Errorf("job %s: cancel: %w", j.id, err)
-	}
-	return nil
-}
-
-func (j *job) close() { j.conn.Close() }
-
-// jobFigures reads the running job's metrics from its job service, wherever the workers run: for
-// the live views (figures), the sealer (reading) and the graceful stop (which cancels it too).
-type jobFigures struct {
-	name string
-
-	mu sync.Mutex
-	j  *job
 }
 
 // liveLook bounds one look of the live views and the sealer at the job's metrics.
@@ -106,8 +86,7 @@ func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
 	return readingOf(*m), true
 }
 
-// metrics reads the job's metrics within timeout (0: ctx's; nil: no answer), finding the job once;
-// until it is submitted, it is looked for again at each call.
+// metrics reads the job's metrics within timeout (0: ctx's; nil: no answer).
 func (f *jobFigures) metrics(ctx context.Context, timeout time.Duration) *metrics.Results {
 	if timeout > 0 {
 		var cancel context.CancelFunc
@@ -115,30 +94,42 @@ func (f *jobFigures) metrics(ctx context.Context, timeout time.Duration) *metric
 		defer cancel()
 	}
 	f.mu.Lock()
-	if f.j == nil {
-		f.j, _ = findJob(ctx, *jobopts.Endpoint, f.name)
-	}
-	j := f.j
+	found, client, id := f.find(ctx), f.client, f.id
 	f.mu.Unlock()
-	if j == nil {
+	if !found {
 		return nil
 	}
-	m, _ := j.metrics(ctx)
-	return m
+	resp, err := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: id})
+	if err != nil {
+		return nil
+	}
+	m := resp.GetMetrics()
+	return metricsx.FromMonitoringInfos(nil, m.GetAttempted(), m.GetCommitted())
 }
 
-// found is the job once a look has found it (nil: not yet).
-func (f *jobFigures) found() *job {
+// found is the job's id once a look has found it ("": not yet).
+func (f *jobFigures) found() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.j
+	return f.id
+}
+
+// cancel asks the job service to cancel the job found.
+func (f *jobFigures) cancel(ctx context.Context) error {
+	f.mu.Lock()
+	client, id := f.client, f.id
+	f.mu.Unlock()
+	if _, err := client.Cancel(ctx, &jobpb.CancelJobRequest{JobId: id}); err != nil {
+		return fmt.Errorf("job %s: cancel: %w", id, err)
+	}
+	return nil
 }
 
 func (f *jobFigures) close() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.j != nil {
-		f.j.close()
-		f.j = nil
+	if f.conn != nil {
+		f.conn.Close()
+		f.conn, f.client, f.id = nil, nil, ""
 	}
 }

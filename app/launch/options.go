@@ -57,11 +57,13 @@ type Options struct {
 	// Source is a raw-log folder or "pubsub:projects/P/subscriptions/S"; empty: the demo (DemoDir).
 	Source  string
 	DemoDir string
-	Follow  bool
-
-	PubSubArchive                            string
-	PubSubPullers, PubSubShards              int
-	PubSubArchiveFailAfter, PubSubStallAfter time.Duration
+	// FolderOptions are the folder reader's settings: --follow, --settle, --discover-every and
+	// --read-ahead (ReadAheadRecords; 0: flow.DefaultReadAhead); PollInterval, MaxPerCall and
+	// ReadAheadLead have no flag (a test sets a lead longer than its log as the horizon's negative
+	// control). PubSub is the Pub/Sub reader's (--pubsub-*). folderOptions and pubsubOptions add
+	// the run's settings.
+	sources.FolderOptions
+	PubSub pubsub.Options
 
 	Sink    sink.Spec
 	BQFlush time.Duration
@@ -72,8 +74,7 @@ type Options struct {
 	// Runner is Beam's --runner; Rehearse, on prism, the runner whose capability profile counts.
 	Runner, Rehearse string
 
-	Settle, DiscoverEvery time.Duration
-	PrismUIPort           int
+	PrismUIPort int
 	// Demo is "", DemoReplay or DemoLive (a feed written into LiveDir).
 	Demo, LiveDir    string
 	Duration         time.Duration
@@ -90,14 +91,6 @@ type Options struct {
 	RunToken string
 	// ProgressEvery is the period of progress reports (0: none).
 	ProgressEvery time.Duration
-	// PollInterval, PullTimeout and MaxPerCall tune the readers.
-	PollInterval, PullTimeout time.Duration
-	MaxPerCall                int
-	// ReadAhead bounds the records read but not yet taken in by dedup in this process
-	// (flow.ReadAhead; 0: flow.DefaultReadAhead); readAheadLead is its horizon's lead (0:
-	// flow.Lead), no flag: a test sets one longer than its log as the horizon's negative control.
-	ReadAhead     int
-	readAheadLead time.Duration
 	// Workers is the worker count the dedup cache is sized for off prism (0: workers()).
 	Workers int
 }
@@ -127,8 +120,8 @@ func (o Options) ArchiveDir() string {
 	if !o.IsPubSub() {
 		return ""
 	}
-	if o.PubSubArchive != "" {
-		return o.PubSubArchive
+	if o.PubSub.ArchiveDir != "" {
+		return o.PubSub.ArchiveDir
 	}
 	_, id, err := pubsub.ParseSource(o.Source)
 	if err != nil {
@@ -199,7 +192,7 @@ func (o Options) validate() error {
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
 			return err
 		}
-	} else if o.PubSubArchive != "" || o.PubSubPullers != 0 || o.PubSubShards != 0 || o.PubSubArchiveFailAfter != 0 || o.PubSubStallAfter != 0 {
+	} else if p := o.PubSub; p.ArchiveDir != "" || p.Pullers != 0 || p.Shards != 0 || p.ArchiveFailAfter != 0 || p.StallAfter != 0 {
 		return fmt.Errorf("--pubsub-archive, --pubsub-pullers, --pubsub-shards, --pubsub-archive-fail-after and --pubsub-stall-after apply to a Pub/Sub source (--source=pubsub:projects/P/subscriptions/S) only")
 	}
 	if err := o.validateDemo(); err != nil {
@@ -219,7 +212,7 @@ func (o Options) validate() error {
 			return fmt.Errorf("--report: %v", err)
 		}
 	}
-	if o.ReadAhead != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+	if o.ReadAheadRecords != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return fmt.Errorf("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
 	}
 	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !capability.IsPrism(o.Runner) {
@@ -245,10 +238,10 @@ func (o Options) validate() error {
 	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
 		return fmt.Errorf("stop timing must not be negative")
 	}
-	if o.PubSubArchiveFailAfter < 0 {
+	if o.PubSub.ArchiveFailAfter < 0 {
 		return fmt.Errorf("--pubsub-archive-fail-after must not be negative")
 	}
-	if o.PubSubStallAfter < 0 {
+	if o.PubSub.StallAfter < 0 {
 		return fmt.Errorf("--pubsub-stall-after must not be negative")
 	}
 	if o.Control != "" {
@@ -337,33 +330,19 @@ func (o Options) ControlDir(source string) string {
 
 // pubsubOptions are the Pub/Sub reader settings with pipeline options po.
 func (o Options) pubsubOptions(po pipeline.Options) pubsub.Options {
-	return pubsub.Options{
-		ArchiveDir:       o.PubSubArchive,
-		Pullers:          o.PubSubPullers,
-		Shards:           o.PubSubShards,
-		ArchiveFailAfter: o.PubSubArchiveFailAfter,
-		StallAfter:       o.PubSubStallAfter,
-		Watermark:        po.Watermark,
-		Event:            po.Event,
-		MaxPerCall:       o.MaxPerCall,
-		PullTimeout:      o.PullTimeout,
-		PollInterval:     o.PollInterval,
-	}
+	p := o.PubSub
+	p.Watermark, p.Event = po.Watermark, po.Event
+	return p
 }
 
 // folderOptions are the reader settings of a run with pipeline options po.
 func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
-	return sources.FolderOptions{
-		Follow:           o.Follow,
-		Watermark:        po.Watermark,
-		Event:            po.Event,
-		PollInterval:     o.PollInterval,
-		MaxPerCall:       cmp.Or(o.MaxPerCall, sources.CallSizeFor(po.DedupShards)),
-		Settle:           o.Settle,
-		DiscoverEvery:    o.DiscoverEvery,
-		ReadAheadRecords: o.readAhead(), // the account is named in check
-		ReadAheadLead:    cmp.Or(o.readAheadLead, flow.Lead(po.Triggers.Window, po.Watermark.OutOfOrderBound)),
-	}
+	f := o.FolderOptions
+	f.Watermark, f.Event = po.Watermark, po.Event
+	f.MaxPerCall = cmp.Or(f.MaxPerCall, sources.CallSizeFor(po.DedupShards))
+	f.ReadAheadRecords = o.readAhead() // the account is named in check
+	f.ReadAheadLead = cmp.Or(f.ReadAheadLead, flow.Lead(po.Triggers.Window, po.Watermark.OutOfOrderBound))
+	return f
 }
 
 // readAhead is the sources' read-ahead bound in records: 0 unless the workers run in this process.
@@ -371,7 +350,7 @@ func (o Options) readAhead() int {
 	if !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
 		return 0
 	}
-	return cmp.Or(o.ReadAhead, flow.DefaultReadAhead)
+	return cmp.Or(o.ReadAheadRecords, flow.DefaultReadAhead)
 }
 
 // flushPolicy is the BigQuery sink's batching with --bq-flush.

@@ -450,7 +450,7 @@ func TestPubSubLocalArchiveRefusedOffPrism(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--pubsub-archive") || !strings.Contains(err.Error(), "gs://BUCKET/PATH") {
 		t.Errorf("local archive on dataflow: %v", err)
 	}
-	o.PubSubArchive = "gs://bucket/archive"
+	o.PubSub.ArchiveDir = "gs://bucket/archive"
 	if err := o.Validate(); err != nil {
 		t.Errorf("GCS archive on dataflow refused: %v", err)
 	}

@@ -70,7 +70,7 @@ func TestPubSubSource(t *testing.T) {
 	srv := startEmulator(t)
 	archive := filepath.Join(t.TempDir(), "archive")
 	o := options(t, "pubsub:"+testSub)
-	o.PubSubArchive = archive
+	o.PubSub.ArchiveDir = archive
 	o.Report = filepath.Join(t.TempDir(), "run.html") // traces the archive
 	// The events are weeks old by the wall clock: an idle subscription
 	// would move its watermark to now - bound and close every window at
@@ -80,8 +80,8 @@ func TestPubSubSource(t *testing.T) {
 	// period: with the default 1m the ON_TIME and FINAL rows wait for the
 	// next early tick (as TestCommandSIGINT notes).
 	o.Pipeline.Triggers.Early = time.Second
-	o.PollInterval = 50 * time.Millisecond
-	o.PullTimeout = 300 * time.Millisecond
+	o.PubSub.PollInterval = 50 * time.Millisecond
+	o.PubSub.PullTimeout = 300 * time.Millisecond
 	o.QuietPeriod = 500 * time.Millisecond
 	o.StopTimeout = 20 * time.Second // a loaded machine settles slowly
 	if err := o.Validate(); err != nil {

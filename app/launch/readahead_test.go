@@ -31,7 +31,7 @@ func TestReadAheadBound(t *testing.T) {
 	const events, budget, perCall, partitions = 60_000, 2_000, 500, 4
 	bounded := func(logDir string, readAhead int, lead time.Duration) *Summary {
 		o := options(t, logDir)
-		o.ReadAhead, o.MaxPerCall, o.readAheadLead = readAhead, perCall, lead
+		o.ReadAheadRecords, o.MaxPerCall, o.ReadAheadLead = readAhead, perCall, lead
 		sum, out := run(t, o)
 		if sum.ReadAhead == nil || sum.ReadAhead.Budget != readAhead {
 			t.Fatalf("summary read-ahead %+v, want the budget %d", sum.ReadAhead, readAhead)

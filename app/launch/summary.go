@@ -42,7 +42,7 @@ func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out i
 		return sum, errors.New(res.detached)
 	}
 	if res.metrics != nil {
-		sum.Counts = *res.metrics
+		sum.Counts = res.metrics.Counts
 	}
 	switch {
 	case res.err != nil:

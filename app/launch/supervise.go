@@ -17,7 +17,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
-	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
@@ -37,8 +36,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 	}
 	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
 		r.mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery(),
-			Window: r.po.Triggers.Window, AllowedLateness: r.po.Triggers.AllowedLateness,
-			OutOfOrderBound: r.po.Watermark.OutOfOrderBound}
+			Triggers: r.po.Triggers, OutOfOrderBound: r.po.Watermark.OutOfOrderBound}
 		if r.liveDemo {
 			r.mon.Title = "hourly revenue · live demo"
 		}
@@ -106,9 +104,9 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 
 // outcome is how a job ended.
 type outcome struct {
-	jobID       string
-	metrics     *metrics.Counts
-	committed   bool // metrics are the runner's committed counters
+	jobID string
+	// metrics is the job's last reading (nil: the runner reported no counter).
+	metrics     *reading
 	interrupted bool
 	// settled: the stop saw every record judged on committed counters and the sink quiet.
 	settled   bool
@@ -126,7 +124,7 @@ func (res outcome) unproven(sum *Summary) string {
 		return "the job failed"
 	case res.metrics == nil:
 		return "the job reported no metrics"
-	case !res.committed:
+	case !res.metrics.committed:
 		return "the runner reported no committed counters (attempted ones prove nothing)"
 	case res.metrics.Read == 0:
 		return "the runner's counters show no record read"
@@ -254,7 +252,7 @@ wait:
 			}()
 			// No counter is no figure: zeros would pass conservation.
 			if m := readingOf(got.pr.Metrics()); m.reported {
-				res.metrics, res.committed = &m.Counts, m.committed
+				res.metrics = &m
 			}
 		}()
 	}
@@ -325,12 +323,12 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	}
 	settled = settled && unsettled == ""
 
-	if j := jf.found(); j != nil {
-		if err := j.cancel(ctx); err != nil {
+	if id := jf.found(); id != "" {
+		if err := jf.cancel(ctx); err != nil {
 			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
 			hardCancel()
 		} else {
-			slog.Info("stopping: job cancelled", "job", j.id, "after", time.Since(stopAt).Round(time.Millisecond))
+			slog.Info("stopping: job cancelled", "job", id, "after", time.Since(stopAt).Round(time.Millisecond))
 		}
 	} else {
 		slog.Warn("stopping: job service not reachable; cancelling the job's context (its metrics may be lost)")

@@ -111,17 +111,6 @@ func latest[T any](rows []T, n int, pos func(T) string) []T {
 	return rows[:min(n, len(rows))]
 }
 
-type policy struct {
-	triggers.Policy
-	bound time.Duration
-	ok    bool
-}
-
-// policy returns the job's window, allowed lateness and out-of-order bound.
-func (m *Monitor) policy() policy {
-	return policy{Policy: triggers.Policy{Window: m.Window, AllowedLateness: m.AllowedLateness}, bound: m.OutOfOrderBound, ok: m.Window > 0}
-}
-
 // latestAuditReader reads the latest audit records and counts where they are stored, so a monitor
 // never holds a whole table; jsonl is cut here.
 type latestAuditReader interface {
@@ -139,7 +128,7 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	}
 	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
 	var (
-		n, pol      = cmp.Or(m.AuditLatest, DefaultAuditLatest), m.policy()
+		n           = cmp.Or(m.AuditLatest, DefaultAuditLatest)
 		tooLate     []model.TooLate
 		conflicts   []model.Conflict
 		quarantined []model.Quarantined
@@ -162,7 +151,7 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	}
 	a.TooLateRows, a.ConflictRows, a.QuarantinedRows = int(counts.TooLate), int(counts.Conflicts), int(counts.Quarantined)
 	for _, r := range tooLate {
-		a.TooLate = append(a.TooLate, tooLateEvent(r, pol))
+		a.TooLate = append(a.TooLate, tooLateEvent(r, m.Triggers, m.OutOfOrderBound))
 	}
 	for _, r := range conflicts {
 		a.Conflicts = append(a.Conflicts, ConflictEvent{Position: r.Position, EventID: r.EventID,
@@ -184,13 +173,13 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	return a
 }
 
-func tooLateEvent(r model.TooLate, p policy) TooLateEvent {
+func tooLateEvent(r model.TooLate, p triggers.Policy, bound time.Duration) TooLateEvent {
 	e := TooLateEvent{Position: r.Position, EventID: r.EventID, EventTime: model.FormatTime(r.EventTime), EventTimeMs: r.EventTime,
 		Reason: r.Reason, Payload: payload(r.Payload)}
-	if p.ok {
+	if p.Window > 0 {
 		start := p.WindowStart(r.EventTime)
 		end, closed := p.WindowEnd(start), p.CloseTime(start)
-		late := closed + p.bound.Milliseconds() - r.EventTime
+		late := closed + bound.Milliseconds() - r.EventTime
 		e.WindowStartMs, e.WindowEndMs, e.ClosedMs, e.LateByAtLeastMs = &start, &end, &closed, &late
 	}
 	return e

@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
+	"github.com/revenue-stream/hourly/triggers"
 )
 
 // countingReader counts the reads of too_late_events' latest rows and
@@ -71,7 +72,7 @@ func TestMonitorAudit(t *testing.T) {
 	rec := &countingReader{SQLite: db, t: t}
 	c := &clock{t0}
 	mon := &live.Monitor{Reader: rec, Now: c.now, AuditLatest: 2,
-		Window: time.Minute, OutOfOrderBound: 10 * time.Second, AllowedLateness: 3 * time.Minute}
+		Triggers: triggers.Policy{Window: time.Minute, AllowedLateness: 3 * time.Minute}, OutOfOrderBound: 10 * time.Second}
 	t.Cleanup(func() { mon.Close() })
 
 	et := window + 14_000 // 12:00:14, in [12:00, 12:01), closed at 12:04:00
@@ -142,7 +143,7 @@ func TestMonitorAudit(t *testing.T) {
 	// A reader without the bounded reads (the jsonl debug sink's) is read
 	// whole and cut by the monitor: the same records.
 	whole := &live.Monitor{Reader: wholeReader{db}, Now: c.now, AuditLatest: 2,
-		Window: time.Minute, OutOfOrderBound: 10 * time.Second, AllowedLateness: 3 * time.Minute}
+		Triggers: triggers.Policy{Window: time.Minute, AllowedLateness: 3 * time.Minute}, OutOfOrderBound: 10 * time.Second}
 	if got := whole.Snapshot(ctx).Audit; !reflect.DeepEqual(got, s.Audit) {
 		t.Errorf("read whole and cut:\n%+v\nread bounded:\n%+v", got, s.Audit)
 	}
@@ -189,7 +190,7 @@ func TestLatestAuditInArrivalOrder(t *testing.T) {
 // watermark still has to go for its ON_TIME and its FINAL moments.
 func TestWindowCountdowns(t *testing.T) {
 	f := newFixture(t)
-	f.mon.Window, f.mon.AllowedLateness = time.Minute, 30*time.Second
+	f.mon.Triggers = triggers.Policy{Window: time.Minute, AllowedLateness: 30 * time.Second}
 	f.write(t, 1, model.Early, 100_000_000, 1) // p0 at 12:00:20, p1 at 12:00:00 active: the watermark is 12:00:00
 	s := f.mon.Snapshot(context.Background())
 	if len(s.Windows) != 1 {
@@ -206,7 +207,7 @@ func TestWindowCountdowns(t *testing.T) {
 		t.Errorf("countdowns %d, %d; want +20s, +50s", *w.OnTimeNeedsMs, *w.FinalNeedsMs)
 	}
 	// Without the settings: the ON_TIME countdown only.
-	f.mon.Window = 0
+	f.mon.Triggers.Window = 0
 	f.mon.SetState("RUNNING")
 	if w := f.mon.Snapshot(context.Background()).Windows[0]; w.OnTimeNeedsMs == nil || w.FinalNeedsMs != nil || w.CloseMs != nil {
 		t.Errorf("without settings: %+v", w)

@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/cdp"
+	"github.com/revenue-stream/hourly/triggers"
 )
 
 // fixture is a monitor over a real SQLite sink that the test writes
@@ -46,7 +47,7 @@ func newFixtureAt(t *testing.T, now func() time.Time) *fixture {
 	t.Cleanup(func() { db.Close() })
 	f := &fixture{db: db, path: path}
 	f.mon = &live.Monitor{Title: "hourly revenue · live page test", Sink: sink.Spec{Scheme: sink.SchemeSQLite, Path: path},
-		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Window: time.Minute, MaxAge: time.Millisecond, Now: now}
+		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Triggers: triggers.Policy{Window: time.Minute}, MaxAge: time.Millisecond, Now: now}
 	t.Cleanup(func() { f.mon.Close() })
 	f.figures.Store(&live.Figures{})
 	f.mon.Start(func(context.Context) (live.Figures, bool) { return *f.figures.Load(), true })

@@ -14,6 +14,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/triggers"
 )
 
 // Partition is one source partition as the job's metrics report it.
@@ -126,9 +127,11 @@ type Monitor struct {
 	AuditEvery  time.Duration
 	AuditLatest int
 	Series      Series
-	// Window, AllowedLateness and OutOfOrderBound are the job's settings, for countdowns.
-	Window, AllowedLateness, OutOfOrderBound time.Duration
-	Now                                      func() time.Time // the clock (nil: time.Now)
+	// Triggers (window, allowed lateness) and OutOfOrderBound are the job's settings, for
+	// countdowns and the audit's windows (a zero window: none).
+	Triggers        triggers.Policy
+	OutOfOrderBound time.Duration
+	Now             func() time.Time // the clock (nil: time.Now)
 
 	mu      sync.Mutex
 	figures FiguresFunc
@@ -250,7 +253,7 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		m.audit = m.readAudit(ctx, now)
 	}
 	s.Windows, s.Keys, s.WriteTimes, s.SinkError, s.Audit = slices.Clone(m.rows.windows), m.rows.keys, m.rows.written, m.rows.err, m.audit
-	s.countdowns(m.policy())
+	s.countdowns(m.Triggers)
 	m.last, m.lastAt = s, now
 	return s
 }
@@ -290,7 +293,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 }
 
 // countdowns sets the windows' countdowns to ON_TIME and FINAL.
-func (s *Snapshot) countdowns(p policy) {
+func (s *Snapshot) countdowns(p triggers.Policy) {
 	if s.WatermarkMs == nil {
 		return
 	}
@@ -299,7 +302,7 @@ func (s *Snapshot) countdowns(p policy) {
 		w := &s.Windows[i]
 		onTime := w.EndMs - wm
 		w.OnTimeNeedsMs = &onTime
-		if p.ok {
+		if p.Window > 0 {
 			closed := w.EndMs + p.AllowedLateness.Milliseconds()
 			final := closed - wm
 			w.CloseMs, w.FinalNeedsMs = &closed, &final
@@ -324,6 +327,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		m.Reader = r
 	}
 	var (
+		rows    []model.Row
 		entries []sink.ChangelogEntry
 		keys    = -1
 		err     error
@@ -336,11 +340,7 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	case written:
 		entries, err = er.ChangelogEntries(ctx)
 	default:
-		var rows []model.Row
 		rows, err = m.Reader.Changelog(ctx)
-		for _, r := range rows {
-			entries = append(entries, sink.ChangelogEntry{Row: r})
-		}
 	}
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", m.Sink, err)
@@ -352,13 +352,10 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		}
 		keys = int(n)
 	}
-	rows := make([]model.Row, len(entries))
 	at := make(map[revKey]time.Time, len(entries))
-	for i, e := range entries {
-		rows[i] = e.Row
-		if !e.WrittenAt.IsZero() {
-			at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
-		}
+	for _, e := range entries {
+		rows = append(rows, e.Row)
+		at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
 	}
 	hist := report.WindowsFromChangelog(rows)
 	if keys < 0 {
@@ -373,8 +370,8 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	m.rows.windows, m.rows.keys, m.rows.written = nil, keys, written
 	for _, h := range latest {
 		m.rows.windows = append(m.rows.windows, Window{Window: report.NewWindow(h, liveTrim, func(r model.Row) (time.Time, bool) {
-			t, ok := at[revKey{r.WindowStart, r.Dims, r.Revision}]
-			return t, ok
+			t := at[revKey{r.WindowStart, r.Dims, r.Revision}]
+			return t, !t.IsZero()
 		})})
 	}
 	return nil

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/revenue-stream/hourly/internal/metrics"
@@ -51,12 +52,15 @@ type Stats struct {
 	HasLogWatermark bool  `json:"has_log_watermark"`
 }
 
-// Merge adds two partial Stats.
+// Merge adds two partial Stats: every count (each int64 field but LogWatermark) sums, the lists
+// and reasons join, and the log watermark is the lower one.
 func (s Stats) Merge(o Stats) Stats {
-	s.Partitions += o.Partitions
-	s.Files += o.Files
-	s.Read += o.Read
-	s.Blank += o.Blank
+	sv, ov := reflect.ValueOf(&s).Elem(), reflect.ValueOf(o)
+	for i := range sv.NumField() {
+		if f := sv.Field(i); f.Kind() == reflect.Int64 && sv.Type().Field(i).Name != "LogWatermark" {
+			f.SetInt(f.Int() + ov.Field(i).Int())
+		}
+	}
 	if len(o.Unterminated) > 0 {
 		s.Unterminated = append(slices.Clip(s.Unterminated), o.Unterminated...)
 		slices.Sort(s.Unterminated)
@@ -69,19 +73,6 @@ func (s Stats) Merge(o Stats) Stats {
 		}
 		s.Quarantined = q
 	}
-	s.StreamFuture += o.StreamFuture
-	s.Valid += o.Valid
-	s.IDs += o.IDs
-	s.Duplicates += o.Duplicates
-	s.ConflictingIDs += o.ConflictingIDs
-	s.ConflictingCopies += o.ConflictingCopies
-	s.DuplicatesTooLate += o.DuplicatesTooLate
-	s.ConflictingTooLate += o.ConflictingTooLate
-	s.ByStreamFingerprint += o.ByStreamFingerprint
-	s.ByStreamCounted += o.ByStreamCounted
-	s.ByLowestPosition += o.ByLowestPosition
-	s.StreamFingerprintMissing += o.StreamFingerprintMissing
-	s.TooLateIDs += o.TooLateIDs
 	switch {
 	case !o.HasLogWatermark:
 	case !s.HasLogWatermark || o.LogWatermark < s.LogWatermark:

@@ -341,7 +341,7 @@ func measure(mode, dir string, check bool) (r result, err error) {
 			o.MaxPerCall, _ = strconv.Atoi(v)
 		}
 		if v := os.Getenv("BENCH_READ_AHEAD"); v != "" {
-			o.ReadAhead, _ = strconv.Atoi(v)
+			o.ReadAheadRecords, _ = strconv.Atoi(v)
 		}
 		sum, err := launch.Run(context.Background(), o, io.Discard)
 		if err != nil {
