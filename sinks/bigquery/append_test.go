@@ -28,7 +28,7 @@ func changelogRows(t *testing.T, n int) [][]byte {
 	for i := range n {
 		r := model.Row{WindowStart: sinktest.T10, WindowEnd: sinktest.T10 + sinktest.Hour, Dims: `{"shop":"` + string(rune('a'+i%26)) + `"}`,
 			RevenueMicros: int64(i) * 1_000_000, EventCount: int64(i), Revision: int64(i/26 + 1), State: model.OnTime}
-		b, err := encodeSnapshot(bqRowTypes, r, at)
+		b, err := encodeRow(bqRowTypes, table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: at})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestBigQueryRowEncoding(t *testing.T) {
 		}
 	}
 	r := model.Row{WindowStart: sinktest.T10, WindowEnd: sinktest.T10 + sinktest.Hour, Dims: "{}", RevenueMicros: -1_500_001, Revision: 1, State: model.Late}
-	b, err := encodeSnapshot(bqRowTypes, r, time.UnixMilli(sinktest.T10))
+	b, err := encodeRow(bqRowTypes, table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: time.UnixMilli(sinktest.T10)})
 	if err != nil {
 		t.Fatal(err)
 	}

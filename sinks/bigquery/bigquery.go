@@ -148,50 +148,64 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 			stream = append(stream, r)
 		}
 	}
-	now := time.Now()
-	rt := rowTypesFor(b.emulator())
-	tables := []encoded{{name: table.HourlyRevenueChangelog.Name}, {name: table.TooLateEvents.Name}, {name: table.ConflictEvents.Name}, {name: table.QuarantinedEvents.Name},
-		{name: table.SourceCheckpoints.Name}}
-	for _, r := range rules.SortedRows(stream) {
-		tables[0].add(encodeSnapshot(rt, r, now))
-	}
-	for _, t := range uniqueBy(batch.TooLate, func(t model.TooLate) string { return t.Position }) {
-		tables[1].add(encodeRow(rt, table.TooLateCodec, t))
-	}
-	for _, c := range uniqueBy(batch.Conflicts, func(c model.Conflict) string { return c.Position }) {
-		tables[2].add(encodeRow(rt, table.ConflictCodec, c))
-	}
-	for _, q := range uniqueBy(batch.Quarantined, func(q model.Quarantined) string { return q.Position }) {
-		tables[3].add(encodeRow(rt, table.QuarantinedCodec, q))
-	}
-	for _, c := range batch.Progress {
-		tables[4].add(encodeRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}))
-	}
-	for i, t := range tables {
-		if t.err != nil {
-			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, t.name, t.err)
+	// Each table's rows in order, an audit record once per position.
+	now, rt := time.Now(), rowTypesFor(b.emulator())
+	tables, seen := map[string]*encoded{}, map[string]bool{}
+	add := func(v any) {
+		t, key, row, err := appendRow(rt, v, now)
+		if table.IsAudit(t) {
+			if seen[t.Name+"/"+key] {
+				return
+			}
+			seen[t.Name+"/"+key] = true
 		}
-		if len(t.rows) == 0 {
+		if tables[t.Name] == nil {
+			tables[t.Name] = &encoded{}
+		}
+		e := tables[t.Name]
+		e.rows, e.err = append(e.rows, row), errors.Join(e.err, err)
+	}
+	for _, r := range rules.SortedRows(stream) {
+		add(r)
+	}
+	for _, v := range batch.TooLate {
+		add(v)
+	}
+	for _, v := range batch.Conflicts {
+		add(v)
+	}
+	for _, v := range batch.Quarantined {
+		add(v)
+	}
+	for _, v := range batch.Progress {
+		add(v)
+	}
+	for _, name := range appendTables {
+		t := tables[name]
+		if t == nil {
 			continue
+		}
+		if t.err != nil {
+			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, t.err)
 		}
 		// The write step's rules: buffer each row, flush until nothing is left.
 		st := &memStore{}
 		for _, row := range t.rows {
-			if _, _, err := onRow(ctx, st, b.api, b.streams, t.name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
+			if _, _, err := onRow(ctx, st, b.api, b.streams, name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 		}
 		for pending := true; pending; {
-			r, err := flushStep(ctx, st, b.api, b.streams, t.name, false, b.sleep)
+			r, err := flushStep(ctx, st, b.api, b.streams, name, false, b.sleep)
 			if err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 			pending = r.Pending
 		}
-		switch i {
-		case 0:
+		switch {
+		case name == table.HourlyRevenueChangelog.Name:
 			res.Accepted += len(t.rows)
-		case 1, 2, 3:
+		case name != table.SourceCheckpoints.Name:
 			res.AuditInserted += len(t.rows)
 		}
 	}
@@ -213,11 +227,6 @@ func (b *BigQuery) emulator() bool {
 
 // encoded is one table's encoded rows and the errors of encoding them.
 type encoded struct {
-	name string
 	rows [][]byte
 	err  error
-}
-
-func (e *encoded) add(row []byte, err error) {
-	e.rows, e.err = append(e.rows, row), errors.Join(e.err, err)
 }

@@ -234,8 +234,8 @@ func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
 		for _, f := range tc.param.Type.ArrayElementType.StructType.Fields {
 			fields = append(fields, f.Name+" "+f.Type.TypeKind)
 		}
-		for _, f := range schemaOf(tc.tbl) {
-			cols = append(cols, f.Name+" "+sqlType(f))
+		for _, c := range tableOf(tc.tbl).Columns {
+			cols = append(cols, c.Name+" "+bqTypes[c.Type].sql)
 		}
 		if !reflect.DeepEqual(fields, cols) {
 			t.Errorf("%s: parameter fields %v, columns %v", tc.tbl, fields, cols)

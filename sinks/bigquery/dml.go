@@ -61,15 +61,15 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DES
 // MERGE: the emulator merges only from a table, on one equality.
 func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
 	var cols, sel, match []string
-	for _, f := range schemaOf(table) {
-		cols = append(cols, f.Name)
-		if !f.Required {
+	for _, c := range tableOf(table).Columns {
+		cols = append(cols, c.Name)
+		if c.Nullable {
 			// NULL travels as 0 (the emulator's reading); applied_revision
 			// is never 0.
-			sel = append(sel, "NULLIF(s."+f.Name+", 0)")
+			sel = append(sel, "NULLIF(s."+c.Name+", 0)")
 			continue
 		}
-		sel = append(sel, "s."+f.Name)
+		sel = append(sel, "s."+c.Name)
 	}
 	for _, k := range key {
 		match = append(match, "c."+k+" = s."+k)

@@ -3,7 +3,6 @@ package bigquery
 import (
 	"context"
 	"math/big"
-	"slices"
 	"strings"
 	"time"
 
@@ -47,7 +46,7 @@ func (b *BigQuery) from(t *table.Table) string {
 	switch {
 	case t == table.HourlyRevenueChangelog:
 		return "(SELECT * FROM " + b.table(t.Name) + " WHERE TRUE" + oncePer("window_start, dims, revision", revisionOrder) + ")"
-	case slices.Equal(t.Key, []string{"source_position"}):
+	case table.IsAudit(t):
 		return "(" + b.auditSQL(t) + ")"
 	}
 	return b.table(t.Name)

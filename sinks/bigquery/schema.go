@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 
 	"cloud.google.com/go/bigquery"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // bqTables are the tables the sink creates (hourly_revenue is a view).
@@ -23,58 +24,52 @@ var bqTables = func() []*table.Table {
 	return out
 }()
 
-// bqFieldType is a column's BigQuery type (NUMERIC keeps micros exact).
-func bqFieldType(c table.Column) bigquery.FieldType {
-	switch c.Type {
-	case table.Time, table.WallTime:
-		return bigquery.TimestampFieldType
-	case table.Int64:
-		return bigquery.IntegerFieldType
-	case table.Money:
-		return bigquery.NumericFieldType
-	}
-	return bigquery.StringFieldType
+// bqType is a column type's BigQuery forms, mapped here once: its schema
+// type (NUMERIC keeps micros exact), its GoogleSQL name (casts and query
+// parameters) and its Storage Write API field (bqRowType: TIMESTAMP as int64
+// microseconds, NUMERIC as its decimal string).
+type bqType struct {
+	field bigquery.FieldType
+	sql   string
+	proto descriptorpb.FieldDescriptorProto_Type
+}
+
+var bqTypes = map[table.Type]bqType{
+	table.Time:     {bigquery.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
+	table.WallTime: {bigquery.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
+	table.String:   {bigquery.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING},
+	table.Int64:    {bigquery.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64},
+	table.Money:    {bigquery.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING},
 }
 
 func bqSchema(t *table.Table) bigquery.Schema {
 	out := make(bigquery.Schema, len(t.Columns))
 	for i, c := range t.Columns {
-		out[i] = &bigquery.FieldSchema{Name: c.Name, Type: bqFieldType(c), Required: !c.Nullable}
+		out[i] = &bigquery.FieldSchema{Name: c.Name, Type: bqTypes[c.Type].field, Required: !c.Nullable}
 	}
 	return out
 }
 
-func schemaOf(table string) bigquery.Schema {
+// tableOf is the table the sink creates under name.
+func tableOf(name string) *table.Table {
 	for _, t := range bqTables {
-		if t.Name == table {
-			return bqSchema(t)
+		if t.Name == name {
+			return t
 		}
 	}
-	panic("sinks: no BigQuery table " + table)
+	panic("sinks: no BigQuery table " + name)
 }
 
 // bqIdent quotes a column name: "partition" is reserved in GoogleSQL.
 func bqIdent(name string) string { return "`" + name + "`" }
-
-func sqlType(f *bigquery.FieldSchema) string {
-	switch f.Type {
-	case bigquery.IntegerFieldType:
-		return "INT64"
-	case bigquery.FloatFieldType:
-		return "FLOAT64"
-	case bigquery.BooleanFieldType:
-		return "BOOL"
-	}
-	return string(f.Type)
-}
 
 // unnestRows is the @rows parameter cast to the table's row type: the
 // emulator does not infer array parameters' types (goccy/bigquery-emulator#234),
 // and a drifting struct fails loudly instead of filling the wrong column.
 func unnestRows(table string) string {
 	var fields []string
-	for _, f := range schemaOf(table) {
-		fields = append(fields, bqIdent(f.Name)+" "+sqlType(f))
+	for _, c := range tableOf(table).Columns {
+		fields = append(fields, bqIdent(c.Name)+" "+bqTypes[c.Type].sql)
 	}
 	return "UNNEST(CAST(@rows AS ARRAY<STRUCT<" + strings.Join(fields, ", ") + ">>))"
 }
@@ -149,7 +144,7 @@ func createdMeanwhile(err error, lookup func() error) bool {
 	return isAlreadyExists(err) || lookup() == nil
 }
 
-// bqValue turns a codec's value into what the BigQuery clients take.
+// bqValue turns a codec's value into what a query parameter takes.
 func bqValue(c table.Column, v any) any {
 	switch c.Type {
 	case table.Time:
@@ -157,7 +152,7 @@ func bqValue(c table.Column, v any) any {
 	case table.WallTime:
 		return v.(time.Time).UTC()
 	case table.Money:
-		return numeric(v.(int64))
+		return ratMicros(v.(int64))
 	}
 	return v
 }
@@ -208,7 +203,7 @@ func bqRowsParam[T any](c table.Codec[T], recs []T) *bigquery.QueryParameterValu
 	elem := &bigquery.StandardSQLDataType{TypeKind: "STRUCT", StructType: &bigquery.StandardSQLStructType{}}
 	for _, col := range c.Table.Columns {
 		elem.StructType.Fields = append(elem.StructType.Fields, &bigquery.StandardSQLField{
-			Name: col.Name, Type: &bigquery.StandardSQLDataType{TypeKind: sqlType(&bigquery.FieldSchema{Type: bqFieldType(col)})}})
+			Name: col.Name, Type: &bigquery.StandardSQLDataType{TypeKind: bqTypes[col.Type].sql}})
 	}
 	p := &bigquery.QueryParameterValue{Type: bigquery.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: elem}}
 	var vals []any
@@ -220,11 +215,7 @@ func bqRowsParam[T any](c table.Codec[T], recs []T) *bigquery.QueryParameterValu
 			if v == nil {
 				v = int64(0)
 			}
-			v = bqValue(col, v)
-			if n, ok := v.(numeric); ok {
-				v = ratMicros(int64(n))
-			}
-			sv[col.Name] = bigquery.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: v}
+			sv[col.Name] = bigquery.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: bqValue(col, v)}
 		}
 		p.ArrayValue = append(p.ArrayValue, bigquery.QueryParameterValue{StructValue: sv})
 	}
