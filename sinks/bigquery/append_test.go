@@ -135,7 +135,7 @@ func TestBigQueryAppendErrors(t *testing.T) {
 		{"bad rows", []codes.Code{codes.InvalidArgument}, "append 3 rows to hourly_revenue_changelog", 1},
 		{"permission", []codes.Code{codes.PermissionDenied}, "PermissionDenied", 1},
 		{"outage outlasting the retries", []codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable,
-			codes.Unavailable, codes.Unavailable, codes.Unavailable}, "Unavailable", appendAttempts},
+			codes.Unavailable, codes.Unavailable, codes.Unavailable}, "Unavailable", bqAttempts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake, api := startFakeWrite(t)

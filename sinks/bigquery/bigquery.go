@@ -32,8 +32,9 @@ const (
 	// bqChunk bounds the rows of one DML statement, whose parameters must fit
 	// BigQuery's 10 MB request.
 	bqChunk = 500
-	// bqAttempts bounds retries of a transiently failed statement; every
-	// statement is guarded by its table's key, so a retry adds nothing twice.
+	// bqAttempts bounds the tries of a transiently failing call (bqRetry).
+	// Every one is safe to repeat: a statement is guarded by its table's key
+	// and an append carries its offset, so a retry adds nothing twice.
 	bqAttempts = 6
 )
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/sinks/internal/retry"
 
@@ -48,10 +49,16 @@ func transient(err error) bool {
 	return false
 }
 
-// retry runs try up to bqAttempts times while it fails transiently.
+// bqRetry is how every BigQuery call is retried: up to bqAttempts tries,
+// quadratic waits, while retryable says the failure is transient; each retry
+// is logged at level as msg with attrs.
+func bqRetry(retryable func(error) bool, sleep func(context.Context, time.Duration) error, level slog.Level, msg string, attrs ...any) retry.Retrier {
+	return retry.Retrier{Attempts: bqAttempts, Retryable: retryable, Wait: retry.Quadratic, Sleep: sleep, Level: level, Msg: msg, Attrs: attrs}
+}
+
+// retry runs a query or statement while it fails transiently.
 func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
-	if _, err := (retry.Retrier{Attempts: bqAttempts, Retryable: transient, Wait: retry.Quadratic, Sleep: b.sleep, Level: slog.LevelDebug,
-		Msg: "bigquery sink: retrying", Attrs: []any{"what", what}}).Do(ctx, try); err != nil {
+	if _, err := bqRetry(transient, b.sleep, slog.LevelDebug, "bigquery sink: retrying", "what", what).Do(ctx, try); err != nil {
 		return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
 	}
 	return nil
