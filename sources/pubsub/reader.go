@@ -1,7 +1,6 @@
 package pubsub
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/internal/sdfread"
 	"github.com/revenue-stream/hourly/sources/rawlog"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 // subscriber is the part of the subscription API the reader uses (the
@@ -240,9 +240,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			entry = side[l.No-1]
 			pos = rawlog.IDPosition(entry.ID)
 		}
-		now := r.now()
-		rec := model.Record{Partition: r.store.part, Position: pos, Line: bytes.Clone(l.Bytes), Ref: l.Ref(files.Join(r.store.dir, name)),
-			Oversized: l.Oversized, ReadAt: now.UnixMilli()}
+		rec := l.Record(r.store.part, pos, files.Join(r.store.dir, name), r.now().UnixMilli())
 		r.stamp(&rec, entry.Backlog)
 		r.rest.Offset, r.rest.Line = l.End, l.No
 		if !r.claim(r.rest) {
@@ -339,9 +337,7 @@ func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
 // watermarkState adds the watermark state at now to the restriction, logs a
 // change of idleness and reports whether the partition just went idle.
 func (r *reader) watermarkState(now int64) bool {
-	p := r.stamper.Partition()
-	rep := p.Report(now, model.NoWatermark, false)
-	r.rest.State = p.State()
-	sdfread.LogIdleness(r.log, "pubsub source", rep, p, r.o.Watermark.IdleTimeout)
+	var rep watermark.Report
+	r.rest.State, rep = sdfread.Report(r.log, "pubsub source", r.stamper.Partition(), now, model.NoWatermark, false, r.o.Watermark.IdleTimeout)
 	return rep.WentIdle
 }
