@@ -2,6 +2,7 @@ package bigquery
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +61,7 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DES
 // retry or a concurrent writer's row makes it a no-op. An INSERT, not a
 // MERGE: the emulator merges only from a table, on one equality.
 func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
-	var cols, sel, match []string
+	var cols, sel []string
 	for _, c := range tableOf(table).Columns {
 		cols = append(cols, c.Name)
 		if c.Nullable {
@@ -71,15 +72,23 @@ func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) st
 		}
 		sel = append(sel, "s."+c.Name)
 	}
-	for _, k := range key {
-		match = append(match, "c."+k+" = s."+k)
-	}
+	match := matching(key)
 	if newer != "" {
-		match = append(match, "c."+newer+" >= s."+newer)
+		match += " AND c." + newer + " >= s." + newer
 	}
 	return `INSERT INTO ` + b.table(table) + ` (` + strings.Join(cols, ", ") + `)
 SELECT ` + strings.Join(sel, ", ") + ` FROM ` + unnestRows(table) + ` AS s
-WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + strings.Join(match, " AND ") + `)`
+WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + match + `)`
+}
+
+// matching is the condition that a stored row c and a parameter row s agree
+// on every column of key.
+func matching(key []string) string {
+	match := make([]string, len(key))
+	for i, k := range key {
+		match[i] = "c." + k + " = s." + k
+	}
+	return strings.Join(match, " AND ")
 }
 
 // insertMissing runs insertMissingSQL per chunk and returns the rows
@@ -88,8 +97,8 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], ke
 	table := c.Table.Name
 	sql := b.insertMissingSQL(table, key, newer)
 	total := 0
-	for lo := 0; lo < len(recs); lo += bqChunk {
-		chunk := bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(c, recs[lo:min(lo+bqChunk, len(recs))])}
+	for part := range slices.Chunk(recs, bqChunk) {
+		chunk := bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(c, part)}
 		var before int64
 		if !b.dmlStats {
 			var err error
@@ -114,12 +123,8 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], ke
 }
 
 func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows bigquery.QueryParameter) (int64, error) {
-	var match []string
-	for _, k := range key {
-		match = append(match, "s."+k+" = c."+k)
-	}
 	return sqlread.Count(ctx, b.DB, "count "+table, `SELECT COUNT(*) FROM `+b.table(table)+` AS c
-WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`, rows)
+WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+matching(key)+`)`, rows)
 }
 
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
@@ -199,14 +204,10 @@ func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	})
 	// Replace: a run writes its diffs before --apply and again after it.
 	key := table.ReconcileDiffs.Key
-	var match []string
-	for _, k := range key {
-		match = append(match, "s."+k+" = t."+k)
-	}
-	del := `DELETE FROM ` + b.table(table.ReconcileDiffs.Name) + ` AS t
-WHERE EXISTS (SELECT 1 FROM ` + unnestRows(table.ReconcileDiffs.Name) + ` AS s WHERE ` + strings.Join(match, " AND ") + `)`
-	for lo := 0; lo < len(rows); lo += bqChunk {
-		chunk := bqRowsParam(table.DiffCodec, rows[lo:min(lo+bqChunk, len(rows))])
+	del := `DELETE FROM ` + b.table(table.ReconcileDiffs.Name) + ` AS c
+WHERE EXISTS (SELECT 1 FROM ` + unnestRows(table.ReconcileDiffs.Name) + ` AS s WHERE ` + matching(key) + `)`
+	for part := range slices.Chunk(rows, bqChunk) {
+		chunk := bqRowsParam(table.DiffCodec, part)
 		if _, _, err := b.exec(ctx, "replace "+table.ReconcileDiffs.Name, del, bigquery.QueryParameter{Name: "rows", Value: chunk}); err != nil {
 			return err
 		}
