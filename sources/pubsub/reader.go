@@ -41,26 +41,17 @@ const ackChunk = 1000
 // archive. A call takes the head and puts it back only when it ends cleanly
 // (not after a failure, a lost claim or a panic through emit), so a retry
 // lists and re-emits. A miss costs a List call, never a record.
-var heads = struct {
-	sync.Mutex
-	m map[string]string // store dir -> object name
-}{m: map[string]string{}}
+var heads sync.Map // store dir -> object name
 
 // takeHead removes and returns the shard's head.
 func takeHead(dir string) (string, bool) {
-	heads.Lock()
-	defer heads.Unlock()
-	h, ok := heads.m[dir]
-	delete(heads.m, dir)
-	return h, ok
+	h, ok := heads.LoadAndDelete(dir)
+	name, _ := h.(string)
+	return name, ok
 }
 
 // putHead records the shard's head at the clean end of a call.
-func putHead(dir, name string) {
-	heads.Lock()
-	defer heads.Unlock()
-	heads.m[dir] = name
-}
+func putHead(dir, name string) { heads.Store(dir, name) }
 
 // counts are a call's figures for the DoFn's counters, added to by the
 // pullers' goroutines.
