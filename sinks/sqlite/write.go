@@ -99,19 +99,7 @@ func (b *bulk) exec(ctx context.Context, args []any) (changed int64, err error) 
 }
 
 func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error) error {
-	return b.each(ctx, args, func(st *sql.Stmt, args []any) error {
-		rs, err := st.QueryContext(ctx, args...)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			if err := scan(rs); err != nil {
-				return err
-			}
-		}
-		return rs.Err()
-	})
+	return b.each(ctx, args, func(st *sql.Stmt, args []any) error { return scanAll(st.QueryContext(ctx, args...))(scan) })
 }
 
 func (b *bulk) close() {
@@ -252,22 +240,12 @@ func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) erro
 	err := s.inTx(ctx, "check run_config", func(tx *sql.Tx) error {
 		mismatch = nil
 		have := map[string]string{}
-		rs, err := tx.QueryContext(ctx, `SELECT key, value FROM run_config`)
-		if err != nil {
-			return fmt.Errorf("read run_config: %w", err)
-		}
-		for rs.Next() {
+		if err := scanAll(tx.QueryContext(ctx, `SELECT key, value FROM run_config`))(func(rs *sql.Rows) error {
 			var k, v string
-			if err := rs.Scan(&k, &v); err != nil {
-				rs.Close()
-				return fmt.Errorf("read run_config: %w", err)
-			}
+			err := rs.Scan(&k, &v)
 			have[k] = v
-		}
-		if err := rs.Close(); err != nil {
-			return fmt.Errorf("read run_config: %w", err)
-		}
-		if err := rs.Err(); err != nil {
+			return err
+		}); err != nil {
 			return fmt.Errorf("read run_config: %w", err)
 		}
 		added, err := rules.CompareRunConfig(s.path, have, cfg)
