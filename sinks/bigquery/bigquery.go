@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/retry"
@@ -45,7 +45,7 @@ const (
 // run_config and source_resume.
 type BigQuery struct {
 	sqlread.Reader
-	client           *bigquery.Client
+	client           *gbq.Client
 	api              appender
 	writer           *managedwriter.Client
 	project, dataset string
@@ -85,7 +85,7 @@ func Open(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
 		wopts = append(wopts, option.WithEndpoint(grpcHost), option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	}
-	client, err := bigquery.NewClient(ctx, spec.Project, opts...)
+	client, err := gbq.NewClient(ctx, spec.Project, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bigquery sink %s: %w", spec, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
@@ -30,8 +30,8 @@ func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[
 	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
 WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))
 QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DESC) = 1`
-	err := b.read(ctx, "read current rows", sql, []bigquery.QueryParameter{{Name: "starts", Value: param}},
-		func(it *bigquery.RowIterator) error {
+	err := b.read(ctx, "read current rows", sql, []gbq.QueryParameter{{Name: "starts", Value: param}},
+		func(it *gbq.RowIterator) error {
 			var r struct {
 				WindowStart time.Time `bigquery:"window_start"`
 				Dims        string    `bigquery:"dims"`
@@ -98,7 +98,7 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], ke
 	sql := b.insertMissingSQL(table, key, newer)
 	total := 0
 	for part := range slices.Chunk(recs, bqChunk) {
-		chunk := bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(c, part)}
+		chunk := gbq.QueryParameter{Name: "rows", Value: bqRowsParam(c, part)}
 		var before int64
 		if !b.dmlStats {
 			var err error
@@ -122,7 +122,7 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], ke
 	return total, nil
 }
 
-func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows bigquery.QueryParameter) (int64, error) {
+func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows gbq.QueryParameter) (int64, error) {
 	return sqlread.Count(ctx, b.DB, "count "+table, `SELECT COUNT(*) FROM `+b.table(table)+` AS c
 WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+matching(key)+`)`, rows)
 }
@@ -208,7 +208,7 @@ func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 WHERE EXISTS (SELECT 1 FROM ` + unnestRows(table.ReconcileDiffs.Name) + ` AS s WHERE ` + matching(key) + `)`
 	for part := range slices.Chunk(rows, bqChunk) {
 		chunk := bqRowsParam(table.DiffCodec, part)
-		if _, _, err := b.exec(ctx, "replace "+table.ReconcileDiffs.Name, del, bigquery.QueryParameter{Name: "rows", Value: chunk}); err != nil {
+		if _, _, err := b.exec(ctx, "replace "+table.ReconcileDiffs.Name, del, gbq.QueryParameter{Name: "rows", Value: chunk}); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -59,7 +59,7 @@ func newRowType(t *table.Table, epochStrings bool) (*bqRowType, error) {
 	dp := &descriptorpb.DescriptorProto{Name: proto.String(t.Name)}
 	for i, c := range t.Columns {
 		typ := bqTypes[c.Type].proto
-		if epochStrings && bqTypes[c.Type].field == bigquery.TimestampFieldType {
+		if epochStrings && bqTypes[c.Type].field == gbq.TimestampFieldType {
 			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
 		}
 		label := descriptorpb.FieldDescriptorProto_LABEL_REQUIRED

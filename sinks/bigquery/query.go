@@ -11,7 +11,7 @@ import (
 
 	"github.com/revenue-stream/hourly/sinks/internal/retry"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 )
@@ -66,7 +66,7 @@ func (b *BigQuery) retry(ctx context.Context, what string, try func() error) err
 
 // exec runs one DML statement, retrying transient failures, and returns the
 // rows it changed; known is false when the server did not say (the emulator).
-func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) (n int64, known bool, err error) {
+func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...gbq.QueryParameter) (n int64, known bool, err error) {
 	err = b.retry(ctx, what, func() (err error) {
 		n, known, err = b.execOnce(ctx, sql, params)
 		return err
@@ -74,7 +74,7 @@ func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquer
 	return n, known, err
 }
 
-func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.QueryParameter) (int64, bool, error) {
+func (b *BigQuery) execOnce(ctx context.Context, sql string, params []gbq.QueryParameter) (int64, bool, error) {
 	q := b.client.Query(sql)
 	q.Parameters = params
 	job, err := q.Run(ctx)
@@ -88,7 +88,7 @@ func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.Q
 	if err := status.Err(); err != nil {
 		return 0, false, err
 	}
-	if st, ok := status.Statistics.Details.(*bigquery.QueryStatistics); ok && st.DMLStats != nil {
+	if st, ok := status.Statistics.Details.(*gbq.QueryStatistics); ok && st.DMLStats != nil {
 		return st.NumDMLAffectedRows, true, nil
 	}
 	return 0, false, nil
@@ -96,7 +96,7 @@ func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.Q
 
 // read runs a query and calls next for each row (next calls it.Next). A
 // failure is retried only while no row was delivered: callers accumulate rows.
-func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
+func (b *BigQuery) read(ctx context.Context, what, sql string, params []gbq.QueryParameter, next func(*gbq.RowIterator) error) error {
 	delivered := false
 	return b.retry(ctx, what, func() error {
 		q := b.client.Query(sql)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -29,23 +29,23 @@ var bqTables = func() []*table.Table {
 // parameters) and its Storage Write API field (bqRowType: TIMESTAMP as int64
 // microseconds, NUMERIC as its decimal string).
 type bqType struct {
-	field bigquery.FieldType
+	field gbq.FieldType
 	sql   string
 	proto descriptorpb.FieldDescriptorProto_Type
 }
 
 var bqTypes = map[table.Type]bqType{
-	table.Time:     {bigquery.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
-	table.WallTime: {bigquery.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
-	table.String:   {bigquery.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING},
-	table.Int64:    {bigquery.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64},
-	table.Money:    {bigquery.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING},
+	table.Time:     {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
+	table.WallTime: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
+	table.String:   {gbq.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING},
+	table.Int64:    {gbq.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64},
+	table.Money:    {gbq.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING},
 }
 
-func bqSchema(t *table.Table) bigquery.Schema {
-	out := make(bigquery.Schema, len(t.Columns))
+func bqSchema(t *table.Table) gbq.Schema {
+	out := make(gbq.Schema, len(t.Columns))
 	for i, c := range t.Columns {
-		out[i] = &bigquery.FieldSchema{Name: c.Name, Type: bqTypes[c.Type].field, Required: !c.Nullable}
+		out[i] = &gbq.FieldSchema{Name: c.Name, Type: bqTypes[c.Type].field, Required: !c.Nullable}
 	}
 	return out
 }
@@ -101,23 +101,23 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 		if !isNotFound(err) {
 			return fmt.Errorf("dataset %s: %w", b.dataset, err)
 		}
-		if err := ds.Create(ctx, &bigquery.DatasetMetadata{}); err != nil && !createdMeanwhile(err, func() error { _, err := ds.Metadata(ctx); return err }) {
+		if err := ds.Create(ctx, &gbq.DatasetMetadata{}); err != nil && !createdMeanwhile(err, func() error { _, err := ds.Metadata(ctx); return err }) {
 			return fmt.Errorf("create dataset %s: %w", b.dataset, err)
 		}
 	}
 	for _, t := range bqTables {
-		md := &bigquery.TableMetadata{Schema: bqSchema(t)}
+		md := &gbq.TableMetadata{Schema: bqSchema(t)}
 		if t.Partition != "" {
-			md.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: t.Partition}
+			md.TimePartitioning = &gbq.TimePartitioning{Type: gbq.DayPartitioningType, Field: t.Partition}
 		}
 		if len(t.Clustering) > 0 {
-			md.Clustering = &bigquery.Clustering{Fields: t.Clustering}
+			md.Clustering = &gbq.Clustering{Fields: t.Clustering}
 		}
 		if err := b.createIfMissing(ctx, t.Name, md); err != nil {
 			return err
 		}
 	}
-	if err := b.createIfMissing(ctx, table.HourlyRevenue.Name, &bigquery.TableMetadata{ViewQuery: b.currentViewSQL()}); err != nil {
+	if err := b.createIfMissing(ctx, table.HourlyRevenue.Name, &gbq.TableMetadata{ViewQuery: b.currentViewSQL()}); err != nil {
 		return err
 	}
 	_, known, err := b.exec(ctx, "probe DML statistics", `DELETE FROM `+b.table(table.RunConfig.Name)+` WHERE FALSE`)
@@ -125,7 +125,7 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 	return err
 }
 
-func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *bigquery.TableMetadata) error {
+func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *gbq.TableMetadata) error {
 	t := b.client.Dataset(b.dataset).Table(name)
 	if _, err := t.Metadata(ctx); err == nil {
 		return nil
@@ -158,7 +158,7 @@ func bqValue(c table.Column, v any) any {
 }
 
 // fromBQ turns a query result row of t's columns into a codec's values.
-func fromBQ(t *table.Table, row []bigquery.Value) ([]any, error) {
+func fromBQ(t *table.Table, row []gbq.Value) ([]any, error) {
 	if len(row) != len(t.Columns) {
 		return nil, fmt.Errorf("%s: %d values for %d columns", t.Name, len(row), len(t.Columns))
 	}
@@ -199,25 +199,25 @@ func fromBQ(t *table.Table, row []bigquery.Value) ([]any, error) {
 
 // bqRowsParam is records as the @rows parameter (unnestRows); NULL travels
 // as 0 (see insertMissingSQL).
-func bqRowsParam[T any](c table.Codec[T], recs []T) *bigquery.QueryParameterValue {
-	elem := &bigquery.StandardSQLDataType{TypeKind: "STRUCT", StructType: &bigquery.StandardSQLStructType{}}
+func bqRowsParam[T any](c table.Codec[T], recs []T) *gbq.QueryParameterValue {
+	elem := &gbq.StandardSQLDataType{TypeKind: "STRUCT", StructType: &gbq.StandardSQLStructType{}}
 	for _, col := range c.Table.Columns {
-		elem.StructType.Fields = append(elem.StructType.Fields, &bigquery.StandardSQLField{
-			Name: col.Name, Type: &bigquery.StandardSQLDataType{TypeKind: bqTypes[col.Type].sql}})
+		elem.StructType.Fields = append(elem.StructType.Fields, &gbq.StandardSQLField{
+			Name: col.Name, Type: &gbq.StandardSQLDataType{TypeKind: bqTypes[col.Type].sql}})
 	}
-	p := &bigquery.QueryParameterValue{Type: bigquery.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: elem}}
+	p := &gbq.QueryParameterValue{Type: gbq.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: elem}}
 	var vals []any
 	for _, r := range recs {
 		vals = c.Put(vals[:0], r)
-		sv := make(map[string]bigquery.QueryParameterValue, len(vals))
+		sv := make(map[string]gbq.QueryParameterValue, len(vals))
 		for i, col := range c.Table.Columns {
 			v := vals[i]
 			if v == nil {
 				v = int64(0)
 			}
-			sv[col.Name] = bigquery.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: bqValue(col, v)}
+			sv[col.Name] = gbq.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: bqValue(col, v)}
 		}
-		p.ArrayValue = append(p.ArrayValue, bigquery.QueryParameterValue{StructValue: sv})
+		p.ArrayValue = append(p.ArrayValue, gbq.QueryParameterValue{StructValue: sv})
 	}
 	return p
 }
