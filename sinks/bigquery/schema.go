@@ -26,20 +26,44 @@ var bqTables = func() []*table.Table {
 
 // bqType is a column type's BigQuery forms, mapped here once: its schema
 // type (NUMERIC keeps micros exact), its GoogleSQL name (casts and query
-// parameters) and its Storage Write API field (bqRowType: TIMESTAMP as int64
-// microseconds, NUMERIC as its decimal string).
+// parameters), its Storage Write API field (bqRowType: TIMESTAMP as int64
+// microseconds, NUMERIC as its decimal string), a codec's value as a query
+// parameter takes it, and a query result's value as a codec's (ok false: not
+// of this type).
 type bqType struct {
 	field gbq.FieldType
 	sql   string
 	proto descriptorpb.FieldDescriptorProto_Type
+	param func(v any) any
+	read  func(v gbq.Value) (any, bool)
 }
 
+func same(v any) any { return v }
+
 var bqTypes = map[table.Type]bqType{
-	table.Time:     {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
-	table.WallTime: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64},
-	table.String:   {gbq.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING},
-	table.Int64:    {gbq.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64},
-	table.Money:    {gbq.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING},
+	table.Time: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(v any) any { return msTime(v.(int64)) },
+		func(v gbq.Value) (any, bool) { t, ok := v.(time.Time); return t.UnixMilli(), ok }},
+	table.WallTime: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(v any) any { return v.(time.Time).UTC() },
+		func(v gbq.Value) (any, bool) {
+			t, ok := v.(time.Time)
+			return t, ok || v == nil // no row joined
+		}},
+	table.String: {gbq.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING,
+		same, func(v gbq.Value) (any, bool) { s, ok := v.(string); return s, ok }},
+	table.Int64: {gbq.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		same, func(v gbq.Value) (any, bool) { n, ok := v.(int64); return n, ok }},
+	table.Money: {gbq.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING,
+		func(v any) any { return ratMicros(v.(int64)) },
+		func(v gbq.Value) (any, bool) {
+			r, ok := v.(*big.Rat)
+			if !ok {
+				return nil, false
+			}
+			m := new(big.Rat).Mul(r, big.NewRat(1_000_000, 1))
+			return m.Num().Int64(), m.IsInt() && m.Num().IsInt64()
+		}},
 }
 
 func bqSchema(t *table.Table) gbq.Schema {
@@ -144,19 +168,6 @@ func createdMeanwhile(err error, lookup func() error) bool {
 	return isAlreadyExists(err) || lookup() == nil
 }
 
-// bqValue turns a codec's value into what a query parameter takes.
-func bqValue(c table.Column, v any) any {
-	switch c.Type {
-	case table.Time:
-		return msTime(v.(int64))
-	case table.WallTime:
-		return v.(time.Time).UTC()
-	case table.Money:
-		return ratMicros(v.(int64))
-	}
-	return v
-}
-
 // fromBQ turns a query result row of t's columns into a codec's values.
 func fromBQ(t *table.Table, row []gbq.Value) ([]any, error) {
 	if len(row) != len(t.Columns) {
@@ -164,34 +175,9 @@ func fromBQ(t *table.Table, row []gbq.Value) ([]any, error) {
 	}
 	out := make([]any, len(row))
 	for i, c := range t.Columns {
-		v := row[i]
 		var ok bool
-		switch c.Type {
-		case table.Time:
-			var ts time.Time
-			ts, ok = v.(time.Time)
-			out[i] = ts.UnixMilli()
-		case table.WallTime:
-			out[i], ok = v.(time.Time)
-			ok = ok || v == nil
-			if v == nil {
-				out[i] = time.Time{}
-			}
-		case table.Money:
-			var r *big.Rat
-			if r, ok = v.(*big.Rat); ok {
-				m := new(big.Rat).Mul(r, big.NewRat(1_000_000, 1))
-				ok = m.IsInt() && m.Num().IsInt64()
-				out[i] = m.Num().Int64()
-			}
-		case table.Int64:
-			out[i], ok = v.(int64)
-			ok = ok || c.Nullable && v == nil
-		default:
-			out[i], ok = v.(string)
-		}
-		if !ok {
-			return nil, fmt.Errorf("%s.%s: unexpected value %v (%T)", t.Name, c.Name, v, v)
+		if out[i], ok = bqTypes[c.Type].read(row[i]); !ok && !(c.Nullable && row[i] == nil) {
+			return nil, fmt.Errorf("%s.%s: unexpected value %v (%T)", t.Name, c.Name, row[i], row[i])
 		}
 	}
 	return out, nil
@@ -215,7 +201,7 @@ func bqRowsParam[T any](c table.Codec[T], recs []T) *gbq.QueryParameterValue {
 			if v == nil {
 				v = int64(0)
 			}
-			sv[col.Name] = gbq.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: bqValue(col, v)}
+			sv[col.Name] = gbq.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: bqTypes[col.Type].param(v)}
 		}
 		p.ArrayValue = append(p.ArrayValue, gbq.QueryParameterValue{StructValue: sv})
 	}
