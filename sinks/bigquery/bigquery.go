@@ -151,7 +151,7 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 	}
 	// Each table's rows in order, an audit record once per position.
 	now, rt := time.Now(), rowTypesFor(b.emulator())
-	tables, seen := map[string]*encoded{}, map[string]bool{}
+	rows, errs, seen := map[string][][]byte{}, map[string]error{}, map[string]bool{}
 	add := func(v any) {
 		t, key, row, err := appendRow(rt, v, now)
 		if table.IsAudit(t) {
@@ -160,11 +160,7 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 			}
 			seen[t.Name+"/"+key] = true
 		}
-		if tables[t.Name] == nil {
-			tables[t.Name] = &encoded{}
-		}
-		e := tables[t.Name]
-		e.rows, e.err = append(e.rows, row), errors.Join(e.err, err)
+		rows[t.Name], errs[t.Name] = append(rows[t.Name], row), errors.Join(errs[t.Name], err)
 	}
 	for _, r := range rules.SortedRows(stream) {
 		add(r)
@@ -182,16 +178,15 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		add(v)
 	}
 	for _, name := range appendTables {
-		t := tables[name]
-		if t == nil {
-			continue
+		if errs[name] != nil {
+			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, errs[name])
 		}
-		if t.err != nil {
-			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, t.err)
+		if len(rows[name]) == 0 {
+			continue
 		}
 		// The write step's rules: buffer each row, flush until nothing is left.
 		st := &memStore{}
-		for _, row := range t.rows {
+		for _, row := range rows[name] {
 			if _, _, err := onRow(ctx, st, b.api, b.streams, name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
@@ -205,9 +200,9 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		}
 		switch {
 		case name == table.HourlyRevenueChangelog.Name:
-			res.Accepted += len(t.rows)
+			res.Accepted += len(rows[name])
 		case name != table.SourceCheckpoints.Name:
-			res.AuditInserted += len(t.rows)
+			res.AuditInserted += len(rows[name])
 		}
 	}
 	if len(corrections) > 0 {
@@ -224,10 +219,4 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 func (b *BigQuery) emulator() bool {
 	w, ok := b.api.(*writeAPI)
 	return ok && w.emulator
-}
-
-// encoded is one table's encoded rows and the errors of encoding them.
-type encoded struct {
-	rows [][]byte
-	err  error
 }
