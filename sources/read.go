@@ -162,9 +162,6 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
 	}
-	if wentIdle {
-		metrics.Counter(metrics.IdleTransitions(partition)).Inc(ctx, 1)
-	}
 	own, w := r.rest.Reported, int64(0)
 	boards.With(f.Source, func(b *watermark.Board) {
 		if r.rest.MaxValid == model.NoWatermark && !slices.Contains(f.Partitions, partition) {
@@ -179,16 +176,12 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 			w = min(w, m)
 		}
 	})
-	we.Advance(w)
-	if own != model.NoWatermark {
-		metrics.Gauge(metrics.WatermarkLag(partition)).Set(ctx, now-own)
-	}
 	idle := int64(0)
 	if r.rest.Idle {
 		idle = 1
 	}
 	metrics.Gauge(metrics.PartitionIdle(partition)).Set(ctx, idle)
-	return sdfread.Continue(out, f.Opts.PollInterval), nil
+	return sdfread.End(ctx, we, out, f.Opts.PollInterval, partition, wentIdle, own, w, now), nil
 }
 
 // finish takes a partition whose restriction is done off its board.

@@ -1,7 +1,6 @@
 package sources
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -225,15 +224,7 @@ func (r *reader) forgetTail() {
 
 // record stamps, claims and emits one line; false: the claim failed.
 func (r *reader) record(l rawlog.Line) bool {
-	now := r.now().UnixMilli()
-	rec := model.Record{
-		Partition: r.partition,
-		Position:  rawlog.Position(r.partition, r.rest.File, l.No),
-		Line:      bytes.Clone(l.Bytes),
-		Ref:       l.Ref(r.path),
-		Oversized: l.Oversized,
-		ReadAt:    now,
-	}
+	rec := l.Record(r.partition, rawlog.Position(r.partition, r.rest.File, l.No), r.path, r.now().UnixMilli())
 	r.stamper.StampRecord(&rec)
 	r.rest.State = r.stamper.Partition().State()
 	r.rest.Offset, r.rest.Line = l.End, l.No
@@ -283,14 +274,12 @@ func (r *reader) nextFile(current string) (string, error) {
 // restriction, logs a change of idleness and reports whether the partition
 // just went idle.
 func (r *reader) watermarkState(now int64) bool {
-	p := r.stamper.Partition()
 	active, anyActive := r.others()
-	rep := p.Report(now, active, anyActive)
-	r.rest.State = p.State()
+	var rep watermark.Report
+	r.rest.State, rep = sdfread.Report(r.log, "source partition", r.stamper.Partition(), now, active, anyActive, r.policy.IdleTimeout)
 	if rep.ByIdleness && idleLog.due(r.source, now) {
 		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
 			"reported_watermark", watermark.FormatMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
 	}
-	sdfread.LogIdleness(r.log, "source partition", rep, p, r.policy.IdleTimeout)
 	return rep.WentIdle
 }

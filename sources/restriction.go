@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
+	sdfread.RegisterCoder(encodeRestriction, decodeRestriction)
 }
 
 // maxRemembered is how many read file names a restriction keeps to recognise

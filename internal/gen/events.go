@@ -54,7 +54,7 @@ func (g *generator) original(i int, at int64) {
 	p := g.rng.IntN(len(g.parts))
 	part := g.parts[p]
 	key := g.deliver(p, at)
-	ev := purchase{id: g.eventID(i), user: g.user(), cents: g.price(), country: g.country(), platform: g.platform()}
+	ev := g.purchase(i, 0)
 
 	kind, forced := kindNormal, 0
 	margin := g.c.Margin().Milliseconds()
@@ -126,14 +126,7 @@ func (g *generator) original(i int, at int64) {
 		if at < 0 {
 			continue
 		}
-		copyLine := line
-		if g.rng.IntN(5) == 0 {
-			// Re-serialised by another client library: same content, other
-			// bytes ("5.00" vs 5, Z vs +05:30), so only a canonical
-			// fingerprint sees that it is the same event.
-			copyLine = g.render(&ev, g.otherStyle(st))
-		}
-		g.push(p, at, copyLine, true, ev.eventTime)
+		g.push(p, at, g.copyOf(&ev, line, st, 5), true, ev.eventTime)
 		if counted {
 			g.stats.Duplicates++
 		} else {
@@ -157,6 +150,22 @@ func (g *generator) original(i int, at int64) {
 			}
 		}
 	}
+}
+
+// purchase is the new event i at eventTime.
+func (g *generator) purchase(i int, eventTime int64) purchase {
+	return purchase{id: g.eventID(i), eventTime: eventTime, user: g.user(), cents: g.price(), country: g.country(), platform: g.platform()}
+}
+
+// copyOf is a retry's line of ev, first sent as line in style st: the same
+// bytes, but one time in oneIn re-serialised by another client library (same
+// content, other bytes: "5.00" vs 5, Z vs +05:30), so only a canonical
+// fingerprint sees that it is the same event.
+func (g *generator) copyOf(ev *purchase, line []byte, st style, oneIn int) []byte {
+	if g.rng.IntN(oneIn) == 0 {
+		return g.render(ev, g.otherStyle(st))
+	}
+	return line
 }
 
 // retryAt picks when a retry of an event delivered at key arrives in its

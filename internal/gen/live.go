@@ -213,10 +213,7 @@ func (f *liveFeed) tick(now int64) error {
 				f.st.Backlog++
 			}
 			if g.rng.Float64() < f.c.DupRate {
-				copyLine := line
-				if g.rng.IntN(3) == 0 {
-					copyLine = g.render(&ev, g.otherStyle(st))
-				}
+				copyLine := g.copyOf(&ev, line, st, 3)
 				g.push(p, f.deliver(p, now+200+g.rng.Int64N(2000)), copyLine, true, ev.eventTime)
 				f.st.Duplicates++
 			}
@@ -272,10 +269,8 @@ func (f *liveFeed) tick(now int64) error {
 
 // purchase makes a new event at eventTime.
 func (f *liveFeed) purchase(eventTime int64) purchase {
-	g := f.g
 	f.next++
-	return purchase{id: g.eventID(f.next), eventTime: eventTime, user: g.user(), cents: g.price(),
-		country: g.country(), platform: g.platform()}
+	return f.g.purchase(f.next, eventTime)
 }
 
 // flush writes each partition's lines due by now into a new file.

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/revenue-stream/hourly/sinks/internal/retry"
-
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"google.golang.org/grpc/codes"
@@ -20,9 +18,6 @@ import (
 const appendRequestBytes = 8 << 20
 
 var maxAppendBytes = appendRequestBytes
-
-// appendAttempts bounds the tries of a transiently failing request.
-const appendAttempts = 6
 
 // appender is the Storage Write API as the write step uses it: committed
 // streams and appends at explicit offsets.
@@ -39,7 +34,7 @@ var errAlreadyStored = errors.New("rows already stored at this offset")
 
 // retryableAppend reports whether a failed request may succeed when retried:
 // quotas, overload, deadlines, and UNKNOWN (the emulator's failed database
-// connection). Every request is safe to repeat: an append carries its offset.
+// connection).
 func retryableAppend(err error) bool {
 	if errors.Is(err, context.Canceled) {
 		return false
@@ -75,9 +70,7 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 		chunk := sb.Rows[lo:hi]
 		// A failed request may have landed: the retry then reads
 		// ALREADY_EXISTS, and the stream is not reused.
-		n, err := retry.Retrier{Attempts: appendAttempts, Retryable: retryableAppend, Wait: retry.Quadratic, Sleep: sleep,
-			Level: slog.LevelWarn, Msg: "bigquery sink: append failed, retrying", Attrs: []any{"table", table, "offset", offset},
-		}.Do(ctx, func() error {
+		n, err := bqRetry(retryableAppend, sleep, slog.LevelWarn, "bigquery sink: append failed, retrying", "table", table, "offset", offset).Do(ctx, func() error {
 			err := app.Append(ctx, table, sb.Stream, offset, chunk)
 			if errors.Is(err, errAlreadyStored) {
 				fresh = false
@@ -116,8 +109,7 @@ func (w *writeAPI) parent(table string) string {
 
 func (w *writeAPI) CreateStream(ctx context.Context, table string) (string, error) {
 	var name string
-	_, err := retry.Retrier{Attempts: appendAttempts, Retryable: retryableAppend, Wait: retry.Quadratic, Level: slog.LevelDebug,
-		Msg: "bigquery sink: retrying", Attrs: []any{"what", "create write stream"}}.Do(ctx, func() error {
+	_, err := bqRetry(retryableAppend, nil, slog.LevelDebug, "bigquery sink: retrying", "what", "create write stream").Do(ctx, func() error {
 		ws, err := w.client.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{
 			Parent:      w.parent(table),
 			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_COMMITTED},

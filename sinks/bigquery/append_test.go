@@ -28,7 +28,7 @@ func changelogRows(t *testing.T, n int) [][]byte {
 	for i := range n {
 		r := model.Row{WindowStart: sinktest.T10, WindowEnd: sinktest.T10 + sinktest.Hour, Dims: `{"shop":"` + string(rune('a'+i%26)) + `"}`,
 			RevenueMicros: int64(i) * 1_000_000, EventCount: int64(i), Revision: int64(i/26 + 1), State: model.OnTime}
-		b, err := encodeSnapshot(bqRowTypes, r, at)
+		b, err := encodeRow(bqRowTypes, table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: at})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestBigQueryAppendErrors(t *testing.T) {
 		{"bad rows", []codes.Code{codes.InvalidArgument}, "append 3 rows to hourly_revenue_changelog", 1},
 		{"permission", []codes.Code{codes.PermissionDenied}, "PermissionDenied", 1},
 		{"outage outlasting the retries", []codes.Code{codes.Unavailable, codes.Unavailable, codes.Unavailable,
-			codes.Unavailable, codes.Unavailable, codes.Unavailable}, "Unavailable", appendAttempts},
+			codes.Unavailable, codes.Unavailable, codes.Unavailable}, "Unavailable", bqAttempts},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fake, api := startFakeWrite(t)
@@ -189,7 +189,7 @@ func TestBigQueryRowEncoding(t *testing.T) {
 		}
 	}
 	r := model.Row{WindowStart: sinktest.T10, WindowEnd: sinktest.T10 + sinktest.Hour, Dims: "{}", RevenueMicros: -1_500_001, Revision: 1, State: model.Late}
-	b, err := encodeSnapshot(bqRowTypes, r, time.UnixMilli(sinktest.T10))
+	b, err := encodeRow(bqRowTypes, table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: time.UnixMilli(sinktest.T10)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/retry"
@@ -32,8 +32,9 @@ const (
 	// bqChunk bounds the rows of one DML statement, whose parameters must fit
 	// BigQuery's 10 MB request.
 	bqChunk = 500
-	// bqAttempts bounds retries of a transiently failed statement; every
-	// statement is guarded by its table's key, so a retry adds nothing twice.
+	// bqAttempts bounds the tries of a transiently failing call (bqRetry).
+	// Every one is safe to repeat: a statement is guarded by its table's key
+	// and an append carries its offset, so a retry adds nothing twice.
 	bqAttempts = 6
 )
 
@@ -44,7 +45,7 @@ const (
 // run_config and source_resume.
 type BigQuery struct {
 	sqlread.Reader
-	client           *bigquery.Client
+	client           *gbq.Client
 	api              appender
 	writer           *managedwriter.Client
 	project, dataset string
@@ -84,7 +85,7 @@ func Open(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
 		wopts = append(wopts, option.WithEndpoint(grpcHost), option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
 	}
-	client, err := bigquery.NewClient(ctx, spec.Project, opts...)
+	client, err := gbq.NewClient(ctx, spec.Project, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bigquery sink %s: %w", spec, err)
 	}
@@ -148,51 +149,60 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 			stream = append(stream, r)
 		}
 	}
-	now := time.Now()
-	rt := rowTypesFor(b.emulator())
-	tables := []encoded{{name: table.HourlyRevenueChangelog.Name}, {name: table.TooLateEvents.Name}, {name: table.ConflictEvents.Name}, {name: table.QuarantinedEvents.Name},
-		{name: table.SourceCheckpoints.Name}}
-	for _, r := range rules.SortedRows(stream) {
-		tables[0].add(encodeSnapshot(rt, r, now))
-	}
-	for _, t := range uniqueBy(batch.TooLate, func(t model.TooLate) string { return t.Position }) {
-		tables[1].add(encodeRow(rt, table.TooLateCodec, t))
-	}
-	for _, c := range uniqueBy(batch.Conflicts, func(c model.Conflict) string { return c.Position }) {
-		tables[2].add(encodeRow(rt, table.ConflictCodec, c))
-	}
-	for _, q := range uniqueBy(batch.Quarantined, func(q model.Quarantined) string { return q.Position }) {
-		tables[3].add(encodeRow(rt, table.QuarantinedCodec, q))
-	}
-	for _, c := range batch.Progress {
-		tables[4].add(encodeRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}))
-	}
-	for i, t := range tables {
-		if t.err != nil {
-			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, t.name, t.err)
+	// Each table's rows in order, an audit record once per position.
+	now, rt := time.Now(), rowTypesFor(b.emulator())
+	rows, errs, seen := map[string][][]byte{}, map[string]error{}, map[string]bool{}
+	add := func(v any) {
+		t, key, row, err := appendRow(rt, v, now)
+		if table.IsAudit(t) {
+			if seen[t.Name+"/"+key] {
+				return
+			}
+			seen[t.Name+"/"+key] = true
 		}
-		if len(t.rows) == 0 {
+		rows[t.Name], errs[t.Name] = append(rows[t.Name], row), errors.Join(errs[t.Name], err)
+	}
+	for _, r := range rules.SortedRows(stream) {
+		add(r)
+	}
+	for _, v := range batch.TooLate {
+		add(v)
+	}
+	for _, v := range batch.Conflicts {
+		add(v)
+	}
+	for _, v := range batch.Quarantined {
+		add(v)
+	}
+	for _, v := range batch.Progress {
+		add(v)
+	}
+	for _, name := range appendTables {
+		if errs[name] != nil {
+			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, errs[name])
+		}
+		if len(rows[name]) == 0 {
 			continue
 		}
 		// The write step's rules: buffer each row, flush until nothing is left.
 		st := &memStore{}
-		for _, row := range t.rows {
-			if _, _, err := onRow(ctx, st, b.api, b.streams, t.name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
+		for _, row := range rows[name] {
+			if _, _, err := onRow(ctx, st, b.api, b.streams, name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 		}
 		for pending := true; pending; {
-			r, err := flushStep(ctx, st, b.api, b.streams, t.name, false, b.sleep)
+			r, err := flushStep(ctx, st, b.api, b.streams, name, false, b.sleep)
 			if err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
 			pending = r.Pending
 		}
-		switch i {
-		case 0:
-			res.Accepted += len(t.rows)
-		case 1, 2, 3:
-			res.AuditInserted += len(t.rows)
+		switch {
+		case name == table.HourlyRevenueChangelog.Name:
+			res.Accepted += len(rows[name])
+		case name != table.SourceCheckpoints.Name:
+			res.AuditInserted += len(rows[name])
 		}
 	}
 	if len(corrections) > 0 {
@@ -209,15 +219,4 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 func (b *BigQuery) emulator() bool {
 	w, ok := b.api.(*writeAPI)
 	return ok && w.emulator
-}
-
-// encoded is one table's encoded rows and the errors of encoding them.
-type encoded struct {
-	name string
-	rows [][]byte
-	err  error
-}
-
-func (e *encoded) add(row []byte, err error) {
-	e.rows, e.err = append(e.rows, row), errors.Join(e.err, err)
 }

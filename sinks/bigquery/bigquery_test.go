@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 
@@ -99,7 +99,7 @@ func TestBigQuerySchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if md.TimePartitioning == nil || md.TimePartitioning.Field != "window_start" || md.TimePartitioning.Type != bigquery.DayPartitioningType {
+	if md.TimePartitioning == nil || md.TimePartitioning.Field != "window_start" || md.TimePartitioning.Type != gbq.DayPartitioningType {
 		t.Errorf("changelog partitioning = %+v, want DAY on window_start", md.TimePartitioning)
 	}
 	if md.Clustering == nil || !reflect.DeepEqual(md.Clustering.Fields, []string{"window_start", "dims"}) {
@@ -221,7 +221,7 @@ func TestBigQueryConcurrentWriters(t *testing.T) {
 func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
 	for _, tc := range []struct {
 		tbl   string
-		param *bigquery.QueryParameterValue
+		param *gbq.QueryParameterValue
 	}{
 		{table.HourlyRevenueChangelog.Name, bqRowsParam(table.ChangelogCodec, []sink.ChangelogEntry{{Row: model.Row{State: model.Final}}})},
 		{table.TooLateEvents.Name, bqRowsParam(table.TooLateCodec, []model.TooLate{{}})},
@@ -234,8 +234,8 @@ func TestBigQueryParamStructsMatchSchemas(t *testing.T) {
 		for _, f := range tc.param.Type.ArrayElementType.StructType.Fields {
 			fields = append(fields, f.Name+" "+f.Type.TypeKind)
 		}
-		for _, f := range schemaOf(tc.tbl) {
-			cols = append(cols, f.Name+" "+sqlType(f))
+		for _, c := range tableOf(tc.tbl).Columns {
+			cols = append(cols, c.Name+" "+bqTypes[c.Type].sql)
 		}
 		if !reflect.DeepEqual(fields, cols) {
 			t.Errorf("%s: parameter fields %v, columns %v", tc.tbl, fields, cols)

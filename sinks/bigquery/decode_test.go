@@ -14,7 +14,7 @@ import (
 func (t *bqRowType) decode(b []byte) (map[string]any, error) {
 	m := dynamicpb.NewMessage(t.desc)
 	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("sinks: decode %s row: %w", t.table, err)
+		return nil, fmt.Errorf("sinks: decode %s row: %w", t.table.Name, err)
 	}
 	out := map[string]any{}
 	m.Range(func(f protoreflect.FieldDescriptor, v protoreflect.Value) bool {

@@ -2,11 +2,12 @@ package bigquery
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
@@ -29,8 +30,8 @@ func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[
 	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
 WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))
 QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DESC) = 1`
-	err := b.read(ctx, "read current rows", sql, []bigquery.QueryParameter{{Name: "starts", Value: param}},
-		func(it *bigquery.RowIterator) error {
+	err := b.read(ctx, "read current rows", sql, []gbq.QueryParameter{{Name: "starts", Value: param}},
+		func(it *gbq.RowIterator) error {
 			var r struct {
 				WindowStart time.Time `bigquery:"window_start"`
 				Dims        string    `bigquery:"dims"`
@@ -60,26 +61,34 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DES
 // retry or a concurrent writer's row makes it a no-op. An INSERT, not a
 // MERGE: the emulator merges only from a table, on one equality.
 func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
-	var cols, sel, match []string
-	for _, f := range schemaOf(table) {
-		cols = append(cols, f.Name)
-		if !f.Required {
+	var cols, sel []string
+	for _, c := range tableOf(table).Columns {
+		cols = append(cols, c.Name)
+		if c.Nullable {
 			// NULL travels as 0 (the emulator's reading); applied_revision
 			// is never 0.
-			sel = append(sel, "NULLIF(s."+f.Name+", 0)")
+			sel = append(sel, "NULLIF(s."+c.Name+", 0)")
 			continue
 		}
-		sel = append(sel, "s."+f.Name)
+		sel = append(sel, "s."+c.Name)
 	}
-	for _, k := range key {
-		match = append(match, "c."+k+" = s."+k)
-	}
+	match := matching(key)
 	if newer != "" {
-		match = append(match, "c."+newer+" >= s."+newer)
+		match += " AND c." + newer + " >= s." + newer
 	}
 	return `INSERT INTO ` + b.table(table) + ` (` + strings.Join(cols, ", ") + `)
 SELECT ` + strings.Join(sel, ", ") + ` FROM ` + unnestRows(table) + ` AS s
-WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + strings.Join(match, " AND ") + `)`
+WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + match + `)`
+}
+
+// matching is the condition that a stored row c and a parameter row s agree
+// on every column of key.
+func matching(key []string) string {
+	match := make([]string, len(key))
+	for i, k := range key {
+		match[i] = "c." + k + " = s." + k
+	}
+	return strings.Join(match, " AND ")
 }
 
 // insertMissing runs insertMissingSQL per chunk and returns the rows
@@ -88,8 +97,8 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], ke
 	table := c.Table.Name
 	sql := b.insertMissingSQL(table, key, newer)
 	total := 0
-	for lo := 0; lo < len(recs); lo += bqChunk {
-		chunk := bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(c, recs[lo:min(lo+bqChunk, len(recs))])}
+	for part := range slices.Chunk(recs, bqChunk) {
+		chunk := gbq.QueryParameter{Name: "rows", Value: bqRowsParam(c, part)}
 		var before int64
 		if !b.dmlStats {
 			var err error
@@ -113,13 +122,9 @@ func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], ke
 	return total, nil
 }
 
-func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows bigquery.QueryParameter) (int64, error) {
-	var match []string
-	for _, k := range key {
-		match = append(match, "s."+k+" = c."+k)
-	}
+func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, rows gbq.QueryParameter) (int64, error) {
 	return sqlread.Count(ctx, b.DB, "count "+table, `SELECT COUNT(*) FROM `+b.table(table)+` AS c
-WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+strings.Join(match, " AND ")+`)`, rows)
+WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+matching(key)+`)`, rows)
 }
 
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
@@ -199,15 +204,11 @@ func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	})
 	// Replace: a run writes its diffs before --apply and again after it.
 	key := table.ReconcileDiffs.Key
-	var match []string
-	for _, k := range key {
-		match = append(match, "s."+k+" = t."+k)
-	}
-	del := `DELETE FROM ` + b.table(table.ReconcileDiffs.Name) + ` AS t
-WHERE EXISTS (SELECT 1 FROM ` + unnestRows(table.ReconcileDiffs.Name) + ` AS s WHERE ` + strings.Join(match, " AND ") + `)`
-	for lo := 0; lo < len(rows); lo += bqChunk {
-		chunk := bqRowsParam(table.DiffCodec, rows[lo:min(lo+bqChunk, len(rows))])
-		if _, _, err := b.exec(ctx, "replace "+table.ReconcileDiffs.Name, del, bigquery.QueryParameter{Name: "rows", Value: chunk}); err != nil {
+	del := `DELETE FROM ` + b.table(table.ReconcileDiffs.Name) + ` AS c
+WHERE EXISTS (SELECT 1 FROM ` + unnestRows(table.ReconcileDiffs.Name) + ` AS s WHERE ` + matching(key) + `)`
+	for part := range slices.Chunk(rows, bqChunk) {
+		chunk := bqRowsParam(table.DiffCodec, part)
+		if _, _, err := b.exec(ctx, "replace "+table.ReconcileDiffs.Name, del, gbq.QueryParameter{Name: "rows", Value: chunk}); err != nil {
 			return err
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
@@ -30,7 +30,7 @@ func (b *BigQuery) RunCheckpoints(ctx context.Context, run string) ([]model.Chec
 	rows, err := sqlread.Read(ctx, b.DB, table.CheckpointCodec, "read "+table.SourceCheckpoints.Name, `SELECT `+bqDialect.Columns(table.SourceCheckpoints.Names())+
 		` FROM `+b.table(table.SourceCheckpoints.Name)+" WHERE `run` = @run"+
 		oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
-		bigquery.QueryParameter{Name: "run", Value: run})
+		gbq.QueryParameter{Name: "run", Value: run})
 	return sortedCheckpoints(rows, err)
 }
 
@@ -72,7 +72,7 @@ func (b *BigQuery) SealResume(ctx context.Context, points []model.Checkpoint) er
 	}
 	cols := bqDialect.Columns(table.SourceResume.Names())
 	_, _, err = b.exec(ctx, "seal "+table.SourceResume.Name, `INSERT INTO `+b.table(table.SourceResume.Name)+` (`+cols+`)
-SELECT `+cols+` FROM `+unnestRows(table.SourceResume.Name), bigquery.QueryParameter{Name: "rows", Value: bqRowsParam(table.ResumeCodec, rows)})
+SELECT `+cols+` FROM `+unnestRows(table.SourceResume.Name), gbq.QueryParameter{Name: "rows", Value: bqRowsParam(table.ResumeCodec, rows)})
 	return err
 }
 
@@ -80,6 +80,6 @@ SELECT `+cols+` FROM `+unnestRows(table.SourceResume.Name), bigquery.QueryParame
 // DELETE (allowed on Storage Write API rows, unlike the insertAll buffer's).
 func (b *BigQuery) PruneCheckpoints(ctx context.Context, keep string) error {
 	_, _, err := b.exec(ctx, "prune "+table.SourceCheckpoints.Name, `DELETE FROM `+b.table(table.SourceCheckpoints.Name)+" WHERE `run` <> @keep",
-		bigquery.QueryParameter{Name: "keep", Value: keep})
+		gbq.QueryParameter{Name: "keep", Value: keep})
 	return err
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -20,16 +20,12 @@ import (
 // appendTables are written through the Storage Write API; the others by DML.
 var appendTables = []string{table.HourlyRevenueChangelog.Name, table.TooLateEvents.Name, table.ConflictEvents.Name, table.QuarantinedEvents.Name, table.SourceCheckpoints.Name}
 
-// numeric is micros sent to a NUMERIC column as its exact decimal string.
-type numeric int64
-
-// bqRowType is an append table's row as a proto2 message of its columns:
-// TIMESTAMP as int64 microseconds, NUMERIC as a string.
+// bqRowType is an append table's row as a proto2 message of its columns
+// (bqType.proto).
 type bqRowType struct {
-	table  string
-	desc   protoreflect.MessageDescriptor
-	proto  *descriptorpb.DescriptorProto
-	schema bigquery.Schema
+	table *table.Table
+	desc  protoreflect.MessageDescriptor
+	proto *descriptorpb.DescriptorProto
 	// epochStrings sends TIMESTAMP as "seconds.micros" text: the emulator
 	// (v0.6.6) misreads an int64's sub-second part (250 ms becomes 250 s).
 	epochStrings bool
@@ -41,7 +37,7 @@ var bqRowTypes, bqEmulatorRowTypes = rowTypes(false), rowTypes(true)
 func rowTypes(epochStrings bool) map[string]*bqRowType {
 	out := map[string]*bqRowType{}
 	for _, t := range appendTables {
-		rt, err := newRowType(t, schemaOf(t), epochStrings)
+		rt, err := newRowType(tableOf(t), epochStrings)
 		if err != nil {
 			panic(err) // a schema constant this file cannot map: a programming error
 		}
@@ -59,45 +55,39 @@ func rowTypesFor(emulator bool) map[string]*bqRowType {
 
 func storageEmulator() bool { return os.Getenv(StorageEmulatorHostEnv) != "" }
 
-func newRowType(table string, schema bigquery.Schema, epochStrings bool) (*bqRowType, error) {
-	dp := &descriptorpb.DescriptorProto{Name: proto.String(table)}
-	for i, f := range schema {
-		var typ descriptorpb.FieldDescriptorProto_Type
-		switch {
-		case f.Type == bigquery.TimestampFieldType && epochStrings:
+func newRowType(t *table.Table, epochStrings bool) (*bqRowType, error) {
+	dp := &descriptorpb.DescriptorProto{Name: proto.String(t.Name)}
+	for i, c := range t.Columns {
+		typ := bqTypes[c.Type].proto
+		if epochStrings && bqTypes[c.Type].field == gbq.TimestampFieldType {
 			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
-		case f.Type == bigquery.IntegerFieldType, f.Type == bigquery.TimestampFieldType:
-			typ = descriptorpb.FieldDescriptorProto_TYPE_INT64
-		case f.Type == bigquery.StringFieldType, f.Type == bigquery.NumericFieldType:
-			typ = descriptorpb.FieldDescriptorProto_TYPE_STRING
-		default:
-			return nil, fmt.Errorf("sinks: %s.%s: no Storage Write API mapping for %s", table, f.Name, f.Type)
 		}
-		label := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL
-		if f.Required {
-			label = descriptorpb.FieldDescriptorProto_LABEL_REQUIRED
+		label := descriptorpb.FieldDescriptorProto_LABEL_REQUIRED
+		if c.Nullable {
+			label = descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL
 		}
 		dp.Field = append(dp.Field, &descriptorpb.FieldDescriptorProto{
-			Name: proto.String(f.Name), Number: proto.Int32(int32(i + 1)), Type: typ.Enum(), Label: label.Enum(),
+			Name: proto.String(c.Name), Number: proto.Int32(int32(i + 1)), Type: typ.Enum(), Label: label.Enum(),
 		})
 	}
 	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
-		Name: proto.String(table + ".proto"), Syntax: proto.String("proto2"),
+		Name: proto.String(t.Name + ".proto"), Syntax: proto.String("proto2"),
 		MessageType: []*descriptorpb.DescriptorProto{dp},
 	}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sinks: %s row descriptor: %w", table, err)
+		return nil, fmt.Errorf("sinks: %s row descriptor: %w", t.Name, err)
 	}
-	return &bqRowType{table: table, desc: fd.Messages().Get(0), proto: dp, schema: schema, epochStrings: epochStrings}, nil
+	return &bqRowType{table: t, desc: fd.Messages().Get(0), proto: dp, epochStrings: epochStrings}, nil
 }
 
 // deterministic marshals a retried append's rows to the same bytes.
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
-// encode builds one row from its column values, in schema order.
-func (t *bqRowType) encode(vals ...any) ([]byte, error) {
-	if len(vals) != len(t.schema) {
-		return nil, fmt.Errorf("sinks: %s row has %d values for %d columns", t.table, len(vals), len(t.schema))
+// encode builds one row from a codec's column values (table.Codec.Put).
+func (t *bqRowType) encode(vals []any) ([]byte, error) {
+	cols := t.table.Columns
+	if len(vals) != len(cols) {
+		return nil, fmt.Errorf("sinks: %s row has %d values for %d columns", t.table.Name, len(vals), len(cols))
 	}
 	m := dynamicpb.NewMessage(t.desc)
 	fields := t.desc.Fields()
@@ -107,33 +97,59 @@ func (t *bqRowType) encode(vals ...any) ([]byte, error) {
 		case string:
 			pv = protoreflect.ValueOfString(v)
 		case int64:
-			pv = protoreflect.ValueOfInt64(v)
-		case numeric:
-			pv = protoreflect.ValueOfString(ratMicros(int64(v)).FloatString(6))
-		case time.Time:
-			pv = protoreflect.ValueOfInt64(v.UnixMicro())
-			if t.epochStrings {
-				us := v.UnixMicro()
-				pv = protoreflect.ValueOfString(fmt.Sprintf("%d.%06d", us/1_000_000, us%1_000_000))
+			switch cols[i].Type {
+			case table.Time:
+				pv = t.timestamp(v * 1000)
+			case table.Money:
+				pv = protoreflect.ValueOfString(ratMicros(v).FloatString(6))
+			default:
+				pv = protoreflect.ValueOfInt64(v)
 			}
+		case time.Time:
+			pv = t.timestamp(v.UnixMicro())
 		default:
-			return nil, fmt.Errorf("sinks: %s.%s: unsupported value %T", t.table, t.schema[i].Name, v)
+			return nil, fmt.Errorf("sinks: %s.%s: unsupported value %T", t.table.Name, cols[i].Name, v)
 		}
 		m.Set(fields.Get(i), pv)
 	}
 	return deterministic.Marshal(m)
 }
 
-// encodeRow encodes a record as its table's row (see bqRowType.encode).
-func encodeRow[T any](rt map[string]*bqRowType, c table.Codec[T], v T) ([]byte, error) {
-	vals := c.Put(nil, v)
-	for i, col := range c.Table.Columns {
-		vals[i] = bqValue(col, vals[i])
+// timestamp is a TIMESTAMP field's value of us microseconds.
+func (t *bqRowType) timestamp(us int64) protoreflect.Value {
+	if t.epochStrings {
+		return protoreflect.ValueOfString(fmt.Sprintf("%d.%06d", us/1_000_000, us%1_000_000))
 	}
-	return rt[c.Table.Name].encode(vals...)
+	return protoreflect.ValueOfInt64(us)
 }
 
-// encodeSnapshot is a changelog row, writtenAt fixed before the write step.
-func encodeSnapshot(rt map[string]*bqRowType, r model.Row, writtenAt time.Time) ([]byte, error) {
-	return encodeRow(rt, table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: writtenAt})
+// encodeRow encodes a record as its table's row.
+func encodeRow[T any](rt map[string]*bqRowType, c table.Codec[T], v T) ([]byte, error) {
+	return rt[c.Table.Name].encode(c.Put(nil, v))
+}
+
+// appendRow is the one mapping of a record to its append table, for Write
+// and the write step alike: the table, the key its shard is chosen by, and
+// the row (a changelog row and a checkpoint stamped at now).
+func appendRow(rt map[string]*bqRowType, v any, now time.Time) (t *table.Table, key string, row []byte, err error) {
+	switch v := v.(type) {
+	case model.Row:
+		t, key = table.HourlyRevenueChangelog, v.Key()
+		row, err = encodeRow(rt, table.ChangelogCodec, sink.ChangelogEntry{Row: v, WrittenAt: now})
+	case model.TooLate:
+		t, key = table.TooLateEvents, v.Position
+		row, err = encodeRow(rt, table.TooLateCodec, v)
+	case model.Conflict:
+		t, key = table.ConflictEvents, v.Position
+		row, err = encodeRow(rt, table.ConflictCodec, v)
+	case model.Quarantined:
+		t, key = table.QuarantinedEvents, v.Position
+		row, err = encodeRow(rt, table.QuarantinedCodec, v)
+	case model.Checkpoint:
+		t, key = table.SourceCheckpoints, v.Partition
+		row, err = encodeRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: v, At: now})
+	default:
+		panic(fmt.Sprintf("sinks: %T has no BigQuery append table", v))
+	}
+	return t, key, row, err
 }

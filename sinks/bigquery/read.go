@@ -3,11 +3,10 @@ package bigquery
 import (
 	"context"
 	"math/big"
-	"slices"
 	"strings"
 	"time"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 
 	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -22,14 +21,14 @@ func ratMicros(m int64) *big.Rat { return big.NewRat(m, 1_000_000) }
 // bqColumns is t's column list for a SELECT.
 func bqColumns(t *table.Table) string { return strings.Join(t.Names(), ", ") }
 
-// rows runs a query whose args are bigquery.QueryParameters.
+// rows runs a query whose args are gbq.QueryParameters.
 func (b *BigQuery) rows(ctx context.Context, what string, t *table.Table, sql string, args []any, each func([]any) error) error {
-	params := make([]bigquery.QueryParameter, len(args))
+	params := make([]gbq.QueryParameter, len(args))
 	for i, a := range args {
-		params[i] = a.(bigquery.QueryParameter)
+		params[i] = a.(gbq.QueryParameter)
 	}
-	return b.read(ctx, what, sql, params, func(it *bigquery.RowIterator) error {
-		var row []bigquery.Value
+	return b.read(ctx, what, sql, params, func(it *gbq.RowIterator) error {
+		var row []gbq.Value
 		if err := it.Next(&row); err != nil {
 			return err
 		}
@@ -47,7 +46,7 @@ func (b *BigQuery) from(t *table.Table) string {
 	switch {
 	case t == table.HourlyRevenueChangelog:
 		return "(SELECT * FROM " + b.table(t.Name) + " WHERE TRUE" + oncePer("window_start, dims, revision", revisionOrder) + ")"
-	case slices.Equal(t.Key, []string{"source_position"}):
+	case table.IsAudit(t):
 		return "(" + b.auditSQL(t) + ")"
 	}
 	return b.table(t.Name)
@@ -58,7 +57,7 @@ func (b *BigQuery) from(t *table.Table) string {
 func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]sink.ChangelogEntry, error) {
 	filter, args := "TRUE", []any(nil)
 	if from != nil {
-		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{bigquery.QueryParameter{Name: "from", Value: *from}}
+		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{gbq.QueryParameter{Name: "from", Value: *from}}
 	}
 	name, cols, once := table.HourlyRevenueChangelog.Name, bqColumns(table.HourlyRevenueChangelog), oncePer("window_start, dims, revision", revisionOrder)
 	if current {
@@ -78,9 +77,9 @@ WHERE result_state = 'FINAL'`)
 
 // readTime returns a one-row query's TIMESTAMP t in epoch ms; ok is false for NULL.
 func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
-	err = b.read(ctx, what, sql, nil, func(it *bigquery.RowIterator) error {
+	err = b.read(ctx, what, sql, nil, func(it *gbq.RowIterator) error {
 		var r struct {
-			T bigquery.NullTimestamp `bigquery:"t"`
+			T gbq.NullTimestamp `bigquery:"t"`
 		}
 		if err := it.Next(&r); err != nil {
 			return err

@@ -9,7 +9,8 @@ import (
 
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // bqTables are the tables the sink creates (hourly_revenue is a view).
@@ -23,58 +24,76 @@ var bqTables = func() []*table.Table {
 	return out
 }()
 
-// bqFieldType is a column's BigQuery type (NUMERIC keeps micros exact).
-func bqFieldType(c table.Column) bigquery.FieldType {
-	switch c.Type {
-	case table.Time, table.WallTime:
-		return bigquery.TimestampFieldType
-	case table.Int64:
-		return bigquery.IntegerFieldType
-	case table.Money:
-		return bigquery.NumericFieldType
-	}
-	return bigquery.StringFieldType
+// bqType is a column type's BigQuery forms, mapped here once: its schema
+// type (NUMERIC keeps micros exact), its GoogleSQL name (casts and query
+// parameters), its Storage Write API field (bqRowType: TIMESTAMP as int64
+// microseconds, NUMERIC as its decimal string), a codec's value as a query
+// parameter takes it, and a query result's value as a codec's (ok false: not
+// of this type).
+type bqType struct {
+	field gbq.FieldType
+	sql   string
+	proto descriptorpb.FieldDescriptorProto_Type
+	param func(v any) any
+	read  func(v gbq.Value) (any, bool)
 }
 
-func bqSchema(t *table.Table) bigquery.Schema {
-	out := make(bigquery.Schema, len(t.Columns))
+func same(v any) any { return v }
+
+var bqTypes = map[table.Type]bqType{
+	table.Time: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(v any) any { return msTime(v.(int64)) },
+		func(v gbq.Value) (any, bool) { t, ok := v.(time.Time); return t.UnixMilli(), ok }},
+	table.WallTime: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(v any) any { return v.(time.Time).UTC() },
+		func(v gbq.Value) (any, bool) {
+			t, ok := v.(time.Time)
+			return t, ok || v == nil // no row joined
+		}},
+	table.String: {gbq.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING,
+		same, func(v gbq.Value) (any, bool) { s, ok := v.(string); return s, ok }},
+	table.Int64: {gbq.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		same, func(v gbq.Value) (any, bool) { n, ok := v.(int64); return n, ok }},
+	table.Money: {gbq.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING,
+		func(v any) any { return ratMicros(v.(int64)) },
+		func(v gbq.Value) (any, bool) {
+			r, ok := v.(*big.Rat)
+			if !ok {
+				return nil, false
+			}
+			m := new(big.Rat).Mul(r, big.NewRat(1_000_000, 1))
+			return m.Num().Int64(), m.IsInt() && m.Num().IsInt64()
+		}},
+}
+
+func bqSchema(t *table.Table) gbq.Schema {
+	out := make(gbq.Schema, len(t.Columns))
 	for i, c := range t.Columns {
-		out[i] = &bigquery.FieldSchema{Name: c.Name, Type: bqFieldType(c), Required: !c.Nullable}
+		out[i] = &gbq.FieldSchema{Name: c.Name, Type: bqTypes[c.Type].field, Required: !c.Nullable}
 	}
 	return out
 }
 
-func schemaOf(table string) bigquery.Schema {
+// tableOf is the table the sink creates under name.
+func tableOf(name string) *table.Table {
 	for _, t := range bqTables {
-		if t.Name == table {
-			return bqSchema(t)
+		if t.Name == name {
+			return t
 		}
 	}
-	panic("sinks: no BigQuery table " + table)
+	panic("sinks: no BigQuery table " + name)
 }
 
 // bqIdent quotes a column name: "partition" is reserved in GoogleSQL.
 func bqIdent(name string) string { return "`" + name + "`" }
-
-func sqlType(f *bigquery.FieldSchema) string {
-	switch f.Type {
-	case bigquery.IntegerFieldType:
-		return "INT64"
-	case bigquery.FloatFieldType:
-		return "FLOAT64"
-	case bigquery.BooleanFieldType:
-		return "BOOL"
-	}
-	return string(f.Type)
-}
 
 // unnestRows is the @rows parameter cast to the table's row type: the
 // emulator does not infer array parameters' types (goccy/bigquery-emulator#234),
 // and a drifting struct fails loudly instead of filling the wrong column.
 func unnestRows(table string) string {
 	var fields []string
-	for _, f := range schemaOf(table) {
-		fields = append(fields, bqIdent(f.Name)+" "+sqlType(f))
+	for _, c := range tableOf(table).Columns {
+		fields = append(fields, bqIdent(c.Name)+" "+bqTypes[c.Type].sql)
 	}
 	return "UNNEST(CAST(@rows AS ARRAY<STRUCT<" + strings.Join(fields, ", ") + ">>))"
 }
@@ -106,23 +125,23 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 		if !isNotFound(err) {
 			return fmt.Errorf("dataset %s: %w", b.dataset, err)
 		}
-		if err := ds.Create(ctx, &bigquery.DatasetMetadata{}); err != nil && !createdMeanwhile(err, func() error { _, err := ds.Metadata(ctx); return err }) {
+		if err := ds.Create(ctx, &gbq.DatasetMetadata{}); err != nil && !createdMeanwhile(err, func() error { _, err := ds.Metadata(ctx); return err }) {
 			return fmt.Errorf("create dataset %s: %w", b.dataset, err)
 		}
 	}
 	for _, t := range bqTables {
-		md := &bigquery.TableMetadata{Schema: bqSchema(t)}
+		md := &gbq.TableMetadata{Schema: bqSchema(t)}
 		if t.Partition != "" {
-			md.TimePartitioning = &bigquery.TimePartitioning{Type: bigquery.DayPartitioningType, Field: t.Partition}
+			md.TimePartitioning = &gbq.TimePartitioning{Type: gbq.DayPartitioningType, Field: t.Partition}
 		}
 		if len(t.Clustering) > 0 {
-			md.Clustering = &bigquery.Clustering{Fields: t.Clustering}
+			md.Clustering = &gbq.Clustering{Fields: t.Clustering}
 		}
 		if err := b.createIfMissing(ctx, t.Name, md); err != nil {
 			return err
 		}
 	}
-	if err := b.createIfMissing(ctx, table.HourlyRevenue.Name, &bigquery.TableMetadata{ViewQuery: b.currentViewSQL()}); err != nil {
+	if err := b.createIfMissing(ctx, table.HourlyRevenue.Name, &gbq.TableMetadata{ViewQuery: b.currentViewSQL()}); err != nil {
 		return err
 	}
 	_, known, err := b.exec(ctx, "probe DML statistics", `DELETE FROM `+b.table(table.RunConfig.Name)+` WHERE FALSE`)
@@ -130,7 +149,7 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 	return err
 }
 
-func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *bigquery.TableMetadata) error {
+func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *gbq.TableMetadata) error {
 	t := b.client.Dataset(b.dataset).Table(name)
 	if _, err := t.Metadata(ctx); err == nil {
 		return nil
@@ -149,54 +168,16 @@ func createdMeanwhile(err error, lookup func() error) bool {
 	return isAlreadyExists(err) || lookup() == nil
 }
 
-// bqValue turns a codec's value into what the BigQuery clients take.
-func bqValue(c table.Column, v any) any {
-	switch c.Type {
-	case table.Time:
-		return msTime(v.(int64))
-	case table.WallTime:
-		return v.(time.Time).UTC()
-	case table.Money:
-		return numeric(v.(int64))
-	}
-	return v
-}
-
 // fromBQ turns a query result row of t's columns into a codec's values.
-func fromBQ(t *table.Table, row []bigquery.Value) ([]any, error) {
+func fromBQ(t *table.Table, row []gbq.Value) ([]any, error) {
 	if len(row) != len(t.Columns) {
 		return nil, fmt.Errorf("%s: %d values for %d columns", t.Name, len(row), len(t.Columns))
 	}
 	out := make([]any, len(row))
 	for i, c := range t.Columns {
-		v := row[i]
 		var ok bool
-		switch c.Type {
-		case table.Time:
-			var ts time.Time
-			ts, ok = v.(time.Time)
-			out[i] = ts.UnixMilli()
-		case table.WallTime:
-			out[i], ok = v.(time.Time)
-			ok = ok || v == nil
-			if v == nil {
-				out[i] = time.Time{}
-			}
-		case table.Money:
-			var r *big.Rat
-			if r, ok = v.(*big.Rat); ok {
-				m := new(big.Rat).Mul(r, big.NewRat(1_000_000, 1))
-				ok = m.IsInt() && m.Num().IsInt64()
-				out[i] = m.Num().Int64()
-			}
-		case table.Int64:
-			out[i], ok = v.(int64)
-			ok = ok || c.Nullable && v == nil
-		default:
-			out[i], ok = v.(string)
-		}
-		if !ok {
-			return nil, fmt.Errorf("%s.%s: unexpected value %v (%T)", t.Name, c.Name, v, v)
+		if out[i], ok = bqTypes[c.Type].read(row[i]); !ok && !(c.Nullable && row[i] == nil) {
+			return nil, fmt.Errorf("%s.%s: unexpected value %v (%T)", t.Name, c.Name, row[i], row[i])
 		}
 	}
 	return out, nil
@@ -204,29 +185,25 @@ func fromBQ(t *table.Table, row []bigquery.Value) ([]any, error) {
 
 // bqRowsParam is records as the @rows parameter (unnestRows); NULL travels
 // as 0 (see insertMissingSQL).
-func bqRowsParam[T any](c table.Codec[T], recs []T) *bigquery.QueryParameterValue {
-	elem := &bigquery.StandardSQLDataType{TypeKind: "STRUCT", StructType: &bigquery.StandardSQLStructType{}}
+func bqRowsParam[T any](c table.Codec[T], recs []T) *gbq.QueryParameterValue {
+	elem := &gbq.StandardSQLDataType{TypeKind: "STRUCT", StructType: &gbq.StandardSQLStructType{}}
 	for _, col := range c.Table.Columns {
-		elem.StructType.Fields = append(elem.StructType.Fields, &bigquery.StandardSQLField{
-			Name: col.Name, Type: &bigquery.StandardSQLDataType{TypeKind: sqlType(&bigquery.FieldSchema{Type: bqFieldType(col)})}})
+		elem.StructType.Fields = append(elem.StructType.Fields, &gbq.StandardSQLField{
+			Name: col.Name, Type: &gbq.StandardSQLDataType{TypeKind: bqTypes[col.Type].sql}})
 	}
-	p := &bigquery.QueryParameterValue{Type: bigquery.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: elem}}
+	p := &gbq.QueryParameterValue{Type: gbq.StandardSQLDataType{TypeKind: "ARRAY", ArrayElementType: elem}}
 	var vals []any
 	for _, r := range recs {
 		vals = c.Put(vals[:0], r)
-		sv := make(map[string]bigquery.QueryParameterValue, len(vals))
+		sv := make(map[string]gbq.QueryParameterValue, len(vals))
 		for i, col := range c.Table.Columns {
 			v := vals[i]
 			if v == nil {
 				v = int64(0)
 			}
-			v = bqValue(col, v)
-			if n, ok := v.(numeric); ok {
-				v = ratMicros(int64(n))
-			}
-			sv[col.Name] = bigquery.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: v}
+			sv[col.Name] = gbq.QueryParameterValue{Type: *elem.StructType.Fields[i].Type, Value: bqTypes[col.Type].param(v)}
 		}
-		p.ArrayValue = append(p.ArrayValue, bigquery.QueryParameterValue{StructValue: sv})
+		p.ArrayValue = append(p.ArrayValue, gbq.QueryParameterValue{StructValue: sv})
 	}
 	return p
 }

@@ -96,42 +96,22 @@ func shardOf(key string, n int) int {
 }
 
 // bqKeyFn encodes a record as its table's row and keys it "table/shard".
-type bqKeyFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {
+type bqKeyFn[T sink.Record] struct {
 	Shards   int
 	Emulator bool   // encode for the emulator (see bqRowType.epochStrings)
 	Run      string // stamps checkpoints (model.Checkpoint.Run)
 }
 
 func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
-	var (
-		t     *table.Table
-		key   string
-		batch sink.Batch
-		row   []byte
-		err   error
-	)
-	rt := rowTypesFor(f.Emulator)
-	switch v := any(v).(type) {
-	case model.Row:
-		t, key, batch.Rows = table.HourlyRevenueChangelog, v.Key(), []model.Row{v}
-		row, err = encodeSnapshot(rt, v, time.Now())
-	case model.TooLate:
-		t, key, batch.TooLate = table.TooLateEvents, v.Position, []model.TooLate{v}
-		row, err = encodeRow(rt, table.TooLateCodec, v)
-	case model.Conflict:
-		t, key, batch.Conflicts = table.ConflictEvents, v.Position, []model.Conflict{v}
-		row, err = encodeRow(rt, table.ConflictCodec, v)
-	case model.Quarantined:
-		t, key, batch.Quarantined = table.QuarantinedEvents, v.Position, []model.Quarantined{v}
-		row, err = encodeRow(rt, table.QuarantinedCodec, v)
-	case model.Checkpoint:
-		v.Run = f.Run
-		t, key = table.SourceCheckpoints, v.Partition
-		row, err = encodeRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: v, At: time.Now()})
+	if err := sink.BatchOf([]T{v}).Validate(); err != nil {
+		return fmt.Errorf("sinks.Write: %w", err)
 	}
-	if verr := batch.Validate(); verr != nil {
-		return fmt.Errorf("sinks.Write: %w", verr)
+	rec := any(v)
+	if c, ok := rec.(model.Checkpoint); ok {
+		c.Run = f.Run
+		rec = c
 	}
+	t, key, row, err := appendRow(rowTypesFor(f.Emulator), rec, time.Now())
 	if err != nil {
 		return fmt.Errorf("sinks.Write: %s %s: %w", t.Name, key, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -228,11 +229,10 @@ func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error
 	if err != nil {
 		return fmt.Errorf("jsonl sink %s: encode run config: %w", j.dir, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	}); err != nil {
 		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
 	}
 	return nil

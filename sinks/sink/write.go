@@ -121,7 +121,7 @@ func (f *progressFn) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil
 	}
-	b := batchOf(f.buf)
+	b := BatchOf(f.buf)
 	f.buf = f.buf[:0]
 	_, err := f.w.write(ctx, b)
 	return err
@@ -154,7 +154,7 @@ func flushOf(opts []WriteOption, verb string) FlushPolicy {
 func WithFlush(p FlushPolicy) WriteOption { return func(c *FlushPolicy) { *c = p } }
 
 // writeFn buffers one bundle of a stream and writes it as one Batch.
-type writeFn[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint] struct {
+type writeFn[T Record] struct {
 	Spec Spec
 
 	sink                            Sink
@@ -190,7 +190,7 @@ func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil // no empty transactions, no empty console tables
 	}
-	b := batchOf(f.buf)
+	b := BatchOf(f.buf)
 	// Cleared first: a failed bundle's elements must not leak into the next.
 	f.buf = f.buf[:0]
 	if faults.Fire(faults.FailBeforeSinkWrite) {
@@ -241,8 +241,13 @@ func (f *writeFn[T]) Teardown() error {
 	return Release(f.Spec)
 }
 
-// batchOf puts a bundle's elements into the Batch field of their type.
-func batchOf[T model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint](vs []T) Batch {
+// Record is what a write step takes: an element of one of Batch's fields.
+type Record interface {
+	model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint
+}
+
+// BatchOf puts a bundle's elements into the Batch field of their type.
+func BatchOf[T Record](vs []T) Batch {
 	var b Batch
 	switch vs := any(vs).(type) {
 	case []model.Row:

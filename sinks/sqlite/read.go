@@ -112,20 +112,27 @@ func (s *SQLite) extremeTime(ctx context.Context, what, query string, latest boo
 }
 
 func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
-	rs, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
-	}
-	defer rs.Close()
-	for rs.Next() {
-		if err := scan(rs); err != nil {
-			return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
-		}
-	}
-	if err := rs.Err(); err != nil {
+	if err := scanAll(s.db.QueryContext(ctx, query, args...))(scan); err != nil {
 		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
 	}
 	return nil
+}
+
+// scanAll takes a query's result (from the database, a transaction or a
+// statement) and calls scan with each row, then closes the rows.
+func scanAll(rs *sql.Rows, err error) func(scan func(*sql.Rows) error) error {
+	return func(scan func(*sql.Rows) error) error {
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			if err := scan(rs); err != nil {
+				return err
+			}
+		}
+		return rs.Err()
+	}
 }
 
 // keyed fills e's table and key, where unset, from a scanned row of t.

@@ -63,33 +63,9 @@ func (b *bulk) stmt(ctx context.Context, tuples int) (*sql.Stmt, bool, error) {
 	return b.full, false, nil
 }
 
-func (b *bulk) exec(ctx context.Context, args []any) (int64, error) {
-	var changed int64
-	perChunk := bulkArgs / b.width
-	for len(args) > 0 {
-		n := min(len(args)/b.width, perChunk)
-		st, once, err := b.stmt(ctx, n)
-		if err != nil {
-			return changed, fmt.Errorf("prepare: %w", err)
-		}
-		res, err := st.ExecContext(ctx, args[:n*b.width]...)
-		if once {
-			st.Close()
-		}
-		if err != nil {
-			return changed, err
-		}
-		k, err := res.RowsAffected()
-		if err != nil {
-			return changed, err
-		}
-		changed += k
-		args = args[n*b.width:]
-	}
-	return changed, nil
-}
-
-func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error) error {
+// each runs the statement over args chunk by chunk: run gets each chunk's
+// statement and arguments.
+func (b *bulk) each(ctx context.Context, args []any, run func(st *sql.Stmt, args []any) error) error {
 	perChunk := bulkArgs / b.width
 	for len(args) > 0 {
 		n := min(len(args)/b.width, perChunk)
@@ -97,28 +73,33 @@ func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error
 		if err != nil {
 			return fmt.Errorf("prepare: %w", err)
 		}
-		err = func() error {
-			if once {
-				defer st.Close()
-			}
-			rs, err := st.QueryContext(ctx, args[:n*b.width]...)
-			if err != nil {
-				return err
-			}
-			defer rs.Close()
-			for rs.Next() {
-				if err := scan(rs); err != nil {
-					return err
-				}
-			}
-			return rs.Err()
-		}()
+		err = run(st, args[:n*b.width])
+		if once {
+			st.Close()
+		}
 		if err != nil {
 			return err
 		}
 		args = args[n*b.width:]
 	}
 	return nil
+}
+
+func (b *bulk) exec(ctx context.Context, args []any) (changed int64, err error) {
+	err = b.each(ctx, args, func(st *sql.Stmt, args []any) error {
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		k, err := res.RowsAffected()
+		changed += k
+		return err
+	})
+	return changed, err
+}
+
+func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error) error {
+	return b.each(ctx, args, func(st *sql.Stmt, args []any) error { return scanAll(st.QueryContext(ctx, args...))(scan) })
 }
 
 func (b *bulk) close() {
@@ -259,22 +240,12 @@ func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) erro
 	err := s.inTx(ctx, "check run_config", func(tx *sql.Tx) error {
 		mismatch = nil
 		have := map[string]string{}
-		rs, err := tx.QueryContext(ctx, `SELECT key, value FROM run_config`)
-		if err != nil {
-			return fmt.Errorf("read run_config: %w", err)
-		}
-		for rs.Next() {
+		if err := scanAll(tx.QueryContext(ctx, `SELECT key, value FROM run_config`))(func(rs *sql.Rows) error {
 			var k, v string
-			if err := rs.Scan(&k, &v); err != nil {
-				rs.Close()
-				return fmt.Errorf("read run_config: %w", err)
-			}
+			err := rs.Scan(&k, &v)
 			have[k] = v
-		}
-		if err := rs.Close(); err != nil {
-			return fmt.Errorf("read run_config: %w", err)
-		}
-		if err := rs.Err(); err != nil {
+			return err
+		}); err != nil {
 			return fmt.Errorf("read run_config: %w", err)
 		}
 		added, err := rules.CompareRunConfig(s.path, have, cfg)

@@ -2,15 +2,15 @@ package pubsub
 
 import (
 	"fmt"
-	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/sources/internal/sdfread"
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*readerKey)(nil)).Elem(), encodeReaderKey, decodeReaderKey)
+	sdfread.RegisterCoder(encodeReaderKey, decodeReaderKey)
 	register.DoFn2x0[[]byte, func(readerKey)](&keysFn{})
 	register.Emitter1[readerKey]()
 }

@@ -98,17 +98,11 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	}
 
 	now := time.Now().UnixMilli()
-	if r.endCall(out, now) {
-		metrics.Counter(metrics.IdleTransitions(Partition)).Inc(ctx, 1)
-	}
+	wentIdle := r.endCall(out, now)
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
 	}
-	we.Advance(r.rest.Reported)
-	if r.rest.Reported != model.NoWatermark {
-		metrics.Gauge(metrics.WatermarkLag(Partition)).Set(ctx, now-r.rest.Reported)
-	}
-	return sdfread.Continue(out, f.Opts.PollInterval), nil
+	return sdfread.End(ctx, we, out, f.Opts.PollInterval, Partition, wentIdle, r.rest.Reported, r.rest.Reported, now), nil
 }
 
 // Counters the launcher's progress line shows for a Pub/Sub source.

@@ -1,7 +1,6 @@
 package pubsub
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/internal/sdfread"
 	"github.com/revenue-stream/hourly/sources/rawlog"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 // subscriber is the part of the subscription API the reader uses (the
@@ -41,26 +41,17 @@ const ackChunk = 1000
 // archive. A call takes the head and puts it back only when it ends cleanly
 // (not after a failure, a lost claim or a panic through emit), so a retry
 // lists and re-emits. A miss costs a List call, never a record.
-var heads = struct {
-	sync.Mutex
-	m map[string]string // store dir -> object name
-}{m: map[string]string{}}
+var heads sync.Map // store dir -> object name
 
 // takeHead removes and returns the shard's head.
 func takeHead(dir string) (string, bool) {
-	heads.Lock()
-	defer heads.Unlock()
-	h, ok := heads.m[dir]
-	delete(heads.m, dir)
-	return h, ok
+	h, ok := heads.LoadAndDelete(dir)
+	name, _ := h.(string)
+	return name, ok
 }
 
 // putHead records the shard's head at the clean end of a call.
-func putHead(dir, name string) {
-	heads.Lock()
-	defer heads.Unlock()
-	heads.m[dir] = name
-}
+func putHead(dir, name string) { heads.Store(dir, name) }
 
 // counts are a call's figures for the DoFn's counters, added to by the
 // pullers' goroutines.
@@ -240,9 +231,7 @@ func (r *reader) replayObject(ctx context.Context, start time.Time) (out sdfread
 			entry = side[l.No-1]
 			pos = rawlog.IDPosition(entry.ID)
 		}
-		now := r.now()
-		rec := model.Record{Partition: r.store.part, Position: pos, Line: bytes.Clone(l.Bytes), Ref: l.Ref(files.Join(r.store.dir, name)),
-			Oversized: l.Oversized, ReadAt: now.UnixMilli()}
+		rec := l.Record(r.store.part, pos, files.Join(r.store.dir, name), r.now().UnixMilli())
 		r.stamp(&rec, entry.Backlog)
 		r.rest.Offset, r.rest.Line = l.End, l.No
 		if !r.claim(r.rest) {
@@ -339,9 +328,7 @@ func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
 // watermarkState adds the watermark state at now to the restriction, logs a
 // change of idleness and reports whether the partition just went idle.
 func (r *reader) watermarkState(now int64) bool {
-	p := r.stamper.Partition()
-	rep := p.Report(now, model.NoWatermark, false)
-	r.rest.State = p.State()
-	sdfread.LogIdleness(r.log, "pubsub source", rep, p, r.o.Watermark.IdleTimeout)
+	var rep watermark.Report
+	r.rest.State, rep = sdfread.Report(r.log, "pubsub source", r.stamper.Partition(), now, model.NoWatermark, false, r.o.Watermark.IdleTimeout)
 	return rep.WentIdle
 }

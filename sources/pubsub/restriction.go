@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	sdfread.RegisterRestrictionCoder(encodeRestriction, decodeRestriction)
+	sdfread.RegisterCoder(encodeRestriction, decodeRestriction)
 }
 
 // restriction is one reader key's whole state: a position in the archive,

@@ -56,13 +56,7 @@ func ComparePositions(a, b string) int {
 	pb, fb, lb, okb := ParsePosition(b)
 	switch {
 	case oka && okb:
-		if c := cmp.Compare(pa, pb); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(fa, fb); c != 0 {
-			return c
-		}
-		return cmp.Compare(la, lb)
+		return cmp.Or(cmp.Compare(pa, pb), cmp.Compare(fa, fb), cmp.Compare(la, lb))
 	case oka:
 		return -1
 	case okb:

@@ -2,6 +2,7 @@ package rawlog
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -30,13 +31,16 @@ type Line struct {
 	Start, End int64
 }
 
-// Ref is where the line's content lies in the file at path, so the payload
-// can be read back instead of carried; none for an oversized line.
-func (l Line) Ref(path string) model.LineRef {
-	if l.Oversized {
-		return model.LineRef{}
+// Record is the line as a record of partition at position, read at readAt
+// (epoch ms) from the file at path, with a copy of its content and, unless
+// oversized, where that lies in the file, so the payload can be read back
+// instead of carried. Both readers build their records here.
+func (l Line) Record(partition, position, path string, readAt int64) model.Record {
+	rec := model.Record{Partition: partition, Position: position, Line: bytes.Clone(l.Bytes), Oversized: l.Oversized, ReadAt: readAt}
+	if !l.Oversized {
+		rec.Ref = model.LineRef{Path: path, Offset: l.Start, Length: len(l.Bytes)}
 	}
-	return model.LineRef{Path: path, Offset: l.Start, Length: len(l.Bytes)}
+	return rec
 }
 
 // Mark is how far a Reader has consumed complete lines: a follower can

@@ -6,10 +6,11 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/revenue-stream/hourly/model"
@@ -174,12 +175,8 @@ func (st *Stage) NewAudit(table, position string) bool {
 
 // Commit makes the staged decisions permanent.
 func (st *Stage) Commit() {
-	for k, v := range st.latest {
-		st.g.latest[k] = v
-	}
-	for k := range st.audit {
-		st.g.audit[k] = struct{}{}
-	}
+	maps.Copy(st.g.latest, st.latest)
+	maps.Copy(st.g.audit, st.audit)
 }
 
 // Observe records a row already in durable output (a reopened JSONL file).
@@ -197,13 +194,8 @@ func (g *Guard) ObserveAudit(table, position string) { g.audit[table+"\x00"+posi
 // CompareRunConfig checks requested settings against stored ones and returns,
 // sorted, the keys to add.
 func CompareRunConfig(sinkName string, have, want map[string]string) ([]string, error) {
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var had, asked, added []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		v, ok := have[k]
 		switch {
 		case !ok:
@@ -257,9 +249,6 @@ func ChangedResumePoints(current, points []model.Checkpoint) []model.Checkpoint 
 // SortCheckpoints orders checkpoints by partition, then file.
 func SortCheckpoints(cs []model.Checkpoint) {
 	slices.SortStableFunc(cs, func(a, b model.Checkpoint) int {
-		if c := strings.Compare(a.Partition, b.Partition); c != 0 {
-			return c
-		}
-		return strings.Compare(a.File, b.File)
+		return cmp.Or(strings.Compare(a.Partition, b.Partition), strings.Compare(a.File, b.File))
 	})
 }

@@ -1,10 +1,10 @@
 package sqlread
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -305,14 +305,7 @@ LIMIT ` + strconv.Itoa(n)
 
 // sortDiffs orders reconcile diffs by run, window and dims.
 func sortDiffs(out []sink.Diff) {
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.RunID != b.RunID {
-			return a.RunID < b.RunID
-		}
-		if a.WindowStart != b.WindowStart {
-			return a.WindowStart < b.WindowStart
-		}
-		return a.Dims < b.Dims
+	slices.SortStableFunc(out, func(a, b sink.Diff) int {
+		return cmp.Or(strings.Compare(a.RunID, b.RunID), cmp.Compare(a.WindowStart, b.WindowStart), strings.Compare(a.Dims, b.Dims))
 	})
 }

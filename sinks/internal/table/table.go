@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +164,9 @@ func auditTable(name, partition string, cols ...Column) *Table {
 		Clustering: []string{"source_position"},
 	}
 }
+
+// IsAudit reports an audit table: one row per source_position.
+func IsAudit(t *Table) bool { return slices.Equal(t.Key, []string{"source_position"}) }
 
 // Tables lists every table, in creation order.
 var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, ConflictEvents,

@@ -1,11 +1,13 @@
 package sdfread
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -53,6 +55,21 @@ func Begin[R Checkpointable[R]](rt *sdf.LockRTracker, what func() string, held f
 		return rest, true, sdf.ResumeProcessingIn(poll), nil
 	}
 	return rest, false, nil, nil
+}
+
+// End is the end of both readers' calls that read, once the restriction
+// with its watermark state is claimed: it reports the partition's idle
+// transition, hands the runner the watermark w, and sets the lag of own, the
+// reader's own watermark, at now.
+func End(ctx context.Context, we *WatermarkEstimator, out Outcome, poll time.Duration, partition string, wentIdle bool, own, w, now int64) sdf.ProcessContinuation {
+	if wentIdle {
+		metrics.Counter(metrics.IdleTransitions(partition)).Inc(ctx, 1)
+	}
+	we.Advance(w)
+	if own != model.NoWatermark {
+		metrics.Gauge(metrics.WatermarkLag(partition)).Set(ctx, now-own)
+	}
+	return Continue(out, poll)
 }
 
 // Emit outputs a stamped record at its WatermarkBefore, never its event

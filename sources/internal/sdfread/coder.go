@@ -29,8 +29,8 @@ func DecodeRestriction[R any](b []byte, version uint64, what string, body func(*
 	return coders.Done(body(&rd), &rd, what)
 }
 
-// RegisterRestrictionCoder registers a reader's restriction coder with
-// Beam.
-func RegisterRestrictionCoder[R any](enc func(R) []byte, dec func([]byte) (R, error)) {
+// RegisterCoder registers the coder of a reader's restriction or element
+// type R with Beam.
+func RegisterCoder[R any](enc func(R) []byte, dec func([]byte) (R, error)) {
 	beam.RegisterCoder(reflect.TypeOf((*R)(nil)).Elem(), enc, dec)
 }

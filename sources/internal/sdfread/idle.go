@@ -7,10 +7,13 @@ import (
 	"github.com/revenue-stream/hourly/watermark"
 )
 
-// LogIdleness logs what a watermark report says changed about a reader's
-// idleness; subject names the reader ("source partition", "pubsub
-// source"), p is its partition after the report.
-func LogIdleness(log *slog.Logger, subject string, rep watermark.Report, p *watermark.Partition, idleTimeout time.Duration) {
+// Report takes p's watermark report at processing time now (others: the
+// lowest watermark of the other active partitions, if any) and logs what it
+// says changed about the reader's idleness; subject names the reader
+// ("source partition", "pubsub source"). It returns the state for the
+// restriction.
+func Report(log *slog.Logger, subject string, p *watermark.Partition, now, others int64, anyOthers bool, idleTimeout time.Duration) (watermark.State, watermark.Report) {
+	rep := p.Report(now, others, anyOthers)
 	s := p.State()
 	switch {
 	case rep.WentIdle:
@@ -21,4 +24,5 @@ func LogIdleness(log *slog.Logger, subject string, rep watermark.Report, p *wate
 		log.Info(subject+" active again: its old records are late or too late",
 			"event_watermark", watermark.FormatMs(p.Watermark()), "reported_watermark", watermark.FormatMs(s.Reported))
 	}
+	return s, rep
 }

@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/sinks/internal/retry"
 
-	"cloud.google.com/go/bigquery"
+	gbq "cloud.google.com/go/bigquery"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 )
@@ -48,10 +49,16 @@ func transient(err error) bool {
 	return false
 }
 
-// retry runs try up to bqAttempts times while it fails transiently.
+// bqRetry is how every BigQuery call is retried: up to bqAttempts tries,
+// quadratic waits, while retryable says the failure is transient; each retry
+// is logged at level as msg with attrs.
+func bqRetry(retryable func(error) bool, sleep func(context.Context, time.Duration) error, level slog.Level, msg string, attrs ...any) retry.Retrier {
+	return retry.Retrier{Attempts: bqAttempts, Retryable: retryable, Wait: retry.Quadratic, Sleep: sleep, Level: level, Msg: msg, Attrs: attrs}
+}
+
+// retry runs a query or statement while it fails transiently.
 func (b *BigQuery) retry(ctx context.Context, what string, try func() error) error {
-	if _, err := (retry.Retrier{Attempts: bqAttempts, Retryable: transient, Wait: retry.Quadratic, Sleep: b.sleep, Level: slog.LevelDebug,
-		Msg: "bigquery sink: retrying", Attrs: []any{"what", what}}).Do(ctx, try); err != nil {
+	if _, err := bqRetry(transient, b.sleep, slog.LevelDebug, "bigquery sink: retrying", "what", what).Do(ctx, try); err != nil {
 		return fmt.Errorf("bigquery sink %s: %s: %w", b, what, err)
 	}
 	return nil
@@ -59,7 +66,7 @@ func (b *BigQuery) retry(ctx context.Context, what string, try func() error) err
 
 // exec runs one DML statement, retrying transient failures, and returns the
 // rows it changed; known is false when the server did not say (the emulator).
-func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquery.QueryParameter) (n int64, known bool, err error) {
+func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...gbq.QueryParameter) (n int64, known bool, err error) {
 	err = b.retry(ctx, what, func() (err error) {
 		n, known, err = b.execOnce(ctx, sql, params)
 		return err
@@ -67,7 +74,7 @@ func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...bigquer
 	return n, known, err
 }
 
-func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.QueryParameter) (int64, bool, error) {
+func (b *BigQuery) execOnce(ctx context.Context, sql string, params []gbq.QueryParameter) (int64, bool, error) {
 	q := b.client.Query(sql)
 	q.Parameters = params
 	job, err := q.Run(ctx)
@@ -81,7 +88,7 @@ func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.Q
 	if err := status.Err(); err != nil {
 		return 0, false, err
 	}
-	if st, ok := status.Statistics.Details.(*bigquery.QueryStatistics); ok && st.DMLStats != nil {
+	if st, ok := status.Statistics.Details.(*gbq.QueryStatistics); ok && st.DMLStats != nil {
 		return st.NumDMLAffectedRows, true, nil
 	}
 	return 0, false, nil
@@ -89,7 +96,7 @@ func (b *BigQuery) execOnce(ctx context.Context, sql string, params []bigquery.Q
 
 // read runs a query and calls next for each row (next calls it.Next). A
 // failure is retried only while no row was delivered: callers accumulate rows.
-func (b *BigQuery) read(ctx context.Context, what, sql string, params []bigquery.QueryParameter, next func(*bigquery.RowIterator) error) error {
+func (b *BigQuery) read(ctx context.Context, what, sql string, params []gbq.QueryParameter, next func(*gbq.RowIterator) error) error {
 	delivered := false
 	return b.retry(ctx, what, func() error {
 		q := b.client.Query(sql)
