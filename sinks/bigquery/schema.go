@@ -175,8 +175,11 @@ func fromBQ(t *table.Table, row []gbq.Value) ([]any, error) {
 	}
 	out := make([]any, len(row))
 	for i, c := range t.Columns {
+		if c.Nullable && row[i] == nil {
+			continue // NULL stays nil: a diff never applied has no applied_revision
+		}
 		var ok bool
-		if out[i], ok = bqTypes[c.Type].read(row[i]); !ok && !(c.Nullable && row[i] == nil) {
+		if out[i], ok = bqTypes[c.Type].read(row[i]); !ok {
 			return nil, fmt.Errorf("%s.%s: unexpected value %v (%T)", t.Name, c.Name, row[i], row[i])
 		}
 	}

@@ -346,6 +346,9 @@ func testDiffs(t *testing.T, u Under) {
 			DeltaMicros: 5, StreamedCount: 3, RecomputedCount: 4, Classification: "too_late"},
 		{RunID: "r1", WindowStart: MS("2026-11-04T11:00:00Z"), Dims: "{}", RecomputedRevenueMicros: 9, DeltaMicros: 9,
 			RecomputedCount: 1, Classification: "missing_window", AppliedRevision: &rev},
+		// Never applied: applied_revision stays NULL and reads back nil.
+		{RunID: "r1", WindowStart: MS("2026-11-04T12:00:00Z"), Dims: "{}", StreamedRevenueMicros: 4, DeltaMicros: -4,
+			StreamedCount: 1, Classification: "unexplained"},
 	}
 	if err := s.WriteDiffs(ctx, diffs); err != nil {
 		t.Fatal(err)
@@ -366,8 +369,8 @@ func testDiffs(t *testing.T, u Under) {
 	if !reflect.DeepEqual(got, diffs) {
 		t.Fatalf("diffs = %+v\nwant %+v", got, diffs)
 	}
-	if n := u.Count(t, "reconcile_diffs"); n != 2 {
-		t.Fatalf("reconcile_diffs has %d rows, want 2", n)
+	if n := u.Count(t, "reconcile_diffs"); n != 3 {
+		t.Fatalf("reconcile_diffs has %d rows, want 3", n)
 	}
 }
 
