@@ -87,11 +87,6 @@ func TestReportsShareOneRenderer(t *testing.T) {
 	// key and its streamed revenue (the current row in one, the diff's
 	// streamed side in the other).
 	lmd, rmd := read("launch.md"), read("reconcile.md")
-	os.WriteFile("/tmp/b/launch.md", []byte(lmd), 0o644)
-	os.WriteFile("/tmp/b/reconcile.md", []byte(rmd), 0o644)
-	os.WriteFile("/tmp/b/launch.json", []byte(read("launch.json")), 0o644)
-	os.WriteFile("/tmp/b/reconcile.html", []byte(read("reconcile.html")), 0o644)
-	os.WriteFile("/tmp/b/launch.html", []byte(read("launch.html")), 0o644)
 	for _, want := range []string{"| setting | value |\n|---|---|\n", "| window | 1h0m0s |"} {
 		if !strings.Contains(lmd, want) || !strings.Contains(rmd, want) {
 			t.Errorf("both Markdown reports must hold %q:\n%s\n---\n%s", want, lmd, rmd)
