@@ -42,14 +42,14 @@ func (a IdleAdvance) String() string {
 	return fmt.Sprintf("IdleAdvance(%d)", uint8(a))
 }
 
-// ParseIdleAdvance reads an --idle-advance value.
+// ParseIdleAdvance reads an --idle-advance value (the flag binder names the flag in its error).
 func ParseIdleAdvance(s string) (IdleAdvance, error) {
 	for i, n := range IdleAdvanceNames {
 		if s == n {
 			return IdleAdvance(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--idle-advance: %q: want processing-time or hold", s)
+	return 0, fmt.Errorf("want processing-time or hold, got %q", s)
 }
 
 // Validate refuses settings that cannot work.
