@@ -16,8 +16,12 @@ type DedupShardSim struct {
 	bagBytes    int64
 	// Shard sets the compaction slot.
 	Shard int
-	// Compactions counts bag rewrites, CompactedBytes what they wrote,
-	// AppendedBytes what batches appended; MaxValue is the largest element.
+	DedupShardStats
+}
+
+// DedupShardStats is what a DedupShardSim wrote: Compactions counts bag rewrites, CompactedBytes
+// what they wrote, AppendedBytes what batches appended; MaxValue is the largest element.
+type DedupShardStats struct {
 	Compactions                   int
 	CompactedBytes, AppendedBytes int64
 	MaxValue                      int

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -22,7 +21,7 @@ func init() {
 
 // Payloads gives conflicts and rule-(b) too-late records back the payloads
 // dropped before the shuffle (model.Event.Ref), read from the raw log at the
-// bundle's end. A line read back must parse to the record's event_id and
+// bundle's end (files.ReadRanges). A line read back must parse to the record's event_id and
 // fingerprint or event time, else the bundle fails rather than write a wrong one.
 func Payloads(s beam.Scope, cfg event.Config, conflicts, tooLate beam.PCollection) (beam.PCollection, beam.PCollection) {
 	s = s.Scope("Payloads")
@@ -92,9 +91,9 @@ func (p *pendingPayloads[T]) flush(ctx context.Context, table string, ref func(*
 	for i := range p.records {
 		refs[i] = ref(&p.records[i])
 	}
-	payloads, err := ReadPayloads(ctx, refs)
+	payloads, err := files.ReadRanges(ctx, refs)
 	if err != nil {
-		return err
+		return fmt.Errorf("payload of a record cannot be read back from the raw log: %w", err)
 	}
 	for i := range p.records {
 		if err := fill(&p.records[i], payloads[i]); err != nil {
@@ -103,54 +102,6 @@ func (p *pendingPayloads[T]) flush(ctx context.Context, table string, ref func(*
 		emit(p.ts[i], p.records[i])
 	}
 	return nil
-}
-
-// payloadReaders bounds the files a bundle reads at once.
-const payloadReaders = 8
-
-// ReadPayloads reads each ref's bytes from the raw log (files.ReadRanges),
-// the refs of one file in one call, up to payloadReaders files at once. The
-// result is in the order of refs.
-func ReadPayloads(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
-	byPath := map[string][]int{}
-	var paths []string
-	for i, r := range refs {
-		if _, ok := byPath[r.Path]; !ok {
-			paths = append(paths, r.Path)
-		}
-		byPath[r.Path] = append(byPath[r.Path], i)
-	}
-	out := make([][]byte, len(refs))
-	errs := make([]error, len(paths))
-	sem := make(chan struct{}, payloadReaders)
-	var wg sync.WaitGroup
-	for k, path := range paths {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			idx := byPath[path]
-			ranges := make([]files.Range, len(idx))
-			for j, i := range idx {
-				ranges[j] = files.Range{Offset: refs[i].Offset, Length: refs[i].Length}
-			}
-			b, err := files.ReadRanges(ctx, path, ranges)
-			if err != nil {
-				errs[k] = fmt.Errorf("payload of a record cannot be read back from the raw log: %w", err)
-				return
-			}
-			for j, i := range idx {
-				out[i] = b[j]
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // checkPayload parses a payload read back and checks that it is the

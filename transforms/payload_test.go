@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -29,7 +30,7 @@ func TestPayloadsReadBack(t *testing.T) {
 	}
 	refA := model.LineRef{Path: path, Offset: 0, Length: len(a)}
 	refD := model.LineRef{Path: path, Offset: int64(len(a)) + 2, Length: len(d) - 1} // content without its "\r"
-	got, err := ReadPayloads(context.Background(), []model.LineRef{refD, refA})
+	got, err := files.ReadRanges(context.Background(), []model.LineRef{refD, refA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestPayloadsReadBack(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Replace(a, "120", "130", 1)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err = ReadPayloads(context.Background(), []model.LineRef{refA})
+	got, err = files.ReadRanges(context.Background(), []model.LineRef{refA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestPayloadsReadBack(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadPayloads(context.Background(), []model.LineRef{refA}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := files.ReadRanges(context.Background(), []model.LineRef{refA}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a removed file: error %v, want fs.ErrNotExist", err)
 	}
 }

@@ -6,28 +6,6 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Firing is why a snapshot row is being considered.
-type Firing uint8
-
-const (
-	// FiringEarly is a processing-time refresh before the window end.
-	FiringEarly Firing = iota + 1
-	// FiringOnTime is the watermark passing window_end.
-	FiringOnTime
-	// FiringLate is new data after the on-time firing, within lateness.
-	FiringLate
-	// FiringFinal is the watermark passing window_end + allowed lateness.
-	FiringFinal
-)
-
-// State maps a firing to the row's result state.
-func (f Firing) State() model.ResultState {
-	if f >= FiringEarly && f <= FiringFinal {
-		return model.ResultState(f) // the same order as model's states
-	}
-	return model.StateUnknown
-}
-
 // ErrOverflow: a window total left the int64 micros range (never wrapped).
 var ErrOverflow = errors.New("revenue total overflows int64 micros")
 
@@ -83,7 +61,7 @@ func (w *WindowState) late(rows []model.Row) ([]model.Row, error) {
 		w.RevenueMicros, w.Count = s, w.Count+w.HeldLateCount
 		w.HeldLateMicros, w.HeldLateCount = 0, 0
 	}
-	if r, ok := w.fire(FiringLate); ok {
+	if r, ok := w.fire(model.Late); ok {
 		rows = append(rows, r)
 	}
 	return rows, nil
@@ -107,7 +85,7 @@ func (w *WindowState) Tick() (model.Row, bool) {
 	if w.OnTimeDone || w.Final {
 		return model.Row{}, false
 	}
-	return w.fire(FiringEarly)
+	return w.fire(model.Early)
 }
 
 // OnTime is this step's watermark passing window_end: the ON_TIME row (none
@@ -122,7 +100,7 @@ func (w *WindowState) OnTime() ([]model.Row, error) {
 	w.OnTimeDone = true
 	var rows []model.Row
 	if w.Count > 0 {
-		if r, ok := w.fire(FiringOnTime); ok {
+		if r, ok := w.fire(model.OnTime); ok {
 			rows = append(rows, r)
 		}
 	}
@@ -142,32 +120,33 @@ func (w *WindowState) Close() ([]model.Row, error) {
 	if err != nil {
 		return rows, err
 	}
-	if r, ok := w.fire(FiringFinal); ok {
+	if r, ok := w.fire(model.Final); ok {
 		rows = append(rows, r)
 	}
 	w.Final = true
 	return rows, nil
 }
 
-// fire decides whether a firing writes a row and builds it.
-func (w *WindowState) fire(f Firing) (model.Row, bool) {
-	st := f.State()
+// fire decides whether a firing writes a row of state st and builds it: EARLY is a refresh
+// before window_end, ON_TIME the watermark passing it, LATE new data within the lateness, FINAL
+// the watermark passing window_end + allowed lateness.
+func (w *WindowState) fire(st model.ResultState) (model.Row, bool) {
 	p := w.Published
 	if p.Revision > 0 {
 		if p.State == model.Final {
 			return model.Row{}, false // FINAL stays FINAL
 		}
 		// No dip: never fewer events, never an earlier state (FINAL seals).
-		if f != FiringFinal && (w.Count < p.EventCount || st < p.State) {
+		if st != model.Final && (w.Count < p.EventCount || st < p.State) {
 			return model.Row{}, false
 		}
 		// Nothing new: same snapshot and state, or a LATE relabel.
 		same := w.Count == p.EventCount && w.RevenueMicros == p.RevenueMicros
-		if same && (st == p.State && f != FiringFinal || f == FiringLate) {
+		if same && (st == p.State && st != model.Final || st == model.Late) {
 			return model.Row{}, false
 		}
 	}
-	if f == FiringFinal && w.Count == 0 && p.Revision == 0 {
+	if st == model.Final && w.Count == 0 && p.Revision == 0 {
 		return model.Row{}, false // a window that never had data has no rows
 	}
 	r := model.Row{
@@ -180,7 +159,7 @@ func (w *WindowState) fire(f Firing) (model.Row, bool) {
 		State:         st,
 		Writer:        "stream",
 	}
-	if f == FiringFinal && w.Count < p.EventCount {
+	if st == model.Final && w.Count < p.EventCount {
 		// A replay may not rebuild the window: FINAL seals what was published.
 		r.RevenueMicros, r.EventCount = p.RevenueMicros, p.EventCount
 	}

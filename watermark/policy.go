@@ -42,14 +42,14 @@ func (a IdleAdvance) String() string {
 	return fmt.Sprintf("IdleAdvance(%d)", uint8(a))
 }
 
-// ParseIdleAdvance reads an --idle-advance value.
+// ParseIdleAdvance reads an --idle-advance value (the flag binder names the flag in its error).
 func ParseIdleAdvance(s string) (IdleAdvance, error) {
 	for i, n := range IdleAdvanceNames {
 		if s == n {
 			return IdleAdvance(i), nil
 		}
 	}
-	return 0, fmt.Errorf("--idle-advance: %q: want processing-time or hold", s)
+	return 0, fmt.Errorf("want processing-time or hold, got %q", s)
 }
 
 // Validate refuses settings that cannot work.
@@ -68,23 +68,15 @@ func (p Policy) Validate() error {
 
 // Partition tracks one source partition (made by NewPartition or Resume).
 type Partition struct {
-	bound, idle int64 // ms
-	advance     IdleAdvance
-	s           State
+	p Policy
+	s State
 }
 
 // NewPartition starts a partition that has seen nothing, idle-timed from now (ms).
 func NewPartition(p Policy, now int64) *Partition { return Resume(p, NewState(now)) }
 
 // Resume continues a partition from the state in a reader's restriction.
-func Resume(p Policy, s State) *Partition {
-	return &Partition{
-		bound:   p.OutOfOrderBound.Milliseconds(),
-		idle:    p.IdleTimeout.Milliseconds(),
-		advance: p.IdleAdvance,
-		s:       s,
-	}
-}
+func Resume(p Policy, s State) *Partition { return &Partition{p: p, s: s} }
 
 // State is the partition's state, for the reader's restriction.
 func (p *Partition) State() State { return p.s }
@@ -95,7 +87,7 @@ func (p *Partition) Watermark() int64 {
 	if p.s.MaxValid == model.NoWatermark {
 		return model.NoWatermark
 	}
-	return p.s.MaxValid - p.bound
+	return p.s.MaxValid - p.p.OutOfOrderBound.Milliseconds()
 }
 
 // Before is the next record's WatermarkBefore: Watermark, capped by a backlog hold.
@@ -133,7 +125,7 @@ func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int6
 func (p *Partition) Touch(now int64) { p.s.LastActive = max(p.s.LastActive, now) }
 
 // Idle reports whether the partition produced nothing for the idle timeout.
-func (p *Partition) Idle(now int64) bool { return now-p.s.LastActive >= p.idle }
+func (p *Partition) Idle(now int64) bool { return now-p.s.LastActive >= p.p.IdleTimeout.Milliseconds() }
 
 // Reported is Report for a partition that has no others (a single subscription).
 func (p *Partition) Reported(now int64) int64 {
@@ -158,8 +150,8 @@ func (p *Partition) Report(now, active int64, anyActive bool) Report {
 	idle := p.Idle(now)
 	if idle {
 		switch {
-		case p.advance == AdvanceProcessingTime:
-			w = max(w, now-p.bound)
+		case p.p.IdleAdvance == AdvanceProcessingTime:
+			w = max(w, now-p.p.OutOfOrderBound.Milliseconds())
 		case anyActive:
 			w = max(w, active)
 		}

@@ -25,18 +25,15 @@ import (
 )
 
 type measured struct {
-	rate, shards        int
-	shardRate           float64
-	events, counted     int
-	seconds             float64 // wall time of the simulation
-	peakBytes, avgBytes int64   // the key's bag, peak and steady-state mean
-	peakLive            int
-	largestValue        int
-	cacheBytes          int64 // decoded shard at peak
-	reload              time.Duration
-	compactions         int
-	compactedBytes      int64
-	appendedBytes       int64
+	rate, shards               int
+	shardRate                  float64
+	events, counted            int
+	seconds                    float64 // wall time of the simulation
+	peakBytes, avgBytes        int64   // the key's bag, peak and steady-state mean
+	peakLive                   int
+	cacheBytes                 int64 // decoded shard at peak
+	reload                     time.Duration
+	transforms.DedupShardStats // the whole run's
 }
 
 func main() {
@@ -70,9 +67,9 @@ func main() {
 	for _, m := range ms {
 		fmt.Printf("| %s | %d | %.2f | %s | %s / %s | %s | %s | %.1f / %.1f | %.1f | %v | %d (%s) | %s |\n",
 			num(float64(m.rate)), m.shards, m.shardRate, num(float64(m.peakLive)), mb(m.avgBytes), mb(m.peakBytes),
-			mb(largestKey(m)), mb(int64(m.largestValue)),
-			float64(m.appendedBytes)/float64(m.counted), float64(m.peakBytes)/float64(m.peakLive), float64(m.cacheBytes)/float64(m.peakLive),
-			m.reload.Round(time.Millisecond), m.compactions, mb(m.compactedBytes), num(float64(m.events)/m.seconds))
+			mb(largestKey(m)), mb(int64(m.MaxValue)),
+			float64(m.AppendedBytes)/float64(m.counted), float64(m.peakBytes)/float64(m.peakLive), float64(m.cacheBytes)/float64(m.peakLive),
+			m.reload.Round(time.Millisecond), m.Compactions, mb(m.CompactedBytes), num(float64(m.events)/m.seconds))
 	}
 	fmt.Println()
 	fmt.Printf("Day at 20,000 ev/s: %s ids; the key limit is 64 MB (SPEC §8).\n\n", num(20000*86400))
@@ -97,7 +94,7 @@ func main() {
 			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
 			// Per checkpoint interval: new ids and compaction rewrites, x2 for RocksDB's write
 			// amplification.
-			perSec := float64(m.appendedBytes+m.compactedBytes) / (*hours * 3600) * float64(m.shards)
+			perSec := float64(m.AppendedBytes+m.CompactedBytes) / (*hours * 3600) * float64(m.shards)
 			incr := int64(2 * perSec * ckptEvery.Seconds())
 			if strings.HasPrefix(runner, "Flink") {
 				disk := fmt.Sprintf("%s local SSD (2x its peak state)", gb(2*peak/int64(workers)))
@@ -170,8 +167,7 @@ func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hour
 	flush(lastFlush)
 	m.seconds = time.Since(start).Seconds()
 	m.avgBytes = int64(sum / float64(max(samples, 1)))
-	m.compactions, m.compactedBytes = sim.Compactions, sim.CompactedBytes
-	m.appendedBytes, m.largestValue = sim.AppendedBytes, sim.MaxValue
+	m.DedupShardStats = sim.DedupShardStats
 	// The reload a cache miss costs, at the key's largest (median of 3).
 	var ds []time.Duration
 	for range 3 {

@@ -187,11 +187,8 @@ func lookup(runner string) (Profile, bool) {
 			}
 		}
 	}
-	return Universal(), false
+	return named("universal"), false // the conservative profile of an unknown portable job server
 }
-
-// Universal is the conservative profile of an unknown portable job server.
-func Universal() Profile { return named("universal") }
 
 // named returns the table's profile of that name.
 func named(name string) Profile {

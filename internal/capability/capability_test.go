@@ -59,7 +59,7 @@ func TestPrismProfileIsIsPrism(t *testing.T) {
 
 // The universal profile is conservative: it lacks everything Flink lacks.
 func TestUniversalLacksWhatFlinkLacks(t *testing.T) {
-	u := capability.Universal()
+	u := capability.For("universal")
 	for _, l := range capability.For("flink").Lacks {
 		if u.Has(l.Feature) {
 			t.Errorf("universal offers %s, which Flink lacks", l.Feature)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,12 +30,11 @@ type Group struct {
 // FlagSet binds a command's flag table and the Beam runner flags to one flag.FlagSet: it parses,
 // each error one line naming its flag, and writes --help from the same table.
 type FlagSet struct {
-	name     string
-	groups   []Group
-	fs       *flag.FlagSet
-	defaults map[string]string
-	runner   []*flag.Flag
-	err      error
+	name   string
+	groups []Group
+	fs     *flag.FlagSet
+	runner []*flag.Flag
+	err    error
 }
 
 // NewFlagSet binds groups and the Beam runner flags; a name twice in the table panics.
@@ -44,16 +44,12 @@ func NewFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, 
 func NewPlainFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, false) }
 
 func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
-	s := &FlagSet{name: name, groups: groups, fs: flag.NewFlagSet(name, flag.ContinueOnError), defaults: map[string]string{}}
+	s := &FlagSet{name: name, groups: groups, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	s.fs.SetOutput(io.Discard) // errors are reported by Main, in one line
 	for _, g := range groups {
 		for _, f := range g.Flags {
 			if s.fs.Lookup(f.Name) != nil {
 				panic("cli: flag --" + f.Name + " twice in the table of " + name)
-			}
-			s.defaults[f.Name] = f.Default
-			if f.Default == "" {
-				s.defaults[f.Name] = shownDefault(f.Value.String())
 			}
 			s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
 		}
@@ -180,7 +176,8 @@ var workerFlags = []string{"worker", "id", "logging_endpoint", "control_endpoint
 // helpWidth is where --help wraps.
 const helpWidth = 100
 
-// WriteHelp writes --help: the synopsis, each group of the table, then the Beam runner flags.
+// WriteHelp writes --help: the synopsis, each group of the table, then the Beam runner flags. It
+// shows a field's value as its default, so it is called on a set nothing has parsed into.
 func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(synopsis, "\n") + "\n")
@@ -189,7 +186,7 @@ func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
 	for _, g := range s.groups {
 		var rs []row
 		for _, f := range g.Flags {
-			rs = append(rs, row{flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, s.defaults[f.Name])})
+			rs = append(rs, row{flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, cmp.Or(f.Default, shownDefault(f.Value.String())))})
 		}
 		rows = append(rows, rs)
 	}

@@ -97,13 +97,7 @@ func Level(p *slog.Level) Value[slog.Level] {
 
 // IdleAdvance binds a watermark.IdleAdvance mode.
 func IdleAdvance(p *watermark.IdleAdvance) Value[watermark.IdleAdvance] {
-	return Func(p, "MODE", func(s string) (watermark.IdleAdvance, error) {
-		a, err := watermark.ParseIdleAdvance(s)
-		if err != nil {
-			return a, fmt.Errorf("want processing-time or hold, got %q", s)
-		}
-		return a, nil
-	}, watermark.IdleAdvance.String)
+	return Func(p, "MODE", watermark.ParseIdleAdvance, watermark.IdleAdvance.String)
 }
 
 // Bool binds a switch (--follow, or --follow=false).

@@ -49,34 +49,6 @@ func Lateness(eventTime, watermarkBefore int64, bound time.Duration) int64 {
 // Arrival is an event's arrival delay (ms): read time minus event time, at least 0.
 func Arrival(eventTime, readAt int64) int64 { return max(0, readAt-eventTime) }
 
-// NearestRank is the index of the nearest-rank p-th percentile (0 < p <= 100) of ordered values,
-// counts[i] of the i-th; ok is false when counts holds nothing.
-func NearestRank(counts []int64, p int) (i int, ok bool) {
-	if p <= 0 || p > 100 {
-		panic(fmt.Sprintf("delay: percentile %d out of (0, 100]", p))
-	}
-	var n int64
-	for _, c := range counts {
-		n += c
-	}
-	if n == 0 {
-		return 0, false
-	}
-	rank := Rank(n, p)
-	var seen int64
-	for i, c := range counts {
-		seen += c
-		if seen >= rank {
-			return i, true
-		}
-	}
-	return len(counts) - 1, true // not reached: seen ends at n >= rank
-}
-
-// Rank is the nearest rank (1-based) of the p-th percentile (0 < p <= 100) among n > 0 values:
-// ceil(n * p / 100), at least 1.
-func Rank(n int64, p int) int64 { return max((n*int64(p)+99)/100, 1) }
-
 // Exact is an exact distribution of delays (ms): the distinct values, ascending, and how often
 // each occurred. The advisor keeps every delay; the run report quantises them first (report's
 // TraceFolder).
@@ -96,13 +68,23 @@ func ExactOf(values []int64) Exact {
 }
 
 // Percentile is the nearest-rank p-th percentile (0 < p <= 100) of the delays, 0 when there are
-// none.
+// none: among n delays, the one of rank ceil(n * p / 100), at least 1.
 func (e Exact) Percentile(p int) int64 {
-	i, ok := NearestRank(e.Counts, p)
-	if !ok {
-		return 0
+	if p <= 0 || p > 100 {
+		panic(fmt.Sprintf("delay: percentile %d out of (0, 100]", p))
 	}
-	return e.Values[i]
+	var n int64
+	for _, c := range e.Counts {
+		n += c
+	}
+	rank, seen := max((n*int64(p)+99)/100, 1), int64(0)
+	for i, c := range e.Counts {
+		seen += c
+		if seen >= rank {
+			return e.Values[i]
+		}
+	}
+	return 0 // no delays
 }
 
 // Buckets counts the delays in Buckets.

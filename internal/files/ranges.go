@@ -8,25 +8,64 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
+
+	"github.com/revenue-stream/hourly/model"
 )
 
-// Range is a byte range of a file.
-type Range struct {
-	Offset int64
-	Length int
+// rangeReaders bounds the files one ReadRanges reads at once.
+const rangeReaders = 8
+
+// ReadRanges reads each ref's bytes, in the order of refs: the refs of one file in one call,
+// up to rangeReaders files at once. A local file is read with a read per range, a registered
+// Store's object with a ranged request per range (Beam would stream the whole object), any other
+// filesystem (memfs://) in one stream. A range past the end is an error wrapping
+// io.ErrUnexpectedEOF; a missing file one wrapping fs.ErrNotExist.
+func ReadRanges(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
+	byPath := map[string][]int{}
+	var paths []string
+	for i, r := range refs {
+		if _, ok := byPath[r.Path]; !ok {
+			paths = append(paths, r.Path)
+		}
+		byPath[r.Path] = append(byPath[r.Path], i)
+	}
+	out := make([][]byte, len(refs))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, rangeReaders)
+	var wg sync.WaitGroup
+	for k, path := range paths {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			idx := byPath[path]
+			ranges := make([]model.LineRef, len(idx))
+			for j, i := range idx {
+				ranges[j] = refs[i]
+			}
+			b, err := readFileRanges(ctx, path, ranges)
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			for j, i := range idx {
+				out[i] = b[j]
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
-// ReadRanges reads byte ranges of one file and returns each range's bytes,
-// in the order given: a local file with a read per range, a registered
-// Store's object with a ranged request per range (Beam would stream the
-// whole object), any other filesystem (memfs://) in one stream. A range past
-// the end is an error wrapping io.ErrUnexpectedEOF; a missing file one
-// wrapping fs.ErrNotExist.
-func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, error) {
-	if len(ranges) == 0 {
-		return nil, nil
-	}
-	var read func(Range) ([]byte, error)
+// readFileRanges reads ranges of the one file path.
+func readFileRanges(ctx context.Context, path string, ranges []model.LineRef) ([][]byte, error) {
+	var read func(model.LineRef) ([]byte, error)
 	var done func() error
 	switch scheme(path) {
 	case "local":
@@ -34,7 +73,7 @@ func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, err
 		if err != nil {
 			return nil, err
 		}
-		read, done = func(r Range) ([]byte, error) {
+		read, done = func(r model.LineRef) ([]byte, error) {
 			b := make([]byte, r.Length)
 			if n, err := f.ReadAt(b, r.Offset); n < len(b) {
 				return nil, err
@@ -50,7 +89,7 @@ func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, err
 		if err != nil {
 			return nil, err
 		}
-		read = func(r Range) ([]byte, error) {
+		read = func(r model.LineRef) ([]byte, error) {
 			rc, err := rd(r)
 			if err != nil {
 				return nil, notExist(err)
@@ -83,7 +122,7 @@ func ReadRanges(ctx context.Context, path string, ranges []Range) ([][]byte, err
 }
 
 // streamRanges reads the ranges from one stream opened at the first.
-func streamRanges(ctx context.Context, path string, ranges []Range) ([][]byte, error) {
+func streamRanges(ctx context.Context, path string, ranges []model.LineRef) ([][]byte, error) {
 	order := make([]int, len(ranges))
 	for i := range order {
 		order[i] = i

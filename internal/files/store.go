@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"sync"
+
+	"github.com/revenue-stream/hourly/model"
 )
 
 // Store is what this package needs of an object store beyond Beam's
@@ -14,7 +16,7 @@ import (
 type Store struct {
 	// Ranges opens path for ranged reads: open streams one range's bytes,
 	// from a ranged request of its own.
-	Ranges func(ctx context.Context, path string) (open func(Range) (io.ReadCloser, error), err error)
+	Ranges func(ctx context.Context, path string) (open func(model.LineRef) (io.ReadCloser, error), err error)
 	// NotExist reports whether err says that an object or its bucket does
 	// not exist.
 	NotExist func(err error) bool

@@ -87,38 +87,30 @@ const (
 // messages without emitting any, past --pubsub-stall-after; else 0.
 func PubsubStalled(partition string) Name { return Name("pubsub_stalled_ms_" + partition) }
 
-// The families of counters, one per partition, reason or state.
-const (
-	readByPartition = "read_partition_"
-	quarantinedBy   = "quarantined_"
-	rowsBy          = "rows_"
-	rowRevenueBy    = "row_revenue_micros_" // distribution
-	idleBy          = "idle_transitions_"
-	watermarkLagBy  = "watermark_lag_ms_" // gauge
-	partitionIdleBy = "partition_idle_"   // gauge
-)
+// The families of counters, distributions and gauges, one per partition, reason or state; Of
+// reads a name back.
 
 // ReadBy counts the records read from a source partition.
-func ReadBy(partition string) Name { return Name(readByPartition + partition) }
+func ReadBy(partition string) Name { return Name("read_partition_" + partition) }
 
 // QuarantinedBy counts the records quarantined for a reason.
-func QuarantinedBy(reason string) Name { return Name(quarantinedBy + reason) }
+func QuarantinedBy(reason string) Name { return Name("quarantined_" + reason) }
 
 // RowsBy counts the snapshot rows of a result state (EARLY, ON_TIME, ...).
-func RowsBy(state string) Name { return Name(rowsBy + state) }
+func RowsBy(state string) Name { return Name("rows_" + state) }
 
 // RowRevenueBy is the distribution of the revenue of a state's rows.
-func RowRevenueBy(state string) Name { return Name(rowRevenueBy + state) }
+func RowRevenueBy(state string) Name { return Name("row_revenue_micros_" + state) }
 
 // PartitionIdle is a gauge: 1 while a source partition is idle, else 0.
-func PartitionIdle(partition string) Name { return Name(partitionIdleBy + partition) }
+func PartitionIdle(partition string) Name { return Name("partition_idle_" + partition) }
 
 // IdleTransitions counts a source partition's moves to idle.
-func IdleTransitions(partition string) Name { return Name(idleBy + partition) }
+func IdleTransitions(partition string) Name { return Name("idle_transitions_" + partition) }
 
 // WatermarkLag is the gauge of how far (ms) a partition's watermark trails
 // processing time.
-func WatermarkLag(partition string) Name { return Name(watermarkLagBy + partition) }
+func WatermarkLag(partition string) Name { return Name("watermark_lag_ms_" + partition) }
 
 // Of is the partition, reason or state that a name of family (ReadBy, PubsubStalled, ...) is
 // for; ok is false for a name of another family.
@@ -291,9 +283,12 @@ func CountsOf(named map[string]int64) Counts {
 			*p = v
 			continue
 		}
-		for prefix, m := range map[string]map[string]int64{quarantinedBy: c.QuarantinedBy, readByPartition: c.ReadBy, rowsBy: c.Rows} {
-			if rest, ok := strings.CutPrefix(name, prefix); ok {
-				m[rest] = v
+		for _, f := range []struct {
+			family func(string) Name
+			by     map[string]int64
+		}{{QuarantinedBy, c.QuarantinedBy}, {ReadBy, c.ReadBy}, {RowsBy, c.Rows}} {
+			if rest, ok := Of(f.family, name); ok {
+				f.by[rest] = v
 			}
 		}
 	}

@@ -13,13 +13,14 @@ import (
 
 	"cloud.google.com/go/storage"
 	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/model"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs" // gs://
 )
 
 func init() { files.RegisterStore("gs", files.Store{Ranges: ranges, NotExist: notExist}) }
 
-func ranges(ctx context.Context, path string) (func(files.Range) (io.ReadCloser, error), error) {
+func ranges(ctx context.Context, path string) (func(model.LineRef) (io.ReadCloser, error), error) {
 	c, err := files.Client("gs ranges", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
 	if err != nil {
 		return nil, err
@@ -29,7 +30,7 @@ func ranges(ctx context.Context, path string) (func(files.Range) (io.ReadCloser,
 		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
 	o := c.Bucket(bucket).Object(object)
-	return func(r files.Range) (io.ReadCloser, error) {
+	return func(r model.LineRef) (io.ReadCloser, error) {
 		return o.NewRangeReader(ctx, r.Offset, int64(r.Length))
 	}, nil
 }

@@ -16,13 +16,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/model"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3" // s3:// (AWS_* environment)
 )
 
 func init() { files.RegisterStore("s3", files.Store{Ranges: ranges, NotExist: notExist}) }
 
-func ranges(ctx context.Context, path string) (func(files.Range) (io.ReadCloser, error), error) {
+func ranges(ctx context.Context, path string) (func(model.LineRef) (io.ReadCloser, error), error) {
 	c, err := files.Client("s3 ranges", func() (*s3.Client, error) {
 		// As Beam's s3 filesystem builds its own.
 		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
@@ -38,7 +39,7 @@ func ranges(ctx context.Context, path string) (func(files.Range) (io.ReadCloser,
 	if !ok {
 		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
-	return func(r files.Range) (io.ReadCloser, error) {
+	return func(r model.LineRef) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 			Range: aws.String(fmt.Sprintf("bytes=%d-%d", r.Offset, r.Offset+int64(r.Length)-1))})
 		if err != nil {
