@@ -249,7 +249,7 @@ type revenueBar struct {
 	Title      string
 }
 
-func newRevenueChart(ws []windowView) *revenueChart {
+func newRevenueChart(ws []Window) *revenueChart {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -278,7 +278,7 @@ func newRevenueChart(ws []windowView) *revenueChart {
 			X: num(x0 + (slot-bw)/2), W: num(bw),
 			Y: num(min(y0, y1)), H: num(math.Abs(y0 - y1)),
 			Class: stateClass(w.State),
-			Title: w.Label + " " + w.Dims + ": " + w.Revenue + " " + w.State,
+			Title: fmtWindow(w.StartMs, w.EndMs) + " " + w.Dims + ": " + w.Revenue + " " + w.State,
 		})
 		if i%every == 0 {
 			t := time.UnixMilli(w.StartMs).UTC()

@@ -4,7 +4,7 @@
 //
 //   - .html: one self-contained page that loads nothing from the network; its charts are inline
 //     SVG and every value goes through html/template, so data cannot inject markup;
-//   - .md: the same figures as Markdown tables;
+//   - .md: the same sections, sentences and tables in Markdown (content.go builds them once);
 //   - .json: the same figures for machines.
 //
 // A report stays small: at most [MaxTracePoints] points a partition, the latest [LatestWindows]

@@ -12,9 +12,6 @@ import (
 	"github.com/revenue-stream/hourly/sinks/jsonl"
 )
 
-// noMetrics is why a job's run has no conservation verdict.
-const noMetrics = "the job reported no metrics: the conservation identity cannot be checked"
-
 // The JSON form spells times as RFC 3339 UTC and money as exact decimals plus micros, like the
 // sink.
 
@@ -99,9 +96,9 @@ func writeJSON(w io.Writer, r Run) error {
 		c := *r.Counts
 		c.QuarantinedBy, c.ReadBy, c.Rows = nonNil(c.QuarantinedBy), nonNil(c.ReadBy), nonNil(c.Rows)
 		c.Lateness, c.Arrival = nonEmpty(c.Lateness), nonEmpty(c.Arrival)
-		cons := newConservation(c)
+		why := problem(c)
 		out.Counts = &c
-		out.Conservation = jsonConservation{Holds: cons.Holds, Identity: c.String(), Problem: cons.Problem}
+		out.Conservation = jsonConservation{Holds: why == "", Identity: c.String(), Problem: why}
 	case len(r.Job) > 0:
 		out.Conservation = jsonConservation{Problem: noMetrics}
 	}

@@ -146,25 +146,25 @@ func TestWriteHTML(t *testing.T) {
 	mustContain(t, "html", got,
 		"<title>Minimal sequence</title>",
 		// Every section says what it covers.
-		"<h2>Conservation</h2>\n<p class=\"scope\">Scope: this run</p>",
+		"<h2>Conservation</h2>\n<p class=\"scope\">Scope: this run.</p>",
 		"<h2>Event-time lateness</h2>\n<p class=\"scope\">Scope: the whole raw log",
-		"<h2>Revisions per window</h2>\n<p class=\"scope\">Scope: the sink's history",
+		"<h2>Revisions per window</h2>\n<p class=\"scope\">Scope: the sink&#39;s history",
 		"[2026-11-04 10:00, 11:00)", "[2026-11-04 11:00, 12:00)",
 		`<span class="badge ontime">ON_TIME</span> 150.000000`,
 		`<span class="badge late">LATE</span> 170.000000`,
 		`<span class="badge final">FINAL</span> 170.000000`,
 		`<span class="badge early">EARLY</span> 30.000000`,
 		// The conservation identity and its verdict.
-		"8 = 4 + 1 + 1 + 1 + 1", "✓ holds",
+		`read 8 = counted 4 &#43; duplicates 1 &#43; conflicts 1 &#43; quarantined 1 &#43; too_late 1: <span class="verdict ok">✓</span>`, "✓ holds",
 		"<td>malformed_json</td><td class=\"n\">1</td>",
 		// Charts: a trace with a watermark line and late dots, the histogram
 		// with its percentiles, the reconcile diff.
 		`<polyline class="wm"`, `<circle class="behind"`, "p95 25h00m", ">24h",
 		// The drawn sample keeps each stretch's lowest event, so its share
 		// behind is not the events' (issue #27): both are stated.
-		"2 behind (28.6%)", "drawn: 7 points, 3 of them behind the watermark",
+		`<td class="n">2 (28.6%)</td>`, "drawn: 7 points, 3 of them behind the watermark",
 		"too_late", "170.000000", "180.000000", `<td class="n">&#43;10.000000</td>`, "rev 4", "nothing material left: 1 explained differences (1 too_late) written as corrections (exit 0)",
-		`<tr><th>windows_compared</th><td class="n">2</td></tr>`,
+		`<tr><td>windows_compared</td><td class="n">2</td></tr>`,
 		// The job's delay metrics: 7 events, ranks 4, 7, 7.
 		"Delay metrics of the job",
 		`>event lateness</td><td class="n">7</td><td class="n">&lt;1m</td><td class="n">&gt;=24h</td><td class="n">&gt;=24h</td><td class="n">4</td>`,
@@ -477,7 +477,7 @@ func TestLongHistory(t *testing.T) {
 	}
 	r := knownRun()
 	r.Windows = WindowsFromChangelog(rows)
-	mustContain(t, "html", writeRead(t, "long.html", r), `<li class="gap">12 more</li>`, "r4</span>", "r17</span>", "20.000000")
+	mustContain(t, "html", writeRead(t, "long.html", r), `<span class="r">… 12 more …</span>`, "r4</span>", "r17</span>", "20.000000")
 	mustContain(t, "markdown", writeRead(t, "long.md", r),
 		"r4 LATE 4.000000 (4) → … 12 more … → r17 LATE 17.000000 (17)", "r20 FINAL 20.000000 (20)")
 	mustContain(t, "json", writeRead(t, "long.json", r), `"revisions_omitted": 12`)

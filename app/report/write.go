@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,14 +23,7 @@ var formats = map[string]func(io.Writer, Run) error{
 }
 
 // Extensions lists the accepted extensions, sorted.
-func Extensions() []string {
-	out := make([]string, 0, len(formats))
-	for ext := range formats {
-		out = append(out, ext)
-	}
-	slices.Sort(out)
-	return out
-}
+func Extensions() []string { return slices.Sorted(maps.Keys(formats)) }
 
 // CheckPath refuses an unknown extension or a missing local folder, before any work.
 func CheckPath(path string) error {
