@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
@@ -68,16 +69,16 @@ func TestWindowRevisionHistory(t *testing.T) {
 		}
 		return v.UnixMilli()
 	}
-	want := []live.Revision{
-		{Revision: 1, State: "EARLY", Revenue: "100.000000", RevenueMicros: 100_000_000, Count: 1, Cause: live.CauseEarlyTick,
+	want := []report.Revision{
+		{Revision: 1, State: "EARLY", Revenue: "100.000000", RevenueMicros: 100_000_000, Count: 1, Cause: report.CauseEarlyTick,
 			AddedEvents: 1, AddedRevenueMicros: 100_000_000, WrittenAt: "2026-11-30T12:00:30.000Z", WrittenAtMs: at("2026-11-30T12:00:30Z"), AfterEndMs: ms(-30_000)},
-		{Revision: 2, State: "ON_TIME", Revenue: "150.000000", RevenueMicros: 150_000_000, Count: 2, Cause: live.CauseWatermark,
+		{Revision: 2, State: "ON_TIME", Revenue: "150.000000", RevenueMicros: 150_000_000, Count: 2, Cause: report.CauseWatermark,
 			AddedEvents: 1, AddedRevenueMicros: 50_000_000, WrittenAt: "2026-11-30T12:01:17.250Z", WrittenAtMs: end + 17_250, AfterEndMs: ms(17_250)},
-		{Revision: 3, State: "LATE", Revenue: "170.000000", RevenueMicros: 170_000_000, Count: 3, Cause: live.CauseLateData,
+		{Revision: 3, State: "LATE", Revenue: "170.000000", RevenueMicros: 170_000_000, Count: 3, Cause: report.CauseLateData,
 			AddedEvents: 1, AddedRevenueMicros: 20_000_000, WrittenAt: "2026-11-30T12:02:05.500Z", WrittenAtMs: end + 65_500, AfterEndMs: ms(65_500)},
-		{Revision: 4, State: "FINAL", Revenue: "170.000000", RevenueMicros: 170_000_000, Count: 3, Cause: live.CauseClosed,
+		{Revision: 4, State: "FINAL", Revenue: "170.000000", RevenueMicros: 170_000_000, Count: 3, Cause: report.CauseClosed,
 			WrittenAt: "2026-11-30T12:04:20.000Z", WrittenAtMs: end + 200_000, AfterEndMs: ms(200_000)},
-		{Revision: 5, State: "FINAL", Revenue: "160.000000", RevenueMicros: 160_000_000, Count: 3, Writer: "reconcile:run1", Cause: live.CauseReconcile,
+		{Revision: 5, State: "FINAL", Revenue: "160.000000", RevenueMicros: 160_000_000, Count: 3, Writer: "reconcile:run1", Cause: report.CauseReconcile,
 			AddedRevenueMicros: -10_000_000, WrittenAt: "2026-12-01T08:00:00.000Z", WrittenAtMs: at("2026-12-01T08:00:00Z"), AfterEndMs: ms(at("2026-12-01T08:00:00Z") - end)},
 	}
 	if got := s.Windows[0].Revisions; !reflect.DeepEqual(got, want) {
@@ -116,7 +117,7 @@ func TestWindowRevisionsOmitted(t *testing.T) {
 }
 
 // revisions prints revisions one a line, with their time after the end.
-func revisions(rs []live.Revision) string {
+func revisions(rs []report.Revision) string {
 	var out string
 	for _, r := range rs {
 		after := "-"

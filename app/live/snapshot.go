@@ -40,18 +40,6 @@ type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
 // Setting is one setting shown in the header.
 type Setting = report.Figure
 
-// Revision is one accepted snapshot of a window (report.NewWindow builds it).
-type Revision = report.Revision
-
-// The causes of a revision (Revision.Cause).
-const (
-	CauseEarlyTick = report.CauseEarlyTick
-	CauseWatermark = report.CauseWatermark
-	CauseLateData  = report.CauseLateData
-	CauseClosed    = report.CauseClosed
-	CauseReconcile = report.CauseReconcile
-)
-
 // Window is one (window, dims) key's history, oldest first, its first two and last eight
 // revisions, with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end +
 // lateness).
