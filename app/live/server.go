@@ -54,18 +54,6 @@ func (m *Monitor) Handler() http.Handler {
 	return mux
 }
 
-// MetricsHandler serves WriteMetrics as of the current snapshot.
-func (m *Monitor) MetricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		state, f, ok := m.Figures(r.Context())
-		w.Header().Set("Content-Type", MetricsContentType)
-		w.Header().Set("Cache-Control", "no-store")
-		if err := WriteMetrics(w, state, f, ok, time.Now()); err != nil {
-			slog.Debug("metrics: write", "err", err)
-		}
-	})
-}
-
 // Server is the live page's HTTP server.
 type Server struct {
 	srv  *http.Server
@@ -81,9 +69,17 @@ func ServeMetrics(addr string, m *Monitor) (*Server, error) {
 	return serve("--metrics-addr", addr, metricsOnly(m))
 }
 
+// metricsOnly serves WriteMetrics at /metrics as of the current snapshot.
 func metricsOnly(m *Monitor) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.MetricsHandler())
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		state, f, ok := m.Figures(r.Context())
+		w.Header().Set("Content-Type", MetricsContentType)
+		w.Header().Set("Cache-Control", "no-store")
+		if err := WriteMetrics(w, state, f, ok, time.Now()); err != nil {
+			slog.Debug("metrics: write", "err", err)
+		}
+	})
 	return mux
 }
 
