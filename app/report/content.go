@@ -177,21 +177,15 @@ func (c *content) conservation(r Run) {
 		s.para("Every record this run read is accounted for exactly once: read = counted + duplicates + conflicts + quarantined + too_late.")
 		why := problem(*k)
 		t := s.table("lrr", "figure", "records", "share")
-		var terms []string
 		for _, m := range k.Terms() {
 			t.row(m.Name, Count(m.Value), share(m.Value, k.Read))
-			terms = append(terms, fmt.Sprintf("%s %d", m.Name, m.Value))
 		}
 		t.row(bold("sum"), bold(Count(k.Verdicts())), "")
 		t.row(bold("read"), bold(Count(k.Read)), verdict(why == "", ""))
 		if k.AfterFinal != 0 {
 			t.row("data after FINAL (must be 0)", Count(k.AfterFinal), verdict(false, ""))
 		}
-		eq := "="
-		if k.Read != k.Verdicts() {
-			eq = "≠"
-		}
-		s.para(fmt.Sprintf("read %d %s %s: ", k.Read, eq, strings.Join(terms, " + ")), verdict(why == "", why))
+		s.para(strings.Replace(k.Identity(), " != ", " ≠ ", 1)+": ", verdict(why == "", why))
 		t = s.table("lr", "quarantine reason", "records")
 		for _, q := range reasons(k.QuarantinedBy) {
 			t.row(q.Name, Count(q.Value))
