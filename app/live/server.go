@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,15 @@ import (
 
 	"github.com/revenue-stream/hourly/app/report"
 )
+
+//go:embed page.html.tmpl
+var pageSource string
+
+// pageTemplate is the live page: the report's stylesheet and a script that polls /api/live every
+// second and redraws state, cards, charts, windows, partitions and audit records. It loads nothing
+// from the network, and builds elements with textContent and setAttribute only, so data never
+// becomes markup.
+var pageTemplate = template.Must(template.New("live").Parse(pageSource))
 
 // Addr turns the value s of flag (--ui, --metrics-addr) into a listen address: a bare port listens
 // on loopback only (the page shows business figures).
@@ -40,7 +50,10 @@ func (m *Monitor) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:")
-		if err := pageTemplate.Execute(w, page{Title: m.Title, CSS: template.CSS(report.Stylesheet())}); err != nil {
+		if err := pageTemplate.Execute(w, struct {
+			Title string
+			CSS   template.CSS
+		}{m.Title, template.CSS(report.Stylesheet())}); err != nil {
 			slog.Warn("live page", "err", err)
 		}
 	})

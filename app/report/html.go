@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 //go:embed report.html.tmpl
@@ -40,4 +41,11 @@ func writeHTML(w io.Writer, r Run) error {
 		return fmt.Errorf("render html: %w", err)
 	}
 	return nil
+}
+
+// Stylesheet is the HTML report's CSS, so app/live shares its look without a copy.
+func Stylesheet() string {
+	_, rest, _ := strings.Cut(htmlSource, "<style>")
+	css, _, _ := strings.Cut(rest, "</style>")
+	return css
 }
