@@ -63,16 +63,13 @@ type jsonWindows struct {
 }
 
 type jsonWindow struct {
-	WindowStart string    `json:"window_start"`
-	WindowEnd   string    `json:"window_end"`
-	Dims        string    `json:"dims"`
-	Revisions   []JSONRow `json:"revisions"`
+	WindowStart string      `json:"window_start"`
+	WindowEnd   string      `json:"window_end"`
+	Dims        string      `json:"dims"`
+	Revisions   []jsonl.Row `json:"revisions"` // in the sinks' own format
 	// RevisionsOmitted counts the revisions left out (see MaxRevisions).
 	RevisionsOmitted int `json:"revisions_omitted"`
 }
-
-// JSONRow is a snapshot row as JSON, in the sinks' own format (jsonl.Row).
-type JSONRow = jsonl.Row
 
 func writeJSON(w io.Writer, r Run) error {
 	out := Document{
@@ -126,11 +123,11 @@ func writeJSON(w io.Writer, r Run) error {
 	shown, omitted := selectWindows(r.Windows)
 	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: []jsonWindow{}}
 	for _, w := range shown {
-		jw := jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims, Revisions: []JSONRow{}}
+		jw := jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims, Revisions: []jsonl.Row{}}
 		var kept []model.Row
 		kept, jw.RevisionsOmitted = trim(w.Revisions, reportTrim)
 		for _, rv := range kept {
-			jw.Revisions = append(jw.Revisions, JSONRow(rv))
+			jw.Revisions = append(jw.Revisions, jsonl.Row(rv))
 		}
 		out.Windows.Shown = append(out.Windows.Shown, jw)
 	}
