@@ -123,7 +123,7 @@ func newCommand() *command {
 				Usage: "at most this share too late, left to reconciliation (none: keep --allowed-lateness, the business's correction period)"},
 			{Name: "target-ontime", Value: cli.Duration(&o.Targets.OnTime),
 				Usage: "every window's ON_TIME row at most this long after its end (needs an arrival clock; 0: no limit)"},
-			{Name: "target-residual-dups", Value: cli.Func(&o.Targets.ResidualDups, "N", parseCount, formatInt64),
+			{Name: "target-residual-dups", Value: cli.Func(&o.Targets.ResidualDups, "N", parseCount, func(n int64) string { return strconv.FormatInt(n, 10) }),
 				Usage: "at most this many copies counted twice"},
 		}},
 		{Title: "Output", Flags: []cli.Flag{
@@ -198,8 +198,6 @@ func parseCount(s string) (int64, error) {
 	}
 	return n, nil
 }
-
-func formatInt64(n int64) string { return strconv.FormatInt(n, 10) }
 
 // share binds a percentage ("1%", "0.5%") in parts per million, or "none"
 // (-1).
