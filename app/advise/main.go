@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
 )
@@ -57,4 +62,160 @@ func Run(ctx context.Context, o Options, stdout io.Writer) (*Advice, error) {
 		slog.Info("report written", "path", o.Report)
 	}
 	return a, nil
+}
+
+// command is cmd/advise's flags over the options they set.
+type command struct {
+	o              Options
+	from, to, date string
+	logLevel       slog.Level
+	fs             *cli.FlagSet
+}
+
+// newCommand binds cmd/advise's flag table: one table, which --help prints
+// grouped, each default once.
+func newCommand() *command {
+	c := &command{o: Defaults()}
+	o := &c.o
+	c.fs = cli.NewPlainFlagSet("advise", []cli.Group{
+		{Title: "The raw log", Flags: []cli.Flag{
+			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
+				Usage: "raw-log folder (local, gs://BUCKET/PATH, s3://BUCKET/PATH) or a Pub/Sub archive (required)"},
+			{Name: "arrival-field", Value: cli.String(&o.ArrivalField), Arg: "FIELD",
+				Usage: "payload field holding each record's arrival instant (RFC 3339 or epoch ms), e.g. received_at; a Pub/Sub archive's publish times serve without it"},
+			{Name: "segment-by", Value: cli.List(&o.Segments), Arg: "FIELD,...",
+				Usage: "comma-separated payload fields to split the shares by", Default: "--dimensions"},
+			{Name: "from", Value: cli.String(&c.from), Arg: "HOUR", Usage: "first window start measured, an RFC 3339 whole hour (inclusive)"},
+			{Name: "to", Value: cli.String(&c.to), Arg: "HOUR", Usage: "window start to stop before (exclusive)"},
+			{Name: "date", Value: cli.String(&c.date), Arg: "YYYY-MM-DD",
+				Usage: "measure the windows of one UTC day (instead of --from/--to)"},
+		}},
+		{Title: "The job's settings (as cmd/launch spells them)", Flags: []cli.Flag{
+			{Name: "window", Value: cli.Duration(&o.Triggers.Window), Usage: "window size"},
+			{Name: "ooo-bound", Value: cli.Duration(&o.Watermark.OutOfOrderBound), Usage: "out-of-order bound"},
+			{Name: "idle-timeout", Value: cli.Duration(&o.Watermark.IdleTimeout),
+				Usage: "processing time after which a silent partition leaves the watermark minimum"},
+			{Name: "idle-advance", Value: cli.IdleAdvance(&o.Watermark.IdleAdvance),
+				Usage: "with every partition idle the watermark follows processing-time or holds (hold)"},
+			{Name: "allowed-lateness", Value: cli.Duration(&o.Triggers.AllowedLateness), Usage: "correction period after the window end"},
+			{Name: "dedup-retention", Value: cli.Duration(&o.Retention), Usage: "dedup horizon",
+				Default: "window + allowed lateness"},
+			{Name: "dimensions", Value: cli.List(&o.Event.Dimensions), Arg: "FIELD,...",
+				Usage: "comma-separated payload fields the job reports by (they are part of the fingerprint)"},
+			{Name: "max-future", Value: cli.Duration(&o.Event.MaxFuture), Usage: "quarantine events further than this ahead of their arrival"},
+			{Name: "max-age", Value: cli.Duration(&o.Event.MaxAge),
+				Usage: "quarantine events older than this behind their partition watermark (0 off)"},
+			{Name: "max-line", Value: cli.Size(&o.Event.MaxLine), Usage: "longest accepted line, e.g. 512KiB"},
+		}},
+		{Title: "What to try (comma-separated values; the current one is always added)", Flags: []cli.Flag{
+			{Name: "try-ooo-bound", Value: durationList(&o.Try.Bounds), Usage: "bounds"},
+			{Name: "try-lateness-percentiles", Value: list(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
+				Usage: "also try the bounds at these percentiles of the measured lateness"},
+			{Name: "try-allowed-lateness", Value: durationList(&o.Try.Lateness), Usage: "allowed latenesses"},
+			{Name: "try-dedup-retention", Value: durationList(&o.Try.Retention),
+				Usage: "dedup horizons (shorter than window + lateness shows what cmd/launch refuses)"},
+			{Name: "try-idle-timeout", Value: durationList(&o.Try.Idle), Usage: "idle timeouts"},
+		}},
+		{Title: "Targets of the recommendation", Flags: []cli.Flag{
+			{Name: "target-late-share", Value: share(&o.Targets.LateSharePPM),
+				Usage: "at most this share of events and of revenue in LATE revisions, e.g. 1% (none: no limit)"},
+			{Name: "target-too-late-share", Value: share(&o.Targets.TooLateSharePPM),
+				Usage: "at most this share too late, left to reconciliation (none: keep --allowed-lateness, the business's correction period)"},
+			{Name: "target-ontime", Value: cli.Duration(&o.Targets.OnTime),
+				Usage: "every window's ON_TIME row at most this long after its end (needs an arrival clock; 0: no limit)"},
+			{Name: "target-residual-dups", Value: cli.Func(&o.Targets.ResidualDups, "N", parseCount, func(n int64) string { return strconv.FormatInt(n, 10) }),
+				Usage: "at most this many copies counted twice"},
+		}},
+		{Title: "Output", Flags: []cli.Flag{
+			{Name: "report", Value: cli.String(&o.Report), Arg: "PATH",
+				Usage: "also write the advice to PATH (.html, .md or .json, by extension)"},
+			{Name: "job-report", Value: cli.String(&o.JobReport), Arg: "PATH",
+				Usage: "a cmd/launch JSON run report (--report=run.json) whose delay histograms are shown beside the advisor's"},
+			{Name: "log-level", Value: cli.Level(&c.logLevel), Usage: "debug, info, warn or error"},
+		}},
+	})
+	return c
+}
+
+// parse reads the command line; a value's error names its flag.
+func parse(args []string) (*command, error) {
+	c := newCommand()
+	if err := c.fs.Parse(args); err != nil {
+		return c, err
+	}
+	rng, err := reconcile.ParseRange(c.from, c.to, c.date)
+	if err != nil {
+		return c, err
+	}
+	c.o.Range = rng
+	if len(c.o.Segments) == 0 {
+		c.o.Segments = c.o.Event.Dimensions
+	}
+	return c, nil
+}
+
+// usage prints --help: the flags by group, each with its default.
+func usage(w io.Writer) error {
+	return newCommand().fs.WriteHelp(w, `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]
+
+Replays a raw log with the stream's rules and prints, for the current settings and candidate
+values, what each would do; then the smallest settings meeting the targets, as cmd/launch flags.`)
+}
+
+// durationList binds a comma-separated list of durations.
+func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
+	return list(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
+}
+
+// list binds a comma-separated list of what parse reads; "" is the empty list if empty is set.
+func list[T any](p *[]T, arg, noun string, empty bool, parse func(string) (T, error), format func(T) string) cli.Value[[]T] {
+	return cli.Func(p, arg, func(s string) ([]T, error) {
+		if s == "" && empty {
+			return nil, nil
+		}
+		var out []T
+		for _, f := range strings.Split(s, ",") {
+			v, err := parse(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("invalid %s %q in %q", noun, f, s)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}, func(vs []T) string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = format(v)
+		}
+		return strings.Join(out, ",")
+	})
+}
+
+func parseCount(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid count %q: want 0 or more", s)
+	}
+	return n, nil
+}
+
+// share binds a percentage ("1%", "0.5%") in parts per million, or "none"
+// (-1).
+func share(ppm *int64) cli.Value[int64] {
+	return cli.Func(ppm, "SHARE", func(s string) (int64, error) {
+		if s == "none" {
+			return -1, nil
+		}
+		num, ok := strings.CutSuffix(s, "%")
+		f, err := strconv.ParseFloat(num, 64)
+		if !ok || err != nil || f < 0 || f > 100 || math.IsNaN(f) {
+			return 0, fmt.Errorf("invalid share %q: want a percentage from 0%% to 100%%, such as 1%% or 0.5%%, or none", s)
+		}
+		return int64(math.Round(f * 10_000)), nil
+	}, func(n int64) string {
+		if n < 0 {
+			return "none"
+		}
+		return PPM(n)
+	})
 }

@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,15 +21,13 @@ type Range = reconcile.Range
 // Options are one advice run's settings: the job's (as cmd/launch spells them), candidates,
 // targets.
 type Options struct {
-	// Source is the raw-log folder (local, gs://, s3://) or a Pub/Sub archive.
-	Source string
-	// ArrivalField names a payload field with each record's arrival instant (--arrival-field);
-	// without, a Pub/Sub archive's publish times are the clock.
-	ArrivalField string
-	// Segments are the fields figures are split by (--segment-by; default --dimensions).
-	Segments []string
-	// Range selects the windows measured; every record is still replayed.
-	Range Range
+	// Source, ArrivalField (--arrival-field), Segments (--segment-by), Range (--from/--to or
+	// --date: the windows measured; every record is still replayed), Report and JobReport are the
+	// flags newCommand describes.
+	Source, ArrivalField string
+	Segments             []string
+	Range                Range
+	Report, JobReport    string
 
 	// The job's settings: validation, watermark, windows, dedup.
 	Event     event.Config
@@ -42,10 +41,6 @@ type Options struct {
 	// Targets drive the recommendation.
 	Targets Targets
 
-	// Report is the report file (.html, .md or .json), or "".
-	Report string
-	// JobReport is a cmd/launch JSON run report whose delay metrics are shown beside the advisor's.
-	JobReport string
 	// Now is the read time without an arrival clock (--max-future); zero: the wall clock.
 	Now time.Time
 }
@@ -91,10 +86,7 @@ func durations(ds ...time.Duration) []time.Duration { return ds }
 
 // RetentionOrDefault is --dedup-retention, or window + allowed lateness.
 func (o Options) RetentionOrDefault() time.Duration {
-	if o.Retention == 0 {
-		return o.Triggers.Window + o.Triggers.AllowedLateness
-	}
-	return o.Retention
+	return cmp.Or(o.Retention, o.Triggers.Window+o.Triggers.AllowedLateness)
 }
 
 // Validate checks every setting without touching the source, each error naming its flag.

@@ -249,7 +249,7 @@ func (a *Advice) jobSection() report.AdviceSection {
 	s := report.AdviceSection{Title: "What the job measured (" + j.Path + ")"}
 	s.Lines = []string{
 		fmt.Sprintf("the job ran with --ooo-bound=%s --allowed-lateness=%s: read %s, duplicates %s, conflicts %s, too late %s",
-			orDash(j.Settings["ooo-bound"]), orDash(j.Settings["allowed-lateness"]), count(j.Read), count(j.Duplicates), count(j.Conflicts), count(j.TooLate)),
+			cmp.Or(j.Settings["ooo-bound"], "—"), cmp.Or(j.Settings["allowed-lateness"], "—"), count(j.Read), count(j.Duplicates), count(j.Conflicts), count(j.TooLate)),
 		"the job counts every valid event it reads into its delay buckets: read from its start, the same log gives the advisor's lateness buckets; arrival delay (read time − event time) only a live run measures",
 	}
 	t := report.Table{Head: []string{"delay"}, Rows: [][]string{{"event lateness (job)"}, {"event lateness (advisor)"}, {"arrival delay (job)"}}, Current: -1}
@@ -289,8 +289,6 @@ func segmentLabel(s string) string {
 	}
 	return strings.Join(out, ",")
 }
-
-func orDash(s string) string { return cmp.Or(s, "—") }
 
 func (a *Advice) recommendationSection() report.AdviceSection {
 	o, r := a.Options, a.Recommendation

@@ -1,13 +1,14 @@
 package launch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -15,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
@@ -33,17 +35,15 @@ func (r *jobRun) check(ctx context.Context) error {
 		return err
 	}
 	r.liveDemo, r.dry = o.Demo == DemoLive, o.DryRun != ""
-	if r.liveDemo {
-		o.Follow = true
-	}
+	o.Follow = o.Follow || r.liveDemo
 	r.o = o
 	r.sum = &Summary{Source: o.Source, Demo: o.Source == "", Follow: o.Streaming(), Archive: o.ArchiveDir(),
 		Sink: o.Sink.String(), Runner: o.Runner, Started: time.Now()}
 	// A bad sink is refused before a demo's log is generated (the control folder lies in it), for a
 	// source the user gave after the control folder's probe.
 	generated := r.sum.Demo || r.liveDemo
-	checkRunConfig := func() error {
-		if r.dry {
+	checkRunConfig := func(now bool) error {
+		if !now || r.dry {
 			return nil
 		}
 		if err := checkSink(ctx, o.Sink, pipeline.RunConfig(o.Pipeline.Event, o.Pipeline.Triggers)); err != nil {
@@ -56,10 +56,8 @@ func (r *jobRun) check(ctx context.Context) error {
 			return err
 		}
 	}
-	if generated {
-		if err := checkRunConfig(); err != nil {
-			return err
-		}
+	if err := checkRunConfig(generated); err != nil {
+		return err
 	}
 	if w := o.memoryWarning(transforms.WorkerMemory()); w != "" {
 		slog.Warn(w)
@@ -71,10 +69,8 @@ func (r *jobRun) check(ctx context.Context) error {
 		return err
 	}
 	r.fo.Stop = r.signal
-	if !generated {
-		if err := checkRunConfig(); err != nil {
-			return err
-		}
+	if err := checkRunConfig(!generated); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted before the job started: %w", err)
@@ -102,7 +98,7 @@ func (r *jobRun) prepareSource() error {
 	case r.sum.Demo:
 		r.sum.Source = o.DemoDir
 		if !r.dry {
-			if _, err := ensureDemo(o.DemoDir); err != nil {
+			if err := ensureDemo(o.DemoDir); err != nil {
 				return err
 			}
 		}
@@ -136,7 +132,7 @@ func (o Options) absolutePaths() (Options, error) {
 		return o, nil
 	}
 	abs := func(p *string) error {
-		if *p == "" || !cli.LocalPath(*p) || strings.Contains(*p, "://") {
+		if *p == "" || !files.IsLocal(*p) {
 			return nil
 		}
 		a, err := filepath.Abs(*p)
@@ -170,9 +166,7 @@ func (o Options) stopSignal(ctx context.Context, source string, prepare bool) (s
 		dir = a
 	}
 	signal := sources.NewStopSignal(dir)
-	if o.RunToken != "" {
-		signal.Token = o.RunToken
-	}
+	signal.Token = cmp.Or(o.RunToken, signal.Token)
 	if err := signal.Validate(); err != nil {
 		return signal, fmt.Errorf("--control: %w", err)
 	}
@@ -201,4 +195,38 @@ func unlisted(source string) bool {
 	}
 	_, err := os.Stat(source)
 	return err != nil
+}
+
+// ensureDemo makes sure dir holds the demo raw log (gen.Demo), generating it
+// the first time into a hidden sibling renamed into place, so an interrupted
+// generation leaves no partial log. An existing dir is used as it is.
+func ensureDemo(dir string) error {
+	switch fi, err := os.Stat(dir); {
+	case err == nil && fi.IsDir():
+		slog.Info("demo: replaying the existing demo log (delete the folder to generate it again)", "dir", dir)
+		return nil
+	case err == nil:
+		return fmt.Errorf("demo: %s exists and is not a folder", dir)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("demo: %w", err)
+	}
+	parent, base := filepath.Split(filepath.Clean(dir))
+	tmp, err := os.MkdirTemp(cmp.Or(parent, "."), "."+base+".tmp-")
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer os.RemoveAll(tmp)                      // a no-op after the rename
+	if err := os.Chmod(tmp, 0o755); err != nil { // MkdirTemp makes it private
+		return fmt.Errorf("demo: %w", err)
+	}
+	stats, err := gen.Write(tmp, gen.Demo())
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	slog.Info("demo: generated the demo raw log once; later runs replay it",
+		"dir", dir, "lines", stats.Lines, "partitions", len(stats.Partitions), "files", stats.Files)
+	return nil
 }

@@ -7,12 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/metricsx"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"google.golang.org/grpc"
 )
 
@@ -77,17 +78,8 @@ func (f *jobFigures) figures(ctx context.Context) (live.Figures, bool) {
 	return live.FiguresOf(m), true
 }
 
-// reading reads the job's counters (ok false: the job service did not answer).
-func (f *jobFigures) reading(ctx context.Context) (reading, bool) {
-	m := f.metrics(ctx, liveLook)
-	if m == nil {
-		return reading{}, false
-	}
-	return readingOf(*m), true
-}
-
 // metrics reads the job's metrics within timeout (0: ctx's; nil: no answer).
-func (f *jobFigures) metrics(ctx context.Context, timeout time.Duration) *metrics.Results {
+func (f *jobFigures) metrics(ctx context.Context, timeout time.Duration) *beammetrics.Results {
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -132,4 +124,22 @@ func (f *jobFigures) close() {
 		f.conn.Close()
 		f.conn, f.client, f.id = nil, nil, ""
 	}
+}
+
+// reading is one read of a job's counters, with what it can prove.
+type reading struct {
+	metrics.Counts
+	// committed: the runner's committed values, not attempted ones; reported: any counter at all.
+	committed, reported bool
+}
+
+func readingOf(m beammetrics.Results) reading {
+	c, committed, reported := metrics.Committed(m)
+	return reading{Counts: c, committed: committed, reported: reported}
+}
+
+// proves reports whether committed counters saw records (a runner without live metrics shows
+// zero), all judged.
+func (r reading) proves() bool {
+	return r.committed && r.Read > 0 && r.Read == r.Verdicts()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/sources/pubsub"
+	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 
 	// Every runner the SDK ships, its flags and the local and GCS filesystems.
@@ -59,9 +60,8 @@ type Options struct {
 	DemoDir string
 	// FolderOptions are the folder reader's settings: --follow, --settle, --discover-every and
 	// --read-ahead (ReadAheadRecords; 0: flow.DefaultReadAhead); PollInterval, MaxPerCall and
-	// ReadAheadLead have no flag (a test sets a lead longer than its log as the horizon's negative
-	// control). PubSub is the Pub/Sub reader's (--pubsub-*). folderOptions and pubsubOptions add
-	// the run's settings.
+	// ReadAheadLead have no flag. PubSub is the Pub/Sub reader's (--pubsub-*); folderOptions and
+	// pubsubOptions add the run's settings.
 	sources.FolderOptions
 	PubSub pubsub.Options
 
@@ -80,10 +80,11 @@ type Options struct {
 	Duration         time.Duration
 	UI, MetricsAddr  string
 	SharedFilesystem bool
-	// DryRun is where Run writes the pipeline proto instead of running ("": run).
-	DryRun string
-	// Control is the folder of the run's stop request (see ControlDir).
-	Control string
+	// DryRun is where Run writes the pipeline proto instead of running ("": run); Control the
+	// folder of the run's stop request (see ControlDir).
+	DryRun, Control string
+	// Workers is --workers, the worker count the dedup cache is sized for off prism (0: workers()).
+	Workers int
 
 	// Not flags. QuietPeriod and StopTimeout shape a graceful stop; SealEvery: DefaultSealEvery.
 	QuietPeriod, StopTimeout, SealEvery time.Duration
@@ -91,8 +92,6 @@ type Options struct {
 	RunToken string
 	// ProgressEvery is the period of progress reports (0: none).
 	ProgressEvery time.Duration
-	// Workers is the worker count the dedup cache is sized for off prism (0: workers()).
-	Workers int
 }
 
 // workers is --workers, else Dataflow's --num_workers or Flink's --parallelism, else 0 (one
@@ -198,10 +197,8 @@ func (o Options) validate() error {
 	if err := o.validateDemo(); err != nil {
 		return err
 	}
-	if o.Source == "" && o.Follow && o.Demo != DemoLive {
-		return fmt.Errorf("--follow needs --source: the demo log is complete, there is nothing to follow")
-	}
-	if err := o.Pipeline.Validate(); err != nil {
+	if err := cmp.Or(errIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
+		o.Pipeline.Validate()); err != nil {
 		return err
 	}
 	if err := o.Sink.CheckPath(); err != nil {
@@ -212,37 +209,20 @@ func (o Options) validate() error {
 			return fmt.Errorf("--report: %v", err)
 		}
 	}
-	if o.ReadAheadRecords != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
-		return fmt.Errorf("--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType)
-	}
-	if o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !capability.IsPrism(o.Runner) {
-		return fmt.Errorf("--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner)
-	}
-	if o.Rehearse != "" {
-		if !capability.IsPrism(o.Runner) {
-			return fmt.Errorf("--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner)
-		}
-		if !capability.Named(o.Rehearse) {
-			return fmt.Errorf("--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse)
-		}
-	}
-	if o.Workers != 0 && capability.IsPrism(o.Runner) {
-		return fmt.Errorf("--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)")
-	}
-	if o.PrismUIPort != 0 && !capability.IsPrism(o.Runner) {
-		return fmt.Errorf("--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner)
-	}
-	if err := o.flushPolicy().Validate(); err != nil {
-		return fmt.Errorf("--bq-flush: %v", err)
-	}
-	if o.QuietPeriod < 0 || o.StopTimeout < 0 {
-		return fmt.Errorf("stop timing must not be negative")
-	}
-	if o.PubSub.ArchiveFailAfter < 0 {
-		return fmt.Errorf("--pubsub-archive-fail-after must not be negative")
-	}
-	if o.PubSub.StallAfter < 0 {
-		return fmt.Errorf("--pubsub-stall-after must not be negative")
+	prism, flushErr := capability.IsPrism(o.Runner), o.flushPolicy().Validate()
+	if err := cmp.Or(
+		errIf(o.ReadAheadRecords != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType), "--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType),
+		errIf(o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !prism, "--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner),
+		errIf(o.Rehearse != "" && !prism, "--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner),
+		errIf(o.Rehearse != "" && !capability.Named(o.Rehearse), "--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse),
+		errIf(o.Workers != 0 && prism, "--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)"),
+		errIf(o.PrismUIPort != 0 && !prism, "--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner),
+		errIf(flushErr != nil, "--bq-flush: %v", flushErr),
+		errIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
+		errIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
+		errIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
+	); err != nil {
+		return err
 	}
 	if o.Control != "" {
 		if err := files.Check(o.Control); err != nil {
@@ -279,13 +259,18 @@ func (o Options) validate() error {
 	return nil
 }
 
+// errIf is the error format describes when bad, else nil.
+func errIf(bad bool, format string, args ...any) error {
+	if !bad {
+		return nil
+	}
+	return fmt.Errorf(format, args...)
+}
+
 // validateDemo checks --demo, --duration, --ui and --metrics-addr against the rest.
 func (o Options) validateDemo() error {
 	switch o.Demo {
 	case "", DemoReplay:
-		if o.Demo == DemoReplay && o.Source != "" {
-			return fmt.Errorf("--demo=replay replays the generated demo log: it takes no --source")
-		}
 	case DemoLive:
 		if o.Source != "" {
 			return fmt.Errorf("--demo=live writes its own source folder (./%s): it takes no --source", o.LiveDir)
@@ -296,11 +281,12 @@ func (o Options) validateDemo() error {
 	default:
 		return fmt.Errorf("--demo: %q: want %s or %s", o.Demo, DemoReplay, DemoLive)
 	}
-	if o.Duration < 0 {
-		return fmt.Errorf("--duration must not be negative, got %v", o.Duration)
-	}
-	if o.Duration > 0 && !o.Streaming() && o.Demo != DemoLive {
-		return fmt.Errorf("--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself")
+	if err := cmp.Or(
+		errIf(o.Demo == DemoReplay && o.Source != "", "--demo=replay replays the generated demo log: it takes no --source"),
+		errIf(o.Duration < 0, "--duration must not be negative, got %v", o.Duration),
+		errIf(o.Duration > 0 && !o.Streaming() && o.Demo != DemoLive, "--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself"),
+	); err != nil {
+		return err
 	}
 	for _, a := range []struct{ flag, value string }{{"--ui", o.UI}, {"--metrics-addr", o.MetricsAddr}} {
 		if _, err := live.Addr(a.flag, a.value); a.value != "" && err != nil {
@@ -383,3 +369,28 @@ func (o Options) placement() error {
 	}
 	return p.Err()
 }
+
+// embeddedStateBytes is what the embedded runner holds at rate events/s once the retention is
+// full: rate × (retention + window) ids in prism's heap, plus the dedup cache (at most cacheBytes).
+func embeddedStateBytes(rate int, retention, window time.Duration, cacheBytes int64) int64 {
+	ids := int64(float64(rate) * (retention + window).Seconds())
+	return ids*transforms.DedupStateBytesPerID + min(int64(float64(ids)*transforms.DedupCacheBytesPerID), cacheBytes)
+}
+
+// memoryWarning is the line logged when --design-rate on prism would hold more state than the
+// machine's memory ("": it fits, off prism, or no rate set).
+func (o Options) memoryWarning(machine int64) string {
+	if o.Pipeline.DesignRate <= 0 || machine <= 0 || !capability.IsPrism(o.Runner) {
+		return ""
+	}
+	po := o.Pipeline.WithDefaults()
+	cache := int64(cmp.Or(po.DedupCacheBytes, transforms.DefaultDedupCacheBytes))
+	need := embeddedStateBytes(po.DesignRate, po.DedupRetention, po.Triggers.Window, cache)
+	if need <= machine {
+		return ""
+	}
+	return fmt.Sprintf("--design-rate=%d on the embedded runner holds about %s of dedup state once the %s retention is full (24 B per id in prism's heap, and the --dedup-cache), more than this machine's %s: lower the rate or --dedup-retention, or run on Flink or Dataflow (docs/capacity.md)",
+		po.DesignRate, gib(need), po.DedupRetention, gib(machine))
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,11 +15,15 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
+	"github.com/revenue-stream/hourly/sinks/jsonl"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/transforms"
 )
@@ -292,4 +297,137 @@ func breakdown(m map[string]int64, prefix string) string {
 		parts = append(parts, fmt.Sprintf("%s%s %d", prefix, k, m[k]))
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// writeReport writes the run report (--report): the job, its settings and figures, the watermark
+// per partition traced from the raw log (or archive), every key's revisions and the audit sizes.
+func writeReport(path string, s *Summary, po pipeline.Options) error {
+	run := report.Run{
+		Title:    "Hourly revenue: " + s.Source,
+		Started:  s.Started,
+		Finished: s.Started.Add(s.Duration),
+		Settings: s.Settings,
+		Job:      s.jobFigures(),
+	}
+	// Zero Counts pass Check: not conserved with them means no metrics.
+	if s.Conserved || s.Counts.Check() != nil {
+		c := s.Counts
+		run.Counts = &c
+	}
+	if v := s.view; v.Readable {
+		changelog, err := v.changelog(context.Background())
+		if err != nil {
+			return fmt.Errorf("report %s: %w", path, err)
+		}
+		run.Windows = report.WindowsFromChangelog(changelog)
+		run.Audit = &report.Audit{TooLate: int(v.Tally.TooLate), Conflicts: int(v.Tally.Conflicts), Quarantined: int(v.Tally.Quarantined)}
+	}
+	// An archive that does not exist (nothing was pulled) has no trace.
+	dir := s.Source
+	if s.Archive != "" {
+		dir = s.Archive
+		if files.CheckDir(context.Background(), dir) != nil {
+			dir = ""
+		}
+	}
+	if dir != "" {
+		parts, delays, err := report.TraceFolder(dir, po.Watermark, po.Event, time.Now())
+		if err != nil {
+			return fmt.Errorf("report %s: trace %s: %w", path, dir, err)
+		}
+		run.Partitions, run.Delays = parts, delays
+	}
+	return report.Write(path, run)
+}
+
+// jobFigures is what the report says about the job itself.
+func (s *Summary) jobFigures() []report.Figure {
+	source := s.Source
+	if s.Demo {
+		source += " (demo)"
+	}
+	f := []report.Figure{{Name: "source", Value: source}}
+	add := func(name, value string) {
+		if value != "" {
+			f = append(f, report.Figure{Name: name, Value: value})
+		}
+	}
+	add("archive", s.Archive)
+	add("sink", s.Sink)
+	add("runner", s.Runner)
+	add("job", s.JobID)
+	add("state", s.State)
+	if s.Interrupted {
+		add("interrupted", "readers stopped and the job was cancelled; no window was made FINAL early")
+	}
+	add("error", s.Error)
+	add("query", s.view.Query)
+	return f
+}
+
+// sinkView is what the summary and report show of the sink: its tables counted (COUNT(*)) and the
+// latest current rows.
+type sinkView struct {
+	Readable bool
+	Tally    sink.Tally
+	// Query tells the user how to look at the rows.
+	Query string
+	spec  sink.Spec
+}
+
+// checkSink refuses settings that differ from the sink's rows' (SPEC §5 run_config).
+func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
+	s, err := sink.Open(ctx, spec)
+	if err != nil {
+		return err
+	}
+	var check error
+	if c, ok := s.(sink.ConfigChecker); ok {
+		check = c.CheckRunConfig(ctx, cfg)
+	}
+	return errors.Join(check, s.Close())
+}
+
+// readSink counts the sink's tables after a run (Reader.Tally).
+func readSink(ctx context.Context, spec sink.Spec) (sinkView, error) {
+	v := sinkView{spec: spec}
+	switch spec.Scheme {
+	case sink.SchemeSQLite:
+		v.Query = fmt.Sprintf("sqlite3 %s 'select * from hourly_revenue'", shellQuote(spec.Path))
+	case sink.SchemeBigQuery:
+		v.Query = fmt.Sprintf("bq query --nouse_legacy_sql 'select * from `%s.%s.hourly_revenue`'", spec.Project, spec.Dataset)
+	case sink.SchemeJSONL:
+		v.Query = fmt.Sprintf("jq -c . %s (a changelog: the highest revision per window and dims is current)",
+			shellQuote(filepath.Join(spec.Path, jsonl.ChangelogFile)))
+	default:
+		return sinkView{Query: "the console sink printed every firing above"}, nil
+	}
+	db, ok, err := sink.OpenReader(ctx, spec)
+	if err != nil || !ok {
+		return v, err
+	}
+	defer db.Close()
+	v.Readable = true
+	v.Tally, err = db.Tally(ctx, latestRows)
+	return v, err
+}
+
+// changelog reads every revision the sink holds, for the run report.
+func (v sinkView) changelog(ctx context.Context) ([]model.Row, error) {
+	db, ok, err := sink.OpenReader(ctx, v.spec)
+	if err != nil || !ok {
+		return nil, err
+	}
+	defer db.Close()
+	return db.Changelog(ctx)
+}
+
+// shellQuote quotes a path for a command the user can paste.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -22,55 +22,6 @@ import (
 	"github.com/revenue-stream/hourly/sources"
 )
 
-// startViews starts what watches the job besides the progress line: prism's web UI, the live
-// views' monitor (a streaming run's table on a terminal), the page of --ui and /metrics.
-func (r *jobRun) startViews(ctx context.Context) error {
-	o, sum := r.o, r.sum
-	if o.PrismUIPort > 0 {
-		if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
-			return err
-		}
-		if err := startPrismUI(o.PrismUIPort); err != nil {
-			return err
-		}
-	}
-	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
-		r.mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery(),
-			Triggers: r.po.Triggers, OutOfOrderBound: r.po.Watermark.OutOfOrderBound}
-		if r.liveDemo {
-			r.mon.Title = "hourly revenue · live demo"
-		}
-		for _, name := range settingOrder {
-			if v := sum.Settings[name]; v != "" && v != "0s" {
-				r.mon.Settings = append(r.mon.Settings, live.Setting{Name: name, Value: v})
-			}
-		}
-		r.mon.Settings = append(r.mon.Settings, live.Setting{Name: "sink", Value: sum.Sink})
-		mon := r.mon
-		r.onClose(func() { mon.Close() })
-	}
-	if o.UI != "" {
-		addr, _ := live.Addr("--ui", o.UI) // checked by Validate
-		srv, err := live.Serve(addr, r.mon)
-		if err != nil {
-			return err
-		}
-		r.onClose(func() { srv.Close() })
-		r.uiURL = srv.Addr()
-		slog.Info("live page", "url", srv.URL(), "metrics", srv.URL()+"metrics")
-	}
-	if o.MetricsAddr != "" {
-		addr, _ := live.Addr("--metrics-addr", o.MetricsAddr) // checked by Validate
-		srv, err := live.ServeMetrics(addr, r.mon)
-		if err != nil {
-			return err
-		}
-		r.onClose(func() { srv.Close() })
-		slog.Info("metrics for Prometheus", "url", srv.URL()+"metrics")
-	}
-	return nil
-}
-
 // supervise runs the job p until it ends or ctx ends (then a graceful stop), with the live demo's
 // feed beside it. planned says the stop came from --duration, not from Ctrl-C.
 func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer) (res outcome, planned bool) {
@@ -171,35 +122,28 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 	}()
 
 	var (
-		got         result
-		interrupted bool
+		got                  result
+		interrupted, settled bool
+		unsettled            string
+		tick, sealTick       <-chan time.Time
 	)
-	var tick <-chan time.Time
 	prog := newProgress(os.Stdout)
-	redraw := false
+	redraw := mon != nil && prog.terminal && o.Streaming()
 	jf := &jobFigures{name: name}
 	defer jf.close()
 	if mon != nil {
 		mon.Start(jf.figures)
-		if prog.terminal && o.Streaming() {
-			redraw = true
-		}
 	}
 	if o.ProgressEvery > 0 {
 		t := time.NewTicker(o.ProgressEvery)
 		defer t.Stop()
 		tick = t.C
 	}
-	var sealTick <-chan time.Time
 	if r.seal != nil && o.Follow {
 		t := time.NewTicker(sealPoll)
 		defer t.Stop()
 		sealTick = t.C
 	}
-	var (
-		settled   bool
-		unsettled string
-	)
 wait:
 	for {
 		select {
@@ -213,21 +157,20 @@ wait:
 			if mon != nil {
 				mon.SetState("STOPPING")
 			}
-			drained := func() bool {
-				f, ok := jf.figures(context.Background())
-				return ok && f.Counts.Read == f.Counts.Verdicts()
-			}
 			if r.beforeStop != nil {
 				r.beforeStop()
 			}
 			if o.Streaming() {
-				drainInFlight(o.Pipeline.WithDefaults(), drained)
+				drainInFlight(o.Pipeline.WithDefaults(), func() bool {
+					f, ok := jf.figures(context.Background())
+					return ok && f.Counts.Read == f.Counts.Verdicts()
+				})
 			}
 			got, settled, unsettled = stop(o, jf, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
-			if rd, ok := jf.reading(ctx); ok {
-				r.seal.observe(context.WithoutCancel(ctx), now, rd)
+			if m := jf.metrics(ctx, liveLook); m != nil {
+				r.seal.observe(context.WithoutCancel(ctx), now, readingOf(*m))
 			}
 		case <-tick:
 			if redraw {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"unique"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
@@ -57,19 +58,10 @@ func decodeCopyBatch(data []byte) (copyBatch, error) {
 	r := coders.Reader{B: data}
 	n := r.Count(13)
 	b := copyBatch{Copies: make([]Copy, 0, n)}
-	// Dims repeat across a batch: share one string per distinct value.
-	dims := map[string]string{}
 	for i := 0; i < n && r.Err == nil; i++ {
-		c := Copy{EventID: r.String(), Position: r.String(), Fingerprint: r.Fixed64(), WindowStart: r.Varint()}
-		d := r.String()
-		if v, ok := dims[d]; ok {
-			d = v
-		} else {
-			dims[d] = d
-		}
-		c.Dims = d
-		c.AmountMicros = r.Varint()
-		b.Copies = append(b.Copies, c)
+		// Dims repeat across a batch: share one string per distinct value.
+		b.Copies = append(b.Copies, Copy{EventID: r.String(), Position: r.String(), Fingerprint: r.Fixed64(), WindowStart: r.Varint(),
+			Dims: unique.Make(r.String()).Value(), AmountMicros: r.Varint()})
 	}
 	return coders.Done(b, &r, "copy batch")
 }

@@ -2,10 +2,17 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 
 	_ "github.com/revenue-stream/hourly/sinks/all" // every --sink backend, for this process and its in-process workers
 )
@@ -38,4 +45,96 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return out.ExitCode(), nil
 		},
 	}, args, stdout, stderr)
+}
+
+// rangeFlags are --from, --to and --date, read together by ParseRange.
+type rangeFlags struct{ from, to, date string }
+
+// flagTable is cmd/reconcile's flag table over o (SPEC §6): every flag
+// once, in the groups --help shows; the Beam runner's follow them.
+func flagTable(o *Options, r *rangeFlags) []cli.Group {
+	return []cli.Group{
+		{Title: "What to check", Flags: []cli.Flag{
+			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH", Usage: "raw-log folder to recompute from (local, gs://, s3://; required)"},
+			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sink.ParseSpec, sink.Spec.String),
+				Usage: "sink to compare with and correct: sqlite:PATH or bigquery:PROJECT.DATASET"},
+			{Name: "from", Value: cli.String(&r.from), Arg: "HOUR", Usage: "first window start to check, an RFC 3339 whole hour (inclusive)", Default: "every hour in the raw log"},
+			{Name: "to", Value: cli.String(&r.to), Arg: "HOUR", Usage: "window start to stop before, an RFC 3339 whole hour (exclusive)"},
+			{Name: "date", Value: cli.String(&r.date), Arg: "YYYY-MM-DD", Usage: "check the windows of one UTC day (instead of --from/--to)"},
+			{Name: "tolerance", Value: cli.Func(&o.ToleranceMicros, "AMOUNT", parseTolerance, model.FormatMicros), Default: "0",
+				Usage: "revenue difference up to which a window with equal counts is not material"},
+			{Name: "apply", Value: cli.Bool(&o.Apply), Usage: "write the material corrections as higher FINAL revisions (writer reconcile:<run_id>)"},
+			cli.Shared("report", cli.String(&o.Report)),
+			{Name: "top", Value: cli.Int(&o.Top), Usage: "differences listed in the summary"},
+		}},
+		{Title: "The stream's settings (as the sink's rows were computed; run_config checks window, dimensions, lateness)", Flags: []cli.Flag{
+			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
+			cli.Shared("allowed-lateness", cli.Duration(&o.Triggers.AllowedLateness)),
+			cli.Shared("dimensions", cli.List(&o.Event.Dimensions)),
+			cli.Shared("ooo-bound", cli.Duration(&o.Watermark.OutOfOrderBound)),
+			cli.Shared("max-future", cli.Duration(&o.Event.MaxFuture)),
+			cli.Shared("max-age", cli.Duration(&o.Event.MaxAge)),
+			cli.Shared("max-line", cli.Size(&o.Event.MaxLine)),
+		}},
+		{Title: "The run", Flags: []cli.Flag{
+			{Name: "shards", Value: cli.Int(&o.Shards), Usage: "event-id shards of the choice step"},
+			{Name: "work-dir", Value: cli.String(&o.WorkDir), Arg: "DIR", Default: "a local temporary folder",
+				Usage: "where the pipeline leaves its result for the driver (any Beam filesystem, e.g. gs://BUCKET/tmp on Dataflow)"},
+			{Name: "run-id", Value: cli.String(&o.RunID), Arg: "ID", Default: "UTC start time and a random suffix",
+				Usage: "the run's id in reconcile_diffs and in the changelog's writer"},
+			cli.Shared("log-level", cli.Level(&o.LogLevel)),
+			cli.Shared("shared-filesystem", cli.Bool(&o.SharedFilesystem)),
+			cli.Shared("dry-run", cli.DryRun(&o.DryRun)),
+		}},
+	}
+}
+
+func parseTolerance(s string) (int64, error) {
+	v, err := event.ParseAmount([]byte(s))
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("must not be negative, got %s", s)
+	}
+	return v, nil
+}
+
+// Parse reads a command line (without the program name) into Options,
+// checking syntax only (Validate checks the settings together, once
+// beam.Init has run: a worker is given no --source); every error names its
+// flag. flag.ErrHelp asks for Usage.
+func Parse(args []string) (Options, error) {
+	o := Defaults()
+	var r rangeFlags
+	if err := cli.NewFlagSet("reconcile", flagTable(&o, &r)).Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.Range, err = ParseRange(r.from, r.to, r.date); err != nil {
+		return o, err
+	}
+	// The Beam runner flags are the SDK's process-wide ones.
+	o.Runner, o.EnvironmentType = *runners.Runner, *jobopts.EnvironmentType
+	return o, nil
+}
+
+// Usage writes --help: what the command does, its exit codes and the flag
+// table, each default once.
+func Usage(w io.Writer) error {
+	o := Defaults()
+	var r rangeFlags
+	return cli.NewFlagSet("reconcile", flagTable(&o, &r)).WriteHelp(w, `Usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]
+
+Recomputes every window from the raw log with the stream's rules, compares it with the sink's rows,
+writes reconcile_diffs and, with --apply, the corrections (SPEC §6). A difference is material when
+the counts differ or the revenue differs by more than --tolerance; it is explained when the audit
+tables account for it (too-late events, a window whose every event was too late).
+
+Exit codes, for a daily scheduler:
+  `+strconv.Itoa(ExitClean)+`  nothing material left: none found, or every one explained and written with --apply
+  `+strconv.Itoa(ExitUnexplained)+`  unexplained differences or unreadable sink rows: a human must look (whatever --apply did)
+  `+strconv.Itoa(ExitError)+`  error: a bad flag, an unreadable source or sink (one line on stderr)
+  `+strconv.Itoa(ExitPending)+`  explained corrections pending: run again with --apply
+Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`)
 }

@@ -145,19 +145,15 @@ func WriteSummary(w io.Writer, o Outcome) error {
 		fmt.Fprintf(&b, "unreadable %s\n", u)
 	}
 	fmt.Fprintf(&b, "verdict  %s\n", r.Verdict())
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
-	}
 	if len(r.Diffs) > 0 && o.Options.Top > 0 {
-		fmt.Fprintf(w, "top differences:\n")
-		if err := diffTable(w, r.Diffs[:min(len(r.Diffs), o.Options.Top)], "  "); err != nil {
-			return err
-		}
+		b.WriteString("top differences:\n")
+		diffTable(&b, r.Diffs[:min(len(r.Diffs), o.Options.Top)])
 	}
 	if o.Options.Report != "" {
-		fmt.Fprintf(w, "report   %s\n", o.Options.Report)
+		fmt.Fprintf(&b, "report   %s\n", o.Options.Report)
 	}
-	return nil
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // streamTerms sets the raw log's figures in the terms of the job's conservation line.
@@ -175,18 +171,19 @@ func metricsLine(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-func diffTable(w io.Writer, diffs []report.Diff, indent string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "%swindow_start\tdims\tstreamed\trecomputed\tdelta\tcount\tclassification\tapplied\t\n", indent)
+// diffTable writes diffs as an aligned table, indented by two spaces.
+func diffTable(b *strings.Builder, diffs []report.Diff) {
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  window_start\tdims\tstreamed\trecomputed\tdelta\tcount\tclassification\tapplied\t\n")
 	for _, d := range diffs {
 		class := d.Classification
 		if class != "" {
 			class = d.ClassCell()
 		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d→%d\t%s\t%s\t\n", indent, d.WindowStart, d.Dims, d.Streamed, d.Recomputed,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d→%d\t%s\t%s\t\n", d.WindowStart, d.Dims, d.Streamed, d.Recomputed,
 			d.Delta, d.StreamedCount, d.RecompCount, class, d.AppliedCell())
 	}
-	return tw.Flush()
+	tw.Flush() // a strings.Builder takes every write
 }
 
 // WriteReport writes the run's report to path through package report, as cmd/launch's --report.

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -324,10 +325,7 @@ func DryRun(ctx context.Context, o Options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir := o.WorkDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "reconcile-dry-run")
-	}
+	dir := cmp.Or(o.WorkDir, filepath.Join(os.TempDir(), "reconcile-dry-run"))
 	_, pb, err := graph(ctx, o, out.Partitions, set, nil, nil, resultPath(dir, out.RunID))
 	if err != nil {
 		return err
@@ -349,10 +347,7 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 	}()
 	m := pr.Metrics()
 	named, _, _ := metrics.Named(m, Namespace)
-	for _, n := range MetricNames {
-		_, ok := named[n]
-		out.CountersFromRunner = out.CountersFromRunner || ok
-	}
+	out.CountersFromRunner = slices.ContainsFunc(MetricNames, func(n string) bool { _, ok := named[n]; return ok })
 	if out.CountersFromRunner {
 		out.Counters = make(map[string]int64, len(MetricNames))
 		for _, n := range MetricNames {
@@ -360,9 +355,8 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 		}
 	}
 	for _, d := range m.AllMetrics().Distributions() {
-		if d.Namespace() != Namespace || d.Name() != MetricWindowDeltaMicros {
-			continue
+		if d.Namespace() == Namespace && d.Name() == MetricWindowDeltaMicros {
+			out.WindowDelta.Add(d.Result())
 		}
-		out.WindowDelta.Add(d.Result())
 	}
 }
