@@ -21,7 +21,7 @@ import (
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
-// go test ./report -run TestScreenshot -update-demo regenerates the picture
+// go test ./app/report -run TestScreenshot -update-demo regenerates the picture
 // the README shows.
 var updateDemo = flag.Bool("update-demo", false, "write the demo report's screenshot to docs/report.png")
 
