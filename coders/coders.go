@@ -22,13 +22,12 @@ func init() {
 // Done returns v decoded from r, or an error naming what when r failed or
 // has bytes left over.
 func Done[T any](v T, r *Reader, what string) (T, error) {
+	if r.Err == nil && len(r.B) != 0 {
+		r.Err = fmt.Errorf("%d trailing bytes", len(r.B))
+	}
 	if r.Err != nil {
 		var zero T
 		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
-	}
-	if len(r.B) != 0 {
-		var zero T
-		return zero, fmt.Errorf("decode %s: %d trailing bytes", what, len(r.B))
 	}
 	return v, nil
 }
