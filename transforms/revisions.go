@@ -155,10 +155,12 @@ func decodeWindow(b []byte) (*triggers.WindowState, error) {
 	return w, nil
 }
 
-func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Row) {
-	f.rows[r.State].Inc(ctx, 1)
-	f.rowRevenues[r.State].Update(ctx, r.RevenueMicros)
-	emit(r)
+func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), rows ...model.Row) {
+	for _, r := range rows {
+		f.rows[r.State].Inc(ctx, 1)
+		f.rowRevenues[r.State].Update(ctx, r.RevenueMicros)
+		emit(r)
+	}
 }
 
 // reportSeed counts the rows Setup loaded, once per instance.
@@ -237,9 +239,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		if err != nil {
 			return fmt.Errorf("revisions %s: %w", key, err)
 		}
-		for _, r := range rows {
-			f.emit(ctx, emit, r)
-		}
+		f.emit(ctx, emit, rows...)
 	}
 	return f.State.Write(sp, encodeWindow(w))
 }
@@ -265,9 +265,7 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 		if err != nil {
 			return fmt.Errorf("revisions %s: %w", key, err)
 		}
-		for _, r := range rows {
-			f.emit(ctx, emit, r)
-		}
+		f.emit(ctx, emit, rows...)
 		if t.Tag == tagFinal {
 			// Release the aggregation: keep the closed marker only.
 			w.RevenueMicros, w.Count = 0, 0
