@@ -9,14 +9,19 @@ import (
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*model.Record)(nil)).Elem(), EncodeRecord, DecodeRecord)
-	beam.RegisterCoder(reflect.TypeOf((*model.Event)(nil)).Elem(), EncodeEvent, DecodeEvent)
-	beam.RegisterCoder(reflect.TypeOf((*model.EventBatch)(nil)).Elem(), EncodeEventBatch, DecodeEventBatch)
-	beam.RegisterCoder(reflect.TypeOf((*model.Delta)(nil)).Elem(), EncodeDelta, DecodeDelta)
-	beam.RegisterCoder(reflect.TypeOf((*model.Row)(nil)).Elem(), EncodeRow, DecodeRow)
-	beam.RegisterCoder(reflect.TypeOf((*model.TooLate)(nil)).Elem(), EncodeTooLate, DecodeTooLate)
-	beam.RegisterCoder(reflect.TypeOf((*model.Conflict)(nil)).Elem(), EncodeConflict, DecodeConflict)
-	beam.RegisterCoder(reflect.TypeOf((*model.Quarantined)(nil)).Elem(), EncodeQuarantined, DecodeQuarantined)
+	Register(EncodeRecord, DecodeRecord)
+	Register(EncodeEvent, DecodeEvent)
+	Register(EncodeEventBatch, DecodeEventBatch)
+	Register(EncodeDelta, DecodeDelta)
+	Register(EncodeRow, DecodeRow)
+	Register(EncodeTooLate, DecodeTooLate)
+	Register(EncodeConflict, DecodeConflict)
+	Register(EncodeQuarantined, DecodeQuarantined)
+}
+
+// Register registers enc and dec as Beam's coder of T.
+func Register[T any](enc func(T) []byte, dec func([]byte) (T, error)) {
+	beam.RegisterCoder(reflect.TypeOf((*T)(nil)).Elem(), enc, dec)
 }
 
 // Done returns v decoded from r, or an error naming what when r failed or
