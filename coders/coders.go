@@ -9,26 +9,30 @@ import (
 )
 
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*model.Record)(nil)).Elem(), EncodeRecord, DecodeRecord)
-	beam.RegisterCoder(reflect.TypeOf((*model.Event)(nil)).Elem(), EncodeEvent, DecodeEvent)
-	beam.RegisterCoder(reflect.TypeOf((*model.EventBatch)(nil)).Elem(), EncodeEventBatch, DecodeEventBatch)
-	beam.RegisterCoder(reflect.TypeOf((*model.Delta)(nil)).Elem(), EncodeDelta, DecodeDelta)
-	beam.RegisterCoder(reflect.TypeOf((*model.Row)(nil)).Elem(), EncodeRow, DecodeRow)
-	beam.RegisterCoder(reflect.TypeOf((*model.TooLate)(nil)).Elem(), EncodeTooLate, DecodeTooLate)
-	beam.RegisterCoder(reflect.TypeOf((*model.Conflict)(nil)).Elem(), EncodeConflict, DecodeConflict)
-	beam.RegisterCoder(reflect.TypeOf((*model.Quarantined)(nil)).Elem(), EncodeQuarantined, DecodeQuarantined)
+	Register(EncodeRecord, DecodeRecord)
+	Register(EncodeEvent, DecodeEvent)
+	Register(EncodeEventBatch, DecodeEventBatch)
+	Register(EncodeDelta, DecodeDelta)
+	Register(EncodeRow, DecodeRow)
+	Register(EncodeTooLate, DecodeTooLate)
+	Register(EncodeConflict, DecodeConflict)
+	Register(EncodeQuarantined, DecodeQuarantined)
+}
+
+// Register registers enc and dec as Beam's coder of T.
+func Register[T any](enc func(T) []byte, dec func([]byte) (T, error)) {
+	beam.RegisterCoder(reflect.TypeOf((*T)(nil)).Elem(), enc, dec)
 }
 
 // Done returns v decoded from r, or an error naming what when r failed or
 // has bytes left over.
 func Done[T any](v T, r *Reader, what string) (T, error) {
+	if r.Err == nil && len(r.B) != 0 {
+		r.Err = fmt.Errorf("%d trailing bytes", len(r.B))
+	}
 	if r.Err != nil {
 		var zero T
 		return zero, fmt.Errorf("decode %s: %w", what, r.Err)
-	}
-	if len(r.B) != 0 {
-		var zero T
-		return zero, fmt.Errorf("decode %s: %d trailing bytes", what, len(r.B))
 	}
 	return v, nil
 }

@@ -74,21 +74,15 @@ func (r *Reader) fail(what string) {
 }
 
 // Varint reads a zig-zag varint.
-func (r *Reader) Varint() int64 {
-	v, n := binary.Varint(r.B)
-	if n <= 0 {
-		r.fail("varint")
-		return 0
-	}
-	r.B = r.B[n:]
-	return v
-}
+func (r *Reader) Varint() int64 { return readVarint(r, binary.Varint, "varint") }
 
 // Uvarint reads an unsigned varint.
-func (r *Reader) Uvarint() uint64 {
-	v, n := binary.Uvarint(r.B)
+func (r *Reader) Uvarint() uint64 { return readVarint(r, binary.Uvarint, "uvarint") }
+
+func readVarint[T int64 | uint64](r *Reader, read func([]byte) (T, int), what string) T {
+	v, n := read(r.B)
 	if n <= 0 {
-		r.fail("uvarint")
+		r.fail(what)
 		return 0
 	}
 	r.B = r.B[n:]
@@ -119,30 +113,25 @@ func (r *Reader) Fixed64() uint64 {
 
 // Bytes reads a length-prefixed slice, copied so it does not alias the input.
 func (r *Reader) Bytes() []byte {
-	n := r.Uvarint()
-	if r.Err != nil || uint64(len(r.B)) < n {
-		r.fail("bytes")
-		return nil
+	if b := r.next("bytes"); len(b) > 0 {
+		return append([]byte(nil), b...)
 	}
-	if n == 0 {
-		return nil // an event's dropped payload: no allocation per event
-	}
-	out := make([]byte, n)
-	copy(out, r.B[:n])
-	r.B = r.B[n:]
-	return out
+	return nil // an event's dropped payload: no allocation per event
 }
 
 // String reads a length-prefixed string.
-func (r *Reader) String() string {
+func (r *Reader) String() string { return string(r.next("string")) }
+
+// next consumes a length-prefixed slice, which aliases the input.
+func (r *Reader) next(what string) []byte {
 	n := r.Uvarint()
 	if r.Err != nil || uint64(len(r.B)) < n {
-		r.fail("string")
-		return ""
+		r.fail(what)
+		return nil
 	}
-	s := string(r.B[:n])
+	b := r.B[:n]
 	r.B = r.B[n:]
-	return s
+	return b
 }
 
 // FrontString reads a string written by Writer.FrontString after prev.

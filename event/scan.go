@@ -172,54 +172,13 @@ func (s *scanner) enter() error {
 	return nil
 }
 
-func (s *scanner) array() error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	s.pos++ // '['
-	s.skipWS()
-	if s.pos < len(s.data) && s.data[s.pos] == ']' {
-		s.pos++
-		s.depth--
-		return nil
-	}
-	for {
-		if err := s.value(); err != nil {
-			return err
-		}
-		s.skipWS()
-		if s.pos >= len(s.data) {
-			return s.errorf("unexpected end of line in array")
-		}
-		switch s.data[s.pos] {
-		case ',':
-			s.pos++
-			s.skipWS()
-		case ']':
-			s.pos++
-			s.depth--
-			return nil
-		default:
-			return s.errorf("unexpected %s in array, expected ',' or ']'", s.found())
-		}
-	}
-}
+func (s *scanner) array() error { return s.list(']', "array", s.value) }
 
 func (s *scanner) object() error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	outermost := s.depth == 1
+	outermost := s.depth == 0
 	base := len(s.members)
 	var seen map[string]struct{} // only for objects with many keys
-	s.pos++                      // '{'
-	s.skipWS()
-	if s.pos < len(s.data) && s.data[s.pos] == '}' {
-		s.pos++
-		s.depth--
-		return nil
-	}
-	for {
+	err := s.list('}', "object", func() error {
 		if s.pos >= len(s.data) || s.data[s.pos] != '"' {
 			return s.errorf("unexpected %s, expected a string key", s.found())
 		}
@@ -265,23 +224,45 @@ func (s *scanner) object() error {
 		}
 		// By index: nested objects may have grown (and moved) the stack.
 		s.members[idx].val = s.data[valAt:s.pos]
+		return nil
+	})
+	if err == nil && !outermost {
+		s.members = s.members[:base]
+	}
+	return err
+}
+
+// list scans an array or object (what) from its opening byte past its
+// closing one, item scanning each element.
+func (s *scanner) list(closing byte, what string, item func() error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	s.pos++ // '[' or '{'
+	s.skipWS()
+	if s.pos < len(s.data) && s.data[s.pos] == closing {
+		s.pos++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := item(); err != nil {
+			return err
+		}
 		s.skipWS()
 		if s.pos >= len(s.data) {
-			return s.errorf("unexpected end of line in object")
+			return s.errorf("unexpected end of line in %s", what)
 		}
 		switch s.data[s.pos] {
 		case ',':
 			s.pos++
 			s.skipWS()
-		case '}':
+		case closing:
 			s.pos++
 			s.depth--
-			if !outermost {
-				s.members = s.members[:base]
-			}
 			return nil
 		default:
-			return s.errorf("unexpected %s in object, expected ',' or '}'", s.found())
+			return s.errorf("unexpected %s in %s, expected ',' or '%c'", s.found(), what, closing)
 		}
 	}
 }

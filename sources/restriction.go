@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	sdfread.RegisterCoder(encodeRestriction, decodeRestriction)
+	coders.Register(encodeRestriction, decodeRestriction)
 }
 
 // maxRemembered is how many read file names a restriction keeps to recognise

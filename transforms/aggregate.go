@@ -47,50 +47,28 @@ type aggKey struct {
 	afterEnd bool
 }
 
-type pendingDelta struct {
-	ts    beam.EventTime
-	delta model.Delta
-}
-
 type preAggregateFn struct {
 	Policy triggers.Policy
 
-	pending map[aggKey]*pendingDelta
-	order   []aggKey
+	pending groups[aggKey, model.Delta]
 }
 
-func (f *preAggregateFn) StartBundle(_ func(beam.EventTime, string, model.Delta)) {
-	f.pending = map[aggKey]*pendingDelta{}
-	f.order = f.order[:0]
-}
+func (f *preAggregateFn) StartBundle(_ func(beam.EventTime, string, model.Delta)) { f.pending.reset() }
 
 // ProcessElement declares the emitter FinishBundle uses (the SDK takes
 // outputs from ProcessElement's signature).
 func (f *preAggregateFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(beam.EventTime, string, model.Delta)) error {
 	k := aggKey{key: WindowKey(f.Policy.WindowStart(e.EventTime), e.Dims), afterEnd: e.AfterEnd}
-	d, ok := f.pending[k]
-	if !ok {
-		d = &pendingDelta{ts: ts, delta: model.Delta{AfterEnd: e.AfterEnd}}
-		f.pending[k] = d
-		f.order = append(f.order, k)
-	}
-	if ts < d.ts {
-		d.ts = ts
-	}
-	sum, err := triggers.AddMicros(d.delta.RevenueMicros, e.AmountMicros)
+	d := f.pending.at(k, ts)
+	sum, err := triggers.AddMicros(d.RevenueMicros, e.AmountMicros)
 	if err != nil {
 		return fmt.Errorf("pre-aggregate %s: %w", k.key, err)
 	}
-	d.delta.RevenueMicros = sum
-	d.delta.Count++
+	d.RevenueMicros, d.AfterEnd = sum, e.AfterEnd
+	d.Count++
 	return nil
 }
 
 func (f *preAggregateFn) FinishBundle(emit func(beam.EventTime, string, model.Delta)) {
-	for _, k := range f.order {
-		d := f.pending[k]
-		emit(d.ts, k.key, d.delta)
-	}
-	f.pending = nil
-	f.order = f.order[:0]
+	f.pending.flush(func(k aggKey, ts beam.EventTime, d model.Delta) { emit(ts, k.key, d) })
 }

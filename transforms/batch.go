@@ -44,40 +44,24 @@ type batchKey struct {
 	partition string
 }
 
-type shardBatch struct {
-	ts     beam.EventTime
-	events []model.Event
-}
-
 type keyBatchFn struct {
 	Shards int
 	Policy triggers.Policy
 
-	pending map[batchKey]*shardBatch
-	order   []batchKey
+	pending groups[batchKey, []model.Event]
 	windows map[int64]beam.EventTime // window start: earliest timestamp
 }
 
 func (f *keyBatchFn) StartBundle(_ func(beam.EventTime, int, model.EventBatch), _ func(beam.EventTime, int64, int64)) {
-	f.pending = map[batchKey]*shardBatch{}
-	f.order = f.order[:0]
+	f.pending.reset()
 	f.windows = map[int64]beam.EventTime{}
 }
 
 // ProcessElement declares the emitters FinishBundle uses (the SDK takes
 // outputs from ProcessElement's signature).
 func (f *keyBatchFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(beam.EventTime, int, model.EventBatch), _ func(beam.EventTime, int64, int64)) {
-	k := batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}
-	b, ok := f.pending[k]
-	if !ok {
-		b = &shardBatch{ts: ts}
-		f.pending[k] = b
-		f.order = append(f.order, k)
-	}
-	if ts < b.ts {
-		b.ts = ts
-	}
-	b.events = append(b.events, e)
+	b := f.pending.at(batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}, ts)
+	*b = append(*b, e)
 	w := f.Policy.WindowStart(e.EventTime)
 	if first, ok := f.windows[w]; !ok || ts < first {
 		f.windows[w] = ts
@@ -85,14 +69,49 @@ func (f *keyBatchFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(bea
 }
 
 func (f *keyBatchFn) FinishBundle(emit func(beam.EventTime, int, model.EventBatch), window func(beam.EventTime, int64, int64)) {
-	for _, k := range f.order {
-		b := f.pending[k]
-		emit(b.ts, k.shard, model.EventBatch{Events: b.events})
-	}
+	f.pending.flush(func(k batchKey, ts beam.EventTime, events []model.Event) {
+		emit(ts, k.shard, model.EventBatch{Events: events})
+	})
 	for _, start := range slices.Sorted(maps.Keys(f.windows)) {
 		ts := f.windows[start]
 		window(ts, start, int64(ts))
 	}
-	f.pending, f.windows = nil, nil
-	f.order = f.order[:0]
+	f.windows = nil
+}
+
+// groups is a bundle's values by key, in the order the keys came, each
+// stamped with the earliest timestamp it was added at.
+type groups[K comparable, V any] struct {
+	byKey map[K]*group[V]
+	order []K
+}
+
+type group[V any] struct {
+	ts beam.EventTime
+	v  V
+}
+
+func (g *groups[K, V]) reset() {
+	g.byKey = map[K]*group[V]{}
+	g.order = g.order[:0]
+}
+
+// at returns k's value, its timestamp lowered to ts.
+func (g *groups[K, V]) at(k K, ts beam.EventTime) *V {
+	e, ok := g.byKey[k]
+	if !ok {
+		e = &group[V]{ts: ts}
+		g.byKey[k] = e
+		g.order = append(g.order, k)
+	}
+	e.ts = min(e.ts, ts)
+	return &e.v
+}
+
+// flush emits the groups in order and empties g.
+func (g *groups[K, V]) flush(emit func(K, beam.EventTime, V)) {
+	for _, k := range g.order {
+		emit(k, g.byKey[k].ts, g.byKey[k].v)
+	}
+	g.reset()
 }

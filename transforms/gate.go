@@ -143,18 +143,15 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 		emit(first.shard, model.EventBatch{Events: kept})
 		return
 	}
-	var order []batchKey
-	batches := map[batchKey][]model.Event{}
+	var batches groups[batchKey, []model.Event]
+	batches.reset()
 	for _, e := range kept {
-		k := batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}
-		if _, ok := batches[k]; !ok {
-			order = append(order, k)
-		}
-		batches[k] = append(batches[k], e)
+		b := batches.at(batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}, 0)
+		*b = append(*b, e)
 	}
-	for _, k := range order {
-		emit(k.shard, model.EventBatch{Events: batches[k]})
-	}
+	batches.flush(func(k batchKey, _ beam.EventTime, events []model.Event) {
+		emit(k.shard, model.EventBatch{Events: events})
+	})
 }
 
 // Gate applies rule (b) to one event at the known watermark: false when its

@@ -38,13 +38,12 @@ func (f *conflictPayloadFn) ProcessElement(_ context.Context, ts beam.EventTime,
 }
 
 func (f *conflictPayloadFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, model.Conflict)) error {
-	return f.pending.flush(ctx, "conflict_events", func(c *model.Conflict) model.LineRef { return c.Ref },
-		func(c *model.Conflict, b []byte) error {
-			c.Payload = b
-			return checkPayload(b, f.Config, c.Position, c.Ref, c.EventID, func(e model.Event) bool {
-				return e.Fingerprint == c.ConflictingFingerprint
-			})
-		}, emit)
+	return f.pending.flush(ctx, "conflict_events", func(c *model.Conflict, b []byte) error {
+		c.Payload = b
+		return checkPayload(b, f.Config, c.Position, c.Ref, c.EventID, func(e model.Event) bool {
+			return e.Fingerprint == c.ConflictingFingerprint
+		})
+	}, emit)
 }
 
 type tooLatePayloadFn struct {
@@ -57,13 +56,12 @@ func (f *tooLatePayloadFn) ProcessElement(_ context.Context, ts beam.EventTime, 
 }
 
 func (f *tooLatePayloadFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, model.TooLate)) error {
-	return f.pending.flush(ctx, "too_late_events", func(t *model.TooLate) model.LineRef { return t.Ref },
-		func(t *model.TooLate, b []byte) error {
-			t.Payload = b
-			return checkPayload(b, f.Config, t.Position, t.Ref, t.EventID, func(e model.Event) bool {
-				return e.EventTime == t.EventTime
-			})
-		}, emit)
+	return f.pending.flush(ctx, "too_late_events", func(t *model.TooLate, b []byte) error {
+		t.Payload = b
+		return checkPayload(b, f.Config, t.Position, t.Ref, t.EventID, func(e model.Event) bool {
+			return e.EventTime == t.EventTime
+		})
+	}, emit)
 }
 
 // pendingPayloads is a bundle's audit records that read their payloads
@@ -71,6 +69,7 @@ func (f *tooLatePayloadFn) FinishBundle(ctx context.Context, emit func(beam.Even
 type pendingPayloads[T any] struct {
 	records []T
 	ts      []beam.EventTime
+	refs    []model.LineRef
 }
 
 // add emits a record that carries its payload (or has no place in the raw
@@ -80,18 +79,14 @@ func (p *pendingPayloads[T]) add(ts beam.EventTime, v T, payload []byte, ref mod
 		emit(ts, v)
 		return
 	}
-	p.records, p.ts = append(p.records, v), append(p.ts, ts)
+	p.records, p.ts, p.refs = append(p.records, v), append(p.ts, ts), append(p.refs, ref)
 }
 
 // flush reads the kept records' payloads, lets fill set and check each,
 // and emits them; a record refused fails the bundle, naming table.
-func (p *pendingPayloads[T]) flush(ctx context.Context, table string, ref func(*T) model.LineRef, fill func(*T, []byte) error, emit func(beam.EventTime, T)) error {
-	defer func() { p.records, p.ts = p.records[:0], p.ts[:0] }()
-	refs := make([]model.LineRef, len(p.records))
-	for i := range p.records {
-		refs[i] = ref(&p.records[i])
-	}
-	payloads, err := files.ReadRanges(ctx, refs)
+func (p *pendingPayloads[T]) flush(ctx context.Context, table string, fill func(*T, []byte) error, emit func(beam.EventTime, T)) error {
+	defer func() { p.records, p.ts, p.refs = p.records[:0], p.ts[:0], p.refs[:0] }()
+	payloads, err := files.ReadRanges(ctx, p.refs)
 	if err != nil {
 		return fmt.Errorf("payload of a record cannot be read back from the raw log: %w", err)
 	}

@@ -155,10 +155,12 @@ func decodeWindow(b []byte) (*triggers.WindowState, error) {
 	return w, nil
 }
 
-func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), r model.Row) {
-	f.rows[r.State].Inc(ctx, 1)
-	f.rowRevenues[r.State].Update(ctx, r.RevenueMicros)
-	emit(r)
+func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), rows ...model.Row) {
+	for _, r := range rows {
+		f.rows[r.State].Inc(ctx, 1)
+		f.rowRevenues[r.State].Update(ctx, r.RevenueMicros)
+		emit(r)
+	}
 }
 
 // reportSeed counts the rows Setup loaded, once per instance.
@@ -169,19 +171,31 @@ func (f *revisionsFn) reportSeed(ctx context.Context) {
 	}
 }
 
-func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta, emit func(model.Row)) error {
+// load reads the key's window state, adopting the seeded row; nil when the
+// key has none.
+func (f *revisionsFn) load(ctx context.Context, sp state.Provider, key string) (*triggers.WindowState, error) {
 	f.reportSeed(ctx)
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
-		return fmt.Errorf("revisions %s: read state: %w", key, err)
+		return nil, fmt.Errorf("revisions %s: read state: %w", key, err)
 	}
-	var w *triggers.WindowState
-	if ok {
-		if w, err = decodeWindow(b); err != nil {
-			return err
-		}
-		f.adoptSeed(ctx, key, w)
-	} else {
+	if !ok {
+		return nil, nil
+	}
+	w, err := decodeWindow(b)
+	if err != nil {
+		return nil, err
+	}
+	f.adoptSeed(ctx, key, w)
+	return w, nil
+}
+
+func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key string, d model.Delta, emit func(model.Row)) error {
+	w, err := f.load(ctx, sp, key)
+	if err != nil {
+		return err
+	}
+	if w == nil {
 		if d.Tick {
 			return nil
 		}
@@ -225,27 +239,16 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		if err != nil {
 			return fmt.Errorf("revisions %s: %w", key, err)
 		}
-		for _, r := range rows {
-			f.emit(ctx, emit, r)
-		}
+		f.emit(ctx, emit, rows...)
 	}
 	return f.State.Write(sp, encodeWindow(w))
 }
 
 func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.Provider, key string, t timers.Context, emit func(model.Row)) error {
-	f.reportSeed(ctx)
-	b, ok, err := f.State.Read(sp)
-	if err != nil {
-		return fmt.Errorf("revisions %s: read state: %w", key, err)
-	}
-	if !ok {
-		return nil
-	}
-	w, err := decodeWindow(b)
-	if err != nil {
+	w, err := f.load(ctx, sp, key)
+	if err != nil || w == nil {
 		return err
 	}
-	f.adoptSeed(ctx, key, w)
 	switch t.Tag {
 	case tagForget:
 		if !w.Final {
@@ -262,9 +265,7 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 		if err != nil {
 			return fmt.Errorf("revisions %s: %w", key, err)
 		}
-		for _, r := range rows {
-			f.emit(ctx, emit, r)
-		}
+		f.emit(ctx, emit, rows...)
 		if t.Tag == tagFinal {
 			// Release the aggregation: keep the closed marker only.
 			w.RevenueMicros, w.Count = 0, 0

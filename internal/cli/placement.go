@@ -12,27 +12,13 @@ import (
 // WorkersInProcess reports whether a job on runner with the given --environment_type has its
 // SDK workers in this process (prism in LOOPBACK), seeing local paths and the launcher's memory.
 func WorkersInProcess(runner, environmentType string) bool {
-	if !capability.IsPrism(runner) {
-		return false
-	}
-	switch strings.ToLower(environmentType) {
-	case "", "loopback":
-		return true
-	}
-	return false
+	return capability.IsPrism(runner) && (environmentType == "" || strings.EqualFold(environmentType, "loopback"))
 }
 
 // LocalPath reports whether only this machine reaches path: no scheme, file:// or memfs://.
 func LocalPath(path string) bool {
 	scheme, _, ok := strings.Cut(path, "://")
-	if !ok {
-		return true
-	}
-	switch strings.ToLower(scheme) {
-	case "file", "memfs":
-		return true
-	}
-	return false
+	return !ok || strings.EqualFold(scheme, "file") || strings.EqualFold(scheme, "memfs")
 }
 
 // Placement checks that the parts a job's workers read or write are reachable from them.

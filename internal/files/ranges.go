@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -40,11 +41,7 @@ func ReadRanges(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			idx := byPath[path]
-			ranges := make([]model.LineRef, len(idx))
-			for j, i := range idx {
-				ranges[j] = refs[i]
-			}
-			b, err := readFileRanges(ctx, path, ranges)
+			b, err := readFileRanges(ctx, path, slicesx.Map(idx, func(i int) model.LineRef { return refs[i] }))
 			if err != nil {
 				errs[k] = err
 				return

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	gbq "cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/retry"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
@@ -152,30 +154,16 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 	// Each table's rows in order, an audit record once per position.
 	now, rt := time.Now(), rowTypesFor(b.emulator())
 	rows, errs, seen := map[string][][]byte{}, map[string]error{}, map[string]bool{}
-	add := func(v any) {
+	for _, v := range slices.Concat(anys(rules.SortedRows(stream)), anys(batch.TooLate), anys(batch.Conflicts),
+		anys(batch.Quarantined), anys(batch.Progress)) {
 		t, key, row, err := appendRow(rt, v, now)
 		if table.IsAudit(t) {
 			if seen[t.Name+"/"+key] {
-				return
+				continue
 			}
 			seen[t.Name+"/"+key] = true
 		}
 		rows[t.Name], errs[t.Name] = append(rows[t.Name], row), errors.Join(errs[t.Name], err)
-	}
-	for _, r := range rules.SortedRows(stream) {
-		add(r)
-	}
-	for _, v := range batch.TooLate {
-		add(v)
-	}
-	for _, v := range batch.Conflicts {
-		add(v)
-	}
-	for _, v := range batch.Quarantined {
-		add(v)
-	}
-	for _, v := range batch.Progress {
-		add(v)
 	}
 	for _, name := range appendTables {
 		if errs[name] != nil {
@@ -215,6 +203,8 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 	}
 	return res, nil
 }
+
+func anys[T any](vs []T) []any { return slicesx.Map(vs, func(v T) any { return v }) }
 
 func (b *BigQuery) emulator() bool {
 	w, ok := b.api.(*writeAPI)

@@ -9,6 +9,7 @@ import (
 
 	gbq "cloud.google.com/go/bigquery"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
@@ -84,11 +85,7 @@ WHERE NOT EXISTS (SELECT 1 FROM ` + b.table(table) + ` AS c WHERE ` + match + `)
 // matching is the condition that a stored row c and a parameter row s agree
 // on every column of key.
 func matching(key []string) string {
-	match := make([]string, len(key))
-	for i, k := range key {
-		match[i] = "c." + k + " = s." + k
-	}
-	return strings.Join(match, " AND ")
+	return strings.Join(slicesx.Map(key, func(k string) string { return "c." + k + " = s." + k }), " AND ")
 }
 
 // insertMissing runs insertMissingSQL per chunk and returns the rows
@@ -140,10 +137,7 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	ok, _ := refused.AdmitAll(rows, current)
 	refused.Warn("bigquery sink", "sink", b.String())
 	now := time.Now().UTC()
-	admitted := make([]sink.ChangelogEntry, len(ok))
-	for i, r := range ok {
-		admitted[i] = sink.ChangelogEntry{Row: r, WrittenAt: now}
-	}
+	admitted := slicesx.Map(ok, func(r model.Row) sink.ChangelogEntry { return sink.ChangelogEntry{Row: r, WrittenAt: now} })
 	n, err := insertMissing(ctx, b, table.ChangelogCodec, []string{"window_start", "dims"}, "revision", admitted)
 	if err != nil {
 		return 0, 0, err

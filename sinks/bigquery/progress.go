@@ -65,11 +65,7 @@ func (b *BigQuery) SealResume(ctx context.Context, points []model.Checkpoint) er
 	if len(changed) == 0 {
 		return nil
 	}
-	now := time.Now().UTC()
-	rows := make([]table.CheckpointRow, len(changed))
-	for i, p := range changed {
-		rows[i] = table.CheckpointRow{Checkpoint: p, At: now}
-	}
+	rows := table.CheckpointRows(changed, time.Now().UTC())
 	cols := bqDialect.Columns(table.SourceResume.Names())
 	_, _, err = b.exec(ctx, "seal "+table.SourceResume.Name, `INSERT INTO `+b.table(table.SourceResume.Name)+` (`+cols+`)
 SELECT `+cols+` FROM `+unnestRows(table.SourceResume.Name), gbq.QueryParameter{Name: "rows", Value: bqRowsParam(table.ResumeCodec, rows)})

@@ -8,6 +8,7 @@ import (
 
 	gbq "cloud.google.com/go/bigquery"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -23,10 +24,7 @@ func bqColumns(t *table.Table) string { return strings.Join(t.Names(), ", ") }
 
 // rows runs a query whose args are gbq.QueryParameters.
 func (b *BigQuery) rows(ctx context.Context, what string, t *table.Table, sql string, args []any, each func([]any) error) error {
-	params := make([]gbq.QueryParameter, len(args))
-	for i, a := range args {
-		params[i] = a.(gbq.QueryParameter)
-	}
+	params := slicesx.Map(args, func(a any) gbq.QueryParameter { return a.(gbq.QueryParameter) })
 	return b.read(ctx, what, sql, params, func(it *gbq.RowIterator) error {
 		var row []gbq.Value
 		if err := it.Next(&row); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -25,11 +24,7 @@ var sqlSealResumeSuffix = func() string {
 			cols = append(cols, c)
 		}
 	}
-	excluded := make([]string, len(cols))
-	for i, c := range cols {
-		excluded[i] = "excluded." + ident(c)
-	}
-	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + strings.Join(excluded, ", ") + ")"
+	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + identList("excluded", cols) + ")"
 }()
 
 // RunCheckpoints returns the checkpoints run wrote, by partition, then file.

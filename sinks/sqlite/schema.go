@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
@@ -38,14 +39,10 @@ func sqliteDDL(t *table.Table) string {
 
 // identList renders names quoted, comma-separated, each prefixed "alias.".
 func identList(alias string, names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = ident(n)
-		if alias != "" {
-			out[i] = alias + "." + out[i]
-		}
+	if alias != "" {
+		alias += "."
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(slicesx.Map(names, func(n string) string { return alias + ident(n) }), ", ")
 }
 
 // sqliteInsertPrefix is the head of a multi-row INSERT into t (see bulk).

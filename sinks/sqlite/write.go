@@ -225,11 +225,7 @@ func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c table.Cod
 
 // writeProgress stores checkpoints; a retried one replaces only updated_at.
 func writeProgress(ctx context.Context, tx *sql.Tx, progress []model.Checkpoint, now time.Time) error {
-	rows := make([]table.CheckpointRow, len(progress))
-	for i, c := range progress {
-		rows[i] = table.CheckpointRow{Checkpoint: c, At: now}
-	}
-	_, err := insertRows(ctx, tx, "INSERT OR REPLACE", table.CheckpointCodec, rows)
+	_, err := insertRows(ctx, tx, "INSERT OR REPLACE", table.CheckpointCodec, table.CheckpointRows(progress, now))
 	return err
 }
 

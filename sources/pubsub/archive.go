@@ -118,14 +118,8 @@ func (s *store) write(ctx context.Context, name string, lines [][]byte, side []r
 	if err := s.put(ctx, files.Join(s.dir, rawlog.SidecarName(name)), sb); err != nil {
 		return err
 	}
-	n := len(lines)
-	for _, l := range lines {
-		n += len(l)
-	}
-	data := make([]byte, 0, n)
-	for _, l := range lines {
-		data = append(append(data, l...), '\n')
-	}
+	// Each line ended by '\n': a last, empty element ends the last line.
+	data := bytes.Join(append(lines[:len(lines):len(lines)], nil), []byte{'\n'})
 	return s.put(ctx, files.Join(s.dir, name), data)
 }
 

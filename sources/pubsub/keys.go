@@ -6,11 +6,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/sources/internal/sdfread"
 )
 
 func init() {
-	sdfread.RegisterCoder(encodeReaderKey, decodeReaderKey)
+	coders.Register(encodeReaderKey, decodeReaderKey)
 	register.DoFn2x0[[]byte, func(readerKey)](&keysFn{})
 	register.Emitter1[readerKey]()
 }

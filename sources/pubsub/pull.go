@@ -135,8 +135,7 @@ func (p *pulling) fail(err error) {
 // stopAll stops the pullers and cancels waiting pulls (a failure, or the
 // restriction was lost).
 func (p *pulling) stopAll() {
-	p.stopping.Store(true)
-	p.held.close()
+	p.finish()
 	p.cancelPulls()
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	sdfread.RegisterCoder(encodeRestriction, decodeRestriction)
+	coders.Register(encodeRestriction, decodeRestriction)
 }
 
 // restriction is one reader key's whole state: a position in the archive,

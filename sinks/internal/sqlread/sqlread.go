@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -257,11 +258,7 @@ type Dialect struct {
 
 // columns renders names quoted, comma-separated.
 func (d Dialect) Columns(names []string) string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = d.Quote + n + d.Quote
-	}
-	return strings.Join(out, ", ")
+	return strings.Join(slicesx.Map(names, func(n string) string { return d.Quote + n + d.Quote }), ", ")
 }
 
 // rowsOf orders a read's rows by key then revision, dropping written_at.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
@@ -54,11 +55,7 @@ type Table struct {
 
 // Names returns the column names in order.
 func (t *Table) Names() []string {
-	out := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		out[i] = c.Name
-	}
-	return out
+	return slicesx.Map(t.Columns, func(c Column) string { return c.Name })
 }
 
 // snapshotColumns are hourly_revenue's columns (SPEC §5).
@@ -283,22 +280,19 @@ func getCheckpoint(v []any) (CheckpointRow, error) {
 		At: v[6].(time.Time)}, nil
 }
 
-// checkpointsOf drops the stored-at time.
+// CheckpointsOf drops the stored-at time.
 func CheckpointsOf(rows []CheckpointRow) []model.Checkpoint {
-	out := make([]model.Checkpoint, len(rows))
-	for i, r := range rows {
-		out[i] = r.Checkpoint
-	}
-	return out
+	return slicesx.Map(rows, func(r CheckpointRow) model.Checkpoint { return r.Checkpoint })
+}
+
+// CheckpointRows stamps checkpoints with the time they are stored at.
+func CheckpointRows(cps []model.Checkpoint, at time.Time) []CheckpointRow {
+	return slicesx.Map(cps, func(c model.Checkpoint) CheckpointRow { return CheckpointRow{Checkpoint: c, At: at} })
 }
 
 // ConfigEntries are cfg's settings of keys as run_config rows.
 func ConfigEntries(cfg map[string]string, keys []string) []ConfigEntry {
-	out := make([]ConfigEntry, len(keys))
-	for i, k := range keys {
-		out[i] = ConfigEntry{k, cfg[k]}
-	}
-	return out
+	return slicesx.Map(keys, func(k string) ConfigEntry { return ConfigEntry{k, cfg[k]} })
 }
 
 // ConfigMap turns run_config rows into settings.
@@ -420,11 +414,7 @@ func tooLateReason(t model.TooLate) string {
 
 // Snapshots drops written_at.
 func Snapshots(rows []sink.ChangelogEntry) []model.Row {
-	out := make([]model.Row, len(rows))
-	for i, r := range rows {
-		out[i] = r.Row
-	}
-	return out
+	return slicesx.Map(rows, func(r sink.ChangelogEntry) model.Row { return r.Row })
 }
 
 // The JSON form of the table contract: one object per row, columns in order,

@@ -2,9 +2,7 @@ package sdfread
 
 import (
 	"fmt"
-	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/revenue-stream/hourly/coders"
 )
 
@@ -27,10 +25,4 @@ func DecodeRestriction[R any](b []byte, version uint64, what string, body func(*
 		return zero, fmt.Errorf("decode %s: unknown version %d", what, v)
 	}
 	return coders.Done(body(&rd), &rd, what)
-}
-
-// RegisterCoder registers the coder of a reader's restriction or element
-// type R with Beam.
-func RegisterCoder[R any](enc func(R) []byte, dec func([]byte) (R, error)) {
-	beam.RegisterCoder(reflect.TypeOf((*R)(nil)).Elem(), enc, dec)
 }
