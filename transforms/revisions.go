@@ -29,7 +29,7 @@ func init() {
 // (sink.Published), so revisions continue after a restart and nothing dips;
 // the zero Spec reads nothing. Not a side input: with one, prism v2.77.0 stops
 // feeding a streaming stateful stage after its first firings. bound limits the
-// read to the windows the run can still reach (app/launch/resume.go).
+// read to the windows the run can still reach (app/launch/seal.go).
 func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sink.Spec, bound sink.SeedBound) beam.PCollection {
 	s = s.Scope("Revisions")
 	return beam.ParDo(s, &revisionsFn{

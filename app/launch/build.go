@@ -30,7 +30,7 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 		pso.Stop = signal
 		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, o.Source, pso) }
 	} else {
-		// A restart re-reads only what dedup and the open windows need (resume.go, seal.go).
+		// A restart re-reads only what dedup and the open windows need (seal.go).
 		if !r.dry {
 			var err error
 			if r.fo.Resume, r.po.PublishedBound, err = resumePoints(ctx, o.Sink, r.sum.Source, r.po); err != nil {

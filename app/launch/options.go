@@ -52,7 +52,7 @@ const (
 )
 
 // Options is everything cmd/launch accepts, parsed and typed (Parse; tests start from Defaults). A
-// flag's field is described in the flag table (flags.go); zero durations and counts take the
+// flag's field is described in the flag table (main.go); zero durations and counts take the
 // defaults of the sources and pubsub packages.
 type Options struct {
 	// Source is a raw-log folder or "pubsub:projects/P/subscriptions/S"; empty: the demo (DemoDir).
