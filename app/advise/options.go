@@ -11,6 +11,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -91,13 +92,11 @@ func (o Options) RetentionOrDefault() time.Duration {
 
 // Validate checks every setting without touching the source, each error naming its flag.
 func (o Options) Validate() error {
-	var errs []error
-	if o.Source == "" {
-		errs = append(errs, errors.New("--source is required (a raw-log folder or a Pub/Sub archive)"))
-	}
-	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
-	if min := o.Triggers.Window + o.Triggers.AllowedLateness; o.Retention != 0 && o.Retention < min {
-		errs = append(errs, fmt.Errorf("--dedup-retention %v is shorter than window + allowed lateness (%v): cmd/launch refuses it; try shorter horizons with --try-dedup-retention", o.Retention, min))
+	minRetention, t := o.Triggers.Window+o.Triggers.AllowedLateness, o.Targets
+	errs := []error{
+		cli.ErrIf(o.Source == "", "--source is required (a raw-log folder or a Pub/Sub archive)"),
+		o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(),
+		cli.ErrIf(o.Retention != 0 && o.Retention < minRetention, "--dedup-retention %v is shorter than window + allowed lateness (%v): cmd/launch refuses it; try shorter horizons with --try-dedup-retention", o.Retention, minRetention),
 	}
 	if o.ArrivalField != "" {
 		if err := (event.Config{MaxFuture: 1, MaxLine: 1, Dimensions: []string{o.ArrivalField}}).Validate(); err != nil {
@@ -118,35 +117,19 @@ func (o Options) Validate() error {
 		{"--try-idle-timeout", o.Try.Idle, false},
 	} {
 		for _, d := range c.ds {
-			if d < 0 || d == 0 && !c.zero || d%time.Millisecond != 0 {
-				errs = append(errs, fmt.Errorf("%s: %v is not a usable value (want whole milliseconds, %s)", c.flag, d, map[bool]string{true: "0 or more", false: "more than 0"}[c.zero]))
-			}
+			errs = append(errs, cli.ErrIf(d < 0 || d == 0 && !c.zero || d%time.Millisecond != 0, "%s: %v is not a usable value (want whole milliseconds, %s)", c.flag, d, map[bool]string{true: "0 or more", false: "more than 0"}[c.zero]))
 		}
 	}
 	for _, p := range o.Try.LatenessPercentiles {
-		if p <= 0 || p > 100 {
-			errs = append(errs, fmt.Errorf("--try-lateness-percentiles: %d is not a percentile (1 to 100)", p))
-		}
+		errs = append(errs, cli.ErrIf(p <= 0 || p > 100, "--try-lateness-percentiles: %d is not a percentile (1 to 100)", p))
 	}
-	t := o.Targets
-	if t.LateSharePPM > 1_000_000 || t.TooLateSharePPM > 1_000_000 {
-		errs = append(errs, errors.New("--target-late-share and --target-too-late-share are at most 100%"))
-	}
-	if t.OnTime < 0 {
-		errs = append(errs, fmt.Errorf("--target-ontime must not be negative, got %v", t.OnTime))
-	}
-	if t.ResidualDups < 0 {
-		errs = append(errs, fmt.Errorf("--target-residual-dups must not be negative, got %d", t.ResidualDups))
-	}
-	if o.Report != "" {
-		if err := report.CheckPath(o.Report); err != nil {
-			errs = append(errs, fmt.Errorf("--report: %w", err))
-		}
-	}
-	if o.JobReport != "" && !strings.HasSuffix(strings.ToLower(o.JobReport), ".json") {
-		errs = append(errs, fmt.Errorf("--job-report %q: want a cmd/launch run report ending in .json", o.JobReport))
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs,
+		cli.ErrIf(t.LateSharePPM > 1_000_000 || t.TooLateSharePPM > 1_000_000, "--target-late-share and --target-too-late-share are at most 100%%"),
+		cli.ErrIf(t.OnTime < 0, "--target-ontime must not be negative, got %v", t.OnTime),
+		cli.ErrIf(t.ResidualDups < 0, "--target-residual-dups must not be negative, got %d", t.ResidualDups),
+		report.CheckFlag(o.Report),
+		cli.ErrIf(o.JobReport != "" && !strings.HasSuffix(strings.ToLower(o.JobReport), ".json"), "--job-report %q: want a cmd/launch run report ending in .json", o.JobReport),
+	)...)
 }
 
 // candidates returns try and current, sorted, without repeats.

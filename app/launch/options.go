@@ -197,30 +197,22 @@ func (o Options) validate() error {
 	if err := o.validateDemo(); err != nil {
 		return err
 	}
-	if err := cmp.Or(errIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
-		o.Pipeline.Validate()); err != nil {
-		return err
-	}
-	if err := o.Sink.CheckPath(); err != nil {
-		return fmt.Errorf("--sink=%s: %v", o.Sink, err)
-	}
-	if o.Report != "" {
-		if err := report.CheckPath(o.Report); err != nil {
-			return fmt.Errorf("--report: %v", err)
-		}
-	}
-	prism, flushErr := capability.IsPrism(o.Runner), o.flushPolicy().Validate()
+	prism, sinkErr, flushErr := capability.IsPrism(o.Runner), o.Sink.CheckPath(), o.flushPolicy().Validate()
 	if err := cmp.Or(
-		errIf(o.ReadAheadRecords != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType), "--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType),
-		errIf(o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !prism, "--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner),
-		errIf(o.Rehearse != "" && !prism, "--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner),
-		errIf(o.Rehearse != "" && !capability.Named(o.Rehearse), "--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse),
-		errIf(o.Workers != 0 && prism, "--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)"),
-		errIf(o.PrismUIPort != 0 && !prism, "--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner),
-		errIf(flushErr != nil, "--bq-flush: %v", flushErr),
-		errIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
-		errIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
-		errIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
+		cli.ErrIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
+		o.Pipeline.Validate(),
+		cli.ErrIf(sinkErr != nil, "--sink=%s: %v", o.Sink, sinkErr),
+		report.CheckFlag(o.Report),
+		cli.ErrIf(o.ReadAheadRecords != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType), "--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType),
+		cli.ErrIf(o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !prism, "--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner),
+		cli.ErrIf(o.Rehearse != "" && !prism, "--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner),
+		cli.ErrIf(o.Rehearse != "" && !capability.Named(o.Rehearse), "--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse),
+		cli.ErrIf(o.Workers != 0 && prism, "--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)"),
+		cli.ErrIf(o.PrismUIPort != 0 && !prism, "--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner),
+		cli.ErrIf(flushErr != nil, "--bq-flush: %v", flushErr),
+		cli.ErrIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
+		cli.ErrIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
+		cli.ErrIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
 	); err != nil {
 		return err
 	}
@@ -232,10 +224,8 @@ func (o Options) validate() error {
 	if err := o.placement(); err != nil {
 		return err
 	}
-	if o.DryRun != "" {
-		if err := cli.CheckDryRunFlags(o.Runner); err != nil {
-			return err
-		}
+	if err := cli.CheckDryRunFlags(o.DryRun, o.Runner); err != nil {
+		return err
 	}
 	switch {
 	case o.IsPubSub():
@@ -259,14 +249,6 @@ func (o Options) validate() error {
 	return nil
 }
 
-// errIf is the error format describes when bad, else nil.
-func errIf(bad bool, format string, args ...any) error {
-	if !bad {
-		return nil
-	}
-	return fmt.Errorf(format, args...)
-}
-
 // validateDemo checks --demo, --duration, --ui and --metrics-addr against the rest.
 func (o Options) validateDemo() error {
 	switch o.Demo {
@@ -282,9 +264,9 @@ func (o Options) validateDemo() error {
 		return fmt.Errorf("--demo: %q: want %s or %s", o.Demo, DemoReplay, DemoLive)
 	}
 	if err := cmp.Or(
-		errIf(o.Demo == DemoReplay && o.Source != "", "--demo=replay replays the generated demo log: it takes no --source"),
-		errIf(o.Duration < 0, "--duration must not be negative, got %v", o.Duration),
-		errIf(o.Duration > 0 && !o.Streaming() && o.Demo != DemoLive, "--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself"),
+		cli.ErrIf(o.Demo == DemoReplay && o.Source != "", "--demo=replay replays the generated demo log: it takes no --source"),
+		cli.ErrIf(o.Duration < 0, "--duration must not be negative, got %v", o.Duration),
+		cli.ErrIf(o.Duration > 0 && !o.Streaming() && o.Demo != DemoLive, "--duration stops a streaming run (--follow, Pub/Sub or --demo=live); a replay ends by itself"),
 	); err != nil {
 		return err
 	}

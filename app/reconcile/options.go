@@ -50,35 +50,16 @@ func Defaults() Options {
 
 // Validate checks every setting without touching the filesystem, each error naming its flag.
 func (o Options) Validate() error {
-	var errs []error
-	if o.Source == "" {
-		errs = append(errs, errors.New("--source is required (the raw-log folder)"))
-	}
-	if o.Sink.Scheme != sink.SchemeSQLite && o.Sink.Scheme != sink.SchemeBigQuery {
-		errs = append(errs, fmt.Errorf("--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", o.Sink))
-	}
-	if o.ToleranceMicros < 0 {
-		errs = append(errs, fmt.Errorf("--tolerance must not be negative"))
-	}
-	if o.Report != "" {
-		if err := report.CheckPath(o.Report); err != nil {
-			errs = append(errs, fmt.Errorf("--report: %w", err))
-		}
-	}
-	if o.Shards < 1 {
-		errs = append(errs, fmt.Errorf("--shards must be positive, got %d", o.Shards))
-	}
-	if o.Top < 0 {
-		errs = append(errs, fmt.Errorf("top differences must not be negative, got %d", o.Top))
-	}
-	if o.RunID != "" && !runIDPattern.MatchString(o.RunID) {
-		errs = append(errs, fmt.Errorf("--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID))
-	}
-	errs = append(errs, o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate())
-	if o.DryRun != "" {
-		errs = append(errs, cli.CheckDryRunFlags(o.Runner))
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(
+		cli.ErrIf(o.Source == "", "--source is required (the raw-log folder)"),
+		cli.ErrIf(o.Sink.Scheme != sink.SchemeSQLite && o.Sink.Scheme != sink.SchemeBigQuery, "--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", o.Sink),
+		cli.ErrIf(o.ToleranceMicros < 0, "--tolerance must not be negative"),
+		report.CheckFlag(o.Report),
+		cli.ErrIf(o.Shards < 1, "--shards must be positive, got %d", o.Shards),
+		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),
+		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
+		o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), cli.CheckDryRunFlags(o.DryRun, o.Runner),
+	); err != nil {
 		return err
 	}
 	return o.placement()

@@ -43,6 +43,17 @@ func CheckPath(path string) error {
 	return nil
 }
 
+// CheckFlag is CheckPath for a command's --report, the error naming the flag ("": no report, nil).
+func CheckFlag(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := CheckPath(path); err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	return nil
+}
+
 // Write renders r to path (local or gs://...) in the form its extension names. A reader never sees
 // half a report (files.WriteFile).
 func Write(path string, r Run) error {

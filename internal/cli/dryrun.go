@@ -64,10 +64,10 @@ func WriteDryRun(dest string, stdout io.Writer, pb *pipepb.Pipeline) error {
 	return nil
 }
 
-// CheckDryRunFlags refuses a --dry-run on Dataflow without the flags the SDK would otherwise
-// look up in credentials or gcloud.
-func CheckDryRunFlags(runner string) error {
-	if capability.For(runner).Name != "dataflow" {
+// CheckDryRunFlags refuses a --dry-run (dest; "": none) on Dataflow without the flags the SDK
+// would otherwise look up in credentials or gcloud.
+func CheckDryRunFlags(dest, runner string) error {
+	if dest == "" || capability.For(runner).Name != "dataflow" {
 		return nil
 	}
 	var missing []string

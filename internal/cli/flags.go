@@ -139,6 +139,15 @@ func isSwitch(v flag.Value) bool {
 	return ok && b.IsBoolFlag()
 }
 
+// ErrIf is the error format describes when bad, else nil: a command's Validate lists its checks
+// as ErrIf calls, under cmp.Or (the first failure) or errors.Join (every failure).
+func ErrIf(bad bool, format string, args ...any) error {
+	if !bad {
+		return nil
+	}
+	return fmt.Errorf(format, args...)
+}
+
 // flagError rewrites the flag package's messages in the --name form.
 func flagError(err error) error {
 	msg := err.Error()
