@@ -2,6 +2,7 @@ package capability
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
@@ -24,12 +25,7 @@ func Uses(p *pipepb.Pipeline) (map[Feature][]string, error) {
 			bounded = false
 		}
 	}
-	ids := make([]string, 0, len(comps.GetTransforms()))
-	for id := range comps.GetTransforms() {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(comps.GetTransforms())) {
 		t := comps.GetTransforms()[id]
 		if t.GetSpec().GetUrn() != "beam:transform:pardo:v1" {
 			continue

@@ -154,11 +154,9 @@ func Below(upper int64) string {
 	return "<" + Span(upper)
 }
 
-// Label names bucket i: "<1m", "1-5m", "30m-1h", ">24h".
-func Label(i int) string { return LabelOf(lowerOf(i), Buckets[i]) }
-
-// LabelOf names the bucket [lower, upper): "<1m", "1-5m", "30m-1h", ">24h" (upper Unbounded).
-func LabelOf(lower, upper int64) string {
+// Label names bucket i, [lower, upper): "<1m", "1-5m", "30m-1h", ">24h" (upper Unbounded).
+func Label(i int) string {
+	lower, upper := lowerOf(i), Buckets[i]
 	switch {
 	case upper == Unbounded:
 		return ">" + Span(lower)

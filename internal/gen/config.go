@@ -88,19 +88,13 @@ func Bench(n int) Config {
 
 // Validate refuses a Config whose promises (see the package doc) cannot hold.
 func (c Config) Validate() error {
-	rate := func(name string, r float64) error {
-		if !(r >= 0 && r <= 1) {
-			return fmt.Errorf("gen: %s must be in [0, 1], got %v", name, r)
-		}
-		return nil
-	}
 	for _, r := range []struct {
 		name string
 		v    float64
 	}{{"DupRate", c.DupRate}, {"ConflictRate", c.ConflictRate}, {"LateRate", c.LateRate},
 		{"TooLateRate", c.TooLateRate}, {"MalformedRate", c.MalformedRate}} {
-		if err := rate(r.name, r.v); err != nil {
-			return err
+		if !(r.v >= 0 && r.v <= 1) {
+			return fmt.Errorf("gen: %s must be in [0, 1], got %v", r.name, r.v)
 		}
 	}
 	switch {
