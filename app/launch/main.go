@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/app/live"
@@ -154,14 +153,11 @@ func flagTable(o *Options) []cli.Group {
 
 // parseCacheSize reads --dedup-cache: cli.ParseSize's units without its 1 GiB cap.
 func parseCacheSize(s string) (int, error) {
-	t := strings.TrimSpace(s)
-	digits := len(t) - len(strings.TrimLeft(t, "0123456789"))
-	n, err := strconv.ParseInt(t[:digits], 10, 64)
-	unit, uerr := cli.ParseSize("1" + t[digits:])
-	if err != nil || uerr != nil || n <= 0 || n > math.MaxInt64/int64(unit) {
+	n, mult, err := cli.SplitSize(s)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
 		return 0, fmt.Errorf("invalid size %q: want a positive size like 512MiB or 23GiB", s)
 	}
-	return int(n) * unit, nil
+	return int(n * mult), nil
 }
 
 // Parse reads a command line (without the program name) into Options, checking syntax only

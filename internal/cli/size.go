@@ -28,16 +28,7 @@ var sizeUnits = []struct {
 // ParseSize reads a byte count: plain bytes or a number with a unit
 // (KiB, MiB, GiB, KB, MB, GB, K, M, G, B; case-insensitive), at most 1 GiB.
 func ParseSize(s string) (int, error) {
-	text := strings.TrimSpace(s)
-	lower := strings.ToLower(text)
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(lower, u.suffix) {
-			lower, mult = strings.TrimSpace(strings.TrimSuffix(lower, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(lower, 10, 64)
+	n, mult, err := SplitSize(s)
 	if err != nil || n < 0 {
 		return 0, fmt.Errorf("invalid size %q: want bytes or a size like 512KiB or 1MiB", s)
 	}
@@ -45,6 +36,19 @@ func ParseSize(s string) (int, error) {
 		return 0, fmt.Errorf("size %q is too large: at most 1GiB", s)
 	}
 	return int(n * mult), nil
+}
+
+// SplitSize reads a size as its number and its unit's multiplier (1 without a unit), unchecked.
+func SplitSize(s string) (n, mult int64, err error) {
+	lower, mult := strings.ToLower(strings.TrimSpace(s)), int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(lower, u.suffix) {
+			lower, mult = strings.TrimSpace(strings.TrimSuffix(lower, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err = strconv.ParseInt(lower, 10, 64)
+	return n, mult, err
 }
 
 // FormatSize renders a byte count in the largest binary unit that divides it.
