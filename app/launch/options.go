@@ -198,6 +198,10 @@ func (o Options) validate() error {
 		return err
 	}
 	prism, sinkErr, flushErr := capability.IsPrism(o.Runner), o.Sink.CheckPath(), o.flushPolicy().Validate()
+	var controlErr error
+	if o.Control != "" {
+		controlErr = files.Check(o.Control)
+	}
 	if err := cmp.Or(
 		cli.ErrIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
 		o.Pipeline.Validate(),
@@ -213,18 +217,10 @@ func (o Options) validate() error {
 		cli.ErrIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
 		cli.ErrIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
 		cli.ErrIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
+		cli.ErrIf(controlErr != nil, "--control=%s: %v", o.Control, controlErr),
+		o.placement(),
+		cli.CheckDryRunFlags(o.DryRun, o.Runner),
 	); err != nil {
-		return err
-	}
-	if o.Control != "" {
-		if err := files.Check(o.Control); err != nil {
-			return fmt.Errorf("--control=%s: %v", o.Control, err)
-		}
-	}
-	if err := o.placement(); err != nil {
-		return err
-	}
-	if err := cli.CheckDryRunFlags(o.DryRun, o.Runner); err != nil {
 		return err
 	}
 	switch {
