@@ -217,14 +217,10 @@ func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
 // and the positions quarantined as future_event_time, resolved to the raw log's positions.
 func streamEvidence(ctx context.Context, st Store, source string) (
 	conflicts []model.Conflict, tooLate []model.TooLate, future []string, err error) {
-	if conflicts, err = st.Conflicts(ctx); err != nil {
-		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
-	}
-	if tooLate, err = st.TooLate(ctx); err != nil {
-		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
-	}
-	q, err := st.Quarantined(ctx)
-	if err != nil {
+	conflicts, errC := st.Conflicts(ctx)
+	tooLate, errT := st.TooLate(ctx)
+	q, errQ := st.Quarantined(ctx)
+	if err := cmp.Or(errC, errT, errQ); err != nil {
 		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
 	for _, r := range q {
