@@ -215,26 +215,21 @@ func List(ctx context.Context, dir string) (Listing, error) {
 		return Listing{}, err
 	}
 	prefix := strings.TrimSuffix(dir, "/") + "/"
-	var l Listing
-	names, err := f.List(ctx, prefix+"*")
-	if err != nil {
-		return Listing{}, notExist(err)
-	}
-	for _, n := range names {
-		if name := strings.TrimPrefix(n, prefix); name != "" {
-			l.Files = append(l.Files, name)
-		}
-	}
 	// A subfolder is the first segment of a deeper object's name (or of a
-	// placeholder "raw/p0/").
-	deeper, err := f.List(ctx, prefix+"*/*")
-	if err != nil {
-		return Listing{}, notExist(err)
-	}
-	for _, n := range deeper {
-		name, _, _ := strings.Cut(strings.TrimPrefix(n, prefix), "/")
-		if name != "" {
-			l.Dirs = append(l.Dirs, name)
+	// placeholder "raw/p0/"); a file's name has none to cut (* stops at "/").
+	var l Listing
+	for _, g := range []struct {
+		glob string
+		to   *[]string
+	}{{"*", &l.Files}, {"*/*", &l.Dirs}} {
+		names, err := f.List(ctx, prefix+g.glob)
+		if err != nil {
+			return Listing{}, notExist(err)
+		}
+		for _, n := range names {
+			if name, _, _ := strings.Cut(strings.TrimPrefix(n, prefix), "/"); name != "" {
+				*g.to = append(*g.to, name)
+			}
 		}
 	}
 	slices.Sort(l.Files)
