@@ -65,19 +65,18 @@ func sqliteSelect(t *table.Table) string {
 	return "SELECT " + identList("", t.Names()) + " FROM " + ident(t.Name)
 }
 
-// sqliteArgs appends a codec's column values as SQLite parameters.
-func sqliteArgs(t *table.Table, dst []any, vals []any) []any {
-	for i, v := range vals {
-		dst = append(dst, sqliteValue(t.Columns[i], v))
+// sqliteArgs appends records' column values (c.Put) as SQLite parameters.
+func sqliteArgs[T any](c table.Codec[T], dst []any, recs ...T) []any {
+	for _, v := range recs {
+		n := len(dst)
+		dst = c.Put(dst, v)
+		for i, col := range c.Table.Columns {
+			if dst[n+i] != nil {
+				dst[n+i] = table.Text(col, dst[n+i])
+			}
+		}
 	}
 	return dst
-}
-
-func sqliteValue(c table.Column, v any) any {
-	if v == nil {
-		return nil
-	}
-	return table.Text(c, v)
 }
 
 // sqliteScanner scans a result row of t's columns into a codec's values.
