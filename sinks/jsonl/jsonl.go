@@ -229,10 +229,7 @@ func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error
 	if err != nil {
 		return fmt.Errorf("jsonl sink %s: encode run config: %w", j.dir, err)
 	}
-	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
-		_, err := w.Write(append(data, '\n'))
-		return err
-	}); err != nil {
+	if err := files.Write(ctx, path, append(data, '\n')); err != nil {
 		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
 	}
 	return nil

@@ -89,7 +89,7 @@ func openStore(root string, shard int) (*store, error) {
 }
 
 // putFile writes a file that survives the loss of this machine once it
-// returns: files.WriteFile fsyncs a local file, and a GCS object is
+// returns: files.Write fsyncs a local file, and a GCS object is
 // committed at Close.
 func putFile(ctx context.Context, path string, data []byte) error {
 	if files.IsLocal(path) {
@@ -97,10 +97,7 @@ func putFile(ctx context.Context, path string, data []byte) error {
 			return fmt.Errorf("pubsub archive: %w", err)
 		}
 	}
-	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}); err != nil {
+	if err := files.Write(ctx, path, data); err != nil {
 		return fmt.Errorf("pubsub archive: %w", err)
 	}
 	return nil
