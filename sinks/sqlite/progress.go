@@ -18,12 +18,9 @@ import (
 // sqlSealResumeSuffix replaces a partition's stored point unless it is the
 // same point, which keeps its sealed_at.
 var sqlSealResumeSuffix = func() string {
-	var cols []string
-	for _, c := range table.SourceResume.Names() {
-		if c != "sealed_at" && !slices.Contains(table.SourceResume.Key, c) {
-			cols = append(cols, c)
-		}
-	}
+	cols := slices.DeleteFunc(table.SourceResume.Names(), func(c string) bool {
+		return c == "sealed_at" || slices.Contains(table.SourceResume.Key, c)
+	})
 	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + identList("excluded", cols) + ")"
 }()
 

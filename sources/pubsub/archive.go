@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -133,13 +134,10 @@ func (s *store) list(ctx context.Context, after string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
 	}
-	var names []string
-	for _, name := range l.Files {
-		if _, _, ok := parseObjectName(name); ok && name > after {
-			names = append(names, name)
-		}
-	}
-	return names, nil // the listing is sorted
+	return slices.DeleteFunc(l.Files, func(name string) bool {
+		_, _, ok := parseObjectName(name)
+		return !ok || name <= after
+	}), nil // the listing is sorted
 }
 
 // read opens an object at byte offset, with its sidecar's entries (none
