@@ -52,10 +52,8 @@ func ReadRanges(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err // the first path's
 	}
 	return out, nil
 }
