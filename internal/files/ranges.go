@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/revenue-stream/hourly/internal/slicesx"
@@ -80,7 +81,11 @@ func readFileRanges(ctx context.Context, path string, ranges []model.LineRef) ([
 		if !ok {
 			return streamRanges(ctx, path, ranges)
 		}
-		rd, err := st.Ranges(ctx, path)
+		bucket, object, ok := strings.Cut(strings.TrimPrefix(path, scheme(path)), "/")
+		if !ok {
+			return nil, fmt.Errorf("read %s: not an object path", path)
+		}
+		rd, err := st.Ranges(ctx, bucket, object)
 		if err != nil {
 			return nil, err
 		}
