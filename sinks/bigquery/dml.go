@@ -62,14 +62,11 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DES
 func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
 	var cols, sel []string
 	for _, c := range tableOf(table).Columns {
-		cols = append(cols, c.Name)
-		if c.Nullable {
-			// NULL travels as 0 (the emulator's reading); applied_revision
-			// is never 0.
-			sel = append(sel, "NULLIF(s."+c.Name+", 0)")
-			continue
+		s := "s." + c.Name
+		if c.Nullable { // NULL travels as 0 (the emulator's reading); applied_revision is never 0
+			s = "NULLIF(" + s + ", 0)"
 		}
-		sel = append(sel, "s."+c.Name)
+		cols, sel = append(cols, c.Name), append(sel, s)
 	}
 	match := matching(key)
 	if newer != "" {
