@@ -52,11 +52,9 @@ func sqliteInsertPrefix(verb string, t *table.Table) string {
 
 // sqliteUpsertSuffix makes an INSERT replace the row stored under its key.
 func sqliteUpsertSuffix(t *table.Table) string {
-	var set []string
-	for _, c := range t.Columns {
-		if !slices.Contains(t.Key, c.Name) {
-			set = append(set, ident(c.Name)+" = excluded."+ident(c.Name))
-		}
+	set := slices.DeleteFunc(t.Names(), func(n string) bool { return slices.Contains(t.Key, n) })
+	for i, n := range set {
+		set[i] = ident(n) + " = excluded." + ident(n)
 	}
 	return " ON CONFLICT (" + identList("", t.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 }
