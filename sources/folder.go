@@ -102,25 +102,19 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 		}
 	}
-	if err := o.Watermark.Validate(); err != nil {
+	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
 		return nil, nil, err
 	}
-	if err := o.Event.Validate(); err != nil {
-		return nil, nil, err
-	}
-	if o.PollInterval < 0 {
+	switch {
+	case o.PollInterval < 0:
 		return nil, nil, fmt.Errorf("source poll interval must not be negative, got %v", o.PollInterval)
-	}
-	if o.MaxPerCall < 0 {
+	case o.MaxPerCall < 0:
 		return nil, nil, fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
-	}
-	if o.Settle < 0 {
+	case o.Settle < 0:
 		return nil, nil, fmt.Errorf("--settle must not be negative, got %v", o.Settle)
-	}
-	if o.DiscoverEvery < 0 {
+	case o.DiscoverEvery < 0:
 		return nil, nil, fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
-	}
-	if o.ReadAheadRecords < 0 {
+	case o.ReadAheadRecords < 0:
 		return nil, nil, fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
 	}
 	var parts []string

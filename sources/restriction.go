@@ -139,11 +139,7 @@ func encodeRestriction(r restriction) []byte {
 
 func decodeRestriction(b []byte) (restriction, error) {
 	return sdfread.DecodeRestriction(b, restrictionVersion, "source restriction", func(rd *coders.Reader) (r restriction) {
-		r.File = rd.String()
-		r.Offset = rd.Varint()
-		r.Line = int(rd.Varint())
-		r.Floor = rd.String()
-		r.FloorFiles = int(rd.Varint())
+		r.File, r.Offset, r.Line, r.Floor, r.FloorFiles = rd.String(), rd.Varint(), int(rd.Varint()), rd.String(), int(rd.Varint())
 		n := rd.Uvarint()
 		if rd.Err == nil && n > uint64(len(rd.B)) { // each name takes at least a byte
 			rd.Err = fmt.Errorf("%d file names in %d bytes", n, len(rd.B))
@@ -151,8 +147,7 @@ func decodeRestriction(b []byte) (restriction, error) {
 		for i := uint64(0); i < n && rd.Err == nil; i++ {
 			r.Read = append(r.Read, rd.String())
 		}
-		r.State = watermark.DecodeState(rd)
-		r.Closed = rd.Bool()
+		r.State, r.Closed = watermark.DecodeState(rd), rd.Bool()
 		return r
 	})
 }

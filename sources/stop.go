@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -92,10 +91,7 @@ func (s StopSignal) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	path := s.ProbePath()
-	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "write probe of run %s %s: the graceful stop writes here\n", s.Token, time.Now().UTC().Format(time.RFC3339))
-		return err
-	}); err != nil {
+	if err := files.Write(ctx, path, fmt.Appendf(nil, "write probe of run %s %s: the graceful stop writes here\n", s.Token, time.Now().UTC().Format(time.RFC3339))); err != nil {
 		return err
 	}
 	if err := files.Remove(ctx, path); err != nil {
@@ -112,10 +108,7 @@ func (s StopSignal) Request(ctx context.Context) error {
 	if err := s.Prepare(); err != nil {
 		return err
 	}
-	return files.WriteFile(ctx, s.Path(), func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "stop requested %s\n", time.Now().UTC().Format(time.RFC3339))
-		return err
-	})
+	return files.Write(ctx, s.Path(), fmt.Appendf(nil, "stop requested %s\n", time.Now().UTC().Format(time.RFC3339)))
 }
 
 // Requested reports whether the stop object of s's run exists.

@@ -3,6 +3,7 @@ package transforms
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -75,12 +76,8 @@ func mustFanOut(p triggers.Policy, start, boundMs, ts, lowest int64, announced b
 	if ts >= lowest {
 		return false
 	}
-	for _, s := range windowsToArm(p, start, boundMs, model.NoWatermark) {
-		for _, b := range []int64{p.WindowEnd(s), p.CloseTime(s)} {
-			if ts < b && b <= lowest {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(windowsToArm(p, start, boundMs, model.NoWatermark), func(s int64) bool {
+		end, closed := p.WindowEnd(s), p.CloseTime(s)
+		return ts < end && end <= lowest || ts < closed && closed <= lowest
+	})
 }

@@ -109,12 +109,7 @@ func (p *pendingState) pop() heldBatch {
 
 // released reports whether a recorded release took the entry (until, seq).
 func (st *shardState) released(until int64, seq uint64) bool {
-	for _, r := range st.releases {
-		if r.seq > seq && r.at > until {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(st.releases, func(r release) bool { return r.seq > seq && r.at > until })
 }
 
 // recordRelease adds a release at at, dropping those it covers (earlier,

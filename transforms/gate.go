@@ -3,6 +3,7 @@ package transforms
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -185,11 +186,7 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 		f.judge(ctx, st, events, emit, late)
 	case tagBoundary:
 		st.known = max(st.known, at)
-		for start := range st.armed {
-			if f.Policy.WindowEnd(start)+f.RetentionMs <= at {
-				delete(st.armed, start)
-			}
-		}
+		maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.RetentionMs <= at })
 	default:
 		return fmt.Errorf("gate: unexpected timer tag %q", t.Tag)
 	}

@@ -9,12 +9,13 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
 func init() {
-	register.DoFn4x0[context.Context, beam.EventTime, model.Conflict, func(beam.EventTime, model.Conflict)](&conflictPayloadFn{})
-	register.DoFn4x0[context.Context, beam.EventTime, model.TooLate, func(beam.EventTime, model.TooLate)](&tooLatePayloadFn{})
+	register.DoFn4x0[context.Context, beam.EventTime, model.Conflict, func(beam.EventTime, model.Conflict)](&payloadFn[model.Conflict]{})
+	register.DoFn4x0[context.Context, beam.EventTime, model.TooLate, func(beam.EventTime, model.TooLate)](&payloadFn[model.TooLate]{})
 	register.Emitter2[beam.EventTime, model.Conflict]()
 	register.Emitter2[beam.EventTime, model.TooLate]()
 }
@@ -28,75 +29,66 @@ func Payloads(s beam.Scope, cfg event.Config, conflicts, tooLate beam.PCollectio
 	return beam.ParDo(s, &conflictPayloadFn{Config: cfg}, conflicts), beam.ParDo(s, &tooLatePayloadFn{Config: cfg}, tooLate)
 }
 
-type conflictPayloadFn struct {
+// conflictPayloadFn and tooLatePayloadFn are Payloads' two steps.
+type (
+	conflictPayloadFn = payloadFn[model.Conflict]
+	tooLatePayloadFn  = payloadFn[model.TooLate]
+)
+
+// payloadFn emits a record that carries its payload (or has no place in the
+// raw log) at once, and keeps the others for FinishBundle.
+type payloadFn[T model.Conflict | model.TooLate] struct {
 	Config  event.Config
-	pending pendingPayloads[model.Conflict]
-}
-
-func (f *conflictPayloadFn) ProcessElement(_ context.Context, ts beam.EventTime, c model.Conflict, emit func(beam.EventTime, model.Conflict)) {
-	f.pending.add(ts, c, c.Payload, c.Ref, emit)
-}
-
-func (f *conflictPayloadFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, model.Conflict)) error {
-	return f.pending.flush(ctx, "conflict_events", func(c *model.Conflict, b []byte) error {
-		c.Payload = b
-		return checkPayload(b, f.Config, c.Position, c.Ref, c.EventID, func(e model.Event) bool {
-			return e.Fingerprint == c.ConflictingFingerprint
-		})
-	}, emit)
-}
-
-type tooLatePayloadFn struct {
-	Config  event.Config
-	pending pendingPayloads[model.TooLate]
-}
-
-func (f *tooLatePayloadFn) ProcessElement(_ context.Context, ts beam.EventTime, t model.TooLate, emit func(beam.EventTime, model.TooLate)) {
-	f.pending.add(ts, t, t.Payload, t.Ref, emit)
-}
-
-func (f *tooLatePayloadFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, model.TooLate)) error {
-	return f.pending.flush(ctx, "too_late_events", func(t *model.TooLate, b []byte) error {
-		t.Payload = b
-		return checkPayload(b, f.Config, t.Position, t.Ref, t.EventID, func(e model.Event) bool {
-			return e.EventTime == t.EventTime
-		})
-	}, emit)
-}
-
-// pendingPayloads is a bundle's audit records that read their payloads
-// back at its end.
-type pendingPayloads[T any] struct {
 	records []T
 	ts      []beam.EventTime
-	refs    []model.LineRef
 }
 
-// add emits a record that carries its payload (or has no place in the raw
-// log) and keeps the others for flush.
-func (p *pendingPayloads[T]) add(ts beam.EventTime, v T, payload []byte, ref model.LineRef, emit func(beam.EventTime, T)) {
-	if len(payload) > 0 || ref.IsZero() {
+func (f *payloadFn[T]) ProcessElement(_ context.Context, ts beam.EventTime, v T, emit func(beam.EventTime, T)) {
+	if a := auditOf(&v); len(*a.payload) > 0 || a.ref.IsZero() {
 		emit(ts, v)
 		return
 	}
-	p.records, p.ts, p.refs = append(p.records, v), append(p.ts, ts), append(p.refs, ref)
+	f.records, f.ts = append(f.records, v), append(f.ts, ts)
 }
 
-// flush reads the kept records' payloads, lets fill set and check each,
-// and emits them; a record refused fails the bundle, naming table.
-func (p *pendingPayloads[T]) flush(ctx context.Context, table string, fill func(*T, []byte) error, emit func(beam.EventTime, T)) error {
-	defer func() { p.records, p.ts, p.refs = p.records[:0], p.ts[:0], p.refs[:0] }()
-	payloads, err := files.ReadRanges(ctx, p.refs)
+// FinishBundle reads the kept records' payloads, sets and checks each, and
+// emits them; a record refused fails the bundle, naming its table.
+func (f *payloadFn[T]) FinishBundle(ctx context.Context, emit func(beam.EventTime, T)) error {
+	defer func() { f.records, f.ts = f.records[:0], f.ts[:0] }()
+	payloads, err := files.ReadRanges(ctx, slicesx.Map(f.records, func(v T) model.LineRef { return auditOf(&v).ref }))
 	if err != nil {
 		return fmt.Errorf("payload of a record cannot be read back from the raw log: %w", err)
 	}
-	for i := range p.records {
-		if err := fill(&p.records[i], payloads[i]); err != nil {
-			return fmt.Errorf("%s: %w", table, err)
+	for i := range f.records {
+		a := auditOf(&f.records[i])
+		*a.payload = payloads[i]
+		if err := checkPayload(payloads[i], f.Config, a.pos, a.ref, a.id, a.same); err != nil {
+			return fmt.Errorf("%s: %w", a.table, err)
 		}
-		emit(p.ts[i], p.records[i])
+		emit(f.ts[i], f.records[i])
 	}
 	return nil
+}
+
+// audit is what payloadFn reads and sets of a record: its table, position,
+// event_id, payload and place in the raw log, and what its event must match.
+type audit struct {
+	table, pos, id string
+	payload        *[]byte
+	ref            model.LineRef
+	same           func(model.Event) bool
+}
+
+func auditOf[T model.Conflict | model.TooLate](v *T) audit {
+	switch v := any(v).(type) {
+	case *model.Conflict:
+		return audit{"conflict_events", v.Position, v.EventID, &v.Payload, v.Ref,
+			func(e model.Event) bool { return e.Fingerprint == v.ConflictingFingerprint }}
+	case *model.TooLate:
+		return audit{"too_late_events", v.Position, v.EventID, &v.Payload, v.Ref,
+			func(e model.Event) bool { return e.EventTime == v.EventTime }}
+	}
+	panic(fmt.Sprintf("transforms: no payload for %T", v))
 }
 
 // checkPayload parses a payload read back and checks that it is the

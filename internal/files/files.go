@@ -215,26 +215,21 @@ func List(ctx context.Context, dir string) (Listing, error) {
 		return Listing{}, err
 	}
 	prefix := strings.TrimSuffix(dir, "/") + "/"
-	var l Listing
-	names, err := f.List(ctx, prefix+"*")
-	if err != nil {
-		return Listing{}, notExist(err)
-	}
-	for _, n := range names {
-		if name := strings.TrimPrefix(n, prefix); name != "" {
-			l.Files = append(l.Files, name)
-		}
-	}
 	// A subfolder is the first segment of a deeper object's name (or of a
-	// placeholder "raw/p0/").
-	deeper, err := f.List(ctx, prefix+"*/*")
-	if err != nil {
-		return Listing{}, notExist(err)
-	}
-	for _, n := range deeper {
-		name, _, _ := strings.Cut(strings.TrimPrefix(n, prefix), "/")
-		if name != "" {
-			l.Dirs = append(l.Dirs, name)
+	// placeholder "raw/p0/"); a file's name has none to cut (* stops at "/").
+	var l Listing
+	for _, g := range []struct {
+		glob string
+		to   *[]string
+	}{{"*", &l.Files}, {"*/*", &l.Dirs}} {
+		names, err := f.List(ctx, prefix+g.glob)
+		if err != nil {
+			return Listing{}, notExist(err)
+		}
+		for _, n := range names {
+			if name, _, _ := strings.Cut(strings.TrimPrefix(n, prefix), "/"); name != "" {
+				*g.to = append(*g.to, name)
+			}
 		}
 	}
 	slices.Sort(l.Files)
@@ -305,17 +300,23 @@ func CheckDir(ctx context.Context, dir string) error {
 	return err
 }
 
-// WriteFile writes what render produces to path so that no reader ever sees
-// half of it, durably once it returns: a local file is written beside its
-// final name, fsynced and renamed into place; a remote object is rendered
-// first and uploaded whole (it appears when the upload completes).
+// WriteFile writes what render produces to path as Write does: rendered
+// first, so that no reader ever sees half of it.
 func WriteFile(ctx context.Context, path string, render func(io.Writer) error) error {
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
 		return err
 	}
+	return Write(ctx, path, buf.Bytes())
+}
+
+// Write writes data to path so that no reader ever sees half of it, durably
+// once it returns: a local file is written beside its final name, fsynced
+// and renamed into place; a remote object is uploaded whole (it appears when
+// the upload completes).
+func Write(ctx context.Context, path string, data []byte) error {
 	if IsLocal(path) {
-		return writeLocal(path, buf.Bytes())
+		return writeLocal(path, data)
 	}
 	f, err := filesystemFor(path)
 	if err != nil {
@@ -327,7 +328,7 @@ func WriteFile(ctx context.Context, path string, render func(io.Writer) error) e
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
+	if _, err := w.Write(data); err != nil {
 		cancel() // a GCS upload cancelled before Close leaves no object
 		w.Close()
 		return fmt.Errorf("write %s: %w", path, err)

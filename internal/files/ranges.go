@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/revenue-stream/hourly/internal/slicesx"
@@ -52,10 +53,8 @@ func ReadRanges(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err // the first path's
 	}
 	return out, nil
 }
@@ -82,7 +81,11 @@ func readFileRanges(ctx context.Context, path string, ranges []model.LineRef) ([
 		if !ok {
 			return streamRanges(ctx, path, ranges)
 		}
-		rd, err := st.Ranges(ctx, path)
+		bucket, object, ok := strings.Cut(strings.TrimPrefix(path, scheme(path)), "/")
+		if !ok {
+			return nil, fmt.Errorf("read %s: not an object path", path)
+		}
+		rd, err := st.Ranges(ctx, bucket, object)
 		if err != nil {
 			return nil, err
 		}

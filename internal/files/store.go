@@ -14,9 +14,9 @@ import (
 // filesystem for its scheme: ranged reads (ReadRanges) and its not-found
 // errors (as fs.ErrNotExist).
 type Store struct {
-	// Ranges opens path for ranged reads: open streams one range's bytes,
-	// from a ranged request of its own.
-	Ranges func(ctx context.Context, path string) (open func(model.LineRef) (io.ReadCloser, error), err error)
+	// Ranges opens an object (a path's bucket and object name) for ranged
+	// reads: open streams one range's bytes, from a ranged request of its own.
+	Ranges func(ctx context.Context, bucket, object string) (open func(model.LineRef) (io.ReadCloser, error), err error)
 	// NotExist reports whether err says that an object or its bucket does
 	// not exist.
 	NotExist func(err error) bool

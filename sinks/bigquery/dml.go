@@ -2,6 +2,7 @@ package bigquery
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,14 +20,11 @@ import (
 
 // currentOf reads the stored current row of each key in keys.
 func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[rules.Key]rules.Stored, error) {
-	starts := map[int64]bool{}
+	starts := map[time.Time]bool{}
 	for k := range keys {
-		starts[k.WindowStart] = true
+		starts[msTime(k.WindowStart)] = true
 	}
-	param := make([]time.Time, 0, len(starts))
-	for ms := range starts {
-		param = append(param, msTime(ms))
-	}
+	param := slices.Collect(maps.Keys(starts))
 	out := make(map[rules.Key]rules.Stored, len(keys))
 	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
 WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))
@@ -64,14 +62,11 @@ QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DES
 func (b *BigQuery) insertMissingSQL(table string, key []string, newer string) string {
 	var cols, sel []string
 	for _, c := range tableOf(table).Columns {
-		cols = append(cols, c.Name)
-		if c.Nullable {
-			// NULL travels as 0 (the emulator's reading); applied_revision
-			// is never 0.
-			sel = append(sel, "NULLIF(s."+c.Name+", 0)")
-			continue
+		s := "s." + c.Name
+		if c.Nullable { // NULL travels as 0 (the emulator's reading); applied_revision is never 0
+			s = "NULLIF(" + s + ", 0)"
 		}
-		sel = append(sel, "s."+c.Name)
+		cols, sel = append(cols, c.Name), append(sel, s)
 	}
 	match := matching(key)
 	if newer != "" {

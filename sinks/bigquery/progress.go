@@ -27,21 +27,19 @@ WHERE result_state <> 'FINAL'`)
 // RunCheckpoints returns the checkpoints run wrote, the latest of each
 // (partition, file), by partition, then file.
 func (b *BigQuery) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
-	rows, err := sqlread.Read(ctx, b.DB, table.CheckpointCodec, "read "+table.SourceCheckpoints.Name, `SELECT `+bqDialect.Columns(table.SourceCheckpoints.Names())+
-		` FROM `+b.table(table.SourceCheckpoints.Name)+" WHERE `run` = @run"+
-		oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
+	return b.checkpoints(ctx, table.CheckpointCodec, " WHERE `run` = @run"+oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
 		gbq.QueryParameter{Name: "run", Value: run})
-	return sortedCheckpoints(rows, err)
 }
 
 // ResumePoints returns the latest sealed point of each partition, by partition.
 func (b *BigQuery) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
-	rows, err := sqlread.Read(ctx, b.DB, table.ResumeCodec, "read "+table.SourceResume.Name, `SELECT `+bqDialect.Columns(table.SourceResume.Names())+
-		` FROM `+b.table(table.SourceResume.Name)+` WHERE TRUE`+oncePer("`partition`", "sealed_at DESC, `file` DESC, `offset` DESC"))
-	return sortedCheckpoints(rows, err)
+	return b.checkpoints(ctx, table.ResumeCodec, " WHERE TRUE"+oncePer("`partition`", "sealed_at DESC, `file` DESC, `offset` DESC"))
 }
 
-func sortedCheckpoints(rows []table.CheckpointRow, err error) ([]model.Checkpoint, error) {
+// checkpoints reads the rows of c's progress table that filter keeps, by
+// partition, then file.
+func (b *BigQuery) checkpoints(ctx context.Context, c table.Codec[table.CheckpointRow], filter string, args ...any) ([]model.Checkpoint, error) {
+	rows, err := sqlread.Read(ctx, b.DB, c, "read "+c.Table.Name, `SELECT `+bqDialect.Columns(c.Table.Names())+` FROM `+b.table(c.Table.Name)+filter, args...)
 	if err != nil {
 		return nil, err
 	}

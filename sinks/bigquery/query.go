@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,12 +42,8 @@ func transient(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range []string{"rateLimitExceeded", "backendError", "concurrent update", "internalError", "jobInternalError", "jobBackendError"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"rateLimitExceeded", "backendError", "concurrent update", "internalError", "jobInternalError", "jobBackendError"},
+		func(s string) bool { return strings.Contains(msg, s) })
 }
 
 // bqRetry is how every BigQuery call is retried: up to bqAttempts tries,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,15 +15,7 @@ import (
 )
 
 // bqTables are the tables the sink creates (hourly_revenue is a view).
-var bqTables = func() []*table.Table {
-	var out []*table.Table
-	for _, t := range table.Tables {
-		if t != table.HourlyRevenue {
-			out = append(out, t)
-		}
-	}
-	return out
-}()
+var bqTables = slices.DeleteFunc(slices.Clone(table.Tables), func(t *table.Table) bool { return t == table.HourlyRevenue })
 
 // bqType is a column type's BigQuery forms, mapped here once: its schema
 // type (NUMERIC keeps micros exact), its GoogleSQL name (casts and query
@@ -76,10 +69,8 @@ func bqSchema(t *table.Table) gbq.Schema {
 
 // tableOf is the table the sink creates under name.
 func tableOf(name string) *table.Table {
-	for _, t := range bqTables {
-		if t.Name == name {
-			return t
-		}
+	if i := slices.IndexFunc(bqTables, func(t *table.Table) bool { return t.Name == name }); i >= 0 {
+		return bqTables[i]
 	}
 	panic("sinks: no BigQuery table " + name)
 }

@@ -1,6 +1,7 @@
 package bigquery
 
 import (
+	"maps"
 	"sync"
 	"time"
 )
@@ -45,12 +46,8 @@ func (p *streamPool) take(table string) (openStream, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	for name, t := range p.born {
-		// Kept longer, so a stream out in a sealed batch keeps its age.
-		if now.Sub(t) >= 2*streamMaxAge {
-			delete(p.born, name)
-		}
-	}
+	// Kept longer, so a stream out in a sealed batch keeps its age.
+	maps.DeleteFunc(p.born, func(_ string, t time.Time) bool { return now.Sub(t) >= 2*streamMaxAge })
 	free := p.free[table]
 	for len(free) > 0 {
 		s := free[len(free)-1]

@@ -75,31 +75,16 @@ func (c *Console) Write(ctx context.Context, b sink.Batch) (sink.Result, error) 
 	}
 
 	res := sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale}
-	var items []string
-	for _, t := range b.TooLate {
-		if st.NewAudit(table.TooLateEvents.Name, t.Position) {
-			items = append(items, fmt.Sprintf("%s @ %s from %s", t.EventID, model.FormatTime(t.EventTime), t.Position))
-		}
-	}
-	res.AuditInserted += len(items)
-	summarize(&buf, "too_late", items)
-	items = items[:0]
-	for _, cf := range b.Conflicts {
-		if st.NewAudit(table.ConflictEvents.Name, cf.Position) {
-			items = append(items, fmt.Sprintf("%s from %s: fingerprint %s, first counted %s", cf.EventID, cf.Position,
-				model.FingerprintHex(cf.ConflictingFingerprint), model.FingerprintHex(cf.FirstFingerprint)))
-		}
-	}
-	res.AuditInserted += len(items)
-	summarize(&buf, "conflicts", items)
-	items = items[:0]
-	for _, q := range b.Quarantined {
-		if st.NewAudit(table.QuarantinedEvents.Name, q.Position) {
-			items = append(items, q.Reason+" at "+q.Position)
-		}
-	}
-	res.AuditInserted += len(items)
-	summarize(&buf, "quarantined", items)
+	res.AuditInserted += summarize(&buf, st, "too_late", table.TooLateCodec, b.TooLate, func(t model.TooLate) string {
+		return fmt.Sprintf("%s @ %s from %s", t.EventID, model.FormatTime(t.EventTime), t.Position)
+	})
+	res.AuditInserted += summarize(&buf, st, "conflicts", table.ConflictCodec, b.Conflicts, func(cf model.Conflict) string {
+		return fmt.Sprintf("%s from %s: fingerprint %s, first counted %s", cf.EventID, cf.Position,
+			model.FingerprintHex(cf.ConflictingFingerprint), model.FingerprintHex(cf.FirstFingerprint))
+	})
+	res.AuditInserted += summarize(&buf, st, "quarantined", table.QuarantinedCodec, b.Quarantined, func(q model.Quarantined) string {
+		return q.Reason + " at " + q.Position
+	})
 	buf.WriteByte('\n')
 
 	if _, err := c.w.Write(buf.Bytes()); err != nil {
@@ -111,10 +96,17 @@ func (c *Console) Write(ctx context.Context, b sink.Batch) (sink.Result, error) 
 	return res, nil
 }
 
-// summarize prints "name: N (a, b, ... and K more)" when there is anything.
-func summarize(buf *bytes.Buffer, name string, items []string) {
+// summarize prints "name: N (a, b, ... and K more)" of the records whose
+// position is new to c's table, when there are any, and counts them.
+func summarize[T any](buf *bytes.Buffer, st *rules.Stage, name string, c table.Codec[T], recs []T, item func(T) string) int {
+	var items []string
+	for _, v := range recs {
+		if st.NewAudit(c.Table.Name, c.Position(v)) {
+			items = append(items, item(v))
+		}
+	}
 	if len(items) == 0 {
-		return
+		return 0
 	}
 	shown := items
 	if len(shown) > auditSample {
@@ -125,6 +117,7 @@ func summarize(buf *bytes.Buffer, name string, items []string) {
 		more = fmt.Sprintf(", ... and %d more", n)
 	}
 	fmt.Fprintf(buf, "%s: %d (%s%s)\n", name, len(items), strings.Join(shown, ", "), more)
+	return len(items)
 }
 
 // writeTable renders a bordered table, right-aligned as Spark's show does.

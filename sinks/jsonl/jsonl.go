@@ -164,42 +164,36 @@ func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	st := j.guard.Stage()
 	now := time.Now()
 	out := map[string]*bytes.Buffer{}
-	var res sink.Result
-	buffer := func(name string) *bytes.Buffer {
-		if out[name] == nil {
-			out[name] = &bytes.Buffer{}
-		}
-		return out[name]
+	for _, name := range appendFiles {
+		out[name] = &bytes.Buffer{}
 	}
 	accepted := st.AdmitRows(b.Rows)
 	for _, r := range accepted {
-		if err := table.EncodeJSONLine(buffer(ChangelogFile), table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
+		if err := table.EncodeJSONLine(out[ChangelogFile], table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
 			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
 		}
 	}
-	n1, err1 := appendAudit(st, buffer(fileTooLate), fileTooLate, table.TooLateCodec, b.TooLate)
-	n2, err2 := appendAudit(st, buffer(fileConflicts), fileConflicts, table.ConflictCodec, b.Conflicts)
-	n3, err3 := appendAudit(st, buffer(fileQuarantined), fileQuarantined, table.QuarantinedCodec, b.Quarantined)
+	n1, err1 := appendAudit(st, out[fileTooLate], fileTooLate, table.TooLateCodec, b.TooLate)
+	n2, err2 := appendAudit(st, out[fileConflicts], fileConflicts, table.ConflictCodec, b.Conflicts)
+	n3, err3 := appendAudit(st, out[fileQuarantined], fileQuarantined, table.QuarantinedCodec, b.Quarantined)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
-	res.AuditInserted = n1 + n2 + n3
 	for _, c := range b.Progress {
-		if err := table.EncodeJSONLine(buffer(fileCheckpoints), table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}); err != nil {
+		if err := table.EncodeJSONLine(out[fileCheckpoints], table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}); err != nil {
 			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
 		}
 	}
 	for _, name := range appendFiles {
-		if buf := out[name]; buf != nil && buf.Len() > 0 {
+		if buf := out[name]; buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
 				return sink.Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
 			}
 		}
 	}
 	st.Commit()
-	res.Accepted, res.Stale = len(accepted), st.Refused.Stale
 	st.Refused.Warn("jsonl sink", "dir", j.dir)
-	return res, nil
+	return sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale, AuditInserted: n1 + n2 + n3}, nil
 }
 
 // CheckRunConfig applies the run_config rule to DIR/run_config.json.
@@ -229,10 +223,7 @@ func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error
 	if err != nil {
 		return fmt.Errorf("jsonl sink %s: encode run config: %w", j.dir, err)
 	}
-	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
-		_, err := w.Write(append(data, '\n'))
-		return err
-	}); err != nil {
+	if err := files.Write(ctx, path, append(data, '\n')); err != nil {
 		return fmt.Errorf("jsonl sink %s: write run config: %w", j.dir, err)
 	}
 	return nil

@@ -22,16 +22,7 @@ import (
 // EarliestOpenWindow returns the earliest window_start among current rows
 // not yet FINAL (see SQLite.EarliestOpenWindow).
 func (j *JSONL) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
-	rows, err := j.CurrentRows(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	for _, r := range rows {
-		if r.State != model.Final && (!ok || r.WindowStart < windowStartMs) {
-			windowStartMs, ok = r.WindowStart, true
-		}
-	}
-	return windowStartMs, ok, nil
+	return j.extremeTime(ctx, false, func(r model.Row) (int64, bool) { return r.WindowStart, r.State != model.Final })
 }
 
 // RunCheckpoints returns the checkpoints run wrote, the last line of each

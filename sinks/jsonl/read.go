@@ -92,16 +92,22 @@ func (j *JSONL) CurrentRows(ctx context.Context) ([]model.Row, error) {
 // FinalHorizon returns the latest window_end among current FINAL rows (see
 // SQLite.FinalHorizon).
 func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
+	return j.extremeTime(ctx, true, func(r model.Row) (int64, bool) { return r.WindowEnd, r.State == model.Final })
+}
+
+// extremeTime returns the latest (or earliest) time at gives of a current
+// row it selects; ok is false when it selects none.
+func (j *JSONL) extremeTime(ctx context.Context, latest bool, at func(model.Row) (int64, bool)) (ms int64, ok bool, err error) {
 	rows, err := j.CurrentRows(ctx)
 	if err != nil {
 		return 0, false, err
 	}
 	for _, r := range rows {
-		if r.State == model.Final && (!ok || r.WindowEnd > windowEndMs) {
-			windowEndMs, ok = r.WindowEnd, true
+		if t, in := at(r); in && (!ok || latest && t > ms || !latest && t < ms) {
+			ms, ok = t, true
 		}
 	}
-	return windowEndMs, ok, nil
+	return ms, ok, nil
 }
 
 // TooLate returns the too_late_events rows ordered by source_position.

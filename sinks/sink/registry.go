@@ -88,33 +88,26 @@ func Open(ctx context.Context, spec Spec) (Sink, error) {
 // for a SQLite file or jsonl directory that does not exist yet. A jsonl reader
 // cannot write.
 func OpenReader(ctx context.Context, spec Spec) (Reader, bool, error) {
-	s, ok, err := openExisting(ctx, spec, false)
-	if !ok {
-		return nil, false, err
-	}
-	return s.(Reader), true, nil
+	return openExisting[Reader](ctx, spec, false)
 }
 
 // OpenProgress opens an existing sink's progress tables for the launcher; ok
 // is false as for OpenReader. A jsonl handle writes only source_resume.jsonl.
 func OpenProgress(ctx context.Context, spec Spec) (ProgressStore, bool, error) {
-	s, ok, err := openExisting(ctx, spec, true)
-	if !ok {
-		return nil, false, err
-	}
-	return s.(ProgressStore), true, nil
+	return openExisting[ProgressStore](ctx, spec, true)
 }
 
-func openExisting(ctx context.Context, spec Spec, progress bool) (Sink, bool, error) {
+func openExisting[T any](ctx context.Context, spec Spec, progress bool) (T, bool, error) {
+	var none T
 	b, err := Lookup(spec.Scheme)
 	if err != nil || b.Existing == nil {
-		return nil, false, nil
+		return none, false, nil
 	}
 	s, ok, err := b.Existing(ctx, spec, progress)
 	if !ok || err != nil {
-		return nil, false, err
+		return none, false, err
 	}
-	return s, true, nil
+	return s.(T), true, nil
 }
 
 // FlushPolicy says when the BigQuery write step appends what one (table,

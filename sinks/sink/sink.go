@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -23,25 +24,18 @@ type Batch struct {
 
 // Validate refuses rows and audit records no table can key.
 func (b Batch) Validate() error {
-	for _, r := range b.Rows {
-		if r.State < model.Early || r.State > model.Final {
-			return fmt.Errorf("row %s revision %d: result_state %v is not writable", r.Key(), r.Revision, r.State)
-		}
+	if i := slices.IndexFunc(b.Rows, func(r model.Row) bool { return r.State < model.Early || r.State > model.Final }); i >= 0 {
+		r := b.Rows[i]
+		return fmt.Errorf("row %s revision %d: result_state %v is not writable", r.Key(), r.Revision, r.State)
 	}
-	for _, t := range b.TooLate {
-		if t.Position == "" {
-			return fmt.Errorf("too_late event %q: empty source_position", t.EventID)
-		}
+	if i := slices.IndexFunc(b.TooLate, func(t model.TooLate) bool { return t.Position == "" }); i >= 0 {
+		return fmt.Errorf("too_late event %q: empty source_position", b.TooLate[i].EventID)
 	}
-	for _, c := range b.Conflicts {
-		if c.Position == "" {
-			return fmt.Errorf("conflict event %q: empty source_position", c.EventID)
-		}
+	if i := slices.IndexFunc(b.Conflicts, func(c model.Conflict) bool { return c.Position == "" }); i >= 0 {
+		return fmt.Errorf("conflict event %q: empty source_position", b.Conflicts[i].EventID)
 	}
-	for _, q := range b.Quarantined {
-		if q.Position == "" {
-			return fmt.Errorf("quarantined record (%s): empty source_position", q.Reason)
-		}
+	if i := slices.IndexFunc(b.Quarantined, func(q model.Quarantined) bool { return q.Position == "" }); i >= 0 {
+		return fmt.Errorf("quarantined record (%s): empty source_position", b.Quarantined[i].Reason)
 	}
 	return nil
 }

@@ -18,12 +18,9 @@ import (
 // sqlSealResumeSuffix replaces a partition's stored point unless it is the
 // same point, which keeps its sealed_at.
 var sqlSealResumeSuffix = func() string {
-	var cols []string
-	for _, c := range table.SourceResume.Names() {
-		if c != "sealed_at" && !slices.Contains(table.SourceResume.Key, c) {
-			cols = append(cols, c)
-		}
-	}
+	cols := slices.DeleteFunc(table.SourceResume.Names(), func(c string) bool {
+		return c == "sealed_at" || slices.Contains(table.SourceResume.Key, c)
+	})
 	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + identList("excluded", cols) + ")"
 }()
 
@@ -50,15 +47,9 @@ func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) erro
 		return nil
 	}
 	return s.inTx(ctx, "seal source_resume", func(tx *sql.Tx) error {
-		now := time.Now()
-		var args, vals []any
-		for _, p := range points {
-			vals = table.ResumeCodec.Put(vals[:0], table.CheckpointRow{Checkpoint: p, At: now})
-			args = sqliteArgs(table.SourceResume, args, vals)
-		}
 		seal := newBulk(tx, sqliteInsertPrefix("INSERT", table.SourceResume), sqlSealResumeSuffix, len(table.SourceResume.Columns))
 		defer seal.close()
-		if _, err := seal.exec(ctx, args); err != nil {
+		if _, err := seal.exec(ctx, sqliteArgs(table.ResumeCodec, nil, table.CheckpointRows(points, time.Now())...)); err != nil {
 			return fmt.Errorf("upsert source_resume: %w", err)
 		}
 		return nil

@@ -52,11 +52,9 @@ func sqliteInsertPrefix(verb string, t *table.Table) string {
 
 // sqliteUpsertSuffix makes an INSERT replace the row stored under its key.
 func sqliteUpsertSuffix(t *table.Table) string {
-	var set []string
-	for _, c := range t.Columns {
-		if !slices.Contains(t.Key, c.Name) {
-			set = append(set, ident(c.Name)+" = excluded."+ident(c.Name))
-		}
+	set := slices.DeleteFunc(t.Names(), func(n string) bool { return slices.Contains(t.Key, n) })
+	for i, n := range set {
+		set[i] = ident(n) + " = excluded." + ident(n)
 	}
 	return " ON CONFLICT (" + identList("", t.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 }
@@ -65,19 +63,18 @@ func sqliteSelect(t *table.Table) string {
 	return "SELECT " + identList("", t.Names()) + " FROM " + ident(t.Name)
 }
 
-// sqliteArgs appends a codec's column values as SQLite parameters.
-func sqliteArgs(t *table.Table, dst []any, vals []any) []any {
-	for i, v := range vals {
-		dst = append(dst, sqliteValue(t.Columns[i], v))
+// sqliteArgs appends records' column values (c.Put) as SQLite parameters.
+func sqliteArgs[T any](c table.Codec[T], dst []any, recs ...T) []any {
+	for _, v := range recs {
+		n := len(dst)
+		dst = c.Put(dst, v)
+		for i, col := range c.Table.Columns {
+			if dst[n+i] != nil {
+				dst[n+i] = table.Text(col, dst[n+i])
+			}
+		}
 	}
 	return dst
-}
-
-func sqliteValue(c table.Column, v any) any {
-	if v == nil {
-		return nil
-	}
-	return table.Text(c, v)
 }
 
 // sqliteScanner scans a result row of t's columns into a codec's values.

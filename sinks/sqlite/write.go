@@ -156,12 +156,11 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		}
 
 		accepted, _ := refused.AdmitAll(rows, current)
-		var upserts, changes, vals []any
+		var upserts, changes []any
 		for i, r := range accepted {
-			vals = table.ChangelogCodec.Put(vals[:0], sink.ChangelogEntry{Row: r, WrittenAt: now})
-			changes = sqliteArgs(table.HourlyRevenueChangelog, changes, vals)
+			changes = sqliteArgs(table.ChangelogCodec, changes, sink.ChangelogEntry{Row: r, WrittenAt: now})
 			if i+1 == len(accepted) || !rules.SameKey(accepted[i+1], r) { // the key's last accepted row
-				upserts = sqliteArgs(table.HourlyRevenue, upserts, table.CurrentCodec.Put(vals[:0], r))
+				upserts = sqliteArgs(table.CurrentCodec, upserts, r)
 			}
 		}
 		res.Accepted, res.Stale = len(accepted), refused.Stale
@@ -208,15 +207,9 @@ func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c table.Cod
 		return 0, nil
 	}
 	width := len(c.Table.Columns)
-	args := make([]any, 0, width*len(recs))
-	var vals []any
-	for _, r := range recs {
-		vals = c.Put(vals[:0], r)
-		args = sqliteArgs(c.Table, args, vals)
-	}
 	ins := newBulk(tx, sqliteInsertPrefix(verb, c.Table), "", width)
 	defer ins.close()
-	n, err := ins.exec(ctx, args)
+	n, err := ins.exec(ctx, sqliteArgs(c, make([]any, 0, width*len(recs)), recs...))
 	if err != nil {
 		return 0, fmt.Errorf("insert %s: %w", c.Table.Name, err)
 	}
@@ -267,15 +260,11 @@ func (s *SQLite) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	return s.inTx(ctx, "write reconcile_diffs", func(tx *sql.Tx) error {
 		ins := newBulk(tx, sqliteInsertPrefix("INSERT", table.ReconcileDiffs), sqliteUpsertSuffix(table.ReconcileDiffs), len(table.ReconcileDiffs.Columns))
 		defer ins.close()
-		var args, vals []any
 		for _, d := range diffs {
-			vals = table.DiffCodec.Put(vals[:0], d)
-			args = sqliteArgs(table.ReconcileDiffs, args, vals)
 			// One statement per diff, so an error names the diff.
-			if _, err := ins.exec(ctx, args); err != nil {
+			if _, err := ins.exec(ctx, sqliteArgs(table.DiffCodec, nil, d)); err != nil {
 				return fmt.Errorf("upsert diff %s %s %s: %w", d.RunID, model.FormatTime(d.WindowStart), d.Dims, err)
 			}
-			args = args[:0]
 		}
 		return nil
 	})

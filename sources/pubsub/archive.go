@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -89,7 +90,7 @@ func openStore(root string, shard int) (*store, error) {
 }
 
 // putFile writes a file that survives the loss of this machine once it
-// returns: files.WriteFile fsyncs a local file, and a GCS object is
+// returns: files.Write fsyncs a local file, and a GCS object is
 // committed at Close.
 func putFile(ctx context.Context, path string, data []byte) error {
 	if files.IsLocal(path) {
@@ -97,10 +98,7 @@ func putFile(ctx context.Context, path string, data []byte) error {
 			return fmt.Errorf("pubsub archive: %w", err)
 		}
 	}
-	if err := files.WriteFile(ctx, path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	}); err != nil {
+	if err := files.Write(ctx, path, data); err != nil {
 		return fmt.Errorf("pubsub archive: %w", err)
 	}
 	return nil
@@ -136,13 +134,10 @@ func (s *store) list(ctx context.Context, after string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
 	}
-	var names []string
-	for _, name := range l.Files {
-		if _, _, ok := parseObjectName(name); ok && name > after {
-			names = append(names, name)
-		}
-	}
-	return names, nil // the listing is sorted
+	return slices.DeleteFunc(l.Files, func(name string) bool {
+		_, _, ok := parseObjectName(name)
+		return !ok || name <= after
+	}), nil // the listing is sorted
 }
 
 // read opens an object at byte offset, with its sidecar's entries (none

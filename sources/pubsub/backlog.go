@@ -1,6 +1,7 @@
 package pubsub
 
 import (
+	"slices"
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
@@ -16,13 +17,8 @@ import (
 
 // isBacklog reports whether a pulled batch comes from a backlog.
 func isBacklog(msgs []*pb.ReceivedMessage, pulled time.Time, age time.Duration) bool {
-	if age <= 0 {
-		return false
-	}
-	for _, m := range msgs {
-		if pt := m.GetMessage().GetPublishTime(); pt != nil && pulled.Sub(pt.AsTime()) > age {
-			return true
-		}
-	}
-	return false
+	return age > 0 && slices.ContainsFunc(msgs, func(m *pb.ReceivedMessage) bool {
+		pt := m.GetMessage().GetPublishTime()
+		return pt != nil && pulled.Sub(pt.AsTime()) > age
+	})
 }

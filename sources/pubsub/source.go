@@ -158,10 +158,7 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 	case o.PullTimeout < 0 || o.PollInterval < 0:
 		return "", "", errors.New("pubsub pull timeout and poll interval must not be negative")
 	}
-	if err := o.Watermark.Validate(); err != nil {
-		return "", "", err
-	}
-	if err := o.Event.Validate(); err != nil {
+	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
 		return "", "", err
 	}
 	return project, id, nil

@@ -1,6 +1,8 @@
 package pubsub
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,13 +100,7 @@ func (w *stallWatch) check(now time.Time) stall {
 	if d < w.after {
 		return stall{}
 	}
-	oldest := int64(0)
-	first := true
-	for seq := range w.held {
-		if first || seq < oldest {
-			oldest, first = seq, false
-		}
-	}
+	oldest := slices.Min(slices.Collect(maps.Keys(w.held))) // held is not empty
 	s := stall{report: !w.stalled, stalled: d, oldest: w.held[oldest]}
 	w.stalled = true
 	return s

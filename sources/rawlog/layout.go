@@ -89,12 +89,7 @@ func ListPartitions(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rawlog: list partitions of %s: %w", dir, err)
 	}
-	var parts []string
-	for _, name := range l.Dirs {
-		if !Ignored(name) {
-			parts = append(parts, name)
-		}
-	}
+	parts := slices.DeleteFunc(l.Dirs, Ignored)
 	if slices.ContainsFunc(l.Files, func(name string) bool { return !Ignored(name) }) {
 		parts = append(parts, RootPartition)
 	}
@@ -108,11 +103,5 @@ func ListFiles(dir, partition string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rawlog: list files of partition %q: %w", partition, err)
 	}
-	var out []string
-	for _, name := range l.Files {
-		if !Ignored(name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil // the listing is sorted by name
+	return slices.DeleteFunc(l.Files, Ignored), nil // the listing is sorted by name
 }

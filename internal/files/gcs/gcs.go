@@ -7,9 +7,7 @@ package gcs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"strings"
 
 	"cloud.google.com/go/storage"
 	"github.com/revenue-stream/hourly/internal/files"
@@ -20,14 +18,10 @@ import (
 
 func init() { files.RegisterStore("gs", files.Store{Ranges: ranges, NotExist: notExist}) }
 
-func ranges(ctx context.Context, path string) (func(model.LineRef) (io.ReadCloser, error), error) {
+func ranges(ctx context.Context, bucket, object string) (func(model.LineRef) (io.ReadCloser, error), error) {
 	c, err := files.Client("gs ranges", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
 	if err != nil {
 		return nil, err
-	}
-	bucket, object, ok := strings.Cut(strings.TrimPrefix(path, "gs://"), "/")
-	if !ok {
-		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
 	o := c.Bucket(bucket).Object(object)
 	return func(r model.LineRef) (io.ReadCloser, error) {

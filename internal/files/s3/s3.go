@@ -23,7 +23,7 @@ import (
 
 func init() { files.RegisterStore("s3", files.Store{Ranges: ranges, NotExist: notExist}) }
 
-func ranges(ctx context.Context, path string) (func(model.LineRef) (io.ReadCloser, error), error) {
+func ranges(ctx context.Context, bucket, key string) (func(model.LineRef) (io.ReadCloser, error), error) {
 	c, err := files.Client("s3 ranges", func() (*s3.Client, error) {
 		// As Beam's s3 filesystem builds its own.
 		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
@@ -34,10 +34,6 @@ func ranges(ctx context.Context, path string) (func(model.LineRef) (io.ReadClose
 	})
 	if err != nil {
 		return nil, err
-	}
-	bucket, key, ok := strings.Cut(strings.TrimPrefix(path, "s3://"), "/")
-	if !ok {
-		return nil, fmt.Errorf("read %s: not an object path", path)
 	}
 	return func(r model.LineRef) (io.ReadCloser, error) {
 		out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),

@@ -237,13 +237,10 @@ func ChangedResumePoints(current, points []model.Checkpoint) []model.Checkpoint 
 	for _, c := range current {
 		have[c.Partition] = c
 	}
-	var out []model.Checkpoint
-	for _, p := range points {
-		if c, ok := have[p.Partition]; !ok || c != p {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(points), func(p model.Checkpoint) bool {
+		c, ok := have[p.Partition]
+		return ok && c == p
+	})
 }
 
 // SortCheckpoints orders checkpoints by partition, then file.
