@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -30,11 +31,28 @@ import (
 // sees a caller give up; a call the caller abandoned runs to its end and its
 // answer is dropped. A streaming call (AppendRows) the caller abandons is
 // closed from the proxy's side as a clean end of input.
+//
+// Detaching is not enough: a CI run (2026-12-06) saw the same panic with the
+// proxy in place, at the start of TestBigQueryEndToEnd, where the sink
+// creates its tables, appends and opens write streams at once. The lookup's
+// query can also end early on an error of the emulator's own storage under
+// concurrent calls, which it reads as "no such project" in the same way. So
+// the proxy also runs each CreateWriteStream alone: it waits for the calls in
+// flight (a streaming call counts while a request of it awaits its answer)
+// and holds new ones until it returns.
 type detachProxy struct {
 	rest *http.Server
 	grpc *grpc.Server
 	conn *grpc.ClientConn
+	// alone is held exclusively by CreateWriteStream, shared by every other
+	// request in flight.
+	alone sync.RWMutex
 }
+
+const (
+	createWriteStream = "/google.cloud.bigquery.storage.v1.BigQueryWrite/CreateWriteStream"
+	endOfCall         = -1 << 30 // hold's argument when a call ends: give every hold back
+)
 
 // startDetachProxy listens on two fresh loopback ports and forwards to the
 // emulator's REST host and gRPC host; it returns the proxy's two hosts.
@@ -57,6 +75,8 @@ func startDetachProxy(restTarget, grpcTarget string) (*detachProxy, string, stri
 	p := &detachProxy{conn: conn}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: restTarget})
 	p.rest = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.alone.RLock()
+		defer p.alone.RUnlock()
 		rp.ServeHTTP(w, r.WithContext(context.WithoutCancel(r.Context())))
 	})}
 	p.grpc = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.forward))
@@ -75,6 +95,36 @@ func (p *detachProxy) close() {
 // one way, answers the other, until the emulator ends the call.
 func (p *detachProxy) forward(_ any, in grpc.ServerStream) error {
 	method, _ := grpc.MethodFromServerStream(in)
+	if method == createWriteStream {
+		p.alone.Lock()
+		defer p.alone.Unlock()
+	} else {
+		// One shared hold per request awaiting its answer; those the
+		// emulator never answers are released when the call ends.
+		var mu sync.Mutex
+		held, ended := 0, false
+		hold := func(n int) {
+			if n > 0 { // RLock outside mu: it may wait for a CreateWriteStream
+				p.alone.RLock()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case n > 0 && !ended:
+				held++
+			case n > 0: // the call ended while this request waited
+				p.alone.RUnlock()
+			default:
+				ended = ended || n == endOfCall
+				for ; n < 0 && held > 0; n++ {
+					p.alone.RUnlock()
+					held--
+				}
+			}
+		}
+		defer hold(endOfCall)
+		in = &heldStream{ServerStream: in, hold: hold}
+	}
 	md, _ := metadata.FromIncomingContext(in.Context())
 	ctx, cancel := context.WithCancel(metadata.NewOutgoingContext(context.WithoutCancel(in.Context()), md))
 	defer cancel() // after the emulator has ended the call
@@ -109,6 +159,26 @@ func (p *detachProxy) forward(_ any, in grpc.ServerStream) error {
 			callerGone = true // drain the emulator's answers to the end
 		}
 	}
+}
+
+// heldStream takes a shared hold on the proxy for each request it receives
+// and gives one back for each answer it sends.
+type heldStream struct {
+	grpc.ServerStream
+	hold func(n int)
+}
+
+func (h *heldStream) RecvMsg(m any) error {
+	err := h.ServerStream.RecvMsg(m)
+	if err == nil {
+		h.hold(1)
+	}
+	return err
+}
+
+func (h *heldStream) SendMsg(m any) error {
+	h.hold(-1)
+	return h.ServerStream.SendMsg(m)
 }
 
 // frame is one gRPC message, passed through unparsed.
