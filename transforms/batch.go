@@ -91,8 +91,9 @@ type group[V any] struct {
 	v  V
 }
 
+// reset empties g; the map is made again by the first at.
 func (g *groups[K, V]) reset() {
-	g.byKey = map[K]*group[V]{}
+	g.byKey = nil
 	g.order = g.order[:0]
 }
 
@@ -100,6 +101,9 @@ func (g *groups[K, V]) reset() {
 func (g *groups[K, V]) at(k K, ts beam.EventTime) *V {
 	e, ok := g.byKey[k]
 	if !ok {
+		if g.byKey == nil {
+			g.byKey = map[K]*group[V]{}
+		}
 		e = &group[V]{ts: ts}
 		g.byKey[k] = e
 		g.order = append(g.order, k)

@@ -145,7 +145,6 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 		return
 	}
 	var batches groups[batchKey, []model.Event]
-	batches.reset()
 	for _, e := range kept {
 		b := batches.at(batchKey{shard: ShardOf(e.EventID, f.Shards), partition: e.Partition}, 0)
 		*b = append(*b, e)
