@@ -175,13 +175,7 @@ func (r Row) Key() string { return FormatTime(r.WindowStart) + " " + r.Dims }
 
 // CompareRows orders rows by window_start, dims, then revision.
 func CompareRows(a, b Row) int {
-	if a.WindowStart != b.WindowStart {
-		return cmp.Compare(a.WindowStart, b.WindowStart)
-	}
-	if c := strings.Compare(a.Dims, b.Dims); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Revision, b.Revision)
+	return cmp.Or(cmp.Compare(a.WindowStart, b.WindowStart), strings.Compare(a.Dims, b.Dims), cmp.Compare(a.Revision, b.Revision))
 }
 
 // FormatTime renders epoch ms as RFC 3339 UTC, with milliseconds when non-zero.
