@@ -5,6 +5,7 @@ package watermark
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -44,10 +45,8 @@ func (a IdleAdvance) String() string {
 
 // ParseIdleAdvance reads an --idle-advance value (the flag binder names the flag in its error).
 func ParseIdleAdvance(s string) (IdleAdvance, error) {
-	for i, n := range IdleAdvanceNames {
-		if s == n {
-			return IdleAdvance(i), nil
-		}
+	if i := slices.Index(IdleAdvanceNames, s); i >= 0 {
+		return IdleAdvance(i), nil
 	}
 	return 0, fmt.Errorf("want processing-time or hold, got %q", s)
 }
@@ -114,8 +113,8 @@ func (p *Partition) Backlog(on bool) {
 func (p *Partition) Observe(eventTime int64, valid bool, now int64) (before int64) {
 	before = p.Before()
 	p.Touch(now)
-	if valid && (p.s.MaxValid == model.NoWatermark || eventTime > p.s.MaxValid) {
-		p.s.MaxValid = eventTime
+	if valid { // model.NoWatermark is below every event time
+		p.s.MaxValid = max(p.s.MaxValid, eventTime)
 	}
 	return before
 }
