@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -365,16 +366,6 @@ func unescape(dst, body []byte) []byte {
 			continue
 		}
 		switch e := body[i+1]; e {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
 		case 'u':
 			r, _ := hex4(body, i+2)
 			if r >= 0xD800 && r <= 0xDBFF {
@@ -385,7 +376,10 @@ func unescape(dst, body []byte) []byte {
 			dst = utf8.AppendRune(dst, rune(r))
 			i += 6
 			continue
-		default: // '"', '\\', '/'
+		default: // '"', '\\', '/' stand for themselves
+			if j := strings.IndexByte("bfnrt", e); j >= 0 {
+				e = "\b\f\n\r\t"[j]
+			}
 			dst = append(dst, e)
 		}
 		i += 2
