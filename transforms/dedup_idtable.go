@@ -83,11 +83,7 @@ func (t *idTable) put(k idKey, fp uint64, win uint32) {
 func (t *idTable) grow(n int) {
 	old := *t
 	*t = newIDTable(n)
-	for i, k := range old.keys {
-		if k != (idKey{}) {
-			t.put(k, old.fps[i], old.wins[i])
-		}
-	}
+	old.each(t.put)
 }
 
 // filter keeps the entries whose window keep accepts, returning how many it
