@@ -248,10 +248,7 @@ func comparePositions(a, b string) int {
 	if !aok || !bok {
 		return strings.Compare(a, b)
 	}
-	if c := strings.Compare(af, bf); c != 0 {
-		return c
-	}
-	return cmp.Compare(al, bl)
+	return cmp.Or(strings.Compare(af, bf), cmp.Compare(al, bl))
 }
 
 func splitPosition(p string) (string, int64, bool) {
