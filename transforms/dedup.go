@@ -2,10 +2,9 @@ package transforms
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -55,7 +54,7 @@ func (o DedupOptions) Validate() error {
 	min := o.Policy.Window.Milliseconds() + o.Policy.AllowedLateness.Milliseconds()
 	if o.Retention < min {
 		return fmt.Errorf("--dedup-retention %v is shorter than window + allowed lateness (%v): a retry arriving inside the correction period would be counted twice",
-			msDuration(o.Retention), msDuration(min))
+			time.Duration(o.Retention)*time.Millisecond, time.Duration(min)*time.Millisecond)
 	}
 	if o.Shards <= 0 {
 		return fmt.Errorf("dedup shards must be positive, got %d", o.Shards)
@@ -85,7 +84,7 @@ func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conf
 	counted, conflicts = beam.ParDo2(s, &dedupFn{
 		Policy:      o.Policy,
 		RetentionMs: o.Retention,
-		CacheID:     newCacheID(),
+		CacheID:     flow.Token(8),
 		NoCache:     o.NoCache,
 		CacheBytes:  o.CacheBytes,
 		ByPosition:  o.ByPosition,
@@ -316,10 +315,4 @@ func (s shardStore) save(ctx context.Context, sp state.Provider, st *shardState,
 		}
 	}
 	return nil
-}
-
-func newCacheID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

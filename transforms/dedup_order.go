@@ -144,7 +144,7 @@ func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState,
 		st.pending.push(heldBatch{until: until, seq: st.nextSeq, blob: w.B})
 	}
 	st.nextSeq++
-	h.timer.Set(tp, timeOf(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)))
+	setTimer(h.timer, tp, tagRelease, until+1)
 	return nil
 }
 

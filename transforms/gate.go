@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -43,7 +44,7 @@ func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (batch
 		Policy:      o.Policy,
 		BoundMs:     o.Bound,
 		RetentionMs: o.Retention,
-		CacheID:     newCacheID(),
+		CacheID:     flow.Token(8),
 		NoCache:     o.NoCache,
 		ReadAhead:   o.ReadAhead,
 		Pending:     state.MakeBagState[[]byte]("pending"),
@@ -192,8 +193,15 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	return f.store(key).save(ctx, sp, st, f.evictions)
 }
 
+// setTimer sets an event-time timer at at, tagged with its kind
+// (tagBoundary, tagRelease) and time: windows and held batches share
+// timers by time.
+func setTimer(t timers.EventTime, tp timers.Provider, kind byte, at int64) {
+	t.Set(tp, time.UnixMilli(at), timers.WithTag(string(rune(kind))+strconv.FormatInt(at, 10)))
+}
+
 // parseTimerTag splits a timer tag into its kind (tagBoundary, tagRelease)
-// and time.
+// and time, as setTimer wrote them.
 func parseTimerTag(tag string) (int64, byte, error) {
 	if len(tag) < 2 {
 		return 0, 0, fmt.Errorf("unexpected timer tag %q", tag)
@@ -221,7 +229,7 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 	expiry := end + f.RetentionMs
 	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
 		if at > st.known || at == expiry {
-			f.Boundary.Set(tp, timeOf(at), timers.WithTag(string(rune(tagBoundary))+strconv.FormatInt(at, 10)))
+			setTimer(f.Boundary, tp, tagBoundary, at)
 			f.armedHere[key] = append(f.armedHere[key], at)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -208,12 +209,12 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 			w.Adopt(p)
 		}
 		if !w.OnTimeDone { // also for late first data: ON_TIME releases what Add held
-			f.Firing.Set(tp, timeOf(w.End), timers.WithTag(tagOnTime))
+			f.Firing.Set(tp, time.UnixMilli(w.End), timers.WithTag(tagOnTime))
 		}
-		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
+		f.Firing.Set(tp, time.UnixMilli(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
 		// Set here, not from the FINAL timer: prism v2.77.0 stalls on a
 		// timer set from OnTimer once the watermark has passed it.
-		f.Firing.Set(tp, timeOf(f.Policy.CloseTime(start)+markerHorizon(f.Policy)), timers.WithTag(tagForget))
+		f.Firing.Set(tp, time.UnixMilli(f.Policy.CloseTime(start)+markerHorizon(f.Policy)), timers.WithTag(tagForget))
 	}
 	switch {
 	case w.Final:
