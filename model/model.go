@@ -189,16 +189,11 @@ func FormatTime(ms int64) string {
 
 // FormatMicros renders an exact amount with six fractional digits.
 func FormatMicros(m int64) string {
-	neg := m < 0
-	u := uint64(m)
-	if neg {
-		u = uint64(-m) // also right for MinInt64 through two's complement
+	sign, u := "", uint64(m)
+	if m < 0 {
+		sign, u = "-", -u // also right for MinInt64 through two's complement
 	}
-	s := fmt.Sprintf("%d.%06d", u/1_000_000, u%1_000_000)
-	if neg {
-		return "-" + s
-	}
-	return s
+	return fmt.Sprintf("%s%d.%06d", sign, u/1_000_000, u%1_000_000)
 }
 
 // EventBatch is a bundle's events for one dedup shard (one state access).
