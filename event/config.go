@@ -49,15 +49,13 @@ func (c Config) Validate() error {
 	if c.MaxLine <= 0 {
 		return fmt.Errorf("--max-line must be positive, got %d", c.MaxLine)
 	}
-	seen := make(map[string]bool, len(c.Dimensions))
 	for i, name := range c.Dimensions {
 		if err := validateDimensionName(name); err != nil {
 			return fmt.Errorf("--dimensions: field %d: %w", i+1, err)
 		}
-		if seen[name] {
+		if slices.Contains(c.Dimensions[:i], name) {
 			return fmt.Errorf("--dimensions: field %q is listed twice", name)
 		}
-		seen[name] = true
 	}
 	return nil
 }
