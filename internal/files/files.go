@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,7 +114,7 @@ func Check(path string) error {
 		if _, known := storePackages[scheme(path)]; known || registered(scheme(path)) || scheme(path) == "memfs://" {
 			return err // served (or servable), but the client could not be made
 		}
-		served := append([]string{"local paths"}, append(registeredSchemes(), "memfs://")...)
+		served := append([]string{"local paths"}, append(slices.Sorted(maps.Keys(stores)), "memfs://")...)
 		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", scheme(path), strings.Join(served[:len(served)-1], ", "), served[len(served)-1])
 	}
 	if strings.ContainsAny(path, globChars) {
@@ -135,13 +136,10 @@ func notExist(err error) error {
 	if err == nil {
 		return nil
 	}
-	missing := false
-	stores.Range(func(_, s any) bool {
-		missing = s.(Store).NotExist(err)
-		return !missing
-	})
-	if missing {
-		return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	for _, s := range stores {
+		if s.NotExist(err) {
+			return fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+		}
 	}
 	return err
 }

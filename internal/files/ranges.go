@@ -77,7 +77,7 @@ func readFileRanges(ctx context.Context, path string, ranges []model.LineRef) ([
 			return b, nil
 		}, f.Close
 	default:
-		st, ok := storeFor(scheme(path))
+		st, ok := stores[scheme(path)]
 		if !ok {
 			return streamRanges(ctx, path, ranges)
 		}

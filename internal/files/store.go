@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
-	"sync"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -22,8 +20,9 @@ type Store struct {
 	NotExist func(err error) bool
 }
 
-// stores holds the registered Stores by scheme ("gs://").
-var stores sync.Map
+// stores holds the registered Stores by scheme ("gs://"): written only by
+// the inits that call RegisterStore, so read without a lock.
+var stores = map[string]Store{}
 
 // storePackages names the packages serving a scheme this package does not
 // import (transforms and pipeline must not link the GCS or AWS clients), for
@@ -40,32 +39,13 @@ func RegisterStore(scheme string, s Store) {
 	if s.Ranges == nil || s.NotExist == nil {
 		panic(fmt.Sprintf("files.RegisterStore %q: incomplete Store", scheme))
 	}
-	if _, dup := stores.LoadOrStore(scheme+"://", s); dup {
+	if _, dup := stores[scheme+"://"]; dup {
 		panic(fmt.Sprintf("files.RegisterStore %q: registered twice", scheme))
 	}
-}
-
-// storeFor returns the Store of a scheme() value ("gs://").
-func storeFor(scheme string) (Store, bool) {
-	s, ok := stores.Load(scheme)
-	if !ok {
-		return Store{}, false
-	}
-	return s.(Store), true
+	stores[scheme+"://"] = s
 }
 
 func registered(scheme string) bool {
-	_, ok := storeFor(scheme)
+	_, ok := stores[scheme]
 	return ok
-}
-
-// registeredSchemes lists the registered schemes ("gs://"), sorted.
-func registeredSchemes() []string {
-	var out []string
-	stores.Range(func(k, _ any) bool {
-		out = append(out, k.(string))
-		return true
-	})
-	slices.Sort(out)
-	return out
 }

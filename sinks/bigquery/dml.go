@@ -27,8 +27,7 @@ func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[
 	param := slices.Collect(maps.Keys(starts))
 	out := make(map[rules.Key]rules.Stored, len(keys))
 	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
-WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))
-QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY revision DESC) = 1`
+WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))` + oncePer("window_start, dims", "revision DESC")
 	err := b.read(ctx, "read current rows", sql, []gbq.QueryParameter{{Name: "starts", Value: param}},
 		func(it *gbq.RowIterator) error {
 			var r struct {

@@ -27,25 +27,13 @@ WHERE result_state <> 'FINAL'`)
 // RunCheckpoints returns the checkpoints run wrote, the latest of each
 // (partition, file), by partition, then file.
 func (b *BigQuery) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
-	return b.checkpoints(ctx, table.CheckpointCodec, " WHERE `run` = @run"+oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
+	return sqlread.Checkpoints(ctx, b.DB, table.CheckpointCodec, " WHERE `run` = @run"+oncePer("`partition`, `file`", "updated_at DESC, `offset` DESC"),
 		gbq.QueryParameter{Name: "run", Value: run})
 }
 
 // ResumePoints returns the latest sealed point of each partition, by partition.
 func (b *BigQuery) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
-	return b.checkpoints(ctx, table.ResumeCodec, " WHERE TRUE"+oncePer("`partition`", "sealed_at DESC, `file` DESC, `offset` DESC"))
-}
-
-// checkpoints reads the rows of c's progress table that filter keeps, by
-// partition, then file.
-func (b *BigQuery) checkpoints(ctx context.Context, c table.Codec[table.CheckpointRow], filter string, args ...any) ([]model.Checkpoint, error) {
-	rows, err := sqlread.Read(ctx, b.DB, c, "read "+c.Table.Name, `SELECT `+bqDialect.Columns(c.Table.Names())+` FROM `+b.table(c.Table.Name)+filter, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := table.CheckpointsOf(rows)
-	rules.SortCheckpoints(out)
-	return out, nil
+	return sqlread.Checkpoints(ctx, b.DB, table.ResumeCodec, " WHERE TRUE"+oncePer("`partition`", "sealed_at DESC, `file` DESC, `offset` DESC"))
 }
 
 // SealResume inserts the points that differ from their partition's latest

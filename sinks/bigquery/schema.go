@@ -93,8 +93,7 @@ func unnestRows(table string) string {
 func (b *BigQuery) currentViewSQL() string {
 	return `SELECT ` + strings.Join(table.HourlyRevenue.Names(), ", ") + `, writer
 FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
-WHERE TRUE
-QUALIFY ROW_NUMBER() OVER (PARTITION BY window_start, dims ORDER BY ` + revisionOrder + `) = 1`
+WHERE TRUE` + oncePer("window_start, dims", revisionOrder)
 }
 
 // revisionOrder ranks a key's changelog rows, highest revision first. Two

@@ -188,9 +188,9 @@ func (f *bqAppendFn) ProcessElement(ctx context.Context, sp state.Provider, tp t
 	// Counted when buffered: a job ending without error appended them all.
 	// A checkpoint is not an output: no counter.
 	switch {
-	case strings.HasPrefix(key, table.HourlyRevenueChangelog.Name+"/"):
+	case name == table.HourlyRevenueChangelog.Name:
 		f.accepted.Inc(ctx, 1)
-	case !strings.HasPrefix(key, table.SourceCheckpoints.Name+"/"):
+	case name != table.SourceCheckpoints.Name:
 		f.audit.Inc(ctx, 1)
 	}
 	return nil

@@ -49,7 +49,7 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // audit lines carry payloads
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		v, err := table.DecodeJSONLine(c, line)

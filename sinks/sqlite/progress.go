@@ -26,16 +26,12 @@ var sqlSealResumeSuffix = func() string {
 
 // RunCheckpoints returns the checkpoints run wrote, by partition, then file.
 func (s *SQLite) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
-	rows, err := sqlread.Read(ctx, s.DB, table.CheckpointCodec, "read source_checkpoints",
-		sqliteSelect(table.SourceCheckpoints)+` WHERE "run" = ? ORDER BY "partition", "file"`, run)
-	return table.CheckpointsOf(rows), err
+	return sqlread.Checkpoints(ctx, s.DB, table.CheckpointCodec, ` WHERE "run" = ? ORDER BY "partition", "file"`, run)
 }
 
 // ResumePoints returns each partition's sealed point, by partition.
 func (s *SQLite) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
-	rows, err := sqlread.Read(ctx, s.DB, table.ResumeCodec, "read source_resume",
-		sqliteSelect(table.SourceResume)+` ORDER BY "partition"`)
-	return table.CheckpointsOf(rows), err
+	return sqlread.Checkpoints(ctx, s.DB, table.ResumeCodec, ` ORDER BY "partition"`)
 }
 
 // SealResume stores resume points in one transaction.

@@ -46,7 +46,8 @@ var currentJoin = &table.Table{Name: table.HourlyRevenue.Name, Columns: table.Ho
 // changelog reads hourly_revenue_changelog, or hourly_revenue joined with it
 // (currentJoin), through the primary key's index when start is set.
 func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error) {
-	c, q, col := table.ChangelogCodec, sqliteSelect(table.HourlyRevenueChangelog), "window_start"
+	c, col := table.ChangelogCodec, "window_start"
+	q := "SELECT " + identList("", c.Table.Names()) + " FROM " + ident(c.Table.Name)
 	if current {
 		c.Table, col = currentJoin, "h.window_start"
 		q = `SELECT ` + identList("h", table.HourlyRevenue.Names()) + `, COALESCE(c.written_at, ''), COALESCE(c.writer, '')

@@ -59,10 +59,6 @@ func sqliteUpsertSuffix(t *table.Table) string {
 	return " ON CONFLICT (" + identList("", t.Key) + ") DO UPDATE SET " + strings.Join(set, ", ")
 }
 
-func sqliteSelect(t *table.Table) string {
-	return "SELECT " + identList("", t.Names()) + " FROM " + ident(t.Name)
-}
-
 // sqliteArgs appends records' column values (c.Put) as SQLite parameters.
 func sqliteArgs[T any](c table.Codec[T], dst []any, recs ...T) []any {
 	for _, v := range recs {

@@ -158,6 +158,16 @@ func (r Reader) selectAll(t *table.Table) string {
 	return `SELECT ` + r.DB.Dialect.Columns(t.Names()) + ` FROM ` + r.DB.From(t)
 }
 
+// Checkpoints reads the rows of c's progress table (source_checkpoints or
+// source_resume) that filter, the query's WHERE and ORDER BY, keeps, by
+// partition, then file.
+func Checkpoints(ctx context.Context, db DB, c table.Codec[table.CheckpointRow], filter string, args ...any) ([]model.Checkpoint, error) {
+	rows, err := Read(ctx, db, c, "read "+c.Table.Name, Reader{db}.selectAll(c.Table)+filter, args...)
+	out := table.CheckpointsOf(rows)
+	rules.SortCheckpoints(out)
+	return out, err
+}
+
 // Count reads a query's one INTEGER.
 func Count(ctx context.Context, db DB, what, query string, args ...any) (int64, error) {
 	n, err := Read(ctx, db, countCodec, what, query, args...)
