@@ -115,12 +115,9 @@ func clockWhere(o Options) string {
 
 // archive reports whether the partitions are a Pub/Sub archive's.
 func archive(parts []string) bool {
-	for _, p := range parts {
-		if p != pubsub.Partition && !strings.HasPrefix(p, pubsub.Partition+"-") {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(parts, func(p string) bool {
+		return p != pubsub.Partition && !strings.HasPrefix(p, pubsub.Partition+"-")
+	})
 }
 
 type reader struct {
@@ -256,15 +253,13 @@ func fillArrivals(recs []rec) (missing int64) {
 		}
 		last = recs[i].at
 	}
-	first := int64(-1)
-	for i := range recs {
-		if recs[i].at >= 0 {
-			first = recs[i].at
-			break
-		}
+	// The missing ones left are a prefix: they take the first known arrival (0 if none is).
+	first, n := int64(0), len(recs)
+	if k := slices.IndexFunc(recs, func(r rec) bool { return r.at >= 0 }); k >= 0 {
+		first, n = recs[k].at, k
 	}
-	for i := 0; i < len(recs) && recs[i].at < 0; i++ {
-		recs[i].at = max(first, 0)
+	for i := range recs[:n] {
+		recs[i].at = first
 	}
 	return missing
 }
