@@ -55,6 +55,8 @@ type replayLog struct {
 	LogSummary
 	clock Clock
 	recs  []rec
+	// first is, per event id, its first valid copy's index in recs, +1.
+	first []int32
 }
 
 // readLog reads every partition in arrival order with the stream's rules, and the archive's
@@ -101,6 +103,12 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		// Stable: ties keep partition order, then each partition's own.
 		slices.SortStableFunc(l.recs, func(a, b rec) int { return cmp.Compare(a.at, b.at) })
 		l.First, l.Last = l.recs[0].at, l.recs[len(l.recs)-1].at
+	}
+	l.first = make([]int32, l.IDs)
+	for i, r := range l.recs {
+		if r.valid && l.first[r.id] == 0 {
+			l.first[r.id] = int32(i + 1)
+		}
 	}
 	return l, nil
 }
