@@ -37,13 +37,9 @@ func (an *analysis) retention() {
 	tp := o.Triggers
 	var st CopyStats
 	var gapE, gapA []int64
-	first := make([]int32, an.l.IDs) // first valid copy, +1
+	first := an.l.first
 	for i, r := range an.l.recs {
-		if !r.valid {
-			continue
-		}
-		if first[r.id] == 0 {
-			first[r.id] = int32(i + 1)
+		if !r.valid || first[r.id] == int32(i+1) {
 			continue
 		}
 		f := an.l.recs[first[r.id]-1]

@@ -108,17 +108,15 @@ type scratch struct {
 	seen      []event.Seen
 	countedIn []int64 // the counted copy's window start
 	ever      []bool  // counted at least once
-	first     []int32 // first valid copy, +1
 }
 
 func (s *scratch) reset(ids int) {
 	if cap(s.seen) < ids {
-		*s = scratch{seen: make([]event.Seen, ids), countedIn: make([]int64, ids), ever: make([]bool, ids), first: make([]int32, ids)}
+		*s = scratch{seen: make([]event.Seen, ids), countedIn: make([]int64, ids), ever: make([]bool, ids)}
 		return
 	}
 	clear(s.seen[:ids])
 	clear(s.ever[:ids])
-	clear(s.first[:ids])
 }
 
 // judge applies SPEC §4 to every valid record in arrival order (event.Seen.Judge): rules (a) and
@@ -134,7 +132,7 @@ func (j judgement) judge() Outcome {
 		j.scratch = &scratch{}
 	}
 	j.scratch.reset(l.IDs)
-	seen, countedIn, ever, first := j.scratch.seen[:l.IDs], j.scratch.countedIn[:l.IDs], j.scratch.ever[:l.IDs], j.scratch.first[:l.IDs]
+	seen, countedIn, ever := j.scratch.seen[:l.IDs], j.scratch.countedIn[:l.IDs], j.scratch.ever[:l.IDs]
 	openOnTime := map[int64]bool{}
 	fate := func(r rec, f func(*Fates) *Tally) {
 		if !j.rng.Contains(tp.WindowStart(r.et)) {
@@ -149,9 +147,6 @@ func (j judgement) judge() Outcome {
 	for i, r := range l.recs {
 		if !r.valid {
 			continue
-		}
-		if first[r.id] == 0 {
-			first[r.id] = int32(i + 1)
 		}
 		ws := tp.WindowStart(r.et)
 		sn := &seen[r.id]
@@ -204,7 +199,7 @@ func (j judgement) judge() Outcome {
 			j.classes[i] = class
 		}
 	}
-	for id, f := range first {
+	for id, f := range l.first {
 		if f > 0 && !ever[id] {
 			fate(l.recs[f-1], func(f *Fates) *Tally { return &f.TooLate })
 		}

@@ -73,17 +73,15 @@ func Defaults() Options {
 		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
 		Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
 		Try: Candidates{
-			Bounds:              durations(time.Minute, 2*time.Minute, 5*time.Minute, 10*time.Minute, 15*time.Minute, 30*time.Minute, time.Hour, 2*time.Hour),
+			Bounds:              []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour},
 			LatenessPercentiles: []int{90, 95, 99},
-			Lateness:            durations(time.Hour, 6*time.Hour, 12*time.Hour, 24*time.Hour, 48*time.Hour),
-			Retention:           durations(time.Hour, 6*time.Hour, 12*time.Hour, 25*time.Hour, 48*time.Hour),
-			Idle:                durations(time.Minute, 2*time.Minute, 5*time.Minute, 10*time.Minute, 15*time.Minute, 30*time.Minute, time.Hour),
+			Lateness:            []time.Duration{time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour},
+			Retention:           []time.Duration{time.Hour, 6 * time.Hour, 12 * time.Hour, 25 * time.Hour, 48 * time.Hour},
+			Idle:                []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour},
 		},
 		Targets: Targets{LateSharePPM: 10_000, TooLateSharePPM: -1, ResidualDups: 0},
 	}
 }
-
-func durations(ds ...time.Duration) []time.Duration { return ds }
 
 // RetentionOrDefault is --dedup-retention, or window + allowed lateness.
 func (o Options) RetentionOrDefault() time.Duration {

@@ -55,6 +55,8 @@ type replayLog struct {
 	LogSummary
 	clock Clock
 	recs  []rec
+	// first is, per event id, its first valid copy's index in recs, +1.
+	first []int32
 }
 
 // readLog reads every partition in arrival order with the stream's rules, and the archive's
@@ -102,6 +104,12 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		slices.SortStableFunc(l.recs, func(a, b rec) int { return cmp.Compare(a.at, b.at) })
 		l.First, l.Last = l.recs[0].at, l.recs[len(l.recs)-1].at
 	}
+	l.first = make([]int32, l.IDs)
+	for i, r := range l.recs {
+		if r.valid && l.first[r.id] == 0 {
+			l.first[r.id] = int32(i + 1)
+		}
+	}
 	return l, nil
 }
 
@@ -115,12 +123,9 @@ func clockWhere(o Options) string {
 
 // archive reports whether the partitions are a Pub/Sub archive's.
 func archive(parts []string) bool {
-	for _, p := range parts {
-		if p != pubsub.Partition && !strings.HasPrefix(p, pubsub.Partition+"-") {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(parts, func(p string) bool {
+		return p != pubsub.Partition && !strings.HasPrefix(p, pubsub.Partition+"-")
+	})
 }
 
 type reader struct {
@@ -256,15 +261,13 @@ func fillArrivals(recs []rec) (missing int64) {
 		}
 		last = recs[i].at
 	}
-	first := int64(-1)
-	for i := range recs {
-		if recs[i].at >= 0 {
-			first = recs[i].at
-			break
-		}
+	// The missing ones left are a prefix: they take the first known arrival (0 if none is).
+	first, n := int64(0), len(recs)
+	if k := slices.IndexFunc(recs, func(r rec) bool { return r.at >= 0 }); k >= 0 {
+		first, n = recs[k].at, k
 	}
-	for i := 0; i < len(recs) && recs[i].at < 0; i++ {
-		recs[i].at = max(first, 0)
+	for i := range recs[:n] {
+		recs[i].at = first
 	}
 	return missing
 }

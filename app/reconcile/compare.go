@@ -108,13 +108,7 @@ func (c Comparison) Unexplained() []Diff {
 func (c Comparison) Material() []Diff { return c.where(func(d Diff) bool { return d.Material }) }
 
 func (c Comparison) where(keep func(Diff) bool) []Diff {
-	var out []Diff
-	for _, d := range c.Diffs {
-		if keep(d) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(c.Diffs), func(d Diff) bool { return !keep(d) })
 }
 
 // Metrics of a comparison: Beam counters in Namespace (see Comparison.Metrics). The delta sums are

@@ -63,10 +63,8 @@ func (o Outcome) ExitCode() int {
 	if len(o.Unexplained()) > 0 || len(o.Unreadable) > 0 {
 		return ExitUnexplained
 	}
-	for _, d := range o.Material() {
-		if d.AppliedRevision == 0 {
-			return ExitPending
-		}
+	if slices.ContainsFunc(o.Material(), func(d Diff) bool { return d.AppliedRevision == 0 }) {
+		return ExitPending
 	}
 	return ExitClean
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,10 +176,7 @@ type marker struct {
 
 func newHistChart(h delay.Histogram) *histChart {
 	c := &histChart{frame: frame{Width: 1120, Height: 300, Left: 110, Top: 70, Right: 1104, Bottom: 262}}
-	var top int64 = 1
-	for _, b := range h.Buckets {
-		top = max(top, b.Count)
-	}
+	top := max(1, slices.Max(h.Counts())) // h has buckets: it has delays
 	decades := math.Ceil(math.Log10(float64(top + 1)))
 	y := func(v int64) float64 { return c.Bottom - c.PlotH()*math.Log10(float64(v+1))/decades }
 	for p := int64(1); float64(p) <= math.Pow(10, decades); p *= 10 {

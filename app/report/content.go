@@ -245,10 +245,7 @@ func (c *content) delays(h delay.Histogram) {
 		s.Delay = newHistChart(h)
 	}
 	t := s.table("lrrl", "delay", "events", "share", "")
-	var top int64
-	for _, b := range h.Buckets {
-		top = max(top, b.Count)
-	}
+	top := slices.Max(h.Counts())
 	for _, b := range h.Buckets {
 		t.row(b.Label, Count(b.Count), share(b.Count, h.Total), textBar(b.Count, top, 30))
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/delay"
@@ -82,10 +83,5 @@ type WindowHistory struct {
 
 // HasLate reports whether a LATE revision was written for the key.
 func (w WindowHistory) HasLate() bool {
-	for _, r := range w.Revisions {
-		if r.State == model.Late {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(w.Revisions, func(r model.Row) bool { return r.State == model.Late })
 }

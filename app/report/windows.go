@@ -135,36 +135,34 @@ func WindowsFromChangelog(rows []model.Row) []WindowHistory {
 		dims  string
 	}
 	byKey := map[key]*WindowHistory{}
-	var keys []key
 	for _, r := range rows {
 		k := key{r.WindowStart, r.Dims}
 		w, ok := byKey[k]
 		if !ok {
 			w = &WindowHistory{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims}
 			byKey[k] = w
-			keys = append(keys, k)
 		}
 		w.Revisions = append(w.Revisions, r)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.dims, b.dims))
-	})
-	out := make([]WindowHistory, 0, len(keys))
-	for _, k := range keys {
-		w := byKey[k]
+	out := make([]WindowHistory, 0, len(byKey))
+	for _, w := range byKey {
 		slices.SortStableFunc(w.Revisions, func(a, b model.Row) int { return cmp.Compare(a.Revision, b.Revision) })
 		out = append(out, *w)
 	}
+	slices.SortFunc(out, compareWindows) // keys are distinct: the order is total
 	return out
+}
+
+// compareWindows orders histories by window start, then dims.
+func compareWindows(a, b WindowHistory) int {
+	return cmp.Or(cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.Dims, b.Dims))
 }
 
 // selectWindows picks the latest LatestWindows keys and, before them, up to MaxLateWindows with
 // LATE revisions, newest first; it returns them in window order and the number left out.
 func selectWindows(ws []WindowHistory) (shown []WindowHistory, omitted int) {
 	sorted := slices.Clone(ws)
-	slices.SortStableFunc(sorted, func(a, b WindowHistory) int {
-		return cmp.Or(cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.Dims, b.Dims))
-	})
+	slices.SortStableFunc(sorted, compareWindows)
 	cut := max(0, len(sorted)-LatestWindows)
 	var late []WindowHistory
 	for i := cut - 1; i >= 0 && len(late) < MaxLateWindows; i-- {

@@ -175,10 +175,7 @@ func (f *liveFeed) silentAt(now int64) (bool, int64) {
 
 // deliver is when a line sent at at in partition p arrives.
 func (f *liveFeed) deliver(p int, at int64) int64 {
-	if p != f.idle() {
-		return at
-	}
-	if silent, until := f.silentAt(at); silent {
+	if silent, until := f.silentAt(at); silent && p == f.idle() {
 		return until
 	}
 	return at
