@@ -35,11 +35,14 @@ import (
 // Detaching is not enough: a CI run (2026-12-06) saw the same panic with the
 // proxy in place, at the start of TestBigQueryEndToEnd, where the sink
 // creates its tables, appends and opens write streams at once. The lookup's
-// query can also end early on an error of the emulator's own storage under
-// concurrent calls, which it reads as "no such project" in the same way. So
-// the proxy also runs each CreateWriteStream alone: it waits for the calls in
-// flight (a streaming call counts while a request of it awaits its answer)
-// and holds new ones until it returns.
+// query also ends early when another call is writing the table it reads
+// (the emulator's SQLite answers "database table is locked", and the lookup
+// does not check rows.Err() for that either), so a CreateWriteStream beside
+// a dataset being created or a query job being recorded finds "no such
+// project" too. TestEmulatorConcurrentCallBug reproduces it with no call
+// given up. So the proxy also runs each CreateWriteStream alone: it waits
+// for the calls in flight (a streaming call counts while a request of it
+// awaits its answer) and holds new ones until it returns.
 type detachProxy struct {
 	rest *http.Server
 	grpc *grpc.Server

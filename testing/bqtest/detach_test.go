@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +17,24 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
+// load is what hammer does beside its queries and CreateWriteStream calls.
+type load int
+
+const (
+	// abandoning: some CreateWriteStream calls are given up mid-call (a
+	// deadline, a bundle that ends), the emulator's first bug.
+	abandoning load = iota
+	// creating: datasets are created at the same time, as a test or a sink
+	// does at its start, and no call is given up: the emulator's second
+	// trigger (its project lookup reads a table another call is writing).
+	creating
+)
+
 // hammer makes the calls the product makes at once from several workers:
 // query jobs (the sink's probes and DML) beside CreateWriteStream calls (its
-// appends), some of which their caller abandons, for rounds rounds on each
-// of workers goroutines per kind. It reports whether the emulator process
-// died.
-func hammer(t *testing.T, s *Server, workers, rounds int, dataset string) (died bool) {
+// appends), with what kind adds, for rounds rounds on each of workers
+// goroutines per kind of call. It reports whether the emulator process died.
+func hammer(t *testing.T, s *Server, workers, rounds int, dataset string, kind load) (died bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -46,6 +59,17 @@ func hammer(t *testing.T, s *Server, workers, rounds int, dataset string) (died 
 	parent := managedwriter.TableParentFromParts(Project, dataset, "t")
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
+		if kind == creating {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A tenth as many: the emulator reads all of a project's
+				// datasets for each call, so more would only slow it.
+				for r := 0; r < rounds/10 && ctx.Err() == nil; r++ {
+					_ = bq.Dataset(fmt.Sprintf("%s_%d_%d", dataset, i, r)).Create(ctx, nil)
+				}
+			}()
+		}
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
@@ -60,10 +84,12 @@ func hammer(t *testing.T, s *Server, workers, rounds int, dataset string) (died 
 		go func() {
 			defer wg.Done()
 			for r := 0; r < rounds && ctx.Err() == nil; r++ {
-				// A call its caller gives up on: a cancelled context
-				// (a bundle that ends, a deadline) reaches the emulator's
-				// metadata lookup mid-query.
-				cctx, ccancel := context.WithTimeout(ctx, time.Duration(r%8)*time.Millisecond)
+				cctx, ccancel := context.WithCancel(ctx)
+				if kind == abandoning {
+					// A call its caller gives up on: a cancelled context
+					// reaches the emulator's metadata lookup mid-query.
+					cctx, ccancel = context.WithTimeout(ctx, time.Duration(r%8)*time.Millisecond)
+				}
 				_, _ = w.CreateWriteStream(cctx, &storagepb.CreateWriteStreamRequest{Parent: parent,
 					WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_COMMITTED}})
 				ccancel()
@@ -89,38 +115,54 @@ func hammer(t *testing.T, s *Server, workers, rounds int, dataset string) (died 
 	}
 }
 
-// TestProxyKeepsTheEmulatorAlive makes, through Start's proxy, calls whose
-// callers give up mid-call: the emulator must survive and answer the next
-// call. Without the proxy the same load kills it on the first try
-// (TestEmulatorCancelledCallBug).
+// rounds is how many calls of each kind a worker of hammer makes under a
+// load: the creating load slows the emulator down as datasets pile up (it
+// reads all of a project's datasets for each call), so it makes fewer.
+var rounds = map[load]int{abandoning: 60, creating: 60}
+
+// TestProxyKeepsTheEmulatorAlive puts, through Start's proxy, the loads
+// that kill the bare emulator (TestEmulatorCancelledCallBug,
+// TestEmulatorConcurrentCallBug), each on a fresh emulator: it must survive
+// them. The abandoning load kills the bare emulator at the first try; the
+// creating load one try in two to four, and a try of it takes half a minute
+// behind the proxy, so it runs once.
 func TestProxyKeepsTheEmulatorAlive(t *testing.T) {
-	s := Start(t)
-	for try := 1; try <= 3; try++ {
-		if hammer(t, s, 8, 60, fmt.Sprint("d", try)) {
-			t.Fatalf("try %d: the emulator died behind the proxy:\n%s", try, s.out.String())
+	for try, kind := range []load{abandoning, abandoning, abandoning, creating} {
+		s := Start(t)
+		if hammer(t, s, 8, 60, "d", kind) {
+			t.Fatalf("try %d (load %d): the emulator died behind the proxy:\n%s", try+1, kind, s.out.String())
 		}
 	}
 }
 
-// TestEmulatorCancelledCallBug is the minimal reproducer of the emulator's
-// bug (see detachProxy): the load of TestProxyKeepsTheEmulatorAlive against
-// the bare emulator. It runs only when asked (BQTEST_REPRODUCE=1), since it
-// tests the dependency rather than this project, and reports the crash.
-func TestEmulatorCancelledCallBug(t *testing.T) {
+// reproduce runs a load against the bare emulator until it dies, up to ten
+// times. It runs only when asked (BQTEST_REPRODUCE=1), since it tests the
+// dependency rather than this project.
+func reproduce(t *testing.T, kind load, bug string) {
 	if os.Getenv("BQTEST_REPRODUCE") == "" {
-		t.Skip("reproducer of the emulator's cancelled-call bug; run with BQTEST_REPRODUCE=1")
+		t.Skipf("reproducer of the emulator's %s bug; run with BQTEST_REPRODUCE=1", bug)
 	}
 	for try := 1; try <= 10; try++ {
 		s := startDirect(t)
-		if hammer(t, s, 8, 60, "d") {
+		if hammer(t, s, 8, 60, "d", kind) {
 			out := s.out.String()
-			if len(out) > 2000 {
-				out = out[:2000]
+			if i := strings.Index(out, "panic:"); i >= 0 {
+				out = out[i:] // the panic, not the errors logged before it
 			}
-			t.Logf("try %d: the bare emulator died under concurrent calls (the bug reproduced):\n%s", try, out)
+			t.Logf("try %d: the bare emulator died (the %s bug reproduced):\n%.2000s", try, bug, out)
 			return
 		}
 		t.Logf("try %d: the bare emulator survived", try)
 	}
-	t.Errorf("the bare emulator survived 10 tries: has the emulator fixed its cancelled-call bug? then the proxy can go")
+	t.Errorf("the bare emulator survived 10 tries: has the emulator fixed its %s bug? then the proxy's part for it can go", bug)
 }
+
+// TestEmulatorCancelledCallBug is the minimal reproducer of the emulator's
+// first bug (detachProxy): CreateWriteStream calls given up mid-call.
+func TestEmulatorCancelledCallBug(t *testing.T) { reproduce(t, abandoning, "cancelled-call") }
+
+// TestEmulatorConcurrentCallBug is the minimal reproducer of its second
+// (detachProxy's alone): CreateWriteStream calls while datasets are
+// created, none given up. Detaching alone cannot help here, so this is also
+// what the proxy would meet without alone.
+func TestEmulatorConcurrentCallBug(t *testing.T) { reproduce(t, creating, "concurrent-call") }
