@@ -28,7 +28,7 @@ func EnsureJobService(ctx context.Context, runner string) error {
 		return fmt.Errorf("prism: start the job service: %w", err)
 	}
 	*jobopts.Endpoint = fmt.Sprintf("localhost:%d", port)
-	raiseProcs() // prism runs in this process now
+	inProcess() // prism runs in this process now
 	if *jobopts.EnvironmentType == "" {
 		*jobopts.EnvironmentType = "loopback" // as prism's runner defaults it
 	}

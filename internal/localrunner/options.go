@@ -32,7 +32,7 @@ func UseSafeOptions(runner string) {
 		panic(err) // registered in init: cannot fail
 	}
 	if *jobopts.Endpoint == "" { // beam.Run starts prism in this process
-		raiseProcs()
+		inProcess()
 	}
 	if slices.Contains(exps, DisableSplitExperiment) {
 		return

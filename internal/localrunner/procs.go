@@ -20,6 +20,13 @@ func procsFor(env string, procs int) (int, bool) {
 	return procsPerCPU * procs, true
 }
 
+// inProcess tunes this process once prism runs in it: more Go processors
+// (procsFor) and the GC pacer (gcpace.go).
+func inProcess() {
+	startPacer()
+	raiseProcs()
+}
+
 // raiseProcs applies procsFor to this process once.
 func raiseProcs() {
 	if n, set := procsFor(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)); set && !procsRaised {

@@ -240,18 +240,21 @@ func pairRuns(other, self, dir string, runs int) int {
 				fmt.Fprintf(os.Stderr, "bench: %s run %d: %v\n", b.name, i+1, err)
 				return 1
 			}
-			fmt.Printf("run %d %-5s %9d records %7.2fs %9.0f ev/s  peak RSS %6.0f MiB  alloc %7.0f MiB\n",
-				i+1, b.name, r.Events, r.Seconds, float64(r.Events)/r.Seconds, r.PeakRSSMiB, r.AllocMiB)
+			fmt.Printf("run %d %-5s %9d records %7.2fs %9.0f ev/s  peak RSS %6.0f MiB  anon %6.0f MiB  alloc %7.0f MiB\n",
+				i+1, b.name, r.Events, r.Seconds, float64(r.Events)/r.Seconds, r.PeakRSSMiB, r.PeakAnonMiB, r.AllocMiB)
 			by[b.name] = append(by[b.name], r)
 		}
 	}
 	fmt.Printf("\nmedians of %d alternated runs (GOMAXPROCS=%d, %s); other = %s\n", runs, runtime.GOMAXPROCS(0), cpuModel(), other)
-	fmt.Println("| build | ev/s | seconds | peak RSS | allocated per 1M records |")
-	fmt.Println("|---|---|---|---|---|")
+	// Peak anon beside peak RSS: two binaries map different amounts of
+	// themselves (the page cache decides), so RSS alone can mislead a pair.
+	fmt.Println("| build | ev/s | seconds | peak RSS | peak anon | allocated per 1M records |")
+	fmt.Println("|---|---|---|---|---|---|")
 	for _, b := range bins {
 		rs := by[b.name]
-		fmt.Printf("| %s | %.0f | %.2f | %.0f MiB | %.2f GiB |\n", b.name, medianOf(rs, func(r result) float64 { return float64(r.Events) / r.Seconds }),
+		fmt.Printf("| %s | %.0f | %.2f | %.0f MiB | %.0f MiB | %.2f GiB |\n", b.name, medianOf(rs, func(r result) float64 { return float64(r.Events) / r.Seconds }),
 			medianOf(rs, func(r result) float64 { return r.Seconds }), medianOf(rs, func(r result) float64 { return r.PeakRSSMiB }),
+			medianOf(rs, func(r result) float64 { return r.PeakAnonMiB }),
 			medianOf(rs, func(r result) float64 { return r.AllocMiB / 1024 / (float64(r.Events) / 1e6) }))
 	}
 	if a, b := by["other"][0].Counted, by["this"][0].Counted; a != b {

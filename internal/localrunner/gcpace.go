@@ -1,0 +1,133 @@
+package localrunner
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"sync"
+)
+
+// The GC's goal when prism runs in this process (issue #26).
+//
+// Go lets the heap grow to twice what the last collection found live
+// (GOGC=100). Prism keeps what waits between stages in this heap, so the
+// live heap spikes when a window's timers release what the gates held; each
+// spike doubles into the goal, and a longer replay, meeting more spikes,
+// peaks higher although it holds no more (docs/performance.md: a 12-day
+// replay's live heap is 35 MiB at the median and 48 at most, its heap 96 at
+// most). The pacer sets the goal to twice the median of the last
+// paceWindow live heaps instead, never above GOGC=100's own: a spike is
+// collected at the typical goal, while a lasting rise (a longer retention,
+// a larger budget) moves the median, and the goal with it, within
+// paceWindow cycles. An explicit GOGC or GOMEMLIMIT is the user's choice and
+// switches it off.
+
+// paceWindow is how many collections' live heaps the median spans; the
+// pacer waits for that many before it sets anything, so a short run's
+// start-up, whose live heap only grows, keeps Go's own goal.
+const paceWindow = 16
+
+// minPercent bounds how far the pacer lowers GOGC under a spike far above
+// the median: below it, collections would follow each other.
+const minPercent = 25
+
+// gcPercentFor is the GOGC that puts the next goal (live × (1 + GOGC/100))
+// at twice the median live heap, between minPercent and 100. A live heap
+// within a sixteenth of the median is typical: Go's own goal, so a steady
+// heap's noise sets nothing.
+func gcPercentFor(live, median uint64) int {
+	if live <= median+median/16 {
+		return 100
+	}
+	if 2*median <= live {
+		return minPercent
+	}
+	return max(minPercent, int(100*(2*median-live)/live))
+}
+
+// pacer keeps the last paceWindow live heaps and the GOGC it set.
+type pacer struct {
+	mu      sync.Mutex
+	lives   []uint64 // the last paceWindow live heaps, oldest first
+	percent int      // the GOGC in force (100 until the pacer sets one)
+	cycles  int      // collections seen (for tests)
+	off     bool     // stopped (tests): observe nothing, set nothing
+}
+
+// observe takes one collection's live heap and returns the GOGC to set and
+// whether it changed.
+func (p *pacer) observe(live uint64) (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.off {
+		return p.percent, false
+	}
+	p.cycles++
+	if len(p.lives) == paceWindow {
+		p.lives = slices.Delete(p.lives, 0, 1)
+	}
+	p.lives = append(p.lives, live)
+	want := 100
+	if len(p.lives) == paceWindow {
+		sorted := slices.Sorted(slices.Values(p.lives))
+		want = gcPercentFor(live, sorted[paceWindow/2])
+	}
+	changed := want != p.percent
+	p.percent = want
+	return want, changed
+}
+
+// state reports the collections seen and the GOGC in force.
+func (p *pacer) state() (cycles, percent int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cycles, p.percent
+}
+
+var (
+	gcPacer   = &pacer{percent: 100}
+	pacerOnce sync.Once
+)
+
+// startPacer starts the pacer once in this process, unless GOGC or
+// GOMEMLIMIT is set.
+func startPacer() {
+	pacerOnce.Do(func() {
+		if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+			return
+		}
+		gcPacer.arm()
+	})
+}
+
+// arm plants a sentinel whose cleanup runs after the next collection:
+// that collection's live heap is observed and a new sentinel planted, so
+// the pacer runs once per cycle without a goroutine of its own.
+func (p *pacer) arm() {
+	sentinel := new([64]byte) // not a tiny allocation: its cleanup runs
+	runtime.AddCleanup(sentinel, func(*pacer) {
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		metrics.Read(sample)
+		if percent, changed := p.observe(sample[0].Value.Uint64()); changed {
+			debug.SetGCPercent(percent)
+		}
+		if !p.stopped() {
+			p.arm()
+		}
+	}, p)
+}
+
+// stop ends the pacing (tests); the GOGC it set stays.
+func (p *pacer) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.off = true
+}
+
+func (p *pacer) stopped() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.off
+}

@@ -1,0 +1,92 @@
+package localrunner
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, median uint64
+		want         int
+	}{
+		{0, 0, 100},
+		{24 * mib, 24 * mib, 100}, // a typical cycle: Go's own goal
+		{20 * mib, 24 * mib, 100}, // below the median: never above GOGC=100's goal
+		{32 * mib, 24 * mib, 50},  // a spike: the goal stays at 48 MiB, not 64
+		{40 * mib, 24 * mib, 25},  // 2×median−live is 8 MiB, 20 %: held at minPercent
+		{48 * mib, 24 * mib, 25},  // twice the median or more: minPercent
+		{30 * mib, 24 * mib, 60},  // 48 MiB goal from 30 MiB live
+	} {
+		if got := gcPercentFor(c.live, c.median); got != c.want {
+			t.Errorf("gcPercentFor(%d MiB, %d MiB) = %d, want %d", c.live/mib, c.median/mib, got, c.want)
+		}
+	}
+}
+
+// TestPacerWaitsThenPacesSpikes: nothing is set before paceWindow
+// collections, a spike then lowers GOGC to hold the goal at twice the
+// median, the next typical cycle restores 100, and a lasting rise moves the
+// median, the goal with it.
+func TestPacerWaitsThenPacesSpikes(t *testing.T) {
+	p := &pacer{percent: 100}
+	observe := func(live uint64, want int, changed bool) {
+		t.Helper()
+		if got, ch := p.observe(live); got != want || ch != changed {
+			t.Fatalf("cycle %d: observe(%d) = %d, %v; want %d, %v", p.cycles, live, got, ch, want, changed)
+		}
+	}
+	for range paceWindow - 2 {
+		observe(100, 100, false)
+	}
+	observe(300, 100, false) // a spike in start-up: Go's own goal
+	observe(100, 100, false) // the window is full, median 100
+	observe(150, 33, true)   // a spike: the goal stays at 200, not 300
+	observe(100, 100, true)  // typical again
+	observe(150, 33, true)   // a rise, not yet half the window
+	for range 4 {
+		observe(150, 33, false)
+	}
+	observe(150, 100, true) // lasting: the median is 150
+}
+
+// TestPacerFollowsCollections: armed in this process, the pacer observes
+// every collection (runtime.GC) and lowers GOGC when the live heap jumps
+// to three times its median; as the negative control, the same number of
+// collections over a steady heap leaves GOGC at 100.
+func TestPacerFollowsCollections(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	p := &pacer{percent: 100}
+	p.arm()
+	defer p.stop()
+	base := make([]byte, 4<<20)
+	// collect runs n collections, each observed before the next.
+	collect := func(n int) {
+		for range n {
+			cycles, _ := p.state()
+			runtime.GC()
+			for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+				if c, _ := p.state(); c > cycles {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the pacer did not observe a collection within 10 s")
+				}
+			}
+		}
+	}
+	collect(2 * paceWindow)
+	if _, percent := p.state(); percent != 100 {
+		t.Fatalf("steady heap: GOGC %d after %d collections, want 100", percent, 2*paceWindow)
+	}
+	spike := make([]byte, 3*len(base))
+	collect(1)
+	if _, percent := p.state(); percent != minPercent {
+		t.Fatalf("after a spike to about 4× the median: GOGC %d, want %d", percent, minPercent)
+	}
+	runtime.KeepAlive(base)
+	runtime.KeepAlive(spike)
+}
