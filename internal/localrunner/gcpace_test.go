@@ -1,10 +1,14 @@
 package localrunner
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/hooks"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -89,4 +93,26 @@ func TestPacerFollowsCollections(t *testing.T) {
 	}
 	runtime.KeepAlive(base)
 	runtime.KeepAlive(spike)
+}
+
+// TestPrismInThisProcessStartsThePacer: UseSafeOptions for prism without an
+// --endpoint (beam.Run starts prism here) arms the process's pacer, which
+// then observes collections, unless the environment sets GOGC or GOMEMLIMIT.
+func TestPrismInThisProcessStartsThePacer(t *testing.T) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOGC or GOMEMLIMIT is set: the pacer stays off by design")
+	}
+	defer func(exps string) { *jobopts.Experiments = exps; hooks.DisableHook(metricGateHook) }(*jobopts.Experiments)
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	UseSafeOptions("prism")
+	before, _ := gcPacer.state()
+	runtime.GC()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		if c, _ := gcPacer.state(); c > before {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no collection observed within 10 s: the pacer is not running")
+		}
+	}
 }
