@@ -108,13 +108,15 @@ func startPacer() {
 func (p *pacer) arm() {
 	sentinel := new([64]byte) // not a tiny allocation: its cleanup runs
 	runtime.AddCleanup(sentinel, func(*pacer) {
+		// The next sentinel first: once a cycle is observed, the next
+		// collection has one to find (a test's runtime.GC() relies on it).
+		if !p.stopped() {
+			p.arm()
+		}
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(sample)
 		if percent, changed := p.observe(sample[0].Value.Uint64()); changed {
 			debug.SetGCPercent(percent)
-		}
-		if !p.stopped() {
-			p.arm()
 		}
 	}, p)
 }
