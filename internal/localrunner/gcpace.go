@@ -7,22 +7,18 @@ import (
 	"runtime/metrics"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
-// The GC's goal when prism runs in this process (issue #26).
-//
-// Go lets the heap grow to twice what the last collection found live
-// (GOGC=100). Prism keeps what waits between stages in this heap, so the
-// live heap spikes when a window's timers release what the gates held; each
-// spike doubles into the goal, and a longer replay, meeting more spikes,
-// peaks higher although it holds no more (docs/performance.md: a 12-day
-// replay's live heap is 35 MiB at the median and 48 at most, its heap 96 at
-// most). The pacer sets the goal to twice the median of the last
-// paceWindow live heaps instead, never above GOGC=100's own: a spike is
-// collected at the typical goal, while a lasting rise (a longer retention,
-// a larger budget) moves the median, and the goal with it, within
-// paceWindow cycles. An explicit GOGC or GOMEMLIMIT is the user's choice and
-// switches it off.
+// The GC's goal when prism runs in this process (issue #26). Go lets the
+// heap grow to twice what the last collection found live (GOGC=100). What
+// waits between prism's stages lives in this heap and spikes when timers
+// release what the gates held, so a longer replay, meeting more spikes,
+// peaks higher although it holds no more (docs/performance.md). The pacer
+// puts the goal at twice the median of the last paceWindow live heaps,
+// never above Go's own: a spike is collected at the typical goal, a lasting
+// rise moves the median within paceWindow cycles. An explicit GOGC or
+// GOMEMLIMIT switches it off.
 
 // paceWindow is how many collections' live heaps the median spans; the
 // pacer waits for that many before it sets anything, so a short run's
@@ -50,10 +46,10 @@ func gcPercentFor(live, median uint64) int {
 // pacer keeps the last paceWindow live heaps and the GOGC it set.
 type pacer struct {
 	mu      sync.Mutex
-	lives   []uint64 // the last paceWindow live heaps, oldest first
-	percent int      // the GOGC in force (100 until the pacer sets one)
-	cycles  int      // collections seen (for tests)
-	off     bool     // stopped (tests): observe nothing, set nothing
+	lives   []uint64    // the last paceWindow live heaps, oldest first
+	percent int         // the GOGC in force (100 until the pacer sets one)
+	cycles  int         // collections seen (for tests)
+	off     atomic.Bool // stopped (tests): observe and set nothing more
 }
 
 // observe takes one collection's live heap and returns the GOGC to set and
@@ -61,9 +57,6 @@ type pacer struct {
 func (p *pacer) observe(live uint64) (int, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.off {
-		return p.percent, false
-	}
 	p.cycles++
 	if len(p.lives) == paceWindow {
 		p.lives = slices.Delete(p.lives, 0, 1)
@@ -110,26 +103,14 @@ func (p *pacer) arm() {
 	runtime.AddCleanup(sentinel, func(*pacer) {
 		// The next sentinel first: once a cycle is observed, the next
 		// collection has one to find (a test's runtime.GC() relies on it).
-		if !p.stopped() {
-			p.arm()
+		if p.off.Load() {
+			return
 		}
+		p.arm()
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		metrics.Read(sample)
 		if percent, changed := p.observe(sample[0].Value.Uint64()); changed {
 			debug.SetGCPercent(percent)
 		}
 	}, p)
-}
-
-// stop ends the pacing (tests); the GOGC it set stays.
-func (p *pacer) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.off = true
-}
-
-func (p *pacer) stopped() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.off
 }

@@ -65,7 +65,7 @@ func TestPacerFollowsCollections(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	p := &pacer{percent: 100}
 	p.arm()
-	defer p.stop()
+	defer p.off.Store(true)
 	base := make([]byte, 4<<20)
 	// collect runs n collections, each observed before the next.
 	collect := func(n int) {
