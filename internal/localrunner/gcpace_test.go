@@ -67,19 +67,9 @@ func TestPacerFollowsCollections(t *testing.T) {
 	p.arm()
 	defer p.off.Store(true)
 	base := make([]byte, 4<<20)
-	// collect runs n collections, each observed before the next.
 	collect := func(n int) {
 		for range n {
-			cycles, _ := p.state()
-			runtime.GC()
-			for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
-				if c, _ := p.state(); c > cycles {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the pacer did not observe a collection within 10 s")
-				}
-			}
+			collectObserved(t, p)
 		}
 	}
 	collect(2 * paceWindow)
@@ -105,10 +95,16 @@ func TestPrismInThisProcessStartsThePacer(t *testing.T) {
 	defer func(exps string) { *jobopts.Experiments = exps; hooks.DisableHook(metricGateHook) }(*jobopts.Experiments)
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	UseSafeOptions("prism")
-	before, _ := gcPacer.state()
+	collectObserved(t, gcPacer)
+}
+
+// collectObserved runs a collection and waits until p has observed one.
+func collectObserved(t *testing.T, p *pacer) {
+	t.Helper()
+	before, _ := p.state()
 	runtime.GC()
 	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
-		if c, _ := gcPacer.state(); c > before {
+		if c, _ := p.state(); c > before {
 			return
 		}
 		if time.Now().After(deadline) {
