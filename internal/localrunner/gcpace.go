@@ -48,7 +48,7 @@ type pacer struct {
 	mu      sync.Mutex
 	lives   []uint64    // the last paceWindow live heaps, oldest first
 	percent int         // the GOGC in force (100 until the pacer sets one)
-	cycles  int         // collections seen (for tests)
+	cycles  int         // collections observed
 	off     atomic.Bool // stopped (tests): observe and set nothing more
 }
 
@@ -70,13 +70,6 @@ func (p *pacer) observe(live uint64) (int, bool) {
 	changed := want != p.percent
 	p.percent = want
 	return want, changed
-}
-
-// state reports the collections seen and the GOGC in force.
-func (p *pacer) state() (cycles, percent int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.cycles, p.percent
 }
 
 var (

@@ -112,3 +112,10 @@ func collectObserved(t *testing.T, p *pacer) {
 		}
 	}
 }
+
+// state reports the collections p observed and the GOGC it set.
+func (p *pacer) state() (cycles, percent int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cycles, p.percent
+}
