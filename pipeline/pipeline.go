@@ -199,8 +199,9 @@ type Outputs struct {
 	Quarantined beam.PCollection // model.Quarantined
 }
 
-// Build reads like the design card: validate, gate too-late records, dedup,
-// combine per window and dims, assign revisions.
+// Build reads like the design card: admit (verdicts and too-late rule (a)),
+// dedup (behind the watermark gate's rule (b)), combine per window and dims,
+// assign revisions.
 func Build(s beam.Scope, records beam.PCollection, o Options) (Outputs, error) {
 	return BuildWithTicks(s, records, beam.PCollection{}, o)
 }
@@ -216,9 +217,10 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 		return Outputs{}, fmt.Errorf("pipeline options: %w", err)
 	}
 	s = s.Scope("HourlyRevenue")
-	events, quarantined := transforms.SplitVerdicts(s, records, o.Event, o.Watermark.OutOfOrderBound)
-	open, lateA := transforms.TooLate(s, events, o.Triggers, o.ReadAhead)
-	counted, conflicts, lateB := transforms.Dedup(s, open, o.dedup())
+	admitted := transforms.Admit(s, records, transforms.AdmitOptions{
+		Event: o.Event, Bound: o.Watermark.OutOfOrderBound, Policy: o.Triggers, ReadAhead: o.ReadAhead,
+	})
+	counted, conflicts, lateB := transforms.Dedup(s, admitted, o.dedup())
 	// Audit records read back the raw lines dropped before dedup.
 	conflicts, lateB = transforms.Payloads(s, o.Event, conflicts, lateB)
 	deltas := transforms.PreAggregate(s, counted, o.Triggers)
@@ -235,8 +237,8 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 	rows := transforms.Revisions(s, deltas, o.Triggers, o.Published, o.PublishedBound)
 	return Outputs{
 		Rows:        rows,
-		TooLate:     beam.Flatten(s, lateA, lateB),
+		TooLate:     beam.Flatten(s, admitted.TooLate, lateB),
 		Conflicts:   conflicts,
-		Quarantined: quarantined,
+		Quarantined: admitted.Quarantined,
 	}, nil
 }

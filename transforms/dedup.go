@@ -75,12 +75,12 @@ func (o DedupOptions) Validate() error {
 //
 // The counted events carry the gate's AfterEnd; conflicts and rule-(b)
 // too-late records come out separately.
-func Dedup(s beam.Scope, events beam.PCollection, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
+func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
 	s = s.Scope("Dedup")
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches, tooLate := WatermarkGate(s, events, o)
+	batches, tooLate := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
 	counted, conflicts = beam.ParDo2(s, &dedupFn{
 		Policy:      o.Policy,
 		RetentionMs: o.Retention,

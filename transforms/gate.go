@@ -35,9 +35,8 @@ const GateKeys = 8
 // end, close and expiry of every window (AnnounceWindows tells every key of
 // every window): a timer fired at T proves the watermark reached T. Records
 // leave already in the dedup step's batches, one shard and partition each.
-func WatermarkGate(s beam.Scope, events beam.PCollection, o DedupOptions) (batches, tooLate beam.PCollection) {
+func WatermarkGate(s beam.Scope, keyed, windows beam.PCollection, o DedupOptions) (batches, tooLate beam.PCollection) {
 	s = s.Scope("WatermarkGate")
-	keyed, windows := BatchByKey(s, events, GateKeys, o.Policy)
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
 		Shards:      o.Shards,

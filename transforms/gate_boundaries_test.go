@@ -1,6 +1,7 @@
 package transforms
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -35,15 +36,18 @@ func TestWindowsToArm(t *testing.T) {
 
 // A bundle's events go to their shards in batches, and each window of the
 // bundle once to AnnounceWindows, at the earliest timestamp of its events.
-func TestBatchByKeyNamesEachWindowOnce(t *testing.T) {
+func TestAdmitNamesEachWindowOnce(t *testing.T) {
 	p := triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}
-	f := &keyBatchFn{Shards: 3, Policy: p}
+	f := &admitFn{Policy: p}
+	f.Setup()
 	type window struct{ ts, start, value int64 }
 	var batches []model.EventBatch
 	var windows []window
 	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { batches = append(batches, b) }
 	announce := func(ts beam.EventTime, start, v int64) { windows = append(windows, window{int64(ts), start, v}) }
-	f.StartBundle(emit, announce)
+	quarantine := func(q model.Quarantined) { t.Errorf("quarantined: %+v", q) }
+	late := func(r model.TooLate) { t.Errorf("too late: %+v", r) }
+	f.StartBundle(emit, announce, quarantine, late)
 	for _, e := range []struct {
 		id, at string
 		ts     int64
@@ -53,9 +57,10 @@ func TestBatchByKeyNamesEachWindowOnce(t *testing.T) {
 		{"c", "2026-11-04T12:20:00Z", at("2026-11-04T11:58:00Z")},
 		{"d", "2026-11-04T10:50:00Z", at("2026-11-04T10:30:00Z")},
 	} {
-		f.ProcessElement(beam.EventTime(e.ts), model.Event{EventID: e.id, EventTime: at(e.at), Partition: "p0"}, emit, announce)
+		ev := model.Event{EventID: e.id, EventTime: at(e.at), Partition: "p0", WatermarkBefore: model.NoWatermark}
+		f.ProcessElement(context.Background(), beam.EventTime(e.ts), model.Record{Partition: "p0", Valid: &ev}, emit, announce, quarantine, late)
 	}
-	f.FinishBundle(emit, announce)
+	f.FinishBundle(emit, announce, quarantine, late)
 	n := 0
 	for _, b := range batches {
 		if len(b.Windows) != 0 {
