@@ -19,6 +19,7 @@ import (
 func init() {
 	register.DoFn7x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
 		func(model.Event), func(model.Conflict), error](&dedupFn{})
+	register.Emitter1[model.Event]()
 	register.Emitter1[model.Conflict]()
 }
 
