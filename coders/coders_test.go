@@ -92,7 +92,7 @@ func TestEventBatchFrontCoding(t *testing.T) {
 	roundTrip(t, "empty batch", model.EventBatch{Events: []model.Event{}}, EncodeEventBatch, DecodeEventBatch)
 	roundTrip(t, "window marker", model.EventBatch{Events: []model.Event{}, Windows: []int64{7_200_000}}, EncodeEventBatch, DecodeEventBatch)
 
-	// One partition in read order, as BatchByKey builds them: the shared
+	// One partition in read order, as Admit builds them: the shared
 	// prefixes cost a few bytes instead of the whole strings.
 	var one model.EventBatch
 	plain := 0
