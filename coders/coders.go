@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -19,8 +20,12 @@ func init() {
 	Register(EncodeQuarantined, DecodeQuarantined)
 }
 
-// Register registers enc and dec as Beam's coder of T.
+// Register registers enc and dec as Beam's coder of T, each with the SDK's
+// generated caller: without one the SDK calls a coder through reflection,
+// once per element (reflect.Value.Call).
 func Register[T any](enc func(T) []byte, dec func([]byte) (T, error)) {
+	register.Function1x1(enc)
+	register.Function1x2(dec)
 	beam.RegisterCoder(reflect.TypeOf((*T)(nil)).Elem(), enc, dec)
 }
 

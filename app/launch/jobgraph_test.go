@@ -9,7 +9,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/funcx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/exec"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -86,6 +88,46 @@ func TestEveryEmitterIsRegistered(t *testing.T) {
 		if dofns < 10 {
 			t.Fatalf("--early-source=%s: %d DoFns in the job graph: not the whole job", early, dofns)
 		}
+	}
+}
+
+// TestEveryCoderHasAGeneratedCaller: each custom coder of the job's
+// collections is called through the SDK's generated caller
+// (coders.Register), not reflect.Value.Call once per element. The
+// reflection-based caller's type is read off a function no one registered,
+// so the test cannot pass by naming a type the SDK has renamed.
+func TestEveryCoderHasAGeneratedCaller(t *testing.T) {
+	reflectCall := fmt.Sprintf("%T", reflectx.MakeFunc(func(struct{ unregistered bool }) []byte { return nil }))
+	source := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
+	spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(t.TempDir(), "a.db")}
+	p, _ := jobGraph(t, source, spec, "")
+	_, nodes, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom := map[string]bool{}
+	var walk func(c *coder.Coder)
+	walk = func(c *coder.Coder) {
+		if c == nil {
+			return
+		}
+		if c.Custom != nil {
+			for _, f := range []*funcx.Fn{c.Custom.Enc, c.Custom.Dec} {
+				custom[c.Custom.Type.String()] = true
+				if got := fmt.Sprintf("%T", f.Fn); got == reflectCall {
+					t.Errorf("the coder of %v calls %s through reflection (%s)", c.Custom.Type, f.Fn.Name(), got)
+				}
+			}
+		}
+		for _, sub := range c.Components {
+			walk(sub)
+		}
+	}
+	for _, n := range nodes {
+		walk(n.Coder)
+	}
+	if !custom["model.EventBatch"] || !custom["model.Row"] {
+		t.Fatalf("custom coders in the job graph: %v; want model.EventBatch and model.Row among them", custom)
 	}
 }
 
