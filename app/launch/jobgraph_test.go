@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/sources/pubsub"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -34,7 +35,8 @@ func jobGraphSize(t *testing.T, source string, spec sink.Spec) int {
 	return proto.Size(pb)
 }
 
-// jobGraph builds the job Run would submit for source and sink, with
+// jobGraph builds the job Run would submit for source (a folder or a Pub/Sub
+// subscription) and sink, with
 // --early-source early ("": the runner's default), and returns it with its
 // runner.
 func jobGraph(t *testing.T, source string, spec sink.Spec, early string) (*beam.Pipeline, string) {
@@ -46,16 +48,42 @@ func jobGraph(t *testing.T, source string, spec sink.Spec, early string) (*beam.
 	o.Sink = spec
 	po := o.Pipeline.WithDefaults()
 	po.Published = spec
-	fo := o.folderOptions(po)
-	p, err := build(func(s beam.Scope) beam.PCollection {
-		records, progress := sources.ReadFolder(s, source, fo)
+	read := func(s beam.Scope) beam.PCollection {
+		records, progress := sources.ReadFolder(s, source, o.folderOptions(po))
 		sink.WriteProgress(s, spec, "graph", progress)
 		return records
-	}, po, spec)
+	}
+	if o.IsPubSub() {
+		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, source, o.pubsubOptions(po)) }
+	}
+	p, err := build(read, po, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, o.Runner
+}
+
+// graphCase is one job graph the graph walks check.
+type graphCase struct {
+	name, source string
+	sink         sink.Spec
+	early        string
+}
+
+// graphCases are the embedded job (a folder into SQLite, with either EARLY
+// source) and the production one (Pub/Sub into BigQuery).
+func graphCases(t *testing.T) []graphCase {
+	folder := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
+	sqliteSpec := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(t.TempDir(), "a.db")}
+	bq, err := sink.ParseSpec("bigquery:my-project.revenue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []graphCase{
+		{"folder to sqlite, EARLY by timers", folder, sqliteSpec, pipeline.EarlyTimer},
+		{"folder to sqlite, EARLY by impulse", folder, sqliteSpec, pipeline.EarlyImpulse},
+		{"pubsub to bigquery", "pubsub:projects/p/subscriptions/revenue", bq, pipeline.EarlyImpulse},
+	}
 }
 
 // TestEveryEmitterIsRegistered: each emitter a DoFn of the job declares has
@@ -64,10 +92,8 @@ func jobGraph(t *testing.T, source string, spec sink.Spec, early string) (*beam.
 // only a slower job (issue #26 found dedup's events emitted so, 5 % of the
 // bench's CPU, when the one registration moved away with the DoFn beside it).
 func TestEveryEmitterIsRegistered(t *testing.T) {
-	source := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
-	spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(t.TempDir(), "a.db")}
-	for _, early := range []string{pipeline.EarlyTimer, pipeline.EarlyImpulse} {
-		p, _ := jobGraph(t, source, spec, early)
+	for _, c := range graphCases(t) {
+		p, _ := jobGraph(t, c.source, c.sink, c.early)
 		edges, _, err := p.Build()
 		if err != nil {
 			t.Fatal(err)
@@ -81,12 +107,12 @@ func TestEveryEmitterIsRegistered(t *testing.T) {
 			fn := e.DoFn.ProcessElementFn()
 			for _, i := range fn.Params(funcx.FnEmit) {
 				if typ := fn.Param[i].T; !exec.IsEmitterRegistered(typ) {
-					t.Errorf("--early-source=%s: %s emits through %v, which has no registered emitter", early, e.Name(), typ)
+					t.Errorf("%s: %s emits through %v, which has no registered emitter", c.name, e.Name(), typ)
 				}
 			}
 		}
 		if dofns < 10 {
-			t.Fatalf("--early-source=%s: %d DoFns in the job graph: not the whole job", early, dofns)
+			t.Fatalf("%s: %d DoFns in the job graph: not the whole job", c.name, dofns)
 		}
 	}
 }
@@ -98,13 +124,6 @@ func TestEveryEmitterIsRegistered(t *testing.T) {
 // so the test cannot pass by naming a type the SDK has renamed.
 func TestEveryCoderHasAGeneratedCaller(t *testing.T) {
 	reflectCall := fmt.Sprintf("%T", reflectx.MakeFunc(func(struct{ unregistered bool }) []byte { return nil }))
-	source := writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100"))
-	spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: filepath.Join(t.TempDir(), "a.db")}
-	p, _ := jobGraph(t, source, spec, "")
-	_, nodes, err := p.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
 	custom := map[string]bool{}
 	var walk func(c *coder.Coder)
 	walk = func(c *coder.Coder) {
@@ -123,11 +142,18 @@ func TestEveryCoderHasAGeneratedCaller(t *testing.T) {
 			walk(sub)
 		}
 	}
-	for _, n := range nodes {
-		walk(n.Coder)
+	for _, c := range graphCases(t) {
+		p, _ := jobGraph(t, c.source, c.sink, c.early)
+		_, nodes, err := p.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			walk(n.Coder)
+		}
 	}
-	if !custom["model.EventBatch"] || !custom["model.Row"] {
-		t.Fatalf("custom coders in the job graph: %v; want model.EventBatch and model.Row among them", custom)
+	if !custom["model.EventBatch"] || !custom["model.Row"] || !custom["pubsub.readerKey"] {
+		t.Fatalf("custom coders in the job graphs: %v; want model.EventBatch, model.Row and pubsub.readerKey among them", custom)
 	}
 }
 
