@@ -36,6 +36,15 @@ func (f *originFilter) Handle(ctx context.Context, r slog.Record) error {
 	min := f.ours
 	if fromBeam(r.PC) {
 		min = f.beam
+		if canceledStream(r.Message) {
+			// When a job ends the SDK harness's state and data streams are
+			// cancelled, and whichever of its readers sees the cancellation
+			// before the stream's end logs it as an error ("StateChannel[..].read
+			// bad: rpc error: code = Canceled"): a race at shutdown, not a
+			// failure; the cancellation that caused it is reported where it
+			// was made. Debug only.
+			r.Level = slog.LevelDebug
+		}
 	}
 	if r.Level < min {
 		return nil
@@ -62,4 +71,10 @@ func fromBeam(pc uintptr) bool {
 	}
 	frame, _ := runtime.CallersFrames([]uintptr{pc}).Next()
 	return strings.HasPrefix(frame.Function, beamPrefix)
+}
+
+// canceledStream reports whether a Beam record is a gRPC stream ending by
+// cancellation.
+func canceledStream(msg string) bool {
+	return strings.Contains(msg, "code = Canceled")
 }
