@@ -49,7 +49,7 @@ func EncodeRecord(v model.Record) []byte {
 	w.String(v.Partition)
 	w.String(v.Position)
 	w.Bytes(v.Line)
-	writeRef(&w, v.Ref, "")
+	writeRef(&w, v.Ref)
 	w.Bool(v.Oversized)
 	w.Varint(v.ReadAt)
 	w.Varint(v.WatermarkBefore)
@@ -86,7 +86,7 @@ const (
 // DecodeRecord is the inverse of EncodeRecord.
 func DecodeRecord(b []byte) (model.Record, error) {
 	r := Reader{B: b}
-	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Ref: readRef(&r, ""), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
+	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Ref: readRef(&r), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
 	switch k := r.Uvarint(); {
 	case k == verdictValid:
 		v.Valid = &model.Event{
@@ -105,8 +105,10 @@ func DecodeRecord(b []byte) (model.Record, error) {
 // noEvent stands for the previous event outside a batch.
 var noEvent model.Event
 
-// writeEvent writes an event; in a batch (prev not nil), with dims, partition, position and the
-// ref's path front-coded against the previous event's (one partition's events share long prefixes).
+// writeEvent writes an event; in a batch (prev not nil), against the previous event's: dims,
+// partition, position and the ref's path front-coded (one partition's events share long
+// prefixes), the times and the ref's offset as differences (one partition's events lie close in
+// both). Outside a batch the previous event is the zero one, so both are written whole.
 func writeEvent(w *Writer, v, prev *model.Event) {
 	batch := prev != nil
 	if !batch {
@@ -114,7 +116,7 @@ func writeEvent(w *Writer, v, prev *model.Event) {
 	}
 	p := prev
 	w.String(v.EventID)
-	w.Varint(v.EventTime)
+	w.Varint(v.EventTime - p.EventTime)
 	w.String(v.UserID)
 	w.Varint(v.AmountMicros)
 	w.frontIf(batch, p.Dims, v.Dims)
@@ -122,14 +124,17 @@ func writeEvent(w *Writer, v, prev *model.Event) {
 	w.frontIf(batch, p.Partition, v.Partition)
 	w.frontIf(batch, p.Position, v.Position)
 	w.Bytes(v.Payload)
-	writeRef(w, v.Ref, p.Ref.Path)
-	w.Varint(v.ReadAt)
-	w.Varint(v.WatermarkBefore)
+	w.FrontString(p.Ref.Path, v.Ref.Path)
+	w.Varint(v.Ref.Offset - p.Ref.Offset)
+	w.Uvarint(uint64(v.Ref.Length))
+	w.Varint(v.ReadAt - p.ReadAt)
+	w.Varint(v.WatermarkBefore - p.WatermarkBefore)
 	w.Bool(v.AfterEnd)
-	w.Varint(v.PipelineWatermark)
+	w.Varint(v.PipelineWatermark - p.PipelineWatermark)
 }
 
-// readEvent reads what writeEvent wrote with the same prev.
+// readEvent reads what writeEvent wrote with the same prev. The differences wrap as they were
+// taken (two's complement), so any pair of times decodes exactly.
 func readEvent(r *Reader, prev *model.Event) model.Event {
 	batch := prev != nil
 	if !batch {
@@ -137,22 +142,24 @@ func readEvent(r *Reader, prev *model.Event) model.Event {
 	}
 	p := prev
 	return model.Event{
-		EventID: r.String(), EventTime: r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
+		EventID: r.String(), EventTime: p.EventTime + r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.frontIf(batch, p.Dims), Fingerprint: r.Fixed64(), Partition: r.frontIf(batch, p.Partition),
-		Position: r.frontIf(batch, p.Position), Payload: r.Bytes(), Ref: readRef(r, p.Ref.Path), ReadAt: r.Varint(),
-		WatermarkBefore: r.Varint(), AfterEnd: r.Bool(), PipelineWatermark: r.Varint(),
+		Position: r.frontIf(batch, p.Position), Payload: r.Bytes(),
+		Ref:    model.LineRef{Path: r.FrontString(p.Ref.Path), Offset: p.Ref.Offset + r.Varint(), Length: int(r.Uvarint())},
+		ReadAt: p.ReadAt + r.Varint(), WatermarkBefore: p.WatermarkBefore + r.Varint(), AfterEnd: r.Bool(),
+		PipelineWatermark: p.PipelineWatermark + r.Varint(),
 	}
 }
 
-// writeRef writes a line ref, its path front-coded against prev ("" outside a batch).
-func writeRef(w *Writer, v model.LineRef, prev string) {
-	w.FrontString(prev, v.Path)
+// writeRef writes a line ref (an event's is written against the previous one's).
+func writeRef(w *Writer, v model.LineRef) {
+	w.FrontString("", v.Path)
 	w.Varint(v.Offset)
 	w.Uvarint(uint64(v.Length))
 }
 
-func readRef(r *Reader, prev string) model.LineRef {
-	return model.LineRef{Path: r.FrontString(prev), Offset: r.Varint(), Length: int(r.Uvarint())}
+func readRef(r *Reader) model.LineRef {
+	return model.LineRef{Path: r.FrontString(""), Offset: r.Varint(), Length: int(r.Uvarint())}
 }
 
 // EncodeEvent encodes a validated event.
@@ -257,14 +264,14 @@ func EncodeTooLate(v model.TooLate) []byte {
 	w.Varint(v.EventTime)
 	w.Bytes(v.Payload)
 	w.String(v.Reason)
-	writeRef(&w, v.Ref, "")
+	writeRef(&w, v.Ref)
 	return w.B
 }
 
 // DecodeTooLate is the inverse of EncodeTooLate.
 func DecodeTooLate(b []byte) (model.TooLate, error) {
 	r := Reader{B: b}
-	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String(), Ref: readRef(&r, "")}
+	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String(), Ref: readRef(&r)}
 	return Done(v, &r, "too-late record")
 }
 
@@ -276,14 +283,14 @@ func EncodeConflict(v model.Conflict) []byte {
 	w.Fixed64(v.FirstFingerprint)
 	w.Fixed64(v.ConflictingFingerprint)
 	w.Bytes(v.Payload)
-	writeRef(&w, v.Ref, "")
+	writeRef(&w, v.Ref)
 	return w.B
 }
 
 // DecodeConflict is the inverse of EncodeConflict.
 func DecodeConflict(b []byte) (model.Conflict, error) {
 	r := Reader{B: b}
-	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes(), Ref: readRef(&r, "")}
+	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes(), Ref: readRef(&r)}
 	return Done(v, &r, "conflict record")
 }
 

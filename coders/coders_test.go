@@ -2,6 +2,7 @@ package coders
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 
@@ -104,6 +105,30 @@ func TestEventBatchFrontCoding(t *testing.T) {
 	coded := len(EncodeEventBatch(one))
 	if saved := plain - coded; saved < 100*(len(one.Events[1].Position)+len(one.Events[1].Dims)-8) {
 		t.Errorf("front coding saved %d bytes over 100 events (%d -> %d), want most of the position and dims", saved, plain, coded)
+	}
+}
+
+func TestEventBatchTimesAsDifferences(t *testing.T) {
+	// Times next to the int64 extremes: the differences wrap, and wrap back.
+	var b model.EventBatch
+	for i, ts := range []int64{math.MinInt64, math.MaxInt64, 0, -1, math.MinInt64 + 1, 1793750215086} {
+		e := event(i, "p0")
+		e.EventTime, e.WatermarkBefore, e.PipelineWatermark, e.ReadAt, e.Ref.Offset = ts, -ts, ts, ^ts, ts
+		b.Events = append(b.Events, e)
+	}
+	roundTrip(t, "extreme times", b, EncodeEventBatch, DecodeEventBatch)
+
+	// One partition's events lie close in time and in the file: each time
+	// and offset costs a byte or two, not the 6 of a whole epoch-ms varint.
+	var near, far model.EventBatch
+	for i := range 100 {
+		e := event(1000+i, "p2")
+		near.Events = append(near.Events, e)
+		e.EventTime, e.WatermarkBefore, e.PipelineWatermark, e.ReadAt, e.Ref.Offset = 0, 0, 0, 0, 0
+		far.Events = append(far.Events, e)
+	}
+	if extra := len(EncodeEventBatch(near)) - len(EncodeEventBatch(far)); extra > 100*5*2 {
+		t.Errorf("five times per event cost %d bytes over 100 events, want at most 2 each", extra)
 	}
 }
 

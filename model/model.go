@@ -40,7 +40,9 @@ type Event struct {
 	EventID string
 	// EventTime is epoch milliseconds, UTC (finer digits truncated).
 	EventTime int64
-	UserID    string
+	// UserID and ReadAt, like Payload, do not pass transforms.Admit: the
+	// fingerprint holds the user, Admit's delay counters the arrival.
+	UserID string
 	// AmountMicros is the exact amount in millionths of the currency unit.
 	AmountMicros int64
 	// Dims is the canonical JSON object of the dimensions ("{}" when none).

@@ -163,6 +163,9 @@ func (f *admitFn) ProcessElement(ctx context.Context, ts beam.EventTime, r model
 		// (Payloads): the others never carry it through the shuffle.
 		e.Payload = nil
 	}
+	// Nothing past here reads these: the fingerprint holds the user, the
+	// delay counters above measured the arrival.
+	e.UserID, e.ReadAt = "", 0
 	b := f.pending.at(batchKey{shard: ShardOf(e.EventID, GateKeys), partition: e.Partition}, ts)
 	if *b == nil {
 		*b = make([]model.Event, 0, f.perBatch)

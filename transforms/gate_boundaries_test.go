@@ -2,7 +2,9 @@ package transforms
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +126,39 @@ func TestHeldFor(t *testing.T) {
 		if until != c.until || hold != c.hold {
 			t.Errorf("%s: heldFor = %d, %v; want %d, %v", c.name, until, hold, c.until, c.hold)
 		}
+	}
+}
+
+// Admit sends on only what the steps after it read: no raw line when the
+// raw log holds it, no user (the fingerprint holds it) and no read time
+// (Admit's delay counters measured it). A line the log cannot give back
+// keeps its payload for the audit rows.
+func TestAdmitSendsOnlyWhatLaterStepsRead(t *testing.T) {
+	f := &admitFn{Policy: triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}}
+	f.Setup()
+	var got []model.Event
+	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { got = append(got, b.Events...) }
+	announce := func(beam.EventTime, int64, int64) {}
+	quarantine := func(q model.Quarantined) { t.Errorf("quarantined: %+v", q) }
+	late := func(r model.TooLate) { t.Errorf("too late: %+v", r) }
+	f.StartBundle(emit, announce, quarantine, late)
+	ref := model.LineRef{Path: "/log/p0/000001.jsonl", Offset: 140, Length: 139}
+	full := model.Event{EventID: "a", EventTime: at("2026-11-04T12:05:00Z"), UserID: "u1", AmountMicros: 1_990_000, Dims: "{}",
+		Fingerprint: 7, Partition: "p0", Position: "p0/000001.jsonl:2", Payload: []byte(`{"event_id":"a"}`), Ref: ref,
+		ReadAt: at("2026-11-04T12:06:00Z"), WatermarkBefore: model.NoWatermark}
+	unread := full
+	unread.EventID, unread.Ref = "b", model.LineRef{}
+	for _, e := range []model.Event{full, unread} {
+		f.ProcessElement(context.Background(), beam.EventTime(at("2026-11-04T12:00:00Z")), model.Record{Partition: "p0", Valid: &e},
+			emit, announce, quarantine, late)
+	}
+	f.FinishBundle(emit, announce, quarantine, late)
+	wantFull := full
+	wantFull.UserID, wantFull.ReadAt, wantFull.Payload = "", 0, nil
+	wantUnread := unread
+	wantUnread.UserID, wantUnread.ReadAt = "", 0
+	slices.SortFunc(got, func(a, b model.Event) int { return strings.Compare(a.EventID, b.EventID) })
+	if !reflect.DeepEqual(got, []model.Event{wantFull, wantUnread}) {
+		t.Errorf("Admit sent\n %+v\nwant\n %+v", got, []model.Event{wantFull, wantUnread})
 	}
 }
