@@ -3,6 +3,7 @@ package coders
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -129,8 +130,10 @@ func writeEvent(w *Writer, v, prev *model.Event) {
 	w.Uvarint(uint64(v.Ref.Length))
 	w.Varint(v.ReadAt - p.ReadAt)
 	w.Varint(v.WatermarkBefore - p.WatermarkBefore)
-	w.Bool(v.AfterEnd)
-	w.Varint(v.PipelineWatermark - p.PipelineWatermark)
+	if !batch { // in a batch they are its Watermark's (model.EventBatch)
+		w.Bool(v.AfterEnd)
+		w.Varint(v.PipelineWatermark)
+	}
 }
 
 // readEvent reads what writeEvent wrote with the same prev. The differences wrap as they were
@@ -141,14 +144,17 @@ func readEvent(r *Reader, prev *model.Event) model.Event {
 		prev = &noEvent
 	}
 	p := prev
-	return model.Event{
+	e := model.Event{
 		EventID: r.String(), EventTime: p.EventTime + r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.frontIf(batch, p.Dims), Fingerprint: r.Fixed64(), Partition: r.frontIf(batch, p.Partition),
 		Position: r.frontIf(batch, p.Position), Payload: r.Bytes(),
 		Ref:    model.LineRef{Path: r.FrontString(p.Ref.Path), Offset: p.Ref.Offset + r.Varint(), Length: int(r.Uvarint())},
-		ReadAt: p.ReadAt + r.Varint(), WatermarkBefore: p.WatermarkBefore + r.Varint(), AfterEnd: r.Bool(),
-		PipelineWatermark: p.PipelineWatermark + r.Varint(),
+		ReadAt: p.ReadAt + r.Varint(), WatermarkBefore: p.WatermarkBefore + r.Varint(),
 	}
+	if !batch {
+		e.AfterEnd, e.PipelineWatermark = r.Bool(), r.Varint()
+	}
+	return e
 }
 
 // writeRef writes a line ref (an event's is written against the previous one's).
@@ -175,36 +181,107 @@ func DecodeEvent(b []byte) (model.Event, error) {
 	return Done(readEvent(&r, nil), &r, "event")
 }
 
-// EncodeEventBatch encodes a shard batch.
+// EncodeEventBatch encodes a batch: its header, then its events to the end,
+// each coded against the one before it (Coded as it is, when the batch came
+// coded: a step that passes events on does not code them again).
 func EncodeEventBatch(v model.EventBatch) []byte {
-	w := Writer{B: make([]byte, 0, 128*len(v.Events))}
-	w.Uvarint(uint64(len(v.Events)))
-	var prev model.Event
-	for i := range v.Events {
-		writeEvent(&w, &v.Events[i], &prev)
-		prev = v.Events[i]
-	}
+	w := Writer{B: make([]byte, 0, 32+len(v.Coded)+64*len(v.Events))}
 	w.Uvarint(uint64(len(v.Windows)))
 	for _, start := range v.Windows {
 		w.Varint(start)
 	}
-	return w.B
+	w.Uvarint(uint64(len(v.Spans)))
+	for _, start := range v.Spans {
+		w.Varint(start)
+	}
+	w.Varint(v.Since)
+	w.Varint(v.Watermark)
+	if v.Coded != nil {
+		w.Uvarint(uint64(v.N))
+		return append(w.B, v.Coded...)
+	}
+	w.Uvarint(uint64(len(v.Events)))
+	events := EventsWriter{w: w} // coded after the header, in place
+	for i := range v.Events {
+		events.Add(&v.Events[i])
+	}
+	return events.w.B
 }
 
+// EventsWriter codes a batch's events as they come, each against the one
+// before it: a step that builds batches (Admit) keeps them coded, not as
+// events, until they leave (model.EventBatch.Coded).
+type EventsWriter struct {
+	w    Writer
+	prev model.Event
+	n    int
+}
+
+// Grow makes room for n more events of about size bytes each.
+func (b *EventsWriter) Grow(n, size int) { b.w.B = slices.Grow(b.w.B, n*size) }
+
+// Add codes e after the events added before it.
+func (b *EventsWriter) Add(e *model.Event) {
+	writeEvent(&b.w, e, &b.prev)
+	b.prev = *e
+	b.n++
+}
+
+// Coded returns the coded events and how many they are (nil for none).
+func (b *EventsWriter) Coded() ([]byte, int) {
+	if b.n == 0 {
+		return nil, 0
+	}
+	return b.w.B, b.n
+}
+
+// DecodeEventBatch decodes a batch's header and leaves its events coded
+// (Coded, N) for BatchEvents: the watermark gate passes most batches on
+// without reading their events.
 func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	r := Reader{B: b}
+	var v model.EventBatch
+	v.Windows = readStarts(&r)
+	v.Spans = readStarts(&r)
+	v.Since, v.Watermark = r.Varint(), r.Varint()
+	v.N = r.Count(1)
+	if r.Err != nil {
+		return model.EventBatch{}, fmt.Errorf("decode event batch: %w", r.Err)
+	}
+	if v.N > 0 {
+		v.Coded = r.B // the SDK decodes every element from a buffer of its own
+	} else if len(r.B) != 0 {
+		return model.EventBatch{}, fmt.Errorf("decode event batch: %d trailing bytes", len(r.B))
+	}
+	return v, nil
+}
+
+func readStarts(r *Reader) []int64 {
 	n := r.Count(1)
-	v := model.EventBatch{Events: make([]model.Event, 0, n)}
-	var prev model.Event
+	if n == 0 {
+		return nil
+	}
+	starts := make([]int64, 0, n)
 	for i := 0; i < n && r.Err == nil; i++ {
+		starts = append(starts, r.Varint())
+	}
+	return starts
+}
+
+// BatchEvents returns a batch's events, decoding them when they are coded.
+// The events' AfterEnd and PipelineWatermark are the batch's to set.
+func BatchEvents(b model.EventBatch) ([]model.Event, error) {
+	if b.Coded == nil {
+		return b.Events, nil
+	}
+	r := Reader{B: b.Coded}
+	events := make([]model.Event, 0, b.N)
+	var prev model.Event
+	for i := 0; i < b.N && r.Err == nil; i++ {
 		prev = readEvent(&r, &prev)
-		v.Events = append(v.Events, prev)
+		events = append(events, prev)
 	}
-	m := r.Count(1)
-	for i := 0; i < m && r.Err == nil; i++ {
-		v.Windows = append(v.Windows, r.Varint())
-	}
-	return Done(v, &r, "event batch")
+	return Done(events, &r, "batch events")
 }
 
 func EncodeDelta(v model.Delta) []byte {

@@ -198,11 +198,26 @@ func FormatMicros(m int64) string {
 	return fmt.Sprintf("%s%d.%06d", sign, u/1_000_000, u%1_000_000)
 }
 
-// EventBatch is a bundle's events for one dedup shard (one state access).
+// EventBatch is a bundle's events for one gate key or dedup shard (one
+// state access).
+//
+// Between steps its events travel coded (coders): Events decoded, or Coded
+// and N as the batch's coder left them for a step that may pass them on
+// without reading them. Spans and Since tell the watermark gate what it
+// needs of the events; Watermark is what the gate tells dedup of them.
 type EventBatch struct {
 	Events []Event
+	Coded  []byte
+	N      int
 	// Windows announces window starts, so every gate key arms their timers.
 	Windows []int64
+	// Spans are the window starts of the events (Admit's batches), and
+	// Since the earliest event's partition watermark (the batch's timestamp).
+	Spans []int64
+	Since int64
+	// Watermark is the one the gate knew when it passed the events: every
+	// event is stamped with it (Event.PipelineWatermark, AfterEnd).
+	Watermark int64
 }
 
 // Delta is a per-bundle partial aggregate of a (window, dims) key, or a Tick.

@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
-
-	_ "github.com/revenue-stream/hourly/coders" // element coders
 )
 
 // Namespace is the pipeline's metrics namespace, re-exported for callers
@@ -45,6 +45,10 @@ type AdmitOptions struct {
 	// none), which a record routed to too-late leaves here.
 	ReadAhead string
 }
+
+// codedEventBytes is about what an event takes in a batch (coders), what
+// Admit sizes a batch's buffer by.
+const codedEventBytes = 64
 
 // Admitted is what Admit sends on.
 type Admitted struct {
@@ -94,11 +98,20 @@ type admitFn struct {
 	latenessMs, arrivalMs      beam.Distribution
 	readAhead                  *flow.ReadAhead
 
-	pending groups[batchKey, []model.Event]
+	pending groups[batchKey, admitBatch]
 	windows map[int64]beam.EventTime // window start: earliest timestamp
 	// perBatch is the last bundle's mean batch, each new batch's capacity:
 	// appends that double from nothing allocate twice what they keep.
 	perBatch int
+}
+
+// admitBatch is a batch being built: its events coded as they come (a coded
+// event is about a quarter of a model.Event), and the header the gate reads
+// instead of them (model.EventBatch.Spans, Since).
+type admitBatch struct {
+	events coders.EventsWriter
+	spans  []int64
+	since  int64
 }
 
 type batchKey struct {
@@ -167,10 +180,15 @@ func (f *admitFn) ProcessElement(ctx context.Context, ts beam.EventTime, r model
 	// delay counters above measured the arrival.
 	e.UserID, e.ReadAt = "", 0
 	b := f.pending.at(batchKey{shard: ShardOf(e.EventID, GateKeys), partition: e.Partition}, ts)
-	if *b == nil {
-		*b = make([]model.Event, 0, f.perBatch)
+	if b.spans == nil {
+		b.events.Grow(f.perBatch, codedEventBytes)
+		b.since = int64(mtime.MaxTimestamp)
 	}
-	*b = append(*b, e)
+	b.events.Add(&e)
+	if !slices.Contains(b.spans, w) {
+		b.spans = append(b.spans, w)
+	}
+	b.since = min(b.since, eventTimestamp(&e))
 	if first, ok := f.windows[w]; !ok || ts < first {
 		f.windows[w] = ts
 	}
@@ -180,9 +198,10 @@ func (f *admitFn) ProcessElement(ctx context.Context, ts beam.EventTime, r model
 func (f *admitFn) FinishBundle(emit func(beam.EventTime, int, model.EventBatch), window func(beam.EventTime, int64, int64),
 	_ func(model.Quarantined), _ func(model.TooLate)) {
 	batches, events := len(f.pending.order), 0
-	f.pending.flush(func(k batchKey, ts beam.EventTime, batch []model.Event) {
-		events += len(batch)
-		emit(ts, k.shard, model.EventBatch{Events: batch})
+	f.pending.flush(func(k batchKey, ts beam.EventTime, b admitBatch) {
+		coded, n := b.events.Coded()
+		events += n
+		emit(ts, k.shard, model.EventBatch{Coded: coded, N: n, Spans: b.spans, Since: b.since})
 	})
 	if batches > 0 {
 		f.perBatch = events/batches + 1

@@ -145,22 +145,26 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	// Out of the runner's queue: judged now, or held in state (ByPosition).
 	// The dedup step, the slowest, pays the read-ahead account: what the
 	// gate passed waits in prism's queue in front of it.
-	defer f.readAhead.Taken(len(batch.Events), latest(batch, watermarkBefore))
+	events, err := gatedEvents(batch, f.Policy)
+	if err != nil {
+		return fmt.Errorf("dedup: %w", err)
+	}
+	defer f.readAhead.Taken(len(events), latest(events, watermarkBefore))
 	f.elements.Inc(ctx, 1)
 	st, err := f.store(shard).load(ctx, sp, f.reloads)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	if err := f.advance(ctx, sp, shard, st, latest(batch, pipelineWatermark)); err != nil {
+	if err := f.advance(ctx, sp, shard, st, latest(events, pipelineWatermark)); err != nil {
 		return err
 	}
-	if f.ByPosition && len(batch.Events) > 0 {
-		if err := f.held().hold(sp, tp, st, batch, batchTimestamp(batch)); err != nil {
+	if f.ByPosition && len(events) > 0 {
+		if err := f.held().hold(sp, tp, st, batch, batchTimestamp(events)); err != nil {
 			return fmt.Errorf("dedup: %w", err)
 		}
 		return f.store(shard).save(ctx, sp, st, f.evictions)
 	}
-	return f.judge(ctx, sp, shard, st, batch.Events, emit, conflict)
+	return f.judge(ctx, sp, shard, st, events, emit, conflict)
 }
 
 // judge gives each event its verdict in the order given, emits, appends the
@@ -231,10 +235,10 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 // latest is the largest of one watermark field over a batch's events:
 // PipelineWatermark (the gate's, by which dedup forgets) or WatermarkBefore
 // (how far the sources had read: the read-ahead account's frontier).
-func latest(b model.EventBatch, field func(*model.Event) int64) int64 {
+func latest(events []model.Event, field func(*model.Event) int64) int64 {
 	w := model.NoWatermark
-	for i := range b.Events {
-		w = max(w, field(&b.Events[i]))
+	for i := range events {
+		w = max(w, field(&events[i]))
 	}
 	return w
 }
@@ -256,7 +260,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	events, err := f.held().release(sp, st, at)
+	events, err := f.held().release(sp, st, at, f.Policy)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}

@@ -150,11 +150,11 @@ func TestCompactionNeverChangesAVerdict(t *testing.T) {
 			}
 			wm := skewStart + int64(hour)*h + 50*time.Minute.Milliseconds() - skewWatermark.OutOfOrderBound.Milliseconds()
 			for i := range b.Events {
-				// The gate knows the watermark passed the hour's start
-				// (the previous window's end) and stamps it.
 				b.Events[i].WatermarkBefore = wm
-				b.Events[i].PipelineWatermark = skewStart + int64(hour)*h
 			}
+			// The gate knows the watermark passed the hour's start (the
+			// previous window's end) and passes the batch with it.
+			b.Watermark = skewStart + int64(hour)*h
 			before := sp.idClears
 			d.process(b)
 			d.fireUpTo(wm)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/triggers"
 )
 
 // Deterministic first copy (DedupOptions.ByPosition).
@@ -150,13 +151,17 @@ func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState,
 
 // batchTimestamp is the batch's element timestamp: its earliest record's
 // partition watermark, as the source stamped it.
-func batchTimestamp(b model.EventBatch) int64 {
+func batchTimestamp(events []model.Event) int64 {
 	ts := int64(mtime.MaxTimestamp)
-	for _, e := range b.Events {
-		ts = min(ts, max(e.WatermarkBefore, int64(mtime.MinTimestamp)))
+	for i := range events {
+		ts = min(ts, eventTimestamp(&events[i]))
 	}
 	return ts
 }
+
+// eventTimestamp is the element timestamp the source gave an event's
+// record: its partition's watermark before it.
+func eventTimestamp(e *model.Event) int64 { return max(e.WatermarkBefore, int64(mtime.MinTimestamp)) }
 
 // load decodes the Pending bag (after a cache miss), keeping the entries no
 // recorded release took.
@@ -184,7 +189,7 @@ func (h heldBatches) load(sp state.Provider, st *shardState) error {
 
 // release takes the held batches whose wait ended before at and returns
 // their events in position order.
-func (h heldBatches) release(sp state.Provider, st *shardState, at int64) ([]model.Event, error) {
+func (h heldBatches) release(sp state.Provider, st *shardState, at int64, policy triggers.Policy) ([]model.Event, error) {
 	if !st.pending.loaded {
 		if err := h.load(sp, st); err != nil {
 			return nil, err
@@ -201,7 +206,11 @@ func (h heldBatches) release(sp state.Provider, st *shardState, at int64) ([]mod
 		if err != nil {
 			return nil, fmt.Errorf("decode held batch: %w", err)
 		}
-		ready = append(ready, batch.Events...)
+		events, err := gatedEvents(batch, policy)
+		if err != nil {
+			return nil, fmt.Errorf("decode held batch: %w", err)
+		}
+		ready = append(ready, events...)
 	}
 	if len(ready) == 0 {
 		return nil, nil // released by an earlier timer

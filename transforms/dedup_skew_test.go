@@ -277,7 +277,7 @@ func runSkew(t *testing.T, s skew) *skewRun {
 		}
 		w := tracker.Watermark(now)
 		for _, b := range deferred {
-			w = min(w, batchTimestamp(b))
+			w = min(w, batchTimestamp(b.Events))
 		}
 		d.fireUpTo(w)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
@@ -28,8 +30,11 @@ const GateKeys = 8
 
 // WatermarkGate is rule (b) of the too-late gate (SPEC §4): a record whose
 // window closed before the pipeline watermark goes to too-late; the others go
-// on marked AfterEnd when it passed their window's end, and stamped with it
-// (model.Event.PipelineWatermark, by which dedup forgets ids).
+// on in batches that carry it (model.EventBatch.Watermark), by which each
+// event is marked AfterEnd when it passed the event's window's end and
+// stamped with it (model.Event.PipelineWatermark, by which dedup forgets
+// ids). Most batches pass still coded: the gate reads what Admit wrote of
+// their events in the batch's header (Spans, Since).
 //
 // A DoFn cannot read its watermark, so each key sets event-time timers at the
 // end, close and expiry of every window (AnnounceWindows tells every key of
@@ -100,25 +105,74 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 			f.arm(tp, key, st, s) // a no-op for a window already armed
 		}
 	}
-	f.armEvents(tp, key, st, batch.Events)
-	if len(batch.Events) > 0 {
-		if until, hold := heldFor(f.armedHere[key], st.known, batchTimestamp(batch)); hold {
-			if err := f.held().hold(sp, tp, st, batch, until); err != nil {
-				return fmt.Errorf("gate: %w", err)
-			}
-			return f.store(key).save(ctx, sp, st, f.evictions)
+	events, spans, since, err := f.summary(batch)
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
+	// The events' still-open windows are armed before the batch is judged
+	// or held: the announcement (AnnounceWindows) may lag the batches.
+	for _, start := range spans {
+		if !f.Policy.Closed(start, st.known) {
+			f.arm(tp, key, st, start)
 		}
 	}
-	f.judge(ctx, st, batch.Events, emit, late)
+	if len(spans) == 0 { // an announcement: no events
+		return f.store(key).save(ctx, sp, st, f.evictions)
+	}
+	if until, hold := heldFor(f.armedHere[key], st.known, since); hold {
+		if err := f.held().hold(sp, tp, st, batch, until); err != nil {
+			return fmt.Errorf("gate: %w", err)
+		}
+		return f.store(key).save(ctx, sp, st, f.evictions)
+	}
+	if events == nil && f.Shards == GateKeys && !f.Policy.Closed(slices.Min(spans), st.known) {
+		// Admit's batch is one gate key's and partition's, so one dedup
+		// shard's when dedup runs on GateKeys shards (as on prism), and no
+		// event in it is too late: it goes on as it came, still coded.
+		emit(key, model.EventBatch{Coded: batch.Coded, N: batch.N, Watermark: st.known})
+		return f.store(key).save(ctx, sp, st, f.evictions)
+	}
+	if events == nil {
+		if events, err = coders.BatchEvents(batch); err != nil {
+			return fmt.Errorf("gate: %w", err)
+		}
+	}
+	f.judge(ctx, st, events, emit, late)
 	return f.store(key).save(ctx, sp, st, f.evictions)
 }
 
+// summary is what the gate needs of a batch's events: the windows they fall
+// in and the batch's timestamp, from Admit's header while the events are
+// coded (events nil), else from the events, decoded.
+func (f *gateFn) summary(b model.EventBatch) (events []model.Event, spans []int64, since int64, err error) {
+	if b.Coded != nil && len(b.Spans) > 0 {
+		return nil, b.Spans, b.Since, nil
+	}
+	if events, err = coders.BatchEvents(b); err != nil {
+		return nil, nil, 0, err
+	}
+	spans, since = spansOf(events, f.Policy)
+	return events, spans, since, nil
+}
+
+// spansOf returns the window starts of events, each once in the order it
+// first comes, and their batch's timestamp (batchTimestamp).
+func spansOf(events []model.Event, p triggers.Policy) (spans []int64, since int64) {
+	for i := range events {
+		if start := p.WindowStart(events[i].EventTime); !slices.Contains(spans, start) {
+			spans = append(spans, start)
+		}
+	}
+	return spans, batchTimestamp(events)
+}
+
 // judge applies rule (b) to each event at the key's known watermark and
-// emits the others in batches of one dedup shard and partition, in order. A
-// too-late record never reaches dedup, so it leaves the read-ahead account here.
-// The events kept are filtered in place; a batch whose events all go to one
-// shard and partition (every batch when the dedup step has GateKeys shards, as
-// on prism) leaves as it is, without a copy.
+// emits the others in batches of one dedup shard and partition, in order,
+// stamped with that watermark. A too-late record never reaches dedup, so it
+// leaves the read-ahead account here. The events kept are filtered in
+// place; a batch whose events all go to one shard and partition (every
+// batch when the dedup step has GateKeys shards, as on prism) leaves as it
+// is, without a copy.
 func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(int, model.EventBatch), late func(model.TooLate)) {
 	kept := events[:0]
 	var first batchKey
@@ -141,7 +195,7 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 		return
 	}
 	if one {
-		emit(first.shard, model.EventBatch{Events: kept})
+		emit(first.shard, model.EventBatch{Events: kept, Watermark: st.known})
 		return
 	}
 	var batches groups[batchKey, []model.Event]
@@ -150,20 +204,39 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 		*b = append(*b, e)
 	}
 	batches.flush(func(k batchKey, _ beam.EventTime, events []model.Event) {
-		emit(k.shard, model.EventBatch{Events: events})
+		emit(k.shard, model.EventBatch{Events: events, Watermark: st.known})
 	})
 }
 
 // Gate applies rule (b) to one event at the known watermark: false when its
-// window is closed; else it marks AfterEnd and stamps the watermark.
+// window is closed; else it stamps the event with the watermark (stamp).
 func (st *shardState) Gate(e *model.Event, p triggers.Policy) bool {
-	start := p.WindowStart(e.EventTime)
-	if p.Closed(start, st.known) {
+	if p.Closed(p.WindowStart(e.EventTime), st.known) {
 		return false
 	}
-	e.AfterEnd = st.known != model.NoWatermark && p.WindowEnd(start) <= st.known
-	e.PipelineWatermark = st.known
+	stamp(e, st.known, p)
 	return true
+}
+
+// stamp marks an event the gate passed at watermark known: late data
+// (AfterEnd) when known passed its window's end, and PipelineWatermark, by
+// which dedup forgets ids.
+func stamp(e *model.Event, known int64, p triggers.Policy) {
+	e.AfterEnd = known != model.NoWatermark && p.WindowEnd(p.WindowStart(e.EventTime)) <= known
+	e.PipelineWatermark = known
+}
+
+// gatedEvents returns the events of a batch the gate passed, decoded and
+// stamped with the batch's watermark.
+func gatedEvents(b model.EventBatch, p triggers.Policy) ([]model.Event, error) {
+	events, err := coders.BatchEvents(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := range events {
+		stamp(&events[i], b.Watermark, p)
+	}
+	return events, nil
 }
 
 func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key int, t timers.Context,
@@ -178,7 +251,7 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	}
 	switch tag {
 	case tagRelease:
-		events, err := f.held().release(sp, st, at)
+		events, err := f.held().release(sp, st, at, f.Policy)
 		if err != nil {
 			return fmt.Errorf("gate: %w", err)
 		}
@@ -230,22 +303,6 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 		if at > st.known || at == expiry {
 			setTimer(f.Boundary, tp, tagBoundary, at)
 			f.armedHere[key] = append(f.armedHere[key], at)
-		}
-	}
-}
-
-// armEvents arms the still-open windows of a batch's events before it is
-// judged or held: the announcement (AnnounceWindows) may lag the batches.
-func (f *gateFn) armEvents(tp timers.Provider, key int, st *shardState, events []model.Event) {
-	last, armed := int64(0), false
-	for _, e := range events {
-		start := f.Policy.WindowStart(e.EventTime)
-		if armed && start == last {
-			continue
-		}
-		last, armed = start, true
-		if !f.Policy.Closed(start, st.known) {
-			f.arm(tp, key, st, start)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -45,7 +46,7 @@ func TestAdmitNamesEachWindowOnce(t *testing.T) {
 	type window struct{ ts, start, value int64 }
 	var batches []model.EventBatch
 	var windows []window
-	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { batches = append(batches, b) }
+	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { batches = append(batches, decoded(t, b)) }
 	announce := func(ts beam.EventTime, start, v int64) { windows = append(windows, window{int64(ts), start, v}) }
 	quarantine := func(q model.Quarantined) { t.Errorf("quarantined: %+v", q) }
 	late := func(r model.TooLate) { t.Errorf("too late: %+v", r) }
@@ -67,6 +68,10 @@ func TestAdmitNamesEachWindowOnce(t *testing.T) {
 	for _, b := range batches {
 		if len(b.Windows) != 0 {
 			t.Errorf("a batch announces windows: %+v", b)
+		}
+		// The header the gate reads instead of the events.
+		if spans, since := spansOf(b.Events, p); !slices.Equal(b.Spans, spans) || b.Since != since {
+			t.Errorf("a batch's header says spans %v since %d, its events %v since %d", b.Spans, b.Since, spans, since)
 		}
 		n += len(b.Events)
 	}
@@ -137,7 +142,7 @@ func TestAdmitSendsOnlyWhatLaterStepsRead(t *testing.T) {
 	f := &admitFn{Policy: triggers.Policy{Window: time.Hour, AllowedLateness: time.Hour}}
 	f.Setup()
 	var got []model.Event
-	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { got = append(got, b.Events...) }
+	emit := func(_ beam.EventTime, _ int, b model.EventBatch) { got = append(got, decoded(t, b).Events...) }
 	announce := func(beam.EventTime, int64, int64) {}
 	quarantine := func(q model.Quarantined) { t.Errorf("quarantined: %+v", q) }
 	late := func(r model.TooLate) { t.Errorf("too late: %+v", r) }
@@ -161,4 +166,15 @@ func TestAdmitSendsOnlyWhatLaterStepsRead(t *testing.T) {
 	if !reflect.DeepEqual(got, []model.Event{wantFull, wantUnread}) {
 		t.Errorf("Admit sent\n %+v\nwant\n %+v", got, []model.Event{wantFull, wantUnread})
 	}
+}
+
+// decoded is b with its events decoded, as the steps that read them see it.
+func decoded(t *testing.T, b model.EventBatch) model.EventBatch {
+	t.Helper()
+	events, err := coders.BatchEvents(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Events, b.Coded, b.N = events, nil, 0
+	return b
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -124,5 +125,63 @@ func TestBatchAheadOfItsAnnouncementWaitsForTheEnd(t *testing.T) {
 	r.process(model.EventBatch{Events: []model.Event{copyC}})
 	if len(r.passed) != 1 || len(r.late) != 1 || r.late[0].EventID != "C" {
 		t.Fatalf("after the close: passed %d, too late %+v; want the copy too late", len(r.passed), r.late)
+	}
+}
+
+// On GateKeys dedup shards (prism's), a batch Admit built passes the gate as
+// it came, still coded, with the key's watermark; one holding an event of a
+// closed window is decoded and judged event by event.
+func TestGatePassesAdmittedBatchesCoded(t *testing.T) {
+	r := startGate(t)
+	r.f.Shards = GateKeys
+	var ids []string // ids of gate key 0, the key the harness runs
+	for i := 0; len(ids) < 2; i++ {
+		if id := "evt_" + strconv.Itoa(i); ShardOf(id, GateKeys) == 0 {
+			ids = append(ids, id)
+		}
+	}
+	admitted := func(times ...string) model.EventBatch {
+		var events []model.Event
+		for i, when := range times {
+			events = append(events, model.Event{EventID: ids[i], EventTime: at(when), Partition: "p0",
+				Position: "p0/000001.jsonl:" + strconv.Itoa(i+1), WatermarkBefore: model.NoWatermark})
+		}
+		spans, since := spansOf(events, r.f.Policy)
+		b, err := coders.DecodeEventBatch(coders.EncodeEventBatch(model.EventBatch{Events: events, Spans: spans, Since: since}))
+		if err != nil || b.Coded == nil {
+			t.Fatalf("admitted batch: %v, coded %v", err, b.Coded != nil)
+		}
+		return b
+	}
+	var out []model.EventBatch
+	emit := func(shard int, b model.EventBatch) {
+		if shard != 0 {
+			t.Errorf("passed to shard %d, want 0", shard)
+		}
+		out = append(out, b)
+	}
+	process := func(b model.EventBatch) {
+		r.f.StartBundle(nil, nil)
+		if err := r.f.ProcessElement(context.Background(), r.sp, r.tp, 0, b, emit, r.tooLate); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	open := admitted("2026-11-04T10:05:00Z", "2026-11-04T10:06:00Z")
+	process(open)
+	if len(out) != 1 || out[0].Events != nil || &out[0].Coded[0] != &open.Coded[0] || out[0].N != 2 || out[0].Watermark != model.NoWatermark {
+		t.Fatalf("an open batch passed as %+v, want its coded events as they came, with no watermark", out)
+	}
+
+	// The key learns that window 10:00 closed (its close timer fired).
+	closed := r.f.Policy.CloseTime(at("2026-11-04T10:00:00Z"))
+	r.fire(tagBoundary, closed)
+	out = nil
+	process(admitted("2026-11-04T10:07:00Z", "2026-11-05T10:30:00Z"))
+	if len(r.late) != 1 || r.late[0].EventID != ids[0] {
+		t.Fatalf("too late: %+v, want %s", r.late, ids[0])
+	}
+	if len(out) != 1 || out[0].Coded != nil || len(out[0].Events) != 1 || out[0].Events[0].EventID != ids[1] || out[0].Watermark != closed {
+		t.Fatalf("passed %+v, want %s alone, decoded, with the watermark %d", out, ids[1], closed)
 	}
 }
