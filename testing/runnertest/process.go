@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // bootPackage is the Go SDK's container boot program: given --id and
@@ -28,10 +29,11 @@ cd %q && exec %q --id="$id" --semi_persist_dir=%q "$@" >>%q 2>&1
 `
 
 var (
-	bootOnce sync.Once
-	bootBin  string
-	bootDir  string
-	bootErr  error
+	bootOnce  sync.Once
+	bootBin   string
+	bootDir   string
+	bootErr   error
+	bootStart time.Time
 )
 
 // ProcessEnvironment builds the boot program (once per process, into a
@@ -41,6 +43,7 @@ var (
 // dir/workers.log.
 func ProcessEnvironment(dir string) (config string, err error) {
 	bootOnce.Do(func() {
+		bootStart = time.Now()
 		tmp, err := os.MkdirTemp("", "runnertest-boot-")
 		if err != nil {
 			bootErr = err
@@ -66,9 +69,42 @@ func ProcessEnvironment(dir string) (config string, err error) {
 	return string(b), err
 }
 
-// Cleanup removes the boot program ProcessEnvironment built (for TestMain).
+// Cleanup removes the boot program ProcessEnvironment built (for TestMain),
+// and the copies of this test binary its workers ran from.
 func Cleanup() {
-	if bootDir != "" {
-		os.RemoveAll(bootDir)
+	if bootDir == "" {
+		return
 	}
+	os.RemoveAll(bootDir)
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	for _, dir := range workerCopies(self, bootStart) {
+		os.RemoveAll(dir)
+	}
+}
+
+// workerCopies lists the folders where the boot program copied the worker
+// binary self since start. The boot program of Beam v2.77.0 copies it into
+// a new /tmp/bin* folder for every worker it starts and never removes it
+// (container/boot.go: os.MkdirTemp("/tmp/", "bin*"), whatever TMPDIR says):
+// the size of this binary, 246 MB, per worker, 60 of them after two runs of
+// the tests. A folder counts when its worker was written since start and is
+// as large as self (the worker binary a Go job stages is the program that
+// submitted it).
+func workerCopies(self string, start time.Time) []string {
+	want, err := os.Stat(self)
+	if err != nil {
+		return nil
+	}
+	dirs, _ := filepath.Glob("/tmp/bin*")
+	var out []string
+	for _, dir := range dirs {
+		fi, err := os.Stat(filepath.Join(dir, "worker"))
+		if err == nil && fi.Mode().IsRegular() && fi.Size() == want.Size() && !fi.ModTime().Before(start) {
+			out = append(out, dir)
+		}
+	}
+	return out
 }
