@@ -134,7 +134,7 @@ type heldBatches struct {
 // release: a timer set from OnTimer after the watermark passed it stalls
 // prism v2.77.0.
 func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState, batch model.EventBatch, until int64) error {
-	w := coders.Writer{}
+	w := coders.Writer{B: []byte{heldFormat}}
 	w.Varint(until)
 	w.Uvarint(st.nextSeq)
 	w.B = append(w.B, coders.EncodeEventBatch(batch)...)
@@ -147,6 +147,25 @@ func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState,
 	st.nextSeq++
 	setTimer(h.timer, tp, tagRelease, until+1)
 	return nil
+}
+
+// heldFormat marks a Pending bag entry coded as hold writes it: the event
+// batch coding of 2026-12-06 (coders.EncodeEventBatch). An entry without it
+// (a savepoint of an older build) is refused, never misread.
+const heldFormat = 1
+
+// heldEntry reads a Pending bag entry: its wait, its sequence number and
+// the batch, coded.
+func heldEntry(b []byte) (until int64, seq uint64, batch []byte, err error) {
+	if len(b) == 0 || b[0] != heldFormat {
+		return 0, 0, nil, fmt.Errorf("held batch of another coding (a savepoint of an older build? docs/restart.md): start a new job")
+	}
+	r := coders.Reader{B: b[1:]}
+	until, seq = r.Varint(), r.Uvarint()
+	if r.Err != nil {
+		return 0, 0, nil, fmt.Errorf("decode held batch: %w", r.Err)
+	}
+	return until, seq, r.B, nil
 }
 
 // batchTimestamp is the batch's element timestamp: its earliest record's
@@ -172,10 +191,9 @@ func (h heldBatches) load(sp state.Provider, st *shardState) error {
 	}
 	p := pendingState{loaded: true}
 	for _, b := range blobs {
-		r := coders.Reader{B: b}
-		until, seq := r.Varint(), r.Uvarint()
-		if r.Err != nil {
-			return fmt.Errorf("decode held batch: %w", r.Err)
+		until, seq, _, err := heldEntry(b)
+		if err != nil {
+			return err
 		}
 		if st.released(until, seq) {
 			p.releasedBytes += int64(len(b))
@@ -198,11 +216,11 @@ func (h heldBatches) release(sp state.Provider, st *shardState, at int64, policy
 	p := &st.pending
 	var ready []model.Event
 	for len(p.held) > 0 && p.held[0].until < at {
-		b := p.pop()
-		r := coders.Reader{B: b.blob}
-		r.Varint()
-		r.Uvarint()
-		batch, err := coders.DecodeEventBatch(r.B)
+		_, _, coded, err := heldEntry(p.pop().blob)
+		if err != nil {
+			return nil, err
+		}
+		batch, err := coders.DecodeEventBatch(coded)
 		if err != nil {
 			return nil, fmt.Errorf("decode held batch: %w", err)
 		}

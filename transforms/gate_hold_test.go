@@ -3,6 +3,7 @@ package transforms
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,5 +184,42 @@ func TestGatePassesAdmittedBatchesCoded(t *testing.T) {
 	}
 	if len(out) != 1 || out[0].Coded != nil || len(out[0].Events) != 1 || out[0].Events[0].EventID != ids[1] || out[0].Watermark != closed {
 		t.Fatalf("passed %+v, want %s alone, decoded, with the watermark %d", out, ids[1], closed)
+	}
+}
+
+// A Pending bag entry is marked with its coding: one this build holds is
+// released as it was held; one without the mark (held by a build before the
+// batch coding of 2026-12-06, restored from a savepoint) is refused, not
+// misread.
+func TestHeldBatchesCarryTheirCoding(t *testing.T) {
+	p := rollbackPolicy
+	h := heldBatches{bag: state.MakeBagState[[]byte]("pending"), timer: timers.InEventTime("boundary")}
+	sp := &memShard{memState{values: map[string]any{}}, map[string][]any{}}
+	e := model.Event{EventID: "A", EventTime: at("2026-11-04T10:05:00Z"), Partition: "p0", Position: "p0/000001.jsonl:1",
+		WatermarkBefore: model.NoWatermark}
+	until := at("2026-11-04T11:00:00Z")
+	// restored is the key's state after a restore: the bag is read again.
+	restored := func() *shardState { st := fresh(); st.pending.loaded = false; return st }
+	st := fresh()
+	if err := h.hold(sp, &recordTimers{}, st, model.EventBatch{Events: []model.Event{e}}, until); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.release(sp, restored(), until+1, p)
+	if err != nil || len(got) != 1 || got[0].EventID != "A" || got[0].EventTime != e.EventTime {
+		t.Fatalf("released %+v, %v; want A as held", got, err)
+	}
+
+	// The same entry as the build before wrote it: wait, sequence number,
+	// batch, no mark.
+	old := coders.Writer{}
+	old.Varint(until)
+	old.Uvarint(0)
+	old.B = append(old.B, coders.EncodeEventBatch(model.EventBatch{Events: []model.Event{e}})...)
+	sp.bags = map[string][]any{}
+	if err := h.bag.Add(sp, old.B); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.release(sp, restored(), until+1, p); err == nil || !strings.Contains(err.Error(), "start a new job") {
+		t.Fatalf("an unmarked entry released %+v, %v; want it refused", got, err)
 	}
 }
