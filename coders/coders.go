@@ -186,14 +186,8 @@ func DecodeEvent(b []byte) (model.Event, error) {
 // coded: a step that passes events on does not code them again).
 func EncodeEventBatch(v model.EventBatch) []byte {
 	w := Writer{B: make([]byte, 0, 32+len(v.Coded)+64*len(v.Events))}
-	w.Uvarint(uint64(len(v.Windows)))
-	for _, start := range v.Windows {
-		w.Varint(start)
-	}
-	w.Uvarint(uint64(len(v.Spans)))
-	for _, start := range v.Spans {
-		w.Varint(start)
-	}
+	writeStarts(&w, v.Windows)
+	writeStarts(&w, v.Spans)
 	w.Varint(v.Since)
 	w.Varint(v.Watermark)
 	if v.Coded != nil {
@@ -254,6 +248,14 @@ func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 		return model.EventBatch{}, fmt.Errorf("decode event batch: %d trailing bytes", len(r.B))
 	}
 	return v, nil
+}
+
+// writeStarts writes a list of window starts; readStarts reads it.
+func writeStarts(w *Writer, starts []int64) {
+	w.Uvarint(uint64(len(starts)))
+	for _, start := range starts {
+		w.Varint(start)
+	}
 }
 
 func readStarts(r *Reader) []int64 {
