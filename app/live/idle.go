@@ -47,11 +47,10 @@ type idleTracker struct {
 	dropped  int
 }
 
-// partSeen is a partition at the latest snapshot; open indexes its ongoing episode, when idle.
+// partSeen is a partition at the latest snapshot.
 type partSeen struct {
 	at   int64
 	idle bool
-	open int
 }
 
 // add records the partitions as of at (epoch ms).
@@ -61,7 +60,6 @@ func (t *idleTracker) add(at int64, parts []Partition) {
 	}
 	for _, p := range parts {
 		prev, known := t.seen[p.Name]
-		cur := partSeen{at: at, idle: p.Idle, open: -1}
 		switch {
 		case p.Idle && (!known || !prev.idle):
 			e := IdleEpisode{Partition: p.Name, SinceMs: at, Ongoing: true, Read: p.Read}
@@ -73,30 +71,24 @@ func (t *idleTracker) add(at int64, parts []Partition) {
 				e.ActiveSeenMs = prev.at
 			}
 			t.episodes = append(t.episodes, e)
-			cur.open = len(t.episodes) - 1
-		case p.Idle:
-			cur.open = prev.open
-		case known && prev.idle:
-			e := &t.episodes[prev.open]
+		case !p.Idle && known && prev.idle:
+			// A partition has one ongoing episode at most, and trim keeps every ongoing one.
+			e := &t.episodes[slices.IndexFunc(t.episodes, func(e IdleEpisode) bool { return e.Ongoing && e.Partition == p.Name })]
 			e.UntilMs, e.Ongoing, e.DurationMs, e.ReadAfter = at, false, at-e.SinceMs, p.Read
 		}
-		t.seen[p.Name] = cur
+		t.seen[p.Name] = partSeen{at: at, idle: p.Idle}
 	}
 	t.trim()
 }
 
 // trim lets the oldest ended episodes go beyond DefaultIdleEpisodes.
 func (t *idleTracker) trim() {
-	ended := 0
+	drop := -DefaultIdleEpisodes
 	for _, e := range t.episodes {
 		if !e.Ongoing {
-			ended++
+			drop++
 		}
 	}
-	if ended <= DefaultIdleEpisodes {
-		return
-	}
-	drop := ended - DefaultIdleEpisodes
 	kept := t.episodes[:0]
 	for _, e := range t.episodes {
 		if !e.Ongoing && drop > 0 {
@@ -107,13 +99,6 @@ func (t *idleTracker) trim() {
 		kept = append(kept, e)
 	}
 	t.episodes = kept
-	for i, e := range t.episodes { // the ongoing ones moved
-		if e.Ongoing {
-			s := t.seen[e.Partition]
-			s.open = i
-			t.seen[e.Partition] = s
-		}
-	}
 }
 
 // view is the episodes as of at (endedAt, when not 0, stops ongoing ones there).
