@@ -23,17 +23,15 @@ func rated(c metrics.Counts) []metrics.Term {
 	return append([]metrics.Term{{Name: string(metrics.Read), Value: c.Read}}, c.Terms()...)
 }
 
-// Series keeps the job's figures over the last minutes in a ring for the live page's charts, at
-// most Span/Step points; not safe for concurrent use (the Monitor guards it).
+// Series keeps the job's figures over the last minutes for the live page's charts, at most
+// Span/Step points; not safe for concurrent use (the Monitor guards it).
 type Series struct {
 	// Span is how far back the series reach, Step the least time between two points, Smooth how
 	// far back a rate reaches (never across a reset): counters are committed in bundles, so
 	// one-second rates jump. Zero: the defaults.
 	Span, Step, Smooth time.Duration
 
-	ring []point // len(ring) is the capacity once allocated
-	head int     // the oldest point
-	n    int
+	points []point // oldest first
 }
 
 // point is the figures at one instant (epoch ms); wm may be model.NoWatermark.
@@ -48,45 +46,34 @@ type partWatermark struct {
 	wm   int64
 }
 
-// Cap is how many points the ring holds at most: Span/Step.
+// Cap is how many points the series holds at most: Span/Step.
 func (s *Series) Cap() int {
 	span, step := cmp.Or(s.Span, DefaultSeriesSpan), cmp.Or(s.Step, DefaultSeriesStep)
 	return max(2, int(span/step))
 }
 
-// Len is how many points the ring holds.
-func (s *Series) Len() int { return s.n }
+// Len is how many points the series holds.
+func (s *Series) Len() int { return len(s.points) }
 
 // Add records f as of at, unless at is less than Step after the latest point (or before it), and
-// drops points older than Span or beyond the ring.
+// drops points older than Span (all but the latest) or beyond Cap.
 func (s *Series) Add(at time.Time, f Figures) {
 	ms := at.UnixMilli()
-	if s.n > 0 && ms-s.at(s.n-1) < max(1, cmp.Or(s.Step, DefaultSeriesStep).Milliseconds()) {
+	if n := len(s.points); n > 0 && ms-s.points[n-1].at < max(1, cmp.Or(s.Step, DefaultSeriesStep).Milliseconds()) {
 		return
-	}
-	if s.ring == nil {
-		s.ring = make([]point, s.Cap())
 	}
 	p := point{at: ms, counts: rated(f.Counts), wm: pipelineWatermark(f.Partitions)}
 	for _, pt := range f.Partitions {
 		p.parts = append(p.parts, partWatermark{pt.Name, pt.WatermarkMs})
 	}
-	if s.n == len(s.ring) {
-		s.head, s.n = (s.head+1)%len(s.ring), s.n-1
-	}
-	s.ring[(s.head+s.n)%len(s.ring)] = p
-	s.n++
+	s.points = append(s.points, p)
 	oldest := ms - cmp.Or(s.Span, DefaultSeriesSpan).Milliseconds()
-	for s.n > 1 && s.at(0) < oldest {
-		s.ring[s.head] = point{}
-		s.head, s.n = (s.head+1)%len(s.ring), s.n-1
+	drop := max(0, len(s.points)-s.Cap())
+	for drop < len(s.points)-1 && s.points[drop].at < oldest {
+		drop++
 	}
+	s.points = slices.Delete(s.points, 0, drop)
 }
-
-// at is the time of the i-th point, oldest first.
-func (s *Series) at(i int) int64 { return s.get(i).at }
-
-func (s *Series) get(i int) *point { return &s.ring[(s.head+i)%len(s.ring)] }
 
 // SeriesView is a Series as /api/live carries it: one array per quantity, index i for AtMs[i],
 // oldest first; null where there is no value. Rates are per second (see Series.Smooth); the lags
@@ -113,21 +100,22 @@ type PartitionSeries struct {
 
 // View returns the points as arrays.
 func (s *Series) View() SeriesView {
-	v := SeriesView{SpanMs: cmp.Or(s.Span, DefaultSeriesSpan).Milliseconds(), AtMs: make([]int64, s.n),
-		WatermarkLagMs: make([]*int64, s.n)}
+	pts, n := s.points, len(s.points)
+	v := SeriesView{SpanMs: cmp.Or(s.Span, DefaultSeriesSpan).Milliseconds(), AtMs: make([]int64, n),
+		WatermarkLagMs: make([]*int64, n)}
 	smooth := cmp.Or(s.Smooth, DefaultSeriesSmooth).Milliseconds()
 	for k, t := range rated(metrics.Counts{}) {
-		r := RateSeries{Name: t.Name, PerSecond: make([]*float64, s.n)}
-		count := func(i int) int64 { return s.get(i).counts[k].Value }
-		for i := 1; i < s.n; i++ {
+		r := RateSeries{Name: t.Name, PerSecond: make([]*float64, n)}
+		count := func(i int) int64 { return pts[i].counts[k].Value }
+		for i := 1; i < n; i++ {
 			if count(i) < count(i-1) {
 				continue // a reset: no rate
 			}
 			j := i - 1
-			for j > 0 && s.at(i)-s.at(j-1) <= smooth && count(j-1) <= count(j) {
+			for j > 0 && pts[i].at-pts[j-1].at <= smooth && count(j-1) <= count(j) {
 				j--
 			}
-			x := math.Round(float64(count(i)-count(j))*1e6/float64(s.at(i)-s.at(j))) / 1e3
+			x := math.Round(float64(count(i)-count(j))*1e6/float64(pts[i].at-pts[j].at)) / 1e3
 			r.PerSecond[i] = &x
 		}
 		v.Rates = append(v.Rates, r)
@@ -140,12 +128,11 @@ func (s *Series) View() SeriesView {
 		return &l
 	}
 	parts := map[string][]*int64{}
-	for i := range s.n {
-		p := s.get(i)
+	for i, p := range pts {
 		v.AtMs[i], v.WatermarkLagMs[i] = p.at, lag(p.at, p.wm)
 		for _, pw := range p.parts {
 			if parts[pw.name] == nil {
-				parts[pw.name] = make([]*int64, s.n)
+				parts[pw.name] = make([]*int64, n)
 			}
 			parts[pw.name][i] = lag(p.at, pw.wm)
 		}
