@@ -229,11 +229,9 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		s.Series = &v
 	}
 	if m.rows.at.IsZero() || now.Sub(m.rows.at) >= cmp.Or(m.SinkEvery, maxAge) {
-		m.rows.at = now
+		m.rows.at, m.rows.err = now, ""
 		if err := m.readSink(ctx); err != nil {
 			m.rows.err = err.Error()
-		} else {
-			m.rows.err = ""
 		}
 	}
 	if m.Reader != nil && (m.auditAt.IsZero() || now.Sub(m.auditAt) >= m.auditEvery()) {
@@ -317,10 +315,8 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	var (
 		rows    []model.Row
 		entries []sink.ChangelogEntry
-		keys    = -1
 		err     error
 	)
-	recent, isRecent := m.Reader.(sink.RecentReader)
 	er, written := m.Reader.(entryReader)
 	switch {
 	case written && m.rows.bounded:
@@ -333,21 +329,19 @@ func (m *Monitor) readSink(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", m.Sink, err)
 	}
-	if isRecent {
-		n, err := recent.KeyCount(ctx)
-		if err != nil {
-			return fmt.Errorf("sink %s: %w", m.Sink, err)
-		}
-		keys = int(n)
-	}
 	at := make(map[revKey]time.Time, len(entries))
 	for _, e := range entries {
 		rows = append(rows, e.Row)
 		at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
 	}
 	hist := report.WindowsFromChangelog(rows)
-	if keys < 0 {
-		keys = len(hist)
+	keys := len(hist)
+	if recent, ok := m.Reader.(sink.RecentReader); ok {
+		n, err := recent.KeyCount(ctx)
+		if err != nil {
+			return fmt.Errorf("sink %s: %w", m.Sink, err)
+		}
+		keys = int(n)
 	}
 	n := cmp.Or(m.Windows, 8)
 	latest := hist[max(0, len(hist)-n):]
