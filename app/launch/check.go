@@ -115,8 +115,7 @@ func (r *jobRun) prepareSource() error {
 	if r.fo.ReadAheadRecords > 0 && !o.IsPubSub() {
 		r.readAhead = "ra-" + flow.Token(8)
 		r.fo.ReadAhead, r.po.ReadAhead = r.readAhead, r.readAhead
-		key := r.readAhead
-		r.onClose(func() { flow.ReleaseReadAhead(key) })
+		r.onClose(func() { flow.ReleaseReadAhead(r.readAhead) })
 	}
 	if r.sum.Demo && !r.fo.Unlisted {
 		if err := sources.Validate(r.sum.Source, r.fo); err != nil {

@@ -32,12 +32,10 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
 	}
 	runCtx := ctx // Ctrl-C's, not --duration's
-	var timed context.Context
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
-		timed, cancel = context.WithTimeout(ctx, o.Duration)
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		r.onClose(cancel)
-		ctx = timed
 	}
 	if r.liveDemo {
 		// The feed stops first at Ctrl-C or --duration, or when the job ends by itself (a failure).
@@ -49,7 +47,7 @@ func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer)
 	if err := r.signal.Clear(context.WithoutCancel(ctx)); err != nil {
 		slog.Warn("removing the stop request", "path", r.signal.Path(), "err", err)
 	}
-	planned = timed != nil && runCtx.Err() == nil && errors.Is(timed.Err(), context.DeadlineExceeded)
+	planned = runCtx.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	return res, planned
 }
 
@@ -127,7 +125,7 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 		unsettled            string
 		tick, sealTick       <-chan time.Time
 	)
-	prog := newProgress(os.Stdout)
+	prog := &progress{w: os.Stdout, started: time.Now(), last: time.Now(), terminal: isTerminal(os.Stdout)}
 	redraw := mon != nil && prog.terminal && o.Streaming()
 	jf := &jobFigures{name: name}
 	defer jf.close()

@@ -49,8 +49,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 			}
 		}
 		r.mon.Settings = append(r.mon.Settings, live.Setting{Name: "sink", Value: sum.Sink})
-		mon := r.mon
-		r.onClose(func() { mon.Close() })
+		r.onClose(func() { r.mon.Close() })
 	}
 	if o.UI != "" {
 		addr, _ := live.Addr("--ui", o.UI) // checked by Validate
@@ -85,10 +84,6 @@ type progress struct {
 	last     time.Time
 	lastRead int64
 	wrote    bool
-}
-
-func newProgress(w io.Writer) *progress {
-	return &progress{w: w, started: time.Now(), last: time.Now(), terminal: isTerminal(w)}
 }
 
 // report shows the figures so far, stalled Pub/Sub reader keys, and the read-ahead against its
