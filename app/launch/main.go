@@ -177,13 +177,11 @@ func Parse(args []string) (Options, error) {
 		}
 	}
 	o.Runner = cmp.Or(*runners.Runner, DefaultRunner)
-	p := &o.Pipeline
+	p, d := &o.Pipeline, o.Pipeline.WithDefaults()
 	if p.DedupShards == 0 {
-		d := p.WithDefaults()
 		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
 	}
 	if p.DedupCacheBytes == 0 && !capability.IsPrism(o.Runner) {
-		d := p.WithDefaults()
 		kept := d.DedupRetention + d.Triggers.Window + d.Watermark.OutOfOrderBound
 		p.DedupCacheBytes = pipeline.DedupCacheFor(o.Runner, p.DesignRate, p.DedupShards, o.workers(), kept)
 	}
