@@ -231,16 +231,12 @@ func (o Options) validate() error {
 			}
 		} else if !capability.IsPrism(o.Runner) {
 			return fmt.Errorf("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
-		} else if fi, err := os.Stat(o.ArchiveDir()); err == nil && !fi.IsDir() {
-			return fmt.Errorf("--pubsub-archive=%s: exists and is not a folder", o.ArchiveDir())
+		} else if fi, err := os.Stat(a); err == nil && !fi.IsDir() {
+			return fmt.Errorf("--pubsub-archive=%s: exists and is not a folder", a)
 		}
-		if err := pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline)); err != nil {
-			return err
-		}
+		return pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline))
 	case o.Source != "" && (o.DryRun == "" || files.IsLocal(o.Source)):
-		if err := sources.Validate(o.Source, o.folderOptions(o.Pipeline)); err != nil {
-			return err
-		}
+		return sources.Validate(o.Source, o.folderOptions(o.Pipeline))
 	}
 	return nil
 }

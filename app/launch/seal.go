@@ -103,23 +103,15 @@ func (s *sealer) rereads() string {
 	return fmt.Sprintf("a restart re-reads each partition from its last sealed point (%s), a partition without one from its first file", strings.Join(at, ", "))
 }
 
-// open opens the sink's progress tables on first use (ok false: the sink has none).
-func (s *sealer) open(ctx context.Context) (bool, error) {
-	if s.store != nil {
-		return true, nil
-	}
-	store, ok, err := sink.OpenProgress(ctx, s.spec)
-	if err != nil || !ok {
-		return false, err
-	}
-	s.store = store
-	return true, nil
-}
-
-// candidate is step 1: the resume points the sink's rows allow now (nil: none moves forward).
+// candidate is step 1: the resume points the sink's rows allow now (nil: none moves forward). The
+// sink's progress tables are opened on first use (none: no candidate).
 func (s *sealer) candidate(ctx context.Context, now time.Time) (*sealCandidate, error) {
-	if ok, err := s.open(ctx); err != nil || !ok {
-		return nil, err
+	if s.store == nil {
+		store, ok, err := sink.OpenProgress(ctx, s.spec)
+		if err != nil || !ok {
+			return nil, err
+		}
+		s.store = store
 	}
 	cps, err := s.store.RunCheckpoints(ctx, s.run)
 	if err != nil || len(cps) == 0 {

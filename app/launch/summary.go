@@ -309,8 +309,7 @@ func writeReport(path string, s *Summary, po pipeline.Options) error {
 		Settings: s.Settings,
 		Job:      s.jobFigures(),
 	}
-	// Zero Counts pass Check: not conserved with them means no metrics.
-	if s.Conserved || s.Counts.Check() != nil {
+	if !s.unchecked {
 		c := s.Counts
 		run.Counts = &c
 	}
