@@ -97,6 +97,8 @@ type Snapshot struct {
 	Series     *SeriesView `json:"series,omitempty"`
 	Audit      *Audit      `json:"audit,omitempty"`
 	Idle       *IdleView   `json:"idle,omitempty"`
+
+	figures Figures // as reported (Figures: any), for /metrics
 }
 
 // Monitor assembles snapshots of a running job; safe for concurrent use.
@@ -129,8 +131,6 @@ type Monitor struct {
 	last    Snapshot
 	lastAt  time.Time
 	rows    sinkRows
-	fig     Figures // the last snapshot's (figOK: some), for /metrics
-	figOK   bool
 	audit   *Audit
 	auditAt time.Time
 	idle    idleTracker
@@ -212,11 +212,9 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		s.Elapsed = until.Sub(m.started).Round(time.Second).String()
 		s.ElapsedMs = until.Sub(m.started).Milliseconds()
 	}
-	m.fig, m.figOK = Figures{}, false
 	if m.figures != nil {
 		if f, ok := m.figures(ctx); ok {
 			s.setFigures(f, now)
-			m.fig, m.figOK = f, true
 			if !s.Final {
 				m.Series.Add(now, f)
 				m.idle.add(now.UnixMilli(), f.Partitions)
@@ -247,14 +245,12 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 // Figures returns the job's state and figures as of the current snapshot, and whether any.
 func (m *Monitor) Figures(ctx context.Context) (state string, f Figures, ok bool) {
 	s := m.Snapshot(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return s.State, m.fig, m.figOK
+	return s.State, s.figures, s.Figures
 }
 
 func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	c := f.Counts
-	s.Figures = true
+	s.figures, s.Figures = f, true
 	s.Read = c.Read
 	s.Terms = c.Terms()
 	s.Conserved = c.Read == c.Verdicts()
