@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ func (f *jobFigures) find(ctx context.Context) bool {
 	client := jobpb.NewJobServiceClient(conn)
 	jobs, _ := client.GetJobs(ctx, &jobpb.GetJobsRequest{}) // nil on an error: no job
 	for _, info := range jobs.GetJobInfo() {
-		if info.GetJobName() == f.name && !terminal(info.GetState()) {
+		if info.GetJobName() == f.name && !slices.Contains(ended, info.GetState()) {
 			f.conn, f.client, f.id = conn, client, info.GetJobId()
 			return true
 		}
@@ -57,14 +58,9 @@ func (f *jobFigures) find(ctx context.Context) bool {
 	return false
 }
 
-func terminal(s jobpb.JobState_Enum) bool {
-	switch s {
-	case jobpb.JobState_DONE, jobpb.JobState_FAILED, jobpb.JobState_CANCELLED,
-		jobpb.JobState_DRAINED, jobpb.JobState_UPDATED:
-		return true
-	}
-	return false
-}
+// ended are the states of a job that is over.
+var ended = []jobpb.JobState_Enum{jobpb.JobState_DONE, jobpb.JobState_FAILED, jobpb.JobState_CANCELLED,
+	jobpb.JobState_DRAINED, jobpb.JobState_UPDATED}
 
 // liveLook bounds one look of the live views and the sealer at the job's metrics.
 const liveLook = 2 * time.Second
