@@ -85,9 +85,9 @@ func (r *jobRun) prepareSource() error {
 	r.po = o.Pipeline.WithDefaults()
 	switch {
 	case r.liveDemo:
-		r.sum.Source = o.LiveDir
+		r.sum.Source = live.DemoDir
 		var err error
-		if r.demo, err = live.NewDemo(o.LiveDir, r.po); err != nil {
+		if r.demo, err = live.NewDemo(live.DemoDir, r.po); err != nil {
 			return err
 		}
 		if !r.dry {

@@ -75,8 +75,8 @@ type Options struct {
 	Runner, Rehearse string
 
 	PrismUIPort int
-	// Demo is "", DemoReplay or DemoLive (a feed written into LiveDir).
-	Demo, LiveDir    string
+	// Demo is "", DemoReplay or DemoLive (a feed written into live.DemoDir).
+	Demo             string
 	Duration         time.Duration
 	UI, MetricsAddr  string
 	SharedFilesystem bool
@@ -140,7 +140,6 @@ func Defaults() Options {
 	}
 	return Options{
 		DemoDir:       DefaultDemoDir,
-		LiveDir:       live.DemoDir,
 		Sink:          spec,
 		BQFlush:       sink.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
@@ -247,9 +246,9 @@ func (o Options) validateDemo() error {
 	case "", DemoReplay:
 	case DemoLive:
 		if o.Source != "" {
-			return fmt.Errorf("--demo=live writes its own source folder (./%s): it takes no --source", o.LiveDir)
+			return fmt.Errorf("--demo=live writes its own source folder (./%s): it takes no --source", live.DemoDir)
 		}
-		if _, err := live.NewDemo(o.LiveDir, o.Pipeline.WithDefaults()); err != nil {
+		if _, err := live.NewDemo(live.DemoDir, o.Pipeline.WithDefaults()); err != nil {
 			return fmt.Errorf("--demo=live: %v", err)
 		}
 	default:
