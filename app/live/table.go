@@ -63,10 +63,7 @@ func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 		for _, p := range s.Partitions {
 			state := "active"
 			if p.Idle {
-				state = "idle"
-				if colour {
-					state = "\x1b[33midle" + reset
-				}
+				state = paint("LATE", "idle") // LATE's colour
 			}
 			fmt.Fprintf(&b, "  %-4s %-24s behind %-8s %-6s read %d\n", p.Name, p.Watermark, p.Behind, state, p.Read)
 		}
