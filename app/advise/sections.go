@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
@@ -28,7 +29,7 @@ func NewReport(a *Advice) *report.Advice {
 	for _, b := range a.Bounds {
 		t := b.Fates.Total()
 		r.TradeOff = append(r.TradeOff, report.TradeOffPoint{
-			Bound: b.Bound.String(), BoundMs: b.Bound.ms(),
+			Bound: b.Bound.String(), BoundMs: time.Duration(b.Bound).Milliseconds(),
 			LateEvents: percent(b.Fates.Late.Events, t.Events), LateRevenue: percent(b.Fates.Late.RevenueMicros, t.RevenueMicros),
 			TooLateEvents: percent(b.Fates.TooLate.Events, t.Events),
 			Current:       b.Bound == Duration(a.Options.Watermark.OutOfOrderBound), Recommended: b.Bound == rec,
@@ -36,8 +37,6 @@ func NewReport(a *Advice) *report.Advice {
 	}
 	return r
 }
-
-func (d Duration) ms() int64 { return int64(d) / 1e6 }
 
 func percent(part, whole int64) float64 {
 	if whole <= 0 {

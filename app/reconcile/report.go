@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -57,7 +58,7 @@ func NewReport(o Outcome) Report {
 		Namespace:        Namespace,
 		MetricNames:      MetricNames,
 		Diffs:            []report.Diff{},
-		Open:             []report.Diff{},
+		Open:             slicesx.Map(bySize(o.Open), reportDiff),
 	}
 	if !o.CountersFromRunner {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
@@ -75,9 +76,6 @@ func NewReport(o Outcome) Report {
 		r.Diffs = append(r.Diffs, reportDiff(d))
 	}
 	r.TotalDelta = report.Signed(r.TotalDeltaMicros)
-	for _, d := range bySize(o.Open) {
-		r.Open = append(r.Open, reportDiff(d))
-	}
 	return r
 }
 
@@ -164,11 +162,9 @@ func streamTerms(s Stats) string {
 
 // metricsLine renders "reconcile.name=value ..." in MetricNames order.
 func metricsLine(m map[string]int64) string {
-	parts := make([]string, len(MetricNames))
-	for i, n := range MetricNames {
-		parts[i] = fmt.Sprintf("%s.%s=%d", Namespace, n, m[n])
-	}
-	return strings.Join(parts, " ")
+	return strings.Join(slicesx.Map(MetricNames, func(n string) string {
+		return fmt.Sprintf("%s.%s=%d", Namespace, n, m[n])
+	}), " ")
 }
 
 // diffTable writes diffs as an aligned table, indented by two spaces.
