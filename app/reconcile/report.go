@@ -15,10 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Report is the reconcile part of a report.Run (NewReport builds it).
-type Report = report.Reconcile
-
-// Report.MetricsSource values.
+// report.Reconcile.MetricsSource values.
 const (
 	// MetricsFromCounters: the runner's counters of the comparison step.
 	MetricsFromCounters = "beam_counters"
@@ -26,9 +23,10 @@ const (
 	MetricsFromComparison = "comparison"
 )
 
-// NewReport builds the report of an outcome, diffs largest revenue difference first, then count.
-func NewReport(o Outcome) Report {
-	r := Report{
+// NewReport builds the reconcile part of a report.Run from an outcome, diffs largest revenue
+// difference first, then count.
+func NewReport(o Outcome) report.Reconcile {
+	r := report.Reconcile{
 		RunID:            o.RunID,
 		Started:          o.Started.Format(time.RFC3339),
 		Finished:         o.Finished.Format(time.RFC3339),
