@@ -5,7 +5,6 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -215,8 +214,7 @@ func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency
 		}
 		ds = append(ds, max(0, at-tp.WindowEnd(ws)))
 	}
-	if e := delay.ExactOf(ds); len(ds) > 0 {
-		lt.P50, lt.P95, lt.Max = e.Percentile(50), e.Percentile(95), ds[len(ds)-1]
-	}
+	d := newDistribution(ds)
+	lt.P50, lt.P95, lt.Max = d.P50, d.P95, d.Max
 	return lt
 }
