@@ -146,13 +146,6 @@ func (an *analysis) sim(bound, idle time.Duration) *sim {
 	return s
 }
 
-// judge judges a replay with a lateness and a retention (classes, if not nil, gets the classes).
-func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool, classes []uint8) Outcome {
-	tp := an.o.Triggers
-	tp.AllowedLateness = lateness
-	return judgement{l: an.l, s: s, tp: tp, retention: retention.Milliseconds(), rng: an.o.Range, split: split, classes: classes, scratch: &an.scratch}.judge()
-}
-
 // outcome judges one combination of settings.
 func (an *analysis) outcome(bound, idle, lateness, retention time.Duration, split bool) Outcome {
 	return an.judge(an.sim(bound, idle), lateness, retention, split, nil)

@@ -1,9 +1,6 @@
 package advise
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
 // IdleRow is one idle timeout tried, with the other settings as they are.
 type IdleRow struct {
@@ -71,12 +68,9 @@ func (an *analysis) idle() {
 
 // silences measures each partition's gaps between arrivals.
 func (an *analysis) silences(idles []time.Duration) {
-	last := make([]int64, len(an.l.Partitions))
-	for i := range last {
-		last[i] = an.l.First // every partition is read from the start
-	}
-	out := make([]Silences, len(an.l.Partitions))
+	last, out := make([]int64, len(an.l.Partitions)), make([]Silences, len(an.l.Partitions))
 	for i, p := range an.l.Partitions {
+		last[i] = an.l.First // every partition is read from the start
 		out[i] = Silences{Partition: p, AtLeast: make([]int64, len(idles))}
 	}
 	for _, r := range an.l.recs {
@@ -91,5 +85,5 @@ func (an *analysis) silences(idles []time.Duration) {
 			}
 		}
 	}
-	an.a.Silences = slices.Clip(out)
+	an.a.Silences = out
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -91,18 +90,6 @@ const (
 	classTooLate
 )
 
-// judgement is one evaluation of a replay with a lateness and a retention.
-type judgement struct {
-	l         *replayLog
-	s         *sim
-	tp        triggers.Policy
-	retention int64 // ms
-	rng       Range
-	split     bool    // fill ByPartition and BySegment
-	classes   []uint8 // per record, when non-nil
-	scratch   *scratch
-}
-
 // scratch is judge's per-id memory, reused from one judgement to the next.
 type scratch struct {
 	seen      []event.Seen
@@ -119,27 +106,27 @@ func (s *scratch) reset(ids int) {
 	clear(s.ever[:ids])
 }
 
-// judge applies SPEC §4 to every valid record in arrival order (event.Seen.Judge): rules (a) and
-// (b), then dedup. A counted record past its window end is late. An id is forgotten once the
-// pipeline watermark passes its window's end + retention, as the stream's dedup state is.
-func (j judgement) judge() Outcome {
-	l, s, tp := j.l, j.s, j.tp
-	o := Outcome{Bound: Duration(s.bound), Idle: Duration(s.idle), Lateness: Duration(tp.AllowedLateness), Retention: Duration(time.Duration(j.retention) * time.Millisecond)}
-	if j.split {
+// judge applies SPEC §4 to every valid record of a replay in arrival order (event.Seen.Judge),
+// with a lateness and a retention: rules (a) and (b), then dedup. A counted record past its window
+// end is late. An id is forgotten once the pipeline watermark passes its window's end + retention,
+// as the stream's dedup state is. split fills ByPartition and BySegment; classes, if not nil, gets
+// each record's class.
+func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool, classes []uint8) Outcome {
+	l, tp, rng, ret := an.l, an.o.Triggers, an.o.Range, retention.Milliseconds()
+	tp.AllowedLateness = lateness
+	o := Outcome{Bound: Duration(s.bound), Idle: Duration(s.idle), Lateness: Duration(lateness), Retention: Duration(time.Duration(ret) * time.Millisecond)}
+	if split {
 		o.ByPartition, o.BySegment = make([]Fates, len(l.Partitions)), make([]Fates, len(l.Segments))
 	}
-	if j.scratch == nil {
-		j.scratch = &scratch{}
-	}
-	j.scratch.reset(l.IDs)
-	seen, countedIn, ever := j.scratch.seen[:l.IDs], j.scratch.countedIn[:l.IDs], j.scratch.ever[:l.IDs]
+	an.scratch.reset(l.IDs)
+	seen, countedIn, ever := an.scratch.seen[:l.IDs], an.scratch.countedIn[:l.IDs], an.scratch.ever[:l.IDs]
 	openOnTime := map[int64]bool{}
 	fate := func(r rec, f func(*Fates) *Tally) {
-		if !j.rng.Contains(tp.WindowStart(r.et)) {
+		if !rng.Contains(tp.WindowStart(r.et)) {
 			return
 		}
 		f(&o.Fates).add(r.amount)
-		if j.split {
+		if split {
 			f(&o.ByPartition[r.part]).add(r.amount)
 			f(&o.BySegment[r.seg]).add(r.amount)
 		}
@@ -150,11 +137,11 @@ func (j judgement) judge() Outcome {
 		}
 		ws := tp.WindowStart(r.et)
 		sn := &seen[r.id]
-		if sn.Counted && j.retention > 0 && s.pipe[i] >= tp.WindowEnd(countedIn[r.id])+j.retention {
+		if sn.Counted && ret > 0 && s.pipe[i] >= tp.WindowEnd(countedIn[r.id])+ret {
 			*sn = event.Seen{} // forgotten: the dedup horizon passed
 		}
 		closed := tp.Closed(ws, s.own[i]) || tp.Closed(ws, s.pipe[i])
-		in := j.rng.Contains(ws)
+		in := rng.Contains(ws)
 		class := classTooLate
 		switch sn.Judge(r.fp, closed) {
 		case event.Counted:
@@ -195,8 +182,8 @@ func (j judgement) judge() Outcome {
 				o.Records.TooLate++
 			}
 		}
-		if j.classes != nil {
-			j.classes[i] = class
+		if classes != nil {
+			classes[i] = class
 		}
 	}
 	for id, f := range l.first {
@@ -204,7 +191,7 @@ func (j judgement) judge() Outcome {
 			fate(l.recs[f-1], func(f *Fates) *Tally { return &f.TooLate })
 		}
 	}
-	o.OnTime = latency(s, tp, j.rng, openOnTime)
+	o.OnTime = latency(s, tp, rng, openOnTime)
 	return o
 }
 
@@ -227,8 +214,7 @@ func latency(s *sim, tp triggers.Policy, rng Range, open map[int64]bool) Latency
 		}
 		ds = append(ds, max(0, at-tp.WindowEnd(ws)))
 	}
-	if e := delay.ExactOf(ds); len(ds) > 0 {
-		lt.P50, lt.P95, lt.Max = e.Percentile(50), e.Percentile(95), ds[len(ds)-1]
-	}
+	d := newDistribution(ds)
+	lt.P50, lt.P95, lt.Max = d.P50, d.P95, d.Max
 	return lt
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 )
 
 // Exit codes of cmd/advise.
@@ -183,11 +184,7 @@ func list[T any](p *[]T, arg, noun string, empty bool, parse func(string) (T, er
 		}
 		return out, nil
 	}, func(vs []T) string {
-		out := make([]string, len(vs))
-		for i, v := range vs {
-			out[i] = format(v)
-		}
-		return strings.Join(out, ",")
+		return strings.Join(slicesx.Map(vs, format), ",")
 	})
 }
 

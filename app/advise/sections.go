@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
@@ -28,7 +29,7 @@ func NewReport(a *Advice) *report.Advice {
 	for _, b := range a.Bounds {
 		t := b.Fates.Total()
 		r.TradeOff = append(r.TradeOff, report.TradeOffPoint{
-			Bound: b.Bound.String(), BoundMs: b.Bound.ms(),
+			Bound: b.Bound.String(), BoundMs: time.Duration(b.Bound).Milliseconds(),
 			LateEvents: percent(b.Fates.Late.Events, t.Events), LateRevenue: percent(b.Fates.Late.RevenueMicros, t.RevenueMicros),
 			TooLateEvents: percent(b.Fates.TooLate.Events, t.Events),
 			Current:       b.Bound == Duration(a.Options.Watermark.OutOfOrderBound), Recommended: b.Bound == rec,
@@ -36,8 +37,6 @@ func NewReport(a *Advice) *report.Advice {
 	}
 	return r
 }
-
-func (d Duration) ms() int64 { return int64(d) / 1e6 }
 
 func percent(part, whole int64) float64 {
 	if whole <= 0 {
@@ -65,9 +64,9 @@ func (lt Latency) String() string {
 	return s
 }
 
-func count(n int64) string { return report.Count(n) }
-
-func tally(t Tally) string { return count(t.Events) + " (" + model.FormatMicros(t.RevenueMicros) + ")" }
+func tally(t Tally) string {
+	return report.Count(t.Events) + " (" + model.FormatMicros(t.RevenueMicros) + ")"
+}
 
 func (a *Advice) logSection() report.AdviceSection {
 	l, o := a.Log, a.Options
@@ -78,7 +77,7 @@ func (a *Advice) logSection() report.AdviceSection {
 	s := report.AdviceSection{Title: "Raw log"}
 	add := func(format string, args ...any) { s.Lines = append(s.Lines, fmt.Sprintf(format, args...)) }
 	add("%s: %d partitions, %s records (%s valid, %s quarantined), %s event ids", l.Source, len(l.Partitions),
-		count(l.Read), count(l.Valid), count(q), count(int64(l.IDs)))
+		report.Count(l.Read), report.Count(l.Valid), report.Count(q), report.Count(int64(l.IDs)))
 	switch {
 	case l.Clock == NoClock.String():
 		add("arrival clock: none (no --arrival-field, not a Pub/Sub archive): late shares are judged by each partition's own watermark, as a replay judges them; no ON_TIME timing, no idleness")
@@ -89,7 +88,7 @@ func (a *Advice) logSection() report.AdviceSection {
 		}
 		add("arrival clock: %s, from %s to %s", clock, model.FormatTime(l.First), model.FormatTime(l.Last))
 		if l.NoArrival > 0 {
-			add("records without a readable arrival instant (unreadable lines, mostly), which took their predecessor's: %s", count(l.NoArrival))
+			add("records without a readable arrival instant (unreadable lines, mostly), which took their predecessor's: %s", report.Count(l.NoArrival))
 		}
 	}
 	if !o.Range.All() {
@@ -98,7 +97,7 @@ func (a *Advice) logSection() report.AdviceSection {
 	add("current settings: %s", strings.Join(a.Settings, " "))
 	d := a.Lateness
 	add("event lateness (behind the largest event time its partition had shown) of %s valid records: p50 %s, p90 %s, p95 %s, p99 %s, max %s",
-		count(d.Count), report.Delay(d.P50), report.Delay(d.P90), report.Delay(d.P95), report.Delay(d.P99), report.Delay(d.Max))
+		report.Count(d.Count), report.Delay(d.P50), report.Delay(d.P90), report.Delay(d.P95), report.Delay(d.P99), report.Delay(d.Max))
 	return s
 }
 
@@ -184,7 +183,7 @@ func (a *Advice) latenessSection() report.AdviceSection {
 		func(r Outcome) bool { return r.Lateness == Duration(o.Triggers.AllowedLateness) },
 		func(r Outcome) []string {
 			tot := r.Fates.Total()
-			return []string{r.Lateness.String(), shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
+			return []string{r.Lateness.String(), shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), report.Count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
 		})
 	s.Tables = []report.Table{t}
 	return s
@@ -196,7 +195,7 @@ func (a *Advice) retentionSection() report.AdviceSection {
 	s := report.AdviceSection{Title: "Dedup retention (--dedup-retention)"}
 	add := func(format string, args ...any) { s.Lines = append(s.Lines, fmt.Sprintf(format, args...)) }
 	add("cmd/launch refuses less than window + allowed lateness = %s: the too-late gate comes before dedup, so a longer horizon changes no verdict", cli.FormatDuration(floor))
-	add("later copies of an event id: %s (%s identical, %s conflicting)", count(c.Copies), count(c.Identical), count(c.Conflicting))
+	add("later copies of an event id: %s (%s identical, %s conflicting)", report.Count(c.Copies), report.Count(c.Identical), report.Count(c.Conflicting))
 	if c.Copies > 0 {
 		g := c.GapEventTime
 		add("watermark past the first copy's window end when a copy came: p50 %s, p90 %s, p99 %s, max %s", report.Delay(g.P50), report.Delay(g.P90), report.Delay(g.P99), report.Delay(g.Max))
@@ -212,9 +211,9 @@ func (a *Advice) retentionSection() report.AdviceSection {
 				name += " (refused)"
 			}
 			if r.BeyondArrival >= 0 {
-				arrival = count(r.BeyondArrival)
+				arrival = report.Count(r.BeyondArrival)
 			}
-			return []string{name, count(r.BeyondEventTime), arrival, count(r.DoubleCounted.Events), model.FormatMicros(r.DoubleCounted.RevenueMicros), count(r.ToReconcile)}
+			return []string{name, report.Count(r.BeyondEventTime), arrival, report.Count(r.DoubleCounted.Events), model.FormatMicros(r.DoubleCounted.RevenueMicros), report.Count(r.ToReconcile)}
 		})
 	s.Tables = []report.Table{t}
 	return s
@@ -234,16 +233,16 @@ func (a *Advice) idleSection() report.AdviceSection {
 		sl.Head = append(sl.Head, "≥ "+it.Idle.String())
 	}
 	for _, p := range a.Silences {
-		row := []string{p.Partition, count(p.Records), report.Delay(p.Longest)}
+		row := []string{p.Partition, report.Count(p.Records), report.Delay(p.Longest)}
 		for _, n := range p.AtLeast {
-			row = append(row, count(n))
+			row = append(row, report.Count(n))
 		}
 		sl.Rows = append(sl.Rows, row)
 	}
 	t := table([]string{"timeout", "went idle", "came back with late data", "late by idleness", "too late by idleness", "ON_TIME p50 / p95 / max"}, a.Idle,
 		func(r IdleRow) bool { return r.Idle == Duration(o.Watermark.IdleTimeout) },
 		func(r IdleRow) []string {
-			return []string{r.Idle.String(), count(int64(r.Episodes)), count(int64(r.EpisodesWithLoss)), tally(r.LateByIdle), tally(r.TooLateByIdle), r.OnTime.String()}
+			return []string{r.Idle.String(), report.Count(int64(r.Episodes)), report.Count(int64(r.EpisodesWithLoss)), tally(r.LateByIdle), tally(r.TooLateByIdle), r.OnTime.String()}
 		})
 	s.Tables = []report.Table{sl, t}
 	return s
@@ -254,14 +253,14 @@ func (a *Advice) jobSection() report.AdviceSection {
 	s := report.AdviceSection{Title: "What the job measured (" + j.Path + ")"}
 	s.Lines = []string{
 		fmt.Sprintf("the job ran with --ooo-bound=%s --allowed-lateness=%s: read %s, duplicates %s, conflicts %s, too late %s",
-			cmp.Or(j.Settings["ooo-bound"], "—"), cmp.Or(j.Settings["allowed-lateness"], "—"), count(j.Read), count(j.Duplicates), count(j.Conflicts), count(j.TooLate)),
+			cmp.Or(j.Settings["ooo-bound"], "—"), cmp.Or(j.Settings["allowed-lateness"], "—"), report.Count(j.Read), report.Count(j.Duplicates), report.Count(j.Conflicts), report.Count(j.TooLate)),
 		"the job counts every valid event it reads into its delay buckets: read from its start, the same log gives the advisor's lateness buckets; arrival delay (read time − event time) only a live run measures",
 	}
 	t := newTable("", "delay")
 	t.Rows = [][]string{{"event lateness (job)"}, {"event lateness (advisor)"}, {"arrival delay (job)"}}
 	for i, b := range j.Lateness.Buckets {
 		t.Head = append(t.Head, b.Label)
-		t.Rows[0] = append(t.Rows[0], count(b.Count))
+		t.Rows[0] = append(t.Rows[0], report.Count(b.Count))
 		var mine, arr int64
 		if i < len(a.Lateness.Buckets) {
 			mine = a.Lateness.Buckets[i]
@@ -269,7 +268,7 @@ func (a *Advice) jobSection() report.AdviceSection {
 		if i < len(j.Arrival.Buckets) {
 			arr = j.Arrival.Buckets[i].Count
 		}
-		t.Rows[1], t.Rows[2] = append(t.Rows[1], count(mine)), append(t.Rows[2], count(arr))
+		t.Rows[1], t.Rows[2] = append(t.Rows[1], report.Count(mine)), append(t.Rows[2], report.Count(arr))
 	}
 	s.Tables = []report.Table{t}
 	return s

@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -24,8 +25,7 @@ type sim struct {
 	// nil without a clock).
 	onTime map[int64]int64
 	// episode is, per record, the idle episode its partition last came back from (-1: none).
-	episode  []int32
-	episodes int
+	episode []int32
 }
 
 // replayWatermarks runs the watermark rules over the log in arrival order.
@@ -53,7 +53,7 @@ func replayWatermarks(l *replayLog, p watermark.Policy, tp triggers.Policy) *sim
 		s.episode[i] = c.back[r.part]
 	}
 	c.advance(math.MaxInt64) // the log's end: idleness and processing time go on
-	s.onTime, s.episodes = c.onTimes(), c.episodes
+	s.onTime = c.onTimes()
 	return s
 }
 
@@ -74,39 +74,37 @@ func ownWatermarks(l *replayLog, p watermark.Policy) []int64 {
 // clockRun is the replay with an arrival clock: every partition reports at every instant something
 // can change, and the pipeline watermark is the minimum, as a runner computes it.
 type clockRun struct {
-	bound, idle int64 // ms
-	parts       []*watermark.Partition
-	reported    []int64
-	back        []int32 // per partition: the episode it came back from last
-	episodes    int
-	pipe        int64
-	crossings   []int64 // window end + bound, sorted; next is crossings[0]
-	breaksAt    []int64 // processing times the pipeline watermark rose at
-	breaksTo    []int64 // and the value it rose to
-	windowEnds  []int64 // window starts with valid data, sorted, and their ends
-	starts      []int64
-	now         int64
+	idle       int64 // ms
+	parts      []*watermark.Partition
+	reported   []int64
+	back       []int32 // per partition: the episode it came back from last
+	episodes   int
+	pipe       int64
+	crossings  []int64 // window end + bound, sorted; next is crossings[0]
+	breaksAt   []int64 // processing times the pipeline watermark rose at
+	breaksTo   []int64 // and the value it rose to
+	windowEnds []int64 // window starts with valid data, sorted, and their ends
+	starts     []int64
+	now        int64
 }
 
 func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun {
-	n := len(l.Partitions)
-	c := &clockRun{bound: p.OutOfOrderBound.Milliseconds(), idle: p.IdleTimeout.Milliseconds(), pipe: model.NoWatermark, now: math.MinInt64}
-	for range n {
+	c := &clockRun{idle: p.IdleTimeout.Milliseconds(), pipe: model.NoWatermark, now: math.MinInt64}
+	for range l.Partitions {
 		c.parts = append(c.parts, watermark.NewPartition(p, l.First))
 		c.reported = append(c.reported, model.NoWatermark)
 		c.back = append(c.back, -1)
 	}
 	seen := map[int64]bool{}
 	for _, r := range l.recs {
-		if ws := tp.WindowStart(r.et); r.valid && !seen[ws] {
-			seen[ws] = true
-			c.starts = append(c.starts, ws)
+		if r.valid {
+			seen[tp.WindowStart(r.et)] = true
 		}
 	}
-	slices.Sort(c.starts)
+	c.starts = slices.Sorted(maps.Keys(seen))
 	for _, ws := range c.starts {
 		c.windowEnds = append(c.windowEnds, tp.WindowEnd(ws))
-		c.crossings = append(c.crossings, tp.WindowEnd(ws)+c.bound)
+		c.crossings = append(c.crossings, tp.WindowEnd(ws)+p.OutOfOrderBound.Milliseconds())
 	}
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/bigquery"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -78,8 +79,7 @@ func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runI
 
 // sinkDiffs converts diffs to reconcile_diffs rows.
 func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
-	out := make([]sink.Diff, 0, len(diffs))
-	for _, d := range diffs {
+	return slicesx.Map(diffs, func(d Diff) sink.Diff {
 		sd := sink.Diff{
 			RunID:                   runID,
 			WindowStart:             d.WindowStart,
@@ -92,10 +92,8 @@ func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
 			Classification:          d.Classification,
 		}
 		if d.AppliedRevision > 0 {
-			rev := d.AppliedRevision
-			sd.AppliedRevision = &rev
+			sd.AppliedRevision = &d.AppliedRevision
 		}
-		out = append(out, sd)
-	}
-	return out
+		return sd
+	})
 }

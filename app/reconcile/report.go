@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
-// Report is the reconcile part of a report.Run (NewReport builds it).
-type Report = report.Reconcile
-
-// Report.MetricsSource values.
+// report.Reconcile.MetricsSource values.
 const (
 	// MetricsFromCounters: the runner's counters of the comparison step.
 	MetricsFromCounters = "beam_counters"
@@ -25,9 +23,10 @@ const (
 	MetricsFromComparison = "comparison"
 )
 
-// NewReport builds the report of an outcome, diffs largest revenue difference first, then count.
-func NewReport(o Outcome) Report {
-	r := Report{
+// NewReport builds the reconcile part of a report.Run from an outcome, diffs largest revenue
+// difference first, then count.
+func NewReport(o Outcome) report.Reconcile {
+	r := report.Reconcile{
 		RunID:            o.RunID,
 		Started:          o.Started.Format(time.RFC3339),
 		Finished:         o.Finished.Format(time.RFC3339),
@@ -57,7 +56,7 @@ func NewReport(o Outcome) Report {
 		Namespace:        Namespace,
 		MetricNames:      MetricNames,
 		Diffs:            []report.Diff{},
-		Open:             []report.Diff{},
+		Open:             slicesx.Map(bySize(o.Open), reportDiff),
 	}
 	if !o.CountersFromRunner {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
@@ -75,9 +74,6 @@ func NewReport(o Outcome) Report {
 		r.Diffs = append(r.Diffs, reportDiff(d))
 	}
 	r.TotalDelta = report.Signed(r.TotalDeltaMicros)
-	for _, d := range bySize(o.Open) {
-		r.Open = append(r.Open, reportDiff(d))
-	}
 	return r
 }
 
@@ -164,11 +160,9 @@ func streamTerms(s Stats) string {
 
 // metricsLine renders "reconcile.name=value ..." in MetricNames order.
 func metricsLine(m map[string]int64) string {
-	parts := make([]string, len(MetricNames))
-	for i, n := range MetricNames {
-		parts[i] = fmt.Sprintf("%s.%s=%d", Namespace, n, m[n])
-	}
-	return strings.Join(parts, " ")
+	return strings.Join(slicesx.Map(MetricNames, func(n string) string {
+		return fmt.Sprintf("%s.%s=%d", Namespace, n, m[n])
+	}), " ")
 }
 
 // diffTable writes diffs as an aligned table, indented by two spaces.

@@ -22,6 +22,7 @@ import (
 	_ "github.com/revenue-stream/hourly/internal/files/s3"  // s3:// paths
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
@@ -174,11 +175,7 @@ func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLat
 	for i := range future {
 		refs = append(refs, &future[i])
 	}
-	positions := make([]string, len(refs))
-	for i, r := range refs {
-		positions[i] = *r
-	}
-	resolved, err := rawlog.ResolveIDPositions(dir, positions)
+	resolved, err := rawlog.ResolveIDPositions(dir, slicesx.Map(refs, func(r *string) string { return *r }))
 	if err != nil {
 		return fmt.Errorf("reconcile: %w", err)
 	}

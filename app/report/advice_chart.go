@@ -15,9 +15,9 @@ type tradeOffChart struct {
 }
 
 type tradeOffDot struct {
-	X, Y, RevY, TooY string
-	Title            string
-	Class            string // "cur", "rec" or ""
+	X, Y  string
+	Title string
+	Class string // "cur", "rec" or ""
 }
 
 func newTradeOffChart(pts []TradeOffPoint) *tradeOffChart {
@@ -44,7 +44,7 @@ func newTradeOffChart(pts []TradeOffPoint) *tradeOffChart {
 	var late, rev, too []string
 	for i, p := range pts {
 		c.XTicks = append(c.XTicks, tick{num(x(i)), p.Bound})
-		d := tradeOffDot{X: num(x(i)), Y: num(y(p.LateEvents)), RevY: num(y(p.LateRevenue)), TooY: num(y(p.TooLateEvents)),
+		d := tradeOffDot{X: num(x(i)), Y: num(y(p.LateEvents)),
 			Title: "--ooo-bound=" + p.Bound + ": late " + pct(p.LateEvents) + " of events, " + pct(p.LateRevenue) + " of revenue; too late " + pct(p.TooLateEvents)}
 		switch {
 		case p.Recommended:
@@ -56,8 +56,8 @@ func newTradeOffChart(pts []TradeOffPoint) *tradeOffChart {
 		}
 		c.Points = append(c.Points, d)
 		late = append(late, d.X+","+d.Y)
-		rev = append(rev, d.X+","+d.RevY)
-		too = append(too, d.X+","+d.TooY)
+		rev = append(rev, d.X+","+num(y(p.LateRevenue)))
+		too = append(too, d.X+","+num(y(p.TooLateEvents)))
 	}
 	c.Late, c.LateRevenue, c.TooLate = strings.Join(late, " "), strings.Join(rev, " "), strings.Join(too, " ")
 	return c

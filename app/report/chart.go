@@ -68,7 +68,7 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 	}
 	c.YTicks = timeTicks(lo, hi, 5, func(ms int64) string { return num(y(ms)) })
 
-	var line strings.Builder
+	var line []string
 	for _, p := range tr.Points {
 		d := dot{num(x(p.Record)), num(y(p.EventTime))}
 		if p.Behind() {
@@ -77,17 +77,14 @@ func newTraceChart(tr PartitionTrace) *traceChart {
 			c.Dots = append(c.Dots, d)
 		}
 		if p.Watermark != model.NoWatermark {
-			if line.Len() > 0 {
-				line.WriteByte(' ')
-			}
-			line.WriteString(num(x(p.Record)) + "," + num(y(p.Watermark)))
+			line = append(line, num(x(p.Record))+","+num(y(p.Watermark)))
 		}
 	}
 	// The watermark holds after the last record: extend it to the edge.
-	if tr.Watermark != model.NoWatermark && line.Len() > 0 {
-		line.WriteString(" " + num(x(records)) + "," + num(y(tr.Watermark)))
+	if tr.Watermark != model.NoWatermark && len(line) > 0 {
+		line = append(line, num(x(records))+","+num(y(tr.Watermark)))
 	}
-	c.Line = line.String()
+	c.Line = strings.Join(line, " ")
 	c.Drawn = len(c.Dots) + len(c.Behind)
 	return c
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -417,10 +418,7 @@ func (c *content) advice(a *Advice) {
 			t := s.table("", at.Head...)
 			t.Caption, t.Note = at.Caption, at.Note
 			for k, cells := range at.Rows {
-				r := make([]any, len(cells))
-				for j, cell := range cells {
-					r[j] = cell
-				}
+				r := slicesx.Map(cells, func(cell string) any { return cell })
 				if k == at.Current && len(cells) > 0 {
 					r[0] = txt(bold(cells[0]), " (current)")
 				}

@@ -113,8 +113,7 @@ func writeJSON(w io.Writer, r Run) error {
 		for _, pt := range p.Points {
 			jpt := jsonPoint{Record: pt.Record, EventTime: pt.EventTime}
 			if pt.Watermark != model.NoWatermark {
-				wm := pt.Watermark
-				jpt.Watermark = &wm
+				jpt.Watermark = &pt.Watermark
 			}
 			jp.Points = append(jp.Points, jpt)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -157,11 +158,7 @@ func (r Reconcile) MetricFigures() []Figure {
 	if len(names) == 0 {
 		names = slices.Sorted(maps.Keys(r.Metrics))
 	}
-	out := make([]Figure, len(names))
-	for i, n := range names {
-		out[i] = Figure{n, fmt.Sprint(r.Metrics[n])}
-	}
-	return out
+	return slicesx.Map(names, func(n string) Figure { return Figure{n, fmt.Sprint(r.Metrics[n])} })
 }
 
 // Signed renders a money delta with its sign: "+0.500000".

@@ -9,23 +9,19 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
 // reasons lists every SPEC reason in SPEC order, zeros too, then any other the counters carry.
 func reasons(by map[string]int64) []metrics.Term {
-	out := make([]metrics.Term, 0, len(model.QuarantineReasons))
-	known := map[string]bool{}
-	for _, r := range model.QuarantineReasons {
-		known[r] = true
-		out = append(out, metrics.Term{Name: r, Value: by[r]})
-	}
+	names := slices.Clone(model.QuarantineReasons)
 	for _, r := range slices.Sorted(maps.Keys(by)) {
-		if !known[r] {
-			out = append(out, metrics.Term{Name: r, Value: by[r]})
+		if !slices.Contains(model.QuarantineReasons, r) {
+			names = append(names, r)
 		}
 	}
-	return out
+	return slicesx.Map(names, func(r string) metrics.Term { return metrics.Term{Name: r, Value: by[r]} })
 }
 
 // noWriteTimes: a report's histories carry no write times.
