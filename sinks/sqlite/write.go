@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,40 +48,28 @@ func (b *bulk) text(tuples int) string {
 	return b.prefix + tuple + strings.Repeat(", "+tuple, tuples-1) + b.suffix
 }
 
-func (b *bulk) stmt(ctx context.Context, tuples int) (*sql.Stmt, bool, error) {
-	perChunk := bulkArgs / b.width
-	if tuples < perChunk {
-		st, err := b.tx.PrepareContext(ctx, b.text(tuples))
-		return st, true, err
-	}
-	if b.full == nil {
-		st, err := b.tx.PrepareContext(ctx, b.text(perChunk))
-		if err != nil {
-			return nil, false, err
-		}
-		b.full = st
-	}
-	return b.full, false, nil
-}
-
 // each runs the statement over args chunk by chunk: run gets each chunk's
 // statement and arguments.
 func (b *bulk) each(ctx context.Context, args []any, run func(st *sql.Stmt, args []any) error) error {
 	perChunk := bulkArgs / b.width
-	for len(args) > 0 {
-		n := min(len(args)/b.width, perChunk)
-		st, once, err := b.stmt(ctx, n)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
+	for chunk := range slices.Chunk(args, perChunk*b.width) {
+		n, st := len(chunk)/b.width, b.full
+		if st == nil || n < perChunk {
+			var err error
+			if st, err = b.tx.PrepareContext(ctx, b.text(n)); err != nil {
+				return fmt.Errorf("prepare: %w", err)
+			}
+			if n == perChunk {
+				b.full = st
+			}
 		}
-		err = run(st, args[:n*b.width])
-		if once {
+		err := run(st, chunk)
+		if st != b.full {
 			st.Close()
 		}
 		if err != nil {
 			return err
 		}
-		args = args[n*b.width:]
 	}
 	return nil
 }
