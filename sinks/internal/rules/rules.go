@@ -115,21 +115,21 @@ func SortedRows(rows []model.Row) []model.Row {
 // make the guard run ahead of it.
 type Guard struct {
 	latest map[Key]Stored
-	audit  map[string]struct{} // "<table>\x00<source_position>"
+	audit  map[string]bool // "<table>\x00<source_position>"
 }
 
-func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]struct{}{}} }
+func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]bool{}} }
 
 // Stage is one batch's staged decisions.
 type Stage struct {
 	g       *Guard
 	latest  map[Key]Stored
-	audit   map[string]struct{}
+	audit   map[string]bool
 	Refused Refusals
 }
 
 func (g *Guard) Stage() *Stage {
-	return &Stage{g: g, latest: map[Key]Stored{}, audit: map[string]struct{}{}}
+	return &Stage{g: g, latest: map[Key]Stored{}, audit: map[string]bool{}}
 }
 
 // AdmitRows returns the accepted rows in application order.
@@ -142,13 +142,10 @@ func (st *Stage) AdmitRows(rows []model.Row) []model.Row {
 // NewAudit reports whether position is new under table, staging it if so.
 func (st *Stage) NewAudit(table, position string) bool {
 	k := table + "\x00" + position
-	if _, seen := st.g.audit[k]; seen {
+	if st.g.audit[k] || st.audit[k] {
 		return false
 	}
-	if _, seen := st.audit[k]; seen {
-		return false
-	}
-	st.audit[k] = struct{}{}
+	st.audit[k] = true
 	return true
 }
 
@@ -168,7 +165,7 @@ func (g *Guard) Observe(r model.Row) {
 }
 
 // ObserveAudit records an audit position already in durable output.
-func (g *Guard) ObserveAudit(table, position string) { g.audit[table+"\x00"+position] = struct{}{} }
+func (g *Guard) ObserveAudit(table, position string) { g.audit[table+"\x00"+position] = true }
 
 // CompareRunConfig checks requested settings against stored ones and returns,
 // sorted, the keys to add.
