@@ -143,14 +143,8 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 	}
 	var res sink.Result
-	var stream, corrections []model.Row
-	for _, r := range batch.Rows {
-		if rules.IsReconcile(r) {
-			corrections = append(corrections, r)
-		} else {
-			stream = append(stream, r)
-		}
-	}
+	stream := slices.DeleteFunc(slices.Clone(batch.Rows), rules.IsReconcile)
+	corrections := slices.DeleteFunc(slices.Clone(batch.Rows), func(r model.Row) bool { return !rules.IsReconcile(r) })
 	// Each table's rows in order, an audit record once per position.
 	now, rt := time.Now(), rowTypesFor(b.emulator())
 	rows, errs, seen := map[string][][]byte{}, map[string]error{}, map[string]bool{}

@@ -141,19 +141,6 @@ func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, s
 	return accepted, stale, nil
 }
 
-// uniqueBy keeps the first element of each key.
-func uniqueBy[T any](in []T, key func(T) string) []T {
-	seen := make(map[string]bool, len(in))
-	out := make([]T, 0, len(in))
-	for _, v := range in {
-		if k := key(v); !seen[k] {
-			seen[k] = true
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // CheckRunConfig refuses a run whose settings differ from the stored ones and
 // stores the keys not stored yet (see SQLite.CheckRunConfig).
 func (b *BigQuery) CheckRunConfig(ctx context.Context, cfg map[string]string) error {
@@ -187,8 +174,13 @@ func (b *BigQuery) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 	if len(diffs) == 0 {
 		return nil
 	}
-	rows := uniqueBy(diffs, func(d sink.Diff) string {
-		return d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
+	// The first diff of each key.
+	seen := map[string]bool{}
+	rows := slices.DeleteFunc(slices.Clone(diffs), func(d sink.Diff) bool {
+		k := d.RunID + "\x00" + strconv.FormatInt(d.WindowStart, 10) + "\x00" + d.Dims
+		dup := seen[k]
+		seen[k] = true
+		return dup
 	})
 	// Replace: a run writes its diffs before --apply and again after it.
 	key := table.ReconcileDiffs.Key

@@ -64,31 +64,26 @@ func (b *BigQuery) retry(ctx context.Context, what string, try func() error) err
 // exec runs one DML statement, retrying transient failures, and returns the
 // rows it changed; known is false when the server did not say (the emulator).
 func (b *BigQuery) exec(ctx context.Context, what, sql string, params ...gbq.QueryParameter) (n int64, known bool, err error) {
-	err = b.retry(ctx, what, func() (err error) {
-		n, known, err = b.execOnce(ctx, sql, params)
-		return err
+	err = b.retry(ctx, what, func() error {
+		q := b.client.Query(sql)
+		q.Parameters = params
+		job, err := q.Run(ctx)
+		if err != nil {
+			return err
+		}
+		status, err := job.Wait(ctx)
+		if err != nil {
+			return err
+		}
+		if err := status.Err(); err != nil {
+			return err
+		}
+		if st, ok := status.Statistics.Details.(*gbq.QueryStatistics); ok && st.DMLStats != nil {
+			n, known = st.NumDMLAffectedRows, true
+		}
+		return nil
 	})
 	return n, known, err
-}
-
-func (b *BigQuery) execOnce(ctx context.Context, sql string, params []gbq.QueryParameter) (int64, bool, error) {
-	q := b.client.Query(sql)
-	q.Parameters = params
-	job, err := q.Run(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	status, err := job.Wait(ctx)
-	if err != nil {
-		return 0, false, err
-	}
-	if err := status.Err(); err != nil {
-		return 0, false, err
-	}
-	if st, ok := status.Statistics.Details.(*gbq.QueryStatistics); ok && st.DMLStats != nil {
-		return st.NumDMLAffectedRows, true, nil
-	}
-	return 0, false, nil
 }
 
 // read runs a query and calls next for each row (next calls it.Next). A

@@ -45,7 +45,8 @@ func (b *BigQuery) from(t *table.Table) string {
 	case t == table.HourlyRevenueChangelog:
 		return "(SELECT * FROM " + b.table(t.Name) + " WHERE TRUE" + oncePer("window_start, dims, revision", revisionOrder) + ")"
 	case table.IsAudit(t):
-		return "(" + b.auditSQL(t) + ")"
+		once := oncePer("source_position", strings.Join(t.Names()[1:], ", "))
+		return "(SELECT " + bqColumns(t) + " FROM " + b.table(t.Name) + " WHERE TRUE" + once + ")"
 	}
 	return b.table(t.Name)
 }
@@ -88,11 +89,6 @@ func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok
 		return nil
 	})
 	return ms, ok, err
-}
-
-func (b *BigQuery) auditSQL(t *table.Table) string {
-	rest := t.Names()[1:]
-	return `SELECT ` + bqColumns(t) + ` FROM ` + b.table(t.Name) + ` WHERE TRUE` + oncePer("source_position", strings.Join(rest, ", "))
 }
 
 var bqDialect = sqlread.Dialect{Quote: "`", StrPos: "STRPOS", ToInt: func(e string) string { return "COALESCE(SAFE_CAST(" + e + " AS INT64), 0)" }}

@@ -111,51 +111,46 @@ func oncePer(cols, order string) string {
 // ensureSchema creates the missing dataset, tables and view.
 func (b *BigQuery) ensureSchema(ctx context.Context) error {
 	ds := b.client.Dataset(b.dataset)
-	if _, err := ds.Metadata(ctx); err != nil {
-		if !isNotFound(err) {
-			return fmt.Errorf("dataset %s: %w", b.dataset, err)
-		}
-		if err := ds.Create(ctx, &gbq.DatasetMetadata{}); err != nil && !createdMeanwhile(err, func() error { _, err := ds.Metadata(ctx); return err }) {
-			return fmt.Errorf("create dataset %s: %w", b.dataset, err)
-		}
+	if err := createIfMissing("dataset "+b.dataset, func() error { _, err := ds.Metadata(ctx); return err },
+		func() error { return ds.Create(ctx, &gbq.DatasetMetadata{}) }); err != nil {
+		return err
 	}
-	for _, t := range bqTables {
+	// The view last: it reads the changelog.
+	for _, t := range append(slices.Clone(bqTables), table.HourlyRevenue) {
 		md := &gbq.TableMetadata{Schema: bqSchema(t)}
+		if t == table.HourlyRevenue {
+			md = &gbq.TableMetadata{ViewQuery: b.currentViewSQL()}
+		}
 		if t.Partition != "" {
 			md.TimePartitioning = &gbq.TimePartitioning{Type: gbq.DayPartitioningType, Field: t.Partition}
 		}
 		if len(t.Clustering) > 0 {
 			md.Clustering = &gbq.Clustering{Fields: t.Clustering}
 		}
-		if err := b.createIfMissing(ctx, t.Name, md); err != nil {
+		tb := ds.Table(t.Name)
+		if err := createIfMissing("table "+t.Name, func() error { _, err := tb.Metadata(ctx); return err },
+			func() error { return tb.Create(ctx, md) }); err != nil {
 			return err
 		}
-	}
-	if err := b.createIfMissing(ctx, table.HourlyRevenue.Name, &gbq.TableMetadata{ViewQuery: b.currentViewSQL()}); err != nil {
-		return err
 	}
 	_, known, err := b.exec(ctx, "probe DML statistics", `DELETE FROM `+b.table(table.RunConfig.Name)+` WHERE FALSE`)
 	b.dmlStats = known
 	return err
 }
 
-func (b *BigQuery) createIfMissing(ctx context.Context, name string, md *gbq.TableMetadata) error {
-	t := b.client.Dataset(b.dataset).Table(name)
-	if _, err := t.Metadata(ctx); err == nil {
+// createIfMissing creates what with create unless lookup finds it. A create
+// that lost a race with another opener (BigQuery answers 409, the emulator
+// 500) is no error once lookup finds the resource.
+func createIfMissing(what string, lookup, create func() error) error {
+	if err := lookup(); err == nil {
 		return nil
 	} else if !isNotFound(err) {
-		return fmt.Errorf("table %s: %w", name, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := t.Create(ctx, md); err != nil && !createdMeanwhile(err, func() error { _, err := t.Metadata(ctx); return err }) {
-		return fmt.Errorf("create table %s: %w", name, err)
+	if err := create(); err != nil && !isAlreadyExists(err) && lookup() != nil {
+		return fmt.Errorf("create %s: %w", what, err)
 	}
 	return nil
-}
-
-// createdMeanwhile reports a create that lost a race with another opener
-// (BigQuery answers 409, the emulator 500), by looking the resource up.
-func createdMeanwhile(err error, lookup func() error) bool {
-	return isAlreadyExists(err) || lookup() == nil
 }
 
 // fromBQ turns a query result row of t's columns into a codec's values.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -61,15 +62,11 @@ func (c *Console) Write(ctx context.Context, b sink.Batch) (sink.Result, error) 
 	var buf bytes.Buffer
 	const rule = "-------------------------------------------\n"
 	fmt.Fprintf(&buf, "%sBatch: %d\n%s", rule, c.batch, rule)
-	cells := make([][]string, 0, len(accepted))
-	for _, r := range accepted {
-		cells = append(cells, []string{
-			model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), r.Dims,
+	writeTable(&buf, consoleColumns, slicesx.Map(accepted, func(r model.Row) []string {
+		return []string{model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), r.Dims,
 			model.FormatMicros(r.RevenueMicros), strconv.FormatInt(r.EventCount, 10),
-			strconv.FormatInt(r.Revision, 10), r.State.String(),
-		})
-	}
-	writeTable(&buf, consoleColumns, cells)
+			strconv.FormatInt(r.Revision, 10), r.State.String()}
+	}))
 	if st.Refused.Stale > 0 {
 		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", st.Refused.Stale)
 	}
@@ -108,13 +105,9 @@ func summarize[T any](buf *bytes.Buffer, st *rules.Stage, name string, c table.C
 	if len(items) == 0 {
 		return 0
 	}
-	shown := items
-	if len(shown) > auditSample {
-		shown = shown[:auditSample]
-	}
-	more := ""
-	if n := len(items) - len(shown); n > 0 {
-		more = fmt.Sprintf(", ... and %d more", n)
+	shown, more := items, ""
+	if len(items) > auditSample {
+		shown, more = items[:auditSample], fmt.Sprintf(", ... and %d more", len(items)-auditSample)
 	}
 	fmt.Fprintf(buf, "%s: %d (%s%s)\n", name, len(items), strings.Join(shown, ", "), more)
 	return len(items)
@@ -123,10 +116,7 @@ func summarize[T any](buf *bytes.Buffer, st *rules.Stage, name string, c table.C
 // writeTable renders a bordered table, right-aligned as Spark's show does.
 func writeTable(buf *bytes.Buffer, header []string, rows [][]string) {
 	width := make([]int, len(header))
-	for i, h := range header {
-		width[i] = utf8.RuneCountInString(h)
-	}
-	for _, r := range rows {
+	for _, r := range append([][]string{header}, rows...) {
 		for i, cell := range r {
 			width[i] = max(width[i], utf8.RuneCountInString(cell))
 		}

@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -85,34 +84,25 @@ func Open(dir string) (*JSONL, error) {
 	return j, nil
 }
 
-// load seeds the guard from a file. A torn last line (a crash) is skipped
-// and terminated, so the next append starts a line of its own.
+// load seeds the guard from a file just opened. A torn last line (a crash)
+// is skipped and terminated, so the next append starts a line of its own.
 func (j *JSONL) load(name string, f *os.File) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	data, err := io.ReadAll(f)
+	if err != nil {
 		return err
 	}
-	r := bufio.NewReaderSize(f, 1<<16)
 	lineNo, bad := 0, 0
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] != '\n' {
-			slog.Warn("jsonl sink: skipping a torn last line", "file", f.Name(), "line", lineNo+1)
-			if _, werr := f.Write([]byte("\n")); werr != nil {
-				return werr
+	for line := range bytes.Lines(data) {
+		lineNo++
+		if line[len(line)-1] != '\n' {
+			slog.Warn("jsonl sink: skipping a torn last line", "file", f.Name(), "line", lineNo)
+			if _, err := f.Write([]byte("\n")); err != nil {
+				return err
 			}
 			break
 		}
-		if len(line) > 0 {
-			lineNo++
-			if !j.loadLine(name, line) {
-				bad++
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
+		if !j.loadLine(name, line) {
+			bad++
 		}
 	}
 	if bad > 0 {
@@ -169,20 +159,13 @@ func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	}
 	accepted := st.AdmitRows(b.Rows)
 	for _, r := range accepted {
-		if err := table.EncodeJSONLine(out[ChangelogFile], table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now}); err != nil {
-			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode %s: %w", j.dir, r.Key(), err)
-		}
+		table.EncodeJSONLine(out[ChangelogFile], table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now})
 	}
-	n1, err1 := appendAudit(st, out[fileTooLate], fileTooLate, table.TooLateCodec, b.TooLate)
-	n2, err2 := appendAudit(st, out[fileConflicts], fileConflicts, table.ConflictCodec, b.Conflicts)
-	n3, err3 := appendAudit(st, out[fileQuarantined], fileQuarantined, table.QuarantinedCodec, b.Quarantined)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
-	}
+	audit := appendAudit(st, out[fileTooLate], fileTooLate, table.TooLateCodec, b.TooLate) +
+		appendAudit(st, out[fileConflicts], fileConflicts, table.ConflictCodec, b.Conflicts) +
+		appendAudit(st, out[fileQuarantined], fileQuarantined, table.QuarantinedCodec, b.Quarantined)
 	for _, c := range b.Progress {
-		if err := table.EncodeJSONLine(out[fileCheckpoints], table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now}); err != nil {
-			return sink.Result{}, fmt.Errorf("jsonl sink %s: encode checkpoint %s/%s: %w", j.dir, c.Partition, c.File, err)
-		}
+		table.EncodeJSONLine(out[fileCheckpoints], table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now})
 	}
 	for _, name := range appendFiles {
 		if buf := out[name]; buf.Len() > 0 {
@@ -193,7 +176,7 @@ func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	}
 	st.Commit()
 	st.Refused.Warn("jsonl sink", "dir", j.dir)
-	return sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale, AuditInserted: n1 + n2 + n3}, nil
+	return sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale, AuditInserted: audit}, nil
 }
 
 // CheckRunConfig applies the run_config rule to DIR/run_config.json.
@@ -244,16 +227,13 @@ func (j *JSONL) Close() error {
 }
 
 // appendAudit encodes the records whose position is new to file.
-func appendAudit[T any](st *rules.Stage, buf *bytes.Buffer, file string, c table.Codec[T], recs []T) (int, error) {
+func appendAudit[T any](st *rules.Stage, buf *bytes.Buffer, file string, c table.Codec[T], recs []T) int {
 	n := 0
 	for _, v := range recs {
-		if !st.NewAudit(file, c.Position(v)) {
-			continue
+		if st.NewAudit(file, c.Position(v)) {
+			table.EncodeJSONLine(buf, c, v)
+			n++
 		}
-		if err := table.EncodeJSONLine(buf, c, v); err != nil {
-			return n, fmt.Errorf("encode %s %s: %w", c.Table.Name, c.Position(v), err)
-		}
-		n++
 	}
-	return n, nil
+	return n
 }

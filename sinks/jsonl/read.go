@@ -82,7 +82,7 @@ func (j *JSONL) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	}
 	var out []model.Row
 	for i, r := range log {
-		if i+1 == len(log) || log[i+1].WindowStart != r.WindowStart || log[i+1].Dims != r.Dims {
+		if i+1 == len(log) || !rules.SameKey(log[i+1], r) {
 			out = append(out, r)
 		}
 	}

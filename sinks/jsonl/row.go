@@ -3,6 +3,7 @@ package jsonl
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -14,17 +15,12 @@ type Row model.Row
 
 // MarshalJSON implements json.Marshaler.
 func (r Row) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	if err := table.AppendJSONFields(&buf, table.HourlyRevenue.Columns, table.CurrentCodec.Put(nil, model.Row(r))); err != nil {
-		return nil, err
-	}
+	cols, vals := table.HourlyRevenue.Columns, table.CurrentCodec.Put(nil, model.Row(r))
 	if r.Writer != "" {
-		buf.WriteByte(',')
-		if err := table.AppendJSONFields(&buf, []table.Column{{Name: "writer", Type: table.String}}, []any{r.Writer}); err != nil {
-			return nil, err
-		}
+		cols, vals = append(slices.Clip(cols), table.Column{Name: "writer", Type: table.String}), append(vals, r.Writer)
 	}
+	buf := bytes.NewBufferString("{")
+	table.AppendJSONFields(buf, cols, vals)
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/revenue-stream/hourly/model"
 )
@@ -60,16 +61,12 @@ func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, er
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read current rows: %w", spec, err)
 	}
-	out := rows[:0]
-	for _, r := range rows {
-		if !bound.Needs(r.WindowStart) {
-			continue
-		}
+	rows = slices.DeleteFunc(rows, func(r model.Row) bool { return !bound.Needs(r.WindowStart) })
+	for i, r := range rows {
 		if r.State == model.Final {
 			// The marker: key, revision and state.
-			r = model.Row{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims, Revision: r.Revision, State: model.Final}
+			rows[i] = model.Row{WindowStart: r.WindowStart, WindowEnd: r.WindowEnd, Dims: r.Dims, Revision: r.Revision, State: model.Final}
 		}
-		out = append(out, r)
 	}
-	return out, nil
+	return rows, nil
 }

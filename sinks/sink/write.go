@@ -270,10 +270,10 @@ func BatchOf[T Record](vs []T) Batch {
 // revision guard in the handle, so two handles would each admit the other's
 // rows. Correctness must not rest on it: one handle per worker process
 // elsewhere.
-var shared struct {
+var shared = struct {
 	sync.Mutex
 	m map[string]*handle
-}
+}{m: map[string]*handle{}}
 
 type handle struct {
 	s    Sink
@@ -292,9 +292,6 @@ func Acquire(ctx context.Context, spec Spec) (Sink, error) {
 	s, err := Open(ctx, spec)
 	if err != nil {
 		return nil, err
-	}
-	if shared.m == nil {
-		shared.m = map[string]*handle{}
 	}
 	shared.m[spec.String()] = &handle{s: s, refs: 1}
 	return s, nil

@@ -59,16 +59,11 @@ func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]s
 		q, args = q+` WHERE `+col+` >= ?`, []any{secondPrefix(*start)}
 	}
 	rows, err := sqlread.Read(ctx, s.DB, c, "read "+c.Table.Name, q, args...)
-	return since(rows, start), err
-}
-
-// since keeps the rows of windows starting at or after *from (all when from
-// is nil): a TEXT range on window_start is only a pre-filter (secondPrefix).
-func since(rows []sink.ChangelogEntry, from *int64) []sink.ChangelogEntry {
-	if from == nil {
-		return rows
+	if start != nil {
+		// The TEXT range on window_start is only a pre-filter (secondPrefix).
+		rows = slices.DeleteFunc(rows, func(r sink.ChangelogEntry) bool { return r.WindowStart < *start })
 	}
-	return slices.DeleteFunc(rows, func(r sink.ChangelogEntry) bool { return r.WindowStart < *from })
+	return rows, err
 }
 
 var sqliteDialect = sqlread.Dialect{Quote: `"`, StrPos: "INSTR", ToInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}

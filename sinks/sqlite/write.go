@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -21,9 +23,8 @@ var (
 	sqlGetRowsPrefix = `WITH k(window_start, dims) AS (VALUES `
 	sqlGetRowsSuffix = `) SELECT h.window_start, h.dims, h.revision, h.result_state, h.event_count
 		FROM k JOIN hourly_revenue AS h ON h.window_start = k.window_start AND h.dims = k.dims`
-	sqlUpsertRowsPrefix      = sqliteInsertPrefix("INSERT", table.HourlyRevenue)
-	sqlUpsertRowsSuffix      = sqliteUpsertSuffix(table.HourlyRevenue)
-	sqlInsertChangelogPrefix = sqliteInsertPrefix("INSERT", table.HourlyRevenueChangelog)
+	sqlUpsertRowsPrefix = sqliteInsertPrefix("INSERT", table.HourlyRevenue)
+	sqlUpsertRowsSuffix = sqliteUpsertSuffix(table.HourlyRevenue)
 )
 
 // bulkArgs bounds one statement's parameters, well under SQLite's 32766.
@@ -47,40 +48,28 @@ func (b *bulk) text(tuples int) string {
 	return b.prefix + tuple + strings.Repeat(", "+tuple, tuples-1) + b.suffix
 }
 
-func (b *bulk) stmt(ctx context.Context, tuples int) (*sql.Stmt, bool, error) {
-	perChunk := bulkArgs / b.width
-	if tuples < perChunk {
-		st, err := b.tx.PrepareContext(ctx, b.text(tuples))
-		return st, true, err
-	}
-	if b.full == nil {
-		st, err := b.tx.PrepareContext(ctx, b.text(perChunk))
-		if err != nil {
-			return nil, false, err
-		}
-		b.full = st
-	}
-	return b.full, false, nil
-}
-
 // each runs the statement over args chunk by chunk: run gets each chunk's
 // statement and arguments.
 func (b *bulk) each(ctx context.Context, args []any, run func(st *sql.Stmt, args []any) error) error {
 	perChunk := bulkArgs / b.width
-	for len(args) > 0 {
-		n := min(len(args)/b.width, perChunk)
-		st, once, err := b.stmt(ctx, n)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
+	for chunk := range slices.Chunk(args, perChunk*b.width) {
+		n, st := len(chunk)/b.width, b.full
+		if st == nil || n < perChunk {
+			var err error
+			if st, err = b.tx.PrepareContext(ctx, b.text(n)); err != nil {
+				return fmt.Errorf("prepare: %w", err)
+			}
+			if n == perChunk {
+				b.full = st
+			}
 		}
-		err = run(st, args[:n*b.width])
-		if once {
+		err := run(st, chunk)
+		if st != b.full {
 			st.Close()
 		}
 		if err != nil {
 			return err
 		}
-		args = args[n*b.width:]
 	}
 	return nil
 }
@@ -156,9 +145,8 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		}
 
 		accepted, _ := refused.AdmitAll(rows, current)
-		var upserts, changes []any
+		var upserts []any
 		for i, r := range accepted {
-			changes = sqliteArgs(table.ChangelogCodec, changes, sink.ChangelogEntry{Row: r, WrittenAt: now})
 			if i+1 == len(accepted) || !rules.SameKey(accepted[i+1], r) { // the key's last accepted row
 				upserts = sqliteArgs(table.CurrentCodec, upserts, r)
 			}
@@ -170,15 +158,21 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		if _, err := upsert.exec(ctx, upserts); err != nil {
 			return fmt.Errorf("upsert hourly_revenue: %w", err)
 		}
-		changelog := newBulk(tx, sqlInsertChangelogPrefix, "", len(table.HourlyRevenueChangelog.Columns))
-		defer changelog.close()
-		if _, err := changelog.exec(ctx, changes); err != nil {
-			return fmt.Errorf("insert hourly_revenue_changelog: %w", err)
-		}
-		if res.AuditInserted, err = writeAudit(ctx, tx, b); err != nil {
+		changes := slicesx.Map(accepted, func(r model.Row) sink.ChangelogEntry { return sink.ChangelogEntry{Row: r, WrittenAt: now} })
+		if _, err := insertRows(ctx, tx, "INSERT", table.ChangelogCodec, changes); err != nil {
 			return err
 		}
-		return writeProgress(ctx, tx, b.Progress, now)
+		// Audit rows once per position (INSERT OR IGNORE), counting those added.
+		n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", table.TooLateCodec, b.TooLate)
+		n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", table.ConflictCodec, b.Conflicts)
+		n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", table.QuarantinedCodec, b.Quarantined)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		res.AuditInserted = int(n1 + n2 + n3)
+		// A retried checkpoint replaces only updated_at.
+		_, err = insertRows(ctx, tx, "INSERT OR REPLACE", table.CheckpointCodec, table.CheckpointRows(b.Progress, now))
+		return err
 	})
 	if err != nil {
 		return sink.Result{}, err
@@ -188,18 +182,6 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		slog.Debug("sqlite sink: stale revisions ignored", "path", s.path, "rows", res.Stale-refused.Regressions)
 	}
 	return res, nil
-}
-
-// writeAudit inserts audit rows once per position (INSERT OR IGNORE) and
-// counts the rows added.
-func writeAudit(ctx context.Context, tx *sql.Tx, b sink.Batch) (int, error) {
-	n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", table.TooLateCodec, b.TooLate)
-	n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", table.ConflictCodec, b.Conflicts)
-	n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", table.QuarantinedCodec, b.Quarantined)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return 0, err
-	}
-	return int(n1 + n2 + n3), nil
 }
 
 func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c table.Codec[T], recs []T) (int64, error) {
@@ -214,12 +196,6 @@ func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c table.Cod
 		return 0, fmt.Errorf("insert %s: %w", c.Table.Name, err)
 	}
 	return n, nil
-}
-
-// writeProgress stores checkpoints; a retried one replaces only updated_at.
-func writeProgress(ctx context.Context, tx *sql.Tx, progress []model.Checkpoint, now time.Time) error {
-	_, err := insertRows(ctx, tx, "INSERT OR REPLACE", table.CheckpointCodec, table.CheckpointRows(progress, now))
-	return err
 }
 
 // CheckRunConfig refuses a run whose settings differ from those the rows

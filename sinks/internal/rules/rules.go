@@ -40,34 +40,6 @@ type Key struct {
 // KeyOf is r's key.
 func KeyOf(r model.Row) Key { return Key{r.WindowStart, r.Dims} }
 
-// verdict is the outcome of admit.
-type verdict uint8
-
-const (
-	accept        verdict = iota
-	staleRevision         // the stored revision is >= the row's: a replay
-	regression            // a higher revision moving the state back or the count down; sinks log it
-)
-
-// admit applies SPEC §4 to a row against its key's stored row: only a higher
-// revision replaces it, and it may not move the state back (FINAL stays FINAL)
-// nor, unless it is a reconcile correction, lower the event count.
-func admit(prev Stored, have bool, r model.Row) verdict {
-	if !have {
-		return accept
-	}
-	if r.Revision <= prev.Revision {
-		return staleRevision
-	}
-	if r.State < prev.State {
-		return regression
-	}
-	if !IsReconcile(r) && r.EventCount < prev.Count {
-		return regression
-	}
-	return accept
-}
-
 // Refusals tallies the rows the rules refuse, with one regression as an
 // example for the sink's warning.
 type Refusals struct {
@@ -75,17 +47,24 @@ type Refusals struct {
 	example            string
 }
 
-// admit reports whether admit accepts r, tallying a refusal.
+// admit applies SPEC §4 to a row against its key's stored row, reporting
+// whether it is accepted and tallying a refusal: only a higher revision
+// replaces it (else a replay), and it may not move the state back (FINAL
+// stays FINAL) nor, unless it is a reconcile correction, lower the event
+// count (a regression, which sinks log).
 func (f *Refusals) admit(prev Stored, have bool, r model.Row) bool {
-	switch admit(prev, have, r) {
-	case accept:
+	switch {
+	case !have:
 		return true
-	case regression:
+	case r.Revision <= prev.Revision:
+	case r.State < prev.State || !IsReconcile(r) && r.EventCount < prev.Count:
 		f.Regressions++
 		if f.example == "" {
 			f.example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
 				r.Key(), r.Revision, r.State, r.EventCount, prev.Revision, prev.State, prev.Count)
 		}
+	default:
+		return true
 	}
 	f.Stale++
 	return false
@@ -136,21 +115,21 @@ func SortedRows(rows []model.Row) []model.Row {
 // make the guard run ahead of it.
 type Guard struct {
 	latest map[Key]Stored
-	audit  map[string]struct{} // "<table>\x00<source_position>"
+	audit  map[string]bool // "<table>\x00<source_position>"
 }
 
-func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]struct{}{}} }
+func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]bool{}} }
 
 // Stage is one batch's staged decisions.
 type Stage struct {
 	g       *Guard
 	latest  map[Key]Stored
-	audit   map[string]struct{}
+	audit   map[string]bool
 	Refused Refusals
 }
 
 func (g *Guard) Stage() *Stage {
-	return &Stage{g: g, latest: map[Key]Stored{}, audit: map[string]struct{}{}}
+	return &Stage{g: g, latest: map[Key]Stored{}, audit: map[string]bool{}}
 }
 
 // AdmitRows returns the accepted rows in application order.
@@ -163,13 +142,10 @@ func (st *Stage) AdmitRows(rows []model.Row) []model.Row {
 // NewAudit reports whether position is new under table, staging it if so.
 func (st *Stage) NewAudit(table, position string) bool {
 	k := table + "\x00" + position
-	if _, seen := st.g.audit[k]; seen {
+	if st.g.audit[k] || st.audit[k] {
 		return false
 	}
-	if _, seen := st.audit[k]; seen {
-		return false
-	}
-	st.audit[k] = struct{}{}
+	st.audit[k] = true
 	return true
 }
 
@@ -189,7 +165,7 @@ func (g *Guard) Observe(r model.Row) {
 }
 
 // ObserveAudit records an audit position already in durable output.
-func (g *Guard) ObserveAudit(table, position string) { g.audit[table+"\x00"+position] = struct{}{} }
+func (g *Guard) ObserveAudit(table, position string) { g.audit[table+"\x00"+position] = true }
 
 // CompareRunConfig checks requested settings against stored ones and returns,
 // sorted, the keys to add.

@@ -420,57 +420,42 @@ func Snapshots(rows []sink.ChangelogEntry) []model.Row {
 // The JSON form of the table contract: one object per row, columns in order,
 // times and money as strings, as in SQLite.
 
-// appendJSONFields appends `"name":value` for each column, comma-separated.
-func AppendJSONFields(buf *bytes.Buffer, cols []Column, vals []any) error {
+// AppendJSONFields appends `"name":value` for each column, comma-separated.
+func AppendJSONFields(buf *bytes.Buffer, cols []Column, vals []any) {
 	for i, c := range cols {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := appendJSONString(buf, c.Name); err != nil {
-			return err
-		}
+		appendJSONString(buf, c.Name)
 		buf.WriteByte(':')
-		v := vals[i]
-		if v == nil {
+		switch v := vals[i]; {
+		case v == nil:
 			buf.WriteString("null")
-			continue
-		}
-		var err error
-		if c.Type == Int64 {
+		case c.Type == Int64:
 			buf.WriteString(strconv.FormatInt(v.(int64), 10))
-		} else {
-			err = appendJSONString(buf, Text(c, v).(string))
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
+		default:
+			appendJSONString(buf, Text(c, v).(string))
 		}
 	}
-	return nil
 }
 
 // appendJSONString appends s as a JSON string without HTML escaping, so
-// payloads stay readable.
-func appendJSONString(buf *bytes.Buffer, s string) error {
+// payloads stay readable. Encoding a string into a bytes.Buffer cannot fail.
+func appendJSONString(buf *bytes.Buffer, s string) {
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
-		return err
-	}
+	_ = enc.Encode(s)
 	buf.Truncate(buf.Len() - 1) // Encode's newline
-	return nil
 }
 
-// encodeJSONLine appends a record as one JSON line of its table.
-func EncodeJSONLine[T any](buf *bytes.Buffer, c Codec[T], v T) error {
+// EncodeJSONLine appends a record as one JSON line of its table.
+func EncodeJSONLine[T any](buf *bytes.Buffer, c Codec[T], v T) {
 	buf.WriteByte('{')
-	if err := AppendJSONFields(buf, c.Table.Columns, c.Put(nil, v)); err != nil {
-		return err
-	}
+	AppendJSONFields(buf, c.Table.Columns, c.Put(nil, v))
 	buf.WriteString("}\n")
-	return nil
 }
 
-// decodeJSONLine reads a JSON object of every column into a record.
+// DecodeJSONLine reads a JSON object of every column into a record.
 func DecodeJSONLine[T any](c Codec[T], line []byte) (T, error) {
 	var zero T
 	var fields map[string]json.RawMessage
