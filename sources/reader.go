@@ -59,7 +59,7 @@ var readerClock = func(dir, partition string) func() time.Time { return time.Now
 
 // newReader resumes a partition from rest.
 func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
-	r := &reader{
+	return &reader{
 		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
 		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, budget: callBudget, settle: DefaultSettle,
 		now: readerClock(dir, partition), stop: func() bool { return false },
@@ -68,9 +68,8 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 		checkpoint: func(model.Checkpoint) {},
 		log:        slog.Default().With("source", "folder", "partition", partition),
 		rest:       rest.Clone(),
+		stamper:    rawlog.ResumeStamper(policy, cfg, rest.State),
 	}
-	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
-	return r
 }
 
 // run reads until a budget is used up, the data runs out, the partition
@@ -181,7 +180,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 				m = lr.Mark()
 				r.rest.Offset, r.rest.Line = m.Offset, m.Line
 			}
-			r.forgetTail()
+			tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File}) // no tail pending
 			switch {
 			case r.final:
 				return sdfread.Stopped, false, nil
@@ -215,11 +214,6 @@ func (r *reader) settled(size int64) bool {
 		return r.settle <= 0
 	}
 	return now-v.(tailSeen).since >= r.settle.Milliseconds()
-}
-
-// forgetTail drops the current file from the pending-tail registry.
-func (r *reader) forgetTail() {
-	tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File})
 }
 
 // record stamps, claims and emits one line; false: the claim failed.
