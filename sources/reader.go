@@ -26,8 +26,7 @@ type reader struct {
 	policy         watermark.Policy
 	event          event.Config
 	maxRecords     int
-	horizon        int64 // the call ends once the partition watermark reaches it (flow.ReadAhead.Horizon)
-	budget         time.Duration
+	horizon        int64         // the call ends once the partition watermark reaches it (flow.ReadAhead.Horizon)
 	settle         time.Duration // see settled
 	source         string        // keys the pending-tail registry
 	// final is the graceful stop's last pass: finish the current file,
@@ -61,7 +60,7 @@ var readerClock = func(dir, partition string) func() time.Time { return time.Now
 func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
 	return &reader{
 		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
-		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, budget: callBudget, settle: DefaultSettle,
+		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, settle: DefaultSettle,
 		now: readerClock(dir, partition), stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
 		others:     func() (int64, bool) { return model.NoWatermark, false },
@@ -141,7 +140,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 	}()
 	leaving := false
 	for {
-		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), callBudget); end {
 			return out, false, nil
 		}
 		if r.stamper.Watermark() >= r.horizon {
