@@ -106,16 +106,15 @@ func DecodeRecord(b []byte) (model.Record, error) {
 // noEvent stands for the previous event outside a batch.
 var noEvent model.Event
 
-// writeEvent writes an event; in a batch (prev not nil), against the previous event's: dims,
+// writeEvent writes an event; in a batch (p not nil), against the previous event p: dims,
 // partition, position and the ref's path front-coded (one partition's events share long
 // prefixes), the times and the ref's offset as differences (one partition's events lie close in
 // both). Outside a batch the previous event is the zero one, so both are written whole.
-func writeEvent(w *Writer, v, prev *model.Event) {
-	batch := prev != nil
+func writeEvent(w *Writer, v, p *model.Event) {
+	batch := p != nil
 	if !batch {
-		prev = &noEvent // no copy of the previous event per event
+		p = &noEvent // no copy of the previous event per event
 	}
-	p := prev
 	w.String(v.EventID)
 	w.Varint(v.EventTime - p.EventTime)
 	w.String(v.UserID)
@@ -136,14 +135,13 @@ func writeEvent(w *Writer, v, prev *model.Event) {
 	}
 }
 
-// readEvent reads what writeEvent wrote with the same prev. The differences wrap as they were
+// readEvent reads what writeEvent wrote with the same p. The differences wrap as they were
 // taken (two's complement), so any pair of times decodes exactly.
-func readEvent(r *Reader, prev *model.Event) model.Event {
-	batch := prev != nil
+func readEvent(r *Reader, p *model.Event) model.Event {
+	batch := p != nil
 	if !batch {
-		prev = &noEvent
+		p = &noEvent
 	}
-	p := prev
 	e := model.Event{
 		EventID: r.String(), EventTime: p.EventTime + r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
 		Dims: r.frontIf(batch, p.Dims), Fingerprint: r.Fixed64(), Partition: r.frontIf(batch, p.Partition),
@@ -239,14 +237,10 @@ func DecodeEventBatch(b []byte) (model.EventBatch, error) {
 	v.Spans = readStarts(&r)
 	v.Since, v.Watermark = r.Varint(), r.Varint()
 	v.N = r.Count(1)
-	if r.Err != nil {
-		return model.EventBatch{}, fmt.Errorf("decode event batch: %w", r.Err)
+	if v.N == 0 || r.Err != nil {
+		return Done(v, &r, "event batch")
 	}
-	if v.N > 0 {
-		v.Coded = r.B // the SDK decodes every element from a buffer of its own
-	} else if len(r.B) != 0 {
-		return model.EventBatch{}, fmt.Errorf("decode event batch: %d trailing bytes", len(r.B))
-	}
+	v.Coded = r.B // the SDK decodes every element from a buffer of its own
 	return v, nil
 }
 

@@ -18,8 +18,7 @@ func CanonicalDims(fields map[string]json.RawMessage, names []string) (string, e
 	if len(names) == 0 {
 		return NoDims, nil
 	}
-	sorted := slices.Clone(names)
-	slices.Sort(sorted)
+	sorted := slices.Sorted(slices.Values(names))
 	vals := make([][]byte, len(sorted))
 	for i, name := range sorted {
 		if name == "" || !utf8.ValidString(name) {

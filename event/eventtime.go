@@ -27,10 +27,8 @@ func ParseEventTime(raw []byte) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("event_time %s: %w", clip(raw), err)
 		}
-		if len(s) > 0 && (s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
-			if d, ok := parseDecimal(s); ok {
-				return epochMillis(d, raw)
-			}
+		if d, ok := parseDecimal(s); ok {
+			return epochMillis(d, raw)
 		}
 		ms, err := parseRFC3339(s)
 		if err != nil {

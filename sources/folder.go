@@ -130,20 +130,12 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
 	}
 	starts, err := parseStarts(o.Resume, parts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return parts, starts, nil
+	return parts, starts, err
 }
 
-// startPoint is a parsed FolderOptions.Resume entry.
-type startPoint struct {
-	Partition string
-	File      string
-	Offset    int64
-	Line      int
-	MaxValid  int64 // restores the partition's watermark
-}
+// startPoint is a parsed FolderOptions.Resume entry; MaxValid restores the
+// partition's watermark.
+type startPoint = model.Checkpoint
 
 func parseStarts(resume []model.Checkpoint, parts []string) ([]startPoint, error) {
 	var out []startPoint

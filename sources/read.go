@@ -138,18 +138,15 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	if err != nil {
 		return sdf.StopProcessing(), err
 	}
-	switch {
-	case out == sdfread.Lost:
-		return sdfread.Continue(out, f.Opts.PollInterval), nil
-	case stopping:
+	if stopping && out != sdfread.Lost {
 		metrics.Counter(metrics.StoppedCalls).Inc(ctx, 1)
-		return sdfread.Continue(sdfread.Stopped, f.Opts.PollInterval), nil
-	case out == sdfread.Stopped:
-		return sdfread.Continue(out, f.Opts.PollInterval), nil
-	case out == sdfread.Finished:
-		if rt.TryClaim(r.rest) {
-			f.finish(partition)
-		}
+		out = sdfread.Stopped
+	}
+	if out == sdfread.Finished && rt.TryClaim(r.rest) {
+		f.finish(partition)
+	}
+	switch out {
+	case sdfread.Lost, sdfread.Stopped, sdfread.Finished:
 		return sdfread.Continue(out, f.Opts.PollInterval), nil
 	}
 

@@ -26,8 +26,7 @@ type reader struct {
 	policy         watermark.Policy
 	event          event.Config
 	maxRecords     int
-	horizon        int64 // the call ends once the partition watermark reaches it (flow.ReadAhead.Horizon)
-	budget         time.Duration
+	horizon        int64         // the call ends once the partition watermark reaches it (flow.ReadAhead.Horizon)
 	settle         time.Duration // see settled
 	source         string        // keys the pending-tail registry
 	// final is the graceful stop's last pass: finish the current file,
@@ -59,18 +58,17 @@ var readerClock = func(dir, partition string) func() time.Time { return time.Now
 
 // newReader resumes a partition from rest.
 func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
-	r := &reader{
+	return &reader{
 		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
-		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, budget: callBudget, settle: DefaultSettle,
+		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, settle: DefaultSettle,
 		now: readerClock(dir, partition), stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
 		others:     func() (int64, bool) { return model.NoWatermark, false },
 		checkpoint: func(model.Checkpoint) {},
 		log:        slog.Default().With("source", "folder", "partition", partition),
 		rest:       rest.Clone(),
+		stamper:    rawlog.ResumeStamper(policy, cfg, rest.State),
 	}
-	r.stamper = rawlog.ResumeStamper(policy, cfg, rest.State)
-	return r
 }
 
 // run reads until a budget is used up, the data runs out, the partition
@@ -142,7 +140,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 	}()
 	leaving := false
 	for {
-		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), r.budget); end {
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), callBudget); end {
 			return out, false, nil
 		}
 		if r.stamper.Watermark() >= r.horizon {
@@ -181,7 +179,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 				m = lr.Mark()
 				r.rest.Offset, r.rest.Line = m.Offset, m.Line
 			}
-			r.forgetTail()
+			tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File}) // no tail pending
 			switch {
 			case r.final:
 				return sdfread.Stopped, false, nil
@@ -215,11 +213,6 @@ func (r *reader) settled(size int64) bool {
 		return r.settle <= 0
 	}
 	return now-v.(tailSeen).since >= r.settle.Milliseconds()
-}
-
-// forgetTail drops the current file from the pending-tail registry.
-func (r *reader) forgetTail() {
-	tails.Delete(tailKey{source: r.source, partition: r.partition, file: r.rest.File})
 }
 
 // record stamps, claims and emits one line; false: the claim failed.

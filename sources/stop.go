@@ -117,13 +117,10 @@ func (s StopSignal) Requested(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	_, err := files.Size(ctx, s.Path())
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	return false, err
+	return err == nil, err
 }
 
 // Clear removes the stop object once the run has ended, and a local control

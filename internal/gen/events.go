@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -203,13 +204,7 @@ func (g *generator) eventID(i int) string {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	z ^= z >> 31
-	const hex = "0123456789abcdef"
-	b := [20]byte{'e', 'v', 't', '_'}
-	for k := 19; k >= 4; k-- {
-		b[k] = hex[z&15]
-		z >>= 4
-	}
-	return string(b[:])
+	return fmt.Sprintf("evt_%016x", z)
 }
 
 func (g *generator) user() string {
@@ -352,10 +347,8 @@ func appendAmount(b []byte, cents int64, kind uint8) []byte {
 	}
 	b = strconv.AppendInt(b, cents/100, 10)
 	switch frac := cents % 100; {
-	case kind == 1:
-		b = append(b, '.', byte('0'+frac/10), byte('0'+frac%10))
-	case frac == 0:
-	case frac%10 == 0:
+	case kind != 1 && frac == 0:
+	case kind != 1 && frac%10 == 0:
 		b = append(b, '.', byte('0'+frac/10))
 	default:
 		b = append(b, '.', byte('0'+frac/10), byte('0'+frac%10))

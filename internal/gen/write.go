@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func newGenerator(dir string, c Config) *generator {
 		span:     c.Span.Milliseconds(),
 		window:   c.Window.Milliseconds(),
 		lateness: c.Lateness.Milliseconds(),
-		maxLine:  c.MaxLine,
+		maxLine:  cmp.Or(c.MaxLine, rawlog.DefaultMaxLine),
 		now:      math.MinInt64,
 		stats: Stats{
 			Events:         c.Events,
@@ -131,9 +132,6 @@ func newGenerator(dir string, c Config) *generator {
 			Counted:        map[int64]Total{},
 			All:            map[int64]Total{},
 		},
-	}
-	if g.maxLine == 0 {
-		g.maxLine = rawlog.DefaultMaxLine
 	}
 	users := max(50, c.Events/8)
 	g.zipf = rand.NewZipf(g.rng, 1.2, 4, uint64(users-1))

@@ -36,7 +36,7 @@ func PartitionOf(shard int) string {
 // verdict (whitespace outside a JSON string, malformed_json inside one). The
 // stream parses this form, so a replay of the archive sees the same bytes.
 func archiveLine(payload []byte) []byte {
-	if bytes.IndexByte(payload, '\n') < 0 && bytes.IndexByte(payload, '\r') < 0 {
+	if !bytes.ContainsAny(payload, "\r\n") {
 		return payload
 	}
 	out := bytes.Clone(payload)

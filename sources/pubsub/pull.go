@@ -168,11 +168,7 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 	p.cancelPulls = cancelPulls
 	var wg sync.WaitGroup
 	for range r.o.Pullers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.puller(ctx, pctx, p)
-		}()
+		wg.Go(func() { r.puller(ctx, pctx, p) })
 	}
 	extDone := make(chan struct{})
 	go r.extendHeld(ctx, p, extDone)

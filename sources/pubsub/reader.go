@@ -89,7 +89,7 @@ type reader struct {
 
 func newReader(rest restriction, o Options) *reader {
 	o = o.withDefaults("")
-	r := &reader{
+	return &reader{
 		o: o, budget: callBudget, stalled: func(int64) {}, token: flow.Token(4),
 		now: time.Now, stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
@@ -100,9 +100,8 @@ func newReader(rest restriction, o Options) *reader {
 				faults.Crash(point)
 			}
 		},
+		stamper: rawlog.ResumeStamper(o.Watermark, o.Event, rest.State),
 	}
-	r.stamper = rawlog.ResumeStamper(o.Watermark, o.Event, rest.State)
-	return r
 }
 
 // run re-emits what the archive holds after the restriction's position,

@@ -37,10 +37,9 @@ func ParsePosition(pos string) (partition, file string, line int, ok bool) {
 	if err != nil || n < 1 {
 		return "", "", 0, false
 	}
-	path := pos[:i]
-	partition, file = RootPartition, path
-	if j := strings.IndexByte(path, '/'); j >= 0 {
-		partition, file = path[:j], path[j+1:]
+	partition, file, nested := strings.Cut(pos[:i], "/")
+	if !nested {
+		partition, file = RootPartition, partition
 	}
 	if file == "" || partition == "" {
 		return "", "", 0, false

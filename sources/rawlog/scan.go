@@ -51,12 +51,9 @@ func scanFile(dir, partition, name string, maxLine int, readAt int64, info *Scan
 	for {
 		l, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			if r.Pending() == 0 {
-				break
-			}
 			var ok bool
 			if l, ok = r.Tail(); !ok {
-				break // a blank last line
+				break // no last line without a newline, or a blank one
 			}
 			info.Unterminated = append(info.Unterminated, Position(partition, name, l.No))
 		} else if err != nil {
