@@ -27,7 +27,7 @@ func processRunner(t *testing.T, o Options) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	config, err := runnertest.ProcessEnvironment(t.TempDir())
+	config, err := runnertest.ProcessEnvironment(t)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 package runnertest
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,5 +39,34 @@ func TestWorkerCopiesAreTheBootProgramsOfThisBinary(t *testing.T) {
 	copyOf(1000, start.Add(-time.Hour)) // before the tests
 	if got := workerCopies(self, start); !slices.Contains(got, ours) || len(got) != 1 {
 		t.Errorf("copies %v, want [%s]", got, ours)
+	}
+}
+
+// StopWorkers kills the processes of its environment's folder, and only
+// those: of two stand-in workers, one per folder, it stops one, and that one
+// is the worker of the folder it was given (killed). A folder with no worker
+// stops none.
+func TestStopWorkersStopsOnlyItsFoldersWorkers(t *testing.T) {
+	start := func(dir string) *exec.Cmd {
+		// Two commands keep sh itself running with the argument (one would be exec'd).
+		cmd := exec.Command("sh", "-c", "sleep 60; :", "sh", "--semi_persist_dir="+filepath.Join(dir, "workers"))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	ours, other := t.TempDir(), t.TempDir()
+	worker := start(ours)
+	start(other)
+	if n := StopWorkers(t.TempDir()); n != 0 {
+		t.Errorf("a folder without workers: %d stopped, want 0", n)
+	}
+	if n := StopWorkers(ours); n != 1 {
+		t.Fatalf("%d workers stopped, want the 1 of its folder", n)
+	}
+	var exit *exec.ExitError
+	if err := worker.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the folder's worker ended with %v, want killed", err)
 	}
 }
