@@ -124,8 +124,9 @@ func workerCopies(self string, start time.Time) []string {
 // StopWorkers kills the workers of the PROCESS environment in dir that are
 // still running, and returns how many. prism v2.77.0 ends an environment by
 // killing the process it started, the boot program; the worker the boot
-// program started is left running, an orphan of init that never exits,
-// holding about 90 MB of memory and its 246 MB copy of the test binary
+// program started is left running, an orphan of init (still running more
+// than a minute after the job server's process had exited), holding about
+// 90 MB of memory and its 246 MB copy of the test binary
 // (removed from /tmp by Cleanup, but not freed while it runs). A worker is
 // known by its --semi_persist_dir, which names dir. Linux only (/proc).
 func StopWorkers(dir string) int {
