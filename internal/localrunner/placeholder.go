@@ -1,0 +1,85 @@
+package localrunner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
+	"google.golang.org/protobuf/proto"
+)
+
+// placeholderPrefix names the empty file the Go SDK's universal runner
+// stages as the worker binary of a LOOPBACK job
+// (runnerlib.Execute, Beam v2.77.0: os.CreateTemp(os.TempDir(),
+// "beamloopbackworker-*"), never closed or removed). Every job submitted
+// in loopback mode, which is every job on the embedded runner, leaves one
+// in the temporary folder.
+const placeholderPrefix = "beamloopbackworker-"
+
+// RemovePlaceholder removes the loopback placeholder of the job jobID on
+// the job service at endpoint, and returns its path ("": none). The job's
+// pipeline names the file, so only this job's placeholder goes, never
+// another process's; a file that is not empty (a worker binary) stays.
+func RemovePlaceholder(ctx context.Context, endpoint, jobID string) (string, error) {
+	path, err := Placeholder(ctx, endpoint, jobID)
+	if path == "" || err != nil || !emptyFile(path) {
+		return "", err
+	}
+	return path, os.Remove(path)
+}
+
+// emptyFile reports an empty regular file (not a link, not a folder).
+func emptyFile(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Size() == 0
+}
+
+// Placeholder is the path of the job's loopback placeholder, as its
+// pipeline names it (the Go environment's file artifact), whether or not
+// the file is still there ("": the job staged none).
+func Placeholder(ctx context.Context, endpoint, jobID string) (string, error) {
+	if endpoint == "" || jobID == "" {
+		return "", nil
+	}
+	conn, err := grpcx.Dial(ctx, endpoint, 5*time.Second)
+	if err != nil {
+		return "", fmt.Errorf("placeholder: %w", err)
+	}
+	defer conn.Close()
+	resp, err := jobpb.NewJobServiceClient(conn).GetPipeline(ctx, &jobpb.GetJobPipelineRequest{JobId: jobID})
+	if err != nil {
+		return "", fmt.Errorf("placeholder: job %s: %w", jobID, err)
+	}
+	for _, env := range resp.GetPipeline().GetComponents().GetEnvironments() {
+		for _, dep := range env.GetDependencies() {
+			if path := placeholderOf(dep); path != "" {
+				return path, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// placeholderOf is the path dep stages when it names a loopback
+// placeholder: a file artifact named placeholderPrefix* in os.TempDir().
+func placeholderOf(dep *pipepb.ArtifactInformation) string {
+	if dep.GetTypeUrn() != graphx.URNArtifactFileType {
+		return ""
+	}
+	var file pipepb.ArtifactFilePayload
+	if proto.Unmarshal(dep.GetTypePayload(), &file) != nil {
+		return ""
+	}
+	path := file.GetPath()
+	if filepath.Dir(path) != filepath.Clean(os.TempDir()) || !strings.HasPrefix(filepath.Base(path), placeholderPrefix) {
+		return ""
+	}
+	return path
+}
