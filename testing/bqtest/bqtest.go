@@ -109,10 +109,13 @@ func startDirect(t testing.TB) *Server {
 	}
 	// A port picked free can be taken by someone else before the emulator
 	// binds it: a start that fails to bind is retried on new ports.
+	// The emulator's own temporary database is removed only by a clean
+	// shutdown, never by the kill below: it lives in the test's folder.
+	dir := t.TempDir()
 	var s *Server
 	for attempt := 1; ; attempt++ {
 		var err error
-		if s, err = start(bin); err == nil {
+		if s, err = start(bin, filepath.Join(dir, fmt.Sprintf("bigquery-%d.db", attempt))); err == nil {
 			break
 		}
 		if attempt == 3 {
@@ -149,17 +152,17 @@ func twoFreePorts() (int, int, error) {
 	return a.Addr().(*net.TCPAddr).Port, b.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start runs the emulator on two free ports and waits until its REST API
-// answers; it fails if the process exits first (a port taken meanwhile) or
-// does not answer within 30 s.
-func start(bin string) (*Server, error) {
+// start runs the emulator on two free ports, its database in the file db,
+// and waits until its REST API answers; it fails if the process exits first
+// (a port taken meanwhile) or does not answer within 30 s.
+func start(bin, db string) (*Server, error) {
 	httpPort, grpcPort, err := twoFreePorts()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{Host: "127.0.0.1:" + strconv.Itoa(httpPort), GRPCHost: "127.0.0.1:" + strconv.Itoa(grpcPort), out: &syncBuffer{}, exited: make(chan struct{})}
 	s.cmd = exec.Command(bin, "--project="+Project, "--host=127.0.0.1",
-		"--port="+strconv.Itoa(httpPort), "--grpc-port="+strconv.Itoa(grpcPort), "--log-level=error")
+		"--port="+strconv.Itoa(httpPort), "--grpc-port="+strconv.Itoa(grpcPort), "--database="+db, "--log-level=error")
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
