@@ -174,30 +174,22 @@ func Named(runner string) bool {
 	return ok
 }
 
-// lookup finds runner's profile, an exact name first, then ignoring case.
+// lookup finds runner's profile, ignoring case (no two profiles' runners differ only in case).
 func lookup(runner string) (Profile, bool) {
 	if IsPrism(runner) {
 		return named("prism"), true
 	}
-	exact := func(a, b string) bool { return a == b }
-	for _, eq := range []func(a, b string) bool{exact, strings.EqualFold} {
-		for _, p := range profiles {
-			if slices.ContainsFunc(p.Runners, func(r string) bool { return eq(r, runner) }) {
-				return p, true
-			}
+	for _, p := range profiles {
+		if slices.ContainsFunc(p.Runners, func(r string) bool { return strings.EqualFold(r, runner) }) {
+			return p, true
 		}
 	}
 	return named("universal"), false // the conservative profile of an unknown portable job server
 }
 
-// named returns the table's profile of that name.
+// named returns the table's profile of that name (the table is a constant: it has it).
 func named(name string) Profile {
-	for _, p := range profiles {
-		if p.Name == name {
-			return p
-		}
-	}
-	panic("capability: no " + name + " profile") // the table is a constant
+	return profiles[slices.IndexFunc(profiles, func(p Profile) bool { return p.Name == name })]
 }
 
 // Refusal is the first use by a pipeline of what its runner lacks.
