@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 )
 
 // Namespace holds every metric of the streaming pipeline.
@@ -214,10 +215,7 @@ func (c Counts) Identity() string {
 	if c.Read != c.Verdicts() {
 		op = "!="
 	}
-	terms := make([]string, 0, 5)
-	for _, t := range c.Terms() {
-		terms = append(terms, fmt.Sprintf("%s %d", t.Name, t.Value))
-	}
+	terms := slicesx.Map(c.Terms(), func(t Term) string { return fmt.Sprintf("%s %d", t.Name, t.Value) })
 	return fmt.Sprintf("read %d %s %s", c.Read, op, strings.Join(terms, " + "))
 }
 
