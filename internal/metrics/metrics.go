@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -241,9 +242,7 @@ func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 // Not Result(), which picks per counter and would mix an in-flight value with committed ones.
 func Named(m beammetrics.Results, namespace string) (named map[string]int64, committed, reported bool) {
 	all := m.AllMetrics().Counters()
-	for _, r := range all {
-		committed = committed || r.Committed != 0
-	}
+	committed = slices.ContainsFunc(all, func(r beammetrics.CounterResult) bool { return r.Committed != 0 })
 	named = map[string]int64{}
 	for _, r := range all {
 		if r.Namespace() != namespace {
