@@ -163,7 +163,11 @@ func (g *generator) purchase(i int, eventTime int64) purchase {
 // fingerprint sees that it is the same event.
 func (g *generator) copyOf(ev *purchase, line []byte, st style, oneIn int) []byte {
 	if g.rng.IntN(oneIn) == 0 {
-		return g.render(ev, g.otherStyle(st))
+		other := g.style()
+		if other == st {
+			other.amount = (st.amount + 1) % 3
+		}
+		return g.render(ev, other)
 	}
 	return line
 }
@@ -263,14 +267,6 @@ func (g *generator) style() style {
 	}
 	s.time, s.amount = g.pick(84, 90, 95, 98), g.pick(80, 88)
 	return s
-}
-
-func (g *generator) otherStyle(s style) style {
-	o := g.style()
-	if o == s {
-		o.amount = (s.amount + 1) % 3
-	}
-	return o
 }
 
 // render serialises an event as one JSON line.
