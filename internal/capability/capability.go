@@ -50,9 +50,7 @@ type Profile struct {
 	// Runners are the --runner values that select it; prism's has none
 	// (IsPrism decides).
 	Runners []string
-	// About says what the profile stands for.
-	About string
-	Lacks []Lack
+	Lacks   []Lack
 }
 
 // Has reports whether the runner offers f.
@@ -89,14 +87,10 @@ var (
 // profiles is the table. Keep docs/operations.md's per-runner table in
 // step (TestOperationsTableMatchesProfiles).
 var profiles = []Profile{
+	{Name: "prism"}, // Beam's local runner, in this process or as a job server; the default (selected by IsPrism)
 	{
-		Name:  "prism",
-		About: "Beam's local runner, in this process or as a job server; the default (selected by IsPrism)",
-	},
-	{
-		Name:    "flink",
+		Name:    "flink", // Flink's portable runner through its job server (--endpoint)
 		Runners: []string{"flink", "FlinkRunner"},
-		About:   "Flink's portable runner through its job server (--endpoint)",
 		Lacks: []Lack{
 			{ProcessingTimeTimers, filters + `, flinkFilters: "TestTimers_ProcessingTime.*", // Flink doesn't support processing time timers.`, noProcessingTimers},
 			{BundleFinalization, filters + `, flinkFilters: "TestParDoBundleFinalizer.*" (no support for BundleFinalizer)`, noFinalization},
@@ -107,9 +101,8 @@ var profiles = []Profile{
 		},
 	},
 	{
-		Name:    "universal",
+		Name:    "universal", // an unknown portable job server (--endpoint): the conservative union of what the portable runners lack
 		Runners: []string{"universal", "portable", "PortableRunner"},
-		About:   "an unknown portable job server (--endpoint): the conservative union of what the portable runners lack",
 		Lacks: []Lack{
 			{ProcessingTimeTimers, filters + `, flinkFilters: "TestTimers_ProcessingTime.*" (the job server may be Flink's)`, noProcessingTimers},
 			{BundleFinalization, filters + `, portableFilters and flinkFilters: "TestParDoBundleFinalizer.*"`, noFinalization},
@@ -120,9 +113,8 @@ var profiles = []Profile{
 		},
 	},
 	{
-		Name:    "dataflow",
+		Name:    "dataflow", // Google Cloud Dataflow (Runner v2)
 		Runners: []string{"dataflow", "DataflowRunner"},
-		About:   "Google Cloud Dataflow (Runner v2)",
 		Lacks: []Lack{
 			{ProcessingTimeTimersInBatch, filters + `, dataflowFilters: "TestTimers_ProcessingTime_Bounded", // Dataflow ignores processing time timers in batch.`, noProcessingTimers},
 			{OrderedListState, filters + `, dataflowFilters: "TestOrderedListState", // Runner V2 doesn't support OrderedListState SDK feature.`, noMapState},
@@ -130,9 +122,8 @@ var profiles = []Profile{
 		},
 	},
 	{
-		Name:    "spark",
+		Name:    "spark", // Spark's portable runner through its job server
 		Runners: []string{"spark", "SparkRunner"},
-		About:   "Spark's portable runner through its job server",
 		Lacks: []Lack{
 			{SelfCheckpointing, filters + `, sparkFilters: "TestCheckpointing" // The spark runner does not support self-checkpointing`, "none: every source of this pipeline self-checkpoints, so it is refused"},
 			{ProcessingTimeTimers, filters + `, sparkFilters: "TestTimers_ProcessingTime_Unbounded"`, noProcessingTimers},
@@ -144,9 +135,8 @@ var profiles = []Profile{
 		},
 	},
 	{
-		Name:    "direct",
+		Name:    "direct", // the Go SDK's old in-process runner, superseded by prism
 		Runners: []string{"direct", "DirectRunner"},
-		About:   "the Go SDK's old in-process runner, superseded by prism",
 		Lacks: []Lack{
 			{UserState, filters + `, directFilters: "TestValueState", "TestBagState" // The direct runner does not support user state.`, "none: dedup and revisions are stateful, so it is refused; use prism"},
 			{EventTimeTimers, filters + `, directFilters: "TestTimers.*", // no timer support for the go direct runner.`, "none: refused; use prism"},
@@ -174,30 +164,22 @@ func Named(runner string) bool {
 	return ok
 }
 
-// lookup finds runner's profile, an exact name first, then ignoring case.
+// lookup finds runner's profile, ignoring case (no two profiles' runners differ only in case).
 func lookup(runner string) (Profile, bool) {
 	if IsPrism(runner) {
 		return named("prism"), true
 	}
-	exact := func(a, b string) bool { return a == b }
-	for _, eq := range []func(a, b string) bool{exact, strings.EqualFold} {
-		for _, p := range profiles {
-			if slices.ContainsFunc(p.Runners, func(r string) bool { return eq(r, runner) }) {
-				return p, true
-			}
+	for _, p := range profiles {
+		if slices.ContainsFunc(p.Runners, func(r string) bool { return strings.EqualFold(r, runner) }) {
+			return p, true
 		}
 	}
 	return named("universal"), false // the conservative profile of an unknown portable job server
 }
 
-// named returns the table's profile of that name.
+// named returns the table's profile of that name (the table is a constant: it has it).
 func named(name string) Profile {
-	for _, p := range profiles {
-		if p.Name == name {
-			return p
-		}
-	}
-	panic("capability: no " + name + " profile") // the table is a constant
+	return profiles[slices.IndexFunc(profiles, func(p Profile) bool { return p.Name == name })]
 }
 
 // Refusal is the first use by a pipeline of what its runner lacks.

@@ -38,10 +38,10 @@ func DryRun(p *string) Value[string] {
 // *capability.Refusal when it needs what the runner lacks.
 func CheckedProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
 	pb, err := PipelineProto(ctx, runner, p)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = capability.Check(pb, capability.For(runner))
 	}
-	if err := capability.Check(pb, capability.For(runner)); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return pb, nil

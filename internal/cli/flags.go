@@ -51,7 +51,7 @@ func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
 			if s.fs.Lookup(f.Name) != nil {
 				panic("cli: flag --" + f.Name + " twice in the table of " + name)
 			}
-			s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
+			s.fs.Var(captured{f.Value, f.Name, &s.err}, f.Name, f.Usage)
 		}
 	}
 	if !beamFlags {
@@ -61,7 +61,7 @@ func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
 		if s.fs.Lookup(f.Name) != nil || strings.HasPrefix(f.Name, "test.") {
 			return // ours wins; go test's flags are no command's
 		}
-		s.fs.Var(s.capture(f.Name, f.Value), f.Name, f.Usage)
+		s.fs.Var(captured{f.Value, f.Name, &s.err}, f.Name, f.Usage)
 		s.runner = append(s.runner, f)
 	})
 	return s
@@ -112,11 +112,7 @@ func (s *FlagSet) Set(name, value string) error {
 	return nil
 }
 
-// capture keeps a failing Set's error, named by flag, for Parse: the flag package only formats it.
-func (s *FlagSet) capture(name string, v flag.Value) flag.Value {
-	return captured{Value: v, name: name, err: &s.err}
-}
-
+// captured keeps a failing Set's error, named by flag, for Parse: the flag package only formats it.
 type captured struct {
 	flag.Value
 	name string
@@ -188,56 +184,54 @@ const helpWidth = 100
 // WriteHelp writes --help: the synopsis, each group of the table, then the Beam runner flags. It
 // shows a field's value as its default, so it is called on a set nothing has parsed into.
 func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
-	var b strings.Builder
-	b.WriteString(strings.TrimRight(synopsis, "\n") + "\n")
 	type row struct{ left, usage string }
-	var rows [][]row
+	type section struct {
+		title string
+		rows  []row
+	}
+	var sections []section
 	for _, g := range s.groups {
-		var rs []row
+		sec := section{title: g.Title}
 		for _, f := range g.Flags {
-			rs = append(rs, row{flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, cmp.Or(f.Default, shownDefault(f.Value.String())))})
+			sec.rows = append(sec.rows, row{flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, cmp.Or(f.Default, shownDefault(f.Value.String())))})
 		}
-		rows = append(rows, rs)
+		sections = append(sections, sec)
 	}
-	var runnerRows []row
-	described := map[string]bool{}
-	for _, r := range runnerFlags {
-		i := slices.IndexFunc(s.runner, func(f *flag.Flag) bool { return f.Name == r.Name })
-		if i < 0 {
-			continue // not registered, or the command's own
-		}
-		f := s.runner[i]
-		described[r.Name] = true
-		runnerRows = append(runnerRows, row{flagLeft(r.Name, f.Value, ""), withDefault(r.Usage, r.Default)})
-	}
-	width := 0
-	for _, rs := range append(rows, runnerRows) {
-		for _, r := range rs {
-			width = max(width, len(r.left))
-		}
-	}
-	width = min(width, 30)
-	writeRows := func(title string, rs []row) {
-		fmt.Fprintf(&b, "\n%s:\n", title)
-		for _, r := range rs {
-			writeWrapped(&b, r.left, r.usage, width)
-		}
-	}
-	for i, g := range s.groups {
-		writeRows(g.Title, rows[i])
-	}
+	var others []string
 	if len(s.runner) > 0 {
-		writeRows("Beam runner flags", runnerRows)
-		var others []string
+		sec, described := section{title: "Beam runner flags"}, map[string]bool{}
+		for _, r := range runnerFlags {
+			// Not registered, or the command's own: not in s.runner.
+			if i := slices.IndexFunc(s.runner, func(f *flag.Flag) bool { return f.Name == r.Name }); i >= 0 {
+				sec.rows = append(sec.rows, row{flagLeft(r.Name, s.runner[i].Value, ""), withDefault(r.Usage, r.Default)})
+				described[r.Name] = true
+			}
+		}
+		sections = append(sections, sec)
 		for _, f := range s.runner {
 			if !described[f.Name] && !slices.Contains(workerFlags, f.Name) {
 				others = append(others, "--"+f.Name)
 			}
 		}
-		if len(others) > 0 {
-			slices.Sort(others)
-			writeWrapped(&b, "", "also accepted (see the Beam SDK's documentation): "+strings.Join(others, " "), 2)
+	}
+	width := 0
+	for _, sec := range sections {
+		for _, r := range sec.rows {
+			width = max(width, len(r.left))
 		}
+	}
+	width = min(width, 30)
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(synopsis, "\n") + "\n")
+	for _, sec := range sections {
+		fmt.Fprintf(&b, "\n%s:\n", sec.title)
+		for _, r := range sec.rows {
+			writeWrapped(&b, r.left, r.usage, width)
+		}
+	}
+	if len(others) > 0 {
+		slices.Sort(others)
+		writeWrapped(&b, "", "also accepted (see the Beam SDK's documentation): "+strings.Join(others, " "), 2)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -275,17 +269,16 @@ func writeWrapped(b *strings.Builder, left, usage string, width int) {
 	} else {
 		line += strings.Repeat(" ", width-len(left)+2)
 	}
-	start := true
-	for _, word := range strings.Fields(usage) {
-		if !start && len(line)+1+len(word) > helpWidth {
+	for i, word := range strings.Fields(usage) {
+		switch {
+		case i == 0:
+		case len(line)+1+len(word) > helpWidth:
 			b.WriteString(line + "\n")
-			line, start = indent, true
-		}
-		if !start {
+			line = indent
+		default:
 			line += " "
 		}
 		line += word
-		start = false
 	}
 	b.WriteString(strings.TrimRight(line, " ") + "\n")
 }

@@ -36,7 +36,7 @@ func (f *originFilter) Handle(ctx context.Context, r slog.Record) error {
 	min := f.ours
 	if fromBeam(r.PC) {
 		min = f.beam
-		if canceledStream(r.Message) {
+		if strings.Contains(r.Message, "code = Canceled") {
 			// When a job ends the SDK harness's state and data streams are
 			// cancelled, and whichever of its readers sees the cancellation
 			// before the stream's end logs it as an error ("StateChannel[..].read
@@ -71,10 +71,4 @@ func fromBeam(pc uintptr) bool {
 	}
 	frame, _ := runtime.CallersFrames([]uintptr{pc}).Next()
 	return strings.HasPrefix(frame.Function, beamPrefix)
-}
-
-// canceledStream reports whether a Beam record is a gRPC stream ending by
-// cancellation.
-func canceledStream(msg string) bool {
-	return strings.Contains(msg, "code = Canceled")
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -29,10 +30,8 @@ var Buckets = []int64{
 
 // Index is the bucket of a delay in ms (a negative delay counts as 0).
 func Index(ms int64) int {
-	for i, u := range Buckets {
-		if ms < u {
-			return i
-		}
+	if i := slices.IndexFunc(Buckets, func(u int64) bool { return ms < u }); i >= 0 {
+		return i
 	}
 	return len(Buckets) - 1
 }
@@ -131,11 +130,7 @@ func NewHistogram(counts []int64) Histogram {
 
 // Counts returns the bucket counts.
 func (h Histogram) Counts() []int64 {
-	out := make([]int64, len(h.Buckets))
-	for i, b := range h.Buckets {
-		out[i] = b.Count
-	}
-	return out
+	return slicesx.Map(h.Buckets, func(b Bucket) int64 { return b.Count })
 }
 
 // Percentiles renders "p50 <1m, p95 <6h, p99 >=24h", or "none" for an empty histogram.

@@ -12,17 +12,9 @@ import (
 	"syscall"
 )
 
-var (
-	armed  atomic.Bool
-	once   sync.Once
-	plan   map[string]int64
-	passes sync.Map // point -> *atomic.Int64
-)
-
-func init() { armed.Store(os.Getenv(Env) != "") }
-
-func load() {
-	plan = map[string]int64{}
+// plan maps each armed point to the pass that fires it, read from Env at start.
+var plan = func() map[string]int64 {
+	plan := map[string]int64{}
 	for _, item := range strings.Split(os.Getenv(Env), ",") {
 		name, n, ok := strings.Cut(strings.TrimSpace(item), ":")
 		if !ok {
@@ -32,14 +24,13 @@ func load() {
 			plan[name] = v
 		}
 	}
-}
+	return plan
+}()
+
+var passes sync.Map // point -> *atomic.Int64
 
 // Fire counts a pass through point and reports whether it is the armed one.
 func Fire(point string) bool {
-	if !armed.Load() {
-		return false
-	}
-	once.Do(load)
 	n, ok := plan[point]
 	if !ok {
 		return false

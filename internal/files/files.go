@@ -246,9 +246,15 @@ func listLocal(dir string) (Listing, error) {
 	}
 	var l Listing
 	for _, e := range entries {
-		mode, err := resolve(dir, e)
-		if err != nil {
-			return Listing{}, err
+		mode := e.Type()
+		if mode&fs.ModeSymlink != 0 { // followed; a dangling link is skipped
+			fi, err := os.Stat(filepath.Join(dir, e.Name()))
+			if os.IsNotExist(err) {
+				continue
+			} else if err != nil {
+				return Listing{}, err
+			}
+			mode = fi.Mode().Type()
 		}
 		switch {
 		case mode.IsDir():
@@ -258,22 +264,6 @@ func listLocal(dir string) (Listing, error) {
 		}
 	}
 	return l, nil // os.ReadDir sorts by name
-}
-
-// resolve returns an entry's type, following a symbolic link; a dangling
-// link is skipped.
-func resolve(dir string, e fs.DirEntry) (fs.FileMode, error) {
-	if e.Type()&fs.ModeSymlink == 0 {
-		return e.Type(), nil
-	}
-	fi, err := os.Stat(filepath.Join(dir, e.Name()))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return 0, nil
-		}
-		return 0, err
-	}
-	return fi.Mode().Type(), nil
 }
 
 // CheckDir checks that dir can be read as a folder: a local one exists and

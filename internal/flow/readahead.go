@@ -53,10 +53,7 @@ type ReadAhead struct {
 	now           func() time.Time
 }
 
-var readAheads = struct {
-	mu sync.Mutex
-	m  map[string]*ReadAhead
-}{m: map[string]*ReadAhead{}}
+var readAheads sync.Map // key -> *ReadAhead
 
 // Token returns n random bytes in hex: a name (read-ahead account, source,
 // reader attempt) no other job, pipeline or attempt draws.
@@ -72,14 +69,11 @@ func ReadAheadOf(key string) *ReadAhead {
 	if key == "" {
 		return nil
 	}
-	readAheads.mu.Lock()
-	defer readAheads.mu.Unlock()
-	a := readAheads.m[key]
-	if a == nil {
-		a = newReadAhead(time.Now)
-		readAheads.m[key] = a
+	if a, ok := readAheads.Load(key); ok {
+		return a.(*ReadAhead)
 	}
-	return a
+	a, _ := readAheads.LoadOrStore(key, newReadAhead(time.Now))
+	return a.(*ReadAhead)
 }
 
 func newReadAhead(now func() time.Time) *ReadAhead {
@@ -91,11 +85,7 @@ func newReadAhead(now func() time.Time) *ReadAhead {
 }
 
 // ReleaseReadAhead drops the account named key once its job has ended.
-func ReleaseReadAhead(key string) {
-	readAheads.mu.Lock()
-	delete(readAheads.m, key)
-	readAheads.mu.Unlock()
-}
+func ReleaseReadAhead(key string) { readAheads.Delete(key) }
 
 // Queued counts n records read for the dedup step by a call that ended
 // with its partition's watermark at watermark. Until anything is taken the

@@ -123,34 +123,33 @@ func (g *generator) original(i int, at int64) {
 		conflict = true
 	}
 	for range dups {
-		at := g.retryAt(p, key, ev, counted)
-		if at < 0 {
-			continue
-		}
-		g.push(p, at, g.copyOf(&ev, line, st, 5), true, ev.eventTime)
-		if counted {
-			g.stats.Duplicates++
-		} else {
-			g.stats.TooLate++
-		}
+		g.retry(p, key, ev, counted, &g.stats.Duplicates, func() []byte { return g.copyOf(&ev, line, st, 5) })
 	}
 	if conflict {
-		at := g.retryAt(p, key, ev, counted)
-		if at >= 0 {
+		g.retry(p, key, ev, counted, &g.stats.Conflicts, func() []byte {
 			bad := ev
 			if g.rng.IntN(5) == 0 {
 				bad.user = ev.user + "0"
 			} else {
 				bad.cents = ev.cents + 1 + g.rng.Int64N(ev.cents) // never the same amount
 			}
-			g.push(p, at, g.render(&bad, g.style()), true, ev.eventTime)
-			if counted {
-				g.stats.Conflicts++
-			} else {
-				g.stats.TooLate++
-			}
-		}
+			return g.render(&bad, g.style())
+		})
 	}
+}
+
+// retry queues makeLine's retry of ev, delivered at key in partition p, counted in n (in TooLate
+// for a too-late event); retryAt may find no instant for it.
+func (g *generator) retry(p int, key int64, ev purchase, counted bool, n *int, makeLine func() []byte) {
+	at := g.retryAt(p, key, ev, counted)
+	if at < 0 {
+		return
+	}
+	g.push(p, at, makeLine(), true, ev.eventTime)
+	if !counted {
+		n = &g.stats.TooLate
+	}
+	*n++
 }
 
 // purchase is the new event i at eventTime.
@@ -164,7 +163,11 @@ func (g *generator) purchase(i int, eventTime int64) purchase {
 // fingerprint sees that it is the same event.
 func (g *generator) copyOf(ev *purchase, line []byte, st style, oneIn int) []byte {
 	if g.rng.IntN(oneIn) == 0 {
-		return g.render(ev, g.otherStyle(st))
+		other := g.style()
+		if other == st {
+			other.amount = (st.amount + 1) % 3
+		}
+		return g.render(ev, other)
 	}
 	return line
 }
@@ -264,14 +267,6 @@ func (g *generator) style() style {
 	}
 	s.time, s.amount = g.pick(84, 90, 95, 98), g.pick(80, 88)
 	return s
-}
-
-func (g *generator) otherStyle(s style) style {
-	o := g.style()
-	if o == s {
-		o.amount = (s.amount + 1) % 3
-	}
-	return o
 }
 
 // render serialises an event as one JSON line.

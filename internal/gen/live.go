@@ -158,9 +158,6 @@ func newLiveFeed(dir string, c LiveConfig, now time.Time) *liveFeed {
 		start: now.UnixMilli(), lastLate: now.UnixMilli(), lastTooLate: now.UnixMilli(), lastBad: now.UnixMilli()}
 }
 
-// idle is the index of the partition that goes silent.
-func (f *liveFeed) idle() int { return f.c.Partitions - 1 }
-
 // silentAt reports whether the idle partition is silent at now, and until when.
 func (f *liveFeed) silentAt(now int64) (bool, int64) {
 	first := f.start + 2*f.c.Window.Milliseconds()
@@ -173,9 +170,9 @@ func (f *liveFeed) silentAt(now int64) (bool, int64) {
 	return now < from+gap, from + gap
 }
 
-// deliver is when a line sent at at in partition p arrives.
+// deliver is when a line sent at at in partition p arrives; the last partition goes silent.
 func (f *liveFeed) deliver(p int, at int64) int64 {
-	if silent, until := f.silentAt(at); silent && p == f.idle() {
+	if silent, until := f.silentAt(at); silent && p == f.c.Partitions-1 {
 		return until
 	}
 	return at

@@ -79,20 +79,14 @@ func gateResponse(ctx context.Context, _ *fnpb.InstructionRequest, resp *fnpb.In
 		return nil // a failed bundle contributes no metrics
 	}
 	now := time.Now()
-	if md := resp.GetMonitoringInfos(); md != nil {
-		asked, _ := ctx.Value(aliasesKey{}).(map[string]string)
-		gate.mu.Lock()
-		defer gate.mu.Unlock()
-		answerAliases(gate.of(workerID(ctx)), asked, md, now)
-		return nil
-	}
-	pb := resp.GetProcessBundle()
-	if len(pb.GetMonitoringData()) == 0 {
-		return nil
-	}
 	gate.mu.Lock()
 	defer gate.mu.Unlock()
-	pb.MonitoringData = aliasUndescribed(gate.of(workerID(ctx)), pb.GetMonitoringData(), now)
+	if md := resp.GetMonitoringInfos(); md != nil {
+		asked, _ := ctx.Value(aliasesKey{}).(map[string]string)
+		answerAliases(gate.of(workerID(ctx)), asked, md, now)
+	} else if pb := resp.GetProcessBundle(); len(pb.GetMonitoringData()) > 0 {
+		pb.MonitoringData = aliasUndescribed(gate.of(workerID(ctx)), pb.GetMonitoringData(), now)
+	}
 	return nil
 }
 

@@ -34,8 +34,7 @@ func UseSafeOptions(runner string) {
 	if *jobopts.Endpoint == "" { // beam.Run starts prism in this process
 		inProcess()
 	}
-	if slices.Contains(exps, DisableSplitExperiment) {
-		return
+	if !slices.Contains(exps, DisableSplitExperiment) {
+		*jobopts.Experiments = strings.Join(append(exps, DisableSplitExperiment), ",")
 	}
-	*jobopts.Experiments = strings.Join(append(exps, DisableSplitExperiment), ",")
 }

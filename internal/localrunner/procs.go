@@ -7,8 +7,7 @@ import (
 
 // procsPerCPU is how many Go processors a process that runs prism gets per
 // CPU: prism v2.77.0's bundle loop spins, holding a processor the goroutines
-// that end its wait queue behind (docs/performance.md); 1M records on 2 CPUs
-// took 14.6 s at 2 processors, 7.0–7.5 s at 4 to 32.
+// that end its wait queue behind (measured in docs/performance.md).
 const procsPerCPU = 4
 
 // procsFor is the GOMAXPROCS a process with procs processors sets, and
@@ -20,15 +19,10 @@ func procsFor(env string, procs int) (int, bool) {
 	return procsPerCPU * procs, true
 }
 
-// inProcess tunes this process once prism runs in it: more Go processors
-// (procsFor) and the GC pacer (gcpace.go).
+// inProcess tunes this process once prism runs in it: the GC pacer (gcpace.go) and, once, more
+// Go processors (procsFor).
 func inProcess() {
 	startPacer()
-	raiseProcs()
-}
-
-// raiseProcs applies procsFor to this process once.
-func raiseProcs() {
 	if n, set := procsFor(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)); set && !procsRaised {
 		runtime.GOMAXPROCS(n)
 		procsRaised = true

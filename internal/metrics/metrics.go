@@ -4,11 +4,13 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 )
 
 // Namespace holds every metric of the streaming pipeline.
@@ -214,10 +216,7 @@ func (c Counts) Identity() string {
 	if c.Read != c.Verdicts() {
 		op = "!="
 	}
-	terms := make([]string, 0, 5)
-	for _, t := range c.Terms() {
-		terms = append(terms, fmt.Sprintf("%s %d", t.Name, t.Value))
-	}
+	terms := slicesx.Map(c.Terms(), func(t Term) string { return fmt.Sprintf("%s %d", t.Name, t.Value) })
 	return fmt.Sprintf("read %d %s %s", c.Read, op, strings.Join(terms, " + "))
 }
 
@@ -243,9 +242,7 @@ func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 // Not Result(), which picks per counter and would mix an in-flight value with committed ones.
 func Named(m beammetrics.Results, namespace string) (named map[string]int64, committed, reported bool) {
 	all := m.AllMetrics().Counters()
-	for _, r := range all {
-		committed = committed || r.Committed != 0
-	}
+	committed = slices.ContainsFunc(all, func(r beammetrics.CounterResult) bool { return r.Committed != 0 })
 	named = map[string]int64{}
 	for _, r := range all {
 		if r.Namespace() != namespace {
@@ -263,22 +260,12 @@ func Named(m beammetrics.Results, namespace string) (named map[string]int64, com
 // CountsOf reads Counts from the revenue counters, summed by name.
 func CountsOf(named map[string]int64) Counts {
 	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
-	lateness := make([]int64, len(delay.Buckets))
-	arrival := make([]int64, len(delay.Buckets))
 	fixed := map[Name]*int64{
 		Read: &c.Read, Counted: &c.Counted, Duplicates: &c.Duplicates, Conflicts: &c.Conflicts,
 		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal, DedupElements: &c.DedupElements,
 		SinkRowsAccepted: &c.SinkAccepted, SinkRowsStale: &c.SinkStale, SinkAuditInserted: &c.SinkAudit, SinkRetries: &c.SinkRetries,
 	}
 	for name, v := range named {
-		if b, ok := delayCounters[name]; ok {
-			if b.arrival {
-				arrival[b.index] += v
-			} else {
-				lateness[b.index] += v
-			}
-			continue
-		}
 		if p, ok := fixed[Name(name)]; ok {
 			*p = v
 			continue
@@ -292,27 +279,25 @@ func CountsOf(named map[string]int64) Counts {
 			}
 		}
 	}
-	c.Lateness, c.Arrival = delay.NewHistogram(lateness), delay.NewHistogram(arrival)
+	c.Lateness, c.Arrival = delay.NewHistogram(bucketCounts(named, Lateness)), delay.NewHistogram(bucketCounts(named, Arrival))
 	return c
 }
 
-// delayCounters maps the delay bucket counters' names to their buckets.
-var delayCounters = func() map[string]delayBucket {
-	m := map[string]delayBucket{}
-	for i := range delay.Buckets {
-		m[string(Bucket(Lateness, i))] = delayBucket{index: i}
-		m[string(Bucket(Arrival, i))] = delayBucket{index: i, arrival: true}
+// bucketCounts reads the bucket counters of the delay metric m.
+func bucketCounts(named map[string]int64, m Name) []int64 {
+	counts := make([]int64, len(delay.Buckets))
+	for i := range counts {
+		counts[i] = named[string(Bucket(m, i))]
 	}
-	return m
-}()
-
-type delayBucket struct {
-	index   int
-	arrival bool
+	return counts
 }
 
 // IsDelayBucket reports whether name is a delay bucket counter (Bucket).
 func IsDelayBucket(name string) bool {
-	_, ok := delayCounters[name]
-	return ok
+	for i := range delay.Buckets {
+		if name == string(Bucket(Lateness, i)) || name == string(Bucket(Arrival, i)) {
+			return true
+		}
+	}
+	return false
 }
