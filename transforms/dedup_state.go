@@ -85,16 +85,12 @@ func floorDiv(a, b int64) int64 {
 // remembered: a window's ids are forgotten together once window_end +
 // retention has passed (SPEC §2). Its window is closed by then, so a later
 // copy is judged too late before dedup looks it up.
-func (st *shardState) expiredBefore(retentionMs int64, p triggers.Policy) uint32 {
-	return expiredBefore(st.known, retentionMs, p)
-}
-
 func expiredBefore(known, retentionMs int64, p triggers.Policy) uint32 {
 	// window_end + retention <= known  <=>  start <= known - retention - window
 	return windowIndex(known-retentionMs-p.Window.Milliseconds(), p) + 1
 }
 
-func (st *shardState) windowExpired(win, before uint32) bool { return int32(win-before) < 0 }
+func windowExpired(win, before uint32) bool { return int32(win-before) < 0 }
 
 // Expire forgets the ids of every window whose retention the known watermark
 // has passed, returning how many.
@@ -102,8 +98,8 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 	if st.known == model.NoWatermark || st.ids.n == 0 {
 		return 0
 	}
-	before := st.expiredBefore(retentionMs, p)
-	return st.ids.filter(func(win uint32) bool { return !st.windowExpired(win, before) })
+	before := expiredBefore(st.known, retentionMs, p)
+	return st.ids.filter(func(win uint32) bool { return !windowExpired(win, before) })
 }
 
 // NeedsCompaction reports whether most of the bag's entries are expired
@@ -156,7 +152,7 @@ func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Polic
 	}
 	prev := st.known
 	st.known = at
-	if prev == model.NoWatermark || st.expiredBefore(retentionMs, p) != expiredBefore(prev, retentionMs, p) {
+	if prev == model.NoWatermark || expiredBefore(st.known, retentionMs, p) != expiredBefore(prev, retentionMs, p) {
 		forgot = st.Expire(retentionMs, p)
 	}
 	return forgot, st.compactionDue(shard, prev, at, retentionMs, p)
@@ -331,12 +327,12 @@ func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int
 	if st.ids.n == 0 {
 		st.ids = newIDTable(total)
 	}
-	before := st.expiredBefore(retentionMs, p)
+	before := expiredBefore(st.known, retentionMs, p)
 	for _, s := range sections {
 		n := len(s.entries) / idEntryBytes
 		st.stored += n
 		win := windowIndex(s.start, p)
-		if st.known != model.NoWatermark && st.windowExpired(win, before) {
+		if st.known != model.NoWatermark && windowExpired(win, before) {
 			continue
 		}
 		for i := 0; i < n; i++ {
