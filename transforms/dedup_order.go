@@ -100,13 +100,6 @@ func (st *shardState) released(until int64, seq uint64) bool {
 	return slices.ContainsFunc(st.releases, func(r release) bool { return r.seq > seq && r.at > until })
 }
 
-// recordRelease adds a release at at, dropping those it covers (earlier,
-// so with a smaller seq, and at no later a time).
-func (st *shardState) recordRelease(at int64) {
-	st.releases = slices.DeleteFunc(st.releases, func(r release) bool { return r.at <= at })
-	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
-}
-
 // heldBatches is where a keyed step holds batches: the Pending bag, and the
 // timer family whose release timers (tagRelease) free them. The watermark
 // gate holds a batch until a boundary it waits for (heldFor), the dedup
@@ -220,7 +213,10 @@ func (h heldBatches) release(sp state.Provider, st *shardState, at int64, policy
 	if len(ready) == 0 {
 		return nil, nil // released by an earlier timer
 	}
-	st.recordRelease(at)
+	// Record the release, dropping those it covers (earlier, so with a
+	// smaller seq, and at no later a time).
+	st.releases = slices.DeleteFunc(st.releases, func(r release) bool { return r.at <= at })
+	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
 	if p.releasedBytes >= p.heldBytes || len(st.releases) > maxReleases {
 		// What was released weighs at least what stays: rewrite the bag
 		// with the held entries only, which costs no more than the appends
