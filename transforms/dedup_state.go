@@ -107,17 +107,11 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 // proportional to the ids added.
 func (st *shardState) NeedsCompaction() bool { return st.stored > 2*st.ids.n }
 
-// Compaction is spread over the shards: with the cap alone every shard saw
-// the same boundaries and rewrote its bag in the same hour (42 GB in one
-// burst at 2,048 shards). Each shard also compacts at its own slot, a
-// boundary whose window index is its number modulo P (the retention in
-// windows), so 1/P of the shards compacts in any window (82 of 2,048). A
+// Compaction is spread over the shards (docs/capacity.md): with the cap alone
+// every shard rewrote its bag in the same hour. Each shard also compacts at
+// its own slot, a boundary whose window index is its number modulo P (the
+// retention in windows), so 1/P of the shards compacts in any window. A
 // compaction rewrites live ids only, so it never changes a verdict.
-
-// compactionSlots is P: the retention in whole windows (at least 1).
-func compactionSlots(retentionMs int64, p triggers.Policy) int64 {
-	return max(1, retentionMs/p.Window.Milliseconds())
-}
 
 // compactionDue reports whether shard rewrites its ids bag as its known
 // watermark moves from prev to at: at the cap, or when a boundary in
@@ -129,7 +123,8 @@ func (st *shardState) compactionDue(shard int, prev, at, retentionMs int64, p tr
 	if st.stored <= st.ids.n {
 		return false
 	}
-	slots, w := compactionSlots(retentionMs, p), p.Window.Milliseconds()
+	w := p.Window.Milliseconds()
+	slots := max(1, retentionMs/w) // P: the retention in whole windows
 	hi := floorDiv(at, w)
 	lo := hi - slots
 	if prev != model.NoWatermark {
