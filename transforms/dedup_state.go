@@ -70,15 +70,7 @@ func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 
 // windowIndex numbers windows (mod 2^32: the remembered ones span far fewer).
 func windowIndex(start int64, p triggers.Policy) uint32 {
-	return uint32(floorDiv(start, p.Window.Milliseconds()))
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
+	return uint32(p.WindowIndex(start))
 }
 
 // expiredBefore returns the index of the first window whose ids are still
@@ -123,12 +115,11 @@ func (st *shardState) compactionDue(shard int, prev, at, retentionMs int64, p tr
 	if st.stored <= st.ids.n {
 		return false
 	}
-	w := p.Window.Milliseconds()
-	slots := max(1, retentionMs/w) // P: the retention in whole windows
-	hi := floorDiv(at, w)
+	slots := max(1, retentionMs/p.Window.Milliseconds()) // P: the retention in whole windows
+	hi := p.WindowIndex(at)
 	lo := hi - slots
 	if prev != model.NoWatermark {
-		lo = max(lo, floorDiv(prev, w))
+		lo = max(lo, p.WindowIndex(prev))
 	}
 	for i := lo + 1; i <= hi; i++ {
 		if ((i%slots)+slots)%slots == int64(shard)%slots {
@@ -344,14 +335,13 @@ func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int
 func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
 	open := map[uint32]*idBlobs{}
 	var out [][]byte
-	win := p.Window.Milliseconds()
 	st.ids.each(func(k idKey, fp uint64, wi uint32) {
 		c := open[wi]
 		if c == nil {
 			c = &idBlobs{}
 			open[wi] = c
 		}
-		c.add(st.windowStartOf(wi, win), k, fp)
+		c.add(st.windowStartOf(wi, p), k, fp)
 		if c.n == compactChunkIDs {
 			out = append(out, c.blob())
 			delete(open, wi)
@@ -365,12 +355,12 @@ func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
 
 // windowStartOf undoes windowIndex's mod 2^32 next to the known watermark
 // (remembered windows lie within 2^31 windows of it).
-func (st *shardState) windowStartOf(wi uint32, windowMs int64) int64 {
+func (st *shardState) windowStartOf(wi uint32, p triggers.Policy) int64 {
 	var ref int64
 	if st.known != model.NoWatermark {
-		ref = floorDiv(st.known, windowMs)
+		ref = p.WindowIndex(st.known)
 	}
-	return (ref + int64(int32(wi-uint32(ref)))) * windowMs
+	return (ref + int64(int32(wi-uint32(ref)))) * p.Window.Milliseconds()
 }
 
 // newShardState starts a shard from its meta; its Pending bag is read when
