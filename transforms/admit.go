@@ -56,8 +56,7 @@ type Admitted struct {
 	// a bundle's events grouped by gate key (ShardOf the id, GateKeys) and
 	// partition, each batch stamped with its earliest timestamp, so a
 	// partition's copies of an id are judged in read order, and state is
-	// read once per batch (the SDK's State API round trip per access: 8,900
-	// ev/s per id against 110,000 per batch).
+	// read once per batch (a State API round trip per access: docs/capacity.md).
 	Batches beam.PCollection
 	// Windows are KV<window start, earliest timestamp>, once per window a
 	// bundle touched, for AnnounceWindows.

@@ -149,13 +149,19 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	defer f.readAhead.Taken(len(events), latest(events, watermarkBefore))
+	// How far the sources had read (the read-ahead account's frontier), and
+	// the gate's watermark, by which dedup forgets.
+	read, known := model.NoWatermark, model.NoWatermark
+	for i := range events {
+		read, known = max(read, events[i].WatermarkBefore), max(known, events[i].PipelineWatermark)
+	}
+	defer f.readAhead.Taken(len(events), read)
 	f.elements.Inc(ctx, 1)
 	st, err := f.store(shard).load(ctx, sp, f.reloads)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	if err := f.advance(ctx, sp, shard, st, latest(events, pipelineWatermark)); err != nil {
+	if err := f.advance(ctx, sp, shard, st, known); err != nil {
 		return err
 	}
 	if f.ByPosition && len(events) > 0 {
@@ -231,20 +237,6 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 	f.entries.Update(ctx, int64(st.ids.n))
 	return nil
 }
-
-// latest is the largest of one watermark field over a batch's events:
-// PipelineWatermark (the gate's, by which dedup forgets) or WatermarkBefore
-// (how far the sources had read: the read-ahead account's frontier).
-func latest(events []model.Event, field func(*model.Event) int64) int64 {
-	w := model.NoWatermark
-	for i := range events {
-		w = max(w, field(&events[i]))
-	}
-	return w
-}
-
-func pipelineWatermark(e *model.Event) int64 { return e.PipelineWatermark }
-func watermarkBefore(e *model.Event) int64   { return e.WatermarkBefore }
 
 // OnTimer releases the batches held for position order whose wait ended.
 func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,

@@ -19,8 +19,8 @@ import (
 const DefaultDedupCacheBytes = 1 << 30
 
 // DedupCacheBytesPerID is what one remembered id costs in the process cache
-// at most: a 28-byte slot of the id table just after it grew (53 % full).
-// cmd/scale measures 50.5 at a shard's peak; docs/capacity.md.
+// at most: a 28-byte slot of the id table just after it grew (53 % full;
+// docs/capacity.md).
 const DedupCacheBytesPerID = idSlotBytes * 1.5 / idMaxLoad // 52.5
 
 // cacheIdleTTL is how long a cached shard may go unused before it is
@@ -48,12 +48,11 @@ type cachedShard struct {
 }
 
 type shardCacheT struct {
-	mu    sync.Mutex
-	limit int64
-	// ceiling caps limit whatever the flag says: what the process's memory
+	mu   sync.Mutex
+	want int64 // the last setLimit
+	// ceiling caps want whatever the flag says: what the process's memory
 	// limit leaves for the cache (applyMemoryLimit; 0 for none).
 	ceiling   int64
-	want      int64 // the last setLimit
 	total     int64
 	m         map[cacheKey]*cachedShard
 	lastSweep time.Time
@@ -61,7 +60,7 @@ type shardCacheT struct {
 }
 
 func newShardCacheT() *shardCacheT {
-	return &shardCacheT{limit: DefaultDedupCacheBytes, want: DefaultDedupCacheBytes, m: map[cacheKey]*cachedShard{}, now: time.Now}
+	return &shardCacheT{want: DefaultDedupCacheBytes, m: map[cacheKey]*cachedShard{}, now: time.Now}
 }
 
 // setLimit sets the bound in bytes (the process's DoFns share the cache;
@@ -72,7 +71,6 @@ func (c *shardCacheT) setLimit(n int64) {
 	}
 	c.mu.Lock()
 	c.want = n
-	c.limit = capped(n, c.ceiling)
 	c.mu.Unlock()
 }
 
@@ -89,15 +87,16 @@ func (c *shardCacheT) setCeiling(n int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ceiling = n
-	c.limit = capped(c.want, n)
-	return c.limit
+	return c.limit()
 }
 
-func capped(n, ceiling int64) int64 {
-	if ceiling > 0 {
-		return min(n, ceiling)
+// limit is the bound in force: the last setLimit, capped by the ceiling.
+// The caller holds mu.
+func (c *shardCacheT) limit() int64 {
+	if c.ceiling > 0 {
+		return min(c.want, c.ceiling)
 	}
-	return n
+	return c.want
 }
 
 // take removes and returns k's entry: the caller mutates the state, and a
@@ -109,8 +108,7 @@ func (c *shardCacheT) take(k cacheKey) (cachedShard, bool) {
 	if !ok {
 		return cachedShard{}, false
 	}
-	delete(c.m, k)
-	c.total -= e.bytes
+	c.dropLocked(k, e)
 	return *e, true
 }
 
@@ -131,12 +129,12 @@ func (c *shardCacheT) put(k cacheKey, token uint64, st *shardState) int {
 		c.lastSweep = now
 		for ek, e := range c.m {
 			if now.Sub(e.used) > cacheIdleTTL {
-				c.evictLocked(ek, e)
+				c.dropLocked(ek, e)
 				evicted++
 			}
 		}
 	}
-	for c.total > c.limit && len(c.m) > 0 {
+	for c.total > c.limit() && len(c.m) > 0 {
 		// Least recently used first; the entry just stored goes last, and
 		// goes too when it alone exceeds the bound.
 		var vk cacheKey
@@ -146,13 +144,13 @@ func (c *shardCacheT) put(k cacheKey, token uint64, st *shardState) int {
 				vk, victim = ek, e
 			}
 		}
-		c.evictLocked(vk, victim)
+		c.dropLocked(vk, victim)
 		evicted++
 	}
 	return evicted
 }
 
-func (c *shardCacheT) evictLocked(k cacheKey, e *cachedShard) {
+func (c *shardCacheT) dropLocked(k cacheKey, e *cachedShard) {
 	delete(c.m, k)
 	c.total -= e.bytes
 }

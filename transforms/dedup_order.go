@@ -2,6 +2,7 @@ package transforms
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"slices"
 	"strconv"
@@ -48,8 +49,19 @@ type heldBatch struct {
 	blob  []byte
 }
 
-func (b heldBatch) before(c heldBatch) bool {
-	return b.until < c.until || b.until == c.until && b.seq < c.seq
+// heldHeap is a min-heap of held batches by (until, seq) (container/heap).
+type heldHeap []heldBatch
+
+func (h heldHeap) Len() int { return len(h) }
+func (h heldHeap) Less(i, j int) bool {
+	return h[i].until < h[j].until || h[i].until == h[j].until && h[i].seq < h[j].seq
+}
+func (h heldHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *heldHeap) Push(x any)   { *h = append(*h, x.(heldBatch)) }
+func (h *heldHeap) Pop() any {
+	b := (*h)[len(*h)-1]
+	*h = (*h)[:len(*h)-1]
+	return b
 }
 
 // release is one release recorded in the meta: the entries added before
@@ -65,44 +77,19 @@ type pendingState struct {
 	// reads it).
 	loaded bool
 	// held are the entries still waiting, a min-heap by (until, seq).
-	held []heldBatch
+	held heldHeap
 	// heldBytes and releasedBytes weigh the entries held and those
 	// released but still in the bag.
 	heldBytes, releasedBytes int64
 }
 
 func (p *pendingState) push(b heldBatch) {
-	p.held = append(p.held, b)
+	heap.Push(&p.held, b)
 	p.heldBytes += int64(len(b.blob))
-	for i := len(p.held) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !p.held[i].before(p.held[parent]) {
-			break
-		}
-		p.held[i], p.held[parent] = p.held[parent], p.held[i]
-		i = parent
-	}
 }
 
 func (p *pendingState) pop() heldBatch {
-	top := p.held[0]
-	last := len(p.held) - 1
-	p.held[0] = p.held[last]
-	p.held = p.held[:last]
-	for i := 0; ; {
-		l, small := 2*i+1, i
-		if l < last && p.held[l].before(p.held[small]) {
-			small = l
-		}
-		if r := l + 1; r < last && p.held[r].before(p.held[small]) {
-			small = r
-		}
-		if small == i {
-			break
-		}
-		p.held[i], p.held[small] = p.held[small], p.held[i]
-		i = small
-	}
+	top := heap.Pop(&p.held).(heldBatch)
 	p.heldBytes -= int64(len(top.blob))
 	p.releasedBytes += int64(len(top.blob))
 	return top
@@ -111,13 +98,6 @@ func (p *pendingState) pop() heldBatch {
 // released reports whether a recorded release took the entry (until, seq).
 func (st *shardState) released(until int64, seq uint64) bool {
 	return slices.ContainsFunc(st.releases, func(r release) bool { return r.seq > seq && r.at > until })
-}
-
-// recordRelease adds a release at at, dropping those it covers (earlier,
-// so with a smaller seq, and at no later a time).
-func (st *shardState) recordRelease(at int64) {
-	st.releases = slices.DeleteFunc(st.releases, func(r release) bool { return r.at <= at })
-	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
 }
 
 // heldBatches is where a keyed step holds batches: the Pending bag, and the
@@ -233,7 +213,10 @@ func (h heldBatches) release(sp state.Provider, st *shardState, at int64, policy
 	if len(ready) == 0 {
 		return nil, nil // released by an earlier timer
 	}
-	st.recordRelease(at)
+	// Record the release, dropping those it covers (earlier, so with a
+	// smaller seq, and at no later a time).
+	st.releases = slices.DeleteFunc(st.releases, func(r release) bool { return r.at <= at })
+	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
 	if p.releasedBytes >= p.heldBytes || len(st.releases) > maxReleases {
 		// What was released weighs at least what stays: rewrite the bag
 		// with the held entries only, which costs no more than the appends
@@ -257,10 +240,7 @@ func (h heldBatches) release(sp state.Provider, st *shardState, at int64, policy
 // within a partition that is the order the source read them in.
 func SortBySourcePosition(events []model.Event) {
 	slices.SortStableFunc(events, func(a, b model.Event) int {
-		if c := cmp.Compare(max(a.WatermarkBefore, int64(mtime.MinTimestamp)), max(b.WatermarkBefore, int64(mtime.MinTimestamp))); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Partition, b.Partition); c != 0 {
+		if c := cmp.Or(cmp.Compare(eventTimestamp(&a), eventTimestamp(&b)), strings.Compare(a.Partition, b.Partition)); c != 0 {
 			return c
 		}
 		return comparePositions(a.Position, b.Position)

@@ -70,31 +70,19 @@ func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 
 // windowIndex numbers windows (mod 2^32: the remembered ones span far fewer).
 func windowIndex(start int64, p triggers.Policy) uint32 {
-	return uint32(floorDiv(start, p.Window.Milliseconds()))
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
+	return uint32(p.WindowIndex(start))
 }
 
 // expiredBefore returns the index of the first window whose ids are still
 // remembered: a window's ids are forgotten together once window_end +
 // retention has passed (SPEC §2). Its window is closed by then, so a later
 // copy is judged too late before dedup looks it up.
-func (st *shardState) expiredBefore(retentionMs int64, p triggers.Policy) uint32 {
-	return expiredBefore(st.known, retentionMs, p)
-}
-
 func expiredBefore(known, retentionMs int64, p triggers.Policy) uint32 {
 	// window_end + retention <= known  <=>  start <= known - retention - window
 	return windowIndex(known-retentionMs-p.Window.Milliseconds(), p) + 1
 }
 
-func (st *shardState) windowExpired(win, before uint32) bool { return int32(win-before) < 0 }
+func windowExpired(win, before uint32) bool { return int32(win-before) < 0 }
 
 // Expire forgets the ids of every window whose retention the known watermark
 // has passed, returning how many.
@@ -102,8 +90,8 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 	if st.known == model.NoWatermark || st.ids.n == 0 {
 		return 0
 	}
-	before := st.expiredBefore(retentionMs, p)
-	return st.ids.filter(func(win uint32) bool { return !st.windowExpired(win, before) })
+	before := expiredBefore(st.known, retentionMs, p)
+	return st.ids.filter(func(win uint32) bool { return !windowExpired(win, before) })
 }
 
 // NeedsCompaction reports whether most of the bag's entries are expired
@@ -111,17 +99,11 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 // proportional to the ids added.
 func (st *shardState) NeedsCompaction() bool { return st.stored > 2*st.ids.n }
 
-// Compaction is spread over the shards: with the cap alone every shard saw
-// the same boundaries and rewrote its bag in the same hour (42 GB in one
-// burst at 2,048 shards). Each shard also compacts at its own slot, a
-// boundary whose window index is its number modulo P (the retention in
-// windows), so 1/P of the shards compacts in any window (82 of 2,048). A
+// Compaction is spread over the shards (docs/capacity.md): with the cap alone
+// every shard rewrote its bag in the same hour. Each shard also compacts at
+// its own slot, a boundary whose window index is its number modulo P (the
+// retention in windows), so 1/P of the shards compacts in any window. A
 // compaction rewrites live ids only, so it never changes a verdict.
-
-// compactionSlots is P: the retention in whole windows (at least 1).
-func compactionSlots(retentionMs int64, p triggers.Policy) int64 {
-	return max(1, retentionMs/p.Window.Milliseconds())
-}
 
 // compactionDue reports whether shard rewrites its ids bag as its known
 // watermark moves from prev to at: at the cap, or when a boundary in
@@ -133,11 +115,11 @@ func (st *shardState) compactionDue(shard int, prev, at, retentionMs int64, p tr
 	if st.stored <= st.ids.n {
 		return false
 	}
-	slots, w := compactionSlots(retentionMs, p), p.Window.Milliseconds()
-	hi := floorDiv(at, w)
+	slots := max(1, retentionMs/p.Window.Milliseconds()) // P: the retention in whole windows
+	hi := p.WindowIndex(at)
 	lo := hi - slots
 	if prev != model.NoWatermark {
-		lo = max(lo, floorDiv(prev, w))
+		lo = max(lo, p.WindowIndex(prev))
 	}
 	for i := lo + 1; i <= hi; i++ {
 		if ((i%slots)+slots)%slots == int64(shard)%slots {
@@ -156,7 +138,7 @@ func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Polic
 	}
 	prev := st.known
 	st.known = at
-	if prev == model.NoWatermark || st.expiredBefore(retentionMs, p) != expiredBefore(prev, retentionMs, p) {
+	if prev == model.NoWatermark || expiredBefore(st.known, retentionMs, p) != expiredBefore(prev, retentionMs, p) {
 		forgot = st.Expire(retentionMs, p)
 	}
 	return forgot, st.compactionDue(shard, prev, at, retentionMs, p)
@@ -331,12 +313,12 @@ func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int
 	if st.ids.n == 0 {
 		st.ids = newIDTable(total)
 	}
-	before := st.expiredBefore(retentionMs, p)
+	before := expiredBefore(st.known, retentionMs, p)
 	for _, s := range sections {
 		n := len(s.entries) / idEntryBytes
 		st.stored += n
 		win := windowIndex(s.start, p)
-		if st.known != model.NoWatermark && st.windowExpired(win, before) {
+		if st.known != model.NoWatermark && windowExpired(win, before) {
 			continue
 		}
 		for i := 0; i < n; i++ {
@@ -353,14 +335,13 @@ func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int
 func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
 	open := map[uint32]*idBlobs{}
 	var out [][]byte
-	win := p.Window.Milliseconds()
 	st.ids.each(func(k idKey, fp uint64, wi uint32) {
 		c := open[wi]
 		if c == nil {
 			c = &idBlobs{}
 			open[wi] = c
 		}
-		c.add(st.windowStartOf(wi, win), k, fp)
+		c.add(st.windowStartOf(wi, p), k, fp)
 		if c.n == compactChunkIDs {
 			out = append(out, c.blob())
 			delete(open, wi)
@@ -374,12 +355,12 @@ func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
 
 // windowStartOf undoes windowIndex's mod 2^32 next to the known watermark
 // (remembered windows lie within 2^31 windows of it).
-func (st *shardState) windowStartOf(wi uint32, windowMs int64) int64 {
+func (st *shardState) windowStartOf(wi uint32, p triggers.Policy) int64 {
 	var ref int64
 	if st.known != model.NoWatermark {
-		ref = floorDiv(st.known, windowMs)
+		ref = p.WindowIndex(st.known)
 	}
-	return (ref + int64(int32(wi-uint32(ref)))) * windowMs
+	return (ref + int64(int32(wi-uint32(ref)))) * p.Window.Milliseconds()
 }
 
 // newShardState starts a shard from its meta; its Pending bag is read when

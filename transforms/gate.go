@@ -116,28 +116,27 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 			f.arm(tp, key, st, start)
 		}
 	}
-	if len(spans) == 0 { // an announcement: no events
-		return f.store(key).save(ctx, sp, st, f.evictions)
-	}
-	if until, hold := heldFor(f.armedHere[key], st.known, since); hold {
-		if err := f.held().hold(sp, tp, st, batch, until); err != nil {
-			return fmt.Errorf("gate: %w", err)
-		}
-		return f.store(key).save(ctx, sp, st, f.evictions)
-	}
-	if events == nil && f.Shards == GateKeys && !f.Policy.Closed(slices.Min(spans), st.known) {
+	until, hold := heldFor(f.armedHere[key], st.known, since)
+	switch {
+	case len(spans) == 0: // an announcement: no events
+	case hold:
+		err = f.held().hold(sp, tp, st, batch, until)
+	case events == nil && f.Shards == GateKeys && !f.Policy.Closed(slices.Min(spans), st.known):
 		// Admit's batch is one gate key's and partition's, so one dedup
 		// shard's when dedup runs on GateKeys shards (as on prism), and no
 		// event in it is too late: it goes on as it came, still coded.
 		emit(key, model.EventBatch{Coded: batch.Coded, N: batch.N, Watermark: st.known})
-		return f.store(key).save(ctx, sp, st, f.evictions)
-	}
-	if events == nil {
-		if events, err = coders.BatchEvents(batch); err != nil {
-			return fmt.Errorf("gate: %w", err)
+	default:
+		if events == nil {
+			events, err = coders.BatchEvents(batch)
+		}
+		if err == nil {
+			f.judge(ctx, st, events, emit, late)
 		}
 	}
-	f.judge(ctx, st, events, emit, late)
+	if err != nil {
+		return fmt.Errorf("gate: %w", err)
+	}
 	return f.store(key).save(ctx, sp, st, f.evictions)
 }
 

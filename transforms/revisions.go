@@ -55,14 +55,6 @@ func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.R
 	return model.Row{}, false
 }
 
-// adoptSeed continues a key's state after the seed row when that row is newer
-// (state restored from an older snapshot; triggers.WindowState.Adopt).
-func (f *revisionsFn) adoptSeed(ctx context.Context, key string, w *triggers.WindowState) {
-	if p, ok := f.published[key]; ok && w.Adopt(p) {
-		f.adopted.Inc(ctx, 1)
-	}
-}
-
 // Timer tags of the revision step.
 const (
 	tagOnTime = "on_time" // at window_end
@@ -164,18 +156,13 @@ func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), rows ...mo
 	}
 }
 
-// reportSeed counts the rows Setup loaded, once per instance.
-func (f *revisionsFn) reportSeed(ctx context.Context) {
+// load reads the key's window state, adopting the seeded row; nil when the
+// key has none. The first load counts the rows Setup loaded.
+func (f *revisionsFn) load(ctx context.Context, sp state.Provider, key string) (*triggers.WindowState, error) {
 	if !f.seedReported {
 		f.seedReported = true
 		f.seedCounter.Inc(ctx, f.seedRows)
 	}
-}
-
-// load reads the key's window state, adopting the seeded row; nil when the
-// key has none.
-func (f *revisionsFn) load(ctx context.Context, sp state.Provider, key string) (*triggers.WindowState, error) {
-	f.reportSeed(ctx)
 	b, ok, err := f.State.Read(sp)
 	if err != nil {
 		return nil, fmt.Errorf("revisions %s: read state: %w", key, err)
@@ -187,7 +174,11 @@ func (f *revisionsFn) load(ctx context.Context, sp state.Provider, key string) (
 	if err != nil {
 		return nil, err
 	}
-	f.adoptSeed(ctx, key, w)
+	// Continue after the seed row when it is newer (state restored from an
+	// older snapshot; triggers.WindowState.Adopt).
+	if p, ok := f.published[key]; ok && w.Adopt(p) {
+		f.adopted.Inc(ctx, 1)
+	}
 	return w, nil
 }
 

@@ -91,17 +91,13 @@ func (w *WindowState) Tick() (model.Row, bool) {
 // OnTime is this step's watermark passing window_end: the ON_TIME row (none
 // without on-time data), then a LATE row with the held late data.
 func (w *WindowState) OnTime() ([]model.Row, error) {
-	if w.OnTimeDone {
-		if w.HeldLateCount == 0 {
-			return nil, nil
-		}
-		return w.late(nil) // ON_TIME was adopted from a sink row
-	}
-	w.OnTimeDone = true
 	var rows []model.Row
-	if w.Count > 0 {
-		if r, ok := w.fire(model.OnTime); ok {
-			rows = append(rows, r)
+	if !w.OnTimeDone { // else ON_TIME was adopted from a sink row
+		w.OnTimeDone = true
+		if w.Count > 0 {
+			if r, ok := w.fire(model.OnTime); ok {
+				rows = append(rows, r)
+			}
 		}
 	}
 	if w.HeldLateCount == 0 {

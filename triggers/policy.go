@@ -39,15 +39,18 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// WindowStart returns the start (epoch ms) of the window holding ts.
-func (p Policy) WindowStart(ts int64) int64 {
+// WindowIndex numbers the window holding ts (epoch ms) from the epoch.
+func (p Policy) WindowIndex(ts int64) int64 {
 	w := p.Window.Milliseconds()
-	start := ts - ts%w
+	i := ts / w
 	if ts%w < 0 { // floor for instants before 1970
-		start -= w
+		i--
 	}
-	return start
+	return i
 }
+
+// WindowStart returns the start (epoch ms) of the window holding ts.
+func (p Policy) WindowStart(ts int64) int64 { return p.WindowIndex(ts) * p.Window.Milliseconds() }
 
 // WindowEnd is the exclusive end of the window starting at start.
 func (p Policy) WindowEnd(start int64) int64 { return start + p.Window.Milliseconds() }
