@@ -184,7 +184,8 @@ wait:
 	if got.pr != nil {
 		res.jobID = got.pr.JobID()
 	}
-	removePlaceholder(ctx, cmp.Or(res.jobID, jf.found()))
+	// The SDK leaves an empty file per loopback job (localrunner.RemovePlaceholder).
+	localrunner.RemovePlaceholder(ctx, cmp.Or(res.jobID, jf.found()))
 	if got.pr != nil && !*jobopts.Async {
 		func() {
 			// Metrics() panics when they could not be fetched.
@@ -203,21 +204,6 @@ wait:
 		res.err = nil // the hard cancel: stopped, not failed
 	}
 	return res
-}
-
-// removePlaceholder removes the empty file the SDK stages as a loopback job's worker binary and
-// leaves behind, one per job on the embedded runner (localrunner.RemovePlaceholder).
-func removePlaceholder(ctx context.Context, jobID string) {
-	if !jobopts.IsLoopback() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if path, err := localrunner.RemovePlaceholder(ctx, *jobopts.Endpoint, jobID); err != nil {
-		slog.Debug("the loopback placeholder was not removed", "job", jobID, "err", err)
-	} else if path != "" {
-		slog.Debug("removed the loopback placeholder", "path", path)
-	}
 }
 
 // stop is the graceful stop: readers stop, the output settles, the job is cancelled through the

@@ -252,6 +252,7 @@ func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []mode
 	if err != nil {
 		return fmt.Errorf("reconcile: pipeline: %w", err)
 	}
+	localrunner.RemovePlaceholder(ctx, pr.JobID()) // the SDK leaves an empty file per loopback job
 	out.readFigures(pr)
 	res, err := ReadResult(ctx, path)
 	if err != nil {
