@@ -25,6 +25,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/testing/scenario"
 	"github.com/revenue-stream/hourly/transforms"
 )
@@ -81,7 +82,7 @@ func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n 
 		conflicts:   collect.Into[model.Conflict](s, out.Conflicts, "conflicts"),
 		quarantined: collect.Into[model.Quarantined](s, out.Quarantined, "quarantined"),
 	}
-	pr, err := ptest.RunWithMetrics(p)
+	pr, err := runnertest.Run(p)
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
@@ -654,7 +655,7 @@ func TestAuditPayloadsFromRawLog(t *testing.T) {
 	if _, err := pipeline.Build(s, changed.Create(s), o); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ptest.RunWithMetrics(p); err == nil || !strings.Contains(err.Error(), "no longer the record judged") {
+	if _, err := runnertest.Run(p); err == nil || !strings.Contains(err.Error(), "no longer the record judged") {
 		t.Errorf("a raw-log line changed under the job: error %v, want the payload refused", err)
 	}
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -49,7 +49,7 @@ func BenchmarkReadFolder(b *testing.B) {
 		p, s := beam.NewPipelineWithRoot()
 		records, _ := sources.ReadFolder(s, dir, o)
 		beam.ParDo0(s, countRecord, records)
-		if err := ptest.Run(p); err != nil {
+		if _, err := runnertest.Run(p); err != nil {
 			b.Fatal(err)
 		}
 		if n := counted.Load(); n != parts*files*perFile {

@@ -316,7 +316,7 @@ func testReplayFolder(t *testing.T, dir string) {
 	p, s := beam.NewPipelineWithRoot()
 	recs, _ := sources.ReadFolder(s, dir, sources.FolderOptions{Watermark: policy, Event: cfg, MaxPerCall: 2})
 	h := collectRecords(s, recs)
-	if err := ptest.Run(p); err != nil {
+	if _, err := runnertest.Run(p); err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
 	endedAt := time.Now().UnixMilli()
@@ -384,7 +384,7 @@ func testReplayMinimalSequence(t *testing.T, dir string) {
 	tooLate := collect.Into[model.TooLate](s, out.TooLate, "toolate")
 	conflicts := collect.Into[model.Conflict](s, out.Conflicts, "conflicts")
 	quarantined := collect.Into[model.Quarantined](s, out.Quarantined, "quarantined")
-	if err := ptest.Run(p); err != nil {
+	if _, err := runnertest.Run(p); err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
 

@@ -15,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/testing/scenario"
 )
 
@@ -81,7 +82,7 @@ func TestPositionOrderSkewOnPrism(t *testing.T) {
 	}
 	rows := collect.Into[model.Row](s, out.Rows, "rows")
 	conflicts := collect.Into[model.Conflict](s, out.Conflicts, "conflicts")
-	pr, err := ptest.RunWithMetrics(p)
+	pr, err := runnertest.Run(p)
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}

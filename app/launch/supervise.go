@@ -184,8 +184,9 @@ wait:
 	if got.pr != nil {
 		res.jobID = got.pr.JobID()
 	}
-	// The SDK leaves an empty file per loopback job (localrunner.RemovePlaceholder).
-	localrunner.RemovePlaceholder(ctx, cmp.Or(res.jobID, jf.found()))
+	if jobopts.IsLoopback() { // the SDK leaves an empty file per loopback job
+		localrunner.RemovePlaceholder(ctx, *jobopts.Endpoint, cmp.Or(res.jobID, jf.found()))
+	}
 	if got.pr != nil && !*jobopts.Async {
 		func() {
 			// Metrics() panics when they could not be fetched.

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
 // BenchmarkRecompute measures the batch recomputation on prism, end to end:
@@ -46,7 +46,7 @@ func BenchmarkRecompute(b *testing.B) {
 			reconcile.StreamEvidence(s, res.Conflicts, res.TooLate, set.Shards), set)
 		path := filepath.Join(out, "result", time.Now().Format("150405.000000000")+".jsonl")
 		reconcile.WriteResult(s, totals, stats, beam.PCollection{}, path) // no sink: no comparison
-		if err := ptest.Run(p); err != nil {
+		if _, err := runnertest.Run(p); err != nil {
 			b.Fatal(err)
 		}
 		r, err := reconcile.ReadResult(context.Background(), path)

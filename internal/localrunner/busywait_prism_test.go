@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/rtrackers/offsetrange"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 )
@@ -112,11 +113,13 @@ func BenchmarkPrismBundleWait(b *testing.B) {
 				p, s := beam.NewPipelineWithRoot()
 				tc.build(s)
 				c0, t0 := cpuTime(), time.Now()
-				if _, err := prism.Execute(context.Background(), p); err != nil {
+				pr, err := prism.Execute(context.Background(), p)
+				if err != nil {
 					b.Fatal(err)
 				}
 				cpu += cpuTime() - c0
 				wall += time.Since(t0)
+				RemovePlaceholder(context.Background(), *jobopts.Endpoint, pr.JobID())
 			}
 			n := float64(b.N * bundles)
 			b.ReportMetric(float64(cpu.Milliseconds())/n, "cpu-ms/bundle")

@@ -26,10 +26,10 @@
 //     correctness.
 //   - The SDK's universal runner stages an empty file,
 //     os.TempDir()/beamloopbackworker-*, as a loopback job's worker binary and
-//     never removes it (runnerlib.Execute): launch and reconcile remove
-//     their job's, named by the job's pipeline, once the job ends
-//     (placeholder.go). Jobs run by ptest or testing/runnertest still leave
-//     theirs.
+//     never removes it (runnerlib.Execute): launch, reconcile and the tests'
+//     runnertest.Submit and runnertest.Run remove their job's, named by the
+//     job's pipeline, once the job ends (placeholder.go). A test job that
+//     fails before it returns a result still leaves its own.
 //   - No backpressure (issue #26): the read-ahead account (internal/flow) pauses
 //     the source while no read fits under --read-ahead; enabled only with
 //     in-process workers, since Flink and Dataflow have their own flow control.

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/hooks"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 )
@@ -80,6 +81,7 @@ func wrongRuns(t *testing.T, n int) int {
 		if err != nil {
 			t.Fatal(err)
 		}
+		RemovePlaceholder(context.Background(), *jobopts.Endpoint, pr.JobID())
 		got := map[string]int64{}
 		for _, c := range pr.Metrics().AllMetrics().Counters() {
 			if c.Namespace() == "gate" {

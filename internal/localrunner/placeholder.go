@@ -12,7 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
 	"google.golang.org/protobuf/proto"
 )
@@ -26,17 +25,14 @@ import (
 const placeholderPrefix = "beamloopbackworker-"
 
 // RemovePlaceholder removes the loopback placeholder of the ended job jobID
-// on the job service at --endpoint and returns its path ("": none, or not a
-// loopback job). The job's pipeline names the file, so only this job's
-// placeholder goes, never another process's; a file that is not empty (a
-// worker binary) stays. What it cannot remove it logs, at debug level.
-func RemovePlaceholder(ctx context.Context, jobID string) string {
-	if !jobopts.IsLoopback() {
-		return ""
-	}
+// on the job service at endpoint and returns its path ("": none). The job's
+// pipeline names the file, so only this job's placeholder goes, never
+// another process's; a file that is not empty (a worker binary) stays. What
+// it cannot remove it logs, at debug level.
+func RemovePlaceholder(ctx context.Context, endpoint, jobID string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	path, err := Placeholder(ctx, *jobopts.Endpoint, jobID)
+	path, err := Placeholder(ctx, endpoint, jobID)
 	if err == nil && path != "" && emptyFile(path) {
 		err = os.Remove(path)
 	} else {

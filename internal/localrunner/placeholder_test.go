@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"google.golang.org/protobuf/proto"
@@ -54,7 +55,7 @@ func TestRemovePlaceholderRemovesItsJobsFile(t *testing.T) {
 		t.Fatal("the job left no placeholder: has the SDK stopped creating it? (then RemovePlaceholder can go)")
 	}
 
-	removed := RemovePlaceholder(context.Background(), pr.JobID())
+	removed := RemovePlaceholder(context.Background(), *jobopts.Endpoint, pr.JobID())
 	if !slices.Contains(left, removed) {
 		t.Fatalf("removed %q, want one of the new placeholders %v", removed, left)
 	}
@@ -64,7 +65,7 @@ func TestRemovePlaceholderRemovesItsJobsFile(t *testing.T) {
 	if _, err := os.Stat(decoy.Name()); err != nil {
 		t.Errorf("another placeholder was touched: %v", err)
 	}
-	if again := RemovePlaceholder(context.Background(), pr.JobID()); again != "" {
+	if again := RemovePlaceholder(context.Background(), *jobopts.Endpoint, pr.JobID()); again != "" {
 		t.Errorf("second call: removed %q, want nothing", again)
 	}
 }

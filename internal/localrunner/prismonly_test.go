@@ -2,7 +2,9 @@ package localrunner
 
 import (
 	"context"
+	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,8 +12,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/hooks"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
-	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
 // countEachFn counts every element it sees under a counter of its own name.
@@ -33,10 +35,17 @@ func init() { register.DoFn2x0[context.Context, int](&countEachFn{}) }
 // server stands in for Flink's here: what is checked is what the launcher
 // submits, which does not depend on who receives it.
 func TestPrismWorkaroundsOnlyOnPrism(t *testing.T) {
-	js, err := runnertest.StartJobServer()
+	// A job server of its own (runnertest imports this package).
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	if _, err := prism.CreateJobServer(context.Background(), prism.Options{Port: port}); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "localhost:" + strconv.Itoa(port)
 	defer func(exps string) { *jobopts.Experiments = exps; hooks.DisableHook(metricGateHook) }(*jobopts.Experiments)
 	*jobopts.Experiments = "user_experiment"
 	for _, tc := range []struct {
@@ -63,7 +72,7 @@ func TestPrismWorkaroundsOnlyOnPrism(t *testing.T) {
 		p, s := beam.NewPipelineWithRoot()
 		beam.ParDo0(s, &countEachFn{Name: "n"}, beam.CreateList(s, []int{1, 2, 3, 4, 5, 6, 7, 8}))
 		// Submitted as the universal runner does for --endpoint.
-		*jobopts.Endpoint, *jobopts.EnvironmentType = js.Endpoint, "LOOPBACK"
+		*jobopts.Endpoint, *jobopts.EnvironmentType = endpoint, "LOOPBACK"
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		pr, err := universal.Execute(ctx, p)
 		cancel()
@@ -71,8 +80,15 @@ func TestPrismWorkaroundsOnlyOnPrism(t *testing.T) {
 		if err != nil {
 			t.Fatalf("--runner=%s: %v", tc.runner, err)
 		}
+		RemovePlaceholder(context.Background(), endpoint, pr.JobID())
 		m := pr.Metrics()
-		if n := runnertest.Counter(&m, "prismonly", "n"); n != 8 {
+		var n int64
+		for _, c := range m.AllMetrics().Counters() {
+			if c.Namespace() == "prismonly" && c.Name() == "n" {
+				n += c.Result()
+			}
+		}
+		if n != 8 {
 			t.Errorf("--runner=%s: counted %d, want 8", tc.runner, n)
 		}
 		gate.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
@@ -35,7 +36,7 @@ func runWrite(t *testing.T, spec sink.Spec, rows []model.Row, late []model.TooLa
 	sink.Write(s, spec,
 		beam.CreateList(s, rows), beam.CreateList(s, late),
 		beam.CreateList(s, conflicts), beam.CreateList(s, quarantined))
-	pr, err := ptest.RunWithMetrics(p)
+	pr, err := runnertest.Run(p)
 	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
@@ -167,7 +168,7 @@ func TestWriteProgressOnPrism(t *testing.T) {
 			}
 			p, s := beam.NewPipelineWithRoot()
 			sink.WriteProgress(s, spec, "run-7", beam.CreateList(s, in))
-			pr, err := ptest.RunWithMetrics(p)
+			pr, err := runnertest.Run(p)
 			if err != nil {
 				t.Fatalf("pipeline failed: %v", err)
 			}

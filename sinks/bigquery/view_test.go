@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
@@ -16,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
@@ -138,7 +138,7 @@ func runBigQueryWrite(t *testing.T, spec sink.Spec, shards int, rows []model.Row
 	p, s := beam.NewPipelineWithRoot()
 	sink.Write(s, spec, beam.CreateList(s, rows), beam.CreateList(s, late), beam.CreateList(s, conflicts), beam.CreateList(s, quarantined),
 		sink.WithFlush(sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 20, Shards: shards}))
-	pr, err := ptest.RunWithMetrics(p)
+	pr, err := runnertest.Run(p)
 	if cerr := sink.CloseShared(); cerr != nil {
 		t.Fatal(cerr)
 	}

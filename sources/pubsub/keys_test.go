@@ -7,7 +7,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
 func wantKeys(shards int) []any {
@@ -26,7 +26,7 @@ func TestOneElementPerReaderKey(t *testing.T) {
 		keys := readerKeys(s, testSub, c.shards)
 		passert.Equals(s, keys, wantKeys(c.want)...)
 		passert.Count(s, keys, "reader keys", c.want)
-		if err := ptest.Run(p); err != nil {
+		if _, err := runnertest.Run(p); err != nil {
 			t.Fatalf("%d shards: %v", c.shards, err)
 		}
 	}

@@ -28,6 +28,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 )
 
 // JobServer is a prism job server running in this process.
@@ -78,6 +80,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// Run runs p as ptest.RunWithMetrics does (ptest's --runner, prism by
+// default) and removes the job's loopback placeholder, which the SDK leaves
+// (localrunner.RemovePlaceholder).
+func Run(p *beam.Pipeline) (beam.PipelineResult, error) {
+	pr, err := ptest.RunWithMetrics(p)
+	if pr != nil && jobopts.IsLoopback() {
+		localrunner.RemovePlaceholder(context.Background(), *jobopts.Endpoint, pr.JobID())
+	}
+	return pr, err
+}
+
 // Job is a submitted pipeline.
 type Job struct {
 	ID, Name string
@@ -110,6 +123,10 @@ func Submit(js *JobServer, p *beam.Pipeline) (*Job, error) {
 	go func() {
 		defer close(j.done)
 		j.res, j.err = universal.Execute(context.Background(), p)
+		// The SDK leaves an empty file per loopback job.
+		if id, err := js.find(name); err == nil {
+			localrunner.RemovePlaceholder(context.Background(), js.Endpoint, id)
+		}
 	}()
 
 	// Hold the flags until the job server has the job: Execute reads them
