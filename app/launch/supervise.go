@@ -184,9 +184,7 @@ wait:
 	if got.pr != nil {
 		res.jobID = got.pr.JobID()
 	}
-	if jobopts.IsLoopback() { // the SDK leaves an empty file per loopback job
-		localrunner.RemovePlaceholder(ctx, *jobopts.Endpoint, cmp.Or(res.jobID, jf.found()))
-	}
+	localrunner.RemoveJobPlaceholder(ctx, cmp.Or(res.jobID, jf.found())) // the SDK leaves one per loopback job
 	if got.pr != nil && !*jobopts.Async {
 		func() {
 			// Metrics() panics when they could not be fetched.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
@@ -253,9 +252,7 @@ func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []mode
 	if err != nil {
 		return fmt.Errorf("reconcile: pipeline: %w", err)
 	}
-	if jobopts.IsLoopback() { // the SDK leaves an empty file per loopback job
-		localrunner.RemovePlaceholder(ctx, *jobopts.Endpoint, pr.JobID())
-	}
+	localrunner.RemoveJobPlaceholder(ctx, pr.JobID()) // the SDK leaves one per loopback job
 	out.readFigures(pr)
 	res, err := ReadResult(ctx, path)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
 	"google.golang.org/protobuf/proto"
 )
@@ -43,6 +44,15 @@ func RemovePlaceholder(ctx context.Context, endpoint, jobID string) string {
 		return ""
 	}
 	return path
+}
+
+// RemoveJobPlaceholder is RemovePlaceholder for a job this process
+// submitted with its own flags (--endpoint, --environment_type): nothing
+// unless the job ran in loopback.
+func RemoveJobPlaceholder(ctx context.Context, jobID string) {
+	if jobopts.IsLoopback() {
+		RemovePlaceholder(ctx, *jobopts.Endpoint, jobID)
+	}
 }
 
 // emptyFile reports an empty regular file (not a link, not a folder).

@@ -85,8 +85,8 @@ func freePort() (int, error) {
 // (localrunner.RemovePlaceholder).
 func Run(p *beam.Pipeline) (beam.PipelineResult, error) {
 	pr, err := ptest.RunWithMetrics(p)
-	if pr != nil && jobopts.IsLoopback() {
-		localrunner.RemovePlaceholder(context.Background(), *jobopts.Endpoint, pr.JobID())
+	if pr != nil {
+		localrunner.RemoveJobPlaceholder(context.Background(), pr.JobID())
 	}
 	return pr, err
 }
