@@ -82,7 +82,7 @@ func TestLiveDemo(t *testing.T) {
 	}
 
 	sink := sqliteOf(t, Options{Sink: o.Sink})
-	changelog, err := sink.Changelog(context.Background())
+	changelog, err := sink.ChangelogEntries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
