@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sources"
@@ -130,6 +131,30 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 			t.Fatalf("timed out after %v waiting for %s", within, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitConserved waits until the job's counters have judged every record the
+// source emitted (as collectRecords saw them), then checks SPEC §4's
+// identity: a live job's counters lag its records, never the other way.
+func waitConserved(t *testing.T, j *job, read recordsHandle) {
+	t.Helper()
+	var c metrics.Counts
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if m, err := j.Metrics(context.Background()); err == nil {
+			c, _, _ = metrics.Committed(*m)
+			if n := int64(len(read.values())); c.Read == n && c.Verdicts() == n {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute the counters read %s for %d records emitted", c.Identity(), len(read.values()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := c.Check(); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -384,28 +409,22 @@ func testReplayMinimalSequence(t *testing.T, dir string) {
 	tooLate := collect.Into[model.TooLate](s, out.TooLate, "toolate")
 	conflicts := collect.Into[model.Conflict](s, out.Conflicts, "conflicts")
 	quarantined := collect.Into[model.Quarantined](s, out.Quarantined, "quarantined")
-	if _, err := runnertest.Run(p); err != nil {
+	pr, err := runnertest.Run(p)
+	if err != nil {
 		t.Fatalf("pipeline failed: %v", err)
 	}
-
-	got := rows.Values()
-	final, ok := findRow(got, "2026-11-04T10:00:00Z", model.Final)
-	if !ok || final.RevenueMicros != 170_000_000 || final.EventCount != 3 {
-		t.Errorf("FINAL [10:00, 11:00) = %+v (found %v), want 170 with 3 events\n%s", final, ok, table(got))
+	// SPEC §4's identity with this scenario's exact figures: 8 read, 5
+	// counted (A, B, X, C, Y), 1 duplicate, 1 conflict, 1 too late.
+	c := collect.Counts(pr)
+	if err := c.Check(); err != nil {
+		t.Error(err)
 	}
-	// A replay ends every window with FINAL, and revisions only grow.
-	last := map[int64]model.Row{}
-	for _, r := range got {
-		if prev, ok := last[r.WindowStart]; ok && r.Revision <= prev.Revision {
-			continue
-		}
-		last[r.WindowStart] = r
+	if c.Read != 8 || c.Counted != 5 || c.Duplicates != 1 || c.Conflicts != 1 || c.Quarantined != 0 || c.TooLate != 1 {
+		t.Errorf("counts %s, want read 8 = counted 5 + duplicates 1 + conflicts 1 + quarantined 0 + too_late 1", c.Identity())
 	}
-	for start, r := range last {
-		if r.State != model.Final {
-			t.Errorf("window %s ends in %v\n%s", model.FormatTime(start), r.State, table(got))
-		}
-	}
+	// One record per reader call: the runner sees the watermark between
+	// records, so the changelog is SPEC §7's, ON_TIME 150 then LATE 170.
+	rowtest.AssertRowSet(t, "rows", rows.Values(), rowtest.MinimalChangelog())
 	if l := tooLate.Values(); len(l) != 1 || l[0].EventID != "D" || l[0].Position != "p0/events.jsonl:8" {
 		t.Errorf("too-late = %+v, want D at p0/events.jsonl:8", l)
 	}
@@ -524,8 +543,10 @@ func testFollowAndStop(t *testing.T, dir string, stop bool) {
 		if !finalPastWatermark(rows.Values()) {
 			t.Errorf("negative control: the FINAL check misses FINAL [11:00):\n%s", table(rows.Values()))
 		}
+		waitConserved(t, j, read)
 		return
 	}
+	waitConserved(t, j, read)
 	j.stop(t)
 	stopped = true
 
@@ -605,6 +626,7 @@ func TestSlowPartitionHoldsWatermark(t *testing.T) {
 	if onTime("2026-11-04T12:00:00Z") {
 		t.Errorf("ON_TIME [12:00) at watermark 12:20:\n%s", table(rows.Values()))
 	}
+	waitConserved(t, j, read)
 }
 
 func TestIdlePartitionStopsHolding(t *testing.T) {
@@ -648,7 +670,8 @@ func TestIdlePartitionStopsHolding(t *testing.T) {
 			}
 		}
 	}()
-	defer func() { close(feed); <-fed }()
+	stopFeeding := sync.OnceFunc(func() { close(feed); <-fed })
+	defer stopFeeding()
 
 	lastP1 := func() int64 {
 		var last int64
@@ -679,4 +702,6 @@ func TestIdlePartitionStopsHolding(t *testing.T) {
 		r, ok := findRow(rows.Values(), "2026-11-04T10:00:00Z", model.Late)
 		return ok && r.EventCount == 3
 	})
+	stopFeeding()
+	waitConserved(t, j, read)
 }
