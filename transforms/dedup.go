@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
@@ -181,6 +182,9 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, shard int, st *s
 	for _, e := range events {
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
 		case DuplicateVerdict:
+			if faults.Fire(faults.UncountDuplicate) {
+				continue
+			}
 			f.duplicates.Inc(ctx, 1)
 		case ConflictVerdict:
 			f.conflicts.Inc(ctx, 1)

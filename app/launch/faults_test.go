@@ -117,3 +117,28 @@ func lastN(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestBrokenConservationFails: a run whose counters break SPEC §4's
+// identity (dedup drops the first duplicate without counting it) logs the
+// failed check, prints the identity with "!=" and exits 1. The same log
+// without the fault is the control: it conserves and exits 0.
+func TestBrokenConservationFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary twice")
+	}
+	bin := buildFaultBinary(t)
+	logDir := demoLog(t, 2_000)
+	out, code := runWithEnv(t, bin, logDir, filepath.Join(t.TempDir(), "control.db"), "")
+	if code != 0 || !strings.Contains(out, "conserved") && !strings.Contains(out, " = counted ") {
+		t.Fatalf("control: exit %d, want 0 with the identity held:\n%s", code, lastN(out, 15))
+	}
+	out, code = runWithEnv(t, bin, logDir, filepath.Join(t.TempDir(), "revenue.db"), faults.UncountDuplicate+":1")
+	if code != ExitFailed {
+		t.Errorf("exit %d, want %d", code, ExitFailed)
+	}
+	for _, want := range []string{"conservation check failed", " != counted "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output does not say %q:\n%s", want, lastN(out, 20))
+		}
+	}
+}

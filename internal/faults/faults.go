@@ -11,6 +11,7 @@
 //	fail-before-sink-write  state and revisions are updated; the sink write fails for good
 //	crash-after-sink-write  a sink transaction committed; the process dies before anything else (SIGKILL)
 //	pubsub-crash-after-{pull,archive,ack,emit}  the Pub/Sub reader's boundaries, per batch (SIGKILL)
+//	uncount-duplicate       dedup drops a duplicate without counting it: the run breaks conservation
 //
 // Without the tag (every production build) Fire is a constant false, so the
 // shipped binary ignores REVENUE_FAULTS.
@@ -24,6 +25,9 @@ const (
 	CrashAfterRead      = "crash-after-read"
 	FailBeforeSinkWrite = "fail-before-sink-write"
 	CrashAfterSinkWrite = "crash-after-sink-write"
+	// UncountDuplicate breaks SPEC §4's identity, so tests can show a run
+	// that does not conserve fails.
+	UncountDuplicate = "uncount-duplicate"
 )
 
 // The Pub/Sub reader's commit boundaries, per batch.
