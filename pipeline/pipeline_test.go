@@ -552,9 +552,6 @@ func TestDeterministicFirstCopyInPartition(t *testing.T) {
 			if final.RevenueMicros != tc.revenue || final.EventCount != 2 {
 				t.Errorf("final row %+v, want revenue %d from 2 events", final, tc.revenue)
 			}
-			if tc.order != pipeline.OrderPosition {
-				return
-			}
 			c := res.conflicts.Values()
 			if len(c) != 1 || c[0].Position != "p0/events.jsonl:3" || c[0].FirstFingerprint != firstFP {
 				t.Errorf("conflicts = %+v, want line 3 naming line 2's fingerprint %x", c, firstFP)

@@ -26,7 +26,7 @@ import (
 // and the runs that ended normally held the conservation identity (the
 // binary exits 1 otherwise).
 //
-//	go test -tags soak -run TestSoak -timeout 40m -v ./launch
+//	go test -tags soak -run TestSoak -timeout 40m -v ./app/launch
 func TestSoak(t *testing.T) {
 	duration := envDuration(t, "SOAK_DURATION", 10*time.Minute)
 	restartEvery := envDuration(t, "SOAK_RESTART_EVERY", 150*time.Second)

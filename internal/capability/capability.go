@@ -101,7 +101,11 @@ var profiles = []Profile{
 		},
 	},
 	{
-		Name:    "universal", // an unknown portable job server (--endpoint): the conservative union of what the portable runners lack
+		// An unknown portable job server (--endpoint), taken to be Flink's: what Flink lacks, plus the
+		// state kinds Beam's portable filters list. Not a job server without self-checkpointing
+		// or timers (portableFilters: "TestCheckpointing", "TestTimers.*", Python's portable
+		// runner): the sources and every stateful step need both, so it could not run this pipeline.
+		Name:    "universal",
 		Runners: []string{"universal", "portable", "PortableRunner"},
 		Lacks: []Lack{
 			{ProcessingTimeTimers, filters + `, flinkFilters: "TestTimers_ProcessingTime.*" (the job server may be Flink's)`, noProcessingTimers},
