@@ -368,7 +368,7 @@ func TestReplayTwiceChangesNothing(t *testing.T) {
 	o := stepping(options(t, writeLog(t, minimalLog...)))
 	first, _ := run(t, o)
 	firstChangelog, firstCurrent := first.Changelog(), first.Current()
-	second, _ := run(t, o)
+	second, out := run(t, o)
 	c := second.Counts
 	emitted := c.Rows["EARLY"] + c.Rows["ON_TIME"] + c.Rows["LATE"] + c.Rows["FINAL"]
 	if emitted != 0 || c.SinkAccepted != 0 || c.SinkAudit != 0 {
@@ -376,6 +376,13 @@ func TestReplayTwiceChangesNothing(t *testing.T) {
 	}
 	if c.Counted == 0 || first.Counts.Counted != c.Counted {
 		t.Errorf("second run counted %d events, first %d: a replay re-judges every record the same way", c.Counted, first.Counts.Counted)
+	}
+	// Every window is FINAL in the sink by then: the summary says so.
+	if first.Counts.ReplayedIntoFinal != 0 || c.ReplayedIntoFinal != c.Counted {
+		t.Errorf("replayed_into_final: first run %d (want 0), second %d (want all %d counted)", first.Counts.ReplayedIntoFinal, c.ReplayedIntoFinal, c.Counted)
+	}
+	if want := fmt.Sprintf("%d of them replayed into windows the sink holds as FINAL", c.Counted); !strings.Contains(out, want) {
+		t.Errorf("the second run's summary does not say %q:\n%s", want, out)
 	}
 	assertRows(t, "changelog after the second run", second.Changelog(), firstChangelog)
 	assertRows(t, "current rows after the second run", second.Current(), firstCurrent)

@@ -185,7 +185,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\nrecords\n")
 	line("read", c.Read, breakdown(c.ReadBy, "partition "))
-	line("counted", c.Counted, "")
+	replayed := ""
+	if c.ReplayedIntoFinal > 0 {
+		replayed = fmt.Sprintf("%d of them replayed into windows the sink holds as FINAL, which stay (replayed_into_final)", c.ReplayedIntoFinal)
+	}
+	line("counted", c.Counted, replayed)
 	line("duplicates", c.Duplicates, "")
 	line("conflicts", c.Conflicts, "")
 	line("quarantined", c.Quarantined, breakdown(c.QuarantinedBy, ""))
