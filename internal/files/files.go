@@ -236,6 +236,38 @@ func List(ctx context.Context, dir string) (Listing, error) {
 	return l, nil
 }
 
+// ListAfter returns the names of the files directly inside dir that sort
+// after after (all of them for ""), sorted, as List's Files holds them. On a
+// registered object store (gs://, s3://) it is one listing that starts at
+// after, so polling a folder that only grows costs what is new in it, not
+// the whole folder; elsewhere it filters List. A missing local folder is an
+// error wrapping fs.ErrNotExist.
+func ListAfter(ctx context.Context, dir, after string) ([]string, error) {
+	var names []string
+	if st, ok := stores[scheme(dir)]; ok {
+		if err := Check(dir); err != nil {
+			return nil, err
+		}
+		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(dir, scheme(dir)), "/")
+		if prefix = strings.TrimSuffix(prefix, "/"); prefix != "" {
+			prefix += "/"
+		}
+		var err error
+		if names, err = st.ListFrom(ctx, bucket, prefix, prefix+after); err != nil {
+			return nil, notExist(err)
+		}
+	} else {
+		l, err := List(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		names = l.Files
+	}
+	names = slices.DeleteFunc(names, func(n string) bool { return n <= after || strings.Contains(n, "/") })
+	slices.Sort(names)
+	return names, nil
+}
+
 // listLocal reads a local folder itself: Beam's local List is
 // filepath.Glob, which cannot tell a folder from a file and reads [ ] * ?
 // in names as a pattern.

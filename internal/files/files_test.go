@@ -96,6 +96,47 @@ func TestListOpenWrite(t *testing.T) {
 	}
 }
 
+// ListAfter lists what List's Files holds after a name: hidden files sort
+// first, deeper folders are not files, a name equal to after is not after it.
+func TestListAfter(t *testing.T) {
+	ctx := context.Background()
+	for name, root := range roots(t) {
+		t.Run(name, func(t *testing.T) {
+			for _, rel := range []string{"p/.b.ids", "p/b", "p/a", "p/c", "p/b/deeper", "pp/x", "p0"} {
+				if rel == "p/b/deeper" && files.IsLocal(root) {
+					continue // a local folder cannot hold a file and a folder both named b
+				}
+				writeFile(t, files.Join(root, rel), rel+"\n")
+			}
+			dir := files.Join(root, "p")
+			l, err := files.List(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				after string
+				want  []string
+			}{{"", []string{".b.ids", "a", "b", "c"}}, {"a", []string{"b", "c"}}, {"a0", []string{"b", "c"}}, {"b", []string{"c"}}, {"c", nil}} {
+				got, err := files.ListAfter(ctx, dir, tc.after)
+				if err != nil || !slices.Equal(got, tc.want) {
+					t.Errorf("ListAfter(%q) = %q, %v; want %q", tc.after, got, err, tc.want)
+				}
+				if all := slices.DeleteFunc(slices.Clone(l.Files), func(n string) bool { return n <= tc.after }); !slices.Equal(got, all) {
+					t.Errorf("ListAfter(%q) = %q, List's files after it %q", tc.after, got, all)
+				}
+			}
+			got, err := files.ListAfter(ctx, files.Join(root, "missing"), "")
+			if files.IsLocal(root) {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("ListAfter(missing local folder) = %q, %v; want fs.ErrNotExist", got, err)
+				}
+			} else if err != nil || len(got) != 0 {
+				t.Errorf("ListAfter(missing prefix) = %q, %v; want nothing", got, err)
+			}
+		})
+	}
+}
+
 func TestWriteFileFailedRenderLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	for name, root := range roots(t) {

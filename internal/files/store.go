@@ -9,12 +9,18 @@ import (
 )
 
 // Store is what this package needs of an object store beyond Beam's
-// filesystem for its scheme: ranged reads (ReadRanges) and its not-found
-// errors (as fs.ErrNotExist).
+// filesystem for its scheme: ranged reads (ReadRanges), listings that start
+// at a name (ListAfter) and its not-found errors (as fs.ErrNotExist).
 type Store struct {
 	// Ranges opens an object (a path's bucket and object name) for ranged
 	// reads: open streams one range's bytes, from a ranged request of its own.
 	Ranges func(ctx context.Context, bucket, object string) (open func(model.LineRef) (io.ReadCloser, error), err error)
+	// ListFrom lists, from the object name start on (at least the names after
+	// it; start itself may come too), the objects directly under prefix
+	// ("" or ending in "/"; nothing deeper), and returns their names
+	// without prefix, in order: one listing that starts there, not at the
+	// prefix's first object.
+	ListFrom func(ctx context.Context, bucket, prefix, start string) ([]string, error)
 	// NotExist reports whether err says that an object or its bucket does
 	// not exist.
 	NotExist func(err error) bool
@@ -36,7 +42,7 @@ var storePackages = map[string]string{
 // the package that also imports Beam's filesystem of the scheme. A second
 // registration panics.
 func RegisterStore(scheme string, s Store) {
-	if s.Ranges == nil || s.NotExist == nil {
+	if s.Ranges == nil || s.ListFrom == nil || s.NotExist == nil {
 		panic(fmt.Sprintf("files.RegisterStore %q: incomplete Store", scheme))
 	}
 	if _, dup := stores[scheme+"://"]; dup {

@@ -122,9 +122,11 @@ func (s *store) write(ctx context.Context, name string, lines [][]byte, side []r
 }
 
 // list returns the shard's object names after the position after (all of
-// them for ""), in emission order; sidecars and strays are not objects.
+// them for ""), in emission order; sidecars and strays are not objects. On
+// an object store it is one listing that starts at after (files.ListAfter):
+// a call pays for what was archived since its position, not for the archive.
 func (s *store) list(ctx context.Context, after string) ([]string, error) {
-	l, err := files.List(ctx, s.dir)
+	names, err := files.ListAfter(ctx, s.dir, after)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		// A local partition folder not written yet, or a file in its place:
 		// no objects. Writing there fails, and the write path reports it
@@ -134,9 +136,9 @@ func (s *store) list(ctx context.Context, after string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
 	}
-	return slices.DeleteFunc(l.Files, func(name string) bool {
+	return slices.DeleteFunc(names, func(name string) bool {
 		_, _, ok := parseObjectName(name)
-		return !ok || name <= after
+		return !ok
 	}), nil // the listing is sorted
 }
 

@@ -216,7 +216,6 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 	case lost:
 		return sdfread.Lost, nil
 	}
-	putHead(r.store.dir, r.rest.Emitted)
 	switch pulled := r.c.pulled.Load(); {
 	case p.caughtUp.Load():
 		r.rest.Pending.Subscription = 0 // a pull found nothing waiting

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,23 +34,6 @@ type subscriber interface {
 
 // ackChunk keeps an Acknowledge request well under Pub/Sub's 512 KB limit.
 const ackChunk = 1000
-
-// heads caches each shard's last object this process wrote and emitted, with
-// nothing after it: a call whose restriction stands there skips listing the
-// archive. A call takes the head and puts it back only when it ends cleanly
-// (not after a failure, a lost claim or a panic through emit), so a retry
-// lists and re-emits. A miss costs a List call, never a record.
-var heads sync.Map // store dir -> object name
-
-// takeHead removes and returns the shard's head.
-func takeHead(dir string) (string, bool) {
-	h, ok := heads.LoadAndDelete(dir)
-	name, _ := h.(string)
-	return name, ok
-}
-
-// putHead records the shard's head at the clean end of a call.
-func putHead(dir, name string) { heads.Store(dir, name) }
 
 // counts are a call's figures for the DoFn's counters, added to by the
 // pullers' goroutines.
@@ -120,14 +102,11 @@ func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 			return sdfread.Lost, nil
 		}
 	}
-	if head, ok := takeHead(r.store.dir); !ok || head != r.rest.Emitted || r.rest.Object != "" {
-		out, done, err := r.catchUp(ctx, start)
-		if err != nil || !done {
-			return out, err
-		}
+	out, done, err := r.catchUp(ctx, start)
+	if err != nil || !done {
+		return out, err
 	}
 	if r.stop() {
-		putHead(r.store.dir, r.rest.Emitted)
 		return sdfread.Stopped, nil
 	}
 	return r.pull(ctx, start)
@@ -165,7 +144,9 @@ func (r *reader) learn(names []string) {
 }
 
 // catchUp re-emits the objects after the restriction's position. done says
-// the archive is caught up and the call may pull.
+// the archive is caught up and the call may pull. Every call lists: only
+// the archive knows what another worker's uncommitted attempt archived and
+// acknowledged after the position, so no process-wide state may skip it.
 func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outcome, done bool, err error) {
 	names, err := r.store.list(ctx, r.rest.Emitted)
 	if err != nil {

@@ -185,9 +185,8 @@ func TestRestoreBehindAck(t *testing.T) {
 		}
 	}
 
-	// Restore: another worker (no process cache) resumes from the old
-	// checkpoint, and new messages arrive.
-	takeHead(p.st.dir)
+	// Restore: another worker resumes from the old checkpoint, and new
+	// messages arrive.
 	q := newPlainReader(t, e, dir)
 	q.rest = checkpoint
 	third := e.publish(purchase("D", "2026-11-04T10:40:00Z", "5"))
@@ -220,6 +219,109 @@ func TestRestoreBehindAck(t *testing.T) {
 	k := oracle.Key{WindowStart: w10, Dims: "{}"}
 	if got := res.Final[k]; got.RevenueMicros != 175_000_000 || got.Count != 4 {
 		t.Errorf("[10:00, 11:00) = %v, want 175.000000 (4 events)", got)
+	}
+}
+
+// heldPull is a subscription whose pulls wait for release and then find
+// nothing; pulling is closed once the first pull waits.
+type heldPull struct {
+	subscriber
+	once    *sync.Once
+	pulling chan struct{}
+	release <-chan struct{}
+}
+
+func (h heldPull) Pull(context.Context, *pb.PullRequest, ...gax.CallOption) (*pb.PullResponse, error) {
+	h.once.Do(func() { close(h.pulling) })
+	<-h.release
+	return &pb.PullResponse{}, nil
+}
+
+// A key that comes back to worker A re-emits what worker B archived and
+// acknowledged after the restored position, whatever A has seen of the
+// archive: only the archive knows. A's last call, begun before the key
+// moved, is still waiting on a pull while B resumes from the checkpoint,
+// archives, acknowledges and emits a message (a bundle the runner never
+// commits); A's call then ends cleanly at the checkpoint, and the key comes
+// back to A from the checkpoint. A process-wide cache of the archive's head
+// told A's next call that nothing followed the checkpoint: it did not list,
+// and the message, gone from Pub/Sub, never reached the pipeline.
+func TestKeyBackFromAnotherWorkerReEmitsItsArchive(t *testing.T) {
+	e := newEmulator(t, 10*time.Second)
+	dir := t.TempDir()
+	a := newPlainReader(t, e, dir)
+	first := e.publish(purchase("A", "2026-11-04T10:15:00Z", "100"))
+	a.drain(t)
+	checkpoint, committed := a.rest, slices.Clone(a.out)
+	if len(a.out) != 1 || checkpoint.Emitted == "" {
+		t.Fatalf("worker A emitted %d records up to %q, want 1 and an archive position", len(a.out), checkpoint.Emitted)
+	}
+
+	// A's next call waits on its pull.
+	pulling, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	unblock := func() { released.Do(func() { close(release) }) }
+	defer unblock()
+	a.tweak = func(r *reader) {
+		r.sub = heldPull{subscriber: r.sub, once: &once, pulling: pulling, release: release}
+	}
+	ended := make(chan error, 1)
+	go func() {
+		out, _, err := a.call(context.Background())
+		if err == nil && out != sdfread.CaughtUp {
+			err = fmt.Errorf("outcome %v, want caught up", out)
+		}
+		ended <- err
+	}()
+	<-pulling
+
+	// Meanwhile worker B resumes the key from the checkpoint.
+	b := newPlainReader(t, e, dir)
+	b.rest = checkpoint
+	second := e.publish(purchase("B", "2026-11-04T10:20:00Z", "50"))
+	b.drain(t)
+	want := []string{"pubsub:" + second[0]}
+	if got := positions(b.out); !slices.Equal(got, want) {
+		t.Fatalf("worker B emitted %v, want %v", got, want)
+	}
+	for _, id := range append(slices.Clone(first), second...) {
+		if m := e.message(id); m.Deliveries != 1 || m.Acks != 1 {
+			t.Fatalf("message %s: %d deliveries, %d acks; want 1 and 1", id, m.Deliveries, m.Acks)
+		}
+	}
+
+	unblock()
+	if err := <-ended; err != nil {
+		t.Fatalf("worker A's waiting call: %v", err)
+	}
+	if a.rest.Emitted != checkpoint.Emitted || len(a.out) != 1 {
+		t.Fatalf("worker A's waiting call moved to %q and emitted %d records; want %q and nothing new",
+			a.rest.Emitted, len(a.out)-1, checkpoint.Emitted)
+	}
+
+	// B's bundle never commits: the key comes back to A from the checkpoint.
+	a.rest, a.tweak, a.out = checkpoint, nil, nil
+	a.drain(t)
+	if got := positions(a.out); !slices.Equal(got, want) {
+		t.Errorf("worker A, back at the checkpoint, emitted %v; want B's record %v re-emitted from the archive", got, want)
+	}
+	if a.rest.Emitted != b.rest.Emitted {
+		t.Errorf("worker A ended at %q, want B's object %q", a.rest.Emitted, b.rest.Emitted)
+	}
+
+	// What the pipeline saw, B's uncommitted output kept (the worst case):
+	// each message counted once.
+	seen := slices.Concat(committed, b.out, a.out)
+	res := oracle.ReplayRecords(map[string][]model.Record{Partition: seen}, oracle.DefaultSettings(time.Now()))
+	if err := res.Conserved(); err != nil {
+		t.Error(err)
+	}
+	if res.Read != 3 || res.Counted != 2 || res.Duplicates != 1 {
+		t.Errorf("read %d counted %d duplicates %d; want 3 = 2 counted (A B) + 1 duplicate (B re-emitted)", res.Read, res.Counted, res.Duplicates)
+	}
+	k := oracle.Key{WindowStart: w10, Dims: "{}"}
+	if got := res.Final[k]; got.RevenueMicros != 150_000_000 || got.Count != 2 {
+		t.Errorf("[10:00, 11:00) = %v, want 150.000000 (2 events)", got)
 	}
 }
 
@@ -496,7 +598,6 @@ func TestPullFailureIsNotIdleness(t *testing.T) {
 			r.sub = failingPull{}
 			if tc.out == sdfread.Retry {
 				r.store = &store{dir: t.TempDir()}
-				putHead(r.store.dir, "")
 				r.rest.Started = true
 				out, err := r.pull(context.Background(), start)
 				if err != nil || out != sdfread.Retry {
@@ -517,13 +618,12 @@ type downstreamFailure struct{}
 
 // A bundle retried after a downstream step failed inside emit re-emits
 // every message of the failed call, although that call archived and
-// acknowledged them, and in the same process: the process's archive head
-// never decides what a retry reads.
+// acknowledged them, in the same process.
 func TestRetryAfterDownstreamFailure(t *testing.T) {
 	e := newEmulator(t, 10*time.Second)
 	dir := t.TempDir()
 	p := newPlainReader(t, e, dir)
-	p.drain(t) // a clean call: this process now knows the archive's head
+	p.drain(t) // a clean call first
 	committed := p.rest
 
 	var ids []string

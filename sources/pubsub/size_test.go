@@ -100,7 +100,6 @@ func TestSizeFollowsTheBacklog(t *testing.T) {
 
 	// Another worker restores the key from its first state: the whole
 	// archive (at least six objects of up to ten) is to re-emit.
-	takeHead(p.st.dir)
 	q := newPlainReader(t, e, dir)
 	q.tweak = small
 	if out, _, err := q.call(context.Background()); err != nil || out != sdfread.Budget {

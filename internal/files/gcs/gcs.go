@@ -1,25 +1,34 @@
 // Package gcs serves gs:// paths to internal/files: importing it registers Beam's
-// GCS filesystem and the ranged reads and not-found errors of
-// files.ReadRanges. Binaries import it for that side effect; transforms and
-// pipeline do not, so they link no GCS client (testing/deps checks it).
+// GCS filesystem, the ranged reads and not-found errors of files.ReadRanges
+// and the listings of files.ListAfter. Binaries import it for that side
+// effect; transforms and pipeline do not, so they link no GCS client
+// (testing/deps checks it).
 package gcs
 
 import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"cloud.google.com/go/storage"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
+	"google.golang.org/api/iterator"
 
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs" // gs://
 )
 
-func init() { files.RegisterStore("gs", files.Store{Ranges: ranges, NotExist: notExist}) }
+func init() {
+	files.RegisterStore("gs", files.Store{Ranges: ranges, ListFrom: listFrom, NotExist: notExist})
+}
+
+func client() (*storage.Client, error) {
+	return files.Client("gs store", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
+}
 
 func ranges(ctx context.Context, bucket, object string) (func(model.LineRef) (io.ReadCloser, error), error) {
-	c, err := files.Client("gs ranges", func() (*storage.Client, error) { return storage.NewClient(context.Background()) })
+	c, err := client()
 	if err != nil {
 		return nil, err
 	}
@@ -31,4 +40,31 @@ func ranges(ctx context.Context, bucket, object string) (func(model.LineRef) (io
 
 func notExist(err error) bool {
 	return errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist)
+}
+
+// listFrom lists with startOffset (inclusive), names only; the delimiter
+// folds what lies deeper into prefixes, which are skipped.
+func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, error) {
+	c, err := client()
+	if err != nil {
+		return nil, err
+	}
+	q := &storage.Query{Prefix: prefix, Delimiter: "/", StartOffset: start}
+	if err := q.SetAttrSelection([]string{"Name"}); err != nil {
+		return nil, err
+	}
+	var names []string
+	it := c.Bucket(bucket).Objects(ctx, q)
+	for {
+		o, err := it.Next()
+		if err == iterator.Done {
+			return names, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if name := strings.TrimPrefix(o.Name, prefix); name != "" {
+			names = append(names, name)
+		}
+	}
 }

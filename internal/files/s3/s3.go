@@ -1,7 +1,7 @@
 // Package s3 serves s3:// paths to internal/files, as internal/files/gcs serves gs://:
-// importing it registers Beam's S3 filesystem and the ranged reads and
-// not-found errors of files.ReadRanges, so transforms and pipeline link no
-// AWS client.
+// importing it registers Beam's S3 filesystem, the ranged reads and
+// not-found errors of files.ReadRanges and the listings of files.ListAfter,
+// so transforms and pipeline link no AWS client.
 package s3
 
 import (
@@ -21,10 +21,12 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3" // s3:// (AWS_* environment)
 )
 
-func init() { files.RegisterStore("s3", files.Store{Ranges: ranges, NotExist: notExist}) }
+func init() {
+	files.RegisterStore("s3", files.Store{Ranges: ranges, ListFrom: listFrom, NotExist: notExist})
+}
 
-func ranges(ctx context.Context, bucket, key string) (func(model.LineRef) (io.ReadCloser, error), error) {
-	c, err := files.Client("s3 ranges", func() (*s3.Client, error) {
+func client() (*s3.Client, error) {
+	return files.Client("s3 store", func() (*s3.Client, error) {
 		// As Beam's s3 filesystem builds its own.
 		cfg, err := awsconfig.LoadDefaultConfig(context.Background())
 		if err != nil {
@@ -32,6 +34,10 @@ func ranges(ctx context.Context, bucket, key string) (func(model.LineRef) (io.Re
 		}
 		return s3.NewFromConfig(cfg), nil
 	})
+}
+
+func ranges(ctx context.Context, bucket, key string) (func(model.LineRef) (io.ReadCloser, error), error) {
+	c, err := client()
 	if err != nil {
 		return nil, err
 	}
@@ -59,4 +65,31 @@ func notExist(err error) bool {
 func s3Missing(err error) bool {
 	msg := err.Error()
 	return strings.HasPrefix(msg, "error getting object s3://") && strings.Contains(msg, "response error StatusCode: 404")
+}
+
+// listFrom lists with start-after (exclusive: start is never wanted, as a
+// name or as the prefix itself); the delimiter folds what lies deeper into
+// common prefixes, which are skipped.
+func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, error) {
+	c, err := client()
+	if err != nil {
+		return nil, err
+	}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/")}
+	if start != "" {
+		in.StartAfter = aws.String(start)
+	}
+	var names []string
+	for p := s3.NewListObjectsV2Paginator(c, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			if name := strings.TrimPrefix(aws.ToString(o.Key), prefix); name != "" {
+				names = append(names, name)
+			}
+		}
+	}
+	return names, nil
 }
