@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -70,8 +71,10 @@ func (o DedupOptions) Validate() error {
 //
 // Before any dedup verdict WatermarkGate applies rule (b) of the too-late
 // gate on a few keys of its own; the dedup shards, however many, carry no
-// watermark timers: they learn the watermark, to forget ids, from what the
-// gate stamped on the events (model.Event.PipelineWatermark). Their work
+// watermark timers. In arrival order they learn the watermark, to forget
+// ids, from what the gate stamped on the events
+// (model.Event.PipelineWatermark); in position order, from their own
+// release timers (releaseClock), set only for batches they hold. Their work
 // per record does not grow with the shard count but through the batches'
 // size (issue #25).
 //
@@ -151,7 +154,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 		return fmt.Errorf("dedup: %w", err)
 	}
 	// How far the sources had read (the read-ahead account's frontier), and
-	// the gate's watermark, by which dedup forgets.
+	// the gate's watermark, by which dedup forgets in arrival order.
 	read, known := model.NoWatermark, model.NoWatermark
 	for i := range events {
 		read, known = max(read, events[i].WatermarkBefore), max(known, events[i].PipelineWatermark)
@@ -162,21 +165,28 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	if err := f.advance(ctx, sp, shard, st, known); err != nil {
-		return err
-	}
-	if f.ByPosition && len(events) > 0 {
-		if err := f.held().hold(sp, tp, st, batch, batchTimestamp(events)); err != nil {
-			return fmt.Errorf("dedup: %w", err)
+	if f.ByPosition {
+		// Held, not judged: the shard forgets only as its release timers
+		// fire (OnTimer), never by the watermark stamped on a batch.
+		if len(events) > 0 {
+			if err := f.held().hold(sp, tp, st, batch, batchTimestamp(events)); err != nil {
+				return fmt.Errorf("dedup: %w", err)
+			}
 		}
 		return f.store(shard).save(ctx, sp, st, f.evictions)
 	}
-	return f.judge(ctx, sp, shard, st, events, emit, conflict)
+	if err := f.advance(ctx, sp, shard, st, known); err != nil {
+		return err
+	}
+	if err := f.judge(ctx, sp, st, events, emit, conflict); err != nil {
+		return err
+	}
+	return f.store(shard).save(ctx, sp, st, f.evictions)
 }
 
-// judge gives each event its verdict in the order given, emits, appends the
-// counted ids to the bag and saves the shard.
-func (f *dedupFn) judge(ctx context.Context, sp state.Provider, shard int, st *shardState, events []model.Event,
+// judge gives each event its verdict in the order given, emits and appends
+// the counted ids to the bag; the caller saves the shard.
+func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, events []model.Event,
 	emit func(model.Event), conflict func(model.Conflict)) error {
 	var added idBlobs
 	for _, e := range events {
@@ -211,14 +221,15 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, shard int, st *s
 	}
 	st.stored += added.n
 	f.entries.Update(ctx, int64(st.ids.n))
-	return f.store(shard).save(ctx, sp, st, f.evictions)
+	return nil
 }
 
-// advance moves the shard to the watermark the gate stamped on a batch:
-// it forgets the ids whose retention passed and rewrites the ids bag when
-// compaction is due. Ids are forgotten when the watermark is known to have
-// passed their expiry, as the gate's expiry timers tell it, before the
-// batch that brings the news is judged.
+// advance moves the shard's expiry clock to w: it forgets the ids whose
+// retention passed and rewrites the ids bag when compaction is due (the
+// rewrite keeps every id the clock has not expired, so a reload and the
+// cache agree). The clock is, in arrival order, the watermark the gate
+// stamped on a batch, before the batch that brings the news is judged; in
+// position order, the time of the shard's last release (releaseClock).
 func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st *shardState, w int64) error {
 	forgot, compact := st.advance(shard, w, f.RetentionMs, f.Policy)
 	if forgot > 0 {
@@ -260,7 +271,39 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	return f.judge(ctx, sp, shard, st, events, emit, conflict)
+	if err := f.judge(ctx, sp, st, events, emit, conflict); err != nil {
+		return err
+	}
+	if err := f.advance(ctx, sp, shard, st, releaseClock(at)); err != nil {
+		return err
+	}
+	return f.store(shard).save(ctx, sp, st, f.evictions)
+}
+
+// releaseClock is how far a shard in position order may forget once its
+// release timer at at has fired and what it released is judged: to at - 1,
+// the time the timer waited for. Invariant: no id is forgotten while a copy
+// that could still be judged needs it. A window's ids expire at
+// window_end + retention, after its close (retention >= window + lateness).
+//   - A batch still held waits for a time >= at (release took those before
+//     it), and each of its events passed rule (a), so its window closes after
+//     the event's partition watermark, which is >= the batch's wait: after
+//     at - 1.
+//   - A copy not yet here: the timer fired, so the step's input watermark is
+//     >= at. A copy on its way holds that watermark at or below its
+//     window's close, and the gate passes none once it fired the close
+//     timer; so no copy of a window whose expiry is <= at - 1 can come.
+//
+// The watermark the gate stamped on a batch gives no such bound (a gate key
+// may be ahead of the one that passed a held or travelling copy), so in
+// position order it never makes the shard forget. A release at or before
+// the earliest timestamp (a record with no partition watermark yet) moves
+// nothing.
+func releaseClock(at int64) int64 {
+	if at-1 <= int64(mtime.MinTimestamp) {
+		return model.NoWatermark
+	}
+	return at - 1
 }
 
 // shardStore reads and writes a keyed step's shardState: a meta value and,

@@ -25,7 +25,8 @@ import (
 // release timer), and released events are judged in (timestamp, partition,
 // file, line) order. The price: a wait for the skew between partitions, one
 // more bag write and read, a timer per batch. Records already behind the
-// watermark are released at once.
+// watermark are released at once. The shard forgets ids only as these
+// release timers fire (releaseClock), so never while a held copy needs one.
 
 const tagRelease = 'r' // just after a held batch's wait (see hold): release it
 
