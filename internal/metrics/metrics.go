@@ -162,9 +162,12 @@ type Counts struct {
 	QuarantinedBy map[string]int64 `json:"quarantined_by_reason"`
 	ReadBy        map[string]int64 `json:"read_by_partition"`
 	// Rows counts snapshot rows by result state.
-	Rows          map[string]int64 `json:"rows_by_state"`
-	AfterFinal    int64            `json:"invariant_data_after_final"`
-	DedupElements int64            `json:"dedup_elements"`
+	Rows       map[string]int64 `json:"rows_by_state"`
+	AfterFinal int64            `json:"invariant_data_after_final"`
+	// ReplayedIntoFinal counts the counted events of windows the sink
+	// already held as FINAL (a restart's replay): their FINAL rows stay.
+	ReplayedIntoFinal int64 `json:"replayed_into_final"`
+	DedupElements     int64 `json:"dedup_elements"`
 	// Lateness and Arrival are read from the delay bucket counters.
 	Lateness     delay.Histogram `json:"event_lateness"`
 	Arrival      delay.Histogram `json:"arrival_delay"`
@@ -262,7 +265,7 @@ func CountsOf(named map[string]int64) Counts {
 	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
 	fixed := map[Name]*int64{
 		Read: &c.Read, Counted: &c.Counted, Duplicates: &c.Duplicates, Conflicts: &c.Conflicts,
-		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal, DedupElements: &c.DedupElements,
+		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal, ReplayedIntoFinal: &c.ReplayedIntoFinal, DedupElements: &c.DedupElements,
 		SinkRowsAccepted: &c.SinkAccepted, SinkRowsStale: &c.SinkStale, SinkAuditInserted: &c.SinkAudit, SinkRetries: &c.SinkRetries,
 	}
 	for name, v := range named {
