@@ -145,7 +145,6 @@ func (o options) validate() error {
 		cli.ErrIf(o.hours <= minHours || o.hours > maxHours, "--hours=%v: want more than %.0f (the steady state is measured past the retention and two windows) and at most %d", o.hours, minHours, maxHours),
 		cli.ErrIf(o.dup < 0 || o.dup >= 1, "--dup=%v: want a fraction from 0 to below 1", o.dup),
 		cli.ErrIf(o.memGiB <= 0 || o.memGiB > maxMemGiB, "--worker-memory-gib=%v: want more than 0 and at most %d", o.memGiB, maxMemGiB),
-		cli.ErrIf(0.75*o.memGiB <= 2, "--worker-memory-gib=%v leaves the dedup cache no room: 3/4 of it must exceed the 2 GiB base", o.memGiB),
 		cli.ErrIf(o.vcpuRate < 1, "--vcpu-rate=%v: want at least 1 event/s", o.vcpuRate),
 		cli.ErrIf(o.checkpointEvery <= 0, "--checkpoint-interval=%v: want more than 0", o.checkpointEvery),
 		cli.ErrIf(o.uploadMBps <= 0, "--upload-mbps=%v: want more than 0", o.uploadMBps),
@@ -154,7 +153,16 @@ func (o options) validate() error {
 	for _, rate := range o.rates {
 		errs = append(errs, cli.ErrIf(rate <= 0 || rate > maxRate, "--rates: bad rate %d: want 1 to %d events/s", rate, maxRate))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, rate := range o.rates {
+		shards := pipeline.ShardsFor("flink", rate, retention, policy.Window)
+		if _, cache, ceiling, ok := workersFor(o, rate, shards); !ok {
+			return fmt.Errorf("--worker-memory-gib=%v: a worker caps its dedup cache at %.2f GiB (its memory limit less 1 GiB), below the %d GiB one shard needs at %d ev/s", o.memGiB, float64(ceiling)/(1<<30), cache>>30, rate)
+		}
+	}
+	return nil
 }
 
 // run simulates each rate and prints the measurements and the plan.
@@ -182,21 +190,19 @@ func run(o options, w io.Writer) error {
 	fmt.Fprintf(w, "\nDay at 20,000 ev/s: %s ids; the key limit is 64 MB (SPEC §8).\n\n", num(20000*86400))
 
 	fmt.Fprint(w, "## Capacity plan\n\n")
-	fmt.Fprintf(w, "Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker; memory = 2 GiB base (runner + SDK harness) + the decoded dedup shards the worker owns (measured), at most 75 %% of the machine, the Go memory limit the workers apply; --dedup-cache is the launcher's default for that worker count.\n\n",
-		o.vcpus, o.memGiB, num(o.vcpuRate), o.checkpointEvery, o.uploadMBps)
+	fmt.Fprintf(w, "Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker. Workers: enough vCPUs for the rate, and enough that the launcher's --dedup-cache for that count (%.1f B per id of the shards a worker owns) fits under the cap the workers put on their cache (their Go memory limit, 3/4 of the machine, less 1 GiB: %.0f GiB), so every worker caches the shards it owns; memory = 2 GiB base (runner + SDK harness) + the decoded shards the busiest worker owns (measured).\n\n",
+		o.vcpus, o.memGiB, num(o.vcpuRate), o.checkpointEvery, o.uploadMBps, transforms.DedupCacheBytesPerID,
+		float64(transforms.DedupCacheCeiling(transforms.MemoryLimitFor(o.memoryBytes())))/(1<<30))
 	fmt.Fprint(w, "| runner | rate ev/s | workers | memory / worker | disk / worker | dedup state (steady / peak) | checkpoint (incremental / full) | checkpoint duration | largest key |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, runner := range []string{"Flink (RocksDB, incremental)", "Dataflow (Streaming Engine)"} {
 		for _, m := range ms {
-			// Enough vCPUs for the rate, and memory to cache every shard a worker owns.
-			cacheTotal := float64(m.cacheBytes) * float64(m.shards)
-			workers := max(int(math.Ceil(float64(m.rate)/(float64(o.vcpus)*o.vcpuRate))),
-				int(math.Ceil(cacheTotal/((0.75*o.memGiB-2)*(1<<30)))))
+			// validate checked that some count fits.
+			workers, cache, _, _ := workersFor(o, m.rate, m.shards)
 			steady, peak := m.avgBytes*int64(m.shards), m.peakBytes*int64(m.shards)
-			cachePerWorker := cacheTotal / float64(workers)
-			// The launcher's cache for this many workers, and the workers' memory limit.
-			cache := pipeline.DedupCacheFor("flink", m.rate, m.shards, workers, retention+p.Window+10*time.Minute)
-			limit := transforms.MemoryLimitFor(int64(o.memGiB * (1 << 30)))
-			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
+			owned := (m.shards + workers - 1) / workers
+			measuredCache := float64(m.cacheBytes) * float64(owned)
+			limit := transforms.MemoryLimitFor(o.memoryBytes())
+			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (measuredCache+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
 			// Per checkpoint interval: new ids and compaction rewrites, x2 for RocksDB's write
 			// amplification.
 			perSec := float64(m.AppendedBytes+m.CompactedBytes) / (o.hours * 3600) * float64(m.shards)
