@@ -8,9 +8,10 @@ import (
 )
 
 // TestDedupCacheFor: the --dedup-cache a worker gets is what the shards it
-// owns hold, the figure docs/capacity.md's plan gives (24 GiB for 4
+// owns hold, as docs/capacity.md's cache rule states it (24 GiB for 4
 // workers at 20,000 ev/s, and for 20 at 100,000): 512 shards of 920,000
-// ids (26h10m at 9.77 ev/s) at 52.5 bytes, 23.03 GiB, rounded up.
+// ids (26h10m at 9.77 ev/s) at 52.5 bytes, 23.03 GiB, rounded up. Both are
+// above a 32 GiB worker's 23 GiB cap, so the plan takes 5 and 21 workers.
 func TestDedupCacheFor(t *testing.T) {
 	const gib = 1 << 30
 	retention, window := 25*time.Hour, time.Hour

@@ -175,11 +175,11 @@ func shardBytes(st *shardState) int64 {
 // harness, Flink's TaskManager) and the kernel's.
 func MemoryLimitFor(memory int64) int64 { return memory / 4 * 3 }
 
-// cacheCeiling is the most the cache may hold under a memory limit: the
-// limit less what the rest of the process needs (bundles in flight, a
+// DedupCacheCeiling is the most the cache may hold under a memory limit:
+// the limit less what the rest of the process needs (bundles in flight, a
 // shard being decoded, the revision step's rows), 1 GiB or a quarter of a
-// small limit.
-func cacheCeiling(limit int64) int64 { return limit - min(1<<30, limit/4) }
+// small limit. cmd/scale plans workers whose --dedup-cache fits under it.
+func DedupCacheCeiling(limit int64) int64 { return limit - min(1<<30, limit/4) }
 
 // decideMemoryLimit is the rule: an explicit GOMEMLIMIT (env, the
 // runtime's own parse of it in current) or a limit something in the process
@@ -209,7 +209,7 @@ func applyMemoryLimit() {
 			return
 		}
 		want := shardCache.setLimitOf()
-		bound := shardCache.setCeiling(cacheCeiling(limit))
+		bound := shardCache.setCeiling(DedupCacheCeiling(limit))
 		// One line when the limit lowers the cache (a plan that does not
 		// fit the worker), else at debug: a prism run's output is unchanged.
 		level := slog.LevelDebug

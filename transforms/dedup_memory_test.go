@@ -36,10 +36,10 @@ func TestMemoryLimitRule(t *testing.T) {
 			}
 		})
 	}
-	if got := cacheCeiling(24 * gib); got != 23*gib {
+	if got := DedupCacheCeiling(24 * gib); got != 23*gib {
 		t.Fatalf("cache ceiling under 24 GiB = %d, want 23 GiB", got)
 	}
-	if got := cacheCeiling(2 * gib); got != 3*gib/2 {
+	if got := DedupCacheCeiling(2 * gib); got != 3*gib/2 {
 		t.Fatalf("cache ceiling under 2 GiB = %d, want 1.5 GiB", got)
 	}
 }

@@ -8,8 +8,11 @@
 package main
 
 import (
-	"flag"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"os"
 	"slices"
@@ -18,6 +21,8 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
@@ -36,73 +41,185 @@ type measured struct {
 	transforms.DedupShardStats // the whole run's
 }
 
-func main() {
-	ratesFlag := flag.String("rates", "20000,100000", "design rates (events/s), comma-separated")
-	hours := flag.Float64("hours", 60, "event time simulated (past two retention periods: the bag's first compaction shows)")
-	dupFrac := flag.Float64("dup", 0.03, "fraction of events that are retried copies")
-	vcpus := flag.Int("worker-vcpus", 4, "vCPUs per worker")
-	memGiB := flag.Float64("worker-memory-gib", 32, "memory per worker, GiB (a 4-vCPU high-memory machine)")
-	vcpuRate := flag.Float64("vcpu-rate", 10_000, "events/s one vCPU sustains on a distributed runner (prism measures ~50,000/core; the portable harness adds a gRPC data and state round trip per batch, hence the margin)")
-	ckptEvery := flag.Duration("checkpoint-interval", time.Minute, "Flink checkpoint interval")
-	uploadMBps := flag.Float64("upload-mbps", 100, "checkpoint upload bandwidth per worker, MB/s")
-	flag.Parse()
+func main() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) }
 
-	p := triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour}
-	retention := p.Window + p.AllowedLateness
-	var ms []measured
-	for _, f := range strings.Split(*ratesFlag, ",") {
-		rate, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || rate <= 0 {
-			fmt.Fprintf(os.Stderr, "scale: --rates: bad rate %q\n", f)
-			os.Exit(2)
+// Main runs cmd/scale with args (without the program name) and returns its exit code: a bad flag,
+// value or argument is one line on stderr and exit 2, before anything is simulated.
+func Main(args []string, stdout, stderr io.Writer) int {
+	return cli.Main(cli.Command[*options]{
+		Name:     "scale",
+		Parse:    parse,
+		Usage:    usage,
+		Validate: func(o *options) (slog.Level, error) { return slog.LevelInfo, o.validate() },
+		Run: func(_ context.Context, o *options, stdout io.Writer) (int, error) {
+			if err := run(*o, stdout); err != nil {
+				return 1, err
+			}
+			return 0, nil
+		},
+	}, args, stdout, stderr)
+}
+
+// options are cmd/scale's settings: the load simulated and the workers planned for it.
+type options struct {
+	rates           []int
+	hours, dup      float64
+	vcpus           int
+	memGiB          float64
+	vcpuRate        float64
+	checkpointEvery time.Duration
+	uploadMBps      float64
+}
+
+func defaults() options {
+	return options{rates: []int{20_000, 100_000}, hours: 60, dup: 0.03, vcpus: 4, memGiB: 32, vcpuRate: 10_000,
+		checkpointEvery: time.Minute, uploadMBps: 100}
+}
+
+// The policy the plan is for: cmd/launch's defaults.
+var (
+	policy    = triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour}
+	retention = policy.Window + policy.AllowedLateness
+	// minHours is where simulate starts sampling the key's steady state: fewer hours measure none.
+	minHours = (retention + 2*policy.Window).Hours()
+)
+
+// Bounds past which the plan's arithmetic would overflow or the simulation not end.
+const (
+	maxRate   = 10_000_000
+	maxHours  = 1_000
+	maxMemGiB = 1 << 20 // 1 PiB
+)
+
+// flags binds cmd/scale's flag table to o.
+func flags(o *options) *cli.FlagSet {
+	return cli.NewPlainFlagSet("scale", []cli.Group{
+		{Title: "The load", Flags: []cli.Flag{
+			{Name: "rates", Value: rateList(&o.rates), Usage: "design rates (events/s), comma-separated"},
+			{Name: "hours", Value: cli.Float(&o.hours), Arg: "H",
+				Usage: fmt.Sprintf("event time simulated, more than %.0f and at most %d (past two retention periods: the bag's first compaction shows)", minHours, maxHours)},
+			{Name: "dup", Value: cli.Float(&o.dup), Arg: "FRACTION", Usage: "fraction of events that are retried copies, from 0 to below 1"},
+		}},
+		{Title: "The workers", Flags: []cli.Flag{
+			{Name: "worker-vcpus", Value: cli.Count(&o.vcpus), Usage: "vCPUs per worker"},
+			{Name: "worker-memory-gib", Value: cli.Float(&o.memGiB), Arg: "GIB", Usage: "memory per worker, GiB (a 4-vCPU high-memory machine)"},
+			{Name: "vcpu-rate", Value: cli.Float(&o.vcpuRate), Arg: "EV/S",
+				Usage: "events/s one vCPU sustains on a distributed runner (prism measures ~50,000/core; the portable harness adds a gRPC data and state round trip per batch, hence the margin)"},
+			{Name: "checkpoint-interval", Value: cli.Duration(&o.checkpointEvery), Usage: "Flink checkpoint interval"},
+			{Name: "upload-mbps", Value: cli.Float(&o.uploadMBps), Arg: "MB/S", Usage: "checkpoint upload bandwidth per worker, MB/s"},
+		}},
+	})
+}
+
+// rateList binds a comma-separated list of rates; validate checks their range.
+func rateList(p *[]int) cli.Value[[]int] {
+	return cli.Func(p, "EV/S,...", func(s string) ([]int, error) {
+		var rates []int
+		for _, f := range strings.Split(s, ",") {
+			rate, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("invalid rate %q in %q: want whole events/s", f, s)
+			}
+			rates = append(rates, rate)
 		}
+		return rates, nil
+	}, func(rates []int) string { return strings.Join(slicesx.Map(rates, strconv.Itoa), ",") })
+}
+
+func parse(args []string) (*options, error) {
+	o := defaults()
+	return &o, flags(&o).Parse(args)
+}
+
+func usage(w io.Writer) error {
+	o := defaults()
+	return flags(&o).WriteHelp(w, `Usage: scale [--rates=20000,100000] [--hours=60] [--worker-memory-gib=32] [flags]
+
+Simulates one dedup shard at each design rate through the dedup step's own state functions and
+prints a capacity plan for Flink and Dataflow (docs/capacity.md).`)
+}
+
+// validate checks every setting's range, each error naming its flag.
+func (o options) validate() error {
+	errs := []error{
+		cli.ErrIf(o.hours <= minHours || o.hours > maxHours, "--hours=%v: want more than %.0f (the steady state is measured past the retention and two windows) and at most %d", o.hours, minHours, maxHours),
+		cli.ErrIf(o.dup < 0 || o.dup >= 1, "--dup=%v: want a fraction from 0 to below 1", o.dup),
+		cli.ErrIf(o.memGiB <= 0 || o.memGiB > maxMemGiB, "--worker-memory-gib=%v: want more than 0 and at most %d", o.memGiB, maxMemGiB),
+		cli.ErrIf(o.vcpuRate < 1, "--vcpu-rate=%v: want at least 1 event/s", o.vcpuRate),
+		cli.ErrIf(o.checkpointEvery <= 0, "--checkpoint-interval=%v: want more than 0", o.checkpointEvery),
+		cli.ErrIf(o.uploadMBps <= 0, "--upload-mbps=%v: want more than 0", o.uploadMBps),
+		cli.ErrIf(len(o.rates) == 0, "--rates: want at least one rate"),
+	}
+	for _, rate := range o.rates {
+		errs = append(errs, cli.ErrIf(rate <= 0 || rate > maxRate, "--rates: bad rate %d: want 1 to %d events/s", rate, maxRate))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, rate := range o.rates {
+		shards := pipeline.ShardsFor("flink", rate, retention, policy.Window)
+		if _, cache, ceiling, ok := workersFor(o, rate, shards); !ok {
+			return fmt.Errorf("--worker-memory-gib=%v: a worker caps its dedup cache at %.2f GiB (its memory limit less 1 GiB), below the %d GiB one shard needs at %d ev/s", o.memGiB, float64(ceiling)/(1<<30), cache>>30, rate)
+		}
+	}
+	return nil
+}
+
+// run simulates each rate and prints the measurements and the plan.
+func run(o options, w io.Writer) error {
+	p := policy
+	var ms []measured
+	for _, rate := range o.rates {
 		shards := pipeline.ShardsFor("flink", rate, retention, p.Window)
-		ms = append(ms, simulate(p, retention, rate, shards, *hours, *dupFrac))
+		m, err := simulate(p, retention, rate, shards, o.hours, o.dup)
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
 	}
 
-	fmt.Print("## Measured: one dedup shard at the design rate\n\n")
-	fmt.Print("| rate ev/s | shards | ev/s per shard | live ids per key | key bytes (steady mean / peak) | largest key, any shard | largest value | state B/id (appended / peak key per live id) | cache B/id | reload of largest key | compactions (bytes) | judged ev/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprint(w, "## Measured: one dedup shard at the design rate\n\n")
+	fmt.Fprint(w, "| rate ev/s | shards | ev/s per shard | live ids per key | key bytes (steady mean / peak) | largest key, any shard | largest value | state B/id (appended / peak key per live id) | cache B/id | reload of largest key | compactions (bytes) | judged ev/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range ms {
-		fmt.Printf("| %s | %d | %.2f | %s | %s / %s | %s | %s | %.1f / %.1f | %.1f | %v | %d (%s) | %s |\n",
+		fmt.Fprintf(w, "| %s | %d | %.2f | %s | %s / %s | %s | %s | %.1f / %.1f | %.1f | %v | %d (%s) | %s |\n",
 			num(float64(m.rate)), m.shards, m.shardRate, num(float64(m.peakLive)), mb(m.avgBytes), mb(m.peakBytes),
 			mb(largestKey(m)), mb(int64(m.MaxValue)),
 			float64(m.AppendedBytes)/float64(m.counted), float64(m.peakBytes)/float64(m.peakLive), float64(m.cacheBytes)/float64(m.peakLive),
 			m.reload.Round(time.Millisecond), m.Compactions, mb(m.CompactedBytes), num(float64(m.events)/m.seconds))
 	}
-	fmt.Printf("\nDay at 20,000 ev/s: %s ids; the key limit is 64 MB (SPEC §8).\n\n", num(20000*86400))
+	fmt.Fprintf(w, "\nDay at 20,000 ev/s: %s ids; the key limit is 64 MB (SPEC §8).\n\n", num(20000*86400))
 
-	fmt.Print("## Capacity plan\n\n")
-	fmt.Printf("Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker; memory = 2 GiB base (runner + SDK harness) + the decoded dedup shards the worker owns (measured), at most 75 %% of the machine, the Go memory limit the workers apply; --dedup-cache is the launcher's default for that worker count.\n\n",
-		*vcpus, *memGiB, num(*vcpuRate), *ckptEvery, *uploadMBps)
-	fmt.Print("| runner | rate ev/s | workers | memory / worker | disk / worker | dedup state (steady / peak) | checkpoint (incremental / full) | checkpoint duration | largest key |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprint(w, "## Capacity plan\n\n")
+	fmt.Fprintf(w, "Assumptions: %d vCPUs and %.0f GiB per worker, %s ev/s per vCPU, Flink checkpoints every %v uploaded at %.0f MB/s per worker. Workers: enough vCPUs for the rate, and enough that the launcher's --dedup-cache for that count (%.1f B per id of the shards a worker owns) fits under the cap the workers put on their cache (their Go memory limit, 3/4 of the machine, less 1 GiB: %.0f GiB), so every worker caches the shards it owns; memory = 2 GiB base (runner + SDK harness) + the decoded shards the busiest worker owns (measured).\n\n",
+		o.vcpus, o.memGiB, num(o.vcpuRate), o.checkpointEvery, o.uploadMBps, transforms.DedupCacheBytesPerID,
+		float64(transforms.DedupCacheCeiling(transforms.MemoryLimitFor(o.memoryBytes())))/(1<<30))
+	fmt.Fprint(w, "| runner | rate ev/s | workers | memory / worker | disk / worker | dedup state (steady / peak) | checkpoint (incremental / full) | checkpoint duration | largest key |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, runner := range []string{"Flink (RocksDB, incremental)", "Dataflow (Streaming Engine)"} {
 		for _, m := range ms {
-			// Enough vCPUs for the rate, and memory to cache every shard a worker owns.
-			cacheTotal := float64(m.cacheBytes) * float64(m.shards)
-			workers := max(int(math.Ceil(float64(m.rate)/(float64(*vcpus)**vcpuRate))),
-				int(math.Ceil(cacheTotal/((0.75**memGiB-2)*(1<<30)))))
+			// validate checked that some count fits.
+			workers, cache, _, _ := workersFor(o, m.rate, m.shards)
 			steady, peak := m.avgBytes*int64(m.shards), m.peakBytes*int64(m.shards)
-			cachePerWorker := cacheTotal / float64(workers)
-			// The launcher's cache for this many workers, and the workers' memory limit.
-			cache := pipeline.DedupCacheFor("flink", m.rate, m.shards, workers, retention+p.Window+10*time.Minute)
-			limit := transforms.MemoryLimitFor(int64(*memGiB * (1 << 30)))
-			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (cachePerWorker+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
+			owned := (m.shards + workers - 1) / workers
+			measuredCache := float64(m.cacheBytes) * float64(owned)
+			limit := transforms.MemoryLimitFor(o.memoryBytes())
+			mem := fmt.Sprintf("%.1f GiB (--dedup-cache %dGiB, GOMEMLIMIT %.0fGiB)", (measuredCache+2*(1<<30))/(1<<30), cache>>30, float64(limit)/(1<<30))
 			// Per checkpoint interval: new ids and compaction rewrites, x2 for RocksDB's write
 			// amplification.
-			perSec := float64(m.AppendedBytes+m.CompactedBytes) / (*hours * 3600) * float64(m.shards)
-			incr := int64(2 * perSec * ckptEvery.Seconds())
+			perSec := float64(m.AppendedBytes+m.CompactedBytes) / (o.hours * 3600) * float64(m.shards)
+			incr := 2 * perSec * o.checkpointEvery.Seconds()
 			if strings.HasPrefix(runner, "Flink") {
 				disk := fmt.Sprintf("%s local SSD (2x its peak state)", gb(2*peak/int64(workers)))
-				dur := float64(incr)/float64(workers)/(*uploadMBps*1e6) + 1
-				fmt.Printf("| %s | %s | %d | %s | %s | %s / %s | %s / %s | ~%.0f s (restore of the full state: ~%.0f s) | %s |\n",
+				dur := incr/float64(workers)/(o.uploadMBps*1e6) + 1
+				fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s / %s | %s / %s | ~%.0f s (restore of the full state: ~%.0f s) | %s |\n",
 					runner, num(float64(m.rate)), workers, mem, disk, gb(steady), gb(peak), mb(incr), gb(peak), dur,
-					float64(peak)/float64(workers)/(*uploadMBps*1e6), mb(largestKey(m)))
+					float64(peak)/float64(workers)/(o.uploadMBps*1e6), mb(largestKey(m)))
 			} else {
-				fmt.Printf("| %s | %s | %d | %s | boot disk only (state in Streaming Engine) | %s / %s | no checkpoints: commits %s/s | per work item, small | %s |\n",
-					runner, num(float64(m.rate)), workers, mem, gb(steady), gb(peak), mb(int64(perSec/2*2)), mb(largestKey(m)))
+				fmt.Fprintf(w, "| %s | %s | %d | %s | boot disk only (state in Streaming Engine) | %s / %s | no checkpoints: commits %s/s | per work item, small | %s |\n",
+					runner, num(float64(m.rate)), workers, mem, gb(steady), gb(peak), mb(perSec/2*2), mb(largestKey(m)))
 			}
 		}
 	}
+	return nil
 }
 
 // largestKey is the peak key plus the spread of a binomial over shards:
@@ -114,7 +231,7 @@ func largestKey(m measured) int64 {
 
 // simulate runs one shard at rate/shards events/s over hours of event time,
 // a batch per second of traffic, the watermark 10 minutes behind.
-func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hours, dupFrac float64) measured {
+func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hours, dupFrac float64) (measured, error) {
 	m := measured{rate: rate, shards: shards, shardRate: float64(rate) / float64(shards)}
 	sim := transforms.NewDedupShardSim(p, retention.Milliseconds())
 	base := time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -161,6 +278,9 @@ func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hour
 	}
 	flush(lastFlush)
 	m.seconds = time.Since(start).Seconds()
+	if peakBag == nil || samples == 0 {
+		return m, fmt.Errorf("--hours=%v at %.2f ev/s per shard measures no steady state: simulate more hours", hours, m.shardRate)
+	}
 	m.avgBytes = int64(sum / float64(max(samples, 1)))
 	m.DedupShardStats = sim.DedupShardStats
 	// The reload a cache miss costs, at the key's largest (median of 3).
@@ -168,17 +288,16 @@ func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hour
 	for range 3 {
 		t0 := time.Now()
 		if _, err := peakBag.Reload(); err != nil {
-			fmt.Fprintln(os.Stderr, "scale: reload:", err)
-			os.Exit(1)
+			return m, fmt.Errorf("reload: %w", err)
 		}
 		ds = append(ds, time.Since(t0))
 	}
 	slices.Sort(ds)
 	m.reload = ds[len(ds)/2]
-	return m
+	return m, nil
 }
 
 func num(v float64) string { return report.Count(int64(math.Round(v))) }
 
-func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
-func gb(b int64) string { return fmt.Sprintf("%.0f GB", float64(b)/1e9) }
+func mb[B int64 | float64](b B) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }
+func gb[B int64 | float64](b B) string { return fmt.Sprintf("%.0f GB", float64(b)/1e9) }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,18 @@ func intValue(p *int, arg, noun string, ok func(int) bool, want string) Value[in
 		}
 		return n, nil
 	}, strconv.Itoa)
+}
+
+// Float binds a finite number (the command validates its range): NaN and infinities are refused,
+// since no range check a command writes can catch a NaN.
+func Float(p *float64) Value[float64] {
+	return Func(p, "X", func(s string) (float64, error) {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("invalid number %q: want a finite number", s)
+		}
+		return f, nil
+	}, func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) })
 }
 
 // Size binds a byte count: plain bytes or a number with a unit (ParseSize).
