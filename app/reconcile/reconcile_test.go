@@ -420,6 +420,21 @@ func TestRefusesOtherRunConfig(t *testing.T) {
 	}
 }
 
+// Dims are canonical (sorted keys, SPEC §5): a sink the stream wrote with
+// --dimensions=platform,country is reconciled with country,platform, whose
+// keys are the same (TestRefusesOtherRunConfig keeps refusing another set).
+func TestAcceptsDimensionsInAnyOrder(t *testing.T) {
+	dir := writeLog(t, map[string][]string{"p0": {purchase("A", "2026-11-04T10:15:00Z", "u1", "1")}})
+	_, path := openSink(t, "platform", "country")
+	out, err := reconcile.Run(context.Background(), options(dir, path, "order", "country", "platform"))
+	if err != nil {
+		t.Fatalf("reconcile.Run: %v", err)
+	}
+	if out.ExitCode() != reconcile.ExitClean || out.OpenChecked != 1 {
+		t.Errorf("exit %d, %d open windows checked; want 0 and 1", out.ExitCode(), out.OpenChecked)
+	}
+}
+
 // Bad sources and sinks fail before any work, without creating files.
 func TestRefusesBadSourceAndSink(t *testing.T) {
 	dir := writeLog(t, map[string][]string{"p0": {purchase("A", "2026-11-04T10:15:00Z", "u1", "1")}})
