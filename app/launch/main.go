@@ -96,11 +96,9 @@ func flagTable(o *Options) []cli.Group {
 		}},
 		{Title: "Event time, windows and triggers (SPEC §2)", Flags: []cli.Flag{
 			cli.Shared("window", cli.Duration(&p.Triggers.Window)),
-			{Name: "early", Value: cli.Duration(&p.Triggers.Early),
-				Usage: "EARLY refresh period in processing time; 0s turns it off (a replay has none)"},
+			cli.Shared("early", cli.Duration(&p.Triggers.Early)),
 			cli.Shared("ooo-bound", cli.Duration(&p.Watermark.OutOfOrderBound)),
-			{Name: "idle-timeout", Value: cli.Duration(&p.Watermark.IdleTimeout),
-				Usage: "processing time after which a silent partition leaves the watermark minimum"},
+			cli.Shared("idle-timeout", cli.Duration(&p.Watermark.IdleTimeout)),
 			{Name: "idle-advance", Value: cli.IdleAdvance(&p.Watermark.IdleAdvance),
 				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill; prism only)"},
 			cli.Shared("allowed-lateness", cli.Duration(&p.Triggers.AllowedLateness)),
@@ -114,8 +112,7 @@ func flagTable(o *Options) []cli.Group {
 			cli.Shared("dimensions", cli.List(&p.Event.Dimensions)),
 		}},
 		{Title: "Dedup and memory", Flags: []cli.Flag{
-			{Name: "dedup-retention", Value: cli.Duration(&p.DedupRetention), Default: "window + allowed lateness",
-				Usage: "how long an event_id is remembered, in event time; shorter than the default is refused"},
+			cli.Shared("dedup-retention", cli.Duration(&p.DedupRetention)),
 			{Name: "dedup-shards", Value: cli.Count(&p.DedupShards), Default: fmt.Sprintf("%d on prism, else sized from --design-rate", pipeline.DefaultShards),
 				Usage: "dedup state keys; off prism sized so that no key exceeds 64 MB (docs/capacity.md)"},
 			{Name: "design-rate", Value: cli.Count(&p.DesignRate), Default: strconv.Itoa(pipeline.DefaultDesignRate),

@@ -346,7 +346,8 @@ func (f *compareFn) ProcessElement(ctx context.Context, _ []byte, totals func(*s
 	return nil
 }
 
-// readSink reads the sink's current rows and final horizon.
+// readSink reads the sink's current rows and final horizon, and its changelog: the history a
+// correction builds on.
 func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	r, ok, err := sink.OpenReader(ctx, f.Sink)
 	if err != nil {
@@ -356,21 +357,34 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 		return CompareInput{}, fmt.Errorf("reconcile: compare: --sink %s: not readable from the worker (no such file?)", f.Sink)
 	}
 	defer r.Close()
-	// An unreadable row is reported and counted as unexplained (SPEC §6); the others are compared.
-	rows, err := r.CurrentRows(ctx)
-	bad, ok := sink.Unreadable(err)
-	if !ok {
-		return CompareInput{}, fmt.Errorf("reconcile: compare: %w", err)
-	}
-	horizon, hasHorizon, err := r.FinalHorizon(ctx)
-	if err != nil {
-		return CompareInput{}, fmt.Errorf("reconcile: compare: %w", err)
-	}
+	// A row any of these reads cannot read is reported once and counted as unexplained, its key not
+	// compared (SPEC §6: a corrupt amount, a broken changelog); the others are compared.
+	rows, errRows := r.CurrentRows(ctx)
+	horizon, hasHorizon, errHorizon := r.FinalHorizon(ctx)
+	_, errChangelog := f.changelog(ctx, r)
 	var unreadable []Unreadable
-	for _, e := range bad {
-		unreadable = append(unreadable, Unreadable{Table: e.Table, WindowStart: e.WindowStart, Dims: e.Dims, Column: e.Column,
-			Reason: e.Err.Error()})
+	seen := map[Unreadable]bool{}
+	for _, err := range []error{errRows, errHorizon, errChangelog} {
+		bad, ok := sink.Unreadable(err)
+		if !ok {
+			return CompareInput{}, fmt.Errorf("reconcile: compare: %w", err)
+		}
+		for _, e := range bad {
+			u := Unreadable{Table: e.Table, WindowStart: e.WindowStart, Dims: e.Dims, Column: e.Column, Reason: e.Err.Error()}
+			if !seen[u] {
+				seen[u] = true
+				unreadable = append(unreadable, u)
+			}
+		}
 	}
 	return CompareInput{CompareSettings: f.CompareSettings, Rows: rows, Unreadable: unreadable,
 		FinalHorizon: horizon, HasHorizon: hasHorizon}, nil
+}
+
+// changelog reads the changelog of the windows in the range, where the sink can filter them.
+func (f *compareFn) changelog(ctx context.Context, r sink.Reader) ([]model.Row, error) {
+	if recent, ok := r.(sink.RecentReader); ok && f.Range.HasFrom {
+		return recent.ChangelogFrom(ctx, f.Range.From)
+	}
+	return r.Changelog(ctx)
 }

@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,21 @@ func TestFlags(t *testing.T) {
 	if cfg := o.RunConfig(); cfg["window"] != "30m0s" || cfg["dimensions"] != "country,platform" || cfg["allowed_lateness"] != "2h0m0s" {
 		t.Errorf("run_config = %v", cfg)
 	}
+	// SPEC §6's shared flags that play no part in a recomputation are taken, so that the stream's
+	// command line works as it is, and change nothing reconcile does.
+	shared, err := parse("--source=log", "--early=30s", "--idle-timeout=1m", "--dedup-retention=48h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared.Triggers.Early != 30*time.Second || shared.Watermark.IdleTimeout != time.Minute || shared.DedupRetention != 48*time.Hour {
+		t.Errorf("shared flags: options = %+v", shared)
+	}
 	d, err := parse("--source=log")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !maps.Equal(shared.RunConfig(), d.RunConfig()) {
+		t.Errorf("run_config with --early, --idle-timeout, --dedup-retention: %v, want %v", shared.RunConfig(), d.RunConfig())
 	}
 	if cfg := d.RunConfig(); cfg["window"] != "1h0m0s" || cfg["dimensions"] != "" || cfg["allowed_lateness"] != "24h0m0s" || d.Sink.String() != "sqlite:revenue.db" {
 		t.Errorf("defaults: run_config %v, sink %s", cfg, d.Sink)
@@ -61,7 +74,10 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"--source=l", "--from=yesterday"}, "--from"},
 		{[]string{"--source=l", "--max-line=2GiB"}, "too large"},
 		{[]string{"--source=l", "--max-line=0"}, "--max-line"},
-		{[]string{"--source=l", "--early=1m"}, "unknown flag --early"},
+		{[]string{"--source=l", "--early=-1s"}, "--early must not be negative"},
+		{[]string{"--source=l", "--idle-timeout=0s"}, "--idle-timeout must be positive"},
+		{[]string{"--source=l", "--dedup-retention=1h"}, "--dedup-retention 1h0m0s is shorter than window + allowed lateness"},
+		{[]string{"--source=l", "--idle-advance=hold"}, "unknown flag --idle-advance"},
 		{[]string{"--source=l", "extra"}, `unexpected argument "extra"`},
 	} {
 		_, err := parse(tc.args...)

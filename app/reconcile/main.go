@@ -75,6 +75,9 @@ func flagTable(o *Options, r *rangeFlags) []cli.Group {
 			cli.Shared("max-future", cli.Duration(&o.Event.MaxFuture)),
 			cli.Shared("max-age", cli.Duration(&o.Event.MaxAge)),
 			cli.Shared("max-line", cli.Size(&o.Event.MaxLine)),
+			checkedOnly(cli.Shared("early", cli.Duration(&o.Triggers.Early))),
+			checkedOnly(cli.Shared("idle-timeout", cli.Duration(&o.Watermark.IdleTimeout))),
+			checkedOnly(cli.Shared("dedup-retention", cli.Duration(&o.DedupRetention))),
 		}},
 		{Title: "The run", Flags: []cli.Flag{
 			{Name: "shards", Value: cli.Int(&o.Shards), Usage: "event-id shards of the choice step"},
@@ -87,6 +90,13 @@ func flagTable(o *Options, r *rangeFlags) []cli.Group {
 			cli.Shared("dry-run", cli.DryRun(&o.DryRun)),
 		}},
 	}
+}
+
+// checkedOnly is a shared flag (SPEC §6) reconcile takes so that the stream's own settings can be
+// passed as they are: refused where launch refuses them, and otherwise unused.
+func checkedOnly(f cli.Flag) cli.Flag {
+	f.Usage += "; validated as launch does, but no part in a recomputation"
+	return f
 }
 
 func parseTolerance(s string) (int64, error) {

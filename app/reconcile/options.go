@@ -31,6 +31,9 @@ type Options struct {
 	RunID, DryRun   string
 	Top             int
 	LogLevel        slog.Level
+	// DedupRetention is --dedup-retention: validated as launch does (with Triggers.Early and
+	// Watermark.IdleTimeout), it plays no part in a recomputation, which remembers every id.
+	DedupRetention time.Duration
 
 	// Runner, EnvironmentType and SharedFilesystem decide whether local paths are refused.
 	Runner, EnvironmentType string
@@ -58,7 +61,7 @@ func (o Options) Validate() error {
 		cli.ErrIf(o.Shards < 1, "--shards must be positive, got %d", o.Shards),
 		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),
 		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
-		o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), cli.CheckDryRunFlags(o.DryRun, o.Runner),
+		o.stream().Validate(), cli.CheckDryRunFlags(o.DryRun, o.Runner),
 	); err != nil {
 		return err
 	}
@@ -84,6 +87,11 @@ func (o Options) placement() error {
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// stream is the stream's settings reconcile was given, validated by the one validation launch runs.
+func (o Options) stream() pipeline.Options {
+	return pipeline.Options{Event: o.Event, Watermark: o.Watermark, Triggers: o.Triggers, DedupRetention: o.DedupRetention}
+}
 
 // RunConfig is what the sink's run_config must hold: rows computed with another window,
 // dimensions or lateness would not line up.

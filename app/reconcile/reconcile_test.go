@@ -2,6 +2,7 @@ package reconcile_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/rowtest"
 )
 
 // genLog writes a Demo-shaped log: 4 partitions over 30 hours, retries,
@@ -418,6 +420,21 @@ func TestRefusesOtherRunConfig(t *testing.T) {
 	}
 }
 
+// Dims are canonical (sorted keys, SPEC §5): a sink the stream wrote with
+// --dimensions=platform,country is reconciled with country,platform, whose
+// keys are the same (TestRefusesOtherRunConfig keeps refusing another set).
+func TestAcceptsDimensionsInAnyOrder(t *testing.T) {
+	dir := writeLog(t, map[string][]string{"p0": {purchase("A", "2026-11-04T10:15:00Z", "u1", "1")}})
+	_, path := openSink(t, "platform", "country")
+	out, err := reconcile.Run(context.Background(), options(dir, path, "order", "country", "platform"))
+	if err != nil {
+		t.Fatalf("reconcile.Run: %v", err)
+	}
+	if out.ExitCode() != reconcile.ExitClean || out.OpenChecked != 1 {
+		t.Errorf("exit %d, %d open windows checked; want 0 and 1", out.ExitCode(), out.OpenChecked)
+	}
+}
+
 // Bad sources and sinks fail before any work, without creating files.
 func TestRefusesBadSourceAndSink(t *testing.T) {
 	dir := writeLog(t, map[string][]string{"p0": {purchase("A", "2026-11-04T10:15:00Z", "u1", "1")}})
@@ -436,6 +453,77 @@ func TestRefusesBadSourceAndSink(t *testing.T) {
 			_, err := reconcile.Run(context.Background(), o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// SPEC §6: a sink row reconcile cannot read, in hourly_revenue (the horizon
+// query included) or in the changelog a correction builds on, is one line
+// naming the table, window and column, counts as unexplained (exit 1 even
+// after --apply has written the explained 12:00 correction), and its key is
+// neither compared nor corrected.
+func TestUnreadableSinkRowsUnexplained(t *testing.T) {
+	for _, tc := range []struct {
+		name, corrupt, want string
+	}{
+		{"window_end", `UPDATE hourly_revenue SET window_end = 'garbage' WHERE window_start = '2026-11-04T11:00:00Z'`,
+			`hourly_revenue row window_start=2026-11-04T11:00:00Z dims={}: column window_end: bad time "garbage"`},
+		{"event_count", `UPDATE hourly_revenue SET event_count = 'x' WHERE window_start = '2026-11-04T11:00:00Z'`,
+			`hourly_revenue row window_start=2026-11-04T11:00:00Z dims={}: column event_count: not an integer: "x"`},
+		{"changelog revenue", `UPDATE hourly_revenue_changelog SET revenue = 'zz' WHERE window_start = '2026-11-04T11:00:00Z' AND revision = 1`,
+			`hourly_revenue_changelog row window_start=2026-11-04T11:00:00Z dims={}: column revenue: bad amount "zz"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := writeLog(t, map[string][]string{"p0": {
+				purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
+				purchase("B", "2026-11-04T11:15:00Z", "u2", "5"),
+				purchase("C", "2026-11-04T12:15:00Z", "u3", "3"),
+				purchase("D", "2026-11-04T12:20:00Z", "u4", "2"),
+			}})
+			s, path := openSink(t)
+			b := batch([]model.Row{
+				row(t, "2026-11-04T10:00:00Z", "100", 1, 2, model.Final),
+				row(t, "2026-11-04T11:00:00Z", "5", 1, 1, model.OnTime),
+				row(t, "2026-11-04T11:00:00Z", "5", 1, 2, model.Final),
+				row(t, "2026-11-04T12:00:00Z", "3", 1, 2, model.Final), // D was too late: explained
+			}, nil)
+			b.TooLate = []model.TooLate{{Position: "p0/a.jsonl:4", EventID: "D", EventTime: rowtest.MS("2026-11-04T12:20:00Z"),
+				Payload: []byte(purchase("D", "2026-11-04T12:20:00Z", "u4", "2")), Reason: model.ReasonWindowClosed}}
+			if _, err := s.Write(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(tc.corrupt)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			o := options(dir, path, "fix")
+			o.Apply = true
+			out := run(t, o)
+			if out.ExitCode() != reconcile.ExitUnexplained {
+				t.Errorf("exit %d, want %d", out.ExitCode(), reconcile.ExitUnexplained)
+			}
+			var lines []string
+			for _, u := range out.Unreadable {
+				lines = append(lines, u.String())
+			}
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], tc.want) {
+				t.Errorf("unreadable rows:\n%s\nwant one line starting %s", strings.Join(lines, "\n"), tc.want)
+			}
+			if out.Counters[reconcile.MetricRowsUnreadable] != 1 {
+				t.Errorf("%s = %d, want 1", reconcile.MetricRowsUnreadable, out.Counters[reconcile.MetricRowsUnreadable])
+			}
+			if got, want := keysOf(out.Diffs), []string{"2026-11-04T12:00:00Z {} too_late 2.000000"}; !slices.Equal(got, want) {
+				t.Errorf("diffs %v, want %v (11:00 not compared)", got, want)
+			}
+			if out.Applied != 1 {
+				t.Errorf("applied %d corrections, want 1 (12:00 only)", out.Applied)
 			}
 		})
 	}

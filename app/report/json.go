@@ -24,14 +24,17 @@ type Document struct {
 	Job      map[string]string `json:"job,omitempty"`
 	Settings map[string]string `json:"settings"`
 	// Counts are the job's figures (null when the run has none).
-	Counts       *metrics.Counts  `json:"counts"`
-	Conservation jsonConservation `json:"conservation"`
-	AuditTables  map[string]int   `json:"audit_tables,omitempty"`
-	Partitions   []jsonPartition  `json:"partitions"`
-	Delays       delay.Histogram  `json:"delays"`
-	Windows      jsonWindows      `json:"windows"`
-	Reconcile    *Reconcile       `json:"reconcile,omitempty"`
-	Advice       *Advice          `json:"advice,omitempty"`
+	Counts *metrics.Counts `json:"counts"`
+	// Conservation is the identity's verdict: left out for a run that is no job (reconcile,
+	// advise), which has none, so that a script reading .conservation.holds never sees a
+	// violation that did not happen.
+	Conservation *jsonConservation `json:"conservation,omitempty"`
+	AuditTables  map[string]int    `json:"audit_tables,omitempty"`
+	Partitions   []jsonPartition   `json:"partitions"`
+	Delays       delay.Histogram   `json:"delays"`
+	Windows      jsonWindows       `json:"windows"`
+	Reconcile    *Reconcile        `json:"reconcile,omitempty"`
+	Advice       *Advice           `json:"advice,omitempty"`
 }
 
 type jsonConservation struct {
@@ -95,9 +98,9 @@ func writeJSON(w io.Writer, r Run) error {
 		c.Lateness, c.Arrival = nonEmpty(c.Lateness), nonEmpty(c.Arrival)
 		why := problem(c)
 		out.Counts = &c
-		out.Conservation = jsonConservation{Holds: why == "", Identity: c.String(), Problem: why}
+		out.Conservation = &jsonConservation{Holds: why == "", Identity: c.String(), Problem: why}
 	case len(r.Job) > 0:
-		out.Conservation = jsonConservation{Problem: noMetrics}
+		out.Conservation = &jsonConservation{Problem: noMetrics}
 	}
 	if a := r.Audit; a != nil {
 		out.AuditTables = map[string]int{

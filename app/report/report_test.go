@@ -354,6 +354,38 @@ func TestWriteViolatedConservation(t *testing.T) {
 	}
 }
 
+// A reconcile or an advise report is no job and has no conservation verdict:
+// its JSON leaves conservation out, where the zero value said "holds": false,
+// a violation that never happened. A job without metrics still says why it
+// has none.
+func TestJSONConservationOnlyForJobs(t *testing.T) {
+	for name, r := range map[string]Run{
+		"reconcile": {Title: "Reconcile r", Reconcile: &Reconcile{RunID: "r", ByClass: map[string]int{}}},
+		"advise":    {Title: "Settings advice", Advice: &Advice{Title: "Settings advice"}},
+	} {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(writeRead(t, "run.json", r)), &doc); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c, ok := doc["conservation"]; ok {
+			t.Errorf("%s report: conservation = %s, want none", name, c)
+		}
+	}
+	var doc struct {
+		Conservation *struct {
+			Holds   bool
+			Problem string
+		}
+	}
+	job := Run{Title: "Run", Job: []Figure{{Name: "state", Value: "done"}}}
+	if err := json.Unmarshal([]byte(writeRead(t, "run.json", job)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if c := doc.Conservation; c == nil || c.Holds || c.Problem != noMetrics {
+		t.Errorf("job without metrics: conservation = %+v, want not holding, with %q", c, noMetrics)
+	}
+}
+
 func TestWriteUnknownExtension(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"run.txt", "run", "run.htm"} {

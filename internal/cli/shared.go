@@ -2,20 +2,25 @@ package cli
 
 import "flag"
 
-// sharedUsage is what the flags both cmd/launch and cmd/reconcile take mean,
-// spelled once; a command's table binds them to its fields with Shared.
-var sharedUsage = map[string]struct{ arg, usage string }{
-	"window":            {"", "window size; must divide 24h"},
-	"allowed-lateness":  {"", "how long after window_end a window takes corrections (then FINAL)"},
-	"ooo-bound":         {"", "out-of-order bound: partition watermark = max valid event time - bound"},
-	"max-future":        {"", "quarantine events further than this ahead of processing time"},
-	"max-age":           {"", "quarantine events older than this behind their partition watermark (0s: off)"},
-	"max-line":          {"", "longest accepted line, in bytes or a size like 512KiB; longer ones are quarantined as oversized"},
-	"dimensions":        {"FIELD,...", "payload fields to report by (the dims column; a missing field is null)"},
-	"report":            {"PATH", "write a report of the run to PATH: .html, .md or .json, by extension"},
-	"log-level":         {"", "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)"},
-	"dry-run":           {"", "build the pipeline for --runner as a submission would, check it against the runner's capabilities, write its portable pipeline proto (protojson) to stdout, or to FILE with --dry-run=FILE, and exit 0: no service is contacted, nothing is run"},
-	"shared-filesystem": {"", "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow local paths off the in-process runner"},
+// sharedUsage is what the flags both cmd/launch and cmd/reconcile take mean
+// (SPEC §6's shared flags), spelled once, with --help's default where the
+// field's value is not it; a command's table binds them to its fields with
+// Shared.
+var sharedUsage = map[string]struct{ arg, usage, def string }{
+	"window":            {"", "window size; must divide 24h", ""},
+	"allowed-lateness":  {"", "how long after window_end a window takes corrections (then FINAL)", ""},
+	"early":             {"", "EARLY refresh period in processing time; 0s turns it off (a replay has none)", ""},
+	"ooo-bound":         {"", "out-of-order bound: partition watermark = max valid event time - bound", ""},
+	"idle-timeout":      {"", "processing time after which a silent partition leaves the watermark minimum", ""},
+	"dedup-retention":   {"", "how long an event_id is remembered, in event time; shorter than the default is refused", "window + allowed lateness"},
+	"max-future":        {"", "quarantine events further than this ahead of processing time", ""},
+	"max-age":           {"", "quarantine events older than this behind their partition watermark (0s: off)", ""},
+	"max-line":          {"", "longest accepted line, in bytes or a size like 512KiB; longer ones are quarantined as oversized", ""},
+	"dimensions":        {"FIELD,...", "payload fields to report by (the dims column; a missing field is null)", ""},
+	"report":            {"PATH", "write a report of the run to PATH: .html, .md or .json, by extension", ""},
+	"log-level":         {"", "debug, info, warn or error (Beam's and prism's own logs show from warn, or all with debug)", ""},
+	"dry-run":           {"", "build the pipeline for --runner as a submission would, check it against the runner's capabilities, write its portable pipeline proto (protojson) to stdout, or to FILE with --dry-run=FILE, and exit 0: no service is contacted, nothing is run", ""},
+	"shared-filesystem": {"", "every worker sees this machine's local paths (a job server on this machine, an NFS mount): allow local paths off the in-process runner", ""},
 }
 
 // Shared is the table row of a flag in sharedUsage, bound to v. An unknown
@@ -25,5 +30,5 @@ func Shared(name string, v flag.Value) Flag {
 	if !ok {
 		panic("cli: no shared flag --" + name)
 	}
-	return Flag{Name: name, Value: v, Usage: u.usage, Arg: u.arg}
+	return Flag{Name: name, Value: v, Usage: u.usage, Arg: u.arg, Default: u.def}
 }

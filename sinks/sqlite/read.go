@@ -70,41 +70,38 @@ var sqliteDialect = sqlread.Dialect{Quote: `"`, StrPos: "INSTR", ToInt: func(e s
 
 // FinalHorizon returns the latest window_end (epoch ms) among FINAL rows: on
 // restart every window ending at or before it may already be closed (SPEC §4).
-// ok is false when no row is FINAL yet.
+// ok is false when no row is FINAL yet. A window_end that cannot be read is
+// named in an UnreadableRows error, returned with the latest of the others.
 func (s *SQLite) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
-	return s.extremeTime(ctx, "read final horizon", `SELECT DISTINCT window_end FROM hourly_revenue
-		WHERE result_state = 'FINAL'`, true)
+	return s.extremeTime(ctx, "read final horizon", "window_end", `result_state = 'FINAL'`, true)
 }
 
 // EarliestOpenWindow returns the earliest window_start (epoch ms) among rows
 // not yet FINAL. ok is false when every row is FINAL (or there are none).
 func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
-	return s.extremeTime(ctx, "read earliest open window", `SELECT DISTINCT window_start FROM hourly_revenue
-		WHERE result_state <> 'FINAL'`, false)
+	return s.extremeTime(ctx, "read earliest open window", "window_start", `result_state <> 'FINAL'`, false)
 }
 
-// extremeTime returns the latest (or earliest) time a query of one TEXT time
-// column selects. MIN and MAX over TEXT would misorder millisecond bounds, so
-// it compares parsed times.
-func (s *SQLite) extremeTime(ctx context.Context, what, query string, latest bool) (ms int64, ok bool, err error) {
-	err = s.query(ctx, what, query, func(rs *sql.Rows) error {
-		var text string
-		if err := rs.Scan(&text); err != nil {
-			return err
-		}
-		t, err := table.ParseTime(text)
-		if err != nil {
-			return err
-		}
-		if !ok || latest && t > ms || !latest && t < ms {
-			ms, ok = t, true
+// extremeTime returns the latest (or earliest) value of hourly_revenue's TEXT
+// time column col among the rows where selects. MIN and MAX over TEXT would
+// misorder millisecond bounds, so it compares parsed times: one per distinct
+// value, read with the key of a row that holds it (SQLite takes a bare
+// column from the row MIN chose), so that a value that cannot be read is
+// named by table, window and column like any other row (SPEC §6).
+func (s *SQLite) extremeTime(ctx context.Context, what, col, where string, latest bool) (ms int64, ok bool, err error) {
+	t := &table.Table{Name: table.HourlyRevenue.Name, Columns: []table.Column{
+		{Name: col, Type: table.Time}, {Name: "window_start", Type: table.String}, {Name: "dims", Type: table.String}}}
+	q := `SELECT ` + ident(col) + `, MIN(window_start), dims FROM hourly_revenue WHERE ` + where + ` GROUP BY ` + ident(col)
+	err = s.rows(ctx, what, t, q, nil, func(vals []any) error {
+		if v := vals[0].(int64); !ok || latest && v > ms || !latest && v < ms {
+			ms, ok = v, true
 		}
 		return nil
 	})
-	if err != nil {
+	if _, unreadable := sink.Unreadable(err); !unreadable {
 		return 0, false, err
 	}
-	return ms, ok, nil
+	return ms, ok, err
 }
 
 func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {

@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"database/sql"
+	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/revenue-stream/hourly/internal/slicesx"
@@ -74,28 +77,23 @@ func sqliteArgs[T any](c table.Codec[T], dst []any, recs ...T) []any {
 }
 
 // sqliteScanner scans a result row of t's columns into a codec's values.
+// Every column is scanned as it is stored, then converted one by one: SQLite
+// keeps whatever a column was given ('zz' in an INTEGER column, NULL
+// anywhere), and such a value must be one sink.RowError naming its column,
+// not an error that ends the read.
 type sqliteScanner struct {
 	t     *table.Table
 	dest  []any
-	texts []string
-	ints  []int64
-	nulls []sql.NullInt64
+	raw   []any
+	texts []string // each value as text, for keyed
 	vals  []any
 }
 
 func newSQLiteScanner(t *table.Table) *sqliteScanner {
 	n := len(t.Columns)
-	s := &sqliteScanner{t: t, dest: make([]any, n), texts: make([]string, n), ints: make([]int64, n),
-		nulls: make([]sql.NullInt64, n), vals: make([]any, n)}
-	for i, c := range t.Columns {
-		switch {
-		case c.Type == table.Int64 && c.Nullable:
-			s.dest[i] = &s.nulls[i]
-		case c.Type == table.Int64:
-			s.dest[i] = &s.ints[i]
-		default:
-			s.dest[i] = &s.texts[i]
-		}
+	s := &sqliteScanner{t: t, dest: make([]any, n), raw: make([]any, n), texts: make([]string, n), vals: make([]any, n)}
+	for i := range s.dest {
+		s.dest[i] = &s.raw[i]
 	}
 	return s
 }
@@ -105,24 +103,44 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 	if err := rs.Scan(s.dest...); err != nil {
 		return nil, err
 	}
-	var err error
-	for i, c := range s.t.Columns {
-		switch c.Type {
-		case table.Int64:
-			if c.Nullable {
-				s.vals[i] = nil
-				if s.nulls[i].Valid {
-					s.vals[i] = s.nulls[i].Int64
-				}
-			} else {
-				s.vals[i] = s.ints[i]
-			}
+	for i, v := range s.raw {
+		switch v := v.(type) {
+		case nil:
+			s.texts[i] = ""
+		case []byte:
+			s.texts[i] = string(v)
+		case string:
+			s.texts[i] = v
 		default:
-			s.vals[i], err = table.ParseText(c, s.texts[i])
+			s.texts[i] = fmt.Sprint(v)
 		}
+	}
+	for i, c := range s.t.Columns {
+		v, err := s.value(i, c)
 		if err != nil {
 			return nil, &sink.RowError{Column: c.Name, Err: err}
 		}
+		s.vals[i] = v
 	}
 	return s.vals, nil
+}
+
+// value converts column i's stored value to the codec's type.
+func (s *sqliteScanner) value(i int, c table.Column) (any, error) {
+	switch raw := s.raw[i]; {
+	case raw == nil && c.Nullable:
+		return nil, nil
+	case raw == nil:
+		return nil, errors.New("NULL")
+	case c.Type == table.Int64:
+		if n, ok := raw.(int64); ok {
+			return n, nil
+		}
+		n, err := strconv.ParseInt(s.texts[i], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("not an integer: %q", s.texts[i])
+		}
+		return n, nil
+	}
+	return table.ParseText(c, s.texts[i])
 }

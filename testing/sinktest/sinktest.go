@@ -110,6 +110,7 @@ func Conformance(t *testing.T, open func(t *testing.T) Under, skip ...string) {
 		{"CurrentRowsFrom", testCurrentRowsFrom},
 		{"ChangelogFrom", testChangelogFrom},
 		{"RunConfig", testRunConfig},
+		{"RunConfigDimensionOrder", testRunConfigDimensionOrder},
 		{"Diffs", testDiffs},
 		{"Tally", testTally},
 	} {
@@ -334,6 +335,25 @@ func testRunConfig(t *testing.T, u Under) {
 	}
 	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "country"}); err == nil {
 		t.Fatal("different dimensions accepted by a later run")
+	}
+}
+
+// testRunConfigDimensionOrder: dims are canonical (sorted keys), so the same
+// dimensions in another order make the same keys and are accepted; another
+// set is still refused (testRunConfig).
+func testRunConfigDimensionOrder(t *testing.T, u Under) {
+	s := u.S
+	ctx := context.Background()
+	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "platform,country"}); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "country,platform"}); err != nil {
+		t.Fatalf("the same dimensions in another order: %v", err)
+	}
+	err := s.CheckRunConfig(ctx, map[string]string{"window": "1h", "dimensions": "country,device"})
+	want := "sink " + u.Name + " was written with dimensions=platform,country; this run has dimensions=country,device: its window_start keys would collide; use another sink"
+	if err == nil || err.Error() != want {
+		t.Fatalf("other dimensions: err = %v\nwant %s", err, want)
 	}
 }
 

@@ -176,7 +176,7 @@ func CompareRunConfig(sinkName string, have, want map[string]string) ([]string, 
 		switch {
 		case !ok:
 			added = append(added, k)
-		case v != want[k]:
+		case canonicalSetting(k, v) != canonicalSetting(k, want[k]):
 			had = append(had, k+"="+v)
 			asked = append(asked, k+"="+want[k])
 		}
@@ -186,6 +186,19 @@ func CompareRunConfig(sinkName string, have, want map[string]string) ([]string, 
 			sinkName, strings.Join(had, ", "), strings.Join(asked, ", "))
 	}
 	return added, nil
+}
+
+// canonicalSetting is a run_config value in the form that shapes keys: the
+// dimensions as a sorted set, since dims are a canonical JSON object with
+// sorted keys (SPEC §5) and "platform,country" makes the same keys as
+// "country,platform".
+func canonicalSetting(key, v string) string {
+	if key != "dimensions" || v == "" {
+		return v
+	}
+	names := strings.Split(v, ",")
+	slices.Sort(names)
+	return strings.Join(names, ",")
 }
 
 // CheckResumePoints refuses points with no partition or run, or two points
