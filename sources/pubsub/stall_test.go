@@ -110,10 +110,11 @@ func TestStallIsReported(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no stall line 30s into a blocked archive write (bound %s)", after)
 	}
-	// Not before the bound; within it plus a check period (after/4) and
-	// scheduling slack.
-	if took := reported.Sub(blocked); took < after-50*time.Millisecond || took > after+time.Second {
-		t.Errorf("stall reported %s after the archive write blocked, want about %s", took, after)
+	// Not before the bound (a slow machine only makes it later; how soon
+	// after the bound a check reports is TestStallWatchCheck's, on an
+	// injected clock).
+	if took := reported.Sub(blocked); took < after-50*time.Millisecond {
+		t.Errorf("stall reported %s after the archive write blocked, before the bound %s", took, after)
 	}
 	l.mu.Lock()
 	a := attrsOf(l.lines[0])
