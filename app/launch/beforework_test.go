@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,4 +52,32 @@ func TestAsyncNeedsAJobServer(t *testing.T) {
 			t.Errorf("--async --endpoint=localhost:8099: %v, want accepted (the job server outlives the launcher)", err)
 		}
 	})
+}
+
+// TestDemoRefusedBeforeWork: a bad folder setting or a busy port of the live views is refused
+// before the demo's log is generated and before the sink is created (the folder settings were
+// checked with the folder, the ports bound when the views started: both after the demo's log).
+func TestDemoRefusedBeforeWork(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	port := busy.Addr().(*net.TCPAddr).Port
+	inUse := func(flag string) string {
+		return fmt.Sprintf("launch: %s: listen tcp %s: bind: address already in use", flag, addr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--settle=-1s"}, "launch: --settle must not be negative, got -1s"},
+		{[]string{"--discover-every=-1s"}, "launch: --discover-every must not be negative, got -1s"},
+		{[]string{"--ui=" + addr}, inUse("--ui")},
+		{[]string{"--metrics-addr=" + addr}, inUse("--metrics-addr")},
+		{[]string{fmt.Sprintf("--prism-ui-port=%d", port)}, inUse(fmt.Sprintf("--prism-ui-port=%d", port))},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) { wantRefusedBeforeWork(t, tc.args, tc.want) })
+	}
 }

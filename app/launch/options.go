@@ -218,6 +218,7 @@ func (o Options) validate() error {
 		cli.ErrIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
 		cli.ErrIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
 		cli.ErrIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
+		o.folderOptions(o.Pipeline.WithDefaults()).Check(), // for the demo too, before its log is generated
 		cli.ErrIf(controlErr != nil, "--control=%s: %v", o.Control, controlErr),
 		o.placement(),
 		cli.CheckDryRunFlags(o.DryRun, o.Runner),
