@@ -129,14 +129,9 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	var parts []string
 	if !o.Unlisted {
 		var err error
-		if parts, err = rawlog.ListPartitions(dir); err != nil {
+		if parts, err = rawlog.ReadablePartitions(dir); err != nil {
 			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 		}
-	}
-	if o.Follow && len(parts) == 0 && !o.Unlisted {
-		// With no first partition the watermark would follow processing
-		// time and the first data would all be too late.
-		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
 	}
 	starts, err := parseStarts(o.Resume, parts)
 	return parts, starts, err

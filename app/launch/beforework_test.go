@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 
 // wantRefusedBeforeWork runs launch with args in an empty working folder and holds it to the
@@ -79,5 +80,23 @@ func TestDemoRefusedBeforeWork(t *testing.T) {
 		{[]string{fmt.Sprintf("--prism-ui-port=%d", port)}, inUse(fmt.Sprintf("--prism-ui-port=%d", port))},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) { wantRefusedBeforeWork(t, tc.args, tc.want) })
+	}
+}
+
+// TestEmptySourceRefused: a source folder with no partition is refused up front, replayed as
+// followed (rawlog.ReadablePartitions, reconcile's check too); before, a replay ran, read
+// nothing and failed with exit 1 ("the runner reported no counters").
+func TestEmptySourceRefused(t *testing.T) {
+	empty := t.TempDir()
+	db := filepath.Join(t.TempDir(), "revenue.db")
+	want := "launch: --source=" + empty + ": " + rawlog.ErrNoPartitions.Error()
+	for _, args := range [][]string{
+		{"--source=" + empty, "--sink=sqlite:" + db},
+		{"--source=" + empty, "--sink=sqlite:" + db, "--follow"},
+	} {
+		wantRefused(t, args, want)
+		if _, err := os.Lstat(db); !os.IsNotExist(err) {
+			t.Errorf("launch %v: the sink %s exists after the refusal (lstat: %v)", args, db, err)
+		}
 	}
 }
