@@ -200,7 +200,7 @@ func (o Options) validate() error {
 	prism, sinkErr, flushErr := capability.IsPrism(o.Runner), o.Sink.CheckPath(), o.flushPolicy().Validate()
 	var controlErr error
 	if o.Control != "" {
-		controlErr = files.Check(o.Control)
+		controlErr = files.CheckName(o.Control) // no client: check prepares the folder
 	}
 	if err := cmp.Or(
 		cli.ErrIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
