@@ -92,6 +92,27 @@ func Validate(dir string, o FolderOptions) error {
 	return err
 }
 
+// Check validates the settings alone, looking at no folder, so that a launcher can refuse a bad
+// value before any work (before it generates a demo log). Validate checks them too.
+func (o FolderOptions) Check() error {
+	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
+		return err
+	}
+	switch {
+	case o.PollInterval < 0:
+		return fmt.Errorf("source poll interval must not be negative, got %v", o.PollInterval)
+	case o.MaxPerCall < 0:
+		return fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
+	case o.Settle < 0:
+		return fmt.Errorf("--settle must not be negative, got %v", o.Settle)
+	case o.DiscoverEvery < 0:
+		return fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
+	case o.ReadAheadRecords < 0:
+		return fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
+	}
+	return nil
+}
+
 // prepare validates and returns the partitions and parsed start positions.
 func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	if dir == "" {
@@ -102,32 +123,15 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 		}
 	}
-	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, nil, err
-	}
-	switch {
-	case o.PollInterval < 0:
-		return nil, nil, fmt.Errorf("source poll interval must not be negative, got %v", o.PollInterval)
-	case o.MaxPerCall < 0:
-		return nil, nil, fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
-	case o.Settle < 0:
-		return nil, nil, fmt.Errorf("--settle must not be negative, got %v", o.Settle)
-	case o.DiscoverEvery < 0:
-		return nil, nil, fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
-	case o.ReadAheadRecords < 0:
-		return nil, nil, fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
 	}
 	var parts []string
 	if !o.Unlisted {
 		var err error
-		if parts, err = rawlog.ListPartitions(dir); err != nil {
+		if parts, err = rawlog.ReadablePartitions(dir); err != nil {
 			return nil, nil, fmt.Errorf("--source=%s: %w", dir, err)
 		}
-	}
-	if o.Follow && len(parts) == 0 && !o.Unlisted {
-		// With no first partition the watermark would follow processing
-		// time and the first data would all be too late.
-		return nil, nil, fmt.Errorf("--source=%s: folder has no partitions yet; create a partition subfolder (or a first file) before starting --follow", dir)
 	}
 	starts, err := parseStarts(o.Resume, parts)
 	return parts, starts, err

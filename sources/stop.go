@@ -53,12 +53,13 @@ func (s StopSignal) Enabled() bool { return s.Dir != "" && s.Token != "" }
 func (s StopSignal) Path() string { return files.Join(s.Dir, stopPrefix+s.Token) }
 
 // Validate refuses a signal whose object could not be named: a control
-// folder no filesystem serves, or a token that is not a plain name.
+// folder no filesystem serves, or a token that is not a plain name. It makes
+// no client (a dry run validates and contacts nothing); Prepare does.
 func (s StopSignal) Validate() error {
 	if !s.Enabled() {
 		return nil
 	}
-	if err := files.Check(s.Dir); err != nil {
+	if err := files.CheckName(s.Dir); err != nil {
 		return fmt.Errorf("control folder %s: %w", s.Dir, err)
 	}
 	if strings.ContainsAny(s.Token, "/\\*?[ ") || s.Token == "." || s.Token == ".." {
@@ -67,10 +68,14 @@ func (s StopSignal) Validate() error {
 	return nil
 }
 
-// Prepare creates a local control folder (an object store needs none).
+// Prepare creates a local control folder, or an object store's client (an
+// object store needs no folder): one that cannot be made fails the start.
 func (s StopSignal) Prepare() error {
-	if !s.Enabled() || !files.IsLocal(s.Dir) {
+	switch {
+	case !s.Enabled():
 		return nil
+	case !files.IsLocal(s.Dir):
+		return files.Check(s.Dir)
 	}
 	return os.MkdirAll(s.Dir, 0o755)
 }

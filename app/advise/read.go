@@ -62,15 +62,14 @@ type replayLog struct {
 // readLog reads every partition in arrival order with the stream's rules, and the archive's
 // sidecars for publish times and backlog flags.
 func readLog(ctx context.Context, o Options) (*replayLog, error) {
-	parts, err := rawlog.ListPartitions(o.Source)
-	if errors.Is(err, fs.ErrNotExist) {
+	parts, err := rawlog.ReadablePartitions(o.Source)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("--source %s: no such folder", o.Source)
-	}
-	if err != nil {
+	case errors.Is(err, rawlog.ErrNoPartitions):
+		return nil, fmt.Errorf("--source %s: %w", o.Source, err)
+	case err != nil:
 		return nil, err
-	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("--source %s: no partitions (an empty folder)", o.Source)
 	}
 	if len(parts) > math.MaxUint16 {
 		return nil, fmt.Errorf("--source %s: %d partitions, more than the advisor reads (%d)", o.Source, len(parts), math.MaxUint16)

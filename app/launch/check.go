@@ -23,8 +23,8 @@ import (
 	"github.com/revenue-stream/hourly/transforms"
 )
 
-// check is the run's set-up: the options validated, the sink's run_config checked, the demo's log
-// generated, the source checked and the stop request's folder prepared; Run makes a failure a
+// check is the run's set-up: the options validated, the ports of the live views bound, the sink's
+// run_config checked, the demo's log generated, the source checked and the stop request's folder prepared; Run makes a failure a
 // *ConfigError. A dry run contacts nothing.
 func (r *jobRun) check(ctx context.Context) error {
 	if err := r.o.validate(); err != nil {
@@ -50,6 +50,11 @@ func (r *jobRun) check(ctx context.Context) error {
 			return fmt.Errorf("--sink=%s: %w", o.Sink, err)
 		}
 		return nil
+	}
+	if !r.dry {
+		if err := r.listen(); err != nil {
+			return err
+		}
 	}
 	if r.liveDemo && !r.dry {
 		if err := live.StartClean(o.Sink); err != nil {

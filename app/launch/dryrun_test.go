@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
@@ -111,5 +113,63 @@ func TestDryRun(t *testing.T) {
 	})
 	if n := dialed.Load(); n != 0 {
 		t.Errorf("the dry runs made %d connections to the service addresses", n)
+	}
+}
+
+// TestDryRunMakesNoStorageClient: a dry run reading gs:// makes no GCS client, whose creation
+// looks up credentials (the metadata server at 169.254.169.254, DNS): the control folder beside
+// the source (gs://bucket/log/_control) is checked by name only. GOOGLE_APPLICATION_CREDENTIALS
+// names a FIFO: a client made opens it to read its credentials, which opens the writer blocked
+// on it here, so the test cannot pass if a client is made.
+func TestDryRunMakesNoStorageClient(t *testing.T) {
+	addr, dialed := dryruntest.Tripwire(t)
+	for _, env := range []string{"PUBSUB_EMULATOR_HOST", "BIGQUERY_EMULATOR_HOST", "BIGQUERY_STORAGE_EMULATOR_HOST"} {
+		t.Setenv(env, addr)
+	}
+	creds := filepath.Join(t.TempDir(), "credentials.json")
+	if err := syscall.Mkfifo(creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", creds)
+	t.Setenv("STORAGE_EMULATOR_HOST", "") // with an emulator the client reads no credentials
+	// A new key of internal/files' client cache, so no gs:// client an earlier test made is reused.
+	t.Setenv("AWS_ENDPOINT_URL", "http://"+addr+"/"+filepath.Base(filepath.Dir(creds)))
+	var closing, read atomic.Bool
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for {
+			f, err := os.OpenFile(creds, os.O_WRONLY, 0) // blocks until a reader opens it
+			if err != nil {
+				return
+			}
+			if closing.Load() {
+				f.Close()
+				return
+			}
+			read.Store(true)
+			f.WriteString("{}") // not credentials: the SDK falls back to an unauthenticated client
+			f.Close()
+		}
+	}()
+	reset := runnerFlags(t)
+	defer reset()
+	out := filepath.Join(t.TempDir(), "job.json")
+	args := []string{"--runner=flink", "--endpoint=" + addr, "--source=gs://bucket/log", "--sink=bigquery:my-project.revenue", "--dry-run=" + out}
+	var stdout, stderr bytes.Buffer
+	code := Main(args, &stdout, &stderr)
+	closing.Store(true)
+	if r, err := os.OpenFile(creds, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil { // releases the writer
+		<-wrote
+		r.Close()
+	}
+	if code != 0 {
+		t.Fatalf("launch %s: exit %d, stderr %s", strings.Join(args, " "), code, stderr.String())
+	}
+	if read.Load() {
+		t.Errorf("launch %s made a GCS client: it read the credentials", strings.Join(args, " "))
+	}
+	if n := dialed.Load(); n != 0 {
+		t.Errorf("the dry run made %d connections to the service addresses", n)
 	}
 }

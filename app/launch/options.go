@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
@@ -199,7 +200,7 @@ func (o Options) validate() error {
 	prism, sinkErr, flushErr := capability.IsPrism(o.Runner), o.Sink.CheckPath(), o.flushPolicy().Validate()
 	var controlErr error
 	if o.Control != "" {
-		controlErr = files.Check(o.Control)
+		controlErr = files.CheckName(o.Control) // no client: check prepares the folder
 	}
 	if err := cmp.Or(
 		cli.ErrIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
@@ -212,10 +213,12 @@ func (o Options) validate() error {
 		cli.ErrIf(o.Rehearse != "" && !capability.Named(o.Rehearse), "--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse),
 		cli.ErrIf(o.Workers != 0 && prism, "--workers sizes the dedup cache of a distributed runner's workers: prism runs every shard in this process (its cache is --dedup-cache, default 1GiB)"),
 		cli.ErrIf(o.PrismUIPort != 0 && !prism, "--prism-ui-port: the web UI is prism's: it needs --runner=prism, got %q", o.Runner),
+		localrunner.CheckAsync("launch", o.Runner),
 		cli.ErrIf(flushErr != nil, "--bq-flush: %v", flushErr),
 		cli.ErrIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
 		cli.ErrIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
 		cli.ErrIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
+		o.folderOptions(o.Pipeline.WithDefaults()).Check(), // for the demo too, before its log is generated
 		cli.ErrIf(controlErr != nil, "--control=%s: %v", o.Control, controlErr),
 		o.placement(),
 		cli.CheckDryRunFlags(o.DryRun, o.Runner),

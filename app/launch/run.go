@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 
 	"github.com/revenue-stream/hourly/app/live"
@@ -56,7 +57,9 @@ type jobRun struct {
 	// readAhead names the sources' read-ahead account ("": none).
 	readAhead string
 	mon       *live.Monitor
-	uiURL     string
+	// The listeners of --ui, --metrics-addr and --prism-ui-port, bound in check (nil: none).
+	uiListener, metricsListener, prismUIListener net.Listener
+	uiURL                                        string
 	// beforeStop runs when ctx ends, before the readers stop.
 	beforeStop func()
 	cleanup    []func()

@@ -25,15 +25,50 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
+// listen binds the ports of --ui, --metrics-addr and --prism-ui-port (check), so that a busy one
+// is refused before any work: before the demo's log is generated or the sink is touched.
+// startViews serves on them.
+func (r *jobRun) listen() error {
+	o := r.o
+	bind := func(flag, addr string) (net.Listener, error) {
+		l, err := live.Listen(flag, addr)
+		if err != nil {
+			return nil, err
+		}
+		r.onClose(func() { l.Close() }) // served, its server closed it first (an error, ignored)
+		return l, nil
+	}
+	var err error
+	if o.UI != "" {
+		addr, _ := live.Addr("--ui", o.UI) // checked by Validate
+		if r.uiListener, err = bind("--ui", addr); err != nil {
+			return err
+		}
+	}
+	if o.MetricsAddr != "" {
+		addr, _ := live.Addr("--metrics-addr", o.MetricsAddr) // checked by Validate
+		if r.metricsListener, err = bind("--metrics-addr", addr); err != nil {
+			return err
+		}
+	}
+	if o.PrismUIPort > 0 && !prismUIStarted(o.PrismUIPort) {
+		if r.prismUIListener, err = bind(fmt.Sprintf("--prism-ui-port=%d", o.PrismUIPort), prismUIAddr(o.PrismUIPort)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // startViews starts what watches the job besides the progress line: prism's web UI, the live
-// views' monitor (a streaming run's table on a terminal), the page of --ui and /metrics.
+// views' monitor (a streaming run's table on a terminal), the page of --ui and /metrics, on the
+// listeners bound by listen.
 func (r *jobRun) startViews(ctx context.Context) error {
 	o, sum := r.o, r.sum
 	if o.PrismUIPort > 0 {
 		if err := localrunner.EnsureJobService(ctx, o.Runner); err != nil {
 			return err
 		}
-		if err := startPrismUI(o.PrismUIPort); err != nil {
+		if err := startPrismUI(o.PrismUIPort, r.prismUIListener); err != nil {
 			return err
 		}
 	}
@@ -51,22 +86,14 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		r.mon.Settings = append(r.mon.Settings, live.Setting{Name: "sink", Value: sum.Sink})
 		r.onClose(func() { r.mon.Close() })
 	}
-	if o.UI != "" {
-		addr, _ := live.Addr("--ui", o.UI) // checked by Validate
-		srv, err := live.Serve(addr, r.mon)
-		if err != nil {
-			return err
-		}
+	if r.uiListener != nil {
+		srv := live.Serve(r.uiListener, r.mon)
 		r.onClose(func() { srv.Close() })
 		r.uiURL = srv.Addr()
 		slog.Info("live page", "url", srv.URL(), "metrics", srv.URL()+"metrics")
 	}
-	if o.MetricsAddr != "" {
-		addr, _ := live.Addr("--metrics-addr", o.MetricsAddr) // checked by Validate
-		srv, err := live.ServeMetrics(addr, r.mon)
-		if err != nil {
-			return err
-		}
+	if r.metricsListener != nil {
+		srv := live.ServeMetrics(r.metricsListener, r.mon)
 		r.onClose(func() { srv.Close() })
 		slog.Info("metrics for Prometheus", "url", srv.URL()+"metrics")
 	}
@@ -154,21 +181,29 @@ var prismUI = struct {
 	started map[int]bool
 }{started: map[int]bool{}}
 
+func prismUIAddr(port int) string { return fmt.Sprintf("localhost:%d", port) }
+
+// prismUIStarted reports whether this process serves prism's web UI on port already.
+func prismUIStarted(port int) bool {
+	prismUI.mu.Lock()
+	defer prismUI.mu.Unlock()
+	return prismUI.started[port]
+}
+
 // startPrismUI serves prism's web UI on localhost:port for the job service at *jobopts.Endpoint,
-// once per port and process.
-func startPrismUI(port int) error {
+// once per port and process. held is the port's listener bound by listen, which refused a busy
+// port before any work: prism's web server logs a failed listen and goes on, so the port is held
+// until the server takes it.
+func startPrismUI(port int, held net.Listener) error {
 	prismUI.mu.Lock()
 	defer prismUI.mu.Unlock()
 	if prismUI.started[port] {
 		return nil
 	}
-	addr := fmt.Sprintf("localhost:%d", port)
-	// prism's web server logs a failed listen and goes on: check first.
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--prism-ui-port=%d: %w", port, err)
+	addr := prismUIAddr(port)
+	if held != nil {
+		held.Close()
 	}
-	l.Close()
 	conn, err := grpc.NewClient(*jobopts.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return fmt.Errorf("--prism-ui-port: connect to the job service at %s: %w", *jobopts.Endpoint, err)

@@ -162,10 +162,11 @@ func TestPageInChromium(t *testing.T) {
 	}
 	f := newFixture(t)
 	f.mon.AuditEvery = time.Millisecond
-	srv, err := live.Serve("127.0.0.1:0", f.mon)
+	l, err := live.Listen("--ui", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := live.Serve(l, f.mon)
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -74,13 +74,21 @@ type Server struct {
 	done chan struct{}
 }
 
-// Serve starts serving m's page on addr, so a bad or busy address is an error before any work.
-func Serve(addr string, m *Monitor) (*Server, error) { return serve("--ui", addr, m.Handler()) }
-
-// ServeMetrics serves only /metrics on addr (--metrics-addr).
-func ServeMetrics(addr string, m *Monitor) (*Server, error) {
-	return serve("--metrics-addr", addr, metricsOnly(m))
+// Listen binds addr, the value of flag (--ui, --metrics-addr), so that a busy or bad address is
+// refused before any work; Serve and ServeMetrics serve on the listener later.
+func Listen(flag, addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return l, nil
 }
+
+// Serve starts serving m's page on l (Listen); the server owns l.
+func Serve(l net.Listener, m *Monitor) *Server { return serve(l, m.Handler()) }
+
+// ServeMetrics serves only /metrics on l (--metrics-addr).
+func ServeMetrics(l net.Listener, m *Monitor) *Server { return serve(l, metricsOnly(m)) }
 
 // metricsOnly serves WriteMetrics at /metrics as of the current snapshot.
 func metricsOnly(m *Monitor) *http.ServeMux {
@@ -96,12 +104,8 @@ func metricsOnly(m *Monitor) *http.ServeMux {
 	return mux
 }
 
-// serve starts serving h on addr, the value of flag.
-func serve(flag, addr string, h http.Handler) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
-	}
+// serve starts serving h on l.
+func serve(l net.Listener, h http.Handler) *Server {
 	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, addr: l.Addr().String(), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -109,7 +113,7 @@ func serve(flag, addr string, h http.Handler) (*Server, error) {
 			slog.Error("live page server", "err", err)
 		}
 	}()
-	return s, nil
+	return s
 }
 
 // Addr is the address the server listens on.

@@ -1,11 +1,13 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/reconcile"
 )
 
@@ -84,5 +86,21 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestAsyncNeedsAJobServer: with prism in this process (no --endpoint), --async would return
+// before the recomputation ran (it panicked in prism): one line and exit 2, before any work.
+func TestAsyncNeedsAJobServer(t *testing.T) {
+	async, endpoint := *jobopts.Async, *jobopts.Endpoint
+	t.Cleanup(func() { *jobopts.Async, *jobopts.Endpoint = async, endpoint })
+	*jobopts.Endpoint = "" // an earlier test's job may have set it
+	dir := writeLog(t, map[string][]string{"p0": {purchase("A", "2026-11-04T10:15:00Z", "u1", "1")}})
+	_, path := openSink(t)
+	var stdout, stderr bytes.Buffer
+	code := reconcile.Main([]string{"--source=" + dir, "--sink=sqlite:" + path, "--async"}, &stdout, &stderr)
+	want := "reconcile: --async: prism runs in this process (no --endpoint), so the job would end with reconcile before it did any work: drop --async, or submit to a job server with --endpoint=HOST:PORT\n"
+	if code != reconcile.ExitError || stderr.String() != want || stdout.Len() != 0 {
+		t.Errorf("reconcile --async: exit %d, stderr %q, stdout %q; want exit %d, stderr %q", code, stderr.String(), stdout.String(), reconcile.ExitError, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -62,6 +63,7 @@ func (o Options) Validate() error {
 		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),
 		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
 		o.stream().Validate(), cli.CheckDryRunFlags(o.DryRun, o.Runner),
+		localrunner.CheckAsync("reconcile", o.Runner),
 	); err != nil {
 		return err
 	}

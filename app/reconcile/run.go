@@ -151,12 +151,9 @@ func (out *Outcome) plan(list bool) (Settings, error) {
 	if err := files.CheckDir(context.Background(), o.Source); err != nil {
 		return set, fmt.Errorf("--source %s: %w", o.Source, err)
 	}
-	parts, err := rawlog.ListPartitions(o.Source)
+	parts, err := rawlog.ReadablePartitions(o.Source)
 	if err != nil {
 		return set, fmt.Errorf("--source %s: %w", o.Source, err)
-	}
-	if len(parts) == 0 {
-		return set, fmt.Errorf("--source %s: no partitions (the folder holds no raw-log files)", o.Source)
 	}
 	out.Partitions = parts
 	return set, nil

@@ -101,26 +101,48 @@ func newFilesystem(path string) (f filesystem.Interface, err error) {
 	return f, err
 }
 
-// Check refuses a path that cannot be used as a folder: an unknown scheme,
-// or glob characters in a remote path. Callers name the path in the error.
-func Check(path string) error {
+// CheckName refuses a path that cannot name a folder, making no client (a dry run contacts
+// nothing): an unknown scheme, a store this binary does not import, or glob characters in a
+// remote path. Callers name the path in the error.
+func CheckName(path string) error {
 	if strings.TrimSpace(path) == "" {
 		return errors.New("empty path")
 	}
 	if IsLocal(path) {
 		return nil
 	}
-	if _, err := filesystemFor(path); err != nil {
-		if _, known := storePackages[scheme(path)]; known || registered(scheme(path)) || scheme(path) == "memfs://" {
-			return err // served (or servable), but the client could not be made
+	if s := scheme(path); !beamServes(path) {
+		if pkg, ok := storePackages[s]; ok && !registered(s) {
+			return fmt.Errorf("no filesystem serves %s paths in this binary: import _ %q in its main package", s, pkg)
 		}
 		served := append([]string{"local paths"}, append(slices.Sorted(maps.Keys(stores)), "memfs://")...)
-		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", scheme(path), strings.Join(served[:len(served)-1], ", "), served[len(served)-1])
+		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", s, strings.Join(served[:len(served)-1], ", "), served[len(served)-1])
 	}
 	if strings.ContainsAny(path, globChars) {
 		return fmt.Errorf("a %s path must not contain any of %q", scheme(path), globChars)
 	}
 	return nil
+}
+
+// beamServes reports whether Beam has a filesystem registered for path's scheme, making no client.
+func beamServes(path string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	filesystem.ValidateScheme(path) // panics for a scheme no filesystem serves
+	return true
+}
+
+// Check is CheckName, then makes the path's client (looking up its credentials: GCS asks the
+// metadata server), so that a client that cannot be made is refused before any work.
+func Check(path string) error {
+	if err := CheckName(path); err != nil || IsLocal(path) {
+		return err
+	}
+	_, err := filesystemFor(path)
+	return err
 }
 
 func scheme(path string) string {

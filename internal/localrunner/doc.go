@@ -14,6 +14,10 @@
 //     disabled, as its alias map would grow for ever (TestPrismWorkaroundsOnlyOnPrism).
 //   - prism starts its job service inside beam.Run, and the launcher needs the
 //     address before: EnsureJobService starts it and sets --endpoint (jobservice.go).
+//   - --async (--execute_async) makes beam.Run return at once; with prism in
+//     this process the job dies with the command, having written nothing (or
+//     prism panics): launch and reconcile refuse it unless --endpoint names a
+//     job server (CheckAsync, async.go). Other runners keep --async.
 //   - One output watermark per stage from the last bundle's residuals: the
 //     folder source keeps a watermark.Board per source in a Shared (shared.go)
 //     so a fast partition cannot pass a slow one; it also carries

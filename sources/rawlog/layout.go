@@ -3,6 +3,7 @@ package rawlog
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -94,6 +95,21 @@ func ListPartitions(dir string) ([]string, error) {
 	}
 	slices.Sort(parts) // "." in its place
 	return parts, nil
+}
+
+// ErrNoPartitions is ReadablePartitions' refusal of a folder without partitions.
+var ErrNoPartitions = errors.New("no partitions yet: the folder holds no raw-log file and no partition subfolder; create a partition subfolder (or a first file) before starting")
+
+// ReadablePartitions is ListPartitions for a run that reads dir (launch's replay and --follow,
+// reconcile): a folder without partitions is ErrNoPartitions, refused before any work. A replay
+// would read nothing (and end with no counter to check); a follower's watermark, with no
+// partition to hold it, would follow processing time and its first data be too late.
+func ReadablePartitions(dir string) ([]string, error) {
+	parts, err := ListPartitions(dir)
+	if err == nil && len(parts) == 0 {
+		err = ErrNoPartitions
+	}
+	return parts, err
 }
 
 // ListFiles returns a partition's readable files in lexical order.
