@@ -68,7 +68,11 @@ func TestReportsShareOneRenderer(t *testing.T) {
 		if err := json.Unmarshal([]byte(data), &docs[i]); err != nil {
 			t.Fatal(err)
 		}
-		for _, own := range []string{"job", "audit_tables", "reconcile"} {
+		// conservation is a job's: reconcile's report has none (it ran no job).
+		if _, ok := top["conservation"]; ok != (name == "launch.json") {
+			t.Errorf("%s: conservation field present %v, want only in launch's", name, ok)
+		}
+		for _, own := range []string{"job", "audit_tables", "reconcile", "conservation"} {
 			delete(top, own)
 		}
 		keys[i] = slices.Sorted(maps.Keys(top))
