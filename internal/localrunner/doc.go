@@ -40,7 +40,7 @@
 //   - What waits between stages lives in this process's heap, whose live size
 //     spikes when timers release held batches; GOGC=100 doubles every spike
 //     into the heap's goal (issue #26). With prism in this process the GC
-//     pacer (gcpace.go) holds the goal at twice the median live heap unless
+//     pacer (gcpace.go) holds the goal at 1.7 times the median live heap unless
 //     GOGC or GOMEMLIMIT is set. Workers elsewhere keep Go's own pacing
 //     under the dedup step's memory limit (transforms/dedup_cache.go).
 package localrunner
