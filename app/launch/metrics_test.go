@@ -30,8 +30,10 @@ func TestMetricsScrapedDuringRun(t *testing.T) {
 	job := runInBackground(t, o)
 	judged := func(e promtext.Exposition) (read, verdicts float64) {
 		read, _ = e.Value("revenue_records_read_total")
-		for _, s := range e["revenue_records_judged_total"].Samples {
-			verdicts += s.Value
+		if f := e["revenue_records_judged_total"]; f != nil { // absent until the job's figures are
+			for _, s := range f.Samples {
+				verdicts += s.Value
+			}
 		}
 		return read, verdicts
 	}
