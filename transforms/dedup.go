@@ -19,8 +19,8 @@ import (
 )
 
 func init() {
-	register.DoFn7x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
-		func(model.Event), func(model.Conflict), error](&dedupFn{})
+	register.DoFn8x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
+		func(model.Event), func(model.Conflict), func(model.TooLate), error](&dedupFn{})
 	register.Emitter1[model.Event]()
 	register.Emitter1[model.Conflict]()
 }
@@ -79,14 +79,15 @@ func (o DedupOptions) Validate() error {
 // size (issue #25).
 //
 // The counted events carry the gate's AfterEnd; conflicts and rule-(b)
-// too-late records come out separately.
+// too-late records come out separately: the gate's, and an event of a window
+// whose ids the shard already forgot (judge).
 func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
 	s = s.Scope("Dedup")
 	if err := o.Validate(); err != nil {
 		panic(err) // options are validated by the caller; this is a programming error
 	}
-	batches, tooLate := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
-	counted, conflicts = beam.ParDo2(s, &dedupFn{
+	batches, gated := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
+	counted, conflicts, forgotten := beam.ParDo3(s, &dedupFn{
 		Policy:      o.Policy,
 		RetentionMs: o.Retention,
 		CacheID:     flow.Token(8),
@@ -99,7 +100,7 @@ func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts,
 		IDs:         state.MakeBagState[[]byte]("ids"),
 		Release:     timers.InEventTime("release"),
 	}, batches)
-	return counted, conflicts, tooLate
+	return counted, conflicts, beam.Flatten(s, gated, forgotten)
 }
 
 type dedupFn struct {
@@ -118,15 +119,16 @@ type dedupFn struct {
 	IDs     state.Bag[[]byte]
 	Release timers.EventTime
 
-	counted, duplicates, conflicts, expired, reloads, evictions, elements beam.Counter
-	entries                                                               beam.Distribution
-	readAhead                                                             *flow.ReadAhead
+	counted, duplicates, conflicts, tooLate, expired, reloads, evictions, elements beam.Counter
+	entries                                                                        beam.Distribution
+	readAhead                                                                      *flow.ReadAhead
 }
 
 func (f *dedupFn) Setup() {
 	f.counted = metrics.Counter(metrics.Counted)
 	f.duplicates = metrics.Counter(metrics.Duplicates)
 	f.conflicts = metrics.Counter(metrics.Conflicts)
+	f.tooLate = metrics.Counter(metrics.TooLate)
 	f.expired = metrics.Counter(metrics.DedupExpired)
 	f.reloads = metrics.Counter(metrics.DedupStateReloads)
 	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
@@ -145,7 +147,7 @@ func (f *dedupFn) store(shard int) shardStore {
 func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
-	emit func(model.Event), conflict func(model.Conflict)) error {
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	// Out of the runner's queue: judged now, or held in state (ByPosition).
 	// The dedup step, the slowest, pays the read-ahead account: what the
 	// gate passed waits in prism's queue in front of it.
@@ -178,7 +180,7 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err := f.advance(ctx, sp, shard, st, known); err != nil {
 		return err
 	}
-	if err := f.judge(ctx, sp, st, events, emit, conflict); err != nil {
+	if err := f.judge(ctx, sp, st, events, emit, conflict, late); err != nil {
 		return err
 	}
 	return f.store(shard).save(ctx, sp, st, f.evictions)
@@ -186,10 +188,25 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 
 // judge gives each event its verdict in the order given, emits and appends
 // the counted ids to the bag; the caller saves the shard.
+//
+// An event of a window whose ids the shard already forgot is too late, not
+// judged: its id may be one the shard forgot, and counting it could count
+// it twice. In arrival order the shard forgets by the watermark a gate key
+// stamped on a batch, and the gate's keys learn the watermark each from its
+// own timers, so a key still behind can pass such an event after another
+// key's stamp reached the shard; that stamp proved the window closed
+// (forgetting comes one window after the close), so rule (b) holds at the
+// watermark the shard knows. Position order's release clock lets no such
+// event come (releaseClock), and there this is never taken.
 func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, events []model.Event,
-	emit func(model.Event), conflict func(model.Conflict)) error {
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	var added idBlobs
 	for _, e := range events {
+		if st.Forgot(e.EventTime, f.RetentionMs, f.Policy) {
+			f.tooLate.Inc(ctx, 1)
+			late(TooLateRecord(e))
+			continue
+		}
 		switch v := st.Judge(&e, f.Policy); v.Verdict {
 		case DuplicateVerdict:
 			if faults.Fire(faults.UncountDuplicate) {
@@ -255,7 +272,7 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 
 // OnTimer releases the batches held for position order whose wait ended.
 func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
-	emit func(model.Event), conflict func(model.Conflict)) error {
+	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
 	at, tag, err := parseTimerTag(t.Tag)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
@@ -271,7 +288,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	if err := f.judge(ctx, sp, st, events, emit, conflict); err != nil {
+	if err := f.judge(ctx, sp, st, events, emit, conflict, late); err != nil {
 		return err
 	}
 	if err := f.advance(ctx, sp, shard, st, releaseClock(at)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,4 +130,107 @@ func TestPositionOrderForgetsNoIDACopyNeeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArrivalOrderSendsForgottenWindowsTooLate: in arrival order a shard
+// forgets ids by the watermark a gate key stamped on a batch, and the gate's
+// keys learn the watermark each from its own timers. X (window [10:00,
+// 11:00) of 11-04: closes 11-05 11:00, ids forgotten at 11-05 12:00) is
+// counted; Z comes from a gate key at 11-05 12:00; X's identical copy and
+// W, a first of X's window, come from a key still at 11-05 10:30, which
+// passes them. Once Z's stamp made the shard forget X's window, neither can
+// be told from a first: both go to too-late (their window closed before a
+// watermark the gate proved), never counted. Before Z, or with a stamp past
+// the close but before the expiry, the copy is a duplicate and W counted.
+//
+// Negative control: without the check in judge, the "Z first" cases count X
+// twice.
+func TestArrivalOrderSendsForgottenWindowsTooLate(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		zStamp  string // Z's gate key's watermark
+		zFirst  bool   // Z reaches the shard before the copy and W
+		noCache bool
+		counted map[string]int
+		late    []string // event ids sent to too-late
+	}{
+		{"Z first", "2026-11-05T12:00:00Z", true, false, map[string]int{"x": 1, "z": 1}, []string{"x", "w"}},
+		{"Z first, no cache", "2026-11-05T12:00:00Z", true, true, map[string]int{"x": 1, "z": 1}, []string{"x", "w"}},
+		{"copy first", "2026-11-05T12:00:00Z", false, false, map[string]int{"x": 1, "w": 1, "z": 1}, nil},
+		{"Z past the close, before the expiry", "2026-11-05T11:30:00Z", true, false, map[string]int{"x": 1, "w": 1, "z": 1}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := &dedupFn{
+				Policy: skewPolicy, RetentionMs: (25 * time.Hour).Milliseconds(),
+				CacheID: "arrival-" + t.Name(), NoCache: c.noCache,
+				Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
+				IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
+			}
+			f.Setup()
+			t.Cleanup(func() { shardCache.take(cacheKey{pipeline: f.CacheID, shard: 0}) })
+			run := &skewRun{outMinute: map[string]int{}}
+			sp := &countingShard{memShard: &memShard{memState{values: map[string]any{}}, map[string][]any{}}}
+			var late []string
+			d := &skewDriver{t: t, f: f, sp: sp, tp: &recordTimers{}, timers: map[string]int64{}, run: run}
+			line := 0
+			batch := func(partition, id, eventTime, amount, stamped string) model.EventBatch {
+				line++
+				r := model.Record{Partition: partition, Line: []byte(rowtest.Purchase(id, eventTime, "u1", amount)),
+					Position: fmt.Sprintf("%s/000001.jsonl:%d", partition, line),
+					ReadAt:   rowtest.MS("2026-11-06T00:00:00Z"), WatermarkBefore: rowtest.MS(stamped)}
+				e, q := event.Parse(r, event.DefaultConfig())
+				if q != nil {
+					t.Fatalf("%s does not parse: %+v", r.Position, q)
+				}
+				return model.EventBatch{Events: []model.Event{e}, Watermark: rowtest.MS(stamped)}
+			}
+			d.process(batch("p0", "x", "2026-11-04T10:15:00Z", "100", "2026-11-04T10:05:00Z"))
+			z := batch("p2", "z", "2026-11-05T12:10:00Z", "7", c.zStamp)
+			behind := []model.EventBatch{
+				batch("p1", "x", "2026-11-04T10:15:00Z", "100", "2026-11-05T10:30:00Z"),
+				batch("p1", "w", "2026-11-04T10:40:00Z", "5", "2026-11-05T10:30:00Z"),
+			}
+			if c.zFirst {
+				d.process(z)
+			}
+			for _, b := range behind {
+				d.process(b)
+			}
+			if !c.zFirst {
+				d.process(z)
+			}
+			got := map[string]int{}
+			for _, e := range run.counted {
+				got[e.EventID]++
+			}
+			if !maps.Equal(got, c.counted) {
+				t.Errorf("counted %v, want %v", got, c.counted)
+			}
+			if len(d.timers) != 0 {
+				t.Errorf("timers set in arrival order: %v", d.timers)
+			}
+			for _, l := range run.lates {
+				late = append(late, l.EventID)
+				if l.Reason != model.ReasonWindowClosed || l.Position == "" {
+					t.Errorf("too-late row %+v: want reason %s and its position", l, model.ReasonWindowClosed)
+				}
+			}
+			if !slices.Equal(late, c.late) {
+				t.Errorf("too late %v, want %v", late, c.late)
+			}
+			// read 4 = counted + duplicates + conflicts 0 + too late.
+			dups := run.delivered - len(run.counted) - len(run.conflicts) - run.tooLate
+			if wantDups := 4 - len(c.late) - total(c.counted); run.delivered != 4 || len(run.conflicts) != 0 || dups != wantDups {
+				t.Errorf("read %d = counted %d + duplicates %d + conflicts %d + too late %d, want 4 = %d + %d + 0 + %d",
+					run.delivered, len(run.counted), dups, len(run.conflicts), run.tooLate, total(c.counted), wantDups, len(c.late))
+			}
+		})
+	}
+}
+
+func total(m map[string]int) (n int) {
+	for _, v := range m {
+		n += v
+	}
+	return n
 }

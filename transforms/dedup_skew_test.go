@@ -88,6 +88,7 @@ type skewRun struct {
 	counted    []model.Event
 	conflicts  []model.Conflict
 	tooLate    int
+	lates      []model.TooLate // what dedup itself sent to too-late
 	delivered  int
 	readMinute map[string]int // position -> minute it was read
 	outMinute  map[string]int // position -> minute it was judged
@@ -118,6 +119,13 @@ func (d *skewDriver) emit(e model.Event) {
 	d.run.outMinute[e.Position] = d.minute
 }
 
+// late counts what the dedup step itself sends to too-late (dedupFn.judge).
+func (d *skewDriver) late(l model.TooLate) {
+	d.run.tooLate++
+	d.run.lates = append(d.run.lates, l)
+	d.run.outMinute[l.Position] = d.minute
+}
+
 func (d *skewDriver) conflict(c model.Conflict) {
 	d.run.conflicts = append(d.run.conflicts, c)
 	d.run.outMinute[c.Position] = d.minute
@@ -144,7 +152,7 @@ func (d *skewDriver) process(b model.EventBatch) {
 	d.run.maxHeld = max(d.run.maxHeld, d.held-len(d.run.counted)-len(d.run.conflicts)-d.run.tooLate)
 	d.run.delivered += len(b.Events)
 	d.bundle(func() error {
-		return d.f.ProcessElement(context.Background(), d.sp, d.tp, d.shard, b, d.emit, d.conflict)
+		return d.f.ProcessElement(context.Background(), d.sp, d.tp, d.shard, b, d.emit, d.conflict, d.late)
 	})
 }
 
@@ -166,7 +174,7 @@ func (d *skewDriver) fireUpTo(w int64) {
 		held, ok := d.heldBytes()
 		out := len(d.run.outMinute)
 		d.bundle(func() error {
-			return d.f.OnTimer(context.Background(), d.sp, d.tp, d.shard, tc, d.emit, d.conflict)
+			return d.f.OnTimer(context.Background(), d.sp, d.tp, d.shard, tc, d.emit, d.conflict, d.late)
 		})
 		if after, ok2 := d.heldBytes(); ok && ok2 && tag[0] == tagRelease && len(d.run.outMinute) > out {
 			d.run.wholeBagRead += held

@@ -94,6 +94,14 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 	return st.ids.filter(func(win uint32) bool { return !windowExpired(win, before) })
 }
 
+// Forgot reports whether the known watermark has expired the ids of the
+// window of an event at eventTime: the shard can no longer tell a copy from
+// a first (dedupFn.judge).
+func (st *shardState) Forgot(eventTime, retentionMs int64, p triggers.Policy) bool {
+	return st.known != model.NoWatermark &&
+		windowExpired(windowIndex(p.WindowStart(eventTime), p), expiredBefore(st.known, retentionMs, p))
+}
+
 // NeedsCompaction reports whether most of the bag's entries are expired
 // ids: the cap (twice the live ids) that keeps compaction's cost
 // proportional to the ids added.
