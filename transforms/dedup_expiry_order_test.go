@@ -46,17 +46,8 @@ func TestPositionOrderForgetsNoIDACopyNeeds(t *testing.T) {
 		{"copy held when Z comes, X first of its partition", true, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := &dedupFn{
-				Policy: skewPolicy, RetentionMs: (25 * time.Hour).Milliseconds(),
-				CacheID: "forget-" + t.Name(), NoCache: c.noCache, ByPosition: true,
-				Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
-				IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
-			}
-			f.Setup()
-			t.Cleanup(func() { shardCache.take(cacheKey{pipeline: f.CacheID, shard: 0}) })
-			run := &skewRun{outMinute: map[string]int{}}
-			sp := &countingShard{memShard: &memShard{memState{values: map[string]any{}}, map[string][]any{}}}
-			d := &skewDriver{t: t, f: f, sp: sp, tp: &recordTimers{}, timers: map[string]int64{}, run: run}
+			d := expiryShard(t, c.noCache, true)
+			f, sp, run := d.f, d.sp, d.run
 			lines := map[string]int{}
 			batch := func(partition, id, eventTime, amount, watermarkBefore, stamped string) model.EventBatch {
 				lines[partition]++
@@ -160,18 +151,9 @@ func TestArrivalOrderSendsForgottenWindowsTooLate(t *testing.T) {
 		{"Z past the close, before the expiry", "2026-11-05T11:30:00Z", true, false, map[string]int{"x": 1, "w": 1, "z": 1}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := &dedupFn{
-				Policy: skewPolicy, RetentionMs: (25 * time.Hour).Milliseconds(),
-				CacheID: "arrival-" + t.Name(), NoCache: c.noCache,
-				Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
-				IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
-			}
-			f.Setup()
-			t.Cleanup(func() { shardCache.take(cacheKey{pipeline: f.CacheID, shard: 0}) })
-			run := &skewRun{outMinute: map[string]int{}}
-			sp := &countingShard{memShard: &memShard{memState{values: map[string]any{}}, map[string][]any{}}}
+			d := expiryShard(t, c.noCache, false)
+			run := d.run
 			var late []string
-			d := &skewDriver{t: t, f: f, sp: sp, tp: &recordTimers{}, timers: map[string]int64{}, run: run}
 			line := 0
 			batch := func(partition, id, eventTime, amount, stamped string) model.EventBatch {
 				line++
@@ -233,4 +215,19 @@ func total(m map[string]int) (n int) {
 		n += v
 	}
 	return n
+}
+
+// expiryShard is one dedup shard (25 h retention, skewPolicy) in memory
+// state, driven by hand.
+func expiryShard(t *testing.T, noCache, byPosition bool) *skewDriver {
+	f := &dedupFn{
+		Policy: skewPolicy, RetentionMs: (25 * time.Hour).Milliseconds(),
+		CacheID: "expiry-" + t.Name(), NoCache: noCache, ByPosition: byPosition,
+		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
+		IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
+	}
+	f.Setup()
+	t.Cleanup(func() { shardCache.take(cacheKey{pipeline: f.CacheID, shard: 0}) })
+	sp := &countingShard{memShard: &memShard{memState{values: map[string]any{}}, map[string][]any{}}}
+	return &skewDriver{t: t, f: f, sp: sp, tp: &recordTimers{}, timers: map[string]int64{}, run: &skewRun{outMinute: map[string]int{}}}
 }
