@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
+	"github.com/revenue-stream/hourly/testing/cmdtest"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
 
@@ -35,26 +34,10 @@ func TestMain(m *testing.M) {
 
 func reconcileCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	return command(t, "", "RECONCILE_MAIN", args...)
+	return cmdtest.Run(t, "", "RECONCILE_MAIN", args...)
 }
 
 // command runs main (the one env names) in dir ("" for this one).
-func command(t *testing.T, dir, env string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env+"=1")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
-}
-
 // streamedSink replays a generated log with the oracle and writes its FINAL
 // rows and audit rows as the stream would.
 func streamedSink(t *testing.T) (logDir, sinkPath string) {
@@ -183,7 +166,7 @@ func TestRefusesLocalPartsOffProcess(t *testing.T) {
 // column, the other windows are still compared, and the run exits 1.
 func TestDemoExitCodes(t *testing.T) {
 	dir := t.TempDir()
-	code, stdout, stderr := command(t, dir, "LAUNCH_MAIN", "--log-level=warn")
+	code, stdout, stderr := cmdtest.Run(t, dir, "LAUNCH_MAIN", "--log-level=warn")
 	if code != 0 {
 		t.Fatalf("launch: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -198,7 +181,7 @@ func TestDemoExitCodes(t *testing.T) {
 	}
 	rec := func(db string, args ...string) (int, string, string) {
 		t.Helper()
-		return command(t, dir, "RECONCILE_MAIN", append([]string{"--source=demo-data", "--sink=sqlite:" + db, "--log-level=warn"}, args...)...)
+		return cmdtest.Run(t, dir, "RECONCILE_MAIN", append([]string{"--source=demo-data", "--sink=sqlite:" + db, "--log-level=warn"}, args...)...)
 	}
 
 	code, stdout, stderr = rec("revenue.db")

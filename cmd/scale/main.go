@@ -215,7 +215,7 @@ func run(o options, w io.Writer) error {
 					float64(peak)/float64(workers)/(o.uploadMBps*1e6), mb(largestKey(m)))
 			} else {
 				fmt.Fprintf(w, "| %s | %s | %d | %s | boot disk only (state in Streaming Engine) | %s / %s | no checkpoints: commits %s/s | per work item, small | %s |\n",
-					runner, num(float64(m.rate)), workers, mem, gb(steady), gb(peak), mb(perSec/2*2), mb(largestKey(m)))
+					runner, num(float64(m.rate)), workers, mem, gb(steady), gb(peak), mb(perSec), mb(largestKey(m)))
 			}
 		}
 	}

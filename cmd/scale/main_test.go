@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/revenue-stream/hourly/testing/cmdtest"
 )
 
 // The exit code and the one line on stderr are the command's contract, so the tests run the real
@@ -20,17 +20,7 @@ func TestMain(m *testing.M) {
 
 func scale(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "SCALE_MAIN=1")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
+	return cmdtest.Run(t, "", "SCALE_MAIN", args...)
 }
 
 // Every bad flag, value or argument is refused before anything is simulated: exit 2, nothing on

@@ -267,7 +267,7 @@ func List(ctx context.Context, dir string) (Listing, error) {
 func ListAfter(ctx context.Context, dir, after string) ([]string, error) {
 	var names []string
 	if st, ok := stores[scheme(dir)]; ok {
-		if err := Check(dir); err != nil {
+		if err := CheckName(dir); err != nil { // the store's own client lists, not Beam's
 			return nil, err
 		}
 		bucket, prefix, _ := strings.Cut(strings.TrimPrefix(dir, scheme(dir)), "/")

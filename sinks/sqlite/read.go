@@ -28,7 +28,7 @@ func (s *SQLite) rows(ctx context.Context, what string, t *table.Table, query st
 		if !errors.As(err, &re) {
 			return err
 		}
-		bad = append(bad, keyed(re, t, sc.texts))
+		bad = append(bad, keyed(re, t, sc.text))
 		return nil
 	}, args...)
 	if err == nil && len(bad) > 0 {
@@ -129,16 +129,16 @@ func scanAll(rs *sql.Rows, err error) func(scan func(*sql.Rows) error) error {
 }
 
 // keyed fills e's table and key, where unset, from a scanned row of t.
-func keyed(e *sink.RowError, t *table.Table, texts []string) *sink.RowError {
+func keyed(e *sink.RowError, t *table.Table, text func(i int) string) *sink.RowError {
 	if e.Table == "" {
 		e.Table = t.Name
 	}
 	for i, c := range t.Columns {
 		switch {
 		case c.Name == "window_start" && e.WindowStart == "":
-			e.WindowStart = strings.TrimSpace(texts[i])
+			e.WindowStart = strings.TrimSpace(text(i))
 		case c.Name == "dims" && e.Dims == "":
-			e.Dims = texts[i]
+			e.Dims = text(i)
 		}
 	}
 	return e

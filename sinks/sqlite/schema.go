@@ -82,16 +82,15 @@ func sqliteArgs[T any](c table.Codec[T], dst []any, recs ...T) []any {
 // anywhere), and such a value must be one sink.RowError naming its column,
 // not an error that ends the read.
 type sqliteScanner struct {
-	t     *table.Table
-	dest  []any
-	raw   []any
-	texts []string // each value as text, for keyed
-	vals  []any
+	t    *table.Table
+	dest []any
+	raw  []any
+	vals []any
 }
 
 func newSQLiteScanner(t *table.Table) *sqliteScanner {
 	n := len(t.Columns)
-	s := &sqliteScanner{t: t, dest: make([]any, n), raw: make([]any, n), texts: make([]string, n), vals: make([]any, n)}
+	s := &sqliteScanner{t: t, dest: make([]any, n), raw: make([]any, n), vals: make([]any, n)}
 	for i := range s.dest {
 		s.dest[i] = &s.raw[i]
 	}
@@ -103,18 +102,6 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 	if err := rs.Scan(s.dest...); err != nil {
 		return nil, err
 	}
-	for i, v := range s.raw {
-		switch v := v.(type) {
-		case nil:
-			s.texts[i] = ""
-		case []byte:
-			s.texts[i] = string(v)
-		case string:
-			s.texts[i] = v
-		default:
-			s.texts[i] = fmt.Sprint(v)
-		}
-	}
 	for i, c := range s.t.Columns {
 		v, err := s.value(i, c)
 		if err != nil {
@@ -123,6 +110,21 @@ func (s *sqliteScanner) scan(rs *sql.Rows) ([]any, error) {
 		s.vals[i] = v
 	}
 	return s.vals, nil
+}
+
+// text is column i's stored value as text ("" for NULL): what value parses,
+// and what names a row that cannot be read (keyed).
+func (s *sqliteScanner) text(i int) string {
+	switch v := s.raw[i].(type) {
+	case nil:
+		return ""
+	case []byte:
+		return string(v)
+	case string:
+		return v
+	default:
+		return fmt.Sprint(v)
+	}
 }
 
 // value converts column i's stored value to the codec's type.
@@ -136,11 +138,12 @@ func (s *sqliteScanner) value(i int, c table.Column) (any, error) {
 		if n, ok := raw.(int64); ok {
 			return n, nil
 		}
-		n, err := strconv.ParseInt(s.texts[i], 10, 64)
+		text := s.text(i)
+		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("not an integer: %q", s.texts[i])
+			return nil, fmt.Errorf("not an integer: %q", text)
 		}
 		return n, nil
 	}
-	return table.ParseText(c, s.texts[i])
+	return table.ParseText(c, s.text(i))
 }
