@@ -35,7 +35,7 @@ func BenchmarkReader(b *testing.B) {
 		for {
 			rt := sdf.NewLockRTracker(sdfread.NewCheckpointTracker("source", rest, true))
 			r := newReader(dir, "p0", rest, false, testPolicy, testConfig())
-			r.claim = func(next restriction) bool { return rt.TryClaim(next) }
+			r.claim = func(next restriction) bool { return sdfread.Claim(rt, next) }
 			r.emit = func(model.Record) { records++ }
 			out, err := r.run()
 			if err != nil {

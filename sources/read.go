@@ -116,7 +116,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		// A follower's last pass: the current file to its end (SPEC §3).
 		r.final, r.stop = true, func() bool { return false }
 	}
-	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
+	r.claim = func(next restriction) bool { return sdfread.Claim(rt, next) }
 	// The call's valid records (the events dedup will take in) join the
 	// read-ahead account as it ends, so none is ever in flight uncounted.
 	queued := 0

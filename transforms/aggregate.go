@@ -42,8 +42,11 @@ func PreAggregate(s beam.Scope, counted beam.PCollection, p triggers.Policy) bea
 	return beam.ParDo(s, &preAggregateFn{Policy: p}, counted)
 }
 
+// aggKey is a Delta's key before FinishBundle spells it (WindowKey): no
+// string is built per event.
 type aggKey struct {
-	key      string
+	start    int64
+	dims     string
 	afterEnd bool
 }
 
@@ -58,11 +61,11 @@ func (f *preAggregateFn) StartBundle(_ func(beam.EventTime, string, model.Delta)
 // ProcessElement declares the emitter FinishBundle uses (the SDK takes
 // outputs from ProcessElement's signature).
 func (f *preAggregateFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(beam.EventTime, string, model.Delta)) error {
-	k := aggKey{key: WindowKey(f.Policy.WindowStart(e.EventTime), e.Dims), afterEnd: e.AfterEnd}
+	k := aggKey{start: f.Policy.WindowStart(e.EventTime), dims: e.Dims, afterEnd: e.AfterEnd}
 	d := f.pending.at(k, ts)
 	sum, err := triggers.AddMicros(d.RevenueMicros, e.AmountMicros)
 	if err != nil {
-		return fmt.Errorf("pre-aggregate %s: %w", k.key, err)
+		return fmt.Errorf("pre-aggregate %s: %w", WindowKey(k.start, k.dims), err)
 	}
 	d.RevenueMicros, d.AfterEnd = sum, e.AfterEnd
 	d.Count++
@@ -70,5 +73,5 @@ func (f *preAggregateFn) ProcessElement(ts beam.EventTime, e model.Event, _ func
 }
 
 func (f *preAggregateFn) FinishBundle(emit func(beam.EventTime, string, model.Delta)) {
-	f.pending.flush(func(k aggKey, ts beam.EventTime, d model.Delta) { emit(ts, k.key, d) })
+	f.pending.flush(func(k aggKey, ts beam.EventTime, d model.Delta) { emit(ts, WindowKey(k.start, k.dims), d) })
 }

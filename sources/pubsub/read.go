@@ -85,7 +85,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	r.sub = f.client.SubscriptionAdminClient
 	r.log = slog.Default().With("source", "pubsub", "subscription", f.Subscription, "shard", rest.Shard)
 	r.stop = f.stop.Stopped
-	r.claim = func(next restriction) bool { return rt.TryClaim(next) }
+	r.claim = func(next restriction) bool { return sdfread.Claim(rt, next) }
 	r.emit = func(rec model.Record) { sdfread.Emit(emit, rec) }
 
 	out, err := r.run(ctx)

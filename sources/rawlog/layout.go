@@ -17,11 +17,15 @@ const RootPartition = "."
 
 // Position is the stable source position of a line, "<partition>/<file>:<line>"
 // ("<file>:<line>" in the root partition), which keys audit rows.
+// One allocation a line: the string, built in a buffer on the stack.
 func Position(partition, file string, line int) string {
-	if partition == RootPartition || partition == "" {
-		return file + ":" + strconv.Itoa(line)
+	var a [96]byte
+	b := a[:0]
+	if partition != RootPartition && partition != "" {
+		b = append(append(b, partition...), '/')
 	}
-	return partition + "/" + file + ":" + strconv.Itoa(line)
+	b = append(append(b, file...), ':')
+	return string(strconv.AppendInt(b, int64(line), 10))
 }
 
 // ParsePosition splits a file position made by Position (ok false for an

@@ -2,6 +2,8 @@ package sdfread
 
 import (
 	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 )
 
 // Checkpointable is a restriction a CheckpointTracker can hold.
@@ -34,7 +36,7 @@ func NewCheckpointTracker[R Checkpointable[R]](name string, rest R, bounded bool
 // TryClaim accepts the state after the claimed block. It fails once a
 // checkpoint took the rest or the restriction was closed.
 func (t *CheckpointTracker[R]) TryClaim(pos any) bool {
-	if t.stopped || t.cur.IsClosed() || t.err != nil {
+	if !t.open() {
 		return false
 	}
 	next, ok := pos.(R)
@@ -42,9 +44,29 @@ func (t *CheckpointTracker[R]) TryClaim(pos any) bool {
 		t.err = fmt.Errorf("%s tracker: claim of %T, want %T", t.name, pos, t.cur)
 		return false
 	}
+	return t.claim(next)
+}
+
+func (t *CheckpointTracker[R]) open() bool { return !t.stopped && !t.cur.IsClosed() && t.err == nil }
+
+func (t *CheckpointTracker[R]) claim(next R) bool {
+	if !t.open() {
+		return false
+	}
 	t.cur = next // restrictions are copied on write: no copy per claim
 	t.claims++
 	return true
+}
+
+// Claim is rt.TryClaim(next) without boxing next into an interface: the
+// readers claim once a record, and a boxed restriction is an allocation each.
+func Claim[R Checkpointable[R]](rt *sdf.LockRTracker, next R) bool {
+	rt.Mu.Lock()
+	defer rt.Mu.Unlock()
+	if t, ok := rt.Rt.(*CheckpointTracker[R]); ok {
+		return t.claim(next)
+	}
+	return rt.Rt.TryClaim(next)
 }
 
 // GetError returns the error that made a claim fail, if any.
