@@ -223,7 +223,7 @@ func BuildWithTicks(s beam.Scope, records, ticks beam.PCollection, o Options) (O
 	counted, conflicts, lateB := transforms.Dedup(s, admitted, o.dedup())
 	// Audit records read back the raw lines dropped before dedup.
 	conflicts, lateB = transforms.Payloads(s, o.Event, conflicts, lateB)
-	deltas := transforms.PreAggregate(s, counted, o.Triggers)
+	deltas := transforms.PreAggregate(s, counted)
 	if o.Triggers.Early > 0 {
 		if !ticks.IsValid() && o.EarlySource == EarlyImpulse {
 			ticks = clock.Ticks(s, o.Triggers.Early)

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register.DoFn3x1[beam.EventTime, model.Event, func(beam.EventTime, string, model.Delta), error](&preAggregateFn{})
+	register.DoFn4x1[beam.EventTime, string, model.Delta, func(beam.EventTime, string, model.Delta), error](&preAggregateFn{})
 	register.Emitter3[beam.EventTime, string, model.Delta]()
 }
 
@@ -34,25 +34,56 @@ func ParseWindowKey(k string) (start int64, dims string, err error) {
 	return start, dims, nil
 }
 
-// PreAggregate sums a bundle's counted events per (window, dims) key into one
-// Delta per key, stamped with its earliest event's timestamp (holding the
-// revision step's watermark): no hot key, and no GroupByKey keeping every event.
-func PreAggregate(s beam.Scope, counted beam.PCollection, p triggers.Policy) beam.PCollection {
-	s = s.Scope("PreAggregate")
-	return beam.ParDo(s, &preAggregateFn{Policy: p}, counted)
+// windowSums sums counted events per window, dims and AfterEnd: Dedup's
+// output, one Delta per key and judged batch.
+type windowSums struct {
+	policy triggers.Policy
+	sums   groups[windowDims, model.Delta]
 }
 
-// aggKey is a Delta's key before FinishBundle spells it (WindowKey): no
-// string is built per event.
-type aggKey struct {
+type windowDims struct {
 	start    int64
 	dims     string
 	afterEnd bool
 }
 
-type preAggregateFn struct {
-	Policy triggers.Policy
+func (w *windowSums) add(e *model.Event) error {
+	k := windowDims{start: w.policy.WindowStart(e.EventTime), dims: e.Dims, afterEnd: e.AfterEnd}
+	return addDelta(w.sums.at(k, 0), model.Delta{RevenueMicros: e.AmountMicros, Count: 1, AfterEnd: e.AfterEnd},
+		func() string { return WindowKey(k.start, k.dims) })
+}
 
+// flush emits the sums, keyed by WindowKey, and empties w.
+func (w *windowSums) flush(emit func(string, model.Delta)) {
+	w.sums.flush(func(k windowDims, _ beam.EventTime, d model.Delta) { emit(WindowKey(k.start, k.dims), d) })
+}
+
+// addDelta adds in to d; a total beyond int64 micros is an error naming the key.
+func addDelta(d *model.Delta, in model.Delta, key func() string) error {
+	sum, err := triggers.AddMicros(d.RevenueMicros, in.RevenueMicros)
+	if err != nil {
+		return fmt.Errorf("window %s: %w", key(), err)
+	}
+	d.RevenueMicros, d.AfterEnd = sum, in.AfterEnd
+	d.Count += in.Count
+	return nil
+}
+
+// PreAggregate sums a bundle's Deltas (Dedup's, per judged batch) per
+// (window, dims) key into one Delta per key, stamped with its earliest
+// timestamp (holding the revision step's watermark): no hot key, and no
+// GroupByKey keeping every event.
+func PreAggregate(s beam.Scope, counted beam.PCollection) beam.PCollection {
+	s = s.Scope("PreAggregate")
+	return beam.ParDo(s, &preAggregateFn{}, counted)
+}
+
+type aggKey struct {
+	key      string
+	afterEnd bool
+}
+
+type preAggregateFn struct {
 	pending groups[aggKey, model.Delta]
 }
 
@@ -60,18 +91,10 @@ func (f *preAggregateFn) StartBundle(_ func(beam.EventTime, string, model.Delta)
 
 // ProcessElement declares the emitter FinishBundle uses (the SDK takes
 // outputs from ProcessElement's signature).
-func (f *preAggregateFn) ProcessElement(ts beam.EventTime, e model.Event, _ func(beam.EventTime, string, model.Delta)) error {
-	k := aggKey{start: f.Policy.WindowStart(e.EventTime), dims: e.Dims, afterEnd: e.AfterEnd}
-	d := f.pending.at(k, ts)
-	sum, err := triggers.AddMicros(d.RevenueMicros, e.AmountMicros)
-	if err != nil {
-		return fmt.Errorf("pre-aggregate %s: %w", WindowKey(k.start, k.dims), err)
-	}
-	d.RevenueMicros, d.AfterEnd = sum, e.AfterEnd
-	d.Count++
-	return nil
+func (f *preAggregateFn) ProcessElement(ts beam.EventTime, key string, in model.Delta, _ func(beam.EventTime, string, model.Delta)) error {
+	return addDelta(f.pending.at(aggKey{key: key, afterEnd: in.AfterEnd}, ts), in, func() string { return key })
 }
 
 func (f *preAggregateFn) FinishBundle(emit func(beam.EventTime, string, model.Delta)) {
-	f.pending.flush(func(k aggKey, ts beam.EventTime, d model.Delta) { emit(ts, WindowKey(k.start, k.dims), d) })
+	f.pending.flush(func(k aggKey, ts beam.EventTime, d model.Delta) { emit(ts, k.key, d) })
 }

@@ -20,8 +20,8 @@ import (
 
 func init() {
 	register.DoFn8x1[context.Context, state.Provider, timers.Provider, int, model.EventBatch,
-		func(model.Event), func(model.Conflict), func(model.TooLate), error](&dedupFn{})
-	register.Emitter1[model.Event]()
+		func(string, model.Delta), func(model.Conflict), func(model.TooLate), error](&dedupFn{})
+	register.Emitter2[string, model.Delta]()
 	register.Emitter1[model.Conflict]()
 }
 
@@ -78,9 +78,11 @@ func (o DedupOptions) Validate() error {
 // per record does not grow with the shard count but through the batches'
 // size (issue #25).
 //
-// The counted events carry the gate's AfterEnd; conflicts and rule-(b)
-// too-late records come out separately: the gate's, and an event of a window
-// whose ids the shard already forgot (judge).
+// What it counts comes out summed, KV<window key, model.Delta>: per window,
+// dims and the gate's AfterEnd, over each batch it judges (a handful of
+// elements a batch, not one an event). Conflicts and rule-(b) too-late
+// records come out separately: the gate's, and an event of a window whose
+// ids the shard already forgot (judge).
 func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
 	s = s.Scope("Dedup")
 	if err := o.Validate(); err != nil {
@@ -122,6 +124,7 @@ type dedupFn struct {
 	counted, duplicates, conflicts, tooLate, expired, reloads, evictions, elements beam.Counter
 	entries                                                                        beam.Distribution
 	readAhead                                                                      *flow.ReadAhead
+	sums                                                                           windowSums
 }
 
 func (f *dedupFn) Setup() {
@@ -147,7 +150,36 @@ func (f *dedupFn) store(shard int) shardStore {
 func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
-	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
+	emit func(string, model.Delta), conflict func(model.Conflict), late func(model.TooLate)) error {
+	return f.summed(emit, func(count func(*model.Event) error) error {
+		return f.process(ctx, sp, tp, shard, batch, count, conflict, late)
+	})
+}
+
+// OnTimer releases the batches held for position order whose wait ended.
+func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
+	emit func(string, model.Delta), conflict func(model.Conflict), late func(model.TooLate)) error {
+	return f.summed(emit, func(count func(*model.Event) error) error {
+		return f.onTimer(ctx, sp, tp, shard, t, count, conflict, late)
+	})
+}
+
+// summed runs one call of the step, its counted events summed (windowSums)
+// and emitted once it has judged them all.
+func (f *dedupFn) summed(emit func(string, model.Delta), call func(count func(*model.Event) error) error) error {
+	f.sums.policy = f.Policy
+	if err := call(f.sums.add); err != nil {
+		f.sums.sums.reset()
+		return err
+	}
+	f.sums.flush(emit)
+	return nil
+}
+
+// process judges a batch, or holds it (ByPosition); count takes each event
+// counted.
+func (f *dedupFn) process(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
+	count func(*model.Event) error, conflict func(model.Conflict), late func(model.TooLate)) error {
 	// Out of the runner's queue: judged now, or held in state (ByPosition).
 	// The dedup step, the slowest, pays the read-ahead account: what the
 	// gate passed waits in prism's queue in front of it.
@@ -180,13 +212,13 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 	if err := f.advance(ctx, sp, shard, st, known); err != nil {
 		return err
 	}
-	if err := f.judge(ctx, sp, st, events, emit, conflict, late); err != nil {
+	if err := f.judge(ctx, sp, st, events, count, conflict, late); err != nil {
 		return err
 	}
 	return f.store(shard).save(ctx, sp, st, f.evictions)
 }
 
-// judge gives each event its verdict in the order given, emits and appends
+// judge gives each event its verdict in the order given, counts and appends
 // the counted ids to the bag; the caller saves the shard.
 //
 // An event of a window whose ids the shard already forgot is too late, not
@@ -199,15 +231,16 @@ func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp time
 // watermark the shard knows. Position order's release clock lets no such
 // event come (releaseClock), and there this is never taken.
 func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, events []model.Event,
-	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
+	count func(*model.Event) error, conflict func(model.Conflict), late func(model.TooLate)) error {
 	var added idBlobs
-	for _, e := range events {
+	for i := range events {
+		e := &events[i]
 		if st.Forgot(e.EventTime, f.RetentionMs, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
-			late(TooLateRecord(e))
+			late(TooLateRecord(*e))
 			continue
 		}
-		switch v := st.Judge(&e, f.Policy); v.Verdict {
+		switch v := st.Judge(e, f.Policy); v.Verdict {
 		case DuplicateVerdict:
 			if faults.Fire(faults.UncountDuplicate) {
 				continue
@@ -226,7 +259,9 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 		case CountVerdict:
 			added.add(v.window, v.id, e.Fingerprint)
 			f.counted.Inc(ctx, 1)
-			emit(e)
+			if err := count(e); err != nil {
+				return fmt.Errorf("dedup: %w", err)
+			}
 		}
 	}
 	// The ids this batch remembered, appended without reading the bag: the
@@ -270,9 +305,9 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 	return nil
 }
 
-// OnTimer releases the batches held for position order whose wait ended.
-func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
-	emit func(model.Event), conflict func(model.Conflict), late func(model.TooLate)) error {
+// onTimer releases the batches held for position order whose wait ended.
+func (f *dedupFn) onTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
+	count func(*model.Event) error, conflict func(model.Conflict), late func(model.TooLate)) error {
 	at, tag, err := parseTimerTag(t.Tag)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
@@ -288,7 +323,7 @@ func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
-	if err := f.judge(ctx, sp, st, events, emit, conflict, late); err != nil {
+	if err := f.judge(ctx, sp, st, events, count, conflict, late); err != nil {
 		return err
 	}
 	if err := f.advance(ctx, sp, shard, st, releaseClock(at)); err != nil {

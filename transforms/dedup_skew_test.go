@@ -114,9 +114,10 @@ type skewDriver struct {
 	shard   int
 }
 
-func (d *skewDriver) emit(e model.Event) {
-	d.run.counted = append(d.run.counted, e)
+func (d *skewDriver) count(e *model.Event) error {
+	d.run.counted = append(d.run.counted, *e)
 	d.run.outMinute[e.Position] = d.minute
+	return nil
 }
 
 // late counts what the dedup step itself sends to too-late (dedupFn.judge).
@@ -152,7 +153,7 @@ func (d *skewDriver) process(b model.EventBatch) {
 	d.run.maxHeld = max(d.run.maxHeld, d.held-len(d.run.counted)-len(d.run.conflicts)-d.run.tooLate)
 	d.run.delivered += len(b.Events)
 	d.bundle(func() error {
-		return d.f.ProcessElement(context.Background(), d.sp, d.tp, d.shard, b, d.emit, d.conflict, d.late)
+		return d.f.process(context.Background(), d.sp, d.tp, d.shard, b, d.count, d.conflict, d.late)
 	})
 }
 
@@ -174,7 +175,7 @@ func (d *skewDriver) fireUpTo(w int64) {
 		held, ok := d.heldBytes()
 		out := len(d.run.outMinute)
 		d.bundle(func() error {
-			return d.f.OnTimer(context.Background(), d.sp, d.tp, d.shard, tc, d.emit, d.conflict, d.late)
+			return d.f.onTimer(context.Background(), d.sp, d.tp, d.shard, tc, d.count, d.conflict, d.late)
 		})
 		if after, ok2 := d.heldBytes(); ok && ok2 && tag[0] == tagRelease && len(d.run.outMinute) > out {
 			d.run.wholeBagRead += held
