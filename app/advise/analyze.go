@@ -146,20 +146,15 @@ func (an *analysis) sim(bound, idle time.Duration) *sim {
 	return s
 }
 
-// outcome judges one combination of settings.
-func (an *analysis) outcome(bound, idle, lateness, retention time.Duration, split bool) Outcome {
-	return an.judge(an.sim(bound, idle), lateness, retention, split, nil)
-}
-
 func (an *analysis) run(ctx context.Context) error {
 	o, cur := an.o, an.o.Watermark
 	lateness, retention := o.Triggers.AllowedLateness, o.RetentionOrDefault()
 	bounds := candidates(append(slices.Clone(o.Try.Bounds), an.pctBounds...), cur.OutOfOrderBound)
 	for _, b := range bounds {
-		an.a.Bounds = append(an.a.Bounds, an.outcome(b, cur.IdleTimeout, lateness, retention, true))
+		an.a.Bounds = append(an.a.Bounds, an.judge(an.sim(b, cur.IdleTimeout), lateness, retention, true, nil))
 	}
 	for _, al := range candidates(o.Try.Lateness, lateness) {
-		an.a.LatenessTable = append(an.a.LatenessTable, an.outcome(cur.OutOfOrderBound, cur.IdleTimeout, al, max(retention, o.Triggers.Window+al), false))
+		an.a.LatenessTable = append(an.a.LatenessTable, an.judge(an.sim(cur.OutOfOrderBound, cur.IdleTimeout), al, max(retention, o.Triggers.Window+al), false, nil))
 	}
 	an.retention()
 	if err := ctx.Err(); err != nil {

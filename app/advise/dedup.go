@@ -36,7 +36,8 @@ func (an *analysis) retention() {
 	s := an.sim(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout)
 	tp := o.Triggers
 	var st CopyStats
-	var gapE, gapA []int64
+	var copies []int // each later copy's index in recs, its gap (gapE before the floor at 0)
+	var gaps, gapE, gapA []int64
 	first := an.l.first
 	for i, r := range an.l.recs {
 		if !r.valid || first[r.id] == int32(i+1) {
@@ -46,17 +47,17 @@ func (an *analysis) retention() {
 		if !o.Range.Contains(tp.WindowStart(f.et)) {
 			continue
 		}
-		st.Copies++
 		if r.fp == f.fp {
 			st.Identical++
-		} else {
-			st.Conflicting++
 		}
-		gapE = append(gapE, max(0, s.pipe[i]-tp.WindowEnd(tp.WindowStart(f.et))))
+		g := s.pipe[i] - tp.WindowEnd(tp.WindowStart(f.et))
+		copies, gaps, gapE = append(copies, i), append(gaps, g), append(gapE, max(0, g))
 		if an.l.clock != NoClock {
 			gapA = append(gapA, r.at-f.at)
 		}
 	}
+	st.Copies = int64(len(copies))
+	st.Conflicting = st.Copies - st.Identical
 	st.GapEventTime, st.GapArrival = newDistribution(gapE), newDistribution(gapA) // sorts them
 	an.a.Copies = st
 
@@ -69,14 +70,9 @@ func (an *analysis) retention() {
 		if an.l.clock != NoClock {
 			row.BeyondArrival = int64(len(gapA) - lowerBound(gapA, hm+1))
 		}
-		out := an.judge(s, tp.AllowedLateness, h, false, classes)
-		row.DoubleCounted = out.DoubleCounted
-		for i, r := range an.l.recs {
-			if !r.valid || first[r.id] == int32(i+1) || classes[i] != classTooLate {
-				continue
-			}
-			f := an.l.recs[first[r.id]-1]
-			if ws := tp.WindowStart(f.et); o.Range.Contains(ws) && s.pipe[i]-tp.WindowEnd(ws) >= hm {
+		row.DoubleCounted = an.judge(s, tp.AllowedLateness, h, false, classes).DoubleCounted
+		for k, i := range copies {
+			if classes[i] == classTooLate && gaps[k] >= hm {
 				row.ToReconcile++
 			}
 		}

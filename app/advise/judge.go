@@ -23,6 +23,11 @@ type Fates struct {
 	TooLate Tally `json:"too_late"`
 }
 
+// of is the tally of a class: classOnTime, classLate or classTooLate.
+func (f *Fates) of(class uint8) *Tally {
+	return [...]*Tally{classOnTime: &f.OnTime, classLate: &f.Late, classTooLate: &f.TooLate}[class]
+}
+
 // Total is every distinct event.
 func (f Fates) Total() Tally {
 	return Tally{f.OnTime.Events + f.Late.Events + f.TooLate.Events,
@@ -90,6 +95,9 @@ const (
 	classTooLate
 )
 
+// verdictClass is a verdict's class; a counted record is classLate if past its window end.
+var verdictClass = [...]uint8{event.Counted: classOnTime, event.Duplicate: classDuplicate, event.Conflict: classConflict, event.TooLate: classTooLate}
+
 // scratch is judge's per-id memory, reused from one judgement to the next.
 type scratch struct {
 	seen      []event.Seen
@@ -121,14 +129,14 @@ func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool,
 	an.scratch.reset(l.IDs)
 	seen, countedIn, ever := an.scratch.seen[:l.IDs], an.scratch.countedIn[:l.IDs], an.scratch.ever[:l.IDs]
 	openOnTime := map[int64]bool{}
-	fate := func(r rec, f func(*Fates) *Tally) {
-		if !rng.Contains(tp.WindowStart(r.et)) {
-			return
-		}
-		f(&o.Fates).add(r.amount)
-		if split {
-			f(&o.ByPartition[r.part]).add(r.amount)
-			f(&o.BySegment[r.seg]).add(r.amount)
+	var records [classTooLate + 1]int64
+	fate := func(r rec, class uint8) {
+		if rng.Contains(tp.WindowStart(r.et)) {
+			o.Fates.of(class).add(r.amount)
+			if split {
+				o.ByPartition[r.part].of(class).add(r.amount)
+				o.BySegment[r.seg].of(class).add(r.amount)
+			}
 		}
 	}
 	for i, r := range l.recs {
@@ -142,53 +150,32 @@ func (an *analysis) judge(s *sim, lateness, retention time.Duration, split bool,
 		}
 		closed := tp.Closed(ws, s.own[i]) || tp.Closed(ws, s.pipe[i])
 		in := rng.Contains(ws)
-		class := classTooLate
-		switch sn.Judge(r.fp, closed) {
-		case event.Counted:
-			late := s.pipe[i] >= tp.WindowEnd(ws)
-			class = classOnTime
-			if late {
+		class := verdictClass[sn.Judge(r.fp, closed)]
+		if class == classOnTime {
+			if s.pipe[i] >= tp.WindowEnd(ws) {
 				class = classLate
 			} else {
 				openOnTime[ws] = true
 			}
 			countedIn[r.id] = ws
-			if in {
-				o.Records.Counted++
-			}
-			switch {
-			case ever[r.id]:
-				if in {
-					o.DoubleCounted.add(r.amount)
-				}
-			case late:
-				fate(r, func(f *Fates) *Tally { return &f.Late })
-			default:
-				fate(r, func(f *Fates) *Tally { return &f.OnTime })
+			if !ever[r.id] {
+				fate(r, class)
+			} else if in {
+				o.DoubleCounted.add(r.amount)
 			}
 			ever[r.id] = true
-		case event.Duplicate:
-			class = classDuplicate
-			if in {
-				o.Records.Duplicates++
-			}
-		case event.Conflict:
-			class = classConflict
-			if in {
-				o.Records.Conflicts++
-			}
-		default:
-			if in {
-				o.Records.TooLate++
-			}
+		}
+		if in {
+			records[class]++
 		}
 		if classes != nil {
 			classes[i] = class
 		}
 	}
+	o.Records = Records{Counted: records[classOnTime] + records[classLate], Duplicates: records[classDuplicate], Conflicts: records[classConflict], TooLate: records[classTooLate]}
 	for id, f := range l.first {
 		if f > 0 && !ever[id] {
-			fate(l.recs[f-1], func(f *Fates) *Tally { return &f.TooLate })
+			fate(l.recs[f-1], classTooLate)
 		}
 	}
 	o.OnTime = latency(s, tp, rng, openOnTime)

@@ -109,7 +109,7 @@ func (an *analysis) recommend(bounds []time.Duration) {
 	for _, b := range bounds {
 		for _, i := range idles {
 			for _, a := range latenesses {
-				out := an.outcome(b, i, a, o.Triggers.Window+a, false)
+				out := an.judge(an.sim(b, i), a, o.Triggers.Window+a, false, nil)
 				p := point{b: b, i: i, a: a}
 				for _, t := range ts {
 					v, _ := t.miss(out)
@@ -130,7 +130,7 @@ func (an *analysis) recommend(bounds []time.Duration) {
 		return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b), cmp.Compare(x.i, y.i))
 	})
 	retention := o.Triggers.Window + best.a
-	out := an.outcome(best.b, best.i, best.a, retention, true)
+	out := an.judge(an.sim(best.b, best.i), best.a, retention, true, nil)
 	r := Recommendation{Outcome: out, Misses: []string{}}
 	for _, t := range ts {
 		if v, m := t.miss(out); t.set && v > 0 {

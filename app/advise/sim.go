@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 	"github.com/revenue-stream/hourly/watermark"
@@ -74,22 +75,22 @@ func ownWatermarks(l *replayLog, p watermark.Policy) []int64 {
 // clockRun is the replay with an arrival clock: every partition reports at every instant something
 // can change, and the pipeline watermark is the minimum, as a runner computes it.
 type clockRun struct {
-	idle       int64 // ms
-	parts      []*watermark.Partition
-	reported   []int64
-	back       []int32 // per partition: the episode it came back from last
-	episodes   int
-	pipe       int64
-	crossings  []int64 // window end + bound, sorted; next is crossings[0]
-	breaksAt   []int64 // processing times the pipeline watermark rose at
-	breaksTo   []int64 // and the value it rose to
-	windowEnds []int64 // window starts with valid data, sorted, and their ends
-	starts     []int64
-	now        int64
+	idle      int64 // ms
+	parts     []*watermark.Partition
+	reported  []int64
+	back      []int32 // per partition: the episode it came back from last
+	episodes  int
+	pipe      int64
+	crossings []int64 // window end + bound, sorted; next is crossings[0]
+	breaksAt  []int64 // processing times the pipeline watermark rose at
+	breaksTo  []int64 // and the value it rose to
+	starts    []int64 // window starts with valid data, sorted
+	tp        triggers.Policy
+	now       int64
 }
 
 func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun {
-	c := &clockRun{idle: p.IdleTimeout.Milliseconds(), pipe: model.NoWatermark, now: math.MinInt64}
+	c := &clockRun{idle: p.IdleTimeout.Milliseconds(), pipe: model.NoWatermark, now: math.MinInt64, tp: tp}
 	for range l.Partitions {
 		c.parts = append(c.parts, watermark.NewPartition(p, l.First))
 		c.reported = append(c.reported, model.NoWatermark)
@@ -102,10 +103,7 @@ func newClockRun(l *replayLog, p watermark.Policy, tp triggers.Policy) *clockRun
 		}
 	}
 	c.starts = slices.Sorted(maps.Keys(seen))
-	for _, ws := range c.starts {
-		c.windowEnds = append(c.windowEnds, tp.WindowEnd(ws))
-		c.crossings = append(c.crossings, tp.WindowEnd(ws)+p.OutOfOrderBound.Milliseconds())
-	}
+	c.crossings = slicesx.Map(c.starts, func(ws int64) int64 { return tp.WindowEnd(ws) + p.OutOfOrderBound.Milliseconds() })
 	return c
 }
 
@@ -180,8 +178,8 @@ func (c *clockRun) report(now int64) {
 // onTimes finds when the pipeline watermark first reached each window's end.
 func (c *clockRun) onTimes() map[int64]int64 {
 	out := make(map[int64]int64, len(c.starts))
-	for k, ws := range c.starts {
-		if i, _ := slices.BinarySearch(c.breaksTo, c.windowEnds[k]); i < len(c.breaksTo) {
+	for _, ws := range c.starts {
+		if i, _ := slices.BinarySearch(c.breaksTo, c.tp.WindowEnd(ws)); i < len(c.breaksTo) {
 			out[ws] = c.breaksAt[i]
 		}
 	}

@@ -14,10 +14,11 @@ import (
 // Charts are geometry (strings) rendered by the HTML template, so every label from the data is
 // escaped by html/template; colours live in the style sheet.
 
-// frame is a chart's canvas and plot area, in SVG user units.
+// frame is a chart's canvas, plot area and ticks, in SVG user units.
 type frame struct {
 	Width, Height            float64
 	Left, Top, Right, Bottom float64 // plot area edges
+	XTicks, YTicks           []tick
 }
 
 func (f frame) PlotW() float64 { return f.Right - f.Left }
@@ -36,8 +37,7 @@ type dot struct{ X, Y string }
 // traceChart is one partition's event times (dots) and watermark (line) over the record index.
 type traceChart struct {
 	frame
-	XTicks, YTicks []tick
-	Dots, Behind   []dot
+	Dots, Behind []dot
 	// Drawn is len(Dots) + len(Behind).
 	Drawn int
 	// Line is the watermark polyline's points attribute.
@@ -153,7 +153,6 @@ func timeTicks(lo, hi int64, n int, pos func(int64) string) []tick {
 type histChart struct {
 	frame
 	Bars    []bar
-	YTicks  []tick
 	Markers []marker
 }
 
@@ -232,10 +231,8 @@ func newHistChart(h delay.Histogram) *histChart {
 // revenueChart shows each shown window's latest revenue, coloured by state.
 type revenueChart struct {
 	frame
-	Bars   []revenueBar
-	XTicks []tick
-	YTicks []tick
-	Zero   string
+	Bars []revenueBar
+	Zero string
 }
 
 type revenueBar struct {
@@ -286,3 +283,62 @@ func newRevenueChart(ws []Window) *revenueChart {
 	}
 	return c
 }
+
+// tradeOffChart is share late and too late against the bounds tried, evenly spaced.
+type tradeOffChart struct {
+	frame
+	// Late, LateRevenue and TooLate are polylines' points attributes.
+	Late, LateRevenue, TooLate string
+	Points                     []tradeOffDot
+}
+
+type tradeOffDot struct {
+	X, Y  string
+	Title string
+	Class string // "cur", "rec" or ""
+}
+
+func newTradeOffChart(pts []TradeOffPoint) *tradeOffChart {
+	if len(pts) == 0 {
+		return nil
+	}
+	c := &tradeOffChart{frame: frame{Width: 1120, Height: 280, Left: 70, Top: 20, Right: 1100, Bottom: 236}}
+	top := 0.0
+	for _, p := range pts {
+		top = max(top, p.LateEvents, p.LateRevenue, p.TooLateEvents)
+	}
+	// A round top: 1, 2 or 5 times a power of ten percent.
+	scale := 1.0
+	if top > 0 {
+		scale = niceStep(top, 1)
+	}
+	y := func(v float64) float64 { return c.Bottom - c.PlotH()*v/scale }
+	slot := c.PlotW() / float64(len(pts))
+	x := func(i int) float64 { return c.Left + slot*(float64(i)+0.5) }
+	for k := 0; k <= 4; k++ {
+		v := scale * float64(k) / 4
+		c.YTicks = append(c.YTicks, tick{num(y(v)), strconv.FormatFloat(v, 'f', -1, 64) + "%"})
+	}
+	var late, rev, too []string
+	for i, p := range pts {
+		c.XTicks = append(c.XTicks, tick{num(x(i)), p.Bound})
+		d := tradeOffDot{X: num(x(i)), Y: num(y(p.LateEvents)),
+			Title: "--ooo-bound=" + p.Bound + ": late " + pct(p.LateEvents) + " of events, " + pct(p.LateRevenue) + " of revenue; too late " + pct(p.TooLateEvents)}
+		switch {
+		case p.Recommended:
+			d.Class = "rec"
+			d.Title += " (recommended)"
+		case p.Current:
+			d.Class = "cur"
+			d.Title += " (current)"
+		}
+		c.Points = append(c.Points, d)
+		late = append(late, d.X+","+d.Y)
+		rev = append(rev, d.X+","+num(y(p.LateRevenue)))
+		too = append(too, d.X+","+num(y(p.TooLateEvents)))
+	}
+	c.Late, c.LateRevenue, c.TooLate = strings.Join(late, " "), strings.Join(rev, " "), strings.Join(too, " ")
+	return c
+}
+
+func pct(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + "%" }

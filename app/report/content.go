@@ -21,6 +21,9 @@ type content struct {
 	Title, Meta   string
 	Job, Settings []Figure
 	Sections      []*section
+	// The HTML form's summary cards: read and its terms, and whether the identity holds.
+	Cards []Figure
+	Holds bool
 }
 
 // section is a titled part: its scope, sentences, bullet lines, charts, tables and command, in
@@ -177,9 +180,11 @@ func (c *content) conservation(r Run) {
 		s.Scope = scopeRun
 		s.para("Every record this run read is accounted for exactly once: read = counted + duplicates + conflicts + quarantined + too_late.")
 		why := problem(*k)
+		c.Cards, c.Holds = []Figure{{"read", Count(k.Read)}}, why == ""
 		t := s.table("lrr", "figure", "records", "share")
 		for _, m := range k.Terms() {
 			t.row(m.Name, Count(m.Value), share(m.Value, k.Read))
+			c.Cards = append(c.Cards, Figure{m.Name, Count(m.Value)})
 		}
 		t.row(bold("sum"), bold(Count(k.Verdicts())), "")
 		t.row(bold("read"), bold(Count(k.Read)), verdict(why == "", ""))

@@ -2,9 +2,7 @@ package report
 
 import (
 	_ "embed"
-	"fmt"
 	"html/template"
-	"io"
 	"strings"
 )
 
@@ -21,27 +19,8 @@ var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"maxPoints": func() int { return MaxTracePoints },
 }).Parse(htmlSource))
 
-// htmlPage is the content plus the summary cards only HTML draws.
-type htmlPage struct {
-	content
-	Cards []Figure // read and its terms
-	Holds bool
-}
-
 // writeHTML lays the content out as one self-contained page.
-func writeHTML(w io.Writer, r Run) error {
-	p := htmlPage{content: newContent(r)}
-	if k := r.Counts; k != nil {
-		p.Cards, p.Holds = []Figure{{"read", Count(k.Read)}}, problem(*k) == ""
-		for _, t := range k.Terms() {
-			p.Cards = append(p.Cards, Figure{t.Name, Count(t.Value)})
-		}
-	}
-	if err := htmlTemplate.Execute(w, p); err != nil {
-		return fmt.Errorf("render html: %w", err)
-	}
-	return nil
-}
+var writeHTML = render("html", htmlTemplate.Execute)
 
 // Stylesheet is the HTML report's CSS, so app/live shares its look without a copy.
 func Stylesheet() string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/jsonl"
 )
@@ -76,14 +77,13 @@ type jsonWindow struct {
 
 func writeJSON(w io.Writer, r Run) error {
 	out := Document{
-		Title:      r.Title,
-		Started:    utc(r.Started),
-		Finished:   utc(r.Finished),
-		Settings:   nonNil(r.Settings),
-		Partitions: []jsonPartition{},
-		Delays:     nonEmpty(r.Delays),
-		Reconcile:  r.Reconcile,
-		Advice:     r.Advice,
+		Title:     r.Title,
+		Started:   utc(r.Started),
+		Finished:  utc(r.Finished),
+		Settings:  nonNil(r.Settings),
+		Delays:    nonEmpty(r.Delays),
+		Reconcile: r.Reconcile,
+		Advice:    r.Advice,
 	}
 	if len(r.Job) > 0 {
 		out.Job = map[string]string{}
@@ -107,32 +107,18 @@ func writeJSON(w io.Writer, r Run) error {
 			"too_late_events": a.TooLate, "conflict_events": a.Conflicts, "quarantined_events": a.Quarantined,
 		}
 	}
-	for _, p := range r.Partitions {
-		jp := jsonPartition{Partition: p.Partition, Read: p.Read, Valid: p.Valid, Behind: p.Behind, Points: []jsonPoint{}}
-		if p.Watermark != model.NoWatermark {
-			s := model.FormatTime(p.Watermark)
-			jp.Watermark = &s
-		}
-		for _, pt := range p.Points {
-			jpt := jsonPoint{Record: pt.Record, EventTime: pt.EventTime}
-			if pt.Watermark != model.NoWatermark {
-				jpt.Watermark = &pt.Watermark
-			}
-			jp.Points = append(jp.Points, jpt)
-		}
-		out.Partitions = append(out.Partitions, jp)
-	}
+	out.Partitions = slicesx.Map(r.Partitions, func(p PartitionTrace) jsonPartition {
+		return jsonPartition{Partition: p.Partition, Read: p.Read, Valid: p.Valid, Behind: p.Behind, Watermark: orNil(p.Watermark, model.FormatTime(p.Watermark)),
+			Points: slicesx.Map(p.Points, func(pt TracePoint) jsonPoint {
+				return jsonPoint{Record: pt.Record, EventTime: pt.EventTime, Watermark: orNil(pt.Watermark, pt.Watermark)}
+			})}
+	})
 	shown, omitted := selectWindows(r.Windows)
-	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: []jsonWindow{}}
-	for _, w := range shown {
-		jw := jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims, Revisions: []jsonl.Row{}}
-		var kept []model.Row
-		kept, jw.RevisionsOmitted = trim(w.Revisions, reportTrim)
-		for _, rv := range kept {
-			jw.Revisions = append(jw.Revisions, jsonl.Row(rv))
-		}
-		out.Windows.Shown = append(out.Windows.Shown, jw)
-	}
+	out.Windows = jsonWindows{Total: len(r.Windows), Omitted: omitted, Shown: slicesx.Map(shown, func(w WindowHistory) jsonWindow {
+		kept, cut := trim(w.Revisions, reportTrim)
+		return jsonWindow{WindowStart: model.FormatTime(w.WindowStart), WindowEnd: model.FormatTime(w.WindowEnd), Dims: w.Dims,
+			Revisions: slicesx.Map(kept, func(rv model.Row) jsonl.Row { return jsonl.Row(rv) }), RevisionsOmitted: cut}
+	})}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -149,6 +135,14 @@ func utc(t time.Time) *time.Time {
 	}
 	t = t.UTC()
 	return &t
+}
+
+// orNil is &v, nil when watermark is model.NoWatermark (null).
+func orNil[T any](watermark int64, v T) *T {
+	if watermark == model.NoWatermark {
+		return nil
+	}
+	return &v
 }
 
 // nonNil makes an absent map render as {} rather than null.

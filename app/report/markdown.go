@@ -2,8 +2,6 @@ package report
 
 import (
 	_ "embed"
-	"fmt"
-	"io"
 	"strings"
 	"text/template"
 )
@@ -14,12 +12,7 @@ var markdownSource string
 // markdownTemplate lays the content out as Markdown; md and spans escape what data could mark up.
 var markdownTemplate = template.Must(template.New("md").Funcs(template.FuncMap{"md": mdText, "spans": mdSpans}).Parse(markdownSource))
 
-func writeMarkdown(w io.Writer, r Run) error {
-	if err := markdownTemplate.Execute(w, newContent(r)); err != nil {
-		return fmt.Errorf("render markdown: %w", err)
-	}
-	return nil
-}
+var writeMarkdown = render("markdown", markdownTemplate.Execute)
 
 // mdSpans renders a text: bold and code set off, every other style plain.
 func mdSpans(t text) string {

@@ -134,18 +134,16 @@ func (r Reconcile) Verdict() string {
 }
 
 // explained sums up the explained classes: "18 too_late, 7 missing_window".
-func (r Reconcile) explained() string {
-	return r.classes(func(class string, n int) bool { return n > 0 && class != "unexplained" })
-}
+func (r Reconcile) explained() string { return r.classes(false) }
 
 // Classes sums the differing keys up by class: "1 missing_window, 0 too_late, 0 unexplained".
-func (r Reconcile) Classes() string { return r.classes(func(string, int) bool { return true }) }
+func (r Reconcile) Classes() string { return r.classes(true) }
 
-// classes sums up the classes keep keeps, by name.
-func (r Reconcile) classes(keep func(class string, n int) bool) string {
+// classes sums up the classes by name: all, or the explained ones with a count.
+func (r Reconcile) classes(all bool) string {
 	var parts []string
 	for _, c := range slices.Sorted(maps.Keys(r.ByClass)) {
-		if n := r.ByClass[c]; keep(c, n) {
+		if n := r.ByClass[c]; all || n > 0 && c != "unexplained" {
 			parts = append(parts, fmt.Sprintf("%d %s", n, c))
 		}
 	}

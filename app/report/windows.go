@@ -114,18 +114,10 @@ func cause(r model.Row) string {
 	if strings.HasPrefix(r.Writer, "reconcile:") { // app/reconcile.Writer
 		return CauseReconcile
 	}
-	switch r.State {
-	case model.Early:
-		return CauseEarlyTick
-	case model.OnTime:
-		return CauseWatermark
-	case model.Late:
-		return CauseLateData
-	case model.Final:
-		return CauseClosed
-	}
-	return ""
+	return stateCauses[r.State]
 }
+
+var stateCauses = map[model.ResultState]string{model.Early: CauseEarlyTick, model.OnTime: CauseWatermark, model.Late: CauseLateData, model.Final: CauseClosed}
 
 // WindowsFromChangelog groups a changelog into one history per (window_start, dims) key, by key,
 // each in revision order.

@@ -22,6 +22,16 @@ var formats = map[string]func(io.Writer, Run) error{
 	".json": writeJSON,
 }
 
+// render lays the content out with a template.
+func render(form string, execute func(io.Writer, any) error) func(io.Writer, Run) error {
+	return func(w io.Writer, r Run) error {
+		if err := execute(w, newContent(r)); err != nil {
+			return fmt.Errorf("render %s: %w", form, err)
+		}
+		return nil
+	}
+}
+
 // Extensions lists the accepted extensions, sorted.
 func Extensions() []string { return slices.Sorted(maps.Keys(formats)) }
 
