@@ -28,15 +28,8 @@ const (
 )
 
 func (r Rule) String() string {
-	switch r {
-	case RuleOnePayload:
-		return "one_payload"
-	case RuleStreamFingerprint:
-		return "stream_fingerprint"
-	case RuleCounted:
-		return "stream_counted"
-	case RuleLowestPosition:
-		return "lowest_position"
+	if names := []string{"one_payload", "stream_fingerprint", "stream_counted", "lowest_position"}; int(r) < len(names) {
+		return names[r]
 	}
 	return "unknown"
 }

@@ -13,9 +13,9 @@ import (
 // Hand-written coders, as in package coders: copy batches dominate the shuffle.
 func init() {
 	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
-	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
 	beam.RegisterCoder(reflect.TypeOf((*Totals)(nil)).Elem(), encodeTotals, decodeTotals)
-	// Stats and Comparison are few and small: JSON lets them grow fields.
+	// Evidence (the stream's audit rows, far fewer than the copies), Stats and Comparison: JSON.
+	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
 	beam.RegisterCoder(reflect.TypeOf((*Stats)(nil)).Elem(), encodeStats, decodeStats)
 	beam.RegisterCoder(reflect.TypeOf((*Comparison)(nil)).Elem(), encodeComparison, decodeComparison)
 }
@@ -66,36 +66,6 @@ func decodeCopyBatch(data []byte) (copyBatch, error) {
 	return coders.Done(b, &r, "copy batch")
 }
 
-func encodeEvidenceBatch(b evidenceBatch) []byte {
-	w := coders.Writer{}
-	w.Varint(int64(b.Shard))
-	w.Uvarint(uint64(len(b.Conflicts)))
-	for _, c := range b.Conflicts {
-		w.String(c.EventID)
-		w.String(c.Position)
-		w.Fixed64(c.FirstFingerprint)
-	}
-	w.Uvarint(uint64(len(b.TooLate)))
-	for _, p := range b.TooLate {
-		w.String(p)
-	}
-	return w.B
-}
-
-func decodeEvidenceBatch(data []byte) (evidenceBatch, error) {
-	r := coders.Reader{B: data}
-	b := evidenceBatch{Shard: int(r.Varint())}
-	n := r.Count(10)
-	for i := 0; i < n && r.Err == nil; i++ {
-		b.Conflicts = append(b.Conflicts, streamConflict{EventID: r.String(), Position: r.String(), FirstFingerprint: r.Fixed64()})
-	}
-	n = r.Count(1)
-	for i := 0; i < n && r.Err == nil; i++ {
-		b.TooLate = append(b.TooLate, r.String())
-	}
-	return coders.Done(b, &r, "evidence batch")
-}
-
 func encodeTotals(t Totals) []byte {
 	w := coders.Writer{B: make([]byte, 0, 24)}
 	w.Varint(t.RevenueMicros)
@@ -112,6 +82,10 @@ func decodeTotals(data []byte) (Totals, error) {
 }
 
 // Named functions, not generic ones: Beam resolves coder functions by name on the workers.
+func encodeEvidenceBatch(b evidenceBatch) ([]byte, error) { return json.Marshal(b) }
+func decodeEvidenceBatch(b []byte) (evidenceBatch, error) {
+	return decodeJSON[evidenceBatch](b, "evidence batch")
+}
 func encodeStats(s Stats) ([]byte, error)           { return json.Marshal(s) }
 func decodeStats(b []byte) (Stats, error)           { return decodeJSON[Stats](b, "stats") }
 func encodeComparison(c Comparison) ([]byte, error) { return json.Marshal(c) }

@@ -95,30 +95,24 @@ func StreamEvidence(s beam.Scope, conflicts []model.Conflict, tooLate []model.To
 // evidenceBatches puts each audit row in its event_id's shard. Of several conflict rows for one id
 // the lowest position's counts: the stream published that count first.
 func evidenceBatches(conflicts []model.Conflict, tooLate []model.TooLate, shards int) []evidenceBatch {
-	if shards <= 0 {
-		shards = DefaultShards
-	}
+	shards = cmp.Or(max(shards, 0), DefaultShards)
 	perShard := make([]evidenceBatch, shards)
 	var out []evidenceBatch
-	full := func(i int) {
+	add := func(id string, put func(*evidenceBatch)) {
+		i := transforms.ShardOf(id, shards)
 		b := &perShard[i]
-		if len(b.Conflicts)+len(b.TooLate) >= evidenceItems {
-			out = append(out, *b)
-			*b = evidenceBatch{Shard: i}
+		b.Shard = i
+		if put(b); len(b.Conflicts)+len(b.TooLate) >= evidenceItems {
+			out, *b = append(out, *b), evidenceBatch{}
 		}
 	}
-	for i := range perShard {
-		perShard[i].Shard = i
-	}
 	for _, c := range conflicts {
-		i := transforms.ShardOf(c.EventID, shards)
-		perShard[i].Conflicts = append(perShard[i].Conflicts, streamConflict{EventID: c.EventID, Position: c.Position, FirstFingerprint: c.FirstFingerprint})
-		full(i)
+		add(c.EventID, func(b *evidenceBatch) {
+			b.Conflicts = append(b.Conflicts, streamConflict{c.EventID, c.Position, c.FirstFingerprint})
+		})
 	}
 	for _, t := range tooLate {
-		i := transforms.ShardOf(t.EventID, shards)
-		perShard[i].TooLate = append(perShard[i].TooLate, t.Position)
-		full(i)
+		add(t.EventID, func(b *evidenceBatch) { b.TooLate = append(b.TooLate, t.Position) })
 	}
 	for _, b := range perShard {
 		if len(b.Conflicts)+len(b.TooLate) > 0 {

@@ -57,15 +57,13 @@ func NewReport(o Outcome) report.Reconcile {
 		MetricNames:      MetricNames,
 		Diffs:            []report.Diff{},
 		Open:             slicesx.Map(bySize(o.Open), reportDiff),
+		Unreadable:       slicesx.Map(o.Unreadable, Unreadable.String),
 	}
 	if !o.CountersFromRunner {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
 		if r.Metrics == nil { // an Outcome Run did not make
 			r.Metrics = o.Comparison.Metrics()
 		}
-	}
-	for _, u := range o.Unreadable {
-		r.Unreadable = append(r.Unreadable, u.String())
 	}
 	for _, d := range bySize(o.Diffs) {
 		r.ByClass[d.Classification]++

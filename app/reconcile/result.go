@@ -8,13 +8,10 @@ import (
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/transforms"
-
-	// Local files for prism and tests; the commands register gcs:// too.
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 )
 
 func init() {
@@ -101,12 +98,7 @@ type Result struct {
 
 // ReadResult reads a file written by WriteResult.
 func ReadResult(ctx context.Context, path string) (Result, error) {
-	fs, err := filesystem.New(ctx, path)
-	if err != nil {
-		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
-	}
-	defer fs.Close()
-	f, err := fs.OpenRead(ctx, path)
+	f, err := files.Open(ctx, path, 0)
 	if err != nil {
 		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
 	}

@@ -114,13 +114,9 @@ func (s *Stats) count(ch Choice) {
 		s.ConflictingCopies += int64(ch.Conflicting())
 		s.ConflictingTooLate += int64(ch.ConflictingTooLate())
 	}
-	switch ch.Rule() {
-	case RuleStreamFingerprint:
-		s.ByStreamFingerprint++
-	case RuleCounted:
-		s.ByStreamCounted++
-	case RuleLowestPosition:
-		s.ByLowestPosition++
+	if by := [...]*int64{RuleStreamFingerprint: &s.ByStreamFingerprint, RuleCounted: &s.ByStreamCounted,
+		RuleLowestPosition: &s.ByLowestPosition}[ch.Rule()]; by != nil {
+		*by++
 	}
 	if ch.StreamFingerprintMissing() {
 		s.StreamFingerprintMissing++
