@@ -38,12 +38,7 @@ type Series struct {
 type point struct {
 	at, wm int64
 	counts []metrics.Term // rated
-	parts  []partWatermark
-}
-
-type partWatermark struct {
-	name string
-	wm   int64
+	parts  []Partition
 }
 
 // Cap is how many points the series holds at most: Span/Step.
@@ -62,11 +57,7 @@ func (s *Series) Add(at time.Time, f Figures) {
 	if n := len(s.points); n > 0 && ms-s.points[n-1].at < max(1, cmp.Or(s.Step, DefaultSeriesStep).Milliseconds()) {
 		return
 	}
-	p := point{at: ms, counts: rated(f.Counts), wm: pipelineWatermark(f.Partitions)}
-	for _, pt := range f.Partitions {
-		p.parts = append(p.parts, partWatermark{pt.Name, pt.WatermarkMs})
-	}
-	s.points = append(s.points, p)
+	s.points = append(s.points, point{at: ms, counts: rated(f.Counts), wm: pipelineWatermark(f.Partitions), parts: slices.Clone(f.Partitions)})
 	oldest := ms - cmp.Or(s.Span, DefaultSeriesSpan).Milliseconds()
 	drop := max(0, len(s.points)-s.Cap())
 	for drop < len(s.points)-1 && s.points[drop].at < oldest {
@@ -131,10 +122,10 @@ func (s *Series) View() SeriesView {
 	for i, p := range pts {
 		v.AtMs[i], v.WatermarkLagMs[i] = p.at, lag(p.at, p.wm)
 		for _, pw := range p.parts {
-			if parts[pw.name] == nil {
-				parts[pw.name] = make([]*int64, n)
+			if parts[pw.Name] == nil {
+				parts[pw.Name] = make([]*int64, n)
 			}
-			parts[pw.name][i] = lag(p.at, pw.wm)
+			parts[pw.Name][i] = lag(p.at, pw.WatermarkMs)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(parts)) {

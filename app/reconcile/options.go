@@ -62,7 +62,9 @@ func (o Options) Validate() error {
 		cli.ErrIf(o.Shards < 1, "--shards must be positive, got %d", o.Shards),
 		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),
 		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
-		o.stream().Validate(), cli.CheckDryRunFlags(o.DryRun, o.Runner),
+		// The one validation launch runs.
+		pipeline.Options{Event: o.Event, Watermark: o.Watermark, Triggers: o.Triggers, DedupRetention: o.DedupRetention}.Validate(),
+		cli.CheckDryRunFlags(o.DryRun, o.Runner),
 		localrunner.CheckAsync("reconcile", o.Runner),
 	); err != nil {
 		return err
@@ -89,11 +91,6 @@ func (o Options) placement() error {
 }
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
-
-// stream is the stream's settings reconcile was given, validated by the one validation launch runs.
-func (o Options) stream() pipeline.Options {
-	return pipeline.Options{Event: o.Event, Watermark: o.Watermark, Triggers: o.Triggers, DedupRetention: o.DedupRetention}
-}
 
 // RunConfig is what the sink's run_config must hold: rows computed with another window,
 // dimensions or lateness would not line up.
