@@ -226,16 +226,13 @@ func (t *idleTracker) trim() {
 			drop++
 		}
 	}
-	kept := t.episodes[:0]
-	for _, e := range t.episodes {
-		if !e.Ongoing && drop > 0 {
-			drop--
-			t.dropped++
-			continue
+	t.episodes = slices.DeleteFunc(t.episodes, func(e IdleEpisode) bool {
+		if e.Ongoing || drop <= 0 {
+			return false
 		}
-		kept = append(kept, e)
-	}
-	t.episodes = kept
+		drop, t.dropped = drop-1, t.dropped+1
+		return true
+	})
 }
 
 // view is the episodes as of at (endedAt, when not 0, stops ongoing ones there).

@@ -104,10 +104,9 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 	}
 	defer f.Close()
 	res := Result{Totals: map[Key]Totals{}}
-	stats := 0
 	var (
 		head         *comparisonHead
-		heads        int
+		stats, heads int
 		diffs, opens []Diff
 	)
 	sc := bufio.NewScanner(f)
@@ -141,11 +140,9 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 	if err := sc.Err(); err != nil {
 		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
 	}
-	if stats != 1 {
-		// Without the stats line the file is not a complete result.
-		return Result{}, fmt.Errorf("reconcile: read result %s: %d stats lines, want 1 (incomplete result?)", path, stats)
-	}
 	switch {
+	case stats != 1: // without the stats line the file is not a complete result
+		return Result{}, fmt.Errorf("reconcile: read result %s: %d stats lines, want 1 (incomplete result?)", path, stats)
 	case heads > 1:
 		return Result{}, fmt.Errorf("reconcile: read result %s: %d comparison lines, want at most 1", path, heads)
 	case head == nil && len(diffs)+len(opens) > 0:
