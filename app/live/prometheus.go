@@ -28,10 +28,8 @@ const promPrefix = metrics.Namespace + "_"
 // revenue_job_state, and !ok writes that alone.
 func WriteMetrics(w io.Writer, state string, f Figures, ok bool, now time.Time) error {
 	e := &exposition{}
-	e.family("job_state", "gauge", "The job's state: 1 for the current one.")
-	e.sample("job_state", labels("state", state), 1)
-	e.family("job_figures_available", "gauge", "1 once the runner reports the job's metrics.")
-	e.sample("job_figures_available", "", b2f(ok))
+	e.one("job_state", "gauge", "The job's state: 1 for the current one.", labels("state", state), 1)
+	e.one("job_figures_available", "gauge", "1 once the runner reports the job's metrics.", "", b2f(ok))
 	if ok {
 		e.figures(f, now)
 	}
@@ -43,8 +41,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 	c := f.Counts
 	seen := map[string]bool{}
 	counter := func(name, help string, v int64, counterName metrics.Name) {
-		e.family(name, "counter", help)
-		e.sample(name, "", float64(v))
+		e.one(name, "counter", help, "", float64(v))
 		seen[string(counterName)] = true
 	}
 
@@ -93,8 +90,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 		e.family("dedup_state_entries", "summary", "Entries of a dedup shard's state each time one was read.")
 		e.sample("dedup_state_entries_sum", "", float64(d.Sum))
 		e.sample("dedup_state_entries_count", "", float64(d.Count))
-		e.family("dedup_state_entries_max", "gauge", "The most entries a dedup shard's state held when read.")
-		e.sample("dedup_state_entries_max", "", float64(d.Max))
+		e.one("dedup_state_entries_max", "gauge", "The most entries a dedup shard's state held when read.", "", float64(d.Max))
 	}
 
 	idle := map[string]int64{}
@@ -114,9 +110,7 @@ func (e *exposition) figures(f Figures, now time.Time) {
 	}
 	e.labelled("partition_idle_transitions_total", "counter", "Moves of a source partition to idle.", "partition", idle)
 	for _, name := range rest {
-		n := sanitize(name) + "_total"
-		e.family(n, "counter", "The job's counter "+metrics.Namespace+"/"+name+".")
-		e.sample(n, "", float64(c.Counters[name]))
+		e.one(sanitize(name)+"_total", "counter", "The job's counter "+metrics.Namespace+"/"+name+".", "", float64(c.Counters[name]))
 	}
 }
 
@@ -148,10 +142,8 @@ func (e *exposition) partitions(ps []Partition, now time.Time) {
 		e.sample("partition_idle", labels("partition", p.Name), b2f(p.Idle))
 	}
 	if wm := pipelineWatermark(ps); wm != model.NoWatermark {
-		e.family("watermark_timestamp_seconds", "gauge", "The pipeline's watermark: the minimum over the active partitions' (SPEC §2).")
-		e.sample("watermark_timestamp_seconds", "", float64(wm)/1000)
-		e.family("watermark_lag_seconds", "gauge", "How far the pipeline's watermark trails the time of the scrape.")
-		e.sample("watermark_lag_seconds", "", float64(now.UnixMilli()-wm)/1000)
+		e.one("watermark_timestamp_seconds", "gauge", "The pipeline's watermark: the minimum over the active partitions' (SPEC §2).", "", float64(wm)/1000)
+		e.one("watermark_lag_seconds", "gauge", "How far the pipeline's watermark trails the time of the scrape.", "", float64(now.UnixMilli()-wm)/1000)
 	}
 }
 
@@ -180,6 +172,12 @@ func (e *exposition) family(name, typ, help string) {
 
 func (e *exposition) sample(name, labels string, v float64) {
 	fmt.Fprintf(&e.b, "%s%s%s %s\n", promPrefix, name, labels, formatFloat(v))
+}
+
+// one writes a family of one sample.
+func (e *exposition) one(name, typ, help, labels string, v float64) {
+	e.family(name, typ, help)
+	e.sample(name, labels, v)
 }
 
 // labelled writes a family with one sample per key of m, in key order.

@@ -84,3 +84,13 @@ func clock(ts string) string {
 	}
 	return ts
 }
+
+// Redraw redraws the terminal table of s. The whole screen is redrawn (cursor home, clear): log
+// lines written meanwhile on stderr would break a redraw that moves up by its own height.
+func Redraw(w io.Writer, s Snapshot) {
+	var b strings.Builder
+	b.WriteString("\x1b[H\x1b[2J")
+	WriteTable(&b, s, true)
+	b.WriteString("\n(Ctrl-C stops gracefully and prints the summary)\n")
+	io.WriteString(w, b.String())
+}

@@ -18,7 +18,8 @@ func TestCodersRoundTrip(t *testing.T) {
 		t.Errorf("copy batch: %+v, %v", got, err)
 	}
 	eb := evidenceBatch{Shard: 3, Conflicts: []streamConflict{{EventID: "a", Position: "p0/f:2", FirstFingerprint: 9}}, TooLate: []string{"p0/f:3"}}
-	if got, err := decodeEvidenceBatch(encodeEvidenceBatch(eb)); err != nil || !reflect.DeepEqual(got, eb) {
+	eBytes, _ := encodeEvidenceBatch(eb)
+	if got, err := decodeEvidenceBatch(eBytes); err != nil || !reflect.DeepEqual(got, eb) {
 		t.Errorf("evidence batch: %+v, %v", got, err)
 	}
 	tt := Totals{RevenueMicros: -1, Count: 2, TooLateRevenueMicros: 3, TooLateCount: 4}

@@ -182,26 +182,16 @@ func Compare(in CompareInput) Comparison {
 	for k := range in.Recomputed {
 		present[k.WindowStart] = true
 	}
-	inScope := func(start int64) bool {
-		if in.Range.All() {
-			return present[start]
-		}
-		return in.Range.Contains(start)
+	inScope := func(start int64) bool { return in.Range.Contains(start) && (present[start] || !in.Range.All()) }
+	keys := map[Key]bool{}
+	for k := range in.Recomputed {
+		keys[k] = inScope(k.WindowStart)
 	}
 	rows := map[Key]model.Row{}
 	for _, r := range in.Rows {
-		if inScope(r.WindowStart) {
-			rows[Key{r.WindowStart, r.Dims}] = r
+		if k := (Key{r.WindowStart, r.Dims}); inScope(r.WindowStart) {
+			rows[k], keys[k] = r, true
 		}
-	}
-	keys := map[Key]bool{}
-	for k := range in.Recomputed {
-		if inScope(k.WindowStart) {
-			keys[k] = true
-		}
-	}
-	for k := range rows {
-		keys[k] = true
 	}
 
 	var c Comparison
@@ -217,8 +207,8 @@ func Compare(in CompareInput) Comparison {
 		c.Unreadable = append(c.Unreadable, u)
 	}
 	for _, k := range slices.SortedFunc(maps.Keys(keys), compareKeys) {
-		if skip[k] {
-			continue // reported as unreadable: its stored total is unknown
+		if !keys[k] || skip[k] {
+			continue // out of scope, or reported as unreadable: its stored total is unknown
 		}
 		row, has := rows[k]
 		d := Diff{Key: k, Streamed: row, HasRow: has, Recomputed: in.Recomputed[k], InLog: present[k.WindowStart]}
@@ -361,7 +351,13 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	// compared (SPEC §6: a corrupt amount, a broken changelog); the others are compared.
 	rows, errRows := r.CurrentRows(ctx)
 	horizon, hasHorizon, errHorizon := r.FinalHorizon(ctx)
-	_, errChangelog := f.changelog(ctx, r)
+	// The changelog of the windows in the range, where the sink can filter them.
+	var errChangelog error
+	if recent, ok := r.(sink.RecentReader); ok && f.Range.HasFrom {
+		_, errChangelog = recent.ChangelogFrom(ctx, f.Range.From)
+	} else {
+		_, errChangelog = r.Changelog(ctx)
+	}
 	var unreadable []Unreadable
 	seen := map[Unreadable]bool{}
 	for _, err := range []error{errRows, errHorizon, errChangelog} {
@@ -379,12 +375,4 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	}
 	return CompareInput{CompareSettings: f.CompareSettings, Rows: rows, Unreadable: unreadable,
 		FinalHorizon: horizon, HasHorizon: hasHorizon}, nil
-}
-
-// changelog reads the changelog of the windows in the range, where the sink can filter them.
-func (f *compareFn) changelog(ctx context.Context, r sink.Reader) ([]model.Row, error) {
-	if recent, ok := r.(sink.RecentReader); ok && f.Range.HasFrom {
-		return recent.ChangelogFrom(ctx, f.Range.From)
-	}
-	return r.Changelog(ctx)
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -26,18 +27,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		Usage:    Usage,
 		Validate: func(o Options) (slog.Level, error) { return o.LogLevel, o.Validate() },
 		Run: func(ctx context.Context, o Options, stdout io.Writer) (int, error) {
+			var out Outcome // a dry run's: ExitClean
+			var err error
 			if o.DryRun != "" {
-				if err := DryRun(ctx, o, stdout); err != nil {
-					return ExitError, err
-				}
-				return ExitClean, nil
-			}
-			out, err := Run(ctx, o)
-			if out.RunID != "" {
+				err = DryRun(ctx, o, stdout)
+			} else if out, err = Run(ctx, o); out.RunID != "" {
 				// A run that got as far as comparing has something to show.
-				if werr := WriteSummary(stdout, out); werr != nil && err == nil {
-					err = werr
-				}
+				err = cmp.Or(err, WriteSummary(stdout, out))
 			}
 			if err != nil {
 				return ExitError, err

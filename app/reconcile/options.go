@@ -62,7 +62,9 @@ func (o Options) Validate() error {
 		cli.ErrIf(o.Shards < 1, "--shards must be positive, got %d", o.Shards),
 		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),
 		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
-		o.stream().Validate(), cli.CheckDryRunFlags(o.DryRun, o.Runner),
+		// The one validation launch runs.
+		pipeline.Options{Event: o.Event, Watermark: o.Watermark, Triggers: o.Triggers, DedupRetention: o.DedupRetention}.Validate(),
+		cli.CheckDryRunFlags(o.DryRun, o.Runner),
 		localrunner.CheckAsync("reconcile", o.Runner),
 	); err != nil {
 		return err
@@ -90,11 +92,6 @@ func (o Options) placement() error {
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
-// stream is the stream's settings reconcile was given, validated by the one validation launch runs.
-func (o Options) stream() pipeline.Options {
-	return pipeline.Options{Event: o.Event, Watermark: o.Watermark, Triggers: o.Triggers, DedupRetention: o.DedupRetention}
-}
-
 // RunConfig is what the sink's run_config must hold: rows computed with another window,
 // dimensions or lateness would not line up.
 func (o Options) RunConfig() map[string]string { return pipeline.RunConfig(o.Event, o.Triggers) }
@@ -121,20 +118,21 @@ func (r Range) Contains(start int64) bool {
 }
 
 func (r Range) String() string {
-	switch {
-	case r.All():
+	if r.All() {
 		return "every window present in the raw log"
-	case !r.HasTo:
-		return "[" + model.FormatTime(r.From) + ", end)"
-	case !r.HasFrom:
-		return "[start, " + model.FormatTime(r.To) + ")"
 	}
-	return "[" + model.FormatTime(r.From) + ", " + model.FormatTime(r.To) + ")"
+	from, to := "start", "end"
+	if r.HasFrom {
+		from = model.FormatTime(r.From)
+	}
+	if r.HasTo {
+		to = model.FormatTime(r.To)
+	}
+	return "[" + from + ", " + to + ")"
 }
 
 // ParseRange reads --from and --to (RFC 3339 whole UTC hours, either open) or --date=YYYY-MM-DD.
 func ParseRange(from, to, date string) (Range, error) {
-	var r Range
 	if date != "" {
 		if from != "" || to != "" {
 			return Range{}, fmt.Errorf("--date cannot be combined with --from or --to")
@@ -145,32 +143,26 @@ func ParseRange(from, to, date string) (Range, error) {
 		}
 		return Range{From: d.UnixMilli(), To: d.AddDate(0, 0, 1).UnixMilli(), HasFrom: true, HasTo: true}, nil
 	}
-	var err error
-	if from != "" {
-		if r.From, err = parseHour("--from", from); err != nil {
-			return Range{}, err
+	var r Range
+	for _, h := range []struct {
+		flag, v string
+		at      *int64
+		has     *bool
+	}{{"--from", from, &r.From, &r.HasFrom}, {"--to", to, &r.To, &r.HasTo}} {
+		if h.v == "" {
+			continue
 		}
-		r.HasFrom = true
-	}
-	if to != "" {
-		if r.To, err = parseHour("--to", to); err != nil {
-			return Range{}, err
+		t, err := time.Parse(time.RFC3339Nano, h.v)
+		if err != nil {
+			return Range{}, fmt.Errorf("%s %q: want an RFC 3339 hour such as 2026-11-04T10:00:00Z", h.flag, h.v)
 		}
-		r.HasTo = true
+		if t.UTC().Truncate(time.Hour) != t.UTC() {
+			return Range{}, fmt.Errorf("%s %q: not a whole UTC hour (%s)", h.flag, h.v, t.UTC().Format(time.RFC3339Nano))
+		}
+		*h.at, *h.has = t.UnixMilli(), true
 	}
 	if r.HasFrom && r.HasTo && r.From >= r.To {
 		return Range{}, fmt.Errorf("--from %s must be before --to %s (the range is [from, to))", from, to)
 	}
 	return r, nil
-}
-
-func parseHour(flag, v string) (int64, error) {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return 0, fmt.Errorf("%s %q: want an RFC 3339 hour such as 2026-11-04T10:00:00Z", flag, v)
-	}
-	if t.UTC().Truncate(time.Hour) != t.UTC() {
-		return 0, fmt.Errorf("%s %q: not a whole UTC hour (%s)", flag, v, t.UTC().Format(time.RFC3339Nano))
-	}
-	return t.UnixMilli(), nil
 }

@@ -3,14 +3,17 @@ package reconcile
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 	"unique"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/rawlog"
@@ -95,30 +98,24 @@ func StreamEvidence(s beam.Scope, conflicts []model.Conflict, tooLate []model.To
 // evidenceBatches puts each audit row in its event_id's shard. Of several conflict rows for one id
 // the lowest position's counts: the stream published that count first.
 func evidenceBatches(conflicts []model.Conflict, tooLate []model.TooLate, shards int) []evidenceBatch {
-	if shards <= 0 {
-		shards = DefaultShards
-	}
+	shards = cmp.Or(max(shards, 0), DefaultShards)
 	perShard := make([]evidenceBatch, shards)
 	var out []evidenceBatch
-	full := func(i int) {
+	add := func(id string, put func(*evidenceBatch)) {
+		i := transforms.ShardOf(id, shards)
 		b := &perShard[i]
-		if len(b.Conflicts)+len(b.TooLate) >= evidenceItems {
-			out = append(out, *b)
-			*b = evidenceBatch{Shard: i}
+		b.Shard = i
+		if put(b); len(b.Conflicts)+len(b.TooLate) >= evidenceItems {
+			out, *b = append(out, *b), evidenceBatch{}
 		}
 	}
-	for i := range perShard {
-		perShard[i].Shard = i
-	}
 	for _, c := range conflicts {
-		i := transforms.ShardOf(c.EventID, shards)
-		perShard[i].Conflicts = append(perShard[i].Conflicts, streamConflict{EventID: c.EventID, Position: c.Position, FirstFingerprint: c.FirstFingerprint})
-		full(i)
+		add(c.EventID, func(b *evidenceBatch) {
+			b.Conflicts = append(b.Conflicts, streamConflict{c.EventID, c.Position, c.FirstFingerprint})
+		})
 	}
 	for _, t := range tooLate {
-		i := transforms.ShardOf(t.EventID, shards)
-		perShard[i].TooLate = append(perShard[i].TooLate, t.Position)
-		full(i)
+		add(t.EventID, func(b *evidenceBatch) { b.TooLate = append(b.TooLate, t.Position) })
 	}
 	for _, b := range perShard {
 		if len(b.Conflicts)+len(b.TooLate) > 0 {
@@ -289,4 +286,93 @@ func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func
 	f.quarantined.Inc(ctx, st.QuarantinedTotal())
 	stats(st)
 	return nil
+}
+
+// Hand-written coders, as in package coders: copy batches dominate the shuffle.
+func init() {
+	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
+	beam.RegisterCoder(reflect.TypeOf((*Totals)(nil)).Elem(), encodeTotals, decodeTotals)
+	// Evidence (the stream's audit rows, far fewer than the copies), Stats and Comparison: JSON.
+	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
+	beam.RegisterCoder(reflect.TypeOf((*Stats)(nil)).Elem(), encodeStats, decodeStats)
+	beam.RegisterCoder(reflect.TypeOf((*Comparison)(nil)).Elem(), encodeComparison, decodeComparison)
+}
+
+// copyBatch carries one shard's copies from a partition read to the choice.
+type copyBatch struct {
+	Copies []Copy
+}
+
+// evidenceBatch carries the stream's verdicts about one shard's ids.
+type evidenceBatch struct {
+	Shard     int
+	Conflicts []streamConflict
+	// TooLate holds positions of too_late_events rows.
+	TooLate []string
+}
+
+// streamConflict is the part of a conflict_events row the choice needs.
+type streamConflict struct {
+	EventID, Position string
+	FirstFingerprint  uint64
+}
+
+func encodeCopyBatch(b copyBatch) []byte {
+	w := coders.Writer{B: make([]byte, 0, 64*len(b.Copies)+4)}
+	w.Uvarint(uint64(len(b.Copies)))
+	for i := range b.Copies {
+		c := &b.Copies[i]
+		w.String(c.EventID)
+		w.String(c.Position)
+		w.Fixed64(c.Fingerprint)
+		w.Varint(c.WindowStart)
+		w.String(c.Dims)
+		w.Varint(c.AmountMicros)
+	}
+	return w.B
+}
+
+func decodeCopyBatch(data []byte) (copyBatch, error) {
+	r := coders.Reader{B: data}
+	n := r.Count(13)
+	b := copyBatch{Copies: make([]Copy, 0, n)}
+	for i := 0; i < n && r.Err == nil; i++ {
+		// Dims repeat across a batch: share one string per distinct value.
+		b.Copies = append(b.Copies, Copy{EventID: r.String(), Position: r.String(), Fingerprint: r.Fixed64(), WindowStart: r.Varint(),
+			Dims: unique.Make(r.String()).Value(), AmountMicros: r.Varint()})
+	}
+	return coders.Done(b, &r, "copy batch")
+}
+
+func encodeTotals(t Totals) []byte {
+	w := coders.Writer{B: make([]byte, 0, 24)}
+	w.Varint(t.RevenueMicros)
+	w.Varint(t.Count)
+	w.Varint(t.TooLateRevenueMicros)
+	w.Varint(t.TooLateCount)
+	return w.B
+}
+
+func decodeTotals(data []byte) (Totals, error) {
+	r := coders.Reader{B: data}
+	t := Totals{RevenueMicros: r.Varint(), Count: r.Varint(), TooLateRevenueMicros: r.Varint(), TooLateCount: r.Varint()}
+	return coders.Done(t, &r, "totals")
+}
+
+// Named functions, not generic ones: Beam resolves coder functions by name on the workers.
+func encodeEvidenceBatch(b evidenceBatch) ([]byte, error) { return json.Marshal(b) }
+func decodeEvidenceBatch(b []byte) (evidenceBatch, error) {
+	return decodeJSON[evidenceBatch](b, "evidence batch")
+}
+func encodeStats(s Stats) ([]byte, error)           { return json.Marshal(s) }
+func decodeStats(b []byte) (Stats, error)           { return decodeJSON[Stats](b, "stats") }
+func encodeComparison(c Comparison) ([]byte, error) { return json.Marshal(c) }
+func decodeComparison(b []byte) (Comparison, error) { return decodeJSON[Comparison](b, "comparison") }
+
+func decodeJSON[T any](data []byte, what string) (T, error) {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return v, nil
 }

@@ -46,7 +46,6 @@ func NewReport(o Outcome) report.Reconcile {
 		Applied:          o.Applied,
 		Held:             len(o.Held()),
 		Unexplained:      len(o.Unexplained()),
-		StreamTerms:      streamTerms(o.Stats),
 		ByClass:          map[string]int{ClassTooLate: 0, ClassMissingWindow: 0, ClassUnexplained: 0},
 		OpenChecked:      o.OpenChecked,
 		OpenDiffering:    len(o.Open),
@@ -57,15 +56,17 @@ func NewReport(o Outcome) report.Reconcile {
 		MetricNames:      MetricNames,
 		Diffs:            []report.Diff{},
 		Open:             slicesx.Map(bySize(o.Open), reportDiff),
+		Unreadable:       slicesx.Map(o.Unreadable, Unreadable.String),
 	}
+	// The raw log's figures in the terms of the job's conservation line.
+	st := o.Stats
+	r.StreamTerms = fmt.Sprintf("%s, as the stream counts them (its too-late gate comes before dedup: too_late = %d ids + %d duplicate + %d conflicting copies judged too late)",
+		st.StreamCounts().Identity(), st.TooLateIDs, st.DuplicatesTooLate, st.ConflictingTooLate)
 	if !o.CountersFromRunner {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
 		if r.Metrics == nil { // an Outcome Run did not make
 			r.Metrics = o.Comparison.Metrics()
 		}
-	}
-	for _, u := range o.Unreadable {
-		r.Unreadable = append(r.Unreadable, u.String())
 	}
 	for _, d := range bySize(o.Diffs) {
 		r.ByClass[d.Classification]++
@@ -150,12 +151,6 @@ func WriteSummary(w io.Writer, o Outcome) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// streamTerms sets the raw log's figures in the terms of the job's conservation line.
-func streamTerms(s Stats) string {
-	return fmt.Sprintf("%s, as the stream counts them (its too-late gate comes before dedup: too_late = %d ids + %d duplicate + %d conflicting copies judged too late)",
-		s.StreamCounts().Identity(), s.TooLateIDs, s.DuplicatesTooLate, s.ConflictingTooLate)
 }
 
 // metricsLine renders "reconcile.name=value ..." in MetricNames order.

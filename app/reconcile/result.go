@@ -8,13 +8,10 @@ import (
 	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/transforms"
-
-	// Local files for prism and tests; the commands register gcs:// too.
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 )
 
 func init() {
@@ -101,21 +98,15 @@ type Result struct {
 
 // ReadResult reads a file written by WriteResult.
 func ReadResult(ctx context.Context, path string) (Result, error) {
-	fs, err := filesystem.New(ctx, path)
-	if err != nil {
-		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
-	}
-	defer fs.Close()
-	f, err := fs.OpenRead(ctx, path)
+	f, err := files.Open(ctx, path, 0)
 	if err != nil {
 		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
 	}
 	defer f.Close()
 	res := Result{Totals: map[Key]Totals{}}
-	stats := 0
 	var (
 		head         *comparisonHead
-		heads        int
+		stats, heads int
 		diffs, opens []Diff
 	)
 	sc := bufio.NewScanner(f)
@@ -149,11 +140,9 @@ func ReadResult(ctx context.Context, path string) (Result, error) {
 	if err := sc.Err(); err != nil {
 		return Result{}, fmt.Errorf("reconcile: read result %s: %w", path, err)
 	}
-	if stats != 1 {
-		// Without the stats line the file is not a complete result.
-		return Result{}, fmt.Errorf("reconcile: read result %s: %d stats lines, want 1 (incomplete result?)", path, stats)
-	}
 	switch {
+	case stats != 1: // without the stats line the file is not a complete result
+		return Result{}, fmt.Errorf("reconcile: read result %s: %d stats lines, want 1 (incomplete result?)", path, stats)
 	case heads > 1:
 		return Result{}, fmt.Errorf("reconcile: read result %s: %d comparison lines, want at most 1", path, heads)
 	case head == nil && len(diffs)+len(opens) > 0:

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -24,8 +23,11 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/bigquery"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources/rawlog"
+	"github.com/revenue-stream/hourly/triggers"
 )
 
 // Exit codes of SPEC §6, so that a daily scheduler can tell a normal day from an anomaly.
@@ -91,12 +93,10 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	if err := st.CheckRunConfig(ctx, o.RunConfig()); err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
-	conflicts, tooLate, future, err := streamEvidence(ctx, st, o.Source)
+	conflicts, tooLate, err := streamEvidence(ctx, st, &set)
 	if err != nil {
 		return Outcome{}, err
 	}
-	set.StreamFuture = future
-
 	if err := recompute(ctx, &out, set, conflicts, tooLate); err != nil {
 		return Outcome{}, err
 	}
@@ -113,24 +113,21 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 	}
 
 	// Diffs before and after the corrections: a crash between leaves "not applied" rows.
-	if err := st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs)); err != nil {
-		return Outcome{}, fmt.Errorf("reconcile: %w", err)
-	}
-	if o.Apply {
+	err = st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs))
+	if err == nil && o.Apply {
 		if out.Applied, err = apply(ctx, st, &out.Comparison, o.Triggers, out.RunID); err != nil {
 			return Outcome{}, err
 		}
 		if out.Applied > 0 {
-			if err := st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs)); err != nil {
-				return Outcome{}, fmt.Errorf("reconcile: %w", err)
-			}
+			err = st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs))
 		}
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("reconcile: %w", err)
 	}
 	out.Finished = time.Now().UTC()
 	if o.Report != "" {
-		if err := WriteReport(o.Report, out); err != nil {
-			return out, err
-		}
+		return out, WriteReport(o.Report, out)
 	}
 	return out, nil
 }
@@ -148,43 +145,14 @@ func (out *Outcome) plan(list bool) (Settings, error) {
 	if !list {
 		return set, nil
 	}
-	if err := files.CheckDir(context.Background(), o.Source); err != nil {
-		return set, fmt.Errorf("--source %s: %w", o.Source, err)
+	err := files.CheckDir(context.Background(), o.Source)
+	if err == nil {
+		out.Partitions, err = rawlog.ReadablePartitions(o.Source)
 	}
-	parts, err := rawlog.ReadablePartitions(o.Source)
 	if err != nil {
 		return set, fmt.Errorf("--source %s: %w", o.Source, err)
 	}
-	out.Partitions = parts
 	return set, nil
-}
-
-// resolveNamed rewrites in place the stream's named positions ("pubsub:<message id>") to the raw
-// log's file positions through the archive's id sidecars; an unknown one stays as it is.
-func resolveNamed(dir string, conflicts []model.Conflict, tooLate []model.TooLate, future []string) error {
-	var refs []*string
-	for i := range conflicts {
-		refs = append(refs, &conflicts[i].Position)
-	}
-	for i := range tooLate {
-		refs = append(refs, &tooLate[i].Position)
-	}
-	for i := range future {
-		refs = append(refs, &future[i])
-	}
-	resolved, err := rawlog.ResolveIDPositions(dir, slicesx.Map(refs, func(r *string) string { return *r }))
-	if err != nil {
-		return fmt.Errorf("reconcile: %w", err)
-	}
-	for _, r := range refs {
-		if f, ok := resolved[*r]; ok {
-			*r = f
-		}
-	}
-	if len(resolved) > 0 {
-		slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
-	}
-	return nil
 }
 
 // OpenStore opens the sink Options.Validate accepted: a SQLite file, which must exist (opening
@@ -206,21 +174,44 @@ func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
 }
 
 // streamEvidence reads the stream's audit rows the recomputation needs: conflicts, too-late events
-// and the positions quarantined as future_event_time, resolved to the raw log's positions.
-func streamEvidence(ctx context.Context, st Store, source string) (
-	conflicts []model.Conflict, tooLate []model.TooLate, future []string, err error) {
+// and the positions quarantined as future_event_time. The stream's named positions ("pubsub:<message
+// id>") become the raw log's file positions through the archive's id sidecars; an unknown one stays.
+func streamEvidence(ctx context.Context, st Store, set *Settings) ([]model.Conflict, []model.TooLate, error) {
 	conflicts, errC := st.Conflicts(ctx)
 	tooLate, errT := st.TooLate(ctx)
 	q, errQ := st.Quarantined(ctx)
 	if err := cmp.Or(errC, errT, errQ); err != nil {
-		return nil, nil, nil, fmt.Errorf("reconcile: %w", err)
+		return nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
 	for _, r := range q {
 		if r.Reason == model.ReasonFutureEventTime {
-			future = append(future, r.Position)
+			set.StreamFuture = append(set.StreamFuture, r.Position)
 		}
 	}
-	return conflicts, tooLate, future, resolveNamed(source, conflicts, tooLate, future)
+	future := set.StreamFuture
+	var refs []*string
+	for i := range conflicts {
+		refs = append(refs, &conflicts[i].Position)
+	}
+	for i := range tooLate {
+		refs = append(refs, &tooLate[i].Position)
+	}
+	for i := range future {
+		refs = append(refs, &future[i])
+	}
+	resolved, err := rawlog.ResolveIDPositions(set.Source, slicesx.Map(refs, func(r *string) string { return *r }))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
+	for _, r := range refs {
+		if f, ok := resolved[*r]; ok {
+			*r = f
+		}
+	}
+	if len(resolved) > 0 {
+		slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
+	}
+	return conflicts, tooLate, nil
 }
 
 // recompute builds and runs the pipeline and reads its result and metrics into out.
@@ -265,38 +256,26 @@ func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []mode
 	return nil
 }
 
-// resultPath joins with "/": filepath.Join would mangle gs:// paths.
-func resultPath(dir, runID string) string {
-	return strings.TrimSuffix(dir, "/") + "/" + runID + "/recomputed.jsonl"
-}
-
-// workerSink makes a SQLite path absolute: a worker's working directory need not be the driver's.
-func workerSink(spec sink.Spec) (sink.Spec, error) {
-	if spec.Scheme != sink.SchemeSQLite {
-		return spec, nil
-	}
-	abs, err := filepath.Abs(spec.Path)
-	if err != nil {
-		return spec, fmt.Errorf("--sink %s: %w", spec, err)
-	}
-	spec.Path = abs
-	return spec, nil
-}
+func resultPath(dir, runID string) string { return files.Join(dir, runID, "recomputed.jsonl") }
 
 // graph is the reconcile pipeline, its result written to path, and its proto checked against the
 // runner's capabilities.
 func graph(ctx context.Context, o Options, parts []string, set Settings, conflicts []model.Conflict,
 	tooLate []model.TooLate, path string) (*beam.Pipeline, *pipepb.Pipeline, error) {
-	sink, err := workerSink(o.Sink)
-	if err != nil {
-		return nil, nil, err
+	spec := o.Sink
+	if spec.Scheme == sink.SchemeSQLite { // absolute: a worker's working directory need not be the driver's
+		abs, err := filepath.Abs(spec.Path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--sink %s: %w", spec, err)
+		}
+		spec.Path = abs
 	}
 	p, s := beam.NewPipelineWithRoot()
 	partitions := beam.CreateList(s, parts)
 	evidence := StreamEvidence(s, conflicts, tooLate, set.Shards)
 	totals, stats := Recompute(s, partitions, evidence, set)
 	comparison := CompareWithSink(s, totals, CompareSettings{
-		Sink: sink, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
+		Sink: spec, Range: o.Range, Triggers: o.Triggers, ToleranceMicros: o.ToleranceMicros,
 	})
 	WriteResult(s, totals, stats, comparison, path)
 	pb, err := cli.CheckedProto(ctx, o.Runner, p)
@@ -348,4 +327,90 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 			out.WindowDelta.Add(d.Result())
 		}
 	}
+}
+
+// Store is what the driver needs of a versioned sink (*sqlite.SQLite, *bigquery.BigQuery): run_config,
+// the audit tables, the versioned Write and reconcile_diffs. Current rows are read by
+// CompareWithSink.
+type Store interface {
+	sink.Sink
+	sink.ConfigChecker
+	Conflicts(ctx context.Context) ([]model.Conflict, error)
+	TooLate(ctx context.Context) ([]model.TooLate, error)
+	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+	WriteDiffs(ctx context.Context, diffs []sink.Diff) error
+}
+
+var (
+	_ Store = (*sqlite.SQLite)(nil)
+	_ Store = (*bigquery.BigQuery)(nil)
+)
+
+// Writer is the changelog writer of a run's corrections.
+func Writer(runID string) string { return "reconcile:" + runID }
+
+// Corrections returns the rows --apply writes: each applicable diff's recomputed total as a FINAL
+// row one revision above the current one (1 for a missing window). The sink accepts a lower count
+// from a reconcile writer only (SPEC §4).
+func Corrections(diffs []Diff, p triggers.Policy, runID string) []model.Row {
+	var out []model.Row
+	for _, d := range diffs {
+		if !d.Applicable() {
+			continue
+		}
+		out = append(out, model.Row{
+			WindowStart:   d.WindowStart,
+			WindowEnd:     p.WindowEnd(d.WindowStart),
+			Dims:          d.Dims,
+			RevenueMicros: d.Recomputed.RevenueMicros,
+			EventCount:    d.Recomputed.Count,
+			Revision:      d.Streamed.Revision + 1, // 0 + 1 when there is no row
+			State:         model.Final,
+			Writer:        Writer(runID),
+		})
+	}
+	return out
+}
+
+// apply writes the corrections in one batch and records their revisions; a refusal fails the run.
+func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runID string) (int, error) {
+	rows := Corrections(c.Diffs, p, runID)
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	res, err := st.Write(ctx, sink.Batch{Rows: rows})
+	if err != nil {
+		return 0, fmt.Errorf("reconcile: apply %d corrections: %w", len(rows), err)
+	}
+	if res.Accepted != len(rows) {
+		return res.Accepted, fmt.Errorf("reconcile: apply: the sink accepted %d of %d corrections: another writer changed those keys during the run; run reconcile again",
+			res.Accepted, len(rows))
+	}
+	for i := range c.Diffs {
+		if d := &c.Diffs[i]; d.Applicable() {
+			d.AppliedRevision = d.Streamed.Revision + 1
+		}
+	}
+	return len(rows), nil
+}
+
+// sinkDiffs converts diffs to reconcile_diffs rows.
+func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
+	return slicesx.Map(diffs, func(d Diff) sink.Diff {
+		sd := sink.Diff{
+			RunID:                   runID,
+			WindowStart:             d.WindowStart,
+			Dims:                    d.Dims,
+			StreamedRevenueMicros:   d.Streamed.RevenueMicros,
+			RecomputedRevenueMicros: d.Recomputed.RevenueMicros,
+			DeltaMicros:             d.DeltaMicros(),
+			StreamedCount:           d.Streamed.EventCount,
+			RecomputedCount:         d.Recomputed.Count,
+			Classification:          d.Classification,
+		}
+		if d.AppliedRevision > 0 {
+			sd.AppliedRevision = &d.AppliedRevision
+		}
+		return sd
+	})
 }
