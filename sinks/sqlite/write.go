@@ -13,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
@@ -21,7 +22,7 @@ import (
 // database/sql, about a fifth of BenchmarkSQLiteWrite's time.
 var (
 	sqlGetRowsPrefix = `WITH k(window_start, dims) AS (VALUES `
-	sqlGetRowsSuffix = `) SELECT h.window_start, h.dims, h.revision, h.result_state, h.event_count
+	sqlGetRowsSuffix = `) SELECT ` + identList("h", sqlread.StoredCodec.Table.Names()) + `
 		FROM k JOIN hourly_revenue AS h ON h.window_start = k.window_start AND h.dims = k.dims`
 	sqlUpsertRowsPrefix = sqliteInsertPrefix("INSERT", table.HourlyRevenue)
 	sqlUpsertRowsSuffix = sqliteUpsertSuffix(table.HourlyRevenue)
@@ -87,8 +88,12 @@ func (b *bulk) exec(ctx context.Context, args []any) (changed int64, err error) 
 	return changed, err
 }
 
-func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error) error {
-	return b.each(ctx, args, func(st *sql.Stmt, args []any) error { return scanAll(st.QueryContext(ctx, args...))(scan) })
+// query reads rows of t's columns (scanAll).
+func (b *bulk) query(ctx context.Context, args []any, t *table.Table, each func([]any) error) error {
+	return b.each(ctx, args, func(st *sql.Stmt, args []any) error {
+		rs, err := st.QueryContext(ctx, args...)
+		return scanAll(t, rs, err, each, nil)
+	})
 }
 
 func (b *bulk) close() {
@@ -123,23 +128,7 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		current := make(map[rules.Key]rules.Stored, len(lookup)/2)
 		get := newBulk(tx, sqlGetRowsPrefix, sqlGetRowsSuffix, 2)
 		defer get.close()
-		err := get.query(ctx, lookup, func(rs *sql.Rows) error {
-			var (
-				k             rules.Key
-				st            rules.Stored
-				start, state  string
-				err, stateErr error
-			)
-			if err := rs.Scan(&start, &k.Dims, &st.Revision, &state, &st.Count); err != nil {
-				return err
-			}
-			k.WindowStart, err = table.ParseTime(start)
-			if st.State, stateErr = model.ParseResultState(state); errors.Join(err, stateErr) != nil {
-				return fmt.Errorf("%s %s: %w", start, k.Dims, errors.Join(err, stateErr))
-			}
-			current[k] = st
-			return nil
-		})
+		err := get.query(ctx, lookup, sqlread.StoredCodec.Table, sqlread.StoredCodec.Each(func(r sqlread.StoredRow) { current[r.Key] = r.Stored }))
 		if err != nil {
 			return fmt.Errorf("read stored rows: %w", err)
 		}
@@ -204,15 +193,12 @@ func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) erro
 	var mismatch error
 	err := s.inTx(ctx, "check run_config", func(tx *sql.Tx) error {
 		mismatch = nil
-		have := map[string]string{}
-		if err := scanAll(tx.QueryContext(ctx, `SELECT key, value FROM run_config`))(func(rs *sql.Rows) error {
-			var k, v string
-			err := rs.Scan(&k, &v)
-			have[k] = v
-			return err
-		}); err != nil {
+		var stored []table.ConfigEntry
+		rs, err := tx.QueryContext(ctx, `SELECT key, value FROM run_config`)
+		if err := scanAll(table.RunConfig, rs, err, table.ConfigCodec.Each(func(e table.ConfigEntry) { stored = append(stored, e) }), nil); err != nil {
 			return fmt.Errorf("read run_config: %w", err)
 		}
+		have := table.ConfigMap(stored)
 		added, err := rules.CompareRunConfig(s.path, have, cfg)
 		if err != nil {
 			mismatch = err
