@@ -24,7 +24,6 @@ var (
 	sqlGetRowsPrefix = `WITH k(window_start, dims) AS (VALUES `
 	sqlGetRowsSuffix = `) SELECT ` + identList("h", sqlread.StoredCodec.Table.Names()) + `
 		FROM k JOIN hourly_revenue AS h ON h.window_start = k.window_start AND h.dims = k.dims`
-	sqlUpsertRowsPrefix = sqliteInsertPrefix("INSERT", table.HourlyRevenue)
 	sqlUpsertRowsSuffix = sqliteUpsertSuffix(table.HourlyRevenue)
 )
 
@@ -134,33 +133,30 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		}
 
 		accepted, _ := refused.AdmitAll(rows, current)
-		var upserts []any
+		var last []model.Row
 		for i, r := range accepted {
 			if i+1 == len(accepted) || !rules.SameKey(accepted[i+1], r) { // the key's last accepted row
-				upserts = sqliteArgs(table.CurrentCodec, upserts, r)
+				last = append(last, r)
 			}
 		}
 		res.Accepted, res.Stale = len(accepted), refused.Stale
-
-		upsert := newBulk(tx, sqlUpsertRowsPrefix, sqlUpsertRowsSuffix, len(table.HourlyRevenue.Columns))
-		defer upsert.close()
-		if _, err := upsert.exec(ctx, upserts); err != nil {
-			return fmt.Errorf("upsert hourly_revenue: %w", err)
+		if _, err := insertRows(ctx, tx, "INSERT", sqlUpsertRowsSuffix, table.CurrentCodec, last); err != nil {
+			return err
 		}
 		changes := slicesx.Map(accepted, func(r model.Row) sink.ChangelogEntry { return sink.ChangelogEntry{Row: r, WrittenAt: now} })
-		if _, err := insertRows(ctx, tx, "INSERT", table.ChangelogCodec, changes); err != nil {
+		if _, err := insertRows(ctx, tx, "INSERT", "", table.ChangelogCodec, changes); err != nil {
 			return err
 		}
 		// Audit rows once per position (INSERT OR IGNORE), counting those added.
-		n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", table.TooLateCodec, b.TooLate)
-		n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", table.ConflictCodec, b.Conflicts)
-		n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", table.QuarantinedCodec, b.Quarantined)
+		n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", "", table.TooLateCodec, b.TooLate)
+		n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", "", table.ConflictCodec, b.Conflicts)
+		n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", "", table.QuarantinedCodec, b.Quarantined)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
 		res.AuditInserted = int(n1 + n2 + n3)
 		// A retried checkpoint replaces only updated_at.
-		_, err = insertRows(ctx, tx, "INSERT OR REPLACE", table.CheckpointCodec, table.CheckpointRows(b.Progress, now))
+		_, err = insertRows(ctx, tx, "INSERT OR REPLACE", "", table.CheckpointCodec, table.CheckpointRows(b.Progress, now))
 		return err
 	})
 	if err != nil {
@@ -173,12 +169,14 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	return res, nil
 }
 
-func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c table.Codec[T], recs []T) (int64, error) {
+// insertRows inserts recs into c's table in multi-row statements, each ended
+// by suffix, and returns the rows changed.
+func insertRows[T any](ctx context.Context, tx *sql.Tx, verb, suffix string, c table.Codec[T], recs []T) (int64, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
 	width := len(c.Table.Columns)
-	ins := newBulk(tx, sqliteInsertPrefix(verb, c.Table), "", width)
+	ins := newBulk(tx, sqliteInsertPrefix(verb, c.Table), suffix, width)
 	defer ins.close()
 	n, err := ins.exec(ctx, sqliteArgs(c, make([]any, 0, width*len(recs)), recs...))
 	if err != nil {
@@ -204,7 +202,7 @@ func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) erro
 			mismatch = err
 			return nil // nothing to write; commit the empty transaction
 		}
-		_, err = insertRows(ctx, tx, "INSERT", table.ConfigCodec, table.ConfigEntries(cfg, added))
+		_, err = insertRows(ctx, tx, "INSERT", "", table.ConfigCodec, table.ConfigEntries(cfg, added))
 		return err
 	})
 	if err != nil {

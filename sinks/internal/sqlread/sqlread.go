@@ -242,15 +242,12 @@ func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 		}
 		t.Latest = rows[max(0, len(rows)-latest):]
 	}
-	for _, c := range []struct {
-		n *int64
-		t *table.Table
-	}{{&t.Changelog, table.HourlyRevenueChangelog}, {&t.TooLate, table.TooLateEvents}, {&t.Conflicts, table.ConflictEvents}, {&t.Quarantined, table.QuarantinedEvents}} {
-		if *c.n, err = Count(ctx, r.DB, "count "+c.t.Name, `SELECT COUNT(*) FROM `+r.DB.From(c.t)); err != nil {
-			return t, err
-		}
+	a, err := r.AuditCounts(ctx)
+	t.TooLate, t.Conflicts, t.Quarantined = a.TooLate, a.Conflicts, a.Quarantined
+	if err == nil {
+		t.Changelog, err = Count(ctx, r.DB, "count "+table.HourlyRevenueChangelog.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenueChangelog))
 	}
-	return t, nil
+	return t, err
 }
 
 type windowCount struct {
