@@ -163,17 +163,10 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		if errs[name] != nil {
 			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, errs[name])
 		}
-		if len(rows[name]) == 0 {
-			continue
-		}
-		// The write step's rules: buffer each row, flush until nothing is left.
-		st := &memStore{}
-		for _, row := range rows[name] {
-			if _, _, err := onRow(ctx, st, b.api, b.streams, name, row, sink.DefaultFlushPolicy, false, b.sleep); err != nil {
-				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
-			}
-		}
-		for pending := true; pending; {
+		// The write step's rules: flush the rows until nothing is left (the
+		// appends split them into requests).
+		st := &memStore{rows: rows[name]}
+		for pending := len(st.rows) > 0; pending; {
 			r, err := flushStep(ctx, st, b.api, b.streams, name, false, b.sleep)
 			if err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)

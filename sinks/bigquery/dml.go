@@ -24,33 +24,16 @@ func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[
 	for k := range keys {
 		starts[msTime(k.WindowStart)] = true
 	}
-	param := slices.Collect(maps.Keys(starts))
+	rows, err := sqlread.Read(ctx, b.DB, sqlread.StoredCodec, "read current rows", `SELECT `+bqColumns(sqlread.StoredCodec.Table)+
+		` FROM `+b.table(table.HourlyRevenueChangelog.Name)+`
+WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))`+oncePer("window_start, dims", "revision DESC"),
+		gbq.QueryParameter{Name: "starts", Value: slices.Collect(maps.Keys(starts))})
 	out := make(map[rules.Key]rules.Stored, len(keys))
-	sql := `SELECT window_start, dims, revision, result_state, event_count FROM ` + b.table(table.HourlyRevenueChangelog.Name) + `
-WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))` + oncePer("window_start, dims", "revision DESC")
-	err := b.read(ctx, "read current rows", sql, []gbq.QueryParameter{{Name: "starts", Value: param}},
-		func(it *gbq.RowIterator) error {
-			var r struct {
-				WindowStart time.Time `bigquery:"window_start"`
-				Dims        string    `bigquery:"dims"`
-				Revision    int64     `bigquery:"revision"`
-				ResultState string    `bigquery:"result_state"`
-				EventCount  int64     `bigquery:"event_count"`
-			}
-			if err := it.Next(&r); err != nil {
-				return err
-			}
-			k := rules.Key{WindowStart: r.WindowStart.UnixMilli(), Dims: r.Dims}
-			if !keys[k] {
-				return nil
-			}
-			st, err := model.ParseResultState(r.ResultState)
-			if err != nil {
-				return err
-			}
-			out[k] = rules.Stored{Revision: r.Revision, State: st, Count: r.EventCount}
-			return nil
-		})
+	for _, r := range rows {
+		if keys[r.Key] {
+			out[r.Key] = r.Stored
+		}
+	}
 	return out, err
 }
 

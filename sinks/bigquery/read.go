@@ -74,20 +74,10 @@ func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool
 WHERE result_state = 'FINAL'`)
 }
 
-// readTime returns a one-row query's TIMESTAMP t in epoch ms; ok is false for NULL.
+// readTime returns a one-row query's TIMESTAMP in epoch ms; ok is false for NULL.
 func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
-	err = b.read(ctx, what, sql, nil, func(it *gbq.RowIterator) error {
-		var r struct {
-			T gbq.NullTimestamp `bigquery:"t"`
-		}
-		if err := it.Next(&r); err != nil {
-			return err
-		}
-		if r.T.Valid {
-			ms, ok = r.T.Timestamp.UnixMilli(), true
-		}
-		return nil
-	})
+	t, err := sqlread.Scalar(ctx, b.DB, table.Time, what, sql)
+	ms, ok = t.(int64)
 	return ms, ok, err
 }
 

@@ -89,26 +89,19 @@ func ParseSpec(s string) (Spec, error) {
 	}
 	scheme, rest, hasArg := strings.Cut(s, ":")
 	switch scheme {
-	case SchemeSQLite:
+	case SchemeSQLite, SchemeJSONL:
 		if rest == "" {
-			return Spec{}, fmt.Errorf("sink %q: empty path: want sqlite:PATH", s)
+			want := map[string]string{SchemeSQLite: "path: want sqlite:PATH", SchemeJSONL: "directory: want jsonl:DIR"}[scheme]
+			return Spec{}, fmt.Errorf("sink %q: empty %s", s, want)
 		}
 		// The driver reads everything after '?' as connection parameters.
-		if strings.ContainsRune(rest, '?') {
+		if scheme == SchemeSQLite && strings.ContainsRune(rest, '?') {
 			return Spec{}, fmt.Errorf("sink %q: the path may not contain '?'", s)
 		}
 		if err := localOnly(s, rest); err != nil {
 			return Spec{}, err
 		}
-		return Spec{Scheme: SchemeSQLite, Path: rest}, nil
-	case SchemeJSONL:
-		if rest == "" {
-			return Spec{}, fmt.Errorf("sink %q: empty directory: want jsonl:DIR", s)
-		}
-		if err := localOnly(s, rest); err != nil {
-			return Spec{}, err
-		}
-		return Spec{Scheme: SchemeJSONL, Path: rest}, nil
+		return Spec{Scheme: scheme, Path: rest}, nil
 	case SchemeConsole:
 		if hasArg {
 			return Spec{}, fmt.Errorf("sink %q: console takes no argument: want console", s)

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,16 +30,19 @@ func TestSQLiteProgress(t *testing.T) {
 		p := sinktest.OpenProgress(t, sink.Spec{Scheme: sink.SchemeSQLite, Path: path})
 		return sinktest.ProgressUnder{W: s, P: p, Prunes: true, ResumeStored: func(t *testing.T) string {
 			var out []string
-			err := s.query(context.Background(), "raw", `SELECT "partition", "file", "run", sealed_at FROM source_resume ORDER BY "partition"`,
-				func(rs *sql.Rows) error {
-					var p, f, r, at string
-					if err := rs.Scan(&p, &f, &r, &at); err != nil {
-						return err
-					}
-					out = append(out, strings.Join([]string{p, f, r, at}, " "))
-					return nil
-				})
+			rs, err := s.db.QueryContext(context.Background(), `SELECT "partition", "file", "run", sealed_at FROM source_resume ORDER BY "partition"`)
 			if err != nil {
+				t.Fatal(err)
+			}
+			defer rs.Close()
+			for rs.Next() {
+				var p, f, r, at string
+				if err := rs.Scan(&p, &f, &r, &at); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, strings.Join([]string{p, f, r, at}, " "))
+			}
+			if err := rs.Err(); err != nil {
 				t.Fatal(err)
 			}
 			return strings.Join(out, "\n")

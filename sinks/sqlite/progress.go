@@ -43,12 +43,8 @@ func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) erro
 		return nil
 	}
 	return s.inTx(ctx, "seal source_resume", func(tx *sql.Tx) error {
-		seal := newBulk(tx, sqliteInsertPrefix("INSERT", table.SourceResume), sqlSealResumeSuffix, len(table.SourceResume.Columns))
-		defer seal.close()
-		if _, err := seal.exec(ctx, sqliteArgs(table.ResumeCodec, nil, table.CheckpointRows(points, time.Now())...)); err != nil {
-			return fmt.Errorf("upsert source_resume: %w", err)
-		}
-		return nil
+		_, err := insertRows(ctx, tx, "INSERT", sqlSealResumeSuffix, table.ResumeCodec, table.CheckpointRows(points, time.Now()))
+		return err
 	})
 }
 

@@ -18,23 +18,14 @@ import (
 // UnreadableRows error returned with the others.
 func (s *SQLite) rows(ctx context.Context, what string, t *table.Table, query string, args []any, each func([]any) error) error {
 	var bad sink.UnreadableRows
-	sc := newSQLiteScanner(t)
-	err := s.query(ctx, what, query, func(rs *sql.Rows) error {
-		vals, err := sc.scan(rs)
-		if err == nil {
-			err = each(vals)
-		}
-		var re *sink.RowError
-		if !errors.As(err, &re) {
-			return err
-		}
-		bad = append(bad, keyed(re, t, sc.text))
-		return nil
-	}, args...)
-	if err == nil && len(bad) > 0 {
+	rs, err := s.db.QueryContext(ctx, query, args...)
+	if err := scanAll(t, rs, err, each, func(e *sink.RowError) { bad = append(bad, e) }); err != nil {
+		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
+	}
+	if len(bad) > 0 {
 		return bad
 	}
-	return err
+	return nil
 }
 
 func (s *SQLite) from(t *table.Table) string { return ident(t.Name) }
@@ -104,28 +95,30 @@ func (s *SQLite) extremeTime(ctx context.Context, what, col, where string, lates
 	return ms, ok, err
 }
 
-func (s *SQLite) query(ctx context.Context, what, query string, scan func(*sql.Rows) error, args ...any) error {
-	if err := scanAll(s.db.QueryContext(ctx, query, args...))(scan); err != nil {
-		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
+// scanAll calls each with the values of every row of rs, a result of t's
+// columns (sqliteScanner), then closes rs; err is the query's. A row that
+// cannot be read (a *sink.RowError of the scan or of each) is named by t and
+// its key and, with skip, handed to it; else it ends the read.
+func scanAll(t *table.Table, rs *sql.Rows, err error, each func([]any) error, skip func(*sink.RowError)) error {
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-// scanAll takes a query's result (from the database, a transaction or a
-// statement) and calls scan with each row, then closes the rows.
-func scanAll(rs *sql.Rows, err error) func(scan func(*sql.Rows) error) error {
-	return func(scan func(*sql.Rows) error) error {
-		if err != nil {
+	defer rs.Close()
+	sc := newSQLiteScanner(t)
+	for rs.Next() {
+		vals, err := sc.scan(rs)
+		if err == nil {
+			err = each(vals)
+		}
+		var re *sink.RowError
+		switch {
+		case errors.As(err, &re) && skip != nil:
+			skip(keyed(re, t, sc.text))
+		case err != nil:
 			return err
 		}
-		defer rs.Close()
-		for rs.Next() {
-			if err := scan(rs); err != nil {
-				return err
-			}
-		}
-		return rs.Err()
 	}
+	return rs.Err()
 }
 
 // keyed fills e's table and key, where unset, from a scanned row of t.

@@ -185,11 +185,11 @@ func TestSQLiteMigratesCheckpointsWithoutRun(t *testing.T) {
 	s := openTestSQLite(t, path)
 	ctx := context.Background()
 	var cols []string
-	err = s.query(ctx, "columns", `SELECT name FROM pragma_table_info('source_checkpoints') ORDER BY cid`, func(rs *sql.Rows) error {
-		var n string
-		cols = append(cols, n)
-		return rs.Scan(&cols[len(cols)-1])
-	})
+	err = s.rows(ctx, "columns", &table.Table{Columns: []table.Column{{Name: "name", Type: table.String}}},
+		`SELECT name FROM pragma_table_info('source_checkpoints') ORDER BY cid`, nil, func(v []any) error {
+			cols = append(cols, v[0].(string))
+			return nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
+	"github.com/revenue-stream/hourly/sinks/internal/sqlread"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
@@ -21,9 +22,8 @@ import (
 // database/sql, about a fifth of BenchmarkSQLiteWrite's time.
 var (
 	sqlGetRowsPrefix = `WITH k(window_start, dims) AS (VALUES `
-	sqlGetRowsSuffix = `) SELECT h.window_start, h.dims, h.revision, h.result_state, h.event_count
+	sqlGetRowsSuffix = `) SELECT ` + identList("h", sqlread.StoredCodec.Table.Names()) + `
 		FROM k JOIN hourly_revenue AS h ON h.window_start = k.window_start AND h.dims = k.dims`
-	sqlUpsertRowsPrefix = sqliteInsertPrefix("INSERT", table.HourlyRevenue)
 	sqlUpsertRowsSuffix = sqliteUpsertSuffix(table.HourlyRevenue)
 )
 
@@ -87,8 +87,12 @@ func (b *bulk) exec(ctx context.Context, args []any) (changed int64, err error) 
 	return changed, err
 }
 
-func (b *bulk) query(ctx context.Context, args []any, scan func(*sql.Rows) error) error {
-	return b.each(ctx, args, func(st *sql.Stmt, args []any) error { return scanAll(st.QueryContext(ctx, args...))(scan) })
+// query reads rows of t's columns (scanAll).
+func (b *bulk) query(ctx context.Context, args []any, t *table.Table, each func([]any) error) error {
+	return b.each(ctx, args, func(st *sql.Stmt, args []any) error {
+		rs, err := st.QueryContext(ctx, args...)
+		return scanAll(t, rs, err, each, nil)
+	})
 }
 
 func (b *bulk) close() {
@@ -123,55 +127,36 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		current := make(map[rules.Key]rules.Stored, len(lookup)/2)
 		get := newBulk(tx, sqlGetRowsPrefix, sqlGetRowsSuffix, 2)
 		defer get.close()
-		err := get.query(ctx, lookup, func(rs *sql.Rows) error {
-			var (
-				k             rules.Key
-				st            rules.Stored
-				start, state  string
-				err, stateErr error
-			)
-			if err := rs.Scan(&start, &k.Dims, &st.Revision, &state, &st.Count); err != nil {
-				return err
-			}
-			k.WindowStart, err = table.ParseTime(start)
-			if st.State, stateErr = model.ParseResultState(state); errors.Join(err, stateErr) != nil {
-				return fmt.Errorf("%s %s: %w", start, k.Dims, errors.Join(err, stateErr))
-			}
-			current[k] = st
-			return nil
-		})
+		err := get.query(ctx, lookup, sqlread.StoredCodec.Table, sqlread.StoredCodec.Each(func(r sqlread.StoredRow) { current[r.Key] = r.Stored }))
 		if err != nil {
 			return fmt.Errorf("read stored rows: %w", err)
 		}
 
 		accepted, _ := refused.AdmitAll(rows, current)
-		var upserts []any
+		var last []model.Row
 		for i, r := range accepted {
 			if i+1 == len(accepted) || !rules.SameKey(accepted[i+1], r) { // the key's last accepted row
-				upserts = sqliteArgs(table.CurrentCodec, upserts, r)
+				last = append(last, r)
 			}
 		}
 		res.Accepted, res.Stale = len(accepted), refused.Stale
-
-		upsert := newBulk(tx, sqlUpsertRowsPrefix, sqlUpsertRowsSuffix, len(table.HourlyRevenue.Columns))
-		defer upsert.close()
-		if _, err := upsert.exec(ctx, upserts); err != nil {
-			return fmt.Errorf("upsert hourly_revenue: %w", err)
+		if _, err := insertRows(ctx, tx, "INSERT", sqlUpsertRowsSuffix, table.CurrentCodec, last); err != nil {
+			return err
 		}
 		changes := slicesx.Map(accepted, func(r model.Row) sink.ChangelogEntry { return sink.ChangelogEntry{Row: r, WrittenAt: now} })
-		if _, err := insertRows(ctx, tx, "INSERT", table.ChangelogCodec, changes); err != nil {
+		if _, err := insertRows(ctx, tx, "INSERT", "", table.ChangelogCodec, changes); err != nil {
 			return err
 		}
 		// Audit rows once per position (INSERT OR IGNORE), counting those added.
-		n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", table.TooLateCodec, b.TooLate)
-		n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", table.ConflictCodec, b.Conflicts)
-		n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", table.QuarantinedCodec, b.Quarantined)
+		n1, err1 := insertRows(ctx, tx, "INSERT OR IGNORE", "", table.TooLateCodec, b.TooLate)
+		n2, err2 := insertRows(ctx, tx, "INSERT OR IGNORE", "", table.ConflictCodec, b.Conflicts)
+		n3, err3 := insertRows(ctx, tx, "INSERT OR IGNORE", "", table.QuarantinedCodec, b.Quarantined)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
 		res.AuditInserted = int(n1 + n2 + n3)
 		// A retried checkpoint replaces only updated_at.
-		_, err = insertRows(ctx, tx, "INSERT OR REPLACE", table.CheckpointCodec, table.CheckpointRows(b.Progress, now))
+		_, err = insertRows(ctx, tx, "INSERT OR REPLACE", "", table.CheckpointCodec, table.CheckpointRows(b.Progress, now))
 		return err
 	})
 	if err != nil {
@@ -184,12 +169,14 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 	return res, nil
 }
 
-func insertRows[T any](ctx context.Context, tx *sql.Tx, verb string, c table.Codec[T], recs []T) (int64, error) {
+// insertRows inserts recs into c's table in multi-row statements, each ended
+// by suffix, and returns the rows changed.
+func insertRows[T any](ctx context.Context, tx *sql.Tx, verb, suffix string, c table.Codec[T], recs []T) (int64, error) {
 	if len(recs) == 0 {
 		return 0, nil
 	}
 	width := len(c.Table.Columns)
-	ins := newBulk(tx, sqliteInsertPrefix(verb, c.Table), "", width)
+	ins := newBulk(tx, sqliteInsertPrefix(verb, c.Table), suffix, width)
 	defer ins.close()
 	n, err := ins.exec(ctx, sqliteArgs(c, make([]any, 0, width*len(recs)), recs...))
 	if err != nil {
@@ -204,21 +191,18 @@ func (s *SQLite) CheckRunConfig(ctx context.Context, cfg map[string]string) erro
 	var mismatch error
 	err := s.inTx(ctx, "check run_config", func(tx *sql.Tx) error {
 		mismatch = nil
-		have := map[string]string{}
-		if err := scanAll(tx.QueryContext(ctx, `SELECT key, value FROM run_config`))(func(rs *sql.Rows) error {
-			var k, v string
-			err := rs.Scan(&k, &v)
-			have[k] = v
-			return err
-		}); err != nil {
+		var stored []table.ConfigEntry
+		rs, err := tx.QueryContext(ctx, `SELECT key, value FROM run_config`)
+		if err := scanAll(table.RunConfig, rs, err, table.ConfigCodec.Each(func(e table.ConfigEntry) { stored = append(stored, e) }), nil); err != nil {
 			return fmt.Errorf("read run_config: %w", err)
 		}
+		have := table.ConfigMap(stored)
 		added, err := rules.CompareRunConfig(s.path, have, cfg)
 		if err != nil {
 			mismatch = err
 			return nil // nothing to write; commit the empty transaction
 		}
-		_, err = insertRows(ctx, tx, "INSERT", table.ConfigCodec, table.ConfigEntries(cfg, added))
+		_, err = insertRows(ctx, tx, "INSERT", "", table.ConfigCodec, table.ConfigEntries(cfg, added))
 		return err
 	})
 	if err != nil {

@@ -38,13 +38,7 @@ type Reader struct{ DB DB }
 // Read reads records of c's table through query.
 func Read[T any](ctx context.Context, db DB, c table.Codec[T], what, query string, args ...any) ([]T, error) {
 	var out []T
-	err := db.Rows(ctx, what, c.Table, query, args, func(vals []any) error {
-		v, err := c.Get(vals)
-		if err == nil {
-			out = append(out, v)
-		}
-		return err
-	})
+	err := db.Rows(ctx, what, c.Table, query, args, c.Each(func(v T) { out = append(out, v) }))
 	return out, err
 }
 
@@ -168,14 +162,39 @@ func Checkpoints(ctx context.Context, db DB, c table.Codec[table.CheckpointRow],
 	return out, err
 }
 
+// Scalar reads a query's one value of typ: nil for NULL or no row.
+func Scalar(ctx context.Context, db DB, typ table.Type, what, query string, args ...any) (any, error) {
+	c := table.Codec[any]{Table: &table.Table{Name: what, Columns: []table.Column{{Name: "value", Type: typ, Nullable: true}}},
+		Get: func(v []any) (any, error) { return v[0], nil }}
+	v, err := Read(ctx, db, c, what, query, args...)
+	if err != nil || len(v) == 0 {
+		return nil, err
+	}
+	return v[0], nil
+}
+
 // Count reads a query's one INTEGER.
 func Count(ctx context.Context, db DB, what, query string, args ...any) (int64, error) {
-	n, err := Read(ctx, db, countCodec, what, query, args...)
-	if err != nil || len(n) == 0 {
-		return 0, err
-	}
-	return n[0], nil
+	n, err := Scalar(ctx, db, table.Int64, what, query, args...)
+	c, _ := n.(int64)
+	return c, err
 }
+
+// StoredRow is a key's stored row as the revision rules see it.
+type StoredRow struct {
+	rules.Key
+	rules.Stored
+}
+
+// StoredCodec reads StoredRows: a write's lookup of the keys it writes.
+var StoredCodec = table.Codec[StoredRow]{Table: &table.Table{Name: table.HourlyRevenue.Name, Columns: []table.Column{
+	{Name: "window_start", Type: table.Time}, {Name: "dims", Type: table.String}, {Name: "revision", Type: table.Int64},
+	{Name: "result_state", Type: table.String}, {Name: "event_count", Type: table.Int64}}},
+	Get: func(v []any) (StoredRow, error) {
+		st, err := model.ParseResultState(v[3].(string))
+		return StoredRow{rules.Key{WindowStart: v[0].(int64), Dims: v[1].(string)},
+			rules.Stored{Revision: v[2].(int64), State: st, Count: v[4].(int64)}}, err
+	}}
 
 // KeyCount returns how many (window, dims) keys the sink holds.
 func (r Reader) KeyCount(ctx context.Context) (int64, error) {
@@ -223,15 +242,12 @@ func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 		}
 		t.Latest = rows[max(0, len(rows)-latest):]
 	}
-	for _, c := range []struct {
-		n *int64
-		t *table.Table
-	}{{&t.Changelog, table.HourlyRevenueChangelog}, {&t.TooLate, table.TooLateEvents}, {&t.Conflicts, table.ConflictEvents}, {&t.Quarantined, table.QuarantinedEvents}} {
-		if *c.n, err = Count(ctx, r.DB, "count "+c.t.Name, `SELECT COUNT(*) FROM `+r.DB.From(c.t)); err != nil {
-			return t, err
-		}
+	a, err := r.AuditCounts(ctx)
+	t.TooLate, t.Conflicts, t.Quarantined = a.TooLate, a.Conflicts, a.Quarantined
+	if err == nil {
+		t.Changelog, err = Count(ctx, r.DB, "count "+table.HourlyRevenueChangelog.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenueChangelog))
 	}
-	return t, nil
+	return t, err
 }
 
 type windowCount struct {
@@ -242,8 +258,6 @@ type windowCount struct {
 
 // The codecs of the counting queries, read like a table's rows.
 var (
-	countCodec = table.Codec[int64]{Table: &table.Table{Name: "count", Columns: []table.Column{{Name: "n", Type: table.Int64}}},
-		Get: func(v []any) (int64, error) { return v[0].(int64), nil }}
 	auditCountsCodec = table.Codec[sink.AuditCounts]{Table: &table.Table{Name: "audit counts", Columns: []table.Column{
 		{Name: "too_late", Type: table.Int64}, {Name: "conflicts", Type: table.Int64}, {Name: "quarantined", Type: table.Int64}}},
 		Get: func(v []any) (sink.AuditCounts, error) {

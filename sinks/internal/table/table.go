@@ -181,6 +181,18 @@ type Codec[T any] struct {
 // position is an audit record's source_position, its first column.
 func (c Codec[T]) Position(v T) string { return c.Put(nil, v)[0].(string) }
 
+// Each is a reader's callback that gets each row's values and hands fn the
+// record they make.
+func (c Codec[T]) Each(fn func(T)) func([]any) error {
+	return func(vals []any) error {
+		v, err := c.Get(vals)
+		if err == nil {
+			fn(v)
+		}
+		return err
+	}
+}
+
 // checkpointRow is a row of either progress table.
 type CheckpointRow struct {
 	model.Checkpoint
