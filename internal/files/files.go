@@ -9,6 +9,7 @@ package files
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,13 +93,10 @@ func newFilesystem(path string) (f filesystem.Interface, err error) {
 		}
 	}()
 	// The client outlives any one call: no call's context.
-	f, err = filesystem.New(context.Background(), path)
-	if err != nil {
-		if pkg, ok := storePackages[scheme(path)]; ok && !registered(scheme(path)) {
-			return nil, fmt.Errorf("no filesystem serves %s paths in this binary: import _ %q in its main package", scheme(path), pkg)
-		}
+	if f, err = filesystem.New(context.Background(), path); err != nil {
+		return nil, cmp.Or(unimported(scheme(path)), err)
 	}
-	return f, err
+	return f, nil
 }
 
 // CheckName refuses a path that cannot name a folder, making no client (a dry run contacts
@@ -112,8 +110,8 @@ func CheckName(path string) error {
 		return nil
 	}
 	if s := scheme(path); !beamServes(path) {
-		if pkg, ok := storePackages[s]; ok && !registered(s) {
-			return fmt.Errorf("no filesystem serves %s paths in this binary: import _ %q in its main package", s, pkg)
+		if err := unimported(s); err != nil {
+			return err
 		}
 		served := append([]string{"local paths"}, append(slices.Sorted(maps.Keys(stores)), "memfs://")...)
 		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", s, strings.Join(served[:len(served)-1], ", "), served[len(served)-1])

@@ -51,7 +51,11 @@ func RegisterStore(scheme string, s Store) {
 	stores[scheme+"://"] = s
 }
 
-func registered(scheme string) bool {
-	_, ok := stores[scheme]
-	return ok
+// unimported is the error of a scheme ("gs://") whose Store's package this
+// binary does not import, or nil.
+func unimported(scheme string) error {
+	if _, ok := stores[scheme]; ok || storePackages[scheme] == "" {
+		return nil
+	}
+	return fmt.Errorf("no filesystem serves %s paths in this binary: import _ %q in its main package", scheme, storePackages[scheme])
 }

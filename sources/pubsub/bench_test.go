@@ -11,6 +11,7 @@ import (
 	gpubsub "cloud.google.com/go/pubsub/v2"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sources/internal/sdfread"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkReaderVsBarePull(b *testing.B) {
 			if _, err := r.run(ctx); err != nil {
 				b.Fatal(err)
 			}
-			r.watermarkState(time.Now().UnixMilli())
+			r.endCall(sdfread.Budget, time.Now().UnixMilli())
 			rest = r.rest
 		}
 		took, cpu := time.Since(t1), cpuTime()-cpu0

@@ -186,23 +186,19 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 		for nb, ok := pending[expect]; ok; nb, ok = pending[expect] {
 			delete(pending, expect)
 			expect++
-			if lost || p.err() != nil {
-				r.watch.done(nb.seq)
-				continue // archived (or not) and acknowledged: the next attempt re-emits it
-			}
-			if nb.err != nil {
-				r.watch.done(nb.seq)
-				p.fail(nb.err)
-				continue
-			}
-			ok := r.emitBatch(nb)
+			emitted := !lost && p.err() == nil && nb.err == nil && r.emitBatch(nb)
 			r.watch.done(nb.seq)
-			if !ok {
+			switch {
+			case emitted:
+				r.fault(faults.PubSubAfterEmit)
+			case lost || p.err() != nil:
+				// archived (or not) and acknowledged: the next attempt re-emits it
+			case nb.err != nil:
+				p.fail(nb.err)
+			default: // the claim failed
 				lost = true
 				p.stopAll()
-				continue
 			}
-			r.fault(faults.PubSubAfterEmit)
 		}
 		if _, end := r.ended(start); end {
 			p.finish()

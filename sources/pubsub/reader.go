@@ -295,19 +295,15 @@ func permanent(err error) bool {
 	return false
 }
 
-// endCall adds the watermark state after a call that ended with out. Failed
-// pulls count as activity: an unreachable Pub/Sub says nothing about the
-// producers and must not close the windows its backlog will fill.
+// endCall adds the watermark state at now to the restriction after a call
+// that ended with out, logs a change of idleness and reports whether the
+// partition just went idle. Failed pulls count as activity: an unreachable
+// Pub/Sub says nothing about the producers and must not close the windows
+// its backlog will fill.
 func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
 	if out == sdfread.Retry {
 		r.stamper.Partition().Touch(now)
 	}
-	return r.watermarkState(now)
-}
-
-// watermarkState adds the watermark state at now to the restriction, logs a
-// change of idleness and reports whether the partition just went idle.
-func (r *reader) watermarkState(now int64) bool {
 	var rep watermark.Report
 	r.rest.State, rep = sdfread.Report(r.log, "pubsub source", r.stamper.Partition(), now, model.NoWatermark, false, r.o.Watermark.IdleTimeout)
 	return rep.WentIdle

@@ -73,7 +73,7 @@ func (p *plainReader) call(ctx context.Context) (sdfread.Outcome, *reader, error
 	}
 	out, err := r.run(ctx)
 	if err == nil {
-		r.watermarkState(time.Now().UnixMilli())
+		r.endCall(sdfread.Budget, time.Now().UnixMilli())
 		p.rest = r.rest
 	}
 	return out, r, err

@@ -60,15 +60,8 @@ func scanFile(dir, partition, name string, maxLine int, readAt int64, info *Scan
 			return fmt.Errorf("rawlog: %s: %w", path, err)
 		}
 		yielded++
-		rec := model.Record{
-			Partition:       partition,
-			Position:        Position(partition, name, l.No),
-			Line:            l.Bytes,
-			Oversized:       l.Oversized,
-			ReadAt:          readAt,
-			WatermarkBefore: model.NoWatermark,
-		}
-		if err := fn(rec); err != nil {
+		if err := fn(model.Record{Partition: partition, Position: Position(partition, name, l.No), Line: l.Bytes,
+			Oversized: l.Oversized, ReadAt: readAt, WatermarkBefore: model.NoWatermark}); err != nil {
 			return err
 		}
 	}
