@@ -114,7 +114,7 @@ func (o FolderOptions) Check() error {
 }
 
 // prepare validates and returns the partitions and parsed start positions.
-func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
+func prepare(dir string, o FolderOptions) ([]string, []model.Checkpoint, error) {
 	if dir == "" {
 		return nil, nil, errors.New("--source: empty folder path")
 	}
@@ -137,12 +137,8 @@ func prepare(dir string, o FolderOptions) ([]string, []startPoint, error) {
 	return parts, starts, err
 }
 
-// startPoint is a parsed FolderOptions.Resume entry; MaxValid restores the
-// partition's watermark.
-type startPoint = model.Checkpoint
-
-func parseStarts(resume []model.Checkpoint, parts []string) ([]startPoint, error) {
-	var out []startPoint
+func parseStarts(resume []model.Checkpoint, parts []string) ([]model.Checkpoint, error) {
+	var out []model.Checkpoint
 	seen := map[string]string{}
 	for _, c := range resume {
 		key := path.Join(c.Partition, c.File) // "." + f is f: the root partition
@@ -163,9 +159,9 @@ func parseStarts(resume []model.Checkpoint, parts []string) ([]startPoint, error
 			return nil, fmt.Errorf("source start positions %q and %q name the same partition", seen[partition], key)
 		}
 		seen[partition] = key
-		out = append(out, startPoint{Partition: partition, File: file, Offset: c.Offset, Line: c.Line, MaxValid: c.MaxValid})
+		out = append(out, model.Checkpoint{Partition: partition, File: file, Offset: c.Offset, Line: c.Line, MaxValid: c.MaxValid})
 	}
-	slices.SortFunc(out, func(a, b startPoint) int { return strings.Compare(a.Partition, b.Partition) })
+	slices.SortFunc(out, func(a, b model.Checkpoint) int { return strings.Compare(a.Partition, b.Partition) })
 	return out, nil
 }
 

@@ -40,8 +40,8 @@ type readFn struct {
 	Dir        string
 	Source     string // keys this application on the watermark board
 	Partitions []string
-	Starts     []startPoint
-	Opts       FolderOptions // with defaults
+	Starts     []model.Checkpoint // parsed FolderOptions.Resume; MaxValid restores the watermark
+	Opts       FolderOptions      // with defaults
 
 	sdfread.Shape[restriction, string]
 	open      *openFiles

@@ -87,10 +87,7 @@ func (r *reader) run() (sdfread.Outcome, error) {
 func (r *reader) read() (sdfread.Outcome, error) {
 	start := r.now()
 	for {
-		if r.stop() {
-			return sdfread.Stopped, nil
-		}
-		if r.final && r.rest.File == "" {
+		if r.stop() || (r.final && r.rest.File == "") {
 			return sdfread.Stopped, nil
 		}
 		if r.rest.File == "" {

@@ -313,7 +313,7 @@ func TestReaderStartPosition(t *testing.T) {
 	put(t, dir, "p0", "000002.jsonl", purchase("b", "2026-11-04T10:10:00Z")+"\n"+purchase("c", "2026-11-04T10:20:00Z")+"\n")
 	put(t, dir, "p0", "000003.jsonl", purchase("d", "2026-11-04T10:30:00Z")+"\n")
 	first := len(purchase("b", "2026-11-04T10:10:00Z")) + 1
-	fn := &readFn{Starts: []startPoint{{Partition: "p0", File: "000002.jsonl", Offset: int64(first), Line: 1}}}
+	fn := &readFn{Starts: []model.Checkpoint{{Partition: "p0", File: "000002.jsonl", Offset: int64(first), Line: 1}}}
 	p := newRun(t, dir, "p0", false, 1000)
 	p.rest = fn.CreateInitialRestriction("p0")
 	p.drain()

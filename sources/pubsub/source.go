@@ -126,42 +126,34 @@ func ParseSource(s string) (project, subscription string, err error) {
 
 // Validate checks a subscription and the options before any work starts.
 func Validate(subscription string, o Options) error {
-	_, _, err := prepare(subscription, o)
-	return err
-}
-
-func prepare(subscription string, o Options) (project, id string, err error) {
-	project, id, err = ParseSource(subscription)
+	_, id, err := ParseSource(subscription)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	o = o.withDefaults(id)
 	switch {
 	case !files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
-		return "", "", fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
+		return fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
 	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
-		return "", "", errors.New("pubsub pullers, reader keys and held messages must not be negative")
+		return errors.New("pubsub pullers, reader keys and held messages must not be negative")
 	case o.MaxHeld < o.PullBatch:
-		return "", "", fmt.Errorf("pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch)
+		return fmt.Errorf("pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch)
 	case o.AckExtension < 10*time.Second || o.AckExtension > 600*time.Second:
-		return "", "", fmt.Errorf("pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension)
+		return fmt.Errorf("pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension)
 	case o.AckExtendEvery <= 0 || o.AckExtendEvery >= o.AckExtension:
-		return "", "", fmt.Errorf("pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension)
+		return fmt.Errorf("pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension)
 	case o.ArchiveFailAfter < 0:
-		return "", "", fmt.Errorf("--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter)
+		return fmt.Errorf("--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter)
 	case o.StallAfter < 0:
-		return "", "", fmt.Errorf("--pubsub-stall-after must not be negative, got %s", o.StallAfter)
+		return fmt.Errorf("--pubsub-stall-after must not be negative, got %s", o.StallAfter)
 	case o.MaxPerCall < 0:
-		return "", "", fmt.Errorf("pubsub records per call must not be negative, got %d", o.MaxPerCall)
+		return fmt.Errorf("pubsub records per call must not be negative, got %d", o.MaxPerCall)
 	case o.PullBatch < 0:
-		return "", "", fmt.Errorf("pubsub pull batch must not be negative, got %d", o.PullBatch)
+		return fmt.Errorf("pubsub pull batch must not be negative, got %d", o.PullBatch)
 	case o.PullTimeout < 0 || o.PollInterval < 0:
-		return "", "", errors.New("pubsub pull timeout and poll interval must not be negative")
+		return errors.New("pubsub pull timeout and poll interval must not be negative")
 	}
-	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
-		return "", "", err
-	}
-	return project, id, nil
+	return cmp.Or(o.Watermark.Validate(), o.Event.Validate())
 }
 
 // Read reads the Pub/Sub subscription ("[pubsub:]projects/P/subscriptions/S")
@@ -171,19 +163,19 @@ func prepare(subscription string, o Options) (project, id string, err error) {
 // Validate first.
 func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 	s = s.Scope("pubsub.Read")
-	project, id, err := prepare(subscription, o)
-	if err != nil {
+	if err := Validate(subscription, o); err != nil {
 		panic(fmt.Sprintf("pubsub.Read: %v", err))
 	}
+	project, id, _ := ParseSource(subscription)
 	o = o.withDefaults(id)
 	// The launcher's working directory decides a relative archive path.
-	dir := o.ArchiveDir
-	if files.IsLocal(dir) {
-		if dir, err = filepath.Abs(dir); err != nil {
+	if files.IsLocal(o.ArchiveDir) {
+		dir, err := filepath.Abs(o.ArchiveDir)
+		if err != nil {
 			panic(fmt.Sprintf("pubsub.Read: archive %s: %v", o.ArchiveDir, err))
 		}
+		o.ArchiveDir = dir
 	}
-	o.ArchiveDir = dir
 	name := "projects/" + project + "/subscriptions/" + id
 	return beam.ParDo(s, &readFn{Project: project, Subscription: name, Opts: o}, readerKeys(s, name, o.Shards))
 }
