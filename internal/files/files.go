@@ -110,11 +110,8 @@ func CheckName(path string) error {
 		return nil
 	}
 	if s := scheme(path); !beamServes(path) {
-		if err := unimported(s); err != nil {
-			return err
-		}
 		served := append([]string{"local paths"}, append(slices.Sorted(maps.Keys(stores)), "memfs://")...)
-		return fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", s, strings.Join(served[:len(served)-1], ", "), served[len(served)-1])
+		return cmp.Or(unimported(s), fmt.Errorf("no filesystem serves %s paths (this build serves %s and %s)", s, strings.Join(served[:len(served)-1], ", "), served[len(served)-1]))
 	}
 	if strings.ContainsAny(path, globChars) {
 		return fmt.Errorf("a %s path must not contain any of %q", scheme(path), globChars)
