@@ -87,65 +87,54 @@ func parseDecimal(tok []byte) (decimal, bool) {
 	if !ok || end != len(tok) || len(tok) == 0 {
 		return decimal{}, false
 	}
-	var d decimal
+	d := decimal{neg: tok[0] == '-'}
 	i := 0
-	if tok[0] == '-' {
-		d.neg = true
+	if d.neg {
 		i = 1
 	}
 	j := skipDigits(tok, i)
-	whole := tok[i:j]
-	var frac []byte
+	whole, frac := tok[i:j], []byte(nil)
 	if j < len(tok) && tok[j] == '.' {
-		k := skipDigits(tok, j+1)
-		frac = tok[j+1 : k]
-		j = k
+		i, j = j+1, skipDigits(tok, j+1)
+		frac = tok[i:j]
 	}
+	exp := tok[min(j+1, len(tok)):] // after 'e' or 'E'
 	var e int64
-	if j < len(tok) { // exponent
-		j++
-		eneg := false
-		if tok[j] == '+' || tok[j] == '-' {
-			eneg = tok[j] == '-'
-			j++
+	if len(exp) > 0 {
+		eneg := exp[0] == '-'
+		if eneg || exp[0] == '+' {
+			exp = exp[1:]
 		}
-		for ; j < len(tok); j++ {
+		for _, c := range exp {
 			if e < maxExp {
-				e = e*10 + int64(tok[j]-'0')
+				e = e*10 + int64(c-'0')
 			}
 		}
 		if e >= maxExp {
-			e = maxExp
-			d.overflow = true
+			e, d.overflow = maxExp, true
 		}
 		if eneg {
 			e = -e
 		}
 	}
-	// Drop leading zeros (across the point) and trailing zeros.
+	// Drop leading zeros (across the point) and trailing zeros, which raise the exponent.
 	lastExp := e - int64(len(frac)) // power of ten of the last written digit
 	for len(whole) > 0 && whole[0] == '0' {
 		whole = whole[1:]
 	}
-	if len(whole) == 0 {
-		for len(frac) > 0 && frac[0] == '0' {
-			frac = frac[1:]
-		}
+	for len(whole) == 0 && len(frac) > 0 && frac[0] == '0' {
+		frac = frac[1:]
 	}
+	k := len(whole) + len(frac)
 	for len(frac) > 0 && frac[len(frac)-1] == '0' {
 		frac = frac[:len(frac)-1]
-		lastExp++
 	}
-	if len(frac) == 0 {
-		for len(whole) > 0 && whole[len(whole)-1] == '0' {
-			whole = whole[:len(whole)-1]
-			lastExp++
-		}
+	for len(frac) == 0 && len(whole) > 0 && whole[len(whole)-1] == '0' {
+		whole = whole[:len(whole)-1]
 	}
-	d.whole, d.frac, d.exp = whole, frac, lastExp
+	d.whole, d.frac, d.exp = whole, frac, lastExp+int64(k-len(whole)-len(frac))
 	if d.isZero() {
-		d.neg = false // -0 is 0
-		d.exp = 0
+		d.neg, d.exp = false, 0 // -0 is 0
 	}
 	return d, true
 }

@@ -78,20 +78,16 @@ func appendCanonical(dst, data []byte, i int) ([]byte, int) {
 	case c == 'n':
 		return append(dst, "null"...), i + 4
 	case c == '[':
+		s, n := scanner{data: data, pos: i}, 0
 		dst = append(dst, '[')
-		i = skipWSAt(data, i+1)
-		if data[i] == ']' {
-			return append(dst, ']'), i + 1
-		}
-		for {
-			dst, i = appendCanonical(dst, data, i)
-			i = skipWSAt(data, i)
-			if data[i] == ']' {
-				return append(dst, ']'), i + 1
+		_ = s.list(']', "array", func() error {
+			if n++; n > 1 {
+				dst = append(dst, ',')
 			}
-			dst = append(dst, ',')
-			i = skipWSAt(data, i+1) // past ','
-		}
+			dst, s.pos = appendCanonical(dst, data, s.pos)
+			return nil
+		})
+		return append(dst, ']'), s.pos
 	default: // '{': a scanner collects the (validated) outermost members
 		s := scanner{data: data, pos: i}
 		_ = s.value()
@@ -107,13 +103,6 @@ func appendCanonical(dst, data []byte, i int) ([]byte, int) {
 		}
 		return append(dst, '}'), s.pos
 	}
-}
-
-func skipWSAt(data []byte, i int) int {
-	for i < len(data) && isWS(data[i]) {
-		i++
-	}
-	return i
 }
 
 // appendQuoted appends s as a canonical JSON string (RFC 8785 escaping): only

@@ -67,12 +67,12 @@ func parseRFC3339(s []byte) (int64, error) {
 	if len(s) < len("2006-01-02T15:04:05") {
 		return 0, errors.New("want YYYY-MM-DDThh:mm:ss followed by Z or ±hh:mm")
 	}
-	year, ok1 := digits(s, 0, 4)
-	month, ok2 := digits(s, 5, 2)
-	day, ok3 := digits(s, 8, 2)
-	hour, ok4 := digits(s, 11, 2)
-	minute, ok5 := digits(s, 14, 2)
-	sec, ok6 := digits(s, 17, 2)
+	year, ok1 := digits(s, 0, 4, 10)
+	month, ok2 := digits(s, 5, 2, 10)
+	day, ok3 := digits(s, 8, 2, 10)
+	hour, ok4 := digits(s, 11, 2, 10)
+	minute, ok5 := digits(s, 14, 2, 10)
+	sec, ok6 := digits(s, 17, 2, 10)
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) ||
 		s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
 		return 0, errors.New("want YYYY-MM-DDThh:mm:ss")
@@ -116,8 +116,8 @@ func parseRFC3339(s []byte) (int64, error) {
 	case 'Z', 'z':
 		i++
 	case '+', '-':
-		oh, ok1 := digits(s, i+1, 2)
-		om, ok2 := digits(s, i+4, 2)
+		oh, ok1 := digits(s, i+1, 2, 10)
+		om, ok2 := digits(s, i+4, 2, 10)
 		if !ok1 || !ok2 || s[i+3] != ':' {
 			return 0, errors.New("want offset ±hh:mm")
 		}
@@ -143,17 +143,20 @@ func parseRFC3339(s []byte) (int64, error) {
 	return ms, nil
 }
 
-// digits reads n decimal digits at s[i:].
-func digits(s []byte, i, n int) (int, bool) {
+// digits reads n digits in base 10 or 16 at s[i:].
+func digits(s []byte, i, n, base int) (int, bool) {
 	if i < 0 || i+n > len(s) {
 		return 0, false
 	}
 	v := 0
 	for _, c := range s[i : i+n] {
-		if c < '0' || c > '9' {
-			return 0, false
+		d := int(c - '0') // bytes wrap: below '0' is above 9
+		if d > 9 {
+			if d = int(c|0x20-'a') + 10; base != 16 || d > 15 {
+				return 0, false
+			}
 		}
-		v = v*10 + int(c-'0')
+		v = v*base + d
 	}
 	return v, true
 }

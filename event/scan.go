@@ -121,7 +121,13 @@ func (s *scanner) found() string {
 
 func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func (s *scanner) skipWS() { s.pos = skipWSAt(s.data, s.pos) }
+func (s *scanner) skipWS() {
+	i := s.pos
+	for i < len(s.data) && isWS(s.data[i]) {
+		i++
+	}
+	s.pos = i
+}
 
 func (s *scanner) value() error {
 	if s.pos >= len(s.data) {
@@ -297,7 +303,7 @@ func scanString(data []byte, i int) (end int, escaped bool, err error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
-				r, ok := hex4(data, i+2)
+				r, ok := digits(data, i+2, 4, 16)
 				if !ok {
 					return i, escaped, &syntaxError{i, `invalid \u escape`}
 				}
@@ -307,7 +313,7 @@ func scanString(data []byte, i int) (end int, escaped bool, err error) {
 				case r >= 0xD800 && r <= 0xDBFF:
 					lo, ok := -1, false
 					if i+12 <= len(data) && data[i+6] == '\\' && data[i+7] == 'u' {
-						lo, ok = hex4(data, i+8)
+						lo, ok = digits(data, i+8, 4, 16)
 					}
 					if !ok || lo < 0xDC00 || lo > 0xDFFF {
 						return i, escaped, &syntaxError{i, fmt.Sprintf(`lone surrogate \u%04x`, r)}
@@ -331,60 +337,29 @@ func scanString(data []byte, i int) (end int, escaped bool, err error) {
 	}
 }
 
-// hex4 reads the four hex digits of a \u escape at data[i:i+4].
-func hex4(data []byte, i int) (int, bool) {
-	if i+4 > len(data) {
-		return 0, false
-	}
-	v := 0
-	for _, c := range data[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | int(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | int(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			v = v<<4 | int(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return v, true
-}
-
 // unescape appends the content of a validated JSON string body to dst.
 func unescape(dst, body []byte) []byte {
-	for i := 0; i < len(body); {
-		c := body[i]
-		if c != '\\' {
-			j := bytes.IndexByte(body[i:], '\\')
-			if j < 0 {
-				return append(dst, body[i:]...)
+	for {
+		j := bytes.IndexByte(body, '\\')
+		if j < 0 {
+			return append(dst, body...)
+		}
+		dst, body = append(dst, body[:j]...), body[j:]
+		if e := body[1]; e != 'u' { // '"', '\\', '/' stand for themselves
+			if k := strings.IndexByte("bfnrt", e); k >= 0 {
+				e = "\b\f\n\r\t"[k]
 			}
-			dst = append(dst, body[i:i+j]...)
-			i += j
+			dst, body = append(dst, e), body[2:]
 			continue
 		}
-		switch e := body[i+1]; e {
-		case 'u':
-			r, _ := hex4(body, i+2)
-			if r >= 0xD800 && r <= 0xDBFF {
-				lo, _ := hex4(body, i+8)
-				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
-				i += 6
-			}
-			dst = utf8.AppendRune(dst, rune(r))
-			i += 6
-			continue
-		default: // '"', '\\', '/' stand for themselves
-			if j := strings.IndexByte("bfnrt", e); j >= 0 {
-				e = "\b\f\n\r\t"[j]
-			}
-			dst = append(dst, e)
+		r, _ := digits(body, 2, 4, 16)
+		if r >= 0xD800 && r <= 0xDBFF {
+			lo, _ := digits(body, 8, 4, 16)
+			r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+			body = body[6:]
 		}
-		i += 2
+		dst, body = utf8.AppendRune(dst, rune(r)), body[6:]
 	}
-	return dst
 }
 
 // stringToken validates raw as one JSON string token and returns its

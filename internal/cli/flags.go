@@ -68,8 +68,7 @@ func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
 }
 
 func shownDefault(v string) string {
-	switch v {
-	case "", "0", "0s", "false", "[]":
+	if slices.Contains([]string{"", "0", "0s", "false", "[]"}, v) {
 		return ""
 	}
 	return v

@@ -52,13 +52,9 @@ func (f *originFilter) Handle(ctx context.Context, r slog.Record) error {
 	return f.Handler.Handle(ctx, r)
 }
 
-func (f *originFilter) WithAttrs(as []slog.Attr) slog.Handler {
-	return &originFilter{Handler: f.Handler.WithAttrs(as), ours: f.ours, beam: f.beam}
-}
-
-func (f *originFilter) WithGroup(name string) slog.Handler {
-	return &originFilter{Handler: f.Handler.WithGroup(name), ours: f.ours, beam: f.beam}
-}
+func (f *originFilter) WithAttrs(as []slog.Attr) slog.Handler { return f.with(f.Handler.WithAttrs(as)) }
+func (f *originFilter) WithGroup(name string) slog.Handler    { return f.with(f.Handler.WithGroup(name)) }
+func (f *originFilter) with(h slog.Handler) slog.Handler      { return &originFilter{h, f.ours, f.beam} }
 
 // fromBeam reports whether a record comes from Beam. A record without a
 // program counter comes through the standard log package, which slog

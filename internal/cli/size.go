@@ -53,13 +53,10 @@ func SplitSize(s string) (n, mult int64, err error) {
 
 // FormatSize renders a byte count in the largest binary unit that divides it.
 func FormatSize(n int) string {
-	switch {
-	case n > 0 && n%(1<<30) == 0:
-		return strconv.Itoa(n>>30) + "GiB"
-	case n > 0 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + "MiB"
-	case n > 0 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + "KiB"
+	for i := 3; i > 0 && n > 0; i-- {
+		if n%(1<<(10*i)) == 0 {
+			return strconv.Itoa(n>>(10*i)) + [...]string{"", "KiB", "MiB", "GiB"}[i]
+		}
 	}
 	return strconv.Itoa(n)
 }

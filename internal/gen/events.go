@@ -18,7 +18,7 @@ type purchase struct {
 	platform  string
 }
 
-// countries are weighted roughly like a global app's revenue, with the
+// countries are weighted (percent) roughly like a global app's revenue, with the
 // November UTC offsets their devices report times in.
 var countries = []struct {
 	code   string
@@ -191,13 +191,11 @@ func (g *generator) retryAt(p int, key int64, ev purchase, counted bool) int64 {
 }
 
 func (g *generator) tally(counted bool, ev purchase) {
-	w := windowStart(ev.eventTime, g.window)
-	micros := ev.cents * 10_000
-	t := g.stats.All[w]
-	g.stats.All[w] = Total{t.RevenueMicros + micros, t.Count + 1}
+	w, micros := windowStart(ev.eventTime, g.window), ev.cents*10_000
+	add := func(m map[int64]Total) { m[w] = Total{m[w].RevenueMicros + micros, m[w].Count + 1} }
+	add(g.stats.All)
 	if counted {
-		t := g.stats.Counted[w]
-		g.stats.Counted[w] = Total{t.RevenueMicros + micros, t.Count + 1}
+		add(g.stats.Counted)
 	}
 }
 
@@ -221,23 +219,13 @@ func (g *generator) price() int64 {
 	return 50 + g.rng.Int64N(25_000)
 }
 
-var countryTotal = func() int {
-	n := 0
-	for _, c := range countries {
-		n += c.weight
-	}
-	return n
-}()
-
 func (g *generator) country() int {
-	r := g.rng.IntN(countryTotal)
-	for i, c := range countries {
-		if r < c.weight {
-			return i
-		}
-		r -= c.weight
+	r, i := g.rng.IntN(100), 0
+	for r >= countries[i].weight {
+		r -= countries[i].weight
+		i++
 	}
-	return 0
+	return i
 }
 
 func (g *generator) platform() string { return [...]string{"ios", "android", "web"}[g.pick(44, 95)] }
@@ -308,29 +296,19 @@ func (g *generator) render(ev *purchase, st style) []byte {
 // 3 microseconds (finer digits the job truncates), 4 whole seconds when the
 // milliseconds are zero.
 func (g *generator) appendTime(b []byte, ev *purchase, kind uint8) []byte {
-	t := time.UnixMilli(ev.eventTime).UTC()
-	switch kind {
-	case 1:
-		b = append(b, '"')
-		b = t.In(countries[ev.country].zone).AppendFormat(b, "2006-01-02T15:04:05.000-07:00")
-		return append(b, '"')
-	case 2:
+	t, layout := time.UnixMilli(ev.eventTime).UTC(), "2006-01-02T15:04:05.000Z07:00"
+	switch {
+	case kind == 1:
+		t, layout = t.In(countries[ev.country].zone), "2006-01-02T15:04:05.000-07:00"
+	case kind == 2:
 		return strconv.AppendInt(b, ev.eventTime, 10)
-	case 3:
-		b = append(b, '"')
-		b = t.AppendFormat(b, "2006-01-02T15:04:05.000")
-		b = strconv.AppendInt(b, 100+g.rng.Int64N(900), 10)
-		return append(b, 'Z', '"')
-	case 4:
-		if ev.eventTime%1000 == 0 {
-			b = append(b, '"')
-			b = t.AppendFormat(b, time.RFC3339)
-			return append(b, '"')
-		}
+	case kind == 3:
+		b = t.AppendFormat(append(b, '"'), "2006-01-02T15:04:05.000")
+		return append(strconv.AppendInt(b, 100+g.rng.Int64N(900), 10), 'Z', '"')
+	case kind == 4 && ev.eventTime%1000 == 0:
+		layout = time.RFC3339
 	}
-	b = append(b, '"')
-	b = t.AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	return append(b, '"')
+	return append(t.AppendFormat(append(b, '"'), layout), '"')
 }
 
 // appendAmount writes cents as: 0 a decimal string with 0-2 decimals

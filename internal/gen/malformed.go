@@ -1,8 +1,8 @@
 package gen
 
 import (
-	"bytes"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -67,10 +67,7 @@ func (g *generator) malformedLine(at int64) []byte {
 		future := time.UnixMilli(at).UTC().AddDate(10, 0, 0)
 		return obj(id, `"`+future.Format("2006-01-02T15:04:05.000Z07:00")+`"`, user, amount)
 	default: // oversized
-		var b bytes.Buffer
-		b.WriteString(`{"event_id":` + id + `,"event_time":` + ts + `,"user_id":` + user + `,"amount":` + amount + `,"note":"`)
-		b.Write(bytes.Repeat([]byte("x"), g.maxLine))
-		b.WriteString(`"}`)
-		return b.Bytes()
+		return []byte(`{"event_id":` + id + `,"event_time":` + ts + `,"user_id":` + user + `,"amount":` + amount +
+			`,"note":"` + strings.Repeat("x", g.maxLine) + `"}`)
 	}
 }

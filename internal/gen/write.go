@@ -42,15 +42,13 @@ func Write(dir string, c Config) (Stats, error) {
 func prepare(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("gen: create %s: %w", dir, err)
-		}
-		return nil
-	case err != nil:
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("gen: read %s: %w", dir, err)
 	case len(entries) > 0:
 		return fmt.Errorf("gen: %s is not empty; refusing to mix logs", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("gen: create %s: %w", dir, err)
 	}
 	return nil
 }
