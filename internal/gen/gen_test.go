@@ -321,3 +321,15 @@ func TestTinyLogs(t *testing.T) {
 		}
 	}
 }
+
+// The country draw (generator.country) takes a percent: the weights must sum
+// to 100, or it runs off the table (less) or never reaches the last (more).
+func TestCountryWeightsArePercent(t *testing.T) {
+	sum := 0
+	for _, c := range countries {
+		sum += c.weight
+	}
+	if sum != 100 {
+		t.Fatalf("country weights sum to %d, want 100", sum)
+	}
+}
