@@ -24,8 +24,8 @@ import (
 )
 
 // check is the run's set-up: the options validated, the ports of the live views bound, the sink's
-// run_config checked, the demo's log generated, the source checked and the stop request's folder prepared; Run makes a failure a
-// *ConfigError. A dry run contacts nothing.
+// run_config checked, the demo's log generated, the source checked and the stop request's folder
+// prepared; Run makes a failure a *ConfigError. A dry run contacts nothing.
 func (r *jobRun) check(ctx context.Context) error {
 	if err := r.o.validate(); err != nil {
 		return err
@@ -46,19 +46,16 @@ func (r *jobRun) check(ctx context.Context) error {
 		if !now || r.dry {
 			return nil
 		}
-		if err := checkSink(ctx, o.Sink, pipeline.RunConfig(o.Pipeline.Event, o.Pipeline.Triggers)); err != nil {
-			return fmt.Errorf("--sink=%s: %w", o.Sink, err)
-		}
-		return nil
+		return checkSink(ctx, o.Sink, pipeline.RunConfig(o.Pipeline.Event, o.Pipeline.Triggers))
 	}
 	if !r.dry {
 		if err := r.listen(); err != nil {
 			return err
 		}
-	}
-	if r.liveDemo && !r.dry {
-		if err := live.StartClean(o.Sink); err != nil {
-			return err
+		if r.liveDemo {
+			if err := live.StartClean(o.Sink); err != nil {
+				return err
+			}
 		}
 	}
 	if err := checkRunConfig(generated); err != nil {
@@ -79,6 +76,21 @@ func (r *jobRun) check(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted before the job started: %w", err)
+	}
+	return nil
+}
+
+// checkSink refuses settings that differ from the sink's rows' (SPEC §5 run_config).
+func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
+	s, err := sink.Open(ctx, spec)
+	if err == nil {
+		if c, ok := s.(sink.ConfigChecker); ok {
+			err = c.CheckRunConfig(ctx, cfg)
+		}
+		err = errors.Join(err, s.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("--sink=%s: %w", spec, err)
 	}
 	return nil
 }
@@ -132,7 +144,7 @@ func (r *jobRun) prepareSource() error {
 
 // absolutePaths makes local paths absolute when workers run in other processes (other directories).
 func (o Options) absolutePaths() (Options, error) {
-	if cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+	if o.inProcess() {
 		return o, nil
 	}
 	abs := func(p *string) error {

@@ -177,15 +177,8 @@ func (o Options) quietPeriod() time.Duration {
 	return o.QuietPeriod
 }
 
-// Validate checks the settings together, before any work, creating nothing: every failure is a
-// *ConfigError naming its flag.
-func (o Options) Validate() error {
-	if err := o.validate(); err != nil {
-		return &ConfigError{Err: err}
-	}
-	return nil
-}
-
+// validate checks the settings together, before any work, creating nothing: every failure names
+// its flag (Run makes it a *ConfigError).
 func (o Options) validate() error {
 	if o.IsPubSub() {
 		if _, _, err := pubsub.ParseSource(o.Source); err != nil {
@@ -207,7 +200,7 @@ func (o Options) validate() error {
 		o.Pipeline.Validate(),
 		cli.ErrIf(sinkErr != nil, "--sink=%s: %v", o.Sink, sinkErr),
 		report.CheckFlag(o.Report),
-		cli.ErrIf(o.ReadAheadRecords != 0 && !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType), "--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType),
+		cli.ErrIf(o.ReadAheadRecords != 0 && !o.inProcess(), "--read-ahead bounds the embedded runner's in-process workers (prism, LOOPBACK); --runner=%s --environment_type=%s has its own flow control", o.Runner, *jobopts.EnvironmentType),
 		cli.ErrIf(o.Pipeline.Watermark.IdleAdvance == watermark.AdvanceHold && !prism, "--idle-advance=hold needs --runner=prism: an idle partition follows the active ones it sees in its own worker process, and on %s a worker holding only idle partitions would hold the whole pipeline; use --idle-advance=processing-time", o.Runner),
 		cli.ErrIf(o.Rehearse != "" && !prism, "--rehearse=%s runs on prism what %s would be sent: it needs --runner=prism, got %q", o.Rehearse, o.Rehearse, o.Runner),
 		cli.ErrIf(o.Rehearse != "" && !capability.Named(o.Rehearse), "--rehearse=%s: not a runner the capability table knows (flink, universal, dataflow, spark, prism)", o.Rehearse),
@@ -307,9 +300,12 @@ func (o Options) folderOptions(po pipeline.Options) sources.FolderOptions {
 	return f
 }
 
+// inProcess reports whether the job's workers run in this process (prism in LOOPBACK).
+func (o Options) inProcess() bool { return cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) }
+
 // readAhead is the sources' read-ahead bound in records: 0 unless the workers run in this process.
 func (o Options) readAhead() int {
-	if !cli.WorkersInProcess(o.Runner, *jobopts.EnvironmentType) {
+	if !o.inProcess() {
 		return 0
 	}
 	return cmp.Or(o.ReadAheadRecords, flow.DefaultReadAhead)

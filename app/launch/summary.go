@@ -378,19 +378,6 @@ type sinkView struct {
 	spec  sink.Spec
 }
 
-// checkSink refuses settings that differ from the sink's rows' (SPEC §5 run_config).
-func checkSink(ctx context.Context, spec sink.Spec, cfg map[string]string) error {
-	s, err := sink.Open(ctx, spec)
-	if err != nil {
-		return err
-	}
-	var check error
-	if c, ok := s.(sink.ConfigChecker); ok {
-		check = c.CheckRunConfig(ctx, cfg)
-	}
-	return errors.Join(check, s.Close())
-}
-
 // readSink counts the sink's tables after a run (Reader.Tally).
 func readSink(ctx context.Context, spec sink.Spec) (sinkView, error) {
 	v := sinkView{spec: spec}

@@ -27,11 +27,11 @@ import (
 // feed beside it. planned says the stop came from --duration, not from Ctrl-C.
 func (r *jobRun) supervise(ctx context.Context, p *beam.Pipeline, out io.Writer) (res outcome, planned bool) {
 	o, sum := r.o, r.sum
+	from := slog.Any("follow", o.Follow)
 	if o.IsPubSub() {
-		slog.Info("running", "source", sum.Source, "archive", sum.Archive, "sink", sum.Sink, "runner", o.Runner)
-	} else {
-		slog.Info("running", "source", sum.Source, "follow", o.Follow, "sink", sum.Sink, "runner", o.Runner)
+		from = slog.String("archive", sum.Archive)
 	}
+	slog.Info("running", "source", sum.Source, from, "sink", sum.Sink, "runner", o.Runner)
 	runCtx := ctx // Ctrl-C's, not --duration's
 	if o.Duration > 0 {
 		var cancel context.CancelFunc
@@ -58,8 +58,8 @@ type outcome struct {
 	// metrics is the job's last reading (nil: the runner reported no counter).
 	metrics     *reading
 	interrupted bool
-	// settled: the stop saw every record judged on committed counters and the sink quiet.
-	settled   bool
+	// unsettled: why the stop did not see every record judged on committed counters and the sink
+	// quiet ("": it did, or there was no stop).
 	unsettled string
 	// detached: why the launcher left a job it cannot stop (Dataflow).
 	detached string
@@ -80,7 +80,7 @@ func (res outcome) unproven(sum *Summary) string {
 		return "the runner's counters show no record read"
 	case !sum.Conserved:
 		return "the conservation identity does not hold"
-	case sum.State != StateDone && !res.settled:
+	case sum.State != StateDone:
 		return res.unsettled
 	}
 	return ""
@@ -121,10 +121,10 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 	}()
 
 	var (
-		got                  result
-		interrupted, settled bool
-		unsettled            string
-		tick, sealTick       <-chan time.Time
+		got            result
+		interrupted    bool
+		unsettled      string
+		tick, sealTick <-chan time.Time
 	)
 	prog := &progress{w: os.Stdout, started: time.Now(), last: time.Now(), terminal: isTerminal(os.Stdout)}
 	redraw := mon != nil && prog.terminal && o.Streaming()
@@ -165,7 +165,7 @@ wait:
 					return ok && f.Counts.Read == f.Counts.Verdicts()
 				})
 			}
-			got, settled, unsettled = stop(o, jf, r.signal, done, hardCancel)
+			got, unsettled = stop(o, jf, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
 			if m := jf.metrics(ctx, liveLook); m != nil {
@@ -180,7 +180,7 @@ wait:
 		}
 	}
 	prog.done()
-	res := outcome{interrupted: interrupted, settled: settled, unsettled: unsettled, err: got.err}
+	res := outcome{interrupted: interrupted, unsettled: unsettled, err: got.err}
 	if got.pr != nil {
 		res.jobID = got.pr.JobID()
 	}
@@ -207,7 +207,8 @@ wait:
 
 // stop is the graceful stop: readers stop, the output settles, the job is cancelled through the
 // job service; its context is cancelled only if that fails or the job does not end in time.
-func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, settled bool, unsettled string) {
+// unsettled says why the stop proves nothing a seal needs ("": it settled).
+func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, unsettled string) {
 	// Each reader sees the request within a poll interval and stops without finishing its
 	// restriction; a filesystem that hangs must not hold the stop.
 	ctx := context.Background()
@@ -226,6 +227,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	defer tick.Stop()
 	var (
 		writes    quietWatch
+		settled   bool
 		proven    bool // the last reading proves every record judged
 		read      bool // the counters were read at least once
 		committed bool // a reading had committed counters
@@ -233,7 +235,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	for !settled {
 		select {
 		case r := <-done:
-			return r, false, "the job ended during the stop" // on its own, or failed
+			return r, "the job ended during the stop" // on its own, or failed
 		case <-tick.C:
 		}
 		drained := true // unknown without counters; the job is looked for until it is submitted
@@ -264,7 +266,6 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	case !settled:
 		unsettled = "the output did not settle before the stop timeout"
 	}
-	settled = settled && unsettled == ""
 
 	if id := jf.found(); id != "" {
 		if err := jf.cancel(ctx); err != nil {
@@ -279,11 +280,11 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	}
 	select {
 	case r := <-done:
-		return r, settled, unsettled
+		return r, unsettled
 	case <-time.After(o.StopTimeout):
 		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
 		hardCancel()
-		return <-done, settled, unsettled
+		return <-done, unsettled
 	}
 }
 
