@@ -3,7 +3,6 @@ package reconcile
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -57,7 +56,7 @@ func flagTable(o *Options, r *rangeFlags) []cli.Group {
 			{Name: "from", Value: cli.String(&r.from), Arg: "HOUR", Usage: "first window start to check, an RFC 3339 whole hour (inclusive)", Default: "every hour in the raw log"},
 			{Name: "to", Value: cli.String(&r.to), Arg: "HOUR", Usage: "window start to stop before, an RFC 3339 whole hour (exclusive)"},
 			{Name: "date", Value: cli.String(&r.date), Arg: "YYYY-MM-DD", Usage: "check the windows of one UTC day (instead of --from/--to)"},
-			{Name: "tolerance", Value: cli.Func(&o.ToleranceMicros, "AMOUNT", parseTolerance, model.FormatMicros), Default: "0",
+			{Name: "tolerance", Value: cli.Func(&o.ToleranceMicros, "AMOUNT", parseAmount, model.FormatMicros), Default: "0",
 				Usage: "revenue difference up to which a window with equal counts is not material"},
 			{Name: "apply", Value: cli.Bool(&o.Apply), Usage: "write the material corrections as higher FINAL revisions (writer reconcile:<run_id>)"},
 			cli.Shared("report", cli.String(&o.Report)),
@@ -95,16 +94,8 @@ func checkedOnly(f cli.Flag) cli.Flag {
 	return f
 }
 
-func parseTolerance(s string) (int64, error) {
-	v, err := event.ParseAmount([]byte(s))
-	if err != nil {
-		return 0, err
-	}
-	if v < 0 {
-		return 0, fmt.Errorf("must not be negative, got %s", s)
-	}
-	return v, nil
-}
+// parseAmount reads --tolerance; Options.Validate refuses a negative one.
+func parseAmount(s string) (int64, error) { return event.ParseAmount([]byte(s)) }
 
 // Parse reads a command line (without the program name) into Options,
 // checking syntax only (Validate checks the settings together, once

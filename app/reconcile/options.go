@@ -57,7 +57,7 @@ func (o Options) Validate() error {
 	if err := errors.Join(
 		cli.ErrIf(o.Source == "", "--source is required (the raw-log folder)"),
 		cli.ErrIf(o.Sink.Scheme != sink.SchemeSQLite && o.Sink.Scheme != sink.SchemeBigQuery, "--sink %s: reconcile reads and corrects sqlite:PATH and bigquery:PROJECT.DATASET sinks only", o.Sink),
-		cli.ErrIf(o.ToleranceMicros < 0, "--tolerance must not be negative"),
+		cli.ErrIf(o.ToleranceMicros < 0, "--tolerance: must not be negative, got %s", model.FormatMicros(o.ToleranceMicros)),
 		report.CheckFlag(o.Report),
 		cli.ErrIf(o.Shards < 1, "--shards must be positive, got %d", o.Shards),
 		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),

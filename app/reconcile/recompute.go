@@ -288,10 +288,11 @@ func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func
 	return nil
 }
 
-// Hand-written coders, as in package coders: copy batches dominate the shuffle.
+// Hand-written coders on package coders' wire, registered with generated callers: copy batches
+// dominate the shuffle.
 func init() {
-	beam.RegisterCoder(reflect.TypeOf((*copyBatch)(nil)).Elem(), encodeCopyBatch, decodeCopyBatch)
-	beam.RegisterCoder(reflect.TypeOf((*Totals)(nil)).Elem(), encodeTotals, decodeTotals)
+	coders.Register(encodeCopyBatch, decodeCopyBatch)
+	coders.Register(encodeTotals, decodeTotals)
 	// Evidence (the stream's audit rows, far fewer than the copies), Stats and Comparison: JSON.
 	beam.RegisterCoder(reflect.TypeOf((*evidenceBatch)(nil)).Elem(), encodeEvidenceBatch, decodeEvidenceBatch)
 	beam.RegisterCoder(reflect.TypeOf((*Stats)(nil)).Elem(), encodeStats, decodeStats)

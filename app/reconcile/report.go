@@ -64,9 +64,7 @@ func NewReport(o Outcome) report.Reconcile {
 		st.StreamCounts().Identity(), st.TooLateIDs, st.DuplicatesTooLate, st.ConflictingTooLate)
 	if !o.CountersFromRunner {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
-		if r.Metrics == nil { // an Outcome Run did not make
-			r.Metrics = o.Comparison.Metrics()
-		}
+		r.Metrics = o.Comparison.Metrics() // what Run put in Counters, also for an Outcome Run did not make
 	}
 	for _, d := range bySize(o.Diffs) {
 		r.ByClass[d.Classification]++
