@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/files"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -169,14 +170,12 @@ func (an *analysis) run(ctx context.Context) error {
 
 // percentileBounds are the bounds at the measured lateness's percentiles, rounded up to a minute.
 func percentileBounds(lateness delay.Exact, ps []int) []time.Duration {
-	var out []time.Duration
-	m := time.Minute.Milliseconds()
-	for _, p := range ps {
-		if v := lateness.Percentile(p); len(lateness.Values) > 0 {
-			out = append(out, time.Duration((v+m-1)/m*m)*time.Millisecond)
-		}
+	if len(lateness.Values) == 0 {
+		return nil
 	}
-	return out
+	return slicesx.Map(ps, func(p int) time.Duration {
+		return (time.Duration(lateness.Percentile(p))*time.Millisecond + time.Minute - 1).Truncate(time.Minute)
+	})
 }
 
 // JobFigures are what a streaming run measured itself (cmd/launch --report=run.json).

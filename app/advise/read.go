@@ -93,7 +93,11 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		byPart = append(byPart, recs)
 	}
 	if l.clock != NoClock && l.NoArrival == l.Read {
-		return nil, fmt.Errorf("--source %s: no record has an arrival instant (%s): %s", o.Source, clockWhere(o),
+		where := "no Pub/Sub archive sidecar names a publish time"
+		if o.ArrivalField != "" {
+			where = "no readable --arrival-field=" + o.ArrivalField
+		}
+		return nil, fmt.Errorf("--source %s: no record has an arrival instant (%s): %s", o.Source, where,
 			"a demo log written before received_at was added? Delete it and run cmd/launch to write it again")
 	}
 	l.IDs, l.Segments, l.Clock = len(r.ids), r.segs, l.clock.String()
@@ -110,14 +114,6 @@ func readLog(ctx context.Context, o Options) (*replayLog, error) {
 		}
 	}
 	return l, nil
-}
-
-// clockWhere names where the arrival clock was looked for.
-func clockWhere(o Options) string {
-	if o.ArrivalField != "" {
-		return "no readable --arrival-field=" + o.ArrivalField
-	}
-	return "no Pub/Sub archive sidecar names a publish time"
 }
 
 // archive reports whether the partitions are a Pub/Sub archive's.

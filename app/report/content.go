@@ -403,7 +403,7 @@ func diffTable(s *section, diffs []Diff) {
 	t := s.table("lllrrrrrlll", "window_start", "dims", "state", "streamed", "recomputed", "delta", "count", "too late",
 		"classification", "material", "applied")
 	for _, d := range diffs {
-		r := t.row(d.WindowStart, code(d.Dims), orDash(d.StreamedState), d.Streamed, d.Recomputed, d.Delta,
+		r := t.row(d.WindowStart, code(d.Dims), cmp.Or(d.StreamedState, "-"), d.Streamed, d.Recomputed, d.Delta,
 			fmt.Sprintf("%d → %d", d.StreamedCount, d.RecompCount), fmt.Sprintf("%s (%d)", d.TooLate, d.TooLateCount),
 			d.ClassCell(), fmt.Sprint(d.Material), d.AppliedCell())
 		if !d.Material {

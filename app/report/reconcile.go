@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -101,7 +102,7 @@ func (d Diff) ClassCell() string {
 	if !d.Material && d.Classification != "" {
 		return d.Classification + " (within tolerance)"
 	}
-	return orDash(d.Classification)
+	return cmp.Or(d.Classification, "-")
 }
 
 // Verdict is the run's outcome in one sentence, ending in its exit code (SPEC §6).
@@ -173,11 +174,4 @@ func SignedCount(n int64) string {
 		return fmt.Sprintf("+%d", n)
 	}
 	return fmt.Sprint(n)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,14 +26,11 @@ const MaxTracePoints = 400
 // wall-clock delay would measure the replay. Percentiles are exact to the second (the minute above
 // an hour). Partitions come back sorted.
 func TraceFolder(dir string, policy watermark.Policy, cfg event.Config, now time.Time) ([]PartitionTrace, delay.Histogram, error) {
-	if policy.OutOfOrderBound < 0 {
-		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: --ooo-bound must not be negative, got %v", dir, policy.OutOfOrderBound)
-	}
 	if policy.IdleTimeout <= 0 {
 		// Idleness does not change the partition watermark; any positive value is valid.
 		policy.IdleTimeout = time.Minute
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(policy.Validate(), cfg.Validate()); err != nil {
 		return nil, delay.Histogram{}, fmt.Errorf("report: trace %s: %w", dir, err)
 	}
 	parts, err := rawlog.ListPartitions(dir)
