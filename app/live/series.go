@@ -111,13 +111,6 @@ func (s *Series) View() SeriesView {
 		}
 		v.Rates = append(v.Rates, r)
 	}
-	lag := func(at, wm int64) *int64 {
-		if wm == model.NoWatermark {
-			return nil
-		}
-		l := at - wm
-		return &l
-	}
 	parts := map[string][]*int64{}
 	for i, p := range pts {
 		v.AtMs[i], v.WatermarkLagMs[i] = p.at, lag(p.at, p.wm)
@@ -132,6 +125,15 @@ func (s *Series) View() SeriesView {
 		v.Partitions = append(v.Partitions, PartitionSeries{Name: name, LagMs: parts[name]})
 	}
 	return v
+}
+
+// lag is how far a watermark trails at (epoch ms), nil for model.NoWatermark.
+func lag(at, wm int64) *int64 {
+	if wm == model.NoWatermark {
+		return nil
+	}
+	l := at - wm
+	return &l
 }
 
 // pipelineWatermark is the minimum over active partitions (SPEC §2), or model.NoWatermark.

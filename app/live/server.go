@@ -94,10 +94,10 @@ func ServeMetrics(l net.Listener, m *Monitor) *Server { return serve(l, metricsO
 func metricsOnly(m *Monitor) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		state, f, ok := m.Figures(r.Context())
+		s := m.Snapshot(r.Context())
 		w.Header().Set("Content-Type", MetricsContentType)
 		w.Header().Set("Cache-Control", "no-store")
-		if err := WriteMetrics(w, state, f, ok, time.Now()); err != nil {
+		if err := WriteMetrics(w, s.State, s.figures, s.Figures, time.Now()); err != nil {
 			slog.Debug("metrics: write", "err", err)
 		}
 	})

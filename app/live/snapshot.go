@@ -244,12 +244,6 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 	return s
 }
 
-// Figures returns the job's state and figures as of the current snapshot, and whether any.
-func (m *Monitor) Figures(ctx context.Context) (state string, f Figures, ok bool) {
-	s := m.Snapshot(ctx)
-	return s.State, s.figures, s.Figures
-}
-
 func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	c := f.Counts
 	s.figures, s.Figures = f, true
@@ -261,11 +255,10 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 		s.Rows = append(s.Rows, Counter{Name: st.String(), Value: c.Rows[st.String()]})
 	}
 	for _, p := range f.Partitions {
-		v := PartitionView{Partition: p, Watermark: "-", Behind: "-"}
-		if p.WatermarkMs != model.NoWatermark {
+		v := PartitionView{Partition: p, Watermark: "-", Behind: "-", BehindMs: lag(now.UnixMilli(), p.WatermarkMs)}
+		if v.BehindMs != nil {
 			v.Watermark = model.FormatTime(p.WatermarkMs)
-			behind := now.UnixMilli() - p.WatermarkMs
-			v.Behind, v.BehindMs = (time.Duration(behind) * time.Millisecond).Round(100*time.Millisecond).String(), &behind
+			v.Behind = (time.Duration(*v.BehindMs) * time.Millisecond).Round(100 * time.Millisecond).String()
 		}
 		s.Partitions = append(s.Partitions, v)
 	}

@@ -1,13 +1,9 @@
 package gen
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -125,12 +121,10 @@ type liveFeed struct {
 	silent                         bool
 }
 
-// RunLive writes the feed into dir's partitions p0, p1, ... until ctx ends. Files are renamed in,
-// named by the start time and a sequence number: lexical order is arrival order, never reused.
+// RunLive writes the feed of c (Validate: app/live's NewDemo refuses it before any work) into
+// dir's partitions p0, p1, ... until ctx ends. Files are renamed in, named by the start time and a
+// sequence number: lexical order is arrival order, never reused.
 func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
-	if err := c.Validate(); err != nil {
-		return LiveStats{}, err
-	}
 	f := newLiveFeed(dir, c, time.Now())
 	if err := f.g.mkdirs(); err != nil {
 		return f.st, fmt.Errorf("live feed: %w", err)
@@ -152,6 +146,7 @@ func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
 // LivePartitions are the partition folders a feed of c writes.
 func LivePartitions(c LiveConfig) []string { return partitionNames(c.Partitions) }
 
+// newLiveFeed leaves the generator's now at its start: every line goes through the queue.
 func newLiveFeed(dir string, c LiveConfig, now time.Time) *liveFeed {
 	g := newGenerator(dir, Config{Seed: c.Seed, Partitions: c.Partitions, Events: 1 << 20, MaxLine: c.MaxLine, IdlePartition: -1})
 	return &liveFeed{c: c, g: g, stamp: now.UTC().Format("20060102T150405"), carry: make([]float64, c.Partitions),
@@ -184,7 +179,6 @@ func (f *liveFeed) active() int { return f.g.rng.IntN(f.c.Partitions - 1) }
 // tick generates what is sent at now and writes every line due.
 func (f *liveFeed) tick(now int64) error {
 	g := f.g
-	g.now = math.MinInt64 // every line goes through the queue
 	silent, _ := f.silentAt(now)
 	if silent && !f.silent {
 		f.st.IdleGaps++
@@ -270,26 +264,20 @@ func (f *liveFeed) purchase(eventTime int64) purchase {
 // flush writes each partition's lines due by now into a new file.
 func (f *liveFeed) flush(now int64) error {
 	for _, p := range f.g.parts {
-		var buf bytes.Buffer
 		for len(p.q) > 0 && p.q[0].key <= now {
 			x := heap.Pop(&p.q).(pending)
-			buf.Write(x.line)
-			buf.WriteByte('\n')
+			p.buf.Write(x.line)
+			p.buf.WriteByte('\n')
 			f.st.Lines++
 			if x.valid && x.eventTime > p.maxSeen {
 				p.maxSeen = x.eventTime
 			}
 		}
-		if buf.Len() == 0 {
+		if p.buf.Len() == 0 {
 			continue
 		}
 		f.seq++
-		name := fmt.Sprintf("%s-%08d.jsonl", f.stamp, f.seq)
-		tmp := filepath.Join(p.dir, "."+name+".tmp")
-		if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("live feed: %w", err)
-		}
-		if err := os.Rename(tmp, filepath.Join(p.dir, name)); err != nil {
+		if err := p.writeFile(fmt.Sprintf("%s-%08d.jsonl", f.stamp, f.seq)); err != nil {
 			return fmt.Errorf("live feed: %w", err)
 		}
 		f.st.Files++

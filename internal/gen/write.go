@@ -1,7 +1,7 @@
 package gen
 
 import (
-	"bufio"
+	"bytes"
 	"cmp"
 	"container/heap"
 	"errors"
@@ -28,11 +28,7 @@ func Write(dir string, c Config) (Stats, error) {
 		return Stats{}, err
 	}
 	g := newGenerator(dir, c)
-	err := g.run()
-	if cerr := g.closeAll(err != nil); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := g.run(); err != nil {
 		return Stats{}, fmt.Errorf("gen: write %s: %w", dir, err)
 	}
 	return g.stats, nil
@@ -79,17 +75,27 @@ func (q *queue) Pop() any {
 	return x
 }
 
-// partition is one output partition: its arrival queue and its open file.
+// partition is one output partition: its arrival queue and the file being filled.
 type partition struct {
 	name, dir string
 	q         queue
 	// maxSeen is the largest valid event time written so far, or model.NoWatermark.
 	maxSeen int64
 
-	file       int // index of the open file, -1 before the first
-	f          *os.File
-	w          *bufio.Writer
-	tmp, final string
+	file int          // index of the file being filled, -1 before the first
+	buf  bytes.Buffer // its lines so far
+}
+
+// writeFile writes the partition's lines so far as the file name, renamed in when complete as a
+// producer does (no fsync: a log can be generated again), and empties the buffer.
+func (p *partition) writeFile(name string) error {
+	tmp := filepath.Join(p.dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, p.buf.Bytes(), 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	p.buf.Reset()
+	return os.Rename(tmp, filepath.Join(p.dir, name))
 }
 
 type generator struct {
@@ -226,7 +232,18 @@ func (g *generator) run() error {
 			return g.err
 		}
 	}
-	return g.flush(math.MaxInt64)
+	if err := g.flush(math.MaxInt64); err != nil {
+		return err
+	}
+	// Every partition has all its files, the last ones perhaps empty.
+	for _, p := range g.parts {
+		for p.file < g.c.FilesPerPartition {
+			if err := g.nextFile(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // flush writes every queued line due by instant at, in arrival order.
@@ -252,12 +269,11 @@ func (g *generator) emit(p *partition, x pending) error {
 			return err
 		}
 	}
-	// A few blank lines and CRLF endings, which readers must skip and strip. A failed write fails
-	// every later one (bufio's errors stick): the line's last write reports it.
+	// A few blank lines and CRLF endings, which readers must skip and strip.
 	if g.rng.IntN(5000) == 0 {
 		g.stats.Lines++
 		g.stats.Blank++
-		p.w.WriteString("  \n")
+		p.buf.WriteString("  \n")
 	}
 	eol := "\n"
 	if g.rng.IntN(2000) == 0 {
@@ -269,10 +285,8 @@ func (g *generator) emit(p *partition, x pending) error {
 		line = append(append(line[:len(line)-1:len(line)-1], `,"`+g.c.ArrivalField+`":"`...),
 			time.UnixMilli(x.key).UTC().Format("2006-01-02T15:04:05.000Z07:00")+`"}`...)
 	}
-	p.w.Write(line)
-	if _, err := p.w.WriteString(eol); err != nil {
-		return fmt.Errorf("write %s: %w", p.tmp, err)
-	}
+	p.buf.Write(line)
+	p.buf.WriteString(eol)
 	g.stats.Lines++
 	if x.valid && x.eventTime > p.maxSeen {
 		p.maxSeen = x.eventTime
@@ -280,68 +294,14 @@ func (g *generator) emit(p *partition, x pending) error {
 	return nil
 }
 
-// nextFile completes the partition's open file and opens the next one.
+// nextFile writes out the partition's file being filled, if any, and starts the next one.
 func (g *generator) nextFile(p *partition) error {
-	if err := g.closeFile(p); err != nil {
-		return err
+	if p.file >= 0 {
+		if err := p.writeFile(fmt.Sprintf("%06d.jsonl", p.file+1)); err != nil {
+			return err
+		}
+		g.stats.Files++
 	}
 	p.file++
-	name := fmt.Sprintf("%06d.jsonl", p.file+1)
-	p.final = filepath.Join(p.dir, name)
-	p.tmp = filepath.Join(p.dir, "."+name+".tmp")
-	f, err := os.Create(p.tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", p.tmp, err)
-	}
-	p.f = f
-	if p.w == nil {
-		p.w = bufio.NewWriterSize(f, 256<<10)
-	} else {
-		p.w.Reset(f)
-	}
-	g.stats.Files++
 	return nil
-}
-
-// closeFile flushes the open file and renames it in (no fsync: a log can be generated again).
-func (g *generator) closeFile(p *partition) error {
-	if p.f == nil {
-		return nil
-	}
-	f := p.f
-	p.f = nil
-	if err := p.w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", p.tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", p.tmp, err)
-	}
-	if err := os.Rename(p.tmp, p.final); err != nil {
-		return fmt.Errorf("rename %s in: %w", p.final, err)
-	}
-	return nil
-}
-
-// closeAll completes every partition with its remaining (empty) files, or after a failure only
-// removes the temporary files.
-func (g *generator) closeAll(failed bool) error {
-	var first error
-	for _, p := range g.parts {
-		if failed || first != nil {
-			if p.f != nil {
-				p.f.Close()
-				os.Remove(p.tmp)
-				p.f = nil
-			}
-			continue
-		}
-		for p.file < g.c.FilesPerPartition-1 && first == nil {
-			first = g.nextFile(p)
-		}
-		if err := g.closeFile(p); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }
