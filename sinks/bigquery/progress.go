@@ -17,8 +17,6 @@ import (
 // file); source_resume gets one small DML INSERT per seal, of the points that
 // moved, and its latest row per partition is the point.
 
-// EarliestOpenWindow returns the earliest window_start of a current row not
-// yet FINAL (see SQLite.EarliestOpenWindow).
 func (b *BigQuery) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
 	return b.readTime(ctx, "read earliest open window", `SELECT MIN(window_start) AS t FROM `+b.table(table.HourlyRevenue.Name)+`
 WHERE result_state <> 'FINAL'`)

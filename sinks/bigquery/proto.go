@@ -92,25 +92,7 @@ func (t *bqRowType) encode(vals []any) ([]byte, error) {
 	m := dynamicpb.NewMessage(t.desc)
 	fields := t.desc.Fields()
 	for i, v := range vals {
-		var pv protoreflect.Value
-		switch v := v.(type) {
-		case string:
-			pv = protoreflect.ValueOfString(v)
-		case int64:
-			switch cols[i].Type {
-			case table.Time:
-				pv = t.timestamp(v * 1000)
-			case table.Money:
-				pv = protoreflect.ValueOfString(ratMicros(v).FloatString(6))
-			default:
-				pv = protoreflect.ValueOfInt64(v)
-			}
-		case time.Time:
-			pv = t.timestamp(v.UnixMicro())
-		default:
-			return nil, fmt.Errorf("sinks: %s.%s: unsupported value %T", t.table.Name, cols[i].Name, v)
-		}
-		m.Set(fields.Get(i), pv)
+		m.Set(fields.Get(i), bqTypes[cols[i].Type].wire(t, v))
 	}
 	return deterministic.Marshal(m)
 }

@@ -67,8 +67,6 @@ func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]
 	return sqlread.Read(ctx, b.DB, table.ChangelogCodec, "read "+name, sql, args...)
 }
 
-// FinalHorizon returns the latest window_end among FINAL rows (see
-// SQLite.FinalHorizon).
 func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
 	return b.readTime(ctx, "read final horizon", `SELECT MAX(window_end) AS t FROM `+b.table(table.HourlyRevenue.Name)+`
 WHERE result_state = 'FINAL'`)

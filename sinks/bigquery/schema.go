@@ -11,6 +11,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 
 	gbq "cloud.google.com/go/bigquery"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
@@ -19,35 +20,44 @@ var bqTables = slices.DeleteFunc(slices.Clone(table.Tables), func(t *table.Table
 
 // bqType is a column type's BigQuery forms, mapped here once: its schema
 // type (NUMERIC keeps micros exact), its GoogleSQL name (casts and query
-// parameters), its Storage Write API field (bqRowType: TIMESTAMP as int64
-// microseconds, NUMERIC as its decimal string), a codec's value as a query
-// parameter takes it, and a query result's value as a codec's (ok false: not
-// of this type).
+// parameters), its Storage Write API field and a codec's value as that field
+// takes it (bqRowType: TIMESTAMP as int64 microseconds, NUMERIC as its
+// decimal string), a codec's value as a query parameter takes it, and a query
+// result's value as a codec's (ok false: not of this type).
 type bqType struct {
 	field gbq.FieldType
 	sql   string
 	proto descriptorpb.FieldDescriptorProto_Type
+	wire  func(t *bqRowType, v any) protoreflect.Value
 	param func(v any) any
 	read  func(v gbq.Value) (any, bool)
 }
 
 func same(v any) any { return v }
 
-var bqTypes = map[table.Type]bqType{
+// bqTypes is indexed by table.Type: the row encoder's lookup is on the write path.
+var bqTypes = [...]bqType{
 	table.Time: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(t *bqRowType, v any) protoreflect.Value { return t.timestamp(v.(int64) * 1000) },
 		func(v any) any { return msTime(v.(int64)) },
 		func(v gbq.Value) (any, bool) { t, ok := v.(time.Time); return t.UnixMilli(), ok }},
 	table.WallTime: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(t *bqRowType, v any) protoreflect.Value { return t.timestamp(v.(time.Time).UnixMicro()) },
 		func(v any) any { return v.(time.Time).UTC() },
 		func(v gbq.Value) (any, bool) {
 			t, ok := v.(time.Time)
 			return t, ok || v == nil // no row joined
 		}},
 	table.String: {gbq.StringFieldType, "STRING", descriptorpb.FieldDescriptorProto_TYPE_STRING,
+		func(_ *bqRowType, v any) protoreflect.Value { return protoreflect.ValueOfString(v.(string)) },
 		same, func(v gbq.Value) (any, bool) { s, ok := v.(string); return s, ok }},
 	table.Int64: {gbq.IntegerFieldType, "INT64", descriptorpb.FieldDescriptorProto_TYPE_INT64,
+		func(_ *bqRowType, v any) protoreflect.Value { return protoreflect.ValueOfInt64(v.(int64)) },
 		same, func(v gbq.Value) (any, bool) { n, ok := v.(int64); return n, ok }},
 	table.Money: {gbq.NumericFieldType, "NUMERIC", descriptorpb.FieldDescriptorProto_TYPE_STRING,
+		func(_ *bqRowType, v any) protoreflect.Value {
+			return protoreflect.ValueOfString(ratMicros(v.(int64)).FloatString(6))
+		},
 		func(v any) any { return ratMicros(v.(int64)) },
 		func(v gbq.Value) (any, bool) {
 			r, ok := v.(*big.Rat)

@@ -19,8 +19,6 @@ import (
 // logs: the workers' Write appends checkpoints, the launcher's SealResume
 // resume points, and a reader keeps the last line per key.
 
-// EarliestOpenWindow returns the earliest window_start among current rows
-// not yet FINAL (see SQLite.EarliestOpenWindow).
 func (j *JSONL) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
 	return j.extremeTime(ctx, false, func(r model.Row) (int64, bool) { return r.WindowStart, r.State != model.Final })
 }
@@ -33,7 +31,6 @@ func (j *JSONL) RunCheckpoints(_ context.Context, run string) ([]model.Checkpoin
 	return lastPer(rows, func(c model.Checkpoint) string { return c.Partition + "\x00" + c.File }), err
 }
 
-// ResumePoints returns the last sealed point of each partition.
 func (j *JSONL) ResumePoints(context.Context) ([]model.Checkpoint, error) {
 	rows, err := readJSONLFile(j.dir, fileResume, table.ResumeCodec)
 	return lastPer(rows, func(c model.Checkpoint) string { return c.Partition }), err

@@ -64,7 +64,6 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 	return out, nil
 }
 
-// Changelog returns every accepted snapshot, ordered by key then revision.
 func (j *JSONL) Changelog(context.Context) ([]model.Row, error) {
 	rows, err := readJSONLFile(j.dir, ChangelogFile, table.ChangelogCodec)
 	if err != nil {
@@ -73,8 +72,6 @@ func (j *JSONL) Changelog(context.Context) ([]model.Row, error) {
 	return rules.SortedRows(table.Snapshots(rows)), nil
 }
 
-// CurrentRows returns the highest revision of every key, ordered by
-// window_start then dims.
 func (j *JSONL) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	log, err := j.Changelog(ctx)
 	if err != nil {
@@ -89,8 +86,6 @@ func (j *JSONL) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	return out, nil
 }
 
-// FinalHorizon returns the latest window_end among current FINAL rows (see
-// SQLite.FinalHorizon).
 func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
 	return j.extremeTime(ctx, true, func(r model.Row) (int64, bool) { return r.WindowEnd, r.State == model.Final })
 }
@@ -110,17 +105,14 @@ func (j *JSONL) extremeTime(ctx context.Context, latest bool, at func(model.Row)
 	return ms, ok, nil
 }
 
-// TooLate returns the too_late_events rows ordered by source_position.
 func (j *JSONL) TooLate(context.Context) ([]model.TooLate, error) {
 	return readJSONLAudit(j.dir, fileTooLate, table.TooLateCodec)
 }
 
-// Conflicts returns the conflict_events rows ordered by source_position.
 func (j *JSONL) Conflicts(context.Context) ([]model.Conflict, error) {
 	return readJSONLAudit(j.dir, fileConflicts, table.ConflictCodec)
 }
 
-// Quarantined returns the quarantined_events rows ordered by source_position.
 func (j *JSONL) Quarantined(context.Context) ([]model.Quarantined, error) {
 	return readJSONLAudit(j.dir, fileQuarantined, table.QuarantinedCodec)
 }

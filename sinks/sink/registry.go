@@ -34,6 +34,8 @@ type Backend struct {
 // RangeReader is implemented by readers that filter by window_start where
 // they read (an index, a partition filter) rather than in Go.
 type RangeReader interface {
+	// CurrentRowsFrom is CurrentRows limited to windows starting at or after
+	// windowStart (epoch ms).
 	CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
 }
 
@@ -66,9 +68,9 @@ func Lookup(scheme string) (Backend, error) {
 	}
 	switch scheme {
 	case SchemeSQLite, SchemeJSONL, SchemeConsole, SchemeBigQuery:
-		return Backend{}, fmt.Errorf("sink scheme %q has no backend registered in this binary: import _ %q in its main package (its init registers %s)", scheme, Backends, Forms)
+		return Backend{}, fmt.Errorf("sink scheme %q has no backend registered in this binary: import _ %q in its main package (its init registers %s)", scheme, Backends, forms)
 	}
-	return Backend{}, fmt.Errorf("unknown sink scheme %q: want %s", scheme, Forms)
+	return Backend{}, fmt.Errorf("unknown sink scheme %q: want %s", scheme, forms)
 }
 
 // Open opens the sink a Spec names (the console writes to os.Stdout).

@@ -63,11 +63,22 @@ type ConfigChecker interface {
 }
 
 // Reader is a sink whose tables can be read back: SQLite, BigQuery and jsonl.
+// Each implementation documents only where it differs.
 type Reader interface {
 	Sink
+	// CurrentRows returns the current snapshot of every key, ordered by
+	// window_start then dims, with the writer of the stored revision. A row
+	// that cannot be read is left out and named in an UnreadableRows error.
 	CurrentRows(ctx context.Context) ([]model.Row, error)
+	// Changelog returns every accepted snapshot, ordered by key then revision.
 	Changelog(ctx context.Context) ([]model.Row, error)
+	// FinalHorizon returns the latest window_end (epoch ms) among FINAL rows:
+	// on restart every window ending at or before it may already be closed
+	// (SPEC §4). ok is false when no row is FINAL yet.
 	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
+	// TooLate, Conflicts and Quarantined return an audit table's rows ordered
+	// by source_position, one per position. Quarantined's Detail is not
+	// stored (SPEC §5 has no column for it) and comes back empty.
 	TooLate(ctx context.Context) ([]model.TooLate, error)
 	Conflicts(ctx context.Context) ([]model.Conflict, error)
 	Quarantined(ctx context.Context) ([]model.Quarantined, error)

@@ -29,8 +29,8 @@ const (
 	SchemeBigQuery = "bigquery"
 )
 
-// Forms lists the forms ParseSpec accepts, for messages.
-const Forms = "sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"
+// forms lists the forms ParseSpec accepts, for messages.
+const forms = "sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"
 
 // Spec is a parsed --sink value.
 type Spec struct {
@@ -81,11 +81,11 @@ func (s Spec) CheckPath() error {
 	return nil
 }
 
-// ParseSpec parses a --sink value (Forms). Errors are one line naming the bad
+// ParseSpec parses a --sink value (forms). Errors are one line naming the bad
 // part: SPEC §6 refuses a bad sink before any work.
 func ParseSpec(s string) (Spec, error) {
 	if s == "" {
-		return Spec{}, fmt.Errorf("sink is empty: want %s", Forms)
+		return Spec{}, fmt.Errorf("sink is empty: want %s", forms)
 	}
 	scheme, rest, hasArg := strings.Cut(s, ":")
 	switch scheme {
@@ -122,7 +122,7 @@ func ParseSpec(s string) (Spec, error) {
 		}
 		return Spec{Scheme: SchemeBigQuery, Project: project, Dataset: dataset}, nil
 	}
-	return Spec{}, fmt.Errorf("sink %q: unknown scheme %q: want %s", s, scheme, Forms)
+	return Spec{}, fmt.Errorf("sink %q: unknown scheme %q: want %s", s, scheme, forms)
 }
 
 // localOnly refuses a URL path (gs://, s3://, ...): local file calls would

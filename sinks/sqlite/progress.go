@@ -24,12 +24,10 @@ var sqlSealResumeSuffix = func() string {
 	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + identList("excluded", cols) + ")"
 }()
 
-// RunCheckpoints returns the checkpoints run wrote, by partition, then file.
 func (s *SQLite) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
 	return sqlread.Checkpoints(ctx, s.DB, table.CheckpointCodec, ` WHERE "run" = ? ORDER BY "partition", "file"`, run)
 }
 
-// ResumePoints returns each partition's sealed point, by partition.
 func (s *SQLite) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
 	return sqlread.Checkpoints(ctx, s.DB, table.ResumeCodec, ` ORDER BY "partition"`)
 }
@@ -48,7 +46,6 @@ func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) erro
 	})
 }
 
-// PruneCheckpoints deletes the checkpoints of every run but keep.
 func (s *SQLite) PruneCheckpoints(ctx context.Context, keep string) error {
 	return s.inTx(ctx, "prune source_checkpoints", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM source_checkpoints WHERE "run" <> ?`, keep); err != nil {

@@ -59,16 +59,10 @@ func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]s
 
 var sqliteDialect = sqlread.Dialect{Quote: `"`, StrPos: "INSTR", ToInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
 
-// FinalHorizon returns the latest window_end (epoch ms) among FINAL rows: on
-// restart every window ending at or before it may already be closed (SPEC §4).
-// ok is false when no row is FINAL yet. A window_end that cannot be read is
-// named in an UnreadableRows error, returned with the latest of the others.
 func (s *SQLite) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
 	return s.extremeTime(ctx, "read final horizon", "window_end", `result_state = 'FINAL'`, true)
 }
 
-// EarliestOpenWindow returns the earliest window_start (epoch ms) among rows
-// not yet FINAL. ok is false when every row is FINAL (or there are none).
 func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
 	return s.extremeTime(ctx, "read earliest open window", "window_start", `result_state <> 'FINAL'`, false)
 }
@@ -78,7 +72,8 @@ func (s *SQLite) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, o
 // misorder millisecond bounds, so it compares parsed times: one per distinct
 // value, read with the key of a row that holds it (SQLite takes a bare
 // column from the row MIN chose), so that a value that cannot be read is
-// named by table, window and column like any other row (SPEC §6).
+// named by table, window and column like any other row (SPEC §6), in an
+// UnreadableRows error returned with the extreme of the others.
 func (s *SQLite) extremeTime(ctx context.Context, what, col, where string, latest bool) (ms int64, ok bool, err error) {
 	t := &table.Table{Name: table.HourlyRevenue.Name, Columns: []table.Column{
 		{Name: col, Type: table.Time}, {Name: "window_start", Type: table.String}, {Name: "dims", Type: table.String}}}

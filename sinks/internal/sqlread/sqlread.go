@@ -42,9 +42,6 @@ func Read[T any](ctx context.Context, db DB, c table.Codec[T], what, query strin
 	return out, err
 }
 
-// CurrentRows returns the current snapshot of every key, ordered by
-// window_start then dims, with the writer of the stored revision. A row that
-// cannot be read is left out and named in an UnreadableRows error.
 func (r Reader) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	rows, err := r.DB.Changelog(ctx, true, nil)
 	if _, ok := sink.Unreadable(err); !ok {
@@ -53,13 +50,10 @@ func (r Reader) CurrentRows(ctx context.Context) ([]model.Row, error) {
 	return rules.SortedRows(table.Snapshots(rows)), err
 }
 
-// CurrentRowsFrom is CurrentRows limited to windows starting at or after
-// windowStart (epoch ms), filtered where the rows are stored.
 func (r Reader) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
 	return rowsOf(r.DB.Changelog(ctx, true, &windowStart))
 }
 
-// Changelog returns every accepted snapshot, ordered by key then revision.
 func (r Reader) Changelog(ctx context.Context) ([]model.Row, error) {
 	return rowsOf(r.DB.Changelog(ctx, false, nil))
 }
@@ -80,18 +74,14 @@ func (r Reader) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]
 	return entriesOf(r.DB.Changelog(ctx, false, &windowStart))
 }
 
-// TooLate returns the too_late_events rows ordered by source_position.
 func (r Reader) TooLate(ctx context.Context) ([]model.TooLate, error) {
 	return readAudit(ctx, r.DB, table.TooLateCodec, all)
 }
 
-// Conflicts returns the conflict_events rows ordered by source_position.
 func (r Reader) Conflicts(ctx context.Context) ([]model.Conflict, error) {
 	return readAudit(ctx, r.DB, table.ConflictCodec, all)
 }
 
-// Quarantined returns the quarantined_events rows ordered by source_position.
-// Detail is not stored (SPEC §5 has no column for it) and comes back empty.
 func (r Reader) Quarantined(ctx context.Context) ([]model.Quarantined, error) {
 	return readAudit(ctx, r.DB, table.QuarantinedCodec, all)
 }

@@ -327,7 +327,7 @@ func snapshotOf(v []any, writer string) (model.Row, error) {
 		RevenueMicros: v[4].(int64), EventCount: v[5].(int64), Revision: v[6].(int64), State: st, Writer: writer}, nil
 }
 
-// text renders a value as SQLite and JSON store it: times as RFC 3339 UTC,
+// Text renders a value as SQLite and JSON store it: times as RFC 3339 UTC,
 // money as a six-digit decimal.
 func Text(c Column, v any) any {
 	switch c.Type {
@@ -341,42 +341,30 @@ func Text(c Column, v any) any {
 	return v
 }
 
-// parseText is the inverse of text for a column stored as text.
+// ParseText is the inverse of Text for a column stored as text; an empty
+// WallTime (no row joined) is the zero time.
 func ParseText(c Column, s string) (any, error) {
 	switch c.Type {
-	case Time:
-		return ParseTime(s)
-	case WallTime:
-		return parseWallTime(s)
+	case Time, WallTime:
+		if c.Type == WallTime && s == "" {
+			return time.Time{}, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("bad time %q: %w", s, err)
+		case c.Type == Time:
+			return t.UnixMilli(), nil
+		}
+		return t, nil
 	case Money:
 		return parseMoney(s)
 	}
 	return s, nil
 }
 
-// parseTime is the inverse of model.FormatTime.
-func ParseTime(s string) (int64, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, fmt.Errorf("bad time %q: %w", s, err)
-	}
-	return t.UnixMilli(), nil
-}
-
 // wallTime renders processing time: RFC 3339 UTC with milliseconds.
 func wallTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
-
-// parseWallTime is the inverse of wallTime; "" (no row joined) is zero.
-func parseWallTime(s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("bad time %q: %w", s, err)
-	}
-	return t, nil
-}
 
 // parseMoney is the inverse of model.FormatMicros.
 func parseMoney(s string) (int64, error) {
