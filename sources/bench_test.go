@@ -34,7 +34,7 @@ func BenchmarkReader(b *testing.B) {
 		rest := newRestriction(time.Now().UnixMilli())
 		for {
 			rt := sdf.NewLockRTracker(sdfread.NewCheckpointTracker("source", rest, true))
-			r := newReader(dir, "p0", rest, false, testPolicy, testConfig())
+			r := newReader(dir, "p0", rest, FolderOptions{Watermark: testPolicy, Event: testConfig()})
 			r.claim = func(next restriction) bool { return sdfread.Claim(rt, next) }
 			r.emit = func(model.Record) { records++ }
 			out, err := r.run()

@@ -102,15 +102,13 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 		return sdf.ResumeProcessingIn(readAheadPause), nil
 	}
 
-	r := newReader(f.Dir, partition, rest, f.Opts.Follow, f.Opts.Watermark, f.Opts.Event)
+	r := newReader(f.Dir, partition, rest, f.Opts)
 	// A call granted room ends at the horizon, wherever it stood then (a
 	// call past it, as Room allows when blocked, reads its full size).
 	if h := f.readAhead.Horizon(f.Opts.ReadAheadLead); wm < h {
 		r.horizon = h
 	}
-	r.maxRecords = f.Opts.MaxPerCall
-	r.settle, r.source = f.Opts.Settle, f.Source
-	r.open = f.open
+	r.source, r.open = f.Source, f.open
 	r.stop = f.stop.Stopped
 	if stopping {
 		// A follower's last pass: the current file to its end (SPEC §3).
@@ -151,11 +149,10 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	}
 
 	now := time.Now().UnixMilli()
-	var wentIdle bool
-	boards.With(f.Source, func(b *watermark.Board) {
-		r.others = func() (int64, bool) { return b.Active(partition, now, f.staleAfter()) }
-		wentIdle = r.watermarkState(now)
-	})
+	var active int64
+	var anyActive bool
+	boards.With(f.Source, func(b *watermark.Board) { active, anyActive = b.Active(partition, now, f.staleAfter()) })
+	wentIdle := r.watermarkState(now, active, anyActive)
 	if !rt.TryClaim(r.rest) {
 		return sdf.StopProcessing(), nil
 	}

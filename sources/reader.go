@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/internal/sdfread"
@@ -22,19 +22,12 @@ import (
 // the reading rules are tested without a runner.
 type reader struct {
 	dir, partition string
-	follow         bool
-	policy         watermark.Policy
-	event          event.Config
-	maxRecords     int
+	o              FolderOptions // with defaults
 	horizon        int64         // the call ends once the partition watermark reaches it (flow.ReadAhead.Horizon)
-	settle         time.Duration // see settled
 	source         string        // keys the pending-tail registry
 	// final is the graceful stop's last pass: finish the current file,
 	// unterminated last line included, and read no other file.
 	final bool
-	// others reports the lowest watermark of the other active partitions
-	// (watermark.Partition.Report).
-	others func() (w int64, ok bool)
 
 	now   func() time.Time
 	stop  func() bool
@@ -57,17 +50,16 @@ type reader struct {
 var readerClock = func(dir, partition string) func() time.Time { return time.Now }
 
 // newReader resumes a partition from rest.
-func newReader(dir, partition string, rest restriction, follow bool, policy watermark.Policy, cfg event.Config) *reader {
+func newReader(dir, partition string, rest restriction, o FolderOptions) *reader {
+	o = o.withDefaults()
 	return &reader{
-		dir: dir, partition: partition, follow: follow, policy: policy, event: cfg,
-		maxRecords: DefaultMaxPerCall, horizon: math.MaxInt64, settle: DefaultSettle,
+		dir: dir, partition: partition, o: o, horizon: math.MaxInt64,
 		now: readerClock(dir, partition), stop: func() bool { return false },
 		claim: func(restriction) bool { return true }, emit: func(model.Record) {},
-		others:     func() (int64, bool) { return model.NoWatermark, false },
 		checkpoint: func(model.Checkpoint) {},
 		log:        slog.Default().With("source", "folder", "partition", partition),
 		rest:       rest.Clone(),
-		stamper:    rawlog.ResumeStamper(policy, cfg, rest.State),
+		stamper:    rawlog.ResumeStamper(o.Watermark, o.Event, rest.State),
 	}
 }
 
@@ -77,7 +69,7 @@ func newReader(dir, partition string, rest restriction, follow bool, policy wate
 // poll, since it is most often transient and a silent partition is safe.
 func (r *reader) run() (sdfread.Outcome, error) {
 	out, err := r.read()
-	if err != nil && r.follow {
+	if err != nil && r.o.Follow {
 		r.log.Error("source partition read failed; trying again at the next poll", "error", err)
 		return sdfread.CaughtUp, nil
 	}
@@ -96,7 +88,7 @@ func (r *reader) read() (sdfread.Outcome, error) {
 				return 0, err
 			}
 			if next == "" {
-				if r.follow {
+				if r.o.Follow {
 					return sdfread.CaughtUp, nil
 				}
 				r.rest.Closed = true
@@ -120,7 +112,7 @@ func (r *reader) read() (sdfread.Outcome, error) {
 func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err error) {
 	path := files.Join(rawlog.PartitionDir(r.dir, r.partition), r.rest.File)
 	r.path = path
-	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.event.MaxLine)
+	lr, f, err := r.open.open(r.partition, path, rawlog.Mark{Offset: r.rest.Offset, Line: r.rest.Line}, r.o.Event.MaxLine)
 	if errors.Is(err, fs.ErrNotExist) { // removed under the reader (retention)
 		r.log.Error("source file disappeared while being read; moving on", "file", r.rest.File, "line", r.rest.Line)
 		return 0, true, nil
@@ -137,7 +129,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 	}()
 	leaving := false
 	for {
-		if out, end := sdfread.Ended(r.stop(), r.emitted, r.maxRecords, r.now().Sub(start), callBudget); end {
+		if out, end := sdfread.Ended(r.stop(), r.emitted, r.o.MaxPerCall, r.now().Sub(start), callBudget); end {
 			return out, false, nil
 		}
 		if r.stamper.Watermark() >= r.horizon {
@@ -148,7 +140,7 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 			m := lr.Mark()
 			r.rest.Offset, r.rest.Line = m.Offset, m.Line // blank lines at the end
 			newest := false
-			if r.follow && !leaving && !r.final {
+			if r.o.Follow && !leaving && !r.final {
 				// The newest file may still grow: stay while no other waits.
 				next, err := r.nextFile(r.rest.File)
 				if err != nil {
@@ -204,12 +196,12 @@ func (r *reader) settled(size int64) bool {
 	if !ok || v.(tailSeen).size != size {
 		if !ok {
 			r.log.Info("source file ends in a line without a newline; pending until the file stops changing",
-				"position", rawlog.Position(r.partition, r.rest.File, r.rest.Line+1), "settle", r.settle)
+				"position", rawlog.Position(r.partition, r.rest.File, r.rest.Line+1), "settle", r.o.Settle)
 		}
 		tails.Store(k, tailSeen{size: size, since: now})
-		return r.settle <= 0
+		return r.o.Settle <= 0
 	}
-	return now-v.(tailSeen).since >= r.settle.Milliseconds()
+	return now-v.(tailSeen).since >= r.o.Settle.Milliseconds()
 }
 
 // record stamps, claims and emits one line; false: the claim failed.
@@ -262,14 +254,50 @@ func (r *reader) nextFile(current string) (string, error) {
 
 // watermarkState adds the watermark state at processing time now to the
 // restriction, logs a change of idleness and reports whether the partition
-// just went idle.
-func (r *reader) watermarkState(now int64) bool {
-	active, anyActive := r.others()
+// just went idle; active is the lowest watermark of the other active
+// partitions, if any (watermark.Partition.Report).
+func (r *reader) watermarkState(now, active int64, anyActive bool) bool {
 	var rep watermark.Report
-	r.rest.State, rep = sdfread.Report(r.log, "source partition", r.stamper.Partition(), now, active, anyActive, r.policy.IdleTimeout)
-	if rep.ByIdleness && idleLog.due(r.source, now) {
+	r.rest.State, rep = sdfread.Report(r.log, "source partition", r.stamper.Partition(), now, active, anyActive, r.o.Watermark.IdleTimeout)
+	if rep.ByIdleness && idleLogDue(r.source, now) {
 		r.log.Info("every partition is idle: the watermark advances with processing time (--idle-advance=processing-time); open windows may turn FINAL",
-			"reported_watermark", watermark.FormatMs(r.rest.Reported), "idle_timeout", r.policy.IdleTimeout)
+			"reported_watermark", watermark.FormatMs(r.rest.Reported), "idle_timeout", r.o.Watermark.IdleTimeout)
 	}
 	return rep.WentIdle
+}
+
+// DefaultSettle is the default --settle: how long a followed file must stay
+// unchanged before its last line, written without a newline, is read.
+const DefaultSettle = 10 * time.Second
+
+// tails registers the followed files ending in a line without a newline and
+// when each size was first seen. A cache: losing it only restarts a wait.
+var tails sync.Map // tailKey -> tailSeen
+
+type tailKey struct{ source, partition, file string }
+
+type tailSeen struct {
+	size  int64 // bytes of the file when first seen at this size
+	since int64 // processing time (ms) of that sighting
+}
+
+// PendingTails is the number of followed files whose unterminated last line
+// waits to settle, as seen by the readers in this process.
+func PendingTails() int {
+	n := 0
+	tails.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// idleLogEvery is how often, at most, a source logs that its watermark
+// advances because every partition is idle.
+const idleLogEvery = time.Minute
+
+// idleLogged holds when each source last logged an all-idle advance.
+var idleLogged sync.Map // source -> int64 (ms)
+
+// idleLogDue reports whether source may log at now (ms), and if so records it.
+func idleLogDue(source string, now int64) bool {
+	last, seen := idleLogged.LoadOrStore(source, now)
+	return !seen || now-last.(int64) >= idleLogEvery.Milliseconds() && idleLogged.CompareAndSwap(source, last, now)
 }

@@ -89,8 +89,8 @@ func newRun(t *testing.T, dir, part string, follow bool, max int) *partitionRun 
 // call runs one ProcessElement's worth of reading.
 func (p *partitionRun) call() sdfread.Outcome {
 	p.t.Helper()
-	r := newReader(p.dir, p.part, p.rest, p.follow, testPolicy, p.cfg)
-	r.maxRecords = p.max
+	r := newReader(p.dir, p.part, p.rest, FolderOptions{Follow: p.follow, Watermark: testPolicy, Event: p.cfg})
+	r.o.MaxPerCall = p.max
 	r.emit = func(rec model.Record) { p.recs = append(p.recs, rec) }
 	r.checkpoint = func(c model.Checkpoint) { p.checkpoints = append(p.checkpoints, c) }
 	out, err := r.run()
@@ -205,7 +205,7 @@ func TestReaderStopsAtTheHorizon(t *testing.T) {
 	want := scanned(t, dir, "p0", testConfig())
 	p := newRun(t, dir, "p0", false, 1000)
 	for i, h := range []string{"2026-11-04T11:00:00Z", "2026-11-04T11:00:00Z", ""} {
-		r := newReader(dir, "p0", p.rest, false, testPolicy, p.cfg)
+		r := newReader(dir, "p0", p.rest, FolderOptions{Watermark: testPolicy, Event: p.cfg})
 		if h != "" {
 			r.horizon = rowtest.MS(h)
 		}
@@ -236,7 +236,7 @@ func TestReaderResumesFromEveryClaim(t *testing.T) {
 	put(t, dir, "p0", "b.jsonl", purchase("3", "2026-11-04T10:10:00Z")+"\n"+purchase("4", "2026-11-04T11:30:00Z")+"\n")
 	full := newRun(t, dir, "p0", false, 1000)
 	var claims []restriction
-	r := newReader(dir, "p0", full.rest, false, testPolicy, testConfig())
+	r := newReader(dir, "p0", full.rest, FolderOptions{Watermark: testPolicy, Event: testConfig()})
 	r.claim = func(next restriction) bool { claims = append(claims, next.Clone()); return true }
 	r.emit = func(rec model.Record) { full.recs = append(full.recs, rec) }
 	if out, err := r.run(); err != nil || out != sdfread.Finished {
@@ -413,8 +413,8 @@ func TestReaderTailSettlesAndFinalPass(t *testing.T) {
 	var got []string
 	call := func(final bool) sdfread.Outcome {
 		t.Helper()
-		r := newReader(dir, "p0", rest, true, testPolicy, testConfig())
-		r.source, r.settle, r.final = t.Name(), 10*time.Second, final
+		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
+		r.source, r.o.Settle, r.final = t.Name(), 10*time.Second, final
 		r.now = func() time.Time { return clock }
 		r.emit = func(rec model.Record) { got = append(got, rec.Position+"="+string(rec.Line)) }
 		out, err := r.run()
@@ -465,13 +465,13 @@ func TestReaderStopLostAndMissingFile(t *testing.T) {
 	dir := t.TempDir()
 	put(t, dir, "p0", "a.jsonl", purchase("1", "2026-11-04T10:00:00Z")+"\n"+purchase("2", "2026-11-04T10:00:00Z")+"\n"+purchase("3", "2026-11-04T10:00:00Z")+"\n")
 
-	r := newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
+	r := newReader(dir, "p0", newRestriction(0), FolderOptions{Watermark: testPolicy, Event: testConfig()})
 	r.stop = func() bool { return true }
 	if out, err := r.run(); out != sdfread.Stopped || err != nil || r.emitted != 0 {
 		t.Errorf("stopped reader: %v %v emitted %d", out, err, r.emitted)
 	}
 
-	r = newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
+	r = newReader(dir, "p0", newRestriction(0), FolderOptions{Watermark: testPolicy, Event: testConfig()})
 	claims := 0
 	r.claim = func(restriction) bool { claims++; return claims <= 2 }
 	if out, err := r.run(); out != sdfread.Lost || err != nil || r.emitted != 2 {
@@ -493,7 +493,7 @@ func TestReaderIdleness(t *testing.T) {
 	clock := time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)
 	rest := newRestriction(clock.UnixMilli())
 	call := func() *reader {
-		r := newReader(dir, "p0", rest, true, testPolicy, testConfig())
+		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
 		r.now = func() time.Time { return clock }
 		if _, err := r.run(); err != nil {
 			t.Fatal(err)
@@ -501,21 +501,21 @@ func TestReaderIdleness(t *testing.T) {
 		return r
 	}
 	r := call()
-	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != rowtest.MS("2026-11-04T10:10:00Z") {
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle || r.rest.Reported != rowtest.MS("2026-11-04T10:10:00Z") {
 		t.Fatalf("active: %v", r.rest)
 	}
 	rest = r.rest
 
 	clock = clock.Add(testPolicy.IdleTimeout - time.Millisecond)
 	r = call()
-	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle {
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle {
 		t.Fatalf("idle one ms early: %v", r.rest)
 	}
 	rest = r.rest
 
 	clock = clock.Add(time.Millisecond)
 	r = call()
-	if !r.watermarkState(clock.UnixMilli()) || !r.rest.Idle || r.rest.Reported != clock.Add(-testPolicy.OutOfOrderBound).UnixMilli() {
+	if !r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || !r.rest.Idle || r.rest.Reported != clock.Add(-testPolicy.OutOfOrderBound).UnixMilli() {
 		t.Fatalf("idle: %v", r.rest)
 	}
 	rest = r.rest
@@ -527,13 +527,13 @@ func TestReaderIdleness(t *testing.T) {
 	clock = clock.Add(time.Second)
 	put(t, dir, "p0", "b.jsonl", purchase("2", "2026-11-04T10:00:00Z")+"\n")
 	var recs []model.Record
-	r = newReader(dir, "p0", rest, true, testPolicy, testConfig())
+	r = newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
 	r.now = func() time.Time { return clock }
 	r.emit = func(rec model.Record) { recs = append(recs, rec) }
 	if _, err := r.run(); err != nil {
 		t.Fatal(err)
 	}
-	if r.watermarkState(clock.UnixMilli()) || r.rest.Idle || r.rest.Reported != idleReported {
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle || r.rest.Reported != idleReported {
 		t.Fatalf("back: %v", r.rest)
 	}
 	if len(recs) != 1 || recs[0].WatermarkBefore != rowtest.MS("2026-11-04T10:10:00Z") {
@@ -543,11 +543,11 @@ func TestReaderIdleness(t *testing.T) {
 
 func TestReaderIOErrors(t *testing.T) {
 	dir := t.TempDir() // no partition folder "p0": listing it fails
-	r := newReader(dir, "p0", newRestriction(0), false, testPolicy, testConfig())
+	r := newReader(dir, "p0", newRestriction(0), FolderOptions{Watermark: testPolicy, Event: testConfig()})
 	if _, err := r.run(); err == nil || !strings.Contains(err.Error(), `partition "p0"`) {
 		t.Errorf("replay: error %v, want one naming the partition", err)
 	}
-	r = newReader(dir, "p0", newRestriction(0), true, testPolicy, testConfig())
+	r = newReader(dir, "p0", newRestriction(0), FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
 	if out, err := r.run(); err != nil || out != sdfread.CaughtUp {
 		t.Errorf("follow: %v, %v; want caught up, to try again at the next poll", out, err)
 	}
@@ -570,8 +570,8 @@ func TestReaderKeepsRemoteFileOpen(t *testing.T) {
 	remote := newRun(t, dir, "p0", false, 7)
 	open := newOpenFiles()
 	for range 100 {
-		r := newReader(remote.dir, "p0", remote.rest, false, testPolicy, remote.cfg)
-		r.maxRecords, r.open = 7, open
+		r := newReader(remote.dir, "p0", remote.rest, FolderOptions{Watermark: testPolicy, Event: remote.cfg})
+		r.o.MaxPerCall, r.open = 7, open
 		r.emit = func(rec model.Record) { remote.recs = append(remote.recs, rec) }
 		out, err := r.run()
 		if err != nil {

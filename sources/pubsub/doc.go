@@ -18,6 +18,6 @@
 //
 // Each key is one partition of the watermark (--ooo-bound, --idle-timeout);
 // a failed pull counts as activity, so an outage does not close windows, and
-// a backlog holds the watermark (backlog.go). Options.Stop is the folder
+// a backlog holds the watermark (isBacklog). Options.Stop is the folder
 // source's graceful stop (sources.StopSignal).
 package pubsub

@@ -25,7 +25,7 @@ func init() {
 	register.Emitter2[beam.EventTime, model.Record]()
 }
 
-// readFn reads the subscription: each element is a reader key (keys.go),
+// readFn reads the subscription: each element is a reader key (readerKey),
 // with one restriction, never split.
 type readFn struct {
 	Project      string
@@ -60,7 +60,7 @@ func (f *readFn) CreateInitialRestriction(k readerKey) restriction {
 	return newRestriction(k.Shard, time.Now().UnixMilli())
 }
 
-// RestrictionSize reports the key's pending records (size.go), so every
+// RestrictionSize reports the key's pending records (restriction.size), so every
 // residual's size follows the backlog.
 func (f *readFn) RestrictionSize(_ readerKey, rest restriction) float64 { return rest.size() }
 

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/coders" // also model.Record's coder
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/watermark"
-
-	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
 )
 
 // Defaults of Options.
@@ -178,4 +178,52 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 	}
 	name := "projects/" + project + "/subscriptions/" + id
 	return beam.ParDo(s, &readFn{Project: project, Subscription: name, Opts: o}, readerKeys(s, name, o.Shards))
+}
+
+func init() {
+	coders.Register(encodeReaderKey, decodeReaderKey)
+	register.DoFn2x0[[]byte, func(readerKey)](&keysFn{})
+	register.Emitter1[readerKey]()
+}
+
+// readerKey is one reader key: an element of its own, since a runner places
+// an SDF's work by its element (see the package doc).
+type readerKey struct {
+	Subscription string // projects/P/subscriptions/S
+	Shard        int
+}
+
+func (k readerKey) String() string { return fmt.Sprintf("%s#%d", k.Subscription, k.Shard) }
+
+// keysFn expands the Impulse into one element per reader key.
+type keysFn struct {
+	Subscription string
+	Shards       int
+}
+
+func (f *keysFn) ProcessElement(_ []byte, emit func(readerKey)) {
+	for shard := range max(f.Shards, 1) {
+		emit(readerKey{Subscription: f.Subscription, Shard: shard})
+	}
+}
+
+// readerKeys is one element per reader key, reshuffled so a runner that
+// fused them with the Impulse spreads them over its workers.
+func readerKeys(s beam.Scope, subscription string, shards int) beam.PCollection {
+	keys := beam.ParDo(s, &keysFn{Subscription: subscription, Shards: shards}, beam.Impulse(s))
+	return beam.Reshuffle(s, keys)
+}
+
+// The key's coder is deterministic: the runner hashes its bytes.
+func encodeReaderKey(k readerKey) []byte {
+	w := coders.Writer{B: make([]byte, 0, len(k.Subscription)+8)}
+	w.String(k.Subscription)
+	w.Varint(int64(k.Shard))
+	return w.B
+}
+
+func decodeReaderKey(b []byte) (readerKey, error) {
+	rd := coders.Reader{B: b}
+	k := readerKey{Subscription: rd.String(), Shard: int(rd.Varint())}
+	return coders.Done(k, &rd, "pubsub reader key")
 }

@@ -1,14 +1,21 @@
+// Package sdfread holds what the folder and Pub/Sub reading SDFs share: the
+// tracker (CheckpointTracker) and restriction coding, the estimator and
+// shared DoFn methods (WatermarkEstimator, Shape), a call's start and end
+// (Begin, Ended, Report, End), why it ended (Outcome, Continue), and the emit
+// of a stamped record (Emit).
 package sdfread
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/sdf"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/watermark"
 )
 
 // Outcome says why a reader's call ended.
@@ -117,4 +124,24 @@ func Ended(stop bool, emitted, maxRecords int, elapsed, budget time.Duration) (O
 		return Budget, true
 	}
 	return 0, false
+}
+
+// Report takes p's watermark report at processing time now (others: the
+// lowest watermark of the other active partitions, if any) and logs what it
+// says changed about the reader's idleness; subject names the reader
+// ("source partition", "pubsub source"). It returns the state for the
+// restriction.
+func Report(log *slog.Logger, subject string, p *watermark.Partition, now, others int64, anyOthers bool, idleTimeout time.Duration) (watermark.State, watermark.Report) {
+	rep := p.Report(now, others, anyOthers)
+	s := p.State()
+	switch {
+	case rep.WentIdle:
+		log.Info(subject+" idle: it leaves the watermark minimum",
+			"idle_timeout", idleTimeout, "last_record", watermark.FormatMs(s.LastActive),
+			"reported_watermark", watermark.FormatMs(s.Reported))
+	case rep.CameBack:
+		log.Info(subject+" active again: its old records are late or too late",
+			"event_watermark", watermark.FormatMs(p.Watermark()), "reported_watermark", watermark.FormatMs(s.Reported))
+	}
+	return s, rep
 }
