@@ -11,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/faults"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
@@ -144,7 +145,7 @@ func (f *dedupFn) Setup() {
 
 func (f *dedupFn) store(shard int) shardStore {
 	return shardStore{meta: f.Meta, ids: &f.IDs, key: cacheKey{pipeline: f.CacheID, shard: shard}, noCache: f.NoCache,
-		policy: f.Policy, retentionMs: f.RetentionMs}
+		policy: f.Policy, retentionMs: f.RetentionMs, reloads: f.reloads, evictions: f.evictions}
 }
 
 func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
@@ -195,11 +196,13 @@ func (f *dedupFn) process(ctx context.Context, sp state.Provider, tp timers.Prov
 	}
 	defer f.readAhead.Taken(len(events), read)
 	f.elements.Inc(ctx, 1)
-	st, err := f.store(shard).load(ctx, sp, f.reloads)
-	if err != nil {
-		return fmt.Errorf("dedup: %w", err)
-	}
-	if f.ByPosition {
+	return f.store(shard).update(ctx, sp, "dedup", func(st *shardState) error {
+		if !f.ByPosition {
+			if err := f.advance(ctx, sp, shard, st, known); err != nil {
+				return err
+			}
+			return f.judge(ctx, sp, st, events, count, conflict, late)
+		}
 		// Held, not judged: the shard forgets only as its release timers
 		// fire (OnTimer), never by the watermark stamped on a batch.
 		if len(events) > 0 {
@@ -207,15 +210,8 @@ func (f *dedupFn) process(ctx context.Context, sp state.Provider, tp timers.Prov
 				return fmt.Errorf("dedup: %w", err)
 			}
 		}
-		return f.store(shard).save(ctx, sp, st, f.evictions)
-	}
-	if err := f.advance(ctx, sp, shard, st, known); err != nil {
-		return err
-	}
-	if err := f.judge(ctx, sp, st, events, count, conflict, late); err != nil {
-		return err
-	}
-	return f.store(shard).save(ctx, sp, st, f.evictions)
+		return nil
+	})
 }
 
 // judge gives each event its verdict in the order given, counts and appends
@@ -241,12 +237,12 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 			continue
 		}
 		switch v := st.Judge(e, f.Policy); v.Verdict {
-		case DuplicateVerdict:
+		case event.Duplicate:
 			if faults.Fire(faults.UncountDuplicate) {
 				continue
 			}
 			f.duplicates.Inc(ctx, 1)
-		case ConflictVerdict:
+		case event.Conflict:
 			f.conflicts.Inc(ctx, 1)
 			conflict(model.Conflict{
 				Position:               e.Position,
@@ -256,7 +252,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 				Payload:                e.Payload,
 				Ref:                    e.Ref,
 			})
-		case CountVerdict:
+		case event.Counted:
 			added.add(v.window, v.id, e.Fingerprint)
 			f.counted.Inc(ctx, 1)
 			if err := count(e); err != nil {
@@ -315,21 +311,16 @@ func (f *dedupFn) onTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 	if tag != tagRelease {
 		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
-	st, err := f.store(shard).load(ctx, sp, f.reloads)
-	if err != nil {
-		return fmt.Errorf("dedup: %w", err)
-	}
-	events, err := f.held().release(sp, st, at, f.Policy)
-	if err != nil {
-		return fmt.Errorf("dedup: %w", err)
-	}
-	if err := f.judge(ctx, sp, st, events, count, conflict, late); err != nil {
-		return err
-	}
-	if err := f.advance(ctx, sp, shard, st, releaseClock(at)); err != nil {
-		return err
-	}
-	return f.store(shard).save(ctx, sp, st, f.evictions)
+	return f.store(shard).update(ctx, sp, "dedup", func(st *shardState) error {
+		events, err := f.held().release(sp, st, at, f.Policy)
+		if err != nil {
+			return fmt.Errorf("dedup: %w", err)
+		}
+		if err := f.judge(ctx, sp, st, events, count, conflict, late); err != nil {
+			return err
+		}
+		return f.advance(ctx, sp, shard, st, releaseClock(at))
+	})
 }
 
 // releaseClock is how far a shard in position order may forget once its
@@ -365,16 +356,30 @@ type shardStore struct {
 	ids  *state.Bag[[]byte] // nil: the key holds no ids (the gate)
 	key  cacheKey
 	// noCache reloads from the runner's state every time.
-	noCache     bool
-	policy      triggers.Policy
-	retentionMs int64
+	noCache            bool
+	policy             triggers.Policy
+	retentionMs        int64
+	reloads, evictions beam.Counter
+}
+
+// update loads the key's state, lets fn change it and saves it; step names
+// the step in a load error.
+func (s shardStore) update(ctx context.Context, sp state.Provider, step string, fn func(*shardState) error) error {
+	st, err := s.load(ctx, sp)
+	if err != nil {
+		return fmt.Errorf("%s: %w", step, err)
+	}
+	if err := fn(st); err != nil {
+		return err
+	}
+	return s.save(ctx, sp, st)
 }
 
 // load returns the key's state, from the cache when its token matches the
 // stored one, else decoded from the runner's state. The cache entry is
 // dropped while the caller mutates the state: a failure half-way leaves no
 // stale entry.
-func (s shardStore) load(ctx context.Context, sp state.Provider, reloads beam.Counter) (*shardState, error) {
+func (s shardStore) load(ctx context.Context, sp state.Provider) (*shardState, error) {
 	b, _, err := s.meta.Read(sp)
 	if err != nil {
 		return nil, fmt.Errorf("read meta: %w", err)
@@ -387,7 +392,7 @@ func (s shardStore) load(ctx context.Context, sp state.Provider, reloads beam.Co
 		c.st.known = max(c.st.known, m.known)
 		return c.st, nil
 	}
-	reloads.Inc(ctx, 1)
+	s.reloads.Inc(ctx, 1)
 	st := newShardState(m)
 	if m.token == 0 || s.ids == nil {
 		return st, nil
@@ -400,14 +405,14 @@ func (s shardStore) load(ctx context.Context, sp state.Provider, reloads beam.Co
 }
 
 // save writes the meta with a fresh token and refreshes the cache.
-func (s shardStore) save(ctx context.Context, sp state.Provider, st *shardState, evictions beam.Counter) error {
+func (s shardStore) save(ctx context.Context, sp state.Provider, st *shardState) error {
 	token := mrand.Uint64() | 1
 	if err := s.meta.Write(sp, encodeMeta(token, st)); err != nil {
 		return fmt.Errorf("write meta: %w", err)
 	}
 	if !s.noCache {
 		if n := shardCache.put(s.key, token, st); n > 0 {
-			evictions.Inc(ctx, int64(n))
+			s.evictions.Inc(ctx, int64(n))
 		}
 	}
 	return nil

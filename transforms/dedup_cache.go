@@ -1,7 +1,6 @@
 package transforms
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
 	"math"
@@ -74,20 +73,14 @@ func (c *shardCacheT) setLimit(n int64) {
 	c.mu.Unlock()
 }
 
-// setLimitOf is the bound last asked for (setLimit), before the ceiling.
-func (c *shardCacheT) setLimitOf() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.want
-}
-
 // setCeiling caps the bound at n bytes from now on (0: no cap), and returns
-// the bound in force. Entries above it go at the next put.
-func (c *shardCacheT) setCeiling(n int64) int64 {
+// the bound last asked for (setLimit) and the bound in force. Entries above
+// it go at the next put.
+func (c *shardCacheT) setCeiling(n int64) (want, bound int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ceiling = n
-	return c.limit()
+	return c.want, c.limit()
 }
 
 // limit is the bound in force: the last setLimit, capped by the ceiling.
@@ -208,8 +201,7 @@ func applyMemoryLimit() {
 		if limit == math.MaxInt64 {
 			return
 		}
-		want := shardCache.setLimitOf()
-		bound := shardCache.setCeiling(DedupCacheCeiling(limit))
+		want, bound := shardCache.setCeiling(DedupCacheCeiling(limit))
 		// One line when the limit lowers the cache (a plan that does not
 		// fit the worker), else at debug: a prism run's output is unchanged.
 		level := slog.LevelDebug
@@ -237,9 +229,8 @@ func WorkerMemory() int64 {
 // huge figure for none), the smallest positive one.
 func memoryOf(meminfo, cgroupV2, cgroupV1 string) int64 {
 	total := int64(0)
-	s := bufio.NewScanner(strings.NewReader(meminfo))
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "MemTotal:"); ok {
+	for line := range strings.Lines(meminfo) {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
 			if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64); err == nil {
 				total = kb << 10
 			}

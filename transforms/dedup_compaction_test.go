@@ -10,6 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -34,7 +35,7 @@ func compactionHours(t *testing.T, shards, hours, ids int, bunched bool) []int {
 			start := skewStart + int64(hour)*h
 			for i := range ids {
 				e := model.Event{EventID: fmt.Sprintf("%d-%d-%d", s, hour, i), EventTime: start + int64(i), Fingerprint: 1}
-				if v := st.Judge(&e, p); v.Verdict == CountVerdict {
+				if v := st.Judge(&e, p); v.Verdict == event.Counted {
 					st.stored++
 					st.armed[start] = true
 				}

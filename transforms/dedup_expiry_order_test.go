@@ -109,7 +109,7 @@ func TestPositionOrderForgetsNoIDACopyNeeds(t *testing.T) {
 			fromBag := f.store(0)
 			fromBag.noCache = true
 			for _, s := range []shardStore{f.store(0), fromBag} {
-				st, err := s.load(context.Background(), sp, f.reloads)
+				st, err := s.load(context.Background(), sp)
 				if err != nil {
 					t.Fatal(err)
 				}

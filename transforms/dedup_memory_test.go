@@ -81,7 +81,7 @@ func TestShardCacheCeiling(t *testing.T) {
 	}
 	one := shardBytes(st())
 	c.setLimit(10 * one)
-	if got := c.setCeiling(2*one + one/2); got != 2*one+one/2 {
+	if _, got := c.setCeiling(2*one + one/2); got != 2*one+one/2 {
 		t.Fatalf("bound under the ceiling = %d, want %d", got, 2*one+one/2)
 	}
 	c.setLimit(10 * one) // a later Setup

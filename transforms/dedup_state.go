@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -31,21 +32,13 @@ type shardState struct {
 	pending  pendingState
 }
 
-// Verdict is what dedup decides for one event.
-type Verdict uint8
+// CountVerdict is event.Counted, by the name transforms/dedup_sim.go uses.
+const CountVerdict = event.Counted
 
-const (
-	// CountVerdict: the first copy of its event_id; it is counted.
-	CountVerdict Verdict = iota + 1
-	// DuplicateVerdict: an identical copy; dropped and counted as duplicate.
-	DuplicateVerdict
-	// ConflictVerdict: same id, different fingerprint; conflict output.
-	ConflictVerdict
-)
-
-// Judgement is a verdict plus, for a conflict, the counted copy's fingerprint.
+// Judgement is dedup's verdict on one event (event.Counted, Duplicate or
+// Conflict) plus, for a conflict, the counted copy's fingerprint.
 type Judgement struct {
-	Verdict Verdict
+	Verdict event.Verdict
 	First   uint64
 
 	// id and window name what a counted event added to the state.
@@ -60,12 +53,12 @@ func (st *shardState) Judge(e *model.Event, p triggers.Policy) Judgement {
 	k := hashID(e.EventID)
 	if prev, ok := st.ids.get(k); ok {
 		if prev == e.Fingerprint {
-			return Judgement{Verdict: DuplicateVerdict}
+			return Judgement{Verdict: event.Duplicate}
 		}
-		return Judgement{Verdict: ConflictVerdict, First: prev}
+		return Judgement{Verdict: event.Conflict, First: prev}
 	}
 	st.ids.put(k, e.Fingerprint, windowIndex(start, p))
-	return Judgement{Verdict: CountVerdict, id: k, window: start}
+	return Judgement{Verdict: event.Counted, id: k, window: start}
 }
 
 // windowIndex numbers windows (mod 2^32: the remembered ones span far fewer).

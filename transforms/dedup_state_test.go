@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/triggers"
@@ -26,10 +27,10 @@ func TestJudgeOrderAndVerdicts(t *testing.T) {
 		e    *model.Event
 		want Judgement
 	}{
-		{"first copy counts", ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: CountVerdict}},
-		{"identical copy is a duplicate", ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: DuplicateVerdict}},
-		{"other payload is a conflict naming the counted one", ev("A", "2026-11-04T10:15:00Z", 2), Judgement{Verdict: ConflictVerdict, First: 1}},
-		{"another id counts", ev("C", "2026-11-04T10:50:00Z", 3), Judgement{Verdict: CountVerdict}},
+		{"first copy counts", ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: event.Counted}},
+		{"identical copy is a duplicate", ev("A", "2026-11-04T10:15:00Z", 1), Judgement{Verdict: event.Duplicate}},
+		{"other payload is a conflict naming the counted one", ev("A", "2026-11-04T10:15:00Z", 2), Judgement{Verdict: event.Conflict, First: 1}},
+		{"another id counts", ev("C", "2026-11-04T10:50:00Z", 3), Judgement{Verdict: event.Counted}},
 	}
 	for _, s := range steps {
 		got := st.Judge(s.e, p)
@@ -314,7 +315,7 @@ func TestIDBlobOneAppendPerBatch(t *testing.T) {
 	var added idBlobs
 	for i, ts := range []string{"2026-11-04T10:05:00Z", "2026-11-04T13:05:00Z", "2026-11-04T10:25:00Z", "2026-11-04T17:45:00Z"} {
 		e := model.Event{EventID: fmt.Sprint("id", i), EventTime: at(ts), Fingerprint: uint64(i + 1)}
-		if v := st.Judge(&e, p); v.Verdict == CountVerdict {
+		if v := st.Judge(&e, p); v.Verdict == event.Counted {
 			added.add(v.window, v.id, e.Fingerprint)
 		}
 	}

@@ -89,55 +89,53 @@ func (f *gateFn) StartBundle(_ func(int, model.EventBatch), _ func(model.TooLate
 }
 
 func (f *gateFn) store(key int) shardStore {
-	return shardStore{meta: f.Meta, key: cacheKey{pipeline: f.CacheID, shard: key}, noCache: f.NoCache}
+	return shardStore{meta: f.Meta, key: cacheKey{pipeline: f.CacheID, shard: key}, noCache: f.NoCache, reloads: f.reloads, evictions: f.evictions}
 }
 
 func (f *gateFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Boundary} }
 
 func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, key int, batch model.EventBatch,
 	emit func(int, model.EventBatch), late func(model.TooLate)) error {
-	st, err := f.store(key).load(ctx, sp, f.reloads)
-	if err != nil {
-		return fmt.Errorf("gate: %w", err)
-	}
-	for _, start := range batch.Windows {
-		for _, s := range windowsToArm(f.Policy, start, f.BoundMs, st.known) {
-			f.arm(tp, key, st, s) // a no-op for a window already armed
+	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
+		for _, start := range batch.Windows {
+			for _, s := range windowsToArm(f.Policy, start, f.BoundMs, st.known) {
+				f.arm(tp, key, st, s) // a no-op for a window already armed
+			}
 		}
-	}
-	events, spans, since, err := f.summary(batch)
-	if err != nil {
-		return fmt.Errorf("gate: %w", err)
-	}
-	// The events' still-open windows are armed before the batch is judged
-	// or held: the announcement (AnnounceWindows) may lag the batches.
-	for _, start := range spans {
-		if !f.Policy.Closed(start, st.known) {
-			f.arm(tp, key, st, start)
+		events, spans, since, err := f.summary(batch)
+		if err != nil {
+			return fmt.Errorf("gate: %w", err)
 		}
-	}
-	until, hold := heldFor(f.armedHere[key], st.known, since)
-	switch {
-	case len(spans) == 0: // an announcement: no events
-	case hold:
-		err = f.held().hold(sp, tp, st, batch, until)
-	case events == nil && f.Shards == GateKeys && !f.Policy.Closed(slices.Min(spans), st.known):
-		// Admit's batch is one gate key's and partition's, so one dedup
-		// shard's when dedup runs on GateKeys shards (as on prism), and no
-		// event in it is too late: it goes on as it came, still coded.
-		emit(key, model.EventBatch{Coded: batch.Coded, N: batch.N, Watermark: st.known})
-	default:
-		if events == nil {
-			events, err = coders.BatchEvents(batch)
+		// The events' still-open windows are armed before the batch is judged
+		// or held: the announcement (AnnounceWindows) may lag the batches.
+		for _, start := range spans {
+			if !f.Policy.Closed(start, st.known) {
+				f.arm(tp, key, st, start)
+			}
 		}
-		if err == nil {
-			f.judge(ctx, st, events, emit, late)
+		until, hold := heldFor(f.armedHere[key], st.known, since)
+		switch {
+		case len(spans) == 0: // an announcement: no events
+		case hold:
+			err = f.held().hold(sp, tp, st, batch, until)
+		case events == nil && f.Shards == GateKeys && !f.Policy.Closed(slices.Min(spans), st.known):
+			// Admit's batch is one gate key's and partition's, so one dedup
+			// shard's when dedup runs on GateKeys shards (as on prism), and no
+			// event in it is too late: it goes on as it came, still coded.
+			emit(key, model.EventBatch{Coded: batch.Coded, N: batch.N, Watermark: st.known})
+		default:
+			if events == nil {
+				events, err = coders.BatchEvents(batch)
+			}
+			if err == nil {
+				f.judge(ctx, st, events, emit, late)
+			}
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("gate: %w", err)
-	}
-	return f.store(key).save(ctx, sp, st, f.evictions)
+		if err != nil {
+			return fmt.Errorf("gate: %w", err)
+		}
+		return nil
+	})
 }
 
 // summary is what the gate needs of a batch's events: the windows they fall
@@ -244,24 +242,22 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)
 	}
-	st, err := f.store(key).load(ctx, sp, f.reloads)
-	if err != nil {
-		return fmt.Errorf("gate: %w", err)
+	if tag != tagRelease && tag != tagBoundary {
+		return fmt.Errorf("gate: unexpected timer tag %q", t.Tag)
 	}
-	switch tag {
-	case tagRelease:
+	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
+		if tag == tagBoundary {
+			st.known = max(st.known, at)
+			maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.RetentionMs <= at })
+			return nil
+		}
 		events, err := f.held().release(sp, st, at, f.Policy)
 		if err != nil {
 			return fmt.Errorf("gate: %w", err)
 		}
 		f.judge(ctx, st, events, emit, late)
-	case tagBoundary:
-		st.known = max(st.known, at)
-		maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.RetentionMs <= at })
-	default:
-		return fmt.Errorf("gate: unexpected timer tag %q", t.Tag)
-	}
-	return f.store(key).save(ctx, sp, st, f.evictions)
+		return nil
+	})
 }
 
 // setTimer sets an event-time timer at at, tagged with its kind
@@ -304,4 +300,40 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 			f.armedHere[key] = append(f.armedHere[key], at)
 		}
 	}
+}
+
+// maxGapWindows bounds how many windows below an announced one a gate key
+// arms: tiny windows and a long lateness could cost thousands of timers.
+const maxGapWindows = 64
+
+// windowsToArm lists, ascending, the windows a gate key arms when window
+// start is announced: start, and those below it still open when its data moves
+// the watermark (end after start - lateness - bound - window, and after known).
+// A window whose first data comes after its end must start LATE (SPEC §4),
+// which the key learns only from a timer at or after that end.
+func windowsToArm(p triggers.Policy, start, boundMs, known int64) []int64 {
+	w := p.Window.Milliseconds()
+	low := p.WindowStart(start - p.AllowedLateness.Milliseconds() - boundMs - w)
+	low = max(low, start-maxGapWindows*w)
+	var out []int64
+	for s := low; s < start; s += w {
+		if p.WindowEnd(s) > known {
+			out = append(out, s)
+		}
+	}
+	return append(out, start)
+}
+
+// heldFor says whether a batch stamped ts must wait, and until when: the
+// latest boundary this bundle armed on the key (armedHere) after the known
+// watermark and before ts. A timer set in this bundle cannot fire before the
+// rest of it; without the wait SPEC §7's scenario C was judged on time
+// (TestBatchAheadOfItsAnnouncementWaitsForTheEnd).
+func heldFor(armedHere []int64, known, ts int64) (until int64, hold bool) {
+	for _, b := range armedHere {
+		if b > known && b < ts && (!hold || b > until) {
+			until, hold = b, true
+		}
+	}
+	return until, hold
 }

@@ -1,6 +1,8 @@
 package watermark
 
 import (
+	"fmt"
+
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/model"
 )
@@ -40,4 +42,17 @@ func (s State) Encode(w *coders.Writer) {
 func DecodeState(r *coders.Reader) State {
 	return State{MaxValid: r.Varint(), LastActive: r.Varint(), Idle: r.Bool(), Reported: r.Varint(),
 		Holding: r.Bool(), Hold: r.Varint()}
+}
+
+func (s State) String() string {
+	return fmt.Sprintf("maxValid=%s idle=%v reported=%s holding=%v", FormatMs(s.MaxValid), s.Idle, FormatMs(s.Reported), s.Holding)
+}
+
+// FormatMs renders a watermark (epoch ms) for logs, or "none" for
+// model.NoWatermark.
+func FormatMs(ms int64) string {
+	if ms == model.NoWatermark {
+		return "none"
+	}
+	return model.FormatTime(ms)
 }
