@@ -121,10 +121,12 @@ type liveFeed struct {
 	silent                         bool
 }
 
-// RunLive writes the feed of c (Validate: app/live's NewDemo refuses it before any work) into
-// dir's partitions p0, p1, ... until ctx ends. Files are renamed in, named by the start time and a
-// sequence number: lexical order is arrival order, never reused.
+// RunLive writes the feed into dir's partitions p0, p1, ... until ctx ends. Files are renamed in,
+// named by the start time and a sequence number: lexical order is arrival order, never reused.
 func RunLive(ctx context.Context, dir string, c LiveConfig) (LiveStats, error) {
+	if err := c.Validate(); err != nil {
+		return LiveStats{}, err
+	}
 	f := newLiveFeed(dir, c, time.Now())
 	if err := f.g.mkdirs(); err != nil {
 		return f.st, fmt.Errorf("live feed: %w", err)
