@@ -98,7 +98,7 @@ func (p *Partition) Before() int64 {
 }
 
 // Backlog starts (true) or ends (false) the backlog hold, which keeps the
-// watermark where it was when a backlog began (sources/pubsub/backlog.go).
+// watermark where it was when a backlog began (sources/pubsub/pull.go).
 func (p *Partition) Backlog(on bool) {
 	switch {
 	case !on:

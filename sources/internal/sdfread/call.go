@@ -92,7 +92,7 @@ func Emit(emit func(beam.EventTime, model.Record), rec model.Record) {
 type Shape[R Checkpointable[R], E any] struct{}
 
 // RestrictionSize is one unit of work of unknown length, none once closed.
-// The Pub/Sub source overrides it with its backlog (pubsub/size.go).
+// The Pub/Sub source overrides it with its backlog (pubsub/restriction.go).
 func (Shape[R, E]) RestrictionSize(_ E, rest R) float64 {
 	if rest.IsClosed() {
 		return 0
