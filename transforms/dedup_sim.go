@@ -1,6 +1,7 @@
 package transforms
 
 import (
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -38,7 +39,7 @@ func (s *DedupShardSim) Batch(events []model.Event) int {
 	var added idBlobs
 	counted := 0
 	for i := range events {
-		if v := s.st.Judge(&events[i], s.p); v.Verdict == CountVerdict {
+		if v := s.st.Judge(&events[i], s.p); v.Verdict == event.Counted {
 			added.add(v.window, v.id, events[i].Fingerprint)
 			counted++
 		}

@@ -32,9 +32,6 @@ type shardState struct {
 	pending  pendingState
 }
 
-// CountVerdict is event.Counted, by the name transforms/dedup_sim.go uses.
-const CountVerdict = event.Counted
-
 // Judgement is dedup's verdict on one event (event.Counted, Duplicate or
 // Conflict) plus, for a conflict, the counted copy's fingerprint.
 type Judgement struct {
