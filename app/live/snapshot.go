@@ -207,12 +207,8 @@ func (m *Monitor) Snapshot(ctx context.Context) Snapshot {
 		s.Final, s.EndedAt, s.EndedAtMs = true, m.ended.UTC().Format(time.RFC3339), m.ended.UnixMilli()
 	}
 	if !m.started.IsZero() {
-		until := now
-		if s.Final {
-			until = m.ended
-		}
-		s.Elapsed = until.Sub(m.started).Round(time.Second).String()
-		s.ElapsedMs = until.Sub(m.started).Milliseconds()
+		d := cmp.Or(m.ended, now).Sub(m.started) // an ended job's time stops at its end
+		s.Elapsed, s.ElapsedMs = d.Round(time.Second).String(), d.Milliseconds()
 	}
 	if m.figures != nil {
 		if f, ok := m.figures(ctx); ok {
