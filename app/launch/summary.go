@@ -113,29 +113,24 @@ const (
 
 // Summary is what a run did: its settings, the job's figures and what the sink holds afterwards.
 type Summary struct {
-	Source string `json:"source"`
-	Demo   bool   `json:"demo"`
+	Source, Sink, Runner, JobID string
+	Demo                        bool
 	// Follow: read as a stream (Archive is a Pub/Sub source's archive).
-	Follow  bool   `json:"follow"`
-	Archive string `json:"archive,omitempty"`
-	Sink    string `json:"sink"`
-	Runner  string `json:"runner"`
-	JobID   string `json:"job_id,omitempty"`
+	Follow  bool
+	Archive string
 	// State is DONE (also at --duration: Planned), CANCELLED (a graceful stop) or FAILED.
-	State       string        `json:"state"`
-	Interrupted bool          `json:"interrupted"`
-	Planned     bool          `json:"planned_stop,omitempty"`
-	Started     time.Time     `json:"started"`
-	Duration    time.Duration `json:"duration_ns"`
+	State                string
+	Interrupted, Planned bool
+	Started              time.Time
+	Duration             time.Duration
 	// Settings are the effective settings, as flags would spell them.
-	Settings map[string]string `json:"settings"`
-	Counts   metrics.Counts    `json:"counts"`
+	Settings map[string]string
+	Counts   metrics.Counts
 	// Conserved says the conservation identity held; Identity spells it out.
-	Conserved bool   `json:"conserved"`
-	Identity  string `json:"identity"`
-	Error     string `json:"error,omitempty"`
+	Conserved       bool
+	Identity, Error string
 	// ReadAhead is the embedded runner's read-ahead bound and peak (nil: none).
-	ReadAhead *ReadAheadFigures `json:"read_ahead,omitempty"`
+	ReadAhead *ReadAheadFigures
 
 	view sinkView
 	// unchecked: no counters reported; Conserved is false without a violation.
@@ -145,9 +140,8 @@ type Summary struct {
 // ReadAheadFigures are a run's read-ahead bound and peak, in records, and the source calls that
 // read past it for the watermark to move (flow.ReadAhead).
 type ReadAheadFigures struct {
-	Budget     int   `json:"budget"`
-	Peak       int64 `json:"peak"`
-	PastBudget int64 `json:"calls_past_budget"`
+	Budget           int
+	Peak, PastBudget int64
 }
 
 // latestRows is how many of the latest hourly rows the summary shows.

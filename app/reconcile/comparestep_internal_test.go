@@ -47,17 +47,19 @@ func TestCompareStepRegistered(t *testing.T) {
 	if _, ok := reflectx.WrapMethods(&compareFn{}); !ok {
 		t.Error("compareFn: no registered method wrappers")
 	}
-	for _, fn := range []any{formatComparison, formatTotal, formatStats} {
+	for _, fn := range []any{formatResult} {
 		if c := fmt.Sprintf("%T", reflectx.MakeFunc(fn)); c == "*reflectx.reflectFunc" {
 			t.Errorf("%s: called by reflection", reflectx.FunctionName(fn))
 		}
 	}
-	for _, typ := range []reflect.Type{reflect.TypeOf(func(Comparison) {}), reflect.TypeOf(func(string) {})} {
+	for _, typ := range []reflect.Type{reflect.TypeOf(func(Comparison) {})} {
 		if !exec.IsEmitterRegistered(typ) {
 			t.Errorf("emitter %v not registered", typ)
 		}
 	}
-	if typ := reflect.TypeOf(func(*string, *Totals) bool { return false }); !exec.IsInputRegistered(typ) {
-		t.Errorf("side input iterator %v not registered", typ)
+	for _, typ := range []reflect.Type{reflect.TypeOf(func(*string, *Totals) bool { return false }), reflect.TypeOf(func(*Comparison) bool { return false })} {
+		if !exec.IsInputRegistered(typ) {
+			t.Errorf("side input iterator %v not registered", typ)
+		}
 	}
 }

@@ -7,12 +7,13 @@
 //
 //	partitions ─ Reshuffle ─ scan (rawlog.Scan, rawlog.Stamper, event.Parse) ─┐
 //	stream evidence (conflict_events, too_late_events) ───────────────────────┴─ CoGroupByKey(shard)
-//	  ─ choose one payload per event_id ─ CombinePerKey(window, dims) ─ totals ─┬─ textio ─ driver
+//	  ─ choose one payload per event_id ─ CombinePerKey(window, dims) ─ totals ─┬─ + stats ─ textio ─ driver
 //	Impulse ─ compare with the sink's rows (totals: a side input) ─ Comparison ─┘
 //
 // Reading, stamping, sharding, windows and keys are the stream's functions, called, not copied, so
-// verdicts match the stream's. The result reaches the driver as a textio file under --work-dir (a
-// collector works only in prism's loopback mode). Which payload counts is [Choice]'s, what is
-// compared [Compare]'s, what --apply writes [Corrections]'. The choice holds a shard's ids in
-// memory (about 200 bytes each): raise --shards to keep a shard near a million ids.
+// verdicts match the stream's. The result reaches the driver as one JSON value (the stats, totals
+// and Comparison) in a textio file under --work-dir (a collector works only in prism's loopback
+// mode). Which payload counts is [Choice]'s, what is compared [Compare]'s, what --apply writes
+// [Corrections]'. The choice holds a shard's ids in memory (about 200 bytes each): raise --shards
+// to keep a shard near a million ids.
 package reconcile

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/revenue-stream/hourly/model"
@@ -29,32 +27,41 @@ func testComparison() Comparison {
 	}
 }
 
-// The comparison travels to the driver in the result file, one line per
-// diff in any order (textio's), and comes back as Compare made it.
+// The comparison travels to the driver in the result file, one JSON value
+// with the stats and totals, and comes back as Compare made it.
 func TestResultComparisonRoundTrip(t *testing.T) {
 	c := testComparison()
-	var lines []string
-	if err := formatComparison(c, func(l string) { lines = append(lines, l) }); err != nil {
-		t.Fatal(err)
-	}
-	stats, err := formatStats(Stats{Read: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	total, err := formatTotal(transforms.WindowKey(0, "{}"), Totals{RevenueMicros: 3, Count: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines = append(lines, stats, total)
-	slices.Reverse(lines)
-	path := filepath.Join(t.TempDir(), "result.jsonl")
-	write := func(lines []string) {
+	format := func(with bool) string {
 		t.Helper()
-		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		keys := []string{transforms.WindowKey(0, "{}")}
+		totals := func(k *string, v *Totals) bool {
+			if len(keys) == 0 {
+				return false
+			}
+			*k, *v, keys = keys[0], Totals{RevenueMicros: 3, Count: 1}, keys[1:]
+			return true
+		}
+		line, err := formatResult(Stats{Read: 4}, totals, func(v *Comparison) bool {
+			if !with {
+				return false
+			}
+			*v, with = c, false
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	path := filepath.Join(t.TempDir(), "result.jsonl")
+	write := func(data string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(lines)
+	line := format(true)
+	write(line + "\n")
 	res, err := ReadResult(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -66,21 +73,15 @@ func TestResultComparisonRoundTrip(t *testing.T) {
 		t.Errorf("stats %+v, totals %v", res.Stats, res.Totals)
 	}
 
-	// A missing diff line, a second comparison line, or diff lines without
-	// a comparison line make an incomplete result.
-	for name, bad := range map[string][]string{
-		"missing diff":      slices.Delete(slices.Clone(lines), 3, 4), // total, stats, open, diff, diff, comparison
-		"two comparisons":   append(slices.Clone(lines), lines[len(lines)-1]),
-		"no comparison":     lines[:len(lines)-1],
-		"a comparison only": {stats, lines[len(lines)-1]},
-	} {
+	// A file cut short, or empty, is an incomplete result.
+	for name, bad := range map[string]string{"cut short": line[:len(line)/2], "empty": ""} {
 		write(bad)
 		if _, err := ReadResult(context.Background(), path); err == nil {
 			t.Errorf("%s: ReadResult accepted %q", name, bad)
 		}
 	}
 	// Without a comparison (a recomputation only), the result has none.
-	write([]string{stats, total})
+	write(format(false) + "\n")
 	if res, err := ReadResult(context.Background(), path); err != nil || res.Comparison != nil {
 		t.Errorf("no comparison: %+v, %v", res.Comparison, err)
 	}

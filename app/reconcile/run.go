@@ -247,7 +247,7 @@ func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []mode
 		return err
 	}
 	if res.Comparison == nil {
-		return fmt.Errorf("reconcile: read result %s: no comparison line (incomplete result?)", path)
+		return fmt.Errorf("reconcile: read result %s: no comparison (incomplete result?)", path)
 	}
 	out.Stats, out.Comparison = res.Stats, *res.Comparison
 	slog.Info("reconcile: recomputed and compared", "records", res.Stats.Read, "ids", res.Stats.IDs,
