@@ -51,15 +51,15 @@ func (b *BigQuery) from(t *table.Table) string {
 	return b.table(t.Name)
 }
 
-// readChangelog reads the changelog, one row per revision, or the current
-// view (which keeps no written_at), from *from on when from is set.
-func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]sink.ChangelogEntry, error) {
+// changelog reads the changelog, one row per revision, or the current view
+// (which keeps no written_at), from q.From on when it is set.
+func (b *BigQuery) changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
 	filter, args := "TRUE", []any(nil)
-	if from != nil {
-		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{gbq.QueryParameter{Name: "from", Value: *from}}
+	if q.From != nil {
+		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{gbq.QueryParameter{Name: "from", Value: *q.From}}
 	}
 	name, cols, once := table.HourlyRevenueChangelog.Name, bqColumns(table.HourlyRevenueChangelog), oncePer("window_start, dims, revision", revisionOrder)
-	if current {
+	if q.Current {
 		name = table.HourlyRevenue.Name
 		cols, once = bqColumns(table.HourlyRevenue)+", CAST(NULL AS TIMESTAMP) AS written_at, writer", ""
 	}
