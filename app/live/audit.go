@@ -131,7 +131,7 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 		counts, errs[1] = lr.AuditCounts(ctx)
 	} else {
 		read, errs[0] = m.Reader.Audit(ctx)
-		counts = sink.AuditCounts{TooLate: int64(len(read.TooLate)), Conflicts: int64(len(read.Conflicts)), Quarantined: int64(len(read.Quarantined))}
+		counts = read.Counts()
 		read.TooLate = latest(read.TooLate, n, func(r model.TooLate) string { return r.Position })
 		read.Conflicts = latest(read.Conflicts, n, func(r model.Conflict) string { return r.Position })
 		read.Quarantined = latest(read.Quarantined, n, func(r model.Quarantined) string { return r.Position })

@@ -136,6 +136,7 @@ func (j *JSONL) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 	if latest > 0 {
 		t.Latest = current[max(0, len(current)-latest):]
 	}
-	t.Changelog, t.TooLate, t.Conflicts, t.Quarantined = int64(len(log)), int64(len(a.TooLate)), int64(len(a.Conflicts)), int64(len(a.Quarantined))
+	t.Changelog = int64(len(log))
+	t.AuditCounts = a.Counts()
 	return t, errors.Join(err1, err2, err3)
 }

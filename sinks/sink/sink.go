@@ -108,6 +108,11 @@ type Audit struct {
 	Quarantined []model.Quarantined
 }
 
+// Counts is how many records each table of a holds.
+func (a Audit) Counts() AuditCounts {
+	return AuditCounts{TooLate: int64(len(a.TooLate)), Conflicts: int64(len(a.Conflicts)), Quarantined: int64(len(a.Quarantined))}
+}
+
 // RecentReader is implemented by readers that filter the changelog (Query's
 // From), cut the audit tables and count keys where they are stored, so that
 // app/live's refresh does not grow with the history; they keep written_at.
@@ -171,8 +176,9 @@ type Diff struct {
 // stored rather than read back whole.
 type Tally struct {
 	// Current counts hourly_revenue's rows (one per key) by result state.
-	Current                                    map[model.ResultState]int64
-	Changelog, TooLate, Conflicts, Quarantined int64
+	Current   map[model.ResultState]int64
+	Changelog int64
+	AuditCounts
 	// Latest is the last current rows, in key order.
 	Latest []model.Row
 }

@@ -198,8 +198,7 @@ func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 		}
 		t.Latest = rows[max(0, len(rows)-latest):]
 	}
-	a, err := r.AuditCounts(ctx)
-	t.TooLate, t.Conflicts, t.Quarantined = a.TooLate, a.Conflicts, a.Quarantined
+	t.AuditCounts, err = r.AuditCounts(ctx)
 	if err == nil {
 		t.Changelog, err = Count(ctx, r.DB, "count "+table.HourlyRevenueChangelog.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenueChangelog))
 	}
