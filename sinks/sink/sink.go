@@ -68,9 +68,10 @@ type ConfigChecker interface {
 type Reader interface {
 	Sink
 	// Changelog returns the accepted snapshots q selects, ordered by key then
-	// revision, with the writer of each and when it was written. A row that
-	// cannot be read is left out and named in an UnreadableRows error
-	// returned with the others.
+	// revision, with the writer of each and when it was written (zero where
+	// the sink keeps none: BigQuery's current rows). A row that cannot be
+	// read is left out and named in an UnreadableRows error returned with
+	// the others.
 	Changelog(ctx context.Context, q Query) ([]ChangelogEntry, error)
 	// FinalHorizon returns the latest window_end (epoch ms) among FINAL rows:
 	// on restart every window ending at or before it may already be closed
