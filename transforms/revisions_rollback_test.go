@@ -15,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -49,9 +50,7 @@ func (noTimers) Set(timers.TimerMap) {}
 
 // rowSink is what the rollback test needs of a sink.
 type rowSink interface {
-	Write(context.Context, sink.Batch) (sink.Result, error)
-	CurrentRows(context.Context) ([]model.Row, error)
-	Changelog(context.Context) ([]model.Row, error)
+	sink.Reader
 }
 
 // stepRun drives one instance of the revision step over one key, as a
@@ -168,14 +167,14 @@ func testRollback(t *testing.T, spec sink.Spec, sink rowSink) {
 	}
 
 	ctx := context.Background()
-	current, err := sink.CurrentRows(ctx)
+	current, err := sinktest.CurrentRows(ctx, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(current) != 1 || current[0].State != model.Final || current[0].Revision != 4 || current[0].RevenueMicros != 200e6 || current[0].EventCount != 4 {
 		t.Fatalf("current rows %+v, want FINAL 200.000000 of 4 events at revision 4", current)
 	}
-	changelog, err := sink.Changelog(ctx)
+	changelog, err := sinktest.ChangelogRows(ctx, sink)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // TestRecommendationReplaysOnPrism runs the advisor on a generated log,
@@ -100,7 +101,7 @@ func TestRecommendationReplaysOnPrism(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	log, err := s.Changelog(context.Background())
+	log, err := sinktest.ChangelogRows(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

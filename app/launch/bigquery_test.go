@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/bigquery"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // TestBigQueryEndToEnd runs SPEC §7's minimal sequence through the streaming
@@ -73,7 +74,7 @@ func TestBigQueryEndToEnd(t *testing.T) {
 		d.Recomputed.RevenueMicros != 177_000_000 || d.Recomputed.Count != 4 {
 		t.Errorf("diff = %+v, want too_late 10:00 recomputed 177.000000 / 4", d)
 	}
-	current, err := db.CurrentRows(ctx)
+	current, err := sinktest.CurrentRows(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/watermark"
 )
@@ -257,7 +258,7 @@ func TestFollowIdlePartitionReturns(t *testing.T) {
 		row("2026-11-04T11:00:00Z", time.Hour, "10", 1, 1, model.Late),
 		row("2026-11-04T11:00:00Z", time.Hour, "15", 2, 2, model.Late),
 	})
-	late, err := sqliteOf(t, o).TooLate(context.Background())
+	late, err := sinktest.TooLate(context.Background(), sqliteOf(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +367,7 @@ func readChangelog(t *testing.T, path string) []model.Row {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Changelog(context.Background())
+	rows, err := sinktest.ChangelogRows(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestReplayUnterminatedLines(t *testing.T) {
 		row("2026-11-04T10:00:00Z", time.Hour, "177", 4, 1, model.OnTime),
 		row("2026-11-04T10:00:00Z", time.Hour, "177", 4, 2, model.Final),
 	})
-	q, err := sqliteOf(t, o).Quarantined(context.Background())
+	q, err := sinktest.Quarantined(context.Background(), sqliteOf(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}

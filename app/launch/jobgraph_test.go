@@ -19,6 +19,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/sources/pubsub"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -187,7 +188,7 @@ func TestJobGraphHoldsNoHistory(t *testing.T) {
 	if _, err := db.Write(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := db.CurrentRows(context.Background())
+	stored, err := sinktest.CurrentRows(context.Background(), db)
 	if err != nil || len(stored) != keys {
 		t.Fatalf("the sink holds %d rows (%v), want %d", len(stored), err, keys)
 	}

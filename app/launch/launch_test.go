@@ -29,6 +29,7 @@ import (
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"github.com/revenue-stream/hourly/testing/runnertest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -214,7 +215,7 @@ var minimalChangelog = rowtest.MinimalChangelog()
 func wantMinimalAudit(t *testing.T, db sink.Reader) {
 	t.Helper()
 	ctx := context.Background()
-	late, err := db.TooLate(ctx)
+	late, err := sinktest.TooLate(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func wantMinimalAudit(t *testing.T, db sink.Reader) {
 	if fmt.Sprint(late) != fmt.Sprint(wantLate) {
 		t.Errorf("too_late_events = %+v\nwant %+v", late, wantLate)
 	}
-	conflicts, err := db.Conflicts(ctx)
+	conflicts, err := sinktest.Conflicts(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func wantMinimalAudit(t *testing.T, db sink.Reader) {
 	if fmt.Sprint(conflicts) != fmt.Sprint(wantConflicts) {
 		t.Errorf("conflict_events = %+v\nwant %+v", conflicts, wantConflicts)
 	}
-	if q, err := db.Quarantined(ctx); err != nil || len(q) != 0 {
+	if q, err := sinktest.Quarantined(ctx, db); err != nil || len(q) != 0 {
 		t.Errorf("quarantined_events = %+v, %v; want none", q, err)
 	}
 }
@@ -350,7 +351,7 @@ func TestSparkWatermarkDemo(t *testing.T) {
 	}
 	assertRows(t, "hourly_revenue_changelog", sum.Changelog(), changelog)
 	assertRows(t, "hourly_revenue", sum.Current(), []model.Row{changelog[1], changelog[3]})
-	late, err := sqliteOf(t, o).TooLate(context.Background())
+	late, err := sinktest.TooLate(context.Background(), sqliteOf(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +465,7 @@ func waitForRow(t *testing.T, path string, what string, ok func(model.Row) bool)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if db, err := sqlite.Open(context.Background(), path); err == nil {
-			rows, err := db.Changelog(context.Background())
+			rows, err := sinktest.ChangelogRows(context.Background(), db)
 			db.Close()
 			if err == nil && slices.ContainsFunc(rows, ok) {
 				return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/testing/cdp"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // TestLiveDemo runs the live demo for a bounded time with fast settings
@@ -82,7 +83,7 @@ func TestLiveDemo(t *testing.T) {
 	}
 
 	sink := sqliteOf(t, Options{Sink: o.Sink})
-	changelog, err := sink.ChangelogEntries(context.Background())
+	changelog, err := changelogEntries(context.Background(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,15 +111,15 @@ func TestLiveDemo(t *testing.T) {
 	}
 	t.Logf("%d windows went EARLY → ON_TIME → LATE → FINAL: %v", len(full), full)
 
-	late, err := sink.TooLate(context.Background())
+	late, err := sinktest.TooLate(context.Background(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conflicts, err := sink.Conflicts(context.Background())
+	conflicts, err := sinktest.Conflicts(context.Background(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	quarantined, err := sink.Quarantined(context.Background())
+	quarantined, err := sinktest.Quarantined(context.Background(), sink)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/pubsubtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // pstestBinary builds the pstest server once per test run, next to the
@@ -236,7 +237,7 @@ func currentRowsOf(path string) map[oracle.Key]model.Row {
 		return nil
 	}
 	defer db.Close()
-	rows, err := db.CurrentRows(context.Background())
+	rows, err := sinktest.CurrentRows(context.Background(), db)
 	if err != nil {
 		return nil
 	}
@@ -377,15 +378,15 @@ func (k *killRun) run(t *testing.T, point, archive string) string {
 func wantPubSubAudit(t *testing.T, db sink.Reader, published map[string]string, conflicts, quarantined, tooLate int) {
 	t.Helper()
 	ctx := context.Background()
-	late, err := db.TooLate(ctx)
+	late, err := sinktest.TooLate(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := db.Conflicts(ctx)
+	cs, err := sinktest.Conflicts(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs, err := db.Quarantined(ctx)
+	qs, err := sinktest.Quarantined(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 const (
@@ -113,7 +114,7 @@ func TestPubSubSource(t *testing.T) {
 	}
 	for found := false; !found; {
 		if db, err := sqlite.Open(context.Background(), o.Sink.Path); err == nil {
-			rows, err := db.Changelog(context.Background())
+			rows, err := sinktest.ChangelogRows(context.Background(), db)
 			db.Close()
 			found = err == nil && slices.ContainsFunc(rows, final)
 		}

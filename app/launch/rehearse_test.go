@@ -13,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // TestRehearseFlinkOnPrism runs a follower on prism as Flink's portable
@@ -108,7 +109,7 @@ func waitForSinkRow(t *testing.T, job *backgroundRun, spec sink.Spec, what strin
 			err = fmt.Errorf("no sink yet")
 		}
 		if readErr = err; err == nil {
-			seen, readErr = db.Changelog(ctx)
+			seen, readErr = sinktest.ChangelogRows(ctx, db)
 			db.Close()
 			if !slices.ContainsFunc(oks, func(ok func(model.Row) bool) bool { return !slices.ContainsFunc(seen, ok) }) {
 				return

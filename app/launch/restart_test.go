@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // demoLog writes a generated demo log of events purchases into a new
@@ -213,21 +214,21 @@ func readSpec(t testing.TB, spec sink.Spec) sinkState {
 	}
 	defer s.Close()
 	var st sinkState
-	if st.current, err = s.CurrentRows(ctx); err != nil {
+	if st.current, err = sinktest.CurrentRows(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	if st.changelog, err = changelogEntries(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	late, err := s.TooLate(ctx)
+	late, err := sinktest.TooLate(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conflicts, err := s.Conflicts(ctx)
+	conflicts, err := sinktest.Conflicts(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	quarantined, err := s.Quarantined(ctx)
+	quarantined, err := sinktest.Quarantined(ctx, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +250,10 @@ func values(rows []model.Row) []string {
 // changelogEntries reads the changelog with each revision's written_at
 // where the sink keeps it.
 func changelogEntries(ctx context.Context, s sink.Reader) ([]sink.ChangelogEntry, error) {
-	if e, ok := s.(interface {
-		ChangelogEntries(context.Context) ([]sink.ChangelogEntry, error)
-	}); ok {
-		return e.ChangelogEntries(ctx)
+	if _, ok := s.(sink.RecentReader); ok {
+		return s.Changelog(ctx, sink.Query{})
 	}
-	rows, err := s.Changelog(ctx)
+	rows, err := sinktest.ChangelogRows(ctx, s)
 	entries := make([]sink.ChangelogEntry, len(rows))
 	for i, r := range rows {
 		entries[i].Row = r

@@ -22,6 +22,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 func TestChooseResume(t *testing.T) {
@@ -601,7 +602,7 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before, err := db.CurrentRows(ctx)
+			before, err := sinktest.CurrentRows(ctx, db)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -667,7 +668,7 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	after, err := db.CurrentRows(ctx)
+	after, err := sinktest.CurrentRows(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +686,7 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 	if len(kept) != len(injected) {
 		t.Errorf("%d old rows after the restart, want the %d written", len(kept), len(injected))
 	}
-	late, err := db.TooLate(ctx)
+	late, err := sinktest.TooLate(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

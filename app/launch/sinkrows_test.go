@@ -9,16 +9,17 @@ import (
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 // Current reads the sink's current row of every key now (nil for a sink
 // with nothing to read back): the summary itself only counts them.
-func (s *Summary) Current() []model.Row { return s.readBack(sink.Reader.CurrentRows) }
+func (s *Summary) Current() []model.Row { return s.readBack(sink.Query{Current: true}) }
 
 // Changelog reads every revision the sink holds now.
-func (s *Summary) Changelog() []model.Row { return s.readBack(sink.Reader.Changelog) }
+func (s *Summary) Changelog() []model.Row { return s.readBack(sink.Query{}) }
 
-func (s *Summary) readBack(read func(sink.Reader, context.Context) ([]model.Row, error)) []model.Row {
+func (s *Summary) readBack(q sink.Query) []model.Row {
 	if !s.view.Readable {
 		return nil
 	}
@@ -28,7 +29,7 @@ func (s *Summary) readBack(read func(sink.Reader, context.Context) ([]model.Row,
 		panic(fmt.Sprintf("reading sink %s back: %v (exists %v)", s.Sink, err, ok))
 	}
 	defer db.Close()
-	rows, err := read(db, ctx)
+	rows, err := sink.Rows(db.Changelog(ctx, q))
 	if err != nil {
 		panic(fmt.Sprintf("reading sink %s back: %v", s.Sink, err))
 	}
@@ -46,9 +47,9 @@ func wantSinkFigures(t *testing.T, sum *Summary, out string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	late, err1 := db.TooLate(ctx)
-	conflicts, err2 := db.Conflicts(ctx)
-	quarantined, err3 := db.Quarantined(ctx)
+	late, err1 := sinktest.TooLate(ctx, db)
+	conflicts, err2 := sinktest.Conflicts(ctx, db)
+	quarantined, err3 := sinktest.Quarantined(ctx, db)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		t.Fatal(err)
 	}

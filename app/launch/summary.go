@@ -403,7 +403,7 @@ func (v sinkView) changelog(ctx context.Context) ([]model.Row, error) {
 		return nil, err
 	}
 	defer db.Close()
-	return db.Changelog(ctx)
+	return sink.Rows(db.Changelog(ctx, sink.Query{}))
 }
 
 // shellQuote quotes a path for a command the user can paste.

@@ -111,15 +111,6 @@ func latest[T any](rows []T, n int, pos func(T) string) []T {
 	return rows[:min(n, len(rows))]
 }
 
-// latestAuditReader reads the latest audit records and counts where they are stored, so a monitor
-// never holds a whole table; jsonl is cut here.
-type latestAuditReader interface {
-	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
-	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
-	LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error)
-	AuditCounts(ctx context.Context) (sink.AuditCounts, error)
-}
-
 // readAudit reads the latest records of each audit table and the tables' row counts through the
 // reader readSink opened; a table that cannot be read leaves the others shown and its error said.
 func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
@@ -128,27 +119,24 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 	}
 	a := &Audit{ReadAt: now.UTC().Format(time.RFC3339), ReadAtMs: now.UnixMilli(), EveryMs: m.auditEvery().Milliseconds()}
 	var (
-		n           = cmp.Or(m.AuditLatest, DefaultAuditLatest)
-		tooLate     []model.TooLate
-		conflicts   []model.Conflict
-		quarantined []model.Quarantined
-		counts      sink.AuditCounts
-		errs        [4]error // too_late_events, conflict_events, quarantined_events, row counts
+		n      = cmp.Or(m.AuditLatest, DefaultAuditLatest)
+		read   sink.Audit
+		counts sink.AuditCounts
+		errs   [2]error // the audit tables (each error names its table), row counts
 	)
-	if lr, ok := m.Reader.(latestAuditReader); ok {
-		tooLate, errs[0] = lr.LatestTooLate(ctx, n)
-		conflicts, errs[1] = lr.LatestConflicts(ctx, n)
-		quarantined, errs[2] = lr.LatestQuarantined(ctx, n)
-		counts, errs[3] = lr.AuditCounts(ctx)
+	// A RecentReader cuts the latest records and counts where they are stored, so a monitor never
+	// holds a whole table; jsonl is cut here.
+	if lr, ok := m.Reader.(sink.RecentReader); ok {
+		read, errs[0] = lr.LatestAudit(ctx, n)
+		counts, errs[1] = lr.AuditCounts(ctx)
 	} else {
-		tooLate, errs[0] = m.Reader.TooLate(ctx)
-		conflicts, errs[1] = m.Reader.Conflicts(ctx)
-		quarantined, errs[2] = m.Reader.Quarantined(ctx)
-		counts = sink.AuditCounts{TooLate: int64(len(tooLate)), Conflicts: int64(len(conflicts)), Quarantined: int64(len(quarantined))}
-		tooLate = latest(tooLate, n, func(r model.TooLate) string { return r.Position })
-		conflicts = latest(conflicts, n, func(r model.Conflict) string { return r.Position })
-		quarantined = latest(quarantined, n, func(r model.Quarantined) string { return r.Position })
+		read, errs[0] = m.Reader.Audit(ctx)
+		counts = read.Counts()
+		read.TooLate = latest(read.TooLate, n, func(r model.TooLate) string { return r.Position })
+		read.Conflicts = latest(read.Conflicts, n, func(r model.Conflict) string { return r.Position })
+		read.Quarantined = latest(read.Quarantined, n, func(r model.Quarantined) string { return r.Position })
 	}
+	tooLate, conflicts, quarantined := read.TooLate, read.Conflicts, read.Quarantined
 	a.TooLateRows, a.ConflictRows, a.QuarantinedRows = int(counts.TooLate), int(counts.Conflicts), int(counts.Quarantined)
 	for _, r := range tooLate {
 		a.TooLate = append(a.TooLate, tooLateEvent(r, m.Triggers, m.OutOfOrderBound))
@@ -162,7 +150,7 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 		a.Quarantined = append(a.Quarantined, QuarantinedEvent{Position: r.Position, Reason: r.Reason, Payload: payload(r.Payload)})
 	}
 	var said []string
-	for i, table := range []string{"too_late_events", "conflict_events", "quarantined_events", "row counts"} {
+	for i, table := range []string{"audit", "row counts"} {
 		if errs[i] != nil {
 			said = append(said, fmt.Sprintf("%s: %v", table, errs[i]))
 		}

@@ -27,25 +27,15 @@ type countingReader struct {
 	limits     []int
 }
 
-func (r *countingReader) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
+func (r *countingReader) LatestAudit(ctx context.Context, n int) (sink.Audit, error) {
 	r.auditReads++
 	r.limits = append(r.limits, n)
-	return r.SQLite.LatestTooLate(ctx, n)
+	return r.SQLite.LatestAudit(ctx, n)
 }
 
-func (r *countingReader) TooLate(ctx context.Context) ([]model.TooLate, error) {
-	r.t.Error("the monitor read too_late_events whole")
-	return r.SQLite.TooLate(ctx)
-}
-
-func (r *countingReader) Conflicts(ctx context.Context) ([]model.Conflict, error) {
-	r.t.Error("the monitor read conflict_events whole")
-	return r.SQLite.Conflicts(ctx)
-}
-
-func (r *countingReader) Quarantined(ctx context.Context) ([]model.Quarantined, error) {
-	r.t.Error("the monitor read quarantined_events whole")
-	return r.SQLite.Quarantined(ctx)
+func (r *countingReader) Audit(ctx context.Context) (sink.Audit, error) {
+	r.t.Error("the monitor read the audit tables whole")
+	return r.SQLite.Audit(ctx)
 }
 
 func TestCompareArrival(t *testing.T) {
@@ -172,7 +162,8 @@ func TestLatestAuditInArrivalOrder(t *testing.T) {
 	want := slices.Clone(positions)
 	slices.SortFunc(want, func(a, b string) int { return live.CompareArrival(b, a) }) // newest first
 	for _, n := range []int{3, len(positions)} {
-		rows, err := db.LatestQuarantined(ctx, n)
+		a, err := db.LatestAudit(ctx, n)
+		rows := a.Quarantined
 		if err != nil {
 			t.Fatal(err)
 		}

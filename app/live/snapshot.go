@@ -283,12 +283,6 @@ func (s *Snapshot) countdowns(p triggers.Policy) {
 	}
 }
 
-// entryReader returns the changelog with written_at, whole or from a window_start.
-type entryReader interface {
-	ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error)
-	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error)
-}
-
 // readSink reads the latest windows into m.rows, opening the reader once: whole once, then from
 // the oldest key shown on (jsonl, which has no write times: whole every time).
 func (m *Monitor) readSink(ctx context.Context) error {
@@ -299,31 +293,27 @@ func (m *Monitor) readSink(ctx context.Context) error {
 		}
 		m.Reader = r
 	}
-	var (
-		rows    []model.Row
-		entries []sink.ChangelogEntry
-		err     error
-	)
-	er, written := m.Reader.(entryReader)
-	switch {
-	case written && m.rows.bounded:
-		entries, err = er.ChangelogEntriesFrom(ctx, m.rows.from)
-	case written:
-		entries, err = er.ChangelogEntries(ctx)
-	default:
-		rows, err = m.Reader.Changelog(ctx)
+	// A RecentReader filters where it stores and keeps written_at; jsonl is read whole.
+	recent, written := m.Reader.(sink.RecentReader)
+	var q sink.Query
+	if written && m.rows.bounded {
+		q.From = &m.rows.from
 	}
+	entries, err := m.Reader.Changelog(ctx, q)
 	if err != nil {
 		return fmt.Errorf("sink %s: %w", m.Sink, err)
 	}
-	at := make(map[revKey]time.Time, len(entries))
+	rows := make([]model.Row, 0, len(entries))
+	at := map[revKey]time.Time{}
 	for _, e := range entries {
 		rows = append(rows, e.Row)
-		at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
+		if written {
+			at[revKey{e.WindowStart, e.Dims, e.Revision}] = e.WrittenAt
+		}
 	}
 	hist := report.WindowsFromChangelog(rows)
 	keys := len(hist)
-	if recent, ok := m.Reader.(sink.RecentReader); ok {
+	if written {
 		n, err := recent.KeyCount(ctx)
 		if err != nil {
 			return fmt.Errorf("sink %s: %w", m.Sink, err)

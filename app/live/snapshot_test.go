@@ -14,21 +14,19 @@ import (
 )
 
 // recordingReader is a SQLite reader that records how the monitor reads
-// it: whole (ChangelogEntries) or from a window_start
-// (ChangelogEntriesFrom).
+// it: whole or from a window_start.
 type recordingReader struct {
 	*sqlite.SQLite
 	reads []int64 // -1 for a whole read, else the window_start read from
 }
 
-func (r *recordingReader) ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error) {
-	r.reads = append(r.reads, -1)
-	return r.SQLite.ChangelogEntries(ctx)
-}
-
-func (r *recordingReader) ChangelogEntriesFrom(ctx context.Context, from int64) ([]sink.ChangelogEntry, error) {
-	r.reads = append(r.reads, from)
-	return r.SQLite.ChangelogEntriesFrom(ctx, from)
+func (r *recordingReader) Changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
+	if q.From == nil {
+		r.reads = append(r.reads, -1)
+	} else {
+		r.reads = append(r.reads, *q.From)
+	}
+	return r.SQLite.Changelog(ctx, q)
 }
 
 const minute = int64(time.Minute / time.Millisecond)

@@ -349,15 +349,14 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	defer r.Close()
 	// A row any of these reads cannot read is reported once and counted as unexplained, its key not
 	// compared (SPEC §6: a corrupt amount, a broken changelog); the others are compared.
-	rows, errRows := r.CurrentRows(ctx)
+	rows, errRows := sink.Rows(r.Changelog(ctx, sink.Query{Current: true}))
 	horizon, hasHorizon, errHorizon := r.FinalHorizon(ctx)
-	// The changelog of the windows in the range, where the sink can filter them.
-	var errChangelog error
-	if recent, ok := r.(sink.RecentReader); ok && f.Range.HasFrom {
-		_, errChangelog = recent.ChangelogFrom(ctx, f.Range.From)
-	} else {
-		_, errChangelog = r.Changelog(ctx)
+	// The changelog of the windows in the range.
+	var q sink.Query
+	if f.Range.HasFrom {
+		q.From = &f.Range.From
 	}
+	_, errChangelog := r.Changelog(ctx, q)
 	var unreadable []Unreadable
 	seen := map[Unreadable]bool{}
 	for _, err := range []error{errRows, errHorizon, errChangelog} {

@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
+	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
 func TestMain(m *testing.M) {
@@ -110,7 +111,7 @@ func run(t testing.TB, o reconcile.Options) reconcile.Outcome {
 // every one is FINAL.
 func current(t testing.TB, s *sqlite.SQLite) map[oracle.Key]oracle.Total {
 	t.Helper()
-	rows, err := s.CurrentRows(context.Background())
+	rows, err := sinktest.CurrentRows(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func current(t testing.TB, s *sqlite.SQLite) map[oracle.Key]oracle.Total {
 
 func changelog(t testing.TB, s *sqlite.SQLite) []model.Row {
 	t.Helper()
-	rows, err := s.Changelog(context.Background())
+	rows, err := sinktest.ChangelogRows(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,12 +177,11 @@ func OpenStore(ctx context.Context, spec sink.Spec) (Store, error) {
 // and the positions quarantined as future_event_time. The stream's named positions ("pubsub:<message
 // id>") become the raw log's file positions through the archive's id sidecars; an unknown one stays.
 func streamEvidence(ctx context.Context, st Store, set *Settings) ([]model.Conflict, []model.TooLate, error) {
-	conflicts, errC := st.Conflicts(ctx)
-	tooLate, errT := st.TooLate(ctx)
-	q, errQ := st.Quarantined(ctx)
-	if err := cmp.Or(errC, errT, errQ); err != nil {
+	a, err := st.Audit(ctx)
+	if err != nil {
 		return nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
+	conflicts, tooLate, q := a.Conflicts, a.TooLate, a.Quarantined
 	for _, r := range q {
 		if r.Reason == model.ReasonFutureEventTime {
 			set.StreamFuture = append(set.StreamFuture, r.Position)
@@ -335,9 +334,7 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 type Store interface {
 	sink.Sink
 	sink.ConfigChecker
-	Conflicts(ctx context.Context) ([]model.Conflict, error)
-	TooLate(ctx context.Context) ([]model.TooLate, error)
-	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+	Audit(ctx context.Context) (sink.Audit, error)
 	WriteDiffs(ctx context.Context, diffs []sink.Diff) error
 }
 

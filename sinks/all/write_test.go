@@ -79,7 +79,7 @@ func TestWriteOnPrism(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	current, err := db.CurrentRows(ctx)
+	current, err := sinktest.CurrentRows(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,16 +90,16 @@ func TestWriteOnPrism(t *testing.T) {
 	if !slices.Equal(current, want) {
 		t.Errorf("hourly_revenue = %+v\nwant %+v", current, want)
 	}
-	if tl, err := db.TooLate(ctx); err != nil || len(tl) != 1 || tl[0].Reason != model.ReasonWindowClosed {
+	if tl, err := sinktest.TooLate(ctx, db); err != nil || len(tl) != 1 || tl[0].Reason != model.ReasonWindowClosed {
 		t.Errorf("too_late_events = %+v, %v; want D with reason window_closed", tl, err)
 	}
-	if cf, err := db.Conflicts(ctx); err != nil || len(cf) != 1 || cf[0].EventID != "A" {
+	if cf, err := sinktest.Conflicts(ctx, db); err != nil || len(cf) != 1 || cf[0].EventID != "A" {
 		t.Errorf("conflict_events = %+v, %v; want A", cf, err)
 	}
-	if q, err := db.Quarantined(ctx); err != nil || len(q) != 1 || q[0].Reason != model.ReasonMalformedJSON {
+	if q, err := sinktest.Quarantined(ctx, db); err != nil || len(q) != 1 || q[0].Reason != model.ReasonMalformedJSON {
 		t.Errorf("quarantined_events = %+v, %v; want one malformed_json", q, err)
 	}
-	changelog, err := db.Changelog(ctx)
+	changelog, err := sinktest.ChangelogRows(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestWriteOnPrism(t *testing.T) {
 	if got[metrics.SinkRowsAccepted] != 0 || got[metrics.SinkRowsStale] != int64(len(rows)) || got[metrics.SinkAuditInserted] != 0 {
 		t.Errorf("replay counters = %v, want every row stale and no audit row inserted", got)
 	}
-	again, err := db.Changelog(ctx)
+	again, err := sinktest.ChangelogRows(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}

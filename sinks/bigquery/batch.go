@@ -110,14 +110,9 @@ func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPoo
 		return res, err
 	}
 	if !sealed && len(rows) > 0 {
-		next := sealedBatch{Rows: rows}
-		if s, ok := pool.take(table); ok {
-			next.Stream, next.Offset = s.Name, s.End
-		} else {
-			if next.Stream, err = app.CreateStream(ctx, table); err != nil {
-				return res, err
-			}
-			pool.created(next.Stream)
+		next, err := seal(ctx, app, pool, table, rows)
+		if err != nil {
+			return res, err
 		}
 		if err := st.Seal(next); err != nil {
 			return res, err
@@ -131,25 +126,17 @@ func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPoo
 	return res, nil
 }
 
-// memStore is a batchStore in memory (BigQuery.Write, tests).
-type memStore struct {
-	rows   [][]byte
-	bytes  int64
-	sealed *sealedBatch
-}
-
-func (m *memStore) Buffer(row []byte) (int64, int64, error) {
-	m.rows = append(m.rows, row)
-	m.bytes += int64(len(row))
-	return int64(len(m.rows)), m.bytes, nil
-}
-func (m *memStore) Buffered() ([][]byte, error) { return m.rows, nil }
-func (m *memStore) ClearBuffer() error          { m.rows, m.bytes = nil, 0; return nil }
-func (m *memStore) Sealed() (sealedBatch, bool, error) {
-	if m.sealed == nil {
-		return sealedBatch{}, false, nil
+// seal binds rows to a pooled stream's end, or to a new stream.
+func seal(ctx context.Context, app appender, pool *streamPool, table string, rows [][]byte) (sealedBatch, error) {
+	sb := sealedBatch{Rows: rows}
+	if s, ok := pool.take(table); ok {
+		sb.Stream, sb.Offset = s.Name, s.End
+		return sb, nil
 	}
-	return *m.sealed, true, nil
+	var err error
+	if sb.Stream, err = app.CreateStream(ctx, table); err != nil {
+		return sb, err
+	}
+	pool.created(sb.Stream)
+	return sb, nil
 }
-func (m *memStore) Seal(sb sealedBatch) error { m.sealed = &sb; return nil }
-func (m *memStore) ClearSealed() error        { m.sealed = nil; return nil }

@@ -163,15 +163,20 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		if errs[name] != nil {
 			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, errs[name])
 		}
-		// The write step's rules: flush the rows until nothing is left (the
-		// appends split them into requests).
-		st := &memStore{rows: rows[name]}
-		for pending := len(st.rows) > 0; pending; {
-			r, err := flushStep(ctx, st, b.api, b.streams, name, false, b.sleep)
+		// The write step's rules (flushStep): seal the rows, then append
+		// them (split into requests).
+		if len(rows[name]) > 0 {
+			sb, err := seal(ctx, b.api, b.streams, name, rows[name])
+			fresh := false
+			if err == nil {
+				_, fresh, err = appendSealed(ctx, b.api, name, sb, b.sleep)
+			}
 			if err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 			}
-			pending = r.Pending
+			if fresh {
+				b.streams.put(name, sb.Stream, sb.Offset+int64(len(sb.Rows)))
+			}
 		}
 		switch {
 		case name == table.HourlyRevenueChangelog.Name:

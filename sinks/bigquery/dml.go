@@ -24,7 +24,7 @@ func (b *BigQuery) currentOf(ctx context.Context, keys map[rules.Key]bool) (map[
 	for k := range keys {
 		starts[msTime(k.WindowStart)] = true
 	}
-	rows, err := sqlread.Read(ctx, b.DB, sqlread.StoredCodec, "read current rows", `SELECT `+bqColumns(sqlread.StoredCodec.Table)+
+	rows, err := sqlread.Read(ctx, b.DB, sqlread.StoredCodec, "read current rows", `SELECT `+bqDialect.Columns(sqlread.StoredCodec.Table.Names())+
 		` FROM `+b.table(table.HourlyRevenueChangelog.Name)+`
 WHERE window_start IN UNNEST(CAST(@starts AS ARRAY<TIMESTAMP>))`+oncePer("window_start, dims", "revision DESC"),
 		gbq.QueryParameter{Name: "starts", Value: slices.Collect(maps.Keys(starts))})

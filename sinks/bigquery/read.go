@@ -19,9 +19,6 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 // ratMicros is an exact NUMERIC value for an amount in micros.
 func ratMicros(m int64) *big.Rat { return big.NewRat(m, 1_000_000) }
 
-// bqColumns is t's column list for a SELECT.
-func bqColumns(t *table.Table) string { return strings.Join(t.Names(), ", ") }
-
 // rows runs a query whose args are gbq.QueryParameters.
 func (b *BigQuery) rows(ctx context.Context, what string, t *table.Table, sql string, args []any, each func([]any) error) error {
 	params := slicesx.Map(args, func(a any) gbq.QueryParameter { return a.(gbq.QueryParameter) })
@@ -46,22 +43,22 @@ func (b *BigQuery) from(t *table.Table) string {
 		return "(SELECT * FROM " + b.table(t.Name) + " WHERE TRUE" + oncePer("window_start, dims, revision", revisionOrder) + ")"
 	case table.IsAudit(t):
 		once := oncePer("source_position", strings.Join(t.Names()[1:], ", "))
-		return "(SELECT " + bqColumns(t) + " FROM " + b.table(t.Name) + " WHERE TRUE" + once + ")"
+		return "(SELECT " + bqDialect.Columns(t.Names()) + " FROM " + b.table(t.Name) + " WHERE TRUE" + once + ")"
 	}
 	return b.table(t.Name)
 }
 
-// readChangelog reads the changelog, one row per revision, or the current
-// view (which keeps no written_at), from *from on when from is set.
-func (b *BigQuery) changelog(ctx context.Context, current bool, from *int64) ([]sink.ChangelogEntry, error) {
+// changelog reads the changelog, one row per revision, or the current view
+// (which keeps no written_at), from q.From on when it is set.
+func (b *BigQuery) changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
 	filter, args := "TRUE", []any(nil)
-	if from != nil {
-		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{gbq.QueryParameter{Name: "from", Value: *from}}
+	if q.From != nil {
+		filter, args = `window_start >= TIMESTAMP_MILLIS(@from)`, []any{gbq.QueryParameter{Name: "from", Value: *q.From}}
 	}
-	name, cols, once := table.HourlyRevenueChangelog.Name, bqColumns(table.HourlyRevenueChangelog), oncePer("window_start, dims, revision", revisionOrder)
-	if current {
+	name, cols, once := table.HourlyRevenueChangelog.Name, bqDialect.Columns(table.HourlyRevenueChangelog.Names()), oncePer("window_start, dims, revision", revisionOrder)
+	if q.Current {
 		name = table.HourlyRevenue.Name
-		cols, once = bqColumns(table.HourlyRevenue)+", CAST(NULL AS TIMESTAMP) AS written_at, writer", ""
+		cols, once = bqDialect.Columns(table.HourlyRevenue.Names())+", CAST(NULL AS TIMESTAMP) AS written_at, writer", ""
 	}
 	sql := `SELECT ` + cols + ` FROM ` + b.table(name) + ` WHERE ` + filter + once
 	return sqlread.Read(ctx, b.DB, table.ChangelogCodec, "read "+name, sql, args...)

@@ -298,3 +298,26 @@ func (p *streamPool) held(tbl string) int {
 	defer p.mu.Unlock()
 	return len(p.free[tbl])
 }
+
+// memStore is a batchStore in memory.
+type memStore struct {
+	rows   [][]byte
+	bytes  int64
+	sealed *sealedBatch
+}
+
+func (m *memStore) Buffer(row []byte) (int64, int64, error) {
+	m.rows = append(m.rows, row)
+	m.bytes += int64(len(row))
+	return int64(len(m.rows)), m.bytes, nil
+}
+func (m *memStore) Buffered() ([][]byte, error) { return m.rows, nil }
+func (m *memStore) ClearBuffer() error          { m.rows, m.bytes = nil, 0; return nil }
+func (m *memStore) Sealed() (sealedBatch, bool, error) {
+	if m.sealed == nil {
+		return sealedBatch{}, false, nil
+	}
+	return *m.sealed, true, nil
+}
+func (m *memStore) Seal(sb sealedBatch) error { m.sealed = &sb; return nil }
+func (m *memStore) ClearSealed() error        { m.sealed = nil; return nil }

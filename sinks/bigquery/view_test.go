@@ -104,13 +104,13 @@ func readAll(t *testing.T, s sink.Reader) sinkReads {
 	var r sinkReads
 	var err error
 	r.Current, r.Changelog = sinktest.CurrentOf(t, s), sinktest.ChangelogOf(t, s)
-	if r.TooLate, err = s.TooLate(ctx); err != nil {
+	if r.TooLate, err = sinktest.TooLate(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if r.Conflicts, err = s.Conflicts(ctx); err != nil {
+	if r.Conflicts, err = sinktest.Conflicts(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if r.Quarantined, err = s.Quarantined(ctx); err != nil {
+	if r.Quarantined, err = sinktest.Quarantined(ctx, s); err != nil {
 		t.Fatal(err)
 	}
 	return r

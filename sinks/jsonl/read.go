@@ -64,26 +64,27 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 	return out, nil
 }
 
-func (j *JSONL) Changelog(context.Context) ([]model.Row, error) {
-	rows, err := readJSONLFile(j.dir, ChangelogFile, table.ChangelogCodec)
+// Changelog filters q.From after reading the file whole; written_at is the
+// time the line was appended.
+func (j *JSONL) Changelog(_ context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
+	log, err := readJSONLFile(j.dir, ChangelogFile, table.ChangelogCodec)
 	if err != nil {
 		return nil, err
 	}
-	return rules.SortedRows(table.Snapshots(rows)), nil
-}
-
-func (j *JSONL) CurrentRows(ctx context.Context) ([]model.Row, error) {
-	log, err := j.Changelog(ctx)
-	if err != nil {
-		return nil, err
+	if q.From != nil {
+		log = slices.DeleteFunc(log, func(e sink.ChangelogEntry) bool { return e.WindowStart < *q.From })
 	}
-	var out []model.Row
-	for i, r := range log {
-		if i+1 == len(log) || !rules.SameKey(log[i+1], r) {
-			out = append(out, r)
+	slices.SortStableFunc(log, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
+	if q.Current {
+		var cur []sink.ChangelogEntry
+		for i, e := range log {
+			if i+1 == len(log) || !rules.SameKey(log[i+1].Row, e.Row) {
+				cur = append(cur, e)
+			}
 		}
+		log = cur
 	}
-	return out, nil
+	return log, nil
 }
 
 func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
@@ -93,7 +94,7 @@ func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, e
 // extremeTime returns the latest (or earliest) time at gives of a current
 // row it selects; ok is false when it selects none.
 func (j *JSONL) extremeTime(ctx context.Context, latest bool, at func(model.Row) (int64, bool)) (ms int64, ok bool, err error) {
-	rows, err := j.CurrentRows(ctx)
+	rows, err := sink.Rows(j.Changelog(ctx, sink.Query{Current: true}))
 	if err != nil {
 		return 0, false, err
 	}
@@ -105,16 +106,12 @@ func (j *JSONL) extremeTime(ctx context.Context, latest bool, at func(model.Row)
 	return ms, ok, nil
 }
 
-func (j *JSONL) TooLate(context.Context) ([]model.TooLate, error) {
-	return readJSONLAudit(j.dir, fileTooLate, table.TooLateCodec)
-}
-
-func (j *JSONL) Conflicts(context.Context) ([]model.Conflict, error) {
-	return readJSONLAudit(j.dir, fileConflicts, table.ConflictCodec)
-}
-
-func (j *JSONL) Quarantined(context.Context) ([]model.Quarantined, error) {
-	return readJSONLAudit(j.dir, fileQuarantined, table.QuarantinedCodec)
+func (j *JSONL) Audit(context.Context) (a sink.Audit, err error) {
+	var errs [3]error
+	a.TooLate, errs[0] = readJSONLAudit(j.dir, fileTooLate, table.TooLateCodec)
+	a.Conflicts, errs[1] = readJSONLAudit(j.dir, fileConflicts, table.ConflictCodec)
+	a.Quarantined, errs[2] = readJSONLAudit(j.dir, fileQuarantined, table.QuarantinedCodec)
+	return a, errors.Join(errs[:]...)
 }
 
 // readJSONLAudit reads an audit file, the first row per source_position.
@@ -130,17 +127,16 @@ func readJSONLAudit[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 // Tally counts the rows the reads give: jsonl reads its files whole anyway.
 func (j *JSONL) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 	t := sink.Tally{Current: map[model.ResultState]int64{}}
-	log, err1 := j.Changelog(ctx)
-	current, err2 := j.CurrentRows(ctx)
-	late, err3 := j.TooLate(ctx)
-	conflicts, err4 := j.Conflicts(ctx)
-	quarantined, err5 := j.Quarantined(ctx)
+	log, err1 := j.Changelog(ctx, sink.Query{})
+	current, err2 := sink.Rows(j.Changelog(ctx, sink.Query{Current: true}))
+	a, err3 := j.Audit(ctx)
 	for _, r := range current {
 		t.Current[r.State]++
 	}
 	if latest > 0 {
 		t.Latest = current[max(0, len(current)-latest):]
 	}
-	t.Changelog, t.TooLate, t.Conflicts, t.Quarantined = int64(len(log)), int64(len(late)), int64(len(conflicts)), int64(len(quarantined))
-	return t, errors.Join(err1, err2, err3, err4, err5)
+	t.Changelog = int64(len(log))
+	t.AuditCounts = a.Counts()
+	return t, errors.Join(err1, err2, err3)
 }

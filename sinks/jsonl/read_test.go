@@ -77,11 +77,11 @@ func TestJSONLReaderMatchesSQLite(t *testing.T) {
 			t.Errorf("%s from jsonl = %+v\nfrom sqlite = %+v", what, got, want)
 		}
 	}
-	wantSame("current rows", func(s sink.Reader) (any, error) { return s.CurrentRows(ctx) })
-	wantSame("changelog", func(s sink.Reader) (any, error) { return s.Changelog(ctx) })
-	wantSame("too_late_events", func(s sink.Reader) (any, error) { return s.TooLate(ctx) })
-	wantSame("conflict_events", func(s sink.Reader) (any, error) { return s.Conflicts(ctx) })
-	wantSame("quarantined_events", func(s sink.Reader) (any, error) { return s.Quarantined(ctx) })
+	wantSame("current rows", func(s sink.Reader) (any, error) { return sinktest.CurrentRows(ctx, s) })
+	wantSame("changelog", func(s sink.Reader) (any, error) { return sinktest.ChangelogRows(ctx, s) })
+	wantSame("too_late_events", func(s sink.Reader) (any, error) { return sinktest.TooLate(ctx, s) })
+	wantSame("conflict_events", func(s sink.Reader) (any, error) { return sinktest.Conflicts(ctx, s) })
+	wantSame("quarantined_events", func(s sink.Reader) (any, error) { return sinktest.Quarantined(ctx, s) })
 	for _, latest := range []int{0, 1, 5} {
 		wantSame("tally", func(s sink.Reader) (any, error) { return s.Tally(ctx, latest) })
 	}

@@ -52,12 +52,11 @@ func Published(ctx context.Context, spec Spec, bound SeedBound) ([]model.Row, er
 			slog.Warn("sink: close after reading current rows", "sink", spec.String(), "err", err)
 		}
 	}()
-	var rows []model.Row
-	if r, ok := db.(RangeReader); ok && bound.Bounded {
-		rows, err = r.CurrentRowsFrom(ctx, bound.StartFrom)
-	} else {
-		rows, err = db.CurrentRows(ctx)
+	q := Query{Current: true}
+	if bound.Bounded {
+		q.From = &bound.StartFrom
 	}
+	rows, err := Rows(db.Changelog(ctx, q))
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read current rows: %w", spec, err)
 	}

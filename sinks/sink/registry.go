@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/revenue-stream/hourly/model"
 )
 
 // Backends is the package whose import registers every scheme ParseSpec
@@ -29,14 +28,6 @@ type Backend struct {
 	// bundle as one Batch through Open's Sink (BigQuery's keyed append step).
 	Write         func(s beam.Scope, spec Spec, flush FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection)
 	WriteProgress func(s beam.Scope, spec Spec, flush FlushPolicy, run string, checkpoints beam.PCollection)
-}
-
-// RangeReader is implemented by readers that filter by window_start where
-// they read (an index, a partition filter) rather than in Go.
-type RangeReader interface {
-	// CurrentRowsFrom is CurrentRows limited to windows starting at or after
-	// windowStart (epoch ms).
-	CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
 }
 
 var (

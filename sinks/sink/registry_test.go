@@ -10,7 +10,7 @@ import (
 )
 
 // fakeReader holds rows; with ranged set it also filters by window
-// (RangeReader), recording that it did.
+// where it reads, recording that it did.
 type fakeReader struct {
 	Reader // the methods Published does not call
 	rows   []model.Row
@@ -19,15 +19,24 @@ type fakeReader struct {
 	closed bool
 }
 
-func (f *fakeReader) CurrentRows(context.Context) ([]model.Row, error) {
-	return slices.Clone(f.rows), nil
+func (f *fakeReader) Changelog(context.Context, Query) ([]ChangelogEntry, error) {
+	return entries(f.rows), nil
+}
+
+func entries(rows []model.Row) []ChangelogEntry {
+	var out []ChangelogEntry
+	for _, r := range rows {
+		out = append(out, ChangelogEntry{Row: r})
+	}
+	return out
 }
 
 func (f *fakeReader) Close() error { f.closed = true; return nil }
 
 type rangedReader struct{ *fakeReader }
 
-func (r rangedReader) CurrentRowsFrom(_ context.Context, from int64) ([]model.Row, error) {
+func (r rangedReader) Changelog(_ context.Context, q Query) ([]ChangelogEntry, error) {
+	from := *q.From
 	r.from = &from
 	var out []model.Row
 	for _, row := range r.rows {
@@ -35,7 +44,7 @@ func (r rangedReader) CurrentRowsFrom(_ context.Context, from int64) ([]model.Ro
 			out = append(out, row)
 		}
 	}
-	return out, nil
+	return entries(out), nil
 }
 
 // registerReader registers a backend reading through open for scheme for the
@@ -123,7 +132,7 @@ func TestPublished(t *testing.T) {
 		t.Error("Published left a reader open")
 	}
 	if ranged.from == nil || *ranged.from != 10 {
-		t.Error("Published did not let the RangeReader filter by the bound")
+		t.Error("Published did not let the reader filter by the bound")
 	}
 	if !bound.Needs(10) || bound.Needs(9) || !(SeedBound{}).Needs(-1) {
 		t.Error("SeedBound.Needs: the zero bound needs every window, a bound none before it")

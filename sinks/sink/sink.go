@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 )
 
@@ -66,34 +67,63 @@ type ConfigChecker interface {
 // Each implementation documents only where it differs.
 type Reader interface {
 	Sink
-	// CurrentRows returns the current snapshot of every key, ordered by
-	// window_start then dims, with the writer of the stored revision. A row
-	// that cannot be read is left out and named in an UnreadableRows error.
-	CurrentRows(ctx context.Context) ([]model.Row, error)
-	// Changelog returns every accepted snapshot, ordered by key then revision.
-	Changelog(ctx context.Context) ([]model.Row, error)
+	// Changelog returns the accepted snapshots q selects, ordered by key then
+	// revision, with the writer of each and when it was written (zero where
+	// the sink keeps none: BigQuery's current rows). A row that cannot be
+	// read is left out and named in an UnreadableRows error returned with
+	// the others.
+	Changelog(ctx context.Context, q Query) ([]ChangelogEntry, error)
 	// FinalHorizon returns the latest window_end (epoch ms) among FINAL rows:
 	// on restart every window ending at or before it may already be closed
 	// (SPEC §4). ok is false when no row is FINAL yet.
 	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
-	// TooLate, Conflicts and Quarantined return an audit table's rows ordered
-	// by source_position, one per position. Quarantined's Detail is not
-	// stored (SPEC §5 has no column for it) and comes back empty.
-	TooLate(ctx context.Context) ([]model.TooLate, error)
-	Conflicts(ctx context.Context) ([]model.Conflict, error)
-	Quarantined(ctx context.Context) ([]model.Quarantined, error)
+	// Audit returns the audit tables' rows, each ordered by source_position,
+	// one per position; a table that cannot be read leaves the others read.
+	// Quarantined's Detail is not stored (SPEC §5 has no column for it) and
+	// comes back empty.
+	Audit(ctx context.Context) (Audit, error)
 	// Tally counts every table and returns the latest current rows.
 	Tally(ctx context.Context, latest int) (Tally, error)
 }
 
-// RecentReader is implemented by readers that filter the changelog and count
-// keys where they are stored, so that app/live's refresh does not grow with
-// the history. jsonl, which reads its files whole anyway, does not.
+// Query selects the rows of a changelog read.
+type Query struct {
+	// Current keeps each key's current snapshot (hourly_revenue) only.
+	Current bool
+	// From, when set, keeps the windows starting at or after it (epoch ms).
+	From *int64
+}
+
+// Rows drops the entries' written_at, passing a read's error on.
+func Rows(entries []ChangelogEntry, err error) ([]model.Row, error) {
+	if len(entries) == 0 {
+		return nil, err
+	}
+	return slicesx.Map(entries, func(e ChangelogEntry) model.Row { return e.Row }), err
+}
+
+// Audit is what the audit tables hold: the records a Batch carries to them.
+type Audit struct {
+	TooLate     []model.TooLate
+	Conflicts   []model.Conflict
+	Quarantined []model.Quarantined
+}
+
+// Counts is how many records each table of a holds.
+func (a Audit) Counts() AuditCounts {
+	return AuditCounts{TooLate: int64(len(a.TooLate)), Conflicts: int64(len(a.Conflicts)), Quarantined: int64(len(a.Quarantined))}
+}
+
+// RecentReader is implemented by readers that filter the changelog (Query's
+// From), cut the audit tables and count keys where they are stored, so that
+// app/live's refresh does not grow with the history; they keep written_at.
+// jsonl, which reads its files whole anyway, does not.
 type RecentReader interface {
-	// ChangelogFrom is Changelog limited to windows starting at or after
-	// windowStart (epoch ms).
-	ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error)
 	KeyCount(ctx context.Context) (int64, error)
+	AuditCounts(ctx context.Context) (AuditCounts, error)
+	// LatestAudit returns the n records of each audit table that arrived
+	// last, newest first (app/live's CompareArrival order).
+	LatestAudit(ctx context.Context, n int) (Audit, error)
 }
 
 // ProgressStore is a sink that keeps folder-source progress, so a restarted
@@ -147,9 +177,10 @@ type Diff struct {
 // stored rather than read back whole.
 type Tally struct {
 	// Current counts hourly_revenue's rows (one per key) by result state.
-	Current                                    map[model.ResultState]int64
-	Changelog, TooLate, Conflicts, Quarantined int64
-	// Latest is the last rows of CurrentRows, in its order.
+	Current   map[model.ResultState]int64
+	Changelog int64
+	AuditCounts
+	// Latest is the last current rows, in key order.
 	Latest []model.Row
 }
 

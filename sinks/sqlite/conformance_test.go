@@ -68,7 +68,7 @@ func TestSQLiteCurrentRowsFromMilliseconds(t *testing.T) {
 	}
 	sinktest.Write(t, s, sink.Batch{Rows: all})
 	for i, r := range all {
-		got, err := s.CurrentRowsFrom(context.Background(), r.WindowStart)
+		got, err := sink.Rows(s.Changelog(context.Background(), sink.Query{Current: true, From: &r.WindowStart}))
 		if err != nil {
 			t.Fatal(err)
 		}

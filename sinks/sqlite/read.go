@@ -35,11 +35,11 @@ func (s *SQLite) from(t *table.Table) string { return ident(t.Name) }
 var currentJoin = &table.Table{Name: table.HourlyRevenue.Name, Columns: table.HourlyRevenueChangelog.Columns}
 
 // changelog reads hourly_revenue_changelog, or hourly_revenue joined with it
-// (currentJoin), through the primary key's index when start is set.
-func (s *SQLite) changelog(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error) {
-	c, col := table.ChangelogCodec, "window_start"
+// (currentJoin), through the primary key's index when From is set.
+func (s *SQLite) changelog(ctx context.Context, query sink.Query) ([]sink.ChangelogEntry, error) {
+	c, col, start := table.ChangelogCodec, "window_start", query.From
 	q := "SELECT " + identList("", c.Table.Names()) + " FROM " + ident(c.Table.Name)
-	if current {
+	if query.Current {
 		c.Table, col = currentJoin, "h.window_start"
 		q = `SELECT ` + identList("h", table.HourlyRevenue.Names()) + `, COALESCE(c.written_at, ''), COALESCE(c.writer, '')
 		FROM hourly_revenue h LEFT JOIN hourly_revenue_changelog c

@@ -32,7 +32,7 @@ func TestSQLiteUnreadableRowsNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := s.CurrentRows(ctx)
+	got, err := sinktest.CurrentRows(ctx, s)
 	bad, ok := sink.Unreadable(err)
 	if !ok || len(bad) != 2 {
 		t.Fatalf("CurrentRows: %v; want two unreadable rows", err)
@@ -87,7 +87,7 @@ func TestSQLiteUnreadableColumnsNamed(t *testing.T) {
 		t.Errorf("FinalHorizon's unreadable row:\n got %s\nwant %s...", bad[0].Error(), wantEnd)
 	}
 
-	got, err := s.CurrentRows(ctx)
+	got, err := sinktest.CurrentRows(ctx, s)
 	bad, isRows = sink.Unreadable(err)
 	if !isRows || len(bad) != 3 {
 		t.Fatalf("CurrentRows: %v; want three unreadable rows", err)
@@ -105,7 +105,7 @@ func TestSQLiteUnreadableColumnsNamed(t *testing.T) {
 		t.Errorf("rows read with the error: %+v, want the 10:00 row", got)
 	}
 
-	_, err = s.Changelog(ctx)
+	_, err = sinktest.ChangelogRows(ctx, s)
 	bad, isRows = sink.Unreadable(err)
 	if !isRows || len(bad) != 1 || bad[0].Error() != `hourly_revenue_changelog row window_start=2026-11-04T10:00:00Z dims={}: column revenue: bad amount "zz"` {
 		t.Errorf("Changelog: %v; want the 10:00 revenue unreadable", err)

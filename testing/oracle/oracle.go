@@ -410,21 +410,13 @@ func (r Result) AuditDiff(late []model.TooLate, conflicts []model.Conflict, quar
 // result: FinalDiff of its current rows, then AuditDiff of its audit
 // tables. nil when they are equal.
 func (r Result) SinkDiff(ctx context.Context, s sink.Reader) ([]string, error) {
-	rows, err := s.CurrentRows(ctx)
+	rows, err := sink.Rows(s.Changelog(ctx, sink.Query{Current: true}))
 	if err != nil {
 		return nil, err
 	}
-	late, err := s.TooLate(ctx)
+	a, err := s.Audit(ctx)
 	if err != nil {
 		return nil, err
 	}
-	conflicts, err := s.Conflicts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	quarantined, err := s.Quarantined(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return append(r.FinalDiff(rows), r.AuditDiff(late, conflicts, quarantined)...), nil
+	return append(r.FinalDiff(rows), r.AuditDiff(a.TooLate, a.Conflicts, a.Quarantined)...), nil
 }

@@ -15,13 +15,8 @@ import (
 // records, sorted and cut where they are stored, the tables' counts, and the
 // changelog with its write times.
 type LatestReader interface {
-	sink.Sink
-	LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error)
-	LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error)
-	LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error)
-	AuditCounts(ctx context.Context) (sink.AuditCounts, error)
-	ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error)
-	ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error)
+	sink.Reader
+	sink.RecentReader
 }
 
 // arrivals are source positions in the order they arrived, oldest first, as
@@ -93,7 +88,9 @@ func LatestAudit(t *testing.T, s LatestReader) {
 	Write(t, s, sink.Batch{TooLate: []model.TooLate{{Position: arrivals[12], EventID: "late-12", EventTime: MS("2026-11-04T10:10:00Z") + 12,
 		Payload: []byte(`{"n":12}`), Reason: model.ReasonWindowClosed}}})
 
-	tl, err := s.LatestTooLate(ctx, 5)
+	latest := func(n int) (sink.Audit, error) { return s.LatestAudit(ctx, n) }
+	a, err := latest(5)
+	tl := a.TooLate
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +102,8 @@ func LatestAudit(t *testing.T, s LatestReader) {
 		t.Errorf("newest too-late event %+v\nwant %+v", tl, want)
 	}
 	// A limit past the table's size: every row, in arrival order newest first.
-	all, err := s.LatestTooLate(ctx, 100)
+	a, err = latest(100)
+	all := a.TooLate
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +111,8 @@ func LatestAudit(t *testing.T, s LatestReader) {
 		t.Errorf("all too-late events %q\nwant %q", got, want)
 	}
 
-	cf, err := s.LatestConflicts(ctx, 3)
+	a, err = latest(3)
+	cf := a.Conflicts
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,8 @@ func LatestAudit(t *testing.T, s LatestReader) {
 	if len(cf) == 3 && (cf[2].EventID != "dup-10" || cf[2].FirstFingerprint != 10 || cf[2].ConflictingFingerprint != 110 || string(cf[2].Payload) != `{"c":10}`) {
 		t.Errorf("third latest conflict %+v; want dup-10, fingerprints 10 and 110", cf[2])
 	}
-	q, err := s.LatestQuarantined(ctx, 4)
+	a, err = latest(4)
+	q := a.Quarantined
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +133,8 @@ func LatestAudit(t *testing.T, s LatestReader) {
 	if len(q) == 4 && (q[3].Reason != model.ReasonMalformedJSON || string(q[3].Payload) != "bad 9") {
 		t.Errorf("fourth latest quarantined line %+v; want bad 9, %s", q[3], model.ReasonMalformedJSON)
 	}
-	if none, err := s.LatestQuarantined(ctx, 0); err != nil || none != nil {
-		t.Errorf("LatestQuarantined(0) = %v, %v; want nothing, no query", none, err)
+	if a, err := latest(0); err != nil || a.Quarantined != nil {
+		t.Errorf("LatestQuarantined(0) = %v, %v; want nothing, no query", a.Quarantined, err)
 	}
 
 	c, err := s.AuditCounts(ctx)
@@ -160,7 +160,7 @@ func ChangelogEntries(t *testing.T, s LatestReader) {
 	Write(t, s, sink.Batch{Rows: []model.Row{b2}})
 	after := time.Now().Add(time.Second)
 
-	all, err := s.ChangelogEntries(ctx)
+	all, err := s.Changelog(ctx, sink.Query{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,8 @@ func ChangelogEntries(t *testing.T, s LatestReader) {
 			}
 		}
 	}
-	from, err := s.ChangelogEntriesFrom(ctx, MS("2026-11-04T10:00:00Z"))
+	start := MS("2026-11-04T10:00:00Z")
+	from, err := s.Changelog(ctx, sink.Query{From: &start})
 	if err != nil {
 		t.Fatal(err)
 	}

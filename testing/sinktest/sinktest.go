@@ -123,7 +123,7 @@ func Conformance(t *testing.T, open func(t *testing.T) Under, skip ...string) {
 
 func CurrentOf(t *testing.T, s sink.Reader) []model.Row {
 	t.Helper()
-	rows, err := s.CurrentRows(context.Background())
+	rows, err := sink.Rows(s.Changelog(context.Background(), sink.Query{Current: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func CurrentOf(t *testing.T, s sink.Reader) []model.Row {
 
 func ChangelogOf(t *testing.T, s sink.Reader) []model.Row {
 	t.Helper()
-	rows, err := s.Changelog(context.Background())
+	rows, err := sink.Rows(s.Changelog(context.Background(), sink.Query{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,25 +201,18 @@ func testAuditRoundTrip(t *testing.T, u Under) {
 	WantResult(t, Write(t, s, b), sink.Result{AuditInserted: 4})
 	ctx := context.Background()
 
-	tl, err := s.TooLate(ctx)
+	a, err := s.Audit(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tl, cf, q := a.TooLate, a.Conflicts, a.Quarantined
 	wantTL := append([]model.TooLate(nil), b.TooLate...)
 	wantTL[0].Reason = model.ReasonWindowClosed // defaulted
 	if !reflect.DeepEqual(tl, wantTL) {
 		t.Errorf("too_late = %+v\nwant %+v", tl, wantTL)
 	}
-	cf, err := s.Conflicts(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !reflect.DeepEqual(cf, b.Conflicts) {
 		t.Errorf("conflicts = %+v\nwant %+v", cf, b.Conflicts)
-	}
-	q, err := s.Quarantined(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	// Detail is not stored (SPEC §5 has no column for it).
 	wantQ := []model.Quarantined{{Position: "p0/f.jsonl:7", Payload: []byte(`{not json`), Reason: model.ReasonMalformedJSON}}
@@ -397,26 +390,25 @@ func testDiffs(t *testing.T, u Under) {
 // testCurrentRowsFrom: a sink reads back only the current rows of windows
 // starting at or after the bound, FINAL or not (the restart seed's read).
 func testCurrentRowsFrom(t *testing.T, u Under) {
-	r, ok := u.S.(sink.RangeReader)
-	if !ok {
-		t.Fatalf("%s cannot read current rows from a window_start", u.Name)
+	from := func(ms int64) ([]model.Row, error) {
+		return sink.Rows(u.S.Changelog(context.Background(), sink.Query{Current: true, From: &ms}))
 	}
 	old := Snap(t, "2026-11-01T08:00:00Z", "{}", 3, model.Final, 4, 400)
 	edge := Snap(t, "2026-11-04T09:00:00Z", "{}", 2, model.Final, 2, 200)
 	open := Snap(t, "2026-11-04T10:00:00Z", "{}", 1, model.OnTime, 1, 100)
 	Write(t, u.S, sink.Batch{Rows: []model.Row{old, edge, open}})
 
-	got, err := r.CurrentRowsFrom(context.Background(), MS("2026-11-04T09:00:00Z"))
+	got, err := from(MS("2026-11-04T09:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	WantRows(t, "current rows from 09:00", got, WithWriter([]model.Row{edge, open}, "stream"))
-	got, err = r.CurrentRowsFrom(context.Background(), MS("2026-11-04T09:00:00.001Z"))
+	got, err = from(MS("2026-11-04T09:00:00.001Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	WantRows(t, "current rows from 09:00:00.001", got, WithWriter([]model.Row{open}, "stream"))
-	got, err = r.CurrentRowsFrom(context.Background(), MS("2026-11-05T00:00:00Z"))
+	got, err = from(MS("2026-11-05T00:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,6 +424,7 @@ func testChangelogFrom(t *testing.T, u Under) {
 		t.Fatalf("%s cannot read the changelog from a window_start", u.Name)
 	}
 	ctx := context.Background()
+	from := func(ms int64) ([]model.Row, error) { return sink.Rows(u.S.Changelog(ctx, sink.Query{From: &ms})) }
 	old := Snap(t, "2026-11-01T08:00:00Z", "{}", 3, model.Final, 4, 400)
 	edge1 := Snap(t, "2026-11-04T09:00:00Z", `{"shop":"a"}`, 1, model.OnTime, 1, 100)
 	edge2 := Snap(t, "2026-11-04T09:00:00Z", `{"shop":"a"}`, 2, model.Late, 2, 250)
@@ -440,17 +433,17 @@ func testChangelogFrom(t *testing.T, u Under) {
 	Write(t, u.S, sink.Batch{Rows: []model.Row{old, edge1, other, open}})
 	Write(t, u.S, sink.Batch{Rows: []model.Row{edge2}})
 
-	got, err := r.ChangelogFrom(ctx, MS("2026-11-04T09:00:00Z"))
+	got, err := from(MS("2026-11-04T09:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	WantRows(t, "changelog from 09:00", got, WithWriter([]model.Row{edge1, edge2, other, open}, "stream"))
-	got, err = r.ChangelogFrom(ctx, MS("2026-11-04T09:00:00.001Z"))
+	got, err = from(MS("2026-11-04T09:00:00.001Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	WantRows(t, "changelog from 09:00:00.001", got, WithWriter([]model.Row{open}, "stream"))
-	got, err = r.ChangelogFrom(ctx, MS("2026-11-05T00:00:00Z"))
+	got, err = from(MS("2026-11-05T00:00:00Z"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,9 +486,8 @@ func tallyAgreesWithReads(t *testing.T, s sink.Reader, fill func()) {
 	for _, r := range current {
 		byState[r.State]++
 	}
-	late, _ := s.TooLate(ctx)
-	conflicts, _ := s.Conflicts(ctx)
-	quarantined, _ := s.Quarantined(ctx)
+	a, _ := s.Audit(ctx)
+	late, conflicts, quarantined := a.TooLate, a.Conflicts, a.Quarantined
 	for _, latest := range []int{0, 1, 2, 3, len(current), len(current) + 5} {
 		got, err := s.Tally(ctx, latest)
 		if err != nil {

@@ -3,6 +3,7 @@ package sqlread
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -26,9 +27,8 @@ type DB struct {
 	// From is what t's rows are selected from: one row per key, where rows
 	// are appended (BigQuery).
 	From func(t *table.Table) string
-	// Changelog reads the changelog, or with current the current rows, of
-	// windows starting at or after *start when start is set.
-	Changelog func(ctx context.Context, current bool, start *int64) ([]sink.ChangelogEntry, error)
+	// Changelog reads the rows q selects, unordered.
+	Changelog func(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error)
 	Dialect   Dialect
 }
 
@@ -42,64 +42,30 @@ func Read[T any](ctx context.Context, db DB, c table.Codec[T], what, query strin
 	return out, err
 }
 
-func (r Reader) CurrentRows(ctx context.Context) ([]model.Row, error) {
-	rows, err := r.DB.Changelog(ctx, true, nil)
+// Changelog reads the rows q selects (DB.Changelog), ordered by key then
+// revision.
+func (r Reader) Changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
+	rows, err := r.DB.Changelog(ctx, q)
 	if _, ok := sink.Unreadable(err); !ok {
 		return nil, err
 	}
-	return rules.SortedRows(table.Snapshots(rows)), err
+	slices.SortStableFunc(rows, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
+	return rows, err
 }
 
-func (r Reader) CurrentRowsFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return rowsOf(r.DB.Changelog(ctx, true, &windowStart))
+func (r Reader) Audit(ctx context.Context) (sink.Audit, error) { return readAudits(ctx, r.DB, all) }
+
+// LatestAudit cuts the audit tables where they are stored (latestSQL).
+func (r Reader) LatestAudit(ctx context.Context, n int) (sink.Audit, error) {
+	return readAudits(ctx, r.DB, max(n, 0))
 }
 
-func (r Reader) Changelog(ctx context.Context) ([]model.Row, error) {
-	return rowsOf(r.DB.Changelog(ctx, false, nil))
-}
-
-// ChangelogFrom is Changelog limited to windows starting at or after
-// windowStart (epoch ms), filtered where the rows are stored.
-func (r Reader) ChangelogFrom(ctx context.Context, windowStart int64) ([]model.Row, error) {
-	return rowsOf(r.DB.Changelog(ctx, false, &windowStart))
-}
-
-// ChangelogEntries is Changelog with each snapshot's written_at.
-func (r Reader) ChangelogEntries(ctx context.Context) ([]sink.ChangelogEntry, error) {
-	return entriesOf(r.DB.Changelog(ctx, false, nil))
-}
-
-// ChangelogEntriesFrom is ChangelogFrom with each snapshot's written_at.
-func (r Reader) ChangelogEntriesFrom(ctx context.Context, windowStart int64) ([]sink.ChangelogEntry, error) {
-	return entriesOf(r.DB.Changelog(ctx, false, &windowStart))
-}
-
-func (r Reader) TooLate(ctx context.Context) ([]model.TooLate, error) {
-	return readAudit(ctx, r.DB, table.TooLateCodec, all)
-}
-
-func (r Reader) Conflicts(ctx context.Context) ([]model.Conflict, error) {
-	return readAudit(ctx, r.DB, table.ConflictCodec, all)
-}
-
-func (r Reader) Quarantined(ctx context.Context) ([]model.Quarantined, error) {
-	return readAudit(ctx, r.DB, table.QuarantinedCodec, all)
-}
-
-// LatestTooLate returns the n too_late_events rows that arrived last, newest
-// first (latestSQL), cut where they are stored for app/live's refresh.
-func (r Reader) LatestTooLate(ctx context.Context, n int) ([]model.TooLate, error) {
-	return readAudit(ctx, r.DB, table.TooLateCodec, max(n, 0))
-}
-
-// LatestConflicts is LatestTooLate for conflict_events.
-func (r Reader) LatestConflicts(ctx context.Context, n int) ([]model.Conflict, error) {
-	return readAudit(ctx, r.DB, table.ConflictCodec, max(n, 0))
-}
-
-// LatestQuarantined is LatestTooLate for quarantined_events.
-func (r Reader) LatestQuarantined(ctx context.Context, n int) ([]model.Quarantined, error) {
-	return readAudit(ctx, r.DB, table.QuarantinedCodec, max(n, 0))
+func readAudits(ctx context.Context, db DB, latest int) (a sink.Audit, err error) {
+	var errs [3]error
+	a.TooLate, errs[0] = readAudit(ctx, db, table.TooLateCodec, latest)
+	a.Conflicts, errs[1] = readAudit(ctx, db, table.ConflictCodec, latest)
+	a.Quarantined, errs[2] = readAudit(ctx, db, table.QuarantinedCodec, latest)
+	return a, errors.Join(errs[:]...)
 }
 
 // all asks readAudit for every row.
@@ -226,14 +192,13 @@ func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 		from, seen = s, seen+perStart[s]
 	}
 	if latest > 0 && len(perStart) > 0 {
-		rows, err := r.CurrentRowsFrom(ctx, from)
+		rows, err := sink.Rows(r.Changelog(ctx, sink.Query{Current: true, From: &from}))
 		if err != nil {
 			return t, err
 		}
 		t.Latest = rows[max(0, len(rows)-latest):]
 	}
-	a, err := r.AuditCounts(ctx)
-	t.TooLate, t.Conflicts, t.Quarantined = a.TooLate, a.Conflicts, a.Quarantined
+	t.AuditCounts, err = r.AuditCounts(ctx)
 	if err == nil {
 		t.Changelog, err = Count(ctx, r.DB, "count "+table.HourlyRevenueChangelog.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenueChangelog))
 	}
@@ -273,23 +238,6 @@ type Dialect struct {
 // columns renders names quoted, comma-separated.
 func (d Dialect) Columns(names []string) string {
 	return strings.Join(slicesx.Map(names, func(n string) string { return d.Quote + n + d.Quote }), ", ")
-}
-
-// rowsOf orders a read's rows by key then revision, dropping written_at.
-func rowsOf(rows []sink.ChangelogEntry, err error) ([]model.Row, error) {
-	if err != nil {
-		return nil, err
-	}
-	return rules.SortedRows(table.Snapshots(rows)), nil
-}
-
-// entriesOf orders a read's rows by key then revision.
-func entriesOf(rows []sink.ChangelogEntry, err error) ([]sink.ChangelogEntry, error) {
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(rows, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
-	return rows, nil
 }
 
 // latestSQL selects cols of the n rows of from that arrived last, newest

@@ -412,11 +412,6 @@ func tooLateReason(t model.TooLate) string {
 	return t.Reason
 }
 
-// Snapshots drops written_at.
-func Snapshots(rows []sink.ChangelogEntry) []model.Row {
-	return slicesx.Map(rows, func(r sink.ChangelogEntry) model.Row { return r.Row })
-}
-
 // The JSON form of the table contract: one object per row, columns in order,
 // times and money as strings, as in SQLite.
 
