@@ -32,10 +32,13 @@ func render(form string, execute func(io.Writer, any) error) func(io.Writer, Run
 	}
 }
 
+// Extensions lists the accepted extensions, sorted.
+func Extensions() []string { return slices.Sorted(maps.Keys(formats)) }
+
 // CheckPath refuses an unknown extension or a missing local folder, before any work.
 func CheckPath(path string) error {
 	if _, ok := formats[strings.ToLower(filepath.Ext(path))]; !ok {
-		return fmt.Errorf("%q: want a path ending in %s", path, strings.Join(slices.Sorted(maps.Keys(formats)), ", "))
+		return fmt.Errorf("%q: want a path ending in %s", path, strings.Join(Extensions(), ", "))
 	}
 	if !files.IsLocal(path) {
 		if err := files.Check(path); err != nil {
