@@ -31,6 +31,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return cli.Main(command, args, stdout, stderr)
 }
 
+// command is cmd/advise: --help, the flag table (flagTable), the settings read from several flags.
 var command = cli.Command[parsed]{
 	Name: "advise",
 	Synopsis: `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]

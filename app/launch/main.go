@@ -43,8 +43,23 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // command is cmd/launch: the flag table (flagTable), the settings derived from several flags
 // (complete), the run and its exit codes.
 var command = cli.Command[Options]{
-	Name:     "launch",
-	Synopsis: synopsis,
+	Name: "launch",
+	Synopsis: fmt.Sprintf(`Usage: launch [flags]
+
+Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
+  launch                              the demo: generate ./%s once, replay it into revenue.db
+  launch --demo=live [--ui=8080]      a generator writes events around now; watch EARLY, ON_TIME, LATE, FINAL
+  launch --source=PATH                replay the folder's JSONL files, then stop
+  launch --source=PATH --follow       keep watching the folder for new files
+  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
+                                      read the subscription (streaming) until SIGINT/SIGTERM;
+                                      every message is archived in DIR before it is acknowledged
+                                      (PUBSUB_EMULATOR_HOST selects an emulator)
+
+Exit codes: 0 the job ended (DONE, or stopped gracefully) with every record accounted for;
+1 the job failed or its figures break conservation; 2 a bad flag, setting, source or sink
+(one line on stderr, nothing run). Under "go run" the go command reports any non-zero code
+as "exit status N" and exits 1 itself.`, DefaultDemoDir),
 	Defaults: Defaults,
 	Flags:    flagTable,
 	Complete: complete,
@@ -194,21 +209,3 @@ func complete(o *Options, fs *cli.FlagSet) error {
 	p.DedupOrder = cmp.Or(p.DedupOrder, pipeline.DedupOrderFor(o.profileRunner()))
 	return nil
 }
-
-// synopsis heads --help: what the command does and its exit codes.
-var synopsis = fmt.Sprintf(`Usage: launch [flags]
-
-Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
-  launch                              the demo: generate ./%s once, replay it into revenue.db
-  launch --demo=live [--ui=8080]      a generator writes events around now; watch EARLY, ON_TIME, LATE, FINAL
-  launch --source=PATH                replay the folder's JSONL files, then stop
-  launch --source=PATH --follow       keep watching the folder for new files
-  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
-                                      read the subscription (streaming) until SIGINT/SIGTERM;
-                                      every message is archived in DIR before it is acknowledged
-                                      (PUBSUB_EMULATOR_HOST selects an emulator)
-
-Exit codes: 0 the job ended (DONE, or stopped gracefully) with every record accounted for;
-1 the job failed or its figures break conservation; 2 a bad flag, setting, source or sink
-(one line on stderr, nothing run). Under "go run" the go command reports any non-zero code
-as "exit status N" and exits 1 itself.`, DefaultDemoDir)

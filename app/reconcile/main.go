@@ -29,9 +29,23 @@ type parsed struct {
 	rangeFlags
 }
 
+// command is cmd/reconcile: --help, the flag table, the range read from --from, --to and --date,
+// and the run with its SPEC §6 exit codes.
 var command = cli.Command[parsed]{
-	Name:     "reconcile",
-	Synopsis: synopsis,
+	Name: "reconcile",
+	Synopsis: `Usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]
+
+Recomputes every window from the raw log with the stream's rules, compares it with the sink's rows,
+writes reconcile_diffs and, with --apply, the corrections (SPEC §6). A difference is material when
+the counts differ or the revenue differs by more than --tolerance; it is explained when the audit
+tables account for it (too-late events, a window whose every event was too late).
+
+Exit codes, for a daily scheduler:
+  ` + strconv.Itoa(ExitClean) + `  nothing material left: none found, or every one explained and written with --apply
+  ` + strconv.Itoa(ExitUnexplained) + `  unexplained differences or unreadable sink rows: a human must look (whatever --apply did)
+  ` + strconv.Itoa(ExitError) + `  error: a bad flag, an unreadable source or sink (one line on stderr)
+  ` + strconv.Itoa(ExitPending) + `  explained corrections pending: run again with --apply
+Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`,
 	Defaults: func() parsed { return parsed{Options: Defaults()} },
 	Flags:    func(p *parsed) []cli.Group { return flagTable(&p.Options, &p.rangeFlags) },
 	Complete: func(p *parsed, _ *cli.FlagSet) (err error) {
@@ -114,27 +128,3 @@ func checkedOnly(f cli.Flag) cli.Flag {
 
 // parseAmount reads --tolerance; Options.Validate refuses a negative one.
 func parseAmount(s string) (int64, error) { return event.ParseAmount([]byte(s)) }
-
-// Parse reads a command line (without the program name) into Options,
-// checking syntax only (Validate checks the settings together, once
-// beam.Init has run: a worker is given no --source); every error names its
-// flag. flag.ErrHelp asks for --help.
-func Parse(args []string) (Options, error) {
-	p, err := command.Parse(args)
-	return p.Options, err
-}
-
-// synopsis heads --help: what the command does and its exit codes.
-var synopsis = `Usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]
-
-Recomputes every window from the raw log with the stream's rules, compares it with the sink's rows,
-writes reconcile_diffs and, with --apply, the corrections (SPEC §6). A difference is material when
-the counts differ or the revenue differs by more than --tolerance; it is explained when the audit
-tables account for it (too-late events, a window whose every event was too late).
-
-Exit codes, for a daily scheduler:
-  ` + strconv.Itoa(ExitClean) + `  nothing material left: none found, or every one explained and written with --apply
-  ` + strconv.Itoa(ExitUnexplained) + `  unexplained differences or unreadable sink rows: a human must look (whatever --apply did)
-  ` + strconv.Itoa(ExitError) + `  error: a bad flag, an unreadable source or sink (one line on stderr)
-  ` + strconv.Itoa(ExitPending) + `  explained corrections pending: run again with --apply
-Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`
