@@ -28,22 +28,39 @@ const (
 
 // Main runs cmd/advise with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(cli.Command[*command]{
-		Name:     "advise",
-		Parse:    parse,
-		Usage:    usage,
-		Validate: func(c *command) (slog.Level, error) { return c.logLevel, c.o.Validate() },
-		Run: func(ctx context.Context, c *command, stdout io.Writer) (int, error) {
-			a, err := Run(ctx, c.o, stdout)
-			if err != nil {
-				return ExitError, err
-			}
-			if !a.Recommendation.Met {
-				return ExitMissed, nil
-			}
-			return ExitMet, nil
-		},
-	}, args, stdout, stderr)
+	return cli.Main(command, args, stdout, stderr)
+}
+
+// command is cmd/advise: --help, the flag table (flagTable), the settings read from several flags.
+var command = cli.Command[parsed]{
+	Name: "advise",
+	Synopsis: `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]
+
+Replays a raw log with the stream's rules and prints, for the current settings and candidate
+values, what each would do; then the smallest settings meeting the targets, as cmd/launch flags.`,
+	Defaults: func() parsed { return parsed{o: Defaults()} },
+	Flags:    flagTable,
+	Plain:    true,
+	Complete: func(c *parsed, _ *cli.FlagSet) (err error) {
+		if c.o.Range, err = reconcile.ParseRange(c.from, c.to, c.date); err != nil {
+			return err
+		}
+		if len(c.o.Segments) == 0 {
+			c.o.Segments = c.o.Event.Dimensions
+		}
+		return nil
+	},
+	Validate: func(c parsed) (slog.Level, error) { return c.logLevel, c.o.Validate() },
+	Run: func(ctx context.Context, c parsed, stdout io.Writer) (int, error) {
+		a, err := Run(ctx, c.o, stdout)
+		if err != nil {
+			return ExitError, err
+		}
+		if !a.Recommendation.Met {
+			return ExitMissed, nil
+		}
+		return ExitMet, nil
+	},
 }
 
 // Run analyses the log, prints the advice and writes the report.
@@ -65,20 +82,18 @@ func Run(ctx context.Context, o Options, stdout io.Writer) (*Advice, error) {
 	return a, nil
 }
 
-// command is cmd/advise's flags over the options they set.
-type command struct {
+// parsed is a command line read: the Options, and the flags that are not options.
+type parsed struct {
 	o              Options
 	from, to, date string
 	logLevel       slog.Level
-	fs             *cli.FlagSet
 }
 
-// newCommand binds cmd/advise's flag table: one table, which --help prints
-// grouped, each default once.
-func newCommand() *command {
-	c := &command{o: Defaults()}
+// flagTable is cmd/advise's flag table over c: one table, which --help prints grouped, each
+// default once.
+func flagTable(c *parsed) []cli.Group {
 	o := &c.o
-	c.fs = cli.NewPlainFlagSet("advise", []cli.Group{
+	return []cli.Group{
 		{Title: "The raw log", Flags: []cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
 				Usage: "raw-log folder (local, gs://BUCKET/PATH, s3://BUCKET/PATH) or a Pub/Sub archive (required)"},
@@ -134,33 +149,7 @@ func newCommand() *command {
 				Usage: "a cmd/launch JSON run report (--report=run.json) whose delay histograms are shown beside the advisor's"},
 			{Name: "log-level", Value: cli.Level(&c.logLevel), Usage: "debug, info, warn or error"},
 		}},
-	})
-	return c
-}
-
-// parse reads the command line; a value's error names its flag.
-func parse(args []string) (*command, error) {
-	c := newCommand()
-	if err := c.fs.Parse(args); err != nil {
-		return c, err
 	}
-	rng, err := reconcile.ParseRange(c.from, c.to, c.date)
-	if err != nil {
-		return c, err
-	}
-	c.o.Range = rng
-	if len(c.o.Segments) == 0 {
-		c.o.Segments = c.o.Event.Dimensions
-	}
-	return c, nil
-}
-
-// usage prints --help: the flags by group, each with its default.
-func usage(w io.Writer) error {
-	return newCommand().fs.WriteHelp(w, `Usage: advise --source=PATH [--arrival-field=FIELD] [--dimensions=..] [--target-late-share=1%] [--target-ontime=15m] [flags]
-
-Replays a raw log with the stream's rules and prints, for the current settings and candidate
-values, what each would do; then the smallest settings meeting the targets, as cmd/launch flags.`)
 }
 
 // durationList binds a comma-separated list of durations.

@@ -24,7 +24,7 @@ type Range = reconcile.Range
 type Options struct {
 	// Source, ArrivalField (--arrival-field), Segments (--segment-by), Range (--from/--to or
 	// --date: the windows measured; every record is still replayed), Report and JobReport are the
-	// flags newCommand describes.
+	// flags flagTable describes.
 	Source, ArrivalField string
 	Segments             []string
 	Range                Range

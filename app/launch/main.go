@@ -37,24 +37,45 @@ const (
 
 // Main runs the command with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(cli.Command[Options]{
-		Name:     "launch",
-		Parse:    Parse,
-		Usage:    Usage,
-		Validate: func(o Options) (slog.Level, error) { return o.LogLevel, nil },
-		Run: func(ctx context.Context, o Options, stdout io.Writer) (int, error) {
-			_, err := Run(ctx, o, stdout)
-			var cfg *ConfigError
-			switch {
-			case errors.As(err, &cfg):
-				return ExitUsage, err
-			case err != nil:
-				slog.Error("run failed", "err", cli.OneLine(err))
-				return ExitFailed, nil
-			}
-			return ExitOK, nil
-		},
-	}, args, stdout, stderr)
+	return cli.Main(command, args, stdout, stderr)
+}
+
+// command is cmd/launch: the flag table (flagTable), the settings derived from several flags
+// (complete), the run and its exit codes.
+var command = cli.Command[Options]{
+	Name: "launch",
+	Synopsis: fmt.Sprintf(`Usage: launch [flags]
+
+Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
+  launch                              the demo: generate ./%s once, replay it into revenue.db
+  launch --demo=live [--ui=8080]      a generator writes events around now; watch EARLY, ON_TIME, LATE, FINAL
+  launch --source=PATH                replay the folder's JSONL files, then stop
+  launch --source=PATH --follow       keep watching the folder for new files
+  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
+                                      read the subscription (streaming) until SIGINT/SIGTERM;
+                                      every message is archived in DIR before it is acknowledged
+                                      (PUBSUB_EMULATOR_HOST selects an emulator)
+
+Exit codes: 0 the job ended (DONE, or stopped gracefully) with every record accounted for;
+1 the job failed or its figures break conservation; 2 a bad flag, setting, source or sink
+(one line on stderr, nothing run). Under "go run" the go command reports any non-zero code
+as "exit status N" and exits 1 itself.`, DefaultDemoDir),
+	Defaults: Defaults,
+	Flags:    flagTable,
+	Complete: complete,
+	Validate: func(o Options) (slog.Level, error) { return o.LogLevel, nil },
+	Run: func(ctx context.Context, o Options, stdout io.Writer) (int, error) {
+		_, err := Run(ctx, o, stdout)
+		var cfg *ConfigError
+		switch {
+		case errors.As(err, &cfg):
+			return ExitUsage, err
+		case err != nil:
+			slog.Error("run failed", "err", cli.OneLine(err))
+			return ExitFailed, nil
+		}
+		return ExitOK, nil
+	},
 }
 
 // flagTable is cmd/launch's flag table over o, in --help's groups. A default is o's field before
@@ -160,17 +181,19 @@ func parseCacheSize(s string) (int, error) {
 // Parse reads a command line (without the program name) into Options, checking syntax only
 // (Validate checks the settings). An error is a *ConfigError, or flag.ErrHelp for --help.
 func Parse(args []string) (Options, error) {
-	o := Defaults()
-	fs := cli.NewFlagSet("launch", flagTable(&o))
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
+	o, err := command.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		return o, &ConfigError{Err: err}
 	}
+	return o, err
+}
+
+// complete sets the live demo's defaults on the flags the command line left alone, then the
+// settings whose defaults depend on the runner.
+func complete(o *Options, fs *cli.FlagSet) error {
 	if o.Demo == DemoLive {
 		if err := live.SetDemoDefaults(fs); err != nil {
-			return o, &ConfigError{Err: err}
+			return err
 		}
 	}
 	o.Runner = cmp.Or(*runners.Runner, DefaultRunner)
@@ -184,26 +207,5 @@ func Parse(args []string) (Options, error) {
 	}
 	p.EarlySource = cmp.Or(p.EarlySource, pipeline.EarlySourceFor(o.profileRunner()))
 	p.DedupOrder = cmp.Or(p.DedupOrder, pipeline.DedupOrderFor(o.profileRunner()))
-	return o, nil
-}
-
-// Usage writes --help: what the command does, its exit codes and the flag table.
-func Usage(w io.Writer) error {
-	o := Defaults()
-	return cli.NewFlagSet("launch", flagTable(&o)).WriteHelp(w, fmt.Sprintf(`Usage: launch [flags]
-
-Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscription (SPEC §6):
-  launch                              the demo: generate ./%s once, replay it into revenue.db
-  launch --demo=live [--ui=8080]      a generator writes events around now; watch EARLY, ON_TIME, LATE, FINAL
-  launch --source=PATH                replay the folder's JSONL files, then stop
-  launch --source=PATH --follow       keep watching the folder for new files
-  launch --source=pubsub:projects/P/subscriptions/S [--pubsub-archive=DIR]
-                                      read the subscription (streaming) until SIGINT/SIGTERM;
-                                      every message is archived in DIR before it is acknowledged
-                                      (PUBSUB_EMULATOR_HOST selects an emulator)
-
-Exit codes: 0 the job ended (DONE, or stopped gracefully) with every record accounted for;
-1 the job failed or its figures break conservation; 2 a bad flag, setting, source or sink
-(one line on stderr, nothing run). Under "go run" the go command reports any non-zero code
-as "exit status N" and exits 1 itself.`, DefaultDemoDir))
+	return nil
 }

@@ -1,5 +1,11 @@
 package reconcile
 
+// Parse reads a command line into Options as Main does, without checking the settings.
+func Parse(args []string) (Options, error) {
+	p, err := command.Parse(args)
+	return p.Options, err
+}
+
 // AddCopies folds in a whole id's copies with the evidence: the plain-Go
 // form of what the Beam step does (tests only).
 func AddCopies(copies []Copy, ev Evidence) Choice {

@@ -14,7 +14,7 @@ import (
 // described as such.
 func TestHelpGolden(t *testing.T) {
 	var b strings.Builder
-	if err := Usage(&b); err != nil {
+	if err := command.Usage(&b); err != nil {
 		t.Fatal(err)
 	}
 	golden.Compare(t, "testdata/help.golden", []byte(b.String()))

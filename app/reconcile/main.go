@@ -20,26 +20,58 @@ import (
 // Main runs cmd/reconcile with args (without the program name) and returns its SPEC §6 exit code;
 // a bad flag is one line on stderr before any work.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(cli.Command[Options]{
-		Name:     "reconcile",
-		Parse:    Parse,
-		Usage:    Usage,
-		Validate: func(o Options) (slog.Level, error) { return o.LogLevel, o.Validate() },
-		Run: func(ctx context.Context, o Options, stdout io.Writer) (int, error) {
-			var out Outcome // a dry run's: ExitClean
-			var err error
-			if o.DryRun != "" {
-				err = DryRun(ctx, o, stdout)
-			} else if out, err = Run(ctx, o); out.RunID != "" {
-				// A run that got as far as comparing has something to show.
-				err = cmp.Or(err, WriteSummary(stdout, out))
-			}
-			if err != nil {
-				return ExitError, err
-			}
-			return out.ExitCode(), nil
-		},
-	}, args, stdout, stderr)
+	return cli.Main(command, args, stdout, stderr)
+}
+
+// parsed is a command line read: the Options, and the range flags Range is read from.
+type parsed struct {
+	Options
+	rangeFlags
+}
+
+// command is cmd/reconcile: --help, the flag table, the range read from --from, --to and --date,
+// and the run with its SPEC §6 exit codes.
+var command = cli.Command[parsed]{
+	Name: "reconcile",
+	Synopsis: `Usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]
+
+Recomputes every window from the raw log with the stream's rules, compares it with the sink's rows,
+writes reconcile_diffs and, with --apply, the corrections (SPEC §6). A difference is material when
+the counts differ or the revenue differs by more than --tolerance; it is explained when the audit
+tables account for it (too-late events, a window whose every event was too late).
+
+Exit codes, for a daily scheduler:
+  ` + strconv.Itoa(ExitClean) + `  nothing material left: none found, or every one explained and written with --apply
+  ` + strconv.Itoa(ExitUnexplained) + `  unexplained differences or unreadable sink rows: a human must look (whatever --apply did)
+  ` + strconv.Itoa(ExitError) + `  error: a bad flag, an unreadable source or sink (one line on stderr)
+  ` + strconv.Itoa(ExitPending) + `  explained corrections pending: run again with --apply
+Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`,
+	Defaults: func() parsed { return parsed{Options: Defaults()} },
+	Flags:    func(p *parsed) []cli.Group { return flagTable(&p.Options, &p.rangeFlags) },
+	Complete: func(p *parsed, _ *cli.FlagSet) (err error) {
+		if p.Range, err = ParseRange(p.from, p.to, p.date); err != nil {
+			return err
+		}
+		// The Beam runner flags are the SDK's process-wide ones.
+		p.Runner, p.EnvironmentType = *runners.Runner, *jobopts.EnvironmentType
+		return nil
+	},
+	Validate: func(p parsed) (slog.Level, error) { return p.LogLevel, p.Validate() },
+	Run: func(ctx context.Context, p parsed, stdout io.Writer) (int, error) {
+		o := p.Options
+		var out Outcome // a dry run's: ExitClean
+		var err error
+		if o.DryRun != "" {
+			err = DryRun(ctx, o, stdout)
+		} else if out, err = Run(ctx, o); out.RunID != "" {
+			// A run that got as far as comparing has something to show.
+			err = cmp.Or(err, WriteSummary(stdout, out))
+		}
+		if err != nil {
+			return ExitError, err
+		}
+		return out.ExitCode(), nil
+	},
 }
 
 // rangeFlags are --from, --to and --date, read together by ParseRange.
@@ -96,42 +128,3 @@ func checkedOnly(f cli.Flag) cli.Flag {
 
 // parseAmount reads --tolerance; Options.Validate refuses a negative one.
 func parseAmount(s string) (int64, error) { return event.ParseAmount([]byte(s)) }
-
-// Parse reads a command line (without the program name) into Options,
-// checking syntax only (Validate checks the settings together, once
-// beam.Init has run: a worker is given no --source); every error names its
-// flag. flag.ErrHelp asks for Usage.
-func Parse(args []string) (Options, error) {
-	o := Defaults()
-	var r rangeFlags
-	if err := cli.NewFlagSet("reconcile", flagTable(&o, &r)).Parse(args); err != nil {
-		return o, err
-	}
-	var err error
-	if o.Range, err = ParseRange(r.from, r.to, r.date); err != nil {
-		return o, err
-	}
-	// The Beam runner flags are the SDK's process-wide ones.
-	o.Runner, o.EnvironmentType = *runners.Runner, *jobopts.EnvironmentType
-	return o, nil
-}
-
-// Usage writes --help: what the command does, its exit codes and the flag
-// table, each default once.
-func Usage(w io.Writer) error {
-	o := Defaults()
-	var r rangeFlags
-	return cli.NewFlagSet("reconcile", flagTable(&o, &r)).WriteHelp(w, `Usage: reconcile --source=PATH --sink=sqlite:PATH [--from=HOUR --to=HOUR | --date=DAY] [--apply] [flags]
-
-Recomputes every window from the raw log with the stream's rules, compares it with the sink's rows,
-writes reconcile_diffs and, with --apply, the corrections (SPEC §6). A difference is material when
-the counts differ or the revenue differs by more than --tolerance; it is explained when the audit
-tables account for it (too-late events, a window whose every event was too late).
-
-Exit codes, for a daily scheduler:
-  `+strconv.Itoa(ExitClean)+`  nothing material left: none found, or every one explained and written with --apply
-  `+strconv.Itoa(ExitUnexplained)+`  unexplained differences or unreadable sink rows: a human must look (whatever --apply did)
-  `+strconv.Itoa(ExitError)+`  error: a bad flag, an unreadable source or sink (one line on stderr)
-  `+strconv.Itoa(ExitPending)+`  explained corrections pending: run again with --apply
-Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`)
-}

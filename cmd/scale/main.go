@@ -46,13 +46,18 @@ func main() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) }
 // Main runs cmd/scale with args (without the program name) and returns its exit code: a bad flag,
 // value or argument is one line on stderr and exit 2, before anything is simulated.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(cli.Command[*options]{
-		Name:     "scale",
-		Parse:    parse,
-		Usage:    usage,
-		Validate: func(o *options) (slog.Level, error) { return slog.LevelInfo, o.validate() },
-		Run: func(_ context.Context, o *options, stdout io.Writer) (int, error) {
-			if err := run(*o, stdout); err != nil {
+	return cli.Main(cli.Command[options]{
+		Name: "scale",
+		Synopsis: `Usage: scale [--rates=20000,100000] [--hours=60] [--worker-memory-gib=32] [flags]
+
+Simulates one dedup shard at each design rate through the dedup step's own state functions and
+prints a capacity plan for Flink and Dataflow (docs/capacity.md).`,
+		Defaults: defaults,
+		Flags:    flagTable,
+		Plain:    true,
+		Validate: func(o options) (slog.Level, error) { return slog.LevelInfo, o.validate() },
+		Run: func(_ context.Context, o options, stdout io.Writer) (int, error) {
+			if err := run(o, stdout); err != nil {
 				return 1, err
 			}
 			return 0, nil
@@ -91,9 +96,9 @@ const (
 	maxMemGiB = 1 << 20 // 1 PiB
 )
 
-// flags binds cmd/scale's flag table to o.
-func flags(o *options) *cli.FlagSet {
-	return cli.NewPlainFlagSet("scale", []cli.Group{
+// flagTable is cmd/scale's flag table over o.
+func flagTable(o *options) []cli.Group {
+	return []cli.Group{
 		{Title: "The load", Flags: []cli.Flag{
 			{Name: "rates", Value: rateList(&o.rates), Usage: "design rates (events/s), comma-separated"},
 			{Name: "hours", Value: cli.Float(&o.hours), Arg: "H",
@@ -108,7 +113,7 @@ func flags(o *options) *cli.FlagSet {
 			{Name: "checkpoint-interval", Value: cli.Duration(&o.checkpointEvery), Usage: "Flink checkpoint interval"},
 			{Name: "upload-mbps", Value: cli.Float(&o.uploadMBps), Arg: "MB/S", Usage: "checkpoint upload bandwidth per worker, MB/s"},
 		}},
-	})
+	}
 }
 
 // rateList binds a comma-separated list of rates; validate checks their range.
@@ -124,19 +129,6 @@ func rateList(p *[]int) cli.Value[[]int] {
 		}
 		return rates, nil
 	}, func(rates []int) string { return strings.Join(slicesx.Map(rates, strconv.Itoa), ",") })
-}
-
-func parse(args []string) (*options, error) {
-	o := defaults()
-	return &o, flags(&o).Parse(args)
-}
-
-func usage(w io.Writer) error {
-	o := defaults()
-	return flags(&o).WriteHelp(w, `Usage: scale [--rates=20000,100000] [--hours=60] [--worker-memory-gib=32] [flags]
-
-Simulates one dedup shard at each design rate through the dedup step's own state functions and
-prints a capacity plan for Flink and Dataflow (docs/capacity.md).`)
 }
 
 // validate checks every setting's range, each error naming its flag.

@@ -25,14 +25,41 @@ const ExitUsage = 2
 type Command[O any] struct {
 	// Name prefixes the one-line errors ("launch: ...").
 	Name string
-	// Parse reads the flags; flag.ErrHelp asks for Usage.
-	Parse func(args []string) (O, error)
-	// Usage prints the help for --help (exit 0).
-	Usage func(stdout io.Writer) error
+	// Synopsis heads --help: the usage line, what the command does, its exit codes.
+	Synopsis string
+	// Defaults are the options before parsing; --help shows them as the flags' defaults.
+	Defaults func() O
+	// Flags is the command's flag table over o.
+	Flags func(o *O) []Group
+	// Plain leaves out the Beam runner flags: the command submits no Beam job.
+	Plain bool
+	// Complete, if set, finishes o once fs has parsed it: defaults that depend on other flags,
+	// settings read from several flags together.
+	Complete func(o *O, fs *FlagSet) error
 	// Validate checks the parsed settings after beam.Init and returns the log level.
 	Validate func(O) (slog.Level, error)
 	// Run does the work and returns the exit code; an error is printed as one line.
 	Run func(ctx context.Context, o O, stdout io.Writer) (int, error)
+}
+
+func (c Command[O]) flagSet(o *O) *FlagSet { return newFlagSet(c.Name, c.Flags(o), !c.Plain) }
+
+// Parse reads a command line (without the program name) into the defaults, checking syntax only
+// (Validate checks the settings): an error names its flag; flag.ErrHelp asks for Usage.
+func (c Command[O]) Parse(args []string) (O, error) {
+	o := c.Defaults()
+	fs := c.flagSet(&o)
+	err := fs.parse(args)
+	if err == nil && c.Complete != nil {
+		err = c.Complete(&o, fs)
+	}
+	return o, err
+}
+
+// Usage writes --help: the synopsis, then the flag table with the defaults' values.
+func (c Command[O]) Usage(w io.Writer) error {
+	o := c.Defaults()
+	return c.flagSet(&o).writeHelp(w, c.Synopsis)
 }
 
 // Main runs c with args (without the program name) and returns its exit code.

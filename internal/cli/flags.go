@@ -37,12 +37,8 @@ type FlagSet struct {
 	err    error
 }
 
-// NewFlagSet binds groups and the Beam runner flags; a name twice in the table panics.
-func NewFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, true) }
-
-// NewPlainFlagSet binds groups only, for a command that submits no Beam job (cmd/advise).
-func NewPlainFlagSet(name string, groups []Group) *FlagSet { return newFlagSet(name, groups, false) }
-
+// newFlagSet binds groups, and the Beam runner flags with beamFlags; a name twice in the table
+// panics.
 func newFlagSet(name string, groups []Group, beamFlags bool) *FlagSet {
 	s := &FlagSet{name: name, groups: groups, fs: flag.NewFlagSet(name, flag.ContinueOnError)}
 	s.fs.SetOutput(io.Discard) // errors are reported by Main, in one line
@@ -74,8 +70,8 @@ func shownDefault(v string) string {
 	return v
 }
 
-// Parse reads a command line: flag.ErrHelp for -h or --help, or an error naming the flag.
-func (s *FlagSet) Parse(args []string) error {
+// parse reads a command line: flag.ErrHelp for -h or --help, or an error naming the flag.
+func (s *FlagSet) parse(args []string) error {
 	s.err = nil
 	if err := s.fs.Parse(args); err != nil {
 		switch {
@@ -111,7 +107,7 @@ func (s *FlagSet) Set(name, value string) error {
 	return nil
 }
 
-// captured keeps a failing Set's error, named by flag, for Parse: the flag package only formats it.
+// captured keeps a failing Set's error, named by flag, for parse: the flag package only formats it.
 type captured struct {
 	flag.Value
 	name string
@@ -180,9 +176,9 @@ var workerFlags = []string{"worker", "id", "logging_endpoint", "control_endpoint
 // helpWidth is where --help wraps.
 const helpWidth = 100
 
-// WriteHelp writes --help: the synopsis, each group of the table, then the Beam runner flags. It
+// writeHelp writes --help: the synopsis, each group of the table, then the Beam runner flags. It
 // shows a field's value as its default, so it is called on a set nothing has parsed into.
-func (s *FlagSet) WriteHelp(w io.Writer, synopsis string) error {
+func (s *FlagSet) writeHelp(w io.Writer, synopsis string) error {
 	type row struct{ left, usage string }
 	type section struct {
 		title string
