@@ -14,7 +14,6 @@ import (
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
-	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
@@ -46,71 +45,58 @@ var consoleColumns = []string{"window_start", "window_end", "dims", "revenue", "
 
 const auditSample = 5
 
-// Write prints the batch. Batch numbers start at 0, like Spark's.
+// Write prints the batch (rules.Guard.Write). Batch numbers start at 0, like
+// Spark's.
 func (c *Console) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return sink.Result{}, fmt.Errorf("console sink: %w", err)
+	res, err := c.guard.Write(ctx, &c.mu, b, c.print, "console sink")
+	if err != nil {
+		return res, fmt.Errorf("console sink: %w", err)
 	}
-	if err := b.Validate(); err != nil {
-		return sink.Result{}, fmt.Errorf("console sink: %w", err)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.guard.Stage()
-	accepted := st.AdmitRows(b.Rows)
+	return res, nil
+}
 
+func (c *Console) print(b sink.Batch, stale int) error {
 	var buf bytes.Buffer
 	const rule = "-------------------------------------------\n"
 	fmt.Fprintf(&buf, "%sBatch: %d\n%s", rule, c.batch, rule)
-	writeTable(&buf, consoleColumns, slicesx.Map(accepted, func(r model.Row) []string {
+	writeTable(&buf, consoleColumns, slicesx.Map(b.Rows, func(r model.Row) []string {
 		return []string{model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), r.Dims,
 			model.FormatMicros(r.RevenueMicros), strconv.FormatInt(r.EventCount, 10),
 			strconv.FormatInt(r.Revision, 10), r.State.String()}
 	}))
-	if st.Refused.Stale > 0 {
-		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", st.Refused.Stale)
+	if stale > 0 {
+		fmt.Fprintf(&buf, "stale: %d (rows at or below a revision already shown, or moving a window back)\n", stale)
 	}
-
-	res := sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale}
-	res.AuditInserted += summarize(&buf, st, "too_late", table.TooLateCodec, b.TooLate, func(t model.TooLate) string {
+	summarize(&buf, "too_late", b.TooLate, func(t model.TooLate) string {
 		return fmt.Sprintf("%s @ %s from %s", t.EventID, model.FormatTime(t.EventTime), t.Position)
 	})
-	res.AuditInserted += summarize(&buf, st, "conflicts", table.ConflictCodec, b.Conflicts, func(cf model.Conflict) string {
+	summarize(&buf, "conflicts", b.Conflicts, func(cf model.Conflict) string {
 		return fmt.Sprintf("%s from %s: fingerprint %s, first counted %s", cf.EventID, cf.Position,
 			model.FingerprintHex(cf.ConflictingFingerprint), model.FingerprintHex(cf.FirstFingerprint))
 	})
-	res.AuditInserted += summarize(&buf, st, "quarantined", table.QuarantinedCodec, b.Quarantined, func(q model.Quarantined) string {
+	summarize(&buf, "quarantined", b.Quarantined, func(q model.Quarantined) string {
 		return q.Reason + " at " + q.Position
 	})
 	buf.WriteByte('\n')
 
 	if _, err := c.w.Write(buf.Bytes()); err != nil {
-		return sink.Result{}, fmt.Errorf("console sink: batch %d: %w", c.batch, err)
+		return fmt.Errorf("batch %d: %w", c.batch, err)
 	}
-	st.Commit()
 	c.batch++
-	st.Refused.Warn("console sink")
-	return res, nil
+	return nil
 }
 
-// summarize prints "name: N (a, b, ... and K more)" of the records whose
-// position is new to c's table, when there are any, and counts them.
-func summarize[T any](buf *bytes.Buffer, st *rules.Stage, name string, c table.Codec[T], recs []T, item func(T) string) int {
-	var items []string
-	for _, v := range recs {
-		if st.NewAudit(c.Table.Name, c.Position(v)) {
-			items = append(items, item(v))
-		}
+// summarize prints "name: N (a, b, ... and K more)" of recs, when there are
+// any.
+func summarize[T any](buf *bytes.Buffer, name string, recs []T, item func(T) string) {
+	if len(recs) == 0 {
+		return
 	}
-	if len(items) == 0 {
-		return 0
+	shown, more := recs, ""
+	if len(recs) > auditSample {
+		shown, more = recs[:auditSample], fmt.Sprintf(", ... and %d more", len(recs)-auditSample)
 	}
-	shown, more := items, ""
-	if len(items) > auditSample {
-		shown, more = items[:auditSample], fmt.Sprintf(", ... and %d more", len(items)-auditSample)
-	}
-	fmt.Fprintf(buf, "%s: %d (%s%s)\n", name, len(items), strings.Join(shown, ", "), more)
-	return len(items)
+	fmt.Fprintf(buf, "%s: %d (%s%s)\n", name, len(recs), strings.Join(slicesx.Map(shown, item), ", "), more)
 }
 
 // writeTable renders a bordered table, right-aligned as Spark's show does.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,53 +131,50 @@ func (j *JSONL) loadLine(name string, line []byte) bool {
 	if err := json.Unmarshal(line, &pos); err != nil || pos.SourcePosition == "" {
 		return false
 	}
-	j.guard.ObserveAudit(name, pos.SourcePosition)
+	j.guard.ObserveAudit(strings.TrimSuffix(name, ".jsonl"), pos.SourcePosition)
 	return true
 }
 
-// Write appends the accepted rows and new audit rows, one write per file
-// and batch, without fsync: a debug sink.
+// Write appends the accepted rows and new audit rows (rules.Guard.Write).
 func (j *JSONL) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
+	res, err := j.guard.Write(ctx, &j.mu, b, j.append, "jsonl sink", "dir", j.dir)
+	if err != nil {
+		return res, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
 	}
-	if err := b.Validate(); err != nil {
-		return sink.Result{}, fmt.Errorf("jsonl sink %s: %w", j.dir, err)
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	return res, nil
+}
+
+// append writes an admitted batch, one write per file, without fsync: a
+// debug sink.
+func (j *JSONL) append(b sink.Batch, _ int) error {
 	if j.readOnly {
-		return sink.Result{}, fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
+		return errors.New("opened for reading")
 	}
 	if j.files == nil {
-		return sink.Result{}, fmt.Errorf("jsonl sink %s: closed", j.dir)
+		return errors.New("closed")
 	}
-	st := j.guard.Stage()
 	now := time.Now()
 	out := map[string]*bytes.Buffer{}
 	for _, name := range appendFiles {
 		out[name] = &bytes.Buffer{}
 	}
-	accepted := st.AdmitRows(b.Rows)
-	for _, r := range accepted {
+	for _, r := range b.Rows {
 		table.EncodeJSONLine(out[ChangelogFile], table.ChangelogCodec, sink.ChangelogEntry{Row: r, WrittenAt: now})
 	}
-	audit := appendAudit(st, out[fileTooLate], fileTooLate, table.TooLateCodec, b.TooLate) +
-		appendAudit(st, out[fileConflicts], fileConflicts, table.ConflictCodec, b.Conflicts) +
-		appendAudit(st, out[fileQuarantined], fileQuarantined, table.QuarantinedCodec, b.Quarantined)
+	encodeLines(out[fileTooLate], table.TooLateCodec, b.TooLate)
+	encodeLines(out[fileConflicts], table.ConflictCodec, b.Conflicts)
+	encodeLines(out[fileQuarantined], table.QuarantinedCodec, b.Quarantined)
 	for _, c := range b.Progress {
 		table.EncodeJSONLine(out[fileCheckpoints], table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now})
 	}
 	for _, name := range appendFiles {
 		if buf := out[name]; buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {
-				return sink.Result{}, fmt.Errorf("jsonl sink %s: append %s: %w", j.dir, name, err)
+				return fmt.Errorf("append %s: %w", name, err)
 			}
 		}
 	}
-	st.Commit()
-	st.Refused.Warn("jsonl sink", "dir", j.dir)
-	return sink.Result{Accepted: len(accepted), Stale: st.Refused.Stale, AuditInserted: audit}, nil
+	return nil
 }
 
 // CheckRunConfig applies the run_config rule to DIR/run_config.json.
@@ -226,14 +224,8 @@ func (j *JSONL) Close() error {
 	return errors.Join(errs...)
 }
 
-// appendAudit encodes the records whose position is new to file.
-func appendAudit[T any](st *rules.Stage, buf *bytes.Buffer, file string, c table.Codec[T], recs []T) int {
-	n := 0
-	for _, v := range recs {
-		if st.NewAudit(file, c.Position(v)) {
-			table.EncodeJSONLine(buf, c, v)
-			n++
-		}
+func encodeLines[T any](buf *bytes.Buffer, c table.Codec[T], vs []T) {
+	for _, v := range vs {
+		table.EncodeJSONLine(buf, c, v)
 	}
-	return n
 }

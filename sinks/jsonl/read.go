@@ -28,7 +28,7 @@ func openReader(dir string, sealer bool) (*JSONL, bool, error) {
 		}
 		return nil, false, fmt.Errorf("jsonl sink %s: %w", dir, err)
 	}
-	return &JSONL{dir: dir, readOnly: true, sealer: sealer}, true, nil
+	return &JSONL{dir: dir, guard: rules.NewGuard(), readOnly: true, sealer: sealer}, true, nil
 }
 
 // readJSONLFile decodes every complete line of a sink file (none if missing).

@@ -7,13 +7,17 @@ package rules
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/internal/table"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // IsReconcile reports a reconcile correction, the one writer SPEC §4 allows
@@ -110,9 +114,7 @@ func SortedRows(rows []model.Row) []model.Row {
 }
 
 // Guard keeps the revision and audit-once rules in memory for the sinks
-// with no database (jsonl, console). Its owner holds a lock. Decisions are
-// staged and committed once the output is written, so a failed write does not
-// make the guard run ahead of it.
+// with no database (jsonl, console).
 type Guard struct {
 	latest map[Key]Stored
 	audit  map[string]bool // "<table>\x00<source_position>"
@@ -120,39 +122,52 @@ type Guard struct {
 
 func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]bool{}} }
 
-// Stage is one batch's staged decisions.
-type Stage struct {
-	g       *Guard
-	latest  map[Key]Stored
-	audit   map[string]bool
-	Refused Refusals
-}
-
-func (g *Guard) Stage() *Stage {
-	return &Stage{g: g, latest: map[Key]Stored{}, audit: map[string]bool{}}
-}
-
-// AdmitRows returns the accepted rows in application order.
-func (st *Stage) AdmitRows(rows []model.Row) []model.Row {
-	accepted, latest := st.Refused.AdmitAll(rows, st.g.latest)
-	st.latest = latest
-	return accepted
-}
-
-// NewAudit reports whether position is new under table, staging it if so.
-func (st *Stage) NewAudit(table, position string) bool {
-	k := table + "\x00" + position
-	if st.g.audit[k] || st.audit[k] {
-		return false
+// Write is those sinks' guarded write. It refuses a cancelled ctx and an
+// unwritable batch, then, under mu, hands out what the rules admit of b: the
+// accepted rows in application order, the audit records new to their table,
+// the checkpoints; stale counts the rows refused. The decisions are committed
+// only once out succeeded, so a failed write does not make the guard run
+// ahead of its output. Regressions refused are logged as sinkName, attrs.
+func (g *Guard) Write(ctx context.Context, mu sync.Locker, b sink.Batch, out func(admitted sink.Batch, stale int) error,
+	sinkName string, attrs ...any) (sink.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return sink.Result{}, err
 	}
-	st.audit[k] = true
-	return true
+	if err := b.Validate(); err != nil {
+		return sink.Result{}, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var refused Refusals
+	rows, latest := refused.AdmitAll(b.Rows, g.latest)
+	audit := map[string]bool{}
+	admitted := sink.Batch{Rows: rows,
+		TooLate:     newAudits(g, audit, table.TooLateCodec, b.TooLate),
+		Conflicts:   newAudits(g, audit, table.ConflictCodec, b.Conflicts),
+		Quarantined: newAudits(g, audit, table.QuarantinedCodec, b.Quarantined),
+		Progress:    b.Progress,
+	}
+	if err := out(admitted, refused.Stale); err != nil {
+		return sink.Result{}, err
+	}
+	maps.Copy(g.latest, latest)
+	maps.Copy(g.audit, audit)
+	refused.Warn(sinkName, attrs...)
+	n := len(admitted.TooLate) + len(admitted.Conflicts) + len(admitted.Quarantined)
+	return sink.Result{Accepted: len(rows), Stale: refused.Stale, AuditInserted: n}, nil
 }
 
-// Commit makes the staged decisions permanent.
-func (st *Stage) Commit() {
-	maps.Copy(st.g.latest, st.latest)
-	maps.Copy(st.g.audit, st.audit)
+// newAudits returns the records whose position is new to c's table, staging
+// them in staged.
+func newAudits[T any](g *Guard, staged map[string]bool, c table.Codec[T], recs []T) []T {
+	return slices.DeleteFunc(slices.Clone(recs), func(v T) bool {
+		k := c.Table.Name + "\x00" + c.Position(v)
+		if g.audit[k] || staged[k] {
+			return true
+		}
+		staged[k] = true
+		return false
+	})
 }
 
 // Observe records a row already in durable output (a reopened JSONL file).
