@@ -255,7 +255,7 @@ func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []mode
 	return nil
 }
 
-func resultPath(dir, runID string) string { return files.Join(dir, runID, "recomputed.jsonl") }
+func resultPath(dir, runID string) string { return files.Join(dir, runID, "recomputed.json") }
 
 // graph is the reconcile pipeline, its result written to path, and its proto checked against the
 // runner's capabilities.

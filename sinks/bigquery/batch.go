@@ -49,7 +49,7 @@ func decodeSealed(b []byte) (sealedBatch, error) {
 }
 
 // batchStore is a key's state in the write step: the buffered rows and the
-// sealed batch, in Beam state (beamStore) or in memory (memStore).
+// sealed batch, in Beam state (beamStore; the tests keep one in memory).
 type batchStore interface {
 	Buffer(row []byte) (rows, bytes int64, err error)
 	Buffered() ([][]byte, error)
