@@ -10,17 +10,13 @@ import (
 	"sync/atomic"
 )
 
-// The GC's goal when prism runs in this process (issue #26). Go lets the
-// heap grow to twice what the last collection found live (GOGC=100). What
-// waits between prism's stages lives in this heap and spikes when timers
-// release what the gates held, so a longer replay, meeting more spikes,
-// peaks higher although it holds no more (docs/performance.md). The pacer
-// puts the goal at paceGoal percent of the median of the last paceWindow
-// live heaps, never above Go's own: a spike is collected at the typical
-// goal, a lasting rise moves the median within paceWindow cycles, and a
-// steady heap runs with 70 % headroom instead of 100 % (a long replay's
-// peak anon falls by 9 to 12 MiB for 5 to 11 % more of its time:
-// docs/performance.md). An explicit GOGC or GOMEMLIMIT switches it off.
+// The GC's goal when prism runs in this process (issue #26). What waits
+// between prism's stages lives in this heap and spikes when timers release
+// what the gates held; GOGC=100 doubles each spike into the goal, so a longer
+// replay peaks higher although it holds no more. The pacer sets the goal at
+// paceGoal percent of the median of the last paceWindow live heaps, never
+// above Go's own (docs/performance.md: 9 to 12 MiB less peak anon for 5 to
+// 11 % more time). An explicit GOGC or GOMEMLIMIT switches it off.
 
 // paceWindow is how many collections' live heaps the median spans; the
 // pacer waits for that many before it sets anything, so a short run's

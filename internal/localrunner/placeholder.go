@@ -17,12 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// placeholderPrefix names the empty file the Go SDK's universal runner
-// stages as the worker binary of a LOOPBACK job
-// (runnerlib.Execute, Beam v2.77.0: os.CreateTemp(os.TempDir(),
-// "beamloopbackworker-*"), never closed or removed). Every job submitted
-// in loopback mode, which is every job on the embedded runner, leaves one
-// in the temporary folder.
+// placeholderPrefix names the empty file the SDK stages as a LOOPBACK job's
+// worker binary and never removes (runnerlib.Execute, Beam v2.77.0).
 const placeholderPrefix = "beamloopbackworker-"
 
 // RemovePlaceholder removes the loopback placeholder of the ended job jobID
