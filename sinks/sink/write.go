@@ -75,29 +75,19 @@ func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollec
 	}
 	s = s.Scope("sinks.WriteProgress")
 	keyed := beam.ParDo(s, keyByPartition, checkpoints)
-	beam.ParDo0(s, &progressFn{Spec: spec, Run: run, Last: state.MakeValueState[model.Checkpoint]("last")}, keyed)
+	beam.ParDo0(s, &progressFn{writeFn: writeFn[model.Checkpoint]{Spec: spec}, Run: run, Last: state.MakeValueState[model.Checkpoint]("last")}, keyed)
 }
 
 func keyByPartition(c model.Checkpoint) (string, model.Checkpoint) { return c.Partition, c }
 
 // progressFn writes a bundle's checkpoints as one Batch through writeFn's
-// retries, adding to no sink counter: a checkpoint is not an output. Last is
-// the partition's last checkpoint written, not written again.
+// sink and retries, adding to no sink counter: a checkpoint is not an output.
+// Last is the partition's last checkpoint written, not written again.
 type progressFn struct {
-	Spec Spec
+	writeFn[model.Checkpoint]
 	Run  string
 	Last state.Value[model.Checkpoint]
-
-	w   *writeFn[model.Checkpoint]
-	buf []model.Checkpoint
 }
-
-func (f *progressFn) Setup(ctx context.Context) error {
-	f.w = &writeFn[model.Checkpoint]{Spec: f.Spec}
-	return f.w.Setup(ctx)
-}
-
-func (f *progressFn) StartBundle() { f.buf = f.buf[:0] }
 
 func (f *progressFn) ProcessElement(sp state.Provider, _ string, c model.Checkpoint) error {
 	c.Run = f.Run
@@ -123,15 +113,8 @@ func (f *progressFn) FinishBundle(ctx context.Context) error {
 	}
 	b := BatchOf(f.buf)
 	f.buf = f.buf[:0]
-	_, err := f.w.write(ctx, b)
+	_, err := f.write(ctx, b)
 	return err
-}
-
-func (f *progressFn) Teardown() error {
-	if f.w == nil {
-		return nil
-	}
-	return f.w.Teardown()
 }
 
 // WriteOption configures Write.
