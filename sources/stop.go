@@ -19,9 +19,9 @@ import (
 // StopSignal is the graceful-stop request of one run, visible to every
 // worker: an object "stop-<Token>" in the control folder Dir (local or
 // scheme://). The launcher writes it (Request); readers see it (Watch) and
-// keep resuming without finishing their restriction, which would write FINAL
-// rows for windows still correctable. Each run draws a new Token, so an old
-// stop object never stops a new run. The zero StopSignal is no signal.
+// keep resuming without finishing their restriction (see the package doc).
+// Each run draws a new Token, so an old stop object never stops a new run.
+// The zero StopSignal is no signal.
 type StopSignal struct {
 	Dir, Token string
 }

@@ -235,10 +235,11 @@ func CheckResumePoints(points []model.Checkpoint) error {
 	return nil
 }
 
-// SealResume is SealResume of the stores that append source_resume (BigQuery,
-// jsonl): it refuses bad points (naming sinkName), then hands store, stamped
-// now, the points that differ from their partition's current one, so that
-// sealed_at says when a point was first sealed.
+// SealResume is ProgressStore.SealResume for the sinks that append
+// source_resume (BigQuery, jsonl): it refuses bad points (naming sinkName),
+// then hands store, stamped now, the points that differ from their
+// partition's current one, so that sealed_at says when a point was first
+// sealed.
 func SealResume(ctx context.Context, sinkName string, points []model.Checkpoint,
 	current func(context.Context) ([]model.Checkpoint, error), store func([]table.CheckpointRow) error) error {
 	if err := CheckResumePoints(points); err != nil {
