@@ -53,9 +53,7 @@ type BigQuery struct {
 	project, dataset string
 	streams          *streamPool // nil: a new stream per sealed batch
 	sleep            func(context.Context, time.Duration) error
-	// dmlStats: the server reports the rows a DML statement changed (the
-	// emulator does not).
-	dmlStats bool
+	dmlStats         bool // the server reports the rows DML changed (the emulator does not)
 }
 
 var _ sink.Sink = (*BigQuery)(nil)
