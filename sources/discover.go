@@ -55,9 +55,7 @@ func (f *listPartitionsFn) ProcessElement(_ []byte, emit func(int, string)) erro
 }
 
 // newPartitionsFn emits each partition the first time it is listed.
-type newPartitionsFn struct {
-	Seen state.Value[[]string]
-}
+type newPartitionsFn struct{ Seen state.Value[[]string] }
 
 func (f *newPartitionsFn) ProcessElement(ctx context.Context, sp state.Provider, _ int, partition string, emit func(string)) error {
 	seen, _, err := f.Seen.Read(sp)

@@ -49,10 +49,10 @@ type FolderOptions struct {
 	// Follow keeps watching for new files until stopped (--follow); false
 	// replays what is there, then ends.
 	Follow bool
-	// Watermark is --ooo-bound and --idle-timeout.
+	// Watermark is --ooo-bound and --idle-timeout; Event the validation
+	// configuration (its MaxLine is --max-line).
 	Watermark watermark.Policy
-	// Event is the validation configuration; its MaxLine is --max-line.
-	Event event.Config
+	Event     event.Config
 	// PollInterval is how often a follower looks for new data (default 1s).
 	PollInterval time.Duration
 	// MaxPerCall is how many records a reader call emits at most (default
@@ -92,8 +92,8 @@ func Validate(dir string, o FolderOptions) error {
 	return err
 }
 
-// Check validates the settings alone, looking at no folder, so that a launcher can refuse a bad
-// value before any work (before it generates a demo log). Validate checks them too.
+// Check validates the settings alone, looking at no folder, so that a
+// launcher can refuse a bad value before any work (a demo log).
 func (o FolderOptions) Check() error {
 	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
 		return err
@@ -198,9 +198,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints
 }
 
 // partitionsFn emits the partitions listed at construction, one element each.
-type partitionsFn struct {
-	Partitions []string
-}
+type partitionsFn struct{ Partitions []string }
 
 func (f *partitionsFn) ProcessElement(_ []byte, emit func(string)) {
 	for _, p := range f.Partitions {

@@ -40,9 +40,7 @@ type restriction struct {
 }
 
 // newRestriction is a partition that has read nothing, at processing time now.
-func newRestriction(now int64) restriction {
-	return restriction{FloorFiles: 0, State: watermark.NewState(now)}
-}
+func newRestriction(now int64) restriction { return restriction{State: watermark.NewState(now)} }
 
 // Clone, Closing and IsClosed make restriction sdfread.Checkpointable. Clone
 // keeps a split's halves from sharing Read.
@@ -52,9 +50,9 @@ func (r restriction) Clone() restriction {
 }
 
 func (r restriction) Closing() restriction {
-	c := r.Clone()
-	c.Closed = true
-	return c
+	r = r.Clone()
+	r.Closed = true
+	return r
 }
 
 func (r restriction) IsClosed() bool { return r.Closed }

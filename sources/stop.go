@@ -17,16 +17,13 @@ import (
 )
 
 // StopSignal is the graceful-stop request of one run, visible to every
-// worker: an object "stop-<Token>" in the control folder Dir. The launcher
-// writes it (Request); readers see it (Watch) and keep resuming without
-// finishing their restriction, which would write FINAL rows for windows still
-// correctable. Each run draws a new Token, so an old stop object never stops
-// a new run. The zero StopSignal is no signal.
+// worker: an object "stop-<Token>" in the control folder Dir (local or
+// scheme://). The launcher writes it (Request); readers see it (Watch) and
+// keep resuming without finishing their restriction (see the package doc).
+// Each run draws a new Token, so an old stop object never stops a new run.
+// The zero StopSignal is no signal.
 type StopSignal struct {
-	// Dir is the control folder: a local path or a scheme:// one.
-	Dir string
-	// Token names the run (see NewStopSignal).
-	Token string
+	Dir, Token string
 }
 
 // Name prefixes of the stop and probe objects, and the bounds of one look

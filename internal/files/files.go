@@ -253,12 +253,10 @@ func List(ctx context.Context, dir string) (Listing, error) {
 	return l, nil
 }
 
-// ListAfter returns the names of the files directly inside dir that sort
-// after after (all of them for ""), sorted, as List's Files holds them. On a
+// ListAfter is List's Files that sort after after (all for ""). On a
 // registered object store (gs://, s3://) it is one listing that starts at
-// after, so polling a folder that only grows costs what is new in it, not
-// the whole folder; elsewhere it filters List. A missing local folder is an
-// error wrapping fs.ErrNotExist.
+// after, so polling a folder that only grows costs what is new in it; a
+// missing local folder is an error wrapping fs.ErrNotExist.
 func ListAfter(ctx context.Context, dir, after string) ([]string, error) {
 	var names []string
 	if st, ok := stores[scheme(dir)]; ok {

@@ -15,11 +15,9 @@ type Store struct {
 	// Ranges opens an object (a path's bucket and object name) for ranged
 	// reads: open streams one range's bytes, from a ranged request of its own.
 	Ranges func(ctx context.Context, bucket, object string) (open func(model.LineRef) (io.ReadCloser, error), err error)
-	// ListFrom lists, from the object name start on (at least the names after
-	// it; start itself may come too), the objects directly under prefix
-	// ("" or ending in "/"; nothing deeper), and returns their names
-	// without prefix, in order: one listing that starts there, not at the
-	// prefix's first object.
+	// ListFrom is one listing of the objects directly under prefix ("" or
+	// ending in "/") from the name start on (start itself may come too):
+	// their names without prefix, in order.
 	ListFrom func(ctx context.Context, bucket, prefix, start string) ([]string, error)
 	// NotExist reports whether err says that an object or its bucket does
 	// not exist.

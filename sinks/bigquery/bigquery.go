@@ -53,9 +53,7 @@ type BigQuery struct {
 	project, dataset string
 	streams          *streamPool // nil: a new stream per sealed batch
 	sleep            func(context.Context, time.Duration) error
-	// dmlStats: the server reports the rows a DML statement changed (the
-	// emulator does not).
-	dmlStats bool
+	dmlStats         bool // the server reports the rows DML changed (the emulator does not)
 }
 
 var _ sink.Sink = (*BigQuery)(nil)
@@ -100,7 +98,7 @@ func Open(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: retry.Sleep,
 		streams: newStreamPool(time.Now),
 		api:     &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
-	b.Reader = sqlread.Reader{DB: sqlread.DB{Rows: b.rows, From: b.from, Changelog: b.changelog, Dialect: bqDialect}}
+	b.Reader = sqlread.Reader{DB: sqlread.DB{Rows: b.rows, From: b.from, Changelog: b.changelog, Extreme: b.extremeTime, Dialect: bqDialect}}
 	// The client retries without end: bound the schema check, so that an
 	// unreachable service is an error, not a start that never returns.
 	sctx, cancel := context.WithTimeout(ctx, schemaTimeout)

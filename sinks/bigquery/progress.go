@@ -2,8 +2,6 @@ package bigquery
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	gbq "cloud.google.com/go/bigquery"
 	"github.com/revenue-stream/hourly/model"
@@ -16,11 +14,6 @@ import (
 // source_checkpoints is appended (reads keep one row per run, partition and
 // file); source_resume gets one small DML INSERT per seal, of the points that
 // moved, and its latest row per partition is the point.
-
-func (b *BigQuery) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
-	return b.readTime(ctx, "read earliest open window", `SELECT MIN(window_start) AS t FROM `+b.table(table.HourlyRevenue.Name)+`
-WHERE result_state <> 'FINAL'`)
-}
 
 // RunCheckpoints returns the checkpoints run wrote, the latest of each
 // (partition, file), by partition, then file.
@@ -38,22 +31,12 @@ func (b *BigQuery) ResumePoints(ctx context.Context) ([]model.Checkpoint, error)
 // one, all with one sealed_at, in one statement; the copies a retried
 // statement may add are collapsed by the read.
 func (b *BigQuery) SealResume(ctx context.Context, points []model.Checkpoint) error {
-	if err := rules.CheckResumePoints(points); err != nil {
-		return fmt.Errorf("bigquery sink %s: %w", b, err)
-	}
-	current, err := b.ResumePoints(ctx)
-	if err != nil {
-		return err
-	}
-	changed := rules.ChangedResumePoints(current, points)
-	if len(changed) == 0 {
-		return nil
-	}
-	rows := table.CheckpointRows(changed, time.Now().UTC())
-	cols := bqDialect.Columns(table.SourceResume.Names())
-	_, _, err = b.exec(ctx, "seal "+table.SourceResume.Name, `INSERT INTO `+b.table(table.SourceResume.Name)+` (`+cols+`)
+	return rules.SealResume(ctx, "bigquery sink "+b.String(), points, b.ResumePoints, func(rows []table.CheckpointRow) error {
+		cols := bqDialect.Columns(table.SourceResume.Names())
+		_, _, err := b.exec(ctx, "seal "+table.SourceResume.Name, `INSERT INTO `+b.table(table.SourceResume.Name)+` (`+cols+`)
 SELECT `+cols+` FROM `+unnestRows(table.SourceResume.Name), gbq.QueryParameter{Name: "rows", Value: bqRowsParam(table.ResumeCodec, rows)})
-	return err
+		return err
+	})
 }
 
 // PruneCheckpoints deletes the checkpoints of every run but keep with one DML

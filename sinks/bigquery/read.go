@@ -64,14 +64,13 @@ func (b *BigQuery) changelog(ctx context.Context, q sink.Query) ([]sink.Changelo
 	return sqlread.Read(ctx, b.DB, table.ChangelogCodec, "read "+name, sql, args...)
 }
 
-func (b *BigQuery) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
-	return b.readTime(ctx, "read final horizon", `SELECT MAX(window_end) AS t FROM `+b.table(table.HourlyRevenue.Name)+`
-WHERE result_state = 'FINAL'`)
-}
-
-// readTime returns a one-row query's TIMESTAMP in epoch ms; ok is false for NULL.
-func (b *BigQuery) readTime(ctx context.Context, what, sql string) (ms int64, ok bool, err error) {
-	t, err := sqlread.Scalar(ctx, b.DB, table.Time, what, sql)
+// extremeTime is sqlread.DB.Extreme: MAX or MIN over TIMESTAMP.
+func (b *BigQuery) extremeTime(ctx context.Context, what, col, where string, latest bool) (ms int64, ok bool, err error) {
+	agg := "MIN"
+	if latest {
+		agg = "MAX"
+	}
+	t, err := sqlread.Scalar(ctx, b.DB, table.Time, what, `SELECT `+agg+`(`+col+`) AS t FROM `+b.table(table.HourlyRevenue.Name)+` WHERE `+where)
 	ms, ok = t.(int64)
 	return ms, ok, err
 }

@@ -164,9 +164,7 @@ func (j *JSONL) append(b sink.Batch, _ int) error {
 	encodeLines(out[fileTooLate], table.TooLateCodec, b.TooLate)
 	encodeLines(out[fileConflicts], table.ConflictCodec, b.Conflicts)
 	encodeLines(out[fileQuarantined], table.QuarantinedCodec, b.Quarantined)
-	for _, c := range b.Progress {
-		table.EncodeJSONLine(out[fileCheckpoints], table.CheckpointCodec, table.CheckpointRow{Checkpoint: c, At: now})
-	}
+	encodeLines(out[fileCheckpoints], table.CheckpointCodec, table.CheckpointRows(b.Progress, now))
 	for _, name := range appendFiles {
 		if buf := out[name]; buf.Len() > 0 {
 			if _, err := j.files[name].Write(buf.Bytes()); err != nil {

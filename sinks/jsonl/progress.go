@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
@@ -50,47 +49,35 @@ func lastPer(rows []table.CheckpointRow, key func(model.Checkpoint) string) []mo
 // SealResume appends the points that moved to source_resume.jsonl in one
 // write and fsyncs it: a sealed point is durable. Only the launcher writes it.
 func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error {
-	if err := rules.CheckResumePoints(points); err != nil {
-		return fmt.Errorf("jsonl sink %s: %w", j.dir, err)
-	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.readOnly && !j.sealer {
 		return fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
 	}
-	current, err := j.ResumePoints(ctx)
-	if err != nil {
-		return err
-	}
-	changed := rules.ChangedResumePoints(current, points)
-	if len(changed) == 0 {
+	return rules.SealResume(ctx, "jsonl sink "+j.dir, points, j.ResumePoints, func(rows []table.CheckpointRow) error {
+		var buf bytes.Buffer
+		encodeLines(&buf, table.ResumeCodec, rows)
+		path := filepath.Join(j.dir, fileResume)
+		_, statErr := os.Stat(path)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("jsonl sink %s: seal: %w", j.dir, err)
+		}
+		_, err = f.Write(buf.Bytes())
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && os.IsNotExist(statErr) {
+			err = syncDir(j.dir) // a new file's name must survive a power cut too
+		}
+		if err != nil {
+			return fmt.Errorf("jsonl sink %s: seal %s: %w", j.dir, fileResume, err)
+		}
 		return nil
-	}
-	var buf bytes.Buffer
-	now := time.Now()
-	for _, p := range changed {
-		table.EncodeJSONLine(&buf, table.ResumeCodec, table.CheckpointRow{Checkpoint: p, At: now})
-	}
-	path := filepath.Join(j.dir, fileResume)
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("jsonl sink %s: seal: %w", j.dir, err)
-	}
-	_, err = f.Write(buf.Bytes())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil && os.IsNotExist(statErr) {
-		err = syncDir(j.dir) // a new file's name must survive a power cut too
-	}
-	if err != nil {
-		return fmt.Errorf("jsonl sink %s: seal %s: %w", j.dir, fileResume, err)
-	}
-	return nil
+	})
 }
 
 // PruneCheckpoints is a no-op: the workers hold the file open for appending

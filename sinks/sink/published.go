@@ -10,10 +10,9 @@ import (
 )
 
 // SeedBound limits the rows Published reads to the windows a run can still
-// reach; the zero value reads every row.
+// reach: with Bounded, those starting at or after StartFrom (epoch ms); the
+// zero value reads every row.
 type SeedBound struct {
-	// Bounded says only windows starting at or after StartFrom (epoch ms)
-	// are needed.
 	Bounded   bool
 	StartFrom int64
 }

@@ -17,15 +17,14 @@ const Backends = "github.com/revenue-stream/hourly/sinks/all"
 // Backend is a scheme's implementation. Open is required; the rest are nil
 // where the sink has no such part.
 type Backend struct {
-	// Open opens or creates the sink for writing. A typed nil it returns
-	// with an error becomes a nil Sink.
+	// Open opens or creates the sink for writing.
 	Open func(ctx context.Context, spec Spec) (Sink, error)
 	// Existing opens an existing sink, a Reader and ProgressStore, to read
 	// back or, with progress, for the launcher's progress tables; ok is false
 	// when there is nothing yet. Such a handle may refuse writes (jsonl's).
 	Existing func(ctx context.Context, spec Spec, progress bool) (s Sink, ok bool, err error)
-	// Write and WriteProgress replace the write steps that write each
-	// bundle as one Batch through Open's Sink (BigQuery's keyed append step).
+	// Write and WriteProgress replace the bundle-per-Batch write steps
+	// (BigQuery's keyed append step).
 	Write         func(s beam.Scope, spec Spec, flush FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection)
 	WriteProgress func(s beam.Scope, spec Spec, flush FlushPolicy, run string, checkpoints beam.PCollection)
 }
@@ -64,7 +63,8 @@ func Lookup(scheme string) (Backend, error) {
 	return Backend{}, fmt.Errorf("unknown sink scheme %q: want %s", scheme, forms)
 }
 
-// Open opens the sink a Spec names (the console writes to os.Stdout).
+// Open opens the sink a Spec names (the console writes to os.Stdout). On
+// error the Sink is a nil interface, never a typed nil.
 func Open(ctx context.Context, spec Spec) (Sink, error) {
 	b, err := Lookup(spec.Scheme)
 	if err != nil {
@@ -72,7 +72,7 @@ func Open(ctx context.Context, spec Spec) (Sink, error) {
 	}
 	s, err := b.Open(ctx, spec)
 	if err != nil {
-		return nil, err // a nil interface, never a typed nil
+		return nil, err
 	}
 	return s, nil
 }
@@ -106,13 +106,12 @@ func openExisting[T any](ctx context.Context, spec Spec, progress bool) (T, bool
 // FlushPolicy says when the BigQuery write step appends what one (table,
 // shard) buffered: at a clock tick after Interval, at MaxRows rows or MaxBytes
 // bytes, and at the end of a bounded input, so the append rate does not follow
-// the bundle rate (docs/bigquery.md).
+// the bundle rate (docs/bigquery.md). Shards is the keys, so concurrent
+// appends, per table.
 type FlushPolicy struct {
-	Interval time.Duration
-	MaxRows  int64
-	MaxBytes int64
-	// Shards is how many keys, and so concurrent appends, each table has.
-	Shards int
+	Interval          time.Duration
+	MaxRows, MaxBytes int64
+	Shards            int
 	// Clock drives an unbounded input's flushes by an impulse every Interval:
 	// the portable Flink runner fires no processing-time timers for Go. A
 	// bounded input has none (it would hold the job open).

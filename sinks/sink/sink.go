@@ -18,8 +18,8 @@ type Batch struct {
 	TooLate     []model.TooLate
 	Conflicts   []model.Conflict
 	Quarantined []model.Quarantined
-	// Progress holds folder-source checkpoints for source_checkpoints (see
-	// ProgressStore); the console ignores them, and no Result field counts them.
+	// Progress holds folder-source checkpoints (ProgressStore); no Result
+	// field counts them and the console ignores them.
 	Progress []model.Checkpoint
 }
 
@@ -41,14 +41,11 @@ func (b Batch) Validate() error {
 	return nil
 }
 
-// Result says what a Write did.
+// Result says what a Write did: rows that became their key's current
+// snapshot, rows the revision and no-dip rules refused, and audit rows added
+// (a replayed position adds none).
 type Result struct {
-	// Accepted counts rows that became the current snapshot of their key.
-	Accepted int
-	// Stale counts rows refused by the revision and no-dip rules.
-	Stale int
-	// AuditInserted counts audit rows added; a replayed position adds none.
-	AuditInserted int
+	Accepted, Stale, AuditInserted int
 }
 
 // Sink is an output for pipeline batches. Write is safe for concurrent use.
@@ -86,12 +83,12 @@ type Reader interface {
 	Tally(ctx context.Context, latest int) (Tally, error)
 }
 
-// Query selects the rows of a changelog read.
+// Query selects the rows of a changelog read: with Current, each key's
+// current snapshot (hourly_revenue) only; with From, the windows starting at
+// or after it (epoch ms).
 type Query struct {
-	// Current keeps each key's current snapshot (hourly_revenue) only.
 	Current bool
-	// From, when set, keeps the windows starting at or after it (epoch ms).
-	From *int64
+	From    *int64
 }
 
 // Rows drops the entries' written_at, passing a read's error on.
@@ -126,11 +123,11 @@ type RecentReader interface {
 	LatestAudit(ctx context.Context, n int) (Audit, error)
 }
 
-// ProgressStore is a sink that keeps folder-source progress, so a restarted
-// job re-reads the retention, not the history (docs/restart.md). The workers
-// write source_checkpoints (WriteProgress), whose records' outputs may still
-// be in flight; the launcher seals source_resume once those are durable, and
-// a restart resumes from it alone.
+// ProgressStore is a sink that keeps folder-source progress, so a restart
+// re-reads the retention, not the history (docs/restart.md): workers write
+// source_checkpoints (WriteProgress), whose outputs may be in flight; the
+// launcher seals source_resume once they are durable, and a restart resumes
+// from it alone.
 type ProgressStore interface {
 	Reader
 	// EarliestOpenWindow returns the earliest window_start (epoch ms) of a
@@ -174,13 +171,12 @@ type Diff struct {
 }
 
 // Tally is what a run's summary shows of a sink, counted where the rows are
-// stored rather than read back whole.
+// stored: hourly_revenue's rows (one per key) by result state, the other
+// tables' rows, and the last current rows in key order.
 type Tally struct {
-	// Current counts hourly_revenue's rows (one per key) by result state.
 	Current   map[model.ResultState]int64
 	Changelog int64
 	AuditCounts
-	// Latest is the last current rows, in key order.
 	Latest []model.Row
 }
 
@@ -197,11 +193,10 @@ type AuditCounts struct {
 	TooLate, Conflicts, Quarantined int64
 }
 
-// RowError is a stored row that cannot be read: table, key, column, why.
+// RowError is a stored row that cannot be read: table, key as stored (if
+// it has one), column, why.
 type RowError struct {
-	Table  string
-	Column string
-	// WindowStart and Dims are the row's key as stored, if it has one.
+	Table, Column     string
 	WindowStart, Dims string
 	Err               error
 }

@@ -1,14 +1,11 @@
-// Package sink is the contract between the pipeline and its sinks, all a
-// caller names of one: the --sink value (Spec), the types a backend
-// implements and callers hold (Batch, Sink, Reader, ProgressStore, ...), the
-// write verbs (Write, WriteProgress), the stored rows a restarted revision
-// step continues from (Published) and the one registry of backends
-// (Register, Lookup, Open, OpenReader, OpenProgress). It imports no backend:
-// each backend package (sinks/sqlite, sinks/bigquery, sinks/jsonl,
-// sinks/console) registers itself in init, and a binary gets them all by
-// importing sinks/all (app/launch, app/reconcile, testing/bench do), so
-// transforms and pipeline link neither BigQuery, SQLite nor a runner
-// (testing/deps).
+// Package sink is the contract between the pipeline and its sinks: the
+// --sink value (Spec), the types a backend implements and callers hold
+// (Batch, Sink, Reader, ProgressStore, ...), the write verbs (Write,
+// WriteProgress), the stored rows a restarted revision step continues from
+// (Published) and the registry of backends (Register, Lookup, Open,
+// OpenReader, OpenProgress). It imports no backend: each backend package
+// registers itself in init and binaries import sinks/all, so transforms and
+// pipeline link neither BigQuery, SQLite nor a runner (testing/deps).
 package sink
 
 import (
@@ -32,12 +29,11 @@ const (
 // forms lists the forms ParseSpec accepts, for messages.
 const forms = "sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"
 
-// Spec is a parsed --sink value.
+// Spec is a parsed --sink value: Path is the SQLite file or the JSONL
+// directory, Project and Dataset are bigquery's.
 type Spec struct {
-	Scheme string // sqlite|jsonl|console|bigquery
-	// Path is the SQLite file or the JSONL directory.
-	Path string
-	// Project and Dataset are set for bigquery.
+	Scheme           string // sqlite|jsonl|console|bigquery
+	Path             string
 	Project, Dataset string
 }
 

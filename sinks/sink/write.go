@@ -75,29 +75,19 @@ func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollec
 	}
 	s = s.Scope("sinks.WriteProgress")
 	keyed := beam.ParDo(s, keyByPartition, checkpoints)
-	beam.ParDo0(s, &progressFn{Spec: spec, Run: run, Last: state.MakeValueState[model.Checkpoint]("last")}, keyed)
+	beam.ParDo0(s, &progressFn{writeFn: writeFn[model.Checkpoint]{Spec: spec}, Run: run, Last: state.MakeValueState[model.Checkpoint]("last")}, keyed)
 }
 
 func keyByPartition(c model.Checkpoint) (string, model.Checkpoint) { return c.Partition, c }
 
 // progressFn writes a bundle's checkpoints as one Batch through writeFn's
-// retries, adding to no sink counter: a checkpoint is not an output.
+// sink and retries, adding to no sink counter: a checkpoint is not an output.
+// Last is the partition's last checkpoint written, not written again.
 type progressFn struct {
-	Spec Spec
+	writeFn[model.Checkpoint]
 	Run  string
-	// Last is the partition's last checkpoint written, not written again.
 	Last state.Value[model.Checkpoint]
-
-	w   *writeFn[model.Checkpoint]
-	buf []model.Checkpoint
 }
-
-func (f *progressFn) Setup(ctx context.Context) error {
-	f.w = &writeFn[model.Checkpoint]{Spec: f.Spec}
-	return f.w.Setup(ctx)
-}
-
-func (f *progressFn) StartBundle() { f.buf = f.buf[:0] }
 
 func (f *progressFn) ProcessElement(sp state.Provider, _ string, c model.Checkpoint) error {
 	c.Run = f.Run
@@ -123,15 +113,8 @@ func (f *progressFn) FinishBundle(ctx context.Context) error {
 	}
 	b := BatchOf(f.buf)
 	f.buf = f.buf[:0]
-	_, err := f.w.write(ctx, b)
+	_, err := f.write(ctx, b)
 	return err
-}
-
-func (f *progressFn) Teardown() error {
-	if f.w == nil {
-		return nil
-	}
-	return f.w.Teardown()
 }
 
 // WriteOption configures Write.
@@ -265,11 +248,10 @@ func BatchOf[T Record](vs []T) Batch {
 }
 
 // shared holds one reference-counted sink per spec for this process's write
-// DoFns, closed with the last reference: prism runs several instances per
-// spec in one process (loopback), and the jsonl and console sinks keep their
-// revision guard in the handle, so two handles would each admit the other's
-// rows. Correctness must not rest on it: one handle per worker process
-// elsewhere.
+// DoFns: prism runs several instances per spec in one process (loopback), and
+// jsonl's and console's revision guard lives in the handle, so two handles
+// would each admit the other's rows. Elsewhere it is one handle per worker
+// process; correctness must not rest on it.
 var shared = struct {
 	sync.Mutex
 	m map[string]*handle
@@ -331,8 +313,8 @@ func CloseShared() error {
 	return errors.Join(errs...)
 }
 
-// writeClock is when a write DoFn of this process last committed output,
-// which a loopback launcher waits to settle before it cancels a job.
+// writeClock is when a write DoFn of this process last committed output: a
+// loopback launcher waits for it to settle before it cancels a job.
 type writeClock struct{ ns atomic.Int64 }
 
 func (c *writeClock) note() { c.ns.Store(time.Now().UnixNano()) }

@@ -76,7 +76,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	// after this handle's writes.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
-	s.Reader = sqlread.Reader{DB: sqlread.DB{Rows: s.rows, From: s.from, Changelog: s.changelog, Dialect: sqliteDialect}}
+	s.Reader = sqlread.Reader{DB: sqlread.DB{Rows: s.rows, From: s.from, Changelog: s.changelog, Extreme: s.extremeTime, Dialect: sqliteDialect}}
 	err = s.inTx(ctx, "create schema", func(tx *sql.Tx) error {
 		if err := migrateCheckpoints(ctx, tx); err != nil {
 			return err

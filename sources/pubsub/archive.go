@@ -71,14 +71,14 @@ func parseObjectName(name string) (hour string, seq int64, ok bool) {
 }
 
 // store is one shard's part of the archive: immutable objects, each written
-// once, whole, by one pull, through internal/files (GCS has no appends). An object
-// is a raw-log file with a hidden sidecar (rawlog.SidecarName) holding a
-// rawlog.SidecarEntry per line, written first: an object that exists has its sidecar.
+// once, whole, by one pull, through internal/files (GCS has no appends). An
+// object is a raw-log file with a hidden sidecar (rawlog.SidecarName) holding
+// a rawlog.SidecarEntry per line, written first: an object that exists has
+// its sidecar. put writes one file durably (putFile); tests replace it.
 type store struct {
 	dir  string // the partition folder: <archive>/<partition>
 	part string
-	// put writes one file durably (putFile); tests replace it.
-	put func(ctx context.Context, path string, data []byte) error
+	put  func(ctx context.Context, path string, data []byte) error
 }
 
 func openStore(root string, shard int) (*store, error) {

@@ -17,9 +17,8 @@ func init() {
 // not in the subscription. Whatever any attempt archived after it is
 // re-emitted by the next call before it pulls (see the package doc).
 type restriction struct {
-	Shard int // the reader key: its objects are in PartitionOf(Shard)
-	// Started: the first call has set the start position (reader.begin).
-	Started bool
+	Shard   int  // the reader key: its objects are in PartitionOf(Shard)
+	Started bool // the first call has set the start position (reader.begin)
 	// Emitted is the archive position: every object whose name sorts <=
 	// Emitted has been emitted. Object, when set, is the next one, being
 	// re-emitted, and Offset and Line are its rawlog.Mark.
@@ -91,10 +90,8 @@ func (r restriction) IsClosed() bool { return r.Closed }
 // last call, so every residual's size (restriction.size) follows the
 // backlog: the runner's signal to scale or rebalance. It decides nothing.
 type pending struct {
-	// Archive: records still to re-emit, one pull batch per object listed.
-	Archive int64
-	// Subscription: messages waiting in the subscription (Little's law).
-	Subscription int64
+	Archive      int64 // records still to re-emit, one pull batch per object listed
+	Subscription int64 // messages waiting in the subscription (Little's law)
 }
 
 // size is one unit of work for a live key plus the records waiting for it;

@@ -20,13 +20,11 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxPerCall   = 20000
-	DefaultPullBatch    = 1000
-	DefaultPullTimeout  = 2 * time.Second
-	DefaultPollInterval = 200 * time.Millisecond
-	DefaultPullers      = 8
-	// DefaultAckExtension is the ack deadline set on held messages every
-	// DefaultAckExtendEvery.
+	DefaultMaxPerCall       = 20000
+	DefaultPullBatch        = 1000
+	DefaultPullTimeout      = 2 * time.Second
+	DefaultPollInterval     = 200 * time.Millisecond
+	DefaultPullers          = 8
 	DefaultAckExtension     = 60 * time.Second
 	DefaultAckExtendEvery   = 3 * time.Second
 	DefaultArchiveFailAfter = 2 * time.Minute
@@ -187,7 +185,7 @@ func init() {
 }
 
 // readerKey is one reader key: an element of its own, since a runner places
-// an SDF's work by its element (see the package doc).
+// an SDF's work by its element.
 type readerKey struct {
 	Subscription string // projects/P/subscriptions/S
 	Shard        int

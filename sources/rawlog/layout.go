@@ -104,10 +104,10 @@ func ListPartitions(dir string) ([]string, error) {
 // ErrNoPartitions is ReadablePartitions' refusal of a folder without partitions.
 var ErrNoPartitions = errors.New("no partitions yet: the folder holds no raw-log file and no partition subfolder; create a partition subfolder (or a first file) before starting")
 
-// ReadablePartitions is ListPartitions for a run that reads dir (launch's replay and --follow,
-// reconcile): a folder without partitions is ErrNoPartitions, refused before any work. A replay
-// would read nothing (and end with no counter to check); a follower's watermark, with no
-// partition to hold it, would follow processing time and its first data be too late.
+// ReadablePartitions is ListPartitions for a run that reads dir (launch,
+// reconcile), refusing a folder without partitions (ErrNoPartitions): a
+// replay would read nothing, and a follower's watermark, with no partition
+// to hold it, would follow processing time and its first data be too late.
 func ReadablePartitions(dir string) ([]string, error) {
 	parts, err := ListPartitions(dir)
 	if err == nil && len(parts) == 0 {

@@ -10,14 +10,12 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
-// ScanInfo summarises one Scan.
+// ScanInfo summarises one Scan: files, records handed to fn, blank lines
+// skipped, and the positions of last lines without a newline (read as lines;
+// a follower may still wait for them to settle).
 type ScanInfo struct {
-	Files int
-	Lines int // records handed to fn
-	Blank int // blank lines skipped
-	// Unterminated lists the positions of last lines without a newline
-	// (read as lines; a follower may still wait for them to settle).
-	Unterminated []string
+	Files, Lines, Blank int
+	Unterminated        []string
 }
 
 // Scan reads one partition in arrival order and calls fn for each record

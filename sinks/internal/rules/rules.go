@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -234,17 +235,32 @@ func CheckResumePoints(points []model.Checkpoint) error {
 	return nil
 }
 
-// ChangedResumePoints returns the points that differ from the stored ones,
-// so that sealed_at says when a point was first sealed.
-func ChangedResumePoints(current, points []model.Checkpoint) []model.Checkpoint {
-	have := make(map[string]model.Checkpoint, len(current))
-	for _, c := range current {
+// SealResume is ProgressStore.SealResume for the sinks that append
+// source_resume (BigQuery, jsonl): it refuses bad points (naming sinkName),
+// then hands store, stamped now, the points that differ from their
+// partition's current one, so that sealed_at says when a point was first
+// sealed.
+func SealResume(ctx context.Context, sinkName string, points []model.Checkpoint,
+	current func(context.Context) ([]model.Checkpoint, error), store func([]table.CheckpointRow) error) error {
+	if err := CheckResumePoints(points); err != nil {
+		return fmt.Errorf("%s: %w", sinkName, err)
+	}
+	stored, err := current(ctx)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]model.Checkpoint, len(stored))
+	for _, c := range stored {
 		have[c.Partition] = c
 	}
-	return slices.DeleteFunc(slices.Clone(points), func(p model.Checkpoint) bool {
+	changed := slices.DeleteFunc(slices.Clone(points), func(p model.Checkpoint) bool {
 		c, ok := have[p.Partition]
 		return ok && c == p
 	})
+	if len(changed) == 0 {
+		return nil
+	}
+	return store(table.CheckpointRows(changed, time.Now()))
 }
 
 // SortCheckpoints orders checkpoints by partition, then file.

@@ -29,7 +29,11 @@ type DB struct {
 	From func(t *table.Table) string
 	// Changelog reads the rows q selects, unordered.
 	Changelog func(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error)
-	Dialect   Dialect
+	// Extreme returns the latest (or earliest) value of hourly_revenue's
+	// time column col among the current rows where selects; ok is false
+	// when it selects none.
+	Extreme func(ctx context.Context, what, col, where string, latest bool) (ms int64, ok bool, err error)
+	Dialect Dialect
 }
 
 // Reader is the part of sink.Reader SQLite and BigQuery share.
@@ -51,6 +55,14 @@ func (r Reader) Changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEn
 	}
 	slices.SortStableFunc(rows, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
 	return rows, err
+}
+
+func (r Reader) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
+	return r.DB.Extreme(ctx, "read final horizon", "window_end", `result_state = 'FINAL'`, true)
+}
+
+func (r Reader) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	return r.DB.Extreme(ctx, "read earliest open window", "window_start", `result_state <> 'FINAL'`, false)
 }
 
 func (r Reader) Audit(ctx context.Context) (sink.Audit, error) { return readAudits(ctx, r.DB, all) }
@@ -226,7 +238,7 @@ var (
 		}}
 )
 
-// sqlDialect is what differs between SQLite and BigQuery in the shared
+// Dialect is what differs between SQLite and BigQuery in the shared
 // queries: identifier quotes, and in latestSQL the substring position
 // function and a digits-to-integer cast (0 when empty).
 type Dialect struct {
@@ -235,7 +247,7 @@ type Dialect struct {
 	ToInt  func(expr string) string
 }
 
-// columns renders names quoted, comma-separated.
+// Columns renders names quoted, comma-separated.
 func (d Dialect) Columns(names []string) string {
 	return strings.Join(slicesx.Map(names, func(n string) string { return d.Quote + n + d.Quote }), ", ")
 }

@@ -34,21 +34,20 @@ const (
 	Money
 )
 
-// Column is one column of a table.
+// Column is one column of a table. Only applied_revision is Nullable (nil
+// in Go).
 type Column struct {
-	Name string
-	Type Type
-	// Nullable columns may hold NULL (nil in Go): only applied_revision.
+	Name     string
+	Type     Type
 	Nullable bool
 }
 
-// Table describes one table of SPEC §5.
+// Table describes one table of SPEC §5: its columns, the Key a row is unique
+// by, and BigQuery's day-partitioning column (or "") and clustering.
 type Table struct {
-	Name    string
-	Columns []Column
-	// Key are the columns a row is unique by.
-	Key []string
-	// Partition is BigQuery's day-partitioning column, or "".
+	Name       string
+	Columns    []Column
+	Key        []string
 	Partition  string
 	Clustering []string
 }
@@ -169,16 +168,16 @@ func IsAudit(t *Table) bool { return slices.Equal(t.Key, []string{"source_positi
 var Tables = []*Table{HourlyRevenue, HourlyRevenueChangelog, TooLateEvents, ConflictEvents,
 	QuarantinedEvents, ReconcileDiffs, RunConfig, SourceCheckpoints, SourceResume}
 
-// codec maps a Go record to a row of its table and back: put appends the
+// Codec maps a Go record to a row of its table and back: Put appends the
 // column values in order (int64 for Time, Int64 and Money, time.Time for
-// WallTime, string, nil for NULL); get builds a record from them.
+// WallTime, string, nil for NULL); Get builds a record from them.
 type Codec[T any] struct {
 	Table *Table
 	Put   func(dst []any, v T) []any
 	Get   func(v []any) (T, error)
 }
 
-// position is an audit record's source_position, its first column.
+// Position is an audit record's source_position, its first column.
 func (c Codec[T]) Position(v T) string { return c.Put(nil, v)[0].(string) }
 
 // Each is a reader's callback that gets each row's values and hands fn the
@@ -193,13 +192,13 @@ func (c Codec[T]) Each(fn func(T)) func([]any) error {
 	}
 }
 
-// checkpointRow is a row of either progress table.
+// CheckpointRow is a row of either progress table.
 type CheckpointRow struct {
 	model.Checkpoint
 	At time.Time
 }
 
-// configEntry is one run_config row.
+// ConfigEntry is one run_config row.
 type ConfigEntry struct{ Key, Value string }
 
 var (
@@ -412,10 +411,8 @@ func tooLateReason(t model.TooLate) string {
 	return t.Reason
 }
 
-// The JSON form of the table contract: one object per row, columns in order,
-// times and money as strings, as in SQLite.
-
-// AppendJSONFields appends `"name":value` for each column, comma-separated.
+// AppendJSONFields appends `"name":value` for each column, comma-separated:
+// the JSON form of a row, times and money as strings, as in SQLite.
 func AppendJSONFields(buf *bytes.Buffer, cols []Column, vals []any) {
 	for i, c := range cols {
 		if i > 0 {
