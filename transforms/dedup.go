@@ -91,31 +91,20 @@ func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts,
 	}
 	batches, gated := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
 	counted, conflicts, forgotten := beam.ParDo3(s, &dedupFn{
-		Policy:      o.Policy,
-		RetentionMs: o.Retention,
-		CacheID:     flow.Token(8),
-		NoCache:     o.NoCache,
-		CacheBytes:  o.CacheBytes,
-		ByPosition:  o.ByPosition,
-		ReadAhead:   o.ReadAhead,
-		Pending:     state.MakeBagState[[]byte]("pending"),
-		Meta:        state.MakeValueState[[]byte]("meta"),
-		IDs:         state.MakeBagState[[]byte]("ids"),
-		Release:     timers.InEventTime("release"),
+		DedupOptions: o,
+		CacheID:      flow.Token(8),
+		Pending:      state.MakeBagState[[]byte]("pending"),
+		Meta:         state.MakeValueState[[]byte]("meta"),
+		IDs:          state.MakeBagState[[]byte]("ids"),
+		Release:      timers.InEventTime("release"),
 	}, batches)
 	return counted, conflicts, beam.Flatten(s, gated, forgotten)
 }
 
 type dedupFn struct {
-	Policy      triggers.Policy
-	RetentionMs int64
-
+	DedupOptions
 	// CacheID names this pipeline's entries in the process-wide shard cache.
-	CacheID    string
-	NoCache    bool
-	CacheBytes int64
-	ByPosition bool
-	ReadAhead  string
+	CacheID string
 	// Pending holds batches until their release timer (ByPosition only).
 	Pending state.Bag[[]byte]
 	Meta    state.Value[[]byte]
@@ -145,7 +134,7 @@ func (f *dedupFn) Setup() {
 
 func (f *dedupFn) store(shard int) shardStore {
 	return shardStore{meta: f.Meta, ids: &f.IDs, key: cacheKey{pipeline: f.CacheID, shard: shard}, noCache: f.NoCache,
-		policy: f.Policy, retentionMs: f.RetentionMs, reloads: f.reloads, evictions: f.evictions}
+		policy: f.Policy, retentionMs: f.Retention, reloads: f.reloads, evictions: f.evictions}
 }
 
 func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
@@ -231,7 +220,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 	var added idBlobs
 	for i := range events {
 		e := &events[i]
-		if st.Forgot(e.EventTime, f.RetentionMs, f.Policy) {
+		if st.Forgot(e.EventTime, f.Retention, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
 			late(TooLateRecord(*e))
 			continue
@@ -279,7 +268,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 // stamped on a batch, before the batch that brings the news is judged; in
 // position order, the time of the shard's last release (releaseClock).
 func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st *shardState, w int64) error {
-	forgot, compact := st.advance(shard, w, f.RetentionMs, f.Policy)
+	forgot, compact := st.advance(shard, w, f.Retention, f.Policy)
 	if forgot > 0 {
 		f.expired.Inc(ctx, int64(forgot))
 	}

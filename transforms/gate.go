@@ -44,31 +44,20 @@ func WatermarkGate(s beam.Scope, keyed, windows beam.PCollection, o DedupOptions
 	s = s.Scope("WatermarkGate")
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
-		Shards:      o.Shards,
-		Policy:      o.Policy,
-		BoundMs:     o.Bound,
-		RetentionMs: o.Retention,
-		CacheID:     flow.Token(8),
-		NoCache:     o.NoCache,
-		ReadAhead:   o.ReadAhead,
-		Pending:     state.MakeBagState[[]byte]("pending"),
-		Meta:        state.MakeValueState[[]byte]("meta"),
-		Boundary:    timers.InEventTime("boundary"),
+		DedupOptions: o, // Shards: the dedup step's, which passed records are batched by
+		CacheID:      flow.Token(8),
+		Pending:      state.MakeBagState[[]byte]("pending"),
+		Meta:         state.MakeValueState[[]byte]("meta"),
+		Boundary:     timers.InEventTime("boundary"),
 	}, beam.Flatten(s, keyed, announced))
 }
 
 type gateFn struct {
-	Shards      int // the dedup step's, which passed records are batched by
-	Policy      triggers.Policy
-	BoundMs     int64
-	RetentionMs int64
-
-	CacheID   string // this step's entries in the process-wide shard cache
-	NoCache   bool
-	ReadAhead string
-	Pending   state.Bag[[]byte] // batches waiting for a boundary (heldFor)
-	Meta      state.Value[[]byte]
-	Boundary  timers.EventTime
+	DedupOptions
+	CacheID  string            // this step's entries in the process-wide shard cache
+	Pending  state.Bag[[]byte] // batches waiting for a boundary (heldFor)
+	Meta     state.Value[[]byte]
+	Boundary timers.EventTime
 
 	tooLate, reloads, evictions beam.Counter
 	readAhead                   *flow.ReadAhead
@@ -98,7 +87,7 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 	emit func(int, model.EventBatch), late func(model.TooLate)) error {
 	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
 		for _, start := range batch.Windows {
-			for _, s := range windowsToArm(f.Policy, start, f.BoundMs, st.known) {
+			for _, s := range windowsToArm(f.Policy, start, f.Bound, st.known) {
 				f.arm(tp, key, st, s) // a no-op for a window already armed
 			}
 		}
@@ -248,7 +237,7 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
 		if tag == tagBoundary {
 			st.known = max(st.known, at)
-			maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.RetentionMs <= at })
+			maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.Retention <= at })
 			return nil
 		}
 		events, err := f.held().release(sp, st, at, f.Policy)
@@ -293,7 +282,7 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 	}
 	st.armed[start] = true
 	end := f.Policy.WindowEnd(start)
-	expiry := end + f.RetentionMs
+	expiry := end + f.Retention
 	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
 		if at > st.known || at == expiry {
 			setTimer(f.Boundary, tp, tagBoundary, at)
