@@ -10,6 +10,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 )
 
+// Each DecodeX below is EncodeX's inverse and refuses trailing bytes (Done).
 func init() {
 	Register(EncodeRecord, DecodeRecord)
 	Register(EncodeEvent, DecodeEvent)
@@ -84,7 +85,6 @@ const (
 	verdictRejected
 )
 
-// DecodeRecord is the inverse of EncodeRecord.
 func DecodeRecord(b []byte) (model.Record, error) {
 	r := Reader{B: b}
 	v := model.Record{Partition: r.String(), Position: r.String(), Line: r.Bytes(), Ref: readRef(&r), Oversized: r.Bool(), ReadAt: r.Varint(), WatermarkBefore: r.Varint()}
@@ -106,10 +106,10 @@ func DecodeRecord(b []byte) (model.Record, error) {
 // noEvent stands for the previous event outside a batch.
 var noEvent model.Event
 
-// writeEvent writes an event; in a batch (p not nil), against the previous event p: dims,
-// partition, position and the ref's path front-coded (one partition's events share long
-// prefixes), the times and the ref's offset as differences (one partition's events lie close in
-// both). Outside a batch the previous event is the zero one, so both are written whole.
+// writeEvent writes an event; in a batch (p not nil) against the previous event p: dims,
+// partition, position and the ref's path front-coded, the times and the ref's offset as
+// differences (one partition's events share long prefixes and lie close in time). Outside a
+// batch p is the zero event, so both are written whole.
 func writeEvent(w *Writer, v, p *model.Event) {
 	batch := p != nil
 	if !batch {
@@ -155,7 +155,7 @@ func readEvent(r *Reader, p *model.Event) model.Event {
 	return e
 }
 
-// writeRef writes a line ref (an event's is written against the previous one's).
+// writeRef writes a line ref outside an event (writeEvent codes its own).
 func writeRef(w *Writer, v model.LineRef) {
 	w.FrontString("", v.Path)
 	w.Varint(v.Offset)
@@ -166,22 +166,19 @@ func readRef(r *Reader) model.LineRef {
 	return model.LineRef{Path: r.FrontString(""), Offset: r.Varint(), Length: int(r.Uvarint())}
 }
 
-// EncodeEvent encodes a validated event.
 func EncodeEvent(v model.Event) []byte {
 	w := Writer{B: make([]byte, 0, 64+len(v.Payload))}
 	writeEvent(&w, &v, nil)
 	return w.B
 }
 
-// DecodeEvent is the inverse of EncodeEvent.
 func DecodeEvent(b []byte) (model.Event, error) {
 	r := Reader{B: b}
 	return Done(readEvent(&r, nil), &r, "event")
 }
 
-// EncodeEventBatch encodes a batch: its header, then its events to the end,
-// each coded against the one before it (Coded as it is, when the batch came
-// coded: a step that passes events on does not code them again).
+// EncodeEventBatch encodes a batch's header, then its events, each against the
+// one before (Coded as it is: a step that passes events on codes none again).
 func EncodeEventBatch(v model.EventBatch) []byte {
 	w := Writer{B: make([]byte, 0, 32+len(v.Coded)+64*len(v.Events))}
 	writeStarts(&w, v.Windows)
@@ -201,8 +198,7 @@ func EncodeEventBatch(v model.EventBatch) []byte {
 }
 
 // EventsWriter codes a batch's events as they come, each against the one
-// before it: a step that builds batches (Admit) keeps them coded, not as
-// events, until they leave (model.EventBatch.Coded).
+// before: Admit keeps its batches coded until they leave (model.EventBatch.Coded).
 type EventsWriter struct {
 	w    Writer
 	prev model.Event
@@ -289,7 +285,6 @@ func EncodeDelta(v model.Delta) []byte {
 	return w.B
 }
 
-// DecodeDelta is the inverse of EncodeDelta.
 func DecodeDelta(b []byte) (model.Delta, error) {
 	r := Reader{B: b}
 	v := model.Delta{RevenueMicros: r.Varint(), Count: r.Varint(), AfterEnd: r.Bool(), Tick: r.Bool()}
@@ -316,20 +311,17 @@ func ReadRow(r *Reader) model.Row {
 	}
 }
 
-// EncodeRow encodes a snapshot row.
 func EncodeRow(v model.Row) []byte {
 	w := Writer{B: make([]byte, 0, 48+len(v.Dims))}
 	WriteRow(&w, &v)
 	return w.B
 }
 
-// DecodeRow is the inverse of EncodeRow.
 func DecodeRow(b []byte) (model.Row, error) {
 	r := Reader{B: b}
 	return Done(ReadRow(&r), &r, "row")
 }
 
-// EncodeTooLate encodes a too-late audit record.
 func EncodeTooLate(v model.TooLate) []byte {
 	w := Writer{}
 	w.String(v.Position)
@@ -341,14 +333,12 @@ func EncodeTooLate(v model.TooLate) []byte {
 	return w.B
 }
 
-// DecodeTooLate is the inverse of EncodeTooLate.
 func DecodeTooLate(b []byte) (model.TooLate, error) {
 	r := Reader{B: b}
 	v := model.TooLate{Position: r.String(), EventID: r.String(), EventTime: r.Varint(), Payload: r.Bytes(), Reason: r.String(), Ref: readRef(&r)}
 	return Done(v, &r, "too-late record")
 }
 
-// EncodeConflict encodes a conflict audit record.
 func EncodeConflict(v model.Conflict) []byte {
 	w := Writer{}
 	w.String(v.Position)
@@ -360,14 +350,12 @@ func EncodeConflict(v model.Conflict) []byte {
 	return w.B
 }
 
-// DecodeConflict is the inverse of EncodeConflict.
 func DecodeConflict(b []byte) (model.Conflict, error) {
 	r := Reader{B: b}
 	v := model.Conflict{Position: r.String(), EventID: r.String(), FirstFingerprint: r.Fixed64(), ConflictingFingerprint: r.Fixed64(), Payload: r.Bytes(), Ref: readRef(&r)}
 	return Done(v, &r, "conflict record")
 }
 
-// EncodeQuarantined encodes a quarantined record.
 func EncodeQuarantined(v model.Quarantined) []byte {
 	w := Writer{}
 	w.String(v.Position)
@@ -377,7 +365,6 @@ func EncodeQuarantined(v model.Quarantined) []byte {
 	return w.B
 }
 
-// DecodeQuarantined is the inverse of EncodeQuarantined.
 func DecodeQuarantined(b []byte) (model.Quarantined, error) {
 	r := Reader{B: b}
 	v := model.Quarantined{Position: r.String(), Payload: r.Bytes(), Reason: r.String(), Detail: r.String()}

@@ -16,19 +16,16 @@ var ErrShort = errors.New("coders: truncated value")
 // Writer appends primitive values to a byte slice.
 type Writer struct{ B []byte }
 
-// Varint appends a zig-zag varint.
 func (w *Writer) Varint(v int64) { w.B = binary.AppendVarint(w.B, v) }
 
-// Uvarint appends an unsigned varint.
 func (w *Writer) Uvarint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
 
 // Fixed64 appends 8 bytes little endian (for hashes, which varints would grow).
 func (w *Writer) Fixed64(v uint64) { w.B = binary.LittleEndian.AppendUint64(w.B, v) }
 
-// Bytes appends a length-prefixed byte slice.
+// Bytes and String append a length-prefixed value.
 func (w *Writer) Bytes(b []byte) { w.Uvarint(uint64(len(b))); w.B = append(w.B, b...) }
 
-// String appends a length-prefixed string.
 func (w *Writer) String(s string) { w.Uvarint(uint64(len(s))); w.B = append(w.B, s...) }
 
 // FrontString writes s as the length of its common prefix with prev (the same
@@ -52,7 +49,6 @@ func (w *Writer) frontIf(batch bool, prev, s string) {
 	}
 }
 
-// Bool appends one byte.
 func (w *Writer) Bool(b bool) {
 	if b {
 		w.B = append(w.B, 1)
@@ -73,10 +69,8 @@ func (r *Reader) fail(what string) {
 	}
 }
 
-// Varint reads a zig-zag varint.
 func (r *Reader) Varint() int64 { return readVarint(r, binary.Varint, "varint") }
 
-// Uvarint reads an unsigned varint.
 func (r *Reader) Uvarint() uint64 { return readVarint(r, binary.Uvarint, "uvarint") }
 
 func readVarint[T int64 | uint64](r *Reader, read func([]byte) (T, int), what string) T {
@@ -100,7 +94,6 @@ func (r *Reader) Count(minBytes int) int {
 	return int(n)
 }
 
-// Fixed64 reads 8 bytes.
 func (r *Reader) Fixed64() uint64 {
 	if len(r.B) < 8 {
 		r.fail("fixed64")
@@ -119,7 +112,6 @@ func (r *Reader) Bytes() []byte {
 	return nil // an event's dropped payload: no allocation per event
 }
 
-// String reads a length-prefixed string.
 func (r *Reader) String() string { return string(r.next("string")) }
 
 // next consumes a length-prefixed slice, which aliases the input.
@@ -162,7 +154,6 @@ func (r *Reader) frontIf(batch bool, prev string) string {
 	return r.String()
 }
 
-// Bool reads one byte.
 func (r *Reader) Bool() bool {
 	if len(r.B) < 1 {
 		r.fail("bool")

@@ -40,8 +40,8 @@ type Event struct {
 	EventID string
 	// EventTime is epoch milliseconds, UTC (finer digits truncated).
 	EventTime int64
-	// UserID and ReadAt, like Payload, do not pass transforms.Admit: the
-	// fingerprint holds the user, Admit's delay counters the arrival.
+	// UserID and ReadAt do not pass transforms.Admit: the fingerprint holds
+	// the user, Admit's delay counters the arrival.
 	UserID string
 	// AmountMicros is the exact amount in millionths of the currency unit.
 	AmountMicros int64
@@ -198,25 +198,21 @@ func FormatMicros(m int64) string {
 	return fmt.Sprintf("%s%d.%06d", sign, u/1_000_000, u%1_000_000)
 }
 
-// EventBatch is a bundle's events for one gate key or dedup shard (one
-// state access).
-//
-// Between steps its events travel coded (coders): Events decoded, or Coded
-// and N as the batch's coder left them for a step that may pass them on
-// without reading them. Spans and Since tell the watermark gate what it
-// needs of the events; Watermark is what the gate tells dedup of them.
+// EventBatch is a bundle's events for one gate key or dedup shard (one state
+// access): Events decoded, or Coded and N as the batch's coder left them for
+// a step that may pass them on unread.
 type EventBatch struct {
 	Events []Event
 	Coded  []byte
 	N      int
 	// Windows announces window starts, so every gate key arms their timers.
 	Windows []int64
-	// Spans are the window starts of the events (Admit's batches), and
-	// Since the earliest event's partition watermark (the batch's timestamp).
+	// Spans (the events' window starts) and Since (the earliest event's
+	// partition watermark: the batch's timestamp) are what the gate needs.
 	Spans []int64
 	Since int64
-	// Watermark is the one the gate knew when it passed the events: every
-	// event is stamped with it (Event.PipelineWatermark, AfterEnd).
+	// Watermark is the gate's when it passed the events, stamped on each
+	// (Event.PipelineWatermark, AfterEnd).
 	Watermark int64
 }
 

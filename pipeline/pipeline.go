@@ -50,9 +50,9 @@ func ShardsFor(runner string, rate int, retention, window time.Duration) int {
 }
 
 // DedupCacheFor returns a runner's default --dedup-cache: on prism
-// transforms.DefaultDedupCacheBytes; elsewhere what a worker's decoded shards
-// hold (ceil(shards/workers) shards of rate × kept / shards ids), rounded up
-// to a GiB. workers <= 0: one worker owns every shard (docs/capacity.md).
+// transforms.DefaultDedupCacheBytes, elsewhere what a worker's ceil(shards /
+// workers) decoded shards of rate × kept / shards ids hold, rounded up to a
+// GiB (workers <= 0: one owns all; docs/capacity.md).
 func DedupCacheFor(runner string, rate, shards, workers int, kept time.Duration) int {
 	if capability.IsPrism(runner) || shards <= 0 {
 		return transforms.DefaultDedupCacheBytes
@@ -160,15 +160,9 @@ func DedupOrderFor(runner string) string {
 // Validate checks every setting, each error naming its flag.
 func (o Options) Validate() error {
 	o = o.WithDefaults()
-	errs := []error{o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate()}
-	if o.DedupOrder != "" && o.DedupOrder != OrderArrival && o.DedupOrder != OrderPosition {
-		errs = append(errs, fmt.Errorf("--dedup-order must be %s or %s, got %q",
-			OrderArrival, OrderPosition, o.DedupOrder))
-	}
-	if o.EarlySource != "" && o.EarlySource != EarlyTimer && o.EarlySource != EarlyImpulse {
-		errs = append(errs, fmt.Errorf("--early-source must be %s or %s, got %q",
-			EarlyTimer, EarlyImpulse, o.EarlySource))
-	}
+	errs := []error{o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(), o.dedup().Validate(),
+		oneOf("--dedup-order", o.DedupOrder, OrderArrival, OrderPosition),
+		oneOf("--early-source", o.EarlySource, EarlyTimer, EarlyImpulse)}
 	if o.Published.Scheme != "" {
 		// Refuse a binary without the backend now rather than in every Setup.
 		if _, err := sink.Lookup(o.Published.Scheme); err != nil {
@@ -176,6 +170,14 @@ func (o Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// oneOf refuses a set value other than a or b.
+func oneOf(flag, v, a, b string) error {
+	if v != "" && v != a && v != b {
+		return fmt.Errorf("%s must be %s or %s, got %q", flag, a, b, v)
+	}
+	return nil
 }
 
 func (o Options) dedup() transforms.DedupOptions {

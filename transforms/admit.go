@@ -22,8 +22,7 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// Namespace is the pipeline's metrics namespace, re-exported for callers
-// that read the counters of a pipeline this package built.
+// Namespace is the pipeline's metrics namespace (metrics.Namespace).
 const Namespace = metrics.Namespace
 
 func init() {
@@ -35,28 +34,27 @@ func init() {
 	register.Emitter1[model.TooLate]()
 }
 
-// AdmitOptions are the settings the per-record rules before the shuffle read.
+// AdmitOptions configures Admit.
 type AdmitOptions struct {
-	Event event.Config
-	// Bound is the out-of-order bound the delay counters measure against.
-	Bound  time.Duration
+	Event  event.Config
+	Bound  time.Duration // out-of-order bound, the delay counters' reference
 	Policy triggers.Policy
-	// ReadAhead names the job's read-ahead account (flow.ReadAhead; "":
-	// none), which a record routed to too-late leaves here.
+	// ReadAhead names the job's read-ahead account (flow.ReadAhead; "": none),
+	// which a record routed to too-late leaves here.
 	ReadAhead string
 }
 
-// codedEventBytes is about what an event takes in a batch (coders), what
-// Admit sizes a batch's buffer by.
+// codedEventBytes is about a coded event's size in a batch, what Admit sizes
+// a batch's buffer by.
 const codedEventBytes = 64
 
 // Admitted is what Admit sends on.
 type Admitted struct {
-	// Batches are the events that passed, KV<gate key, model.EventBatch>:
-	// a bundle's events grouped by gate key (ShardOf the id, GateKeys) and
-	// partition, each batch stamped with its earliest timestamp, so a
-	// partition's copies of an id are judged in read order, and state is
-	// read once per batch (a State API round trip per access: docs/capacity.md).
+	// Batches are the events that passed, KV<gate key, model.EventBatch>: a
+	// bundle's events by gate key (ShardOf the id, GateKeys) and partition,
+	// stamped with the earliest timestamp, so a partition's copies of an id
+	// are judged in read order and state is read once a batch (a State API
+	// round trip per access: docs/capacity.md).
 	Batches beam.PCollection
 	// Windows are KV<window start, earliest timestamp>, once per window a
 	// bundle touched, for AnnounceWindows.
@@ -67,18 +65,12 @@ type Admitted struct {
 
 // Admit applies the per-record rules before the shuffle, in one step because
 // each step costs every record a copy and a box on the SDK's path (issue #26):
-//
-//   - the verdict the source stamped on a record (event.Parse for one that
-//     comes unstamped): a quarantined record leaves with its reason;
-//   - rule (a) of the too-late gate (SPEC §4): an event whose window closed
-//     before its partition's watermark goes to too-late, the same however a
-//     replay is bundled (rule (b) is WatermarkGate's);
-//   - the batches the watermark gate takes, and the windows it announces.
-//
-// It counts records read and quarantined, and each event's delays
-// (metrics.Lateness, Arrival) against the out-of-order bound. The events
-// that pass leave without their raw line when it can be read back from the
-// raw log (Payloads).
+// the source's verdict (event.Parse for an unstamped record), too-late rule (a)
+// (SPEC §4: an event whose window closed before its partition's watermark,
+// however a replay is bundled), then the gate's batches and announced windows.
+// It counts records read and quarantined and each event's delays
+// (metrics.Lateness, Arrival). Events leave without their raw line when the
+// raw log holds it (Payloads).
 func Admit(s beam.Scope, records beam.PCollection, o AdmitOptions) Admitted {
 	s = s.Scope("Admit")
 	out := beam.ParDoN(s, &admitFn{Config: o.Event, Bound: o.Bound, Policy: o.Policy, ReadAhead: o.ReadAhead}, records)
@@ -104,9 +96,8 @@ type admitFn struct {
 	perBatch int
 }
 
-// admitBatch is a batch being built: its events coded as they come (a coded
-// event is about a quarter of a model.Event), and the header the gate reads
-// instead of them (model.EventBatch.Spans, Since).
+// admitBatch is a batch being built: its events coded as they come (a quarter
+// of a model.Event each), and the header the gate reads instead (Spans, Since).
 type admitBatch struct {
 	events coders.EventsWriter
 	spans  []int64
@@ -171,9 +162,7 @@ func (f *admitFn) ProcessElement(ctx context.Context, ts beam.EventTime, r model
 		return
 	}
 	if !e.Ref.IsZero() {
-		// Past here audit rows read payloads back from the raw log
-		// (Payloads): the others never carry it through the shuffle.
-		e.Payload = nil
+		e.Payload = nil // audit rows read it back from the raw log (Payloads)
 	}
 	// Nothing past here reads these: the fingerprint holds the user, the
 	// delay counters above measured the arrival.
@@ -212,8 +201,7 @@ func (f *admitFn) FinishBundle(emit func(beam.EventTime, int, model.EventBatch),
 	f.windows = nil
 }
 
-// verdict is the record's validation result: the one it carries, or
-// event.Parse's.
+// verdict is the validation result the record carries, or event.Parse's.
 func verdict(r model.Record, cfg event.Config) (model.Event, *model.Quarantined) {
 	switch {
 	case r.Valid != nil:

@@ -69,10 +69,9 @@ func addDelta(d *model.Delta, in model.Delta, key func() string) error {
 	return nil
 }
 
-// PreAggregate sums a bundle's Deltas (Dedup's, per judged batch) per
-// (window, dims) key into one Delta per key, stamped with its earliest
-// timestamp (holding the revision step's watermark): no hot key, and no
-// GroupByKey keeping every event.
+// PreAggregate sums a bundle's Deltas per (window, dims) key into one, stamped
+// with its earliest timestamp (holding the revision step's watermark): no hot
+// key, and no GroupByKey keeping every event.
 func PreAggregate(s beam.Scope, counted beam.PCollection) beam.PCollection {
 	s = s.Scope("PreAggregate")
 	return beam.ParDo(s, &preAggregateFn{}, counted)
@@ -89,8 +88,7 @@ type preAggregateFn struct {
 
 func (f *preAggregateFn) StartBundle(_ func(beam.EventTime, string, model.Delta)) { f.pending.reset() }
 
-// ProcessElement declares the emitter FinishBundle uses (the SDK takes
-// outputs from ProcessElement's signature).
+// ProcessElement declares FinishBundle's emitter, as the SDK requires.
 func (f *preAggregateFn) ProcessElement(ts beam.EventTime, key string, in model.Delta, _ func(beam.EventTime, string, model.Delta)) error {
 	return addDelta(f.pending.at(aggKey{key: key, afterEnd: in.AfterEnd}, ts), in, func() string { return key })
 }

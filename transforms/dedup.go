@@ -29,27 +29,21 @@ func init() {
 // DedupOptions configures Dedup.
 type DedupOptions struct {
 	Policy triggers.Policy
-	// Retention is how long (event time, from each event's event_time) an
-	// event_id is remembered. It must cover window + allowed lateness.
-	Retention int64 // ms
-	// Shards is the number of dedup state keys.
-	Shards int
-	// Bound is the out-of-order bound (ms): how far below an announced
-	// window the gate arms windows (see windowsToArm).
-	Bound int64
-	// NoCache makes every batch reload its shard from the runner's state, as
-	// on a runner that moves keys between workers: for tests and diagnosis.
+	// Retention is how long (ms of event time after its event_time) an
+	// event_id is remembered; at least window + allowed lateness.
+	Retention int64
+	Shards    int   // dedup state keys
+	Bound     int64 // out-of-order bound (ms): how far below an announced window the gate arms (windowsToArm)
+	// NoCache reloads the shard from the runner's state for every batch, as
+	// on a runner that moves keys between workers (tests, diagnosis).
 	NoCache bool
-	// CacheBytes bounds the process-wide cache of decoded shards
-	// (DefaultDedupCacheBytes when 0).
+	// CacheBytes bounds the process-wide shard cache (DefaultDedupCacheBytes when 0).
 	CacheBytes int64
-	// ByPosition holds each batch until the watermark passes its timestamp
-	// and judges what it releases in source-position order, so that of two
-	// copies of an id from one partition the earlier one counts whatever
-	// order the runner delivers a key's elements in (see dedup_order.go).
+	// ByPosition holds each batch until the watermark passes its timestamp and
+	// judges what it releases in source-position order: of two copies from one
+	// partition the earlier counts, whatever the delivery order (dedup_order.go).
 	ByPosition bool
-	// ReadAhead names the job's read-ahead account on the embedded runner
-	// (flow.ReadAhead; "" for none).
+	// ReadAhead names the job's read-ahead account (flow.ReadAhead; "": none).
 	ReadAhead string
 }
 
@@ -66,24 +60,19 @@ func (o DedupOptions) Validate() error {
 	return nil
 }
 
-// Dedup keeps the first copy of every event_id (SPEC §4). Identical copies
-// (same payload fingerprint) are dropped and counted; a copy with a different
-// fingerprint goes to the conflict output and is never counted.
+// Dedup keeps the first copy of every event_id (SPEC §4): an identical copy
+// (same fingerprint) is dropped and counted, one with another fingerprint goes
+// to conflicts, never counted.
 //
-// Before any dedup verdict WatermarkGate applies rule (b) of the too-late
-// gate on a few keys of its own; the dedup shards, however many, carry no
-// watermark timers. In arrival order they learn the watermark, to forget
-// ids, from what the gate stamped on the events
-// (model.Event.PipelineWatermark); in position order, from their own
-// release timers (releaseClock), set only for batches they hold. Their work
-// per record does not grow with the shard count but through the batches'
-// size (issue #25).
+// WatermarkGate applies too-late rule (b) first, on keys of its own, so the
+// shards carry no watermark timers and their work per record does not grow
+// with their number (issue #25). They forget ids by the watermark the gate
+// stamped on the events (model.Event.PipelineWatermark) in arrival order, by
+// their own release timers (releaseClock) in position order.
 //
-// What it counts comes out summed, KV<window key, model.Delta>: per window,
-// dims and the gate's AfterEnd, over each batch it judges (a handful of
-// elements a batch, not one an event). Conflicts and rule-(b) too-late
-// records come out separately: the gate's, and an event of a window whose
-// ids the shard already forgot (judge).
+// Counted events come out summed per window, dims and AfterEnd over each
+// judged batch, KV<window key, model.Delta>. Too-late records are the gate's
+// and those of windows whose ids the shard already forgot (judge).
 func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
 	s = s.Scope("Dedup")
 	if err := o.Validate(); err != nil {
@@ -91,31 +80,20 @@ func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts,
 	}
 	batches, gated := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
 	counted, conflicts, forgotten := beam.ParDo3(s, &dedupFn{
-		Policy:      o.Policy,
-		RetentionMs: o.Retention,
-		CacheID:     flow.Token(8),
-		NoCache:     o.NoCache,
-		CacheBytes:  o.CacheBytes,
-		ByPosition:  o.ByPosition,
-		ReadAhead:   o.ReadAhead,
-		Pending:     state.MakeBagState[[]byte]("pending"),
-		Meta:        state.MakeValueState[[]byte]("meta"),
-		IDs:         state.MakeBagState[[]byte]("ids"),
-		Release:     timers.InEventTime("release"),
+		DedupOptions: o,
+		CacheID:      flow.Token(8),
+		Pending:      state.MakeBagState[[]byte]("pending"),
+		Meta:         state.MakeValueState[[]byte]("meta"),
+		IDs:          state.MakeBagState[[]byte]("ids"),
+		Release:      timers.InEventTime("release"),
 	}, batches)
 	return counted, conflicts, beam.Flatten(s, gated, forgotten)
 }
 
 type dedupFn struct {
-	Policy      triggers.Policy
-	RetentionMs int64
-
+	DedupOptions
 	// CacheID names this pipeline's entries in the process-wide shard cache.
-	CacheID    string
-	NoCache    bool
-	CacheBytes int64
-	ByPosition bool
-	ReadAhead  string
+	CacheID string
 	// Pending holds batches until their release timer (ByPosition only).
 	Pending state.Bag[[]byte]
 	Meta    state.Value[[]byte]
@@ -145,7 +123,7 @@ func (f *dedupFn) Setup() {
 
 func (f *dedupFn) store(shard int) shardStore {
 	return shardStore{meta: f.Meta, ids: &f.IDs, key: cacheKey{pipeline: f.CacheID, shard: shard}, noCache: f.NoCache,
-		policy: f.Policy, retentionMs: f.RetentionMs, reloads: f.reloads, evictions: f.evictions}
+		policy: f.Policy, retentionMs: f.Retention, reloads: f.reloads, evictions: f.evictions}
 }
 
 func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
@@ -178,18 +156,16 @@ func (f *dedupFn) summed(emit func(string, model.Delta), call func(count func(*m
 }
 
 // process judges a batch, or holds it (ByPosition); count takes each event
-// counted.
+// counted. The dedup step, the slowest, pays the read-ahead account: what the
+// gate passed waits in prism's queue in front of it.
 func (f *dedupFn) process(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	count func(*model.Event) error, conflict func(model.Conflict), late func(model.TooLate)) error {
-	// Out of the runner's queue: judged now, or held in state (ByPosition).
-	// The dedup step, the slowest, pays the read-ahead account: what the
-	// gate passed waits in prism's queue in front of it.
 	events, err := gatedEvents(batch, f.Policy)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
 	}
 	// How far the sources had read (the read-ahead account's frontier), and
-	// the gate's watermark, by which dedup forgets in arrival order.
+	// the gate's watermark (arrival order forgets by it).
 	read, known := model.NoWatermark, model.NoWatermark
 	for i := range events {
 		read, known = max(read, events[i].WatermarkBefore), max(known, events[i].PipelineWatermark)
@@ -203,8 +179,7 @@ func (f *dedupFn) process(ctx context.Context, sp state.Provider, tp timers.Prov
 			}
 			return f.judge(ctx, sp, st, events, count, conflict, late)
 		}
-		// Held, not judged: the shard forgets only as its release timers
-		// fire (OnTimer), never by the watermark stamped on a batch.
+		// Held: the shard forgets only as its release timers fire (OnTimer).
 		if len(events) > 0 {
 			if err := f.held().hold(sp, tp, st, batch, batchTimestamp(events)); err != nil {
 				return fmt.Errorf("dedup: %w", err)
@@ -217,21 +192,17 @@ func (f *dedupFn) process(ctx context.Context, sp state.Provider, tp timers.Prov
 // judge gives each event its verdict in the order given, counts and appends
 // the counted ids to the bag; the caller saves the shard.
 //
-// An event of a window whose ids the shard already forgot is too late, not
-// judged: its id may be one the shard forgot, and counting it could count
-// it twice. In arrival order the shard forgets by the watermark a gate key
-// stamped on a batch, and the gate's keys learn the watermark each from its
-// own timers, so a key still behind can pass such an event after another
-// key's stamp reached the shard; that stamp proved the window closed
-// (forgetting comes one window after the close), so rule (b) holds at the
-// watermark the shard knows. Position order's release clock lets no such
-// event come (releaseClock), and there this is never taken.
+// An event of a window whose ids the shard forgot is too late, not judged:
+// counting it could count it twice. In arrival order a gate key still behind
+// can pass one after another key's stamp made the shard forget; that stamp
+// proved the window closed (forgetting comes one window after the close), so
+// rule (b) holds. In position order releaseClock lets no such event come.
 func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, events []model.Event,
 	count func(*model.Event) error, conflict func(model.Conflict), late func(model.TooLate)) error {
 	var added idBlobs
 	for i := range events {
 		e := &events[i]
-		if st.Forgot(e.EventTime, f.RetentionMs, f.Policy) {
+		if st.Forgot(e.EventTime, f.Retention, f.Policy) {
 			f.tooLate.Inc(ctx, 1)
 			late(TooLateRecord(*e))
 			continue
@@ -260,8 +231,7 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 			}
 		}
 	}
-	// The ids this batch remembered, appended without reading the bag: the
-	// cache is only an optimisation, the bag is the state.
+	// Appended without reading the bag: the bag is the state, the cache only an optimisation.
 	if blob := added.blob(); blob != nil {
 		if err := f.IDs.Add(sp, blob); err != nil {
 			return fmt.Errorf("dedup: append ids: %w", err)
@@ -272,22 +242,19 @@ func (f *dedupFn) judge(ctx context.Context, sp state.Provider, st *shardState, 
 	return nil
 }
 
-// advance moves the shard's expiry clock to w: it forgets the ids whose
-// retention passed and rewrites the ids bag when compaction is due (the
-// rewrite keeps every id the clock has not expired, so a reload and the
-// cache agree). The clock is, in arrival order, the watermark the gate
-// stamped on a batch, before the batch that brings the news is judged; in
-// position order, the time of the shard's last release (releaseClock).
+// advance moves the shard's expiry clock to w, forgetting the ids whose
+// retention passed, and rewrites the ids bag (its live ids: a reload and the
+// cache agree) when compaction is due. The clock is the watermark the gate
+// stamped on a batch, before that batch is judged (arrival order), or the
+// shard's last release (position order, releaseClock).
 func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st *shardState, w int64) error {
-	forgot, compact := st.advance(shard, w, f.RetentionMs, f.Policy)
+	forgot, compact := st.advance(shard, w, f.Retention, f.Policy)
 	if forgot > 0 {
 		f.expired.Inc(ctx, int64(forgot))
 	}
 	if !compact {
 		return nil
 	}
-	// Compact the bag: rewrite what is left, in bounded blobs, at the
-	// shard's own slot (compactionDue) or at the cap.
 	st.stored = st.ids.n
 	if err := f.IDs.Clear(sp); err != nil {
 		return fmt.Errorf("dedup: clear ids: %w", err)
@@ -324,24 +291,19 @@ func (f *dedupFn) onTimer(ctx context.Context, sp state.Provider, tp timers.Prov
 }
 
 // releaseClock is how far a shard in position order may forget once its
-// release timer at at has fired and what it released is judged: to at - 1,
-// the time the timer waited for. Invariant: no id is forgotten while a copy
-// that could still be judged needs it. A window's ids expire at
-// window_end + retention, after its close (retention >= window + lateness).
-//   - A batch still held waits for a time >= at (release took those before
-//     it), and each of its events passed rule (a), so its window closes after
-//     the event's partition watermark, which is >= the batch's wait: after
-//     at - 1.
-//   - A copy not yet here: the timer fired, so the step's input watermark is
-//     >= at. A copy on its way holds that watermark at or below its
-//     window's close, and the gate passes none once it fired the close
-//     timer; so no copy of a window whose expiry is <= at - 1 can come.
+// release timer at at fired and what it released is judged: to at - 1.
+// Invariant: no id is forgotten while a copy that could still be judged needs
+// it (ids expire at window_end + retention, after the close):
+//   - a batch still held waits for a time >= at, and each of its events passed
+//     rule (a), so its window closes after at - 1;
+//   - a copy not yet here holds the step's input watermark (>= at, the timer
+//     fired) at or below its window's close, and the gate passes none after
+//     the close; so no copy of a window expired by at - 1 can come.
 //
-// The watermark the gate stamped on a batch gives no such bound (a gate key
-// may be ahead of the one that passed a held or travelling copy), so in
-// position order it never makes the shard forget. A release at or before
-// the earliest timestamp (a record with no partition watermark yet) moves
-// nothing.
+// The gate's stamp gives no such bound (a gate key may be ahead of the one
+// that passed a held or travelling copy), so in position order it never makes
+// the shard forget. A release at or before the earliest timestamp (no
+// partition watermark yet) moves nothing.
 func releaseClock(at int64) int64 {
 	if at-1 <= int64(mtime.MinTimestamp) {
 		return model.NoWatermark
@@ -352,18 +314,17 @@ func releaseClock(at int64) int64 {
 // shardStore reads and writes a keyed step's shardState: a meta value and,
 // for the dedup shards, an ids bag, through the process-wide cache.
 type shardStore struct {
-	meta state.Value[[]byte]
-	ids  *state.Bag[[]byte] // nil: the key holds no ids (the gate)
-	key  cacheKey
-	// noCache reloads from the runner's state every time.
+	meta               state.Value[[]byte]
+	ids                *state.Bag[[]byte] // nil: the key holds no ids (the gate)
+	key                cacheKey
 	noCache            bool
 	policy             triggers.Policy
 	retentionMs        int64
 	reloads, evictions beam.Counter
 }
 
-// update loads the key's state, lets fn change it and saves it; step names
-// the step in a load error.
+// update loads the key's state, lets fn change it and saves it; step
+// prefixes a load error.
 func (s shardStore) update(ctx context.Context, sp state.Provider, step string, fn func(*shardState) error) error {
 	st, err := s.load(ctx, sp)
 	if err != nil {
@@ -376,9 +337,8 @@ func (s shardStore) update(ctx context.Context, sp state.Provider, step string, 
 }
 
 // load returns the key's state, from the cache when its token matches the
-// stored one, else decoded from the runner's state. The cache entry is
-// dropped while the caller mutates the state: a failure half-way leaves no
-// stale entry.
+// stored one, else decoded from the runner's state. The cache entry is taken
+// out while the caller mutates the state: a failure half-way leaves none stale.
 func (s shardStore) load(ctx context.Context, sp state.Provider) (*shardState, error) {
 	b, _, err := s.meta.Read(sp)
 	if err != nil {

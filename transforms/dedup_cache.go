@@ -22,16 +22,14 @@ const DefaultDedupCacheBytes = 1 << 30
 // docs/capacity.md).
 const DedupCacheBytesPerID = idSlotBytes * 1.5 / idMaxLoad // 52.5
 
-// cacheIdleTTL is how long a cached shard may go unused before it is
-// dropped: on a distributed runner a key that moved to another worker is
-// never asked for here again, and a shard this worker still owns is used by
-// every batch and every boundary timer, far more often than this.
+// cacheIdleTTL is how long a cached shard may go unused before it is dropped:
+// a key that moved to another worker is never asked for here again, and one
+// still owned is used by every batch and boundary timer, far more often.
 const cacheIdleTTL = 10 * time.Minute
 
-// shardCache is the process-wide cache of decoded shards: an optimisation
-// only. An entry is trusted only when its token matches the one in the
-// runner's state, and losing one (eviction, a restart) costs a reload from
-// that state, never a verdict.
+// shardCache is the process-wide cache of decoded shards, an optimisation
+// only: an entry is trusted only while its token matches the runner's state,
+// and losing one costs a reload, never a verdict.
 var shardCache = newShardCacheT()
 
 type cacheKey struct {
@@ -49,8 +47,8 @@ type cachedShard struct {
 type shardCacheT struct {
 	mu   sync.Mutex
 	want int64 // the last setLimit
-	// ceiling caps want whatever the flag says: what the process's memory
-	// limit leaves for the cache (applyMemoryLimit; 0 for none).
+	// ceiling caps want: what the memory limit leaves the cache
+	// (applyMemoryLimit; 0 for none).
 	ceiling   int64
 	total     int64
 	m         map[cacheKey]*cachedShard
@@ -62,8 +60,7 @@ func newShardCacheT() *shardCacheT {
 	return &shardCacheT{want: DefaultDedupCacheBytes, m: map[cacheKey]*cachedShard{}, now: time.Now}
 }
 
-// setLimit sets the bound in bytes (the process's DoFns share the cache;
-// the last setting wins, they all come from the same flag).
+// setLimit sets the bound in bytes; the last wins (all DoFns share the flag).
 func (c *shardCacheT) setLimit(n int64) {
 	if n <= 0 {
 		return
@@ -73,9 +70,8 @@ func (c *shardCacheT) setLimit(n int64) {
 	c.mu.Unlock()
 }
 
-// setCeiling caps the bound at n bytes from now on (0: no cap), and returns
-// the bound last asked for (setLimit) and the bound in force. Entries above
-// it go at the next put.
+// setCeiling caps the bound at n bytes (0: no cap) from the next put on, and
+// returns the bound last asked for and the one in force.
 func (c *shardCacheT) setCeiling(n int64) (want, bound int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,8 +79,7 @@ func (c *shardCacheT) setCeiling(n int64) (want, bound int64) {
 	return c.want, c.limit()
 }
 
-// limit is the bound in force: the last setLimit, capped by the ceiling.
-// The caller holds mu.
+// limit is the bound in force; the caller holds mu.
 func (c *shardCacheT) limit() int64 {
 	if c.ceiling > 0 {
 		return min(c.want, c.ceiling)
@@ -92,8 +87,7 @@ func (c *shardCacheT) limit() int64 {
 	return c.want
 }
 
-// take removes and returns k's entry: the caller mutates the state, and a
-// failure half-way must leave no stale entry behind.
+// take removes and returns k's entry (shardStore.load).
 func (c *shardCacheT) take(k cacheKey) (cachedShard, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -128,8 +122,8 @@ func (c *shardCacheT) put(k cacheKey, token uint64, st *shardState) int {
 		}
 	}
 	for c.total > c.limit() && len(c.m) > 0 {
-		// Least recently used first; the entry just stored goes last, and
-		// goes too when it alone exceeds the bound.
+		// Least recently used first; the entry just stored last (and too
+		// when it alone exceeds the bound).
 		var vk cacheKey
 		var victim *cachedShard
 		for ek, e := range c.m {
@@ -148,24 +142,22 @@ func (c *shardCacheT) dropLocked(k cacheKey, e *cachedShard) {
 	c.total -= e.bytes
 }
 
-// shardBytes estimates a decoded shard's memory: its id table, the batches
-// it holds for position order, plus the armed windows and fixed overhead.
+// shardBytes estimates a decoded shard's memory: id table, held batches,
+// armed windows and overhead.
 func shardBytes(st *shardState) int64 {
 	return st.ids.bytes() + st.pending.heldBytes + int64(len(st.armed))*48 + 256
 }
 
-// The process's memory limit (issue #25). The cache holds what the worker's
-// shards hold, 23 GiB on a 32 GiB worker at the design rate; without a
-// memory limit Go lets the heap reach twice what is live (GOGC=100) before
-// it collects, and such a worker runs out of memory. Nothing outside the
-// worker can set its GOMEMLIMIT on every runner (Dataflow starts the SDK
-// container itself), so the dedup step applies the rule below once per
-// process, from Setup, on every runner.
+// The process's memory limit (issue #25): the cache holds the worker's
+// shards, 23 GiB on a 32 GiB worker at the design rate, and without a limit Go
+// lets the heap reach twice what is live (GOGC=100), out of memory. Nothing
+// outside can set GOMEMLIMIT on every runner (Dataflow starts the SDK
+// container), so the dedup step applies it once per process, from Setup.
 
 // MemoryLimitFor is the Go memory limit a worker with memory bytes applies
-// when nothing set one: three quarters of it, the share the capacity plan
-// gives the SDK harness; the rest is the runner's (Dataflow's runner
-// harness, Flink's TaskManager) and the kernel's.
+// when nothing set one: the SDK harness's three quarters in the capacity plan;
+// the rest is the runner's (Dataflow's runner harness, Flink's TaskManager)
+// and the kernel's.
 func MemoryLimitFor(memory int64) int64 { return memory / 4 * 3 }
 
 // DedupCacheCeiling is the most the cache may hold under a memory limit:
@@ -174,11 +166,9 @@ func MemoryLimitFor(memory int64) int64 { return memory / 4 * 3 }
 // small limit. cmd/scale plans workers whose --dedup-cache fits under it.
 func DedupCacheCeiling(limit int64) int64 { return limit - min(1<<30, limit/4) }
 
-// decideMemoryLimit is the rule: an explicit GOMEMLIMIT (env, the
-// runtime's own parse of it in current) or a limit something in the process
-// already set is left alone; else, when the worker's memory is known, the
-// limit is MemoryLimitFor(memory). It returns the limit in force
-// (math.MaxInt64 for none) and whether to set it.
+// decideMemoryLimit leaves an explicit GOMEMLIMIT (env) or a limit already
+// set (current) alone; else, when memory is known, it is MemoryLimitFor(memory).
+// It returns the limit in force (math.MaxInt64 for none) and whether to set it.
 func decideMemoryLimit(env string, current, memory int64) (limit int64, set bool) {
 	if env != "" || current != math.MaxInt64 || memory <= 0 {
 		return current, false
@@ -188,9 +178,8 @@ func decideMemoryLimit(env string, current, memory int64) (limit int64, set bool
 
 var memoryOnce sync.Once
 
-// applyMemoryLimit applies the rule to this process once (the first
-// Setup of a dedup DoFn), and caps the shard cache at what the limit in
-// force leaves it.
+// applyMemoryLimit applies decideMemoryLimit once per process and caps the
+// shard cache at what the limit leaves it.
 func applyMemoryLimit() {
 	memoryOnce.Do(func() {
 		memory := WorkerMemory()
@@ -202,8 +191,8 @@ func applyMemoryLimit() {
 			return
 		}
 		want, bound := shardCache.setCeiling(DedupCacheCeiling(limit))
-		// One line when the limit lowers the cache (a plan that does not
-		// fit the worker), else at debug: a prism run's output is unchanged.
+		// Info only when the limit lowers the cache (a plan that does not fit
+		// the worker): a prism run's output is unchanged.
 		level := slog.LevelDebug
 		if bound < want {
 			level = slog.LevelInfo
@@ -213,9 +202,8 @@ func applyMemoryLimit() {
 	})
 }
 
-// WorkerMemory is the memory this process may use: its cgroup's limit
-// when it has one below the machine's, else the machine's total (0 when
-// none can be read).
+// WorkerMemory is the memory this process may use: its cgroup's limit when
+// below the machine's total, else that total (0 when unreadable).
 func WorkerMemory() int64 {
 	read := func(path string) string {
 		b, _ := os.ReadFile(path)
@@ -224,9 +212,8 @@ func WorkerMemory() int64 {
 	return memoryOf(read("/proc/meminfo"), read("/sys/fs/cgroup/memory.max"), read("/sys/fs/cgroup/memory/memory.limit_in_bytes"))
 }
 
-// memoryOf reads WorkerMemory's files: /proc/meminfo's MemTotal, and a
-// cgroup v2 memory.max ("max" for none) or v1 memory.limit_in_bytes (a
-// huge figure for none), the smallest positive one.
+// memoryOf is the smallest positive of /proc/meminfo's MemTotal, cgroup v2
+// memory.max ("max": none) and v1 memory.limit_in_bytes (huge: none).
 func memoryOf(meminfo, cgroupV2, cgroupV1 string) int64 {
 	total := int64(0)
 	for line := range strings.Lines(meminfo) {

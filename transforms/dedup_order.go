@@ -18,32 +18,27 @@ import (
 
 // Deterministic first copy (DedupOptions.ByPosition).
 //
-// Prism hands a key's elements over in timestamp, then arrival order; Flink
-// keeps one channel's order but not across a rescale, and Dataflow promises
-// none. ByPosition makes the first copy independent of delivery: a batch
-// waits in the Pending bag until the watermark passes its timestamp (a
-// release timer), and released events are judged in (timestamp, partition,
-// file, line) order. The price: a wait for the skew between partitions, one
-// more bag write and read, a timer per batch. Records already behind the
-// watermark are released at once. The shard forgets ids only as these
-// release timers fire (releaseClock), so never while a held copy needs one.
+// Prism delivers a key's elements in timestamp, then arrival order; Flink
+// keeps one channel's order but not across a rescale; Dataflow promises none.
+// So a batch waits in the Pending bag until the watermark passes its timestamp
+// (a release timer), and released events are judged in (timestamp, partition,
+// file, line) order, at the price of the skew between partitions, one more bag
+// write and read and a timer per batch. The shard forgets ids only as release
+// timers fire (releaseClock), so never while a held copy needs one.
 
 const tagRelease = 'r' // just after a held batch's wait (see hold): release it
 
-// The Pending bag is only appended to, and rewritten once its released
-// entries weigh as much as those held: a held batch costs one append and at
-// most one rewrite on average, linear in what is held however long a lagging
-// partition holds it. Which entries were released is in the meta value:
-// entries carry sequence numbers, and the meta keeps (next sequence number,
-// release time) pairs. Bag and value state only: Flink's portable runner has
-// no MapState for Go (test/integration/integration.go).
+// The Pending bag is only appended to, and rewritten once its released entries
+// weigh as much as those held: a held batch costs one append and on average at
+// most one rewrite, however long a lagging partition holds it. The meta records
+// which entries were released as (next sequence number, release time) pairs.
+// Bag and value state only: Flink's portable runner has no MapState for Go
+// (test/integration/integration.go).
 
-// maxReleases bounds the release pairs in the meta: past it the bag is
-// rewritten, which clears them.
+// maxReleases bounds the meta's release pairs: past it the bag is rewritten.
 const maxReleases = 16
 
-// heldBatch is one entry of the Pending bag: the time it waits for, its
-// sequence number, and the entry as stored.
+// heldBatch is a Pending bag entry: its wait, sequence number and bytes.
 type heldBatch struct {
 	until int64
 	seq   uint64
@@ -65,8 +60,8 @@ func (h *heldHeap) Pop() any {
 	return b
 }
 
-// release is one release recorded in the meta: the entries added before
-// sequence number seq waiting for a time before at were released.
+// release records in the meta that the entries before sequence number seq
+// waiting for a time before at were released.
 type release struct {
 	seq uint64
 	at  int64
@@ -74,13 +69,10 @@ type release struct {
 
 // pendingState is the decoded Pending bag of a shard.
 type pendingState struct {
-	// loaded says the fields below mirror the bag (else the next release
-	// reads it).
-	loaded bool
-	// held are the entries still waiting, a min-heap by (until, seq).
-	held heldHeap
-	// heldBytes and releasedBytes weigh the entries held and those
-	// released but still in the bag.
+	loaded bool     // the fields below mirror the bag (else the next release reads it)
+	held   heldHeap // the entries still waiting
+	// heldBytes and releasedBytes weigh the entries held and those released
+	// but still in the bag.
 	heldBytes, releasedBytes int64
 }
 
@@ -102,18 +94,17 @@ func (st *shardState) released(until int64, seq uint64) bool {
 }
 
 // heldBatches is where a keyed step holds batches: the Pending bag, and the
-// timer family whose release timers (tagRelease) free them. The watermark
-// gate holds a batch until a boundary it waits for (heldFor), the dedup
-// step in position order until the watermark passes the batch's timestamp.
+// timer family whose release timers (tagRelease) free them. The gate holds a
+// batch until a boundary (heldFor), position-order dedup until the watermark
+// passes the batch's timestamp.
 type heldBatches struct {
 	bag   state.Bag[[]byte]
 	timer timers.EventTime
 }
 
-// hold stores a batch in the Pending bag and sets its release timer just
-// after until. The windows of its events were armed before, not at the
-// release: a timer set from OnTimer after the watermark passed it stalls
-// prism v2.77.0.
+// hold stores a batch and sets its release timer just after until. Its windows
+// were armed before, not at the release: a timer set from OnTimer after the
+// watermark passed it stalls prism v2.77.0.
 func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState, batch model.EventBatch, until int64) error {
 	w := coders.Writer{B: []byte{heldFormat}}
 	w.Varint(until)
@@ -130,13 +121,12 @@ func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState,
 	return nil
 }
 
-// heldFormat marks a Pending bag entry coded as hold writes it: the event
-// batch coding of 2026-12-06 (coders.EncodeEventBatch). An entry without it
-// (a savepoint of an older build) is refused, never misread.
+// heldFormat marks a Pending bag entry in the event batch coding of 2026-12-06
+// (coders.EncodeEventBatch); an entry without it (an older savepoint) is
+// refused, never misread.
 const heldFormat = 1
 
-// heldEntry reads a Pending bag entry: its wait, its sequence number and
-// the batch, coded.
+// heldEntry reads what hold stored: the wait, sequence number, coded batch.
 func heldEntry(b []byte) (until int64, seq uint64, batch []byte, err error) {
 	if len(b) == 0 || b[0] != heldFormat {
 		return 0, 0, nil, fmt.Errorf("held batch of another coding (a savepoint of an older build? docs/restart.md): start a new job")
@@ -149,8 +139,7 @@ func heldEntry(b []byte) (until int64, seq uint64, batch []byte, err error) {
 	return until, seq, r.B, nil
 }
 
-// batchTimestamp is the batch's element timestamp: its earliest record's
-// partition watermark, as the source stamped it.
+// batchTimestamp is the batch's element timestamp: its earliest eventTimestamp.
 func batchTimestamp(events []model.Event) int64 {
 	ts := int64(mtime.MaxTimestamp)
 	for i := range events {
@@ -163,7 +152,7 @@ func batchTimestamp(events []model.Event) int64 {
 // record: its partition's watermark before it.
 func eventTimestamp(e *model.Event) int64 { return max(e.WatermarkBefore, int64(mtime.MinTimestamp)) }
 
-// load decodes the Pending bag (after a cache miss), keeping the entries no
+// load decodes the Pending bag after a cache miss, keeping the entries no
 // recorded release took.
 func (h heldBatches) load(sp state.Provider, st *shardState) error {
 	blobs, _, err := h.bag.Read(sp)
@@ -214,14 +203,12 @@ func (h heldBatches) release(sp state.Provider, st *shardState, at int64, policy
 	if len(ready) == 0 {
 		return nil, nil // released by an earlier timer
 	}
-	// Record the release, dropping those it covers (earlier, so with a
-	// smaller seq, and at no later a time).
+	// Record the release, dropping those it covers (smaller seq, no later at).
 	st.releases = slices.DeleteFunc(st.releases, func(r release) bool { return r.at <= at })
 	st.releases = append(st.releases, release{seq: st.nextSeq, at: at})
 	if p.releasedBytes >= p.heldBytes || len(st.releases) > maxReleases {
-		// What was released weighs at least what stays: rewrite the bag
-		// with the held entries only, which costs no more than the appends
-		// of what was released.
+		// Rewrite the bag with the held entries only: no dearer than the
+		// appends of what was released.
 		if err := h.bag.Clear(sp); err != nil {
 			return nil, fmt.Errorf("clear held batches: %w", err)
 		}

@@ -12,18 +12,15 @@ import (
 
 // shardState is the whole state of one dedup shard or watermark gate key.
 type shardState struct {
-	// known is the pipeline watermark as far as the key knows: the largest
-	// boundary timer that fired on a gate key, the largest watermark the
-	// gate stamped on a dedup shard's events.
+	// known is the pipeline watermark as far as the key knows: on a gate key
+	// the largest boundary timer fired, on a dedup shard the largest stamp.
 	known int64
-	// armed lists the windows (by start) whose end, close and expiry timers
-	// a gate key set, so it sets each window's timers once.
+	// armed holds the windows (by start) whose timers a gate key set.
 	armed map[int64]bool
-	// ids holds every remembered id (its 128-bit hash) with the counted
-	// copy's fingerprint and its window.
+	// ids maps each remembered id (128-bit hash) to the counted copy's
+	// fingerprint and window.
 	ids idTable
-	// stored counts the entries the state bag holds, live or expired: expiry
-	// rewrites the bag only once most of it is dead (see compactionDue).
+	// stored counts the bag's entries, live or expired (compactionDue).
 	stored int
 
 	// Position order's Pending bag (dedup_order.go).
@@ -32,15 +29,13 @@ type shardState struct {
 	pending  pendingState
 }
 
-// Judgement is dedup's verdict on one event (event.Counted, Duplicate or
-// Conflict) plus, for a conflict, the counted copy's fingerprint.
+// Judgement is dedup's verdict on one event and, for a conflict, the counted
+// copy's fingerprint (First); id and window name what a counted one added.
 type Judgement struct {
 	Verdict event.Verdict
 	First   uint64
-
-	// id and window name what a counted event added to the state.
-	id     idKey
-	window int64
+	id      idKey
+	window  int64
 }
 
 // Judge gives one event that passed validation and both rules of the
@@ -63,10 +58,9 @@ func windowIndex(start int64, p triggers.Policy) uint32 {
 	return uint32(p.WindowIndex(start))
 }
 
-// expiredBefore returns the index of the first window whose ids are still
-// remembered: a window's ids are forgotten together once window_end +
-// retention has passed (SPEC §2). Its window is closed by then, so a later
-// copy is judged too late before dedup looks it up.
+// expiredBefore is the index of the first window whose ids are still
+// remembered: a window's ids go together once window_end + retention passed
+// (SPEC §2), after its close, so a later copy is too late before any lookup.
 func expiredBefore(known, retentionMs int64, p triggers.Policy) uint32 {
 	// window_end + retention <= known  <=>  start <= known - retention - window
 	return windowIndex(known-retentionMs-p.Window.Milliseconds(), p) + 1
@@ -84,28 +78,23 @@ func (st *shardState) Expire(retentionMs int64, p triggers.Policy) int {
 	return st.ids.filter(func(win uint32) bool { return !windowExpired(win, before) })
 }
 
-// Forgot reports whether the known watermark has expired the ids of the
-// window of an event at eventTime: the shard can no longer tell a copy from
-// a first (dedupFn.judge).
+// Forgot reports whether the ids of eventTime's window expired: the shard can
+// no longer tell a copy from a first (dedupFn.judge).
 func (st *shardState) Forgot(eventTime, retentionMs int64, p triggers.Policy) bool {
 	return st.known != model.NoWatermark &&
 		windowExpired(windowIndex(p.WindowStart(eventTime), p), expiredBefore(st.known, retentionMs, p))
 }
 
-// NeedsCompaction reports whether most of the bag's entries are expired
-// ids: the cap (twice the live ids) that keeps compaction's cost
-// proportional to the ids added.
+// NeedsCompaction reports whether most of the bag is expired ids: the cap
+// that keeps compaction's cost proportional to the ids added.
 func (st *shardState) NeedsCompaction() bool { return st.stored > 2*st.ids.n }
 
-// Compaction is spread over the shards (docs/capacity.md): with the cap alone
-// every shard rewrote its bag in the same hour. Each shard also compacts at
-// its own slot, a boundary whose window index is its number modulo P (the
-// retention in windows), so 1/P of the shards compacts in any window. A
-// compaction rewrites live ids only, so it never changes a verdict.
-
 // compactionDue reports whether shard rewrites its ids bag as its known
-// watermark moves from prev to at: at the cap, or when a boundary in
-// (prev, at] falls in its slot and any of the bag is dead.
+// watermark moves from prev to at: at the cap, or when a boundary in (prev, at]
+// falls in its slot (window index = shard mod P, the retention in windows) and
+// any of the bag is dead. The slots spread compaction over the shards (with the
+// cap alone all rewrote in the same hour: docs/capacity.md); it rewrites live
+// ids only, so it never changes a verdict.
 func (st *shardState) compactionDue(shard int, prev, at, retentionMs int64, p triggers.Policy) bool {
 	if st.NeedsCompaction() {
 		return true
@@ -127,9 +116,8 @@ func (st *shardState) compactionDue(shard int, prev, at, retentionMs int64, p tr
 	return false
 }
 
-// advance moves the shard's known watermark to at (when later): the ids
-// whose retention it passed are forgotten, and it says whether the ids bag
-// is to be rewritten now. It returns how many ids it forgot.
+// advance moves the known watermark to at (when later), forgetting the ids
+// whose retention passed; it returns how many, and whether to compact now.
 func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Policy) (forgot int, compact bool) {
 	if at <= st.known {
 		return 0, false
@@ -142,16 +130,12 @@ func (st *shardState) advance(shard int, at, retentionMs int64, p triggers.Polic
 	return forgot, st.compactionDue(shard, prev, at, retentionMs, p)
 }
 
-// A shard is stored in two parts, so that a batch costs a few State API
-// round trips whatever the shard holds:
-//   - meta, one small value: a token changed by every write, the known
-//     watermark, the armed windows;
-//   - ids, a bag of blobs: a batch appends one without reading; compaction
-//     rewrites the live ids in blobs of at most compactChunkIDs ids.
-//
-// The decoded ids are cached between bundles (dedup_cache.go) and trusted
-// only while the token matches: a retry, a moved key or a restore changes
-// or rolls it back.
+// A shard is stored in two parts, so a batch costs a few State API round trips
+// whatever it holds: meta, one small value (a token every write changes, the
+// known watermark, the armed windows), and ids, a bag of blobs a batch appends
+// one to without reading. The decoded ids are cached between bundles
+// (dedup_cache.go), trusted only while the token matches: a retry, a moved key
+// or a restore changes or rolls it back.
 
 // DedupStateBytesPerID is what one remembered id costs in the runner's
 // state (measured by BenchmarkStateBytesPerID and cmd/scale).
@@ -213,9 +197,9 @@ func encodeMeta(token uint64, st *shardState) []byte {
 }
 
 // An ids blob is a 0 byte (the format mark), then per window its start, its
-// number of ids and idEntryBytes per id (128-bit hash, fingerprint). A batch
-// appends one blob whatever windows it spans: the Go SDK makes two round
-// trips per append. Blobs of the older one-window format still load.
+// number of ids and idEntryBytes per id (128-bit hash, fingerprint): one blob
+// a batch, as the Go SDK makes two round trips per append. Blobs of the older
+// one-window format still load.
 const idBlobMark = 0
 
 // idBlobs accumulates the ids a batch counted, per window, for one blob.
@@ -241,8 +225,7 @@ func (b *idBlobs) add(window int64, k idKey, fp uint64) {
 	w.Fixed64(fp)
 }
 
-// blob returns the encoded entry (nil when no id was added), its sections
-// in the order their windows came.
+// blob returns the encoded entry (nil for no id), sections in window arrival order.
 func (b *idBlobs) blob() []byte {
 	if b.n == 0 {
 		return nil
@@ -267,7 +250,6 @@ type idSection struct {
 	entries []byte // idEntryBytes per id
 }
 
-// idSections decodes a blob into its sections.
 func idSections(blob []byte) ([]idSection, error) {
 	r := coders.Reader{B: blob}
 	if len(blob) == 0 || blob[0] != idBlobMark {
@@ -292,9 +274,8 @@ func idSections(blob []byte) ([]idSection, error) {
 	return out, nil
 }
 
-// loadIDs loads every bag entry, counting it in stored and remembering the
-// ids whose retention has not passed (a bag may hold expired ids until it is
-// compacted). Sections of expired windows are skipped without decoding.
+// loadIDs counts every bag entry in stored and remembers the ids whose
+// retention has not passed; expired windows' sections are skipped undecoded.
 func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int64) error {
 	var sections []idSection
 	total := 0
@@ -361,8 +342,8 @@ func (st *shardState) windowStartOf(wi uint32, p triggers.Policy) int64 {
 	return (ref + int64(int32(wi-uint32(ref)))) * p.Window.Milliseconds()
 }
 
-// newShardState starts a shard from its meta; its Pending bag is read when
-// a release needs it, or known empty when nothing was ever stored.
+// newShardState starts a shard from its meta; its Pending bag is read when a
+// release needs it (known empty when nothing was ever stored).
 func newShardState(m shardMeta) *shardState {
 	return &shardState{known: m.known, armed: m.armed, nextSeq: m.nextSeq, releases: m.releases,
 		pending: pendingState{loaded: m.token == 0}}

@@ -61,11 +61,10 @@ func (f *earlyTickFn) OnTimer(_ context.Context, sp state.Provider, _ timers.Pro
 	return f.Armed.Clear(sp)
 }
 
-// EarlyTicksFrom is the EARLY refresh without processing-time timers, which
-// Flink does not fire for Go (capability table). Each element of ticks asks
-// for one tick to every revision key that got data since the last; buckets
-// stateful keys remember the dirty keys. A tick is stamped with the earliest
-// dirty event time, not the clock's, so ON_TIME cannot hold it back.
+// EarlyTicksFrom is the EARLY refresh without processing-time timers (Flink
+// fires none for Go): each element of ticks asks for a tick to every revision
+// key with data since the last, which buckets stateful keys remember. A tick
+// is stamped with the earliest dirty event time, so ON_TIME cannot hold it back.
 func EarlyTicksFrom(s beam.Scope, deltas, ticks beam.PCollection, buckets int) beam.PCollection {
 	s = s.Scope("EarlyTicksFrom")
 	marks := beam.ParDo(s, &dirtyMarkFn{Buckets: buckets}, deltas)

@@ -30,45 +30,31 @@ const GateKeys = 8
 
 // WatermarkGate is rule (b) of the too-late gate (SPEC §4): a record whose
 // window closed before the pipeline watermark goes to too-late; the others go
-// on in batches that carry it (model.EventBatch.Watermark), by which each
-// event is marked AfterEnd when it passed the event's window's end and
-// stamped with it (model.Event.PipelineWatermark, by which dedup forgets
-// ids). Most batches pass still coded: the gate reads what Admit wrote of
-// their events in the batch's header (Spans, Since).
+// on in the dedup step's batches (one shard and partition each) carrying that
+// watermark (model.EventBatch.Watermark: stamp). Most pass still coded, judged
+// by the header Admit wrote (Spans, Since).
 //
 // A DoFn cannot read its watermark, so each key sets event-time timers at the
 // end, close and expiry of every window (AnnounceWindows tells every key of
-// every window): a timer fired at T proves the watermark reached T. Records
-// leave already in the dedup step's batches, one shard and partition each.
+// every window): a timer fired at T proves the watermark reached T.
 func WatermarkGate(s beam.Scope, keyed, windows beam.PCollection, o DedupOptions) (batches, tooLate beam.PCollection) {
 	s = s.Scope("WatermarkGate")
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
-		Shards:      o.Shards,
-		Policy:      o.Policy,
-		BoundMs:     o.Bound,
-		RetentionMs: o.Retention,
-		CacheID:     flow.Token(8),
-		NoCache:     o.NoCache,
-		ReadAhead:   o.ReadAhead,
-		Pending:     state.MakeBagState[[]byte]("pending"),
-		Meta:        state.MakeValueState[[]byte]("meta"),
-		Boundary:    timers.InEventTime("boundary"),
+		DedupOptions: o, // Shards: the dedup step's, which passed records are batched by
+		CacheID:      flow.Token(8),
+		Pending:      state.MakeBagState[[]byte]("pending"),
+		Meta:         state.MakeValueState[[]byte]("meta"),
+		Boundary:     timers.InEventTime("boundary"),
 	}, beam.Flatten(s, keyed, announced))
 }
 
 type gateFn struct {
-	Shards      int // the dedup step's, which passed records are batched by
-	Policy      triggers.Policy
-	BoundMs     int64
-	RetentionMs int64
-
-	CacheID   string // this step's entries in the process-wide shard cache
-	NoCache   bool
-	ReadAhead string
-	Pending   state.Bag[[]byte] // batches waiting for a boundary (heldFor)
-	Meta      state.Value[[]byte]
-	Boundary  timers.EventTime
+	DedupOptions
+	CacheID  string            // this step's entries in the process-wide shard cache
+	Pending  state.Bag[[]byte] // batches waiting for a boundary (heldFor)
+	Meta     state.Value[[]byte]
+	Boundary timers.EventTime
 
 	tooLate, reloads, evictions beam.Counter
 	readAhead                   *flow.ReadAhead
@@ -98,7 +84,7 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 	emit func(int, model.EventBatch), late func(model.TooLate)) error {
 	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
 		for _, start := range batch.Windows {
-			for _, s := range windowsToArm(f.Policy, start, f.BoundMs, st.known) {
+			for _, s := range windowsToArm(f.Policy, start, f.Bound, st.known) {
 				f.arm(tp, key, st, s) // a no-op for a window already armed
 			}
 		}
@@ -106,8 +92,7 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 		if err != nil {
 			return fmt.Errorf("gate: %w", err)
 		}
-		// The events' still-open windows are armed before the batch is judged
-		// or held: the announcement (AnnounceWindows) may lag the batches.
+		// Armed before the batch is judged or held: the announcement may lag.
 		for _, start := range spans {
 			if !f.Policy.Closed(start, st.known) {
 				f.arm(tp, key, st, start)
@@ -138,9 +123,8 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 	})
 }
 
-// summary is what the gate needs of a batch's events: the windows they fall
-// in and the batch's timestamp, from Admit's header while the events are
-// coded (events nil), else from the events, decoded.
+// summary returns the windows of a batch's events and its timestamp: from
+// Admit's header while the events are coded (events nil), else decoded.
 func (f *gateFn) summary(b model.EventBatch) (events []model.Event, spans []int64, since int64, err error) {
 	if b.Coded != nil && len(b.Spans) > 0 {
 		return nil, b.Spans, b.Since, nil
@@ -164,12 +148,9 @@ func spansOf(events []model.Event, p triggers.Policy) (spans []int64, since int6
 }
 
 // judge applies rule (b) to each event at the key's known watermark and
-// emits the others in batches of one dedup shard and partition, in order,
-// stamped with that watermark. A too-late record never reaches dedup, so it
-// leaves the read-ahead account here. The events kept are filtered in
-// place; a batch whose events all go to one shard and partition (every
-// batch when the dedup step has GateKeys shards, as on prism) leaves as it
-// is, without a copy.
+// emits the others, in order, in batches of one dedup shard and partition
+// (filtered in place: one such batch, always so on GateKeys shards, is not
+// copied). A too-late record leaves the read-ahead account here.
 func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event, emit func(int, model.EventBatch), late func(model.TooLate)) {
 	kept := events[:0]
 	var first batchKey
@@ -205,8 +186,8 @@ func (f *gateFn) judge(ctx context.Context, st *shardState, events []model.Event
 	})
 }
 
-// Gate applies rule (b) to one event at the known watermark: false when its
-// window is closed; else it stamps the event with the watermark (stamp).
+// Gate applies rule (b) to one event: false when its window is closed, else
+// it stamps the event.
 func (st *shardState) Gate(e *model.Event, p triggers.Policy) bool {
 	if p.Closed(p.WindowStart(e.EventTime), st.known) {
 		return false
@@ -223,8 +204,7 @@ func stamp(e *model.Event, known int64, p triggers.Policy) {
 	e.PipelineWatermark = known
 }
 
-// gatedEvents returns the events of a batch the gate passed, decoded and
-// stamped with the batch's watermark.
+// gatedEvents returns a passed batch's events, decoded and stamped.
 func gatedEvents(b model.EventBatch, p triggers.Policy) ([]model.Event, error) {
 	events, err := coders.BatchEvents(b)
 	if err != nil {
@@ -248,7 +228,7 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
 		if tag == tagBoundary {
 			st.known = max(st.known, at)
-			maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.RetentionMs <= at })
+			maps.DeleteFunc(st.armed, func(start int64, _ bool) bool { return f.Policy.WindowEnd(start)+f.Retention <= at })
 			return nil
 		}
 		events, err := f.held().release(sp, st, at, f.Policy)
@@ -260,15 +240,13 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	})
 }
 
-// setTimer sets an event-time timer at at, tagged with its kind
-// (tagBoundary, tagRelease) and time: windows and held batches share
-// timers by time.
+// setTimer sets an event-time timer at at, tagged with its kind (tagBoundary,
+// tagRelease) and time, so windows and held batches share timers by time.
 func setTimer(t timers.EventTime, tp timers.Provider, kind byte, at int64) {
 	t.Set(tp, time.UnixMilli(at), timers.WithTag(string(rune(kind))+strconv.FormatInt(at, 10)))
 }
 
-// parseTimerTag splits a timer tag into its kind (tagBoundary, tagRelease)
-// and time, as setTimer wrote them.
+// parseTimerTag is the inverse of setTimer's tag: time, kind.
 func parseTimerTag(tag string) (int64, byte, error) {
 	if len(tag) < 2 {
 		return 0, 0, fmt.Errorf("unexpected timer tag %q", tag)
@@ -293,7 +271,7 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 	}
 	st.armed[start] = true
 	end := f.Policy.WindowEnd(start)
-	expiry := end + f.RetentionMs
+	expiry := end + f.Retention
 	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
 		if at > st.known || at == expiry {
 			setTimer(f.Boundary, tp, tagBoundary, at)
@@ -306,11 +284,11 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 // arms: tiny windows and a long lateness could cost thousands of timers.
 const maxGapWindows = 64
 
-// windowsToArm lists, ascending, the windows a gate key arms when window
-// start is announced: start, and those below it still open when its data moves
-// the watermark (end after start - lateness - bound - window, and after known).
-// A window whose first data comes after its end must start LATE (SPEC §4),
-// which the key learns only from a timer at or after that end.
+// windowsToArm lists, ascending, the windows a gate key arms when start is
+// announced: start, and those below it still open when its data moves the
+// watermark (end after start - lateness - bound - window, and after known): a
+// window whose first data comes after its end must start LATE (SPEC §4), which
+// the key learns only from a timer at or after that end.
 func windowsToArm(p triggers.Policy, start, boundMs, known int64) []int64 {
 	w := p.Window.Milliseconds()
 	low := p.WindowStart(start - p.AllowedLateness.Milliseconds() - boundMs - w)
@@ -324,11 +302,10 @@ func windowsToArm(p triggers.Policy, start, boundMs, known int64) []int64 {
 	return append(out, start)
 }
 
-// heldFor says whether a batch stamped ts must wait, and until when: the
-// latest boundary this bundle armed on the key (armedHere) after the known
-// watermark and before ts. A timer set in this bundle cannot fire before the
-// rest of it; without the wait SPEC §7's scenario C was judged on time
-// (TestBatchAheadOfItsAnnouncementWaitsForTheEnd).
+// heldFor says whether a batch stamped ts must wait, and until when: the latest
+// boundary this bundle armed on the key after known and before ts. A timer set
+// in this bundle cannot fire before its end; without the wait SPEC §7's
+// scenario C was judged on time (TestBatchAheadOfItsAnnouncementWaitsForTheEnd).
 func heldFor(armedHere []int64, known, ts int64) (until int64, hold bool) {
 	for _, b := range armedHere {
 		if b > known && b < ts && (!hold || b > until) {

@@ -47,9 +47,9 @@ type gateRun struct {
 
 func startGate(t *testing.T) *gateRun {
 	f := &gateFn{
-		Shards: 2048,
-		Policy: rollbackPolicy, BoundMs: (10 * time.Minute).Milliseconds(), RetentionMs: (25 * time.Hour).Milliseconds(),
-		CacheID: "test", NoCache: true,
+		DedupOptions: DedupOptions{Shards: 2048, Policy: rollbackPolicy, Bound: (10 * time.Minute).Milliseconds(),
+			Retention: (25 * time.Hour).Milliseconds(), NoCache: true},
+		CacheID: "test",
 		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
 		Boundary: timers.InEventTime("boundary"),
 	}

@@ -22,18 +22,12 @@ func init() {
 
 // Payloads gives conflicts and rule-(b) too-late records back the payloads
 // dropped before the shuffle (model.Event.Ref), read from the raw log at the
-// bundle's end (files.ReadRanges). A line read back must parse to the record's event_id and
-// fingerprint or event time, else the bundle fails rather than write a wrong one.
+// bundle's end (files.ReadRanges). A line read back must parse to the record's
+// event_id and fingerprint or event time, else the bundle fails.
 func Payloads(s beam.Scope, cfg event.Config, conflicts, tooLate beam.PCollection) (beam.PCollection, beam.PCollection) {
 	s = s.Scope("Payloads")
-	return beam.ParDo(s, &conflictPayloadFn{Config: cfg}, conflicts), beam.ParDo(s, &tooLatePayloadFn{Config: cfg}, tooLate)
+	return beam.ParDo(s, &payloadFn[model.Conflict]{Config: cfg}, conflicts), beam.ParDo(s, &payloadFn[model.TooLate]{Config: cfg}, tooLate)
 }
-
-// conflictPayloadFn and tooLatePayloadFn are Payloads' two steps.
-type (
-	conflictPayloadFn = payloadFn[model.Conflict]
-	tooLatePayloadFn  = payloadFn[model.TooLate]
-)
 
 // payloadFn emits a record that carries its payload (or has no place in the
 // raw log) at once, and keeps the others for FinishBundle.

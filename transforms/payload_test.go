@@ -90,7 +90,7 @@ func TestPayloadFns(t *testing.T) {
 	}
 	a, o, d := parse(first), parse(other), parse(late)
 
-	cf := &conflictPayloadFn{Config: cfg}
+	cf := &payloadFn[model.Conflict]{Config: cfg}
 	var conflicts []model.Conflict
 	emitC := func(_ beam.EventTime, c model.Conflict) { conflicts = append(conflicts, c) }
 	carried := model.Conflict{Position: "hand", EventID: "Z", Payload: []byte("{}")}
@@ -112,7 +112,7 @@ func TestPayloadFns(t *testing.T) {
 		t.Errorf("a conflict with the first copy's bytes: error %v", err)
 	}
 
-	lf := &tooLatePayloadFn{Config: cfg}
+	lf := &payloadFn[model.TooLate]{Config: cfg}
 	var lates []model.TooLate
 	emitL := func(_ beam.EventTime, l model.TooLate) { lates = append(lates, l) }
 	lf.ProcessElement(ctx, 1, model.TooLate{Position: "p0/000001.jsonl:3", EventID: "D", EventTime: d.EventTime,

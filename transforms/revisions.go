@@ -26,11 +26,11 @@ func init() {
 // rows (EARLY, ON_TIME, LATE, FINAL) by triggers.WindowState's rules; after
 // FINAL only a small closed marker stays.
 //
-// published seeds each key with the row a sink already holds, read in Setup
-// (sink.Published), so revisions continue after a restart and nothing dips;
-// the zero Spec reads nothing. Not a side input: with one, prism v2.77.0 stops
-// feeding a streaming stateful stage after its first firings. bound limits the
-// read to the windows the run can still reach (app/launch/seal.go).
+// published (zero: none) seeds each key with the row a sink holds, read in
+// Setup (sink.Published), so revisions continue after a restart without a dip;
+// bound limits it to the windows the run can reach (app/launch/seal.go). Not a
+// side input: with one, prism v2.77.0 stops feeding a streaming stateful stage
+// after its first firings.
 func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, published sink.Spec, bound sink.SeedBound) beam.PCollection {
 	s = s.Scope("Revisions")
 	return beam.ParDo(s, &revisionsFn{
@@ -42,9 +42,9 @@ func Revisions(s beam.Scope, deltas beam.PCollection, p triggers.Policy, publish
 	}, deltas)
 }
 
-// publishedRow is the row the sink held for key, of window w, when the step
-// started. A window before the seed bound gets a closed marker even when no
-// row was loaded: the restored watermarks are past its close (SPEC §4 rule (b)).
+// publishedRow is the row the sink held for key (window w) at the start. A
+// window before the seed bound gets a closed marker even without a row: the
+// restored watermarks are past its close (SPEC §4 rule (b)).
 func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.Row, bool) {
 	if r, ok := f.published[key]; ok {
 		return r, true
@@ -63,8 +63,7 @@ const (
 )
 
 // markerHorizon is how long after its close a window's closed marker is kept
-// (window + allowed lateness): by then the watermark gate sends the window's
-// records to too_late, so the marker is no longer needed and state stays bounded.
+// (window + allowed lateness): by then the gate sends its records to too_late.
 func markerHorizon(p triggers.Policy) int64 {
 	return p.Window.Milliseconds() + p.AllowedLateness.Milliseconds()
 }
@@ -74,8 +73,8 @@ type revisionsFn struct {
 	Published sink.Spec // the sink whose rows seed the keys (zero: none)
 	Bound     sink.SeedBound
 	published map[string]model.Row // read in Setup, by key
-	// seedRows is how many rows Setup loaded, counted at the first bundle
-	// (a counter needs a bundle's context).
+	// seedRows is how many rows Setup loaded, counted at the first load (a
+	// counter needs a bundle's context).
 	seedRows     int64
 	seedReported bool
 	seedCounter  beam.Counter
@@ -157,7 +156,7 @@ func (f *revisionsFn) emit(ctx context.Context, emit func(model.Row), rows ...mo
 }
 
 // load reads the key's window state, adopting the seeded row; nil when the
-// key has none. The first load counts the rows Setup loaded.
+// key has none.
 func (f *revisionsFn) load(ctx context.Context, sp state.Provider, key string) (*triggers.WindowState, error) {
 	if !f.seedReported {
 		f.seedReported = true
@@ -174,8 +173,7 @@ func (f *revisionsFn) load(ctx context.Context, sp state.Provider, key string) (
 	if err != nil {
 		return nil, err
 	}
-	// Continue after the seed row when it is newer (state restored from an
-	// older snapshot; triggers.WindowState.Adopt).
+	// A newer seed row means state restored from an older snapshot.
 	if p, ok := f.published[key]; ok && w.Adopt(p) {
 		f.adopted.Inc(ctx, 1)
 	}

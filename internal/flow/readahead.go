@@ -17,24 +17,20 @@ import (
 // Prism has no backpressure: what a source reads waits in its queue before the first stateful
 // step, so a long replay's memory grew with the log. Sources add what they read (Queued), dedup
 // and the too-late gates subtract what they take (Taken), and a source reads only while a call
-// fits (Room). Two bounds: a record budget, and a horizon in event time. Prism hands a stateful
-// step a key's elements behind its pending event-time timers, so what lies past the next window
-// end waits for the watermark however much room is left: a source whose watermark is lead past
-// the frontier (the largest WatermarkBefore taken) has read all the next windows need. The
-// record budget is what binds in a dense log, the horizon in a sparse one, where a budget of
-// records is days of event time. Once dedup has taken nothing for Blocked, the partitions holding
-// the watermark read past both.
+// fits (Room) under two bounds: a record budget (binding in a dense log) and a horizon in event
+// time (in a sparse one). Prism hands a stateful step a key's elements behind its pending
+// event-time timers, so a source whose watermark is lead past the frontier (the largest
+// WatermarkBefore taken) has read all the next windows need. Once dedup has taken nothing for
+// Blocked, the partitions holding the watermark read past both.
 
 // DefaultReadAhead is the default --read-ahead: about 10 MB of queued
 // events, 20 reader calls of 5,000 records.
 const DefaultReadAhead = 100_000
 
-// Lead is the horizon's lead for windows of window and an out-of-order bound.
-// Two windows and the bound are enough for the partitions' watermark to pass
-// the next window end (the gate's next timer) from any frontier; each round
-// of the watermark through prism stalls the sources briefly, so the lead
-// spans eight windows, which keeps a sparse replay's rounds few (measured in
-// docs/performance.md).
+// Lead is the horizon's lead for windows of window and an out-of-order bound:
+// two windows and the bound let the watermark pass the next window end from
+// any frontier, but each watermark round through prism stalls the sources
+// briefly, so it spans eight windows (docs/performance.md).
 func Lead(window, bound time.Duration) time.Duration { return 8*window + bound }
 
 // Blocked is how long dedup must have taken nothing before the partitions
@@ -87,10 +83,10 @@ func newReadAhead(now func() time.Time) *ReadAhead {
 // ReleaseReadAhead drops the account named key once its job has ended.
 func ReleaseReadAhead(key string) { readAheads.Delete(key) }
 
-// Queued counts n records read for the dedup step by a call that ended
-// with its partition's watermark at watermark. Until anything is taken the
-// lowest such watermark stands in for the frontier: a replay's first calls
-// would otherwise read up to the record budget before the gate's first timer.
+// Queued counts n records read by a call that ended with its partition's
+// watermark at watermark. Until anything is taken the lowest such watermark
+// stands in for the frontier, else a replay's first calls would read the
+// whole budget before the gate's first timer.
 func (a *ReadAhead) Queued(n int, watermark int64) {
 	if a == nil || n <= 0 {
 		return
@@ -157,11 +153,9 @@ func (a *ReadAhead) PastBudget() int64 {
 	return a.past.Load()
 }
 
-// Room reports whether a source call of up to call records may read now,
-// for a partition whose watermark is at watermark: while the call fits
-// under budget and the partition is below the horizon (lead; see Horizon),
-// or, for a partition holding its source's watermark, once dedup has taken
-// nothing for Blocked.
+// Room reports whether a call of up to call records may read now for a
+// partition at watermark: while it fits the budget below the Horizon, or, for
+// a partition holding its source's watermark, once dedup took nothing for Blocked.
 func (a *ReadAhead) Room(budget, call int, lead time.Duration, watermark int64, holdsWatermark bool) (ok bool) {
 	if a == nil || budget <= 0 {
 		return true

@@ -89,9 +89,6 @@ const (
 // messages without emitting any, past --pubsub-stall-after; else 0.
 func PubsubStalled(partition string) Name { return Name("pubsub_stalled_ms_" + partition) }
 
-// The families of counters, distributions and gauges, one per partition, reason or state; Of
-// reads a name back.
-
 // ReadBy counts the records read from a source partition.
 func ReadBy(partition string) Name { return Name("read_partition_" + partition) }
 
@@ -114,8 +111,8 @@ func IdleTransitions(partition string) Name { return Name("idle_transitions_" + 
 // processing time.
 func WatermarkLag(partition string) Name { return Name("watermark_lag_ms_" + partition) }
 
-// Of is the partition, reason or state that a name of family (ReadBy, PubsubStalled, ...) is
-// for; ok is false for a name of another family.
+// Of is the partition, reason or state a name of family (ReadBy, ...) is for;
+// ok is false for another family's name.
 func Of(family func(string) Name, name string) (string, bool) {
 	return strings.CutPrefix(name, string(family("")))
 }
@@ -126,13 +123,11 @@ func Bucket(m Name, i int) Name { return Name(delay.CounterName(string(m), i)) }
 // Ms is the distribution, in ms, of a delay metric.
 func Ms(m Name) Name { return m + "_ms" }
 
-// Counter is the counter n in Namespace.
+// Counter, Distribution and Gauge are metric n in Namespace.
 func Counter(n Name) beam.Counter { return beam.NewCounter(Namespace, string(n)) }
 
-// Distribution is the distribution n in Namespace.
 func Distribution(n Name) beam.Distribution { return beam.NewDistribution(Namespace, string(n)) }
 
-// Gauge is the gauge n in Namespace.
 func Gauge(n Name) beam.Gauge { return beam.NewGauge(Namespace, string(n)) }
 
 // DistributionSum is a Beam distribution's value, summed across steps.
@@ -179,20 +174,19 @@ type Counts struct {
 	Counters map[string]int64 `json:"-"`
 }
 
-// Term is one named figure: a term of the conservation identity, a row count by state.
+// Term is one named figure of the conservation identity.
 type Term struct {
 	Name  string `json:"name"`
 	Value int64  `json:"value"`
 }
 
-// Terms are the right-hand side of the conservation identity, in SPEC order, named as their
-// counters are.
+// Terms are the identity's right-hand side in SPEC order, named as their counters.
 func (c Counts) Terms() []Term {
 	return []Term{{string(Counted), c.Counted}, {string(Duplicates), c.Duplicates}, {string(Conflicts), c.Conflicts},
 		{string(Quarantined), c.Quarantined}, {string(TooLate), c.TooLate}}
 }
 
-// Verdicts is the right-hand side of the conservation identity.
+// Verdicts is the sum of Terms.
 func (c Counts) Verdicts() int64 {
 	var n int64
 	for _, t := range c.Terms() {
@@ -240,9 +234,9 @@ func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 	return CountsOf(named), committed, reported
 }
 
-// Named reads a job's counters in namespace, summed by name: the committed values when the runner
-// reports any, else the attempted ones (committed says which; reported, whether any counter came).
-// Not Result(), which picks per counter and would mix an in-flight value with committed ones.
+// Named reads a job's counters in namespace, summed by name: committed values when the runner
+// reports any, else attempted (committed says which; reported, whether any came). Not Result(),
+// which picks per counter and would mix in-flight and committed values.
 func Named(m beammetrics.Results, namespace string) (named map[string]int64, committed, reported bool) {
 	all := m.AllMetrics().Counters()
 	committed = slices.ContainsFunc(all, func(r beammetrics.CounterResult) bool { return r.Committed != 0 })
