@@ -261,7 +261,7 @@ func writeDelays(b *strings.Builder, c metrics.Counts) {
 
 // writeRows prints rows as a table.
 func writeRows(w io.Writer, rows []model.Row) {
-	t := report.Table{Head: []string{"window_start", "window_end", "dims", "revenue", "events", "revision", "state"}, Current: -1}
+	t := report.NewTable("", "window_start", "window_end", "dims", "revenue", "events", "revision", "state")
 	for _, r := range rows {
 		t.Rows = append(t.Rows, []string{model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), r.Dims,
 			model.FormatMicros(r.RevenueMicros), strconv.FormatInt(r.EventCount, 10), strconv.FormatInt(r.Revision, 10), r.State.String()})

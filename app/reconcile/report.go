@@ -159,7 +159,7 @@ func metricsLine(m map[string]int64) string {
 
 // diffTable is diffs as a table.
 func diffTable(diffs []report.Diff) report.Table {
-	t := report.Table{Head: []string{"window_start", "dims", "streamed", "recomputed", "delta", "count", "classification", "applied"}, Current: -1}
+	t := report.NewTable("", "window_start", "dims", "streamed", "recomputed", "delta", "count", "classification", "applied")
 	for _, d := range diffs {
 		class := d.Classification
 		if class != "" {

@@ -78,6 +78,11 @@ func (a Advice) WriteText(w io.Writer) error {
 	return err
 }
 
+// NewTable is a table without a current row.
+func NewTable(caption string, head ...string) Table {
+	return Table{Caption: caption, Head: head, Current: -1}
+}
+
 // WriteText writes the head and rows in columns two spaces apart, indented by two, the current row
 // starred: the text form of every command's tables.
 func (t Table) WriteText(w io.Writer) error {
