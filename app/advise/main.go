@@ -13,7 +13,6 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/slicesx"
 )
 
 // Exit codes of cmd/advise.
@@ -125,7 +124,7 @@ func flagTable(c *parsed) []cli.Group {
 		}},
 		{Title: "What to try (comma-separated values; the current one is always added)", Flags: []cli.Flag{
 			{Name: "try-ooo-bound", Value: durationList(&o.Try.Bounds), Usage: "bounds"},
-			{Name: "try-lateness-percentiles", Value: list(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
+			{Name: "try-lateness-percentiles", Value: cli.ListOf(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
 				Usage: "also try the bounds at these percentiles of the measured lateness"},
 			{Name: "try-allowed-lateness", Value: durationList(&o.Try.Lateness), Usage: "allowed latenesses"},
 			{Name: "try-dedup-retention", Value: durationList(&o.Try.Retention),
@@ -154,27 +153,7 @@ func flagTable(c *parsed) []cli.Group {
 
 // durationList binds a comma-separated list of durations.
 func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
-	return list(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
-}
-
-// list binds a comma-separated list of what parse reads; "" is the empty list if empty is set.
-func list[T any](p *[]T, arg, noun string, empty bool, parse func(string) (T, error), format func(T) string) cli.Value[[]T] {
-	return cli.Func(p, arg, func(s string) ([]T, error) {
-		if s == "" && empty {
-			return nil, nil
-		}
-		var out []T
-		for _, f := range strings.Split(s, ",") {
-			v, err := parse(strings.TrimSpace(f))
-			if err != nil {
-				return nil, fmt.Errorf("invalid %s %q in %q", noun, f, s)
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	}, func(vs []T) string {
-		return strings.Join(slicesx.Map(vs, format), ",")
-	})
+	return cli.ListOf(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
 }
 
 func parseCount(s string) (int64, error) {
