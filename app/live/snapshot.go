@@ -33,14 +33,11 @@ type Partition struct {
 type Figures struct {
 	Counts        metrics.Counts
 	Partitions    []Partition
-	Distributions map[string]Distribution // by name, for /metrics
+	Distributions map[string]metrics.DistributionSum // by name, for /metrics
 }
 
 // FiguresFunc fetches the running job's figures; ok is false while there are none.
 type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
-
-// Setting is one setting shown in the header.
-type Setting = report.Figure
 
 // Window is one (window, dims) key's history, oldest first, its first two and last eight
 // revisions, with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end +
@@ -54,10 +51,6 @@ type Window struct {
 
 // liveTrim is the revisions a window shows: its first two and last eight.
 var liveTrim = report.Trim{Head: 2, Tail: 8}
-
-// Counter is one named count: a term of the conservation identity, rows of a state, a
-// partition's moves to idle.
-type Counter = metrics.Term
 
 // PartitionView is a partition as shown.
 type PartitionView struct {
@@ -79,13 +72,13 @@ type Snapshot struct {
 	Final      bool            `json:"final"`
 	EndedAt    string          `json:"ended_at,omitempty"`
 	EndedAtMs  int64           `json:"ended_at_ms,omitempty"`
-	Settings   []Setting       `json:"settings"`
+	Settings   []report.Figure `json:"settings"`
 	Figures    bool            `json:"figures"` // false until the job reports any
 	Read       int64           `json:"read"`
-	Terms      []Counter       `json:"terms"`
+	Terms      []metrics.Term  `json:"terms"`
 	Conserved  bool            `json:"conserved"`
 	Identity   string          `json:"identity"`
-	Rows       []Counter       `json:"rows_by_state"`
+	Rows       []metrics.Term  `json:"rows_by_state"`
 	Partitions []PartitionView `json:"partitions"`
 	// Watermark is the minimum over active partitions (SPEC §2).
 	Watermark   string   `json:"watermark"`
@@ -106,7 +99,7 @@ type Snapshot struct {
 // Monitor assembles snapshots of a running job; safe for concurrent use.
 type Monitor struct {
 	Title    string
-	Settings []Setting
+	Settings []report.Figure
 	Sink     sink.Spec
 	// Windows is how many of the latest keys a snapshot holds (default 8), MaxAge how long a
 	// snapshot is reused (default 1s), SinkEvery sink rows (default MaxAge; BigQuery bills queries).
@@ -248,7 +241,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	s.Conserved = c.Read == c.Verdicts()
 	s.Identity = c.Identity()
 	for _, st := range model.ResultStates {
-		s.Rows = append(s.Rows, Counter{Name: st.String(), Value: c.Rows[st.String()]})
+		s.Rows = append(s.Rows, metrics.Term{Name: st.String(), Value: c.Rows[st.String()]})
 	}
 	for _, p := range f.Partitions {
 		v := PartitionView{Partition: p, Watermark: "-", Behind: "-", BehindMs: lag(now.UnixMilli(), p.WatermarkMs)}
@@ -347,7 +340,7 @@ type revKey struct {
 // sources' gauges.
 func FiguresOf(m *beammetrics.Results) Figures {
 	c, _, _ := metrics.Committed(*m)
-	f := Figures{Counts: c, Distributions: map[string]Distribution{}}
+	f := Figures{Counts: c, Distributions: map[string]metrics.DistributionSum{}}
 	for _, r := range m.AllMetrics().Distributions() {
 		if r.Namespace() != metrics.Namespace {
 			continue
