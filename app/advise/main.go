@@ -147,7 +147,6 @@ func flagTable(c *parsed) []cli.Group {
 	}
 }
 
-// durationList binds a comma-separated list of durations.
 func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
 	return cli.ListOf(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
 }

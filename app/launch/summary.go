@@ -259,7 +259,6 @@ func writeDelays(b *strings.Builder, c metrics.Counts) {
 	}
 }
 
-// writeRows prints rows as a table.
 func writeRows(w io.Writer, rows []model.Row) {
 	t := report.NewTable("", "window_start", "window_end", "dims", "revenue", "events", "revision", "state")
 	for _, r := range rows {

@@ -165,7 +165,6 @@ func (p *progress) done() {
 	}
 }
 
-// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

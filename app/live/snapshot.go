@@ -150,7 +150,6 @@ func (m *Monitor) Start(f FiguresFunc) {
 	m.figures, m.state, m.started, m.ended, m.lastAt = f, "RUNNING", m.now(), time.Time{}, time.Time{}
 }
 
-// now is the monitor's clock.
 func (m *Monitor) now() time.Time {
 	if m.Now != nil {
 		return m.Now()

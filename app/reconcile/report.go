@@ -157,7 +157,6 @@ func metricsLine(m map[string]int64) string {
 	}), " ")
 }
 
-// diffTable is diffs as a table.
 func diffTable(diffs []report.Diff) report.Table {
 	t := report.NewTable("", "window_start", "dims", "streamed", "recomputed", "delta", "count", "classification", "applied")
 	for _, d := range diffs {

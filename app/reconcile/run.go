@@ -391,7 +391,6 @@ func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runI
 	return len(rows), nil
 }
 
-// sinkDiffs converts diffs to reconcile_diffs rows.
 func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
 	return slicesx.Map(diffs, func(d Diff) sink.Diff {
 		sd := sink.Diff{

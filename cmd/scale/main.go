@@ -95,7 +95,6 @@ const (
 	maxMemGiB = 1 << 20 // 1 PiB
 )
 
-// flagTable is cmd/scale's flag table over o.
 func flagTable(o *options) []cli.Group {
 	return []cli.Group{
 		{Title: "The load", Flags: []cli.Flag{
