@@ -72,10 +72,9 @@ func (o Outcome) ExitCode() int {
 	return ExitClean
 }
 
-// Run reconciles: it checks the source and the sink, recomputes and compares in a Beam batch
-// pipeline (--runner, prism by default), writes reconcile_diffs, applies with --apply, and writes
-// the report. Any error means exit code 2. With o.DryRun it only writes the pipeline proto (see
-// DryRun).
+// Run reconciles: it checks the source and sink, recomputes and compares in a Beam batch pipeline
+// (--runner, prism by default), writes reconcile_diffs, applies with --apply and writes the report.
+// Any error means exit code 2. With o.DryRun it only writes the pipeline proto (see DryRun).
 func Run(ctx context.Context, o Options) (Outcome, error) {
 	if o.DryRun != "" {
 		return Outcome{}, DryRun(ctx, o, os.Stdout) // it validates o
