@@ -159,8 +159,7 @@ func parseCount(s string) (int64, error) {
 	return n, nil
 }
 
-// share binds a percentage ("1%", "0.5%") in parts per million, or "none"
-// (-1).
+// share binds a percentage ("1%", "0.5%") in parts per million, or "none" (-1).
 func share(ppm *int64) cli.Value[int64] {
 	return cli.Func(ppm, "SHARE", func(s string) (int64, error) {
 		if s == "none" {

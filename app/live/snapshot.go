@@ -39,9 +39,8 @@ type Figures struct {
 // FiguresFunc fetches the running job's figures; ok is false while there are none.
 type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
 
-// Window is one (window, dims) key's history, oldest first, its first two and last eight
-// revisions, with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end +
-// lateness).
+// Window is one (window, dims) key's history, oldest first, its first two and last eight revisions,
+// with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end + lateness).
 type Window struct {
 	report.Window
 	OnTimeNeedsMs *int64 `json:"on_time_watermark_needs_ms,omitempty"`
@@ -334,9 +333,8 @@ type revKey struct {
 	revision int64
 }
 
-// FiguresOf reads a job's figures from its metrics: committed counters, the revenue
-// distributions summed across steps, and each partition's watermark, idleness and stall from the
-// sources' gauges.
+// FiguresOf reads a job's figures from its metrics: committed counters, the revenue distributions
+// summed across steps, and each partition's watermark, idleness and stall from the sources' gauges.
 func FiguresOf(m *beammetrics.Results) Figures {
 	c, _, _ := metrics.Committed(*m)
 	f := Figures{Counts: c, Distributions: map[string]metrics.DistributionSum{}}
