@@ -193,7 +193,6 @@ type JobFigures struct {
 	Conflicts  int64 `json:"conflicts"`
 }
 
-// readJobReport reads a cmd/launch JSON run report.
 func readJobReport(path string) (*JobFigures, error) {
 	f, err := files.Open(context.Background(), path, 0)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/slicesx"
 )
 
 // Exit codes of cmd/advise.
@@ -107,25 +106,21 @@ func flagTable(c *parsed) []cli.Group {
 				Usage: "measure the windows of one UTC day (instead of --from/--to)"},
 		}},
 		{Title: "The job's settings (as cmd/launch spells them)", Flags: []cli.Flag{
-			{Name: "window", Value: cli.Duration(&o.Triggers.Window), Usage: "window size"},
+			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
 			{Name: "ooo-bound", Value: cli.Duration(&o.Watermark.OutOfOrderBound), Usage: "out-of-order bound"},
-			{Name: "idle-timeout", Value: cli.Duration(&o.Watermark.IdleTimeout),
-				Usage: "processing time after which a silent partition leaves the watermark minimum"},
+			cli.Shared("idle-timeout", cli.Duration(&o.Watermark.IdleTimeout)),
 			{Name: "idle-advance", Value: cli.IdleAdvance(&o.Watermark.IdleAdvance),
 				Usage: "with every partition idle the watermark follows processing-time or holds (hold)"},
-			{Name: "allowed-lateness", Value: cli.Duration(&o.Triggers.AllowedLateness), Usage: "correction period after the window end"},
-			{Name: "dedup-retention", Value: cli.Duration(&o.Retention), Usage: "dedup horizon",
-				Default: "window + allowed lateness"},
-			{Name: "dimensions", Value: cli.List(&o.Event.Dimensions), Arg: "FIELD,...",
-				Usage: "comma-separated payload fields the job reports by (they are part of the fingerprint)"},
+			cli.Shared("allowed-lateness", cli.Duration(&o.Triggers.AllowedLateness)),
+			cli.Shared("dedup-retention", cli.Duration(&o.Retention)),
+			cli.Shared("dimensions", cli.List(&o.Event.Dimensions)),
 			{Name: "max-future", Value: cli.Duration(&o.Event.MaxFuture), Usage: "quarantine events further than this ahead of their arrival"},
-			{Name: "max-age", Value: cli.Duration(&o.Event.MaxAge),
-				Usage: "quarantine events older than this behind their partition watermark (0 off)"},
-			{Name: "max-line", Value: cli.Size(&o.Event.MaxLine), Usage: "longest accepted line, e.g. 512KiB"},
+			cli.Shared("max-age", cli.Duration(&o.Event.MaxAge)),
+			cli.Shared("max-line", cli.Size(&o.Event.MaxLine)),
 		}},
 		{Title: "What to try (comma-separated values; the current one is always added)", Flags: []cli.Flag{
 			{Name: "try-ooo-bound", Value: durationList(&o.Try.Bounds), Usage: "bounds"},
-			{Name: "try-lateness-percentiles", Value: list(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
+			{Name: "try-lateness-percentiles", Value: cli.ListOf(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
 				Usage: "also try the bounds at these percentiles of the measured lateness"},
 			{Name: "try-allowed-lateness", Value: durationList(&o.Try.Lateness), Usage: "allowed latenesses"},
 			{Name: "try-dedup-retention", Value: durationList(&o.Try.Retention),
@@ -152,29 +147,8 @@ func flagTable(c *parsed) []cli.Group {
 	}
 }
 
-// durationList binds a comma-separated list of durations.
 func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
-	return list(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
-}
-
-// list binds a comma-separated list of what parse reads; "" is the empty list if empty is set.
-func list[T any](p *[]T, arg, noun string, empty bool, parse func(string) (T, error), format func(T) string) cli.Value[[]T] {
-	return cli.Func(p, arg, func(s string) ([]T, error) {
-		if s == "" && empty {
-			return nil, nil
-		}
-		var out []T
-		for _, f := range strings.Split(s, ",") {
-			v, err := parse(strings.TrimSpace(f))
-			if err != nil {
-				return nil, fmt.Errorf("invalid %s %q in %q", noun, f, s)
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	}, func(vs []T) string {
-		return strings.Join(slicesx.Map(vs, format), ",")
-	})
+	return cli.ListOf(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
 }
 
 func parseCount(s string) (int64, error) {
@@ -185,8 +159,7 @@ func parseCount(s string) (int64, error) {
 	return n, nil
 }
 
-// share binds a percentage ("1%", "0.5%") in parts per million, or "none"
-// (-1).
+// share binds a percentage ("1%", "0.5%") in parts per million, or "none" (-1).
 func share(ppm *int64) cli.Value[int64] {
 	return cli.Func(ppm, "SHARE", func(s string) (int64, error) {
 		if s == "none" {

@@ -66,12 +66,14 @@ type Targets struct {
 	ResidualDups int64
 }
 
-// Defaults are cmd/launch's defaults, the docs' candidates, and targets of 1 % late, none twice.
+// Defaults are cmd/launch's defaults (without EARLY firings, as reconcile's), the docs'
+// candidates, and targets of 1 % late, none twice.
 func Defaults() Options {
+	job := reconcile.Defaults()
 	return Options{
-		Event:     event.DefaultConfig(),
-		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
-		Triggers:  triggers.Policy{Window: time.Hour, AllowedLateness: 24 * time.Hour},
+		Event:     job.Event,
+		Watermark: job.Watermark,
+		Triggers:  job.Triggers,
 		Try: Candidates{
 			Bounds:              []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour},
 			LatenessPercentiles: []int{90, 95, 99},

@@ -119,14 +119,9 @@ func (a *Advice) boundSection() report.AdviceSection {
 	return s
 }
 
-// newTable is a table without a current row (a table adds one).
-func newTable(caption string, head ...string) report.Table {
-	return report.Table{Caption: caption, Head: head, Current: -1}
-}
-
 // table is one row per value tried, the current one marked.
 func table[T any](head []string, rows []T, current func(T) bool, cells func(T) []string) report.Table {
-	t := newTable("", head...)
+	t := report.NewTable("", head...)
 	for i, r := range rows {
 		if current(r) {
 			t.Current = i
@@ -138,7 +133,7 @@ func table[T any](head []string, rows []T, current func(T) bool, cells func(T) [
 
 // split is the late / too-late share per partition or segment, a column per bound.
 func (a *Advice) split(what string, names []string, by func(Outcome) []Fates, limit int) report.Table {
-	t := newTable("late % / too late % of events by "+what+", per bound", what)
+	t := report.NewTable("late % / too late % of events by "+what+", per bound", what)
 	if len(a.Bounds) == 0 {
 		return t
 	}
@@ -228,7 +223,7 @@ func (a *Advice) idleSection() report.AdviceSection {
 	}
 	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --allowed-lateness=%s; \"by idleness\": judged late or too late, but not had no partition gone idle",
 		cli.FormatDuration(o.Watermark.OutOfOrderBound), cli.FormatDuration(o.Triggers.AllowedLateness))}
-	sl := newTable("silences (processing time between arrivals) per partition", "partition", "records", "longest")
+	sl := report.NewTable("silences (processing time between arrivals) per partition", "partition", "records", "longest")
 	for _, it := range a.Idle {
 		sl.Head = append(sl.Head, "≥ "+it.Idle.String())
 	}
@@ -256,7 +251,7 @@ func (a *Advice) jobSection() report.AdviceSection {
 			cmp.Or(j.Settings["ooo-bound"], "—"), cmp.Or(j.Settings["allowed-lateness"], "—"), report.Count(j.Read), report.Count(j.Duplicates), report.Count(j.Conflicts), report.Count(j.TooLate)),
 		"the job counts every valid event it reads into its delay buckets: read from its start, the same log gives the advisor's lateness buckets; arrival delay (read time − event time) only a live run measures",
 	}
-	t := newTable("", "delay")
+	t := report.NewTable("", "delay")
 	t.Rows = [][]string{{"event lateness (job)"}, {"event lateness (advisor)"}, {"arrival delay (job)"}}
 	for i, b := range j.Lateness.Buckets {
 		t.Head = append(t.Head, b.Label)

@@ -12,13 +12,12 @@ import (
 	"github.com/revenue-stream/hourly/sources"
 )
 
-// Run runs the job o describes, prints its summary to out and returns it.
-//
-// ctx ending is a graceful stop (SIGINT, SIGTERM): the readers stop without finishing, so no window
-// is FINAL before its correction period; once the sink is quiet for o.QuietPeriod (at most
-// o.StopTimeout) the job is cancelled and the summary printed. Errors before the job starts are
-// *ConfigError (exit 2); a failed run, or one breaking conservation, returns an error with its
-// summary (exit 1). With o.DryRun, Run writes the pipeline's proto and returns a nil summary.
+// Run runs the job o describes, prints its summary to out and returns it. ctx ending is a graceful
+// stop (SIGINT, SIGTERM): the readers stop unfinished, so no window is FINAL before its correction
+// period, and the job is cancelled once the sink is quiet for o.QuietPeriod (at most o.StopTimeout).
+// Errors before the job starts are *ConfigError (exit 2); a failed run, or one breaking
+// conservation, returns an error with its summary (exit 1). With o.DryRun, Run writes the
+// pipeline's proto and returns a nil summary.
 func Run(ctx context.Context, o Options, out io.Writer) (*Summary, error) {
 	r := &jobRun{o: o}
 	defer r.close()

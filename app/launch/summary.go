@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -260,15 +259,13 @@ func writeDelays(b *strings.Builder, c metrics.Counts) {
 	}
 }
 
-// writeRows prints rows as an aligned table.
 func writeRows(w io.Writer, rows []model.Row) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  window_start\twindow_end\tdims\trevenue\tevents\trevision\tstate")
+	t := report.NewTable("", "window_start", "window_end", "dims", "revenue", "events", "revision", "state")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%s\n", model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd),
-			r.Dims, model.FormatMicros(r.RevenueMicros), r.EventCount, r.Revision, r.State)
+		t.Rows = append(t.Rows, []string{model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), r.Dims,
+			model.FormatMicros(r.RevenueMicros), strconv.FormatInt(r.EventCount, 10), strconv.FormatInt(r.Revision, 10), r.State.String()})
 	}
-	tw.Flush()
+	t.WriteText(w)
 }
 
 // stateCounts renders counts by result state in lifecycle order.

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
 	"github.com/revenue-stream/hourly/internal/metrics"
@@ -80,10 +81,10 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		}
 		for _, name := range settingOrder {
 			if v := sum.Settings[name]; v != "" && v != "0s" {
-				r.mon.Settings = append(r.mon.Settings, live.Setting{Name: name, Value: v})
+				r.mon.Settings = append(r.mon.Settings, report.Figure{Name: name, Value: v})
 			}
 		}
-		r.mon.Settings = append(r.mon.Settings, live.Setting{Name: "sink", Value: sum.Sink})
+		r.mon.Settings = append(r.mon.Settings, report.Figure{Name: "sink", Value: sum.Sink})
 		r.onClose(func() { r.mon.Close() })
 	}
 	if r.uiListener != nil {
@@ -164,7 +165,6 @@ func (p *progress) done() {
 	}
 }
 
-// isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {

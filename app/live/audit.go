@@ -136,17 +136,16 @@ func (m *Monitor) readAudit(ctx context.Context, now time.Time) *Audit {
 		read.Conflicts = latest(read.Conflicts, n, func(r model.Conflict) string { return r.Position })
 		read.Quarantined = latest(read.Quarantined, n, func(r model.Quarantined) string { return r.Position })
 	}
-	tooLate, conflicts, quarantined := read.TooLate, read.Conflicts, read.Quarantined
 	a.TooLateRows, a.ConflictRows, a.QuarantinedRows = int(counts.TooLate), int(counts.Conflicts), int(counts.Quarantined)
-	for _, r := range tooLate {
+	for _, r := range read.TooLate {
 		a.TooLate = append(a.TooLate, tooLateEvent(r, m.Triggers, m.OutOfOrderBound))
 	}
-	for _, r := range conflicts {
+	for _, r := range read.Conflicts {
 		a.Conflicts = append(a.Conflicts, ConflictEvent{Position: r.Position, EventID: r.EventID,
 			FirstFingerprint: model.FingerprintHex(r.FirstFingerprint), ConflictingFingerprint: model.FingerprintHex(r.ConflictingFingerprint),
 			Payload: payload(r.Payload)})
 	}
-	for _, r := range quarantined {
+	for _, r := range read.Quarantined {
 		a.Quarantined = append(a.Quarantined, QuarantinedEvent{Position: r.Position, Reason: r.Reason, Payload: payload(r.Payload)})
 	}
 	var said []string

@@ -54,7 +54,7 @@ func TestMonitorIdleEpisodes(t *testing.T) {
 			{Partition: "p1", SinceMs: at(1), ActiveSeenMs: at(0), UntilMs: at(7), DurationMs: 6000, WatermarkMs: &wm, Read: 10, ReadAfter: 25},
 			{Partition: "p2", SinceMs: at(0), Ongoing: true, DurationMs: 8000, WatermarkMs: &wm},
 		},
-		Moves:          []live.Counter{{Name: "p0", Value: 2}, {Name: "p1", Value: 1}, {Name: "p2", Value: 0}},
+		Moves:          []metrics.Term{{Name: "p0", Value: 2}, {Name: "p1", Value: 1}, {Name: "p2", Value: 0}},
 		WatchedSinceMs: at(0),
 	}
 	if !reflect.DeepEqual(s.Idle, want) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/app/live"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -47,7 +48,7 @@ func newFixtureAt(t *testing.T, now func() time.Time) *fixture {
 	t.Cleanup(func() { db.Close() })
 	f := &fixture{db: db, path: path}
 	f.mon = &live.Monitor{Title: "hourly revenue · live page test", Sink: sink.Spec{Scheme: sink.SchemeSQLite, Path: path},
-		Settings: []live.Setting{{Name: "window", Value: "1m"}}, Triggers: triggers.Policy{Window: time.Minute}, MaxAge: time.Millisecond, Now: now}
+		Settings: []report.Figure{{Name: "window", Value: "1m"}}, Triggers: triggers.Policy{Window: time.Minute}, MaxAge: time.Millisecond, Now: now}
 	t.Cleanup(func() { f.mon.Close() })
 	f.figures.Store(&live.Figures{})
 	f.mon.Start(func(context.Context) (live.Figures, bool) { return *f.figures.Load(), true })

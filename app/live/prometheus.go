@@ -17,9 +17,6 @@ import (
 // MetricsContentType is the Prometheus text exposition format's (0.0.4).
 const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Distribution is one of the job's distributions, summed across steps.
-type Distribution = metrics.DistributionSum
-
 // promPrefix heads every metric name: the pipeline's metrics namespace.
 const promPrefix = metrics.Namespace + "_"
 
@@ -148,7 +145,7 @@ func (e *exposition) partitions(ps []Partition, now time.Time) {
 }
 
 // histogram writes h as a cumulative Prometheus histogram, le in seconds, the last +Inf.
-func (e *exposition) histogram(name, help string, h delay.Histogram, d Distribution) {
+func (e *exposition) histogram(name, help string, h delay.Histogram, d metrics.DistributionSum) {
 	e.family(name, "histogram", help+" Buckets from the job's delay counters (ms resolution).")
 	var cum int64
 	for _, b := range h.Buckets {

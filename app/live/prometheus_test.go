@@ -35,7 +35,7 @@ func knownFigures() Figures {
 			{Name: "p1", WatermarkMs: 900_000, Idle: true, Read: 4},
 			{Name: "p2", WatermarkMs: model.NoWatermark},
 		},
-		Distributions: map[string]Distribution{
+		Distributions: map[string]metrics.DistributionSum{
 			"event_lateness_ms":   {Count: 8, Sum: 90_000_000, Min: 0, Max: 90_000_000},
 			"dedup_state_entries": {Count: 3, Sum: 12, Min: 2, Max: 6},
 		},

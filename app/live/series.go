@@ -172,10 +172,10 @@ type IdleEpisode struct {
 // others, newest first (Dropped: the rest); Moves, each partition's moves to idle as the job
 // counted them; WatchedSinceMs, the first snapshot with figures.
 type IdleView struct {
-	Episodes       []IdleEpisode `json:"episodes"`
-	Dropped        int           `json:"dropped,omitempty"`
-	Moves          []Counter     `json:"moves_to_idle"`
-	WatchedSinceMs int64         `json:"watched_since_ms"`
+	Episodes       []IdleEpisode  `json:"episodes"`
+	Dropped        int            `json:"dropped,omitempty"`
+	Moves          []metrics.Term `json:"moves_to_idle"`
+	WatchedSinceMs int64          `json:"watched_since_ms"`
 }
 
 // idleTracker follows each partition's idleness across snapshots; the Monitor guards it.
@@ -248,7 +248,7 @@ func (t *idleTracker) view(at, endedAt int64, f Figures) *IdleView {
 		v.Episodes = append(v.Episodes, e)
 	}
 	for _, p := range f.Partitions {
-		v.Moves = append(v.Moves, Counter{Name: p.Name, Value: f.Counts.Counters[string(metrics.IdleTransitions(p.Name))]})
+		v.Moves = append(v.Moves, metrics.Term{Name: p.Name, Value: f.Counts.Counters[string(metrics.IdleTransitions(p.Name))]})
 	}
 	return v
 }

@@ -104,7 +104,6 @@ func metricsOnly(m *Monitor) *http.ServeMux {
 	return mux
 }
 
-// serve starts serving h on l.
 func serve(l net.Listener, h http.Handler) *Server {
 	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, addr: l.Addr().String(), done: make(chan struct{})}
 	go func() {

@@ -33,18 +33,14 @@ type Partition struct {
 type Figures struct {
 	Counts        metrics.Counts
 	Partitions    []Partition
-	Distributions map[string]Distribution // by name, for /metrics
+	Distributions map[string]metrics.DistributionSum // by name, for /metrics
 }
 
 // FiguresFunc fetches the running job's figures; ok is false while there are none.
 type FiguresFunc func(ctx context.Context) (f Figures, ok bool)
 
-// Setting is one setting shown in the header.
-type Setting = report.Figure
-
-// Window is one (window, dims) key's history, oldest first, its first two and last eight
-// revisions, with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end +
-// lateness).
+// Window is one (window, dims) key's history, oldest first, its first two and last eight revisions,
+// with how far the watermark has to go to ON_TIME (the end) and FINAL (CloseMs: end + lateness).
 type Window struct {
 	report.Window
 	OnTimeNeedsMs *int64 `json:"on_time_watermark_needs_ms,omitempty"`
@@ -54,10 +50,6 @@ type Window struct {
 
 // liveTrim is the revisions a window shows: its first two and last eight.
 var liveTrim = report.Trim{Head: 2, Tail: 8}
-
-// Counter is one named count: a term of the conservation identity, rows of a state, a
-// partition's moves to idle.
-type Counter = metrics.Term
 
 // PartitionView is a partition as shown.
 type PartitionView struct {
@@ -79,13 +71,13 @@ type Snapshot struct {
 	Final      bool            `json:"final"`
 	EndedAt    string          `json:"ended_at,omitempty"`
 	EndedAtMs  int64           `json:"ended_at_ms,omitempty"`
-	Settings   []Setting       `json:"settings"`
+	Settings   []report.Figure `json:"settings"`
 	Figures    bool            `json:"figures"` // false until the job reports any
 	Read       int64           `json:"read"`
-	Terms      []Counter       `json:"terms"`
+	Terms      []metrics.Term  `json:"terms"`
 	Conserved  bool            `json:"conserved"`
 	Identity   string          `json:"identity"`
-	Rows       []Counter       `json:"rows_by_state"`
+	Rows       []metrics.Term  `json:"rows_by_state"`
 	Partitions []PartitionView `json:"partitions"`
 	// Watermark is the minimum over active partitions (SPEC §2).
 	Watermark   string   `json:"watermark"`
@@ -106,7 +98,7 @@ type Snapshot struct {
 // Monitor assembles snapshots of a running job; safe for concurrent use.
 type Monitor struct {
 	Title    string
-	Settings []Setting
+	Settings []report.Figure
 	Sink     sink.Spec
 	// Windows is how many of the latest keys a snapshot holds (default 8), MaxAge how long a
 	// snapshot is reused (default 1s), SinkEvery sink rows (default MaxAge; BigQuery bills queries).
@@ -157,7 +149,6 @@ func (m *Monitor) Start(f FiguresFunc) {
 	m.figures, m.state, m.started, m.ended, m.lastAt = f, "RUNNING", m.now(), time.Time{}, time.Time{}
 }
 
-// now is the monitor's clock.
 func (m *Monitor) now() time.Time {
 	if m.Now != nil {
 		return m.Now()
@@ -248,7 +239,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	s.Conserved = c.Read == c.Verdicts()
 	s.Identity = c.Identity()
 	for _, st := range model.ResultStates {
-		s.Rows = append(s.Rows, Counter{Name: st.String(), Value: c.Rows[st.String()]})
+		s.Rows = append(s.Rows, metrics.Term{Name: st.String(), Value: c.Rows[st.String()]})
 	}
 	for _, p := range f.Partitions {
 		v := PartitionView{Partition: p, Watermark: "-", Behind: "-", BehindMs: lag(now.UnixMilli(), p.WatermarkMs)}
@@ -342,12 +333,11 @@ type revKey struct {
 	revision int64
 }
 
-// FiguresOf reads a job's figures from its metrics: committed counters, the revenue
-// distributions summed across steps, and each partition's watermark, idleness and stall from the
-// sources' gauges.
+// FiguresOf reads a job's figures from its metrics: committed counters, the revenue distributions
+// summed across steps, and each partition's watermark, idleness and stall from the sources' gauges.
 func FiguresOf(m *beammetrics.Results) Figures {
 	c, _, _ := metrics.Committed(*m)
-	f := Figures{Counts: c, Distributions: map[string]Distribution{}}
+	f := Figures{Counts: c, Distributions: map[string]metrics.DistributionSum{}}
 	for _, r := range m.AllMetrics().Distributions() {
 		if r.Namespace() != metrics.Namespace {
 			continue

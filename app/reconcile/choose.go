@@ -274,7 +274,6 @@ func (s Stats) QuarantinedTotal() int64 {
 	return n
 }
 
-// count tallies one choice.
 func (s *Stats) count(ch Choice) {
 	s.IDs++
 	s.Duplicates += int64(ch.Duplicates())

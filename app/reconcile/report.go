@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/revenue-stream/hourly/app/report"
@@ -142,7 +141,7 @@ func WriteSummary(w io.Writer, o Outcome) error {
 	fmt.Fprintf(&b, "verdict  %s\n", r.Verdict())
 	if len(r.Diffs) > 0 && o.Options.Top > 0 {
 		b.WriteString("top differences:\n")
-		diffTable(&b, r.Diffs[:min(len(r.Diffs), o.Options.Top)])
+		diffTable(r.Diffs[:min(len(r.Diffs), o.Options.Top)]).WriteText(&b)
 	}
 	if o.Options.Report != "" {
 		fmt.Fprintf(&b, "report   %s\n", o.Options.Report)
@@ -158,19 +157,17 @@ func metricsLine(m map[string]int64) string {
 	}), " ")
 }
 
-// diffTable writes diffs as an aligned table, indented by two spaces.
-func diffTable(b *strings.Builder, diffs []report.Diff) {
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  window_start\tdims\tstreamed\trecomputed\tdelta\tcount\tclassification\tapplied\t\n")
+func diffTable(diffs []report.Diff) report.Table {
+	t := report.NewTable("", "window_start", "dims", "streamed", "recomputed", "delta", "count", "classification", "applied")
 	for _, d := range diffs {
 		class := d.Classification
 		if class != "" {
 			class = d.ClassCell()
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d→%d\t%s\t%s\t\n", d.WindowStart, d.Dims, d.Streamed, d.Recomputed,
-			d.Delta, d.StreamedCount, d.RecompCount, class, d.AppliedCell())
+		t.Rows = append(t.Rows, []string{d.WindowStart, d.Dims, d.Streamed, d.Recomputed, d.Delta,
+			fmt.Sprintf("%d→%d", d.StreamedCount, d.RecompCount), class, d.AppliedCell()})
 	}
-	tw.Flush() // a strings.Builder takes every write
+	return t
 }
 
 // WriteReport writes the run's report to path through package report, as cmd/launch's --report.

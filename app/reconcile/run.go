@@ -72,10 +72,9 @@ func (o Outcome) ExitCode() int {
 	return ExitClean
 }
 
-// Run reconciles: it checks the source and the sink, recomputes and compares in a Beam batch
-// pipeline (--runner, prism by default), writes reconcile_diffs, applies with --apply, and writes
-// the report. Any error means exit code 2. With o.DryRun it only writes the pipeline proto (see
-// DryRun).
+// Run reconciles: it checks the source and sink, recomputes and compares in a Beam batch pipeline
+// (--runner, prism by default), writes reconcile_diffs, applies with --apply and writes the report.
+// Any error means exit code 2. With o.DryRun it only writes the pipeline proto (see DryRun).
 func Run(ctx context.Context, o Options) (Outcome, error) {
 	if o.DryRun != "" {
 		return Outcome{}, DryRun(ctx, o, os.Stdout) // it validates o
@@ -391,7 +390,6 @@ func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runI
 	return len(rows), nil
 }
 
-// sinkDiffs converts diffs to reconcile_diffs rows.
 func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
 	return slicesx.Map(diffs, func(d Diff) sink.Diff {
 		sd := sink.Diff{

@@ -52,38 +52,48 @@ type TradeOffPoint struct {
 
 // WriteText renders the advice as aligned plain-text tables: the command's summary.
 func (a Advice) WriteText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var b strings.Builder
 	for i, s := range a.Sections {
 		if i > 0 {
-			fmt.Fprintln(tw)
+			b.WriteString("\n")
 		}
-		fmt.Fprintln(tw, s.Title)
+		b.WriteString(s.Title + "\n")
 		for _, l := range s.Lines {
-			fmt.Fprintln(tw, "  "+l)
+			b.WriteString("  " + l + "\n")
 		}
 		for _, t := range s.Tables {
 			if t.Caption != "" {
-				fmt.Fprintln(tw, "  "+t.Caption)
+				b.WriteString("  " + t.Caption + "\n")
 			}
-			fmt.Fprintln(tw, "  "+strings.Join(t.Head, "\t")+"\t")
-			for k, r := range t.Rows {
-				cells := strings.Join(r, "\t")
-				if k == t.Current {
-					cells = strings.Replace(cells, "\t", " *\t", 1)
-				}
-				fmt.Fprintln(tw, "  "+cells+"\t")
-			}
-			// Flush per table: columns align within one table only.
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+			t.WriteText(&b)
 			if t.Note != "" {
-				fmt.Fprintln(tw, "  "+t.Note)
+				b.WriteString("  " + t.Note + "\n")
 			}
 		}
 		if s.Command != "" {
-			fmt.Fprintln(tw, "  "+s.Command)
+			b.WriteString("  " + s.Command + "\n")
 		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// NewTable is a table without a current row.
+func NewTable(caption string, head ...string) Table {
+	return Table{Caption: caption, Head: head, Current: -1}
+}
+
+// WriteText writes the head and rows in columns two spaces apart, indented by two, the current row
+// starred: the text form of every command's tables.
+func (t Table) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+strings.Join(t.Head, "\t"))
+	for k, r := range t.Rows {
+		cells := strings.Join(r, "\t")
+		if k == t.Current {
+			cells = strings.Replace(cells, "\t", " *\t", 1)
+		}
+		fmt.Fprintln(tw, "  "+cells)
 	}
 	return tw.Flush()
 }

@@ -342,7 +342,6 @@ func (c *content) windows(all []WindowHistory) {
 	s.Revenue = newRevenueChart(views)
 }
 
-// reconcile says what a reconcile run found.
 func (c *content) reconcile(r *Reconcile) {
 	s := c.section("reconcile", "Reconcile", "")
 	ok := "b verdict ok"

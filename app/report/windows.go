@@ -145,7 +145,6 @@ func WindowsFromChangelog(rows []model.Row) []WindowHistory {
 	return out
 }
 
-// compareWindows orders histories by window start, then dims.
 func compareWindows(a, b WindowHistory) int {
 	return cmp.Or(cmp.Compare(a.WindowStart, b.WindowStart), cmp.Compare(a.Dims, b.Dims))
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
@@ -96,11 +95,10 @@ const (
 	maxMemGiB = 1 << 20 // 1 PiB
 )
 
-// flagTable is cmd/scale's flag table over o.
 func flagTable(o *options) []cli.Group {
 	return []cli.Group{
 		{Title: "The load", Flags: []cli.Flag{
-			{Name: "rates", Value: rateList(&o.rates), Usage: "design rates (events/s), comma-separated"},
+			{Name: "rates", Value: cli.ListOf(&o.rates, "EV/S,...", "rate (whole events/s)", false, strconv.Atoi, strconv.Itoa), Usage: "design rates (events/s), comma-separated"},
 			{Name: "hours", Value: cli.Float(&o.hours), Arg: "H",
 				Usage: fmt.Sprintf("event time simulated, more than %.0f and at most %d (past two retention periods: the bag's first compaction shows)", minHours, maxHours)},
 			{Name: "dup", Value: cli.Float(&o.dup), Arg: "FRACTION", Usage: "fraction of events that are retried copies, from 0 to below 1"},
@@ -114,21 +112,6 @@ func flagTable(o *options) []cli.Group {
 			{Name: "upload-mbps", Value: cli.Float(&o.uploadMBps), Arg: "MB/S", Usage: "checkpoint upload bandwidth per worker, MB/s"},
 		}},
 	}
-}
-
-// rateList binds a comma-separated list of rates; validate checks their range.
-func rateList(p *[]int) cli.Value[[]int] {
-	return cli.Func(p, "EV/S,...", func(s string) ([]int, error) {
-		var rates []int
-		for _, f := range strings.Split(s, ",") {
-			rate, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return nil, fmt.Errorf("invalid rate %q in %q: want whole events/s", f, s)
-			}
-			rates = append(rates, rate)
-		}
-		return rates, nil
-	}, func(rates []int) string { return strings.Join(slicesx.Map(rates, strconv.Itoa), ",") })
 }
 
 // validate checks every setting's range, each error naming its flag.

@@ -2,7 +2,7 @@ package cli
 
 import "flag"
 
-// sharedUsage is what the flags both cmd/launch and cmd/reconcile take mean
+// sharedUsage is what the flags cmd/launch, cmd/reconcile and cmd/advise share mean
 // (SPEC §6's shared flags), spelled once, with --help's default where the
 // field's value is not it; a command's table binds them to its fields with
 // Shared.

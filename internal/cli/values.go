@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/watermark"
 )
 
@@ -89,6 +90,27 @@ func List(p *[]string) Value[[]string] {
 		}
 		return strings.Split(s, ","), nil
 	}, func(l []string) string { return strings.Join(l, ",") })
+}
+
+// ListOf binds a comma-separated list of what parse reads, items trimmed; "" is the empty list if
+// empty is set.
+func ListOf[T any](p *[]T, arg, noun string, empty bool, parse func(string) (T, error), format func(T) string) Value[[]T] {
+	return Func(p, arg, func(s string) ([]T, error) {
+		if s == "" && empty {
+			return nil, nil
+		}
+		var out []T
+		for _, f := range strings.Split(s, ",") {
+			v, err := parse(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("invalid %s %q in %q", noun, f, s)
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}, func(vs []T) string {
+		return strings.Join(slicesx.Map(vs, format), ",")
+	})
 }
 
 // Level binds a log level.
