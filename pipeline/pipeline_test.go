@@ -90,7 +90,7 @@ func runBuilt(t *testing.T, build func(beam.Scope) (pipeline.Outputs, error), n 
 	res.counts = collect.Counts(pr)
 	res.dists = map[string]beammetrics.DistributionValue{}
 	for _, d := range pr.Metrics().AllMetrics().Distributions() {
-		if d.Namespace() != transforms.Namespace {
+		if d.Namespace() != metrics.Namespace {
 			continue
 		}
 		v, ok := res.dists[d.Name()]

@@ -22,9 +22,6 @@ import (
 	"github.com/revenue-stream/hourly/triggers"
 )
 
-// Namespace is the pipeline's metrics namespace (metrics.Namespace).
-const Namespace = metrics.Namespace
-
 func init() {
 	register.DoFn7x0[context.Context, beam.EventTime, model.Record, func(beam.EventTime, int, model.EventBatch),
 		func(beam.EventTime, int64, int64), func(model.Quarantined), func(model.TooLate)](&admitFn{})

@@ -16,7 +16,6 @@ import (
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/testing/collect"
 	"github.com/revenue-stream/hourly/testing/runnertest"
-	"github.com/revenue-stream/hourly/transforms"
 )
 
 // streamJob is the streaming pipeline over the emulator's subscription,
@@ -138,12 +137,12 @@ func (j *streamJob) waitCounters(t *testing.T, want metrics.Counts) {
 			return false
 		}
 		got = metrics.Counts{
-			Read:        runnertest.Counter(m, transforms.Namespace, "read"),
-			Counted:     runnertest.Counter(m, transforms.Namespace, "counted"),
-			Duplicates:  runnertest.Counter(m, transforms.Namespace, "duplicates"),
-			Conflicts:   runnertest.Counter(m, transforms.Namespace, "conflicts"),
-			Quarantined: runnertest.Counter(m, transforms.Namespace, "quarantined"),
-			TooLate:     runnertest.Counter(m, transforms.Namespace, "too_late"),
+			Read:        runnertest.Counter(m, metrics.Namespace, "read"),
+			Counted:     runnertest.Counter(m, metrics.Namespace, "counted"),
+			Duplicates:  runnertest.Counter(m, metrics.Namespace, "duplicates"),
+			Conflicts:   runnertest.Counter(m, metrics.Namespace, "conflicts"),
+			Quarantined: runnertest.Counter(m, metrics.Namespace, "quarantined"),
+			TooLate:     runnertest.Counter(m, metrics.Namespace, "too_late"),
 		}
 		return got.String() == want.String()
 	})
