@@ -80,51 +80,41 @@ func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts,
 	}
 	batches, gated := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
 	counted, conflicts, forgotten := beam.ParDo3(s, &dedupFn{
-		DedupOptions: o,
-		CacheID:      flow.Token(8),
-		Pending:      state.MakeBagState[[]byte]("pending"),
-		Meta:         state.MakeValueState[[]byte]("meta"),
-		IDs:          state.MakeBagState[[]byte]("ids"),
-		Release:      timers.InEventTime("release"),
+		keyedStep: newKeyedStep(o),
+		Pending:   state.MakeBagState[[]byte]("pending"),
+		Meta:      state.MakeValueState[[]byte]("meta"),
+		IDs:       state.MakeBagState[[]byte]("ids"),
+		Release:   timers.InEventTime("release"),
 	}, batches)
 	return counted, conflicts, beam.Flatten(s, gated, forgotten)
 }
 
 type dedupFn struct {
-	DedupOptions
-	// CacheID names this pipeline's entries in the process-wide shard cache.
-	CacheID string
+	keyedStep
 	// Pending holds batches until their release timer (ByPosition only).
 	Pending state.Bag[[]byte]
 	Meta    state.Value[[]byte]
 	IDs     state.Bag[[]byte]
 	Release timers.EventTime
 
-	counted, duplicates, conflicts, tooLate, expired, reloads, evictions, elements beam.Counter
-	entries                                                                        beam.Distribution
-	readAhead                                                                      *flow.ReadAhead
-	sums                                                                           windowSums
+	counted, duplicates, conflicts, expired, elements beam.Counter
+	entries                                           beam.Distribution
+	sums                                              windowSums
 }
 
 func (f *dedupFn) Setup() {
+	f.keyedStep.setup()
 	f.counted = metrics.Counter(metrics.Counted)
 	f.duplicates = metrics.Counter(metrics.Duplicates)
 	f.conflicts = metrics.Counter(metrics.Conflicts)
-	f.tooLate = metrics.Counter(metrics.TooLate)
 	f.expired = metrics.Counter(metrics.DedupExpired)
-	f.reloads = metrics.Counter(metrics.DedupStateReloads)
-	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
 	f.elements = metrics.Counter(metrics.DedupElements)
 	f.entries = metrics.Distribution(metrics.DedupStateEntries)
 	shardCache.setLimit(f.CacheBytes)
 	applyMemoryLimit()
-	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
 }
 
-func (f *dedupFn) store(shard int) shardStore {
-	return shardStore{meta: f.Meta, ids: &f.IDs, key: cacheKey{pipeline: f.CacheID, shard: shard}, noCache: f.NoCache,
-		policy: f.Policy, retentionMs: f.Retention, reloads: f.reloads, evictions: f.evictions}
-}
+func (f *dedupFn) store(shard int) shardStore { return f.keyedStep.store(f.Meta, &f.IDs, shard) }
 
 func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Release} }
 
@@ -309,6 +299,34 @@ func releaseClock(at int64) int64 {
 		return model.NoWatermark
 	}
 	return at - 1
+}
+
+// keyedStep is what the gate and the dedup shards share but their state and
+// timer fields, which stay theirs: Beam looks for those only among a DoFn's
+// own fields, not embedded ones (graph/fn.go, v2.77.0).
+type keyedStep struct {
+	DedupOptions
+	CacheID string // this step's entries in the process-wide shard cache
+
+	tooLate, reloads, evictions beam.Counter
+	readAhead                   *flow.ReadAhead
+}
+
+func newKeyedStep(o DedupOptions) keyedStep {
+	return keyedStep{DedupOptions: o, CacheID: flow.Token(8)}
+}
+
+func (k *keyedStep) setup() {
+	k.tooLate = metrics.Counter(metrics.TooLate)
+	k.reloads = metrics.Counter(metrics.DedupStateReloads)
+	k.evictions = metrics.Counter(metrics.DedupCacheEvictions)
+	k.readAhead = flow.ReadAheadOf(k.ReadAhead)
+}
+
+// store is key's shardStore of meta and ids (nil on the gate).
+func (k *keyedStep) store(meta state.Value[[]byte], ids *state.Bag[[]byte], key int) shardStore {
+	return shardStore{meta: meta, ids: ids, key: cacheKey{pipeline: k.CacheID, shard: key}, noCache: k.NoCache,
+		policy: k.Policy, retentionMs: k.Retention, reloads: k.reloads, evictions: k.evictions}
 }
 
 // shardStore reads and writes a keyed step's shardState: a meta value and,

@@ -118,9 +118,8 @@ func TestCompactionNeverChangesAVerdict(t *testing.T) {
 	var first *outcome
 	for _, shard := range []int{0, 1, 12, 2047} {
 		f := &dedupFn{
-			DedupOptions: DedupOptions{Policy: skewPolicy, Retention: (25 * time.Hour).Milliseconds(), NoCache: true},
-			CacheID:      "compaction",
-			Pending:      state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
+			keyedStep: keyedStep{DedupOptions: DedupOptions{Policy: skewPolicy, Retention: (25 * time.Hour).Milliseconds(), NoCache: true}, CacheID: "compaction"},
+			Pending:   state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
 			IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
 		}
 		f.Setup()

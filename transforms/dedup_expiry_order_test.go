@@ -221,9 +221,8 @@ func total(m map[string]int) (n int) {
 // state, driven by hand.
 func expiryShard(t *testing.T, noCache, byPosition bool) *skewDriver {
 	f := &dedupFn{
-		DedupOptions: DedupOptions{Policy: skewPolicy, Retention: (25 * time.Hour).Milliseconds(), NoCache: noCache, ByPosition: byPosition},
-		CacheID:      "expiry-" + t.Name(),
-		Pending:      state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
+		keyedStep: keyedStep{DedupOptions: DedupOptions{Policy: skewPolicy, Retention: (25 * time.Hour).Milliseconds(), NoCache: noCache, ByPosition: byPosition}, CacheID: "expiry-" + t.Name()},
+		Pending:   state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
 		IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
 	}
 	f.Setup()

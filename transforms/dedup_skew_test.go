@@ -208,9 +208,8 @@ var skewStart = rowtest.MS("2026-11-04T08:00:00Z")
 func runSkew(t *testing.T, s skew) *skewRun {
 	t.Helper()
 	f := &dedupFn{
-		DedupOptions: DedupOptions{Policy: skewPolicy, Retention: (25 * time.Hour).Milliseconds(), NoCache: s.NoCache, ByPosition: true},
-		CacheID:      "skew-" + t.Name(),
-		Pending:      state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
+		keyedStep: keyedStep{DedupOptions: DedupOptions{Policy: skewPolicy, Retention: (25 * time.Hour).Milliseconds(), NoCache: s.NoCache, ByPosition: true}, CacheID: "skew-" + t.Name()},
+		Pending:   state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
 		IDs: state.MakeBagState[[]byte]("ids"), Release: timers.InEventTime("release"),
 	}
 	f.Setup()

@@ -13,8 +13,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/internal/flow"
-	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
 )
@@ -41,31 +39,24 @@ func WatermarkGate(s beam.Scope, keyed, windows beam.PCollection, o DedupOptions
 	s = s.Scope("WatermarkGate")
 	announced := AnnounceWindows(s, windows, GateKeys, o.Policy, o.Bound)
 	return beam.ParDo2(s, &gateFn{
-		DedupOptions: o, // Shards: the dedup step's, which passed records are batched by
-		CacheID:      flow.Token(8),
-		Pending:      state.MakeBagState[[]byte]("pending"),
-		Meta:         state.MakeValueState[[]byte]("meta"),
-		Boundary:     timers.InEventTime("boundary"),
+		keyedStep: newKeyedStep(o), // o.Shards: the dedup step's, which passed records are batched by
+		Pending:   state.MakeBagState[[]byte]("pending"),
+		Meta:      state.MakeValueState[[]byte]("meta"),
+		Boundary:  timers.InEventTime("boundary"),
 	}, beam.Flatten(s, keyed, announced))
 }
 
 type gateFn struct {
-	DedupOptions
-	CacheID  string            // this step's entries in the process-wide shard cache
+	keyedStep
 	Pending  state.Bag[[]byte] // batches waiting for a boundary (heldFor)
 	Meta     state.Value[[]byte]
 	Boundary timers.EventTime
 
-	tooLate, reloads, evictions beam.Counter
-	readAhead                   *flow.ReadAhead
-	armedHere                   map[int][]int64 // per key, boundaries set in this bundle
+	armedHere map[int][]int64 // per key, boundaries set in this bundle
 }
 
 func (f *gateFn) Setup() {
-	f.tooLate = metrics.Counter(metrics.TooLate)
-	f.reloads = metrics.Counter(metrics.DedupStateReloads)
-	f.evictions = metrics.Counter(metrics.DedupCacheEvictions)
-	f.readAhead = flow.ReadAheadOf(f.ReadAhead)
+	f.keyedStep.setup()
 	f.armedHere = map[int][]int64{}
 }
 
@@ -74,9 +65,7 @@ func (f *gateFn) StartBundle(_ func(int, model.EventBatch), _ func(model.TooLate
 	clear(f.armedHere)
 }
 
-func (f *gateFn) store(key int) shardStore {
-	return shardStore{meta: f.Meta, key: cacheKey{pipeline: f.CacheID, shard: key}, noCache: f.NoCache, reloads: f.reloads, evictions: f.evictions}
-}
+func (f *gateFn) store(key int) shardStore { return f.keyedStep.store(f.Meta, nil, key) }
 
 func (f *gateFn) held() heldBatches { return heldBatches{bag: f.Pending, timer: f.Boundary} }
 

@@ -47,9 +47,8 @@ type gateRun struct {
 
 func startGate(t *testing.T) *gateRun {
 	f := &gateFn{
-		DedupOptions: DedupOptions{Shards: 2048, Policy: rollbackPolicy, Bound: (10 * time.Minute).Milliseconds(),
-			Retention: (25 * time.Hour).Milliseconds(), NoCache: true},
-		CacheID: "test",
+		keyedStep: keyedStep{DedupOptions: DedupOptions{Shards: 2048, Policy: rollbackPolicy, Bound: (10 * time.Minute).Milliseconds(),
+			Retention: (25 * time.Hour).Milliseconds(), NoCache: true}, CacheID: "test"},
 		Pending: state.MakeBagState[[]byte]("pending"), Meta: state.MakeValueState[[]byte]("meta"),
 		Boundary: timers.InEventTime("boundary"),
 	}
