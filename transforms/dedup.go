@@ -261,12 +261,9 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 // onTimer releases the batches held for position order whose wait ended.
 func (f *dedupFn) onTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
 	count func(*model.Event) error, conflict func(model.Conflict), late func(model.TooLate)) error {
-	at, tag, err := parseTimerTag(t.Tag)
+	at, _, err := parseTimerTag(t.Tag, tagRelease)
 	if err != nil {
 		return fmt.Errorf("dedup: %w", err)
-	}
-	if tag != tagRelease {
-		return fmt.Errorf("dedup: unexpected timer tag %q", t.Tag)
 	}
 	return f.store(shard).update(ctx, sp, "dedup", func(st *shardState) error {
 		events, err := f.held().release(sp, st, at, f.Policy)

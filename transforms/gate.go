@@ -207,12 +207,9 @@ func gatedEvents(b model.EventBatch, p triggers.Policy) ([]model.Event, error) {
 
 func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, key int, t timers.Context,
 	emit func(int, model.EventBatch), late func(model.TooLate)) error {
-	at, tag, err := parseTimerTag(t.Tag)
+	at, tag, err := parseTimerTag(t.Tag, tagRelease, tagBoundary)
 	if err != nil {
 		return fmt.Errorf("gate: %w", err)
-	}
-	if tag != tagRelease && tag != tagBoundary {
-		return fmt.Errorf("gate: unexpected timer tag %q", t.Tag)
 	}
 	return f.store(key).update(ctx, sp, "gate", func(st *shardState) error {
 		if tag == tagBoundary {
@@ -235,9 +232,9 @@ func setTimer(t timers.EventTime, tp timers.Provider, kind byte, at int64) {
 	t.Set(tp, time.UnixMilli(at), timers.WithTag(string(rune(kind))+strconv.FormatInt(at, 10)))
 }
 
-// parseTimerTag is the inverse of setTimer's tag: time, kind.
-func parseTimerTag(tag string) (int64, byte, error) {
-	if len(tag) < 2 {
+// parseTimerTag is the inverse of setTimer's tag: time, kind (one of kinds).
+func parseTimerTag(tag string, kinds ...byte) (int64, byte, error) {
+	if len(tag) < 2 || !slices.Contains(kinds, tag[0]) {
 		return 0, 0, fmt.Errorf("unexpected timer tag %q", tag)
 	}
 	at, err := strconv.ParseInt(tag[1:], 10, 64)
