@@ -322,20 +322,16 @@ func (k *keyedStep) setup() {
 
 // store is key's shardStore of meta and ids (nil on the gate).
 func (k *keyedStep) store(meta state.Value[[]byte], ids *state.Bag[[]byte], key int) shardStore {
-	return shardStore{meta: meta, ids: ids, key: cacheKey{pipeline: k.CacheID, shard: key}, noCache: k.NoCache,
-		policy: k.Policy, retentionMs: k.Retention, reloads: k.reloads, evictions: k.evictions}
+	return shardStore{keyedStep: k, meta: meta, ids: ids, key: cacheKey{pipeline: k.CacheID, shard: key}}
 }
 
 // shardStore reads and writes a keyed step's shardState: a meta value and,
 // for the dedup shards, an ids bag, through the process-wide cache.
 type shardStore struct {
-	meta               state.Value[[]byte]
-	ids                *state.Bag[[]byte] // nil: the key holds no ids (the gate)
-	key                cacheKey
-	noCache            bool
-	policy             triggers.Policy
-	retentionMs        int64
-	reloads, evictions beam.Counter
+	*keyedStep
+	meta state.Value[[]byte]
+	ids  *state.Bag[[]byte] // nil: the key holds no ids (the gate)
+	key  cacheKey
 }
 
 // update loads the key's state, lets fn change it and saves it; step
@@ -363,7 +359,7 @@ func (s shardStore) load(ctx context.Context, sp state.Provider) (*shardState, e
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := shardCache.take(s.key); ok && !s.noCache && m.token != 0 && c.token == m.token {
+	if c, ok := shardCache.take(s.key); ok && !s.NoCache && m.token != 0 && c.token == m.token {
 		c.st.known = max(c.st.known, m.known)
 		return c.st, nil
 	}
@@ -376,7 +372,7 @@ func (s shardStore) load(ctx context.Context, sp state.Provider) (*shardState, e
 	if err != nil {
 		return nil, fmt.Errorf("read ids: %w", err)
 	}
-	return st, st.loadIDs(blobs, s.policy, s.retentionMs)
+	return st, st.loadIDs(blobs, s.Policy, s.Retention)
 }
 
 // save writes the meta with a fresh token and refreshes the cache.
@@ -385,7 +381,7 @@ func (s shardStore) save(ctx context.Context, sp state.Provider, st *shardState)
 	if err := s.meta.Write(sp, encodeMeta(token, st)); err != nil {
 		return fmt.Errorf("write meta: %w", err)
 	}
-	if !s.noCache {
+	if !s.NoCache {
 		if n := shardCache.put(s.key, token, st); n > 0 {
 			s.evictions.Inc(ctx, int64(n))
 		}

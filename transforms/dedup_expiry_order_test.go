@@ -106,9 +106,9 @@ func TestPositionOrderForgetsNoIDACopyNeeds(t *testing.T) {
 			// X's window expired at the last release (13:00 >= 12:00): the
 			// bag, read afresh, and the cache remember Z and Y only.
 			// (The cache first: any load takes the shard's entry.)
-			fromBag := f.store(0)
-			fromBag.noCache = true
-			for _, s := range []shardStore{f.store(0), fromBag} {
+			uncached := f.keyedStep
+			uncached.NoCache = true
+			for _, s := range []shardStore{f.store(0), uncached.store(f.Meta, &f.IDs, 0)} {
 				st, err := s.load(context.Background(), sp)
 				if err != nil {
 					t.Fatal(err)
@@ -116,7 +116,7 @@ func TestPositionOrderForgetsNoIDACopyNeeds(t *testing.T) {
 				_, hasX := st.ids.get(hashID("x"))
 				_, hasZ := st.ids.get(hashID("z"))
 				if st.ids.n != 2 || hasX || !hasZ {
-					t.Errorf("noCache %v: %d ids remembered (x %v, z %v), want z and y", s.noCache, st.ids.n, hasX, hasZ)
+					t.Errorf("noCache %v: %d ids remembered (x %v, z %v), want z and y", s.NoCache, st.ids.n, hasX, hasZ)
 				}
 			}
 		})
