@@ -112,7 +112,7 @@ func TestWriteRefusesABadSpec(t *testing.T) {
 	}()
 	_, s := beam.NewPipelineWithRoot()
 	empty := beam.CreateList(s, []model.Row{})
-	Write(s, Spec{}, empty, empty, empty, empty)
+	Write(s, Spec{}, DefaultFlushPolicy, empty, empty, empty, empty)
 }
 
 // ExampleWrite shows the write path at the end of the pipeline: the four
@@ -128,7 +128,7 @@ func ExampleWrite() {
 	conflicts := beam.CreateList(s, []model.Conflict{})
 	quarantined := beam.CreateList(s, []model.Quarantined{})
 	// In the job these come from pipeline.Build(s, records, options).
-	Write(s, spec, rows, tooLate, conflicts, quarantined)
+	Write(s, spec, DefaultFlushPolicy, rows, tooLate, conflicts, quarantined)
 }
 
 type closer struct {
