@@ -141,12 +141,13 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 	}
 	var res sink.Result
-	stream := slices.DeleteFunc(slices.Clone(batch.Rows), rules.IsReconcile)
-	corrections := slices.DeleteFunc(slices.Clone(batch.Rows), func(r model.Row) bool { return !rules.IsReconcile(r) })
+	sorted := rules.SortedRows(batch.Rows)
+	stream := slices.DeleteFunc(slices.Clone(sorted), rules.IsReconcile)
+	corrections := slices.DeleteFunc(sorted, func(r model.Row) bool { return !rules.IsReconcile(r) })
 	// Each table's rows in order, an audit record once per position.
 	now, rt := time.Now(), rowTypesFor(b.emulator())
 	rows, errs, seen := map[string][][]byte{}, map[string]error{}, map[string]bool{}
-	for _, v := range slices.Concat(anys(rules.SortedRows(stream)), anys(batch.TooLate), anys(batch.Conflicts),
+	for _, v := range slices.Concat(anys(stream), anys(batch.TooLate), anys(batch.Conflicts),
 		anys(batch.Quarantined), anys(batch.Progress)) {
 		t, key, row, err := appendRow(rt, v, now)
 		if table.IsAudit(t) {
