@@ -112,7 +112,7 @@ func (f *progressFn) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil
 	}
-	b := BatchOf(f.buf)
+	b := batchOf(f.buf)
 	f.buf = f.buf[:0]
 	_, err := f.write(ctx, b)
 	return err
@@ -163,7 +163,7 @@ func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil // no empty transactions, no empty console tables
 	}
-	b := BatchOf(f.buf)
+	b := batchOf(f.buf)
 	// Cleared first: a failed bundle's elements must not leak into the next.
 	f.buf = f.buf[:0]
 	if faults.Fire(faults.FailBeforeSinkWrite) {
@@ -219,8 +219,8 @@ type Record interface {
 	model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint
 }
 
-// BatchOf puts a bundle's elements into the Batch field of their type.
-func BatchOf[T Record](vs []T) Batch {
+// batchOf puts a bundle's elements into the Batch field of their type.
+func batchOf[T Record](vs []T) Batch {
 	var b Batch
 	switch vs := any(vs).(type) {
 	case []model.Row:
@@ -303,24 +303,18 @@ func CloseShared() error {
 	return errors.Join(errs...)
 }
 
-// writeClock is when a write DoFn of this process last committed output: a
-// loopback launcher waits for it to settle before it cancels a job.
-type writeClock struct{ ns atomic.Int64 }
+// lastWrite is when (Unix ns) a write DoFn of this process last committed
+// output: a loopback launcher waits for it to settle before it cancels a job.
+var lastWrite atomic.Int64
 
-func (c *writeClock) note() { c.ns.Store(time.Now().UnixNano()) }
+// NoteWrite records that a write DoFn of this process committed output now.
+func NoteWrite() { lastWrite.Store(time.Now().UnixNano()) }
 
-func (c *writeClock) time() time.Time {
-	if ns := c.ns.Load(); ns != 0 {
+// LastWrite reports when a write DoFn in this process last committed output
+// (zero if none); it sees nothing of remote workers.
+func LastWrite() time.Time {
+	if ns := lastWrite.Load(); ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}
 }
-
-var lastWrite writeClock
-
-// NoteWrite records that a write DoFn of this process committed output now.
-func NoteWrite() { lastWrite.note() }
-
-// LastWrite reports when a write DoFn in this process last committed output
-// (zero if none); it sees nothing of remote workers.
-func LastWrite() time.Time { return lastWrite.time() }
