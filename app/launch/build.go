@@ -45,12 +45,12 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 		read = func(s beam.Scope) beam.PCollection {
 			records, progress := sources.ReadFolder(s, source, fo)
 			if signal.Enabled() { // the seal's evidence
-				sink.WriteProgress(s, o.Sink, signal.Token, progress, sink.WithFlush(o.flushPolicy()))
+				sink.WriteProgress(s, o.Sink, o.flushPolicy(), signal.Token, progress)
 			}
 			return records
 		}
 	}
-	p, err := build(read, r.po, o.Sink, sink.WithFlush(o.flushPolicy()))
+	p, err := build(read, r.po, o.Sink, o.flushPolicy())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,7 +64,7 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 }
 
 // build is the design card's shape: read the source, compute, write.
-func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, opts ...sink.WriteOption) (p *beam.Pipeline, err error) {
+func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sink.Spec, flush sink.FlushPolicy) (p *beam.Pipeline, err error) {
 	// Graph construction reports misuse by panicking: make it a one-line error.
 	defer func() {
 		if r := recover(); r != nil {
@@ -77,7 +77,7 @@ func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sin
 	if err != nil {
 		return nil, err
 	}
-	sink.Write(s, spec, out.Rows, out.TooLate, out.Conflicts, out.Quarantined, opts...)
+	sink.Write(s, spec, flush, out.Rows, out.TooLate, out.Conflicts, out.Quarantined)
 	return p, nil
 }
 

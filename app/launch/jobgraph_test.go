@@ -51,13 +51,13 @@ func jobGraph(t *testing.T, source string, spec sink.Spec, early string) (*beam.
 	po.Published = spec
 	read := func(s beam.Scope) beam.PCollection {
 		records, progress := sources.ReadFolder(s, source, o.folderOptions(po))
-		sink.WriteProgress(s, spec, "graph", progress)
+		sink.WriteProgress(s, spec, sink.DefaultFlushPolicy, "graph", progress)
 		return records
 	}
 	if o.IsPubSub() {
 		read = func(s beam.Scope) beam.PCollection { return pubsub.Read(s, source, o.pubsubOptions(po)) }
 	}
-	p, err := build(read, po, spec)
+	p, err := build(read, po, spec, sink.DefaultFlushPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}

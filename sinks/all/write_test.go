@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 func runWrite(t *testing.T, spec sink.Spec, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) map[metrics.Name]int64 {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	sink.Write(s, spec,
+	sink.Write(s, spec, sink.DefaultFlushPolicy,
 		beam.CreateList(s, rows), beam.CreateList(s, late),
 		beam.CreateList(s, conflicts), beam.CreateList(s, quarantined))
 	pr, err := runnertest.Run(p)
@@ -167,7 +167,7 @@ func TestWriteProgressOnPrism(t *testing.T) {
 				bqtest.Start(t) // prism's loopback workers share the test's environment
 			}
 			p, s := beam.NewPipelineWithRoot()
-			sink.WriteProgress(s, spec, "run-7", beam.CreateList(s, in))
+			sink.WriteProgress(s, spec, sink.DefaultFlushPolicy, "run-7", beam.CreateList(s, in))
 			pr, err := runnertest.Run(p)
 			if err != nil {
 				t.Fatalf("pipeline failed: %v", err)
@@ -204,7 +204,7 @@ func TestWriteProgressOnPrism(t *testing.T) {
 // A sink that keeps no progress gets no progress step.
 func TestWriteProgressSkipsConsole(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	sink.WriteProgress(s, sink.Spec{Scheme: sink.SchemeConsole}, "run-7", beam.CreateList(s, []model.Checkpoint{{Partition: "p0"}}))
+	sink.WriteProgress(s, sink.Spec{Scheme: sink.SchemeConsole}, sink.DefaultFlushPolicy, "run-7", beam.CreateList(s, []model.Checkpoint{{Partition: "p0"}}))
 	edges, _, err := p.Build()
 	if err != nil {
 		t.Fatal(err)

@@ -141,26 +141,26 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
 	}
 	var res sink.Result
-	stream := slices.DeleteFunc(slices.Clone(batch.Rows), rules.IsReconcile)
-	corrections := slices.DeleteFunc(slices.Clone(batch.Rows), func(r model.Row) bool { return !rules.IsReconcile(r) })
-	// Each table's rows in order, an audit record once per position.
+	sorted := rules.SortedRows(batch.Rows)
+	stream := slices.DeleteFunc(slices.Clone(sorted), rules.IsReconcile)
+	corrections := slices.DeleteFunc(sorted, func(r model.Row) bool { return !rules.IsReconcile(r) })
+	// Each table's rows in order, an audit record once per position, all
+	// encoded before any is appended.
 	now, rt := time.Now(), rowTypesFor(b.emulator())
-	rows, errs, seen := map[string][][]byte{}, map[string]error{}, map[string]bool{}
-	for _, v := range slices.Concat(anys(rules.SortedRows(stream)), anys(batch.TooLate), anys(batch.Conflicts),
+	rows, seen := map[string][][]byte{}, map[string]bool{}
+	for _, v := range slices.Concat(anys(stream), anys(batch.TooLate), anys(batch.Conflicts),
 		anys(batch.Quarantined), anys(batch.Progress)) {
 		t, key, row, err := appendRow(rt, v, now)
-		if table.IsAudit(t) {
-			if seen[t.Name+"/"+key] {
-				continue
-			}
-			seen[t.Name+"/"+key] = true
+		if err != nil {
+			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, t.Name, err)
 		}
-		rows[t.Name], errs[t.Name] = append(rows[t.Name], row), errors.Join(errs[t.Name], err)
+		if table.IsAudit(t) && seen[t.Name+"/"+key] {
+			continue
+		}
+		seen[t.Name+"/"+key] = true
+		rows[t.Name] = append(rows[t.Name], row)
 	}
 	for _, name := range appendTables {
-		if errs[name] != nil {
-			return sink.Result{}, fmt.Errorf("bigquery sink %s: %s: %w", b, name, errs[name])
-		}
 		// The write step's rules (flushStep): seal the rows, then append
 		// them (split into requests).
 		if len(rows[name]) > 0 {

@@ -68,8 +68,8 @@ func TestBigQueryClockFlushesAStreamingJob(t *testing.T) {
 	b := sinktest.AuditBatch(t)
 	p, s := beam.NewPipelineWithRoot()
 	live := beam.ParDo(s, &tickRowsFn{Rows: rows}, clock.Ticks(s, 100*time.Millisecond))
-	sink.Write(s, spec, live, beam.CreateList(s, b.TooLate), beam.CreateList(s, b.Conflicts), beam.CreateList(s, b.Quarantined),
-		sink.WithFlush(sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1_000_000, MaxBytes: 1 << 30, Shards: 2, Clock: true}))
+	sink.Write(s, spec, sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1_000_000, MaxBytes: 1 << 30, Shards: 2, Clock: true},
+		live, beam.CreateList(s, b.TooLate), beam.CreateList(s, b.Conflicts), beam.CreateList(s, b.Quarantined))
 
 	ended := make(chan error, 1)
 	go func() {

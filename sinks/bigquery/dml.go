@@ -101,6 +101,7 @@ func (b *BigQuery) countKeys(ctx context.Context, table string, key []string, ro
 WHERE EXISTS (SELECT 1 FROM `+unnestRows(table)+` AS s WHERE `+matching(key)+`)`, rows)
 }
 
+// writeRows inserts the sorted rows (rules.SortedRows) the rules admit.
 func (b *BigQuery) writeRows(ctx context.Context, rows []model.Row) (accepted, stale int, err error) {
 	keys := make(map[rules.Key]bool)
 	for _, r := range rows {

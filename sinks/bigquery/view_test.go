@@ -136,8 +136,8 @@ func TestBigQueryCorrectionsGuarded(t *testing.T) {
 func runBigQueryWrite(t *testing.T, spec sink.Spec, shards int, rows []model.Row, late []model.TooLate, conflicts []model.Conflict, quarantined []model.Quarantined) (map[metrics.Name]int64, error) {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
-	sink.Write(s, spec, beam.CreateList(s, rows), beam.CreateList(s, late), beam.CreateList(s, conflicts), beam.CreateList(s, quarantined),
-		sink.WithFlush(sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 20, Shards: shards}))
+	sink.Write(s, spec, sink.FlushPolicy{Interval: 50 * time.Millisecond, MaxRows: 1000, MaxBytes: 1 << 20, Shards: shards},
+		beam.CreateList(s, rows), beam.CreateList(s, late), beam.CreateList(s, conflicts), beam.CreateList(s, quarantined))
 	pr, err := runnertest.Run(p)
 	if cerr := sink.CloseShared(); cerr != nil {
 		t.Fatal(cerr)

@@ -103,7 +103,7 @@ type bqKeyFn[T sink.Record] struct {
 }
 
 func (f *bqKeyFn[T]) ProcessElement(v T, emit func(string, []byte)) error {
-	if err := sink.BatchOf([]T{v}).Validate(); err != nil {
+	if err := sink.Check(&v); err != nil {
 		return fmt.Errorf("sinks.Write: %w", err)
 	}
 	rec := any(v)

@@ -1,10 +1,10 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/revenue-stream/hourly/internal/slicesx"
@@ -23,20 +23,40 @@ type Batch struct {
 	Progress []model.Checkpoint
 }
 
-// Validate refuses rows and audit records no table can key.
+// Validate refuses rows and audit records no table can key (Check).
 func (b Batch) Validate() error {
-	if i := slices.IndexFunc(b.Rows, func(r model.Row) bool { return r.State < model.Early || r.State > model.Final }); i >= 0 {
-		r := b.Rows[i]
-		return fmt.Errorf("row %s revision %d: result_state %v is not writable", r.Key(), r.Revision, r.State)
+	return cmp.Or(checkAll(b.Rows), checkAll(b.TooLate), checkAll(b.Conflicts), checkAll(b.Quarantined))
+}
+
+func checkAll[T Record](vs []T) error {
+	for i := range vs {
+		if err := Check(&vs[i]); err != nil {
+			return err
+		}
 	}
-	if i := slices.IndexFunc(b.TooLate, func(t model.TooLate) bool { return t.Position == "" }); i >= 0 {
-		return fmt.Errorf("too_late event %q: empty source_position", b.TooLate[i].EventID)
-	}
-	if i := slices.IndexFunc(b.Conflicts, func(c model.Conflict) bool { return c.Position == "" }); i >= 0 {
-		return fmt.Errorf("conflict event %q: empty source_position", b.Conflicts[i].EventID)
-	}
-	if i := slices.IndexFunc(b.Quarantined, func(q model.Quarantined) bool { return q.Position == "" }); i >= 0 {
-		return fmt.Errorf("quarantined record (%s): empty source_position", b.Quarantined[i].Reason)
+	return nil
+}
+
+// Check refuses a record no table can key: a row whose state is not
+// writable, an audit record without a source_position.
+func Check[T Record](v *T) error {
+	switch v := any(v).(type) {
+	case *model.Row:
+		if v.State < model.Early || v.State > model.Final {
+			return fmt.Errorf("row %s revision %d: result_state %v is not writable", v.Key(), v.Revision, v.State)
+		}
+	case *model.TooLate:
+		if v.Position == "" {
+			return fmt.Errorf("too_late event %q: empty source_position", v.EventID)
+		}
+	case *model.Conflict:
+		if v.Position == "" {
+			return fmt.Errorf("conflict event %q: empty source_position", v.EventID)
+		}
+	case *model.Quarantined:
+		if v.Position == "" {
+			return fmt.Errorf("quarantined record (%s): empty source_position", v.Reason)
+		}
 	}
 	return nil
 }

@@ -38,10 +38,11 @@ func init() {
 }
 
 // Write persists the pipeline's four outputs to the sink spec names, each
-// bundle as one Batch (bigquery: buffered in keyed state, writeBigQuery).
-// It panics on a spec ParseSpec refuses or a bad option, as beam.ParDo does
-// on a bad DoFn: callers validate --sink first.
-func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.PCollection, opts ...WriteOption) {
+// bundle as one Batch (bigquery: buffered in keyed state, writeBigQuery, which
+// appends as flush says; other sinks ignore it). It panics on a spec ParseSpec
+// refuses or a bad flush policy, as beam.ParDo does on a bad DoFn: callers
+// validate --sink first.
+func Write(s beam.Scope, spec Spec, flush FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
 	if _, err := ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
 	}
@@ -50,7 +51,7 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 		panic(fmt.Errorf("sinks.Write: %w", err))
 	}
 	if b.Write != nil {
-		b.Write(s, spec, flushOf(opts, "sinks.Write"), rows, tooLate, conflicts, quarantined)
+		b.Write(s, spec, checked(flush, "sinks.Write"), rows, tooLate, conflicts, quarantined)
 		return
 	}
 	s = s.Scope("sinks.Write")
@@ -64,13 +65,13 @@ func Write(s beam.Scope, spec Spec, rows, tooLate, conflicts, quarantined beam.P
 // ProgressStore (SQLite, jsonl, BigQuery); other sinks wire nothing. Keyed by
 // partition, it sees a checkpoint only once the bundle that emitted it
 // committed, read counters included: the launcher's seal relies on that.
-func WriteProgress(s beam.Scope, spec Spec, run string, checkpoints beam.PCollection, opts ...WriteOption) {
+func WriteProgress(s beam.Scope, spec Spec, flush FlushPolicy, run string, checkpoints beam.PCollection) {
 	b, err := Lookup(spec.Scheme)
 	switch {
 	case err != nil || b.Existing == nil:
 		return
 	case b.WriteProgress != nil:
-		b.WriteProgress(s, spec, flushOf(opts, "sinks.WriteProgress"), run, checkpoints)
+		b.WriteProgress(s, spec, checked(flush, "sinks.WriteProgress"), run, checkpoints)
 		return
 	}
 	s = s.Scope("sinks.WriteProgress")
@@ -111,30 +112,19 @@ func (f *progressFn) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil
 	}
-	b := BatchOf(f.buf)
+	b := batchOf(f.buf)
 	f.buf = f.buf[:0]
 	_, err := f.write(ctx, b)
 	return err
 }
 
-// WriteOption configures Write.
-type WriteOption func(*FlushPolicy)
-
-// flushOf is the flush policy opts set, checked; verb names the caller.
-func flushOf(opts []WriteOption, verb string) FlushPolicy {
-	p := DefaultFlushPolicy
-	for _, o := range opts {
-		o(&p)
-	}
+// checked returns p, panicking if it is invalid; verb names the caller.
+func checked(p FlushPolicy, verb string) FlushPolicy {
 	if err := p.Validate(); err != nil {
 		panic(fmt.Errorf("%s: %w", verb, err))
 	}
 	return p
 }
-
-// WithFlush sets when the BigQuery write path appends (DefaultFlushPolicy
-// otherwise); other sinks ignore it.
-func WithFlush(p FlushPolicy) WriteOption { return func(c *FlushPolicy) { *c = p } }
 
 // writeFn buffers one bundle of a stream and writes it as one Batch.
 type writeFn[T Record] struct {
@@ -173,7 +163,7 @@ func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
 	if len(f.buf) == 0 {
 		return nil // no empty transactions, no empty console tables
 	}
-	b := BatchOf(f.buf)
+	b := batchOf(f.buf)
 	// Cleared first: a failed bundle's elements must not leak into the next.
 	f.buf = f.buf[:0]
 	if faults.Fire(faults.FailBeforeSinkWrite) {
@@ -229,8 +219,8 @@ type Record interface {
 	model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint
 }
 
-// BatchOf puts a bundle's elements into the Batch field of their type.
-func BatchOf[T Record](vs []T) Batch {
+// batchOf puts a bundle's elements into the Batch field of their type.
+func batchOf[T Record](vs []T) Batch {
 	var b Batch
 	switch vs := any(vs).(type) {
 	case []model.Row:
@@ -313,24 +303,18 @@ func CloseShared() error {
 	return errors.Join(errs...)
 }
 
-// writeClock is when a write DoFn of this process last committed output: a
-// loopback launcher waits for it to settle before it cancels a job.
-type writeClock struct{ ns atomic.Int64 }
+// lastWrite is when (Unix ns) a write DoFn of this process last committed
+// output: a loopback launcher waits for it to settle before it cancels a job.
+var lastWrite atomic.Int64
 
-func (c *writeClock) note() { c.ns.Store(time.Now().UnixNano()) }
+// NoteWrite records that a write DoFn of this process committed output now.
+func NoteWrite() { lastWrite.Store(time.Now().UnixNano()) }
 
-func (c *writeClock) time() time.Time {
-	if ns := c.ns.Load(); ns != 0 {
+// LastWrite reports when a write DoFn in this process last committed output
+// (zero if none); it sees nothing of remote workers.
+func LastWrite() time.Time {
+	if ns := lastWrite.Load(); ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}
 }
-
-var lastWrite writeClock
-
-// NoteWrite records that a write DoFn of this process committed output now.
-func NoteWrite() { lastWrite.note() }
-
-// LastWrite reports when a write DoFn in this process last committed output
-// (zero if none); it sees nothing of remote workers.
-func LastWrite() time.Time { return lastWrite.time() }

@@ -112,7 +112,7 @@ func TestWriteRefusesABadSpec(t *testing.T) {
 	}()
 	_, s := beam.NewPipelineWithRoot()
 	empty := beam.CreateList(s, []model.Row{})
-	Write(s, Spec{}, empty, empty, empty, empty)
+	Write(s, Spec{}, DefaultFlushPolicy, empty, empty, empty, empty)
 }
 
 // ExampleWrite shows the write path at the end of the pipeline: the four
@@ -128,7 +128,7 @@ func ExampleWrite() {
 	conflicts := beam.CreateList(s, []model.Conflict{})
 	quarantined := beam.CreateList(s, []model.Quarantined{})
 	// In the job these come from pipeline.Build(s, records, options).
-	Write(s, spec, rows, tooLate, conflicts, quarantined)
+	Write(s, spec, DefaultFlushPolicy, rows, tooLate, conflicts, quarantined)
 }
 
 type closer struct {
@@ -186,13 +186,13 @@ func TestHandles(t *testing.T) {
 }
 
 func TestLastWrite(t *testing.T) {
-	var l writeClock
-	if !l.time().IsZero() {
+	lastWrite.Store(0) // as before any write
+	if !LastWrite().IsZero() {
 		t.Fatal("LastWrite is set before any write")
 	}
 	before := time.Now()
-	l.note()
-	if got := l.time(); got.Before(before) || got.After(time.Now()) {
+	NoteWrite()
+	if got := LastWrite(); got.Before(before) || got.After(time.Now()) {
 		t.Fatalf("LastWrite = %v, want between %v and now", got, before)
 	}
 }

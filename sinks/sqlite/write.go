@@ -39,10 +39,6 @@ type bulk struct {
 	full           *sql.Stmt
 }
 
-func newBulk(tx *sql.Tx, prefix, suffix string, width int) *bulk {
-	return &bulk{tx: tx, prefix: prefix, suffix: suffix, width: width}
-}
-
 func (b *bulk) text(tuples int) string {
 	tuple := "(?" + strings.Repeat(", ?", b.width-1) + ")"
 	return b.prefix + tuple + strings.Repeat(", "+tuple, tuples-1) + b.suffix
@@ -125,7 +121,7 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		now := time.Now()
 
 		current := make(map[rules.Key]rules.Stored, len(lookup)/2)
-		get := newBulk(tx, sqlGetRowsPrefix, sqlGetRowsSuffix, 2)
+		get := &bulk{tx: tx, prefix: sqlGetRowsPrefix, suffix: sqlGetRowsSuffix, width: 2}
 		defer get.close()
 		err := get.query(ctx, lookup, sqlread.StoredCodec.Table, sqlread.StoredCodec.Each(func(r sqlread.StoredRow) { current[r.Key] = r.Stored }))
 		if err != nil {
@@ -176,7 +172,7 @@ func insertRows[T any](ctx context.Context, tx *sql.Tx, verb, suffix string, c t
 		return 0, nil
 	}
 	width := len(c.Table.Columns)
-	ins := newBulk(tx, sqliteInsertPrefix(verb, c.Table), suffix, width)
+	ins := &bulk{tx: tx, prefix: sqliteInsertPrefix(verb, c.Table), suffix: suffix, width: width}
 	defer ins.close()
 	n, err := ins.exec(ctx, sqliteArgs(c, make([]any, 0, width*len(recs)), recs...))
 	if err != nil {
@@ -218,7 +214,8 @@ func (s *SQLite) WriteDiffs(ctx context.Context, diffs []sink.Diff) error {
 		return nil
 	}
 	return s.inTx(ctx, "write reconcile_diffs", func(tx *sql.Tx) error {
-		ins := newBulk(tx, sqliteInsertPrefix("INSERT", table.ReconcileDiffs), sqliteUpsertSuffix(table.ReconcileDiffs), len(table.ReconcileDiffs.Columns))
+		ins := &bulk{tx: tx, prefix: sqliteInsertPrefix("INSERT", table.ReconcileDiffs),
+			suffix: sqliteUpsertSuffix(table.ReconcileDiffs), width: len(table.ReconcileDiffs.Columns)}
 		defer ins.close()
 		for _, d := range diffs {
 			// One statement per diff, so an error names the diff.

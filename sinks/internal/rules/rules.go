@@ -75,13 +75,13 @@ func (f *Refusals) admit(prev Stored, have bool, r model.Row) bool {
 	return false
 }
 
-// AdmitAll admits rows in key and revision order, each against its key's
-// last accepted row, else its stored one, and returns the accepted rows and
-// each key's last.
-func (f *Refusals) AdmitAll(rows []model.Row, have map[Key]Stored) ([]model.Row, map[Key]Stored) {
+// AdmitAll admits sorted rows (SortedRows), each against its key's last
+// accepted row, else its stored one, and returns the accepted rows and each
+// key's last.
+func (f *Refusals) AdmitAll(sorted []model.Row, have map[Key]Stored) ([]model.Row, map[Key]Stored) {
 	var accepted []model.Row
 	latest := map[Key]Stored{}
-	for _, r := range SortedRows(rows) {
+	for _, r := range sorted {
 		k := KeyOf(r)
 		prev, ok := latest[k]
 		if !ok {
@@ -140,7 +140,7 @@ func (g *Guard) Write(ctx context.Context, mu sync.Locker, b sink.Batch, out fun
 	mu.Lock()
 	defer mu.Unlock()
 	var refused Refusals
-	rows, latest := refused.AdmitAll(b.Rows, g.latest)
+	rows, latest := refused.AdmitAll(SortedRows(b.Rows), g.latest)
 	audit := map[string]bool{}
 	admitted := sink.Batch{Rows: rows,
 		TooLate:     newAudits(g, audit, table.TooLateCodec, b.TooLate),
