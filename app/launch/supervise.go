@@ -187,7 +187,7 @@ wait:
 	localrunner.RemoveJobPlaceholder(ctx, cmp.Or(res.jobID, jf.found())) // the SDK leaves one per loopback job
 	if got.pr != nil && !*jobopts.Async {
 		// No counter is no figure: zeros would pass conservation.
-		if pm, ok := cli.JobMetrics(got.pr, "the job's "); ok {
+		if pm, ok := cli.JobMetrics(got.pr, "the job's metrics are not available"); ok {
 			if m := readingOf(pm); m.reported {
 				res.metrics = &m
 			}

@@ -62,12 +62,12 @@ func dataflowImage(ctx context.Context) string {
 	return "gcr.io/cloud-dataflow/v1beta3/beam_go_sdk:" + core.SdkVersion
 }
 
-// JobMetrics returns a finished job's metrics; false, logged with what, when the runner could not
-// fetch them (its Metrics() panics then).
-func JobMetrics(pr beam.PipelineResult, what string) (m beammetrics.Results, ok bool) {
+// JobMetrics returns a finished job's metrics; false, with warning logged, when the runner could
+// not fetch them (its Metrics() panics then).
+func JobMetrics(pr beam.PipelineResult, warning string) (m beammetrics.Results, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			slog.Warn(what+"metrics are not available", "panic", p)
+			slog.Warn(warning, "panic", p)
 			ok = false
 		}
 	}()
