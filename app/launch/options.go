@@ -330,12 +330,14 @@ func (o Options) placement() error {
 	case o.Source == "":
 		p.Local("the demo's log (./"+o.DemoDir+")", "replay it from a bucket with --source=gs://BUCKET/PATH")
 	case o.IsPubSub():
-		p.Path("--pubsub-archive", o.ArchiveDir(), "archive to a bucket with --pubsub-archive=gs://BUCKET/PATH")
-	default:
-		p.Path("--source", o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
+		if cli.LocalPath(o.ArchiveDir()) {
+			p.Local("--pubsub-archive="+o.ArchiveDir(), "archive to a bucket with --pubsub-archive=gs://BUCKET/PATH")
+		}
+	case cli.LocalPath(o.Source):
+		p.Local("--source="+o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
 	}
-	if o.Control != "" {
-		p.Path("--control", o.Control, "write the stop request to a bucket with --control=gs://BUCKET/PATH")
+	if o.Control != "" && cli.LocalPath(o.Control) {
+		p.Local("--control="+o.Control, "write the stop request to a bucket with --control=gs://BUCKET/PATH")
 	}
 	return p.Err()
 }

@@ -78,11 +78,14 @@ func (o Options) placement() error {
 	if o.Sink.Scheme == sink.SchemeSQLite {
 		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
 	}
-	p.Path("--source", o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
-	if o.WorkDir == "" {
+	if cli.LocalPath(o.Source) {
+		p.Local("--source="+o.Source, "read the raw log from a bucket with --source=gs://BUCKET/PATH")
+	}
+	switch {
+	case o.WorkDir == "":
 		p.Local("the result's work dir (a local temporary folder by default)", "pass --work-dir=gs://BUCKET/PATH")
-	} else {
-		p.Path("--work-dir", o.WorkDir, "pass --work-dir=gs://BUCKET/PATH")
+	case cli.LocalPath(o.WorkDir):
+		p.Local("--work-dir="+o.WorkDir, "pass --work-dir=gs://BUCKET/PATH")
 	}
 	return p.Err()
 }

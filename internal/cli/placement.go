@@ -45,13 +45,6 @@ func (p *Placement) Local(flag, instead string) {
 		"or pass --shared-filesystem if every worker sees this machine's paths", flag, where, instead)
 }
 
-// Path is Local for the path of --flag when only this machine reaches it (LocalPath).
-func (p *Placement) Path(flag, path, instead string) {
-	if LocalPath(path) {
-		p.Local(flag+"="+path, instead)
-	}
-}
-
 // Err is the refusal, or nil when every part is reachable.
 func (p *Placement) Err() error { return p.err }
 
