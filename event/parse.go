@@ -72,13 +72,13 @@ func Parse(r model.Record, c Config) (model.Event, *model.Quarantined) {
 		return model.Event{}, quarantine(r, model.ReasonBadEventTime, err.Error())
 	}
 
-	if limit := satAdd(r.ReadAt, c.MaxFuture.Milliseconds()); eventTime > limit {
+	if limit := SatAdd(r.ReadAt, c.MaxFuture.Milliseconds()); eventTime > limit {
 		return model.Event{}, quarantine(r, model.ReasonFutureEventTime, fmt.Sprintf(
 			"event_time %s is more than --max-future=%v ahead of read time %s",
 			model.FormatTime(eventTime), c.MaxFuture, model.FormatTime(r.ReadAt)))
 	}
 	if c.MaxAge > 0 && r.WatermarkBefore != model.NoWatermark {
-		if bound := satAdd(r.WatermarkBefore, -c.MaxAge.Milliseconds()); eventTime < bound {
+		if bound := SatAdd(r.WatermarkBefore, -c.MaxAge.Milliseconds()); eventTime < bound {
 			return model.Event{}, quarantine(r, model.ReasonTooOld, fmt.Sprintf(
 				"event_time %s is more than --max-age=%v before the partition watermark %s",
 				model.FormatTime(eventTime), c.MaxAge, model.FormatTime(r.WatermarkBefore)))
@@ -193,8 +193,8 @@ func oversized(r model.Record, c Config) *model.Quarantined {
 	}
 }
 
-// satAdd adds without wrapping, so extreme values cannot invert a bound.
-func satAdd(a, b int64) int64 {
+// SatAdd adds without wrapping, so extreme values cannot invert a bound.
+func SatAdd(a, b int64) int64 {
 	s := a + b
 	if b > 0 && s < a {
 		return math.MaxInt64

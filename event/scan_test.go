@@ -98,8 +98,8 @@ func TestSatAdd(t *testing.T) {
 		{-5, 5, 0},
 	}
 	for _, tt := range tests {
-		if got := satAdd(tt.a, tt.b); got != tt.want {
-			t.Errorf("satAdd(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := SatAdd(tt.a, tt.b); got != tt.want {
+			t.Errorf("SatAdd(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

@@ -41,7 +41,7 @@ values, what each would do; then the smallest settings meeting the targets, as c
 	Flags:    flagTable,
 	Plain:    true,
 	Complete: func(c *parsed, _ *cli.FlagSet) (err error) {
-		if c.o.Range, err = reconcile.ParseRange(c.from, c.to, c.date); err != nil {
+		if c.o.Range, err = c.r.Range(); err != nil {
 			return err
 		}
 		if len(c.o.Segments) == 0 {
@@ -83,9 +83,9 @@ func Run(ctx context.Context, o Options, stdout io.Writer) (*Advice, error) {
 
 // parsed is a command line read: the Options, and the flags that are not options.
 type parsed struct {
-	o              Options
-	from, to, date string
-	logLevel       slog.Level
+	o        Options
+	r        reconcile.RangeFlags
+	logLevel slog.Level
 }
 
 // flagTable is cmd/advise's flag table over c: one table, which --help prints grouped, each
@@ -93,18 +93,14 @@ type parsed struct {
 func flagTable(c *parsed) []cli.Group {
 	o := &c.o
 	return []cli.Group{
-		{Title: "The raw log", Flags: []cli.Flag{
+		{Title: "The raw log", Flags: append([]cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
 				Usage: "raw-log folder (local, gs://BUCKET/PATH, s3://BUCKET/PATH) or a Pub/Sub archive (required)"},
 			{Name: "arrival-field", Value: cli.String(&o.ArrivalField), Arg: "FIELD",
 				Usage: "payload field holding each record's arrival instant (RFC 3339 or epoch ms), e.g. received_at; a Pub/Sub archive's publish times serve without it"},
 			{Name: "segment-by", Value: cli.List(&o.Segments), Arg: "FIELD,...",
 				Usage: "comma-separated payload fields to split the shares by", Default: "--dimensions"},
-			{Name: "from", Value: cli.String(&c.from), Arg: "HOUR", Usage: "first window start measured, an RFC 3339 whole hour (inclusive)"},
-			{Name: "to", Value: cli.String(&c.to), Arg: "HOUR", Usage: "window start to stop before (exclusive)"},
-			{Name: "date", Value: cli.String(&c.date), Arg: "YYYY-MM-DD",
-				Usage: "measure the windows of one UTC day (instead of --from/--to)"},
-		}},
+		}, c.r.Flags("measure")...)},
 		{Title: "The job's settings (as cmd/launch spells them)", Flags: []cli.Flag{
 			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
 			{Name: "ooo-bound", Value: cli.Duration(&o.Watermark.OutOfOrderBound), Usage: "out-of-order bound"},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/triggers"
@@ -133,7 +134,7 @@ func (c *clockRun) nextInstant() int64 {
 		next = c.crossings[0]
 	}
 	for _, p := range c.parts {
-		if at := satAdd(p.State().LastActive, c.idle); at > c.now {
+		if at := event.SatAdd(p.State().LastActive, c.idle); at > c.now {
 			next = min(next, at)
 		}
 	}
@@ -184,11 +185,4 @@ func (c *clockRun) onTimes() map[int64]int64 {
 		}
 	}
 	return out
-}
-
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

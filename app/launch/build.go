@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
 
 	// gs:// paths for internal/files in every process of this binary, the workers included.
@@ -81,22 +82,19 @@ func build(read func(beam.Scope) beam.PCollection, po pipeline.Options, spec sin
 	return p, nil
 }
 
-// settingOrder lists Summary.Settings in the order of SPEC §6.
-var settingOrder = []string{"window", "early", "ooo-bound", "idle-timeout", "idle-advance", "allowed-lateness",
-	"dedup-retention", "max-future", "max-age", "max-line", "dimensions"}
-
-func settings(po pipeline.Options) map[string]string {
-	return map[string]string{
-		"window":           po.Triggers.Window.String(),
-		"early":            po.Triggers.Early.String(),
-		"ooo-bound":        po.Watermark.OutOfOrderBound.String(),
-		"idle-timeout":     po.Watermark.IdleTimeout.String(),
-		"idle-advance":     po.Watermark.IdleAdvance.String(),
-		"allowed-lateness": po.Triggers.AllowedLateness.String(),
-		"dedup-retention":  po.DedupRetention.String(),
-		"max-future":       po.Event.MaxFuture.String(),
-		"max-age":          po.Event.MaxAge.String(),
-		"max-line":         cli.FormatSize(po.Event.MaxLine),
-		"dimensions":       strings.Join(po.Event.Dimensions, ","),
+// settings are the effective pipeline settings as flags spell them, in the order of SPEC §6.
+func settings(po pipeline.Options) []report.Figure {
+	return []report.Figure{
+		{Name: "window", Value: po.Triggers.Window.String()},
+		{Name: "early", Value: po.Triggers.Early.String()},
+		{Name: "ooo-bound", Value: po.Watermark.OutOfOrderBound.String()},
+		{Name: "idle-timeout", Value: po.Watermark.IdleTimeout.String()},
+		{Name: "idle-advance", Value: po.Watermark.IdleAdvance.String()},
+		{Name: "allowed-lateness", Value: po.Triggers.AllowedLateness.String()},
+		{Name: "dedup-retention", Value: po.DedupRetention.String()},
+		{Name: "max-future", Value: po.Event.MaxFuture.String()},
+		{Name: "max-age", Value: po.Event.MaxAge.String()},
+		{Name: "max-line", Value: cli.FormatSize(po.Event.MaxLine)},
+		{Name: "dimensions", Value: strings.Join(po.Event.Dimensions, ",")},
 	}
 }

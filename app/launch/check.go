@@ -123,7 +123,10 @@ func (r *jobRun) prepareSource() error {
 			"early", r.po.Triggers.Early)
 		r.po.Triggers.Early = 0
 	}
-	r.sum.Settings = settings(r.po)
+	r.sum.Settings = map[string]string{}
+	for _, f := range settings(r.po) {
+		r.sum.Settings[f.Name] = f.Value
+	}
 	r.fo = o.folderOptions(r.po)
 	r.fo.Unlisted = r.dry && unlisted(r.sum.Source)
 	// The read-ahead account lives in this process: prism has no backpressure.

@@ -186,18 +186,12 @@ wait:
 	}
 	localrunner.RemoveJobPlaceholder(ctx, cmp.Or(res.jobID, jf.found())) // the SDK leaves one per loopback job
 	if got.pr != nil && !*jobopts.Async {
-		func() {
-			// Metrics() panics when they could not be fetched.
-			defer func() {
-				if p := recover(); p != nil {
-					slog.Warn("the job's metrics are not available", "panic", p)
-				}
-			}()
-			// No counter is no figure: zeros would pass conservation.
-			if m := readingOf(got.pr.Metrics()); m.reported {
+		// No counter is no figure: zeros would pass conservation.
+		if pm, ok := cli.JobMetrics(got.pr, "the job's metrics are not available"); ok {
+			if m := readingOf(pm); m.reported {
 				res.metrics = &m
 			}
-		}()
+		}
 	}
 	if interrupted && got.err != nil && errors.Is(got.err, context.Canceled) {
 		res.err = nil // the hard cancel: stopped, not failed

@@ -79,9 +79,9 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		if r.liveDemo {
 			r.mon.Title = "hourly revenue · live demo"
 		}
-		for _, name := range settingOrder {
-			if v := sum.Settings[name]; v != "" && v != "0s" {
-				r.mon.Settings = append(r.mon.Settings, report.Figure{Name: name, Value: v})
+		for _, f := range settings(r.po) {
+			if f.Value != "" && f.Value != "0s" {
+				r.mon.Settings = append(r.mon.Settings, f)
 			}
 		}
 		r.mon.Settings = append(r.mon.Settings, report.Figure{Name: "sink", Value: sum.Sink})

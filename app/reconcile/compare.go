@@ -12,7 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
-	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
 )
 
@@ -302,21 +301,16 @@ func (f *compareFn) Setup() {
 }
 
 func (f *compareFn) ProcessElement(ctx context.Context, _ []byte, totals func(*string, *Totals) bool, emit func(Comparison)) error {
-	recomputed := map[Key]Totals{}
-	var (
-		wk string
-		t  Totals
-	)
-	for totals(&wk, &t) {
-		start, dims, err := transforms.ParseWindowKey(wk)
-		if err != nil {
-			return fmt.Errorf("reconcile: compare: %w", err)
+	all, err := readTotals(totals)
+	if err != nil {
+		return fmt.Errorf("reconcile: compare: %w", err)
+	}
+	recomputed := make(map[Key]Totals, len(all))
+	for _, kt := range all {
+		if _, dup := recomputed[kt.Key]; dup {
+			return fmt.Errorf("reconcile: compare: key %s twice in the totals", kt.Key)
 		}
-		k := Key{WindowStart: start, Dims: dims}
-		if _, dup := recomputed[k]; dup {
-			return fmt.Errorf("reconcile: compare: key %s twice in the totals", k)
-		}
-		recomputed[k] = t
+		recomputed[kt.Key] = kt.Totals
 	}
 
 	in, err := f.readSink(ctx)

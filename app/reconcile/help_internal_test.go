@@ -18,7 +18,7 @@ func TestHelpGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Compare(t, "testdata/help.golden", []byte(b.String()))
-	golden.CheckHelp(t, b.String(), flagTable(new(Options), new(rangeFlags)))
+	golden.CheckHelp(t, b.String(), flagTable(new(Options), new(RangeFlags)))
 	described := golden.HelpFlags(t, b.String())
 	for _, shared := range []string{"early", "idle-timeout", "dedup-retention"} {
 		if d := described[shared]; !strings.Contains(d, "no part in a recomputation") {

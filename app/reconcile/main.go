@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -26,7 +27,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // parsed is a command line read: the Options, and the range flags Range is read from.
 type parsed struct {
 	Options
-	rangeFlags
+	r RangeFlags
 }
 
 // command is cmd/reconcile: --help, the flag table, the range read from --from, --to and --date,
@@ -47,9 +48,9 @@ Exit codes, for a daily scheduler:
   ` + strconv.Itoa(ExitPending) + `  explained corrections pending: run again with --apply
 Under "go run" the go command reports a non-zero code as "exit status N" and exits 1 itself.`,
 	Defaults: func() parsed { return parsed{Options: Defaults()} },
-	Flags:    func(p *parsed) []cli.Group { return flagTable(&p.Options, &p.rangeFlags) },
+	Flags:    func(p *parsed) []cli.Group { return flagTable(&p.Options, &p.r) },
 	Complete: func(p *parsed, _ *cli.FlagSet) (err error) {
-		if p.Range, err = ParseRange(p.from, p.to, p.date); err != nil {
+		if p.Range, err = p.r.Range(); err != nil {
 			return err
 		}
 		// The Beam runner flags are the SDK's process-wide ones.
@@ -74,26 +75,21 @@ Under "go run" the go command reports a non-zero code as "exit status N" and exi
 	},
 }
 
-// rangeFlags are --from, --to and --date, read together by ParseRange.
-type rangeFlags struct{ from, to, date string }
-
 // flagTable is cmd/reconcile's flag table over o (SPEC §6): every flag
 // once, in the groups --help shows; the Beam runner's follow them.
-func flagTable(o *Options, r *rangeFlags) []cli.Group {
+func flagTable(o *Options, r *RangeFlags) []cli.Group {
 	return []cli.Group{
-		{Title: "What to check", Flags: []cli.Flag{
+		{Title: "What to check", Flags: slices.Concat([]cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH", Usage: "raw-log folder to recompute from (local, gs://, s3://; required)"},
 			{Name: "sink", Value: cli.Func(&o.Sink, "SINK", sink.ParseSpec, sink.Spec.String),
 				Usage: "sink to compare with and correct: sqlite:PATH or bigquery:PROJECT.DATASET"},
-			{Name: "from", Value: cli.String(&r.from), Arg: "HOUR", Usage: "first window start to check, an RFC 3339 whole hour (inclusive)", Default: "every hour in the raw log"},
-			{Name: "to", Value: cli.String(&r.to), Arg: "HOUR", Usage: "window start to stop before, an RFC 3339 whole hour (exclusive)"},
-			{Name: "date", Value: cli.String(&r.date), Arg: "YYYY-MM-DD", Usage: "check the windows of one UTC day (instead of --from/--to)"},
+		}, r.Flags("check"), []cli.Flag{
 			{Name: "tolerance", Value: cli.Func(&o.ToleranceMicros, "AMOUNT", parseAmount, model.FormatMicros), Default: "0",
 				Usage: "revenue difference up to which a window with equal counts is not material"},
 			{Name: "apply", Value: cli.Bool(&o.Apply), Usage: "write the material corrections as higher FINAL revisions (writer reconcile:<run_id>)"},
 			cli.Shared("report", cli.String(&o.Report)),
 			{Name: "top", Value: cli.Int(&o.Top), Usage: "differences listed in the summary"},
-		}},
+		})},
 		{Title: "The stream's settings (as the sink's rows were computed; run_config checks window, dimensions, lateness)", Flags: []cli.Flag{
 			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
 			cli.Shared("allowed-lateness", cli.Duration(&o.Triggers.AllowedLateness)),

@@ -131,6 +131,21 @@ func (r Range) String() string {
 	return "[" + from + ", " + to + ")"
 }
 
+// RangeFlags are --from, --to and --date, shared by cmd/reconcile and cmd/advise; Range reads them.
+type RangeFlags struct{ from, to, date string }
+
+// Flags are the flags' table rows; verb is what the command does to the windows ("check").
+func (r *RangeFlags) Flags(verb string) []cli.Flag {
+	return []cli.Flag{
+		{Name: "from", Value: cli.String(&r.from), Arg: "HOUR", Usage: "first window start to " + verb + ", an RFC 3339 whole hour (inclusive)", Default: "every hour in the raw log"},
+		{Name: "to", Value: cli.String(&r.to), Arg: "HOUR", Usage: "window start to stop before, an RFC 3339 whole hour (exclusive)"},
+		{Name: "date", Value: cli.String(&r.date), Arg: "YYYY-MM-DD", Usage: verb + " the windows of one UTC day (instead of --from/--to)"},
+	}
+}
+
+// Range is the range the flags select (see ParseRange).
+func (r RangeFlags) Range() (Range, error) { return ParseRange(r.from, r.to, r.date) }
+
 // ParseRange reads --from and --to (RFC 3339 whole UTC hours, either open) or --date=YYYY-MM-DD.
 func ParseRange(from, to, date string) (Range, error) {
 	if date != "" {

@@ -44,24 +44,34 @@ func WriteResult(s beam.Scope, totals, stats, comparison beam.PCollection, path 
 }
 
 func formatResult(st Stats, totals func(*string, *Totals) bool, comparison func(*Comparison) bool) (string, error) {
-	res := Result{Stats: st, Totals: []KeyTotals{}}
-	var (
-		wk string
-		t  Totals
-		c  Comparison
-	)
-	for totals(&wk, &t) {
-		start, dims, err := transforms.ParseWindowKey(wk)
-		if err != nil {
-			return "", fmt.Errorf("reconcile: %w", err)
-		}
-		res.Totals = append(res.Totals, KeyTotals{Key{WindowStart: start, Dims: dims}, t})
+	res := Result{Stats: st}
+	var err error
+	if res.Totals, err = readTotals(totals); err != nil {
+		return "", fmt.Errorf("reconcile: %w", err)
 	}
+	var c Comparison
 	if comparison(&c) {
 		res.Comparison = &c
 	}
 	b, err := json.Marshal(res)
 	return string(b), err
+}
+
+// readTotals reads the totals side input (keyed by transforms.WindowKey), never nil.
+func readTotals(totals func(*string, *Totals) bool) ([]KeyTotals, error) {
+	out := []KeyTotals{}
+	var (
+		wk string
+		t  Totals
+	)
+	for totals(&wk, &t) {
+		start, dims, err := transforms.ParseWindowKey(wk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, KeyTotals{Key{WindowStart: start, Dims: dims}, t})
+	}
+	return out, nil
 }
 
 // ReadResult reads a file written by WriteResult.

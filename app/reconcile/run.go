@@ -304,14 +304,10 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 	if pr == nil {
 		return
 	}
-	defer func() {
-		// The runners panic on Metrics() when they could not fetch them.
-		if p := recover(); p != nil {
-			slog.Warn("reconcile: the pipeline's metrics are not available", "panic", p)
-			out.Counters, out.CountersFromRunner, out.WindowDelta = nil, false, metrics.DistributionSum{}
-		}
-	}()
-	m := pr.Metrics()
+	m, ok := cli.JobMetrics(pr, "reconcile: the pipeline's metrics are not available")
+	if !ok {
+		return
+	}
 	named, _, _ := metrics.Named(m, Namespace)
 	out.CountersFromRunner = slices.ContainsFunc(MetricNames, func(n string) bool { _, ok := named[n]; return ok })
 	if out.CountersFromRunner {

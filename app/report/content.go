@@ -373,7 +373,7 @@ func (c *content) reconcile(r *Reconcile) {
 	}
 	w := s.sub("Windows")
 	w.para(fmt.Sprintf("%d checked, %d differing (%d material): %s. Total delta %s revenue, %s events.",
-		r.WindowsChecked, r.WindowsDiffering, r.Material, r.Classes(), r.TotalDelta, SignedCount(r.TotalDeltaCount)))
+		r.WindowsChecked, r.WindowsDiffering, r.Material, r.classes(true), r.TotalDelta, SignedCount(r.TotalDeltaCount)))
 	diffTable(w, r.Diffs)
 	m := s.sub("Metrics")
 	figures := txt("The comparison's figures")

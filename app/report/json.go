@@ -13,10 +13,8 @@ import (
 	"github.com/revenue-stream/hourly/sinks/jsonl"
 )
 
-// The JSON form spells times as RFC 3339 UTC and money as exact decimals plus micros, like the
-// sink.
-
-// Document is the JSON form of a report.
+// Document is the JSON form of a report: times in RFC 3339 UTC, money as exact decimals plus
+// micros, like the sink.
 type Document struct {
 	Title    string     `json:"title"`
 	Started  *time.Time `json:"started,omitempty"`

@@ -112,10 +112,10 @@ func (r Reconcile) Verdict() string {
 		if r.Material == 0 {
 			return "nothing material found (exit 0)"
 		}
-		return fmt.Sprintf("nothing material left: %d explained differences (%s) written as corrections (exit 0)", r.Material, r.explained())
+		return fmt.Sprintf("nothing material left: %d explained differences (%s) written as corrections (exit 0)", r.Material, r.classes(false))
 	case 3:
 		return fmt.Sprintf("%d explained differences pending (%s): run again with --apply to write them (exit 3)",
-			r.Material, r.explained())
+			r.Material, r.classes(false))
 	}
 	var what []string
 	if r.Unexplained > 0 {
@@ -134,13 +134,8 @@ func (r Reconcile) Verdict() string {
 	return fmt.Sprintf("%s (exit %d)", v, r.ExitCode)
 }
 
-// explained sums up the explained classes: "18 too_late, 7 missing_window".
-func (r Reconcile) explained() string { return r.classes(false) }
-
-// Classes sums the differing keys up by class: "1 missing_window, 0 too_late, 0 unexplained".
-func (r Reconcile) Classes() string { return r.classes(true) }
-
-// classes sums up the classes by name: all, or the explained ones with a count.
+// classes sums the differing keys up by class, by name: all ("1 missing_window, 0 too_late, 0
+// unexplained"), or the explained ones with a count ("18 too_late, 7 missing_window").
 func (r Reconcile) classes(all bool) string {
 	var parts []string
 	for _, c := range slices.Sorted(maps.Keys(r.ByClass)) {

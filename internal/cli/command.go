@@ -19,9 +19,8 @@ import (
 // line on stderr, nothing run.
 const ExitUsage = 2
 
-// Command is the shape every command shares over its options O: flags parsed, beam.Init,
-// settings validated, our logger, a context the first SIGINT/SIGTERM cancels, the work, an exit
-// code.
+// Command is the shape every command shares over its options O: flags parsed, beam.Init, settings
+// validated, our logger, a context the first SIGINT/SIGTERM cancels, the work, an exit code.
 type Command[O any] struct {
 	// Name prefixes the one-line errors ("launch: ...").
 	Name string

@@ -2,10 +2,9 @@ package cli
 
 import "flag"
 
-// sharedUsage is what the flags cmd/launch, cmd/reconcile and cmd/advise share mean
-// (SPEC §6's shared flags), spelled once, with --help's default where the
-// field's value is not it; a command's table binds them to its fields with
-// Shared.
+// sharedUsage is what the flags cmd/launch, cmd/reconcile and cmd/advise share mean (SPEC §6's
+// shared flags), spelled once, with --help's default where the field's value is not it; a command's
+// table binds them to its fields with Shared.
 var sharedUsage = map[string]struct{ arg, usage, def string }{
 	"window":            {"", "window size; must divide 24h", ""},
 	"allowed-lateness":  {"", "how long after window_end a window takes corrections (then FINAL)", ""},
