@@ -4,7 +4,6 @@ package metrics
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -147,8 +146,7 @@ func (d *DistributionSum) Add(v beammetrics.DistributionValue) {
 	d.Count, d.Sum, d.Min, d.Max = d.Count+v.Count, d.Sum+v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)
 }
 
-// Counts are a run's conservation figures (SPEC §4) and its sink's. An int64
-// field's JSON name is its counter's name (CountsOf reads it so).
+// Counts are a run's conservation figures (SPEC §4) and its sink's.
 type Counts struct {
 	Read          int64            `json:"read"`
 	Counted       int64            `json:"counted"`
@@ -256,17 +254,19 @@ func Named(m beammetrics.Results, namespace string) (named map[string]int64, com
 	return named, committed, len(all) > 0
 }
 
-// CountsOf reads Counts from the revenue counters, summed by name: each int64
-// field from the counter its JSON name names.
+// CountsOf reads Counts from the revenue counters, summed by name.
 func CountsOf(named map[string]int64) Counts {
 	c := Counts{QuarantinedBy: map[string]int64{}, ReadBy: map[string]int64{}, Rows: map[string]int64{}, Counters: named}
-	rv := reflect.ValueOf(&c).Elem()
-	for _, f := range reflect.VisibleFields(rv.Type()) {
-		if f.Type.Kind() == reflect.Int64 {
-			rv.FieldByIndex(f.Index).SetInt(named[f.Tag.Get("json")])
-		}
+	fixed := map[Name]*int64{
+		Read: &c.Read, Counted: &c.Counted, Duplicates: &c.Duplicates, Conflicts: &c.Conflicts,
+		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal, ReplayedIntoFinal: &c.ReplayedIntoFinal, DedupElements: &c.DedupElements,
+		SinkRowsAccepted: &c.SinkAccepted, SinkRowsStale: &c.SinkStale, SinkAuditInserted: &c.SinkAudit, SinkRetries: &c.SinkRetries,
 	}
 	for name, v := range named {
+		if p, ok := fixed[Name(name)]; ok {
+			*p = v
+			continue
+		}
 		for _, f := range []struct {
 			family func(string) Name
 			by     map[string]int64
