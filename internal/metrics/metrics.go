@@ -136,8 +136,8 @@ type DistributionSum struct {
 	Count, Sum, Min, Max int64
 }
 
-// Add sums in one step's value; an empty one changes nothing.
-func (d *DistributionSum) Add(v beammetrics.DistributionValue) {
+// add sums in one step's value; an empty one changes nothing.
+func (d *DistributionSum) add(v beammetrics.DistributionValue) {
 	if v.Count == 0 {
 		return
 	}
@@ -254,6 +254,19 @@ func Named(m beammetrics.Results, namespace string) (named map[string]int64, com
 		}
 	}
 	return named, committed, len(all) > 0
+}
+
+// Distributions reads a job's distributions in namespace, each summed by name across steps.
+func Distributions(m beammetrics.Results, namespace string) map[string]DistributionSum {
+	sums := map[string]DistributionSum{}
+	for _, r := range m.AllMetrics().Distributions() {
+		if r.Namespace() == namespace {
+			d := sums[r.Name()]
+			d.add(r.Result())
+			sums[r.Name()] = d
+		}
+	}
+	return sums
 }
 
 // CountsOf reads Counts from the revenue counters, summed by name: each int64
