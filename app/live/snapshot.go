@@ -337,15 +337,7 @@ type revKey struct {
 // summed across steps, and each partition's watermark, idleness and stall from the sources' gauges.
 func FiguresOf(m *beammetrics.Results) Figures {
 	c, _, _ := metrics.Committed(*m)
-	f := Figures{Counts: c, Distributions: map[string]metrics.DistributionSum{}}
-	for _, r := range m.AllMetrics().Distributions() {
-		if r.Namespace() != metrics.Namespace {
-			continue
-		}
-		d := f.Distributions[r.Name()]
-		d.Add(r.Result())
-		f.Distributions[r.Name()] = d
-	}
+	f := Figures{Counts: c, Distributions: metrics.Distributions(*m, metrics.Namespace)}
 	byName := map[string]*Partition{}
 	get := func(name string) *Partition {
 		if byName[name] == nil {

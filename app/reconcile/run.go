@@ -316,11 +316,7 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 			out.Counters[n] = named[n] // a counter left at zero may not be reported
 		}
 	}
-	for _, d := range m.AllMetrics().Distributions() {
-		if d.Namespace() == Namespace && d.Name() == MetricWindowDeltaMicros {
-			out.WindowDelta.Add(d.Result())
-		}
-	}
+	out.WindowDelta = metrics.Distributions(m, Namespace)[MetricWindowDeltaMicros]
 }
 
 // Store is what the driver needs of a versioned sink (*sqlite.SQLite, *bigquery.BigQuery): run_config,

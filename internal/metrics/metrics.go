@@ -130,22 +130,6 @@ func Distribution(n Name) beam.Distribution { return beam.NewDistribution(Namesp
 
 func Gauge(n Name) beam.Gauge { return beam.NewGauge(Namespace, string(n)) }
 
-// DistributionSum is a Beam distribution's value, summed across steps.
-type DistributionSum struct {
-	Count, Sum, Min, Max int64
-}
-
-// Add sums in one step's value; an empty one changes nothing.
-func (d *DistributionSum) Add(v beammetrics.DistributionValue) {
-	if v.Count == 0 {
-		return
-	}
-	if d.Count == 0 {
-		d.Min, d.Max = v.Min, v.Max
-	}
-	d.Count, d.Sum, d.Min, d.Max = d.Count+v.Count, d.Sum+v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)
-}
-
 // Counts are a run's conservation figures (SPEC §4) and its sink's.
 type Counts struct {
 	Read          int64            `json:"read"`
@@ -252,6 +236,31 @@ func Named(m beammetrics.Results, namespace string) (named map[string]int64, com
 		}
 	}
 	return named, committed, len(all) > 0
+}
+
+// DistributionSum is a Beam distribution's value, summed across steps.
+type DistributionSum struct {
+	Count, Sum, Min, Max int64
+}
+
+// Distributions reads a job's distributions in namespace, each summed by name across steps.
+func Distributions(m beammetrics.Results, namespace string) map[string]DistributionSum {
+	sums := map[string]DistributionSum{}
+	for _, r := range m.AllMetrics().Distributions() {
+		if r.Namespace() != namespace {
+			continue
+		}
+		d, v := sums[r.Name()], r.Result()
+		switch {
+		case v.Count == 0: // an empty step's value changes nothing
+		case d.Count == 0:
+			d = DistributionSum(v)
+		default:
+			d = DistributionSum{d.Count + v.Count, d.Sum + v.Sum, min(d.Min, v.Min), max(d.Max, v.Max)}
+		}
+		sums[r.Name()] = d
+	}
+	return sums
 }
 
 // CountsOf reads Counts from the revenue counters, summed by name.

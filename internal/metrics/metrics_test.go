@@ -4,6 +4,7 @@ import (
 	"maps"
 	"testing"
 
+	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/revenue-stream/hourly/internal/delay"
 )
 
@@ -61,5 +62,23 @@ func TestCountsOfParsesEveryName(t *testing.T) {
 	set(AfterFinal, 1)
 	if CountsOf(named).Check() == nil {
 		t.Error("an event after FINAL passed Check")
+	}
+}
+
+// Distributions sums each name's steps in the namespace; an empty step leaves Min and Max alone.
+func TestDistributionsSumsAcrossSteps(t *testing.T) {
+	dist := func(ns, name, step string, v beammetrics.DistributionValue) beammetrics.DistributionResult {
+		return beammetrics.DistributionResult{Attempted: v, Key: beammetrics.StepKey{Step: step, Name: name, Namespace: ns}}
+	}
+	m := beammetrics.NewResults(nil, []beammetrics.DistributionResult{
+		dist(Namespace, "d", "a", beammetrics.DistributionValue{Count: 2, Sum: 30, Min: 10, Max: 20}),
+		dist(Namespace, "d", "b", beammetrics.DistributionValue{}),
+		dist(Namespace, "d", "c", beammetrics.DistributionValue{Count: 1, Sum: 5, Min: 5, Max: 5}),
+		dist("other", "d", "a", beammetrics.DistributionValue{Count: 1, Sum: 99, Min: 99, Max: 99}),
+	}, nil, nil, nil)
+	got := Distributions(*m, Namespace)
+	want := map[string]DistributionSum{"d": {Count: 3, Sum: 35, Min: 5, Max: 20}}
+	if !maps.Equal(got, want) {
+		t.Errorf("Distributions = %v, want %v", got, want)
 	}
 }
