@@ -161,8 +161,7 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		rows[t.Name] = append(rows[t.Name], row)
 	}
 	for _, name := range appendTables {
-		// The write step's rules (flushStep): seal the rows, then append
-		// them (split into requests).
+		// As flushStep: seal the rows, then append them in requests.
 		if len(rows[name]) > 0 {
 			sb, err := seal(ctx, b.api, b.streams, name, rows[name])
 			fresh := false

@@ -18,11 +18,10 @@ import (
 // bqTables are the tables the sink creates (hourly_revenue is a view).
 var bqTables = slices.DeleteFunc(slices.Clone(table.Tables), func(t *table.Table) bool { return t == table.HourlyRevenue })
 
-// bqType is a column type's BigQuery forms, mapped here once: its schema
-// type (NUMERIC keeps micros exact), its GoogleSQL name (casts and query
-// parameters), its Storage Write API field and a codec's value as that field
-// takes it (bqRowType: TIMESTAMP as int64 microseconds, NUMERIC as its
-// decimal string), a codec's value as a query parameter takes it, and a query
+// bqType is a column type's BigQuery forms: schema type (NUMERIC keeps
+// micros exact), GoogleSQL name (casts, query parameters), Storage Write API
+// field and a codec's value as it (TIMESTAMP as int64 microseconds, NUMERIC
+// as decimal text), a codec's value as a query parameter, and a query
 // result's value as a codec's (ok false: not of this type).
 type bqType struct {
 	field gbq.FieldType

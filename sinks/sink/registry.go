@@ -106,8 +106,7 @@ func openExisting[T any](ctx context.Context, spec Spec, progress bool) (T, bool
 // FlushPolicy says when the BigQuery write step appends what one (table,
 // shard) buffered: at a clock tick after Interval, at MaxRows rows or MaxBytes
 // bytes, and at the end of a bounded input, so the append rate does not follow
-// the bundle rate (docs/bigquery.md). Shards is the keys, so concurrent
-// appends, per table.
+// the bundle rate (docs/bigquery.md). Shards is the keys (concurrent appends) per table.
 type FlushPolicy struct {
 	Interval          time.Duration
 	MaxRows, MaxBytes int64
@@ -119,8 +118,7 @@ type FlushPolicy struct {
 }
 
 // DefaultFlushPolicy flushes every 5 s, at 50,000 rows or at 8 MB (an
-// AppendRows request's bound under the service's 10 MB), over 2 shards per
-// table.
+// AppendRows request's bound under the service's 10 MB), over 2 shards a table.
 var DefaultFlushPolicy = FlushPolicy{Interval: 5 * time.Second, MaxRows: 50_000, MaxBytes: 8 << 20, Shards: 2}
 
 // Validate refuses a policy that would flush never or all the time.

@@ -85,10 +85,9 @@ type ConfigChecker interface {
 type Reader interface {
 	Sink
 	// Changelog returns the accepted snapshots q selects, ordered by key then
-	// revision, with the writer of each and when it was written (zero where
-	// the sink keeps none: BigQuery's current rows). A row that cannot be
-	// read is left out and named in an UnreadableRows error returned with
-	// the others.
+	// revision, with each one's writer and write time (zero where the sink
+	// keeps none: BigQuery's current rows). Unreadable rows are left out and
+	// named in an UnreadableRows error returned with the others.
 	Changelog(ctx context.Context, q Query) ([]ChangelogEntry, error)
 	// FinalHorizon returns the latest window_end (epoch ms) among FINAL rows:
 	// on restart every window ending at or before it may already be closed
@@ -96,8 +95,7 @@ type Reader interface {
 	FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error)
 	// Audit returns the audit tables' rows, each ordered by source_position,
 	// one per position; a table that cannot be read leaves the others read.
-	// Quarantined's Detail is not stored (SPEC §5 has no column for it) and
-	// comes back empty.
+	// Quarantined's Detail comes back empty (SPEC §5 has no column for it).
 	Audit(ctx context.Context) (Audit, error)
 	// Tally counts every table and returns the latest current rows.
 	Tally(ctx context.Context, latest int) (Tally, error)
@@ -143,11 +141,10 @@ type RecentReader interface {
 	LatestAudit(ctx context.Context, n int) (Audit, error)
 }
 
-// ProgressStore is a sink that keeps folder-source progress, so a restart
-// re-reads the retention, not the history (docs/restart.md): workers write
+// ProgressStore keeps folder-source progress, so a restart re-reads the
+// retention, not the history (docs/restart.md): workers write
 // source_checkpoints (WriteProgress), whose outputs may be in flight; the
-// launcher seals source_resume once they are durable, and a restart resumes
-// from it alone.
+// launcher seals source_resume once they are durable; a restart reads only it.
 type ProgressStore interface {
 	Reader
 	// EarliestOpenWindow returns the earliest window_start (epoch ms) of a
@@ -165,9 +162,8 @@ type ProgressStore interface {
 	PruneCheckpoints(ctx context.Context, keep string) error
 }
 
-// ChangelogEntry is an accepted snapshot with when the sink accepted it:
-// a row of hourly_revenue_changelog. WrittenAt is the zero time where the
-// sink keeps none.
+// ChangelogEntry is a row of hourly_revenue_changelog: an accepted snapshot
+// and when it was accepted (zero where the sink keeps none).
 type ChangelogEntry struct {
 	model.Row
 	WrittenAt time.Time

@@ -38,10 +38,9 @@ func init() {
 }
 
 // Write persists the pipeline's four outputs to the sink spec names, each
-// bundle as one Batch (bigquery: buffered in keyed state, writeBigQuery, which
-// appends as flush says; other sinks ignore it). It panics on a spec ParseSpec
-// refuses or a bad flush policy, as beam.ParDo does on a bad DoFn: callers
-// validate --sink first.
+// bundle as one Batch (bigquery: keyed state appended as flush says; other
+// sinks ignore flush). Like beam.ParDo on a bad DoFn, it panics on a spec
+// ParseSpec refuses or a bad flush policy: callers validate --sink first.
 func Write(s beam.Scope, spec Spec, flush FlushPolicy, rows, tooLate, conflicts, quarantined beam.PCollection) {
 	if _, err := ParseSpec(spec.String()); err != nil {
 		panic(fmt.Errorf("sinks.Write: %w", err))
@@ -288,8 +287,7 @@ func Release(spec Spec) error {
 }
 
 // CloseShared closes every shared sink still held, since prism promises no
-// Teardown: a launcher running the workers in-process calls it after the
-// run, before reading the sink.
+// Teardown: an in-process launcher calls it after the run, before reading.
 func CloseShared() error {
 	shared.Lock()
 	defer shared.Unlock()

@@ -60,11 +60,10 @@ func (s *SQLite) changelog(ctx context.Context, query sink.Query) ([]sink.Change
 var sqliteDialect = sqlread.Dialect{Quote: `"`, StrPos: "INSTR", ToInt: func(e string) string { return "CAST(" + e + " AS INTEGER)" }}
 
 // extremeTime is sqlread.DB.Extreme. MIN and MAX over TEXT would misorder
-// millisecond bounds, so it compares parsed times: one per distinct value,
-// read with the key of a row that holds it (SQLite takes a bare column from
-// the row MIN chose), so that a value that cannot be read is named by table,
-// window and column like any other row (SPEC §6), in an UnreadableRows error
-// returned with the extreme of the others.
+// millisecond bounds, so it compares the parsed distinct values, each read
+// with the key of a row holding it (SQLite takes a bare column from the row
+// MIN chose): an unreadable value is named by table, window and column (SPEC
+// §6) in an UnreadableRows error returned with the others' extreme.
 func (s *SQLite) extremeTime(ctx context.Context, what, col, where string, latest bool) (ms int64, ok bool, err error) {
 	t := &table.Table{Name: table.HourlyRevenue.Name, Columns: []table.Column{
 		{Name: col, Type: table.Time}, {Name: "window_start", Type: table.String}, {Name: "dims", Type: table.String}}}

@@ -52,11 +52,10 @@ type Refusals struct {
 	example            string
 }
 
-// admit applies SPEC §4 to a row against its key's stored row, reporting
-// whether it is accepted and tallying a refusal: only a higher revision
-// replaces it (else a replay), and it may not move the state back (FINAL
-// stays FINAL) nor, unless it is a reconcile correction, lower the event
-// count (a regression, which sinks log).
+// admit applies SPEC §4 to r against its key's stored row, tallying a
+// refusal: only a higher revision replaces it (else a replay), and it may not
+// move the state back (FINAL stays FINAL) nor, but for a reconcile
+// correction, lower the event count (a regression, which sinks log).
 func (f *Refusals) admit(prev Stored, have bool, r model.Row) bool {
 	switch {
 	case !have:
@@ -76,8 +75,7 @@ func (f *Refusals) admit(prev Stored, have bool, r model.Row) bool {
 }
 
 // AdmitAll admits sorted rows (SortedRows), each against its key's last
-// accepted row, else its stored one, and returns the accepted rows and each
-// key's last.
+// accepted row, else its stored one, returning the accepted and each key's last.
 func (f *Refusals) AdmitAll(sorted []model.Row, have map[Key]Stored) ([]model.Row, map[Key]Stored) {
 	var accepted []model.Row
 	latest := map[Key]Stored{}
@@ -123,12 +121,12 @@ type Guard struct {
 
 func NewGuard() *Guard { return &Guard{latest: map[Key]Stored{}, audit: map[string]bool{}} }
 
-// Write is those sinks' guarded write. It refuses a cancelled ctx and an
-// unwritable batch, then, under mu, hands out what the rules admit of b: the
+// Write is those sinks' guarded write: it refuses a cancelled ctx and an
+// unwritable batch, then, under mu, hands out what the rules admit of b (the
 // accepted rows in application order, the audit records new to their table,
-// the checkpoints; stale counts the rows refused. The decisions are committed
-// only once out succeeded, so a failed write does not make the guard run
-// ahead of its output. Regressions refused are logged as sinkName, attrs.
+// the checkpoints) and how many rows were stale. Decisions are committed only
+// once out succeeded, so the guard never runs ahead of its output.
+// Regressions refused are logged as sinkName, attrs.
 func (g *Guard) Write(ctx context.Context, mu sync.Locker, b sink.Batch, out func(admitted sink.Batch, stale int) error,
 	sinkName string, attrs ...any) (sink.Result, error) {
 	if err := ctx.Err(); err != nil {
@@ -238,8 +236,7 @@ func CheckResumePoints(points []model.Checkpoint) error {
 // SealResume is ProgressStore.SealResume for the sinks that append
 // source_resume (BigQuery, jsonl): it refuses bad points (naming sinkName),
 // then hands store, stamped now, the points that differ from their
-// partition's current one, so that sealed_at says when a point was first
-// sealed.
+// partition's current one, so sealed_at says when a point was first sealed.
 func SealResume(ctx context.Context, sinkName string, points []model.Checkpoint,
 	current func(context.Context) ([]model.Checkpoint, error), store func([]table.CheckpointRow) error) error {
 	if err := CheckResumePoints(points); err != nil {
