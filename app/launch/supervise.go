@@ -18,6 +18,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/localrunner"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources"
@@ -187,7 +188,7 @@ wait:
 	localrunner.RemoveJobPlaceholder(ctx, cmp.Or(res.jobID, jf.found())) // the SDK leaves one per loopback job
 	if got.pr != nil && !*jobopts.Async {
 		// No counter is no figure: zeros would pass conservation.
-		if pm, ok := cli.JobMetrics(got.pr, "the job's metrics are not available"); ok {
+		if pm, ok := metrics.OfJob(got.pr, "the job's metrics are not available"); ok {
 			if m := readingOf(pm); m.reported {
 				res.metrics = &m
 			}

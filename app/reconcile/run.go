@@ -304,7 +304,7 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 	if pr == nil {
 		return
 	}
-	m, ok := cli.JobMetrics(pr, "reconcile: the pipeline's metrics are not available")
+	m, ok := metrics.OfJob(pr, "reconcile: the pipeline's metrics are not available")
 	if !ok {
 		return
 	}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
-	beammetrics "github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
@@ -60,16 +58,4 @@ func dataflowImage(ctx context.Context) string {
 		return c
 	}
 	return "gcr.io/cloud-dataflow/v1beta3/beam_go_sdk:" + core.SdkVersion
-}
-
-// JobMetrics returns a finished job's metrics; false, with warning logged, when the runner could
-// not fetch them (its Metrics() panics then).
-func JobMetrics(pr beam.PipelineResult, warning string) (m beammetrics.Results, ok bool) {
-	defer func() {
-		if p := recover(); p != nil {
-			slog.Warn(warning, "panic", p)
-			ok = false
-		}
-	}()
-	return pr.Metrics(), true
 }

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -216,6 +217,18 @@ func (c Counts) String() string { return c.Identity() }
 func Committed(m beammetrics.Results) (c Counts, committed, reported bool) {
 	named, committed, reported := Named(m, Namespace)
 	return CountsOf(named), committed, reported
+}
+
+// OfJob returns a finished job's metrics; false, with warning logged, when the runner could
+// not fetch them (its Metrics() panics then).
+func OfJob(pr beam.PipelineResult, warning string) (m beammetrics.Results, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Warn(warning, "panic", p)
+			ok = false
+		}
+	}()
+	return pr.Metrics(), true
 }
 
 // Named reads a job's counters in namespace, summed by name: committed values when the runner
