@@ -56,10 +56,12 @@ func codeOf(err error) codes.Code {
 }
 
 // appendSealed appends a sealed batch in requests of at most maxAppendBytes
-// at explicit offsets, retrying transient failures. fresh says the service
-// took every request as new rows: only then is the stream's end known.
-func appendSealed(ctx context.Context, app appender, table string, sb sealedBatch, sleep func(context.Context, time.Duration) error) (requests int, fresh bool, err error) {
-	fresh = true
+// at explicit offsets, retrying transient failures, and returns the requests
+// sent. Only when the service took every request as new rows is the stream's
+// end known: then the stream goes back to pool.
+func appendSealed(ctx context.Context, app appender, pool *streamPool, table string, sb sealedBatch,
+	sleep func(context.Context, time.Duration) error) (requests int, err error) {
+	fresh := true
 	offset := sb.Offset
 	for lo := 0; lo < len(sb.Rows); {
 		hi, size := lo, 0
@@ -80,17 +82,20 @@ func appendSealed(ctx context.Context, app appender, table string, sb sealedBatc
 		})
 		requests += n
 		if err != nil {
-			return requests, false, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
+			return requests, fmt.Errorf("bigquery sink: append %d rows to %s (stream %s, offset %d): %w", len(chunk), table, sb.Stream, offset, err)
 		}
 		if afterAppend != nil {
 			if err := afterAppend(table, offset, len(chunk)); err != nil {
-				return requests, false, err
+				return requests, err
 			}
 		}
 		offset += int64(len(chunk))
 		lo = hi
 	}
-	return requests, fresh, nil
+	if fresh {
+		pool.put(table, sb.Stream, offset)
+	}
+	return requests, nil
 }
 
 // afterAppend, set by tests, runs after each successful append request.

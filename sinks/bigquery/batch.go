@@ -91,17 +91,12 @@ func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPoo
 		return res, err
 	}
 	if sealed && !sealedHere {
-		n, fresh, err := appendSealed(ctx, app, table, sb, sleep)
-		res.Requests = n
-		if err != nil {
+		if res.Requests, err = appendSealed(ctx, app, pool, table, sb, sleep); err != nil {
 			return res, err
 		}
 		res.Appended = len(sb.Rows)
 		if err := st.ClearSealed(); err != nil {
 			return res, err
-		}
-		if fresh {
-			pool.put(table, sb.Stream, sb.Offset+int64(len(sb.Rows)))
 		}
 		sealed = false
 	}

@@ -164,15 +164,11 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 		// As flushStep: seal the rows, then append them in requests.
 		if len(rows[name]) > 0 {
 			sb, err := seal(ctx, b.api, b.streams, name, rows[name])
-			fresh := false
 			if err == nil {
-				_, fresh, err = appendSealed(ctx, b.api, name, sb, b.sleep)
+				_, err = appendSealed(ctx, b.api, b.streams, name, sb, b.sleep)
 			}
 			if err != nil {
 				return sink.Result{}, fmt.Errorf("bigquery sink %s: %w", b, err)
-			}
-			if fresh {
-				b.streams.put(name, sb.Stream, sb.Offset+int64(len(sb.Rows)))
 			}
 		}
 		switch {
