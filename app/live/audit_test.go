@@ -74,7 +74,7 @@ func TestMonitorAudit(t *testing.T) {
 		}
 	}
 	long := `{"event_id":"` + strings.Repeat("x", 400) + `"}`
-	write(sink.Batch{
+	write(sink.Batch{Audit: sink.Audit{
 		TooLate: []model.TooLate{
 			{Position: pos("p0", 1, 3), EventID: "a", EventTime: et, Payload: []byte(`{"event_id":"a"}`), Reason: model.ReasonWindowClosed},
 			{Position: pos("p1", 2, 1), EventID: "b", EventTime: et + 1000, Payload: []byte(`{"event_id":"b"}`), Reason: model.ReasonWindowClosed},
@@ -83,7 +83,7 @@ func TestMonitorAudit(t *testing.T) {
 		Conflicts: []model.Conflict{{Position: pos("p2", 1, 1), EventID: "d", FirstFingerprint: 0xabc, ConflictingFingerprint: 0xdef,
 			Payload: []byte(`{"event_id":"d","amount":"6.00"}`)}},
 		Quarantined: []model.Quarantined{{Position: pos("p3", 1, 1), Payload: []byte(long), Reason: "bad_json"}},
-	})
+	}})
 	s := mon.Snapshot(ctx)
 	a := s.Audit
 	if a == nil || a.Error != "" {
@@ -116,7 +116,8 @@ func TestMonitorAudit(t *testing.T) {
 
 	// A new too-late record: read at the first snapshot 10 s on (the
 	// monitor's clock), not before.
-	write(sink.Batch{TooLate: []model.TooLate{{Position: pos("p1", 3, 1), EventID: "e", EventTime: et, Payload: []byte(`{}`), Reason: model.ReasonWindowClosed}}})
+	write(sink.Batch{Audit: sink.Audit{TooLate: []model.TooLate{{Position: pos("p1", 3, 1), EventID: "e", EventTime: et,
+		Payload: []byte(`{}`), Reason: model.ReasonWindowClosed}}}})
 	c.t = t0.Add(9 * time.Second)
 	if s := mon.Snapshot(ctx); rec.auditReads != 1 || s.Audit.TooLateRows != 3 {
 		t.Errorf("at 9 s: %d reads of too_late_events, %d rows shown; want the first read's 3", rec.auditReads, s.Audit.TooLateRows)

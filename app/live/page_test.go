@@ -213,13 +213,13 @@ func TestPageInChromium(t *testing.T) {
 	// a minute to go for ON_TIME and, with no allowed lateness, for FINAL.
 	waitFor("the countdowns", `[...document.querySelectorAll("#wins td.next div")].map(d => d.dataset.next + ": " + d.textContent).join(" | ") ===
 		"ON_TIME: ON_TIME watermark needs +1m00s | FINAL: FINAL watermark needs +1m00s"`)
-	audit := sink.Batch{
+	audit := sink.Batch{Audit: sink.Audit{
 		TooLate: []model.TooLate{{Position: "p0/f-00000001.jsonl:7", EventID: "late-1", EventTime: window - 50_000,
 			Payload: []byte(`{"event_id":"late-1"}`), Reason: model.ReasonWindowClosed}},
 		Conflicts: []model.Conflict{{Position: "p1/f-00000001.jsonl:3", EventID: "dup-1", FirstFingerprint: 1, ConflictingFingerprint: 2,
 			Payload: []byte(`{"event_id":"dup-1","amount":"6.00"}`)}},
 		Quarantined: []model.Quarantined{{Position: "p2/f-00000001.jsonl:9", Payload: []byte("not json <b>"), Reason: "bad_json"}},
-	}
+	}}
 	if _, err := f.db.Write(context.Background(), audit); err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,8 @@ func ExampleRun() {
 	}
 	_, err = store.Write(ctx, sink.Batch{
 		Rows: []model.Row{final("2026-11-04T10:00:00Z", 150_000_000, 2), final("2026-11-05T11:00:00Z", 1_000_000, 1)},
-		TooLate: []model.TooLate{{Position: "p0/events.jsonl:5", EventID: "C", EventTime: hour("2026-11-04T10:50:00Z"),
-			Payload: []byte(`{"event_id":"C",...}`)}},
+		Audit: sink.Audit{TooLate: []model.TooLate{{Position: "p0/events.jsonl:5", EventID: "C", EventTime: hour("2026-11-04T10:50:00Z"),
+			Payload: []byte(`{"event_id":"C",...}`)}}},
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -75,7 +75,7 @@ func streamed(final map[oracle.Key]oracle.Total, window time.Duration) []model.R
 func writeStream(t testing.TB, s *sqlite.SQLite, res oracle.Result, rows []model.Row) {
 	t.Helper()
 	_, err := s.Write(context.Background(), sink.Batch{
-		Rows: rows, TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined,
+		Rows: rows, Audit: sink.Audit{TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,11 +197,11 @@ func keysOf(diffs []reconcile.Diff) []string {
 }
 
 func batch(rows []model.Row, conflicts []model.Conflict) sink.Batch {
-	return sink.Batch{Rows: rows, Conflicts: conflicts}
+	return sink.Batch{Rows: rows, Audit: sink.Audit{Conflicts: conflicts}}
 }
 
 func batchQ(rows []model.Row, q []model.Quarantined) sink.Batch {
-	return sink.Batch{Rows: rows, Quarantined: q}
+	return sink.Batch{Rows: rows, Audit: sink.Audit{Quarantined: q}}
 }
 
 // toleranceScenario is a raw log of four hourly events and a sink whose

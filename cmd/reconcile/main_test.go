@@ -65,7 +65,7 @@ func streamedSink(t *testing.T) (logDir, sinkPath string) {
 	if err := db.CheckRunConfig(ctx, map[string]string{"window": "1h0m0s", "dimensions": "", "allowed_lateness": "24h0m0s"}); err != nil {
 		t.Fatal(err)
 	}
-	b := sink.Batch{TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined}
+	b := sink.Batch{Audit: sink.Audit{TooLate: res.TooLate, Conflicts: res.Conflicts, Quarantined: res.Quarantined}}
 	for k, v := range res.Final {
 		b.Rows = append(b.Rows, model.Row{WindowStart: k.WindowStart, WindowEnd: k.WindowStart + time.Hour.Milliseconds(), Dims: k.Dims,
 			RevenueMicros: v.RevenueMicros, EventCount: v.Count, Revision: 1, State: model.Final, Writer: "stream"})

@@ -14,10 +14,8 @@ import (
 // Batch is what one firing or reconcile step writes, atomically where the
 // sink can (SQLite).
 type Batch struct {
-	Rows        []model.Row
-	TooLate     []model.TooLate
-	Conflicts   []model.Conflict
-	Quarantined []model.Quarantined
+	Rows []model.Row
+	Audit
 	// Progress holds folder-source checkpoints (ProgressStore); no Result
 	// field counts them and the console ignores them.
 	Progress []model.Checkpoint
@@ -128,6 +126,9 @@ type Audit struct {
 func (a Audit) Counts() AuditCounts {
 	return AuditCounts{TooLate: int64(len(a.TooLate)), Conflicts: int64(len(a.Conflicts)), Quarantined: int64(len(a.Quarantined))}
 }
+
+// Len is how many records a holds.
+func (a Audit) Len() int { return len(a.TooLate) + len(a.Conflicts) + len(a.Quarantined) }
 
 // RecentReader is implemented by readers that filter the changelog (Query's
 // From), cut the audit tables and count keys where they are stored, so that

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,11 +109,10 @@ func (f *progressFn) ProcessElement(sp state.Provider, _ string, c model.Checkpo
 // FinishBundle writes the checkpoints; on error the runner retries the bundle
 // with its state rolled back.
 func (f *progressFn) FinishBundle(ctx context.Context) error {
-	if len(f.buf) == 0 {
+	b, ok := f.take()
+	if !ok {
 		return nil
 	}
-	b := batchOf(f.buf)
-	f.buf = f.buf[:0]
 	_, err := f.write(ctx, b)
 	return err
 }
@@ -159,12 +159,10 @@ func (f *writeFn[T]) ProcessElement(v T) { f.buf = append(f.buf, v) }
 // FinishBundle writes the bundle. An error fails the job: output that cannot
 // be written must not be acknowledged and lost.
 func (f *writeFn[T]) FinishBundle(ctx context.Context) error {
-	if len(f.buf) == 0 {
-		return nil // no empty transactions, no empty console tables
+	b, ok := f.take()
+	if !ok {
+		return nil
 	}
-	b := batchOf(f.buf)
-	// Cleared first: a failed bundle's elements must not leak into the next.
-	f.buf = f.buf[:0]
 	if faults.Fire(faults.FailBeforeSinkWrite) {
 		return fmt.Errorf("sinks.Write %s: injected permanent failure (%s) before writing %d rows", f.Spec, faults.FailBeforeSinkWrite, len(b.Rows))
 	}
@@ -199,7 +197,7 @@ func (f *writeFn[T]) write(ctx context.Context, b Batch) (Result, error) {
 	f.retries.Inc(ctx, int64(n-1))
 	if err != nil {
 		return Result{}, fmt.Errorf("sinks.Write %s: %d rows, %d audit records: giving up after %d attempts: %w",
-			f.Spec, len(b.Rows), len(b.TooLate)+len(b.Conflicts)+len(b.Quarantined), n, err)
+			f.Spec, len(b.Rows), b.Audit.Len(), n, err)
 	}
 	NoteWrite()
 	return res, nil
@@ -218,22 +216,28 @@ type Record interface {
 	model.Row | model.TooLate | model.Conflict | model.Quarantined | model.Checkpoint
 }
 
-// batchOf puts a bundle's elements into the Batch field of their type.
-func batchOf[T Record](vs []T) Batch {
-	var b Batch
-	switch vs := any(vs).(type) {
-	case []model.Row:
-		b.Rows = append([]model.Row(nil), vs...)
-	case []model.TooLate:
-		b.TooLate = append([]model.TooLate(nil), vs...)
-	case []model.Conflict:
-		b.Conflicts = append([]model.Conflict(nil), vs...)
-	case []model.Quarantined:
-		b.Quarantined = append([]model.Quarantined(nil), vs...)
-	case []model.Checkpoint:
-		b.Progress = append([]model.Checkpoint(nil), vs...)
+// take moves the bundle's elements into the Batch field of their type and
+// clears the buffer, so a failed bundle's elements cannot leak into the next;
+// ok is false for an empty bundle (no empty transactions, no empty console
+// tables).
+func (f *writeFn[T]) take() (b Batch, ok bool) {
+	if len(f.buf) == 0 {
+		return b, false
 	}
-	return b
+	switch vs := any(slices.Clone(f.buf)).(type) {
+	case []model.Row:
+		b.Rows = vs
+	case []model.TooLate:
+		b.TooLate = vs
+	case []model.Conflict:
+		b.Conflicts = vs
+	case []model.Quarantined:
+		b.Quarantined = vs
+	case []model.Checkpoint:
+		b.Progress = vs
+	}
+	f.buf = f.buf[:0]
+	return b, true
 }
 
 // shared holds one reference-counted sink per spec for this process's write

@@ -342,7 +342,7 @@ func BenchmarkSQLiteWrite(b *testing.B) {
 	s := openTestSQLite(b, filepath.Join(b.TempDir(), "revenue.db"))
 	const n = 10_000
 	base := sinktest.MS("2026-01-01T00:00:00Z")
-	batch := sink.Batch{Rows: make([]model.Row, n), TooLate: make([]model.TooLate, n)}
+	batch := sink.Batch{Rows: make([]model.Row, n), Audit: sink.Audit{TooLate: make([]model.TooLate, n)}}
 	for i := range n {
 		ws := base + int64(i/10)*sinktest.Hour
 		batch.Rows[i] = model.Row{WindowStart: ws, WindowEnd: ws + sinktest.Hour, Dims: fmt.Sprintf(`{"country":"C%d"}`, i%10),

@@ -85,8 +85,8 @@ func LatestAudit(t *testing.T, s LatestReader) {
 	ctx := context.Background()
 	writeArrivals(t, s)
 	// A replayed batch (the same positions again) adds nothing to a read.
-	Write(t, s, sink.Batch{TooLate: []model.TooLate{{Position: arrivals[12], EventID: "late-12", EventTime: MS("2026-11-04T10:10:00Z") + 12,
-		Payload: []byte(`{"n":12}`), Reason: model.ReasonWindowClosed}}})
+	Write(t, s, sink.Batch{Audit: sink.Audit{TooLate: []model.TooLate{{Position: arrivals[12], EventID: "late-12",
+		EventTime: MS("2026-11-04T10:10:00Z") + 12, Payload: []byte(`{"n":12}`), Reason: model.ReasonWindowClosed}}}})
 
 	latest := func(n int) (sink.Audit, error) { return s.LatestAudit(ctx, n) }
 	a, err := latest(5)

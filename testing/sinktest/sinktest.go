@@ -178,7 +178,7 @@ func testAppliesOneBatchInRevisionOrder(t *testing.T, u Under) {
 }
 
 func AuditBatch(t testing.TB) sink.Batch {
-	return sink.Batch{
+	return sink.Batch{Audit: sink.Audit{
 		TooLate: []model.TooLate{
 			{Position: "p0/f.jsonl:4", EventID: "d1", EventTime: MS("2026-11-04T10:10:00Z"),
 				Payload: []byte(`{"event_id":"d1","event_time":"2026-11-04T10:10:00Z","user_id":"u1","amount":"5"}`)},
@@ -190,7 +190,7 @@ func AuditBatch(t testing.TB) sink.Batch {
 			Payload: []byte(`{"event_id":"a1","amount":"120"}`)}},
 		Quarantined: []model.Quarantined{{Position: "p0/f.jsonl:7", Payload: []byte(`{not json`),
 			Reason: model.ReasonMalformedJSON, Detail: "invalid character 'n'"}},
-	}
+	}}
 }
 
 func testAuditRoundTrip(t *testing.T, u Under) {

@@ -140,20 +140,18 @@ func (g *Guard) Write(ctx context.Context, mu sync.Locker, b sink.Batch, out fun
 	var refused Refusals
 	rows, latest := refused.AdmitAll(SortedRows(b.Rows), g.latest)
 	audit := map[string]bool{}
-	admitted := sink.Batch{Rows: rows,
+	admitted := sink.Batch{Rows: rows, Progress: b.Progress, Audit: sink.Audit{
 		TooLate:     newAudits(g, audit, table.TooLateCodec, b.TooLate),
 		Conflicts:   newAudits(g, audit, table.ConflictCodec, b.Conflicts),
 		Quarantined: newAudits(g, audit, table.QuarantinedCodec, b.Quarantined),
-		Progress:    b.Progress,
-	}
+	}}
 	if err := out(admitted, refused.Stale); err != nil {
 		return sink.Result{}, err
 	}
 	maps.Copy(g.latest, latest)
 	maps.Copy(g.audit, audit)
 	refused.Warn(sinkName, attrs...)
-	n := len(admitted.TooLate) + len(admitted.Conflicts) + len(admitted.Quarantined)
-	return sink.Result{Accepted: len(rows), Stale: refused.Stale, AuditInserted: n}, nil
+	return sink.Result{Accepted: len(rows), Stale: refused.Stale, AuditInserted: admitted.Len()}, nil
 }
 
 // newAudits returns the records whose position is new to c's table, staging
