@@ -76,13 +76,7 @@ func (j *JSONL) Changelog(_ context.Context, q sink.Query) ([]sink.ChangelogEntr
 	}
 	slices.SortStableFunc(log, func(a, b sink.ChangelogEntry) int { return model.CompareRows(a.Row, b.Row) })
 	if q.Current {
-		var cur []sink.ChangelogEntry
-		for i, e := range log {
-			if i+1 == len(log) || !rules.SameKey(log[i+1].Row, e.Row) {
-				cur = append(cur, e)
-			}
-		}
-		log = cur
+		log = rules.LastPerKey(log, func(e sink.ChangelogEntry) model.Row { return e.Row })
 	}
 	return log, nil
 }

@@ -129,12 +129,7 @@ func (s *SQLite) Write(ctx context.Context, b sink.Batch) (sink.Result, error) {
 		}
 
 		accepted, _ := refused.AdmitAll(rows, current)
-		var last []model.Row
-		for i, r := range accepted {
-			if i+1 == len(accepted) || !rules.SameKey(accepted[i+1], r) { // the key's last accepted row
-				last = append(last, r)
-			}
-		}
+		last := rules.LastPerKey(accepted, func(r model.Row) model.Row { return r })
 		res.Accepted, res.Stale = len(accepted), refused.Stale
 		if _, err := insertRows(ctx, tx, "INSERT", sqlUpsertRowsSuffix, table.CurrentCodec, last); err != nil {
 			return err

@@ -104,6 +104,17 @@ func (f *Refusals) Warn(sinkName string, attrs ...any) {
 // SameKey reports whether two rows have one key.
 func SameKey(a, b model.Row) bool { return a.WindowStart == b.WindowStart && a.Dims == b.Dims }
 
+// LastPerKey keeps the last of each key's run in vs, sorted by key.
+func LastPerKey[T any](vs []T, row func(T) model.Row) []T {
+	var out []T
+	for i, v := range vs {
+		if i+1 == len(vs) || !SameKey(row(vs[i+1]), row(v)) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // SortedRows returns rows ordered by key, then revision: a key's snapshots
 // apply oldest first.
 func SortedRows(rows []model.Row) []model.Row {
