@@ -46,7 +46,7 @@ const (
 // per source_position). DML only where its quota fits: reconcile's writes,
 // run_config and source_resume.
 type BigQuery struct {
-	sqlread.Reader
+	sqlread.DB
 	client           *gbq.Client
 	api              appender
 	writer           *managedwriter.Client
@@ -98,7 +98,7 @@ func Open(ctx context.Context, spec sink.Spec) (*BigQuery, error) {
 	b := &BigQuery{client: client, writer: writer, project: spec.Project, dataset: spec.Dataset, sleep: retry.Sleep,
 		streams: newStreamPool(time.Now),
 		api:     &writeAPI{client: writer, project: spec.Project, dataset: spec.Dataset, emulator: storageEmulator()}}
-	b.Reader = sqlread.Reader{DB: sqlread.DB{Rows: b.rows, From: b.from, Changelog: b.changelog, Extreme: b.extremeTime, Dialect: bqDialect}}
+	b.DB = sqlread.DB{Rows: b.rows, From: b.from, ReadChangelog: b.changelog, Extreme: b.extremeTime, Dialect: bqDialect}
 	// The client retries without end: bound the schema check, so that an
 	// unreachable service is an error, not a start that never returns.
 	sctx, cancel := context.WithTimeout(ctx, schemaTimeout)

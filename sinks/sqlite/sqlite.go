@@ -25,7 +25,7 @@ import (
 // every write is a BEGIN IMMEDIATE transaction, retried on SQLITE_BUSY, that
 // applies the revision rules to the committed rows.
 type SQLite struct {
-	sqlread.Reader
+	sqlread.DB
 	db   *sql.DB
 	path string
 }
@@ -76,7 +76,7 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	// after this handle's writes.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
-	s.Reader = sqlread.Reader{DB: sqlread.DB{Rows: s.rows, From: s.from, Changelog: s.changelog, Extreme: s.extremeTime, Dialect: sqliteDialect}}
+	s.DB = sqlread.DB{Rows: s.rows, From: s.from, ReadChangelog: s.changelog, Extreme: s.extremeTime, Dialect: sqliteDialect}
 	err = s.inTx(ctx, "create schema", func(tx *sql.Tx) error {
 		if err := migrateCheckpoints(ctx, tx); err != nil {
 			return err

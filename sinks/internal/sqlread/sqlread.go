@@ -17,8 +17,8 @@ import (
 	"github.com/revenue-stream/hourly/sources/rawlog"
 )
 
-// DB is what the SQL backends (SQLite, BigQuery) answer alike; Reader
-// builds the rest of sink.Reader on it.
+// DB is what the SQL backends (SQLite, BigQuery) answer alike; its methods
+// build the rest of sink.Reader on it, and the backends embed it.
 type DB struct {
 	// Rows runs query, which selects t's columns in order, and calls each
 	// with every row's values. A *sink.RowError skips the row where the
@@ -27,17 +27,14 @@ type DB struct {
 	// From is what t's rows are selected from: one row per key, where rows
 	// are appended (BigQuery).
 	From func(t *table.Table) string
-	// Changelog reads the rows q selects, unordered.
-	Changelog func(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error)
+	// ReadChangelog reads the rows q selects, unordered.
+	ReadChangelog func(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error)
 	// Extreme returns the latest (or earliest) value of hourly_revenue's
 	// time column col among the current rows where selects; ok is false
 	// when it selects none.
 	Extreme func(ctx context.Context, what, col, where string, latest bool) (ms int64, ok bool, err error)
 	Dialect Dialect
 }
-
-// Reader is the part of sink.Reader SQLite and BigQuery share.
-type Reader struct{ DB DB }
 
 // Read reads records of c's table through query.
 func Read[T any](ctx context.Context, db DB, c table.Codec[T], what, query string, args ...any) ([]T, error) {
@@ -46,10 +43,10 @@ func Read[T any](ctx context.Context, db DB, c table.Codec[T], what, query strin
 	return out, err
 }
 
-// Changelog reads the rows q selects (DB.Changelog), ordered by key then
+// Changelog reads the rows q selects (ReadChangelog), ordered by key then
 // revision.
-func (r Reader) Changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
-	rows, err := r.DB.Changelog(ctx, q)
+func (db DB) Changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
+	rows, err := db.ReadChangelog(ctx, q)
 	if _, ok := sink.Unreadable(err); !ok {
 		return nil, err
 	}
@@ -57,19 +54,19 @@ func (r Reader) Changelog(ctx context.Context, q sink.Query) ([]sink.ChangelogEn
 	return rows, err
 }
 
-func (r Reader) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
-	return r.DB.Extreme(ctx, "read final horizon", "window_end", `result_state = 'FINAL'`, true)
+func (db DB) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
+	return db.Extreme(ctx, "read final horizon", "window_end", `result_state = 'FINAL'`, true)
 }
 
-func (r Reader) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
-	return r.DB.Extreme(ctx, "read earliest open window", "window_start", `result_state <> 'FINAL'`, false)
+func (db DB) EarliestOpenWindow(ctx context.Context) (windowStartMs int64, ok bool, err error) {
+	return db.Extreme(ctx, "read earliest open window", "window_start", `result_state <> 'FINAL'`, false)
 }
 
-func (r Reader) Audit(ctx context.Context) (sink.Audit, error) { return readAudits(ctx, r.DB, all) }
+func (db DB) Audit(ctx context.Context) (sink.Audit, error) { return readAudits(ctx, db, all) }
 
 // LatestAudit cuts the audit tables where they are stored (latestSQL).
-func (r Reader) LatestAudit(ctx context.Context, n int) (sink.Audit, error) {
-	return readAudits(ctx, r.DB, max(n, 0))
+func (db DB) LatestAudit(ctx context.Context, n int) (sink.Audit, error) {
+	return readAudits(ctx, db, max(n, 0))
 }
 
 func readAudits(ctx context.Context, db DB, latest int) (a sink.Audit, err error) {
@@ -98,8 +95,8 @@ func readAudit[T any](ctx context.Context, db DB, c table.Codec[T], latest int) 
 }
 
 // RunConfig returns the stored run settings.
-func (r Reader) RunConfig(ctx context.Context) (map[string]string, error) {
-	rows, err := Read(ctx, r.DB, table.ConfigCodec, "read "+table.RunConfig.Name, r.selectAll(table.RunConfig))
+func (db DB) RunConfig(ctx context.Context) (map[string]string, error) {
+	rows, err := Read(ctx, db, table.ConfigCodec, "read "+table.RunConfig.Name, db.selectAll(table.RunConfig))
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +104,8 @@ func (r Reader) RunConfig(ctx context.Context) (map[string]string, error) {
 }
 
 // Diffs returns the stored reconcile diffs ordered by run, window and dims.
-func (r Reader) Diffs(ctx context.Context) ([]sink.Diff, error) {
-	out, err := Read(ctx, r.DB, table.DiffCodec, "read "+table.ReconcileDiffs.Name, r.selectAll(table.ReconcileDiffs))
+func (db DB) Diffs(ctx context.Context) ([]sink.Diff, error) {
+	out, err := Read(ctx, db, table.DiffCodec, "read "+table.ReconcileDiffs.Name, db.selectAll(table.ReconcileDiffs))
 	if err != nil {
 		return nil, err
 	}
@@ -116,15 +113,15 @@ func (r Reader) Diffs(ctx context.Context) ([]sink.Diff, error) {
 	return out, nil
 }
 
-func (r Reader) selectAll(t *table.Table) string {
-	return `SELECT ` + r.DB.Dialect.Columns(t.Names()) + ` FROM ` + r.DB.From(t)
+func (db DB) selectAll(t *table.Table) string {
+	return `SELECT ` + db.Dialect.Columns(t.Names()) + ` FROM ` + db.From(t)
 }
 
 // Checkpoints reads the rows of c's progress table (source_checkpoints or
 // source_resume) that filter, the query's WHERE and ORDER BY, keeps, by
 // partition, then file.
 func Checkpoints(ctx context.Context, db DB, c table.Codec[table.CheckpointRow], filter string, args ...any) ([]model.Checkpoint, error) {
-	rows, err := Read(ctx, db, c, "read "+c.Table.Name, Reader{db}.selectAll(c.Table)+filter, args...)
+	rows, err := Read(ctx, db, c, "read "+c.Table.Name, db.selectAll(c.Table)+filter, args...)
 	out := table.CheckpointsOf(rows)
 	rules.SortCheckpoints(out)
 	return out, err
@@ -165,15 +162,15 @@ var StoredCodec = table.Codec[StoredRow]{Table: &table.Table{Name: table.HourlyR
 	}}
 
 // KeyCount returns how many (window, dims) keys the sink holds.
-func (r Reader) KeyCount(ctx context.Context) (int64, error) {
-	return Count(ctx, r.DB, "count "+table.HourlyRevenue.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenue))
+func (db DB) KeyCount(ctx context.Context) (int64, error) {
+	return Count(ctx, db, "count "+table.HourlyRevenue.Name, `SELECT COUNT(*) FROM `+db.From(table.HourlyRevenue))
 }
 
 // AuditCounts counts the audit tables' rows, one per source_position, in one
 // query (BigQuery bills a query at least 10 MB).
-func (r Reader) AuditCounts(ctx context.Context) (sink.AuditCounts, error) {
-	count := func(t *table.Table) string { return `(SELECT COUNT(*) FROM ` + r.DB.From(t) + `)` }
-	c, err := Read(ctx, r.DB, auditCountsCodec, "count the audit tables",
+func (db DB) AuditCounts(ctx context.Context) (sink.AuditCounts, error) {
+	count := func(t *table.Table) string { return `(SELECT COUNT(*) FROM ` + db.From(t) + `)` }
+	c, err := Read(ctx, db, auditCountsCodec, "count the audit tables",
 		`SELECT `+count(table.TooLateEvents)+`, `+count(table.ConflictEvents)+`, `+count(table.QuarantinedEvents))
 	if err != nil || len(c) == 0 {
 		return sink.AuditCounts{}, err
@@ -183,10 +180,10 @@ func (r Reader) AuditCounts(ctx context.Context) (sink.AuditCounts, error) {
 
 // Tally counts the tables where they are stored, one row per revision and
 // per source_position, reading only the last windows' rows for Latest.
-func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
+func (db DB) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 	t := sink.Tally{Current: map[model.ResultState]int64{}}
-	counts, err := Read(ctx, r.DB, windowCountCodec, "count "+table.HourlyRevenue.Name, `SELECT window_start, result_state, COUNT(*) FROM `+
-		r.DB.From(table.HourlyRevenue)+` GROUP BY window_start, result_state`)
+	counts, err := Read(ctx, db, windowCountCodec, "count "+table.HourlyRevenue.Name, `SELECT window_start, result_state, COUNT(*) FROM `+
+		db.From(table.HourlyRevenue)+` GROUP BY window_start, result_state`)
 	if err != nil {
 		return t, err
 	}
@@ -204,15 +201,15 @@ func (r Reader) Tally(ctx context.Context, latest int) (sink.Tally, error) {
 		from, seen = s, seen+perStart[s]
 	}
 	if latest > 0 && len(perStart) > 0 {
-		rows, err := sink.Rows(r.Changelog(ctx, sink.Query{Current: true, From: &from}))
+		rows, err := sink.Rows(db.Changelog(ctx, sink.Query{Current: true, From: &from}))
 		if err != nil {
 			return t, err
 		}
 		t.Latest = rows[max(0, len(rows)-latest):]
 	}
-	t.AuditCounts, err = r.AuditCounts(ctx)
+	t.AuditCounts, err = db.AuditCounts(ctx)
 	if err == nil {
-		t.Changelog, err = Count(ctx, r.DB, "count "+table.HourlyRevenueChangelog.Name, `SELECT COUNT(*) FROM `+r.DB.From(table.HourlyRevenueChangelog))
+		t.Changelog, err = Count(ctx, db, "count "+table.HourlyRevenueChangelog.Name, `SELECT COUNT(*) FROM `+db.From(table.HourlyRevenueChangelog))
 	}
 	return t, err
 }
