@@ -34,6 +34,11 @@ type bqType struct {
 
 func same(v any) any { return v }
 
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// ratMicros is an exact NUMERIC value for an amount in micros.
+func ratMicros(m int64) *big.Rat { return big.NewRat(m, 1_000_000) }
+
 // bqTypes is indexed by table.Type: the row encoder's lookup is on the write path.
 var bqTypes = [...]bqType{
 	table.Time: {gbq.TimestampFieldType, "TIMESTAMP", descriptorpb.FieldDescriptorProto_TYPE_INT64,
