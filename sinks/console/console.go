@@ -33,13 +33,8 @@ func init() {
 	sink.Register(sink.SchemeConsole, sink.Backend{Open: func(context.Context, sink.Spec) (sink.Sink, error) { return New(os.Stdout), nil }})
 }
 
-// New returns a console sink printing to w (os.Stdout when nil).
-func New(w io.Writer) *Console {
-	if w == nil {
-		w = os.Stdout
-	}
-	return &Console{w: w, guard: rules.NewGuard()}
-}
+// New returns a console sink printing to w.
+func New(w io.Writer) *Console { return &Console{w: w, guard: rules.NewGuard()} }
 
 var consoleColumns = []string{"window_start", "window_end", "dims", "revenue", "event_count", "revision", "result_state"}
 

@@ -1,7 +1,6 @@
 package jsonl
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -45,10 +44,9 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 		data = data[:i+1]
 	}
 	var out []T
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20) // audit lines carry payloads
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Bytes()
+	n := 0
+	for line := range bytes.Lines(data) {
+		n++
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -57,9 +55,6 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 			return nil, fmt.Errorf("jsonl sink %s: %s:%d: %w", dir, file, n, err)
 		}
 		out = append(out, v)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("jsonl sink %s: %s: %w", dir, file, err)
 	}
 	return out, nil
 }
