@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
@@ -15,15 +13,6 @@ import (
 
 // The SQLite sink's progress tables (ProgressStore, docs/restart.md).
 
-// sqlSealResumeSuffix replaces a partition's stored point unless it is the
-// same point, which keeps its sealed_at.
-var sqlSealResumeSuffix = func() string {
-	cols := slices.DeleteFunc(table.SourceResume.Names(), func(c string) bool {
-		return c == "sealed_at" || slices.Contains(table.SourceResume.Key, c)
-	})
-	return sqliteUpsertSuffix(table.SourceResume) + " WHERE (" + identList("", cols) + ") IS NOT (" + identList("excluded", cols) + ")"
-}()
-
 func (s *SQLite) RunCheckpoints(ctx context.Context, run string) ([]model.Checkpoint, error) {
 	return sqlread.Checkpoints(ctx, s.DB, table.CheckpointCodec, ` WHERE "run" = ? ORDER BY "partition", "file"`, run)
 }
@@ -32,17 +21,13 @@ func (s *SQLite) ResumePoints(ctx context.Context) ([]model.Checkpoint, error) {
 	return sqlread.Checkpoints(ctx, s.DB, table.ResumeCodec, ` ORDER BY "partition"`)
 }
 
-// SealResume stores resume points in one transaction.
+// SealResume replaces, in one transaction, each partition's point that moved.
 func (s *SQLite) SealResume(ctx context.Context, points []model.Checkpoint) error {
-	if err := rules.CheckResumePoints(points); err != nil {
-		return fmt.Errorf("sqlite sink %s: %w", s.path, err)
-	}
-	if len(points) == 0 {
-		return nil
-	}
-	return s.inTx(ctx, "seal source_resume", func(tx *sql.Tx) error {
-		_, err := insertRows(ctx, tx, "INSERT", sqlSealResumeSuffix, table.ResumeCodec, table.CheckpointRows(points, time.Now()))
-		return err
+	return rules.SealResume(ctx, "sqlite sink "+s.path, points, s.ResumePoints, func(rows []table.CheckpointRow) error {
+		return s.inTx(ctx, "seal source_resume", func(tx *sql.Tx) error {
+			_, err := insertRows(ctx, tx, "INSERT", sqliteUpsertSuffix(table.SourceResume), table.ResumeCodec, rows)
+			return err
+		})
 	})
 }
 

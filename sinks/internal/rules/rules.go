@@ -224,9 +224,9 @@ func canonicalSetting(key, v string) string {
 	return strings.Join(names, ",")
 }
 
-// CheckResumePoints refuses points with no partition or run, or two points
+// checkResumePoints refuses points with no partition or run, or two points
 // for one partition.
-func CheckResumePoints(points []model.Checkpoint) error {
+func checkResumePoints(points []model.Checkpoint) error {
 	seen := make(map[string]bool, len(points))
 	for _, p := range points {
 		switch {
@@ -242,13 +242,13 @@ func CheckResumePoints(points []model.Checkpoint) error {
 	return nil
 }
 
-// SealResume is ProgressStore.SealResume for the sinks that append
-// source_resume (BigQuery, jsonl): it refuses bad points (naming sinkName),
-// then hands store, stamped now, the points that differ from their
-// partition's current one, so sealed_at says when a point was first sealed.
+// SealResume is every backend's ProgressStore.SealResume: it refuses bad
+// points (naming sinkName), then hands store, stamped now, the points that
+// differ from their partition's current one, so sealed_at says when a point
+// was first sealed.
 func SealResume(ctx context.Context, sinkName string, points []model.Checkpoint,
 	current func(context.Context) ([]model.Checkpoint, error), store func([]table.CheckpointRow) error) error {
-	if err := CheckResumePoints(points); err != nil {
+	if err := checkResumePoints(points); err != nil {
 		return fmt.Errorf("%s: %w", sinkName, err)
 	}
 	stored, err := current(ctx)
