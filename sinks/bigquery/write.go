@@ -1,6 +1,7 @@
 package bigquery
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -267,14 +268,9 @@ func (b *beamStore) Buffered() ([][]byte, error) {
 	return rows, err
 }
 
+// ClearBuffer clears all three states: an error fails the bundle, rolled back.
 func (b *beamStore) ClearBuffer() error {
-	if err := b.f.Rows.Clear(b.sp); err != nil {
-		return err
-	}
-	if err := b.f.Count.Clear(b.sp); err != nil {
-		return err
-	}
-	return b.f.Bytes.Clear(b.sp)
+	return cmp.Or(b.f.Rows.Clear(b.sp), b.f.Count.Clear(b.sp), b.f.Bytes.Clear(b.sp))
 }
 
 func (b *beamStore) Sealed() (sealedBatch, bool, error) {
