@@ -53,7 +53,7 @@ func NewReport(o Outcome) report.Reconcile {
 		MetricsNote:      "Beam counters of the pipeline's comparison step, as the runner reported them",
 		Namespace:        Namespace,
 		MetricNames:      MetricNames,
-		Diffs:            []report.Diff{},
+		Diffs:            slicesx.Map(bySize(o.Diffs), reportDiff),
 		Open:             slicesx.Map(bySize(o.Open), reportDiff),
 		Unreadable:       slicesx.Map(o.Unreadable, Unreadable.String),
 	}
@@ -65,11 +65,10 @@ func NewReport(o Outcome) report.Reconcile {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
 		r.Metrics = o.Comparison.Metrics() // what Run put in Counters, also for an Outcome Run did not make
 	}
-	for _, d := range bySize(o.Diffs) {
+	for _, d := range o.Diffs {
 		r.ByClass[d.Classification]++
 		r.TotalDeltaMicros += d.DeltaMicros()
 		r.TotalDeltaCount += d.DeltaCount()
-		r.Diffs = append(r.Diffs, reportDiff(d))
 	}
 	r.TotalDelta = report.Signed(r.TotalDeltaMicros)
 	return r
