@@ -171,17 +171,16 @@ func (a *Advice) split(what string, names []string, by func(Outcome) []Fates, li
 
 func (a *Advice) latenessSection() report.AdviceSection {
 	o := a.Options
-	s := report.AdviceSection{Title: "Allowed lateness (--allowed-lateness)"}
-	s.Lines = []string{fmt.Sprintf("with --ooo-bound=%s --idle-timeout=%s; too late is left to reconciliation (audited in too_late_events)",
-		cli.FormatDuration(o.Watermark.OutOfOrderBound), cli.FormatDuration(o.Watermark.IdleTimeout))}
-	t := table([]string{"lateness", "late (LATE revisions)", "too late", "too late events", "too late revenue"}, a.LatenessTable,
-		func(r Outcome) bool { return r.Lateness == Duration(o.Triggers.AllowedLateness) },
-		func(r Outcome) []string {
-			tot := r.Fates.Total()
-			return []string{r.Lateness.String(), shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), report.Count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
-		})
-	s.Tables = []report.Table{t}
-	return s
+	return report.AdviceSection{Title: "Allowed lateness (--allowed-lateness)",
+		Lines: []string{fmt.Sprintf("with --ooo-bound=%s --idle-timeout=%s; too late is left to reconciliation (audited in too_late_events)",
+			cli.FormatDuration(o.Watermark.OutOfOrderBound), cli.FormatDuration(o.Watermark.IdleTimeout))},
+		Tables: []report.Table{table([]string{"lateness", "late (LATE revisions)", "too late", "too late events", "too late revenue"}, a.LatenessTable,
+			func(r Outcome) bool { return r.Lateness == Duration(o.Triggers.AllowedLateness) },
+			func(r Outcome) []string {
+				tot := r.Fates.Total()
+				return []string{r.Lateness.String(), shares(r.Fates.Late, tot), shares(r.Fates.TooLate, tot), report.Count(r.Fates.TooLate.Events), model.FormatMicros(r.Fates.TooLate.RevenueMicros)}
+			})},
+	}
 }
 
 func (a *Advice) retentionSection() report.AdviceSection {

@@ -2,8 +2,7 @@
 // revenue and event count per window and dims from the raw log in a Beam batch pipeline, compares
 // them with the sink's rows as the pipeline's last step, writes one reconcile_diffs row per
 // differing window, and with --apply writes each material correction as a higher FINAL revision
-// (writer reconcile:<run_id>). A second run finds nothing. cmd/reconcile is a thin shell around
-// [Parse], [Options.Validate] and [Run].
+// (writer reconcile:<run_id>). A second run finds nothing. cmd/reconcile calls [Main].
 //
 //	partitions ─ Reshuffle ─ scan (rawlog.Scan, rawlog.Stamper, event.Parse) ─┐
 //	stream evidence (conflict_events, too_late_events) ───────────────────────┴─ CoGroupByKey(shard)

@@ -53,7 +53,7 @@ func NewReport(o Outcome) report.Reconcile {
 		MetricsNote:      "Beam counters of the pipeline's comparison step, as the runner reported them",
 		Namespace:        Namespace,
 		MetricNames:      MetricNames,
-		Diffs:            []report.Diff{},
+		Diffs:            slicesx.Map(bySize(o.Diffs), reportDiff),
 		Open:             slicesx.Map(bySize(o.Open), reportDiff),
 		Unreadable:       slicesx.Map(o.Unreadable, Unreadable.String),
 	}
@@ -65,11 +65,10 @@ func NewReport(o Outcome) report.Reconcile {
 		r.MetricsSource, r.MetricsNote = MetricsFromComparison, "computed from the comparison: the runner reported no counters"
 		r.Metrics = o.Comparison.Metrics() // what Run put in Counters, also for an Outcome Run did not make
 	}
-	for _, d := range bySize(o.Diffs) {
+	for _, d := range o.Diffs {
 		r.ByClass[d.Classification]++
 		r.TotalDeltaMicros += d.DeltaMicros()
 		r.TotalDeltaCount += d.DeltaCount()
-		r.Diffs = append(r.Diffs, reportDiff(d))
 	}
 	r.TotalDelta = report.Signed(r.TotalDeltaMicros)
 	return r
@@ -159,13 +158,9 @@ func metricsLine(m map[string]int64) string {
 
 func diffTable(diffs []report.Diff) report.Table {
 	t := report.NewTable("", "window_start", "dims", "streamed", "recomputed", "delta", "count", "classification", "applied")
-	for _, d := range diffs {
-		class := d.Classification
-		if class != "" {
-			class = d.ClassCell()
-		}
+	for _, d := range diffs { // closed keys: every one classified
 		t.Rows = append(t.Rows, []string{d.WindowStart, d.Dims, d.Streamed, d.Recomputed, d.Delta,
-			fmt.Sprintf("%d→%d", d.StreamedCount, d.RecompCount), class, d.AppliedCell()})
+			fmt.Sprintf("%d→%d", d.StreamedCount, d.RecompCount), d.ClassCell(), d.AppliedCell()})
 	}
 	return t
 }

@@ -35,13 +35,8 @@ func stateClass(state string) string {
 	return "unknown"
 }
 
-// fmtWall renders a wall-clock instant in UTC, or "" when unset.
-func fmtWall(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
-}
+// fmtWall renders a wall-clock instant in UTC.
+func fmtWall(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // fmtEventTime renders an event time or watermark, "—" for none.
 func fmtEventTime(ms int64) string {
