@@ -57,7 +57,7 @@ func TestRecommendationReplaysOnPrism(t *testing.T) {
 	}
 
 	db, runReport := filepath.Join(t.TempDir(), "revenue.db"), filepath.Join(t.TempDir(), "run.json")
-	lo, err := launch.Parse(append(slices.Clone(rec.Flags), "--source="+dir, "--sink=sqlite:"+db, "--report="+runReport))
+	lo, err := launch.Command.Parse(append(slices.Clone(rec.Flags), "--source="+dir, "--sink=sqlite:"+db, "--report="+runReport))
 	if err != nil {
 		t.Fatalf("cmd/launch refuses the recommended flags %v: %v", rec.Flags, err)
 	}

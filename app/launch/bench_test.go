@@ -31,7 +31,7 @@ func BenchmarkPipelineVsBaseline(b *testing.B) {
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(cli.NewLogger(os.Stderr, slog.LevelWarn)) // the job's start lines would split the result lines
 	dir := filepath.Join(b.TempDir(), "log")
-	if _, err := gen.Write(dir, gen.Bench(100_000)); err != nil {
+	if _, err := gen.Write(dir, oracle.BenchLog(100_000)); err != nil {
 		b.Fatal(err)
 	}
 	var pipeSec, baseSec float64

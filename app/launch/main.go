@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,12 +36,13 @@ const (
 
 // Main runs the command with args (without the program name) and returns its exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(command, args, stdout, stderr)
+	return cli.Main(Command, args, stdout, stderr)
 }
 
-// command is cmd/launch: the flag table (flagTable), the settings derived from several flags
-// (complete), the run and its exit codes.
-var command = cli.Command[Options]{
+// Command is cmd/launch: the flag table (flagTable), the settings derived from several flags
+// (complete), the run and its exit codes. Its Parse reads a command line into Options without
+// checking the settings.
+var Command = cli.Command[Options]{
 	Name: "launch",
 	Synopsis: fmt.Sprintf(`Usage: launch [flags]
 
@@ -176,16 +176,6 @@ func parseCacheSize(s string) (int, error) {
 		return 0, fmt.Errorf("invalid size %q: want a positive size like 512MiB or 23GiB", s)
 	}
 	return int(n * mult), nil
-}
-
-// Parse reads a command line (without the program name) into Options, checking syntax only
-// (Validate checks the settings). An error is a *ConfigError, or flag.ErrHelp for --help.
-func Parse(args []string) (Options, error) {
-	o, err := command.Parse(args)
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		return o, &ConfigError{Err: err}
-	}
-	return o, err
 }
 
 // complete sets the live demo's defaults on the flags the command line left alone, then the

@@ -20,6 +20,7 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
+	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
@@ -77,7 +78,7 @@ func TestNoLiveMetricsSealsNothing(t *testing.T) {
 	const days = 4
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
-	c := gen.Bench(20_000)
+	c := oracle.BenchLog(20_000)
 	c.Span, c.FilesPerPartition = days*24*time.Hour, days*24
 	if _, err := gen.Write(full, c); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sqlite"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/bqtest"
+	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/sinktest"
 )
 
@@ -178,7 +179,7 @@ type restartHooks struct {
 func restartScenario(t testing.TB, events, days int, h restartHooks) restartFigures {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
-	c := gen.Bench(events)
+	c := oracle.BenchLog(events)
 	c.Span = time.Duration(days) * 24 * time.Hour
 	c.FilesPerPartition = days * 24
 	if _, err := gen.Write(full, c); err != nil {
@@ -333,7 +334,7 @@ func TestRestartReadsRetentionNotHistoryBigQuery(t *testing.T) {
 	}
 	bqtest.Start(t)
 	dir := t.TempDir()
-	c := gen.Bench(1_000) // the emulator is slow with many rows
+	c := oracle.BenchLog(1_000) // the emulator is slow with many rows
 	c.Span, c.FilesPerPartition = 3*24*time.Hour, 3*24
 	if _, err := gen.Write(dir, c); err != nil {
 		t.Fatal(err)

@@ -16,12 +16,12 @@ import (
 
 // BenchmarkRecompute measures the batch recomputation on prism, end to end:
 // pipeline submission, reading and validating every line of a generated log
-// (gen.Bench: 4 partitions, 5% retries, 0.5% conflicts, 1% late, 0.1% too
+// (oracle.BenchLog: 4 partitions, 5% retries, 0.5% conflicts, 1% late, 0.1% too
 // late), the choice per event_id, the sums per window and the result file
 // read back by the driver. events/s counts records read.
 func BenchmarkRecompute(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "log")
-	st, err := gen.Write(dir, gen.Bench(200_000))
+	st, err := gen.Write(dir, oracle.BenchLog(200_000))
 	if err != nil {
 		b.Fatal(err)
 	}

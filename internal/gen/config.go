@@ -74,18 +74,6 @@ func Demo() Config {
 	}
 }
 
-// Bench is the benchmark shape: Demo with n events, more retries and no idle partition.
-func Bench(n int) Config {
-	c := Demo()
-	c.Seed = 1_000_000
-	c.Events = n
-	c.FilesPerPartition = 10
-	c.DupRate, c.ConflictRate, c.LateRate, c.TooLateRate, c.MalformedRate = 0.05, 0.005, 0.01, 0.001, 0.0001
-	c.IdlePartition, c.IdleGap = -1, 0
-	c.ArrivalField = ""
-	return c
-}
-
 // Validate refuses a Config whose promises (see the package doc) cannot hold.
 func (c Config) Validate() error {
 	for _, r := range []struct {

@@ -16,7 +16,7 @@
 //     address before: EnsureJobService starts it and sets --endpoint.
 //   - With prism in this process, --async would let the job die with the
 //     command: launch and reconcile refuse it unless --endpoint names a job
-//     server (async.go). Other runners keep --async.
+//     server (CheckAsync). Other runners keep --async.
 //   - One output watermark per stage, from the last bundle's residuals: the
 //     folder source shares a watermark.Board per source (shared.go) so a fast
 //     partition cannot pass a slow one; --idle-advance=hold is prism-only.

@@ -211,7 +211,7 @@ func child(self, mode, dir string) (result, error) {
 
 // logShape is the generated log of --shape.
 func logShape(shape string, events int, span time.Duration) (gen.Config, error) {
-	c := gen.Bench(events)
+	c := oracle.BenchLog(events)
 	c.Span = span
 	switch shape {
 	case "bench":

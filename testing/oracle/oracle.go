@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
@@ -419,4 +420,17 @@ func (r Result) SinkDiff(ctx context.Context, s sink.Reader) ([]string, error) {
 		return nil, err
 	}
 	return append(r.FinalDiff(rows), r.AuditDiff(a.TooLate, a.Conflicts, a.Quarantined)...), nil
+}
+
+// BenchLog is the benchmarks' generated log: gen.Demo with n events, more retries and no idle
+// partition.
+func BenchLog(n int) gen.Config {
+	c := gen.Demo()
+	c.Seed = 1_000_000
+	c.Events = n
+	c.FilesPerPartition = 10
+	c.DupRate, c.ConflictRate, c.LateRate, c.TooLateRate, c.MalformedRate = 0.05, 0.005, 0.01, 0.001, 0.0001
+	c.IdlePartition, c.IdleGap = -1, 0
+	c.ArrivalField = ""
+	return c
 }

@@ -302,7 +302,7 @@ func TestReplayRecordsMatchesReplay(t *testing.T) {
 func BenchmarkOracle1M(b *testing.B) {
 	const n = 1_000_000
 	dir := filepath.Join(b.TempDir(), "log")
-	st, err := gen.Write(dir, gen.Bench(n))
+	st, err := gen.Write(dir, BenchLog(n))
 	if err != nil {
 		b.Fatal(err)
 	}
