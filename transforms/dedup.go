@@ -72,12 +72,10 @@ func (o DedupOptions) Validate() error {
 //
 // Counted events come out summed per window, dims and AfterEnd over each
 // judged batch, KV<window key, model.Delta>. Too-late records are the gate's
-// and those of windows whose ids the shard already forgot (judge).
+// and those of windows whose ids the shard already forgot (judge). o must
+// have passed Validate (pipeline.Options.Validate).
 func Dedup(s beam.Scope, admitted Admitted, o DedupOptions) (counted, conflicts, tooLate beam.PCollection) {
 	s = s.Scope("Dedup")
-	if err := o.Validate(); err != nil {
-		panic(err) // options are validated by the caller; this is a programming error
-	}
 	batches, gated := WatermarkGate(s, admitted.Batches, admitted.Windows, o)
 	counted, conflicts, forgotten := beam.ParDo3(s, &dedupFn{
 		keyedStep: newKeyedStep(o),
@@ -245,11 +243,10 @@ func (f *dedupFn) advance(ctx context.Context, sp state.Provider, shard int, st 
 	if !compact {
 		return nil
 	}
-	st.stored = st.ids.n
 	if err := f.IDs.Clear(sp); err != nil {
 		return fmt.Errorf("dedup: clear ids: %w", err)
 	}
-	for _, blob := range st.encodeIDs(f.Policy) {
+	for _, blob := range st.compact(f.Policy) {
 		if err := f.IDs.Add(sp, blob); err != nil {
 			return fmt.Errorf("dedup: rewrite ids: %w", err)
 		}

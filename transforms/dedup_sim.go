@@ -59,8 +59,7 @@ func (s *DedupShardSim) Advance(w int64) {
 	if _, compact := s.st.advance(s.Shard, w, s.retentionMs, s.p); !compact {
 		return
 	}
-	s.st.stored = s.st.ids.n
-	s.bag = s.st.encodeIDs(s.p)
+	s.bag = s.st.compact(s.p)
 	s.bagBytes = 0
 	for _, b := range s.bag {
 		s.bagBytes += int64(len(b))

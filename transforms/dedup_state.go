@@ -309,9 +309,10 @@ func (st *shardState) loadIDs(blobs [][]byte, p triggers.Policy, retentionMs int
 	return nil
 }
 
-// encodeIDs writes the live ids for compaction: one window a blob, at most
-// compactChunkIDs ids each.
-func (st *shardState) encodeIDs(p triggers.Policy) [][]byte {
+// compact returns the live ids as the bag's new blobs, which then is all it
+// stores: one window a blob, at most compactChunkIDs ids each.
+func (st *shardState) compact(p triggers.Policy) [][]byte {
+	st.stored = st.ids.n
 	open := map[uint32]*idBlobs{}
 	var out [][]byte
 	st.ids.each(func(k idKey, fp uint64, wi uint32) {

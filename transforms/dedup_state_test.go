@@ -97,7 +97,7 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	var expired, extra idBlobs
 	expired.add(at("2026-11-04T10:00:00Z"), hashID("old"), 1)
 	extra.add(at("2026-11-05T01:00:00Z"), hashID("late-added"), 9)
-	blobs := append(append([][]byte{expired.blob()}, st.encodeIDs(p)...), extra.blob())
+	blobs := append(append([][]byte{expired.blob()}, st.compact(p)...), extra.blob())
 	if err := back.loadIDs(blobs, p, retention); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func BenchmarkStateBytesPerID(b *testing.B) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms1)
-	blobs := st.encodeIDs(p)
+	blobs := st.compact(p)
 	size := 0
 	for _, bl := range blobs {
 		size += len(bl)
@@ -233,7 +233,7 @@ func TestCompactionChunksAreBounded(t *testing.T) {
 	for i := 0; i < compactChunkIDs+10; i++ {
 		st.Judge(&model.Event{EventID: fmt.Sprint(i), EventTime: at("2026-11-04T10:00:00Z") + int64(i), Fingerprint: 7}, p)
 	}
-	blobs := st.encodeIDs(p)
+	blobs := st.compact(p)
 	if len(blobs) != 2 {
 		t.Fatalf("%d blobs, want 2", len(blobs))
 	}

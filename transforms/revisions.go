@@ -59,14 +59,10 @@ func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.R
 const (
 	tagOnTime = "on_time" // at window_end
 	tagFinal  = "final"   // at window_end + allowed lateness
-	tagForget = "forget"  // markerHorizon after the close: drop the closed marker
+	// window + allowed lateness after the close: drop the closed marker (by
+	// then the gate sends the window's records to too_late)
+	tagForget = "forget"
 )
-
-// markerHorizon is how long after its close a window's closed marker is kept
-// (window + allowed lateness): by then the gate sends its records to too_late.
-func markerHorizon(p triggers.Policy) int64 {
-	return p.Window.Milliseconds() + p.AllowedLateness.Milliseconds()
-}
 
 type revisionsFn struct {
 	Policy    triggers.Policy
@@ -86,8 +82,8 @@ type revisionsFn struct {
 
 	afterFinal, markersExpired, replayedFinal, adopted beam.Counter
 
-	rows        map[model.ResultState]beam.Counter
-	rowRevenues map[model.ResultState]beam.Distribution
+	rows        [model.Final + 1]beam.Counter // by row state
+	rowRevenues [model.Final + 1]beam.Distribution
 }
 
 func (f *revisionsFn) Setup(ctx context.Context) error {
@@ -104,8 +100,6 @@ func (f *revisionsFn) Setup(ctx context.Context) error {
 		slog.Info("revisions: seeded from the sink", "sink", f.Published.String(), "rows", len(rows), "reach", f.Bound.String())
 	}
 	f.seedCounter = metrics.Counter(metrics.RevisionSeedRows)
-	f.rows = map[model.ResultState]beam.Counter{}
-	f.rowRevenues = map[model.ResultState]beam.Distribution{}
 	for _, st := range model.ResultStates {
 		f.rows[st] = metrics.Counter(metrics.RowsBy(st.String()))
 		f.rowRevenues[st] = metrics.Distribution(metrics.RowRevenueBy(st.String()))
@@ -203,7 +197,8 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		f.Firing.Set(tp, time.UnixMilli(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
 		// Set here, not from the FINAL timer: prism v2.77.0 stalls on a
 		// timer set from OnTimer once the watermark has passed it.
-		f.Firing.Set(tp, time.UnixMilli(f.Policy.CloseTime(start)+markerHorizon(f.Policy)), timers.WithTag(tagForget))
+		forget := f.Policy.CloseTime(start) + f.Policy.Window.Milliseconds() + f.Policy.AllowedLateness.Milliseconds()
+		f.Firing.Set(tp, time.UnixMilli(forget), timers.WithTag(tagForget))
 	}
 	switch {
 	case w.Final:
@@ -239,6 +234,7 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 	if err != nil || w == nil {
 		return err
 	}
+	var rows []model.Row
 	switch t.Tag {
 	case tagForget:
 		if !w.Final {
@@ -246,20 +242,16 @@ func (f *revisionsFn) OnTimer(ctx context.Context, sp state.Provider, _ timers.P
 		}
 		f.markersExpired.Inc(ctx, 1)
 		return f.State.Clear(sp)
-	case tagOnTime, tagFinal:
-		fire := w.OnTime
-		if t.Tag == tagFinal {
-			fire = w.Close // ON_TIME's rows too, if it has not fired
-		}
-		rows, err := fire()
-		if err != nil {
-			return fmt.Errorf("revisions %s: %w", key, err)
-		}
-		f.emit(ctx, emit, rows...)
-		if t.Tag == tagFinal {
-			// Release the aggregation: keep the closed marker only.
-			w.RevenueMicros, w.Count = 0, 0
-		}
+	case tagOnTime:
+		rows, err = w.OnTime()
+	case tagFinal:
+		rows, err = w.Close() // ON_TIME's rows too, if it has not fired
+		// Release the aggregation: keep the closed marker only.
+		w.RevenueMicros, w.Count = 0, 0
 	}
+	if err != nil {
+		return fmt.Errorf("revisions %s: %w", key, err)
+	}
+	f.emit(ctx, emit, rows...)
 	return f.State.Write(sp, encodeWindow(w))
 }
