@@ -102,6 +102,7 @@ type dedupFn struct {
 
 func (f *dedupFn) Setup() {
 	f.keyedStep.setup()
+	f.sums.policy = f.Policy
 	f.counted = metrics.Counter(metrics.Counted)
 	f.duplicates = metrics.Counter(metrics.Duplicates)
 	f.conflicts = metrics.Counter(metrics.Conflicts)
@@ -118,24 +119,19 @@ func (f *dedupFn) held() heldBatches { return heldBatches{bag: f.Pending, timer:
 
 func (f *dedupFn) ProcessElement(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, batch model.EventBatch,
 	emit func(string, model.Delta), conflict func(model.Conflict), late func(model.TooLate)) error {
-	return f.summed(emit, func(count func(*model.Event) error) error {
-		return f.process(ctx, sp, tp, shard, batch, count, conflict, late)
-	})
+	return f.flush(emit, f.process(ctx, sp, tp, shard, batch, f.sums.add, conflict, late))
 }
 
 // OnTimer releases the batches held for position order whose wait ended.
 func (f *dedupFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provider, shard int, t timers.Context,
 	emit func(string, model.Delta), conflict func(model.Conflict), late func(model.TooLate)) error {
-	return f.summed(emit, func(count func(*model.Event) error) error {
-		return f.onTimer(ctx, sp, tp, shard, t, count, conflict, late)
-	})
+	return f.flush(emit, f.onTimer(ctx, sp, tp, shard, t, f.sums.add, conflict, late))
 }
 
-// summed runs one call of the step, its counted events summed (windowSums)
-// and emitted once it has judged them all.
-func (f *dedupFn) summed(emit func(string, model.Delta), call func(count func(*model.Event) error) error) error {
-	f.sums.policy = f.Policy
-	if err := call(f.sums.add); err != nil {
+// flush emits what one call counted, summed per window (windowSums), once it
+// has judged it all; after an error (err) it drops the sums.
+func (f *dedupFn) flush(emit func(string, model.Delta), err error) error {
+	if err != nil {
 		f.sums.sums.reset()
 		return err
 	}

@@ -32,33 +32,30 @@ type WindowState struct {
 // runners fire timers across keys in any order.
 func (w *WindowState) Add(revenueMicros, count int64, afterEnd bool) ([]model.Row, error) {
 	if afterEnd && !w.OnTimeDone {
-		s, err := AddMicros(w.HeldLateMicros, revenueMicros)
-		if err != nil {
-			return nil, err
-		}
-		w.HeldLateMicros, w.HeldLateCount = s, w.HeldLateCount+count
-		return nil, nil
+		return nil, addTo(&w.HeldLateMicros, &w.HeldLateCount, revenueMicros, count)
 	}
-	s, err := AddMicros(w.RevenueMicros, revenueMicros)
-	if err != nil {
+	if err := addTo(&w.RevenueMicros, &w.Count, revenueMicros, count); err != nil || !w.OnTimeDone || count == 0 {
 		return nil, err
 	}
-	w.RevenueMicros = s
-	w.Count += count
-	if !w.OnTimeDone || count == 0 {
-		return nil, nil
-	}
 	return w.late(nil)
+}
+
+// addTo adds micros and count to the total *sum of *n events, refusing to wrap.
+func addTo(sum, n *int64, micros, count int64) error {
+	s, err := AddMicros(*sum, micros)
+	if err != nil {
+		return err
+	}
+	*sum, *n = s, *n+count
+	return nil
 }
 
 // late counts the held late data in and appends a LATE row if one is due.
 func (w *WindowState) late(rows []model.Row) ([]model.Row, error) {
 	if w.HeldLateCount > 0 {
-		s, err := AddMicros(w.RevenueMicros, w.HeldLateMicros)
-		if err != nil {
+		if err := addTo(&w.RevenueMicros, &w.Count, w.HeldLateMicros, w.HeldLateCount); err != nil {
 			return rows, err
 		}
-		w.RevenueMicros, w.Count = s, w.Count+w.HeldLateCount
 		w.HeldLateMicros, w.HeldLateCount = 0, 0
 	}
 	if r, ok := w.fire(model.Late); ok {
