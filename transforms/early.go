@@ -3,6 +3,7 @@ package transforms
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -120,12 +121,9 @@ func (f *dirtyKeysFn) ProcessElement(_ context.Context, ts beam.EventTime, sp st
 	if err != nil {
 		return fmt.Errorf("early ticks: read dirty keys: %w", err)
 	}
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			emit(beam.EventTime(since), k, model.Delta{Tick: true})
-		}
+	slices.Sort(keys)
+	for _, k := range slices.Compact(keys) { // one tick a key
+		emit(beam.EventTime(since), k, model.Delta{Tick: true})
 	}
 	if err := f.Since.Clear(sp); err != nil {
 		return fmt.Errorf("early ticks: clear state: %w", err)

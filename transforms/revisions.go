@@ -128,10 +128,8 @@ func encodeWindow(w *triggers.WindowState) []byte {
 
 func decodeWindow(b []byte) (*triggers.WindowState, error) {
 	r := coders.Reader{B: b}
-	w := &triggers.WindowState{Start: r.Varint(), End: r.Varint(), Dims: r.String(), RevenueMicros: r.Varint(), Count: r.Varint()}
-	w.Published = coders.ReadRow(&r)
-	w.OnTimeDone = r.Bool()
-	w.Final = r.Bool()
+	w := &triggers.WindowState{Start: r.Varint(), End: r.Varint(), Dims: r.String(), RevenueMicros: r.Varint(), Count: r.Varint(),
+		Published: coders.ReadRow(&r), OnTimeDone: r.Bool(), Final: r.Bool()}
 	if len(r.B) > 0 { // absent in state of an older version: none held
 		w.HeldLateMicros, w.HeldLateCount = r.Varint(), r.Varint()
 	}
