@@ -77,9 +77,16 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 				f.arm(tp, key, st, s) // a no-op for a window already armed
 			}
 		}
-		events, spans, since, err := f.summary(batch)
-		if err != nil {
-			return fmt.Errorf("gate: %w", err)
+		// The events' windows and timestamp: from Admit's header while they
+		// are coded (events nil), else decoded.
+		var events []model.Event
+		var err error
+		spans, since := batch.Spans, batch.Since
+		if batch.Coded == nil || len(spans) == 0 {
+			if events, err = coders.BatchEvents(batch); err != nil {
+				return fmt.Errorf("gate: %w", err)
+			}
+			spans, since = spansOf(events, f.Policy)
 		}
 		// Armed before the batch is judged or held: the announcement may lag.
 		for _, start := range spans {
@@ -110,19 +117,6 @@ func (f *gateFn) ProcessElement(ctx context.Context, sp state.Provider, tp timer
 		}
 		return nil
 	})
-}
-
-// summary returns the windows of a batch's events and its timestamp: from
-// Admit's header while the events are coded (events nil), else decoded.
-func (f *gateFn) summary(b model.EventBatch) (events []model.Event, spans []int64, since int64, err error) {
-	if b.Coded != nil && len(b.Spans) > 0 {
-		return nil, b.Spans, b.Since, nil
-	}
-	if events, err = coders.BatchEvents(b); err != nil {
-		return nil, nil, 0, err
-	}
-	spans, since = spansOf(events, f.Policy)
-	return events, spans, since, nil
 }
 
 // spansOf returns the window starts of events, each once in the order it
