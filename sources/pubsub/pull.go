@@ -295,7 +295,8 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		if b.name != "" {
 			if err := r.archiveBatch(ctx, p, b); err != nil {
 				p.held.untrack(b)
-				r.nack(ctx, b.ackIDs)
+				// Hand them back for prompt redelivery, best effort.
+				r.inChunks(b.ackIDs, r.deadline(ctx, 0), "pubsub nack failed; the messages come back after their ack deadline")
 				p.held.release(len(msgs))
 				b.err = err
 				p.results <- b
@@ -304,7 +305,7 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		}
 		r.fault(faults.PubSubAfterArchive)
 		r.watch.waitOn(b.seq, waitAcknowledge)
-		r.ack(ctx, p, b.ackIDs)
+		r.ack(ctx, b.ackIDs)
 		p.held.untrack(b)
 		p.held.release(len(msgs))
 		r.fault(faults.PubSubAfterAck)
@@ -394,42 +395,42 @@ func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{
 			return
 		case <-t.C:
 		}
-		for ids := range slices.Chunk(p.held.due(r.now(), r.o.AckExtendEvery), ackChunk) {
-			if err := r.modifyDeadline(ctx, ids, r.o.AckExtension); err != nil {
-				r.log.Warn("pubsub ack deadline extension failed", "messages", len(ids), "err", err)
-			} else {
-				r.c.extended.Add(int64(len(ids)))
-			}
-		}
+		extended, _ := r.inChunks(p.held.due(r.now(), r.o.AckExtendEvery), r.deadline(ctx, r.o.AckExtension),
+			"pubsub ack deadline extension failed")
+		r.c.extended.Add(extended)
 	}
 }
 
-func (r *reader) modifyDeadline(ctx context.Context, ids []string, d time.Duration) error {
-	return r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
-		Subscription: r.subscription, AckIds: ids, AckDeadlineSeconds: int32(d / time.Second)})
+// deadline sets the ack deadline of messages to d (0: hand them back).
+func (r *reader) deadline(ctx context.Context, d time.Duration) func(ids []string) error {
+	return func(ids []string) error {
+		return r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
+			Subscription: r.subscription, AckIds: ids, AckDeadlineSeconds: int32(d / time.Second)})
+	}
 }
 
-func (r *reader) ack(ctx context.Context, p *pulling, ackIDs []string) {
-	for ids := range slices.Chunk(ackIDs, ackChunk) {
-		err := r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ids})
-		if err != nil { // the messages come again, and dedup drops the copies
-			r.c.ackErrors.Add(int64(len(ids)))
-			r.log.Warn("pubsub acknowledge failed; the messages come back and are deduplicated",
-				"subscription", r.subscription, "messages", len(ids), "err", err)
+// ack acknowledges messages; a failed acknowledge brings them again, and
+// dedup drops the copies.
+func (r *reader) ack(ctx context.Context, ackIDs []string) {
+	acked, failed := r.inChunks(ackIDs, func(ids []string) error {
+		return r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ids})
+	}, "pubsub acknowledge failed; the messages come back and are deduplicated")
+	r.c.acked.Add(acked)
+	r.c.ackErrors.Add(failed)
+}
+
+// inChunks calls call on ids in requests of at most ackChunk, logging msg
+// for each failed one, and returns how many ids went and failed.
+func (r *reader) inChunks(ids []string, call func(ids []string) error, msg string) (ok, failed int64) {
+	for chunk := range slices.Chunk(ids, ackChunk) {
+		if err := call(chunk); err != nil {
+			failed += int64(len(chunk))
+			r.log.Warn(msg, "subscription", r.subscription, "messages", len(chunk), "err", err)
 		} else {
-			r.c.acked.Add(int64(len(ids)))
+			ok += int64(len(chunk))
 		}
 	}
-}
-
-// nack hands messages back for prompt redelivery, best effort.
-func (r *reader) nack(ctx context.Context, ackIDs []string) {
-	for ids := range slices.Chunk(ackIDs, ackChunk) {
-		if err := r.modifyDeadline(ctx, ids, 0); err != nil {
-			r.log.Warn("pubsub nack failed; the messages come back after their ack deadline",
-				"subscription", r.subscription, "messages", len(ids), "err", err)
-		}
-	}
+	return ok, failed
 }
 
 // isBacklog reports whether a pulled batch comes from a backlog: a message
