@@ -33,18 +33,17 @@ type batch struct {
 	err    error // not archived within the limit: the call fails
 }
 
-// held bounds and tracks the messages pulled but not yet acknowledged.
+// held bounds the messages pulled but not yet acknowledged.
 type held struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	n, max  int
-	peak    int
-	batches map[*batch]struct{}
-	closed  bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n, max int
+	peak   int
+	closed bool
 }
 
 func newHeld(max int) *held {
-	h := &held{max: max, batches: map[*batch]struct{}{}}
+	h := &held{max: max}
 	h.cond = sync.NewCond(&h.mu)
 	return h
 }
@@ -77,31 +76,6 @@ func (h *held) close() {
 	h.closed = true
 	h.mu.Unlock()
 	h.cond.Broadcast()
-}
-
-func (h *held) track(b *batch) {
-	h.mu.Lock()
-	h.batches[b] = struct{}{}
-	h.mu.Unlock()
-}
-
-func (h *held) untrack(b *batch) {
-	h.mu.Lock()
-	delete(h.batches, b)
-	h.mu.Unlock()
-}
-
-// due returns the ack ids of the batches held for at least age.
-func (h *held) due(now time.Time, age time.Duration) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var ids []string
-	for b := range h.batches {
-		if now.Sub(b.pulled) >= age {
-			ids = append(ids, b.ackIDs...)
-		}
-	}
-	return ids
 }
 
 // pulling is the shared state of one call's pullers.
@@ -233,13 +207,11 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 // emitBatch stamps, claims and emits an archived batch; false: the claim
 // failed.
 func (r *reader) emitBatch(b *batch) bool {
-	next := r.rest
-	next.Seq, next.Hour = max(next.Seq, b.seq), max(next.Hour, b.hour)
-	if b.name != "" {
-		next.Emitted = b.name
-	}
 	saved := r.rest
-	r.rest = next
+	r.rest.Seq, r.rest.Hour = max(r.rest.Seq, b.seq), max(r.rest.Hour, b.hour)
+	if b.name != "" {
+		r.rest.Emitted = b.name
+	}
 	recs := make([]model.Record, len(b.lines))
 	path, offset := files.Join(r.store.dir, b.name), int64(0)
 	for i, line := range b.lines {
@@ -291,10 +263,9 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		r.c.pulled.Add(int64(len(msgs)))
 		b := r.newBatch(p, msgs)
 		r.fault(faults.PubSubAfterPull)
-		p.held.track(b)
 		if b.name != "" {
 			if err := r.archiveBatch(ctx, p, b); err != nil {
-				p.held.untrack(b)
+				r.watch.waitOn(b.seq, waitEmit) // no deadline to extend any more
 				// Hand them back for prompt redelivery, best effort.
 				r.inChunks(b.ackIDs, r.deadline(ctx, 0), "pubsub nack failed; the messages come back after their ack deadline")
 				p.held.release(len(msgs))
@@ -306,10 +277,9 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		r.fault(faults.PubSubAfterArchive)
 		r.watch.waitOn(b.seq, waitAcknowledge)
 		r.ack(ctx, b.ackIDs)
-		p.held.untrack(b)
+		r.watch.waitOn(b.seq, waitEmit)
 		p.held.release(len(msgs))
 		r.fault(faults.PubSubAfterAck)
-		r.watch.waitOn(b.seq, waitEmit)
 		p.results <- b
 	}
 }
@@ -346,7 +316,7 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	if b.name == "" {
 		waiting = waitAcknowledge
 	}
-	r.watch.hold(now, b.seq, onHand{waiting: waiting, object: b.name, messages: len(msgs)})
+	r.watch.hold(now, b.seq, onHand{waiting: waiting, object: b.name, messages: len(msgs), batch: b})
 	return b
 }
 
@@ -395,7 +365,7 @@ func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{
 			return
 		case <-t.C:
 		}
-		extended, _ := r.inChunks(p.held.due(r.now(), r.o.AckExtendEvery), r.deadline(ctx, r.o.AckExtension),
+		extended, _ := r.inChunks(r.watch.due(r.now(), r.o.AckExtendEvery), r.deadline(ctx, r.o.AckExtension),
 			"pubsub ack deadline extension failed")
 		r.c.extended.Add(extended)
 	}

@@ -27,6 +27,7 @@ type onHand struct {
 	waiting  string
 	object   string
 	messages int
+	batch    *batch // a pulled batch's ack ids, extended while it waits on the archive or the acknowledge
 }
 
 // stallWatch notices a call that holds messages and has emitted nothing for
@@ -56,6 +57,20 @@ func (w *stallWatch) hold(now time.Time, seq int64, h onHand) {
 		w.since, w.seen = now, w.emits.Load()
 	}
 	w.held[seq] = h
+}
+
+// due returns the ack ids of the batches pulled at least age before now and
+// not acknowledged yet (reader.extendHeld).
+func (w *stallWatch) due(now time.Time, age time.Duration) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ids []string
+	for _, h := range w.held {
+		if h.batch != nil && h.waiting != waitEmit && now.Sub(h.batch.pulled) >= age {
+			ids = append(ids, h.batch.ackIDs...)
+		}
+	}
+	return ids
 }
 
 // waitOn changes what a held entry waits on.
