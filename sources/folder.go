@@ -177,8 +177,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints
 	if err != nil {
 		panic(fmt.Sprintf("sources.ReadFolder: %v", err))
 	}
-	imp := beam.Impulse(s)
-	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, imp)
+	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, beam.Impulse(s))
 	if o.Follow {
 		partitions = beam.Flatten(s, partitions, discoverPartitions(s, dir, parts, o.DiscoverEvery))
 	}

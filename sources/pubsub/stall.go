@@ -73,7 +73,6 @@ func (w *stallWatch) due(now time.Time, age time.Duration) []string {
 	return ids
 }
 
-// waitOn changes what a held entry waits on.
 func (w *stallWatch) waitOn(seq int64, waiting string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -83,7 +82,6 @@ func (w *stallWatch) waitOn(seq int64, waiting string) {
 	}
 }
 
-// done drops a held entry.
 func (w *stallWatch) done(seq int64) {
 	w.mu.Lock()
 	delete(w.held, seq)
@@ -91,7 +89,6 @@ func (w *stallWatch) done(seq int64) {
 	w.emits.Add(1)
 }
 
-// emitted counts one emitted record.
 func (w *stallWatch) emitted() { w.emits.Add(1) }
 
 // stall is one check's finding: a new episode to log, and how long the call
