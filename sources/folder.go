@@ -13,6 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/model"
@@ -95,22 +96,15 @@ func Validate(dir string, o FolderOptions) error {
 // Check validates the settings alone, looking at no folder, so that a
 // launcher can refuse a bad value before any work (a demo log).
 func (o FolderOptions) Check() error {
-	if err := cmp.Or(o.Watermark.Validate(), o.Event.Validate()); err != nil {
-		return err
-	}
-	switch {
-	case o.PollInterval < 0:
-		return fmt.Errorf("source poll interval must not be negative, got %v", o.PollInterval)
-	case o.MaxPerCall < 0:
-		return fmt.Errorf("source records per call must not be negative, got %d", o.MaxPerCall)
-	case o.Settle < 0:
-		return fmt.Errorf("--settle must not be negative, got %v", o.Settle)
-	case o.DiscoverEvery < 0:
-		return fmt.Errorf("--discover-every must not be negative, got %v", o.DiscoverEvery)
-	case o.ReadAheadRecords < 0:
-		return fmt.Errorf("--read-ahead must not be negative, got %d", o.ReadAheadRecords)
-	}
-	return nil
+	return cmp.Or(
+		o.Watermark.Validate(),
+		o.Event.Validate(),
+		cli.ErrIf(o.PollInterval < 0, "source poll interval must not be negative, got %v", o.PollInterval),
+		cli.ErrIf(o.MaxPerCall < 0, "source records per call must not be negative, got %d", o.MaxPerCall),
+		cli.ErrIf(o.Settle < 0, "--settle must not be negative, got %v", o.Settle),
+		cli.ErrIf(o.DiscoverEvery < 0, "--discover-every must not be negative, got %v", o.DiscoverEvery),
+		cli.ErrIf(o.ReadAheadRecords < 0, "--read-ahead must not be negative, got %d", o.ReadAheadRecords),
+	)
 }
 
 // prepare validates and returns the partitions and parsed start positions.
@@ -183,8 +177,7 @@ func ReadFolder(s beam.Scope, dir string, o FolderOptions) (records, checkpoints
 	if err != nil {
 		panic(fmt.Sprintf("sources.ReadFolder: %v", err))
 	}
-	imp := beam.Impulse(s)
-	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, imp)
+	partitions := beam.ParDo(s, &partitionsFn{Partitions: parts}, beam.Impulse(s))
 	if o.Follow {
 		partitions = beam.Flatten(s, partitions, discoverPartitions(s, dir, parts, o.DiscoverEvery))
 	}

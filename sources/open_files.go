@@ -66,7 +66,6 @@ func (o *openFiles) keep(partition, path string, lr *rawlog.Reader, c io.Closer)
 	}
 }
 
-// closeAll closes every kept file.
 func (o *openFiles) closeAll() {
 	if o == nil {
 		return

@@ -33,18 +33,17 @@ type batch struct {
 	err    error // not archived within the limit: the call fails
 }
 
-// held bounds and tracks the messages pulled but not yet acknowledged.
+// held bounds the messages pulled but not yet acknowledged.
 type held struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	n, max  int
-	peak    int
-	batches map[*batch]struct{}
-	closed  bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n, max int
+	peak   int
+	closed bool
 }
 
 func newHeld(max int) *held {
-	h := &held{max: max, batches: map[*batch]struct{}{}}
+	h := &held{max: max}
 	h.cond = sync.NewCond(&h.mu)
 	return h
 }
@@ -77,31 +76,6 @@ func (h *held) close() {
 	h.closed = true
 	h.mu.Unlock()
 	h.cond.Broadcast()
-}
-
-func (h *held) track(b *batch) {
-	h.mu.Lock()
-	h.batches[b] = struct{}{}
-	h.mu.Unlock()
-}
-
-func (h *held) untrack(b *batch) {
-	h.mu.Lock()
-	delete(h.batches, b)
-	h.mu.Unlock()
-}
-
-// due returns the ack ids of the batches held for at least age.
-func (h *held) due(now time.Time, age time.Duration) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var ids []string
-	for b := range h.batches {
-		if now.Sub(b.pulled) >= age {
-			ids = append(ids, b.ackIDs...)
-		}
-	}
-	return ids
 }
 
 // pulling is the shared state of one call's pullers.
@@ -233,13 +207,11 @@ func (r *reader) pull(ctx context.Context, start time.Time) (sdfread.Outcome, er
 // emitBatch stamps, claims and emits an archived batch; false: the claim
 // failed.
 func (r *reader) emitBatch(b *batch) bool {
-	next := r.rest
-	next.Seq, next.Hour = max(next.Seq, b.seq), max(next.Hour, b.hour)
-	if b.name != "" {
-		next.Emitted = b.name
-	}
 	saved := r.rest
-	r.rest = next
+	r.rest.Seq, r.rest.Hour = max(r.rest.Seq, b.seq), max(r.rest.Hour, b.hour)
+	if b.name != "" {
+		r.rest.Emitted = b.name
+	}
 	recs := make([]model.Record, len(b.lines))
 	path, offset := files.Join(r.store.dir, b.name), int64(0)
 	for i, line := range b.lines {
@@ -291,11 +263,11 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		r.c.pulled.Add(int64(len(msgs)))
 		b := r.newBatch(p, msgs)
 		r.fault(faults.PubSubAfterPull)
-		p.held.track(b)
 		if b.name != "" {
 			if err := r.archiveBatch(ctx, p, b); err != nil {
-				p.held.untrack(b)
-				r.nack(ctx, b.ackIDs)
+				r.watch.waitOn(b.seq, waitEmit) // no deadline to extend any more
+				// Hand them back for prompt redelivery, best effort.
+				r.inChunks(b.ackIDs, r.deadline(ctx, 0), "pubsub nack failed; the messages come back after their ack deadline")
 				p.held.release(len(msgs))
 				b.err = err
 				p.results <- b
@@ -304,11 +276,10 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		}
 		r.fault(faults.PubSubAfterArchive)
 		r.watch.waitOn(b.seq, waitAcknowledge)
-		r.ack(ctx, p, b.ackIDs)
-		p.held.untrack(b)
+		r.ack(ctx, b.ackIDs)
+		r.watch.waitOn(b.seq, waitEmit)
 		p.held.release(len(msgs))
 		r.fault(faults.PubSubAfterAck)
-		r.watch.waitOn(b.seq, waitEmit)
 		p.results <- b
 	}
 }
@@ -345,7 +316,7 @@ func (r *reader) newBatch(p *pulling, msgs []*pb.ReceivedMessage) *batch {
 	if b.name == "" {
 		waiting = waitAcknowledge
 	}
-	r.watch.hold(now, b.seq, onHand{waiting: waiting, object: b.name, messages: len(msgs)})
+	r.watch.hold(now, b.seq, onHand{waiting: waiting, object: b.name, messages: len(msgs), batch: b})
 	return b
 }
 
@@ -394,42 +365,42 @@ func (r *reader) extendHeld(ctx context.Context, p *pulling, done <-chan struct{
 			return
 		case <-t.C:
 		}
-		for ids := range slices.Chunk(p.held.due(r.now(), r.o.AckExtendEvery), ackChunk) {
-			if err := r.modifyDeadline(ctx, ids, r.o.AckExtension); err != nil {
-				r.log.Warn("pubsub ack deadline extension failed", "messages", len(ids), "err", err)
-			} else {
-				r.c.extended.Add(int64(len(ids)))
-			}
-		}
+		extended, _ := r.inChunks(r.watch.due(r.now(), r.o.AckExtendEvery), r.deadline(ctx, r.o.AckExtension),
+			"pubsub ack deadline extension failed")
+		r.c.extended.Add(extended)
 	}
 }
 
-func (r *reader) modifyDeadline(ctx context.Context, ids []string, d time.Duration) error {
-	return r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
-		Subscription: r.subscription, AckIds: ids, AckDeadlineSeconds: int32(d / time.Second)})
+// deadline sets the ack deadline of messages to d (0: hand them back).
+func (r *reader) deadline(ctx context.Context, d time.Duration) func(ids []string) error {
+	return func(ids []string) error {
+		return r.sub.ModifyAckDeadline(ctx, &pb.ModifyAckDeadlineRequest{
+			Subscription: r.subscription, AckIds: ids, AckDeadlineSeconds: int32(d / time.Second)})
+	}
 }
 
-func (r *reader) ack(ctx context.Context, p *pulling, ackIDs []string) {
-	for ids := range slices.Chunk(ackIDs, ackChunk) {
-		err := r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ids})
-		if err != nil { // the messages come again, and dedup drops the copies
-			r.c.ackErrors.Add(int64(len(ids)))
-			r.log.Warn("pubsub acknowledge failed; the messages come back and are deduplicated",
-				"subscription", r.subscription, "messages", len(ids), "err", err)
+// ack acknowledges messages; a failed acknowledge brings them again, and
+// dedup drops the copies.
+func (r *reader) ack(ctx context.Context, ackIDs []string) {
+	acked, failed := r.inChunks(ackIDs, func(ids []string) error {
+		return r.sub.Acknowledge(ctx, &pb.AcknowledgeRequest{Subscription: r.subscription, AckIds: ids})
+	}, "pubsub acknowledge failed; the messages come back and are deduplicated")
+	r.c.acked.Add(acked)
+	r.c.ackErrors.Add(failed)
+}
+
+// inChunks calls call on ids in requests of at most ackChunk, logging msg
+// for each failed one, and returns how many ids went and failed.
+func (r *reader) inChunks(ids []string, call func(ids []string) error, msg string) (ok, failed int64) {
+	for chunk := range slices.Chunk(ids, ackChunk) {
+		if err := call(chunk); err != nil {
+			failed += int64(len(chunk))
+			r.log.Warn(msg, "subscription", r.subscription, "messages", len(chunk), "err", err)
 		} else {
-			r.c.acked.Add(int64(len(ids)))
+			ok += int64(len(chunk))
 		}
 	}
-}
-
-// nack hands messages back for prompt redelivery, best effort.
-func (r *reader) nack(ctx context.Context, ackIDs []string) {
-	for ids := range slices.Chunk(ackIDs, ackChunk) {
-		if err := r.modifyDeadline(ctx, ids, 0); err != nil {
-			r.log.Warn("pubsub nack failed; the messages come back after their ack deadline",
-				"subscription", r.subscription, "messages", len(ids), "err", err)
-		}
-	}
+	return ok, failed
 }
 
 // isBacklog reports whether a pulled batch comes from a backlog: a message

@@ -243,13 +243,17 @@ func (r *reader) watchStalls() (stop func()) {
 		defer close(done)
 		t := time.NewTicker(tick)
 		defer t.Stop()
-		shown := false
+		shown := false // the gauge is set only during and at the end of a stall
+		gauge := func(ms int64) {
+			if ms > 0 || shown {
+				r.stalled(ms)
+				shown = ms > 0
+			}
+		}
 		for {
 			select {
 			case <-quit:
-				if shown {
-					r.stalled(0)
-				}
+				gauge(0)
 				return
 			case <-t.C:
 			}
@@ -259,14 +263,7 @@ func (r *reader) watchStalls() (stop func()) {
 					"reader_key", r.store.part, "waiting_on", s.oldest.waiting, "object", s.oldest.object,
 					"messages", s.oldest.messages, "for", s.stalled.Round(time.Millisecond), "limit", "--pubsub-stall-after="+w.after.String())
 			}
-			switch {
-			case s.stalled > 0:
-				r.stalled(s.stalled.Milliseconds())
-				shown = true
-			case shown:
-				r.stalled(0)
-				shown = false
-			}
+			gauge(s.stalled.Milliseconds())
 		}
 	}()
 	return func() {

@@ -2,7 +2,6 @@ package pubsub
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders" // also model.Record's coder
 	"github.com/revenue-stream/hourly/event"
+	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/sources"
 	"github.com/revenue-stream/hourly/watermark"
@@ -129,29 +129,22 @@ func Validate(subscription string, o Options) error {
 		return err
 	}
 	o = o.withDefaults(id)
-	switch {
-	case !files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"):
-		return fmt.Errorf("pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir)
-	case o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0:
-		return errors.New("pubsub pullers, reader keys and held messages must not be negative")
-	case o.MaxHeld < o.PullBatch:
-		return fmt.Errorf("pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch)
-	case o.AckExtension < 10*time.Second || o.AckExtension > 600*time.Second:
-		return fmt.Errorf("pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension)
-	case o.AckExtendEvery <= 0 || o.AckExtendEvery >= o.AckExtension:
-		return fmt.Errorf("pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension)
-	case o.ArchiveFailAfter < 0:
-		return fmt.Errorf("--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter)
-	case o.StallAfter < 0:
-		return fmt.Errorf("--pubsub-stall-after must not be negative, got %s", o.StallAfter)
-	case o.MaxPerCall < 0:
-		return fmt.Errorf("pubsub records per call must not be negative, got %d", o.MaxPerCall)
-	case o.PullBatch < 0:
-		return fmt.Errorf("pubsub pull batch must not be negative, got %d", o.PullBatch)
-	case o.PullTimeout < 0 || o.PollInterval < 0:
-		return errors.New("pubsub pull timeout and poll interval must not be negative")
-	}
-	return cmp.Or(o.Watermark.Validate(), o.Event.Validate())
+	return cmp.Or(
+		cli.ErrIf(!files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"),
+			"pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir),
+		cli.ErrIf(o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0, "pubsub pullers, reader keys and held messages must not be negative"),
+		cli.ErrIf(o.MaxHeld < o.PullBatch, "pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch),
+		cli.ErrIf(o.AckExtension < 10*time.Second || o.AckExtension > 600*time.Second, "pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension),
+		cli.ErrIf(o.AckExtendEvery <= 0 || o.AckExtendEvery >= o.AckExtension,
+			"pubsub ack extension period %s must be positive and below the extension %s", o.AckExtendEvery, o.AckExtension),
+		cli.ErrIf(o.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative, got %s", o.ArchiveFailAfter),
+		cli.ErrIf(o.StallAfter < 0, "--pubsub-stall-after must not be negative, got %s", o.StallAfter),
+		cli.ErrIf(o.MaxPerCall < 0, "pubsub records per call must not be negative, got %d", o.MaxPerCall),
+		cli.ErrIf(o.PullBatch < 0, "pubsub pull batch must not be negative, got %d", o.PullBatch),
+		cli.ErrIf(o.PullTimeout < 0 || o.PollInterval < 0, "pubsub pull timeout and poll interval must not be negative"),
+		o.Watermark.Validate(),
+		o.Event.Validate(),
+	)
 }
 
 // Read reads the Pub/Sub subscription ("[pubsub:]projects/P/subscriptions/S")

@@ -27,6 +27,7 @@ type onHand struct {
 	waiting  string
 	object   string
 	messages int
+	batch    *batch // a pulled batch's ack ids, extended while it waits on the archive or the acknowledge
 }
 
 // stallWatch notices a call that holds messages and has emitted nothing for
@@ -58,7 +59,20 @@ func (w *stallWatch) hold(now time.Time, seq int64, h onHand) {
 	w.held[seq] = h
 }
 
-// waitOn changes what a held entry waits on.
+// due returns the ack ids of the batches pulled at least age before now and
+// not acknowledged yet (reader.extendHeld).
+func (w *stallWatch) due(now time.Time, age time.Duration) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var ids []string
+	for _, h := range w.held {
+		if h.batch != nil && h.waiting != waitEmit && now.Sub(h.batch.pulled) >= age {
+			ids = append(ids, h.batch.ackIDs...)
+		}
+	}
+	return ids
+}
+
 func (w *stallWatch) waitOn(seq int64, waiting string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -68,7 +82,6 @@ func (w *stallWatch) waitOn(seq int64, waiting string) {
 	}
 }
 
-// done drops a held entry.
 func (w *stallWatch) done(seq int64) {
 	w.mu.Lock()
 	delete(w.held, seq)
@@ -76,7 +89,6 @@ func (w *stallWatch) done(seq int64) {
 	w.emits.Add(1)
 }
 
-// emitted counts one emitted record.
 func (w *stallWatch) emitted() { w.emits.Add(1) }
 
 // stall is one check's finding: a new episode to log, and how long the call
