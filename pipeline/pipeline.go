@@ -110,7 +110,7 @@ func Defaults() Options {
 // WithDefaults fills the derived settings.
 func (o Options) WithDefaults() Options {
 	if o.DedupRetention == 0 {
-		o.DedupRetention = o.Triggers.Window + o.Triggers.AllowedLateness
+		o.DedupRetention = o.Triggers.Lifetime()
 	}
 	if o.DedupShards == 0 {
 		o.DedupShards = DefaultShards

@@ -49,7 +49,7 @@ type DedupOptions struct {
 
 // Validate checks the options against SPEC §2.
 func (o DedupOptions) Validate() error {
-	min := o.Policy.Window.Milliseconds() + o.Policy.AllowedLateness.Milliseconds()
+	min := o.Policy.Lifetime().Milliseconds()
 	if o.Retention < min {
 		return fmt.Errorf("--dedup-retention %v is shorter than window + allowed lateness (%v): a retry arriving inside the correction period would be counted twice",
 			time.Duration(o.Retention)*time.Millisecond, time.Duration(min)*time.Millisecond)

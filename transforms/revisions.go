@@ -59,9 +59,7 @@ func (f *revisionsFn) publishedRow(key string, w *triggers.WindowState) (model.R
 const (
 	tagOnTime = "on_time" // at window_end
 	tagFinal  = "final"   // at window_end + allowed lateness
-	// window + allowed lateness after the close: drop the closed marker (by
-	// then the gate sends the window's records to too_late)
-	tagForget = "forget"
+	tagForget = "forget"  // Policy.Lifetime after the close: drop the closed marker (its records then go to too_late)
 )
 
 type revisionsFn struct {
@@ -195,8 +193,7 @@ func (f *revisionsFn) ProcessElement(ctx context.Context, sp state.Provider, tp 
 		f.Firing.Set(tp, time.UnixMilli(f.Policy.CloseTime(start)), timers.WithTag(tagFinal))
 		// Set here, not from the FINAL timer: prism v2.77.0 stalls on a
 		// timer set from OnTimer once the watermark has passed it.
-		forget := f.Policy.CloseTime(start) + f.Policy.Window.Milliseconds() + f.Policy.AllowedLateness.Milliseconds()
-		f.Firing.Set(tp, time.UnixMilli(forget), timers.WithTag(tagForget))
+		f.Firing.Set(tp, time.UnixMilli(f.Policy.CloseTime(start)+f.Policy.Lifetime().Milliseconds()), timers.WithTag(tagForget))
 	}
 	switch {
 	case w.Final:

@@ -60,6 +60,11 @@ func (p Policy) CloseTime(start int64) int64 {
 	return p.WindowEnd(start) + p.AllowedLateness.Milliseconds()
 }
 
+// Lifetime is window + allowed lateness: how long after its start a window
+// takes records, and so the shortest dedup retention that cannot count a
+// retry twice.
+func (p Policy) Lifetime() time.Duration { return p.Window + p.AllowedLateness }
+
 // Closed is the too-late verdict of SPEC §4: end + allowed_lateness <= w
 // (model.NoWatermark closes nothing).
 func (p Policy) Closed(start, w int64) bool { return p.CloseTime(start) <= w }

@@ -61,7 +61,7 @@ func (an *analysis) retention() {
 	st.GapEventTime, st.GapArrival = newDistribution(gapE), newDistribution(gapA) // sorts them
 	an.a.Copies = st
 
-	floor := tp.Window + tp.AllowedLateness
+	floor := tp.Lifetime()
 	classes := make([]uint8, len(an.l.recs))
 	for _, h := range candidates(o.Try.Retention, o.RetentionOrDefault()) {
 		row := RetentionRow{Retention: Duration(h), Refused: h < floor, BeyondArrival: -1}

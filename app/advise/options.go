@@ -87,12 +87,12 @@ func Defaults() Options {
 
 // RetentionOrDefault is --dedup-retention, or window + allowed lateness.
 func (o Options) RetentionOrDefault() time.Duration {
-	return cmp.Or(o.Retention, o.Triggers.Window+o.Triggers.AllowedLateness)
+	return cmp.Or(o.Retention, o.Triggers.Lifetime())
 }
 
 // Validate checks every setting without touching the source, each error naming its flag.
 func (o Options) Validate() error {
-	minRetention, t := o.Triggers.Window+o.Triggers.AllowedLateness, o.Targets
+	minRetention, t := o.Triggers.Lifetime(), o.Targets
 	errs := []error{
 		cli.ErrIf(o.Source == "", "--source is required (a raw-log folder or a Pub/Sub archive)"),
 		o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(),

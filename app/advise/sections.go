@@ -185,7 +185,7 @@ func (a *Advice) latenessSection() report.AdviceSection {
 
 func (a *Advice) retentionSection() report.AdviceSection {
 	o, c := a.Options, a.Copies
-	floor := o.Triggers.Window + o.Triggers.AllowedLateness
+	floor := o.Triggers.Lifetime()
 	s := report.AdviceSection{Title: "Dedup retention (--dedup-retention)"}
 	add := func(format string, args ...any) { s.Lines = append(s.Lines, fmt.Sprintf(format, args...)) }
 	add("cmd/launch refuses less than window + allowed lateness = %s: the too-late gate comes before dedup, so a longer horizon changes no verdict", cli.FormatDuration(floor))

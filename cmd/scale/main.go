@@ -83,7 +83,7 @@ func defaults() options {
 // The policy the plan is for: cmd/launch's defaults.
 var (
 	policy    = triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour}
-	retention = policy.Window + policy.AllowedLateness
+	retention = policy.Lifetime()
 	// minHours is where simulate starts sampling the key's steady state: fewer hours measure none.
 	minHours = (retention + 2*policy.Window).Hours()
 )
