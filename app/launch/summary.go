@@ -16,7 +16,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/internal/metrics"
@@ -178,15 +177,13 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	b.WriteString("\nrecords\n")
 	line("read", c.Read, breakdown(c.ReadBy, "partition "))
-	replayed := ""
+	detail := map[string]string{string(metrics.Quarantined): breakdown(c.QuarantinedBy, "")}
 	if c.ReplayedIntoFinal > 0 {
-		replayed = fmt.Sprintf("%d of them replayed into windows the sink holds as FINAL, which stay (replayed_into_final)", c.ReplayedIntoFinal)
+		detail[string(metrics.Counted)] = fmt.Sprintf("%d of them replayed into windows the sink holds as FINAL, which stay (replayed_into_final)", c.ReplayedIntoFinal)
 	}
-	line("counted", c.Counted, replayed)
-	line("duplicates", c.Duplicates, "")
-	line("conflicts", c.Conflicts, "")
-	line("quarantined", c.Quarantined, breakdown(c.QuarantinedBy, ""))
-	line("too_late", c.TooLate, "")
+	for _, t := range c.Terms() {
+		line(t.Name, t.Value, detail[t.Name])
+	}
 	verdict := "holds"
 	switch {
 	case s.unchecked:
@@ -245,17 +242,14 @@ func writeDelays(b *strings.Builder, c metrics.Counts) {
 		return
 	}
 	fmt.Fprintf(b, "\ndelays of %d valid events (bucket counters; a percentile is below its bucket's upper bound):\n", c.Lateness.Total)
-	for _, m := range []struct {
-		name string
-		h    delay.Histogram
-	}{{"event lateness", c.Lateness}, {"arrival delay", c.Arrival}} {
+	for _, d := range c.Delays() {
 		var parts []string
-		for _, bk := range m.h.Buckets {
+		for _, bk := range d.Buckets {
 			if bk.Count > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d", bk.Label, bk.Count))
 			}
 		}
-		fmt.Fprintf(b, "  %-15s %s  (%s)\n", m.name, m.h.Percentiles(), strings.Join(parts, ", "))
+		fmt.Fprintf(b, "  %-15s %s  (%s)\n", d.Label, d.Percentiles(), strings.Join(parts, ", "))
 	}
 }
 
@@ -314,7 +308,7 @@ func writeReport(path string, s *Summary, po pipeline.Options) error {
 			return fmt.Errorf("report %s: %w", path, err)
 		}
 		run.Windows = report.WindowsFromChangelog(changelog)
-		run.Audit = &report.Audit{TooLate: int(v.Tally.TooLate), Conflicts: int(v.Tally.Conflicts), Quarantined: int(v.Tally.Quarantined)}
+		run.Audit = &v.Tally.AuditCounts
 	}
 	// An archive that does not exist (nothing was pulled) has no trace.
 	dir := s.Source

@@ -236,7 +236,7 @@ func (s *Snapshot) setFigures(f Figures, now time.Time) {
 	s.figures, s.Figures = f, true
 	s.Read = c.Read
 	s.Terms = c.Terms()
-	s.Conserved = c.Read == c.Verdicts()
+	s.Conserved = c.Conserved()
 	s.Identity = c.Identity()
 	for _, st := range model.ResultStates {
 		s.Rows = append(s.Rows, metrics.Term{Name: st.String(), Value: c.Rows[st.String()]})

@@ -205,9 +205,9 @@ func (c *content) conservation(r Run) {
 	}
 	if a := r.Audit; a != nil {
 		t := s.table("lr", "audit table (sink, all runs)", "rows")
-		t.row("too_late_events", Count(int64(a.TooLate)))
-		t.row("conflict_events", Count(int64(a.Conflicts)))
-		t.row("quarantined_events", Count(int64(a.Quarantined)))
+		for _, n := range auditTables(*a) {
+			t.row(n.Name, Count(n.Value))
+		}
 	}
 }
 
@@ -260,11 +260,8 @@ func (c *content) delays(h delay.Histogram) {
 // metricDelays tables the job's delay metrics, none when it counted no valid event.
 func (c *content) metricDelays(k metrics.Counts) {
 	var t *table
-	for _, m := range []struct {
-		name string
-		h    delay.Histogram
-	}{{"event lateness", k.Lateness}, {"arrival delay", k.Arrival}} {
-		if m.h.Total == 0 {
+	for _, m := range k.Delays() {
+		if m.Total == 0 {
 			continue
 		}
 		if t == nil {
@@ -273,13 +270,13 @@ func (c *content) metricDelays(k metrics.Counts) {
 				"of the bucket that holds it. Event lateness is how far behind its partition's largest event time so far an event " +
 				"arrived; arrival delay is read time - event time (for a replayed history, when the replay ran).")
 			head := []string{"metric", "events", "p50", "p95", "p99"}
-			for _, b := range m.h.Buckets {
+			for _, b := range m.Buckets {
 				head = append(head, b.Label)
 			}
 			t = s.table("l"+strings.Repeat("r", len(head)-1), head...)
 		}
-		cells := []any{m.name, Count(m.h.Total), delay.Below(m.h.P50), delay.Below(m.h.P95), delay.Below(m.h.P99)}
-		for _, b := range m.h.Buckets {
+		cells := []any{m.Label, Count(m.Total), delay.Below(m.P50), delay.Below(m.P95), delay.Below(m.P99)}
+		for _, b := range m.Buckets {
 			cells = append(cells, Count(b.Count))
 		}
 		t.row(cells...)

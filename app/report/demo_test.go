@@ -17,6 +17,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/oracle"
 )
@@ -172,7 +173,7 @@ func demoRun(t testing.TB) report.Run {
 		Partitions: traces,
 		Delays:     delays,
 		Windows:    report.WindowsFromChangelog(changelog),
-		Audit:      &report.Audit{TooLate: len(res.TooLate), Conflicts: len(res.Conflicts), Quarantined: len(res.Quarantined)},
+		Audit:      &sink.AuditCounts{TooLate: int64(len(res.TooLate)), Conflicts: int64(len(res.Conflicts)), Quarantined: int64(len(res.Quarantined))},
 		Reconcile:  rc,
 	}
 }

@@ -28,7 +28,7 @@ type Document struct {
 	// advise), which has none, so that a script reading .conservation.holds never sees a
 	// violation that did not happen.
 	Conservation *jsonConservation `json:"conservation,omitempty"`
-	AuditTables  map[string]int    `json:"audit_tables,omitempty"`
+	AuditTables  map[string]int64  `json:"audit_tables,omitempty"`
 	Partitions   []jsonPartition   `json:"partitions"`
 	Delays       delay.Histogram   `json:"delays"`
 	Windows      jsonWindows       `json:"windows"`
@@ -101,8 +101,9 @@ func writeJSON(w io.Writer, r Run) error {
 		out.Conservation = &jsonConservation{Problem: noMetrics}
 	}
 	if a := r.Audit; a != nil {
-		out.AuditTables = map[string]int{
-			"too_late_events": a.TooLate, "conflict_events": a.Conflicts, "quarantined_events": a.Quarantined,
+		out.AuditTables = map[string]int64{}
+		for _, n := range auditTables(*a) {
+			out.AuditTables[n.Name] = n.Value
 		}
 	}
 	out.Partitions = slicesx.Map(r.Partitions, func(p PartitionTrace) jsonPartition {

@@ -15,6 +15,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 	"golang.org/x/net/html"
 )
@@ -68,7 +69,7 @@ func knownRun() Run {
 		}},
 		Delays:  tracedDelays([]int64{4, 0, 0, 1, 1, 0, 0, 1}, 0, 25*time.Hour.Milliseconds(), 25*time.Hour.Milliseconds()),
 		Windows: WindowsFromChangelog(changelog),
-		Audit:   &Audit{TooLate: 1, Conflicts: 1, Quarantined: 1},
+		Audit:   &sink.AuditCounts{TooLate: 1, Conflicts: 1, Quarantined: 1},
 		Reconcile: &Reconcile{
 			RunID: "r-20261106", ExitCode: 0, Source: "log", Partitions: []string{"p0"}, Sink: "sqlite:revenue.db",
 			Range: "every FINAL window", Apply: true, Tolerance: "0.000000",

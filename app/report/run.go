@@ -7,6 +7,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/delay"
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // Run is everything a report shows about one run, of either command; every part is drawn when
@@ -26,8 +27,9 @@ type Run struct {
 	Delays delay.Histogram
 	// Windows is each key's revision history (see WindowsFromChangelog).
 	Windows []WindowHistory
-	// Audit is the audit tables' row counts; nil when the sink keeps none.
-	Audit *Audit
+	// Audit is the audit tables' row counts, earlier runs' records included; nil when the sink
+	// keeps none.
+	Audit *sink.AuditCounts
 	// Reconcile, when set, is what a reconcile run found.
 	Reconcile *Reconcile
 	// Advice, when set, is what the advisor (cmd/advise) found.
@@ -38,11 +40,6 @@ type Run struct {
 type Figure struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
-}
-
-// Audit holds the audit tables' row counts, earlier runs' records included.
-type Audit struct {
-	TooLate, Conflicts, Quarantined int
 }
 
 // PartitionTrace is one partition's watermark against its event times, in arrival order.

@@ -11,6 +11,7 @@ import (
 	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
 // reasons lists every SPEC reason in SPEC order, zeros too, then any other the counters carry.
@@ -22,6 +23,12 @@ func reasons(by map[string]int64) []metrics.Term {
 		}
 	}
 	return slicesx.Map(names, func(r string) metrics.Term { return metrics.Term{Name: r, Value: by[r]} })
+}
+
+// auditTables are the audit tables' row counts, by table name (SPEC §5).
+func auditTables(a sink.AuditCounts) []metrics.Term {
+	return []metrics.Term{{Name: "too_late_events", Value: a.TooLate}, {Name: "conflict_events", Value: a.Conflicts},
+		{Name: "quarantined_events", Value: a.Quarantined}}
 }
 
 // noWriteTimes: a report's histories carry no write times.

@@ -180,10 +180,12 @@ func (c Counts) Verdicts() int64 {
 	return n
 }
 
-// Check verifies read = counted + duplicates + conflicts + quarantined +
-// too_late, and that no event reached a window after its FINAL row.
+// Conserved reports whether read = counted + duplicates + conflicts + quarantined + too_late.
+func (c Counts) Conserved() bool { return c.Read == c.Verdicts() }
+
+// Check verifies the identity (Conserved), and that no event reached a window after its FINAL row.
 func (c Counts) Check() error {
-	if c.Read != c.Verdicts() {
+	if !c.Conserved() {
 		return fmt.Errorf("conservation violated: %s (= %d)", c.Identity(), c.Verdicts())
 	}
 	if c.AfterFinal != 0 {
@@ -195,11 +197,23 @@ func (c Counts) Check() error {
 // Identity renders the conservation identity with this run's figures.
 func (c Counts) Identity() string {
 	op := "="
-	if c.Read != c.Verdicts() {
+	if !c.Conserved() {
 		op = "!="
 	}
 	terms := slicesx.Map(c.Terms(), func(t Term) string { return fmt.Sprintf("%s %d", t.Name, t.Value) })
 	return fmt.Sprintf("read %d %s %s", c.Read, op, strings.Join(terms, " + "))
+}
+
+// Delay is one delay metric's histogram, with its name as people read it.
+type Delay struct {
+	Metric Name
+	Label  string
+	delay.Histogram
+}
+
+// Delays are the delay metrics' histograms: event lateness, then arrival delay.
+func (c Counts) Delays() []Delay {
+	return []Delay{{Lateness, "event lateness", c.Lateness}, {Arrival, "arrival delay", c.Arrival}}
 }
 
 // DedupElementsPerThousand is the dedup elements per 1,000 records read.
