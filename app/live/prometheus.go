@@ -93,32 +93,16 @@ func (e *exposition) figures(f Figures, now time.Time) {
 	idle := map[string]int64{}
 	var rest []string
 	for _, name := range slices.Sorted(maps.Keys(c.Counters)) {
-		if seen[name] || metrics.IsDelayBucket(name) {
-			continue
-		}
 		if p, ok := metrics.Of(metrics.IdleTransitions, name); ok {
 			idle[p] = c.Counters[name]
-			continue
+		} else if !seen[name] && !metrics.Filed(name) {
+			rest = append(rest, name)
 		}
-		if hasFamilyPrefix(name) {
-			continue
-		}
-		rest = append(rest, name)
 	}
 	e.labelled("partition_idle_transitions_total", "counter", "Moves of a source partition to idle.", "partition", idle)
 	for _, name := range rest {
 		e.one(sanitize(name)+"_total", "counter", "The job's counter "+metrics.Namespace+"/"+name+".", "", float64(c.Counters[name]))
 	}
-}
-
-// hasFamilyPrefix: the counters CountsOf splits into ReadBy, QuarantinedBy and Rows.
-func hasFamilyPrefix(name string) bool {
-	for _, f := range []func(string) metrics.Name{metrics.ReadBy, metrics.QuarantinedBy, metrics.RowsBy} {
-		if _, ok := metrics.Of(f, name); ok {
-			return true
-		}
-	}
-	return false
 }
 
 func (e *exposition) partitions(ps []Partition, now time.Time) {

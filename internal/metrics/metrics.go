@@ -298,17 +298,15 @@ func CountsOf(named map[string]int64) Counts {
 		Quarantined: &c.Quarantined, TooLate: &c.TooLate, AfterFinal: &c.AfterFinal, ReplayedIntoFinal: &c.ReplayedIntoFinal, DedupElements: &c.DedupElements,
 		SinkRowsAccepted: &c.SinkAccepted, SinkRowsStale: &c.SinkStale, SinkAuditInserted: &c.SinkAudit, SinkRetries: &c.SinkRetries,
 	}
+	byFamily := []map[string]int64{c.ReadBy, c.QuarantinedBy, c.Rows}
 	for name, v := range named {
 		if p, ok := fixed[Name(name)]; ok {
 			*p = v
 			continue
 		}
-		for _, f := range []struct {
-			family func(string) Name
-			by     map[string]int64
-		}{{QuarantinedBy, c.QuarantinedBy}, {ReadBy, c.ReadBy}, {RowsBy, c.Rows}} {
-			if rest, ok := Of(f.family, name); ok {
-				f.by[rest] = v
+		for i, f := range families {
+			if rest, ok := Of(f, name); ok {
+				byFamily[i][rest] = v
 			}
 		}
 	}
@@ -325,8 +323,16 @@ func bucketCounts(named map[string]int64, m Name) []int64 {
 	return counts
 }
 
-// IsDelayBucket reports whether name is a delay bucket counter (Bucket).
-func IsDelayBucket(name string) bool {
+// families are the counter families CountsOf files in a map of Counts: ReadBy, QuarantinedBy, Rows.
+var families = []func(string) Name{ReadBy, QuarantinedBy, RowsBy}
+
+// Filed reports whether CountsOf files counter name in a map (families) or a delay histogram.
+func Filed(name string) bool {
+	for _, f := range families {
+		if _, ok := Of(f, name); ok {
+			return true
+		}
+	}
 	for i := range delay.Buckets {
 		if name == string(Bucket(Lateness, i)) || name == string(Bucket(Arrival, i)) {
 			return true
