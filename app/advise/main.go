@@ -124,8 +124,7 @@ func flagTable(c *parsed) []cli.Group {
 				Usage: "at most this share too late, left to reconciliation (none: keep --allowed-lateness, the business's correction period)"},
 			{Name: "target-ontime", Value: cli.Duration(&o.Targets.OnTime),
 				Usage: "every window's ON_TIME row at most this long after its end (needs an arrival clock; 0: no limit)"},
-			{Name: "target-residual-dups", Value: cli.Func(&o.Targets.ResidualDups, "N", parseCount, func(n int64) string { return strconv.FormatInt(n, 10) }),
-				Usage: "at most this many copies counted twice"},
+			{Name: "target-residual-dups", Value: cli.Tally(&o.Targets.ResidualDups), Usage: "at most this many copies counted twice"},
 		}},
 		{Title: "Output", Flags: []cli.Flag{
 			{Name: "report", Value: cli.String(&o.Report), Arg: "PATH",
@@ -139,14 +138,6 @@ func flagTable(c *parsed) []cli.Group {
 
 func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
 	return cli.ListOf(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
-}
-
-func parseCount(s string) (int64, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid count %q: want 0 or more", s)
-	}
-	return n, nil
 }
 
 // share binds a percentage ("1%", "0.5%") in parts per million, or "none" (-1).
