@@ -92,6 +92,11 @@ type parsed struct {
 // default once.
 func flagTable(c *parsed) []cli.Group {
 	o := &c.o
+	job := cli.Stream{Event: &o.Event, Watermark: &o.Watermark, Triggers: &o.Triggers, Retention: &o.Retention, Usage: map[string]string{
+		"ooo-bound":    "out-of-order bound",
+		"idle-advance": "with every partition idle the watermark follows processing-time or holds (hold)",
+		"max-future":   "quarantine events further than this ahead of their arrival",
+	}}
 	return []cli.Group{
 		{Title: "The raw log", Flags: append([]cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
@@ -101,19 +106,8 @@ func flagTable(c *parsed) []cli.Group {
 			{Name: "segment-by", Value: cli.List(&o.Segments), Arg: "FIELD,...",
 				Usage: "comma-separated payload fields to split the shares by", Default: "--dimensions"},
 		}, c.r.Flags("measure")...)},
-		{Title: "The job's settings (as cmd/launch spells them)", Flags: []cli.Flag{
-			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
-			{Name: "ooo-bound", Value: cli.Duration(&o.Watermark.OutOfOrderBound), Usage: "out-of-order bound"},
-			cli.Shared("idle-timeout", cli.Duration(&o.Watermark.IdleTimeout)),
-			{Name: "idle-advance", Value: cli.IdleAdvance(&o.Watermark.IdleAdvance),
-				Usage: "with every partition idle the watermark follows processing-time or holds (hold)"},
-			cli.Shared("allowed-lateness", cli.Duration(&o.Triggers.AllowedLateness)),
-			cli.Shared("dedup-retention", cli.Duration(&o.Retention)),
-			cli.Shared("dimensions", cli.List(&o.Event.Dimensions)),
-			{Name: "max-future", Value: cli.Duration(&o.Event.MaxFuture), Usage: "quarantine events further than this ahead of their arrival"},
-			cli.Shared("max-age", cli.Duration(&o.Event.MaxAge)),
-			cli.Shared("max-line", cli.Size(&o.Event.MaxLine)),
-		}},
+		{Title: "The job's settings (as cmd/launch spells them)", Flags: job.Flags("window", "ooo-bound", "idle-timeout", "idle-advance",
+			"allowed-lateness", "dedup-retention", "dimensions", "max-future", "max-age", "max-line")},
 		{Title: "What to try (comma-separated values; the current one is always added)", Flags: []cli.Flag{
 			{Name: "try-ooo-bound", Value: durationList(&o.Try.Bounds), Usage: "bounds"},
 			{Name: "try-lateness-percentiles", Value: cli.ListOf(&o.Try.LatenessPercentiles, "N,...", "number", true, strconv.Atoi, strconv.Itoa),
@@ -130,8 +124,7 @@ func flagTable(c *parsed) []cli.Group {
 				Usage: "at most this share too late, left to reconciliation (none: keep --allowed-lateness, the business's correction period)"},
 			{Name: "target-ontime", Value: cli.Duration(&o.Targets.OnTime),
 				Usage: "every window's ON_TIME row at most this long after its end (needs an arrival clock; 0: no limit)"},
-			{Name: "target-residual-dups", Value: cli.Func(&o.Targets.ResidualDups, "N", parseCount, func(n int64) string { return strconv.FormatInt(n, 10) }),
-				Usage: "at most this many copies counted twice"},
+			{Name: "target-residual-dups", Value: cli.Tally(&o.Targets.ResidualDups), Usage: "at most this many copies counted twice"},
 		}},
 		{Title: "Output", Flags: []cli.Flag{
 			{Name: "report", Value: cli.String(&o.Report), Arg: "PATH",
@@ -145,14 +138,6 @@ func flagTable(c *parsed) []cli.Group {
 
 func durationList(p *[]time.Duration) cli.Value[[]time.Duration] {
 	return cli.ListOf(p, "DURATION,...", "duration", false, time.ParseDuration, cli.FormatDuration)
-}
-
-func parseCount(s string) (int64, error) {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid count %q: want 0 or more", s)
-	}
-	return n, nil
 }
 
 // share binds a percentage ("1%", "0.5%") in parts per million, or "none" (-1).

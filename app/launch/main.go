@@ -82,6 +82,7 @@ as "exit status N" and exits 1 itself.`, DefaultDemoDir),
 // parsing, or Default where the zero value stands for a rule.
 func flagTable(o *Options) []cli.Group {
 	p := &o.Pipeline
+	stream := cli.Stream{Event: &p.Event, Watermark: &p.Watermark, Triggers: &p.Triggers, Retention: &p.DedupRetention}
 	return []cli.Group{
 		{Title: "Input", Flags: []cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH",
@@ -115,25 +116,12 @@ func flagTable(o *Options) []cli.Group {
 			{Name: "rehearse", Value: cli.String(&o.Rehearse), Arg: "RUNNER",
 				Usage: "run on prism the pipeline RUNNER (flink, universal, dataflow) would be sent: its capability check and the defaults chosen from its capabilities (--early-source, --dedup-order); placement and scale stay prism's"},
 		}},
-		{Title: "Event time, windows and triggers (SPEC §2)", Flags: []cli.Flag{
-			cli.Shared("window", cli.Duration(&p.Triggers.Window)),
-			cli.Shared("early", cli.Duration(&p.Triggers.Early)),
-			cli.Shared("ooo-bound", cli.Duration(&p.Watermark.OutOfOrderBound)),
-			cli.Shared("idle-timeout", cli.Duration(&p.Watermark.IdleTimeout)),
-			{Name: "idle-advance", Value: cli.IdleAdvance(&p.Watermark.IdleAdvance),
-				Usage: "when every partition is idle the watermark follows processing-time (minus --ooo-bound; live traffic) or holds (hold; a backfill; prism only)"},
-			cli.Shared("allowed-lateness", cli.Duration(&p.Triggers.AllowedLateness)),
-			{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "timer where the runner fires processing-time timers (prism, dataflow), else impulse",
+		{Title: "Event time, windows and triggers (SPEC §2)", Flags: append(stream.Flags("window", "early", "ooo-bound", "idle-timeout", "idle-advance", "allowed-lateness"),
+			cli.Flag{Name: "early-source", Value: cli.String(&p.EarlySource), Arg: "SOURCE", Default: "timer where the runner fires processing-time timers (prism, dataflow), else impulse",
 				Usage: "what drives EARLY rows: timer (processing-time timers) or impulse (a periodic impulse; the portable Flink runner fires no processing-time timers for Go)"},
-		}},
-		{Title: "Validation (SPEC §3)", Flags: []cli.Flag{
-			cli.Shared("max-future", cli.Duration(&p.Event.MaxFuture)),
-			cli.Shared("max-age", cli.Duration(&p.Event.MaxAge)),
-			cli.Shared("max-line", cli.Size(&p.Event.MaxLine)),
-			cli.Shared("dimensions", cli.List(&p.Event.Dimensions)),
-		}},
-		{Title: "Dedup and memory", Flags: []cli.Flag{
-			cli.Shared("dedup-retention", cli.Duration(&p.DedupRetention)),
+		)},
+		{Title: "Validation (SPEC §3)", Flags: stream.Flags("max-future", "max-age", "max-line", "dimensions")},
+		{Title: "Dedup and memory", Flags: append(stream.Flags("dedup-retention"), []cli.Flag{
 			{Name: "dedup-shards", Value: cli.Count(&p.DedupShards), Default: fmt.Sprintf("%d on prism, else sized from --design-rate", pipeline.DefaultShards),
 				Usage: "dedup state keys; off prism sized so that no key exceeds 64 MB (docs/capacity.md)"},
 			{Name: "design-rate", Value: cli.Count(&p.DesignRate), Default: strconv.Itoa(pipeline.DefaultDesignRate),
@@ -147,7 +135,7 @@ func flagTable(o *Options) []cli.Group {
 				Usage: "off prism: the worker count the dedup cache is sized for (shards per worker); with more than one Flink task slot per TaskManager give the TaskManagers"},
 			{Name: "read-ahead", Value: cli.Count(&o.ReadAheadRecords), Default: strconv.Itoa(flow.DefaultReadAhead),
 				Usage: "embedded runner: records read but not yet taken in by the dedup step before the source pauses (nor does a partition read eight windows of event time past what dedup took); peak memory depends on it, not on the length of the log (other runners have their own flow control)"},
-		}},
+		}...)},
 		{Title: "Demo, live views and logs", Flags: []cli.Flag{
 			{Name: "demo", Value: cli.String(&o.Demo), Arg: "MODE", Default: DemoReplay,
 				Usage: "without --source: replay a generated history, or live: a generator writes ./" + live.DemoDir + " in real time (short windows, sink " + live.DemoSink + ")"},

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/sink"
 
@@ -78,6 +79,7 @@ Under "go run" the go command reports a non-zero code as "exit status N" and exi
 // flagTable is cmd/reconcile's flag table over o (SPEC §6): every flag
 // once, in the groups --help shows; the Beam runner's follow them.
 func flagTable(o *Options, r *RangeFlags) []cli.Group {
+	stream := cli.Stream{Event: &o.Event, Watermark: &o.Watermark, Triggers: &o.Triggers, Retention: &o.DedupRetention}
 	return []cli.Group{
 		{Title: "What to check", Flags: slices.Concat([]cli.Flag{
 			{Name: "source", Value: cli.String(&o.Source), Arg: "PATH", Usage: "raw-log folder to recompute from (local, gs://, s3://; required)"},
@@ -90,18 +92,9 @@ func flagTable(o *Options, r *RangeFlags) []cli.Group {
 			cli.Shared("report", cli.String(&o.Report)),
 			{Name: "top", Value: cli.Int(&o.Top), Usage: "differences listed in the summary"},
 		})},
-		{Title: "The stream's settings (as the sink's rows were computed; run_config checks window, dimensions, lateness)", Flags: []cli.Flag{
-			cli.Shared("window", cli.Duration(&o.Triggers.Window)),
-			cli.Shared("allowed-lateness", cli.Duration(&o.Triggers.AllowedLateness)),
-			cli.Shared("dimensions", cli.List(&o.Event.Dimensions)),
-			cli.Shared("ooo-bound", cli.Duration(&o.Watermark.OutOfOrderBound)),
-			cli.Shared("max-future", cli.Duration(&o.Event.MaxFuture)),
-			cli.Shared("max-age", cli.Duration(&o.Event.MaxAge)),
-			cli.Shared("max-line", cli.Size(&o.Event.MaxLine)),
-			checkedOnly(cli.Shared("early", cli.Duration(&o.Triggers.Early))),
-			checkedOnly(cli.Shared("idle-timeout", cli.Duration(&o.Watermark.IdleTimeout))),
-			checkedOnly(cli.Shared("dedup-retention", cli.Duration(&o.DedupRetention))),
-		}},
+		{Title: "The stream's settings (as the sink's rows were computed; run_config checks window, dimensions, lateness)", Flags: append(
+			stream.Flags("window", "allowed-lateness", "dimensions", "ooo-bound", "max-future", "max-age", "max-line"),
+			slicesx.Map(stream.Flags("early", "idle-timeout", "dedup-retention"), checkedOnly)...)},
 		{Title: "The run", Flags: []cli.Flag{
 			{Name: "shards", Value: cli.Int(&o.Shards), Usage: "event-id shards of the choice step"},
 			{Name: "work-dir", Value: cli.String(&o.WorkDir), Arg: "DIR", Default: "a local temporary folder",

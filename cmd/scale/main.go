@@ -25,7 +25,6 @@ import (
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
-	"github.com/revenue-stream/hourly/triggers"
 )
 
 type measured struct {
@@ -80,10 +79,11 @@ func defaults() options {
 		checkpointEvery: time.Minute, uploadMBps: 100}
 }
 
-// The policy the plan is for: cmd/launch's defaults.
+// The settings the plan is for: cmd/launch's defaults; bound is the watermark's lag behind the
+// events (--ooo-bound).
 var (
-	policy    = triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour}
-	retention = policy.Lifetime()
+	policy, bound = pipeline.Defaults().Triggers, pipeline.Defaults().Watermark.OutOfOrderBound
+	retention     = policy.Lifetime()
 	// minHours is where simulate starts sampling the key's steady state: fewer hours measure none.
 	minHours = (retention + 2*policy.Window).Hours()
 )
@@ -142,11 +142,10 @@ func (o options) validate() error {
 
 // run simulates each rate and prints the measurements and the plan.
 func run(o options, w io.Writer) error {
-	p := policy
 	var ms []measured
 	for _, rate := range o.rates {
-		shards := pipeline.ShardsFor("flink", rate, retention, p.Window)
-		m, err := simulate(p, retention, rate, shards, o.hours, o.dup)
+		shards := pipeline.ShardsFor("flink", rate, retention, policy.Window)
+		m, err := simulate(rate, shards, o.hours, o.dup)
 		if err != nil {
 			return err
 		}
@@ -204,11 +203,11 @@ func largestKey(m measured) int64 {
 	return int64(float64(m.peakBytes) * spread)
 }
 
-// simulate runs one shard at rate/shards events/s over hours of event time,
-// a batch per second of traffic, the watermark 10 minutes behind.
-func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hours, dupFrac float64) (measured, error) {
+// simulate runs one shard at rate/shards events/s over hours of event time, a batch per second of
+// traffic, the watermark bound behind.
+func simulate(rate, shards int, hours, dupFrac float64) (measured, error) {
 	m := measured{rate: rate, shards: shards, shardRate: float64(rate) / float64(shards)}
-	sim := transforms.NewDedupShardSim(p, retention.Milliseconds())
+	sim := transforms.NewDedupShardSim(policy, retention.Milliseconds())
 	base := time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC).UnixMilli()
 	total := int(m.shardRate * hours * 3600)
 	stepMs := 1000 / m.shardRate
@@ -221,13 +220,13 @@ func simulate(p triggers.Policy, retention time.Duration, rate, shards int, hour
 	flush := func(now int64) {
 		m.counted += sim.Batch(batch)
 		batch = batch[:0]
-		sim.Advance(now - (10 * time.Minute).Milliseconds())
+		sim.Advance(now - bound.Milliseconds())
 		if b := sim.StateBytes(); b > m.peakBytes {
 			m.peakBytes, m.peakLive = b, sim.Live()
 			peakBag = sim.Snapshot()
 			m.cacheBytes = sim.CacheBytes()
 		}
-		if float64(now-base) > (retention+2*p.Window).Hours()*3.6e6 {
+		if float64(now-base) > minHours*3.6e6 {
 			sum += float64(sim.StateBytes())
 			samples++
 		}

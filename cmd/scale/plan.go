@@ -3,15 +3,14 @@ package main
 import (
 	"math"
 	"sort"
-	"time"
 
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
 // kept is how long a shard holds an id at its peak, as the launcher sizes the cache for: the
-// retention, the window whose expiry is next and the watermark's lag (cmd/launch's --ooo-bound).
-var kept = retention + policy.Window + 10*time.Minute
+// retention, the window whose expiry is next and the watermark's lag.
+var kept = retention + policy.Window + bound
 
 // workersFor plans the workers for rate over shards: enough vCPUs for the rate, and enough workers
 // that the launcher's --dedup-cache for that count (pipeline.DedupCacheFor: the ids of the shards

@@ -74,13 +74,10 @@ func shownDefault(v string) string {
 func (s *FlagSet) parse(args []string) error {
 	s.err = nil
 	if err := s.fs.Parse(args); err != nil {
-		switch {
-		case errors.Is(err, flag.ErrHelp):
+		if errors.Is(err, flag.ErrHelp) {
 			return flag.ErrHelp
-		case s.err != nil:
-			return s.err
 		}
-		return flagError(err)
+		return cmp.Or(s.err, flagError(err))
 	}
 	if rest := s.fs.Args(); len(rest) > 0 {
 		return fmt.Errorf("unexpected argument %q: flags take the form --name=value", rest[0])
@@ -99,10 +96,7 @@ func (s *FlagSet) Given(name string) bool {
 func (s *FlagSet) Set(name, value string) error {
 	s.err = nil
 	if err := s.fs.Set(name, value); err != nil {
-		if s.err != nil {
-			return s.err
-		}
-		return fmt.Errorf("--%s: %w", name, err)
+		return cmp.Or(s.err, fmt.Errorf("--%s: %w", name, err))
 	}
 	return nil
 }
@@ -185,10 +179,15 @@ func (s *FlagSet) writeHelp(w io.Writer, synopsis string) error {
 		rows  []row
 	}
 	var sections []section
+	width := 0
+	add := func(sec *section, left, usage string) {
+		sec.rows = append(sec.rows, row{left, usage})
+		width = max(width, len(left))
+	}
 	for _, g := range s.groups {
 		sec := section{title: g.Title}
 		for _, f := range g.Flags {
-			sec.rows = append(sec.rows, row{flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, cmp.Or(f.Default, shownDefault(f.Value.String())))})
+			add(&sec, flagLeft(f.Name, f.Value, f.Arg), withDefault(f.Usage, cmp.Or(f.Default, shownDefault(f.Value.String()))))
 		}
 		sections = append(sections, sec)
 	}
@@ -198,7 +197,7 @@ func (s *FlagSet) writeHelp(w io.Writer, synopsis string) error {
 		for _, r := range runnerFlags {
 			// Not registered, or the command's own: not in s.runner.
 			if i := slices.IndexFunc(s.runner, func(f *flag.Flag) bool { return f.Name == r.Name }); i >= 0 {
-				sec.rows = append(sec.rows, row{flagLeft(r.Name, s.runner[i].Value, ""), withDefault(r.Usage, r.Default)})
+				add(&sec, flagLeft(r.Name, s.runner[i].Value, ""), withDefault(r.Usage, r.Default))
 				described[r.Name] = true
 			}
 		}
@@ -207,12 +206,6 @@ func (s *FlagSet) writeHelp(w io.Writer, synopsis string) error {
 			if !described[f.Name] && !slices.Contains(workerFlags, f.Name) {
 				others = append(others, "--"+f.Name)
 			}
-		}
-	}
-	width := 0
-	for _, sec := range sections {
-		for _, r := range sec.rows {
-			width = max(width, len(r.left))
 		}
 	}
 	width = min(width, 30)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/watermark"
@@ -57,14 +58,19 @@ func Port(p *int) Value[int] {
 	return intValue(p, "PORT", "port", func(n int) bool { return n >= 1 && n <= 65535 }, "want 1 to 65535")
 }
 
-func intValue(p *int, arg, noun string, ok func(int) bool, want string) Value[int] {
-	return Func(p, arg, func(s string) (int, error) {
-		n, err := strconv.Atoi(s)
-		if err != nil || !ok(n) {
+// Tally binds a count that may be 0.
+func Tally(p *int64) Value[int64] {
+	return intValue(p, "N", "count", func(n int64) bool { return n >= 0 }, "want 0 or more")
+}
+
+func intValue[N int | int64](p *N, arg, noun string, ok func(N) bool, want string) Value[N] {
+	return Func(p, arg, func(s string) (N, error) {
+		n, err := strconv.ParseInt(s, 10, int(unsafe.Sizeof(*p))*8)
+		if err != nil || !ok(N(n)) {
 			return 0, fmt.Errorf("invalid %s %q: %s", noun, s, want)
 		}
-		return n, nil
-	}, strconv.Itoa)
+		return N(n), nil
+	}, func(n N) string { return strconv.FormatInt(int64(n), 10) })
 }
 
 // Float binds a finite number (the command validates its range): NaN and infinities are refused,
