@@ -1,6 +1,6 @@
 // Package capability is the one table of what each Beam runner lacks of the
 // features this pipeline could ask, and the check of a pipeline proto against
-// it. Each entry names its proof (a filter line of Beam v2.77.0's
+// it. Each entry names its proof (a filter line of Beam v2.78.0's
 // sdks/go/test/integration/integration.go, or an issue) and what the pipeline
 // does instead; an unknown job server gets the union of the portable lacks.
 package capability

@@ -1,12 +1,14 @@
 // Package localrunner holds what exists only because of the local runner,
-// prism (Beam v2.77.0), so the DoFns read as runner-agnostic Beam. Nothing
+// prism (Beam v2.78.0; each trap below was found on v2.77.0 and is still
+// there), so the DoFns read as runner-agnostic Beam. Nothing
 // here carries correctness elsewhere: a process-wide value is at most a cache.
 // The prism-only switches follow capability.IsPrism and nothing else.
 //
 // Each prism trap, where it is handled, and what happens elsewhere:
 //
 //   - Runner-initiated splits replay processed elements (apache/beam#35771;
-//     5,465 of 1,000,000 counted twice): UseSafeOptions adds
+//     5,465 of 1,000,000 counted twice; on v2.78.0, 43 in one replay of
+//     three): UseSafeOptions adds
 //     DisableSplitExperiment on prism only (options.go).
 //   - Lost metric updates (prism jobservices/metrics.go): a bundle reporting an
 //     unresolved short id can overwrite another's payload; the metric gate
