@@ -55,7 +55,7 @@ func (w *quietWatch) observe(now time.Time, r reading) (drained, proven bool) {
 	if n := r.SinkAccepted + r.SinkStale + r.SinkAudit; n != w.written {
 		w.written, w.changed = n, now
 	}
-	return r.Read == r.Verdicts(), r.proves()
+	return r.Conserved(), r.proves()
 }
 
 // sealCandidate is resume points read at a time, awaiting step 2's proof.

@@ -163,7 +163,7 @@ wait:
 			if o.Streaming() {
 				drainInFlight(o.Pipeline.WithDefaults(), func() bool {
 					f, ok := jf.figures(context.Background())
-					return ok && f.Counts.Read == f.Counts.Verdicts()
+					return ok && f.Counts.Conserved()
 				})
 			}
 			got, unsettled = stop(o, jf, r.signal, done, hardCancel)
