@@ -1,6 +1,7 @@
 package bigquery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,20 +121,30 @@ func (b *BigQuery) read(ctx context.Context, what, sql string, params []gbq.Quer
 // errPartialRead marks a read that failed after delivering rows: not retried.
 var errPartialRead = errors.New("read failed after delivering rows")
 
-// rows runs a query whose args are gbq.QueryParameters.
+// rows runs a query whose args are gbq.QueryParameters. A row the table's codec cannot read
+// (a state no writer stores) is skipped and named in an UnreadableRows error with the others.
 func (b *BigQuery) rows(ctx context.Context, what string, t *table.Table, sql string, args []any, each func([]any) error) error {
 	params := slicesx.Map(args, func(a any) gbq.QueryParameter { return a.(gbq.QueryParameter) })
-	return b.read(ctx, what, sql, params, func(it *gbq.RowIterator) error {
+	var bad sink.UnreadableRows
+	err := b.read(ctx, what, sql, params, func(it *gbq.RowIterator) error {
 		var row []gbq.Value
 		if err := it.Next(&row); err != nil {
 			return err
 		}
 		vals, err := fromBQ(t, row)
-		if err != nil {
-			return err
+		if err == nil {
+			err = each(vals)
 		}
-		return each(vals)
+		if re, ok := errors.AsType[*sink.RowError](err); ok {
+			re.Table = cmp.Or(re.Table, t.Name)
+			bad, err = append(bad, re), nil
+		}
+		return err
 	})
+	if err == nil && len(bad) > 0 {
+		return bad
+	}
+	return err
 }
 
 // from keeps one row per revision of the changelog and per source_position

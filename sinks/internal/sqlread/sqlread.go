@@ -21,8 +21,8 @@ import (
 // build the rest of sink.Reader on it, and the backends embed it.
 type DB struct {
 	// Rows runs query, which selects t's columns in order, and calls each
-	// with every row's values. A *sink.RowError skips the row where the
-	// backend can go on (SQLite names them in an UnreadableRows error).
+	// with every row's values. A *sink.RowError skips the row, which the
+	// backend names in an UnreadableRows error returned with the others.
 	Rows func(ctx context.Context, what string, t *table.Table, query string, args []any, each func([]any) error) error
 	// From is what t's rows are selected from: one row per key, where rows
 	// are appended (BigQuery).
