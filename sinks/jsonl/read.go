@@ -2,6 +2,7 @@ package jsonl
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,7 +31,8 @@ func openReader(dir string, sealer bool) (*JSONL, bool, error) {
 	return &JSONL{dir: dir, guard: rules.NewGuard(), readOnly: true, sealer: sealer}, true, nil
 }
 
-// readJSONLFile decodes every complete line of a sink file (none if missing).
+// readJSONLFile decodes every complete line of a sink file (none if missing). A line with a value
+// it cannot read is skipped and named in an UnreadableRows error returned with the others.
 func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 	path := filepath.Join(dir, file)
 	data, err := os.ReadFile(path)
@@ -44,6 +46,7 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 		data = data[:i+1]
 	}
 	var out []T
+	var bad sink.UnreadableRows
 	n := 0
 	for line := range bytes.Lines(data) {
 		n++
@@ -51,10 +54,18 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 			continue
 		}
 		v, err := table.DecodeJSONLine(c, line)
+		if re, ok := errors.AsType[*sink.RowError](err); ok {
+			re.Table = cmp.Or(re.Table, c.Table.Name)
+			bad = append(bad, re)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("jsonl sink %s: %s:%d: %w", dir, file, n, err)
 		}
 		out = append(out, v)
+	}
+	if len(bad) > 0 {
+		return out, bad
 	}
 	return out, nil
 }
@@ -63,7 +74,7 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 // time the line was appended.
 func (j *JSONL) Changelog(_ context.Context, q sink.Query) ([]sink.ChangelogEntry, error) {
 	log, err := readJSONLFile(j.dir, ChangelogFile, table.ChangelogCodec)
-	if err != nil {
+	if _, ok := sink.Unreadable(err); !ok {
 		return nil, err
 	}
 	if q.From != nil {
@@ -73,7 +84,7 @@ func (j *JSONL) Changelog(_ context.Context, q sink.Query) ([]sink.ChangelogEntr
 	if q.Current {
 		log = rules.LastPerKey(log, func(e sink.ChangelogEntry) model.Row { return e.Row })
 	}
-	return log, nil
+	return log, err
 }
 
 func (j *JSONL) FinalHorizon(ctx context.Context) (windowEndMs int64, ok bool, err error) {
@@ -106,11 +117,11 @@ func (j *JSONL) Audit(context.Context) (a sink.Audit, err error) {
 // readJSONLAudit reads an audit file, the first row per source_position.
 func readJSONLAudit[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 	recs, err := readJSONLFile(dir, file, c)
-	if err != nil {
+	if _, ok := sink.Unreadable(err); !ok {
 		return nil, err
 	}
 	slices.SortStableFunc(recs, func(a, b T) int { return strings.Compare(c.Position(a), c.Position(b)) })
-	return slices.CompactFunc(recs, func(a, b T) bool { return c.Position(a) == c.Position(b) }), nil
+	return slices.CompactFunc(recs, func(a, b T) bool { return c.Position(a) == c.Position(b) }), err
 }
 
 // Tally counts the rows the reads give: jsonl reads its files whole anyway.

@@ -447,7 +447,8 @@ func EncodeJSONLine[T any](buf *bytes.Buffer, c Codec[T], v T) {
 	buf.WriteString("}\n")
 }
 
-// DecodeJSONLine reads a JSON object of every column into a record.
+// DecodeJSONLine reads a JSON object of every column into a record; a value it cannot read is a
+// *sink.RowError.
 func DecodeJSONLine[T any](c Codec[T], line []byte) (T, error) {
 	var zero T
 	var fields map[string]json.RawMessage
@@ -475,7 +476,9 @@ func DecodeJSONLine[T any](c Codec[T], line []byte) (T, error) {
 			}
 		}
 		if err != nil {
-			return zero, fmt.Errorf("%s.%s: %w", c.Table.Name, col.Name, err)
+			// The key names the row as stored; a key that is not a string names it "".
+			text := func(name string) (s string) { json.Unmarshal(fields[name], &s); return s }
+			return zero, &sink.RowError{Table: c.Table.Name, Column: col.Name, WindowStart: text("window_start"), Dims: text("dims"), Err: err}
 		}
 	}
 	return c.Get(vals)
