@@ -103,11 +103,7 @@ func (f *readFn) ProcessElement(ctx context.Context, we *sdfread.WatermarkEstima
 	}
 
 	r := newReader(f.Dir, partition, rest, f.Opts)
-	// A call granted room ends at the horizon, wherever it stood then (a
-	// call past it, as Room allows when blocked, reads its full size).
-	if h := f.readAhead.Horizon(f.Opts.ReadAheadLead); wm < h {
-		r.horizon = h
-	}
+	r.horizon = f.readAhead.CallEnd(f.Opts.ReadAheadLead, wm)
 	r.source, r.open = f.Source, f.open
 	r.stop = f.stop.Stopped
 	if stopping {

@@ -129,6 +129,18 @@ func (a *ReadAhead) Horizon(lead time.Duration) int64 {
 	return f + lead.Milliseconds()
 }
 
+// CallEnd is the partition watermark at which a call granted Room ends: the Horizon, or for a call
+// past it (Room, when blocked) an eighth of lead on (about a window: Lead), enough to pass the
+// next window end. A whole call would run a sparse log's partition, and the frontier behind it,
+// days ahead (500 records are 16 h of a 20-day log's event time).
+func (a *ReadAhead) CallEnd(lead time.Duration, watermark int64) int64 {
+	h := a.Horizon(lead)
+	if watermark < h {
+		return h
+	}
+	return watermark + lead.Milliseconds()/8
+}
+
 // Ahead is how many records wait between the sources and the dedup step.
 func (a *ReadAhead) Ahead() int64 {
 	if a == nil {

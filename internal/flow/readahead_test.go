@@ -108,6 +108,17 @@ func TestReadAheadHorizon(t *testing.T) {
 	if !a.Room(budget, call, lead, 12*hour-1, false) {
 		t.Fatal("one millisecond below the horizon: room")
 	}
+	// A call below the horizon ends at it; one past it (blocked) ends lead/8 on, not a whole call on.
+	for _, c := range []struct{ watermark, want int64 }{
+		{model.NoWatermark, 12 * hour}, {11 * hour, 12 * hour}, {12 * hour, 12*hour + hour/4}, {30 * hour, 30*hour + hour/4},
+	} {
+		if got := a.CallEnd(lead, c.watermark); got != c.want {
+			t.Errorf("CallEnd at watermark %d = %d, want %d", c.watermark, got, c.want)
+		}
+	}
+	if a.CallEnd(0, 30*hour) != math.MaxInt64 || (*ReadAhead)(nil).CallEnd(lead, 30*hour) != math.MaxInt64 {
+		t.Error("no lead or no account: a call ends where its size does")
+	}
 	if a.Room(budget, call, lead, 12*hour, true) || a.Room(budget, call, lead, 12*hour, false) {
 		t.Fatal("at the horizon: no room")
 	}
