@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/watermark"
@@ -65,8 +64,8 @@ func Tally(p *int64) Value[int64] {
 
 func intValue[N int | int64](p *N, arg, noun string, ok func(N) bool, want string) Value[N] {
 	return Func(p, arg, func(s string) (N, error) {
-		n, err := strconv.ParseInt(s, 10, int(unsafe.Sizeof(*p))*8)
-		if err != nil || !ok(N(n)) {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || int64(N(n)) != n || !ok(N(n)) {
 			return 0, fmt.Errorf("invalid %s %q: %s", noun, s, want)
 		}
 		return N(n), nil

@@ -135,16 +135,9 @@ func (b *BigQuery) rows(ctx context.Context, what string, t *table.Table, sql st
 		if err == nil {
 			err = each(vals)
 		}
-		if re, ok := errors.AsType[*sink.RowError](err); ok {
-			re.Table = cmp.Or(re.Table, t.Name)
-			bad, err = append(bad, re), nil
-		}
-		return err
+		return bad.Skip(err, t.Name)
 	})
-	if err == nil && len(bad) > 0 {
-		return bad
-	}
-	return err
+	return cmp.Or(err, bad.Err())
 }
 
 // from keeps one row per revision of the changelog and per source_position

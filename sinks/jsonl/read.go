@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,20 +53,15 @@ func readJSONLFile[T any](dir, file string, c table.Codec[T]) ([]T, error) {
 			continue
 		}
 		v, err := table.DecodeJSONLine(c, line)
-		if re, ok := errors.AsType[*sink.RowError](err); ok {
-			re.Table = cmp.Or(re.Table, c.Table.Name)
-			bad = append(bad, re)
-			continue
-		}
 		if err != nil {
-			return nil, fmt.Errorf("jsonl sink %s: %s:%d: %w", dir, file, n, err)
+			if err := bad.Skip(err, c.Table.Name); err != nil {
+				return nil, fmt.Errorf("jsonl sink %s: %s:%d: %w", dir, file, n, err)
+			}
+			continue
 		}
 		out = append(out, v)
 	}
-	if len(bad) > 0 {
-		return out, bad
-	}
-	return out, nil
+	return out, bad.Err()
 }
 
 // Changelog filters q.From after reading the file whole; written_at is the

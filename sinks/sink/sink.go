@@ -235,6 +235,26 @@ func (u UnreadableRows) Error() string {
 	return fmt.Sprintf("%s (and %d more unreadable rows)", u[0].Error(), len(u)-1)
 }
 
+// Skip adds err to u when it is a *RowError, naming table where it names none, and returns nil;
+// any other err is returned as is. A reader calls it per row and returns u.Err() with the rows.
+func (u *UnreadableRows) Skip(err error, table string) error {
+	re, ok := errors.AsType[*RowError](err)
+	if !ok {
+		return err
+	}
+	re.Table = cmp.Or(re.Table, table)
+	*u = append(*u, re)
+	return nil
+}
+
+// Err is u as the error of a read, nil when no row was skipped.
+func (u UnreadableRows) Err() error {
+	if len(u) == 0 {
+		return nil
+	}
+	return u
+}
+
 // Unreadable returns the rows err reports as unreadable, and whether err is
 // nothing else (true for nil).
 func Unreadable(err error) (UnreadableRows, bool) {

@@ -22,10 +22,7 @@ func (s *SQLite) rows(ctx context.Context, what string, t *table.Table, query st
 	if err := scanAll(t, rs, err, each, func(e *sink.RowError) { bad = append(bad, e) }); err != nil {
 		return fmt.Errorf("sqlite sink %s: %s: %w", s.path, what, err)
 	}
-	if len(bad) > 0 {
-		return bad
-	}
-	return nil
+	return bad.Err()
 }
 
 func (s *SQLite) from(t *table.Table) string { return ident(t.Name) }
