@@ -7,7 +7,7 @@ import (
 	"github.com/revenue-stream/hourly/transforms"
 )
 
-// TestDedupCacheFor: the --dedup-cache a worker gets is what the shards it
+// TestDedupCacheFor (dedupCacheFor, which Options.Sized applies): the --dedup-cache a worker gets is what the shards it
 // owns hold, as docs/capacity.md's cache rule states it (24 GiB for 4
 // workers at 20,000 ev/s, and for 20 at 100,000): 512 shards of 920,000
 // ids (26h10m at 9.77 ev/s) at 52.5 bytes, 23.03 GiB, rounded up. Both are
@@ -33,9 +33,9 @@ func TestDedupCacheFor(t *testing.T) {
 		{"prism keeps its default", "prism", 20_000, 4, transforms.DefaultDedupCacheBytes},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			shards := ShardsFor(c.runner, c.rate, retention, window)
-			if got := DedupCacheFor(c.runner, c.rate, shards, c.workers, kept); got != c.want {
-				t.Fatalf("DedupCacheFor(%s, %d ev/s, %d shards, %d workers) = %.2f GiB, want %.2f GiB",
+			shards := shardsFor(c.runner, c.rate, retention, window)
+			if got := dedupCacheFor(c.runner, c.rate, shards, c.workers, kept); got != c.want {
+				t.Fatalf("dedupCacheFor(%s, %d ev/s, %d shards, %d workers) = %.2f GiB, want %.2f GiB",
 					c.runner, c.rate, shards, c.workers, float64(got)/gib, float64(c.want)/gib)
 			}
 		})

@@ -31,10 +31,10 @@ const DefaultDesignRate = 20_000
 // compaction and uneven ids, 24 MiB stays under SPEC §8's 64 MB.
 const TargetShardBytes = 24 << 20
 
-// ShardsFor returns the dedup shard count: DefaultShards on prism, else the
+// shardsFor returns the dedup shard count: DefaultShards on prism, else the
 // power of two keeping a shard's ids (rate × (retention + window)) within
 // TargetShardBytes.
-func ShardsFor(runner string, rate int, retention, window time.Duration) int {
+func shardsFor(runner string, rate int, retention, window time.Duration) int {
 	if capability.IsPrism(runner) {
 		return DefaultShards
 	}
@@ -49,11 +49,11 @@ func ShardsFor(runner string, rate int, retention, window time.Duration) int {
 	return max(n, DefaultShards)
 }
 
-// DedupCacheFor returns a runner's default --dedup-cache: on prism
+// dedupCacheFor returns a runner's default --dedup-cache: on prism
 // transforms.DefaultDedupCacheBytes, elsewhere what a worker's ceil(shards /
 // workers) decoded shards of rate × kept / shards ids hold, rounded up to a
 // GiB (workers <= 0: one owns all; docs/capacity.md).
-func DedupCacheFor(runner string, rate, shards, workers int, kept time.Duration) int {
+func dedupCacheFor(runner string, rate, shards, workers int, kept time.Duration) int {
 	if capability.IsPrism(runner) || shards <= 0 {
 		return transforms.DefaultDedupCacheBytes
 	}
@@ -105,6 +105,22 @@ func Defaults() Options {
 		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
 		Triggers:  triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
 	}
+}
+
+// Sized fills the dedup sizes left at zero for a runner's workers: the shards for the design rate
+// and, off prism, the cache a worker needs for its share of them, each id kept for the retention,
+// the window whose expiry is next and the watermark's lag (workers <= 0: one owns all;
+// docs/capacity.md). On prism the cache stays 0, transforms' default.
+func (o Options) Sized(runner string, workers int) Options {
+	d := o.WithDefaults()
+	if o.DedupShards == 0 {
+		o.DedupShards = shardsFor(runner, o.DesignRate, d.DedupRetention, d.Triggers.Window)
+	}
+	if o.DedupCacheBytes == 0 && !capability.IsPrism(runner) {
+		kept := d.DedupRetention + d.Triggers.Window + d.Watermark.OutOfOrderBound
+		o.DedupCacheBytes = dedupCacheFor(runner, o.DesignRate, o.DedupShards, workers, kept)
+	}
+	return o
 }
 
 // WithDefaults fills the derived settings.

@@ -39,7 +39,7 @@ func (r *jobRun) buildJob(ctx context.Context) (*beam.Pipeline, *pipepb.Pipeline
 			}
 		}
 		if signal.Enabled() && !r.dry {
-			r.seal = newSealer(o.Sink, signal.Token, r.po, o.quietPeriod(), o.sealEvery(), o.profileRunner(), r.fo.Resume)
+			r.seal = newSealer(o.Sink, signal.Token, r.po, o.cadence().quiet, o.cadence().seal, o.profileRunner(), r.fo.Resume)
 			r.onClose(r.seal.close)
 		}
 		source, fo := r.sum.Source, r.fo

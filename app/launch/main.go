@@ -15,7 +15,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/app/live"
-	"github.com/revenue-stream/hourly/internal/capability"
 	"github.com/revenue-stream/hourly/internal/cli"
 	"github.com/revenue-stream/hourly/internal/flow"
 	"github.com/revenue-stream/hourly/pipeline"
@@ -175,14 +174,8 @@ func complete(o *Options, fs *cli.FlagSet) error {
 		}
 	}
 	o.Runner = cmp.Or(*runners.Runner, DefaultRunner)
-	p, d := &o.Pipeline, o.Pipeline.WithDefaults()
-	if p.DedupShards == 0 {
-		p.DedupShards = pipeline.ShardsFor(o.Runner, p.DesignRate, d.DedupRetention, d.Triggers.Window)
-	}
-	if p.DedupCacheBytes == 0 && !capability.IsPrism(o.Runner) {
-		kept := d.DedupRetention + d.Triggers.Window + d.Watermark.OutOfOrderBound
-		p.DedupCacheBytes = pipeline.DedupCacheFor(o.Runner, p.DesignRate, p.DedupShards, o.workers(), kept)
-	}
+	p := &o.Pipeline
+	*p = p.Sized(o.Runner, o.workers())
 	p.EarlySource = cmp.Or(p.EarlySource, pipeline.EarlySourceFor(o.profileRunner()))
 	p.DedupOrder = cmp.Or(p.DedupOrder, pipeline.DedupOrderFor(o.profileRunner()))
 	return nil

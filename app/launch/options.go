@@ -153,28 +153,17 @@ func Defaults() Options {
 	}
 }
 
-func (o Options) sealEvery() time.Duration {
-	if o.Sink.Scheme == sink.SchemeBigQuery {
-		return max(o.SealEvery, bigQuerySealEvery)
-	}
-	return o.SealEvery
-}
+// cadence is how the launcher looks at the sink: how often a follower reads the resume points it
+// could seal, how often the live views read the rows (0: every refresh), and how long the write
+// counters must stand still for the output to count as settled. BigQuery is read less often, and
+// it counts a row when buffered, so its flush interval is added to the quiet.
+type cadence struct{ seal, live, quiet time.Duration }
 
-// liveSinkEvery is how often the live views read the sink's rows (0: every refresh).
-func (o Options) liveSinkEvery() time.Duration {
-	if o.Sink.Scheme == sink.SchemeBigQuery {
-		return bigQueryLiveEvery
+func (o Options) cadence() cadence {
+	if o.Sink.Scheme != sink.SchemeBigQuery {
+		return cadence{o.SealEvery, 0, o.QuietPeriod}
 	}
-	return 0
-}
-
-// quietPeriod is how long the sink's write counters must stand still for the output to count as
-// settled; BigQuery counts a row when buffered, so the flush interval is added.
-func (o Options) quietPeriod() time.Duration {
-	if o.Sink.Scheme == sink.SchemeBigQuery {
-		return o.QuietPeriod + o.flushPolicy().Interval
-	}
-	return o.QuietPeriod
+	return cadence{max(o.SealEvery, bigQuerySealEvery), bigQueryLiveEvery, o.QuietPeriod + o.flushPolicy().Interval}
 }
 
 // validate checks the settings together, before any work, creating nothing: every failure names

@@ -107,22 +107,16 @@ func TestSinkCadences(t *testing.T) {
 	o := Defaults()
 	o.SealEvery, o.QuietPeriod, o.BQFlush = 10*time.Second, 3*time.Second, 5*time.Second
 	for _, tc := range []struct {
-		scheme                    string
-		seal, quiet, liveSinkRead time.Duration
+		scheme string
+		want   cadence
 	}{
-		{sink.SchemeSQLite, 10 * time.Second, 3 * time.Second, 0},
-		{sink.SchemeJSONL, 10 * time.Second, 3 * time.Second, 0},
-		{sink.SchemeBigQuery, 5 * time.Minute, 8 * time.Second, time.Minute},
+		{sink.SchemeSQLite, cadence{seal: 10 * time.Second, quiet: 3 * time.Second}},
+		{sink.SchemeJSONL, cadence{seal: 10 * time.Second, quiet: 3 * time.Second}},
+		{sink.SchemeBigQuery, cadence{seal: 5 * time.Minute, live: time.Minute, quiet: 8 * time.Second}},
 	} {
 		o.Sink.Scheme = tc.scheme
-		if got := o.sealEvery(); got != tc.seal {
-			t.Errorf("%s: sealEvery %v, want %v", tc.scheme, got, tc.seal)
-		}
-		if got := o.quietPeriod(); got != tc.quiet {
-			t.Errorf("%s: quietPeriod %v, want %v", tc.scheme, got, tc.quiet)
-		}
-		if got := o.liveSinkEvery(); got != tc.liveSinkRead {
-			t.Errorf("%s: liveSinkEvery %v, want %v", tc.scheme, got, tc.liveSinkRead)
+		if got := o.cadence(); got != tc.want {
+			t.Errorf("%s: cadence %+v, want %+v", tc.scheme, got, tc.want)
 		}
 	}
 }

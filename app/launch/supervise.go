@@ -213,10 +213,10 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	if err != nil {
 		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
 	}
-	stopAt := time.Now()
+	stopAt, quietFor := time.Now(), o.cadence().quiet
 	slog.Info("stopping: stop requested; waiting for the readers to stop and the output to settle before cancelling the job (Ctrl-C again to quit at once)",
-		"request", signal.Path(), "quiet", o.quietPeriod(), "at_most", o.StopTimeout)
-	deadline := stopAt.Add(max(o.StopTimeout, 2*o.quietPeriod()))
+		"request", signal.Path(), "quiet", quietFor, "at_most", o.StopTimeout)
+	deadline := stopAt.Add(max(o.StopTimeout, 2*quietFor))
 
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -240,7 +240,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 			read, committed = true, committed || r.committed
 		}
 		last := later(sink.LastWrite(), writes.changed)
-		quiet := time.Since(later(last, stopAt)) >= o.quietPeriod()
+		quiet := time.Since(later(last, stopAt)) >= quietFor
 		settled = quiet && drained
 		if !settled && time.Now().After(deadline) {
 			slog.Warn("stopping: the output did not settle in time; cancelling anyway",

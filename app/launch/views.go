@@ -74,7 +74,7 @@ func (r *jobRun) startViews(ctx context.Context) error {
 		}
 	}
 	if o.UI != "" || o.MetricsAddr != "" || (o.Streaming() && isTerminal(os.Stdout)) {
-		r.mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.liveSinkEvery(),
+		r.mon = &live.Monitor{Title: "hourly revenue · " + sum.Source, Sink: o.Sink, SinkEvery: o.cadence().live,
 			Triggers: r.po.Triggers, OutOfOrderBound: r.po.Watermark.OutOfOrderBound}
 		if r.liveDemo {
 			r.mon.Title = "hourly revenue · live demo"

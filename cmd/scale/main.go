@@ -132,8 +132,7 @@ func (o options) validate() error {
 		return err
 	}
 	for _, rate := range o.rates {
-		shards := pipeline.ShardsFor("flink", rate, retention, policy.Window)
-		if _, cache, ceiling, ok := workersFor(o, rate, shards); !ok {
+		if _, cache, ceiling, ok := workersFor(o, rate); !ok {
 			return fmt.Errorf("--worker-memory-gib=%v: a worker caps its dedup cache at %.2f GiB (its memory limit less 1 GiB), below the %d GiB one shard needs at %d ev/s", o.memGiB, float64(ceiling)/(1<<30), cache>>30, rate)
 		}
 	}
@@ -144,7 +143,7 @@ func (o options) validate() error {
 func run(o options, w io.Writer) error {
 	var ms []measured
 	for _, rate := range o.rates {
-		shards := pipeline.ShardsFor("flink", rate, retention, policy.Window)
+		shards := sized(rate, 0).DedupShards
 		m, err := simulate(rate, shards, o.hours, o.dup)
 		if err != nil {
 			return err
@@ -171,7 +170,7 @@ func run(o options, w io.Writer) error {
 	for _, runner := range []string{"Flink (RocksDB, incremental)", "Dataflow (Streaming Engine)"} {
 		for _, m := range ms {
 			// validate checked that some count fits.
-			workers, cache, _, _ := workersFor(o, m.rate, m.shards)
+			workers, cache, _, _ := workersFor(o, m.rate)
 			steady, peak := m.avgBytes*int64(m.shards), m.peakBytes*int64(m.shards)
 			owned := (m.shards + workers - 1) / workers
 			measuredCache := float64(m.cacheBytes) * float64(owned)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/transforms"
 )
 
@@ -18,22 +17,23 @@ func TestScalePlannedCacheFitsTheWorker(t *testing.T) {
 			t.Run(fmt.Sprintf("%vGiB/%d", memGiB, rate), func(t *testing.T) {
 				o := defaults()
 				o.memGiB = memGiB
-				shards := pipeline.ShardsFor("flink", rate, retention, policy.Window)
-				workers, cache, ceiling, _ := workersFor(o, rate, shards)
+				shards := sized(rate, 0).DedupShards
+				workers, cache, ceiling, _ := workersFor(o, rate)
 				if want := transforms.DedupCacheCeiling(transforms.MemoryLimitFor(int64(memGiB * (1 << 30)))); ceiling != want {
 					t.Fatalf("cap %d, want the workers' %d", ceiling, want)
 				}
-				if launcher := int64(pipeline.DedupCacheFor("flink", rate, shards, workers, kept)); cache != launcher {
+				if launcher := int64(sized(rate, workers).DedupCacheBytes); cache != launcher {
 					t.Fatalf("cache %d, want the launcher's default for %d workers, %d", cache, workers, launcher)
 				}
 				owned := (shards + workers - 1) / workers
+				kept := retention + policy.Window + bound // as the launcher sizes the cache for
 				ids := float64(rate) * kept.Seconds() / float64(shards) * float64(owned)
 				if cache > ceiling || float64(cache) < ids*transforms.DedupCacheBytesPerID {
 					t.Fatalf("%d workers of %d shards each: --dedup-cache %.2f GiB, cap %.2f GiB, the shards' ids need %.2f GiB",
 						workers, owned, float64(cache)/(1<<30), float64(ceiling)/(1<<30), ids*transforms.DedupCacheBytesPerID/(1<<30))
 				}
 				least := (rate + o.vcpus*int(o.vcpuRate) - 1) / (o.vcpus * int(o.vcpuRate))
-				if fewer := workers - 1; fewer >= max(least, 1) && int64(pipeline.DedupCacheFor("flink", rate, shards, fewer, kept)) <= ceiling {
+				if fewer := workers - 1; fewer >= max(least, 1) && int64(sized(rate, fewer).DedupCacheBytes) <= ceiling {
 					t.Fatalf("%d workers planned, %d fit", workers, fewer)
 				}
 			})
