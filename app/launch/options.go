@@ -198,8 +198,6 @@ func (o Options) validate() error {
 		localrunner.CheckAsync("launch", o.Runner),
 		cli.ErrIf(flushErr != nil, "--bq-flush: %v", flushErr),
 		cli.ErrIf(o.QuietPeriod < 0 || o.StopTimeout < 0, "stop timing must not be negative"),
-		cli.ErrIf(o.PubSub.ArchiveFailAfter < 0, "--pubsub-archive-fail-after must not be negative"),
-		cli.ErrIf(o.PubSub.StallAfter < 0, "--pubsub-stall-after must not be negative"),
 		o.folderOptions(o.Pipeline.WithDefaults()).Check(), // for the demo too, before its log is generated
 		cli.ErrIf(controlErr != nil, "--control=%s: %v", o.Control, controlErr),
 		o.placement(),
@@ -207,18 +205,15 @@ func (o Options) validate() error {
 	); err != nil {
 		return err
 	}
-	switch {
+	switch a := o.ArchiveDir(); {
 	case o.IsPubSub():
-		if a := o.ArchiveDir(); strings.Contains(a, "://") {
-			if !strings.HasPrefix(a, "gs://") && !strings.HasPrefix(a, "s3://") {
-				return fmt.Errorf("--pubsub-archive=%s: want a local folder, gs://BUCKET/PATH or s3://BUCKET/PATH", a)
-			}
-		} else if !capability.IsPrism(o.Runner) {
+		if err := pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline)); err != nil || !files.IsLocal(a) {
+			return err
+		} else if !prism {
 			return fmt.Errorf("--pubsub-archive=%s: a local archive needs --runner=prism; on %s use gs://BUCKET/PATH", a, o.Runner)
 		} else if fi, err := os.Stat(a); err == nil && !fi.IsDir() {
 			return fmt.Errorf("--pubsub-archive=%s: exists and is not a folder", a)
 		}
-		return pubsub.Validate(o.Source, o.pubsubOptions(o.Pipeline))
 	case o.Source != "" && (o.DryRun == "" || files.IsLocal(o.Source)):
 		return sources.Validate(o.Source, o.folderOptions(o.Pipeline))
 	}

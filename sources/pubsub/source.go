@@ -129,9 +129,9 @@ func Validate(subscription string, o Options) error {
 		return err
 	}
 	o = o.withDefaults(id)
+	archiveErr := files.CheckName(o.ArchiveDir)
 	return cmp.Or(
-		cli.ErrIf(!files.IsLocal(o.ArchiveDir) && !strings.HasPrefix(o.ArchiveDir, "gs://") && !strings.HasPrefix(o.ArchiveDir, "s3://") && !strings.HasPrefix(o.ArchiveDir, "memfs://"),
-			"pubsub archive %s: want a local folder, gs://BUCKET/PATH, s3://BUCKET/PATH or memfs://PATH", o.ArchiveDir),
+		cli.ErrIf(archiveErr != nil, "--pubsub-archive=%s: %v", o.ArchiveDir, archiveErr),
 		cli.ErrIf(o.Pullers < 0 || o.Shards < 0 || o.MaxHeld < 0, "pubsub pullers, reader keys and held messages must not be negative"),
 		cli.ErrIf(o.MaxHeld < o.PullBatch, "pubsub held messages (%d) must be at least one pull batch (%d)", o.MaxHeld, o.PullBatch),
 		cli.ErrIf(o.AckExtension < 10*time.Second || o.AckExtension > 600*time.Second, "pubsub ack extension %s: Pub/Sub accepts 10s to 600s", o.AckExtension),
