@@ -39,7 +39,6 @@ const (
 
 // Defaults of the settings that are not pipeline settings.
 const (
-	DefaultSink    = "sqlite:revenue.db"
 	DefaultDemoDir = "demo-data"
 	DefaultRunner  = "prism"
 	// A graceful stop cancels the job once the sink is quiet that long, or at the timeout.
@@ -135,13 +134,9 @@ func (o Options) profileRunner() string { return cmp.Or(o.Rehearse, o.Runner) }
 
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
-	spec, err := sink.ParseSpec(DefaultSink)
-	if err != nil {
-		panic(err) // a constant
-	}
 	return Options{
 		DemoDir:       DefaultDemoDir,
-		Sink:          spec,
+		Sink:          sink.Default,
 		BQFlush:       sink.DefaultFlushPolicy.Interval,
 		Pipeline:      pipeline.Defaults(),
 		LogLevel:      slog.LevelInfo,

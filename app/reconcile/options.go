@@ -47,7 +47,7 @@ func Defaults() Options {
 	stream.Triggers.Early = 0 // a recomputation fires no EARLY rows
 	return Options{
 		Settings: Settings{Event: stream.Event, Watermark: stream.Watermark, Triggers: stream.Triggers, Shards: DefaultShards},
-		Sink:     sink.Spec{Scheme: sink.SchemeSQLite, Path: "revenue.db"},
+		Sink:     sink.Default,
 		Top:      10,
 	}
 }

@@ -26,6 +26,9 @@ const (
 	SchemeBigQuery = "bigquery"
 )
 
+// Default is the sink cmd/launch writes and cmd/reconcile reads when --sink is not given.
+var Default = Spec{Scheme: SchemeSQLite, Path: "revenue.db"}
+
 // forms lists the forms ParseSpec accepts, for messages.
 const forms = "sqlite:PATH, jsonl:DIR, console or bigquery:PROJECT.DATASET"
 
