@@ -605,7 +605,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Sink != sink.Default || d.Source != "" || d.Pipeline.Triggers.Early != time.Minute ||
+	if d.Sink.String() != "sqlite:revenue.db" || d.Source != "" || d.Pipeline.Triggers.Early != time.Minute ||
 		d.Pipeline.Event.MaxLine != 1<<20 || d.Runner != DefaultRunner || d.LogLevel != slog.LevelInfo ||
 		d.Pipeline.Watermark.IdleAdvance != watermark.AdvanceProcessingTime {
 		t.Errorf("defaults = %+v", d)
