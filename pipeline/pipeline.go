@@ -69,13 +69,20 @@ func dedupCacheFor(runner string, rate, shards, workers int, kept time.Duration)
 	return max(int(gib)<<30, transforms.DefaultDedupCacheBytes)
 }
 
-// Options are the settings of SPEC §2 and §3, validated together.
-type Options struct {
+// Stream is the settings the rows depend on (SPEC §2): validation, the watermark, windows and
+// firings, and how long dedup remembers an id. Launch, reconcile and advise take them with the same
+// flags (cli.Stream).
+type Stream struct {
 	Event     event.Config
 	Watermark watermark.Policy
 	Triggers  triggers.Policy
 	// DedupRetention defaults to window + allowed lateness; shorter is refused.
 	DedupRetention time.Duration
+}
+
+// Options are the settings of SPEC §2 and §3, validated together.
+type Options struct {
+	Stream
 	// DedupShards is the number of dedup state keys (DefaultShards when 0).
 	DedupShards int
 	// DesignRate is the peak events/s shards are sized for off prism.
@@ -100,11 +107,11 @@ type Options struct {
 
 // Defaults returns the documented defaults (SPEC §2, §6).
 func Defaults() Options {
-	return Options{
+	return Options{Stream: Stream{
 		Event:     event.DefaultConfig(),
 		Watermark: watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: 5 * time.Minute},
 		Triggers:  triggers.Policy{Window: time.Hour, Early: time.Minute, AllowedLateness: 24 * time.Hour},
-	}
+	}}
 }
 
 // Sized fills the dedup sizes left at zero for a runner's workers: the shards for the design rate

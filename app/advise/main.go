@@ -92,7 +92,7 @@ type parsed struct {
 // default once.
 func flagTable(c *parsed) []cli.Group {
 	o := &c.o
-	job := cli.Stream{Event: &o.Event, Watermark: &o.Watermark, Triggers: &o.Triggers, Retention: &o.Retention, Usage: map[string]string{
+	job := cli.Stream{Event: &o.Event, Watermark: &o.Watermark, Triggers: &o.Triggers, Retention: &o.DedupRetention, Usage: map[string]string{
 		"ooo-bound":    "out-of-order bound",
 		"idle-advance": "with every partition idle the watermark follows processing-time or holds (hold)",
 		"max-future":   "quarantine events further than this ahead of their arrival",

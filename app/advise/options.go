@@ -12,8 +12,7 @@ import (
 	"github.com/revenue-stream/hourly/app/report"
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
-	"github.com/revenue-stream/hourly/triggers"
-	"github.com/revenue-stream/hourly/watermark"
+	"github.com/revenue-stream/hourly/pipeline"
 )
 
 // Range selects the windows measured, as reconcile's --from/--to/--date do.
@@ -30,12 +29,9 @@ type Options struct {
 	Range                Range
 	Report, JobReport    string
 
-	// The job's settings: validation, watermark, windows, dedup.
-	Event     event.Config
-	Watermark watermark.Policy
-	Triggers  triggers.Policy
-	// Retention is --dedup-retention; 0 means window + allowed lateness.
-	Retention time.Duration
+	// The job's settings: validation, watermark, windows, dedup (DedupRetention 0: window +
+	// allowed lateness).
+	pipeline.Stream
 
 	// Try holds each setting's candidates; the current value is always added.
 	Try Candidates
@@ -69,11 +65,8 @@ type Targets struct {
 // Defaults are cmd/launch's defaults (without EARLY firings, as reconcile's), the docs'
 // candidates, and targets of 1 % late, none twice.
 func Defaults() Options {
-	job := reconcile.Defaults()
 	return Options{
-		Event:     job.Event,
-		Watermark: job.Watermark,
-		Triggers:  job.Triggers,
+		Stream: reconcile.Defaults().Stream,
 		Try: Candidates{
 			Bounds:              []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour},
 			LatenessPercentiles: []int{90, 95, 99},
@@ -87,7 +80,7 @@ func Defaults() Options {
 
 // RetentionOrDefault is --dedup-retention, or window + allowed lateness.
 func (o Options) RetentionOrDefault() time.Duration {
-	return cmp.Or(o.Retention, o.Triggers.Lifetime())
+	return cmp.Or(o.DedupRetention, o.Triggers.Lifetime())
 }
 
 // Validate checks every setting without touching the source, each error naming its flag.
@@ -96,7 +89,7 @@ func (o Options) Validate() error {
 	errs := []error{
 		cli.ErrIf(o.Source == "", "--source is required (a raw-log folder or a Pub/Sub archive)"),
 		o.Event.Validate(), o.Watermark.Validate(), o.Triggers.Validate(),
-		cli.ErrIf(o.Retention != 0 && o.Retention < minRetention, "--dedup-retention %v is shorter than window + allowed lateness (%v): cmd/launch refuses it; try shorter horizons with --try-dedup-retention", o.Retention, minRetention),
+		cli.ErrIf(o.DedupRetention != 0 && o.DedupRetention < minRetention, "--dedup-retention %v is shorter than window + allowed lateness (%v): cmd/launch refuses it; try shorter horizons with --try-dedup-retention", o.DedupRetention, minRetention),
 	}
 	if o.ArrivalField != "" {
 		if err := (event.Config{MaxFuture: 1, MaxLine: 1, Dimensions: []string{o.ArrivalField}}).Validate(); err != nil {

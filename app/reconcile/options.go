@@ -32,9 +32,6 @@ type Options struct {
 	RunID, DryRun   string
 	Top             int
 	LogLevel        slog.Level
-	// DedupRetention is --dedup-retention: validated as launch does (with Triggers.Early and
-	// Watermark.IdleTimeout), it plays no part in a recomputation, which remembers every id.
-	DedupRetention time.Duration
 
 	// Runner, EnvironmentType and SharedFilesystem decide whether local paths are refused.
 	Runner, EnvironmentType string
@@ -46,7 +43,7 @@ func Defaults() Options {
 	stream := pipeline.Defaults()
 	stream.Triggers.Early = 0 // a recomputation fires no EARLY rows
 	return Options{
-		Settings: Settings{Event: stream.Event, Watermark: stream.Watermark, Triggers: stream.Triggers, Shards: DefaultShards},
+		Settings: Settings{Stream: stream.Stream, Shards: DefaultShards},
 		Sink:     sink.Default,
 		Top:      10,
 	}
@@ -63,7 +60,7 @@ func (o Options) Validate() error {
 		cli.ErrIf(o.Top < 0, "top differences must not be negative, got %d", o.Top),
 		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
 		// The one validation launch runs.
-		pipeline.Options{Event: o.Event, Watermark: o.Watermark, Triggers: o.Triggers, DedupRetention: o.DedupRetention}.Validate(),
+		pipeline.Options{Stream: o.Stream}.Validate(),
 		cli.CheckDryRunFlags(o.DryRun, o.Runner),
 		localrunner.CheckAsync("reconcile", o.Runner),
 	); err != nil {

@@ -14,12 +14,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
-	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/transforms"
 	"github.com/revenue-stream/hourly/triggers"
-	"github.com/revenue-stream/hourly/watermark"
 )
 
 // Namespace is the metrics namespace of the reconcile pipeline.
@@ -45,11 +44,11 @@ const DefaultShards = 64
 // (Options.Validate checks them).
 type Settings struct {
 	// Source is the raw-log folder (--source); every worker must be able to read it.
-	Source    string
-	Event     event.Config
-	Watermark watermark.Policy
-	// Triggers gives --window and --allowed-lateness; early firings play no part.
-	Triggers triggers.Policy
+	Source string
+	// The stream's settings: Triggers gives --window and --allowed-lateness (early firings play
+	// no part); DedupRetention is validated as launch does, and plays no part either (a
+	// recomputation remembers every id).
+	pipeline.Stream
 	// Now is the fixed processing time of the future_event_time check; Run fills a zero one with
 	// the start of the run.
 	Now time.Time
