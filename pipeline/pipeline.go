@@ -4,6 +4,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -80,6 +81,9 @@ type Stream struct {
 	DedupRetention time.Duration
 }
 
+// Retention is how long dedup remembers an id: --dedup-retention, or window + allowed lateness.
+func (s Stream) Retention() time.Duration { return cmp.Or(s.DedupRetention, s.Triggers.Lifetime()) }
+
 // Options are the settings of SPEC §2 and §3, validated together.
 type Options struct {
 	Stream
@@ -132,12 +136,7 @@ func (o Options) Sized(runner string, workers int) Options {
 
 // WithDefaults fills the derived settings.
 func (o Options) WithDefaults() Options {
-	if o.DedupRetention == 0 {
-		o.DedupRetention = o.Triggers.Lifetime()
-	}
-	if o.DedupShards == 0 {
-		o.DedupShards = DefaultShards
-	}
+	o.DedupRetention, o.DedupShards = o.Retention(), cmp.Or(o.DedupShards, DefaultShards)
 	return o
 }
 

@@ -87,7 +87,7 @@ func Analyze(ctx context.Context, o Options) (*Advice, error) {
 		return nil, err
 	}
 	a := &Advice{Options: o, Log: l.LogSummary,
-		Settings: o.flags(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout, o.Triggers.AllowedLateness, o.RetentionOrDefault())}
+		Settings: o.flags(o.Watermark.OutOfOrderBound, o.Watermark.IdleTimeout, o.Triggers.AllowedLateness, o.Retention())}
 	values := measuredLateness(l)
 	a.Lateness = newDistribution(values)
 	an := analysis{l: l, o: o, a: a, pctBounds: percentileBounds(delay.ExactOf(values), o.Try.LatenessPercentiles)}
@@ -149,7 +149,7 @@ func (an *analysis) sim(bound, idle time.Duration) *sim {
 
 func (an *analysis) run(ctx context.Context) error {
 	o, cur := an.o, an.o.Watermark
-	lateness, retention := o.Triggers.AllowedLateness, o.RetentionOrDefault()
+	lateness, retention := o.Triggers.AllowedLateness, o.Retention()
 	bounds := candidates(append(slices.Clone(o.Try.Bounds), an.pctBounds...), cur.OutOfOrderBound)
 	for _, b := range bounds {
 		an.a.Bounds = append(an.a.Bounds, an.judge(an.sim(b, cur.IdleTimeout), lateness, retention, true, nil))

@@ -63,7 +63,7 @@ func (an *analysis) retention() {
 
 	floor := tp.Lifetime()
 	classes := make([]uint8, len(an.l.recs))
-	for _, h := range candidates(o.Try.Retention, o.RetentionOrDefault()) {
+	for _, h := range candidates(o.Try.Retention, o.Retention()) {
 		row := RetentionRow{Retention: Duration(h), Refused: h < floor, BeyondArrival: -1}
 		hm := h.Milliseconds()
 		row.BeyondEventTime = int64(len(gapE) - lowerBound(gapE, hm))

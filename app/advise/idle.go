@@ -29,7 +29,7 @@ type Silences struct {
 func (an *analysis) idle() {
 	o := an.o
 	bound := o.Watermark.OutOfOrderBound
-	lateness, retention := o.Triggers.AllowedLateness, o.RetentionOrDefault()
+	lateness, retention := o.Triggers.AllowedLateness, o.Retention()
 	tp := o.Triggers
 	ref := make([]uint8, len(an.l.recs))
 	an.judge(an.sim(bound, never), lateness, retention, false, ref)

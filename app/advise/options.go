@@ -1,7 +1,6 @@
 package advise
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,11 +75,6 @@ func Defaults() Options {
 		},
 		Targets: Targets{LateSharePPM: 10_000, TooLateSharePPM: -1, ResidualDups: 0},
 	}
-}
-
-// RetentionOrDefault is --dedup-retention, or window + allowed lateness.
-func (o Options) RetentionOrDefault() time.Duration {
-	return cmp.Or(o.DedupRetention, o.Triggers.Lifetime())
 }
 
 // Validate checks every setting without touching the source, each error naming its flag.

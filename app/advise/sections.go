@@ -198,7 +198,7 @@ func (a *Advice) retentionSection() report.AdviceSection {
 		}
 	}
 	t := table([]string{"horizon", "id forgotten before a copy came", "copy later than it (arrival)", "counted twice", "revenue counted twice", "too late anyway (reconcile)"}, a.Retention,
-		func(r RetentionRow) bool { return r.Retention == Duration(o.RetentionOrDefault()) },
+		func(r RetentionRow) bool { return r.Retention == Duration(o.Retention()) },
 		func(r RetentionRow) []string {
 			name, arrival := r.Retention.String(), "—"
 			if r.Refused {

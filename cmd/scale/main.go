@@ -83,7 +83,7 @@ func defaults() options {
 // events (--ooo-bound).
 var (
 	policy, bound = pipeline.Defaults().Triggers, pipeline.Defaults().Watermark.OutOfOrderBound
-	retention     = policy.Lifetime()
+	retention     = pipeline.Defaults().Retention()
 	// minHours is where simulate starts sampling the key's steady state: fewer hours measure none.
 	minHours = (retention + 2*policy.Window).Hours()
 )
