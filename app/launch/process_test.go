@@ -12,6 +12,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/app/reconcile"
+	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
@@ -103,5 +105,38 @@ func TestProcessDemo(t *testing.T) {
 		!elsewhere.CountersFromRunner || elsewhere.ExitCode() != inProcess.ExitCode() {
 		t.Errorf("reconcile through a PROCESS environment: exit %d, counters %v (from the runner: %v), diffs\n%s\nin-process: exit %d, counters %v, diffs\n%s",
 			elsewhere.ExitCode(), elsewhere.Counters, elsewhere.CountersFromRunner, got, inProcess.ExitCode(), inProcess.Counters, want)
+	}
+}
+
+// TestProcessDemoProductionShards: the demo through a PROCESS environment
+// with the dedup shards the launcher sizes for a distributed runner at the
+// design rate (2,048 at 20,000 ev/s, docs/capacity.md), rehearsing Flink
+// (position order): most source bundles now touch hundreds of dedup keys
+// that each hold a few ids, and the sink still holds the oracle's FINAL
+// rows and audit rows, conserved. Every key was loaded from the runner's
+// state at least once (the reload counter), which a run on prism's 8 shards
+// cannot show (16 reloads in the demo): the shard count is the one asked.
+func TestProcessDemoProductionShards(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a PROCESS-environment demo run")
+	}
+	shards := pipeline.Defaults().Sized("flink", 0).DedupShards
+	if shards != 2048 {
+		t.Fatalf("the launcher sizes %d dedup shards for Flink at the design rate, want 2,048 (docs/capacity.md)", shards)
+	}
+	o, err := Parse([]string{"--rehearse=flink", fmt.Sprintf("--dedup-shards=%d", shards),
+		"--sink=sqlite:" + filepath.Join(t.TempDir(), "revenue.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.DemoDir = filepath.Join(t.TempDir(), "demo-data")
+	o = processRunner(t, o)
+	sum, _ := run(t, o)
+	wantDemo(t, o, sum)
+	if o.Pipeline.DedupOrder != pipeline.OrderPosition {
+		t.Errorf("--rehearse=flink ran --dedup-order=%s, want position", o.Pipeline.DedupOrder)
+	}
+	if reloads := sum.Counts.Counters[string(metrics.DedupStateReloads)]; reloads < int64(shards) {
+		t.Errorf("%d dedup shard loads from the runner's state, want at least one for each of the %d shards", reloads, shards)
 	}
 }
