@@ -151,14 +151,15 @@ func Defaults() Options {
 // cadence is how the launcher looks at the sink: how often a follower reads the resume points it
 // could seal, how often the live views read the rows (0: every refresh), and how long the write
 // counters must stand still for the output to count as settled. BigQuery is read less often, and
-// it counts a row when buffered, so its flush interval is added to the quiet.
+// it counts a row when buffered, so the longest a buffered row waits for its append (two flush
+// intervals, sink.FlushPolicy.MaxDelay) is added to the quiet.
 type cadence struct{ seal, live, quiet time.Duration }
 
 func (o Options) cadence() cadence {
 	if o.Sink.Scheme != sink.SchemeBigQuery {
 		return cadence{o.SealEvery, 0, o.QuietPeriod}
 	}
-	return cadence{max(o.SealEvery, bigQuerySealEvery), bigQueryLiveEvery, o.QuietPeriod + o.flushPolicy().Interval}
+	return cadence{max(o.SealEvery, bigQuerySealEvery), bigQueryLiveEvery, o.QuietPeriod + o.flushPolicy().MaxDelay()}
 }
 
 // validate checks the settings together, before any work, creating nothing: every failure names

@@ -102,7 +102,12 @@ func TestSealerSealsOnlyWhatWasReadBeforeTheQuiet(t *testing.T) {
 
 // TestSinkCadences: how often a run reads its sink for seals and live views,
 // and how long its writes must stand still, per sink. BigQuery bills every
-// query and appends buffered rows a flush interval later.
+// query, and its write counters count a row when the append step buffers it:
+// the row is appended up to two flush intervals later (the tick after it
+// arrives seals it, the next one appends it: sinks/bigquery
+// TestFlushStepRules), so the quiet adds two intervals. With one, a stop
+// settled 3 s + 5 s after the last row was counted while the step appends it
+// up to 10 s after, and cancelled the job with the row still in its state.
 func TestSinkCadences(t *testing.T) {
 	o := Defaults()
 	o.SealEvery, o.QuietPeriod, o.BQFlush = 10*time.Second, 3*time.Second, 5*time.Second
@@ -112,7 +117,7 @@ func TestSinkCadences(t *testing.T) {
 	}{
 		{sink.SchemeSQLite, cadence{seal: 10 * time.Second, quiet: 3 * time.Second}},
 		{sink.SchemeJSONL, cadence{seal: 10 * time.Second, quiet: 3 * time.Second}},
-		{sink.SchemeBigQuery, cadence{seal: 5 * time.Minute, live: time.Minute, quiet: 8 * time.Second}},
+		{sink.SchemeBigQuery, cadence{seal: 5 * time.Minute, live: time.Minute, quiet: 13 * time.Second}},
 	} {
 		o.Sink.Scheme = tc.scheme
 		if got := o.cadence(); got != tc.want {

@@ -271,3 +271,33 @@ func TestFlushStepRules(t *testing.T) {
 	}
 	sameRows(t, fake.rows(table.HourlyRevenueChangelog.Name), rows)
 }
+
+// TestFlushStepWithinMaxDelay holds the step to the policy's MaxDelay, which
+// the launcher waits on the write counters before it takes the output as
+// settled: a row counted just after a tick (the worst case) is appended by
+// the second tick after it, not the first.
+func TestFlushStepWithinMaxDelay(t *testing.T) {
+	ctx := context.Background()
+	fake, api := startFakeWrite(t)
+	st := &memStore{}
+	p := sink.DefaultFlushPolicy
+	const counted = time.Millisecond // just after the tick at 0
+	if _, _, err := onRow(ctx, st, api, nil, table.HourlyRevenueChangelog.Name, changelogRows(t, 1)[0], p, false, noSleep); err != nil {
+		t.Fatal(err)
+	}
+	var appendedAt time.Duration
+	for tick := p.Interval; appendedAt == 0 && tick <= 10*p.Interval; tick += p.Interval {
+		if _, err := flushStep(ctx, st, api, nil, table.HourlyRevenueChangelog.Name, false, noSleep); err != nil {
+			t.Fatal(err)
+		}
+		if len(fake.rows(table.HourlyRevenueChangelog.Name)) > 0 {
+			appendedAt = tick
+		}
+	}
+	if wait := appendedAt - counted; appendedAt == 0 || wait > p.MaxDelay() {
+		t.Fatalf("a row counted at %v was appended at %v (0: never), waiting %v; MaxDelay is %v", counted, appendedAt, wait, p.MaxDelay())
+	}
+	if appendedAt <= p.Interval {
+		t.Errorf("appended at the first tick; the rule says the second")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	gbq "cloud.google.com/go/bigquery"
@@ -53,7 +54,10 @@ type BigQuery struct {
 	project, dataset string
 	streams          *streamPool // nil: a new stream per sealed batch
 	sleep            func(context.Context, time.Duration) error
-	dmlStats         bool // the server reports the rows DML changed (the emulator does not)
+	// dmlStats says whether the server reports the rows DML changed (the
+	// emulator does not): nil until reportsDMLStats probed it, under probe.
+	probe    sync.Mutex
+	dmlStats *bool
 }
 
 var _ sink.Sink = (*BigQuery)(nil)

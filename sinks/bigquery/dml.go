@@ -70,11 +70,15 @@ func matching(key []string) string {
 func insertMissing[T any](ctx context.Context, b *BigQuery, c table.Codec[T], key []string, newer string, recs []T) (int, error) {
 	table := c.Table.Name
 	sql := b.insertMissingSQL(table, key, newer)
+	stats, err := b.reportsDMLStats(ctx)
+	if err != nil {
+		return 0, err
+	}
 	total := 0
 	for part := range slices.Chunk(recs, bqChunk) {
 		chunk := gbq.QueryParameter{Name: "rows", Value: bqRowsParam(c, part)}
 		var before int64
-		if !b.dmlStats {
+		if !stats {
 			var err error
 			if before, err = b.countKeys(ctx, table, key, chunk); err != nil {
 				return total, err

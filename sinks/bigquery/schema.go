@@ -147,9 +147,25 @@ func (b *BigQuery) ensureSchema(ctx context.Context) error {
 			return err
 		}
 	}
-	_, known, err := b.exec(ctx, "probe DML statistics", `DELETE FROM `+b.table(table.RunConfig.Name)+` WHERE FALSE`)
-	b.dmlStats = known
-	return err
+	return nil
+}
+
+// reportsDMLStats says whether the server reports the rows a DML statement
+// changed (the emulator does not), probing once per handle with a statement
+// that changes nothing. Only the DML writers ask (the launcher, reconcile):
+// a worker's Open runs no DML, since BigQuery queues at most 20 mutating
+// statements per table and every worker's instances open the sink at once.
+func (b *BigQuery) reportsDMLStats(ctx context.Context) (bool, error) {
+	b.probe.Lock()
+	defer b.probe.Unlock()
+	if b.dmlStats == nil {
+		_, known, err := b.exec(ctx, "probe DML statistics", `DELETE FROM `+b.table(table.RunConfig.Name)+` WHERE FALSE`)
+		if err != nil {
+			return false, err
+		}
+		b.dmlStats = &known
+	}
+	return *b.dmlStats, nil
 }
 
 // createIfMissing creates what with create unless lookup finds it. A create

@@ -121,6 +121,13 @@ type FlushPolicy struct {
 // AppendRows request's bound under the service's 10 MB), over 2 shards a table.
 var DefaultFlushPolicy = FlushPolicy{Interval: 5 * time.Second, MaxRows: 50_000, MaxBytes: 8 << 20, Shards: 2}
 
+// MaxDelay is the longest a row the write step has buffered (and counted)
+// waits for its append while the clock ticks: the tick after it arrives seals
+// it and the next one appends it, since a batch is appended only from state a
+// bundle committed. Whoever waits for the output to settle on the write
+// counters (the launcher's stop and seal) waits at least this long.
+func (p FlushPolicy) MaxDelay() time.Duration { return 2 * p.Interval }
+
 // Validate refuses a policy that would flush never or all the time.
 func (p FlushPolicy) Validate() error {
 	switch {
