@@ -43,7 +43,11 @@ func (c *dmlCounter) take() []string {
 func countDML(t *testing.T) *dmlCounter {
 	t.Helper()
 	bqtest.Start(t)
-	target := &url.URL{Scheme: "http", Host: strings.TrimPrefix(getenv(t, EmulatorHostEnv), "http://")}
+	host := os.Getenv(EmulatorHostEnv)
+	if host == "" {
+		t.Fatalf("%s not set", EmulatorHostEnv)
+	}
+	target := &url.URL{Scheme: "http", Host: strings.TrimPrefix(host, "http://")}
 	c := &dmlCounter{}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,15 +65,6 @@ func countDML(t *testing.T) *dmlCounter {
 	t.Cleanup(srv.Close)
 	t.Setenv(EmulatorHostEnv, strings.TrimPrefix(srv.URL, "http://"))
 	return c
-}
-
-func getenv(t *testing.T, k string) string {
-	t.Helper()
-	v, ok := lookupEnv(k)
-	if !ok {
-		t.Fatalf("%s not set", k)
-	}
-	return v
 }
 
 // TestBigQuerySeedReadIssuesNoDML: every instance of the revision step reads
@@ -114,5 +109,3 @@ func TestBigQuerySeedReadIssuesNoDML(t *testing.T) {
 		t.Errorf("the workers' Setups sent %d DML statements, want none: %q", len(got), got)
 	}
 }
-
-var lookupEnv = os.LookupEnv
