@@ -167,20 +167,36 @@ func idField(raw []byte, field string, maxLen int) ([]byte, error) {
 
 // quarantine builds a rejection that keeps the whole raw line for audit.
 func quarantine(r model.Record, reason, detail string) *model.Quarantined {
-	return &model.Quarantined{Position: r.Position, Payload: r.Line, Reason: reason, Detail: detail}
+	return &model.Quarantined{Position: r.Position, Payload: text(r.Line), Reason: reason, Detail: detail}
+}
+
+// runeCut is b's first max bytes at most, cut before a rune.
+func runeCut(b []byte, max int) []byte {
+	if len(b) <= max {
+		return b
+	}
+	n := max
+	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(b[n]); i++ {
+		n--
+	}
+	return b[:n]
+}
+
+// text is a payload as every sink stores it: a payload column is text (a BigQuery STRING holds
+// UTF-8 only, JSON strings too), so each byte that is not UTF-8 becomes U+FFFD, as Go's JSON
+// encoder does; the raw log keeps the line as it came, at the row's position.
+func text(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	return []byte(string([]rune(string(b))))
 }
 
 // oversized rejects a line without parsing it, copying at most
 // MaxPayloadPrefix bytes cut on a UTF-8 boundary.
 func oversized(r model.Record, c Config) *model.Quarantined {
-	prefix := r.Line
-	if len(prefix) > MaxPayloadPrefix {
-		n := MaxPayloadPrefix
-		for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(prefix[n]); i++ {
-			n--
-		}
-		prefix = prefix[:n]
-	}
+	// Cut, as text, and cut again: each U+FFFD is three bytes where the raw one was one.
+	prefix := runeCut(text(runeCut(r.Line, MaxPayloadPrefix)), MaxPayloadPrefix)
 	detail := fmt.Sprintf("line longer than --max-line=%d bytes", c.MaxLine)
 	if !r.Oversized {
 		detail = fmt.Sprintf("line of %d bytes is longer than --max-line=%d", len(r.Line), c.MaxLine)

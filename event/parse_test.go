@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -232,8 +233,8 @@ func TestParse(t *testing.T) {
 				if q.Position != testPosition {
 					t.Errorf("Quarantined.Position = %q, want %q", q.Position, testPosition)
 				}
-				if q.Reason != model.ReasonOversized && !bytes.Equal(q.Payload, r.Line) {
-					t.Errorf("Quarantined.Payload = %q, want the raw line", q.Payload)
+				if q.Reason != model.ReasonOversized && !bytes.Equal(q.Payload, asText(r.Line)) {
+					t.Errorf("Quarantined.Payload = %q, want the raw line as text", q.Payload)
 				}
 				if !reflect.DeepEqual(ev, model.Event{}) {
 					t.Errorf("Parse returned a quarantine and a non-zero event %+v", ev)
@@ -336,6 +337,22 @@ func TestParseOversizedPayloadPrefix(t *testing.T) {
 	if _, q = Parse(r, DefaultConfig()); q == nil || string(q.Payload) != `{"event_id":"a1"` {
 		t.Errorf("Parse(oversized prefix) = %+v, want the prefix as payload", q)
 	}
+}
+
+// asText is a payload's rule, written out: each byte that is not UTF-8
+// becomes U+FFFD (sinks store payloads as text); valid lines stay as they are.
+func asText(b []byte) []byte {
+	var out []byte
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = append(out, "\uFFFD"...)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\uFFFD") == string(b) }
