@@ -143,9 +143,15 @@ func (s *store) list(ctx context.Context, after string) ([]string, error) {
 }
 
 // read opens an object at byte offset, with its sidecar's entries (none
-// when the sidecar is missing: the records then get file positions).
+// when the sidecar is missing: the records then get file positions). A
+// sidecar that cannot be read fails the call, which the runner retries:
+// without it the records would lose their message-id positions (the audit
+// rows' keys) and backlog flags (their WatermarkBefore).
 func (s *store) read(ctx context.Context, name string, offset int64) (io.ReadCloser, []rawlog.SidecarEntry, error) {
-	side, _ := rawlog.ReadSidecar(ctx, s.dir, name)
+	side, err := rawlog.ReadSidecar(ctx, s.dir, name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pubsub archive: read %s: %w", name, err)
+	}
 	path := files.Join(s.dir, name)
 	if offset > 0 {
 		if size, err := files.Size(ctx, path); err == nil && size < offset {

@@ -23,7 +23,7 @@ func wantKeys(shards int) []any {
 func TestOneElementPerReaderKey(t *testing.T) {
 	for _, c := range []struct{ shards, want int }{{0, 1}, {1, 1}, {4, 4}} {
 		p, s := beam.NewPipelineWithRoot()
-		keys := readerKeys(s, testSub, c.shards)
+		keys := readerKeys(s, testSub, c.shards, "")
 		passert.Equals(s, keys, wantKeys(c.want)...)
 		passert.Count(s, keys, "reader keys", c.want)
 		if _, err := runnertest.Run(p); err != nil {

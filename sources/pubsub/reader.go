@@ -296,9 +296,12 @@ func permanent(err error) bool {
 // that ended with out, logs a change of idleness and reports whether the
 // partition just went idle. Failed pulls count as activity: an unreachable
 // Pub/Sub says nothing about the producers and must not close the windows
-// its backlog will fill.
+// its backlog will fill. So do archive objects still to re-emit: a key
+// restored after an outage longer than the idle timeout holds records, and
+// a call that ran out of budget before re-emitting them must not hand the
+// runner a watermark past them.
 func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
-	if out == sdfread.Retry {
+	if out == sdfread.Retry || r.rest.Pending.Archive > 0 {
 		r.stamper.Partition().Touch(now)
 	}
 	var rep watermark.Report

@@ -2,9 +2,14 @@ package pubsub
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -168,12 +173,12 @@ func Read(s beam.Scope, subscription string, o Options) beam.PCollection {
 		o.ArchiveDir = dir
 	}
 	name := "projects/" + project + "/subscriptions/" + id
-	return beam.ParDo(s, &readFn{Project: project, Subscription: name, Opts: o}, readerKeys(s, name, o.Shards))
+	return beam.ParDo(s, &readFn{Project: project, Subscription: name, Opts: o}, readerKeys(s, name, o.Shards, o.ArchiveDir))
 }
 
 func init() {
 	coders.Register(encodeReaderKey, decodeReaderKey)
-	register.DoFn2x0[[]byte, func(readerKey)](&keysFn{})
+	register.DoFn3x1[context.Context, []byte, func(readerKey), error](&keysFn{})
 	register.Emitter1[readerKey]()
 }
 
@@ -186,22 +191,62 @@ type readerKey struct {
 
 func (k readerKey) String() string { return fmt.Sprintf("%s#%d", k.Subscription, k.Shard) }
 
-// keysFn expands the Impulse into one element per reader key.
+// keysFn expands the Impulse into one element per reader key: Shards of
+// them, or more when the archive holds the partition of a higher key (a run
+// with more --pubsub-shards). Only a key re-emits its partition, which holds
+// what that run acknowledged and perhaps never emitted, and a fresh start
+// rebuilds dedup state and the windows from every partition.
 type keysFn struct {
 	Subscription string
 	Shards       int
+	ArchiveDir   string // "": the keys are Shards'
 }
 
-func (f *keysFn) ProcessElement(_ []byte, emit func(readerKey)) {
-	for shard := range max(f.Shards, 1) {
+func (f *keysFn) ProcessElement(ctx context.Context, _ []byte, emit func(readerKey)) error {
+	n := max(f.Shards, 1)
+	archived, err := archiveKeys(ctx, f.ArchiveDir)
+	if err != nil {
+		return fmt.Errorf("pubsub source %s: reader keys of the archive: %w", f.Subscription, err)
+	}
+	if archived > n {
+		slog.Warn("pubsub source: the archive holds the partitions of more reader keys than --pubsub-shards; reading with all of them, so that none of their archived messages is left out",
+			"subscription", f.Subscription, "archive", f.ArchiveDir, "shards", n, "reader_keys", archived)
+		n = archived
+	}
+	for shard := range n {
 		emit(readerKey{Subscription: f.Subscription, Shard: shard})
 	}
+	return nil
+}
+
+// archiveKeys is one more than the highest reader key whose partition
+// (PartitionOf) the archive root holds; 0 when it holds none.
+func archiveKeys(ctx context.Context, root string) (int, error) {
+	if root == "" {
+		return 0, nil
+	}
+	l, err := files.List(ctx, root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range l.Dirs {
+		if d == Partition {
+			n = max(n, 1)
+		} else if k, err := strconv.Atoi(strings.TrimPrefix(d, Partition+"-")); err == nil && k > 0 && PartitionOf(k) == d {
+			n = max(n, k+1)
+		}
+	}
+	return n, nil
 }
 
 // readerKeys is one element per reader key, reshuffled so a runner that
 // fused them with the Impulse spreads them over its workers.
-func readerKeys(s beam.Scope, subscription string, shards int) beam.PCollection {
-	keys := beam.ParDo(s, &keysFn{Subscription: subscription, Shards: shards}, beam.Impulse(s))
+func readerKeys(s beam.Scope, subscription string, shards int, archiveDir string) beam.PCollection {
+	keys := beam.ParDo(s, &keysFn{Subscription: subscription, Shards: shards, ArchiveDir: archiveDir}, beam.Impulse(s))
 	return beam.Reshuffle(s, keys)
 }
 

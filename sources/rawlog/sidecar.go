@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -100,7 +101,8 @@ func (e SidecarEntry) Append(b []byte) []byte {
 
 // ReadSidecar reads the entries of the sidecar of file in the partition folder pdir, entry N for
 // the file's line N; none when the file has none. A torn last line, whose line in the file was
-// never acknowledged, is left out.
+// never acknowledged, is left out. A read that fails before the end is an error, never a
+// shorter sidecar.
 func ReadSidecar(ctx context.Context, pdir, file string) ([]SidecarEntry, error) {
 	f, err := files.Open(ctx, files.Join(pdir, SidecarName(file)), 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -114,8 +116,11 @@ func ReadSidecar(ctx context.Context, pdir, file string) ([]SidecarEntry, error)
 	br := bufio.NewReader(f)
 	for {
 		line, err := br.ReadString('\n')
-		if err != nil {
+		if errors.Is(err, io.EOF) {
 			return side, nil // the end, or a torn last line
+		}
+		if err != nil { // not the end: the rest is unknown
+			return nil, fmt.Errorf("rawlog: sidecar of %s: %w", file, err)
 		}
 		id, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
 		pub, flag, _ := strings.Cut(rest, "\t")
