@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,12 @@ import (
 // reader key 1 (partition pubsub-01) and died before its output was
 // committed. The next run starts afresh with one reader key: the archive is
 // the only place the message is, so the stream must re-emit pubsub-01 too.
+// The test asks for A counted in its window, not for its row's state: on
+// prism a bundle of key 0 alone can move the stage's watermark past key 1's
+// records (prism keeps the last bundle's residuals only; the folder source
+// works around it with its watermark board, the Pub/Sub source has none), so
+// A may come LATE there; Flink and Dataflow hold the watermark for a key not
+// yet read. Without the fix no row comes at all.
 func TestFewerReaderKeysStillReEmitTheirArchive(t *testing.T) {
 	e := newEmulator(t, 10*time.Second)
 	dir := t.TempDir()
@@ -31,7 +38,9 @@ func TestFewerReaderKeysStillReEmitTheirArchive(t *testing.T) {
 
 	job := startStream(t, dir)                            // one reader key
 	e.publish(purchase("X", "2026-11-04T11:20:00Z", "1")) // watermark -> 11:10
-	job.waitFor(t, "ON_TIME for [10:00, 11:00) with A, archived under reader key 1", job.hasRow(w10, model.OnTime, 1))
+	job.waitFor(t, "a row for [10:00, 11:00) with A, archived under reader key 1", func() bool {
+		return slices.ContainsFunc(job.rows.Values(), func(r model.Row) bool { return r.WindowStart == w10 && r.EventCount == 1 })
+	})
 	job.stop(t)
 }
 
