@@ -3,6 +3,7 @@ package pubsub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path"
 	"strings"
@@ -82,7 +83,8 @@ func TestReEmitSidecarReadErrorIsNotSilent(t *testing.T) {
 			failOpen.Store(0)
 			failRead.Store(0)
 			e := newEmulator(t, 10*time.Second)
-			dir := "flaky://archive-" + t.Name()
+			// memfs is process-wide: a name of its own for each run (-count=N).
+			dir := fmt.Sprintf("flaky://archive-%s-%d", t.Name(), time.Now().UnixNano())
 			p := newPlainReader(t, e, dir)
 			checkpoint := p.rest
 			// Published two minutes before the pull: a backlog batch, which
