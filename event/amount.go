@@ -57,11 +57,7 @@ func clip(raw []byte) string {
 	s := raw
 	cut := false
 	if len(s) > clipLen {
-		n := clipLen
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s, cut = s[:n], true
+		s, cut = runeCut(s, clipLen), true
 	}
 	out := string(s)
 	if !utf8.Valid(s) || hasControl(s) {
