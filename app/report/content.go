@@ -313,9 +313,7 @@ func (c *content) windows(all []WindowHistory) {
 		w := NewWindow(h, reportTrim, noWriteTimes)
 		views = append(views, w)
 		if n := len(h.Revisions); n > 0 {
-			r := h.Revisions[n-1]
-			t.row(model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), code(r.Dims), model.FormatMicros(r.RevenueMicros),
-				fmt.Sprint(r.EventCount), fmt.Sprint(r.Revision), r.State.String(), r.Writer)
+			t.row(w.Start, w.End, code(w.Dims), w.Revenue, fmt.Sprint(w.Count), fmt.Sprint(w.Revision), w.State, h.Revisions[n-1].Writer)
 		}
 		var cell text
 		for i, r := range w.Revisions {
