@@ -151,12 +151,12 @@ func (an *analysis) run(ctx context.Context) error {
 	o, cur := an.o, an.o.Watermark
 	lateness, retention := o.Triggers.AllowedLateness, o.Retention()
 	bounds := candidates(append(slices.Clone(o.Try.Bounds), an.pctBounds...), cur.OutOfOrderBound)
-	for _, b := range bounds {
-		an.a.Bounds = append(an.a.Bounds, an.judge(an.sim(b, cur.IdleTimeout), lateness, retention, true, nil))
-	}
-	for _, al := range candidates(o.Try.Lateness, lateness) {
-		an.a.LatenessTable = append(an.a.LatenessTable, an.judge(an.sim(cur.OutOfOrderBound, cur.IdleTimeout), al, max(retention, o.Triggers.Window+al), false, nil))
-	}
+	an.a.Bounds = slicesx.Map(bounds, func(b time.Duration) Outcome {
+		return an.judge(an.sim(b, cur.IdleTimeout), lateness, retention, true, nil)
+	})
+	an.a.LatenessTable = slicesx.Map(candidates(o.Try.Lateness, lateness), func(al time.Duration) Outcome {
+		return an.judge(an.sim(cur.OutOfOrderBound, cur.IdleTimeout), al, max(retention, o.Triggers.Window+al), false, nil)
+	})
 	an.retention()
 	if err := ctx.Err(); err != nil {
 		return err

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/revenue-stream/hourly/app/report"
+	"github.com/revenue-stream/hourly/internal/metrics"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 )
 
 // ANSI colours of the result states, as the HTML report colours them.
@@ -30,10 +34,7 @@ func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 		fmt.Fprintf(&b, " · %s", s.Elapsed)
 	}
 	b.WriteString("\n")
-	var settings []string
-	for _, st := range s.Settings {
-		settings = append(settings, st.Name+" "+st.Value)
-	}
+	settings := slicesx.Map(s.Settings, func(f report.Figure) string { return f.Name + " " + f.Value })
 	b.WriteString(strings.Join(settings, " · ") + "\n\n")
 	dw := len("dims")
 	for _, win := range s.Windows {
@@ -54,10 +55,7 @@ func WriteTable(w io.Writer, s Snapshot, colour bool) error {
 			mark = "(records in flight)"
 		}
 		fmt.Fprintf(&b, "%s %s\n", s.Identity, mark)
-		var rows []string
-		for _, r := range s.Rows {
-			rows = append(rows, paint(r.Name, fmt.Sprintf("%s %d", r.Name, r.Value)))
-		}
+		rows := slicesx.Map(s.Rows, func(r metrics.Term) string { return paint(r.Name, fmt.Sprintf("%s %d", r.Name, r.Value)) })
 		fmt.Fprintf(&b, "rows emitted: %s\n\n", strings.Join(rows, "  "))
 		fmt.Fprintf(&b, "watermark (min over active partitions): %s\n", s.Watermark)
 		for _, p := range s.Partitions {

@@ -180,22 +180,20 @@ func streamEvidence(ctx context.Context, st Store, set *Settings) ([]model.Confl
 	if err != nil {
 		return nil, nil, fmt.Errorf("reconcile: %w", err)
 	}
-	conflicts, tooLate, q := a.Conflicts, a.TooLate, a.Quarantined
-	for _, r := range q {
+	for _, r := range a.Quarantined {
 		if r.Reason == model.ReasonFutureEventTime {
 			set.StreamFuture = append(set.StreamFuture, r.Position)
 		}
 	}
-	future := set.StreamFuture
 	var refs []*string
-	for i := range conflicts {
-		refs = append(refs, &conflicts[i].Position)
+	for i := range a.Conflicts {
+		refs = append(refs, &a.Conflicts[i].Position)
 	}
-	for i := range tooLate {
-		refs = append(refs, &tooLate[i].Position)
+	for i := range a.TooLate {
+		refs = append(refs, &a.TooLate[i].Position)
 	}
-	for i := range future {
-		refs = append(refs, &future[i])
+	for i := range set.StreamFuture {
+		refs = append(refs, &set.StreamFuture[i])
 	}
 	resolved, err := rawlog.ResolveIDPositions(set.Source, slicesx.Map(refs, func(r *string) string { return *r }))
 	if err != nil {
@@ -209,7 +207,7 @@ func streamEvidence(ctx context.Context, st Store, set *Settings) ([]model.Confl
 	if len(resolved) > 0 {
 		slog.Debug("reconcile: stream positions resolved through the archive's id sidecars", "positions", len(resolved))
 	}
-	return conflicts, tooLate, nil
+	return a.Conflicts, a.TooLate, nil
 }
 
 // recompute builds and runs the pipeline and reads its result and metrics into out.

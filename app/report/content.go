@@ -108,11 +108,7 @@ func (s *section) table(align string, head ...string) *table {
 
 // row adds a row of cells (made by txt); its Class may be set before the next.
 func (t *table) row(cells ...any) *row {
-	var r row
-	for _, c := range cells {
-		r.Cells = append(r.Cells, txt(c))
-	}
-	t.Rows = append(t.Rows, r)
+	t.Rows = append(t.Rows, row{Cells: slicesx.Map(cells, func(c any) text { return txt(c) })})
 	return &t.Rows[len(t.Rows)-1]
 }
 
@@ -142,9 +138,7 @@ func newContent(r Run) content {
 		meta = append(meta, "took "+r.Finished.Sub(r.Started).Round(time.Millisecond).String())
 	}
 	c.Meta = strings.Join(meta, " · ")
-	for _, k := range slices.Sorted(maps.Keys(r.Settings)) {
-		c.Settings = append(c.Settings, Figure{k, cmp.Or(r.Settings[k], "(none)")})
-	}
+	c.Settings = slicesx.Map(slices.Sorted(maps.Keys(r.Settings)), func(k string) Figure { return Figure{k, cmp.Or(r.Settings[k], "(none)")} })
 	c.conservation(r)
 	c.partitions(r.Partitions)
 	c.delays(r.Delays)
@@ -313,9 +307,7 @@ func (c *content) windows(all []WindowHistory) {
 		w := NewWindow(h, reportTrim, noWriteTimes)
 		views = append(views, w)
 		if n := len(h.Revisions); n > 0 {
-			r := h.Revisions[n-1]
-			t.row(model.FormatTime(r.WindowStart), model.FormatTime(r.WindowEnd), code(r.Dims), model.FormatMicros(r.RevenueMicros),
-				fmt.Sprint(r.EventCount), fmt.Sprint(r.Revision), r.State.String(), r.Writer)
+			t.row(w.Start, w.End, code(w.Dims), w.Revenue, fmt.Sprint(w.Count), fmt.Sprint(w.Revision), w.State, h.Revisions[n-1].Writer)
 		}
 		var cell text
 		for i, r := range w.Revisions {
@@ -412,9 +404,7 @@ func diffTable(s *section, diffs []Diff) {
 func (c *content) advice(a *Advice) {
 	for _, as := range a.Sections {
 		s := c.section("", as.Title, "")
-		for _, l := range as.Lines {
-			s.Lines = append(s.Lines, txt(l))
-		}
+		s.Lines = slicesx.Map(as.Lines, func(l string) text { return txt(l) })
 		for _, at := range as.Tables {
 			t := s.table("", at.Head...)
 			t.Caption, t.Note = at.Caption, at.Note

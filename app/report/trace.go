@@ -9,6 +9,7 @@ import (
 
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/delay"
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/watermark"
@@ -157,9 +158,7 @@ func (r delayRecorder) add(ms int64) {
 // histogram is the bucket counts with the recorded delays' own percentiles.
 func (r delayRecorder) histogram() delay.Histogram {
 	e := delay.Exact{Values: slices.Sorted(maps.Keys(r))}
-	for _, v := range e.Values {
-		e.Counts = append(e.Counts, r[v])
-	}
+	e.Counts = slicesx.Map(e.Values, func(v int64) int64 { return r[v] })
 	h := delay.NewHistogram(e.Buckets())
 	if h.Total > 0 {
 		h.P50, h.P95, h.P99 = e.Percentile(50), e.Percentile(95), e.Percentile(99)
