@@ -200,7 +200,6 @@ func Open(ctx context.Context, path string, offset int64) (io.ReadCloser, error)
 	return rc, nil
 }
 
-// Size returns a file's size in bytes.
 func Size(ctx context.Context, path string) (int64, error) {
 	f, err := filesystemFor(path)
 	if err != nil {

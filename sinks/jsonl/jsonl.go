@@ -210,7 +210,6 @@ func (j *JSONL) CheckRunConfig(ctx context.Context, cfg map[string]string) error
 	return nil
 }
 
-// Close closes the files.
 func (j *JSONL) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
