@@ -5,22 +5,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
 	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/internal/cli"
+	"github.com/revenue-stream/hourly/internal/clock"
 	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/internal/flow"
+	"github.com/revenue-stream/hourly/internal/metrics"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/watermark"
-
-	_ "github.com/revenue-stream/hourly/coders" // model.Record coder
 )
 
 // Defaults of FolderOptions.
@@ -161,8 +165,11 @@ func parseStarts(resume []model.Checkpoint, parts []string) ([]model.Checkpoint,
 
 func init() {
 	register.DoFn2x0[[]byte, func(string)](&partitionsFn{})
+	register.DoFn2x1[[]byte, func(int, string), error](&listPartitionsFn{})
+	register.DoFn5x1[context.Context, state.Provider, int, string, func(string), error](&newPartitionsFn{})
 	register.Emitter1[model.Checkpoint]()
 	register.Emitter1[string]()
+	register.Emitter2[int, string]()
 }
 
 // ReadFolder reads the raw-log folder dir and returns its records
@@ -197,4 +204,57 @@ func (f *partitionsFn) ProcessElement(_ []byte, emit func(string)) {
 	for _, p := range f.Partitions {
 		emit(p)
 	}
+}
+
+// DefaultDiscoverEvery is the default --discover-every.
+const DefaultDiscoverEvery = 10 * time.Second
+
+// discoverPartitions lists the folder every interval and emits each
+// partition not in known once (issue #12): a stateful step remembers what was
+// emitted, so a partition gets one reader across retries and restarts.
+func discoverPartitions(s beam.Scope, dir string, known []string, every time.Duration) beam.PCollection {
+	s = s.Scope("DiscoverPartitions")
+	listed := beam.ParDo(s, &listPartitionsFn{Dir: dir, Known: known}, clock.Ticks(s, every))
+	return beam.ParDo(s, &newPartitionsFn{Seen: state.MakeValueState[[]string]("seen")}, listed)
+}
+
+// listPartitionsFn emits, at each tick, the partitions not known at
+// construction, all under one key.
+type listPartitionsFn struct {
+	Dir   string
+	Known []string
+}
+
+func (f *listPartitionsFn) ProcessElement(_ []byte, emit func(int, string)) error {
+	parts, err := rawlog.ListPartitions(f.Dir)
+	if err != nil { // most often transient
+		slog.Error("source folder listing failed; looking for new partitions again at the next tick", "error", err)
+		return nil
+	}
+	for _, p := range parts {
+		if !slices.Contains(f.Known, p) {
+			emit(0, p)
+		}
+	}
+	return nil
+}
+
+// newPartitionsFn emits each partition the first time it is listed.
+type newPartitionsFn struct{ Seen state.Value[[]string] }
+
+func (f *newPartitionsFn) ProcessElement(ctx context.Context, sp state.Provider, _ int, partition string, emit func(string)) error {
+	seen, _, err := f.Seen.Read(sp)
+	if err != nil {
+		return fmt.Errorf("discover partitions: read state: %w", err)
+	}
+	if slices.Contains(seen, partition) {
+		return nil
+	}
+	if err := f.Seen.Write(sp, append(seen, partition)); err != nil {
+		return fmt.Errorf("discover partitions: write state: %w", err)
+	}
+	metrics.Counter(metrics.PartitionsDiscovered).Inc(ctx, 1)
+	slog.Info("source partition discovered; reading it from its first file", "partition", partition)
+	emit(partition)
+	return nil
 }

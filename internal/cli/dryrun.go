@@ -9,8 +9,11 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/gcpopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/revenue-stream/hourly/internal/capability"
@@ -84,5 +87,105 @@ func CheckDryRunFlags(dest, runner string) error {
 		return fmt.Errorf("--dry-run with --runner=%s needs %s (the dry run looks nothing up in the environment's credentials or gcloud)",
 			runner, strings.Join(missing, " "))
 	}
+	return nil
+}
+
+// PipelineProto is the portable pipeline proto runner would be sent for p, in the environment
+// it would pick; it contacts nothing.
+func PipelineProto(ctx context.Context, runner string, p *beam.Pipeline) (*pipepb.Pipeline, error) {
+	edges, _, err := p.Build()
+	if err != nil {
+		return nil, fmt.Errorf("building the pipeline: %w", err)
+	}
+	urn, config := jobopts.GetEnvironmentUrn(ctx), environmentConfig
+	switch {
+	case capability.For(runner).Name == "dataflow":
+		config = dataflowImage
+	case jobopts.IsLoopback() || (*jobopts.EnvironmentType == "" && WorkersInProcess(runner, "")):
+		urn, config = graphx.URNEnvExternal, func(context.Context) string { return *jobopts.EnvironmentConfig }
+	}
+	env, err := graphx.CreateEnvironment(ctx, urn, config)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline environment: %w", err)
+	}
+	pb, err := graphx.Marshal(edges, &graphx.Options{Environment: env, PipelineResourceHints: jobopts.GetPipelineResourceHints()})
+	if err != nil {
+		return nil, fmt.Errorf("marshalling the pipeline: %w", err)
+	}
+	return pb, nil
+}
+
+// environmentConfig is --environment_config or the SDK's default container, read without
+// jobopts.GetEnvironmentConfig's side effect of setting the flag.
+func environmentConfig(context.Context) string {
+	if c := *jobopts.EnvironmentConfig; c != "" {
+		return c
+	}
+	return core.DefaultDockerImage
+}
+
+// dataflowImage is the container the Dataflow runner names: its flags', else Dataflow's build.
+func dataflowImage(ctx context.Context) string {
+	for _, name := range []string{"sdk_container_image", "worker_harness_container_image"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return f.Value.String()
+		}
+	}
+	if c := environmentConfig(ctx); c != core.DefaultDockerImage {
+		return c
+	}
+	return "gcr.io/cloud-dataflow/v1beta3/beam_go_sdk:" + core.SdkVersion
+}
+
+// WorkersInProcess reports whether a job on runner with the given --environment_type has its
+// SDK workers in this process (prism in LOOPBACK), seeing local paths and the launcher's memory.
+func WorkersInProcess(runner, environmentType string) bool {
+	return capability.IsPrism(runner) && (environmentType == "" || strings.EqualFold(environmentType, "loopback"))
+}
+
+// LocalPath reports whether only this machine reaches path: no scheme, file:// or memfs://.
+func LocalPath(path string) bool {
+	scheme, _, ok := strings.Cut(path, "://")
+	return !ok || strings.EqualFold(scheme, "file") || strings.EqualFold(scheme, "memfs")
+}
+
+// Placement checks that the parts a job's workers read or write are reachable from them.
+type Placement struct {
+	// Runner and EnvironmentType are Beam's --runner and --environment_type.
+	Runner, EnvironmentType string
+	// Shared is --shared-filesystem: every worker sees this machine's local paths.
+	Shared bool
+
+	err error
+}
+
+// Local names a local-only part as the user spelled it ("--sink=sqlite:revenue.db") and what to
+// use instead; the first one wins.
+func (p *Placement) Local(flag, instead string) {
+	if p.err != nil || p.Shared || WorkersInProcess(p.Runner, p.EnvironmentType) {
+		return
+	}
+	where := "--runner=" + p.Runner
+	if capability.IsPrism(p.Runner) {
+		where = "--environment_type=" + p.EnvironmentType
+	}
+	p.err = fmt.Errorf("%s is local to this machine, but with %s the workers run in other processes or on other machines: %s, "+
+		"or pass --shared-filesystem if every worker sees this machine's paths", flag, where, instead)
+}
+
+// Err is the refusal, or nil when every part is reachable.
+func (p *Placement) Err() error { return p.err }
+
+// UseSelfAsWorker makes this binary the worker binary when workers run in other processes and
+// --worker_binary is not set: the SDK would otherwise compile the caller's library package.
+func UseSelfAsWorker() error {
+	if *jobopts.WorkerBinary != "" || jobopts.IsLoopback() {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("worker binary: %w (pass --worker_binary)", err)
+	}
+	*jobopts.WorkerBinary = self
 	return nil
 }

@@ -37,10 +37,9 @@ func ReadRanges(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
 	sem := make(chan struct{}, rangeReaders)
 	var wg sync.WaitGroup
 	for k, path := range paths {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-sem }()
 			idx := byPath[path]
 			b, err := readFileRanges(ctx, path, slicesx.Map(idx, func(i int) model.LineRef { return refs[i] }))
 			if err != nil {
@@ -50,7 +49,7 @@ func ReadRanges(ctx context.Context, refs []model.LineRef) ([][]byte, error) {
 			for j, i := range idx {
 				out[i] = b[j]
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := cmp.Or(errs...); err != nil {
@@ -69,13 +68,10 @@ func readFileRanges(ctx context.Context, path string, ranges []model.LineRef) ([
 		if err != nil {
 			return nil, err
 		}
-		read, done = func(r model.LineRef) ([]byte, error) {
-			b := make([]byte, r.Length)
-			if n, err := f.ReadAt(b, r.Offset); n < len(b) {
-				return nil, err
-			}
-			return b, nil
-		}, f.Close
+		read = func(r model.LineRef) ([]byte, error) {
+			return readExactly(io.NewSectionReader(f, r.Offset, int64(r.Length)), r.Length)
+		}
+		done = f.Close
 	default:
 		st, ok := stores[scheme(path)]
 		if !ok {

@@ -119,7 +119,6 @@ const schemaTimeout = 2 * time.Minute
 
 func (b *BigQuery) String() string { return sink.SchemeBigQuery + ":" + b.project + "." + b.dataset }
 
-// Close releases the clients.
 func (b *BigQuery) Close() error {
 	var errs []error
 	if b.writer != nil {

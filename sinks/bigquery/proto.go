@@ -116,22 +116,21 @@ func encodeRow[T any](rt map[string]*bqRowType, c table.Codec[T], v T) ([]byte, 
 func appendRow(rt map[string]*bqRowType, v any, now time.Time) (t *table.Table, key string, row []byte, err error) {
 	switch v := v.(type) {
 	case model.Row:
-		t, key = table.HourlyRevenueChangelog, v.Key()
-		row, err = encodeRow(rt, table.ChangelogCodec, sink.ChangelogEntry{Row: v, WrittenAt: now})
+		return keyedRow(rt, table.ChangelogCodec, sink.ChangelogEntry{Row: v, WrittenAt: now}, v.Key())
 	case model.TooLate:
-		t, key = table.TooLateEvents, v.Position
-		row, err = encodeRow(rt, table.TooLateCodec, v)
+		return keyedRow(rt, table.TooLateCodec, v, v.Position)
 	case model.Conflict:
-		t, key = table.ConflictEvents, v.Position
-		row, err = encodeRow(rt, table.ConflictCodec, v)
+		return keyedRow(rt, table.ConflictCodec, v, v.Position)
 	case model.Quarantined:
-		t, key = table.QuarantinedEvents, v.Position
-		row, err = encodeRow(rt, table.QuarantinedCodec, v)
+		return keyedRow(rt, table.QuarantinedCodec, v, v.Position)
 	case model.Checkpoint:
-		t, key = table.SourceCheckpoints, v.Partition
-		row, err = encodeRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: v, At: now})
-	default:
-		panic(fmt.Sprintf("sinks: %T has no BigQuery append table", v))
+		return keyedRow(rt, table.CheckpointCodec, table.CheckpointRow{Checkpoint: v, At: now}, v.Partition)
 	}
-	return t, key, row, err
+	panic(fmt.Sprintf("sinks: %T has no BigQuery append table", v))
+}
+
+// keyedRow is v encoded as its codec's row, with the codec's table and key.
+func keyedRow[T any](rt map[string]*bqRowType, c table.Codec[T], v T, key string) (*table.Table, string, []byte, error) {
+	row, err := encodeRow(rt, c, v)
+	return c.Table, key, row, err
 }

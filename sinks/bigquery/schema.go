@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/revenue-stream/hourly/internal/slicesx"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 
 	gbq "cloud.google.com/go/bigquery"
@@ -95,11 +96,8 @@ func bqIdent(name string) string { return "`" + name + "`" }
 // unnestRows is the @rows parameter cast to the table's row type: the
 // emulator does not infer array parameters' types (goccy/bigquery-emulator#234),
 // and a drifting struct fails loudly instead of filling the wrong column.
-func unnestRows(table string) string {
-	var fields []string
-	for _, c := range tableOf(table).Columns {
-		fields = append(fields, bqIdent(c.Name)+" "+bqTypes[c.Type].sql)
-	}
+func unnestRows(name string) string {
+	fields := slicesx.Map(tableOf(name).Columns, func(c table.Column) string { return bqIdent(c.Name) + " " + bqTypes[c.Type].sql })
 	return "UNNEST(CAST(@rows AS ARRAY<STRUCT<" + strings.Join(fields, ", ") + ">>))"
 }
 

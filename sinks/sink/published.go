@@ -20,7 +20,6 @@ type SeedBound struct {
 // Needs reports whether the window starting at windowStart is needed.
 func (b SeedBound) Needs(windowStart int64) bool { return !b.Bounded || windowStart >= b.StartFrom }
 
-// String renders the bound for logs.
 func (b SeedBound) String() string {
 	if !b.Bounded {
 		return "every window"

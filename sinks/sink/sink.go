@@ -127,7 +127,6 @@ func (a Audit) Counts() AuditCounts {
 	return AuditCounts{TooLate: int64(len(a.TooLate)), Conflicts: int64(len(a.Conflicts)), Quarantined: int64(len(a.Quarantined))}
 }
 
-// Len is how many records a holds.
 func (a Audit) Len() int { return len(a.TooLate) + len(a.Conflicts) + len(a.Quarantined) }
 
 // RecentReader is implemented by readers that filter the changelog (Query's

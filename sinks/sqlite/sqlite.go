@@ -95,7 +95,6 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
-// Close closes the database.
 func (s *SQLite) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("sqlite sink %s: close: %w", s.path, err)

@@ -52,7 +52,6 @@ type Table struct {
 	Clustering []string
 }
 
-// Names returns the column names in order.
 func (t *Table) Names() []string {
 	return slicesx.Map(t.Columns, func(c Column) string { return c.Name })
 }
