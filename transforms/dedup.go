@@ -348,17 +348,18 @@ func (s shardStore) load(ctx context.Context, sp state.Provider) (*shardState, e
 	if err != nil {
 		return nil, fmt.Errorf("read meta: %w", err)
 	}
-	m, err := decodeMeta(b, model.NoWatermark)
+	token, m, err := decodeMeta(b, model.NoWatermark)
 	if err != nil {
 		return nil, err
 	}
-	if c, ok := shardCache.take(s.key); ok && !s.NoCache && m.token != 0 && c.token == m.token {
+	if c, ok := shardCache.take(s.key); ok && !s.NoCache && token != 0 && c.token == token {
 		c.st.known = max(c.st.known, m.known)
 		return c.st, nil
 	}
 	s.reloads.Inc(ctx, 1)
-	st := newShardState(m)
-	if m.token == 0 || s.ids == nil {
+	st := new(shardState)
+	*st = m
+	if token == 0 || s.ids == nil {
 		return st, nil
 	}
 	blobs, _, err := s.ids.Read(sp)

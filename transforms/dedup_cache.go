@@ -14,7 +14,7 @@ import (
 
 // DefaultDedupCacheBytes bounds the process-wide cache of decoded dedup
 // shards (--dedup-cache) on prism, and is the least the launcher sizes it to
-// elsewhere (pipeline.DedupCacheFor).
+// elsewhere (pipeline.Options.Sized).
 const DefaultDedupCacheBytes = 1 << 30
 
 // DedupCacheBytesPerID is what one remembered id costs in the process cache

@@ -30,7 +30,7 @@ func compactionHours(t *testing.T, shards, hours, ids int, bunched bool) []int {
 	h := time.Hour.Milliseconds()
 	per := make([]int, hours)
 	for s := range shards {
-		st := newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}})
+		st := newShardState(model.NoWatermark)
 		for hour := range hours {
 			start := skewStart + int64(hour)*h
 			for i := range ids {

@@ -30,7 +30,7 @@ type DedupShardStats struct {
 
 // NewDedupShardSim starts an empty shard.
 func NewDedupShardSim(p triggers.Policy, retentionMs int64) *DedupShardSim {
-	return &DedupShardSim{p: p, retentionMs: retentionMs, st: newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}})}
+	return &DedupShardSim{p: p, retentionMs: retentionMs, st: newShardState(model.NoWatermark)}
 }
 
 // Batch judges a batch as ProcessElement does, appends its blobs to the bag
@@ -82,7 +82,7 @@ func (s *DedupShardSim) CacheBytes() int64 { return shardBytes(s.st) }
 // Reload decodes the bag into a fresh state (a cache miss) and returns how
 // many ids it remembered.
 func (s *DedupShardSim) Reload() (int, error) {
-	st := newShardState(shardMeta{known: s.st.known, armed: map[int64]bool{}})
+	st := newShardState(s.st.known)
 	err := st.loadIDs(s.bag, s.p, s.retentionMs)
 	return st.ids.n, err
 }

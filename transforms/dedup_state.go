@@ -146,37 +146,33 @@ const (
 	compactChunkIDs = 1 << 16 // 1.5 MiB a blob
 )
 
-type shardMeta struct {
-	token    uint64
-	known    int64
-	armed    map[int64]bool
-	nextSeq  uint64
-	releases []release
-}
-
-func decodeMeta(b []byte, start int64) (shardMeta, error) {
-	m := shardMeta{known: start, armed: map[int64]bool{}}
+// decodeMeta decodes a shard's meta (empty: nothing stored yet) and its write
+// token (0 then); the known watermark is at least start. By value: a cache hit
+// keeps only the token and watermark.
+func decodeMeta(b []byte, start int64) (token uint64, st shardState, err error) {
+	st = shardState{known: start, armed: map[int64]bool{}, pending: pendingState{loaded: true}}
 	if len(b) == 0 {
-		return m, nil
+		return 0, st, nil
 	}
 	r := coders.Reader{B: b}
-	m.token = r.Fixed64()
-	m.known = max(r.Varint(), start)
+	token = r.Fixed64()
+	st.known = max(r.Varint(), start)
 	n := r.Uvarint()
 	for i := uint64(0); i < n && r.Err == nil; i++ {
-		m.armed[r.Varint()] = true
+		st.armed[r.Varint()] = true
 	}
 	if len(r.B) > 0 { // written since the Pending bag's sequence numbers
-		m.nextSeq = r.Uvarint()
+		st.nextSeq = r.Uvarint()
 		n = r.Uvarint()
 		for i := uint64(0); i < n && r.Err == nil; i++ {
-			m.releases = append(m.releases, release{seq: r.Uvarint(), at: r.Varint()})
+			st.releases = append(st.releases, release{seq: r.Uvarint(), at: r.Varint()})
 		}
 	}
 	if r.Err != nil {
-		return shardMeta{}, fmt.Errorf("dedup: decode shard meta: %w", r.Err)
+		return 0, shardState{}, fmt.Errorf("dedup: decode shard meta: %w", r.Err)
 	}
-	return m, nil
+	st.pending.loaded = false // the Pending bag is read when a release needs it
+	return token, st, nil
 }
 
 func encodeMeta(token uint64, st *shardState) []byte {
@@ -343,9 +339,8 @@ func (st *shardState) windowStartOf(wi uint32, p triggers.Policy) int64 {
 	return (ref + int64(int32(wi-uint32(ref)))) * p.Window.Milliseconds()
 }
 
-// newShardState starts a shard from its meta; its Pending bag is read when a
-// release needs it (known empty when nothing was ever stored).
-func newShardState(m shardMeta) *shardState {
-	return &shardState{known: m.known, armed: m.armed, nextSeq: m.nextSeq, releases: m.releases,
-		pending: pendingState{loaded: m.token == 0}}
+// newShardState is a shard that has stored nothing, its watermark at known.
+func newShardState(known int64) *shardState {
+	_, st, _ := decodeMeta(nil, known)
+	return &st
 }

@@ -87,11 +87,10 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	if n := st.Expire(retention, p); n != 1 {
 		t.Fatalf("expired %d ids at the window's retention end, want 1", n)
 	}
-	m, err := decodeMeta(encodeMeta(42, st), model.NoWatermark)
+	token, back, err := decodeMeta(encodeMeta(42, st), model.NoWatermark)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := newShardState(m)
 	// An expired window's blob still in the bag (compaction is lazy) is
 	// counted in stored but not remembered.
 	var expired, extra idBlobs
@@ -107,11 +106,11 @@ func TestExpireAndStateRoundTrip(t *testing.T) {
 	if fp, ok := back.ids.get(hashID("late-added")); !ok || fp != 9 {
 		t.Fatalf("late-added: fp %d, %v", fp, ok)
 	}
-	if fp, _ := back.ids.get(hashID("new")); m.token != 42 || back.known != st.known || back.ids.n != 2 || fp != 2 || !back.armed[at("2026-11-04T10:00:00Z")] {
+	if fp, _ := back.ids.get(hashID("new")); token != 42 || back.known != st.known || back.ids.n != 2 || fp != 2 || !back.armed[at("2026-11-04T10:00:00Z")] {
 		t.Fatalf("round trip lost state: %+v vs %+v", back, st)
 	}
 	// A restart seed never lowers what the shard knows.
-	if seeded, _ := decodeMeta(encodeMeta(1, st), at("2026-11-06T00:00:00Z")); seeded.known != at("2026-11-06T00:00:00Z") {
+	if _, seeded, _ := decodeMeta(encodeMeta(1, st), at("2026-11-06T00:00:00Z")); seeded.known != at("2026-11-06T00:00:00Z") {
 		t.Fatalf("seed not applied: %d", seeded.known)
 	}
 }
@@ -129,7 +128,7 @@ func TestDedupOptionsRefuseShortRetention(t *testing.T) {
 }
 
 func fresh() *shardState {
-	return newShardState(shardMeta{known: model.NoWatermark, armed: map[int64]bool{}})
+	return newShardState(model.NoWatermark)
 }
 
 // BenchmarkStateBytesPerID measures what one remembered event_id costs: in
