@@ -13,7 +13,6 @@ import (
 // Each DecodeX below is EncodeX's inverse and refuses trailing bytes (Done).
 func init() {
 	Register(EncodeRecord, DecodeRecord)
-	Register(EncodeEvent, DecodeEvent)
 	Register(EncodeEventBatch, DecodeEventBatch)
 	Register(EncodeDelta, DecodeDelta)
 	Register(EncodeRow, DecodeRow)
@@ -103,56 +102,37 @@ func DecodeRecord(b []byte) (model.Record, error) {
 	return Done(v, &r, "record")
 }
 
-// noEvent stands for the previous event outside a batch.
-var noEvent model.Event
-
-// writeEvent writes an event; in a batch (p not nil) against the previous event p: dims,
-// partition, position and the ref's path front-coded, the times and the ref's offset as
-// differences (one partition's events share long prefixes and lie close in time). Outside a
-// batch p is the zero event, so both are written whole.
+// writeEvent writes an event of a batch against the batch's previous event p: dims, partition,
+// position and the ref's path front-coded, the times and the ref's offset as differences (one
+// partition's events share long prefixes and lie close in time). AfterEnd and PipelineWatermark
+// are the batch's Watermark's (model.EventBatch).
 func writeEvent(w *Writer, v, p *model.Event) {
-	batch := p != nil
-	if !batch {
-		p = &noEvent // no copy of the previous event per event
-	}
 	w.String(v.EventID)
 	w.Varint(v.EventTime - p.EventTime)
 	w.String(v.UserID)
 	w.Varint(v.AmountMicros)
-	w.frontIf(batch, p.Dims, v.Dims)
+	w.FrontString(p.Dims, v.Dims)
 	w.Fixed64(v.Fingerprint)
-	w.frontIf(batch, p.Partition, v.Partition)
-	w.frontIf(batch, p.Position, v.Position)
+	w.FrontString(p.Partition, v.Partition)
+	w.FrontString(p.Position, v.Position)
 	w.Bytes(v.Payload)
 	w.FrontString(p.Ref.Path, v.Ref.Path)
 	w.Varint(v.Ref.Offset - p.Ref.Offset)
 	w.Uvarint(uint64(v.Ref.Length))
 	w.Varint(v.ReadAt - p.ReadAt)
 	w.Varint(v.WatermarkBefore - p.WatermarkBefore)
-	if !batch { // in a batch they are its Watermark's (model.EventBatch)
-		w.Bool(v.AfterEnd)
-		w.Varint(v.PipelineWatermark)
-	}
 }
 
 // readEvent reads what writeEvent wrote with the same p. The differences wrap as they were
 // taken (two's complement), so any pair of times decodes exactly.
 func readEvent(r *Reader, p *model.Event) model.Event {
-	batch := p != nil
-	if !batch {
-		p = &noEvent
-	}
-	e := model.Event{
+	return model.Event{
 		EventID: r.String(), EventTime: p.EventTime + r.Varint(), UserID: r.String(), AmountMicros: r.Varint(),
-		Dims: r.frontIf(batch, p.Dims), Fingerprint: r.Fixed64(), Partition: r.frontIf(batch, p.Partition),
-		Position: r.frontIf(batch, p.Position), Payload: r.Bytes(),
+		Dims: r.FrontString(p.Dims), Fingerprint: r.Fixed64(), Partition: r.FrontString(p.Partition),
+		Position: r.FrontString(p.Position), Payload: r.Bytes(),
 		Ref:    model.LineRef{Path: r.FrontString(p.Ref.Path), Offset: p.Ref.Offset + r.Varint(), Length: int(r.Uvarint())},
 		ReadAt: p.ReadAt + r.Varint(), WatermarkBefore: p.WatermarkBefore + r.Varint(),
 	}
-	if !batch {
-		e.AfterEnd, e.PipelineWatermark = r.Bool(), r.Varint()
-	}
-	return e
 }
 
 // writeRef writes a line ref outside an event (writeEvent codes its own).
@@ -164,17 +144,6 @@ func writeRef(w *Writer, v model.LineRef) {
 
 func readRef(r *Reader) model.LineRef {
 	return model.LineRef{Path: r.FrontString(""), Offset: r.Varint(), Length: int(r.Uvarint())}
-}
-
-func EncodeEvent(v model.Event) []byte {
-	w := Writer{B: make([]byte, 0, 64+len(v.Payload))}
-	writeEvent(&w, &v, nil)
-	return w.B
-}
-
-func DecodeEvent(b []byte) (model.Event, error) {
-	r := Reader{B: b}
-	return Done(readEvent(&r, nil), &r, "event")
 }
 
 // EncodeEventBatch encodes a batch's header, then its events, each against the

@@ -40,15 +40,6 @@ func (w *Writer) FrontString(prev, s string) {
 	w.String(s[n:])
 }
 
-// frontIf writes s front-coded against prev in a batch, else plainly.
-func (w *Writer) frontIf(batch bool, prev, s string) {
-	if batch {
-		w.FrontString(prev, s)
-	} else {
-		w.String(s)
-	}
-}
-
 func (w *Writer) Bool(b bool) {
 	if b {
 		w.B = append(w.B, 1)
@@ -144,14 +135,6 @@ func (r *Reader) FrontString(prev string) string {
 	b.WriteString(prev[:n])
 	b.Write(suffix)
 	return b.String()
-}
-
-// frontIf reads what Writer.frontIf wrote.
-func (r *Reader) frontIf(batch bool, prev string) string {
-	if batch {
-		return r.FrontString(prev)
-	}
-	return r.String()
 }
 
 func (r *Reader) Bool() bool {
