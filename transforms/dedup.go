@@ -357,8 +357,7 @@ func (s shardStore) load(ctx context.Context, sp state.Provider) (*shardState, e
 		return c.st, nil
 	}
 	s.reloads.Inc(ctx, 1)
-	st := new(shardState)
-	*st = m
+	st := &m
 	if token == 0 || s.ids == nil {
 		return st, nil
 	}

@@ -150,7 +150,8 @@ const (
 // token (0 then); the known watermark is at least start. By value: a cache hit
 // keeps only the token and watermark.
 func decodeMeta(b []byte, start int64) (token uint64, st shardState, err error) {
-	st = shardState{known: start, armed: map[int64]bool{}, pending: pendingState{loaded: true}}
+	// Nothing stored: the Pending bag is known empty; else it is read when a release needs it.
+	st = shardState{known: start, armed: map[int64]bool{}, pending: pendingState{loaded: len(b) == 0}}
 	if len(b) == 0 {
 		return 0, st, nil
 	}
@@ -171,7 +172,6 @@ func decodeMeta(b []byte, start int64) (token uint64, st shardState, err error) 
 	if r.Err != nil {
 		return 0, shardState{}, fmt.Errorf("dedup: decode shard meta: %w", r.Err)
 	}
-	st.pending.loaded = false // the Pending bag is read when a release needs it
 	return token, st, nil
 }
 
