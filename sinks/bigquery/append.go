@@ -306,18 +306,24 @@ func onRow(ctx context.Context, st batchStore, app appender, pool *streamPool, t
 	return rows == 1, res, err
 }
 
-// flushStep appends the sealed batch unless it was sealed in this bundle
-// (sealedHere), then seals what is buffered at a pooled stream's end or into
-// a new stream. Sealing and appending are in different bundles so that the
-// append only reads a committed batch; a row waits at most two steps.
+// flushStep appends the sealed batch, then seals what is buffered at a
+// pooled stream's end or into a new stream. Sealing and appending are in
+// different bundles so that the append only reads a committed batch; a row
+// waits at most two steps. A key that sealed in this bundle (sealedHere) has
+// nothing to do until the next, so its step reads no state: a bundle far over
+// the batch size reads its buffer once, not once per row.
 func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPool, table string, sealedHere bool,
 	sleep func(context.Context, time.Duration) error) (flushResult, error) {
 	var res flushResult
+	if sealedHere {
+		res.Pending = true
+		return res, nil
+	}
 	sb, sealed, err := st.Sealed()
 	if err != nil {
 		return res, err
 	}
-	if sealed && !sealedHere {
+	if sealed {
 		if res.Requests, err = appendSealed(ctx, app, pool, table, sb, sleep); err != nil {
 			return res, err
 		}

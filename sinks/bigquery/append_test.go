@@ -272,6 +272,40 @@ func TestFlushStepRules(t *testing.T) {
 	sameRows(t, fake.rows(table.HourlyRevenueChangelog.Name), rows)
 }
 
+// TestFlushStepReadsLinearly is one bundle carrying a key far over the batch
+// size (a backlog after a stop): once the bundle sealed a batch, the rows
+// after it are only buffered, so the state read grows with the rows, not
+// with their square (every row past the limit re-read the whole buffer and
+// decoded the sealed batch).
+func TestFlushStepReadsLinearly(t *testing.T) {
+	ctx := context.Background()
+	fake, api := startFakeWrite(t)
+	p := sink.DefaultFlushPolicy
+	p.MaxRows = 10
+	rows := changelogRows(t, 50*int(p.MaxRows))
+	st := &memStore{}
+	sealedHere := false
+	for _, r := range rows {
+		_, res, err := onRow(ctx, st, api, nil, table.HourlyRevenueChangelog.Name, r, p, sealedHere, noSleep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealedHere = sealedHere || res.Sealed
+	}
+	t.Logf("one bundle of %d rows read %d rows of state", len(rows), st.read)
+	if want := 2 * len(rows); st.read > want {
+		t.Errorf("one bundle of %d rows read %d rows of state, want at most %d", len(rows), st.read, want)
+	}
+	for pending := true; pending; { // later bundles append everything
+		res, err := flushStep(ctx, st, api, nil, table.HourlyRevenueChangelog.Name, false, noSleep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = res.Pending
+	}
+	sameRows(t, fake.rows(table.HourlyRevenueChangelog.Name), rows)
+}
+
 // TestFlushStepWithinMaxDelay holds the step to the policy's MaxDelay, which
 // the launcher waits on the write counters before it takes the output as
 // settled: a row counted just after a tick (the worst case) is appended by

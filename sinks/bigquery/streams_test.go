@@ -304,6 +304,9 @@ type memStore struct {
 	rows   [][]byte
 	bytes  int64
 	sealed *sealedBatch
+	// read counts the rows every Buffered and Sealed call handed out, as
+	// Beam state hands out (and the sealed batch decodes) each row per read.
+	read int
 }
 
 func (m *memStore) Buffer(row []byte) (int64, int64, error) {
@@ -311,12 +314,13 @@ func (m *memStore) Buffer(row []byte) (int64, int64, error) {
 	m.bytes += int64(len(row))
 	return int64(len(m.rows)), m.bytes, nil
 }
-func (m *memStore) Buffered() ([][]byte, error) { return m.rows, nil }
+func (m *memStore) Buffered() ([][]byte, error) { m.read += len(m.rows); return m.rows, nil }
 func (m *memStore) ClearBuffer() error          { m.rows, m.bytes = nil, 0; return nil }
 func (m *memStore) Sealed() (sealedBatch, bool, error) {
 	if m.sealed == nil {
 		return sealedBatch{}, false, nil
 	}
+	m.read += len(m.sealed.Rows)
 	return *m.sealed, true, nil
 }
 func (m *memStore) Seal(sb sealedBatch) error { m.sealed = &sb; return nil }
