@@ -52,12 +52,33 @@ func retryableAppend(err error) bool {
 }
 
 // codeOf is the gRPC code of err, also when wrapped.
-func codeOf(err error) codes.Code {
+func codeOf(err error) codes.Code { return statusOf(err).Code() }
+
+func statusOf(err error) *status.Status {
 	var se interface{ GRPCStatus() *status.Status }
 	if errors.As(err, &se) {
-		return se.GRPCStatus().Code()
+		return se.GRPCStatus()
 	}
-	return status.Code(err)
+	return status.Convert(err)
+}
+
+// streamGone reports whether an append failed because its stream takes no
+// more rows: BigQuery finalizes and garbage-collects committed streams left
+// idle (Beam Java's BigQueryIO then moves to a new stream too). The service's
+// StorageError detail names the cause; without one, NOT_FOUND and
+// FAILED_PRECONDITION are a lost stream. A missing table is not.
+func streamGone(err error) bool {
+	st := statusOf(err)
+	for _, d := range st.Details() {
+		if e, ok := d.(*storagepb.StorageError); ok {
+			switch e.GetCode() {
+			case storagepb.StorageError_STREAM_NOT_FOUND, storagepb.StorageError_STREAM_FINALIZED, storagepb.StorageError_INVALID_STREAM_STATE:
+				return true
+			}
+			return false
+		}
+	}
+	return st.Code() == codes.NotFound || st.Code() == codes.FailedPrecondition
 }
 
 // appendSealed appends a sealed batch in requests of at most maxAppendBytes
@@ -324,7 +345,23 @@ func flushStep(ctx context.Context, st batchStore, app appender, pool *streamPoo
 		return res, err
 	}
 	if sealed {
-		if res.Requests, err = appendSealed(ctx, app, pool, table, sb, sleep); err != nil {
+		res.Requests, err = appendSealed(ctx, app, pool, table, sb, sleep)
+		if streamGone(err) {
+			// Sealed before a long stop or a restored savepoint, at a stream
+			// the service has since finalized: the rows are sealed again at
+			// another stream and appended at the next step. Rows an attempt
+			// appended to the lost stream are then stored twice, and every
+			// read keeps one row per (key, revision) and one audit row per
+			// source_position.
+			slog.Warn("bigquery sink: a sealed batch's stream takes no more rows; sealing the batch at another stream",
+				"table", table, "stream", sb.Stream, "offset", sb.Offset, "rows", len(sb.Rows), "error", err)
+			if sb, err = seal(ctx, app, pool, table, sb.Rows); err == nil {
+				err = st.Seal(sb)
+			}
+			res.Sealed, res.Pending = err == nil, true
+			return res, err
+		}
+		if err != nil {
 			return res, err
 		}
 		res.Appended = len(sb.Rows)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -40,6 +41,26 @@ type fakeWrite struct {
 type fakeStream struct {
 	table string
 	rows  [][]byte
+	// ended, when set, answers every append: the service finalized or
+	// dropped the stream (its rows stay in the table).
+	ended *statuspb.Status
+}
+
+// end makes the stream with this name refuse appends with code and, unless
+// it is unspecified, a StorageError detail with detail.
+func (f *fakeWrite) end(t *testing.T, name string, code codes.Code, detail storagepb.StorageError_StorageErrorCode) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := &statuspb.Status{Code: int32(code), Message: "stream " + name + " ended"}
+	if detail != storagepb.StorageError_STORAGE_ERROR_CODE_UNSPECIFIED {
+		d, err := anypb.New(&storagepb.StorageError{Code: detail, Entity: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Details = append(st.Details, d)
+	}
+	f.streams[name].ended = st
 }
 
 func (f *fakeWrite) count(tbl, method string) {
@@ -111,6 +132,9 @@ func (f *fakeWrite) append(stream string, req *storagepb.AppendRowsRequest) *sto
 		return refuse(codes.NotFound, "no stream "+stream)
 	}
 	f.count(s.table, "AppendRows")
+	if s.ended != nil {
+		return &storagepb.AppendRowsResponse{WriteStream: stream, Response: &storagepb.AppendRowsResponse_Error{Error: s.ended}}
+	}
 	if len(f.fail) > 0 {
 		c := f.fail[0]
 		f.fail = f.fail[1:]

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"google.golang.org/grpc/codes"
+
 	"github.com/revenue-stream/hourly/coders"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
 	"github.com/revenue-stream/hourly/sinks/sink"
@@ -325,3 +328,80 @@ func (m *memStore) Sealed() (sealedBatch, bool, error) {
 }
 func (m *memStore) Seal(sb sealedBatch) error { m.sealed = &sb; return nil }
 func (m *memStore) ClearSealed() error        { m.sealed = nil; return nil }
+
+// TestBigQuerySealedBatchOutlivesItsStream is a batch sealed before a long
+// stop (or kept in a restored savepoint) at a stream the service has since
+// finalized or dropped: the step seals its rows again at another stream and
+// the next step appends them, where every retry failed before. Other
+// refusals still fail the step.
+func TestBigQuerySealedBatchOutlivesItsStream(t *testing.T) {
+	ctx := context.Background()
+	name := table.HourlyRevenueChangelog.Name
+	for _, tc := range []struct {
+		name   string
+		code   codes.Code
+		detail storagepb.StorageError_StorageErrorCode
+		gone   bool
+	}{
+		{"finalized", codes.InvalidArgument, storagepb.StorageError_STREAM_FINALIZED, true},
+		{"garbage-collected", codes.NotFound, storagepb.StorageError_STREAM_NOT_FOUND, true},
+		{"invalid state", codes.FailedPrecondition, storagepb.StorageError_INVALID_STREAM_STATE, true},
+		{"not found without detail", codes.NotFound, storagepb.StorageError_STORAGE_ERROR_CODE_UNSPECIFIED, true},
+		{"table not found", codes.NotFound, storagepb.StorageError_TABLE_NOT_FOUND, false},
+		{"invalid argument without detail", codes.InvalidArgument, storagepb.StorageError_STORAGE_ERROR_CODE_UNSPECIFIED, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows := changelogRows(t, 30)
+			fake, api := startFakeWrite(t)
+			k := keyRun{t: t, st: &memStore{}, pool: wallPool(), api: api}
+			k.buffer(rows)
+			k.step()
+			lost := k.st.sealed.Stream
+			fake.end(t, lost, tc.code, tc.detail)
+			res, err := flushStep(ctx, k.st, api, k.pool, name, false, noSleep)
+			if !tc.gone {
+				if codeOf(err) != tc.code || res.Sealed {
+					t.Fatalf("%+v, %v; want the step to fail with %v", res, err, tc.code)
+				}
+				return
+			}
+			if err != nil || !res.Sealed || res.Appended != 0 || k.st.sealed.Stream == lost {
+				t.Fatalf("%+v, %v, sealed at %s; want the batch sealed again at another stream than %s", res, err, k.st.sealed.Stream, lost)
+			}
+			if res := k.step(); res.Appended != len(rows) || res.Pending {
+				t.Fatalf("next step: %+v; want all %d rows appended", res, len(rows))
+			}
+			sameRows(t, fake.rows(name), rows)
+		})
+	}
+
+	// The stream ends between two requests of one batch: the rows of the
+	// first are then stored twice (reads keep one per key and revision),
+	// and none is lost.
+	t.Run("ended mid-batch", func(t *testing.T) {
+		rows := changelogRows(t, 30)
+		defer func(n int) { maxAppendBytes = n }(maxAppendBytes)
+		maxAppendBytes = 10 * len(rows[0])
+		fake, api := startFakeWrite(t)
+		k := keyRun{t: t, st: &memStore{}, pool: wallPool(), api: api}
+		k.buffer(rows)
+		k.step()
+		lost := k.st.sealed.Stream
+		first := 0
+		afterAppend = func(_ string, _ int64, n int) error {
+			first = n
+			fake.end(t, lost, codes.InvalidArgument, storagepb.StorageError_STREAM_FINALIZED)
+			return nil
+		}
+		defer func() { afterAppend = nil }()
+		if res := k.step(); !res.Sealed || res.Requests != 2 {
+			t.Fatalf("%+v; want two requests, the second refused, and the batch sealed again", res)
+		}
+		afterAppend = nil
+		k.step()
+		stored := fake.rows(name)
+		if n := missing(fake, rows); n != 0 || first == 0 || len(stored) != len(rows)+first {
+			t.Fatalf("%d rows stored, %d of the batch missing; want all %d and the first request's %d again", len(stored), n, len(rows), first)
+		}
+	})
+}
