@@ -400,7 +400,26 @@ func writeLocal(path string, data []byte) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
+	// The rename is durable once its folder is: what was written before an
+	// acknowledgement must survive a power cut.
+	if err := SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("fsync %s: %w", filepath.Dir(path), err)
+	}
 	return nil
+}
+
+// SyncDir flushes a local folder's entries (names created, renamed or
+// removed in it) to disk.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Remove deletes the file at path. A file that is not there is no error:

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/revenue-stream/hourly/internal/files"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sinks/internal/rules"
 	"github.com/revenue-stream/hourly/sinks/internal/table"
@@ -71,7 +72,7 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 			err = cerr
 		}
 		if err == nil && os.IsNotExist(statErr) {
-			err = syncDir(j.dir) // a new file's name must survive a power cut too
+			err = files.SyncDir(j.dir) // a new file's name must survive a power cut too
 		}
 		if err != nil {
 			return fmt.Errorf("jsonl sink %s: seal %s: %w", j.dir, fileResume, err)
@@ -84,15 +85,3 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 // and no lock spans their processes, so a rewrite would lose or race with
 // their appends. Reads filter by run anyway.
 func (j *JSONL) PruneCheckpoints(context.Context, string) error { return nil }
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
