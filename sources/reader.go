@@ -67,11 +67,18 @@ func newReader(dir, partition string, rest restriction, o FolderOptions) *reader
 // run reads until a budget is used up, the data runs out, the partition
 // ends (replay) or a stop is requested; the caller claims the final state.
 // An I/O error fails a replay; a follower logs it and retries at the next
-// poll, since it is most often transient and a silent partition is safe.
+// poll, since it is most often transient and a silent partition is safe. The
+// failed call counts as activity, as a Pub/Sub source's failed pull does: an
+// unreachable folder says nothing about its producers, and turning idle would
+// hand the runner processing time and close the windows its backlog fills. A
+// folder that is gone (fs.ErrNotExist) may go idle.
 func (r *reader) run() (sdfread.Outcome, error) {
 	out, err := r.read()
 	if err != nil && r.o.Follow {
 		r.log.Error("source partition read failed; trying again at the next poll", "error", err)
+		if !errors.Is(err, fs.ErrNotExist) {
+			r.stamper.Partition().Touch(r.now().UnixMilli())
+		}
 		return sdfread.CaughtUp, nil
 	}
 	return out, err

@@ -600,3 +600,56 @@ func TestReaderKeepsRemoteFileOpen(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestReaderUnreachableFolderIsNotIdle: a follower whose partition cannot be
+// listed (a filesystem outage: here the folder is replaced by a plain file)
+// learns nothing about its producers, so the failed calls count as activity,
+// as the Pub/Sub source's failed pulls do: past the idle timeout it neither
+// turns idle nor hands the runner processing time, which would close the
+// windows its backlog fills once the folder is back. A folder that is gone
+// (fs.ErrNotExist) is no outage: it goes idle.
+func TestReaderUnreachableFolderIsNotIdle(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "a.jsonl", purchase("1", "2026-11-04T10:20:00Z")+"\n")
+	clock := time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)
+	rest := newRestriction(clock.UnixMilli())
+	call := func() *reader {
+		t.Helper()
+		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
+		r.now = func() time.Time { return clock }
+		if out, err := r.run(); err != nil || out != sdfread.CaughtUp {
+			t.Fatalf("run: %v, %v", out, err)
+		}
+		return r
+	}
+	r := call()
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle {
+		t.Fatalf("active: %v", r.rest)
+	}
+	rest = r.rest
+	active := rest.Reported
+
+	pdir := filepath.Join(dir, "p0")
+	if err := os.Rename(pdir, filepath.Join(dir, ".p0.away")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pdir, nil, 0o644); err != nil { // listing it fails: not a directory
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * testPolicy.IdleTimeout)
+	r = call()
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle || r.rest.Reported != active {
+		t.Fatalf("unreachable for twice the idle timeout: %v, want active at %s", r.rest, watermark.FormatMs(active))
+	}
+	rest = r.rest
+
+	// Gone: nothing more will come from it.
+	if err := os.Remove(pdir); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * testPolicy.IdleTimeout)
+	r = call()
+	if !r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || !r.rest.Idle {
+		t.Fatalf("gone for twice the idle timeout: %v, want idle", r.rest)
+	}
+}
