@@ -129,7 +129,11 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
 	}
 	defer func() {
-		if err == nil && !done && out != sdfread.Lost {
+		// Kept only mid-file: at its end a follower waits for the file to
+		// change, which a remote stream opened earlier never shows (an
+		// object store's append is a new object); reopened at the mark, an
+		// unchanged file costs a size look.
+		if err == nil && !done && out == sdfread.Budget {
 			r.open.keep(r.partition, path, lr, f) // the next call goes on from here
 			return
 		}
