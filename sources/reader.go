@@ -67,11 +67,18 @@ func newReader(dir, partition string, rest restriction, o FolderOptions) *reader
 // run reads until a budget is used up, the data runs out, the partition
 // ends (replay) or a stop is requested; the caller claims the final state.
 // An I/O error fails a replay; a follower logs it and retries at the next
-// poll, since it is most often transient and a silent partition is safe.
+// poll, since it is most often transient and a silent partition is safe. The
+// failed call counts as activity, as a Pub/Sub source's failed pull does: an
+// unreachable folder says nothing about its producers, and turning idle would
+// hand the runner processing time and close the windows its backlog fills. A
+// folder that is gone (fs.ErrNotExist) may go idle.
 func (r *reader) run() (sdfread.Outcome, error) {
 	out, err := r.read()
 	if err != nil && r.o.Follow {
 		r.log.Error("source partition read failed; trying again at the next poll", "error", err)
+		if !errors.Is(err, fs.ErrNotExist) {
+			r.stamper.Partition().Touch(r.now().UnixMilli())
+		}
 		return sdfread.CaughtUp, nil
 	}
 	return out, err
@@ -122,7 +129,11 @@ func (r *reader) readFile(start time.Time) (out sdfread.Outcome, done bool, err 
 		return 0, false, fmt.Errorf("source partition %q: %w", r.partition, err)
 	}
 	defer func() {
-		if err == nil && !done && out != sdfread.Lost {
+		// Kept only mid-file: at its end a follower waits for the file to
+		// change, which a remote stream opened earlier never shows (an
+		// object store's append is a new object); reopened at the mark, an
+		// unchanged file costs a size look.
+		if err == nil && !done && out == sdfread.Budget {
 			r.open.keep(r.partition, path, lr, f) // the next call goes on from here
 			return
 		}

@@ -600,3 +600,97 @@ func TestReaderKeepsRemoteFileOpen(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestReaderUnreachableFolderIsNotIdle: a follower whose partition cannot be
+// listed (a filesystem outage: here the folder is replaced by a plain file)
+// learns nothing about its producers, so the failed calls count as activity,
+// as the Pub/Sub source's failed pulls do: past the idle timeout it neither
+// turns idle nor hands the runner processing time, which would close the
+// windows its backlog fills once the folder is back. A folder that is gone
+// (fs.ErrNotExist) is no outage: it goes idle.
+func TestReaderUnreachableFolderIsNotIdle(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "a.jsonl", purchase("1", "2026-11-04T10:20:00Z")+"\n")
+	clock := time.Date(2026, 11, 5, 0, 0, 0, 0, time.UTC)
+	rest := newRestriction(clock.UnixMilli())
+	call := func() *reader {
+		t.Helper()
+		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
+		r.now = func() time.Time { return clock }
+		if out, err := r.run(); err != nil || out != sdfread.CaughtUp {
+			t.Fatalf("run: %v, %v", out, err)
+		}
+		return r
+	}
+	r := call()
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle {
+		t.Fatalf("active: %v", r.rest)
+	}
+	rest = r.rest
+	active := rest.Reported
+
+	pdir := filepath.Join(dir, "p0")
+	if err := os.Rename(pdir, filepath.Join(dir, ".p0.away")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pdir, nil, 0o644); err != nil { // listing it fails: not a directory
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * testPolicy.IdleTimeout)
+	r = call()
+	if r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || r.rest.Idle || r.rest.Reported != active {
+		t.Fatalf("unreachable for twice the idle timeout: %v, want active at %s", r.rest, watermark.FormatMs(active))
+	}
+	rest = r.rest
+
+	// Gone: nothing more will come from it.
+	if err := os.Remove(pdir); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(2 * testPolicy.IdleTimeout)
+	r = call()
+	if !r.watermarkState(clock.UnixMilli(), model.NoWatermark, false) || !r.rest.Idle {
+		t.Fatalf("gone for twice the idle timeout: %v, want idle", r.rest)
+	}
+}
+
+// TestReaderRemoteTailSeesTheObjectChange: the settle rule on an object store.
+// A followed remote file ending in a line without a newline is rewritten
+// (an object store's append is a new object) with that line completed and
+// another one: the reader must read the new content, not settle on the view of
+// the stream the previous call kept open (which still ends in the torn line),
+// read the torn line as a line (quarantined) and never read the rest.
+func TestReaderRemoteTailSeesTheObjectChange(t *testing.T) {
+	dir := "memfs://" + t.Name()
+	path := dir + "/p0/000001.jsonl"
+	a, b, c := purchase("a", "2026-11-04T10:00:00Z"), purchase("b", "2026-11-04T10:05:00Z"), purchase("c", "2026-11-04T10:10:00Z")
+	memfs.Write(path, []byte(a+"\n"+b[:10]))
+	clock := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	rest := newRestriction(clock.UnixMilli())
+	open := newOpenFiles()
+	defer open.closeAll()
+	var got []string
+	call := func() sdfread.Outcome {
+		t.Helper()
+		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
+		r.source, r.o.Settle, r.open = t.Name(), 10*time.Second, open
+		r.now = func() time.Time { return clock }
+		r.emit = func(rec model.Record) { got = append(got, rec.Position+"="+string(rec.Line)) }
+		out, err := r.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest = r.rest
+		return out
+	}
+	if out := call(); out != sdfread.CaughtUp || len(got) != 1 {
+		t.Fatalf("first call: %v, %q; want caught up, one line, the tail pending", out, got)
+	}
+	memfs.Write(path, []byte(a+"\n"+b+"\n"+c+"\n")) // the producer finishes its line
+	clock = clock.Add(11 * time.Second)
+	call()
+	want := []string{"p0/000001.jsonl:1=" + a, "p0/000001.jsonl:2=" + b, "p0/000001.jsonl:3=" + c}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the object changed:\n got %q\nwant %q", got, want)
+	}
+}

@@ -695,3 +695,30 @@ func TestRestartSeedsReachableWindowsOnly(t *testing.T) {
 		t.Errorf("the record of an old FINAL window is not in too_late_events")
 	}
 }
+
+// TestChooseResumeFileReadOutOfOrder: a file that appeared late in lexical
+// order ("a", after "b" and "c" were read) is read after them, so its
+// checkpoint carries the partition's later MaxValid while sorting first. A
+// restart counts every file below its resume point as read (the point is the
+// reader's floor), so a point at "c" would skip "a", whose events lie past
+// the horizon (open windows, ids dedup still needs): the point must be a
+// prefix of the partition's files all below the horizon.
+func TestChooseResumeFileReadOutOfOrder(t *testing.T) {
+	cp := func(p, f string, maxValid int64) model.Checkpoint {
+		return model.Checkpoint{Partition: p, File: f, MaxValid: maxValid}
+	}
+	// Read order b, c, a; sorted as the sinks return them.
+	cps := []model.Checkpoint{cp("p0", "a", 150), cp("p0", "b", 10), cp("p0", "c", 20), cp("p1", "x", 10), cp("p1", "y", 20)}
+	if got, want := chooseResume(cps, 100, nil), []model.Checkpoint{cp("p1", "y", 20)}; !slices.Equal(got, want) {
+		t.Errorf("chooseResume = %+v, want %+v (p0 has no point: a restart after b or c would skip a, read after them past the horizon)", got, want)
+	}
+	// Once a is below the horizon too, c covers every file below it.
+	if got, want := chooseResume(cps, 200, nil), []model.Checkpoint{cp("p0", "c", 20), cp("p1", "y", 20)}; !slices.Equal(got, want) {
+		t.Errorf("chooseResume = %+v, want %+v", got, want)
+	}
+	// A gap in the middle of the files: a point stops before it.
+	cps = []model.Checkpoint{cp("p0", "a", 10), cp("p0", "b", 150), cp("p0", "c", 20)}
+	if got, want := chooseResume(cps, 100, nil), []model.Checkpoint{cp("p0", "a", 10)}; !slices.Equal(got, want) {
+		t.Errorf("chooseResume = %+v, want %+v", got, want)
+	}
+}

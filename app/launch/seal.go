@@ -226,17 +226,22 @@ func resumeHorizon(finalEnd int64, hasFinal bool, openStart int64, hasOpen bool,
 
 // chooseResume picks, per partition, the last checkpoint (sorted by partition, then file) whose
 // largest valid event time lies below horizon, if past its sealed point: they only move forward.
+// A restart counts every file below its point as read, so the point ends a prefix of the
+// partition's files all below horizon: a file read after a later-sorting one (it appeared out of
+// lexical order) with events past horizon stops the partition's point before it.
 func chooseResume(checkpoints []model.Checkpoint, horizon int64, sealed []model.Checkpoint) []model.Checkpoint {
 	at := map[string]string{}
 	for _, c := range sealed {
 		at[c.Partition] = c.File
 	}
 	var out []model.Checkpoint
+	past := map[string]bool{} // partitions with a file past horizon so far
 	for i, c := range checkpoints {
-		if c.MaxValid >= horizon {
+		if f, ok := at[c.Partition]; ok && c.File <= f {
 			continue
 		}
-		if f, ok := at[c.Partition]; ok && c.File <= f {
+		if past[c.Partition] || c.MaxValid >= horizon {
+			past[c.Partition] = true
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].Partition == c.Partition {

@@ -3,7 +3,9 @@ package jsonl
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -56,6 +58,12 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 		return fmt.Errorf("jsonl sink %s: opened for reading", j.dir)
 	}
 	return rules.SealResume(ctx, "jsonl sink "+j.dir, points, j.ResumePoints, func(rows []table.CheckpointRow) error {
+		// The rows and audit rows the points cover first: the workers append
+		// them without fsync, and a point that survived a power cut they
+		// did not would make a restart skip their records for good.
+		if err := syncAppended(j.dir); err != nil {
+			return fmt.Errorf("jsonl sink %s: seal: %w", j.dir, err)
+		}
 		var buf bytes.Buffer
 		encodeLines(&buf, table.ResumeCodec, rows)
 		path := filepath.Join(j.dir, fileResume)
@@ -66,7 +74,7 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 		}
 		_, err = f.Write(buf.Bytes())
 		if err == nil {
-			err = f.Sync()
+			err = syncFile(f)
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -85,3 +93,29 @@ func (j *JSONL) SealResume(ctx context.Context, points []model.Checkpoint) error
 // and no lock spans their processes, so a rewrite would lose or race with
 // their appends. Reads filter by run anyway.
 func (j *JSONL) PruneCheckpoints(context.Context, string) error { return nil }
+
+// syncFile is (*os.File).Sync; tests watch it.
+var syncFile = (*os.File).Sync
+
+// syncAppended fsyncs the files the workers append to, through handles of
+// its own (an fsync writes a file's data whoever wrote it); a missing one is
+// skipped.
+func syncAppended(dir string) error {
+	for _, name := range appendFiles {
+		f, err := os.Open(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = syncFile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", name, err)
+		}
+	}
+	return nil
+}

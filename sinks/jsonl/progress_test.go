@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/revenue-stream/hourly/model"
@@ -60,5 +61,34 @@ func TestJSONLCheckpointLine(t *testing.T) {
 	prefix := []byte(`{"partition":"p0","file":"a.jsonl","offset":100,"line":10,"max_valid":1793786400000,"run":"r1","updated_at":"`)
 	if !bytes.HasPrefix(data, prefix) || bytes.Count(data, []byte("\n")) != 1 {
 		t.Fatalf("source_checkpoints.jsonl = %s, want one line starting %s", data, prefix)
+	}
+}
+
+// TestJSONLSealSyncsTheRowsFirst: the workers append rows without fsync and
+// the seal fsyncs its resume point. A point durable before the rows it covers
+// would, after a power cut between them, make a restart skip records whose
+// rows were lost: the seal fsyncs the appended files first.
+func TestJSONLSealSyncsTheRowsFirst(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	j, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if _, err := j.Write(context.Background(), sink.Batch{Progress: []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var synced []string
+	defer func(f func(*os.File) error) { syncFile = f }(syncFile)
+	syncFile = func(f *os.File) error {
+		synced = append(synced, filepath.Base(f.Name()))
+		return f.Sync()
+	}
+	p := sinktest.OpenProgress(t, sink.Spec{Scheme: sink.SchemeJSONL, Path: dir})
+	if err := p.SealResume(context.Background(), []model.Checkpoint{{Partition: "p0", File: "a", Run: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.Index(synced, fileResume); i < 0 || !slices.Contains(synced[:i], ChangelogFile) || !slices.Contains(synced[:i], fileTooLate) {
+		t.Errorf("fsyncs in order %q: want %s and the audit files before %s", synced, ChangelogFile, fileResume)
 	}
 }
