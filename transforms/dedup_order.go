@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -117,7 +118,13 @@ func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState,
 		st.pending.push(heldBatch{until: until, seq: st.nextSeq, blob: w.B})
 	}
 	st.nextSeq++
-	setTimer(h.timer, tp, tagRelease, until+1)
+	// Fired just after until (prism fires a timer once the watermark reaches
+	// it), holding the output at until: what it releases is stamped no later
+	// than its events' timestamps, so a downstream timer at until+1 (the
+	// revision step's FINAL when until is the close less 1 ms) cannot fire
+	// before it arrives.
+	h.timer.Set(tp, time.UnixMilli(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)),
+		timers.WithOutputTimestamp(time.UnixMilli(until)))
 	return nil
 }
 

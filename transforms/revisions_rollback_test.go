@@ -195,3 +195,82 @@ func testRollback(t *testing.T, spec sink.Spec, sink rowSink) {
 		t.Errorf("a second restore wrote %d rows and had %d refused; want none", again.accepted, again.stale)
 	}
 }
+
+// tick hands the step an EARLY tick.
+func (r *stepRun) tick() *stepRun {
+	r.t.Helper()
+	var rows []model.Row
+	if err := r.f.ProcessElement(context.Background(), r.sp, noTimers{}, r.key, model.Delta{Tick: true}, func(row model.Row) { rows = append(rows, row) }); err != nil {
+		r.t.Fatal(err)
+	}
+	r.write(rows)
+	return r
+}
+
+// TestRestoredOnTimeAfterTheSinksEarlyRow: the sink holds an EARLY row the
+// step's state has not published, and the data behind it comes back after
+// the window's ON_TIME moment. B is a record of a partition hours ahead,
+// late in its partition but on time for the pipeline, so its timestamp does
+// not hold the watermark before window_end: the first timeline counted it
+// before the end (EARLY 150 of 2), the second fires ON_TIME before it
+// re-reads B (late by then). Two ways to the second timeline: a restore
+// from a checkpoint taken after A, and a restart with no state (prism: a
+// new run seeded from the sink, which re-reads A first). The window must
+// get its ON_TIME row when the watermark passes its end (the sink's
+// snapshot: no dip), nothing when B catches up, then LATE and FINAL.
+//
+// Before, the second ON_TIME was silent (100 of 1 would dip under 150 of
+// 2) and B then made the same snapshot, a silent LATE relabel: the current
+// row stayed EARLY for the whole allowed lateness and the changelog never
+// had an ON_TIME row.
+func TestRestoredOnTimeAfterTheSinksEarlyRow(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "restore", true: "restart"}[restart], func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "revenue.db")
+			db, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			spec := sink.Spec{Scheme: sink.SchemeSQLite, Path: path}
+			key := WindowKey(at("2026-11-04T10:00:00Z"), "{}")
+
+			first := startStep(t, spec, db, &memState{values: map[string]any{}}, key)
+			first.add(100e6, 1, false).tick()
+			checkpoint := first.sp.snapshot()
+			first.add(50e6, 1, false).tick()
+
+			var second *stepRun
+			if restart {
+				second = startStep(t, spec, db, &memState{values: map[string]any{}}, key)
+				second.add(100e6, 1, false)
+			} else {
+				second = startStep(t, spec, db, checkpoint, key)
+			}
+			second.fire(tagOnTime).add(50e6, 1, true)
+			ctx := context.Background()
+			current, err := sinktest.CurrentRows(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(current) != 1 || current[0].State != model.OnTime || current[0].Revision != 3 || current[0].RevenueMicros != 150e6 || current[0].EventCount != 2 {
+				t.Fatalf("current rows after the ON_TIME moment %+v, want ON_TIME 150.000000 of 2 events at revision 3", current)
+			}
+			second.add(20e6, 1, true).fire(tagFinal)
+			if second.stale != 0 {
+				t.Errorf("the second timeline's rows: %d refused as stale; want none reissued", second.stale)
+			}
+			changelog, err := sinktest.ChangelogRows(ctx, db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range changelog {
+				got = append(got, r.State.String()+" "+model.FormatMicros(r.RevenueMicros))
+			}
+			if want := "EARLY 100.000000, EARLY 150.000000, ON_TIME 150.000000, LATE 170.000000, FINAL 170.000000"; strings.Join(got, ", ") != want {
+				t.Errorf("changelog: %s\nwant %s", strings.Join(got, ", "), want)
+			}
+		})
+	}
+}

@@ -91,7 +91,8 @@ func (w *WindowState) OnTime() ([]model.Row, error) {
 	var rows []model.Row
 	if !w.OnTimeDone { // else ON_TIME was adopted from a sink row
 		w.OnTimeDone = true
-		if w.Count > 0 {
+		// An EARLY row (adopted from the sink) proves data before the end.
+		if w.Count > 0 || w.Published.Revision > 0 && w.Published.State == model.Early {
 			if r, ok := w.fire(model.OnTime); ok {
 				rows = append(rows, r)
 			}
@@ -129,8 +130,11 @@ func (w *WindowState) fire(st model.ResultState) (model.Row, bool) {
 		if p.State == model.Final {
 			return model.Row{}, false // FINAL stays FINAL
 		}
-		// No dip: never fewer events, never an earlier state (FINAL seals).
-		if st != model.Final && (w.Count < p.EventCount || st < p.State) {
+		// No dip: never fewer events, never an earlier state. FINAL, and
+		// ON_TIME after an adopted EARLY row, seal what was published: the
+		// watermark does not wait for a replay to catch up.
+		sealed := st == model.Final || st == model.OnTime && p.State == model.Early
+		if !sealed && (w.Count < p.EventCount || st < p.State) {
 			return model.Row{}, false
 		}
 		// Nothing new: same snapshot and state, or a LATE relabel.
@@ -152,8 +156,8 @@ func (w *WindowState) fire(st model.ResultState) (model.Row, bool) {
 		State:         st,
 		Writer:        "stream",
 	}
-	if st == model.Final && w.Count < p.EventCount {
-		// A replay may not rebuild the window: FINAL seals what was published.
+	if (st == model.Final || st == model.OnTime) && w.Count < p.EventCount {
+		// A replay may not rebuild the window (yet): the row seals what was published.
 		r.RevenueMicros, r.EventCount = p.RevenueMicros, p.EventCount
 	}
 	w.Published = r

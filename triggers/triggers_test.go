@@ -240,3 +240,63 @@ func TestOverflowIsAnError(t *testing.T) {
 		t.Fatal("int64 overflow not reported")
 	}
 }
+
+// TestOnTimeAfterAnAdoptedEarlyRow: a restored or restarted step adopts the
+// sink's EARLY row (150 of 2 events, revision 2) while its own snapshot holds
+// less: the data behind that row had reached it before window_end in the
+// earlier timeline, but comes after the ON_TIME moment in this one (a
+// partition ahead of the others: its events' timestamps do not hold the
+// watermark before window_end). The ON_TIME moment still writes ON_TIME,
+// carrying the published snapshot as FINAL does (never a dip), and the data
+// catching up writes nothing until it has more to say. Before, ON_TIME was
+// silent (a dip), the catching up was a silent LATE relabel, and the window's
+// current row stayed EARLY for the whole allowed lateness, with no ON_TIME
+// row ever; with no data yet at the ON_TIME moment (the key's first delta
+// late and held), ON_TIME was skipped as for a window without data.
+func TestOnTimeAfterAnAdoptedEarlyRow(t *testing.T) {
+	row := func(micros, n, rev int64, st model.ResultState) model.Row {
+		return model.Row{WindowStart: 0, WindowEnd: 3600000, Dims: "{}", RevenueMicros: micros, EventCount: n, Revision: rev, State: st, Writer: "stream"}
+	}
+	early := row(150e6, 2, 2, model.Early)
+	for _, c := range []struct {
+		name   string
+		before []int64 // deltas (micros, one event each) before the ON_TIME moment: on time, then one late
+		late   bool    // the last of before is late (held)
+		want   []model.Row
+	}{
+		{"on-time data below the EARLY row", []int64{100e6}, false,
+			[]model.Row{row(150e6, 2, 3, model.OnTime)}},
+		{"only late data held", []int64{50e6}, true,
+			[]model.Row{row(150e6, 2, 3, model.OnTime)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &WindowState{Start: 0, End: 3600000, Dims: "{}"}
+			if !w.Adopt(early) {
+				t.Fatal("EARLY row not adopted")
+			}
+			for i, m := range c.before {
+				if r, ok := one(t, w, m, 1, c.late && i == len(c.before)-1); ok {
+					t.Fatalf("delta %d wrote %+v before the ON_TIME moment", i, r)
+				}
+			}
+			rows, err := w.OnTime()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rows, c.want) {
+				t.Fatalf("ON_TIME moment wrote %+v\nwant %+v", rows, c.want)
+			}
+			// The rest of the EARLY row's data catches up: nothing new to say.
+			rest := 150e6 - c.before[0]
+			if r, ok := one(t, w, int64(rest), 1, true); ok {
+				t.Errorf("catching up wrote %+v", r)
+			}
+			if r, ok := one(t, w, 20e6, 1, true); !ok || r != row(170e6, 3, 4, model.Late) {
+				t.Errorf("new late data = %+v (%v), want LATE 170 of 3 at revision 4", r, ok)
+			}
+			if r, ok := firing(t, w.Close)(); !ok || r != row(170e6, 3, 5, model.Final) {
+				t.Errorf("FINAL = %+v (%v), want 170 of 3 at revision 5", r, ok)
+			}
+		})
+	}
+}
