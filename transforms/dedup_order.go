@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -123,8 +122,7 @@ func (h heldBatches) hold(sp state.Provider, tp timers.Provider, st *shardState,
 	// than its events' timestamps, so a downstream timer at until+1 (the
 	// revision step's FINAL when until is the close less 1 ms) cannot fire
 	// before it arrives.
-	h.timer.Set(tp, time.UnixMilli(until+1), timers.WithTag(string(rune(tagRelease))+strconv.FormatInt(until+1, 10)),
-		timers.WithOutputTimestamp(time.UnixMilli(until)))
+	setTimer(h.timer, tp, tagRelease, until+1, until)
 	return nil
 }
 

@@ -220,10 +220,12 @@ func (f *gateFn) OnTimer(ctx context.Context, sp state.Provider, tp timers.Provi
 	})
 }
 
-// setTimer sets an event-time timer at at, tagged with its kind (tagBoundary,
-// tagRelease) and time, so windows and held batches share timers by time.
-func setTimer(t timers.EventTime, tp timers.Provider, kind byte, at int64) {
-	t.Set(tp, time.UnixMilli(at), timers.WithTag(string(rune(kind))+strconv.FormatInt(at, 10)))
+// setTimer sets an event-time timer at at, holding the output at hold, tagged
+// with its kind (tagBoundary, tagRelease) and time, so windows and held
+// batches share timers by time.
+func setTimer(t timers.EventTime, tp timers.Provider, kind byte, at, hold int64) {
+	t.Set(tp, time.UnixMilli(at), timers.WithTag(string(rune(kind))+strconv.FormatInt(at, 10)),
+		timers.WithOutputTimestamp(time.UnixMilli(hold)))
 }
 
 // parseTimerTag is the inverse of setTimer's tag: time, kind (one of kinds).
@@ -254,7 +256,7 @@ func (f *gateFn) arm(tp timers.Provider, key int, st *shardState, start int64) {
 	expiry := end + f.Retention
 	for _, at := range []int64{end, f.Policy.CloseTime(start), expiry} {
 		if at > st.known || at == expiry {
-			setTimer(f.Boundary, tp, tagBoundary, at)
+			setTimer(f.Boundary, tp, tagBoundary, at, at)
 			f.armedHere[key] = append(f.armedHere[key], at)
 		}
 	}
