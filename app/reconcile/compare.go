@@ -168,9 +168,9 @@ type CompareInput struct {
 	FinalHorizon int64
 	HasHorizon   bool
 	// Corrected holds the keys whose latest changelog row is a reconcile correction, with the
-	// stream's last row before it: a difference there is classified against the stream's row,
-	// since the correction already holds the too-late events known when it was written (SPEC §6:
-	// a correction already applied).
+	// stream's last row before it: a difference there that the current row does not explain is
+	// classified against the stream's row too, since the correction may already hold the too-late
+	// events known when it was written (SPEC §6: a correction already applied).
 	Corrected map[Key]Corrected
 }
 
@@ -265,11 +265,13 @@ func Compare(in CompareInput) Comparison {
 		if same {
 			continue
 		}
-		explain := d
-		if cr, ok := in.Corrected[k]; ok && has && cr.Revision == row.Revision {
+		d.Classification = classify(d)
+		if cr, ok := in.Corrected[k]; ok && has && cr.Revision == row.Revision && d.Classification == ClassUnexplained {
+			// The correction may hold too-late events already: explain against the stream's row.
+			explain := d
 			explain.Streamed, explain.HasRow = cr.Stream, cr.HasStream
+			d.Classification = classify(explain)
 		}
-		d.Classification = classify(explain)
 		d.Material = d.DeltaCount() != 0 || abs(d.DeltaMicros()) > in.ToleranceMicros
 		c.Diffs = append(c.Diffs, d)
 	}

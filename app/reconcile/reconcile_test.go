@@ -535,8 +535,9 @@ func TestUnreadableSinkRowsUnexplained(t *testing.T) {
 // that arrive after a window was corrected are explained against the
 // stream's own FINAL row (too_late), or against no stream row for a window
 // the stream never opened (missing_window), not against the correction, which
-// already holds the earlier too-late events. A daily reconcile re-checking a
-// corrected window must not page.
+// already holds the earlier too-late events; or against the correction when
+// it held none (11:00, whose stream row was wrong). A daily reconcile
+// re-checking a corrected window must not page.
 func TestTooLateAfterACorrectionIsExplained(t *testing.T) {
 	c := purchase("C", "2026-11-04T10:50:00Z", "u3", "20")
 	m := purchase("M", "2026-11-04T12:15:00Z", "u5", "3")
@@ -545,10 +546,12 @@ func TestTooLateAfterACorrectionIsExplained(t *testing.T) {
 		purchase("B", "2026-11-04T13:15:00Z", "u2", "1"),
 		c, // too late for 10:00
 		m, // too late: 12:00 never opened
+		purchase("E", "2026-11-04T11:15:00Z", "u7", "5"), // the stream counted it twice
 	}})
 	s, path := openSink(t)
 	b := batch([]model.Row{
 		row(t, "2026-11-04T10:00:00Z", "100", 1, 2, model.Final),
+		row(t, "2026-11-04T11:00:00Z", "10", 2, 2, model.Final),
 		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final),
 	}, nil)
 	tooLate := func(pos, id, at, line string) model.TooLate {
@@ -564,19 +567,21 @@ func TestTooLateAfterACorrectionIsExplained(t *testing.T) {
 	}
 	o := options(dir, path, "first")
 	o.Apply = true
-	if first := run(t, o); first.ExitCode() != reconcile.ExitClean || first.Applied != 2 {
-		t.Fatalf("first run: exit %d, %d applied, diffs %v; want 0, 2", first.ExitCode(), first.Applied, keysOf(first.Diffs))
+	if first := run(t, o); first.ExitCode() != reconcile.ExitUnexplained || first.Applied != 3 {
+		t.Fatalf("first run: exit %d, %d applied, diffs %v; want 1, 3", first.ExitCode(), first.Applied, keysOf(first.Diffs))
 	}
 
-	// More too-late events for both corrected windows arrive in a later file.
+	// More too-late events for the three corrected windows arrive in a later file.
 	d := purchase("D", "2026-11-04T10:55:00Z", "u4", "5")
 	n := purchase("N", "2026-11-04T12:20:00Z", "u6", "2")
-	if err := os.WriteFile(filepath.Join(dir, "p0", "b.jsonl"), []byte(d+"\n"+n+"\n"), 0o644); err != nil {
+	f := purchase("F", "2026-11-04T11:20:00Z", "u8", "4")
+	if err := os.WriteFile(filepath.Join(dir, "p0", "b.jsonl"), []byte(d+"\n"+n+"\n"+f+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Write(ctx, sink.Batch{Audit: sink.Audit{TooLate: []model.TooLate{
 		tooLate("p0/b.jsonl:1", "D", "2026-11-04T10:55:00Z", d),
 		tooLate("p0/b.jsonl:2", "N", "2026-11-04T12:20:00Z", n),
+		tooLate("p0/b.jsonl:3", "F", "2026-11-04T11:20:00Z", f),
 	}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -585,18 +590,22 @@ func TestTooLateAfterACorrectionIsExplained(t *testing.T) {
 	if got := second.ExitCode(); got != reconcile.ExitPending {
 		t.Errorf("second run: exit %d, want %d (explained, pending)", got, reconcile.ExitPending)
 	}
-	want := []string{"2026-11-04T10:00:00Z {} too_late 5.000000", "2026-11-04T12:00:00Z {} missing_window 2.000000"}
+	want := []string{"2026-11-04T10:00:00Z {} too_late 5.000000", "2026-11-04T11:00:00Z {} too_late 4.000000",
+		"2026-11-04T12:00:00Z {} missing_window 2.000000"}
 	if got := keysOf(second.Diffs); !slices.Equal(got, want) {
 		t.Errorf("second run: diffs %v, want %v", got, want)
 	}
 
 	o.RunID = "third"
-	if third := run(t, o); third.ExitCode() != reconcile.ExitClean || third.Applied != 2 {
-		t.Errorf("third run (--apply): exit %d, %d applied; want 0, 2", third.ExitCode(), third.Applied)
+	if third := run(t, o); third.ExitCode() != reconcile.ExitClean || third.Applied != 3 {
+		t.Errorf("third run (--apply): exit %d, %d applied; want 0, 3", third.ExitCode(), third.Applied)
 	}
 	got := current(t, s)
 	if v := got[oracle.Key{WindowStart: rowtest.MS("2026-11-04T10:00:00Z"), Dims: "{}"}]; v.Count != 3 || v.RevenueMicros != 125_000_000 {
 		t.Errorf("10:00 after the corrections: %s, want 125.000000 (3 events)", v)
+	}
+	if v := got[oracle.Key{WindowStart: rowtest.MS("2026-11-04T11:00:00Z"), Dims: "{}"}]; v.Count != 2 || v.RevenueMicros != 9_000_000 {
+		t.Errorf("11:00 after the corrections: %s, want 9.000000 (2 events)", v)
 	}
 	if v := got[oracle.Key{WindowStart: rowtest.MS("2026-11-04T12:00:00Z"), Dims: "{}"}]; v.Count != 2 || v.RevenueMicros != 5_000_000 {
 		t.Errorf("12:00 after the corrections: %s, want 5.000000 (2 events)", v)
