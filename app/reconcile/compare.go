@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -166,7 +167,47 @@ type CompareInput struct {
 	// FinalHorizon is the latest window_end of a FINAL row (HasHorizon: there is one).
 	FinalHorizon int64
 	HasHorizon   bool
+	// Corrected holds the keys whose latest changelog row is a reconcile correction, with the
+	// stream's last row before it: a difference there that the current row does not explain is
+	// classified against the stream's row too, since the correction may already hold the too-late
+	// events known when it was written (SPEC §6: a correction already applied).
+	Corrected map[Key]Corrected
 }
+
+// Corrected is a key's latest correction and the stream's last row before it.
+type Corrected struct {
+	// Revision is the correction's revision.
+	Revision int64
+	// Stream is the stream's last row below it (HasStream false: the stream wrote none).
+	Stream    model.Row
+	HasStream bool
+}
+
+// corrections returns the keys whose latest changelog entry a reconcile run wrote; entries are
+// ordered by key, then revision.
+func corrections(entries []sink.ChangelogEntry) map[Key]Corrected {
+	out := map[Key]Corrected{}
+	var base Corrected
+	for i, e := range entries {
+		k := Key{e.Row.WindowStart, e.Row.Dims}
+		if i == 0 || k != (Key{entries[i-1].Row.WindowStart, entries[i-1].Row.Dims}) {
+			base = Corrected{}
+		}
+		if isCorrection(e.Row.Writer) {
+			base.Revision = e.Row.Revision
+		} else {
+			base = Corrected{Stream: e.Row, HasStream: true}
+		}
+		if i+1 == len(entries) || k != (Key{entries[i+1].Row.WindowStart, entries[i+1].Row.Dims}) {
+			if base.Revision > 0 {
+				out[k] = base
+			}
+		}
+	}
+	return out
+}
+
+func isCorrection(writer string) bool { return strings.HasPrefix(writer, Writer("")) }
 
 // closed says the stream has closed a window: a FINAL row ending at H closes every window ending by
 // H. The raw log cannot tell (the stream may lag it).
@@ -225,6 +266,12 @@ func Compare(in CompareInput) Comparison {
 			continue
 		}
 		d.Classification = classify(d)
+		if cr, ok := in.Corrected[k]; ok && has && cr.Revision == row.Revision && d.Classification == ClassUnexplained {
+			// The correction may hold too-late events already: explain against the stream's row.
+			explain := d
+			explain.Streamed, explain.HasRow = cr.Stream, cr.HasStream
+			d.Classification = classify(explain)
+		}
 		d.Material = d.DeltaCount() != 0 || abs(d.DeltaMicros()) > in.ToleranceMicros
 		c.Diffs = append(c.Diffs, d)
 	}
@@ -350,7 +397,7 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 	if f.Range.HasFrom {
 		q.From = &f.Range.From
 	}
-	_, errChangelog := r.Changelog(ctx, q)
+	log, errChangelog := r.Changelog(ctx, q)
 	var unreadable []Unreadable
 	seen := map[Unreadable]bool{}
 	for _, err := range []error{errRows, errHorizon, errChangelog} {
@@ -367,5 +414,5 @@ func (f *compareFn) readSink(ctx context.Context) (CompareInput, error) {
 		}
 	}
 	return CompareInput{CompareSettings: f.CompareSettings, Rows: rows, Unreadable: unreadable,
-		FinalHorizon: horizon, HasHorizon: hasHorizon}, nil
+		FinalHorizon: horizon, HasHorizon: hasHorizon, Corrected: corrections(log)}, nil
 }

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/revenue-stream/hourly/app/reconcile"
 	"github.com/revenue-stream/hourly/internal/gen"
 	"github.com/revenue-stream/hourly/model"
+	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/testing/oracle"
 	"github.com/revenue-stream/hourly/testing/rowtest"
 )
@@ -526,5 +528,86 @@ func TestUnreadableSinkRowsUnexplained(t *testing.T) {
 				t.Errorf("applied %d corrections, want 1 (12:00 only)", out.Applied)
 			}
 		})
+	}
+}
+
+// A correction already applied explains itself (SPEC §6): too-late events
+// that arrive after a window was corrected are explained against the
+// stream's own FINAL row (too_late), or against no stream row for a window
+// the stream never opened (missing_window), not against the correction, which
+// already holds the earlier too-late events; or against the correction when
+// it held none (11:00, whose stream row was wrong). A daily reconcile
+// re-checking a corrected window must not page.
+func TestTooLateAfterACorrectionIsExplained(t *testing.T) {
+	c := purchase("C", "2026-11-04T10:50:00Z", "u3", "20")
+	m := purchase("M", "2026-11-04T12:15:00Z", "u5", "3")
+	dir := writeLog(t, map[string][]string{"p0": {
+		purchase("A", "2026-11-04T10:15:00Z", "u1", "100"),
+		purchase("B", "2026-11-04T13:15:00Z", "u2", "1"),
+		c, // too late for 10:00
+		m, // too late: 12:00 never opened
+		purchase("E", "2026-11-04T11:15:00Z", "u7", "5"), // the stream counted it twice
+	}})
+	s, path := openSink(t)
+	b := batch([]model.Row{
+		row(t, "2026-11-04T10:00:00Z", "100", 1, 2, model.Final),
+		row(t, "2026-11-04T11:00:00Z", "10", 2, 2, model.Final),
+		row(t, "2026-11-04T13:00:00Z", "1", 1, 2, model.Final),
+	}, nil)
+	tooLate := func(pos, id, at, line string) model.TooLate {
+		return model.TooLate{Position: pos, EventID: id, EventTime: rowtest.MS(at), Payload: []byte(line), Reason: model.ReasonWindowClosed}
+	}
+	b.TooLate = []model.TooLate{
+		tooLate("p0/a.jsonl:3", "C", "2026-11-04T10:50:00Z", c),
+		tooLate("p0/a.jsonl:4", "M", "2026-11-04T12:15:00Z", m),
+	}
+	ctx := context.Background()
+	if _, err := s.Write(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	o := options(dir, path, "first")
+	o.Apply = true
+	if first := run(t, o); first.ExitCode() != reconcile.ExitUnexplained || first.Applied != 3 {
+		t.Fatalf("first run: exit %d, %d applied, diffs %v; want 1, 3", first.ExitCode(), first.Applied, keysOf(first.Diffs))
+	}
+
+	// More too-late events for the three corrected windows arrive in a later file.
+	d := purchase("D", "2026-11-04T10:55:00Z", "u4", "5")
+	n := purchase("N", "2026-11-04T12:20:00Z", "u6", "2")
+	f := purchase("F", "2026-11-04T11:20:00Z", "u8", "4")
+	if err := os.WriteFile(filepath.Join(dir, "p0", "b.jsonl"), []byte(d+"\n"+n+"\n"+f+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(ctx, sink.Batch{Audit: sink.Audit{TooLate: []model.TooLate{
+		tooLate("p0/b.jsonl:1", "D", "2026-11-04T10:55:00Z", d),
+		tooLate("p0/b.jsonl:2", "N", "2026-11-04T12:20:00Z", n),
+		tooLate("p0/b.jsonl:3", "F", "2026-11-04T11:20:00Z", f),
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := run(t, options(dir, path, "second"))
+	if got := second.ExitCode(); got != reconcile.ExitPending {
+		t.Errorf("second run: exit %d, want %d (explained, pending)", got, reconcile.ExitPending)
+	}
+	want := []string{"2026-11-04T10:00:00Z {} too_late 5.000000", "2026-11-04T11:00:00Z {} too_late 4.000000",
+		"2026-11-04T12:00:00Z {} missing_window 2.000000"}
+	if got := keysOf(second.Diffs); !slices.Equal(got, want) {
+		t.Errorf("second run: diffs %v, want %v", got, want)
+	}
+
+	o.RunID = "third"
+	if third := run(t, o); third.ExitCode() != reconcile.ExitClean || third.Applied != 3 {
+		t.Errorf("third run (--apply): exit %d, %d applied; want 0, 3", third.ExitCode(), third.Applied)
+	}
+	got := current(t, s)
+	if v := got[oracle.Key{WindowStart: rowtest.MS("2026-11-04T10:00:00Z"), Dims: "{}"}]; v.Count != 3 || v.RevenueMicros != 125_000_000 {
+		t.Errorf("10:00 after the corrections: %s, want 125.000000 (3 events)", v)
+	}
+	if v := got[oracle.Key{WindowStart: rowtest.MS("2026-11-04T11:00:00Z"), Dims: "{}"}]; v.Count != 2 || v.RevenueMicros != 9_000_000 {
+		t.Errorf("11:00 after the corrections: %s, want 9.000000 (2 events)", v)
+	}
+	if v := got[oracle.Key{WindowStart: rowtest.MS("2026-11-04T12:00:00Z"), Dims: "{}"}]; v.Count != 2 || v.RevenueMicros != 5_000_000 {
+		t.Errorf("12:00 after the corrections: %s, want 5.000000 (2 events)", v)
 	}
 }
