@@ -307,6 +307,9 @@ func (o Options) placement() error {
 	switch o.Sink.Scheme {
 	case sink.SchemeSQLite, sink.SchemeJSONL: // local paths only (ParseSpec)
 		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
+	case sink.SchemeConsole: // a worker's stdout, and a revision guard in its memory
+		p.Here("--sink=console prints on the stdout of the process running the write step",
+			"use --sink=bigquery:PROJECT.DATASET (or --sink=sqlite:PATH with --shared-filesystem)")
 	}
 	switch {
 	case o.Source == "":
