@@ -31,6 +31,33 @@ type jobFigures struct {
 	conn   *grpc.ClientConn
 	client jobpb.JobServiceClient
 	id     string // the job's, once found
+	// older are the ids of jobs of that name the job service ran before the submission (before):
+	// an earlier launcher's job of the same --job_name, never this run's.
+	older []string
+}
+
+// before notes the jobs of f's name the job service already runs, before the submission: with
+// --job_name one may be an earlier launcher's, still running on Flink after that launcher ended.
+func (f *jobFigures) before(ctx context.Context) {
+	endpoint := cmp.Or(f.endpoint, *jobopts.Endpoint)
+	if endpoint == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveLook)
+	defer cancel()
+	conn, err := grpcx.Dial(ctx, endpoint, liveLook)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	jobs, _ := jobpb.NewJobServiceClient(conn).GetJobs(ctx, &jobpb.GetJobsRequest{})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, info := range jobs.GetJobInfo() {
+		if info.GetJobName() == f.name {
+			f.older = append(f.older, info.GetJobId())
+		}
+	}
 }
 
 // find connects to the job service and finds the running job (false: not yet); f.mu is held.
@@ -49,7 +76,7 @@ func (f *jobFigures) find(ctx context.Context) bool {
 	client := jobpb.NewJobServiceClient(conn)
 	jobs, _ := client.GetJobs(ctx, &jobpb.GetJobsRequest{}) // nil on an error: no job
 	for _, info := range jobs.GetJobInfo() {
-		if info.GetJobName() == f.name && !slices.Contains(ended, info.GetState()) {
+		if info.GetJobName() == f.name && !slices.Contains(ended, info.GetState()) && !slices.Contains(f.older, info.GetJobId()) {
 			f.conn, f.client, f.id = conn, client, info.GetJobId()
 			return true
 		}

@@ -181,6 +181,8 @@ func (o Options) validate() error {
 		controlErr = files.CheckName(o.Control) // no client: check prepares the folder
 	}
 	if err := cmp.Or(
+		cli.ErrIf(!capability.Registered(o.Runner), "--runner=%s: not a runner Beam registers under that name: want prism, flink, universal or dataflow (exactly so spelled; also PrismRunner, FlinkRunner, PortableRunner, portable, DataflowRunner)", o.Runner),
+		cli.ErrIf(o.Duration > 0 && stopRefusal(o.Runner) != "", "--duration stops the run gracefully, which the launcher cannot do on --runner=%s: %s", o.Runner, stopRefusal(o.Runner)),
 		cli.ErrIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
 		o.Pipeline.Validate(),
 		cli.ErrIf(sinkErr != nil, "--sink=%s: %v", o.Sink, sinkErr),
@@ -305,6 +307,9 @@ func (o Options) placement() error {
 	switch o.Sink.Scheme {
 	case sink.SchemeSQLite, sink.SchemeJSONL: // local paths only (ParseSpec)
 		p.Local("--sink="+o.Sink.String(), "use --sink=bigquery:PROJECT.DATASET")
+	case sink.SchemeConsole: // a worker's stdout, and a revision guard in its memory
+		p.Here("--sink=console prints on the stdout of the process running the write step",
+			"use --sink=bigquery:PROJECT.DATASET (or --sink=sqlite:PATH with --shared-filesystem)")
 	}
 	switch {
 	case o.Source == "":

@@ -95,3 +95,41 @@ func TestIdleAdvanceHoldOnlyOnPrism(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusesConsoleSinkOffProcess: the console sink prints on the stdout of the process that runs
+// its write step and keeps its revision guard in that process's memory: with workers in other
+// processes the rows go to the workers' logs, not to the launcher's terminal, and each worker's
+// guard admits revisions another worker already showed. Off the in-process runner it is one line,
+// exit 2, before any work, --shared-filesystem or not (it shares paths, not stdout).
+func TestRefusesConsoleSinkOffProcess(t *testing.T) {
+	reset := runnerFlags(t)
+	const want = "launch: --sink=console prints on the stdout of the process running the write step, but with %s the workers run in other processes or on other machines: use --sink=bigquery:PROJECT.DATASET (or --sink=sqlite:PATH with --shared-filesystem)"
+	for _, tc := range []struct {
+		args  []string
+		where string
+	}{
+		{[]string{"--runner=universal", "--sink=console", "--source=gs://bucket/raw"}, "--runner=universal"},
+		{[]string{"--runner=flink", "--sink=console", "--source=gs://bucket/raw", "--shared-filesystem"}, "--runner=flink"},
+		{[]string{"--environment_type=PROCESS", "--sink=console", "--source=gs://bucket/raw", "--shared-filesystem"}, "--environment_type=PROCESS"},
+	} {
+		reset()
+		o, err := Parse(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.placement(); err == nil {
+			t.Errorf("launch %s: console sink accepted with workers in other processes", strings.Join(tc.args, " "))
+		} else if got, w := "launch: "+err.Error(), strings.Replace(want, "%s", tc.where, 1); got != w {
+			t.Errorf("launch %s:\n got %q\nwant %q", strings.Join(tc.args, " "), got, w)
+		}
+	}
+	// In this process (prism, LOOPBACK) the console is the launcher's own stdout.
+	reset()
+	o, err := Parse([]string{"--sink=console", "--source=gs://bucket/raw"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.placement(); err != nil {
+		t.Errorf("in-process prism: %v", err)
+	}
+}

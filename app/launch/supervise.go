@@ -102,7 +102,7 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 		return outcome{err: err}
 	}
 	// The stop finds the job by a unique name: beam.Run hands out no id before the job ends.
-	name := *jobopts.JobName
+	name, given := *jobopts.JobName, *jobopts.JobName != ""
 	if name == "" {
 		name = fmt.Sprintf("revenue-hourly-%d-%d-%d", os.Getpid(), jobSeq.Add(1), time.Now().UnixNano())
 		*jobopts.JobName = name
@@ -114,6 +114,11 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 	type result struct {
 		pr  beam.PipelineResult
 		err error
+	}
+	jf := &jobFigures{name: name}
+	defer jf.close()
+	if given { // a drawn name is this run's alone
+		jf.before(ctx)
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -129,8 +134,6 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 	)
 	prog := &progress{w: os.Stdout, started: time.Now(), last: time.Now(), terminal: isTerminal(os.Stdout)}
 	redraw := mon != nil && prog.terminal && o.Streaming()
-	jf := &jobFigures{name: name}
-	defer jf.close()
 	if mon != nil {
 		mon.Start(jf.figures)
 	}

@@ -168,6 +168,13 @@ func Named(runner string) bool {
 	return ok
 }
 
+// Registered reports whether Beam's runner registry takes runner as spelled: prism's names or a
+// profile's Runners exactly (beam.Run exits the process for any other; lookup ignores case).
+func Registered(runner string) bool {
+	return (runner != "" && IsPrism(runner)) ||
+		slices.ContainsFunc(profiles, func(p Profile) bool { return slices.Contains(p.Runners, runner) })
+}
+
 // lookup finds runner's profile, ignoring case (no two profiles' runners differ only in case).
 func lookup(runner string) (Profile, bool) {
 	if IsPrism(runner) {

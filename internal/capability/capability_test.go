@@ -236,3 +236,18 @@ func TestNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistered: only the spellings Beam's runner registry takes (beam.Run exits the process for
+// any other), where Named ignores case.
+func TestRegistered(t *testing.T) {
+	for _, r := range []string{"prism", "PrismRunner", "flink", "FlinkRunner", "universal", "portable", "PortableRunner", "dataflow", "DataflowRunner", "spark", "direct"} {
+		if !capability.Registered(r) {
+			t.Errorf("Registered(%q) = false, want true", r)
+		}
+	}
+	for _, r := range []string{"", "Prism", "FLINK", "Dataflow", "flnk", "samza"} {
+		if capability.Registered(r) {
+			t.Errorf("Registered(%q) = true, want false", r)
+		}
+	}
+}

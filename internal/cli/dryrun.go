@@ -165,12 +165,25 @@ func (p *Placement) Local(flag, instead string) {
 	if p.err != nil || p.Shared || WorkersInProcess(p.Runner, p.EnvironmentType) {
 		return
 	}
-	where := "--runner=" + p.Runner
-	if capability.IsPrism(p.Runner) {
-		where = "--environment_type=" + p.EnvironmentType
-	}
 	p.err = fmt.Errorf("%s is local to this machine, but with %s the workers run in other processes or on other machines: %s, "+
-		"or pass --shared-filesystem if every worker sees this machine's paths", flag, where, instead)
+		"or pass --shared-filesystem if every worker sees this machine's paths", flag, p.where(), instead)
+}
+
+// Here names a part that works only in the launcher's process whatever the filesystem shares
+// ("--sink=console prints on ..."), and what to use instead; the first refusal wins.
+func (p *Placement) Here(part, instead string) {
+	if p.err != nil || WorkersInProcess(p.Runner, p.EnvironmentType) {
+		return
+	}
+	p.err = fmt.Errorf("%s, but with %s the workers run in other processes or on other machines: %s", part, p.where(), instead)
+}
+
+// where names the flag that puts the workers elsewhere.
+func (p *Placement) where() string {
+	if capability.IsPrism(p.Runner) {
+		return "--environment_type=" + p.EnvironmentType
+	}
+	return "--runner=" + p.Runner
 }
 
 // Err is the refusal, or nil when every part is reachable.
