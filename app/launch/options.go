@@ -181,7 +181,7 @@ func (o Options) validate() error {
 		controlErr = files.CheckName(o.Control) // no client: check prepares the folder
 	}
 	if err := cmp.Or(
-		cli.ErrIf(!capability.Registered(o.Runner), "--runner=%s: not a runner Beam registers under that name: want prism, flink, universal or dataflow (exactly so spelled; also PrismRunner, FlinkRunner, PortableRunner, portable, DataflowRunner)", o.Runner),
+		cli.CheckRunner(o.Runner),
 		cli.ErrIf(o.Duration > 0 && stopRefusal(o.Runner) != "", "--duration stops the run gracefully, which the launcher cannot do on --runner=%s: %s", o.Runner, stopRefusal(o.Runner)),
 		cli.ErrIf(o.Source == "" && o.Follow && o.Demo != DemoLive, "--follow needs --source: the demo log is complete, there is nothing to follow"),
 		o.Pipeline.Validate(),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/revenue-stream/hourly/app/reconcile"
 )
 
@@ -86,6 +87,22 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestRunnerAsSpelled: Beam's registry takes a --runner only as registered, and beam.Run ends
+// the process for any other name after the work began: refused first, as launch does.
+func TestRunnerAsSpelled(t *testing.T) {
+	runner := *runners.Runner
+	t.Cleanup(func() { *runners.Runner = runner })
+	for _, name := range []string{"flnk", "Flink", "DATAFLOW"} {
+		_, err := parse("--source=l", "--runner="+name)
+		if want := "--runner=" + name + ": not a runner Beam registers under that name"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--runner=%s: err = %v, want %q", name, err, want)
+		}
+	}
+	if _, err := parse("--source=l", "--runner=flink"); err != nil && strings.Contains(err.Error(), "not a runner Beam registers") {
+		t.Errorf("--runner=flink refused: %v", err)
 	}
 }
 

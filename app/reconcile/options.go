@@ -61,6 +61,7 @@ func (o Options) Validate() error {
 		cli.ErrIf(o.RunID != "" && !runIDPattern.MatchString(o.RunID), "--run-id %q: use letters, digits, '-', '_' and '.' only", o.RunID),
 		// The one validation launch runs.
 		pipeline.Options{Stream: o.Stream}.Validate(),
+		cli.CheckRunner(o.Runner),
 		cli.CheckDryRunFlags(o.DryRun, o.Runner),
 		localrunner.CheckAsync("reconcile", o.Runner),
 	); err != nil {

@@ -67,6 +67,13 @@ func WriteDryRun(dest string, stdout io.Writer, pb *pipepb.Pipeline) error {
 	return nil
 }
 
+// CheckRunner refuses a --runner Beam's registry does not take as spelled:
+// beam.Run would end the process after the work began. "" is Beam's default,
+// prism.
+func CheckRunner(runner string) error {
+	return ErrIf(runner != "" && !capability.Registered(runner), "--runner=%s: not a runner Beam registers under that name: want prism, flink, universal or dataflow (exactly so spelled; also PrismRunner, FlinkRunner, PortableRunner, portable, DataflowRunner)", runner)
+}
+
 // CheckDryRunFlags refuses a --dry-run (dest; "": none) on Dataflow without the flags the SDK
 // would otherwise look up in credentials or gcloud.
 func CheckDryRunFlags(dest, runner string) error {
