@@ -402,21 +402,18 @@ func TestReaderRemembersBoundedNames(t *testing.T) {
 	}
 }
 
-// A followed file that ends in a line without a newline: the line is pending
-// while the file changes, read once it has kept its size for the settle
-// time, and read at once by a graceful stop's last pass (SPEC §3).
-func TestReaderTailSettlesAndFinalPass(t *testing.T) {
-	dir := t.TempDir()
-	put(t, dir, "p0", "000001.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n"+`{"event_id":"b"`)
-	clock := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+// follower returns one call of a follower of dir's partition p0 at *clock,
+// with a 10s settle time, appending what it emits to *got; each call goes
+// on from the last one's restriction, after set adjusts the reader.
+func follower(t *testing.T, dir string, clock *time.Time, got *[]string) func(set func(*reader)) sdfread.Outcome {
 	rest := newRestriction(clock.UnixMilli())
-	var got []string
-	call := func(final bool) sdfread.Outcome {
+	return func(set func(*reader)) sdfread.Outcome {
 		t.Helper()
 		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
-		r.source, r.o.Settle, r.final = t.Name(), 10*time.Second, final
-		r.now = func() time.Time { return clock }
-		r.emit = func(rec model.Record) { got = append(got, rec.Position+"="+string(rec.Line)) }
+		r.source, r.o.Settle = t.Name(), 10*time.Second
+		r.now = func() time.Time { return *clock }
+		r.emit = func(rec model.Record) { *got = append(*got, rec.Position+"="+string(rec.Line)) }
+		set(r)
 		out, err := r.run()
 		if err != nil {
 			t.Fatal(err)
@@ -424,6 +421,18 @@ func TestReaderTailSettlesAndFinalPass(t *testing.T) {
 		rest = r.rest
 		return out
 	}
+}
+
+// A followed file that ends in a line without a newline: the line is pending
+// while the file changes, read once it has kept its size for the settle
+// time, and read at once by a graceful stop's last pass (SPEC §3).
+func TestReaderTailSettlesAndFinalPass(t *testing.T) {
+	dir := t.TempDir()
+	put(t, dir, "p0", "000001.jsonl", purchase("a", "2026-11-04T10:00:00Z")+"\n"+`{"event_id":"b"`)
+	clock := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	var got []string
+	step := follower(t, dir, &clock, &got)
+	call := func(final bool) sdfread.Outcome { return step(func(r *reader) { r.final = final }) }
 	pending := func() bool {
 		_, ok := tails.Load(tailKey{source: t.Name(), partition: "p0", file: "000001.jsonl"})
 		return ok
@@ -666,23 +675,11 @@ func TestReaderRemoteTailSeesTheObjectChange(t *testing.T) {
 	a, b, c := purchase("a", "2026-11-04T10:00:00Z"), purchase("b", "2026-11-04T10:05:00Z"), purchase("c", "2026-11-04T10:10:00Z")
 	memfs.Write(path, []byte(a+"\n"+b[:10]))
 	clock := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	rest := newRestriction(clock.UnixMilli())
 	open := newOpenFiles()
 	defer open.closeAll()
 	var got []string
-	call := func() sdfread.Outcome {
-		t.Helper()
-		r := newReader(dir, "p0", rest, FolderOptions{Follow: true, Watermark: testPolicy, Event: testConfig()})
-		r.source, r.o.Settle, r.open = t.Name(), 10*time.Second, open
-		r.now = func() time.Time { return clock }
-		r.emit = func(rec model.Record) { got = append(got, rec.Position+"="+string(rec.Line)) }
-		out, err := r.run()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rest = r.rest
-		return out
-	}
+	step := follower(t, dir, &clock, &got)
+	call := func() sdfread.Outcome { return step(func(r *reader) { r.open = open }) }
 	if out := call(); out != sdfread.CaughtUp || len(got) != 1 {
 		t.Fatalf("first call: %v, %q; want caught up, one line, the tail pending", out, got)
 	}
