@@ -169,8 +169,15 @@ type Row struct {
 	EventCount    int64
 	Revision      int64
 	State         ResultState
-	Writer        string // "stream" or "reconcile:<run_id>"
+	Writer        string // "stream" or ReconcileWriter + run_id
 }
+
+// ReconcileWriter begins the Writer of a reconcile correction
+// ("reconcile:<run_id>"), the one writer SPEC §4 allows to lower a count.
+const ReconcileWriter = "reconcile:"
+
+// ByReconcile reports a reconcile correction.
+func (r Row) ByReconcile() bool { return strings.HasPrefix(r.Writer, ReconcileWriter) }
 
 // Key identifies the row's key in the tables.
 func (r Row) Key() string { return FormatTime(r.WindowStart) + " " + r.Dims }

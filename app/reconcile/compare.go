@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -183,31 +182,23 @@ type Corrected struct {
 	HasStream bool
 }
 
-// corrections returns the keys whose latest changelog entry a reconcile run wrote; entries are
-// ordered by key, then revision.
+// corrections returns the keys whose latest changelog entry a reconcile run wrote; a key's
+// entries come in revision order.
 func corrections(entries []sink.ChangelogEntry) map[Key]Corrected {
 	out := map[Key]Corrected{}
-	var base Corrected
-	for i, e := range entries {
+	for _, e := range entries {
 		k := Key{e.Row.WindowStart, e.Row.Dims}
-		if i == 0 || k != (Key{entries[i-1].Row.WindowStart, entries[i-1].Row.Dims}) {
-			base = Corrected{}
-		}
-		if isCorrection(e.Row.Writer) {
-			base.Revision = e.Row.Revision
+		c := out[k]
+		if e.Row.ByReconcile() {
+			c.Revision = e.Row.Revision
 		} else {
-			base = Corrected{Stream: e.Row, HasStream: true}
+			c = Corrected{Stream: e.Row, HasStream: true} // a stream row after a correction ends it
 		}
-		if i+1 == len(entries) || k != (Key{entries[i+1].Row.WindowStart, entries[i+1].Row.Dims}) {
-			if base.Revision > 0 {
-				out[k] = base
-			}
-		}
+		out[k] = c
 	}
+	maps.DeleteFunc(out, func(_ Key, c Corrected) bool { return c.Revision == 0 })
 	return out
 }
-
-func isCorrection(writer string) bool { return strings.HasPrefix(writer, Writer("")) }
 
 // closed says the stream has closed a window: a FINAL row ending at H closes every window ending by
 // H. The raw log cannot tell (the stream may lag it).

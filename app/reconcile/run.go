@@ -333,7 +333,7 @@ var (
 )
 
 // Writer is the changelog writer of a run's corrections.
-func Writer(runID string) string { return "reconcile:" + runID }
+func Writer(runID string) string { return model.ReconcileWriter + runID }
 
 // Corrections returns the rows --apply writes: each applicable diff's recomputed total as a FINAL
 // row one revision above the current one (1 for a missing window). The sink accepts a lower count

@@ -3,7 +3,6 @@ package report
 import (
 	"cmp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/revenue-stream/hourly/model"
@@ -111,7 +110,7 @@ func NewWindow(h WindowHistory, t Trim, written func(model.Row) (time.Time, bool
 
 // cause is what made the job write r (see the Cause constants).
 func cause(r model.Row) string {
-	if strings.HasPrefix(r.Writer, "reconcile:") { // app/reconcile.Writer
+	if r.ByReconcile() {
 		return CauseReconcile
 	}
 	return stateCauses[r.State]

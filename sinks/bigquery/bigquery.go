@@ -145,8 +145,8 @@ func (b *BigQuery) Write(ctx context.Context, batch sink.Batch) (sink.Result, er
 	}
 	var res sink.Result
 	sorted := rules.SortedRows(batch.Rows)
-	stream := slices.DeleteFunc(slices.Clone(sorted), rules.IsReconcile)
-	corrections := slices.DeleteFunc(sorted, func(r model.Row) bool { return !rules.IsReconcile(r) })
+	stream := slices.DeleteFunc(slices.Clone(sorted), model.Row.ByReconcile)
+	corrections := slices.DeleteFunc(sorted, func(r model.Row) bool { return !r.ByReconcile() })
 	// Each table's rows in order, an audit record once per position, all
 	// encoded before any is appended.
 	now, rt := time.Now(), rowTypesFor(b.emulator())

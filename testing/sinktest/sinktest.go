@@ -280,7 +280,7 @@ func testNoDip(t *testing.T, u Under) {
 		if log[i].State < log[i-1].State {
 			t.Errorf("state went back at revision %d", log[i].Revision)
 		}
-		if log[i].EventCount < log[i-1].EventCount && !isReconcile(log[i]) {
+		if log[i].EventCount < log[i-1].EventCount && !log[i].ByReconcile() {
 			t.Errorf("count fell at stream revision %d", log[i].Revision)
 		}
 	}
@@ -510,9 +510,6 @@ func tallyAgreesWithReads(t *testing.T, s sink.Reader, fill func()) {
 		WantRows(t, "latest rows", got.Latest, current[max(0, len(current)-latest):])
 	}
 }
-
-// isReconcile reports a reconcile correction (sinks/internal/rules).
-func isReconcile(r model.Row) bool { return strings.HasPrefix(r.Writer, "reconcile:") }
 
 // T10 is 2026-11-04T10:00:00Z in epoch milliseconds.
 var T10 = MS("2026-11-04T10:00:00Z")

@@ -21,10 +21,6 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 )
 
-// IsReconcile reports a reconcile correction, the one writer SPEC §4 allows
-// to lower a count.
-func IsReconcile(r model.Row) bool { return strings.HasPrefix(r.Writer, "reconcile:") }
-
 // Stored is what the rules need of a key's current row.
 type Stored struct {
 	Revision int64
@@ -61,7 +57,7 @@ func (f *Refusals) admit(prev Stored, have bool, r model.Row) bool {
 	case !have:
 		return true
 	case r.Revision <= prev.Revision:
-	case r.State < prev.State || !IsReconcile(r) && r.EventCount < prev.Count:
+	case r.State < prev.State || !r.ByReconcile() && r.EventCount < prev.Count:
 		f.Regressions++
 		if f.example == "" {
 			f.example = fmt.Sprintf("%s revision %d %v count %d over revision %d %v count %d",
