@@ -124,3 +124,31 @@ func TestInterruptedApplyIsCompletedByTheNextRun(t *testing.T) {
 		t.Errorf("next wrote %d changelog rows, want none", n-before)
 	}
 }
+
+// A restored stream worker seeded its revision (2) before a correction lowered 11:00's count (3,
+// the stream had counted E twice), then wrote its own FINAL (4) with the stream's count: the sink
+// takes it, a higher revision whose count does not fall (docs/restart.md). The next run finds the
+// same excess again against the stream's row: unexplained, as the first time (exit 1: the
+// correction was undone), and --apply corrects it once more, above the stream's revision.
+func TestCorrectionUndoneByARestoredWorkerIsFoundAgain(t *testing.T) {
+	dir := writeLog(t, map[string][]string{"p0": {purchase("E", "2026-11-04T11:15:00Z", "u7", "5")}})
+	s, path := openSink(t)
+	fix := row(t, "2026-11-04T11:00:00Z", "5", 1, 3, model.Final)
+	fix.Writer = reconcile.Writer("fix")
+	if _, err := s.Write(context.Background(), batch([]model.Row{row(t, "2026-11-04T11:00:00Z", "10", 2, 2, model.Final), fix,
+		row(t, "2026-11-04T11:00:00Z", "10", 2, 4, model.Final)}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	o := options(dir, path, "after")
+	o.Apply = true
+	out := run(t, o)
+	if got, want := keysOf(out.Diffs), []string{"2026-11-04T11:00:00Z {} unexplained -5.000000"}; out.ExitCode() != reconcile.ExitUnexplained || !slices.Equal(got, want) {
+		t.Errorf("after: exit %d, diffs %v; want %d, %v", out.ExitCode(), got, reconcile.ExitUnexplained, want)
+	}
+	if got, want := appliedOf(t, s, "after"), []string{"2026-11-04T11:00:00Z 5"}; !slices.Equal(got, want) {
+		t.Errorf("after: applied_revision %v, want %v", got, want)
+	}
+	if again := run(t, options(dir, path, "again")); again.ExitCode() != reconcile.ExitClean {
+		t.Errorf("again: exit %d, diffs %v; want 0", again.ExitCode(), keysOf(again.Diffs))
+	}
+}
