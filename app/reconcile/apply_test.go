@@ -103,25 +103,30 @@ func TestPartlyAcceptedApplyIsRecorded(t *testing.T) {
 }
 
 // A run interrupted after its corrections were written and before its diffs were written again
-// left applied_revision NULL for corrections that are in the table: the next run, which finds
-// nothing to correct, completes those rows from the changelog and writes nothing else.
+// left applied_revision NULL for corrections that are in the table: the next run, or its retry under
+// the same --run-id, finds nothing to correct, completes those rows from the changelog and writes
+// nothing else.
 func TestInterruptedApplyIsCompletedByTheNextRun(t *testing.T) {
-	dir, path, s := applyScenario(t)
-	cut := run(t, options(dir, path, "cut")) // its diffs, applied_revision NULL
-	if _, err := s.Write(context.Background(), sink.Batch{Rows: reconcile.Corrections(cut.Diffs, cut.Options.Triggers, "cut")}); err != nil {
-		t.Fatal(err) // its corrections: then the run stopped
-	}
-	before := len(changelog(t, s))
-	o := options(dir, path, "next")
-	o.Apply = true
-	if next := run(t, o); next.ExitCode() != reconcile.ExitClean || next.Applied != 0 || len(next.Diffs) != 0 {
-		t.Errorf("next: exit %d, %d applied, diffs %v; want 0, 0, none", next.ExitCode(), next.Applied, keysOf(next.Diffs))
-	}
-	if got, want := appliedOf(t, s, "cut"), []string{"2026-11-04T10:00:00Z 3", "2026-11-04T11:00:00Z 3"}; !slices.Equal(got, want) {
-		t.Errorf("cut: applied_revision %v, want %v", got, want)
-	}
-	if n := len(changelog(t, s)); n != before {
-		t.Errorf("next wrote %d changelog rows, want none", n-before)
+	for _, next := range []string{"next", "cut"} {
+		t.Run(next, func(t *testing.T) {
+			dir, path, s := applyScenario(t)
+			cut := run(t, options(dir, path, "cut")) // its diffs, applied_revision NULL
+			if _, err := s.Write(context.Background(), sink.Batch{Rows: reconcile.Corrections(cut.Diffs, cut.Options.Triggers, "cut")}); err != nil {
+				t.Fatal(err) // its corrections: then the run stopped
+			}
+			before := len(changelog(t, s))
+			o := options(dir, path, next)
+			o.Apply = true
+			if out := run(t, o); out.ExitCode() != reconcile.ExitClean || out.Applied != 0 || len(out.Diffs) != 0 {
+				t.Errorf("%s: exit %d, %d applied, diffs %v; want 0, 0, none", next, out.ExitCode(), out.Applied, keysOf(out.Diffs))
+			}
+			if got, want := appliedOf(t, s, "cut"), []string{"2026-11-04T10:00:00Z 3", "2026-11-04T11:00:00Z 3"}; !slices.Equal(got, want) {
+				t.Errorf("cut: applied_revision %v, want %v", got, want)
+			}
+			if n := len(changelog(t, s)); n != before {
+				t.Errorf("%s wrote %d changelog rows, want none", next, n-before)
+			}
+		})
 	}
 }
 

@@ -378,15 +378,19 @@ func apply(ctx context.Context, st Store, diffs []Diff, p triggers.Policy, runID
 
 // markApplied reads back which corrections landed, whatever part of a batch the sink took, and
 // sets applied_revision (SPEC §5): on this run's diffs the revision apply wrote, and on an earlier
-// run's rows in the range left NULL (a run interrupted between its corrections and its diffs) the
-// one its writer wrote. It returns how many of this run's landed.
+// run's rows in the range left NULL (a run interrupted between its corrections and its diffs, or
+// this run's earlier attempt under the same --run-id) the one its writer wrote. It returns how many of this run's landed.
 func markApplied(ctx context.Context, st Store, c *Comparison, runID string, r Range) (int, error) {
 	stored, err := st.Diffs(ctx)
 	if err != nil {
 		return 0, err
 	}
+	mine := map[Key]bool{} // rewritten from c below
+	for _, d := range c.Diffs {
+		mine[d.Key] = true
+	}
 	fix := slices.DeleteFunc(stored, func(d sink.Diff) bool {
-		return d.AppliedRevision != nil || d.RunID == runID || r.HasFrom && d.WindowStart < r.From
+		return d.AppliedRevision != nil || d.RunID == runID && mine[Key{d.WindowStart, d.Dims}] || r.HasFrom && d.WindowStart < r.From
 	})
 	starts := slicesx.Map(c.where(Diff.Applicable), func(d Diff) int64 { return d.WindowStart })
 	starts = append(starts, slicesx.Map(fix, func(d sink.Diff) int64 { return d.WindowStart })...)
