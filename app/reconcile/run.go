@@ -111,15 +111,15 @@ func Run(ctx context.Context, o Options) (Outcome, error) {
 			"counters", metricsLine(out.Counters), "comparison", metricsLine(want))
 	}
 
-	// Diffs before and after the corrections: a crash between leaves "not applied" rows.
+	// Diffs before the corrections, then applied_revision as the changelog has it (markApplied).
 	err = st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs))
-	if err == nil && o.Apply {
-		if out.Applied, err = apply(ctx, st, &out.Comparison, o.Triggers, out.RunID); err != nil {
-			return Outcome{}, err
+	if err == nil {
+		var errApply error
+		if o.Apply {
+			errApply = apply(ctx, st, out.Diffs, o.Triggers, out.RunID)
 		}
-		if out.Applied > 0 {
-			err = st.WriteDiffs(ctx, sinkDiffs(out.RunID, out.Diffs))
-		}
+		out.Applied, err = markApplied(ctx, st, &out.Comparison, out.RunID, o.Range)
+		err = cmp.Or(errApply, err)
 	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("reconcile: %w", err)
@@ -321,9 +321,9 @@ func (out *Outcome) readFigures(pr beam.PipelineResult) {
 // the audit tables, the versioned Write and reconcile_diffs. Current rows are read by
 // CompareWithSink.
 type Store interface {
-	sink.Sink
+	sink.Reader
 	sink.ConfigChecker
-	Audit(ctx context.Context) (sink.Audit, error)
+	Diffs(ctx context.Context) ([]sink.Diff, error)
 	WriteDiffs(ctx context.Context, diffs []sink.Diff) error
 }
 
@@ -358,26 +358,73 @@ func Corrections(diffs []Diff, p triggers.Policy, runID string) []model.Row {
 	return out
 }
 
-// apply writes the corrections in one batch and records their revisions; a refusal fails the run.
-func apply(ctx context.Context, st Store, c *Comparison, p triggers.Policy, runID string) (int, error) {
-	rows := Corrections(c.Diffs, p, runID)
+// apply writes the corrections in one batch. A correction the sink refuses (another writer changed
+// its key during the run) stays pending.
+func apply(ctx context.Context, st Store, diffs []Diff, p triggers.Policy, runID string) error {
+	rows := Corrections(diffs, p, runID)
 	if len(rows) == 0 {
-		return 0, nil
+		return nil
 	}
 	res, err := st.Write(ctx, sink.Batch{Rows: rows})
 	if err != nil {
-		return 0, fmt.Errorf("reconcile: apply %d corrections: %w", len(rows), err)
+		return fmt.Errorf("apply %d corrections: %w", len(rows), err)
 	}
 	if res.Accepted != len(rows) {
-		return res.Accepted, fmt.Errorf("reconcile: apply: the sink accepted %d of %d corrections: another writer changed those keys during the run; run reconcile again",
-			res.Accepted, len(rows))
+		slog.Warn("reconcile: apply: the sink refused corrections: another writer changed those keys during the run; they stay pending",
+			"accepted", res.Accepted, "corrections", len(rows))
 	}
-	for i := range c.Diffs {
-		if d := &c.Diffs[i]; d.Applicable() {
-			d.AppliedRevision = d.Streamed.Revision + 1
+	return nil
+}
+
+// markApplied reads back which corrections landed, whatever part of a batch the sink took, and
+// sets applied_revision (SPEC §5): on this run's diffs the revision apply wrote, and on an earlier
+// run's rows in the range left NULL (a run interrupted between its corrections and its diffs, or
+// this run's earlier attempt under the same --run-id) the one its writer wrote. It returns how many of this run's landed.
+func markApplied(ctx context.Context, st Store, c *Comparison, runID string, r Range) (int, error) {
+	stored, err := st.Diffs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	mine := map[Key]bool{} // rewritten from c below
+	for _, d := range c.Diffs {
+		mine[d.Key] = true
+	}
+	fix := slices.DeleteFunc(stored, func(d sink.Diff) bool {
+		return d.AppliedRevision != nil || d.RunID == runID && mine[Key{d.WindowStart, d.Dims}] || r.HasFrom && d.WindowStart < r.From
+	})
+	starts := slicesx.Map(c.where(Diff.Applicable), func(d Diff) int64 { return d.WindowStart })
+	starts = append(starts, slicesx.Map(fix, func(d sink.Diff) int64 { return d.WindowStart })...)
+	if len(starts) == 0 {
+		return 0, nil
+	}
+	from := slices.Min(starts)
+	log, err := st.Changelog(ctx, sink.Query{From: &from})
+	if _, ok := sink.Unreadable(err); !ok {
+		return 0, err // an unreadable row is skipped here: the comparison reports it
+	}
+	written := map[string]int64{}
+	for _, e := range log {
+		if e.ByReconcile() {
+			written[e.Writer+" "+Key{e.WindowStart, e.Dims}.String()] = e.Revision
 		}
 	}
-	return len(rows), nil
+	n := 0
+	for i := range c.Diffs {
+		if d := &c.Diffs[i]; d.Applicable() && written[Writer(runID)+" "+d.Key.String()] == d.Streamed.Revision+1 {
+			d.AppliedRevision, n = d.Streamed.Revision+1, n+1
+		}
+	}
+	var done []sink.Diff
+	for _, d := range fix {
+		if rev, ok := written[Writer(d.RunID)+" "+Key{d.WindowStart, d.Dims}.String()]; ok {
+			d.AppliedRevision = &rev
+			done = append(done, d)
+		}
+	}
+	if n > 0 {
+		done = append(done, sinkDiffs(runID, c.Diffs)...)
+	}
+	return n, st.WriteDiffs(ctx, done)
 }
 
 func sinkDiffs(runID string, diffs []Diff) []sink.Diff {
