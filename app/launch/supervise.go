@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/capability"
@@ -72,7 +73,7 @@ type outcome struct {
 func (res outcome) unproven(sum *Summary) string {
 	switch {
 	case res.err != nil:
-		return "the job failed"
+		return "the job did not complete"
 	case res.metrics == nil:
 		return "the job reported no metrics"
 	case !res.metrics.committed:
@@ -86,6 +87,9 @@ func (res outcome) unproven(sum *Summary) string {
 	}
 	return ""
 }
+
+// errCancelledOutside is a job its job service reports CANCELLED though the launcher asked no stop.
+var errCancelledOutside = errors.New("cancelled outside the launcher (not by a stop it asked for): the job did not complete")
 
 // jobSeq makes job names unique within the process.
 var jobSeq atomic.Int64
@@ -196,6 +200,10 @@ wait:
 				res.metrics = &m
 			}
 		}
+	}
+	// Beam's universal runner returns no error for a job cancelled outside the launcher (Flink's UI).
+	if id := cmp.Or(res.jobID, jf.found()); got.err == nil && !interrupted && jf.state(context.WithoutCancel(ctx), id) == jobpb.JobState_CANCELLED {
+		res.err = fmt.Errorf("job %s: %w", id, errCancelledOutside)
 	}
 	if interrupted && got.err != nil && errors.Is(got.err, context.Canceled) {
 		res.err = nil // the hard cancel: stopped, not failed
