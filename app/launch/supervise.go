@@ -63,7 +63,7 @@ type outcome struct {
 	// unsettled: why the stop did not see every record judged on committed counters and the sink
 	// quiet ("": it did, or there was no stop).
 	unsettled string
-	// detached: why the launcher left a job it cannot stop (Dataflow).
+	// detached: why the launcher left a job it cannot stop (Dataflow) or could not (its cancel failed).
 	detached string
 	err      error
 }
@@ -134,6 +134,7 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 		got            result
 		interrupted    bool
 		unsettled      string
+		detached       string
 		tick, sealTick <-chan time.Time
 	)
 	prog := &progress{w: os.Stdout, started: time.Now(), last: time.Now(), terminal: isTerminal(os.Stdout)}
@@ -173,7 +174,7 @@ wait:
 					return ok && f.Counts.Conserved()
 				})
 			}
-			got, unsettled = stop(o, jf, r.signal, done, hardCancel)
+			got, unsettled, detached = stop(o, jf, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
 			if m := jf.metrics(ctx, liveLook); m != nil {
@@ -188,7 +189,7 @@ wait:
 		}
 	}
 	prog.done()
-	res := outcome{interrupted: interrupted, unsettled: unsettled, err: got.err}
+	res := outcome{interrupted: interrupted, unsettled: unsettled, detached: detached, err: got.err}
 	if got.pr != nil {
 		res.jobID = got.pr.JobID()
 	}
@@ -213,8 +214,9 @@ wait:
 
 // stop is the graceful stop: readers stop, the output settles, the job is cancelled through the
 // job service; its context is cancelled only if that fails or the job does not end in time.
-// unsettled says why the stop proves nothing a seal needs ("": it settled).
-func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, unsettled string) {
+// unsettled says why the stop proves nothing a seal needs ("": it settled); detached, that the
+// job may still run ("": it ended, or was never found).
+func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, unsettled, detached string) {
 	// Each reader sees the request within a poll interval and stops without finishing its
 	// restriction; a filesystem that hangs must not hold the stop.
 	ctx := context.Background()
@@ -241,7 +243,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	for !settled {
 		select {
 		case r := <-done:
-			return r, "the job ended during the stop" // on its own, or failed
+			return r, "the job ended during the stop", "" // on its own, or failed
 		case <-tick.C:
 		}
 		drained := true // unknown without counters; the job is looked for until it is submitted
@@ -273,25 +275,26 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 		unsettled = "the output did not settle before the stop timeout"
 	}
 
-	if id := jf.found(); id != "" {
-		if err := jf.cancel(ctx); err != nil {
-			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
-			hardCancel()
-		} else {
-			slog.Info("stopping: job cancelled", "job", id, "after", time.Since(stopAt).Round(time.Millisecond))
-		}
-	} else {
+	id := jf.found()
+	if id == "" {
 		slog.Warn("stopping: job service not reachable; cancelling the job's context (its metrics may be lost)")
 		hardCancel()
+		return <-done, unsettled, ""
 	}
-	select {
-	case r := <-done:
-		return r, unsettled
-	case <-time.After(o.StopTimeout):
-		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
-		hardCancel()
-		return <-done, unsettled
+	err = jf.cancel(ctx)
+	if err == nil {
+		slog.Info("stopping: job cancelled", "job", id, "after", time.Since(stopAt).Round(time.Millisecond))
+		select {
+		case r := <-done:
+			return r, unsettled, ""
+		case <-time.After(o.StopTimeout):
+			err = fmt.Errorf("it did not end within %s of its cancellation", o.StopTimeout)
+		}
 	}
+	// The launcher's own context: on a job server (Flink) the job runs on without the launcher.
+	hardCancel()
+	return <-done, unsettled, fmt.Sprintf("stopping: %s; the launcher stopped waiting, but job %s may still be running on the job service at %s: cancel it there",
+		cli.OneLine(err), id, cmp.Or(jf.endpoint, *jobopts.Endpoint))
 }
 
 // drainInFlight waits, before a graceful stop stops the readers, until every record read has its
