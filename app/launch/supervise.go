@@ -168,7 +168,7 @@ wait:
 			if r.beforeStop != nil {
 				r.beforeStop()
 			}
-			if o.Streaming() {
+			if o.Streaming() && noLiveProof(o.profileRunner()) == "" { // without live metrics it proves nothing
 				drainInFlight(o.Pipeline.WithDefaults(), func() bool {
 					f, ok := jf.figures(context.Background())
 					return ok && f.Counts.Conserved()
@@ -226,7 +226,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	if err != nil {
 		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
 	}
-	stopAt, quietFor := time.Now(), o.cadence().quiet
+	stopAt, quietFor, noLive := time.Now(), o.cadence().quiet, noLiveProof(o.profileRunner())
 	slog.Info("stopping: stop requested; waiting for the readers to stop and the output to settle before cancelling the job (Ctrl-C again to quit at once)",
 		"request", signal.Path(), "quiet", quietFor, "at_most", o.StopTimeout)
 	deadline := stopAt.Add(max(o.StopTimeout, 2*quietFor))
@@ -246,8 +246,10 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 			return r, "the job ended during the stop", "" // on its own, or failed
 		case <-tick.C:
 		}
-		drained := true // unknown without counters; the job is looked for until it is submitted
-		if m := jf.metrics(ctx, 0); m != nil {
+		// Unknown without counters; the job is looked for until it is submitted. A rehearsal reads
+		// none where the runner it rehearses has none while the job runs.
+		drained := true
+		if m := jf.metrics(ctx, 0); m != nil && noLive == "" {
 			r := readingOf(*m)
 			drained, proven = writes.observe(time.Now(), r)
 			read, committed = true, committed || r.committed
@@ -262,9 +264,9 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 		}
 	}
 	// Settled without committed counters is good enough to cancel, not to seal on.
-	switch why := noLiveProof(o.Runner); {
-	case why != "":
-		unsettled = why
+	switch {
+	case noLive != "":
+		unsettled = noLive
 	case !read:
 		unsettled = "the job service gave no metrics during the stop"
 	case !committed:
