@@ -39,6 +39,29 @@ type jobFigures struct {
 // before notes the jobs of f's name the job service already runs, before the submission: with
 // --job_name one may be an earlier launcher's, still running on Flink after that launcher ended.
 func (f *jobFigures) before(ctx context.Context) {
+	f.look(ctx, func(ctx context.Context, client jobpb.JobServiceClient) {
+		jobs, _ := client.GetJobs(ctx, &jobpb.GetJobsRequest{})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, info := range jobs.GetJobInfo() {
+			if info.GetJobName() == f.name {
+				f.older = append(f.older, info.GetJobId())
+			}
+		}
+	})
+}
+
+// state is job id's state as the job service reports it (UNSPECIFIED: no answer).
+func (f *jobFigures) state(ctx context.Context, id string) (state jobpb.JobState_Enum) {
+	f.look(ctx, func(ctx context.Context, client jobpb.JobServiceClient) {
+		st, _ := client.GetState(ctx, &jobpb.GetJobStateRequest{JobId: id})
+		state = st.GetState()
+	})
+	return state
+}
+
+// look calls do with a new connection to the job service, within liveLook (not without one).
+func (f *jobFigures) look(ctx context.Context, do func(context.Context, jobpb.JobServiceClient)) {
 	endpoint := cmp.Or(f.endpoint, *jobopts.Endpoint)
 	if endpoint == "" {
 		return
@@ -50,14 +73,7 @@ func (f *jobFigures) before(ctx context.Context) {
 		return
 	}
 	defer conn.Close()
-	jobs, _ := jobpb.NewJobServiceClient(conn).GetJobs(ctx, &jobpb.GetJobsRequest{})
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, info := range jobs.GetJobInfo() {
-		if info.GetJobName() == f.name {
-			f.older = append(f.older, info.GetJobId())
-		}
-	}
+	do(ctx, jobpb.NewJobServiceClient(conn))
 }
 
 // find connects to the job service and finds the running job (false: not yet); f.mu is held.

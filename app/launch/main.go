@@ -29,7 +29,7 @@ import (
 // Exit codes.
 const (
 	ExitOK     = 0
-	ExitFailed = 1             // the job failed, or its figures break conservation
+	ExitFailed = 1             // the job failed, was cancelled outside the launcher or could not be stopped, or its figures break conservation
 	ExitUsage  = cli.ExitUsage // a bad flag, setting, source or sink: nothing was run
 )
 
@@ -56,8 +56,9 @@ Computes hourly revenue by event time from a raw-log folder or a Pub/Sub subscri
                                       (PUBSUB_EMULATOR_HOST selects an emulator)
 
 Exit codes: 0 the job ended (DONE, or stopped gracefully) with every record accounted for;
-1 the job failed or its figures break conservation; 2 a bad flag, setting, source or sink
-(one line on stderr, nothing run). Under "go run" the go command reports any non-zero code
+1 the job failed, was cancelled outside the launcher (CANCELLED) or could not be stopped,
+or its figures break conservation; 2 a bad flag, setting, source or sink (one line on
+stderr, nothing run). Under "go run" the go command reports any non-zero code
 as "exit status N" and exits 1 itself.`, DefaultDemoDir),
 	Defaults: Defaults,
 	Flags:    flagTable,

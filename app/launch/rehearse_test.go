@@ -147,3 +147,32 @@ func TestRehearseRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestRehearseFlinkSealsNothingAtTheStop: Flink's job server reports no
+// metrics while a job runs, so on Flink a graceful stop settles on a guess
+// and seals nothing; --rehearse=flink used prism's live counters in the
+// stop and sealed there. A follower whose 10:00 and 11:00 windows are FINAL
+// (lateness 1m) and whose first file is read seals its point at the stop
+// on prism (the control), none when rehearsing Flink.
+func TestRehearseFlinkSealsNothingAtTheStop(t *testing.T) {
+	for _, rehearse := range []string{"", "flink"} {
+		o := options(t, writeLog(t, purchase("A", "2026-11-04T10:15:00Z", "u1", "100")))
+		o.Rehearse, o.Follow, o.ProgressEvery, o.QuietPeriod = rehearse, true, 0, 500*time.Millisecond
+		o.Pipeline.Triggers.Early, o.Pipeline.Triggers.AllowedLateness = 0, time.Minute
+		o.Pipeline.EarlySource, o.Pipeline.DedupOrder = pipeline.EarlySourceFor(o.profileRunner()), pipeline.DedupOrderFor(o.profileRunner())
+		o.RunToken = fmt.Sprintf("rehearse-%s-%d", rehearse, time.Now().UnixNano())
+		appendFile(t, o.Source, "000002.jsonl", purchase("B", "2026-11-04T11:30:00Z", "u2", "50"))
+		appendFile(t, o.Source, "000003.jsonl", purchase("C", "2026-11-04T12:30:00Z", "u3", "1"))
+		j := runInBackground(t, o)
+		waitUntil(t, time.Minute, "the first file read and a FINAL row", func() bool {
+			if j.ended() {
+				j.fail(t, "the follower ended by itself")
+			}
+			return checkpointsReach(t, o.Sink, o.RunToken, map[string]string{"p0": "000001.jsonl"}) && holdsFinal(o.Sink)
+		})
+		j.stopAndWait(t, time.Minute)
+		if sealed := resumePointsOf(t, o.Sink); (len(sealed) == 1) != (rehearse == "") {
+			t.Errorf("--rehearse=%q: the graceful stop sealed %+v; want one point on prism, none rehearsing Flink", rehearse, sealed)
+		}
+	}
+}

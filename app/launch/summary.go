@@ -48,6 +48,8 @@ func (r *jobRun) summarise(ctx context.Context, res outcome, planned bool, out i
 		sum.Counts = res.metrics.Counts
 	}
 	switch {
+	case errors.Is(res.err, errCancelledOutside):
+		sum.State, sum.Error = StateCancelled, cli.OneLine(res.err)
 	case res.err != nil:
 		sum.State, sum.Error = StateFailed, cli.OneLine(res.err)
 	case res.interrupted && planned:
@@ -116,7 +118,8 @@ type Summary struct {
 	// Follow: read as a stream (Archive is a Pub/Sub source's archive).
 	Follow  bool
 	Archive string
-	// State is DONE (also at --duration: Planned), CANCELLED (a graceful stop) or FAILED.
+	// State is DONE (also at --duration: Planned), CANCELLED (a graceful stop, or a cancel outside
+	// the launcher: Error) or FAILED.
 	State                string
 	Interrupted, Planned bool
 	Started              time.Time

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/revenue-stream/hourly/app/live"
 	"github.com/revenue-stream/hourly/internal/capability"
@@ -62,7 +63,7 @@ type outcome struct {
 	// unsettled: why the stop did not see every record judged on committed counters and the sink
 	// quiet ("": it did, or there was no stop).
 	unsettled string
-	// detached: why the launcher left a job it cannot stop (Dataflow).
+	// detached: why the launcher left a job it cannot stop (Dataflow) or could not (its cancel failed).
 	detached string
 	err      error
 }
@@ -72,7 +73,7 @@ type outcome struct {
 func (res outcome) unproven(sum *Summary) string {
 	switch {
 	case res.err != nil:
-		return "the job failed"
+		return "the job did not complete"
 	case res.metrics == nil:
 		return "the job reported no metrics"
 	case !res.metrics.committed:
@@ -86,6 +87,9 @@ func (res outcome) unproven(sum *Summary) string {
 	}
 	return ""
 }
+
+// errCancelledOutside is a job its job service reports CANCELLED though the launcher asked no stop.
+var errCancelledOutside = errors.New("cancelled outside the launcher (not by a stop it asked for): the job did not complete")
 
 // jobSeq makes job names unique within the process.
 var jobSeq atomic.Int64
@@ -130,6 +134,7 @@ func (r *jobRun) execute(ctx context.Context, p *beam.Pipeline) outcome {
 		got            result
 		interrupted    bool
 		unsettled      string
+		detached       string
 		tick, sealTick <-chan time.Time
 	)
 	prog := &progress{w: os.Stdout, started: time.Now(), last: time.Now(), terminal: isTerminal(os.Stdout)}
@@ -163,13 +168,13 @@ wait:
 			if r.beforeStop != nil {
 				r.beforeStop()
 			}
-			if o.Streaming() {
+			if o.Streaming() && noLiveProof(o.profileRunner()) == "" { // without live metrics it proves nothing
 				drainInFlight(o.Pipeline.WithDefaults(), func() bool {
 					f, ok := jf.figures(context.Background())
 					return ok && f.Counts.Conserved()
 				})
 			}
-			got, unsettled = stop(o, jf, r.signal, done, hardCancel)
+			got, unsettled, detached = stop(o, jf, r.signal, done, hardCancel)
 			break wait
 		case now := <-sealTick:
 			if m := jf.metrics(ctx, liveLook); m != nil {
@@ -184,7 +189,7 @@ wait:
 		}
 	}
 	prog.done()
-	res := outcome{interrupted: interrupted, unsettled: unsettled, err: got.err}
+	res := outcome{interrupted: interrupted, unsettled: unsettled, detached: detached, err: got.err}
 	if got.pr != nil {
 		res.jobID = got.pr.JobID()
 	}
@@ -197,6 +202,10 @@ wait:
 			}
 		}
 	}
+	// Beam's universal runner returns no error for a job cancelled outside the launcher (Flink's UI).
+	if id := cmp.Or(res.jobID, jf.found()); got.err == nil && !interrupted && jf.state(context.WithoutCancel(ctx), id) == jobpb.JobState_CANCELLED {
+		res.err = fmt.Errorf("job %s: %w", id, errCancelledOutside)
+	}
 	if interrupted && got.err != nil && errors.Is(got.err, context.Canceled) {
 		res.err = nil // the hard cancel: stopped, not failed
 	}
@@ -205,8 +214,9 @@ wait:
 
 // stop is the graceful stop: readers stop, the output settles, the job is cancelled through the
 // job service; its context is cancelled only if that fails or the job does not end in time.
-// unsettled says why the stop proves nothing a seal needs ("": it settled).
-func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, unsettled string) {
+// unsettled says why the stop proves nothing a seal needs ("": it settled); detached, that the
+// job may still run ("": it ended, or was never found).
+func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-chan R, hardCancel context.CancelFunc) (_ R, unsettled, detached string) {
 	// Each reader sees the request within a poll interval and stops without finishing its
 	// restriction; a filesystem that hangs must not hold the stop.
 	ctx := context.Background()
@@ -216,7 +226,7 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	if err != nil {
 		slog.Error("stopping: the stop request could not be written; the readers go on until the job is cancelled", "path", signal.Path(), "err", err)
 	}
-	stopAt, quietFor := time.Now(), o.cadence().quiet
+	stopAt, quietFor, noLive := time.Now(), o.cadence().quiet, noLiveProof(o.profileRunner())
 	slog.Info("stopping: stop requested; waiting for the readers to stop and the output to settle before cancelling the job (Ctrl-C again to quit at once)",
 		"request", signal.Path(), "quiet", quietFor, "at_most", o.StopTimeout)
 	deadline := stopAt.Add(max(o.StopTimeout, 2*quietFor))
@@ -233,11 +243,13 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 	for !settled {
 		select {
 		case r := <-done:
-			return r, "the job ended during the stop" // on its own, or failed
+			return r, "the job ended during the stop", "" // on its own, or failed
 		case <-tick.C:
 		}
-		drained := true // unknown without counters; the job is looked for until it is submitted
-		if m := jf.metrics(ctx, 0); m != nil {
+		// Unknown without counters; the job is looked for until it is submitted. A rehearsal reads
+		// none where the runner it rehearses has none while the job runs.
+		drained := true
+		if m := jf.metrics(ctx, 0); m != nil && noLive == "" {
 			r := readingOf(*m)
 			drained, proven = writes.observe(time.Now(), r)
 			read, committed = true, committed || r.committed
@@ -252,9 +264,9 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 		}
 	}
 	// Settled without committed counters is good enough to cancel, not to seal on.
-	switch why := noLiveProof(o.Runner); {
-	case why != "":
-		unsettled = why
+	switch {
+	case noLive != "":
+		unsettled = noLive
 	case !read:
 		unsettled = "the job service gave no metrics during the stop"
 	case !committed:
@@ -265,25 +277,26 @@ func stop[R any](o Options, jf *jobFigures, signal sources.StopSignal, done <-ch
 		unsettled = "the output did not settle before the stop timeout"
 	}
 
-	if id := jf.found(); id != "" {
-		if err := jf.cancel(ctx); err != nil {
-			slog.Warn("stopping: cancel through the job service failed; cancelling the job's context", "err", err)
-			hardCancel()
-		} else {
-			slog.Info("stopping: job cancelled", "job", id, "after", time.Since(stopAt).Round(time.Millisecond))
-		}
-	} else {
+	id := jf.found()
+	if id == "" {
 		slog.Warn("stopping: job service not reachable; cancelling the job's context (its metrics may be lost)")
 		hardCancel()
+		return <-done, unsettled, ""
 	}
-	select {
-	case r := <-done:
-		return r, unsettled
-	case <-time.After(o.StopTimeout):
-		slog.Warn("stopping: the job did not end after its cancellation; cancelling its context")
-		hardCancel()
-		return <-done, unsettled
+	err = jf.cancel(ctx)
+	if err == nil {
+		slog.Info("stopping: job cancelled", "job", id, "after", time.Since(stopAt).Round(time.Millisecond))
+		select {
+		case r := <-done:
+			return r, unsettled, ""
+		case <-time.After(o.StopTimeout):
+			err = fmt.Errorf("it did not end within %s of its cancellation", o.StopTimeout)
+		}
 	}
+	// The launcher's own context: on a job server (Flink) the job runs on without the launcher.
+	hardCancel()
+	return <-done, unsettled, fmt.Sprintf("stopping: %s; the launcher stopped waiting, but job %s may still be running on the job service at %s: cancel it there",
+		cli.OneLine(err), id, cmp.Or(jf.endpoint, *jobopts.Endpoint))
 }
 
 // drainInFlight waits, before a graceful stop stops the readers, until every record read has its

@@ -11,6 +11,8 @@ import (
 	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // NoLiveMetrics is a job service in front of another (a prism job server)
@@ -32,6 +34,8 @@ type NoLiveMetrics struct {
 	// metrics, live ones included: the proxy then hides nothing (a test's
 	// negative control).
 	PassThrough atomic.Bool
+	// FailCancel, when set, fails every Cancel (the job runs on).
+	FailCancel atomic.Bool
 
 	srv  *grpc.Server
 	conn *grpc.ClientConn
@@ -114,6 +118,9 @@ func (s *noLiveMetricsServer) GetPipeline(ctx context.Context, req *jobpb.GetJob
 }
 
 func (s *noLiveMetricsServer) Cancel(ctx context.Context, req *jobpb.CancelJobRequest) (*jobpb.CancelJobResponse, error) {
+	if s.p.FailCancel.Load() {
+		return nil, status.Error(codes.Unavailable, "runnertest: cancel refused")
+	}
 	return s.up.Cancel(ctx, req)
 }
 
