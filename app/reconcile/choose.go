@@ -19,6 +19,8 @@ type Copy struct {
 	WindowStart  int64 // epoch ms
 	Dims         string
 	AmountMicros int64
+	// Future: the stream quarantined it as future_event_time; it takes no part in the choice.
+	Future bool
 }
 
 // Rule says which clause of SPEC §6 decided an id's payload.

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/revenue-stream/hourly/app/reconcile"
@@ -94,12 +95,13 @@ func TestChoice(t *testing.T) {
 }
 
 func TestTotalsAddRefusesOverflow(t *testing.T) {
-	big := reconcile.Totals{RevenueMicros: 1<<63 - 1, Count: 1}
+	big := reconcile.Totals{RevenueMicros: 1<<63 - 1, Count: 1, Future: []int64{7}}
 	if _, err := big.Add(reconcile.Totals{RevenueMicros: 1, Count: 1}); err == nil {
 		t.Error("adding past int64 micros did not fail")
 	}
-	got, err := big.Add(reconcile.Totals{RevenueMicros: -5, Count: 2, TooLateRevenueMicros: 3, TooLateCount: 1})
-	if err != nil || got != (reconcile.Totals{RevenueMicros: 1<<63 - 6, Count: 3, TooLateRevenueMicros: 3, TooLateCount: 1}) {
+	got, err := big.Add(reconcile.Totals{RevenueMicros: -5, Count: 2, TooLateRevenueMicros: 3, TooLateCount: 1, Future: []int64{2}})
+	want := reconcile.Totals{RevenueMicros: 1<<63 - 6, Count: 3, TooLateRevenueMicros: 3, TooLateCount: 1, Future: []int64{2, 7}}
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Add = %+v, %v", got, err)
 	}
 }

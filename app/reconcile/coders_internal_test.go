@@ -12,7 +12,7 @@ import (
 func TestCodersRoundTrip(t *testing.T) {
 	cb := copyBatch{Copies: []Copy{
 		{EventID: "a", Position: "p0/f:1", Fingerprint: 1<<64 - 1, WindowStart: -3_600_000, Dims: "{}", AmountMicros: -5},
-		{EventID: "é", Position: "pubsub:9", Fingerprint: 7, WindowStart: 1 << 40, Dims: `{"c":"x"}`, AmountMicros: 1<<62 + 1},
+		{EventID: "é", Position: "pubsub:9", Fingerprint: 7, WindowStart: 1 << 40, Dims: `{"c":"x"}`, AmountMicros: 1<<62 + 1, Future: true},
 	}}
 	if got, err := decodeCopyBatch(encodeCopyBatch(cb)); err != nil || !reflect.DeepEqual(got, cb) {
 		t.Errorf("copy batch: %+v, %v", got, err)
@@ -22,8 +22,8 @@ func TestCodersRoundTrip(t *testing.T) {
 	if got, err := decodeEvidenceBatch(eBytes); err != nil || !reflect.DeepEqual(got, eb) {
 		t.Errorf("evidence batch: %+v, %v", got, err)
 	}
-	tt := Totals{RevenueMicros: -1, Count: 2, TooLateRevenueMicros: 3, TooLateCount: 4}
-	if got, err := decodeTotals(encodeTotals(tt)); err != nil || got != tt {
+	tt := Totals{RevenueMicros: -1, Count: 2, TooLateRevenueMicros: 3, TooLateCount: 4, Future: []int64{-2, 5}}
+	if got, err := decodeTotals(encodeTotals(tt)); err != nil || !reflect.DeepEqual(got, tt) {
 		t.Errorf("totals: %+v, %v", got, err)
 	}
 	st := Stats{Read: 5, Quarantined: map[string]int64{"oversized": 1}, LogWatermark: -7, HasLogWatermark: true, Unterminated: []string{"p0/f:9"}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/revenue-stream/hourly/coders"
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/pipeline"
 	"github.com/revenue-stream/hourly/sources/rawlog"
@@ -152,9 +154,16 @@ func (f *chooseFn) ProcessElement(ctx context.Context, shard int, evidence func(
 	}
 
 	choices := map[string]*Choice{}
+	future := map[string]Copy{} // per id, the lowest position's
 	var cb copyBatch
 	for copies(&cb) {
 		for _, c := range cb.Copies {
+			if c.Future {
+				if p, ok := future[c.EventID]; !ok || rawlog.ComparePositions(c.Position, p.Position) < 0 {
+					future[c.EventID] = c
+				}
+				continue
+			}
 			ch, ok := choices[c.EventID]
 			if !ok {
 				ch = &Choice{}
@@ -176,6 +185,11 @@ func (f *chooseFn) ProcessElement(ctx context.Context, shard int, evidence func(
 		}
 		sums[k] = t
 	}
+	for id, c := range future {
+		if k := transforms.WindowKey(c.WindowStart, c.Dims); choices[id] == nil {
+			sums[k], _ = sums[k].Add(Totals{Future: []int64{c.AmountMicros}}) // adds no revenue: no error
+		}
+	}
 	// A deterministic order makes reruns of a shard emit the same sequence.
 	for _, k := range slices.Sorted(maps.Keys(sums)) {
 		emit(k, sums[k])
@@ -193,6 +207,9 @@ type Totals struct {
 	// TooLateRevenueMicros and TooLateCount are the part the stream judged too late and never
 	// counted.
 	TooLateRevenueMicros, TooLateCount int64
+	// Future holds, sorted, the amount of each id with no valid copy but one the stream quarantined
+	// as future_event_time: a restart may have counted it since. Not in the sums above.
+	Future []int64 `json:",omitempty"`
 }
 
 // Add sums two totals exactly, refusing to wrap around.
@@ -206,6 +223,8 @@ func (t Totals) Add(o Totals) (Totals, error) {
 	}
 	t.Count += o.Count
 	t.TooLateCount += o.TooLateCount
+	t.Future = append(slices.Clip(t.Future), o.Future...)
+	slices.Sort(t.Future)
 	return t, nil
 }
 
@@ -242,18 +261,26 @@ func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func
 	}
 	info, err := rawlog.Scan(f.Source, partition, f.Event.MaxLine, f.Now.UnixMilli(), func(rec model.Record) error {
 		st.Read++
-		if f.skip[rec.Position] {
-			// Not stamped: the stream's Stamper never let it move the watermark.
+		future := f.skip[rec.Position]
+		var (
+			ev model.Event
+			q  *model.Quarantined
+		)
+		if future {
+			// Not stamped: the stream's Stamper never let it move the watermark. Parsed as if read
+			// now, with no watermark: a restart may have counted it since (Totals.Future).
 			st.StreamFuture++
 			st.Quarantined[model.ReasonFutureEventTime]++
-			return nil
-		}
-		ev, q := stamper.Stamp(&rec)
-		if q != nil {
+			rec.ReadAt, rec.WatermarkBefore = math.MaxInt64, model.NoWatermark
+			ev, q = event.Parse(rec, f.Event)
+		} else if ev, q = stamper.Stamp(&rec); q != nil {
 			st.Quarantined[q.Reason]++
+		} else {
+			st.Valid++
+		}
+		if q != nil {
 			return nil
 		}
-		st.Valid++
 		// Nothing here aliases the reused line buffer.
 		shard := transforms.ShardOf(ev.EventID, f.Shards)
 		buf[shard] = append(buf[shard], Copy{
@@ -263,6 +290,7 @@ func (f *scanFn) ProcessElement(ctx context.Context, partition string, emit func
 			WindowStart:  f.Triggers.WindowStart(ev.EventTime),
 			Dims:         unique.Make(ev.Dims).Value(), // one string per distinct dims value
 			AmountMicros: ev.AmountMicros,
+			Future:       future,
 		})
 		if len(buf[shard]) == batchCopies {
 			flush(shard)
@@ -328,18 +356,19 @@ func encodeCopyBatch(b copyBatch) []byte {
 		w.Varint(c.WindowStart)
 		w.String(c.Dims)
 		w.Varint(c.AmountMicros)
+		w.Bool(c.Future)
 	}
 	return w.B
 }
 
 func decodeCopyBatch(data []byte) (copyBatch, error) {
 	r := coders.Reader{B: data}
-	n := r.Count(13)
+	n := r.Count(14)
 	b := copyBatch{Copies: make([]Copy, 0, n)}
 	for i := 0; i < n && r.Err == nil; i++ {
 		// Dims repeat across a batch: share one string per distinct value.
 		b.Copies = append(b.Copies, Copy{EventID: r.String(), Position: r.String(), Fingerprint: r.Fixed64(), WindowStart: r.Varint(),
-			Dims: unique.Make(r.String()).Value(), AmountMicros: r.Varint()})
+			Dims: unique.Make(r.String()).Value(), AmountMicros: r.Varint(), Future: r.Bool()})
 	}
 	return coders.Done(b, &r, "copy batch")
 }
@@ -350,12 +379,19 @@ func encodeTotals(t Totals) []byte {
 	w.Varint(t.Count)
 	w.Varint(t.TooLateRevenueMicros)
 	w.Varint(t.TooLateCount)
+	w.Uvarint(uint64(len(t.Future)))
+	for _, a := range t.Future {
+		w.Varint(a)
+	}
 	return w.B
 }
 
 func decodeTotals(data []byte) (Totals, error) {
 	r := coders.Reader{B: data}
 	t := Totals{RevenueMicros: r.Varint(), Count: r.Varint(), TooLateRevenueMicros: r.Varint(), TooLateCount: r.Varint()}
+	for n := r.Count(1); n > 0 && r.Err == nil; n-- {
+		t.Future = append(t.Future, r.Varint())
+	}
 	return coders.Done(t, &r, "totals")
 }
 

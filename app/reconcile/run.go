@@ -247,7 +247,7 @@ func recompute(ctx context.Context, out *Outcome, set Settings, conflicts []mode
 	}
 	out.Stats, out.Comparison = res.Stats, *res.Comparison
 	slog.Info("reconcile: recomputed and compared", "records", res.Stats.Read, "ids", res.Stats.IDs,
-		"keys", len(res.Totals), "compared", res.Comparison.Checked, "differing", len(res.Comparison.Diffs),
+		"keys", len(res.Totals), "compared", res.Comparison.Checked, "differing", len(res.Comparison.Diffs), "future_counted", res.Comparison.FutureCounted,
 		"took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
