@@ -299,9 +299,11 @@ func permanent(err error) bool {
 // its backlog will fill. So do archive objects still to re-emit: a key
 // restored after an outage longer than the idle timeout holds records, and
 // a call that ran out of budget before re-emitting them must not hand the
-// runner a watermark past them.
+// runner a watermark past them. And a call that emitted records was active
+// to its end, however long they waited in it after their pull (a slow
+// archive write, a blocked emit) while Pub/Sub kept the rest.
 func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
-	if out == sdfread.Retry || r.rest.Pending.Archive > 0 {
+	if out == sdfread.Retry || r.rest.Pending.Archive > 0 || r.emitted > 0 {
 		r.stamper.Partition().Touch(now)
 	}
 	var rep watermark.Report
