@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/revenue-stream/hourly/event"
 	"github.com/revenue-stream/hourly/model"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/watermark"
@@ -56,5 +57,32 @@ func TestRestoredKeyWithArchiveToReEmitIsNotIdle(t *testing.T) {
 			t.Errorf("%s (event time %s) re-emitted after the key reported the watermark %s",
 				rec.Position, watermark.FormatMs(rec.Valid.EventTime), watermark.FormatMs(reported))
 		}
+	}
+}
+
+// A call whose records waited in it longer than the idle timeout after
+// their pull (an archive write retried for a minute or two, an emit blocked
+// by a slow sink) was active to its end. Reporting the key idle as it ends
+// would move the watermark with processing time past what piled up in
+// Pub/Sub meanwhile, and the next call would read it too late.
+func TestSlowCallIsNotIdleness(t *testing.T) {
+	e := newEmulator(t, 10*time.Second)
+	e.publish(purchase("A", time.Now().UTC().Format(time.RFC3339), "100"))
+	policy := watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Minute}
+	pulledAt := time.Now()
+	r := newReader(newRestriction(0, pulledAt.UnixMilli()), Options{Watermark: policy, Event: event.DefaultConfig(), PullTimeout: 700 * time.Millisecond})
+	st, err := openStore(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.subscription, r.sub, r.store, r.fault = testSub, e.client.SubscriptionAdminClient, st, func(string) {}
+	r.now = func() time.Time { return pulledAt } // the call's clock stands at the pull
+	out, err := r.run(context.Background())
+	if err != nil || r.emitted != 1 {
+		t.Fatalf("call = %v, %v with %d records, want 1", out, err, r.emitted)
+	}
+	// The archive write took two minutes: the call ends then.
+	if r.endCall(out, pulledAt.Add(2*time.Minute).UnixMilli()); r.rest.Idle {
+		t.Errorf("idle at the end of a call that emitted a record (%v), want active", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pb "cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"github.com/googleapis/gax-go/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -239,16 +240,20 @@ func (r *reader) puller(ctx, pctx context.Context, p *pulling) {
 		if n == 0 {
 			return
 		}
+		// No client retries: their backoff would end in this timeout and
+		// turn an outage (Unavailable) into what looks like an empty pull.
 		tctx, cancel := context.WithTimeout(pctx, r.o.PullTimeout)
-		resp, err := r.sub.Pull(tctx, &pb.PullRequest{Subscription: r.subscription, MaxMessages: int32(n)})
+		resp, err := r.sub.Pull(tctx, &pb.PullRequest{Subscription: r.subscription, MaxMessages: int32(n)}, gax.WithRetry(nil))
+		timedOut := tctx.Err() != nil && (errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded)
 		cancel()
 		msgs := resp.GetReceivedMessages()
 		if err != nil || len(msgs) == 0 {
 			p.held.release(n)
 			switch {
-			case err == nil || pctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded:
-				// Empty for now, or the call ended: no new pulls, but no
-				// cancel either (a late cancel still leases messages).
+			case err == nil || pctx.Err() != nil || timedOut:
+				// Empty for now (only this pull's own timeout says so), or
+				// the call ended: no new pulls, but no cancel either (a late
+				// cancel still leases messages).
 				p.caughtUp.Store(true)
 				p.finish()
 			case permanent(err):

@@ -94,10 +94,8 @@ func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 	r.emitted = 0
 	r.watch = newStallWatch(r.o.StallAfter)
 	defer r.watchStalls()()
-	if !r.rest.Started {
-		if err := r.begin(ctx); err != nil {
-			return 0, err
-		}
+	if !r.rest.Started { // a fresh key begins before the whole archive: what a dead run acknowledged is there and only there
+		r.rest.Started = true
 		if !r.claim(r.rest) {
 			return sdfread.Lost, nil
 		}
@@ -110,28 +108,6 @@ func (r *reader) run(ctx context.Context) (sdfread.Outcome, error) {
 		return sdfread.Stopped, nil
 	}
 	return r.pull(ctx, start)
-}
-
-// begin sets the first position: before the whole archive (what a dead run
-// acknowledged is there and only there), before ReplayFrom's hour, or after
-// the last object with SkipReplay.
-func (r *reader) begin(ctx context.Context) error {
-	r.rest.Started = true
-	switch {
-	case r.o.SkipReplay:
-		names, err := r.store.list(ctx, "")
-		if err != nil {
-			return err
-		}
-		r.learn(names)
-		if len(names) > 0 {
-			r.rest.Emitted = names[len(names)-1]
-		}
-	case !r.o.ReplayFrom.IsZero():
-		// Every name of that hour or later sorts after the bare hour.
-		r.rest.Emitted = hourOf(r.o.ReplayFrom)
-	}
-	return nil
 }
 
 // learn raises Seq and Hour over names, so new objects sort after them.
@@ -299,9 +275,11 @@ func permanent(err error) bool {
 // its backlog will fill. So do archive objects still to re-emit: a key
 // restored after an outage longer than the idle timeout holds records, and
 // a call that ran out of budget before re-emitting them must not hand the
-// runner a watermark past them.
+// runner a watermark past them. And a call that emitted records was active
+// to its end, however long they waited in it after their pull (a slow
+// archive write, a blocked emit) while Pub/Sub kept the rest.
 func (r *reader) endCall(out sdfread.Outcome, now int64) bool {
-	if out == sdfread.Retry || r.rest.Pending.Archive > 0 {
+	if out == sdfread.Retry || r.rest.Pending.Archive > 0 || r.emitted > 0 {
 		r.stamper.Partition().Touch(now)
 	}
 	var rep watermark.Report

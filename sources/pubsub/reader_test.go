@@ -612,6 +612,30 @@ func TestPullFailureIsNotIdleness(t *testing.T) {
 	}
 }
 
+// Through the real client, a Pub/Sub that answers every pull with an error
+// is not an empty subscription either: the client's own retries of
+// Unavailable end in the pull's timeout, and a DeadlineExceeded the server
+// sends before that timeout is a failure, not an empty pull.
+func TestPullOutageThroughTheClientIsNotIdleness(t *testing.T) {
+	policy := watermark.Policy{OutOfOrderBound: 10 * time.Minute, IdleTimeout: time.Second}
+	for _, code := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded} {
+		t.Run(code.String(), func(t *testing.T) {
+			e := newEmulator(t, 10*time.Second, pstest.WithErrorInjection("Pull", code, "pubsub is down"))
+			start := time.Now()
+			r := newReader(newRestriction(0, start.UnixMilli()), Options{Watermark: policy, Event: event.DefaultConfig(), PullTimeout: 300 * time.Millisecond})
+			r.subscription, r.sub, r.store = testSub, e.client.SubscriptionAdminClient, &store{dir: t.TempDir()}
+			r.rest.Started = true
+			out, err := r.pull(context.Background(), start)
+			if err != nil || out != sdfread.Retry {
+				t.Fatalf("pull = %v, %v; want retry", out, err)
+			}
+			if r.endCall(out, start.Add(2*time.Second).UnixMilli()); r.rest.Idle {
+				t.Error("idle after 2s of pulls failing with a 1s idle timeout, want active")
+			}
+		})
+	}
+}
+
 // downstreamFailure is the panic a fused downstream step raises through
 // emit when it fails: the SDK unwinds the whole bundle through the reader.
 type downstreamFailure struct{}

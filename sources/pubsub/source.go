@@ -76,13 +76,6 @@ type Options struct {
 	PollInterval time.Duration
 	// Stop is the run's graceful-stop request (see sources.StopSignal).
 	Stop sources.StopSignal
-	// SkipReplay starts at the end of the archive instead of re-emitting
-	// it, which recovers what a run that died had acknowledged: only for an
-	// archive a previous run finished cleanly, or a fresh one.
-	SkipReplay bool
-	// ReplayFrom limits the first re-emit to objects of this pull hour and
-	// later; it must reach back over the dedup retention and open windows.
-	ReplayFrom time.Time
 }
 
 func (o Options) withDefaults(subscriptionID string) Options {
