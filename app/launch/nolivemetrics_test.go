@@ -21,7 +21,6 @@ import (
 	"github.com/revenue-stream/hourly/sinks/sink"
 	"github.com/revenue-stream/hourly/sources/rawlog"
 	"github.com/revenue-stream/hourly/testing/oracle"
-	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
 // captureWarnings tees the process's log into a buffer for the rest of
@@ -65,15 +64,7 @@ func TestNoLiveMetricsSealsNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays a 4-day log four times")
 	}
-	js, err := runnertest.StartJobServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := runnertest.StartNoLiveMetrics(js.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
+	js, proxy := flinkLikeJobServer(t)
 
 	const days = 4
 	dir := t.TempDir()

@@ -12,11 +12,10 @@ import (
 	"github.com/revenue-stream/hourly/testing/runnertest"
 )
 
-// outsideJob runs a follower of two records on prism's job server behind a
-// proxy that answers as Flink's job server does (no live metrics; with
-// failCancel, every Cancel fails) and returns it once prism shows both
-// records judged, with the proxy, the job server and the job's name.
-func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLiveMetrics, *runnertest.JobServer, string) {
+// flinkLikeJobServer starts prism's job server behind a proxy that answers as
+// Flink's job server does: no metrics while a job runs.
+func flinkLikeJobServer(t *testing.T) (*runnertest.JobServer, *runnertest.NoLiveMetrics) {
+	t.Helper()
 	js, err := runnertest.StartJobServer()
 	if err != nil {
 		t.Fatal(err)
@@ -26,6 +25,15 @@ func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLi
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
+	return js, proxy
+}
+
+// outsideJob runs a follower of two records on prism's job server behind a
+// proxy that answers as Flink's job server does (no live metrics; with
+// failCancel, every Cancel fails) and returns it once prism shows both
+// records judged, with the proxy, the job server and the job's name.
+func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLiveMetrics, *runnertest.JobServer, string) {
+	js, proxy := flinkLikeJobServer(t)
 	proxy.FailCancel.Store(failCancel)
 	endpoint, env := *jobopts.Endpoint, *jobopts.EnvironmentType
 	name := fmt.Sprintf("outside-%d", time.Now().UnixNano())
