@@ -253,11 +253,12 @@ func List(ctx context.Context, dir string) (Listing, error) {
 	return l, nil
 }
 
-// ListAfter is List's Files that sort after after (all for ""). On a
-// registered object store (gs://, s3://) it is one listing that starts at
-// after, so polling a folder that only grows costs what is new in it; a
-// missing local folder is an error wrapping fs.ErrNotExist.
-func ListAfter(ctx context.Context, dir, after string) ([]string, error) {
+// ListAfter is the first limit of List's Files that sort after after (all
+// for ""). On a registered object store (gs://, s3://) it is one listing
+// that starts at after and stops at limit, so polling a folder that only
+// grows costs what is new in it, up to limit; a missing local folder is an
+// error wrapping fs.ErrNotExist.
+func ListAfter(ctx context.Context, dir, after string, limit int) ([]string, error) {
 	var names []string
 	if st, ok := stores[scheme(dir)]; ok {
 		if err := CheckName(dir); err != nil { // the store's own client lists, not Beam's
@@ -268,7 +269,7 @@ func ListAfter(ctx context.Context, dir, after string) ([]string, error) {
 			prefix += "/"
 		}
 		var err error
-		if names, err = st.ListFrom(ctx, bucket, prefix, prefix+after); err != nil {
+		if names, err = st.ListFrom(ctx, bucket, prefix, prefix+after, limit); err != nil {
 			return nil, notExist(err)
 		}
 	} else {
@@ -280,7 +281,7 @@ func ListAfter(ctx context.Context, dir, after string) ([]string, error) {
 	}
 	names = slices.DeleteFunc(names, func(n string) bool { return n <= after || strings.Contains(n, "/") })
 	slices.Sort(names)
-	return names, nil
+	return names[:min(len(names), limit)], nil
 }
 
 // listLocal reads a local folder itself: Beam's local List is
@@ -452,10 +453,10 @@ type Store struct {
 	// Ranges opens an object (a path's bucket and object name) for ranged
 	// reads: open streams one range's bytes, from a ranged request of its own.
 	Ranges func(ctx context.Context, bucket, object string) (open func(model.LineRef) (io.ReadCloser, error), err error)
-	// ListFrom is one listing of the objects directly under prefix ("" or
-	// ending in "/") from the name start on (start itself may come too):
-	// their names without prefix, in order.
-	ListFrom func(ctx context.Context, bucket, prefix, start string) ([]string, error)
+	// ListFrom is one listing of the first limit objects directly under
+	// prefix ("" or ending in "/") after the name start: their names
+	// without prefix, in order.
+	ListFrom func(ctx context.Context, bucket, prefix, start string, limit int) ([]string, error)
 	// NotExist reports whether err says that an object or its bucket does
 	// not exist.
 	NotExist func(err error) bool

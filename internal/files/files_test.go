@@ -117,7 +117,7 @@ func TestListAfter(t *testing.T) {
 				after string
 				want  []string
 			}{{"", []string{".b.ids", "a", "b", "c"}}, {"a", []string{"b", "c"}}, {"a0", []string{"b", "c"}}, {"b", []string{"c"}}, {"c", nil}} {
-				got, err := files.ListAfter(ctx, dir, tc.after)
+				got, err := files.ListAfter(ctx, dir, tc.after, 10)
 				if err != nil || !slices.Equal(got, tc.want) {
 					t.Errorf("ListAfter(%q) = %q, %v; want %q", tc.after, got, err, tc.want)
 				}
@@ -125,7 +125,10 @@ func TestListAfter(t *testing.T) {
 					t.Errorf("ListAfter(%q) = %q, List's files after it %q", tc.after, got, all)
 				}
 			}
-			got, err := files.ListAfter(ctx, files.Join(root, "missing"), "")
+			if got, err := files.ListAfter(ctx, dir, "", 2); err != nil || !slices.Equal(got, []string{".b.ids", "a"}) {
+				t.Errorf("ListAfter(\"\", 2) = %q, %v; want the first 2", got, err)
+			}
+			got, err := files.ListAfter(ctx, files.Join(root, "missing"), "", 10)
 			if files.IsLocal(root) {
 				if !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("ListAfter(missing local folder) = %q, %v; want fs.ErrNotExist", got, err)

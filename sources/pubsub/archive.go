@@ -79,14 +79,20 @@ type store struct {
 	dir  string // the partition folder: <archive>/<partition>
 	part string
 	put  func(ctx context.Context, path string, data []byte) error
+	page int // the names one listing returns at most: listPage (tests lower it)
 }
+
+// listPage bounds a call's listing to one request (GCS and S3 pages hold
+// 1,000 names): a catch-up lists each object about once, not the rest of
+// the archive in every call.
+const listPage = 500
 
 func openStore(root string, shard int) (*store, error) {
 	if err := files.Check(root); err != nil {
 		return nil, fmt.Errorf("pubsub archive %s: %w", root, err)
 	}
 	part := PartitionOf(shard)
-	return &store{dir: files.Join(root, part), part: part, put: putFile}, nil
+	return &store{dir: files.Join(root, part), part: part, put: putFile, page: listPage}, nil
 }
 
 // putFile writes a file that survives the loss of this machine once it
@@ -121,25 +127,34 @@ func (s *store) write(ctx context.Context, name string, lines [][]byte, side []r
 	return s.put(ctx, files.Join(s.dir, name), data)
 }
 
-// list returns the shard's object names after the position after (all of
-// them for ""), in emission order; sidecars and strays are not objects. On
-// an object store it is one listing that starts at after (files.ListAfter):
-// a call pays for what was archived since its position, not for the archive.
-func (s *store) list(ctx context.Context, after string) ([]string, error) {
-	names, err := files.ListAfter(ctx, s.dir, after)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		// A local partition folder not written yet, or a file in its place:
-		// no objects. Writing there fails, and the write path reports it
-		// (--pubsub-archive-fail-after), as Beam's glob of it listed nothing.
-		return nil, nil
+// list returns the first of the shard's object names after the position
+// after (from the first for ""), in emission order, and whether more may
+// follow (a full page); sidecars and strays are not objects. On an object
+// store it is one listing that starts at after (files.ListAfter): a call
+// pays for a page of what was archived since its position, not for the
+// archive. Names begin with a digit, after "/": the "."-prefixed sidecars
+// sort before it and are not listed.
+func (s *store) list(ctx context.Context, after string) (objects []string, more bool, err error) {
+	for after = max(after, "/"); ; {
+		names, err := files.ListAfter(ctx, s.dir, after, s.page)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// A local partition folder not written yet, or a file in its place:
+			// no objects. Writing there fails, and the write path reports it
+			// (--pubsub-archive-fail-after), as Beam's glob of it listed nothing.
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
+		}
+		objects = slices.DeleteFunc(slices.Clone(names), func(name string) bool {
+			_, _, ok := parseObjectName(name)
+			return !ok
+		}) // the listing is sorted
+		if more = len(names) == s.page; len(objects) > 0 || !more {
+			return objects, more, nil
+		}
+		after = names[len(names)-1] // a page of strays only: list on
 	}
-	if err != nil {
-		return nil, fmt.Errorf("pubsub archive: list %s: %w", s.dir, err)
-	}
-	return slices.DeleteFunc(names, func(name string) bool {
-		_, _, ok := parseObjectName(name)
-		return !ok
-	}), nil // the listing is sorted
 }
 
 // read opens an object at byte offset, with its sidecar's entries (none

@@ -123,8 +123,11 @@ func (r *reader) learn(names []string) {
 // the archive is caught up and the call may pull. Every call lists: only
 // the archive knows what another worker's uncommitted attempt archived and
 // acknowledged after the position, so no process-wide state may skip it.
+// A call lists a page: when it came back full, the call ends after it (the
+// next lists after its new position), and never pulls, whose new objects
+// must sort after every archived one.
 func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outcome, done bool, err error) {
-	names, err := r.store.list(ctx, r.rest.Emitted)
+	names, more, err := r.store.list(ctx, r.rest.Emitted)
 	if err != nil {
 		return 0, false, err
 	}
@@ -149,6 +152,9 @@ func (r *reader) catchUp(ctx context.Context, start time.Time) (out sdfread.Outc
 		if !r.claim(r.rest) {
 			return sdfread.Lost, false, nil
 		}
+	}
+	if more { // Pending.Archive stays above 0: the key holds records
+		return sdfread.Budget, false, nil
 	}
 	r.rest.Pending.Archive = 0
 	r.watch.done(replaySeq)

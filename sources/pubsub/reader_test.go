@@ -491,12 +491,24 @@ func TestStoreLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		names, err := st.list(ctx, "")
-		if err != nil || !slices.Equal(names, []string{a, b}) {
-			t.Fatalf("%s: list = %v, %v; want %v", root, names, err, []string{a, b})
+		names, more, err := st.list(ctx, "")
+		if err != nil || more || !slices.Equal(names, []string{a, b}) {
+			t.Fatalf("%s: list = %v, %v, %v; want %v", root, names, more, err, []string{a, b})
 		}
-		if names, _ := st.list(ctx, a); !slices.Equal(names, []string{b}) {
+		if names, _, _ := st.list(ctx, a); !slices.Equal(names, []string{b}) {
 			t.Errorf("%s: list after %s = %v", root, a, names)
+		}
+		// Pages of one name: a full page may have more after it; a page of
+		// a stray only is listed past.
+		if err := st.put(ctx, files.Join(st.dir, "notes.txt"), nil); err != nil {
+			t.Fatal(err)
+		}
+		st.page = 1
+		if names, more, err := st.list(ctx, ""); !slices.Equal(names, []string{a}) || !more || err != nil {
+			t.Errorf("%s: list a page of 1 = %v, %v, %v; want [%s], more", root, names, more, err, a)
+		}
+		if names, more, err := st.list(ctx, b); len(names) != 0 || more || err != nil {
+			t.Errorf("%s: list a page of 1 after %s = %v, %v, %v; want none, no more", root, b, names, more, err)
 		}
 		rc, side, err := st.read(ctx, a, 0)
 		if err != nil {

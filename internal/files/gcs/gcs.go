@@ -42,9 +42,10 @@ func notExist(err error) bool {
 	return errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist)
 }
 
-// listFrom lists with startOffset (inclusive), names only; the delimiter
-// folds what lies deeper into prefixes, which are skipped.
-func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, error) {
+// listFrom lists with startOffset (inclusive: start is skipped), names
+// only, in one request for up to 999 names; the delimiter folds what lies
+// deeper into prefixes, which are skipped.
+func listFrom(ctx context.Context, bucket, prefix, start string, limit int) ([]string, error) {
 	c, err := client()
 	if err != nil {
 		return nil, err
@@ -55,7 +56,8 @@ func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, erro
 	}
 	var names []string
 	it := c.Bucket(bucket).Objects(ctx, q)
-	for {
+	it.PageInfo().MaxSize = limit + 1
+	for len(names) < limit {
 		o, err := it.Next()
 		if err == iterator.Done {
 			return names, nil
@@ -63,8 +65,9 @@ func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, erro
 		if err != nil {
 			return nil, err
 		}
-		if name := strings.TrimPrefix(o.Name, prefix); name != "" {
+		if name := strings.TrimPrefix(o.Name, prefix); name != "" && o.Name != start {
 			names = append(names, name)
 		}
 	}
+	return names, nil
 }

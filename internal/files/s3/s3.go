@@ -70,17 +70,17 @@ func s3Missing(err error) bool {
 // listFrom lists with start-after (exclusive: start is never wanted, as a
 // name or as the prefix itself); the delimiter folds what lies deeper into
 // common prefixes, which are skipped.
-func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, error) {
+func listFrom(ctx context.Context, bucket, prefix, start string, limit int) ([]string, error) {
 	c, err := client()
 	if err != nil {
 		return nil, err
 	}
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/")}
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix), Delimiter: aws.String("/"), MaxKeys: aws.Int32(int32(limit))}
 	if start != "" {
 		in.StartAfter = aws.String(start)
 	}
 	var names []string
-	for p := s3.NewListObjectsV2Paginator(c, in); p.HasMorePages(); {
+	for p := s3.NewListObjectsV2Paginator(c, in); p.HasMorePages() && len(names) < limit; {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, err
@@ -91,5 +91,5 @@ func listFrom(ctx context.Context, bucket, prefix, start string) ([]string, erro
 			}
 		}
 	}
-	return names, nil
+	return names[:min(len(names), limit)], nil
 }
