@@ -184,6 +184,19 @@ func (j *backgroundRun) fail(t testing.TB, msg string) {
 	t.Fatalf("%s (run ended with err %v)\n%s", msg, r.err, j.out.String())
 }
 
+// wait waits at most limit for Run to return, failing the test on a timeout
+// (after names what Run should return after).
+func (j *backgroundRun) wait(t testing.TB, limit time.Duration, after string) runResult {
+	t.Helper()
+	select {
+	case r := <-j.done:
+		return r
+	case <-time.After(limit):
+		t.Fatalf("Run did not return within %v of %s", limit, after)
+		return runResult{}
+	}
+}
+
 // stopAndWait stops the job as SIGINT does (the run's stop object, a
 // quiet period, cancel), waits at most limit for Run to return, and fails
 // the test on a timeout or an error. It returns the summary and how long
@@ -192,12 +205,7 @@ func (j *backgroundRun) stopAndWait(t testing.TB, limit time.Duration) (*Summary
 	t.Helper()
 	j.stop()
 	stopped := time.Now()
-	var r runResult
-	select {
-	case r = <-j.done:
-	case <-time.After(limit):
-		t.Fatalf("Run did not return within %v of the stop", limit)
-	}
+	r := j.wait(t, limit, "the stop")
 	took := time.Since(stopped)
 	t.Logf("Run returned %v after the stop", took)
 	if r.err != nil {

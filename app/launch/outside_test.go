@@ -31,8 +31,8 @@ func flinkLikeJobServer(t *testing.T) (*runnertest.JobServer, *runnertest.NoLive
 // outsideJob runs a follower of two records on prism's job server behind a
 // proxy that answers as Flink's job server does (no live metrics; with
 // failCancel, every Cancel fails) and returns it once prism shows both
-// records judged, with the proxy, the job server and the job's name.
-func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLiveMetrics, *runnertest.JobServer, string) {
+// records judged, with the proxy and the job as found on the job server.
+func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLiveMetrics, *jobFigures) {
 	js, proxy := flinkLikeJobServer(t)
 	proxy.FailCancel.Store(failCancel)
 	endpoint, env := *jobopts.Endpoint, *jobopts.EnvironmentType
@@ -48,7 +48,12 @@ func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLi
 		}
 		return judgedAt(js.Endpoint, name) == 2
 	})
-	return j, proxy, js, name
+	jf := &jobFigures{name: name, endpoint: js.Endpoint}
+	t.Cleanup(jf.close)
+	if jf.metrics(context.Background(), liveLook) == nil {
+		t.Fatal("the job is not found on the job server")
+	}
+	return j, proxy, jf
 }
 
 // TestCancelledOutsideIsNotDone: a job cancelled outside the launcher
@@ -57,21 +62,11 @@ func outsideJob(t *testing.T, failCancel bool) (*backgroundRun, *runnertest.NoLi
 // it DONE and exited 0 (a replay could seal on it too). It is CANCELLED,
 // not a stop the launcher asked for, with an error (exit 1).
 func TestCancelledOutsideIsNotDone(t *testing.T) {
-	j, _, js, name := outsideJob(t, false)
-	jf := &jobFigures{name: name, endpoint: js.Endpoint}
-	defer jf.close()
-	if jf.metrics(context.Background(), liveLook) == nil {
-		t.Fatal("the job is not found on the job server")
-	}
+	j, _, jf := outsideJob(t, false)
 	if err := jf.cancel(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var r runResult
-	select {
-	case r = <-j.done:
-	case <-time.After(time.Minute):
-		t.Fatal("Run did not return within a minute of the cancel")
-	}
+	r := j.wait(t, time.Minute, "the cancel")
 	want := "job " + jf.found() + ": cancelled outside the launcher"
 	if r.sum == nil || r.sum.State != StateCancelled || r.sum.Interrupted || r.err == nil || !strings.HasPrefix(r.err.Error(), want) || !strings.HasPrefix(r.sum.Error, want) {
 		t.Fatalf("Run: err %v, summary %+v; want CANCELLED, not interrupted, and an error starting %q\n%s", r.err, r.sum, want, j.out.String())
@@ -89,20 +84,10 @@ func TestCancelledOutsideIsNotDone(t *testing.T) {
 // the job was cancelled: it names the job, says it may still be running
 // and where, and fails.
 func TestStopWhoseCancelFailsSaysTheJobMayRun(t *testing.T) {
-	j, proxy, js, name := outsideJob(t, true)
-	jf := &jobFigures{name: name, endpoint: js.Endpoint}
-	defer jf.close()
-	if jf.metrics(context.Background(), liveLook) == nil {
-		t.Fatal("the job is not found on the job server")
-	}
+	j, proxy, jf := outsideJob(t, true)
 	defer jf.cancel(context.Background()) // the job the launcher left
 	j.stop()
-	var r runResult
-	select {
-	case r = <-j.done:
-	case <-time.After(time.Minute):
-		t.Fatal("Run did not return within a minute of the stop")
-	}
+	r := j.wait(t, time.Minute, "the stop")
 	want := fmt.Sprintf("job %s may still be running on the job service at %s", jf.found(), proxy.Endpoint)
 	if r.err == nil || !strings.Contains(r.err.Error(), want) || strings.Contains(j.out.String(), "the job was cancelled") {
 		t.Fatalf("Run: err %v; want an error saying %q and no claim that the job was cancelled\n%s", r.err, want, j.out.String())
